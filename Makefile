@@ -1,0 +1,112 @@
+# vidmm build.  Plain GNU make; no configure step.
+#
+#   make              libvidmm.a, libvidmm.so, libsoftgpu.a, the vidmm tool
+#   make test         build and run every test (prints "N passed, M failed")
+#   make demo         build and run the demo scenario on softgpu's dgpu preset
+#   make bench        build (-O2 -DNDEBUG) and run the benchmarks
+#   make install PREFIX=/usr/local
+#   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
+#   make CC=clang     any C11 compiler with gcc-style flags
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+SAN     ?= 0
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+OPT     ?= -O2 -g
+
+ifeq ($(SAN),1)
+BUILD   := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPT     := -O1 -g
+else
+BUILD   ?= build
+SANFLAGS :=
+endif
+
+CFLAGS_ALL  = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -Iinclude -Isrc $(CFLAGS)
+LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
+LIBS        = -lpthread -lm
+
+LIB_SRC     := $(sort $(wildcard src/*/*.c))
+SOFTGPU_SRC := $(sort $(wildcard softgpu/*.c))
+TOOL_SRC    := $(sort $(wildcard tools/vidmm/*.c))
+TEST_SRC    := $(sort $(wildcard tests/*.c tests/harness/*.c tests/unit/*.c))
+BENCH_SRC   := $(sort $(wildcard bench/*.c))
+
+LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
+SOFTGPU_OBJ := $(SOFTGPU_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ    := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ    := $(TEST_SRC:%.c=$(BUILD)/%.o)
+BENCH_OBJ   := $(BENCH_SRC:%.c=$(BUILD)/%.o)
+
+STATIC  := $(BUILD)/libvidmm.a
+SHARED  := $(BUILD)/libvidmm.so.$(VERSION)
+SOFTGPU := $(BUILD)/libsoftgpu.a
+TOOL    := $(BUILD)/vidmm
+TESTS   := $(BUILD)/vidmm-tests
+BENCH   := $(BUILD)/vidmm-bench
+
+.PHONY: all test demo bench install clean check-headers
+all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libvidmm.so.0 $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	ln -sf libvidmm.so.$(VERSION) $(BUILD)/libvidmm.so
+
+$(SOFTGPU): $(SOFTGPU_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(TOOL): $(TOOL_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+
+$(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
+$(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TEST_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+
+$(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu
+$(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+
+test: $(TESTS) $(TOOL)
+	$(TESTS)
+	sh tests/tool_test.sh $(TOOL)
+
+demo: $(TOOL)
+	$(TOOL) demo
+
+bench:
+	$(MAKE) BUILD=build-bench OPT="-O2 -DNDEBUG" build-bench/vidmm-bench
+	taskset -c 1 build-bench/vidmm-bench 2>/dev/null || build-bench/vidmm-bench
+
+# Every public header must compile on its own as strict C11 (no extensions).
+check-headers:
+	@for h in include/vidmm/*.h; do \
+	  echo "#include \"$${h#include/}\"" | $(CC) -std=c11 -pedantic-errors -Wall -Wextra -Werror -Iinclude -x c -fsyntax-only - || exit 1; \
+	done; echo "headers ok"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include/vidmm $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/vidmm/*.h $(DESTDIR)$(PREFIX)/include/vidmm/
+	install -m 644 $(STATIC) $(SOFTGPU) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libvidmm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libvidmm.so.0
+	ln -sf libvidmm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libvidmm.so
+	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' vidmm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/vidmm.pc
+
+clean:
+	rm -rf build build-san build-bench build-clang
+
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

@@ -1,0 +1,879 @@
+/*
+ * alloc_bench.c - workloads A, B2, C and D of perf-anchors.md §3 for the
+ * range allocator, the page pool and the ring.
+ *
+ * The traces are generated once from a fixed seed and replayed, unchanged,
+ * through every adapter (struct bench_allocator), so the figures are
+ * comparable with each other and with the peer anchors measured with the
+ * same definitions.  Each figure is total time of the timed op loop /
+ * ops (about half allocs, half frees), CLOCK_MONOTONIC, one discarded
+ * warm-up run and the median of five.  The `null` adapter measures the
+ * harness itself; `naive` is an in-project sorted hole list (first fit,
+ * Mesa util_vma style) as a slow, obviously-correct reference.
+ */
+#include "bench.h"
+
+#include "paging/ring.h"
+#include "seg/page_pool.h"
+#include "seg/range_alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+#define CHUNK (4 * KiB)
+#define SEED UINT64_C(0x5eed2026)
+#define NO_COOKIE UINT64_MAX
+
+/* Peer anchors (perf-anchors.md §4.1, middle of the measured ranges). */
+#define ANCHOR_VMA_MINMEM_A 33.0
+#define ANCHOR_VMA_MINMEM_C 42.0
+#define ANCHOR_GPU_BUDDY_A 150.0
+#define ANCHOR_VMA_LINEAR_D 18.5
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ */
+/* Traces                                                              */
+/* ------------------------------------------------------------------ */
+
+/* One op: alloc (size in chunks, 64 KiB alignment flag) into a slot, or
+ * free of a slot.  8 bytes so the trace streams cheaply. */
+#define OP_FREE 0x80000000u
+#define OP_A64K 0x40000000u
+#define OP_SIZE 0x3FFFFFFFu
+
+struct op {
+    uint32_t slot;
+    uint32_t arg;
+};
+
+struct trace {
+    const char *name;
+    uint64_t range;
+    int contiguous;
+    struct op *ops;
+    size_t n, cap;
+    size_t warm;        /* ops [0, warm) are the untimed warm-up */
+    uint32_t slots;     /* slot ids used are < slots */
+    uint64_t live_end;  /* live bytes after the last op */
+};
+
+static void tr_push(struct trace *t, uint32_t slot, uint32_t arg)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 1u << 16;
+        struct op *o = realloc(t->ops, t->cap * sizeof *o);
+        if (!o) {
+            fprintf(stderr, "bench: out of memory\n");
+            exit(1);
+        }
+        t->ops = o;
+    }
+    t->ops[t->n].slot = slot;
+    t->ops[t->n].arg = arg;
+    t->n++;
+    if (slot >= t->slots)
+        t->slots = slot + 1;
+}
+
+static uint64_t op_size(uint32_t arg) { return (uint64_t)(arg & OP_SIZE) * CHUNK; }
+static uint64_t op_align(uint32_t arg) { return (arg & OP_A64K) ? 64 * KiB : CHUNK; }
+
+/* The "power-of-two-ish" distribution of §3. */
+static uint32_t pick_size(uint64_t *s)
+{
+    unsigned k = 12 + (unsigned)(rnd(s) % 10);
+    uint64_t size = UINT64_C(1) << k;
+    if (k >= 13 && k <= 20 && (rnd(s) & 1))
+        size += size / 2;
+    uint32_t arg = (uint32_t)(size / CHUNK);
+    if (size % (64 * KiB) == 0)
+        arg |= OP_A64K;
+    return arg;
+}
+
+/* Live-set bookkeeping of the generators: random pick, O(1) removal. */
+struct liveset {
+    uint32_t *slot;      /* live slots, unordered */
+    uint64_t *size_of;   /* by slot */
+    uint32_t *pos_of;    /* by slot */
+    uint32_t *free_ids;  /* recycled slot ids */
+    uint32_t n, nfree, next_id, cap;
+    uint64_t bytes;
+};
+
+static void ls_init(struct liveset *l, uint32_t cap)
+{
+    memset(l, 0, sizeof *l);
+    l->cap = cap;
+    l->slot = xmalloc(cap * sizeof *l->slot);
+    l->size_of = xmalloc(cap * sizeof *l->size_of);
+    l->pos_of = xmalloc(cap * sizeof *l->pos_of);
+    l->free_ids = xmalloc(cap * sizeof *l->free_ids);
+}
+
+static void ls_fini(struct liveset *l)
+{
+    free(l->slot);
+    free(l->size_of);
+    free(l->pos_of);
+    free(l->free_ids);
+}
+
+static void gen_alloc(struct trace *t, struct liveset *l, uint32_t arg)
+{
+    uint32_t id = l->nfree ? l->free_ids[--l->nfree] : l->next_id++;
+    if (id >= l->cap || l->n >= l->cap) {
+        fprintf(stderr, "bench: liveset overflow\n");
+        exit(1);
+    }
+    l->size_of[id] = op_size(arg);
+    l->pos_of[id] = l->n;
+    l->slot[l->n++] = id;
+    l->bytes += op_size(arg);
+    tr_push(t, id, arg);
+}
+
+static void gen_free_at(struct trace *t, struct liveset *l, uint32_t pos)
+{
+    uint32_t id = l->slot[pos];
+    l->slot[pos] = l->slot[--l->n];
+    l->pos_of[l->slot[pos]] = pos;
+    l->bytes -= l->size_of[id];
+    l->free_ids[l->nfree++] = id;
+    tr_push(t, id, OP_FREE);
+}
+
+/* A (and the churn of B2): warm up to 50% live, then a random walk. */
+static void gen_a(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
+{
+    struct liveset l;
+    uint64_t s = seed;
+    ls_init(&l, 1u << 20);
+    memset(t, 0, sizeof *t);
+    t->range = range;
+    t->contiguous = 1;
+    while (l.bytes < range / 2)
+        gen_alloc(t, &l, pick_size(&s));
+    t->warm = t->n;
+    for (size_t i = 0; i < ops; i++) {
+        int below = l.bytes < range / 2;
+        int do_alloc = (rnd(&s) % 4 != 0) == below; /* 75% toward 50% live */
+        if (do_alloc || !l.n)
+            gen_alloc(t, &l, pick_size(&s));
+        else
+            gen_free_at(t, &l, (uint32_t)(rnd(&s) % l.n));
+    }
+    t->live_end = l.bytes;
+    ls_fini(&l);
+}
+
+/* C: 64 KiB blocks at 50% live, batches of 256 frees then 256 allocs. */
+static void gen_c(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
+{
+    struct liveset l;
+    uint64_t s = seed;
+    uint32_t arg = (uint32_t)(64 * KiB / CHUNK) | OP_A64K;
+    ls_init(&l, (uint32_t)(range / (64 * KiB)) + 1);
+    memset(t, 0, sizeof *t);
+    t->range = range;
+    t->contiguous = 1;
+    while (l.bytes < range / 2)
+        gen_alloc(t, &l, arg);
+    t->warm = t->n;
+    for (size_t i = 0; i + 512 <= ops; i += 512) {
+        for (int k = 0; k < 256; k++)
+            gen_free_at(t, &l, (uint32_t)(rnd(&s) % l.n));
+        for (int k = 0; k < 256; k++)
+            gen_alloc(t, &l, arg);
+    }
+    t->live_end = l.bytes;
+    ls_fini(&l);
+}
+
+/* D: FIFO, 4..256 KiB, oldest freed whenever live bytes would pass 75%. */
+static void gen_d(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
+{
+    uint64_t s = seed;
+    uint32_t cap = (uint32_t)(range / CHUNK) + 1;
+    uint32_t *fifo = xmalloc(cap * sizeof *fifo);
+    uint64_t *fsize = xmalloc(cap * sizeof *fsize);
+    uint32_t head = 0, n = 0, next_id = 0;
+    uint64_t live = 0, limit = range / 4 * 3;
+    memset(t, 0, sizeof *t);
+    t->range = range;
+    t->contiguous = 1;
+    int warming = 1;
+    size_t timed = 0;
+    while (timed < ops) {
+        uint32_t arg = (uint32_t)(1 + rnd(&s) % 64);
+        uint64_t size = op_size(arg);
+        while (live + size > limit) {
+            tr_push(t, fifo[head], OP_FREE);
+            live -= fsize[head];
+            head = (head + 1) % cap;
+            n--;
+            if (warming) {
+                warming = 0;
+                t->warm = t->n - 1;
+            }
+        }
+        uint32_t id = next_id;
+        next_id = (next_id + 1) % cap;
+        fifo[(head + n) % cap] = id;
+        fsize[(head + n) % cap] = size;
+        n++;
+        live += size;
+        tr_push(t, id, arg);
+        timed = warming ? 0 : t->n - t->warm;
+    }
+    t->live_end = live;
+    free(fifo);
+    free(fsize);
+}
+
+/* ------------------------------------------------------------------ */
+/* Adapters                                                            */
+/* ------------------------------------------------------------------ */
+
+/* null: the harness cost. */
+static int null_obj;
+static void *null_create(uint64_t range, uint64_t chunk) { (void)range; (void)chunk; return &null_obj; }
+static void null_destroy(void *p) { (void)p; }
+static int null_alloc(void *p, uint64_t size, uint64_t align, int contiguous, uint64_t *offset,
+                      uint64_t *cookie)
+{
+    (void)p; (void)size; (void)align; (void)contiguous;
+    *offset = 0;
+    *cookie = 0;
+    return 0;
+}
+static void null_free(void *p, uint64_t cookie) { (void)p; (void)cookie; }
+
+/* vidmm_range: contiguous placement. */
+static void *vr_create(uint64_t range, uint64_t chunk)
+{
+    struct vidmm_range_alloc *ra = xmalloc(sizeof *ra);
+    if (vidmm_ra_init(ra, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
+        free(ra);
+        return NULL;
+    }
+    return ra;
+}
+static void vr_destroy(void *p)
+{
+    vidmm_ra_fini(p);
+    free(p);
+}
+static int vr_alloc(void *p, uint64_t size, uint64_t align, int contiguous, uint64_t *offset,
+                    uint64_t *cookie)
+{
+    uint32_t node;
+    (void)contiguous;
+    if (vidmm_ra_alloc(p, size, align, 0, offset, &node) != VIDMM_OK)
+        return 1;
+    *cookie = node;
+    return 0;
+}
+static void vr_free(void *p, uint64_t cookie) { (void)vidmm_ra_free(p, (uint32_t)cookie); }
+
+/* vidmm_pages: page sets (page size = the request's alignment, 4 or 64 KiB).
+ * Sets live in fixed blocks because a set must not move (ext may point
+ * into it). */
+#define VP_BLOCK 4096u
+struct vp {
+    struct vidmm_range_alloc ra;
+    struct vidmm_page_set **blocks;
+    uint32_t nblocks, *free_ids, nfree, next_id;
+};
+static void *vp_create(uint64_t range, uint64_t chunk)
+{
+    struct vp *v = xmalloc(sizeof *v);
+    memset(v, 0, sizeof *v);
+    if (vidmm_ra_init(&v->ra, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
+        free(v);
+        return NULL;
+    }
+    v->nblocks = (uint32_t)(range / chunk / VP_BLOCK) + 1;
+    v->blocks = xmalloc(v->nblocks * sizeof *v->blocks);
+    memset(v->blocks, 0, v->nblocks * sizeof *v->blocks);
+    v->free_ids = xmalloc((size_t)v->nblocks * VP_BLOCK * sizeof *v->free_ids);
+    return v;
+}
+static void vp_destroy(void *p)
+{
+    struct vp *v = p;
+    for (uint32_t i = 0; i < v->nblocks; i++) {
+        if (!v->blocks[i])
+            continue;
+        for (uint32_t j = 0; j < VP_BLOCK; j++)
+            if (v->blocks[i][j].count)
+                vidmm_pages_free(&v->ra, &v->blocks[i][j]);
+        free(v->blocks[i]);
+    }
+    free(v->blocks);
+    free(v->free_ids);
+    vidmm_ra_fini(&v->ra);
+    free(v);
+}
+static inline struct vidmm_page_set *vp_set(struct vp *v, uint32_t id)
+{
+    return &v->blocks[id / VP_BLOCK][id % VP_BLOCK];
+}
+static int vp_alloc(void *p, uint64_t size, uint64_t align, int contiguous, uint64_t *offset,
+                    uint64_t *cookie)
+{
+    struct vp *v = p;
+    (void)contiguous;
+    uint32_t id;
+    if (v->nfree) {
+        id = v->free_ids[--v->nfree];
+    } else {
+        id = v->next_id;
+        if (id / VP_BLOCK >= v->nblocks)
+            return 1;
+        if (!v->blocks[id / VP_BLOCK]) {
+            struct vidmm_page_set *b = xmalloc(VP_BLOCK * sizeof *b);
+            for (uint32_t j = 0; j < VP_BLOCK; j++)
+                vidmm_pages_init(&b[j]);
+            v->blocks[id / VP_BLOCK] = b;
+        }
+        v->next_id++;
+    }
+    struct vidmm_page_set *set = vp_set(v, id);
+    if (vidmm_pages_alloc(&v->ra, size, align < CHUNK ? CHUNK : align, 0, set) != VIDMM_OK) {
+        v->free_ids[v->nfree++] = id;
+        return 1;
+    }
+    *offset = set->ext[0].offset;
+    *cookie = id;
+    return 0;
+}
+static void vp_free(void *p, uint64_t cookie)
+{
+    struct vp *v = p;
+    vidmm_pages_free(&v->ra, vp_set(v, (uint32_t)cookie));
+    v->free_ids[v->nfree++] = (uint32_t)cookie;
+}
+static void vp_extents(void *p, uint64_t cookie, void (*fn)(void *, uint64_t, uint64_t), void *ctx)
+{
+    struct vp *v = p;
+    const struct vidmm_page_set *set = vp_set(v, (uint32_t)cookie);
+    for (uint32_t i = 0; i < set->count; i++)
+        fn(ctx, set->ext[i].offset, set->ext[i].size);
+}
+
+/* vidmm_ring: FIFO only; free() always retires the oldest. */
+static void *vg_create(uint64_t range, uint64_t chunk)
+{
+    struct vidmm_ring *r = xmalloc(sizeof *r);
+    if (vidmm_ring_init(r, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+static void vg_destroy(void *p)
+{
+    vidmm_ring_fini(p);
+    free(p);
+}
+static int vg_alloc(void *p, uint64_t size, uint64_t align, int contiguous, uint64_t *offset,
+                    uint64_t *cookie)
+{
+    (void)align; (void)contiguous;
+    if (vidmm_ring_alloc(p, size, offset) != VIDMM_OK)
+        return 1;
+    *cookie = *offset;
+    return 0;
+}
+static void vg_free(void *p, uint64_t cookie)
+{
+    (void)cookie;
+    (void)vidmm_ring_free_oldest(p);
+}
+
+/* naive: holes in an address-sorted doubly linked list, first fit from the
+ * low end; O(#holes) per op.  Cookie = offset/chunk << 32 | size/chunk. */
+struct nv_hole {
+    uint64_t off, size;
+    uint32_t prev, next;
+};
+#define NV_NIL UINT32_MAX
+struct nv {
+    struct nv_hole *h;
+    uint32_t cap, first, free_head;
+    unsigned shift;
+};
+static uint32_t nv_new(struct nv *v)
+{
+    if (v->free_head == NV_NIL) {
+        uint32_t old = v->cap;
+        v->cap = old ? old * 2 : 1024;
+        struct nv_hole *h = realloc(v->h, v->cap * sizeof *h);
+        if (!h) {
+            fprintf(stderr, "bench: out of memory\n");
+            exit(1);
+        }
+        v->h = h;
+        for (uint32_t i = old; i < v->cap; i++)
+            v->h[i].next = i + 1 < v->cap ? i + 1 : NV_NIL;
+        v->free_head = old;
+    }
+    uint32_t i = v->free_head;
+    v->free_head = v->h[i].next;
+    return i;
+}
+static void nv_del(struct nv *v, uint32_t i)
+{
+    struct nv_hole *x = &v->h[i];
+    if (x->prev != NV_NIL) v->h[x->prev].next = x->next; else v->first = x->next;
+    if (x->next != NV_NIL) v->h[x->next].prev = x->prev;
+    x->next = v->free_head;
+    v->free_head = i;
+}
+static void *nv_create(uint64_t range, uint64_t chunk)
+{
+    struct nv *v = xmalloc(sizeof *v);
+    memset(v, 0, sizeof *v);
+    v->free_head = NV_NIL;
+    v->shift = 0;
+    while ((UINT64_C(1) << v->shift) < chunk)
+        v->shift++;
+    uint32_t i = nv_new(v);
+    v->h[i].off = 0;
+    v->h[i].size = range;
+    v->h[i].prev = v->h[i].next = NV_NIL;
+    v->first = i;
+    return v;
+}
+static void nv_destroy(void *p)
+{
+    struct nv *v = p;
+    free(v->h);
+    free(v);
+}
+static int nv_alloc(void *p, uint64_t size, uint64_t align, int contiguous, uint64_t *offset,
+                    uint64_t *cookie)
+{
+    struct nv *v = p;
+    (void)contiguous;
+    uint64_t cmask = (UINT64_C(1) << v->shift) - 1;
+    size = (size + cmask) & ~cmask;
+    if (align <= cmask)
+        align = cmask + 1;
+    for (uint32_t i = v->first; i != NV_NIL; i = v->h[i].next) {
+        struct nv_hole *x = &v->h[i];
+        uint64_t s = (x->off + align - 1) & ~(align - 1);
+        if (x->size < size || s - x->off > x->size - size)
+            continue;
+        uint64_t end = x->off + x->size;
+        if (s > x->off) {            /* keep the leading pad as this hole */
+            x->size = s - x->off;
+            if (s + size < end) {    /* and the tail as a new one after it */
+                uint32_t j = nv_new(v);
+                x = &v->h[i];
+                v->h[j].off = s + size;
+                v->h[j].size = end - s - size;
+                v->h[j].prev = i;
+                v->h[j].next = x->next;
+                if (x->next != NV_NIL) v->h[x->next].prev = j;
+                x->next = j;
+            }
+        } else if (s + size < end) {
+            x->off = s + size;
+            x->size = end - s - size;
+        } else {
+            nv_del(v, i);
+        }
+        *offset = s;
+        *cookie = (s >> v->shift) << 32 | (size >> v->shift);
+        return 0;
+    }
+    return 1;
+}
+static void nv_free(void *p, uint64_t cookie)
+{
+    struct nv *v = p;
+    uint64_t off = (cookie >> 32) << v->shift, size = (cookie & 0xFFFFFFFFu) << v->shift;
+    uint32_t prev = NV_NIL, next = v->first;
+    while (next != NV_NIL && v->h[next].off < off) {
+        prev = next;
+        next = v->h[next].next;
+    }
+    int mp = prev != NV_NIL && v->h[prev].off + v->h[prev].size == off;
+    int mn = next != NV_NIL && off + size == v->h[next].off;
+    if (mp && mn) {
+        v->h[prev].size += size + v->h[next].size;
+        nv_del(v, next);
+    } else if (mp) {
+        v->h[prev].size += size;
+    } else if (mn) {
+        v->h[next].off = off;
+        v->h[next].size += size;
+    } else {
+        uint32_t j = nv_new(v);
+        v->h[j].off = off;
+        v->h[j].size = size;
+        v->h[j].prev = prev;
+        v->h[j].next = next;
+        if (prev != NV_NIL) v->h[prev].next = j; else v->first = j;
+        if (next != NV_NIL) v->h[next].prev = j;
+    }
+}
+
+static const struct bench_allocator AD_NULL = { "null", null_create, null_destroy, null_alloc, null_free, NULL };
+static const struct bench_allocator AD_RANGE = { "vidmm_range", vr_create, vr_destroy, vr_alloc, vr_free, NULL };
+static const struct bench_allocator AD_PAGES = { "vidmm_pages", vp_create, vp_destroy, vp_alloc, vp_free, vp_extents };
+static const struct bench_allocator AD_RING = { "vidmm_ring", vg_create, vg_destroy, vg_alloc, vg_free, NULL };
+static const struct bench_allocator AD_NAIVE = { "naive", nv_create, nv_destroy, nv_alloc, nv_free, NULL };
+
+/* ------------------------------------------------------------------ */
+/* Running                                                             */
+/* ------------------------------------------------------------------ */
+
+/* --check: a chunk bitmap of the range proves every live allocation is in
+ * range, aligned and disjoint from every other. */
+struct checker {
+    uint64_t *bits;
+    uint64_t range;
+    uint64_t errors;
+    int set;
+};
+
+static void chk_mark(void *ctx, uint64_t off, uint64_t size)
+{
+    struct checker *c = ctx;
+    if (off % CHUNK || size % CHUNK || off > c->range || size > c->range - off) {
+        c->errors++;
+        return;
+    }
+    for (uint64_t i = off / CHUNK; i < (off + size) / CHUNK; i++) {
+        uint64_t m = UINT64_C(1) << (i % 64);
+        if (((c->bits[i / 64] & m) != 0) == c->set)
+            c->errors++;
+        if (c->set)
+            c->bits[i / 64] |= m;
+        else
+            c->bits[i / 64] &= ~m;
+    }
+}
+
+struct run_state {
+    uint64_t *cookie;   /* by slot; NO_COOKIE when the alloc failed */
+    uint64_t *coff;     /* by slot, check mode only */
+    uint64_t *csize;
+    uint64_t failures;
+    uint64_t live_bytes;
+    struct checker chk;
+};
+
+/* Replay ops [from, to); the plain loop is what is timed. */
+static void replay(const struct bench_allocator *a, void *ctx, const struct trace *t, size_t from,
+                   size_t to, struct run_state *rs)
+{
+    const struct op *ops = t->ops;
+    uint64_t *cookie = rs->cookie;
+    int contig = t->contiguous;
+    if (!bench_opts.check) {
+        uint64_t fails = 0;
+        for (size_t i = from; i < to; i++) {
+            uint32_t arg = ops[i].arg, slot = ops[i].slot;
+            if (arg & OP_FREE) {
+                if (cookie[slot] != NO_COOKIE)
+                    a->free(ctx, cookie[slot]);
+            } else {
+                uint64_t off;
+                if (a->alloc(ctx, op_size(arg), op_align(arg), contig, &off, &cookie[slot])) {
+                    cookie[slot] = NO_COOKIE;
+                    fails++;
+                }
+            }
+        }
+        rs->failures += fails;
+        return;
+    }
+    for (size_t i = from; i < to; i++) {
+        uint32_t arg = ops[i].arg, slot = ops[i].slot;
+        if (arg & OP_FREE) {
+            if (cookie[slot] == NO_COOKIE)
+                continue;
+            rs->chk.set = 0;
+            if (a->extents)
+                a->extents(ctx, cookie[slot], chk_mark, &rs->chk);
+            else
+                chk_mark(&rs->chk, rs->coff[slot], rs->csize[slot]);
+            rs->live_bytes -= rs->csize[slot];
+            a->free(ctx, cookie[slot]);
+        } else {
+            uint64_t off, size = op_size(arg), align = op_align(arg);
+            if (a->alloc(ctx, size, align, contig, &off, &cookie[slot])) {
+                cookie[slot] = NO_COOKIE;
+                rs->failures++;
+                continue;
+            }
+            rs->chk.set = 1;
+            if (a->extents) {
+                a->extents(ctx, cookie[slot], chk_mark, &rs->chk);
+            } else {
+                if (off % align)
+                    rs->chk.errors++;
+                chk_mark(&rs->chk, off, size);
+            }
+            rs->coff[slot] = off;
+            rs->csize[slot] = size;
+            rs->live_bytes += size;
+        }
+    }
+}
+
+static void rs_init(struct run_state *rs, const struct trace *t)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->cookie = xmalloc(t->slots * sizeof *rs->cookie);
+    for (uint32_t i = 0; i < t->slots; i++)
+        rs->cookie[i] = NO_COOKIE;
+    if (bench_opts.check) {
+        size_t words = (size_t)(t->range / CHUNK / 64) + 1;
+        rs->coff = xmalloc(t->slots * sizeof *rs->coff);
+        rs->csize = xmalloc(t->slots * sizeof *rs->csize);
+        rs->chk.bits = xmalloc(words * sizeof *rs->chk.bits);
+        memset(rs->chk.bits, 0, words * sizeof *rs->chk.bits);
+        rs->chk.range = t->range;
+    }
+}
+
+static void rs_fini(struct run_state *rs)
+{
+    free(rs->cookie);
+    free(rs->coff);
+    free(rs->csize);
+    free(rs->chk.bits);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct result {
+    double ns;          /* median ns/op */
+    double lo, hi;      /* min / max of the measured runs */
+    size_t ops;         /* timed ops per run */
+    uint64_t failures;  /* failed allocs in the last run */
+    uint64_t errors;    /* --check violations */
+};
+
+/* One discarded warm-up run, then the median of `runs`.  max_ops caps the
+ * timed part (0 = all) for the slow reference. */
+static struct result measure(const struct bench_allocator *a, const struct trace *t, size_t max_ops,
+                             int runs)
+{
+    double v[16];
+    struct result r = { 0 };
+    size_t to = t->n;
+    if (max_ops && t->warm + max_ops < to)
+        to = t->warm + max_ops;
+    r.ops = to - t->warm;
+    for (int run = -1; run < runs; run++) {
+        struct run_state rs;
+        rs_init(&rs, t);
+        void *ctx = a->create(t->range, CHUNK);
+        if (!ctx) {
+            fprintf(stderr, "bench: %s: create failed\n", a->name);
+            exit(1);
+        }
+        replay(a, ctx, t, 0, t->warm, &rs);
+        uint64_t t0 = bench_now_ns();
+        replay(a, ctx, t, t->warm, to, &rs);
+        uint64_t t1 = bench_now_ns();
+        a->destroy(ctx);
+        if (run >= 0)
+            v[run] = (double)(t1 - t0) / (double)r.ops;
+        r.failures = rs.failures;
+        r.errors += rs.chk.errors;
+        rs_fini(&rs);
+    }
+    qsort(v, (size_t)runs, sizeof v[0], cmp_double);
+    r.ns = v[runs / 2];
+    r.lo = v[0];
+    r.hi = v[runs - 1];
+    return r;
+}
+
+static int nruns(void) { return bench_opts.quick ? 3 : 5; }
+
+static void print_header(void)
+{
+    printf("  %-22s %9s %9s %9s %9s %8s %7s\n", "adapter", "ns/op", "min", "max", "-null", "vs null",
+           "fails");
+}
+
+static void print_row(const char *label, const struct result *r, const struct result *null_r)
+{
+    printf("  %-22s %9.1f %9.1f %9.1f %9.1f %7.2fx %7" PRIu64 "%s\n", label, r->ns, r->lo, r->hi,
+           r->ns - null_r->ns, r->ns / null_r->ns, r->failures,
+           bench_opts.check ? (r->errors ? "  CHECK FAILED" : "  check ok") : "");
+}
+
+static void print_ratio(const char *what, double ns, const char *peer, double anchor, double target)
+{
+    printf("  %-34s %6.1f ns / %-22s %5.1f = %5.2fx  (target <= %.2fx: %s)\n", what, ns, peer, anchor,
+           ns / anchor, target, ns / anchor <= target ? "met" : "MISSED");
+}
+
+/* ------------------------------------------------------------------ */
+/* Workloads                                                           */
+/* ------------------------------------------------------------------ */
+
+static void workload_a(void)
+{
+    struct trace t;
+    size_t ops = bench_opts.quick ? 200000 : 1000000;
+    size_t naive_ops = bench_opts.quick ? 20000 : 100000;
+    gen_a(&t, 16 * GiB, ops, SEED);
+    printf("\nA: mixed alloc/free, 16 GiB range, 4 KiB chunk, warm-up to 50%% live (%zu allocs), "
+           "%zu timed ops\n", t.warm, t.n - t.warm);
+    print_header();
+    struct result rn = measure(&AD_NULL, &t, 0, nruns());
+    struct result rr = measure(&AD_RANGE, &t, 0, nruns());
+    struct result rp = measure(&AD_PAGES, &t, 0, nruns());
+    struct result rv = measure(&AD_NAIVE, &t, naive_ops, nruns());
+    print_row("null", &rn, &rn);
+    print_row("vidmm_range", &rr, &rn);
+    print_row("vidmm_pages (non-contig)", &rp, &rn);
+    char label[64];
+    snprintf(label, sizeof label, "naive (first %zuK ops)", naive_ops / 1000);
+    print_row(label, &rv, &rn);
+    print_ratio("vidmm_range", rr.ns, "VMA MIN_MEMORY", ANCHOR_VMA_MINMEM_A, 0.8);
+    print_ratio("vidmm_pages", rp.ns, "gpu_buddy", ANCHOR_GPU_BUDDY_A, 0.5);
+    printf("  in-run: vidmm_range / naive = %.4fx, vidmm_pages / naive = %.4fx\n", rr.ns / rv.ns,
+           rp.ns / rv.ns);
+    free(t.ops);
+}
+
+/* One B2 pass: contiguous blocks of size until the first failure. */
+static uint64_t b2_pass(const struct bench_allocator *a, void *ctx, uint64_t size)
+{
+    uint64_t n = 0, off, cookie;
+    while (!a->alloc(ctx, size, 64 * KiB, 1, &off, &cookie))
+        n++;
+    return n;
+}
+
+static void workload_b2(void)
+{
+    struct trace t;
+    gen_a(&t, 16 * GiB, 200000, SEED ^ 0xB2);
+    printf("\nB2: 200 K A-style churn ops at 50%% live, then contiguous 32 MiB / 2 MiB / 64 KiB "
+           "passes until failure\n");
+    printf("  %-22s %9s %9s %9s %11s %9s\n", "adapter", "free GiB", "32 MiB", "+2 MiB", "+64 KiB",
+           "unusable");
+    const struct bench_allocator *ads[] = { &AD_RANGE, &AD_NAIVE };
+    double frac32 = 0, unusable = 0;
+    for (size_t k = 0; k < sizeof ads / sizeof ads[0]; k++) {
+        const struct bench_allocator *a = ads[k];
+        struct run_state rs;
+        int saved = bench_opts.check;
+        bench_opts.check = 1; /* live bytes are needed here */
+        rs_init(&rs, &t);
+        void *ctx = a->create(t.range, CHUNK);
+        replay(a, ctx, &t, 0, t.n, &rs);
+        bench_opts.check = saved;
+        double freeb = (double)(t.range - rs.live_bytes);
+        double f32 = (double)b2_pass(a, ctx, 32 * MiB) * (double)(32 * MiB) / freeb;
+        double f2 = (double)b2_pass(a, ctx, 2 * MiB) * (double)(2 * MiB) / freeb;
+        double f64 = (double)b2_pass(a, ctx, 64 * KiB) * (double)(64 * KiB) / freeb;
+        double un = 1.0 - f32 - f2 - f64;
+        printf("  %-22s %9.3f %9.3f %9.3f %11.3f %9.4f%s\n", a->name, freeb / (double)GiB, f32, f2,
+               f64, un, rs.chk.errors ? "  CHECK FAILED" : "");
+        if (k == 0) {
+            frac32 = f32;
+            unusable = un;
+        }
+        a->destroy(ctx);
+        rs_fini(&rs);
+    }
+    printf("  vidmm_range 32 MiB pass %.3f of free (target >= 0.97: %s; drm_mm best 0.973, "
+           "VMA MIN_MEMORY 0.965); unusable %.4f (target <= 0.001: %s)\n",
+           frac32, frac32 >= 0.97 ? "met" : "MISSED", unusable, unusable <= 0.001 ? "met" : "MISSED");
+    free(t.ops);
+}
+
+static void workload_c(void)
+{
+    struct trace t;
+    size_t ops = bench_opts.quick ? 200000 : 1000000;
+    gen_c(&t, 16 * GiB, ops, SEED ^ 0xC);
+    printf("\nC: 64 KiB blocks (64 KiB aligned, 4 KiB chunk), 16 GiB at 50%% live (%zu blocks), "
+           "%zu timed ops in batches of 256 frees + 256 allocs\n", t.warm, t.n - t.warm);
+    print_header();
+    struct result rn = measure(&AD_NULL, &t, 0, nruns());
+    struct result rr = measure(&AD_RANGE, &t, 0, nruns());
+    struct result rp = measure(&AD_PAGES, &t, 0, nruns());
+    struct result rv = measure(&AD_NAIVE, &t, 0, nruns());
+    print_row("null", &rn, &rn);
+    print_row("vidmm_range", &rr, &rn);
+    print_row("vidmm_pages (64K pages)", &rp, &rn);
+    print_row("naive", &rv, &rn);
+    print_ratio("vidmm_pages", rp.ns, "VMA MIN_MEMORY", ANCHOR_VMA_MINMEM_C, 1.0);
+    print_ratio("vidmm_range", rr.ns, "VMA MIN_MEMORY", ANCHOR_VMA_MINMEM_C, 1.0);
+    printf("  in-run: vidmm_pages / naive = %.3fx\n", rp.ns / rv.ns);
+    free(t.ops);
+}
+
+static void workload_d(void)
+{
+    struct trace t;
+    size_t ops = bench_opts.quick ? 200000 : 1000000;
+    gen_d(&t, 256 * MiB, ops, SEED ^ 0xD);
+    printf("\nD: FIFO ring, 256 MiB, 4..256 KiB, oldest freed to stay <= 75%% live, %zu timed ops\n",
+           t.n - t.warm);
+    print_header();
+    struct result rn = measure(&AD_NULL, &t, 0, nruns());
+    struct result rg = measure(&AD_RING, &t, 0, nruns());
+    struct result rr = measure(&AD_RANGE, &t, 0, nruns());
+    struct result rv = measure(&AD_NAIVE, &t, 0, nruns());
+    print_row("null", &rn, &rn);
+    print_row("vidmm_ring", &rg, &rn);
+    print_row("vidmm_range", &rr, &rn);
+    print_row("naive", &rv, &rn);
+    print_ratio("vidmm_ring", rg.ns, "VMA linear", ANCHOR_VMA_LINEAR_D, 1.2);
+    printf("  in-run: vidmm_ring / naive = %.3fx\n", rg.ns / rv.ns);
+    free(t.ops);
+}
+
+void bench_alloc(void)
+{
+    uint64_t t0 = bench_now_ns();
+    printf("== allocators (perf-anchors.md §3; median of %d after 1 warm-up run; seed 0x%" PRIx64
+           "%s) ==\n", nruns(), SEED, bench_opts.check ? "; --check" : "");
+    workload_a();
+    workload_b2();
+    workload_c();
+    workload_d();
+    printf("\nallocator benchmarks took %.1f s\n", (double)(bench_now_ns() - t0) / 1e9);
+}

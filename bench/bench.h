@@ -1,0 +1,40 @@
+/*
+ * bench.h - shared declarations of the vidmm benchmark program.
+ *
+ * Each benchmark file exports one entry point, bench_<area>(void), which
+ * main.c calls in turn.  Options parsed by main.c are in bench_opts (the
+ * bench is a program, not the library, so a global is fine here).
+ */
+#ifndef VIDMM_BENCH_H
+#define VIDMM_BENCH_H
+
+#include <stdint.h>
+
+struct bench_options {
+    int check;   /* --check: verify every result (range, alignment, overlap); slower */
+    int quick;   /* --quick: fewer ops and runs, for smoke tests */
+};
+extern struct bench_options bench_opts;
+
+/* Allocator adapter: every allocator under test is driven through this,
+ * with identical pre-generated op traces. */
+struct bench_allocator {
+    const char *name;
+    void *(*create)(uint64_t range, uint64_t min_chunk);
+    void (*destroy)(void *);
+    /* 0 on success, non-zero on failure (no room). */
+    int (*alloc)(void *, uint64_t size, uint64_t align, int contiguous, uint64_t *offset,
+                 uint64_t *cookie);
+    void (*free)(void *, uint64_t cookie);
+    /* Optional (NULL for contiguous allocators): report every extent of a
+     * live allocation, so --check can verify page sets too. */
+    void (*extents)(void *, uint64_t cookie, void (*fn)(void *ctx, uint64_t off, uint64_t size),
+                    void *ctx);
+};
+
+/* Monotonic time in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+void bench_alloc(void);
+
+#endif

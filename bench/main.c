@@ -1,0 +1,34 @@
+/*
+ * main.c - the vidmm benchmark program: runs every benchmark in turn.
+ * Usage: vidmm-bench [--check] [--quick]
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct bench_options bench_opts;
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check"))
+            bench_opts.check = 1;
+        else if (!strcmp(argv[i], "--quick"))
+            bench_opts.quick = 1;
+        else {
+            fprintf(stderr, "usage: %s [--check] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    bench_alloc();
+    return 0;
+}

@@ -1,0 +1,379 @@
+/*
+ * vidmm/driver.h - the driver interface: what a GPU kernel-mode driver
+ * implements so vidmm can manage its memory.
+ *
+ * It mirrors the WDDM display-miniport DDI (DxgkDdi*): a table of
+ * function pointers, each taking one argument structure, so fields can be
+ * added without breaking the ABI.  docs/DRIVER_INTERFACE.md maps every op
+ * to its DxgkDdi* counterpart.  The flag values and enumerators keep the
+ * bit positions and numbers of the WDK headers (DXGK_SEGMENTFLAGS,
+ * DXGK_ALLOCATIONINFOFLAGS_WDDM2_0, D3DDDI_SEGMENTPREFERENCE,
+ * DXGK_BUILDPAGINGBUFFER_OPERATION, ...), so a WDDM engineer can read them
+ * off a debugger dump.
+ *
+ * Required ops: query_adapter_info, build_paging_buffer, submit_command.
+ * Optional ops (NULL = vidmm's default, see each member): describe_allocation,
+ * destroy_allocation, map_cpu_host_aperture, unmap_cpu_host_aperture.
+ *
+ * Threading: vidmm calls the ops of one adapter from one thread at a time.
+ * The driver reports completed paging buffers with vidmm_cb_notify_fence(),
+ * from any thread.
+ *
+ * User-space model: a "CPU physical address" (a BAR, a CPU host aperture)
+ * is a host pointer here; a memory descriptor list (MDL) of system pages
+ * is a host pointer to page-aligned memory plus a page count.
+ */
+#ifndef VIDMM_DRIVER_H
+#define VIDMM_DRIVER_H
+
+#include "vidmm/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct vidmm_adapter;
+
+/* ------------------------------------------------------------------ */
+/* Segment ids and sets                                                */
+/* ------------------------------------------------------------------ */
+
+/* Segment 0 is the implicit system-memory segment; driver segments are
+ * numbered from 1 in the order of the descriptor array.  In a segment set
+ * bit n means segment n+1.  Ids are 5 bits wide in the DDI, so a driver
+ * reports at most 31 segments. */
+#define VIDMM_SEGMENT_ID_SYSTEM 0u
+#define VIDMM_MAX_SEGMENTS 31u
+#define VIDMM_SEGMENT_BIT(id) (1u << ((id) - 1u))
+
+/* ------------------------------------------------------------------ */
+/* Adapter queries (DxgkDdiQueryAdapterInfo)                           */
+/* ------------------------------------------------------------------ */
+
+enum vidmm_query_type {
+    VIDMM_QAI_DRIVERCAPS = 1,      /* DXGKQAITYPE_DRIVERCAPS: output struct vidmm_driver_caps */
+    VIDMM_QAI_QUERYSEGMENT = 11    /* DXGKQAITYPE_QUERYSEGMENT4: input vidmm_query_segment_in, output vidmm_query_segment_out */
+};
+
+/* DXGK_VIDMMCAPS bits (DXGK_DRIVERCAPS.MemoryManagementCaps). */
+#define VIDMM_CAPS_VIRTUAL_ADDRESSING 0x20u   /* VirtualAddressingSupported */
+#define VIDMM_CAPS_GPUMMU             0x40u   /* GpuMmuSupported */
+#define VIDMM_CAPS_IOMMU              0x80u   /* IoMmuSupported */
+
+/* DXGK_PHYSICALADAPTERFLAGS bits. */
+#define VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED 0x4u /* can move content inside one memory segment */
+
+struct vidmm_driver_caps {
+    uint32_t wddm_version;              /* DXGK_WDDMVERSION, e.g. 0x2000 for WDDM 2.0 */
+    uint32_t memory_management_caps;    /* VIDMM_CAPS_* */
+    uint32_t physical_adapter_flags;    /* VIDMM_ADAPTER_* */
+    uint32_t reserved;
+    /* Global cap on system memory mapped through aperture segments
+     * (ApertureSegmentCommitLimit); 0 = no cap beyond the segments' own. */
+    uint64_t aperture_segment_commit_limit;
+};
+
+/* DXGK_SEGMENTFLAGS bits. */
+#define VIDMM_SEGMENT_APERTURE                   0x1u
+#define VIDMM_SEGMENT_AGP                        0x2u
+#define VIDMM_SEGMENT_CPU_VISIBLE                0x4u
+#define VIDMM_SEGMENT_USE_BANKING                0x8u   /* not supported by vidmm: rejected */
+#define VIDMM_SEGMENT_CACHE_COHERENT             0x10u
+#define VIDMM_SEGMENT_PITCH_ALIGNMENT            0x20u  /* not supported by vidmm: rejected */
+#define VIDMM_SEGMENT_POPULATED_FROM_SYSTEM      0x40u
+#define VIDMM_SEGMENT_PRESERVED_DURING_STANDBY   0x80u
+#define VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE 0x100u
+#define VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE 0x200u
+#define VIDMM_SEGMENT_DIRECT_FLIP                0x400u
+#define VIDMM_SEGMENT_USE_64KB_PAGES             0x800u
+#define VIDMM_SEGMENT_RESERVED_SYSMEM            0x1000u /* system use; a driver must not set it */
+#define VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE 0x2000u
+#define VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE 0x4000u
+#define VIDMM_SEGMENT_LOCAL_BUDGET_GROUP         0x80000u
+#define VIDMM_SEGMENT_NON_LOCAL_BUDGET_GROUP     0x100000u
+#define VIDMM_SEGMENT_KNOWN_FLAGS                0x1FFFFFu
+
+/* DXGK_SEGMENTDESCRIPTOR4, in host terms. */
+struct vidmm_segment_descriptor {
+    uint32_t flags;                 /* VIDMM_SEGMENT_* */
+    uint32_t reserved;
+    uint64_t base_address;          /* GPU physical base; address of offset o is base_address + o */
+    uint64_t size;                  /* bytes; a multiple of the page size (4 KiB, or 64 KiB with USE_64KB_PAGES) */
+    uint64_t commit_limit;          /* aperture: bytes of system memory it may hold (0 = size); memory segments: ignored (= size) */
+    uint64_t system_memory_end_address;
+    /* CPU_VISIBLE memory segment: host address of offset 0 (the BAR). */
+    void *cpu_translated_address;
+    /* SUPPORTS_CPU_HOST_APERTURE: a host window of size_in_pages segment
+     * pages that map_cpu_host_aperture can point at any segment page. */
+    struct {
+        void *cpu_address;
+        uint32_t size_in_pages;
+        uint32_t reserved;
+    } cpu_host_aperture;
+};
+
+/* DXGK_QUERYSEGMENTIN (AGP part) + DXGK_QUERYSEGMENTIN4. */
+struct vidmm_query_segment_in {
+    uint64_t agp_aperture_base;     /* 0/0 when no AGP aperture (or no GART driver) exists */
+    uint64_t agp_aperture_size;
+    uint32_t agp_flags;
+    uint32_t physical_adapter_index;
+};
+
+/* DXGK_QUERYSEGMENTOUT4.  First call: segment_descriptor == NULL, the
+ * driver fills nb_segment only.  Second call: segment_descriptor points
+ * at nb_segment records, segment_descriptor_stride bytes apart, and the
+ * driver fills them and the paging-buffer fields. */
+struct vidmm_query_segment_out {
+    uint32_t nb_segment;
+    uint32_t paging_buffer_segment_id;   /* an aperture segment, or 0 = system memory */
+    uint32_t paging_buffer_size;         /* bytes per paging buffer */
+    uint32_t paging_buffer_private_data_size;
+    struct vidmm_segment_descriptor *segment_descriptor;
+    size_t segment_descriptor_stride;    /* set by vidmm: sizeof(struct vidmm_segment_descriptor) */
+};
+
+struct vidmm_query_adapter_info_args {
+    enum vidmm_query_type type;
+    const void *input;
+    size_t input_size;
+    void *output;
+    size_t output_size;
+};
+
+/* ------------------------------------------------------------------ */
+/* Allocation description (DxgkDdiCreateAllocation)                    */
+/* ------------------------------------------------------------------ */
+
+/* DXGK_ALLOCATIONINFOFLAGS_WDDM2_0 bits vidmm acts on. */
+#define VIDMM_ALLOC_CPU_VISIBLE          0x1u
+#define VIDMM_ALLOC_PERMANENT_SYS_MEM    0x2u
+#define VIDMM_ALLOC_CACHED               0x4u
+#define VIDMM_ALLOC_FROM_END_OF_SEGMENT  0x40u
+#define VIDMM_ALLOC_OVERLAY              0x100u
+#define VIDMM_ALLOC_ACCESSED_PHYSICALLY  0x8000u
+#define VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION 0x10000u
+/* Not a DXGK allocation flag: the allocation is a primary surface
+ * (DXGKARG_CREATEALLOCATION says so through the resource; here the driver
+ * sets this bit).  Kept in the reserved high bits. */
+#define VIDMM_ALLOC_PRIMARY              0x80000000u
+#define VIDMM_ALLOC_KNOWN_FLAGS          (0x1FFFFu | VIDMM_ALLOC_PRIMARY)
+
+/* D3DDDI_SEGMENTPREFERENCE: five 6-bit slots, each a 5-bit segment id and
+ * a direction bit (1 = allocate from the top of the segment).  Slot 0 is
+ * the most preferred; an id of 0 ends the list. */
+#define VIDMM_PREF_SLOTS 5u
+#define VIDMM_PREF(slot, id, top) (((uint32_t)(id) & 31u) << (6u * (slot)) | ((uint32_t)((top) != 0) << (6u * (slot) + 5u)))
+#define VIDMM_PREF_ID(pref, slot) (((pref) >> (6u * (slot))) & 31u)
+#define VIDMM_PREF_TOP(pref, slot) (((pref) >> (6u * (slot) + 5u)) & 1u)
+
+/* DXGK_ALLOCATIONINFO: the driver fills every field but the private data. */
+struct vidmm_allocation_info {
+    const void *private_driver_data;   /* in: the user-mode driver's blob */
+    size_t private_driver_data_size;   /* in */
+    uint64_t size;                     /* out: bytes */
+    uint64_t alignment;                /* out: bytes, power of two; 0 = page size */
+    uint32_t supported_read_segment_set;  /* out: legacy, ignored by WDDM 2 placement */
+    uint32_t supported_write_segment_set; /* out: the segments the allocation may live in */
+    uint32_t eviction_segment_set;     /* out: apertures usable to speed up eviction (0 = none) */
+    uint32_t preferred_segment;        /* out: VIDMM_PREF(...) | ... */
+    uint32_t flags;                    /* out: VIDMM_ALLOC_* */
+    uint32_t priority;                 /* out: initial priority, 0 = normal */
+    void *driver_allocation;           /* out: the driver's handle (hAllocation), passed back in paging ops */
+};
+
+struct vidmm_describe_allocation_args {
+    struct vidmm_allocation_info *info;
+};
+
+struct vidmm_destroy_allocation_args {
+    void *driver_allocation;
+};
+
+/* ------------------------------------------------------------------ */
+/* Paging buffers (DxgkDdiBuildPagingBuffer, DxgkDdiSubmitCommand)     */
+/* ------------------------------------------------------------------ */
+
+/* DXGK_BUILDPAGINGBUFFER_OPERATION (same values). */
+enum vidmm_paging_operation {
+    VIDMM_PAGING_TRANSFER = 0,
+    VIDMM_PAGING_FILL = 1,
+    VIDMM_PAGING_DISCARD_CONTENT = 2,
+    VIDMM_PAGING_MAP_APERTURE_SEGMENT = 5,
+    VIDMM_PAGING_UNMAP_APERTURE_SEGMENT = 6,
+    VIDMM_PAGING_VIRTUAL_TRANSFER = 8,
+    VIDMM_PAGING_VIRTUAL_FILL = 9,
+    VIDMM_PAGING_UPDATE_PAGE_TABLE = 11,
+    VIDMM_PAGING_FLUSH_TLB = 12,
+    VIDMM_PAGING_SIGNAL_MONITORED_FENCE = 16
+};
+
+/* A list of 4 KiB system pages (an MDL).  Page i is at base + i * 4096. */
+struct vidmm_mdl {
+    void *base;
+    uint64_t page_count;
+};
+
+/* One side of a transfer: a memory segment address, or (segment_id 0)
+ * system pages. */
+struct vidmm_transfer_side {
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t segment_address;          /* base_address + offset, when segment_id != 0 */
+    const struct vidmm_mdl *mdl;       /* when segment_id == 0 */
+};
+
+/* DXGK_TRANSFERFLAGS bits. */
+#define VIDMM_TRANSFER_ALLOCATION_IS_IDLE 0x4u
+#define VIDMM_TRANSFER_START 0x8u
+#define VIDMM_TRANSFER_END   0x10u
+
+struct vidmm_paging_transfer {
+    void *driver_allocation;           /* NULL: plain copy */
+    /* Offset of this piece within the allocation.  vidmm moves a page-set
+     * allocation as one transfer per contiguous piece, bracketed by
+     * TRANSFER_START on the first and TRANSFER_END on the last; the side
+     * addresses below already point at the piece, so the offset is
+     * information only (for drivers that swizzle).  Constant over a
+     * multipass. */
+    uint64_t transfer_offset;
+    uint64_t transfer_size;            /* bytes */
+    struct vidmm_transfer_side source;
+    struct vidmm_transfer_side destination;
+    uint32_t flags;                    /* VIDMM_TRANSFER_* */
+    uint32_t reserved;
+    uint64_t mdl_offset;               /* first MDL page used, in pages */
+};
+
+struct vidmm_paging_fill {
+    void *driver_allocation;
+    uint64_t fill_size;                /* bytes */
+    uint32_t fill_pattern;             /* 32-bit pattern repeated */
+    uint32_t destination_segment_id;   /* a memory segment */
+    uint64_t destination_segment_address;
+};
+
+#define VIDMM_DISCARD_ALLOCATION_IS_IDLE 0x1u
+struct vidmm_paging_discard_content {
+    void *driver_allocation;
+    uint32_t flags;
+    uint32_t segment_id;
+    uint64_t segment_address;
+    uint64_t size;                     /* bytes (not in the DDI struct; a convenience) */
+};
+
+#define VIDMM_MAP_APERTURE_CACHE_COHERENT 0x1u
+struct vidmm_paging_map_aperture {
+    void *driver_allocation;           /* NULL for paging buffers */
+    uint32_t segment_id;               /* the aperture segment */
+    uint32_t flags;                    /* VIDMM_MAP_APERTURE_* */
+    uint64_t offset_in_pages;          /* first aperture page (4 KiB pages) */
+    uint64_t number_of_pages;
+    const struct vidmm_mdl *mdl;
+    uint64_t mdl_offset;               /* first MDL page mapped */
+};
+
+struct vidmm_paging_unmap_aperture {
+    void *driver_allocation;
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t offset_in_pages;
+    uint64_t number_of_pages;
+    void *dummy_page;                  /* unmapped entries must point here */
+};
+
+struct vidmm_build_paging_buffer_args {
+    void *dma_buffer;                  /* in/out: where to write; the driver advances it past what it wrote */
+    uint32_t dma_size;                 /* in/out: bytes left; the driver decreases it */
+    uint32_t multipass_offset;         /* zero on the first call of a request, kept by vidmm between restarts */
+    void *dma_buffer_private_data;
+    uint32_t dma_buffer_private_data_size;
+    enum vidmm_paging_operation operation;
+    union {
+        struct vidmm_paging_transfer transfer;
+        struct vidmm_paging_fill fill;
+        struct vidmm_paging_discard_content discard_content;
+        struct vidmm_paging_map_aperture map_aperture_segment;
+        struct vidmm_paging_unmap_aperture unmap_aperture_segment;
+        uint64_t reserved[32];
+    } u;
+};
+
+struct vidmm_submit_command_args {
+    struct vidmm_adapter *adapter;     /* pass back to vidmm_cb_notify_fence */
+    const void *dma_buffer;            /* the paging buffer start */
+    uint32_t dma_buffer_size;          /* bytes written */
+    uint32_t flags;                    /* VIDMM_SUBMIT_PAGING */
+    uint64_t fence;                    /* signal this value through vidmm_cb_notify_fence when done */
+};
+#define VIDMM_SUBMIT_PAGING 0x1u
+
+/* ------------------------------------------------------------------ */
+/* CPU host aperture (DxgkDdiMapCpuHostAperture / Unmap)              */
+/* ------------------------------------------------------------------ */
+
+struct vidmm_map_cpu_host_aperture_args {
+    void *driver_allocation;           /* NULL for implicit allocations */
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t number_of_pages;
+    const uint32_t *cpu_host_aperture_pages; /* aperture page indices */
+    const uint64_t *memory_segment_pages;    /* segment page indices (offset / segment page size) */
+};
+
+struct vidmm_unmap_cpu_host_aperture_args {
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t number_of_pages;
+    const uint32_t *cpu_host_aperture_pages;
+};
+
+/* ------------------------------------------------------------------ */
+/* The ops table                                                       */
+/* ------------------------------------------------------------------ */
+
+struct vidmm_driver_ops {
+    /* DxgkDdiQueryAdapterInfo.  Required.  Fills args->output for
+     * args->type; returns VIDMM_OK, VIDMM_E_NOT_SUPPORTED for an unknown
+     * type, or VIDMM_E_INVALID_ARG for a short output buffer. */
+    vidmm_status (*query_adapter_info)(void *driver, const struct vidmm_query_adapter_info_args *args);
+
+    /* DxgkDdiCreateAllocation, one allocation at a time.  Optional: the
+     * default treats private_driver_data as a complete struct
+     * vidmm_allocation_info (a driver with no private format). */
+    vidmm_status (*describe_allocation)(void *driver, struct vidmm_describe_allocation_args *args);
+
+    /* DxgkDdiDestroyAllocation.  Optional: default does nothing. */
+    void (*destroy_allocation)(void *driver, const struct vidmm_destroy_allocation_args *args);
+
+    /* DxgkDdiBuildPagingBuffer.  Required.  Encodes one operation into the
+     * paging buffer.  Returns VIDMM_OK, or VIDMM_E_INSUFFICIENT_DMA_BUFFER
+     * when the space left is too small: vidmm then submits what was
+     * written, hands a fresh buffer and calls again with the same request
+     * and the multipass_offset the driver left.  Any other failure is a
+     * driver fault. */
+    vidmm_status (*build_paging_buffer)(void *driver, struct vidmm_build_paging_buffer_args *args);
+
+    /* DxgkDdiSubmitCommand for paging buffers.  Required.  Queues the
+     * buffer; the driver calls vidmm_cb_notify_fence(adapter, fence) once
+     * the GPU finished it (possibly before returning). */
+    vidmm_status (*submit_command)(void *driver, const struct vidmm_submit_command_args *args);
+
+    /* DxgkDdiMapCpuHostAperture / DxgkDdiUnmapCpuHostAperture.  Required
+     * only when a segment has SUPPORTS_CPU_HOST_APERTURE. */
+    vidmm_status (*map_cpu_host_aperture)(void *driver, const struct vidmm_map_cpu_host_aperture_args *args);
+    vidmm_status (*unmap_cpu_host_aperture)(void *driver, const struct vidmm_unmap_cpu_host_aperture_args *args);
+};
+
+/* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:
+ * record that fence completed.  Thread-safe; may be called from inside
+ * submit_command. */
+void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,109 @@
+/*
+ * vidmm/softgpu.h - softgpu, the reference GPU driver and device.
+ *
+ * softgpu implements the driver interface of vidmm/driver.h, and nothing
+ * else of vidmm, over a device whose memory is host memory: each memory
+ * segment is a lazily reserved host mapping (an 80 GiB segment costs no
+ * RAM until touched; an option pre-faults it), its aperture is a real page
+ * table of host page pointers, its CPU host aperture is a host window
+ * remapped onto segment pages, and its copy engine executes every paging
+ * operation on those bytes.  It ships in libsoftgpu, separate from
+ * libvidmm.
+ *
+ * Presets (segment ids in brackets):
+ *   dgpu   [1] 256 MiB CPU-visible memory, 64 KiB pages (the BAR)
+ *          [2] 4 GiB invisible memory, 64 KiB pages, 16 MiB CPU host aperture
+ *          [3] 2 GiB aperture; paging buffers in the aperture
+ *   igpu   [1] 2 GiB aperture only: system memory only
+ *   wddm1  the four segments of the "describing the GPU address space"
+ *          figure: [1] 64 MiB CPU-visible linear, [2] 192 MiB invisible
+ *          linear, [3] read-only AGP aperture (64 MiB, given to vidmm as
+ *          the OS's AGP aperture), [4] 256 MiB aperture; 4 KiB pages
+ *   big    dgpu with an 80 GiB invisible segment (lazy backing)
+ * Sizes can be changed per segment (softgpu_config.segment_size).
+ */
+#ifndef VIDMM_SOFTGPU_H
+#define VIDMM_SOFTGPU_H
+
+#include "vidmm/adapter.h"
+#include "vidmm/driver.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct softgpu;
+
+#define SOFTGPU_MAX_SEGMENTS 8u
+
+struct softgpu_config {
+    const char *preset;                        /* "dgpu", "igpu", "wddm1", "big" */
+    uint64_t segment_size[SOFTGPU_MAX_SEGMENTS + 1]; /* [id] overrides, 0 = preset size */
+    int prefault;                              /* touch all segment backing at creation */
+    uint32_t paging_buffer_size;               /* 0 = preset (64 KiB) */
+};
+
+/* VIDMM_E_INVALID_ARG for an unknown preset or a bad size,
+ * VIDMM_E_NO_HOST_MEMORY when the host refuses the reservation. */
+vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu **out);
+void softgpu_destroy(struct softgpu *sg);
+
+/* The ops table and driver pointer to give vidmm_adapter_open, plus the
+ * AGP aperture the preset declares. */
+void softgpu_fill_adapter_create_info(struct softgpu *sg, struct vidmm_adapter_create_info *info);
+const struct vidmm_driver_ops *softgpu_driver_ops(void);
+
+/* Names of the presets, NULL-terminated. */
+const char *const *softgpu_preset_names(void);
+
+/* Allocation kinds of softgpu's private driver data: what a user-mode
+ * driver would send to describe_allocation. */
+enum softgpu_alloc_kind {
+    SOFTGPU_ALLOC_TEXTURE = 1,   /* GPU-only data: invisible memory preferred, any memory, system last */
+    SOFTGPU_ALLOC_CONSTANT,      /* CPU-written, GPU-read: CPU-visible memory preferred */
+    SOFTGPU_ALLOC_STAGING,       /* CPU upload/readback: system memory (aperture) preferred */
+    SOFTGPU_ALLOC_PRIMARY,       /* scan-out surface: Primary, contiguous in memory */
+    SOFTGPU_ALLOC_RING,          /* engine ring / DMA target: AccessedPhysically */
+    SOFTGPU_ALLOC_EXPLICIT       /* use .info as is (tests) */
+};
+
+struct softgpu_alloc_desc {
+    enum softgpu_alloc_kind kind;
+    uint32_t cpu_visible;        /* ask for CPU access (sets VIDMM_ALLOC_CPU_VISIBLE) */
+    uint64_t size;
+    uint64_t alignment;          /* 0 = what the segments need */
+    struct vidmm_allocation_info info; /* SOFTGPU_ALLOC_EXPLICIT only */
+};
+
+/* Test and tool access to the device. */
+struct softgpu_stats {
+    uint64_t paging_buffers;         /* executed */
+    uint64_t ops[17];                /* executed per vidmm_paging_operation */
+    uint64_t bytes[17];              /* bytes per operation */
+    uint64_t multipass_restarts;     /* INSUFFICIENT_DMA_BUFFER answers given */
+    uint64_t aperture_pages_mapped;  /* now */
+    uint64_t host_aperture_pages_mapped; /* now */
+};
+void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out);
+
+/* Read/write device memory as the GPU sees it: a memory segment offset,
+ * or an aperture/AGP offset translated through the aperture page table.
+ * VIDMM_E_INVALID_ARG when out of range or (aperture) not mapped. */
+vidmm_status softgpu_read_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, void *dst, size_t size);
+vidmm_status softgpu_write_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, const void *src, size_t size);
+
+/* Make the next n build_paging_buffer calls claim the buffer is too small
+ * (exercises vidmm's restart protocol). */
+void softgpu_inject_insufficient_dma(struct softgpu *sg, uint32_t n);
+
+/* Invariants of the device (aperture table entries valid, host aperture
+ * mappings consistent).  Returns the violation count. */
+int softgpu_check(const struct softgpu *sg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,19 @@
+/*
+ * vidmm/vidmm.h - umbrella header of libvidmm.
+ */
+#ifndef VIDMM_VIDMM_H
+#define VIDMM_VIDMM_H
+
+#define VIDMM_VERSION_MAJOR 0
+#define VIDMM_VERSION_MINOR 1
+#define VIDMM_VERSION_PATCH 0
+#define VIDMM_VERSION_STRING "0.1.0"
+
+#include "vidmm/status.h"
+#include "vidmm/host_alloc.h"
+#include "vidmm/driver.h"
+#include "vidmm/adapter.h"
+#include "vidmm/segment.h"
+#include "vidmm/allocation.h"
+
+#endif

@@ -1,0 +1,550 @@
+/*
+ * paging.c - softgpu's paging-buffer format: build_paging_buffer encodes
+ * vidmm's paging operations as copy-engine commands, submit_command
+ * executes them on the host bytes and signals the fence.
+ *
+ * A command is an 8-byte header {u16 opcode, u16 flags, u32 size} (size
+ * includes the header; always a multiple of 8) followed by its payload;
+ * commands are packed back to back.  Segment sides hold segment offsets
+ * (GPU address - base_address), MDL sides hold the host address of the
+ * first MDL page used.  docs/SOFTGPU.md has the byte-offset tables.
+ *
+ * Transfers and fills move at most SG_CHUNK bytes per command.  When a
+ * buffer fills up before an operation is complete, the number of chunks
+ * already encoded is kept in multipass_offset and the answer is
+ * VIDMM_E_INSUFFICIENT_DMA_BUFFER; vidmm submits, hands a fresh buffer
+ * and calls again with the same request.  A call that cannot write even
+ * one command answers the same without writing anything.
+ */
+#include "softgpu_int.h"
+
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Opcodes equal the vidmm_paging_operation they come from. */
+#define SG_CMD_COPY    VIDMM_PAGING_TRANSFER
+#define SG_CMD_FILL    VIDMM_PAGING_FILL
+#define SG_CMD_DISCARD VIDMM_PAGING_DISCARD_CONTENT
+#define SG_CMD_MAP     VIDMM_PAGING_MAP_APERTURE_SEGMENT
+#define SG_CMD_UNMAP   VIDMM_PAGING_UNMAP_APERTURE_SEGMENT
+
+#define SG_CMDF_FIRST 0x1u   /* first command of an operation (counts the op) */
+
+struct sg_cmd_hdr {
+    uint16_t opcode;
+    uint16_t flags;
+    uint32_t size;
+};
+
+struct sg_cmd_copy {           /* 40 bytes */
+    struct sg_cmd_hdr hdr;
+    uint32_t src_segment;      /* 0: src is a host address */
+    uint32_t dst_segment;      /* 0: dst is a host address */
+    uint64_t src;              /* segment offset or host address */
+    uint64_t dst;
+    uint64_t size;
+};
+
+struct sg_cmd_fill {           /* 32 bytes */
+    struct sg_cmd_hdr hdr;
+    uint32_t segment;
+    uint32_t pattern;
+    uint64_t offset;
+    uint64_t size;
+};
+
+struct sg_cmd_discard {        /* 32 bytes */
+    struct sg_cmd_hdr hdr;
+    uint32_t segment;
+    uint32_t flags;
+    uint64_t offset;
+    uint64_t size;
+};
+
+struct sg_cmd_map {            /* 40 bytes; also UNMAP, host = dummy page */
+    struct sg_cmd_hdr hdr;
+    uint32_t segment;
+    uint32_t flags;
+    uint64_t first_page;
+    uint64_t page_count;
+    uint64_t host;             /* MAP: host address of the first page; UNMAP: dummy page (0 = softgpu's) */
+};
+
+_Static_assert(sizeof(struct sg_cmd_copy) == 40, "copy command layout");
+_Static_assert(sizeof(struct sg_cmd_fill) == 32, "fill command layout");
+_Static_assert(sizeof(struct sg_cmd_discard) == 32, "discard command layout");
+_Static_assert(sizeof(struct sg_cmd_map) == 40, "map command layout");
+
+/* ------------------------------------------------------------------ */
+/* Validation helpers                                                  */
+/* ------------------------------------------------------------------ */
+
+static struct sg_segment *sg_seg(struct softgpu *sg, uint32_t id)
+{
+    return id >= 1 && id <= sg->nb_segment ? &sg->seg[id] : NULL;
+}
+
+/* GPU address range of a segment -> offset; NULL if outside. */
+static struct sg_segment *sg_seg_range(struct softgpu *sg, uint32_t id, uint64_t gpu_address, uint64_t size,
+                                       uint64_t *offset)
+{
+    struct sg_segment *s = sg_seg(sg, id);
+    if (!s || gpu_address < s->base_address)
+        return NULL;
+    uint64_t o = gpu_address - s->base_address;
+    if (o > s->size || size > s->size - o)
+        return NULL;
+    *offset = o;
+    return s;
+}
+
+/* MDL side: mdl_offset pages in, size bytes, all inside the MDL. */
+static uint8_t *sg_mdl_range(const struct vidmm_mdl *mdl, uint64_t mdl_offset, uint64_t size)
+{
+    if (!mdl || !mdl->base || ((uintptr_t)mdl->base & (SG_PAGE_4K - 1)))
+        return NULL;
+    if (mdl_offset > mdl->page_count)
+        return NULL;
+    uint64_t avail = mdl->page_count - mdl_offset;
+    if (avail > UINT64_MAX / SG_PAGE_4K || size > avail * SG_PAGE_4K)
+        return NULL;
+    return (uint8_t *)mdl->base + mdl_offset * SG_PAGE_4K;
+}
+
+/* ------------------------------------------------------------------ */
+/* Build                                                               */
+/* ------------------------------------------------------------------ */
+
+static void sg_emit(struct vidmm_build_paging_buffer_args *args, const void *cmd, uint32_t size)
+{
+    memcpy(args->dma_buffer, cmd, size);
+    args->dma_buffer = (uint8_t *)args->dma_buffer + size;
+    args->dma_size -= size;
+}
+
+/* Encodes chunks multipass_offset.. of an operation of total bytes,
+ * each made by make(ctx, chunk_index, chunk_offset, chunk_bytes). */
+struct sg_chunked {
+    uint16_t opcode;
+    uint32_t cmd_size;
+    uint64_t total;
+    int reverse;               /* emit chunks from the end (overlapping move upward) */
+    void (*make)(const struct sg_chunked *c, void *cmd, uint64_t off, uint64_t len);
+    const void *ctx;
+    uint64_t a, b;             /* op-specific */
+    uint32_t sa, sb;
+    uint32_t pattern;
+};
+
+static vidmm_status sg_emit_chunked(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args,
+                                    const struct sg_chunked *c)
+{
+    uint64_t nchunks = (c->total + SG_CHUNK - 1) / SG_CHUNK;
+    uint64_t k = args->multipass_offset;
+    if (k >= nchunks)
+        return VIDMM_E_INVALID_ARG;   /* a restart past the end of the request */
+    int wrote = 0;
+    while (k < nchunks) {
+        if (args->dma_size < c->cmd_size) {
+            sg->stats.multipass_restarts++;
+            if (wrote)
+                args->multipass_offset = (uint32_t)k;
+            return VIDMM_E_INSUFFICIENT_DMA_BUFFER;
+        }
+        uint64_t idx = c->reverse ? nchunks - 1 - k : k;
+        uint64_t off = idx * SG_CHUNK;
+        uint64_t len = c->total - off < SG_CHUNK ? c->total - off : SG_CHUNK;
+        union { struct sg_cmd_copy copy; struct sg_cmd_fill fill; } cmd;
+        memset(&cmd, 0, sizeof cmd);
+        struct sg_cmd_hdr *h = (struct sg_cmd_hdr *)&cmd;
+        h->opcode = c->opcode;
+        h->flags = k == 0 ? SG_CMDF_FIRST : 0;
+        h->size = c->cmd_size;
+        c->make(c, &cmd, off, len);
+        sg_emit(args, &cmd, c->cmd_size);
+        wrote = 1;
+        k++;
+    }
+    return VIDMM_OK;
+}
+
+static void sg_make_copy(const struct sg_chunked *c, void *cmd, uint64_t off, uint64_t len)
+{
+    struct sg_cmd_copy *x = cmd;
+    x->src_segment = c->sa;
+    x->dst_segment = c->sb;
+    x->src = c->a + off;
+    x->dst = c->b + off;
+    x->size = len;
+}
+
+static void sg_make_fill(const struct sg_chunked *c, void *cmd, uint64_t off, uint64_t len)
+{
+    struct sg_cmd_fill *x = cmd;
+    /* A pattern chunk starts on a multiple of SG_CHUNK, a multiple of 4:
+     * the pattern phase stays that of the start of the fill. */
+    x->segment = c->sa;
+    x->pattern = c->pattern;
+    x->offset = c->a + off;
+    x->size = len;
+}
+
+static vidmm_status sg_build_transfer(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+{
+    const struct vidmm_paging_transfer *t = &args->u.transfer;
+    uint64_t size = t->transfer_size;
+    struct sg_chunked c;
+    memset(&c, 0, sizeof c);
+    c.opcode = SG_CMD_COPY;
+    c.cmd_size = sizeof(struct sg_cmd_copy);
+    c.total = size;
+    c.make = sg_make_copy;
+    c.sa = t->source.segment_id;
+    c.sb = t->destination.segment_id;
+    /* Source side. */
+    if (c.sa) {
+        if (!sg_seg_range(sg, c.sa, t->source.segment_address, size, &c.a))
+            return VIDMM_E_INVALID_ARG;
+    } else {
+        uint8_t *p = sg_mdl_range(t->source.mdl, t->mdl_offset, size);
+        if (!p)
+            return VIDMM_E_INVALID_ARG;
+        c.a = (uint64_t)(uintptr_t)p;
+    }
+    /* Destination side. */
+    if (c.sb) {
+        if (!sg_seg_range(sg, c.sb, t->destination.segment_address, size, &c.b))
+            return VIDMM_E_INVALID_ARG;
+    } else {
+        uint8_t *p = sg_mdl_range(t->destination.mdl, t->mdl_offset, size);
+        if (!p)
+            return VIDMM_E_INVALID_ARG;
+        c.b = (uint64_t)(uintptr_t)p;
+    }
+    if (size == 0)
+        return VIDMM_OK;   /* an eviction notice only: nothing to move */
+    /* An overlapping move upward inside one segment (or one MDL) copies
+     * its chunks from the end, so no chunk reads bytes already written. */
+    c.reverse = c.sa == c.sb && c.b > c.a && c.b < c.a + size;
+    return sg_emit_chunked(sg, args, &c);
+}
+
+static vidmm_status sg_build_fill(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+{
+    const struct vidmm_paging_fill *f = &args->u.fill;
+    struct sg_chunked c;
+    memset(&c, 0, sizeof c);
+    c.opcode = SG_CMD_FILL;
+    c.cmd_size = sizeof(struct sg_cmd_fill);
+    c.total = f->fill_size;
+    c.make = sg_make_fill;
+    c.sa = f->destination_segment_id;
+    c.pattern = f->fill_pattern;
+    struct sg_segment *s = sg_seg_range(sg, c.sa, f->destination_segment_address, f->fill_size, &c.a);
+    if (!s || !s->is_memory)
+        return VIDMM_E_INVALID_ARG;   /* fills target memory segments only */
+    if (f->fill_size == 0)
+        return VIDMM_OK;
+    return sg_emit_chunked(sg, args, &c);
+}
+
+static vidmm_status sg_emit_one(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args, const void *cmd,
+                                uint32_t size)
+{
+    if (args->dma_size < size) {
+        sg->stats.multipass_restarts++;
+        return VIDMM_E_INSUFFICIENT_DMA_BUFFER;
+    }
+    sg_emit(args, cmd, size);
+    return VIDMM_OK;
+}
+
+static vidmm_status sg_build_discard(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+{
+    const struct vidmm_paging_discard_content *d = &args->u.discard_content;
+    struct sg_cmd_discard cmd;
+    memset(&cmd, 0, sizeof cmd);
+    struct sg_segment *s = sg_seg_range(sg, d->segment_id, d->segment_address, d->size, &cmd.offset);
+    if (!s || !s->is_memory)
+        return VIDMM_E_INVALID_ARG;
+    cmd.hdr.opcode = SG_CMD_DISCARD;
+    cmd.hdr.flags = SG_CMDF_FIRST;
+    cmd.hdr.size = sizeof cmd;
+    cmd.segment = d->segment_id;
+    cmd.flags = d->flags;
+    cmd.size = d->size;
+    return sg_emit_one(sg, args, &cmd, sizeof cmd);
+}
+
+/* An aperture or AGP segment and a page range inside it. */
+static struct sg_segment *sg_gart_range(struct softgpu *sg, uint32_t id, uint64_t first, uint64_t count)
+{
+    struct sg_segment *s = sg_seg(sg, id);
+    if (!s || s->is_memory || count == 0 || first > s->gart_pages || count > s->gart_pages - first)
+        return NULL;
+    return s;
+}
+
+static vidmm_status sg_build_map(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+{
+    const struct vidmm_paging_map_aperture *m = &args->u.map_aperture_segment;
+    if (!sg_gart_range(sg, m->segment_id, m->offset_in_pages, m->number_of_pages))
+        return VIDMM_E_INVALID_ARG;
+    if (m->number_of_pages > UINT64_MAX / SG_PAGE_4K)
+        return VIDMM_E_INVALID_ARG;
+    uint8_t *host = sg_mdl_range(m->mdl, m->mdl_offset, m->number_of_pages * SG_PAGE_4K);
+    if (!host)
+        return VIDMM_E_INVALID_ARG;
+    struct sg_cmd_map cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.hdr.opcode = SG_CMD_MAP;
+    cmd.hdr.flags = SG_CMDF_FIRST;
+    cmd.hdr.size = sizeof cmd;
+    cmd.segment = m->segment_id;
+    cmd.flags = m->flags;
+    cmd.first_page = m->offset_in_pages;
+    cmd.page_count = m->number_of_pages;
+    cmd.host = (uint64_t)(uintptr_t)host;
+    return sg_emit_one(sg, args, &cmd, sizeof cmd);
+}
+
+static vidmm_status sg_build_unmap(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+{
+    const struct vidmm_paging_unmap_aperture *u = &args->u.unmap_aperture_segment;
+    if (!sg_gart_range(sg, u->segment_id, u->offset_in_pages, u->number_of_pages))
+        return VIDMM_E_INVALID_ARG;
+    if ((uintptr_t)u->dummy_page & (SG_PAGE_4K - 1))
+        return VIDMM_E_INVALID_ARG;
+    struct sg_cmd_map cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.hdr.opcode = SG_CMD_UNMAP;
+    cmd.hdr.flags = SG_CMDF_FIRST;
+    cmd.hdr.size = sizeof cmd;
+    cmd.segment = u->segment_id;
+    cmd.first_page = u->offset_in_pages;
+    cmd.page_count = u->number_of_pages;
+    cmd.host = (uint64_t)(uintptr_t)u->dummy_page;
+    return sg_emit_one(sg, args, &cmd, sizeof cmd);
+}
+
+vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buffer_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args || (!args->dma_buffer && args->dma_size))
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status (*build)(struct softgpu *, struct vidmm_build_paging_buffer_args *);
+    switch (args->operation) {
+    case VIDMM_PAGING_TRANSFER: build = sg_build_transfer; break;
+    case VIDMM_PAGING_FILL: build = sg_build_fill; break;
+    case VIDMM_PAGING_DISCARD_CONTENT: build = sg_build_discard; break;
+    case VIDMM_PAGING_MAP_APERTURE_SEGMENT: build = sg_build_map; break;
+    case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT: build = sg_build_unmap; break;
+    default: return VIDMM_E_INVALID_ARG;
+    }
+    if (sg->inject_insufficient) {
+        sg->inject_insufficient--;
+        sg->stats.multipass_restarts++;
+        return VIDMM_E_INSUFFICIENT_DMA_BUFFER;
+    }
+    if (!args->dma_buffer)
+        args->dma_size = 0;
+    return build(sg, args);
+}
+
+/* ------------------------------------------------------------------ */
+/* Execute                                                             */
+/* ------------------------------------------------------------------ */
+
+void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern)
+{
+    uint64_t i = 0;
+    /* Head: bytes until 16-byte aligned.  Byte i of the fill is byte i%4
+     * of the pattern (little-endian). */
+    while (i < size && ((uintptr_t)(dst + i) & 15u)) {
+        dst[i] = (uint8_t)(pattern >> (8u * (i & 3u)));
+        i++;
+    }
+    uint32_t rot = (uint32_t)(8u * (i & 3u));
+    uint32_t p = rot ? (pattern >> rot) | (pattern << (32u - rot)) : pattern;
+#if defined(__SSE2__)
+    if (size - i >= 256) {
+        __m128i v = _mm_set1_epi32((int)p);
+        uint8_t *q = dst + i;
+        uint64_t n = (size - i) & ~(uint64_t)63;
+        for (uint64_t o = 0; o < n; o += 64) {
+            _mm_stream_si128((__m128i *)(void *)(q + o), v);
+            _mm_stream_si128((__m128i *)(void *)(q + o + 16), v);
+            _mm_stream_si128((__m128i *)(void *)(q + o + 32), v);
+            _mm_stream_si128((__m128i *)(void *)(q + o + 48), v);
+        }
+        _mm_sfence();
+        i += n;
+    }
+#endif
+    for (; i + 4 <= size; i += 4)
+        memcpy(dst + i, &p, 4);
+    for (uint32_t k = 0; i < size; i++, k++)
+        dst[i] = (uint8_t)(p >> (8u * k));
+}
+
+/* Host side of a copy operand: a run of contiguous bytes at offset off. */
+static uint8_t *sg_side(struct softgpu *sg, uint32_t segment, uint64_t base, uint64_t off, uint64_t len,
+                        uint64_t *run)
+{
+    if (segment == 0) {
+        *run = len;
+        return (uint8_t *)(uintptr_t)(base + off);
+    }
+    int mapped;
+    return sg_resolve(sg, &sg->seg[segment], base + off, len, run, &mapped);
+}
+
+static void sg_exec_copy(struct softgpu *sg, const struct sg_cmd_copy *c)
+{
+    uint64_t done = 0;
+    while (done < c->size) {
+        uint64_t rs, rd;
+        uint8_t *s = sg_side(sg, c->src_segment, c->src, done, c->size - done, &rs);
+        uint8_t *d = sg_side(sg, c->dst_segment, c->dst, done, c->size - done, &rd);
+        uint64_t n = rs < rd ? rs : rd;
+        if (s < d + n && d < s + n)
+            memmove(d, s, (size_t)n);
+        else
+            memcpy(d, s, (size_t)n);
+        done += n;
+    }
+}
+
+static void sg_exec_fill(struct softgpu *sg, const struct sg_cmd_fill *c)
+{
+    uint64_t done = 0;
+    while (done < c->size) {
+        uint64_t run;
+        int mapped;
+        uint8_t *d = sg_resolve(sg, &sg->seg[c->segment], c->offset + done, c->size - done, &run, &mapped);
+        uint32_t rot = (uint32_t)(8u * (done & 3u));
+        sg_fill32(d, run, rot ? (c->pattern >> rot) | (c->pattern << (32u - rot)) : c->pattern);
+        done += run;
+    }
+}
+
+/* Checks one command against the device; returns its size or 0. */
+static uint32_t sg_validate(struct softgpu *sg, const uint8_t *p, uint32_t left)
+{
+    struct sg_cmd_hdr h;
+    if (left < sizeof h)
+        return 0;
+    memcpy(&h, p, sizeof h);
+    if (h.size > left || (h.size & 7u))
+        return 0;
+    switch (h.opcode) {
+    case SG_CMD_COPY: {
+        struct sg_cmd_copy c;
+        if (h.size != sizeof c)
+            return 0;
+        memcpy(&c, p, sizeof c);
+        const struct sg_segment *s;
+        if (c.src_segment && (!(s = sg_seg(sg, c.src_segment)) || c.src > s->size || c.size > s->size - c.src))
+            return 0;
+        if (c.dst_segment && (!(s = sg_seg(sg, c.dst_segment)) || c.dst > s->size || c.size > s->size - c.dst))
+            return 0;
+        if ((!c.src_segment && !c.src) || (!c.dst_segment && !c.dst))
+            return 0;
+        return h.size;
+    }
+    case SG_CMD_FILL:
+    case SG_CMD_DISCARD: {
+        struct sg_cmd_fill c;   /* same layout as discard */
+        if (h.size != sizeof c)
+            return 0;
+        memcpy(&c, p, sizeof c);
+        const struct sg_segment *s = sg_seg(sg, c.segment);
+        if (!s || !s->is_memory || c.offset > s->size || c.size > s->size - c.offset)
+            return 0;
+        return h.size;
+    }
+    case SG_CMD_MAP:
+    case SG_CMD_UNMAP: {
+        struct sg_cmd_map c;
+        if (h.size != sizeof c)
+            return 0;
+        memcpy(&c, p, sizeof c);
+        if (!sg_gart_range(sg, c.segment, c.first_page, c.page_count))
+            return 0;
+        if (h.opcode == SG_CMD_MAP && !c.host)
+            return 0;
+        return h.size;
+    }
+    default:
+        return 0;
+    }
+}
+
+vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args || (!args->dma_buffer && args->dma_buffer_size))
+        return VIDMM_E_INVALID_ARG;
+    const uint8_t *buf = args->dma_buffer;
+    /* Validate the whole buffer first: a bad buffer executes nothing. */
+    for (uint32_t o = 0; o < args->dma_buffer_size;) {
+        uint32_t n = sg_validate(sg, buf + o, args->dma_buffer_size - o);
+        if (!n)
+            return VIDMM_E_INVALID_ARG;
+        o += n;
+    }
+    for (uint32_t o = 0; o < args->dma_buffer_size;) {
+        struct sg_cmd_hdr h;
+        memcpy(&h, buf + o, sizeof h);
+        uint64_t bytes = 0;
+        switch (h.opcode) {
+        case SG_CMD_COPY: {
+            struct sg_cmd_copy c;
+            memcpy(&c, buf + o, sizeof c);
+            sg_exec_copy(sg, &c);
+            bytes = c.size;
+            break;
+        }
+        case SG_CMD_FILL: {
+            struct sg_cmd_fill c;
+            memcpy(&c, buf + o, sizeof c);
+            sg_exec_fill(sg, &c);
+            bytes = c.size;
+            break;
+        }
+        case SG_CMD_DISCARD: {
+            struct sg_cmd_discard c;
+            memcpy(&c, buf + o, sizeof c);
+            bytes = c.size;   /* content is left as it is */
+            break;
+        }
+        case SG_CMD_MAP: {
+            struct sg_cmd_map c;
+            memcpy(&c, buf + o, sizeof c);
+            sg_gart_map(sg, &sg->seg[c.segment], c.first_page, c.page_count, (uint8_t *)(uintptr_t)c.host);
+            bytes = c.page_count * SG_PAGE_4K;
+            break;
+        }
+        case SG_CMD_UNMAP: {
+            struct sg_cmd_map c;
+            memcpy(&c, buf + o, sizeof c);
+            void *dummy = c.host ? (void *)(uintptr_t)c.host : sg->dummy_page;
+            sg_gart_unmap(sg, &sg->seg[c.segment], c.first_page, c.page_count, dummy);
+            bytes = c.page_count * SG_PAGE_4K;
+            break;
+        }
+        default:
+            break;
+        }
+        if (h.flags & SG_CMDF_FIRST)
+            sg->stats.ops[h.opcode]++;
+        sg->stats.bytes[h.opcode] += bytes;
+        o += h.size;
+    }
+    sg->stats.paging_buffers++;
+    vidmm_cb_notify_fence(args->adapter, args->fence);
+    return VIDMM_OK;
+}

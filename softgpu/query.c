@@ -1,0 +1,179 @@
+/*
+ * query.c - DxgkDdiQueryAdapterInfo and DxgkDdiCreateAllocation of softgpu.
+ *
+ * query_adapter_info answers DRIVERCAPS and the two-call QUERYSEGMENT:
+ * the first call (segment_descriptor NULL) returns nb_segment only, the
+ * second fills nb_segment descriptors walking segment_descriptor_stride
+ * and the paging-buffer fields.
+ *
+ * describe_allocation reads a struct softgpu_alloc_desc and maps its kind
+ * onto the preset's segments by role: CPU-visible memory (vis), invisible
+ * memory (invis), the aperture (ap, i.e. system memory) and, on wddm1,
+ * the AGP aperture.  A role the preset lacks is skipped, so on igpu every
+ * kind lands in the aperture.
+ */
+#include "softgpu_int.h"
+
+#include <string.h>
+
+static vidmm_status sg_query_segment(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
+{
+    if (args->input && args->input_size < sizeof(struct vidmm_query_segment_in))
+        return VIDMM_E_INVALID_ARG;
+    if (!args->output || args->output_size < sizeof(struct vidmm_query_segment_out))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_query_segment_out *out = args->output;
+    if (!out->segment_descriptor) {
+        out->nb_segment = sg->nb_segment;
+        return VIDMM_OK;
+    }
+    if (out->nb_segment < sg->nb_segment ||
+        out->segment_descriptor_stride < sizeof(struct vidmm_segment_descriptor) ||
+        out->segment_descriptor_stride % _Alignof(struct vidmm_segment_descriptor) != 0)
+        return VIDMM_E_INVALID_ARG;
+    unsigned char *p = (unsigned char *)out->segment_descriptor;
+    for (uint32_t id = 1; id <= sg->nb_segment; id++, p += out->segment_descriptor_stride) {
+        const struct sg_segment *s = &sg->seg[id];
+        struct vidmm_segment_descriptor d;
+        memset(&d, 0, sizeof d);
+        d.flags = s->flags;
+        d.base_address = s->base_address;
+        d.size = s->size;
+        d.commit_limit = s->commit_limit;
+        if (s->flags & VIDMM_SEGMENT_CPU_VISIBLE)
+            d.cpu_translated_address = s->mem;
+        if (s->host_ap) {
+            d.cpu_host_aperture.cpu_address = s->host_ap;
+            d.cpu_host_aperture.size_in_pages = s->host_ap_pages;
+        }
+        memcpy(p, &d, sizeof d);
+    }
+    out->nb_segment = sg->nb_segment;
+    out->paging_buffer_segment_id = sg->paging_buffer_segment_id;
+    out->paging_buffer_size = sg->paging_buffer_size;
+    out->paging_buffer_private_data_size = 0;
+    return VIDMM_OK;
+}
+
+vidmm_status sg_query_adapter_info(void *driver, const struct vidmm_query_adapter_info_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args)
+        return VIDMM_E_INVALID_ARG;
+    switch (args->type) {
+    case VIDMM_QAI_DRIVERCAPS:
+        if (!args->output || args->output_size < sizeof(struct vidmm_driver_caps))
+            return VIDMM_E_INVALID_ARG;
+        memcpy(args->output, &sg->caps, sizeof sg->caps);
+        return VIDMM_OK;
+    case VIDMM_QAI_QUERYSEGMENT:
+        return sg_query_segment(sg, args);
+    default:
+        return VIDMM_E_NOT_SUPPORTED;
+    }
+}
+
+/* Builds set and preference list from up to 4 segment ids in preference
+ * order; ids of 0 (role absent) are skipped. */
+struct sg_placement {
+    uint32_t set;
+    uint32_t pref;
+    uint32_t slots;
+};
+
+static void sg_support(struct sg_placement *pl, uint32_t id)
+{
+    if (id)
+        pl->set |= VIDMM_SEGMENT_BIT(id);
+}
+
+static void sg_prefer(struct sg_placement *pl, uint32_t id, int top)
+{
+    if (!id || pl->slots >= VIDMM_PREF_SLOTS)
+        return;
+    for (uint32_t i = 0; i < pl->slots; i++)
+        if (VIDMM_PREF_ID(pl->pref, i) == id)
+            return;
+    pl->pref |= VIDMM_PREF(pl->slots, id, top);
+    pl->slots++;
+}
+
+vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocation_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args || !args->info)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation_info *info = args->info;
+    if (!info->private_driver_data || info->private_driver_data_size != sizeof(struct softgpu_alloc_desc))
+        return VIDMM_E_INVALID_ARG;
+    struct softgpu_alloc_desc desc;
+    memcpy(&desc, info->private_driver_data, sizeof desc);
+    const void *pd = info->private_driver_data;
+    size_t pds = info->private_driver_data_size;
+
+    if (desc.kind == SOFTGPU_ALLOC_EXPLICIT) {
+        *info = desc.info;
+        info->private_driver_data = pd;
+        info->private_driver_data_size = pds;
+        return VIDMM_OK;
+    }
+    if (desc.size == 0 || (desc.alignment & (desc.alignment - 1)) != 0)
+        return VIDMM_E_INVALID_ARG;
+
+    uint32_t vis = sg->vis_id, invis = sg->invis_id, ap = sg->ap_id, agp = sg->agp_id;
+    struct sg_placement pl = { 0, 0, 0 };
+    uint32_t flags = 0;
+    switch (desc.kind) {
+    case SOFTGPU_ALLOC_TEXTURE:
+        sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
+        sg_prefer(&pl, invis, 0), sg_prefer(&pl, vis, 0), sg_prefer(&pl, ap, 0);
+        break;
+    case SOFTGPU_ALLOC_CONSTANT:
+        sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
+        sg_prefer(&pl, vis, 0), sg_prefer(&pl, ap, 0);
+        flags |= VIDMM_ALLOC_CPU_VISIBLE;
+        break;
+    case SOFTGPU_ALLOC_STAGING:
+        sg_support(&pl, vis), sg_support(&pl, ap), sg_support(&pl, agp);
+        sg_prefer(&pl, ap, 0), sg_prefer(&pl, agp, 0), sg_prefer(&pl, vis, 1);
+        flags |= VIDMM_ALLOC_CPU_VISIBLE;
+        break;
+    case SOFTGPU_ALLOC_PRIMARY:
+        sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
+        sg_prefer(&pl, vis, 0), sg_prefer(&pl, invis, 0);
+        if (!vis && !invis)
+            sg_prefer(&pl, ap, 0);
+        flags |= VIDMM_ALLOC_PRIMARY;
+        break;
+    case SOFTGPU_ALLOC_RING:
+        sg_support(&pl, vis), sg_support(&pl, ap);
+        sg_prefer(&pl, vis, 1), sg_prefer(&pl, ap, 0);
+        flags |= VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_CPU_VISIBLE;
+        break;
+    default:
+        return VIDMM_E_INVALID_ARG;
+    }
+    if (desc.cpu_visible)
+        flags |= VIDMM_ALLOC_CPU_VISIBLE;
+
+    uint64_t align = SG_PAGE_4K;
+    for (uint32_t id = 1; id <= sg->nb_segment; id++)
+        if ((pl.set & VIDMM_SEGMENT_BIT(id)) && sg->seg[id].page_size == SG_PAGE_64K)
+            align = SG_PAGE_64K;
+    if (desc.alignment > align)
+        align = desc.alignment;
+
+    memset(info, 0, sizeof *info);
+    info->private_driver_data = pd;
+    info->private_driver_data_size = pds;
+    info->size = desc.size;
+    info->alignment = align;
+    info->supported_read_segment_set = pl.set;
+    info->supported_write_segment_set = pl.set;
+    info->eviction_segment_set = 0;
+    info->preferred_segment = pl.pref;
+    info->flags = flags;
+    info->priority = 0;
+    info->driver_allocation = NULL;
+    return VIDMM_OK;
+}

@@ -1,0 +1,509 @@
+/*
+ * adapter.c - opening an adapter: the two-call segment query, validation
+ * of the driver's answer, and the segment objects built from it.
+ *
+ * Validation is strict because everything later trusts the segment table:
+ * a fault found here is reported with VIDMM_E_BAD_DRIVER_DESC and a message
+ * naming the segment and the rule it breaks, and nothing is left
+ * allocated.  The rules come from DXGK_SEGMENTFLAGS, DXGK_SEGMENTDESCRIPTOR4
+ * and the "Initializing use of memory segments" page; where the documents
+ * are silent the choice is in docs/DECISIONS.md.
+ */
+#include "core/vidmm_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- host memory helpers ------------------------------------------ */
+
+void *vidmm_halloc(const struct vidmm_host_allocator *ha, size_t size, size_t align)
+{
+    if (size == 0)
+        size = 1;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    return ha->alloc(ha->user_data, size, align);
+}
+
+void *vidmm_hzalloc(const struct vidmm_host_allocator *ha, size_t size, size_t align)
+{
+    void *p = vidmm_halloc(ha, size, align);
+    if (p)
+        memset(p, 0, size ? size : 1);
+    return p;
+}
+
+void vidmm_hfree(const struct vidmm_host_allocator *ha, void *p, size_t size, size_t align)
+{
+    if (!p)
+        return;
+    if (size == 0)
+        size = 1;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    ha->free(ha->user_data, p, size, align);
+}
+
+/* ---- validation ----------------------------------------------------- */
+
+static vidmm_status fault(const struct vidmm_adapter_create_info *ci, const char *fmt, ...)
+{
+    if (ci->error_message && ci->error_message_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ci->error_message, ci->error_message_size, fmt, ap);
+        va_end(ap);
+    }
+    return VIDMM_E_BAD_DRIVER_DESC;
+}
+
+
+/* Check one descriptor on its own; overlap and counts are checked after. */
+static vidmm_status check_descriptor(const struct vidmm_adapter_create_info *ci, uint32_t id,
+                                     const struct vidmm_segment_descriptor *d,
+                                     const struct vidmm_driver_ops *ops)
+{
+    uint32_t f = d->flags;
+    if (f & ~VIDMM_SEGMENT_KNOWN_FLAGS)
+        return fault(ci, "segment %u: unknown flag bits 0x%x", id, f & ~VIDMM_SEGMENT_KNOWN_FLAGS);
+    if (f & VIDMM_SEGMENT_RESERVED_SYSMEM)
+        return fault(ci, "segment %u: ReservedSysMem is for system use; a driver must not set it", id);
+    if (f & VIDMM_SEGMENT_AGP) {
+        if (f != VIDMM_SEGMENT_AGP)
+            return fault(ci, "segment %u: an AGP-type aperture segment must have no other flag (flags 0x%x)", id, f);
+        if (ci->agp_aperture_size == 0)
+            return fault(ci, "segment %u: AGP-type aperture segment reported but the system has no AGP aperture", id);
+        return VIDMM_OK; /* size and base come from the AGP aperture */
+    }
+    if (f & VIDMM_SEGMENT_USE_BANKING)
+        return fault(ci, "segment %u: banked segments (UseBanking) are not supported in WDDM 2 descriptors", id);
+    if (f & VIDMM_SEGMENT_PITCH_ALIGNMENT)
+        return fault(ci, "segment %u: PitchAlignment segments are not supported", id);
+    if ((f & VIDMM_SEGMENT_CPU_VISIBLE) && (f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE))
+        return fault(ci, "segment %u: CpuVisible and SupportsCpuHostAperture are mutually exclusive", id);
+    if ((f & VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE) && !(f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE))
+        return fault(ci, "segment %u: SupportsCachedCpuHostAperture requires SupportsCpuHostAperture", id);
+    if ((f & VIDMM_SEGMENT_CACHE_COHERENT) && !(f & VIDMM_SEGMENT_APERTURE))
+        return fault(ci, "segment %u: CacheCoherent is only valid on an aperture segment", id);
+    if ((f & (VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE | VIDMM_SEGMENT_PARTIALLY_PRESERVED_DURING_HIBERNATE)) &&
+        !(f & VIDMM_SEGMENT_PRESERVED_DURING_STANDBY))
+        return fault(ci, "segment %u: a hibernate preservation flag requires PreservedDuringStandby", id);
+
+    uint32_t page = VIDMM_PAGE_4K;
+    if (f & VIDMM_SEGMENT_USE_64KB_PAGES) {
+        if (f & VIDMM_SEGMENT_APERTURE)
+            return fault(ci, "segment %u: an aperture maps 4 KB system pages; Use64KBPages is not valid on it", id);
+        page = VIDMM_PAGE_64K;
+    }
+    if (d->size == 0)
+        return fault(ci, "segment %u: size is zero", id);
+    if (d->size % page)
+        return fault(ci, "segment %u: size 0x%llx is not a multiple of its %u-byte page", id,
+                     (unsigned long long)d->size, page);
+    if (d->base_address % page)
+        return fault(ci, "segment %u: base address 0x%llx is not aligned to its %u-byte page", id,
+                     (unsigned long long)d->base_address, page);
+    if (d->base_address + d->size < d->base_address)
+        return fault(ci, "segment %u: base + size overflows the GPU physical address space", id);
+    if (f & VIDMM_SEGMENT_APERTURE) {
+        if (d->commit_limit > d->size)
+            return fault(ci, "segment %u: commit limit 0x%llx exceeds the aperture size 0x%llx", id,
+                         (unsigned long long)d->commit_limit, (unsigned long long)d->size);
+        if (d->commit_limit % VIDMM_PAGE_4K)
+            return fault(ci, "segment %u: commit limit is not a multiple of 4 KB", id);
+    } else {
+        if ((f & VIDMM_SEGMENT_CPU_VISIBLE) && !d->cpu_translated_address)
+            return fault(ci, "segment %u: CpuVisible memory segment without a CPU address", id);
+        if (f & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE) {
+            if (!d->cpu_host_aperture.cpu_address || d->cpu_host_aperture.size_in_pages == 0)
+                return fault(ci, "segment %u: CPU host aperture with no address or no pages", id);
+            if (!ops->map_cpu_host_aperture || !ops->unmap_cpu_host_aperture)
+                return fault(ci, "segment %u: CPU host aperture reported but the driver has no map/unmap op", id);
+        }
+    }
+    return VIDMM_OK;
+}
+
+static vidmm_status query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
+                          void *out, size_t out_size)
+{
+    struct vidmm_query_adapter_info_args q;
+    q.type = type;
+    q.input = in;
+    q.input_size = in_size;
+    q.output = out;
+    q.output_size = out_size;
+    return a->ops.query_adapter_info(a->driver, &q);
+}
+
+static vidmm_status default_describe(void *driver, struct vidmm_describe_allocation_args *args)
+{
+    (void)driver;
+    const struct vidmm_allocation_info *tmpl = args->info->private_driver_data;
+    if (!tmpl || args->info->private_driver_data_size != sizeof(*tmpl))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation_info keep = *args->info;
+    *args->info = *tmpl;
+    args->info->private_driver_data = keep.private_driver_data;
+    args->info->private_driver_data_size = keep.private_driver_data_size;
+    return VIDMM_OK;
+}
+
+static void default_destroy(void *driver, const struct vidmm_destroy_allocation_args *args)
+{
+    (void)driver;
+    (void)args;
+}
+
+static uint64_t default_system_limit(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long psz = sysconf(_SC_PAGESIZE);
+    uint64_t total = (pages > 0 && psz > 0) ? (uint64_t)pages * (uint64_t)psz : (1ull << 32);
+    uint64_t half = total / 2;
+    half &= ~(uint64_t)(VIDMM_PAGE_4K - 1);
+    return half < (64ull << 20) ? (64ull << 20) : half;
+}
+
+static vidmm_status init_segment_allocators(struct vidmm_adapter *a)
+{
+    for (uint32_t i = 1; i < a->segment_count; i++) {
+        struct vidmm_segment *s = &a->seg[i];
+        vidmm_status st = vidmm_ra_init(&s->ra, a->ha, s->size, s->page_size);
+        if (st < 0)
+            return st;
+        s->has_ra = 1;
+        if (s->host_ap_pages) {
+            st = vidmm_ra_init(&s->host_ap_ra, a->ha, (uint64_t)s->host_ap_pages * s->page_size, s->page_size);
+            if (st < 0)
+                return st;
+            s->has_host_ap_ra = 1;
+        }
+    }
+    return VIDMM_OK;
+}
+
+static void release_segments(struct vidmm_adapter *a)
+{
+    for (uint32_t i = 0; i <= VIDMM_MAX_SEGMENTS; i++) {
+        struct vidmm_segment *s = &a->seg[i];
+        if (s->has_ra)
+            vidmm_ra_fini(&s->ra);
+        if (s->has_host_ap_ra)
+            vidmm_ra_fini(&s->host_ap_ra);
+        s->has_ra = s->has_host_ap_ra = 0;
+    }
+}
+
+vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+{
+    if (!ci || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = NULL;
+    if (ci->error_message && ci->error_message_size)
+        ci->error_message[0] = '\0';
+    if (!ci->ops || !ci->ops->query_adapter_info || !ci->ops->build_paging_buffer || !ci->ops->submit_command)
+        return VIDMM_E_INVALID_ARG;
+    if (ci->agp_aperture_size && (ci->agp_aperture_size % VIDMM_PAGE_4K || ci->agp_aperture_base % VIDMM_PAGE_4K))
+        return VIDMM_E_INVALID_ARG;
+    const struct vidmm_host_allocator *ha = ci->host_allocator ? ci->host_allocator : vidmm_default_host_allocator();
+    if (!ha->alloc || !ha->free)
+        return VIDMM_E_INVALID_ARG;
+
+    struct vidmm_adapter *a = vidmm_hzalloc(ha, sizeof(*a), _Alignof(struct vidmm_adapter));
+    if (!a)
+        return VIDMM_E_NO_HOST_MEMORY;
+    a->ha = ha;
+    a->ops = *ci->ops;
+    if (!a->ops.describe_allocation)
+        a->ops.describe_allocation = default_describe;
+    if (!a->ops.destroy_allocation)
+        a->ops.destroy_allocation = default_destroy;
+    a->driver = ci->driver;
+    a->free_head = UINT32_MAX;
+
+    vidmm_status st;
+    struct vidmm_segment_descriptor *desc = NULL;
+    uint32_t nb = 0;
+
+    /* Driver caps: a driver that does not answer gets WDDM 2.0 defaults. */
+    st = query(a, VIDMM_QAI_DRIVERCAPS, NULL, 0, &a->caps, sizeof(a->caps));
+    if (st == VIDMM_E_NOT_SUPPORTED) {
+        memset(&a->caps, 0, sizeof(a->caps));
+        a->caps.wddm_version = 0x2000;
+    } else if (st < 0) {
+        st = fault(ci, "driver caps query failed: %s", vidmm_status_str(st));
+        goto fail;
+    }
+
+    /* Two-call segment query: first the count... */
+    struct vidmm_query_segment_in qin;
+    memset(&qin, 0, sizeof(qin));
+    qin.agp_aperture_base = ci->agp_aperture_base;
+    qin.agp_aperture_size = ci->agp_aperture_size;
+    struct vidmm_query_segment_out qout;
+    memset(&qout, 0, sizeof(qout));
+    st = query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
+    if (st < 0) {
+        st = fault(ci, "segment query (first call) failed: %s", vidmm_status_str(st));
+        goto fail;
+    }
+    nb = qout.nb_segment;
+    if (nb == 0) {
+        st = fault(ci, "driver reports no segments (WDDM 2 needs at least the aperture segment)");
+        goto fail;
+    }
+    if (nb > VIDMM_MAX_SEGMENTS) {
+        st = fault(ci, "driver reports %u segments; segment ids are 5 bits, at most %u", nb, VIDMM_MAX_SEGMENTS);
+        goto fail;
+    }
+    /* ...then the descriptors. */
+    desc = vidmm_hzalloc(ha, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    if (!desc) {
+        st = VIDMM_E_NO_HOST_MEMORY;
+        goto fail;
+    }
+    memset(&qout, 0, sizeof(qout));
+    qout.nb_segment = nb;
+    qout.segment_descriptor = desc;
+    qout.segment_descriptor_stride = sizeof(*desc);
+    st = query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
+    if (st < 0) {
+        st = fault(ci, "segment query (second call) failed: %s", vidmm_status_str(st));
+        goto fail;
+    }
+    if (qout.nb_segment != nb) {
+        st = fault(ci, "segment count changed between the two query calls (%u then %u)", nb, qout.nb_segment);
+        goto fail;
+    }
+
+    uint32_t apertures = 0, agps = 0;
+    for (uint32_t i = 0; i < nb; i++) {
+        uint32_t id = i + 1;
+        st = check_descriptor(ci, id, &desc[i], &a->ops);
+        if (st < 0)
+            goto fail;
+        if (desc[i].flags & VIDMM_SEGMENT_APERTURE) {
+            if (apertures++) {
+                st = fault(ci, "segment %u: more than one aperture segment (segment %u is one already); WDDM 2 allows exactly one",
+                           id, a->aperture_id);
+                goto fail;
+            }
+            a->aperture_id = id;
+        }
+        if (desc[i].flags & VIDMM_SEGMENT_AGP) {
+            if (agps++) {
+                st = fault(ci, "segment %u: more than one AGP-type aperture segment", id);
+                goto fail;
+            }
+            a->agp_id = id;
+        }
+    }
+    if (!apertures) {
+        st = fault(ci, "no aperture segment: WDDM 2 requires exactly one");
+        goto fail;
+    }
+    /* GPU physical ranges must not overlap (AGP sits at the OS's aperture). */
+    for (uint32_t i = 0; i < nb; i++) {
+        uint64_t bi = (desc[i].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_base : desc[i].base_address;
+        uint64_t si = (desc[i].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_size : desc[i].size;
+        for (uint32_t j = i + 1; j < nb; j++) {
+            uint64_t bj = (desc[j].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_base : desc[j].base_address;
+            uint64_t sj = (desc[j].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_size : desc[j].size;
+            if (bi < bj + sj && bj < bi + si) {
+                st = fault(ci, "segment %u [0x%llx, 0x%llx) overlaps segment %u [0x%llx, 0x%llx)", j + 1,
+                           (unsigned long long)bj, (unsigned long long)(bj + sj), i + 1,
+                           (unsigned long long)bi, (unsigned long long)(bi + si));
+                goto fail;
+            }
+        }
+    }
+    if (qout.paging_buffer_segment_id > nb) {
+        st = fault(ci, "paging-buffer segment id %u is out of range (driver has %u segments)",
+                   qout.paging_buffer_segment_id, nb);
+        goto fail;
+    }
+    if (qout.paging_buffer_segment_id && !(desc[qout.paging_buffer_segment_id - 1].flags & VIDMM_SEGMENT_APERTURE)) {
+        st = fault(ci, "paging-buffer segment %u is not an aperture segment (it must be the aperture or 0)",
+                   qout.paging_buffer_segment_id);
+        goto fail;
+    }
+    if (qout.paging_buffer_size < VIDMM_PAGE_4K || qout.paging_buffer_size % VIDMM_PAGE_4K ||
+        qout.paging_buffer_size > (64u << 20)) {
+        st = fault(ci, "paging-buffer size %u must be a multiple of 4 KB between 4 KB and 64 MB",
+                   qout.paging_buffer_size);
+        goto fail;
+    }
+
+    /* Build the segment table: 0 is system memory. */
+    a->segment_count = nb + 1;
+    struct vidmm_segment *s0 = &a->seg[0];
+    s0->id = 0;
+    s0->kind = VIDMM_SEGMENT_KIND_SYSTEM;
+    s0->page_size = VIDMM_PAGE_4K;
+    s0->size = ci->system_memory_limit ? ci->system_memory_limit : default_system_limit();
+    s0->size &= ~(uint64_t)(VIDMM_PAGE_4K - 1);
+    s0->commit_limit = s0->size;
+    s0->cpu_base = NULL;
+    for (uint32_t i = 0; i < nb; i++) {
+        struct vidmm_segment *s = &a->seg[i + 1];
+        const struct vidmm_segment_descriptor *d = &desc[i];
+        s->id = i + 1;
+        s->flags = d->flags;
+        if (d->flags & VIDMM_SEGMENT_AGP) {
+            s->kind = VIDMM_SEGMENT_KIND_AGP;
+            s->base_address = ci->agp_aperture_base;
+            s->size = ci->agp_aperture_size;
+            s->commit_limit = s->size;
+            s->page_size = VIDMM_PAGE_4K;
+        } else if (d->flags & VIDMM_SEGMENT_APERTURE) {
+            s->kind = VIDMM_SEGMENT_KIND_APERTURE;
+            s->base_address = d->base_address;
+            s->size = d->size;
+            s->commit_limit = d->commit_limit ? d->commit_limit : d->size;
+            s->page_size = VIDMM_PAGE_4K;
+        } else {
+            s->kind = VIDMM_SEGMENT_KIND_MEMORY;
+            s->base_address = d->base_address;
+            s->size = d->size;
+            s->commit_limit = d->size; /* memory segments: always the size */
+            s->page_size = (d->flags & VIDMM_SEGMENT_USE_64KB_PAGES) ? VIDMM_PAGE_64K : VIDMM_PAGE_4K;
+            if (d->flags & VIDMM_SEGMENT_CPU_VISIBLE)
+                s->cpu_base = d->cpu_translated_address;
+            if (d->flags & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE) {
+                s->host_ap_base = d->cpu_host_aperture.cpu_address;
+                s->host_ap_pages = d->cpu_host_aperture.size_in_pages;
+            }
+        }
+    }
+    a->paging_segment_id = qout.paging_buffer_segment_id;
+    vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    desc = NULL;
+
+    st = init_segment_allocators(a);
+    if (st < 0)
+        goto fail_segments;
+    a->dummy_page = vidmm_hzalloc(ha, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+    if (!a->dummy_page) {
+        st = VIDMM_E_NO_HOST_MEMORY;
+        goto fail_segments;
+    }
+    st = vidmm_paging_init(a, qout.paging_buffer_size, qout.paging_buffer_private_data_size);
+    if (st < 0)
+        goto fail_dummy;
+    *out = a;
+    return VIDMM_OK;
+
+fail_dummy:
+    vidmm_hfree(ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+fail_segments:
+    release_segments(a);
+fail:
+    if (desc)
+        vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
+    return st;
+}
+
+void vidmm_adapter_close(struct vidmm_adapter *a)
+{
+    if (!a)
+        return;
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (al && al->live) {
+            vidmm_handle h = ((vidmm_handle)VIDMM_HANDLE_TYPE_ALLOCATION << 56) |
+                             ((vidmm_handle)al->generation << 32) | i;
+            al->lock_count = 0;
+            if (al->host_ap_mapped)
+                al->lock_count = 1; /* let unlock release the host aperture */
+            if (al->lock_count)
+                (void)vidmm_allocation_unlock(a, h);
+            (void)vidmm_allocation_destroy(a, h);
+        }
+    }
+    vidmm_paging_fini(a);
+    vidmm_handle_table_fini(a);
+    release_segments(a);
+    vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+    vidmm_hfree(a->ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
+}
+
+vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    memset(out, 0, sizeof(*out));
+    out->wddm_version = a->caps.wddm_version;
+    out->memory_management_caps = a->caps.memory_management_caps;
+    out->physical_adapter_flags = a->caps.physical_adapter_flags;
+    out->segment_count = a->segment_count;
+    out->aperture_segment_id = a->aperture_id;
+    out->agp_segment_id = a->agp_id;
+    out->paging_buffer_segment_id = a->paging_segment_id;
+    out->paging_buffer_size = a->paging.buffer_size;
+    out->aperture_segment_commit_limit = a->caps.aperture_segment_commit_limit;
+    out->live_allocations = a->live;
+    out->paging_buffers_submitted = a->paging_buffers;
+    out->paging_restarts = a->paging_restarts;
+    memcpy(out->paging_ops, a->paging_ops, sizeof(out->paging_ops));
+    memcpy(out->paging_bytes, a->paging_bytes, sizeof(out->paging_bytes));
+    out->last_fence_submitted = a->paging.next_fence - 1;
+    pthread_mutex_lock((pthread_mutex_t *)&a->paging.lock);
+    out->last_fence_completed = a->paging.completed_fence;
+    pthread_mutex_unlock((pthread_mutex_t *)&a->paging.lock);
+    return VIDMM_OK;
+}
+
+const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind)
+{
+    switch (kind) {
+    case VIDMM_SEGMENT_KIND_SYSTEM: return "system";
+    case VIDMM_SEGMENT_KIND_MEMORY: return "memory";
+    case VIDMM_SEGMENT_KIND_APERTURE: return "aperture";
+    case VIDMM_SEGMENT_KIND_AGP: return "agp";
+    }
+    return "unknown";
+}
+
+vidmm_status vidmm_segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
+{
+    if (!a || !out || id >= a->segment_count)
+        return VIDMM_E_INVALID_ARG;
+    const struct vidmm_segment *s = &a->seg[id];
+    memset(out, 0, sizeof(*out));
+    out->id = id;
+    out->kind = s->kind;
+    out->flags = s->flags;
+    out->page_size = s->page_size;
+    out->base_address = s->base_address;
+    out->size = s->size;
+    out->commit_limit = s->commit_limit;
+    out->committed = s->committed;
+    out->allocations = s->allocations;
+    if (s->has_ra) {
+        out->free_bytes = s->ra.free_bytes;
+        out->largest_free = vidmm_ra_largest_free(&s->ra);
+    } else {
+        out->free_bytes = s->commit_limit - s->committed;
+        out->largest_free = out->free_bytes;
+    }
+    out->cpu_visible = s->kind == VIDMM_SEGMENT_KIND_SYSTEM || s->cpu_base != NULL;
+    out->cpu_host_aperture = s->host_ap_pages != 0;
+    out->host_aperture_pages = s->host_ap_pages;
+    out->host_aperture_free = s->has_host_ap_ra ? (uint32_t)(s->host_ap_ra.free_bytes / s->page_size) : 0;
+    return VIDMM_OK;
+}
+
+void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->paging.lock);
+    if (fence > a->paging.completed_fence)
+        a->paging.completed_fence = fence;
+    pthread_cond_broadcast(&a->paging.cond);
+    pthread_mutex_unlock(&a->paging.lock);
+}

@@ -1,0 +1,504 @@
+/*
+ * allocation.c - the public allocation entries: create, destroy, query,
+ * physical references, CPU lock/unlock, move, and flip (display).
+ *
+ * Every entry validates its input before it changes anything, so a
+ * rejected call leaves the adapter exactly as it was.  Each call that
+ * queues paging operations ends with a flush: in this foundation layer
+ * every public call is synchronous with the GPU.
+ */
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+/* Largest bytes the segment could ever give this allocation. */
+static uint64_t segment_capacity(const struct vidmm_adapter *a, const struct vidmm_segment *s, uint32_t flags)
+{
+    uint64_t sys = a->seg[0].commit_limit;
+    switch (s->kind) {
+    case VIDMM_SEGMENT_KIND_MEMORY:
+        return s->size;
+    case VIDMM_SEGMENT_KIND_APERTURE:
+        if (flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) {
+            uint64_t c = s->commit_limit < sys ? s->commit_limit : sys;
+            if (a->caps.aperture_segment_commit_limit && a->caps.aperture_segment_commit_limit < c)
+                c = a->caps.aperture_segment_commit_limit;
+            return c;
+        }
+        return sys;
+    case VIDMM_SEGMENT_KIND_AGP:
+        return s->size < sys ? s->size : sys;
+    case VIDMM_SEGMENT_KIND_SYSTEM:
+        return sys;
+    }
+    return 0;
+}
+
+/* Check the driver's description; fills al->size/alignment on success. */
+static vidmm_status validate_info(const struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    const struct vidmm_allocation_info *in = &al->info;
+    if (in->size == 0)
+        return VIDMM_E_INVALID_ARG;
+    if (in->flags & ~VIDMM_ALLOC_KNOWN_FLAGS)
+        return VIDMM_E_INVALID_ARG;
+    if ((in->flags & VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION) && !(in->flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
+        return VIDMM_E_INVALID_ARG;
+    if ((in->flags & (VIDMM_ALLOC_PERMANENT_SYS_MEM | VIDMM_ALLOC_CACHED)) && !(in->flags & VIDMM_ALLOC_CPU_VISIBLE))
+        return VIDMM_E_INVALID_ARG;
+    if ((in->flags & VIDMM_ALLOC_PRIMARY) && (in->flags & (VIDMM_ALLOC_PERMANENT_SYS_MEM | VIDMM_ALLOC_CACHED)))
+        return VIDMM_E_INVALID_ARG;
+    if (in->alignment && !is_pow2(in->alignment))
+        return VIDMM_E_ALIGNMENT;
+    uint32_t set = in->supported_write_segment_set;
+    uint32_t valid = (uint32_t)((1ull << (a->segment_count - 1)) - 1);
+    if (set == 0 || (set & ~valid))
+        return VIDMM_E_BAD_SEGMENT_SET;
+    if (in->preferred_segment & 0xC0000000u)
+        return VIDMM_E_INVALID_ARG;
+    for (uint32_t slot = 0; slot < VIDMM_PREF_SLOTS; slot++) {
+        uint32_t id = VIDMM_PREF_ID(in->preferred_segment, slot);
+        if (id == 0)
+            break;
+        if (id >= a->segment_count || !(set & VIDMM_SEGMENT_BIT(id)))
+            return VIDMM_E_BAD_SEGMENT_SET;
+    }
+    uint64_t page = VIDMM_PAGE_4K, cap = 0, max_seg = 0;
+    for (uint32_t id = 1; id < a->segment_count; id++) {
+        if (!(set & VIDMM_SEGMENT_BIT(id)))
+            continue;
+        const struct vidmm_segment *s = &a->seg[id];
+        if (s->page_size > page)
+            page = s->page_size;
+        uint64_t c = segment_capacity(a, s, in->flags);
+        if (c > cap)
+            cap = c;
+        if (s->size > max_seg)
+            max_seg = s->size;
+    }
+    uint64_t align = in->alignment ? in->alignment : VIDMM_PAGE_4K;
+    /* A 64 KiB-page segment needs 64 KiB-aligned allocations (DXGK_ALLOCATIONINFO). */
+    if (page == VIDMM_PAGE_64K && in->alignment && (in->alignment % VIDMM_PAGE_64K))
+        return VIDMM_E_ALIGNMENT;
+    if (align < page)
+        align = page;
+    if (align > max_seg)
+        return VIDMM_E_ALIGNMENT;
+    if (in->size > UINT64_MAX - page)
+        return VIDMM_E_OVERFLOW;
+    uint64_t size = round_up(in->size, page);
+    if (size > cap)
+        return VIDMM_E_TOO_LARGE;
+    al->size = size;
+    al->alignment = align;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = VIDMM_HANDLE_NULL;
+    struct vidmm_allocation_info info;
+    memset(&info, 0, sizeof(info));
+    info.private_driver_data = priv;
+    info.private_driver_data_size = priv_size;
+    struct vidmm_describe_allocation_args d = { &info };
+    vidmm_status st = a->ops.describe_allocation(a->driver, &d);
+    if (st < 0)
+        return st == VIDMM_E_NO_HOST_MEMORY ? st : VIDMM_E_INVALID_ARG;
+    info.private_driver_data = NULL;
+    info.private_driver_data_size = 0;
+
+    struct vidmm_allocation probe;
+    memset(&probe, 0, sizeof(probe));
+    probe.info = info;
+    st = validate_info(a, &probe);
+    if (st < 0)
+        goto undo_driver;
+
+    struct vidmm_allocation *al;
+    vidmm_handle h;
+    st = vidmm_handle_new(a, &al, &h);
+    if (st < 0)
+        goto undo_driver;
+    al->info = info;
+    al->size = probe.size;
+    al->alignment = probe.alignment;
+    st = vidmm_place_first_fit(a, al, &al->pl);
+    if (st < 0)
+        goto undo_handle;
+    /* First page-in of a content-less allocation: Fill with zero. */
+    st = vidmm_fill_content(a, al, &al->pl, 0);
+    if (st >= 0)
+        st = vidmm_paging_flush(a);
+    if (st < 0) {
+        vidmm_unplace(a, al, &al->pl);
+        goto undo_handle;
+    }
+    *out = h;
+    return VIDMM_OK;
+
+undo_handle:
+    vidmm_handle_release(a, h);
+undo_driver:
+    {
+        struct vidmm_destroy_allocation_args da = { info.driver_allocation };
+        a->ops.destroy_allocation(a->driver, &da);
+    }
+    return st;
+}
+
+/* Undisplay on every source showing it; unmap the aperture if only the
+ * display needed the mapping. */
+static void undisplay_all(struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation *al)
+{
+    for (uint32_t s = 0; s < VIDMM_MAX_VIDPN_SOURCES; s++)
+        if (a->displayed[s] == h)
+            a->displayed[s] = VIDMM_HANDLE_NULL;
+    al->displayed = 0;
+    if (al->pl.ap_mapped && al->pl.segment_id == 0)
+        vidmm_aperture_unmap(a, al, &al->pl);
+}
+
+static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    if (al->lock_count)
+        return VIDMM_E_BUSY;
+    if (al->displayed)
+        undisplay_all(a, h, al);
+    vidmm_unplace(a, al, &al->pl);
+    (void)vidmm_paging_flush(a);
+    struct vidmm_destroy_allocation_args da = { al->info.driver_allocation };
+    a->ops.destroy_allocation(a->driver, &da);
+    vidmm_handle_release(a, h);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    memset(out, 0, sizeof(*out));
+    out->size = al->size;
+    out->requested_size = al->info.size;
+    out->alignment = al->alignment;
+    out->flags = al->info.flags;
+    out->segment_id = al->pl.segment_id;
+    out->supported_segment_set = al->info.supported_write_segment_set;
+    out->preferred_segment = al->info.preferred_segment;
+    if (al->pl.sys) {
+        out->layout = VIDMM_LAYOUT_PAGES;
+        out->extent_count = 1;
+    } else {
+        out->layout = al->layout;
+        out->extent_count = al->pl.pages.count;
+    }
+    out->aperture_mapped = al->pl.ap_mapped;
+    out->aperture_offset = al->pl.ap_mapped ? al->pl.ap_offset : 0;
+    out->displayed = al->displayed != 0;
+    out->lock_count = al->lock_count;
+    out->moves = al->moves;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,
+                                              struct vidmm_physical_range *r, uint32_t cap, uint32_t *count)
+{
+    if (!a || !count || (cap && !r))
+        return VIDMM_E_INVALID_ARG;
+    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    const struct vidmm_placement *pl = &al->pl;
+    if (pl->sys) {
+        *count = 1;
+        if (cap) {
+            memset(r, 0, sizeof(*r));
+            r->segment_id = pl->ap_mapped ? pl->ap_segment : 0;
+            r->offset = pl->ap_mapped ? pl->ap_offset : 0;
+            r->size = al->size;
+        }
+        return VIDMM_OK;
+    }
+    *count = pl->pages.count;
+    for (uint32_t i = 0; i < pl->pages.count && i < cap; i++) {
+        memset(&r[i], 0, sizeof(r[i]));
+        r[i].segment_id = pl->segment_id;
+        r[i].offset = pl->pages.ext[i].offset;
+        r[i].size = pl->pages.ext[i].size;
+    }
+    return VIDMM_OK;
+}
+
+/* ---- moves ---------------------------------------------------------- */
+
+/* Effective location of a placement request: a non-AccessedPhysically
+ * allocation "in the aperture" lives in system memory (segment 0). */
+static uint32_t effective_target(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t id)
+{
+    if (a->seg[id].kind == VIDMM_SEGMENT_KIND_APERTURE && !(al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
+        return 0;
+    return id;
+}
+
+static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target)
+{
+    uint32_t eff = effective_target(a, al, target);
+    if (eff == al->pl.segment_id)
+        return VIDMM_OK;
+    vidmm_status st;
+    int top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
+    if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY) {
+        /* System pages stay where they are; only the aperture mapping
+         * changes (0 <-> aperture, or aperture <-> AGP). */
+        if (al->pl.ap_mapped && !al->displayed)
+            vidmm_aperture_unmap(a, al, &al->pl);
+        if (eff != 0 && !al->pl.ap_mapped) {
+            st = vidmm_aperture_map(a, al, &al->pl, eff);
+            if (st < 0)
+                return st;
+        }
+        al->pl.segment_id = eff;
+        al->moves++;
+        return vidmm_paging_flush(a);
+    }
+    struct vidmm_placement dst;
+    st = vidmm_place(a, al, eff, top, &dst);
+    if (st < 0)
+        return st;
+    st = vidmm_copy_content(a, al, &al->pl, &dst);
+    if (st >= 0)
+        st = vidmm_paging_flush(a);
+    if (st < 0) {
+        vidmm_unplace(a, al, &dst);
+        return st;
+    }
+    vidmm_unplace(a, al, &al->pl);
+    al->pl = dst;
+    if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
+        al->pl.pages.ext = al->pl.pages.inline_ext; /* the inline array moved with the struct */
+    al->moves++;
+    return vidmm_paging_flush(a);
+}
+
+vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    if (segment_id >= a->segment_count)
+        return VIDMM_E_INVALID_ARG;
+    if (segment_id != 0 && !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(segment_id)))
+        return VIDMM_E_BAD_SEGMENT_SET;
+    if (al->lock_count || al->displayed)
+        return VIDMM_E_BUSY;
+    return move_to(a, al, segment_id);
+}
+
+/* ---- CPU access ----------------------------------------------------- */
+
+static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (!al->host_ap_mapped)
+        return;
+    struct vidmm_segment *s = &a->seg[al->pl.segment_id];
+    uint32_t *pages = vidmm_halloc(a->ha, al->host_ap_count * sizeof(uint32_t), 4);
+    if (pages) {
+        for (uint64_t i = 0; i < al->host_ap_count; i++)
+            pages[i] = (uint32_t)(al->host_ap_first + i);
+        struct vidmm_unmap_cpu_host_aperture_args u;
+        memset(&u, 0, sizeof(u));
+        u.segment_id = s->id;
+        u.number_of_pages = al->host_ap_count;
+        u.cpu_host_aperture_pages = pages;
+        (void)a->ops.unmap_cpu_host_aperture(a->driver, &u);
+        vidmm_hfree(a->ha, pages, al->host_ap_count * sizeof(uint32_t), 4);
+    }
+    /* Without the temporary array the driver keeps a stale window; the
+     * pages are still returned so the aperture cannot leak. */
+    vidmm_ra_free(&s->host_ap_ra, al->host_ap_node);
+    al->host_ap_mapped = 0;
+}
+
+static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation *al, void **ptr)
+{
+    struct vidmm_segment *s = &a->seg[al->pl.segment_id];
+    uint64_t count = al->size / s->page_size;
+    if (count > s->host_ap_pages)
+        return VIDMM_E_TOO_LARGE;
+    uint64_t off;
+    uint32_t node;
+    vidmm_status st = vidmm_ra_alloc(&s->host_ap_ra, al->size, s->page_size, 0, &off, &node);
+    if (st < 0)
+        return st;
+    uint32_t *ap = vidmm_halloc(a->ha, count * sizeof(uint32_t), 4);
+    uint64_t *sp = vidmm_halloc(a->ha, count * sizeof(uint64_t), 8);
+    if (!ap || !sp) {
+        vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
+        vidmm_hfree(a->ha, sp, count * sizeof(uint64_t), 8);
+        vidmm_ra_free(&s->host_ap_ra, node);
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    uint64_t first = off / s->page_size, k = 0;
+    for (uint32_t e = 0; e < al->pl.pages.count; e++) {
+        const struct vidmm_extent *x = &al->pl.pages.ext[e];
+        for (uint64_t p = 0; p < x->size / s->page_size; p++, k++) {
+            ap[k] = (uint32_t)(first + k);
+            sp[k] = x->offset / s->page_size + p;
+        }
+    }
+    struct vidmm_map_cpu_host_aperture_args m;
+    memset(&m, 0, sizeof(m));
+    m.driver_allocation = al->info.driver_allocation;
+    m.segment_id = s->id;
+    m.number_of_pages = count;
+    m.cpu_host_aperture_pages = ap;
+    m.memory_segment_pages = sp;
+    st = a->ops.map_cpu_host_aperture(a->driver, &m);
+    vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
+    vidmm_hfree(a->ha, sp, count * sizeof(uint64_t), 8);
+    if (st < 0) {
+        vidmm_ra_free(&s->host_ap_ra, node);
+        return VIDMM_E_DRIVER_FAILURE;
+    }
+    al->host_ap_mapped = 1;
+    al->host_ap_node = node;
+    al->host_ap_first = first;
+    al->host_ap_count = count;
+    *ptr = s->host_ap_base + off;
+    return VIDMM_OK;
+}
+
+/* Move to the first supported segment the CPU reaches directly. */
+static vidmm_status move_cpu_reachable(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    vidmm_status st = VIDMM_E_NO_SEGMENT_SPACE;
+    uint32_t pref = al->info.preferred_segment;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < (pass ? a->segment_count - 1 : VIDMM_PREF_SLOTS); i++) {
+            uint32_t id = pass ? i + 1 : VIDMM_PREF_ID(pref, i);
+            if (id == 0 || id >= a->segment_count || !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(id)))
+                continue;
+            const struct vidmm_segment *s = &a->seg[id];
+            if (s->kind == VIDMM_SEGMENT_KIND_MEMORY && !s->cpu_base)
+                continue;
+            st = move_to(a, al, id);
+            if (st >= 0 || (st != VIDMM_E_NO_SEGMENT_SPACE && st != VIDMM_E_COMMIT_LIMIT && st != VIDMM_E_TOO_LARGE))
+                return st;
+        }
+    }
+    return st;
+}
+
+vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
+{
+    if (!a || !cpu)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
+        return VIDMM_E_NOT_SUPPORTED;
+    if (al->lock_count == UINT32_MAX)
+        return VIDMM_E_BUSY;
+    if (al->lock_count) {
+        al->lock_count++;
+        *cpu = al->lock_ptr;
+        return VIDMM_OK;
+    }
+    vidmm_status st;
+    void *p = NULL;
+    if (al->pl.sys) {
+        p = al->pl.sys;
+    } else {
+        struct vidmm_segment *s = &a->seg[al->pl.segment_id];
+        if (s->cpu_base && al->pl.pages.count == 1) {
+            p = (unsigned char *)s->cpu_base + al->pl.pages.ext[0].offset;
+        } else if (s->host_ap_pages) {
+            st = host_ap_map(a, al, &p);
+            if (st < 0 && st != VIDMM_E_NO_SEGMENT_SPACE && st != VIDMM_E_TOO_LARGE)
+                return st;
+        }
+        if (!p) {
+            st = move_cpu_reachable(a, al);
+            if (st < 0)
+                return st;
+            if (al->pl.sys)
+                p = al->pl.sys;
+            else
+                p = (unsigned char *)a->seg[al->pl.segment_id].cpu_base + al->pl.pages.ext[0].offset;
+        }
+    }
+    al->lock_count = 1;
+    al->lock_ptr = p;
+    *cpu = p;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    if (al->lock_count == 0)
+        return VIDMM_E_STATE;
+    if (--al->lock_count == 0) {
+        host_ap_release(a, al);
+        al->lock_ptr = NULL;
+    }
+    return VIDMM_OK;
+}
+
+/* ---- display -------------------------------------------------------- */
+
+vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
+{
+    if (!a || source >= VIDMM_MAX_VIDPN_SOURCES)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = NULL;
+    if (h != VIDMM_HANDLE_NULL) {
+        al = vidmm_handle_get(a, h);
+        if (!al)
+            return VIDMM_E_INVALID_HANDLE;
+        if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
+            return VIDMM_E_NOT_SUPPORTED;
+    }
+    vidmm_handle old = a->displayed[source];
+    if (old == h)
+        return VIDMM_OK;
+    if (al) {
+        /* A primary in system memory is scanned out through the aperture:
+         * map it for as long as some source shows it. */
+        if (al->pl.sys && !al->pl.ap_mapped) {
+            vidmm_status st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
+            if (st < 0)
+                return st;
+        }
+        al->displayed++;
+    }
+    a->displayed[source] = h;
+    if (old != VIDMM_HANDLE_NULL) {
+        struct vidmm_allocation *o = vidmm_handle_get(a, old);
+        if (o && --o->displayed == 0 && o->pl.ap_mapped && o->pl.segment_id == 0)
+            vidmm_aperture_unmap(a, o, &o->pl);
+    }
+    return vidmm_paging_flush(a);
+}

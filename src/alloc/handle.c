@@ -1,0 +1,99 @@
+/*
+ * handle.c - the adapter's allocation handle table.
+ *
+ * A handle is (type << 56) | (generation << 32) | slot.  Slots are reused
+ * through a free list, and the generation is bumped on every release, so
+ * a stale handle - or one of another object type - never reaches a live
+ * object.  Lookups are O(1); the table grows geometrically through the
+ * host allocator.
+ */
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+#define GEN_MASK 0xFFFFFFu
+
+static vidmm_status grow(struct vidmm_adapter *a)
+{
+    uint32_t cap = a->slot_cap ? a->slot_cap * 2 : 64;
+    if (cap > 0x7FFFFFFFu / 2)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct vidmm_allocation **n = vidmm_halloc(a->ha, cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
+    if (!n)
+        return VIDMM_E_NO_HOST_MEMORY;
+    if (a->slots)
+        memcpy(n, a->slots, a->slot_cap * sizeof(*n));
+    memset(n + a->slot_cap, 0, (cap - a->slot_cap) * sizeof(*n));
+    vidmm_hfree(a->ha, a->slots, a->slot_cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
+    a->slots = n;
+    a->slot_cap = cap;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h)
+{
+    uint32_t idx;
+    struct vidmm_allocation *al;
+    if (a->free_head != UINT32_MAX) {
+        idx = a->free_head;
+        al = a->slots[idx];
+        a->free_head = al->next_free;
+        uint32_t gen = al->generation;
+        memset(al, 0, sizeof(*al));
+        al->generation = gen;
+    } else {
+        if (a->slot_used == a->slot_cap) {
+            vidmm_status st = grow(a);
+            if (st < 0)
+                return st;
+        }
+        al = vidmm_hzalloc(a->ha, sizeof(*al), _Alignof(struct vidmm_allocation));
+        if (!al)
+            return VIDMM_E_NO_HOST_MEMORY;
+        al->generation = 1;
+        idx = a->slot_used++;
+        a->slots[idx] = al;
+    }
+    al->live = 1;
+    al->next_free = UINT32_MAX;
+    a->live++;
+    *out = al;
+    *h = ((vidmm_handle)VIDMM_HANDLE_TYPE_ALLOCATION << 56) | ((vidmm_handle)al->generation << 32) | idx;
+    return VIDMM_OK;
+}
+
+struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    if ((h >> 56) != VIDMM_HANDLE_TYPE_ALLOCATION)
+        return NULL;
+    uint32_t idx = (uint32_t)h;
+    uint32_t gen = (uint32_t)(h >> 32) & GEN_MASK;
+    if (idx >= a->slot_used)
+        return NULL;
+    struct vidmm_allocation *al = a->slots[idx];
+    if (!al || !al->live || al->generation != gen)
+        return NULL;
+    return al;
+}
+
+void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
+{
+    uint32_t idx = (uint32_t)h;
+    struct vidmm_allocation *al = a->slots[idx];
+    al->live = 0;
+    al->generation = (al->generation + 1) & GEN_MASK;
+    if (al->generation == 0)
+        al->generation = 1;
+    al->next_free = a->free_head;
+    a->free_head = idx;
+    a->live--;
+}
+
+void vidmm_handle_table_fini(struct vidmm_adapter *a)
+{
+    for (uint32_t i = 0; i < a->slot_used; i++)
+        vidmm_hfree(a->ha, a->slots[i], sizeof(struct vidmm_allocation), _Alignof(struct vidmm_allocation));
+    vidmm_hfree(a->ha, a->slots, a->slot_cap * sizeof(*a->slots), _Alignof(struct vidmm_allocation *));
+    a->slots = NULL;
+    a->slot_cap = a->slot_used = 0;
+}

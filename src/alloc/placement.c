@@ -1,0 +1,399 @@
+/*
+ * placement.c - where an allocation's bytes go, and the paging operations
+ * that put them there.
+ *
+ * A placement is one of:
+ *   - a memory segment: a page set from the segment's range allocator,
+ *     contiguous (one extent) when the GPU or the CPU needs it linear;
+ *   - system memory (segment 0): 4 KiB host pages, reached by the GPU
+ *     only through page tables;
+ *   - the aperture (or AGP) segment: system pages plus a contiguous range
+ *     of the aperture mapped onto them with MAP_APERTURE_SEGMENT.
+ *
+ * The search order (docs/DECISIONS.md): the preferred segments in slot
+ * order, then the rest of the supported set - memory segments by id, the
+ * aperture and AGP segments last.  A segment that is full, or over its
+ * commit limit, is skipped; there is no eviction at this level.
+ *
+ * Content moves are Transfer operations between the two placements, one
+ * per run where both sides are contiguous; new allocations in memory
+ * segments are initialised with Fill (zero), system pages by the CPU.
+ */
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                           const struct vidmm_segment *s)
+{
+    (void)a;
+    uint32_t f = al->info.flags;
+    if (f & (VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_PRIMARY))
+        return 1;
+    /* A CPU mapping of a BAR is linear: keep lockable allocations in one
+     * piece there (docs/DECISIONS.md). */
+    if ((f & VIDMM_ALLOC_CPU_VISIBLE) && s->cpu_base)
+        return 1;
+    return 0;
+}
+
+static vidmm_status place_memory(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_segment *s,
+                                 int top_down, struct vidmm_placement *pl)
+{
+    if (al->size > s->size)
+        return VIDMM_E_TOO_LARGE;
+    unsigned flags = top_down ? VIDMM_RA_TOPDOWN : 0;
+    vidmm_status st;
+    if (vidmm_needs_contiguous(a, al, s)) {
+        uint64_t align = al->alignment > s->page_size ? al->alignment : s->page_size;
+        uint64_t off;
+        uint32_t node;
+        st = vidmm_ra_alloc(&s->ra, al->size, align, flags, &off, &node);
+        if (st < 0)
+            return st;
+        memset(&pl->pages, 0, sizeof(pl->pages));
+        pl->pages.size = al->size;
+        pl->pages.count = 1;
+        pl->pages.cap = 2;
+        pl->pages.ext = pl->pages.inline_ext;
+        pl->pages.inline_ext[0].offset = off;
+        pl->pages.inline_ext[0].size = al->size;
+        pl->pages.inline_ext[0].node = node;
+        al->layout = VIDMM_LAYOUT_CONTIGUOUS;
+    } else {
+        st = vidmm_pages_alloc(&s->ra, al->size, s->page_size, flags, &pl->pages);
+        if (st < 0)
+            return st;
+        al->layout = pl->pages.count == 1 ? VIDMM_LAYOUT_CONTIGUOUS : VIDMM_LAYOUT_PAGES;
+        if (!(al->info.flags & (VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_PRIMARY)))
+            al->layout = VIDMM_LAYOUT_PAGES; /* GPU-virtual only, whatever the luck of the draw */
+    }
+    s->committed += al->size;
+    s->allocations++;
+    pl->segment_id = s->id;
+    return VIDMM_OK;
+}
+
+static vidmm_status place_system(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+{
+    struct vidmm_segment *s0 = &a->seg[0];
+    if (al->size > s0->commit_limit)
+        return VIDMM_E_TOO_LARGE;
+    if (s0->committed + al->size > s0->commit_limit)
+        return VIDMM_E_COMMIT_LIMIT;
+    if (al->size > SIZE_MAX)
+        return VIDMM_E_TOO_LARGE;
+    pl->sys = vidmm_halloc(a->ha, (size_t)al->size, VIDMM_PAGE_4K);
+    if (!pl->sys)
+        return VIDMM_E_NO_HOST_MEMORY;
+    pl->mdl.base = pl->sys;
+    pl->mdl.page_count = al->size / VIDMM_PAGE_4K;
+    s0->committed += al->size;
+    s0->allocations++;
+    pl->segment_id = 0;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl,
+                                uint32_t ap_segment)
+{
+    struct vidmm_segment *s = &a->seg[ap_segment];
+    uint64_t size = pl->mdl.page_count * VIDMM_PAGE_4K;
+    if (size > s->size || size > s->commit_limit)
+        return VIDMM_E_TOO_LARGE;
+    if (s->committed + size > s->commit_limit)
+        return VIDMM_E_COMMIT_LIMIT;
+    if (a->caps.aperture_segment_commit_limit &&
+        a->aperture_mapped_bytes + size > a->caps.aperture_segment_commit_limit)
+        return VIDMM_E_COMMIT_LIMIT;
+    uint64_t align = al && al->alignment > VIDMM_PAGE_4K ? al->alignment : VIDMM_PAGE_4K;
+    unsigned flags = al && (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) ? VIDMM_RA_TOPDOWN : 0;
+    uint64_t off;
+    uint32_t node;
+    vidmm_status st = vidmm_ra_alloc(&s->ra, size, align, flags, &off, &node);
+    if (st < 0)
+        return st;
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+    op.u.map_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
+    op.u.map_aperture_segment.segment_id = ap_segment;
+    op.u.map_aperture_segment.flags =
+        (s->flags & VIDMM_SEGMENT_CACHE_COHERENT) && al && (al->info.flags & VIDMM_ALLOC_CACHED)
+            ? VIDMM_MAP_APERTURE_CACHE_COHERENT : 0;
+    op.u.map_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
+    op.u.map_aperture_segment.number_of_pages = pl->mdl.page_count;
+    op.u.map_aperture_segment.mdl = &pl->mdl;
+    op.u.map_aperture_segment.mdl_offset = 0;
+    st = vidmm_paging_emit(a, &op);
+    if (st < 0) {
+        vidmm_ra_free(&s->ra, node);
+        return st;
+    }
+    pl->ap_mapped = 1;
+    pl->ap_segment = ap_segment;
+    pl->ap_node = node;
+    pl->ap_offset = off;
+    s->committed += size;
+    s->allocations++;
+    a->aperture_mapped_bytes += size;
+    return VIDMM_OK;
+}
+
+void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+{
+    if (!pl->ap_mapped)
+        return;
+    struct vidmm_segment *s = &a->seg[pl->ap_segment];
+    uint64_t size = pl->mdl.page_count * VIDMM_PAGE_4K;
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
+    op.u.unmap_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
+    op.u.unmap_aperture_segment.segment_id = pl->ap_segment;
+    op.u.unmap_aperture_segment.offset_in_pages = pl->ap_offset / VIDMM_PAGE_4K;
+    op.u.unmap_aperture_segment.number_of_pages = pl->mdl.page_count;
+    op.u.unmap_aperture_segment.dummy_page = a->dummy_page;
+    /* An unmap the driver cannot encode leaves a stale GART entry but no
+     * dangling bookkeeping: the range is not handed out again until the
+     * next successful unmap of it would be needed. */
+    if (vidmm_paging_emit(a, &op) < 0)
+        return;
+    vidmm_ra_free(&s->ra, pl->ap_node);
+    s->committed -= size;
+    s->allocations--;
+    a->aperture_mapped_bytes -= size;
+    pl->ap_mapped = 0;
+}
+
+vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id, int top_down,
+                         struct vidmm_placement *pl)
+{
+    memset(pl, 0, sizeof(*pl));
+    struct vidmm_segment *s = &a->seg[segment_id];
+    vidmm_status st;
+    switch (s->kind) {
+    case VIDMM_SEGMENT_KIND_MEMORY:
+        return place_memory(a, al, s, top_down, pl);
+    case VIDMM_SEGMENT_KIND_SYSTEM:
+        return place_system(a, al, pl);
+    case VIDMM_SEGMENT_KIND_APERTURE:
+    case VIDMM_SEGMENT_KIND_AGP:
+        st = place_system(a, al, pl);
+        if (st < 0)
+            return st;
+        /* Seed 000: AccessedPhysically allocations are mapped into the
+         * aperture while resident; others are reached through GPU page
+         * tables only.  AGP has no page-table path: always mapped. */
+        if ((al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) || s->kind == VIDMM_SEGMENT_KIND_AGP) {
+            st = vidmm_aperture_map(a, al, pl, segment_id);
+            if (st < 0) {
+                a->seg[0].committed -= al->size;
+                a->seg[0].allocations--;
+                vidmm_hfree(a->ha, pl->sys, (size_t)al->size, VIDMM_PAGE_4K);
+                pl->sys = NULL;
+                return st;
+            }
+            pl->segment_id = segment_id;
+        }
+        return VIDMM_OK;
+    }
+    return VIDMM_E_INVALID_ARG;
+}
+
+void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+{
+    if (pl->ap_mapped)
+        vidmm_aperture_unmap(a, al, pl);
+    if (pl->sys) {
+        /* The GPU may still read these pages: drain before freeing. */
+        (void)vidmm_paging_flush(a);
+        vidmm_hfree(a->ha, pl->sys, (size_t)al->size, VIDMM_PAGE_4K);
+        a->seg[0].committed -= al->size;
+        a->seg[0].allocations--;
+        pl->sys = NULL;
+    } else if (pl->pages.count) {
+        struct vidmm_segment *s = &a->seg[pl->segment_id];
+        vidmm_pages_free(&s->ra, &pl->pages);
+        s->committed -= al->size;
+        s->allocations--;
+    }
+    memset(pl, 0, sizeof(*pl));
+}
+
+/* Supported segments in placement order; returns the count. */
+static uint32_t placement_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                                uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS])
+{
+    uint32_t n = 0, taken = 0;
+    uint32_t set = al->info.supported_write_segment_set;
+    uint32_t pref = al->info.preferred_segment;
+    int from_end = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
+    for (uint32_t slot = 0; slot < VIDMM_PREF_SLOTS; slot++) {
+        uint32_t id = VIDMM_PREF_ID(pref, slot);
+        if (id == 0)
+            break;
+        if (taken & VIDMM_SEGMENT_BIT(id))
+            continue;
+        taken |= VIDMM_SEGMENT_BIT(id);
+        order[n] = id;
+        top[n] = VIDMM_PREF_TOP(pref, slot) ? 1 : from_end;
+        n++;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t id = 1; id < a->segment_count; id++) {
+            if (!(set & VIDMM_SEGMENT_BIT(id)) || (taken & VIDMM_SEGMENT_BIT(id)))
+                continue;
+            int is_mem = a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
+            if ((pass == 0) != is_mem)
+                continue;
+            taken |= VIDMM_SEGMENT_BIT(id);
+            order[n] = id;
+            top[n] = from_end;
+            n++;
+        }
+    }
+    return n;
+}
+
+vidmm_status vidmm_place_first_fit(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+{
+    uint32_t order[VIDMM_MAX_SEGMENTS];
+    int top[VIDMM_MAX_SEGMENTS];
+    uint32_t n = placement_order(a, al, order, top);
+    vidmm_status worst = VIDMM_E_NO_SEGMENT_SPACE;
+    int any_space = 0, any_commit = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        vidmm_status st = vidmm_place(a, al, order[i], top[i], pl);
+        if (st >= 0)
+            return st;
+        if (st == VIDMM_E_NO_SEGMENT_SPACE)
+            any_space = 1;
+        else if (st == VIDMM_E_COMMIT_LIMIT)
+            any_commit = 1;
+        else if (st != VIDMM_E_TOO_LARGE)
+            return st; /* host memory, driver failure: stop */
+    }
+    if (any_space)
+        worst = VIDMM_E_NO_SEGMENT_SPACE;
+    else if (any_commit)
+        worst = VIDMM_E_COMMIT_LIMIT;
+    else
+        worst = VIDMM_E_TOO_LARGE;
+    return worst;
+}
+
+/* A contiguous piece of a placement, for transfers. */
+struct piece {
+    uint32_t segment_id;      /* 0 = system pages */
+    uint64_t address;         /* segment address, or byte position in the MDL */
+    uint64_t size;
+};
+
+static struct piece piece_at(const struct vidmm_adapter *a, const struct vidmm_placement *pl, uint32_t i,
+                             uint64_t pos)
+{
+    struct piece p;
+    if (pl->sys) {
+        p.segment_id = 0;
+        p.address = pos;
+        p.size = pl->mdl.page_count * VIDMM_PAGE_4K - pos;
+    } else {
+        const struct vidmm_extent *e = &pl->pages.ext[i];
+        p.segment_id = pl->segment_id;
+        p.address = a->seg[pl->segment_id].base_address + e->offset;
+        p.size = e->size;
+    }
+    return p;
+}
+
+static void set_side(struct vidmm_transfer_side *side, const struct vidmm_placement *pl, const struct piece *p,
+                     uint64_t into, uint64_t *mdl_offset)
+{
+    side->segment_id = p->segment_id;
+    if (p->segment_id) {
+        side->segment_address = p->address + into;
+    } else {
+        side->mdl = &pl->mdl;
+        *mdl_offset = (p->address + into) / VIDMM_PAGE_4K;
+    }
+}
+
+vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                const struct vidmm_placement *src, const struct vidmm_placement *dst)
+{
+    uint32_t si = 0, di = 0;
+    uint64_t spos = 0, dpos = 0; /* offset inside the current piece */
+    uint64_t done = 0;
+    struct piece sp = piece_at(a, src, 0, 0), dp = piece_at(a, dst, 0, 0);
+    if (src->sys && dst->sys)
+        return VIDMM_E_INVALID_ARG; /* same kind of memory: nothing to transfer */
+    while (done < al->size) {
+        uint64_t n = sp.size - spos;
+        if (dp.size - dpos < n)
+            n = dp.size - dpos;
+        if (al->size - done < n)
+            n = al->size - done;
+        struct vidmm_build_paging_buffer_args op;
+        memset(&op, 0, sizeof(op));
+        op.operation = VIDMM_PAGING_TRANSFER;
+        struct vidmm_paging_transfer *t = &op.u.transfer;
+        t->driver_allocation = al->info.driver_allocation;
+        t->transfer_offset = done;
+        t->transfer_size = n;
+        uint64_t mdl_off = 0;
+        set_side(&t->source, src, &sp, spos, &mdl_off);
+        set_side(&t->destination, dst, &dp, dpos, &mdl_off);
+        t->mdl_offset = mdl_off;
+        t->flags = VIDMM_TRANSFER_ALLOCATION_IS_IDLE;
+        if (done == 0)
+            t->flags |= VIDMM_TRANSFER_START;
+        if (done + n == al->size)
+            t->flags |= VIDMM_TRANSFER_END;
+        vidmm_status st = vidmm_paging_emit(a, &op);
+        if (st < 0)
+            return st;
+        done += n;
+        spos += n;
+        dpos += n;
+        if (spos == sp.size && done < al->size) {
+            sp = piece_at(a, src, ++si, done);
+            spos = 0;
+        }
+        if (dpos == dp.size && done < al->size) {
+            dp = piece_at(a, dst, ++di, done);
+            dpos = 0;
+        }
+    }
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                const struct vidmm_placement *pl, uint32_t pattern)
+{
+    if (pl->sys) {
+        if (pattern == 0) {
+            memset(pl->sys, 0, (size_t)al->size);
+        } else {
+            uint32_t *w = pl->sys;
+            for (uint64_t i = 0; i < al->size / 4; i++)
+                w[i] = pattern;
+        }
+        return VIDMM_OK;
+    }
+    for (uint32_t i = 0; i < pl->pages.count; i++) {
+        const struct vidmm_extent *e = &pl->pages.ext[i];
+        struct vidmm_build_paging_buffer_args op;
+        memset(&op, 0, sizeof(op));
+        op.operation = VIDMM_PAGING_FILL;
+        op.u.fill.driver_allocation = al->info.driver_allocation;
+        op.u.fill.fill_size = e->size;
+        op.u.fill.fill_pattern = pattern;
+        op.u.fill.destination_segment_id = pl->segment_id;
+        op.u.fill.destination_segment_address = a->seg[pl->segment_id].base_address + e->offset;
+        vidmm_status st = vidmm_paging_emit(a, &op);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}

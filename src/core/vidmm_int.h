@@ -1,0 +1,170 @@
+/*
+ * vidmm_int.h - the adapter, segment and allocation objects shared by the
+ * core modules (internal, never installed).
+ *
+ * Ownership: the adapter owns its segments (a fixed array, id = index),
+ * its handle table of allocations, and the paging state.  Everything is
+ * reached from the adapter; there is no global state.
+ */
+#ifndef VIDMM_INT_H
+#define VIDMM_INT_H
+
+#include "vidmm/allocation.h"
+#include "vidmm/driver.h"
+#include "vidmm/segment.h"
+
+#include "seg/page_pool.h"
+#include "seg/range_alloc.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define VIDMM_PAGE_4K 4096u
+#define VIDMM_PAGE_64K 65536u
+
+/* ---- host memory ---------------------------------------------------- */
+
+void *vidmm_halloc(const struct vidmm_host_allocator *ha, size_t size, size_t align);
+void *vidmm_hzalloc(const struct vidmm_host_allocator *ha, size_t size, size_t align);
+void vidmm_hfree(const struct vidmm_host_allocator *ha, void *p, size_t size, size_t align);
+
+/* ---- segments ------------------------------------------------------- */
+
+struct vidmm_segment {
+    uint32_t id;
+    enum vidmm_segment_kind kind;
+    uint32_t flags;
+    uint32_t page_size;
+    uint64_t base_address;
+    uint64_t size;
+    uint64_t commit_limit;
+    uint64_t committed;
+    uint64_t allocations;
+    int has_ra;                     /* memory, aperture and AGP segments hand out address space */
+    struct vidmm_range_alloc ra;
+    void *cpu_base;                 /* CPU-visible memory segment */
+    /* CPU host aperture: a window of host_ap_pages segment pages. */
+    unsigned char *host_ap_base;
+    uint32_t host_ap_pages;
+    int has_host_ap_ra;
+    struct vidmm_range_alloc host_ap_ra; /* in units of segment pages (chunk = page_size) */
+};
+
+/* ---- allocations ---------------------------------------------------- */
+
+/* Where an allocation's bytes are. */
+struct vidmm_placement {
+    uint32_t segment_id;            /* memory segment, the aperture/AGP (mapped system pages), or 0 */
+    struct vidmm_page_set pages;    /* memory segment: extents (1 when contiguous) */
+    void *sys;                      /* system pages (segment 0, aperture, AGP) */
+    struct vidmm_mdl mdl;
+    int ap_mapped;                  /* sys pages mapped into aperture/AGP segment ap_segment */
+    uint32_t ap_segment;
+    uint32_t ap_node;
+    uint64_t ap_offset;
+};
+
+struct vidmm_allocation {
+    uint32_t generation;
+    uint32_t live;
+    struct vidmm_allocation_info info;  /* as described by the driver (private data pointers cleared) */
+    uint64_t size;                  /* placed size: requested rounded to the largest page size allowed */
+    uint64_t alignment;
+    enum vidmm_layout layout;       /* in memory segments */
+    struct vidmm_placement pl;
+    uint32_t lock_count;
+    void *lock_ptr;
+    int host_ap_mapped;
+    uint32_t host_ap_node;
+    uint64_t host_ap_first;         /* first host aperture page */
+    uint64_t host_ap_count;
+    int displayed;
+    uint32_t vidpn_source;
+    uint64_t moves;
+    uint32_t next_free;             /* free-slot list link while !live */
+};
+
+/* ---- paging --------------------------------------------------------- */
+
+#define VIDMM_PAGING_SLOTS 8u
+
+struct vidmm_paging {
+    unsigned char *area;            /* VIDMM_PAGING_SLOTS paging buffers */
+    size_t area_size;
+    uint32_t buffer_size;
+    uint32_t slot;                  /* slot being written */
+    uint64_t slot_fence[VIDMM_PAGING_SLOTS]; /* fence of the last submission from each slot */
+    unsigned char *cursor;          /* write position in the current slot */
+    uint32_t left;                  /* bytes left in the current slot */
+    void *private_data;
+    uint32_t private_data_size;
+    int ap_mapped;                  /* area mapped into the paging-buffer aperture */
+    uint32_t ap_node;
+    uint64_t next_fence;
+    uint64_t completed_fence;       /* guarded by lock */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int sync_ok;
+};
+
+/* ---- adapter -------------------------------------------------------- */
+
+struct vidmm_adapter {
+    const struct vidmm_host_allocator *ha;
+    struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
+    void *driver;
+    struct vidmm_driver_caps caps;
+    uint32_t segment_count;         /* including segment 0 */
+    struct vidmm_segment seg[VIDMM_MAX_SEGMENTS + 1];
+    uint32_t aperture_id;
+    uint32_t agp_id;
+    uint32_t paging_segment_id;
+    uint64_t aperture_mapped_bytes; /* against caps.aperture_segment_commit_limit */
+    /* handle table */
+    struct vidmm_allocation **slots;
+    uint32_t slot_cap;
+    uint32_t slot_used;             /* slots ever handed out */
+    uint32_t free_head;             /* UINT32_MAX = none */
+    uint64_t live;
+    vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
+    struct vidmm_paging paging;
+    void *dummy_page;               /* what unmapped aperture pages point at */
+    /* statistics */
+    uint64_t paging_buffers;
+    uint64_t paging_restarts;
+    uint64_t paging_ops[17];
+    uint64_t paging_bytes[17];
+};
+
+#define VIDMM_HANDLE_TYPE_ALLOCATION 1u
+
+/* handle.c */
+vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);
+void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h);
+struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h);
+void vidmm_handle_table_fini(struct vidmm_adapter *a);
+
+/* paging.c */
+vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, uint32_t private_size);
+void vidmm_paging_fini(struct vidmm_adapter *a);
+/* Encode one operation, restarting in a fresh buffer as the driver asks. */
+vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_paging_buffer_args *op);
+/* Submit what is queued and wait until the GPU finished everything. */
+vidmm_status vidmm_paging_flush(struct vidmm_adapter *a);
+
+/* placement.c */
+vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
+                         int top_down, struct vidmm_placement *pl);
+void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+vidmm_status vidmm_place_first_fit(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                const struct vidmm_placement *src, const struct vidmm_placement *dst);
+vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                const struct vidmm_placement *pl, uint32_t pattern);
+vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl,
+                                uint32_t ap_segment);
+void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                           const struct vidmm_segment *s);
+
+#endif

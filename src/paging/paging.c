@@ -1,0 +1,243 @@
+/*
+ * paging.c - building and submitting paging buffers.
+ *
+ * vidmm asks the driver to encode each paging operation (transfer, fill,
+ * discard, aperture map/unmap) into a paging buffer with
+ * build_paging_buffer, and submits full buffers with submit_command.  The
+ * restart protocol of DxgkDdiBuildPagingBuffer is implemented here: when
+ * the driver answers VIDMM_E_INSUFFICIENT_DMA_BUFFER, what it wrote so far
+ * is submitted, a fresh buffer is taken, and the same request is made
+ * again with the multipass_offset the driver left, until it answers OK.
+ *
+ * Paging buffers come from a ring of VIDMM_PAGING_SLOTS fixed-size
+ * buffers; a slot is reused once the fence of its last submission has
+ * completed.  Fences are 64-bit and increase by one per submission; the
+ * driver reports completion through vidmm_cb_notify_fence().
+ *
+ * When the driver names the aperture as the paging-buffer segment, the
+ * ring is mapped into the aperture at start-up (MAP_APERTURE_SEGMENT with
+ * no allocation), so the GPU reaches it at a contiguous aperture range.
+ */
+#include "core/vidmm_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#define WAIT_TIMEOUT_SEC 2
+#define MAX_FRUITLESS_RESTARTS 64
+
+static unsigned char *slot_base(struct vidmm_paging *p, uint32_t slot)
+{
+    return p->area + (size_t)slot * p->buffer_size;
+}
+
+static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
+{
+    struct vidmm_paging *p = &a->paging;
+    vidmm_status st = VIDMM_OK;
+    pthread_mutex_lock(&p->lock);
+    if (p->completed_fence < fence) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += WAIT_TIMEOUT_SEC;
+        while (p->completed_fence < fence) {
+            int rc = pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+            if (rc == ETIMEDOUT && p->completed_fence < fence) {
+                st = VIDMM_E_TIMEOUT;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return st;
+}
+
+/* Submit the current slot if anything is in it, then move to the next
+ * slot, waiting until the GPU is done with it. */
+static vidmm_status submit_current(struct vidmm_adapter *a)
+{
+    struct vidmm_paging *p = &a->paging;
+    unsigned char *base = slot_base(p, p->slot);
+    uint32_t used = (uint32_t)(p->cursor - base);
+    if (used == 0)
+        return VIDMM_OK;
+    struct vidmm_submit_command_args sub;
+    memset(&sub, 0, sizeof(sub));
+    sub.adapter = a;
+    sub.dma_buffer = base;
+    sub.dma_buffer_size = used;
+    sub.flags = VIDMM_SUBMIT_PAGING;
+    sub.fence = p->next_fence++;
+    vidmm_status st = a->ops.submit_command(a->driver, &sub);
+    if (st < 0) {
+        /* The buffer never ran: forget it, the fence will never come. */
+        p->next_fence--;
+        p->cursor = base;
+        p->left = p->buffer_size;
+        return VIDMM_E_DRIVER_FAILURE;
+    }
+    p->slot_fence[p->slot] = sub.fence;
+    a->paging_buffers++;
+    p->slot = (p->slot + 1) % VIDMM_PAGING_SLOTS;
+    st = wait_fence(a, p->slot_fence[p->slot]);
+    p->cursor = slot_base(p, p->slot);
+    p->left = p->buffer_size;
+    return st;
+}
+
+static uint64_t op_bytes(const struct vidmm_build_paging_buffer_args *op)
+{
+    switch (op->operation) {
+    case VIDMM_PAGING_TRANSFER: return op->u.transfer.transfer_size;
+    case VIDMM_PAGING_FILL: return op->u.fill.fill_size;
+    case VIDMM_PAGING_DISCARD_CONTENT: return op->u.discard_content.size;
+    case VIDMM_PAGING_MAP_APERTURE_SEGMENT: return op->u.map_aperture_segment.number_of_pages * VIDMM_PAGE_4K;
+    case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT: return op->u.unmap_aperture_segment.number_of_pages * VIDMM_PAGE_4K;
+    default: return 0;
+    }
+}
+
+vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_paging_buffer_args *op)
+{
+    struct vidmm_paging *p = &a->paging;
+    unsigned fruitless = 0;
+    op->multipass_offset = 0;
+    for (;;) {
+        unsigned char *start = p->cursor;
+        uint32_t left = p->left;
+        op->dma_buffer = start;
+        op->dma_size = left;
+        op->dma_buffer_private_data = p->private_data_size
+            ? (unsigned char *)p->private_data + (size_t)p->slot * p->private_data_size : NULL;
+        op->dma_buffer_private_data_size = p->private_data_size;
+        vidmm_status st = a->ops.build_paging_buffer(a->driver, op);
+        unsigned char *end = op->dma_buffer;
+        if (end < start || end > start + left || op->dma_size != left - (uint32_t)(end - start))
+            return VIDMM_E_DRIVER_FAILURE; /* the driver lost track of the buffer */
+        p->cursor = end;
+        p->left = op->dma_size;
+        if (st == VIDMM_OK) {
+            unsigned k = (unsigned)op->operation;
+            if (k < 17) {
+                a->paging_ops[k]++;
+                a->paging_bytes[k] += op_bytes(op);
+            }
+            return VIDMM_OK;
+        }
+        if (st != VIDMM_E_INSUFFICIENT_DMA_BUFFER)
+            return VIDMM_E_DRIVER_FAILURE;
+        a->paging_restarts++;
+        if (end == start && p->cursor == slot_base(p, p->slot)) {
+            /* A fresh buffer and still no progress. */
+            if (++fruitless > MAX_FRUITLESS_RESTARTS)
+                return VIDMM_E_DRIVER_FAILURE;
+        } else {
+            fruitless = 0;
+        }
+        st = submit_current(a);
+        if (st < 0)
+            return st;
+    }
+}
+
+vidmm_status vidmm_paging_flush(struct vidmm_adapter *a)
+{
+    struct vidmm_paging *p = &a->paging;
+    vidmm_status st = submit_current(a);
+    if (st < 0)
+        return st;
+    return wait_fence(a, p->next_fence - 1);
+}
+
+vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, uint32_t private_size)
+{
+    struct vidmm_paging *p = &a->paging;
+    memset(p, 0, sizeof(*p));
+    p->buffer_size = buffer_size;
+    p->area_size = (size_t)buffer_size * VIDMM_PAGING_SLOTS;
+    p->next_fence = 1;
+    if (pthread_mutex_init(&p->lock, NULL) != 0)
+        return VIDMM_E_NO_HOST_MEMORY;
+    if (pthread_cond_init(&p->cond, NULL) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    p->sync_ok = 1;
+    p->area = vidmm_hzalloc(a->ha, p->area_size, VIDMM_PAGE_4K);
+    if (!p->area)
+        goto nomem;
+    if (private_size) {
+        p->private_data = vidmm_hzalloc(a->ha, (size_t)private_size * VIDMM_PAGING_SLOTS, 16);
+        if (!p->private_data)
+            goto nomem;
+        p->private_data_size = private_size;
+    }
+    p->cursor = p->area;
+    p->left = buffer_size;
+    if (a->paging_segment_id) {
+        /* Map the ring into the paging-buffer aperture. */
+        struct vidmm_segment *s = &a->seg[a->paging_segment_id];
+        uint64_t off;
+        vidmm_status st = vidmm_ra_alloc(&s->ra, p->area_size, VIDMM_PAGE_4K, 0, &off, &p->ap_node);
+        if (st < 0) {
+            vidmm_paging_fini(a);
+            return st == VIDMM_E_NO_SEGMENT_SPACE ? VIDMM_E_BAD_DRIVER_DESC : st;
+        }
+        p->ap_mapped = 1;
+        s->committed += p->area_size;
+        a->aperture_mapped_bytes += p->area_size;
+        struct vidmm_mdl mdl = { p->area, p->area_size / VIDMM_PAGE_4K };
+        struct vidmm_build_paging_buffer_args op;
+        memset(&op, 0, sizeof(op));
+        op.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+        op.u.map_aperture_segment.segment_id = a->paging_segment_id;
+        op.u.map_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
+        op.u.map_aperture_segment.number_of_pages = mdl.page_count;
+        op.u.map_aperture_segment.mdl = &mdl;
+        st = vidmm_paging_emit(a, &op);
+        if (st >= 0)
+            st = vidmm_paging_flush(a);
+        if (st < 0) {
+            vidmm_paging_fini(a);
+            return st;
+        }
+    }
+    return VIDMM_OK;
+nomem:
+    vidmm_paging_fini(a);
+    return VIDMM_E_NO_HOST_MEMORY;
+}
+
+void vidmm_paging_fini(struct vidmm_adapter *a)
+{
+    struct vidmm_paging *p = &a->paging;
+    if (p->ap_mapped) {
+        struct vidmm_segment *s = &a->seg[a->paging_segment_id];
+        uint64_t off = vidmm_ra_node_offset(&s->ra, p->ap_node);
+        struct vidmm_build_paging_buffer_args op;
+        memset(&op, 0, sizeof(op));
+        op.operation = VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
+        op.u.unmap_aperture_segment.segment_id = a->paging_segment_id;
+        op.u.unmap_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
+        op.u.unmap_aperture_segment.number_of_pages = p->area_size / VIDMM_PAGE_4K;
+        op.u.unmap_aperture_segment.dummy_page = a->dummy_page;
+        if (vidmm_paging_emit(a, &op) >= 0)
+            (void)vidmm_paging_flush(a);
+        vidmm_ra_free(&s->ra, p->ap_node);
+        s->committed -= p->area_size;
+        a->aperture_mapped_bytes -= p->area_size;
+        p->ap_mapped = 0;
+    } else if (p->area) {
+        (void)vidmm_paging_flush(a);
+    }
+    vidmm_hfree(a->ha, p->private_data, (size_t)p->private_data_size * VIDMM_PAGING_SLOTS, 16);
+    vidmm_hfree(a->ha, p->area, p->area_size, VIDMM_PAGE_4K);
+    p->area = NULL;
+    p->private_data = NULL;
+    if (p->sync_ok) {
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->lock);
+        p->sync_ok = 0;
+    }
+}

@@ -1,0 +1,689 @@
+/*
+ * range_alloc.c - two-level segregated fit range allocator (see range_alloc.h).
+ *
+ * Every range of [0, size), free or used, is a node in one array; nodes are
+ * named by uint32 index so the array can grow (geometrically, through the
+ * host allocator) without invalidating handles, and unused slots are chained
+ * in a LIFO free list so the working set stays compact.  Nodes carry their
+ * physical neighbours (prev/next by address) so free() coalesces in O(1).
+ *
+ * Free ranges sit in TLSF bins: the first level is the highest set bit of
+ * the size in chunks, the second level splits each power of two into 32
+ * bins (bins below 64 chunks are exact).  Placement follows VMA's
+ * MIN_MEMORY strategy: first scan the bin of the request's own size class
+ * (it may hold ranges a little too small, or ones that only fit before the
+ * alignment padding), then walk the non-empty larger bins through the two
+ * bitmaps.  Taking the smallest class that fits, rather than TLSF's usual
+ * "next class up, guaranteed fit", is what keeps big holes whole after
+ * churn (perf-anchors §4.2: 0.97 vs 0.19 of the free space usable).
+ *
+ * The used/free state hides in prev_free (RA_USED / RA_SLOT markers) so a
+ * node is 32 bytes, two per cache line; the hot paths have no division and
+ * no host allocation once the node array is large enough.
+ */
+#include "seg/range_alloc.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define RA_NIL  0xFFFFFFFFu   /* no node */
+#define RA_USED 0xFFFFFFFEu   /* prev_free of a live allocation */
+#define RA_SLOT 0xFFFFFFFDu   /* prev_free of an unused slot (next_free chains slots) */
+#define RA_MAX_NODES 0x7FFFFFFFu
+
+#ifndef SL_LOG2
+#define SL_LOG2 5u
+#endif
+#define SL_COUNT (1u << SL_LOG2)
+
+/* Offsets stay below 2^62 so "offset + alignment padding" can never wrap. */
+#define RA_MAX_SIZE (UINT64_C(1) << 62)
+#define RA_INITIAL_NODES 64u
+
+struct vidmm_ra_node {
+    uint64_t offset;
+    uint64_t size;
+    uint32_t prev_phys, next_phys;
+    uint32_t prev_free, next_free;
+};
+
+/* ---- bit helpers: builtins where available, portable loops otherwise ---- */
+
+static inline unsigned msb64(uint64_t x) /* x != 0 */
+{
+#if defined(__GNUC__)
+    return 63u - (unsigned)__builtin_clzll(x);
+#else
+    unsigned r = 0;
+    if (x >> 32) { x >>= 32; r += 32; }
+    if (x >> 16) { x >>= 16; r += 16; }
+    if (x >> 8) { x >>= 8; r += 8; }
+    if (x >> 4) { x >>= 4; r += 4; }
+    if (x >> 2) { x >>= 2; r += 2; }
+    if (x >> 1) r += 1;
+    return r;
+#endif
+}
+
+static inline unsigned ctz64(uint64_t x) /* x != 0 */
+{
+#if defined(__GNUC__)
+    return (unsigned)__builtin_ctzll(x);
+#else
+    return msb64(x & (~x + 1));
+#endif
+}
+
+static inline unsigned msb32(uint32_t x) { return msb64(x); }
+static inline unsigned ctz32(uint32_t x)
+{
+#if defined(__GNUC__)
+    return (unsigned)__builtin_ctz(x);
+#else
+    return ctz64(x);
+#endif
+}
+
+/* Size class of n chunks (n >= 1). */
+static inline void mapping(uint64_t n, unsigned *fl, unsigned *sl)
+{
+    if (n < SL_COUNT) {
+        *fl = 0;
+        *sl = (unsigned)n;
+    } else {
+        unsigned m = msb64(n);
+        *fl = m - SL_LOG2 + 1;
+        *sl = (unsigned)(n >> (m - SL_LOG2)) & (SL_COUNT - 1);
+    }
+}
+
+/* Smallest size in chunks of bin (fl, sl). */
+static inline uint64_t bin_low(unsigned fl, unsigned sl)
+{
+    if (fl == 0)
+        return sl;
+    return (uint64_t)(SL_COUNT + sl) << (fl - 1);
+}
+
+static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+/* ---- free lists ---- */
+
+static inline void bin_insert(struct vidmm_range_alloc *ra, uint32_t i)
+{
+    struct vidmm_ra_node *n = &ra->nodes[i];
+    unsigned fl, sl;
+    mapping(n->size >> ra->chunk_shift, &fl, &sl);
+    uint32_t *head = &ra->bins[fl * SL_COUNT + sl];
+    n->prev_free = RA_NIL;
+    n->next_free = *head;
+    if (*head != RA_NIL)
+        ra->nodes[*head].prev_free = i;
+    *head = i;
+    ra->sl_bitmap[fl] |= 1u << sl;
+    ra->fl_bitmap |= UINT64_C(1) << fl;
+}
+
+static inline void bin_remove(struct vidmm_range_alloc *ra, uint32_t i)
+{
+    struct vidmm_ra_node *n = &ra->nodes[i];
+    if (n->next_free != RA_NIL)
+        ra->nodes[n->next_free].prev_free = n->prev_free;
+    if (n->prev_free != RA_NIL) {
+        ra->nodes[n->prev_free].next_free = n->next_free;
+    } else {
+        unsigned fl, sl;
+        mapping(n->size >> ra->chunk_shift, &fl, &sl);
+        ra->bins[fl * SL_COUNT + sl] = n->next_free;
+        if (n->next_free == RA_NIL) {
+            ra->sl_bitmap[fl] &= ~(1u << sl);
+            if (!ra->sl_bitmap[fl])
+                ra->fl_bitmap &= ~(UINT64_C(1) << fl);
+        }
+    }
+}
+
+/* ---- node slots ---- */
+
+static vidmm_status grow_nodes(struct vidmm_range_alloc *ra)
+{
+    uint32_t old_cap = ra->node_cap;
+    uint32_t new_cap = old_cap ? old_cap * 2 : RA_INITIAL_NODES;
+    if (old_cap > RA_MAX_NODES / 2 || (uint64_t)new_cap * sizeof(struct vidmm_ra_node) > (uint64_t)(SIZE_MAX >> 1))
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct vidmm_ra_node *nn = ra->ha->alloc(ra->ha->user_data, (size_t)new_cap * sizeof *nn, 64);
+    if (!nn)
+        return VIDMM_E_NO_HOST_MEMORY;
+    if (old_cap)
+        memcpy(nn, ra->nodes, (size_t)old_cap * sizeof *nn);
+    /* New slots go in front of the chain in ascending order. */
+    for (uint32_t i = old_cap; i < new_cap; i++) {
+        nn[i].prev_free = RA_SLOT;
+        nn[i].next_free = i + 1 < new_cap ? i + 1 : ra->free_node_head;
+        nn[i].offset = nn[i].size = 0;
+        nn[i].prev_phys = nn[i].next_phys = RA_NIL;
+    }
+    ra->free_node_head = old_cap;
+    if (ra->nodes)
+        ra->ha->free(ra->ha->user_data, ra->nodes, (size_t)old_cap * sizeof *nn, 64);
+    ra->nodes = nn;
+    ra->node_cap = new_cap;
+    return VIDMM_OK;
+}
+
+static inline uint32_t slot_get(struct vidmm_range_alloc *ra)
+{
+    uint32_t i = ra->free_node_head;
+    ra->free_node_head = ra->nodes[i].next_free;
+    ra->node_count++;
+    return i;
+}
+
+static inline void slot_put(struct vidmm_range_alloc *ra, uint32_t i)
+{
+    ra->nodes[i].prev_free = RA_SLOT;
+    ra->nodes[i].next_free = ra->free_node_head;
+    ra->free_node_head = i;
+    ra->node_count--;
+}
+
+/* ---- init / fini ---- */
+
+vidmm_status vidmm_ra_init(struct vidmm_range_alloc *ra, const struct vidmm_host_allocator *ha,
+                           uint64_t size, uint64_t chunk)
+{
+    if (!ra)
+        return VIDMM_E_INVALID_ARG;
+    memset(ra, 0, sizeof *ra);
+    ra->free_node_head = RA_NIL;
+    ra->first_node = RA_NIL;
+    if (!ha || !ha->alloc || !ha->free || !size || !is_pow2(chunk) || (size & (chunk - 1)) ||
+        size > RA_MAX_SIZE)
+        return VIDMM_E_INVALID_ARG;
+    ra->ha = ha;
+    ra->size = size;
+    ra->chunk = chunk;
+    ra->chunk_shift = msb64(chunk);
+
+    unsigned fl, sl;
+    mapping(size >> ra->chunk_shift, &fl, &sl);
+    ra->fl_count = fl + 1;
+    size_t words = (size_t)ra->fl_count * (SL_COUNT + 1);
+    uint32_t *tab = ha->alloc(ha->user_data, words * sizeof *tab, 64);
+    if (!tab)
+        return VIDMM_E_NO_HOST_MEMORY;
+    ra->bins = tab;
+    ra->sl_bitmap = tab + (size_t)ra->fl_count * SL_COUNT;
+    for (size_t i = 0; i < (size_t)ra->fl_count * SL_COUNT; i++)
+        ra->bins[i] = RA_NIL;
+    memset(ra->sl_bitmap, 0, ra->fl_count * sizeof *ra->sl_bitmap);
+
+    if (grow_nodes(ra) != VIDMM_OK) {
+        ha->free(ha->user_data, tab, words * sizeof *tab, 64);
+        ra->bins = ra->sl_bitmap = NULL;
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    uint32_t i = slot_get(ra);
+    struct vidmm_ra_node *n = &ra->nodes[i];
+    n->offset = 0;
+    n->size = size;
+    n->prev_phys = n->next_phys = RA_NIL;
+    ra->first_node = i;
+    bin_insert(ra, i);
+    ra->free_bytes = size;
+    ra->live_count = 0;
+    return VIDMM_OK;
+}
+
+void vidmm_ra_fini(struct vidmm_range_alloc *ra)
+{
+    if (!ra || !ra->ha)
+        return;
+    if (ra->nodes)
+        ra->ha->free(ra->ha->user_data, ra->nodes, (size_t)ra->node_cap * sizeof *ra->nodes, 64);
+    if (ra->bins)
+        ra->ha->free(ra->ha->user_data, ra->bins,
+                     (size_t)ra->fl_count * (SL_COUNT + 1) * sizeof *ra->bins, 64);
+    memset(ra, 0, sizeof *ra);
+    ra->free_node_head = ra->first_node = RA_NIL;
+}
+
+/* ---- placement ---- */
+
+/* Where a request of size bytes aligned by amask+1 would start inside free
+ * node n, or return 0 if it does not fit. */
+static inline int fit(const struct vidmm_ra_node *n, uint64_t size, uint64_t amask, unsigned flags,
+                      uint64_t *start)
+{
+    if (n->size < size)
+        return 0;
+    if (flags & VIDMM_RA_TOPDOWN) {
+        uint64_t s = (n->offset + n->size - size) & ~amask;
+        if (s < n->offset)
+            return 0;
+        *start = s;
+    } else {
+        uint64_t s = (n->offset + amask) & ~amask;
+        if (s - n->offset > n->size - size)
+            return 0;
+        *start = s;
+    }
+    return 1;
+}
+
+/* Best-fit-first search (see the overview).  Returns the node or RA_NIL. */
+static uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, uint64_t amask, unsigned flags,
+                     uint64_t *start)
+{
+    const struct vidmm_ra_node *nodes = ra->nodes;
+    unsigned fl, sl;
+    mapping(size >> ra->chunk_shift, &fl, &sl);
+    for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = nodes[b].next_free)
+        if (fit(&nodes[b], size, amask, flags, start))
+            return b;
+    uint32_t slmap = ra->sl_bitmap[fl] & ((~0u << sl) << 1);
+    for (;;) {
+        if (!slmap) {
+            uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
+            if (!flmap)
+                return RA_NIL;
+            fl = ctz64(flmap);
+            slmap = ra->sl_bitmap[fl];
+        }
+        sl = ctz32(slmap);
+        for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = nodes[b].next_free)
+            if (fit(&nodes[b], size, amask, flags, start))
+                return b;
+        slmap &= slmap - 1;
+    }
+}
+
+/* Turn [start, start+size) of free node b into a live allocation; the
+ * padding on either side stays free as new nodes.  Node storage is grown
+ * first, so a host-allocation failure leaves everything as it was. */
+static vidmm_status carve(struct vidmm_range_alloc *ra, uint32_t b, uint64_t start, uint64_t size,
+                          uint32_t *node)
+{
+    struct vidmm_ra_node *n = &ra->nodes[b];
+    uint64_t left = start - n->offset;
+    uint64_t right = n->offset + n->size - (start + size);
+    uint32_t need = (uint32_t)(left != 0) + (uint32_t)(right != 0);
+    if (ra->node_cap - ra->node_count < need) {
+        vidmm_status st = grow_nodes(ra);
+        if (st < 0)
+            return st;
+        n = &ra->nodes[b];
+    }
+    bin_remove(ra, b);
+    if (left) {
+        uint32_t l = slot_get(ra);
+        struct vidmm_ra_node *ln = &ra->nodes[l];
+        ln->offset = n->offset;
+        ln->size = left;
+        ln->prev_phys = n->prev_phys;
+        ln->next_phys = b;
+        if (n->prev_phys != RA_NIL)
+            ra->nodes[n->prev_phys].next_phys = l;
+        else
+            ra->first_node = l;
+        n->prev_phys = l;
+        bin_insert(ra, l);
+    }
+    if (right) {
+        uint32_t r = slot_get(ra);
+        struct vidmm_ra_node *rn = &ra->nodes[r];
+        rn->offset = start + size;
+        rn->size = right;
+        rn->prev_phys = b;
+        rn->next_phys = n->next_phys;
+        if (n->next_phys != RA_NIL)
+            ra->nodes[n->next_phys].prev_phys = r;
+        n->next_phys = r;
+        bin_insert(ra, r);
+    }
+    n->offset = start;
+    n->size = size;
+    n->prev_free = RA_USED;
+    n->next_free = RA_NIL;
+    ra->free_bytes -= size;
+    ra->live_count++;
+    *node = b;
+    return VIDMM_OK;
+}
+
+/* Round size up to a chunk multiple; VIDMM_OK or the status to return. */
+static inline vidmm_status round_size(const struct vidmm_range_alloc *ra, uint64_t *size)
+{
+    uint64_t cmask = ra->chunk - 1;
+    if (*size > UINT64_MAX - cmask)
+        return VIDMM_E_OVERFLOW;
+    *size = (*size + cmask) & ~cmask;
+    return VIDMM_OK;
+}
+
+static inline uint64_t clamp_align(const struct vidmm_range_alloc *ra, uint64_t align)
+{
+    if (align < ra->chunk)
+        return ra->chunk;
+    /* Every offset is below 2^62, so a larger alignment means offset 0 only,
+     * exactly as 2^62 does. */
+    return align > RA_MAX_SIZE ? RA_MAX_SIZE : align;
+}
+
+vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_t align,
+                            unsigned flags, uint64_t *offset, uint32_t *node)
+{
+    if (!ra || !ra->nodes || !offset || !node || !size || (align & (align - 1)) ||
+        (flags & ~VIDMM_RA_TOPDOWN))
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status st = round_size(ra, &size);
+    if (st < 0)
+        return st;
+    if (size > ra->free_bytes)
+        return VIDMM_E_NO_SEGMENT_SPACE;
+    align = clamp_align(ra, align);
+    uint64_t start = 0;
+    uint32_t b = find(ra, size, align - 1, flags, &start);
+    if (b == RA_NIL)
+        return VIDMM_E_NO_SEGMENT_SPACE;
+    st = carve(ra, b, start, size, node);
+    if (st == VIDMM_OK)
+        *offset = start;
+    return st;
+}
+
+vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, uint64_t size,
+                               uint32_t *node)
+{
+    if (!ra || !ra->nodes || !node || !size)
+        return VIDMM_E_INVALID_ARG;
+    if (offset & (ra->chunk - 1))
+        return VIDMM_E_ALIGNMENT;
+    vidmm_status st = round_size(ra, &size);
+    if (st < 0)
+        return st;
+    if (offset >= ra->size || size > ra->size - offset)
+        return VIDMM_E_NO_SEGMENT_SPACE;
+    /* Search the free ranges only (bins from the request's class up): the
+     * live allocations are never walked.  Fixed placements are rare. */
+    unsigned fl, sl;
+    mapping(size >> ra->chunk_shift, &fl, &sl);
+    uint32_t slmap = ra->sl_bitmap[fl] & (~0u << sl);
+    for (;;) {
+        if (!slmap) {
+            uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
+            if (!flmap)
+                return VIDMM_E_NO_SEGMENT_SPACE;
+            fl = ctz64(flmap);
+            slmap = ra->sl_bitmap[fl];
+        }
+        sl = ctz32(slmap);
+        for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free) {
+            const struct vidmm_ra_node *n = &ra->nodes[b];
+            if (n->offset <= offset && offset - n->offset + size <= n->size)
+                return carve(ra, b, offset, size, node);
+        }
+        slmap &= slmap - 1;
+    }
+}
+
+/* Whole-granule length usable in free node n after aligning its start. */
+static inline uint64_t usable(const struct vidmm_ra_node *n, uint64_t amask, uint64_t gmask,
+                              uint64_t *start)
+{
+    uint64_t s = (n->offset + amask) & ~amask;
+    uint64_t end = n->offset + n->size;
+    *start = s;
+    return s < end ? (end - s) & ~gmask : 0;
+}
+
+static vidmm_status alloc_largest(struct vidmm_range_alloc *ra, uint64_t min_size, uint64_t max_size,
+                                  uint64_t align, uint64_t gran, uint64_t *offset, uint64_t *size,
+                                  uint32_t *node)
+{
+    uint64_t amask = align - 1, gmask = gran - 1;
+    if (!ra->fl_bitmap)
+        return VIDMM_E_NO_SEGMENT_SPACE;
+    /* Bins from the top down; the first bin holding a range with min_size
+     * usable bytes gives its best range.  Normally that is the top bin; the
+     * walk down only happens when alignment eats the top bin's ranges. */
+    unsigned fl = msb64(ra->fl_bitmap);
+    uint32_t slmap = ra->sl_bitmap[fl];
+    for (;;) {
+        unsigned sl = msb32(slmap);
+        /* Ranges in this bin and below are shorter than the next bin's low
+         * bound: once that is below min_size nothing can fit. */
+        uint64_t top = (sl + 1 < SL_COUNT) ? bin_low(fl, sl + 1)
+                                           : (fl == 0 ? SL_COUNT : bin_low(fl + 1, 0));
+        if ((top << ra->chunk_shift) <= min_size)
+            return VIDMM_E_NO_SEGMENT_SPACE;
+        uint32_t best = RA_NIL;
+        uint64_t best_len = 0, best_start = 0;
+        for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free) {
+            uint64_t s;
+            uint64_t len = usable(&ra->nodes[b], amask, gmask, &s);
+            if (len > best_len) {
+                best = b;
+                best_len = len;
+                best_start = s;
+            }
+        }
+        if (best != RA_NIL && best_len >= min_size) {
+            uint64_t len = best_len < max_size ? best_len : max_size;
+            vidmm_status st = carve(ra, best, best_start, len, node);
+            if (st == VIDMM_OK) {
+                *offset = best_start;
+                *size = len;
+            }
+            return st;
+        }
+        slmap &= ~(1u << sl);
+        while (!slmap) {
+            if (fl == 0)
+                return VIDMM_E_NO_SEGMENT_SPACE;
+            fl--;
+            slmap = ra->sl_bitmap[fl];
+        }
+    }
+}
+
+vidmm_status vidmm_ra_alloc_largest(struct vidmm_range_alloc *ra, uint64_t min_size, uint64_t max_size,
+                                    uint64_t align, uint64_t *offset, uint64_t *size, uint32_t *node)
+{
+    if (!ra || !ra->nodes || !offset || !size || !node || !max_size || (align & (align - 1)))
+        return VIDMM_E_INVALID_ARG;
+    if (!min_size)
+        min_size = 1;
+    if (min_size > max_size)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status st = round_size(ra, &min_size);
+    if (st == VIDMM_OK)
+        st = round_size(ra, &max_size);
+    if (st < 0)
+        return st;
+    return alloc_largest(ra, min_size, max_size, clamp_align(ra, align), ra->chunk, offset, size, node);
+}
+
+vidmm_status vidmm_ra_alloc_largest_aligned(struct vidmm_range_alloc *ra, uint64_t min_size,
+                                            uint64_t max_size, uint64_t align, uint64_t *offset,
+                                            uint64_t *size, uint32_t *node)
+{
+    if (!ra || !ra->nodes || !offset || !size || !node || !max_size || (align & (align - 1)))
+        return VIDMM_E_INVALID_ARG;
+    if (!min_size)
+        min_size = 1;
+    if (min_size > max_size)
+        return VIDMM_E_INVALID_ARG;
+    align = clamp_align(ra, align);
+    uint64_t amask = align - 1;
+    if (min_size > UINT64_MAX - amask || max_size > UINT64_MAX - amask)
+        return VIDMM_E_OVERFLOW;
+    min_size = (min_size + amask) & ~amask;
+    max_size = (max_size + amask) & ~amask;
+    return alloc_largest(ra, min_size, max_size, align, align, offset, size, node);
+}
+
+/* ---- free ---- */
+
+vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
+{
+    if (!ra || !ra->nodes || i >= ra->node_cap || ra->nodes[i].prev_free != RA_USED)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_ra_node *nodes = ra->nodes;
+    struct vidmm_ra_node *n = &nodes[i];
+    ra->free_bytes += n->size;
+    ra->live_count--;
+    /* A physical neighbour is either live or a free range, never a slot. */
+    uint32_t p = n->prev_phys;
+    if (p != RA_NIL && nodes[p].prev_free != RA_USED) {
+        struct vidmm_ra_node *pn = &nodes[p];
+        bin_remove(ra, p);
+        n->offset = pn->offset;
+        n->size += pn->size;
+        n->prev_phys = pn->prev_phys;
+        if (pn->prev_phys != RA_NIL)
+            nodes[pn->prev_phys].next_phys = i;
+        else
+            ra->first_node = i;
+        slot_put(ra, p);
+    }
+    uint32_t q = n->next_phys;
+    if (q != RA_NIL && nodes[q].prev_free != RA_USED) {
+        struct vidmm_ra_node *qn = &nodes[q];
+        bin_remove(ra, q);
+        n->size += qn->size;
+        n->next_phys = qn->next_phys;
+        if (qn->next_phys != RA_NIL)
+            nodes[qn->next_phys].prev_phys = i;
+        slot_put(ra, q);
+    }
+    bin_insert(ra, i);
+    return VIDMM_OK;
+}
+
+/* ---- queries ---- */
+
+static inline int is_live(const struct vidmm_range_alloc *ra, uint32_t node)
+{
+    return ra && ra->nodes && node < ra->node_cap && ra->nodes[node].prev_free == RA_USED;
+}
+
+uint64_t vidmm_ra_node_offset(const struct vidmm_range_alloc *ra, uint32_t node)
+{
+    return is_live(ra, node) ? ra->nodes[node].offset : 0;
+}
+
+uint64_t vidmm_ra_node_size(const struct vidmm_range_alloc *ra, uint32_t node)
+{
+    return is_live(ra, node) ? ra->nodes[node].size : 0;
+}
+
+uint64_t vidmm_ra_largest_free(const struct vidmm_range_alloc *ra)
+{
+    if (!ra || !ra->nodes || !ra->fl_bitmap)
+        return 0;
+    unsigned fl = msb64(ra->fl_bitmap);
+    unsigned sl = msb32(ra->sl_bitmap[fl]);
+    uint64_t best = 0;
+    for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free)
+        if (ra->nodes[b].size > best)
+            best = ra->nodes[b].size;
+    return best;
+}
+
+void vidmm_ra_for_each(const struct vidmm_range_alloc *ra,
+                       void (*fn)(void *ctx, uint64_t offset, uint64_t size, int used), void *ctx)
+{
+    if (!ra || !ra->nodes || !fn)
+        return;
+    for (uint32_t i = ra->first_node; i != RA_NIL; i = ra->nodes[i].next_phys)
+        fn(ctx, ra->nodes[i].offset, ra->nodes[i].size, ra->nodes[i].prev_free == RA_USED);
+}
+
+int vidmm_ra_check(const struct vidmm_range_alloc *ra)
+{
+    int err = 0;
+    if (!ra || !ra->nodes || !ra->bins || !ra->sl_bitmap)
+        return 1;
+    if (!is_pow2(ra->chunk) || ((uint64_t)1 << ra->chunk_shift) != ra->chunk)
+        err++;
+    if (ra->node_count > ra->node_cap)
+        return err + 1;
+
+    /* Physical walk: ranges tile [0, size) in order. */
+    uint64_t pos = 0, free_bytes = 0, live = 0, free_nodes = 0, seen = 0;
+    uint32_t prev = RA_NIL;
+    int prev_free = 0;
+    for (uint32_t i = ra->first_node; i != RA_NIL; i = ra->nodes[i].next_phys) {
+        if (i >= ra->node_cap || ++seen > ra->node_count)
+            return err + 1; /* broken chain: stop before looping */
+        const struct vidmm_ra_node *n = &ra->nodes[i];
+        if (n->prev_phys != prev)
+            err++;
+        if (n->offset != pos || !n->size || (n->size & (ra->chunk - 1)) || n->prev_free == RA_SLOT)
+            err++;
+        int fr = n->prev_free != RA_USED;
+        if (fr) {
+            free_bytes += n->size;
+            free_nodes++;
+            if (prev_free)
+                err++; /* two adjacent free ranges */
+        } else {
+            live++;
+        }
+        prev_free = fr;
+        pos = n->offset + n->size;
+        prev = i;
+    }
+    if (pos != ra->size)
+        err++;
+    if (free_bytes != ra->free_bytes)
+        err++;
+    if (live != ra->live_count)
+        err++;
+
+    /* Slot chain: every slot not in the physical list. */
+    uint64_t slots = 0;
+    for (uint32_t i = ra->free_node_head; i != RA_NIL; i = ra->nodes[i].next_free) {
+        if (i >= ra->node_cap || ++slots > ra->node_cap)
+            return err + 1;
+        if (ra->nodes[i].prev_free != RA_SLOT)
+            err++;
+    }
+    if (seen != ra->node_count || slots != (uint64_t)ra->node_cap - ra->node_count)
+        err++;
+
+    /* Bins: each list holds free ranges of its class, links consistent,
+     * bitmaps set exactly for non-empty bins. */
+    uint64_t in_bins = 0;
+    for (unsigned fl = 0; fl < ra->fl_count; fl++) {
+        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
+            uint32_t head = ra->bins[fl * SL_COUNT + sl];
+            int bit = (ra->sl_bitmap[fl] >> sl) & 1;
+            if (bit != (head != RA_NIL))
+                err++;
+            uint32_t pv = RA_NIL;
+            for (uint32_t b = head; b != RA_NIL; b = ra->nodes[b].next_free) {
+                if (b >= ra->node_cap || ++in_bins > free_nodes)
+                    return err + 1;
+                const struct vidmm_ra_node *n = &ra->nodes[b];
+                unsigned f2, s2;
+                if (n->prev_free == RA_USED || n->prev_free == RA_SLOT || n->prev_free != pv || !n->size)
+                    err++;
+                else {
+                    mapping(n->size >> ra->chunk_shift, &f2, &s2);
+                    if (f2 != fl || s2 != sl)
+                        err++;
+                }
+                pv = b;
+            }
+        }
+        if (((ra->fl_bitmap >> fl) & 1) != (ra->sl_bitmap[fl] != 0))
+            err++;
+    }
+    if (ra->fl_count < 64 && (ra->fl_bitmap >> ra->fl_count))
+        err++;
+    if (in_bins != free_nodes)
+        err++;
+    return err;
+}

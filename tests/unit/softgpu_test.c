@@ -1,0 +1,1033 @@
+/*
+ * softgpu_test.c - the softgpu device driven through its ops table alone
+ * (no vidmm core): presets and the two-call segment query, allocation
+ * descriptions, every paging operation on real bytes, the GART, the CPU
+ * host aperture, the restart protocol, and the exact status of bad input.
+ */
+#include "harness/test.h"
+#include "softgpu_int.h"
+#include "vidmm/softgpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const struct vidmm_driver_ops *ops;
+
+static struct softgpu *mk(const char *preset)
+{
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = preset;
+    struct softgpu *sg = NULL;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+    ops = softgpu_driver_ops();
+    return sg;
+}
+
+/* The two-call QUERYSEGMENT into d[] (at most 8). */
+static uint32_t query_segments(struct softgpu *sg, struct vidmm_segment_descriptor *d, struct vidmm_query_segment_out *out)
+{
+    struct vidmm_query_segment_in in;
+    memset(&in, 0, sizeof in);
+    memset(out, 0, sizeof *out);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, &in, sizeof in, out, sizeof *out };
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_OK);
+    uint32_t n = out->nb_segment;
+    T_CHECK(n >= 1 && n <= 8);
+    T_EQ(out->paging_buffer_size, 0); /* first call touches nb_segment only */
+    out->segment_descriptor = d;
+    out->segment_descriptor_stride = sizeof *d;
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_OK);
+    T_EQ(out->nb_segment, n);
+    return n;
+}
+
+static void *mdl_pages(uint64_t pages)
+{
+    void *p = aligned_alloc(4096, (size_t)pages * 4096);
+    T_CHECK(p != NULL);
+    return p;
+}
+
+static void rand_fill(uint64_t *st, void *p, size_t n)
+{
+    uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)t_rand(st);
+}
+
+/* Builds one request into buffers of buf_size bytes, submitting each full
+ * buffer, as vidmm does.  Returns the final build status; *buffers gets
+ * the number of buffers submitted. */
+static vidmm_status run_op(struct softgpu *sg, struct vidmm_build_paging_buffer_args *a, uint32_t buf_size,
+                           int *buffers)
+{
+    static uint64_t buf[1 << 13]; /* 64 KiB */
+    if (buf_size > sizeof buf)
+        buf_size = sizeof buf;
+    a->multipass_offset = 0;
+    int n = 0;
+    for (int guard = 0; guard < 10000; guard++) {
+        a->dma_buffer = buf;
+        a->dma_size = buf_size;
+        vidmm_status st = ops->build_paging_buffer(sg, a);
+        uint32_t used = buf_size - a->dma_size;
+        if (st != VIDMM_OK && st != VIDMM_E_INSUFFICIENT_DMA_BUFFER)
+            return st;
+        T_CHECK(a->dma_buffer == (uint8_t *)buf + used);
+        if (used) {
+            struct vidmm_submit_command_args s = { NULL, buf, used, VIDMM_SUBMIT_PAGING, (uint64_t)guard + 1 };
+            T_ST(ops->submit_command(sg, &s), VIDMM_OK);
+            n++;
+        }
+        if (st == VIDMM_OK) {
+            if (buffers)
+                *buffers = n;
+            return VIDMM_OK;
+        }
+    }
+    T_CHECK(!"restart loop did not end");
+    return VIDMM_E_DRIVER_FAILURE;
+}
+
+static vidmm_status op(struct softgpu *sg, struct vidmm_build_paging_buffer_args *a)
+{
+    return run_op(sg, a, 65536, NULL);
+}
+
+static vidmm_status transfer(struct softgpu *sg, uint32_t src_seg, uint64_t src_addr, const struct vidmm_mdl *src_mdl,
+                             uint32_t dst_seg, uint64_t dst_addr, const struct vidmm_mdl *dst_mdl, uint64_t size,
+                             uint64_t mdl_offset)
+{
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_TRANSFER;
+    a.u.transfer.transfer_size = size;
+    a.u.transfer.source.segment_id = src_seg;
+    a.u.transfer.source.segment_address = src_addr;
+    a.u.transfer.source.mdl = src_mdl;
+    a.u.transfer.destination.segment_id = dst_seg;
+    a.u.transfer.destination.segment_address = dst_addr;
+    a.u.transfer.destination.mdl = dst_mdl;
+    a.u.transfer.mdl_offset = mdl_offset;
+    a.u.transfer.flags = VIDMM_TRANSFER_START | VIDMM_TRANSFER_END;
+    return op(sg, &a);
+}
+
+static vidmm_status fill(struct softgpu *sg, uint32_t seg, uint64_t addr, uint64_t size, uint32_t pattern)
+{
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_FILL;
+    a.u.fill.fill_size = size;
+    a.u.fill.fill_pattern = pattern;
+    a.u.fill.destination_segment_id = seg;
+    a.u.fill.destination_segment_address = addr;
+    return op(sg, &a);
+}
+
+static vidmm_status map_ap(struct softgpu *sg, uint32_t seg, uint64_t first, uint64_t count,
+                           const struct vidmm_mdl *mdl, uint64_t mdl_offset)
+{
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+    a.u.map_aperture_segment.segment_id = seg;
+    a.u.map_aperture_segment.offset_in_pages = first;
+    a.u.map_aperture_segment.number_of_pages = count;
+    a.u.map_aperture_segment.mdl = mdl;
+    a.u.map_aperture_segment.mdl_offset = mdl_offset;
+    return op(sg, &a);
+}
+
+static vidmm_status unmap_ap(struct softgpu *sg, uint32_t seg, uint64_t first, uint64_t count, void *dummy)
+{
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
+    a.u.unmap_aperture_segment.segment_id = seg;
+    a.u.unmap_aperture_segment.offset_in_pages = first;
+    a.u.unmap_aperture_segment.number_of_pages = count;
+    a.u.unmap_aperture_segment.dummy_page = dummy;
+    return op(sg, &a);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void presets_query(void)
+{
+    const char *const *names = softgpu_preset_names();
+    int count = 0;
+    for (; names[count]; count++) {
+        struct softgpu *sg = mk(names[count]);
+        if (!sg)
+            continue;
+        struct vidmm_driver_caps caps;
+        struct vidmm_query_adapter_info_args q = { VIDMM_QAI_DRIVERCAPS, NULL, 0, &caps, sizeof caps };
+        T_ST(ops->query_adapter_info(sg, &q), VIDMM_OK);
+        T_EQ(caps.wddm_version, 0x2000);
+        T_CHECK(caps.memory_management_caps & VIDMM_CAPS_VIRTUAL_ADDRESSING);
+
+        struct vidmm_segment_descriptor d[8];
+        struct vidmm_query_segment_out out;
+        uint32_t n = query_segments(sg, d, &out);
+        T_CHECK(out.paging_buffer_segment_id >= 1 && out.paging_buffer_segment_id <= n);
+        T_CHECK(d[out.paging_buffer_segment_id - 1].flags & VIDMM_SEGMENT_APERTURE);
+        T_EQ(out.paging_buffer_size, 65536);
+        int apertures = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            T_CHECK(d[i].size > 0 && d[i].size % 4096 == 0);
+            T_CHECK((d[i].flags & ~VIDMM_SEGMENT_KNOWN_FLAGS) == 0);
+            if (d[i].flags & VIDMM_SEGMENT_USE_64KB_PAGES)
+                T_CHECK(d[i].size % 65536 == 0);
+            if (d[i].flags & VIDMM_SEGMENT_APERTURE)
+                apertures++;
+            if (d[i].flags & VIDMM_SEGMENT_CPU_VISIBLE)
+                T_CHECK(d[i].cpu_translated_address != NULL);
+            if (d[i].flags & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE) {
+                T_CHECK(d[i].cpu_host_aperture.cpu_address != NULL);
+                T_EQ(d[i].cpu_host_aperture.size_in_pages, 256);
+            }
+            for (uint32_t j = i + 1; j < n; j++)
+                T_CHECK(d[i].base_address + d[i].size <= d[j].base_address ||
+                        d[j].base_address + d[j].size <= d[i].base_address);
+        }
+        T_EQ(apertures, 1);
+        struct vidmm_adapter_create_info ci;
+        memset(&ci, 0, sizeof ci);
+        softgpu_fill_adapter_create_info(sg, &ci);
+        T_CHECK(ci.ops == softgpu_driver_ops() && ci.driver == sg && ci.host_allocator == NULL);
+
+        if (!strcmp(names[count], "dgpu") || !strcmp(names[count], "big")) {
+            T_EQ(n, 3);
+            T_EQ(caps.memory_management_caps, VIDMM_CAPS_GPUMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING);
+            T_EQ(caps.physical_adapter_flags, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED);
+            T_EQ(d[0].flags, VIDMM_SEGMENT_CPU_VISIBLE | VIDMM_SEGMENT_USE_64KB_PAGES | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP);
+            T_EQ(d[1].flags, VIDMM_SEGMENT_USE_64KB_PAGES | VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE |
+                                 VIDMM_SEGMENT_LOCAL_BUDGET_GROUP);
+            T_EQ(d[2].flags, VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_CACHE_COHERENT | VIDMM_SEGMENT_NON_LOCAL_BUDGET_GROUP);
+            T_EQ_U64(d[0].size, 256ull << 20);
+            T_EQ_U64(d[1].size, (!strcmp(names[count], "big") ? 80ull : 4ull) << 30);
+            T_EQ_U64(d[2].size, 2ull << 30);
+            T_EQ_U64(d[2].commit_limit, d[2].size);
+            T_EQ(out.paging_buffer_segment_id, 3);
+            T_EQ_U64(ci.agp_aperture_size, 0);
+        } else if (!strcmp(names[count], "igpu")) {
+            T_EQ(n, 1);
+            T_EQ(caps.memory_management_caps, VIDMM_CAPS_IOMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING);
+            T_CHECK(d[0].flags & VIDMM_SEGMENT_APERTURE);
+        } else if (!strcmp(names[count], "wddm1")) {
+            T_EQ(n, 4);
+            T_EQ(d[0].flags, VIDMM_SEGMENT_CPU_VISIBLE);
+            T_EQ(d[1].flags, 0);
+            T_EQ(d[2].flags, VIDMM_SEGMENT_AGP);
+            T_EQ(d[3].flags, VIDMM_SEGMENT_APERTURE);
+            T_EQ_U64(d[0].size, 64ull << 20);
+            T_EQ_U64(d[1].size, 192ull << 20);
+            T_EQ_U64(d[3].size, 256ull << 20);
+            T_EQ_U64(ci.agp_aperture_base, d[2].base_address);
+            T_EQ_U64(ci.agp_aperture_size, d[2].size);
+            T_EQ_U64(d[2].size, 64ull << 20);
+            T_EQ(out.paging_buffer_segment_id, 4);
+        }
+        T_EQ(softgpu_check(sg), 0);
+        softgpu_destroy(sg);
+    }
+    T_EQ(count, 4);
+}
+
+static void query_stride_and_bad_args(void)
+{
+    struct softgpu *sg = mk("dgpu");
+    /* A stride larger than the struct: records are walked by stride. */
+    struct { struct vidmm_segment_descriptor d; uint64_t pad[3]; } big[3];
+    memset(big, 0xAB, sizeof big);
+    struct vidmm_query_segment_out out;
+    memset(&out, 0, sizeof out);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &out, sizeof out };
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_OK);
+    T_EQ(out.nb_segment, 3);
+    out.segment_descriptor = &big[0].d;
+    out.segment_descriptor_stride = sizeof big[0];
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_OK);
+    T_EQ_U64(big[1].d.size, 4ull << 30);
+    T_EQ_U64(big[2].d.size, 2ull << 30);
+    T_EQ_U64(big[0].pad[0], 0xABABABABABABABABull);
+
+    struct vidmm_segment_descriptor d[3];
+    out.segment_descriptor = d;
+    out.segment_descriptor_stride = sizeof d[0] - 8;   /* too small */
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_E_INVALID_ARG);
+    out.segment_descriptor_stride = sizeof d[0];
+    out.nb_segment = 2;                                 /* too few records */
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_E_INVALID_ARG);
+    q.output_size = sizeof out - 1;
+    T_ST(ops->query_adapter_info(sg, &q), VIDMM_E_INVALID_ARG);
+    struct vidmm_query_segment_in in;
+    struct vidmm_query_adapter_info_args qi = { VIDMM_QAI_QUERYSEGMENT, &in, sizeof in - 1, &out, sizeof out };
+    T_ST(ops->query_adapter_info(sg, &qi), VIDMM_E_INVALID_ARG);
+    struct vidmm_driver_caps caps;
+    struct vidmm_query_adapter_info_args qc = { VIDMM_QAI_DRIVERCAPS, NULL, 0, &caps, sizeof caps - 1 };
+    T_ST(ops->query_adapter_info(sg, &qc), VIDMM_E_INVALID_ARG);
+    qc.output = NULL;
+    qc.output_size = sizeof caps;
+    T_ST(ops->query_adapter_info(sg, &qc), VIDMM_E_INVALID_ARG);
+    struct vidmm_query_adapter_info_args qu = { (enum vidmm_query_type)13, NULL, 0, &caps, sizeof caps };
+    T_ST(ops->query_adapter_info(sg, &qu), VIDMM_E_NOT_SUPPORTED);
+    T_ST(ops->query_adapter_info(sg, NULL), VIDMM_E_INVALID_ARG);
+    T_EQ(softgpu_check(sg), 0);
+    softgpu_destroy(sg);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void big_is_lazy(void)
+{
+    double t0 = now_s();
+    struct softgpu *sg = mk("big");
+    T_CHECK(sg != NULL);
+    if (!sg)
+        return;
+    /* The last byte of the 80 GiB segment is usable. */
+    uint8_t v = 0x5A, r = 0;
+    uint64_t last = (80ull << 30) - 1;
+    T_ST(softgpu_write_physical(sg, 2, last, &v, 1), VIDMM_OK);
+    T_ST(softgpu_read_physical(sg, 2, last, &r, 1), VIDMM_OK);
+    T_EQ(r, 0x5A);
+    T_ST(softgpu_read_physical(sg, 2, last, &r, 2), VIDMM_E_INVALID_ARG);
+    T_EQ(softgpu_check(sg), 0);
+    softgpu_destroy(sg);
+    T_CHECK(now_s() - t0 < 1.0);
+}
+
+static void size_overrides(void)
+{
+    struct softgpu_config cfg;
+    struct softgpu *sg = (struct softgpu *)1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = 128ull << 20;
+    cfg.segment_size[2] = 8ull << 20;      /* smaller than the 16 MiB host aperture */
+    cfg.segment_size[3] = 64ull << 20;
+    cfg.prefault = 1;
+    cfg.paging_buffer_size = 16384;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+    ops = softgpu_driver_ops();
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    T_EQ(query_segments(sg, d, &out), 3);
+    T_EQ_U64(d[0].size, 128ull << 20);
+    T_EQ_U64(d[1].size, 8ull << 20);
+    T_EQ(d[1].cpu_host_aperture.size_in_pages, 128);
+    T_EQ_U64(d[2].size, 64ull << 20);
+    T_EQ(out.paging_buffer_size, 16384);
+    T_EQ(softgpu_check(sg), 0);
+    softgpu_destroy(sg);
+
+    /* wddm1: the AGP override moves the declared AGP aperture too. */
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "wddm1";
+    cfg.segment_size[3] = 32ull << 20;
+    cfg.segment_size[2] = 4ull << 30;      /* large enough to reach the AGP window */
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+    struct vidmm_adapter_create_info ci;
+    softgpu_fill_adapter_create_info(sg, &ci);
+    T_EQ_U64(ci.agp_aperture_size, 32ull << 20);
+    T_EQ(query_segments(sg, d, &out), 4);
+    T_EQ_U64(d[2].base_address, ci.agp_aperture_base);
+    T_EQ(softgpu_check(sg), 0);   /* no overlap with the AGP window */
+    softgpu_destroy(sg);
+
+    sg = (struct softgpu *)1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = (128ull << 20) + 4096;   /* not a 64 KiB multiple */
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_INVALID_ARG);
+    T_CHECK(sg == NULL);
+    cfg.segment_size[1] = 0;
+    cfg.segment_size[3] = 4096 * 3 + 1;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_INVALID_ARG);
+    cfg.segment_size[3] = 0;
+    cfg.segment_size[4] = 1ull << 20;             /* dgpu has 3 segments */
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_INVALID_ARG);
+    cfg.segment_size[4] = 0;
+    cfg.paging_buffer_size = 1000;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_INVALID_ARG);
+    cfg.paging_buffer_size = 0;
+    cfg.preset = "tpu";
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_INVALID_ARG);
+    cfg.preset = NULL;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_create(NULL, &sg), VIDMM_E_INVALID_ARG);
+    cfg.preset = "dgpu";
+    T_ST(softgpu_create(&cfg, NULL), VIDMM_E_INVALID_ARG);
+    /* Prefaulting 80 GiB on a smaller host is refused, not attempted. */
+    cfg.preset = "big";
+    cfg.prefault = 1;
+    cfg.segment_size[2] = 1ull << 40;   /* 1 TiB */
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_E_NO_HOST_MEMORY);
+    softgpu_destroy(NULL);
+}
+
+static void describe(struct softgpu *sg, enum softgpu_alloc_kind kind, uint64_t size, uint32_t cpu_visible,
+                     struct vidmm_allocation_info *info, vidmm_status want)
+{
+    struct softgpu_alloc_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.kind = kind;
+    desc.size = size;
+    desc.cpu_visible = cpu_visible;
+    memset(info, 0, sizeof *info);
+    info->private_driver_data = &desc;
+    info->private_driver_data_size = sizeof desc;
+    struct vidmm_describe_allocation_args a = { info };
+    T_ST(ops->describe_allocation(sg, &a), want);
+    if (want == VIDMM_OK)
+        T_CHECK(info->private_driver_data == &desc);
+}
+
+#define B(id) VIDMM_SEGMENT_BIT(id)
+
+static void describe_allocation(void)
+{
+    struct vidmm_allocation_info i;
+    struct softgpu *sg = mk("dgpu");
+    describe(sg, SOFTGPU_ALLOC_TEXTURE, 1 << 20, 0, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(2) | B(3));
+    T_EQ(i.preferred_segment, VIDMM_PREF(0, 2, 0) | VIDMM_PREF(1, 1, 0) | VIDMM_PREF(2, 3, 0));
+    T_EQ_U64(i.alignment, 65536);
+    T_EQ_U64(i.size, 1 << 20);
+    T_EQ(i.flags, 0);
+    describe(sg, SOFTGPU_ALLOC_CONSTANT, 4096, 0, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(2) | B(3));
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 0), 1);
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 1), 3);
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 2), 0);
+    T_CHECK(i.flags & VIDMM_ALLOC_CPU_VISIBLE);
+    describe(sg, SOFTGPU_ALLOC_STAGING, 4096, 0, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(3));
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 0), 3);
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 1), 1);
+    T_CHECK(i.flags & VIDMM_ALLOC_CPU_VISIBLE);
+    describe(sg, SOFTGPU_ALLOC_PRIMARY, 8 << 20, 1, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(2) | B(3));
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 0), 1);
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 1), 2);
+    T_EQ(i.flags, VIDMM_ALLOC_PRIMARY | VIDMM_ALLOC_CPU_VISIBLE);
+    describe(sg, SOFTGPU_ALLOC_PRIMARY, 8 << 20, 0, &i, VIDMM_OK);
+    T_EQ(i.flags, VIDMM_ALLOC_PRIMARY);
+    describe(sg, SOFTGPU_ALLOC_RING, 65536, 0, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(3));
+    T_EQ(i.flags, VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_CPU_VISIBLE);
+    describe(sg, SOFTGPU_ALLOC_TEXTURE, 0, 0, &i, VIDMM_E_INVALID_ARG);
+    describe(sg, (enum softgpu_alloc_kind)99, 4096, 0, &i, VIDMM_E_INVALID_ARG);
+
+    /* Explicit alignment larger than the page need; non power of two. */
+    struct softgpu_alloc_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_TEXTURE;
+    desc.size = 4096;
+    desc.alignment = 1 << 20;
+    i.private_driver_data = &desc;
+    i.private_driver_data_size = sizeof desc;
+    struct vidmm_describe_allocation_args a = { &i };
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_OK);
+    T_EQ_U64(i.alignment, 1 << 20);
+    desc.alignment = 3 << 12;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+    /* Wrong private data size, NULL. */
+    i.private_driver_data_size = sizeof desc - 1;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+    i.private_driver_data = NULL;
+    i.private_driver_data_size = sizeof desc;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+    a.info = NULL;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+
+    /* EXPLICIT: verbatim but the private data. */
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_EXPLICIT;
+    desc.info.size = 12345;
+    desc.info.alignment = 4096;
+    desc.info.supported_write_segment_set = B(2);
+    desc.info.preferred_segment = VIDMM_PREF(0, 2, 1);
+    desc.info.flags = VIDMM_ALLOC_CACHED;
+    desc.info.priority = 7;
+    desc.info.driver_allocation = &desc;
+    desc.info.private_driver_data = (void *)8;
+    memset(&i, 0, sizeof i);
+    i.private_driver_data = &desc;
+    i.private_driver_data_size = sizeof desc;
+    a.info = &i;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_OK);
+    T_EQ_U64(i.size, 12345);
+    T_EQ(i.supported_write_segment_set, B(2));
+    T_EQ(i.preferred_segment, VIDMM_PREF(0, 2, 1));
+    T_EQ(i.flags, VIDMM_ALLOC_CACHED);
+    T_EQ(i.priority, 7);
+    T_CHECK(i.driver_allocation == &desc);
+    T_CHECK(i.private_driver_data == &desc);
+    T_EQ(i.private_driver_data_size, sizeof desc);
+    softgpu_destroy(sg);
+
+    sg = mk("igpu");
+    for (int k = SOFTGPU_ALLOC_TEXTURE; k <= SOFTGPU_ALLOC_RING; k++) {
+        describe(sg, (enum softgpu_alloc_kind)k, 4096, 0, &i, VIDMM_OK);
+        T_EQ(i.supported_write_segment_set, B(1));
+        T_EQ(VIDMM_PREF_ID(i.preferred_segment, 0), 1);
+        T_EQ(VIDMM_PREF_ID(i.preferred_segment, 1), 0);
+        T_EQ_U64(i.alignment, 4096);
+    }
+    softgpu_destroy(sg);
+
+    sg = mk("wddm1");
+    describe(sg, SOFTGPU_ALLOC_STAGING, 4096, 0, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(3) | B(4));
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 0), 4);
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 1), 3);
+    T_EQ_U64(i.alignment, 4096);
+    describe(sg, SOFTGPU_ALLOC_TEXTURE, 4096, 0, &i, VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(2) | B(4));
+    T_EQ(VIDMM_PREF_ID(i.preferred_segment, 0), 2);
+    softgpu_destroy(sg);
+}
+
+/* Random bytes go MDL -> seg1 -> seg2 -> seg2 (moved) -> MDL -> MDL,
+ * and through the aperture, and come back intact. */
+static void transfers_preserve_bytes(void)
+{
+    uint64_t rs = t_seed() ^ 0x50f7;
+    struct softgpu *sg = mk("dgpu");
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    query_segments(sg, d, &out);
+    const uint64_t pages = 600, size = pages * 4096 - 123;   /* odd size, crosses 64 KiB pages */
+    uint8_t *src = mdl_pages(pages + 2), *dst = mdl_pages(pages + 2), *dst2 = mdl_pages(pages + 2);
+    uint8_t *ref = malloc((size_t)size);
+    rand_fill(&rs, src, (size_t)(pages + 2) * 4096);
+    memset(dst, 0, (size_t)(pages + 2) * 4096);
+    memset(dst2, 0, (size_t)(pages + 2) * 4096);
+    struct vidmm_mdl msrc = { src, pages + 2 }, mdst = { dst, pages + 2 }, mdst2 = { dst2, pages + 2 };
+    memcpy(ref, src + 2 * 4096, (size_t)size);
+
+    /* MDL (offset 2 pages) -> seg1 at 1 MiB. */
+    T_ST(transfer(sg, 0, 0, &msrc, 1, d[0].base_address + (1 << 20), NULL, size, 2), VIDMM_OK);
+    T_CHECK(memcmp((uint8_t *)d[0].cpu_translated_address + (1 << 20), ref, (size_t)size) == 0);
+    /* seg1 -> seg2 near its end. */
+    uint64_t s2 = d[1].size - (8ull << 20);
+    T_ST(transfer(sg, 1, d[0].base_address + (1 << 20), NULL, 2, d[1].base_address + s2, NULL, size, 0), VIDMM_OK);
+    /* Overlapping moves inside seg2, up then down (MOVE_PAGING). */
+    T_ST(transfer(sg, 2, d[1].base_address + s2, NULL, 2, d[1].base_address + s2 + 4096 * 7, NULL, size, 0), VIDMM_OK);
+    T_ST(transfer(sg, 2, d[1].base_address + s2 + 4096 * 7, NULL, 2, d[1].base_address + s2 + 4096 * 3, NULL, size, 0),
+         VIDMM_OK);
+    /* seg2 -> MDL (offset 1 page). */
+    T_ST(transfer(sg, 2, d[1].base_address + s2 + 4096 * 3, NULL, 0, 0, &mdst, size, 1), VIDMM_OK);
+    T_CHECK(memcmp(dst + 4096, ref, (size_t)size) == 0);
+    /* MDL -> MDL (both at offset 1). */
+    T_ST(transfer(sg, 0, 0, &mdst, 0, 0, &mdst2, size, 1), VIDMM_OK);
+    T_CHECK(memcmp(dst2 + 4096, ref, (size_t)size) == 0);
+
+    /* Through the aperture: map dst2 at aperture page 10, copy seg1 ->
+     * aperture and aperture -> seg2. */
+    memset(dst2, 0, (size_t)(pages + 2) * 4096);
+    T_ST(map_ap(sg, 3, 10, pages, &mdst2, 0), VIDMM_OK);
+    T_ST(transfer(sg, 1, d[0].base_address + (1 << 20), NULL, 3, d[2].base_address + 10 * 4096 + 5, NULL, size - 5, 0),
+         VIDMM_OK);
+    T_CHECK(memcmp(dst2 + 5, ref, (size_t)size - 5) == 0);
+    T_ST(transfer(sg, 3, d[2].base_address + 10 * 4096 + 5, NULL, 2, d[1].base_address, NULL, size - 5, 0), VIDMM_OK);
+    uint8_t *back = malloc((size_t)size);
+    T_ST(softgpu_read_physical(sg, 2, 0, back, (size_t)size - 5), VIDMM_OK);
+    T_CHECK(memcmp(back, ref, (size_t)size - 5) == 0);
+    T_ST(unmap_ap(sg, 3, 10, pages, NULL), VIDMM_OK);
+
+    /* A zero-size transfer (eviction notice) writes nothing and succeeds. */
+    struct vidmm_build_paging_buffer_args a;
+    uint64_t buf[8];
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_TRANSFER;
+    a.u.transfer.source.segment_id = 1;
+    a.u.transfer.source.segment_address = d[0].base_address;
+    a.u.transfer.destination.mdl = &mdst;
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    T_ST(ops->build_paging_buffer(sg, &a), VIDMM_OK);
+    T_EQ(a.dma_size, sizeof buf);
+
+    struct softgpu_stats st;
+    softgpu_get_stats(sg, &st);
+    T_EQ_U64(st.ops[VIDMM_PAGING_TRANSFER], 8);
+    T_EQ_U64(st.ops[VIDMM_PAGING_MAP_APERTURE_SEGMENT], 1);
+    T_EQ_U64(st.bytes[VIDMM_PAGING_TRANSFER], 6 * size - 10);
+    T_EQ_U64(st.aperture_pages_mapped, 0);
+    T_EQ(softgpu_check(sg), 0);
+    free(back);
+    free(ref);
+    free(src);
+    free(dst);
+    free(dst2);
+    softgpu_destroy(sg);
+}
+
+static void fill_patterns(void)
+{
+    struct softgpu *sg = mk("wddm1");
+    const uint32_t patterns[] = { 0, 0xFFFFFFFFu, 0xDEADBEEFu, 0x01020304u };
+    const uint64_t offs[] = { 0, 3, 4096, 65536 + 1 };
+    const uint64_t sizes[] = { 1, 7, 4096, 100003, (3u << 20) + 9 };
+    uint8_t *buf = malloc((4u << 20) + 64);
+    for (size_t p = 0; p < 4; p++)
+        for (size_t o = 0; o < 4; o++)
+            for (size_t s = 0; s < 5; s++) {
+                uint32_t seg = (s + o) % 2 ? 2 : 1;
+                uint64_t base = seg == 1 ? 0 : (64ull << 20);
+                /* Guard bytes around the fill must survive. */
+                uint8_t guard[2] = { 0x77, 0x77 };
+                if (offs[o])
+                    softgpu_write_physical(sg, seg, offs[o] - 1, &guard[0], 1);
+                softgpu_write_physical(sg, seg, offs[o] + sizes[s], &guard[1], 1);
+                T_ST(fill(sg, seg, base + offs[o], sizes[s], patterns[p]), VIDMM_OK);
+                T_ST(softgpu_read_physical(sg, seg, offs[o], buf, (size_t)sizes[s] + 1), VIDMM_OK);
+                int ok = 1;
+                for (uint64_t i = 0; i < sizes[s]; i++)
+                    if (buf[i] != (uint8_t)(patterns[p] >> (8 * (i % 4)))) {
+                        ok = 0;
+                        break;
+                    }
+                T_CHECK(ok);
+                T_EQ(buf[sizes[s]], 0x77);
+                if (offs[o]) {
+                    uint8_t g = 0;
+                    softgpu_read_physical(sg, seg, offs[o] - 1, &g, 1);
+                    T_EQ(g, 0x77);
+                }
+            }
+    /* sg_fill32 directly, on every alignment of a small buffer. */
+    for (unsigned mis = 0; mis < 16; mis++) {
+        memset(buf, 0x11, 1024);
+        sg_fill32(buf + mis, 700, 0xA1B2C3D4u);
+        int ok = buf[mis + 700] == 0x11 && (mis == 0 || buf[mis - 1] == 0x11);
+        for (unsigned i = 0; i < 700; i++)
+            ok &= buf[mis + i] == (uint8_t)(0xA1B2C3D4u >> (8 * (i % 4)));
+        T_CHECK(ok);
+    }
+    /* Discard leaves the content and is counted. */
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_DISCARD_CONTENT;
+    a.u.discard_content.segment_id = 1;
+    a.u.discard_content.segment_address = 0;
+    a.u.discard_content.size = 4096;
+    T_ST(op(sg, &a), VIDMM_OK);
+    T_ST(softgpu_read_physical(sg, 1, 0, buf, 4), VIDMM_OK);
+    T_EQ(buf[0], 0x04);
+    struct softgpu_stats st;
+    softgpu_get_stats(sg, &st);
+    T_EQ_U64(st.ops[VIDMM_PAGING_DISCARD_CONTENT], 1);
+    T_EQ_U64(st.bytes[VIDMM_PAGING_DISCARD_CONTENT], 4096);
+    T_EQ_U64(st.ops[VIDMM_PAGING_FILL], 80);
+    T_EQ(softgpu_check(sg), 0);
+    free(buf);
+    softgpu_destroy(sg);
+}
+
+static void aperture_map_unmap(void)
+{
+    uint64_t rs = t_seed() ^ 0xA9;
+    const char *presets[] = { "dgpu", "igpu", "wddm1" };
+    for (int pi = 0; pi < 3; pi++) {
+        struct softgpu *sg = mk(presets[pi]);
+        struct vidmm_segment_descriptor d[8];
+        struct vidmm_query_segment_out out;
+        uint32_t n = query_segments(sg, d, &out);
+        uint8_t *pg = mdl_pages(16);
+        rand_fill(&rs, pg, 16 * 4096);
+        struct vidmm_mdl mdl = { pg, 16 };
+        for (uint32_t id = 1; id <= n; id++) {
+            if (!(d[id - 1].flags & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP)))
+                continue;
+            uint64_t last = d[id - 1].size / 4096;
+            uint8_t tmp[3 * 4096];
+            T_CHECK(softgpu_aperture_entry(sg, id, 100) == softgpu_dummy_page(sg));
+            T_ST(softgpu_read_physical(sg, id, 100 * 4096, tmp, 4), VIDMM_E_INVALID_ARG);
+            T_ST(map_ap(sg, id, 100, 12, &mdl, 4), VIDMM_OK);
+            T_ST(map_ap(sg, id, last - 1, 1, &mdl, 0), VIDMM_OK);   /* last entry */
+            T_EQ(softgpu_check(sg), 0);
+            T_CHECK(softgpu_aperture_entry(sg, id, 100) == pg + 4 * 4096);
+            T_CHECK(softgpu_aperture_entry(sg, id, 111) == pg + 15 * 4096);
+            T_ST(softgpu_read_physical(sg, id, 100 * 4096 + 10, tmp, sizeof tmp), VIDMM_OK);
+            T_CHECK(memcmp(tmp, pg + 4 * 4096 + 10, sizeof tmp) == 0);
+            /* write through the aperture lands in the MDL page */
+            T_ST(softgpu_write_physical(sg, id, 105 * 4096, "abc", 3), VIDMM_OK);
+            T_CHECK(memcmp(pg + 9 * 4096, "abc", 3) == 0);
+            struct softgpu_stats st;
+            softgpu_get_stats(sg, &st);
+            T_EQ_U64(st.aperture_pages_mapped, 13);
+            /* Unmap half onto vidmm's dummy page, the rest onto softgpu's. */
+            uint8_t *dummy = mdl_pages(1);
+            T_ST(unmap_ap(sg, id, 100, 6, dummy), VIDMM_OK);
+            T_ST(unmap_ap(sg, id, 106, 6, NULL), VIDMM_OK);
+            T_ST(unmap_ap(sg, id, last - 1, 1, NULL), VIDMM_OK);
+            T_CHECK(softgpu_aperture_entry(sg, id, 100) == dummy);
+            T_CHECK(softgpu_aperture_entry(sg, id, 105) == dummy);
+            T_CHECK(softgpu_aperture_entry(sg, id, 106) == softgpu_dummy_page(sg));
+            T_CHECK(softgpu_aperture_entry(sg, id, last) == NULL);
+            T_ST(softgpu_read_physical(sg, id, 100 * 4096, tmp, 4), VIDMM_E_INVALID_ARG);
+            softgpu_get_stats(sg, &st);
+            T_EQ_U64(st.aperture_pages_mapped, 0);
+            T_EQ(softgpu_check(sg), 0);
+            free(dummy);
+        }
+        free(pg);
+        softgpu_destroy(sg);
+    }
+}
+
+static void host_aperture(void)
+{
+    struct softgpu *sg = mk("dgpu");
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    query_segments(sg, d, &out);
+    uint8_t *win = d[1].cpu_host_aperture.cpu_address;
+    T_CHECK(win == softgpu_host_aperture_base(sg, 2));
+    uint64_t seg_pages[3] = { 7, 65535, 0 };
+    uint32_t ap_pages[3] = { 5, 255, 0 };
+    const uint64_t P = 65536;
+    T_ST(softgpu_write_physical(sg, 2, 7 * P + 100, "segment", 8), VIDMM_OK);
+    struct vidmm_map_cpu_host_aperture_args m = { NULL, 2, 0, 3, ap_pages, seg_pages };
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_OK);
+    T_CHECK(memcmp(win + 5 * P + 100, "segment", 8) == 0);
+    /* CPU writes through the window land in the segment (last page too). */
+    memcpy(win + 255 * P + P - 6, "window", 6);
+    memcpy(win + 5 * P + 200, "hello", 6);
+    char got[8];
+    T_ST(softgpu_read_physical(sg, 2, 65535 * P + P - 6, got, 6), VIDMM_OK);
+    T_CHECK(memcmp(got, "window", 6) == 0);
+    T_ST(softgpu_read_physical(sg, 2, 7 * P + 200, got, 6), VIDMM_OK);
+    T_CHECK(memcmp(got, "hello", 6) == 0);
+    /* A copy-engine fill is seen through the window. */
+    T_ST(fill(sg, 2, d[1].base_address, P, 0x61616161u), VIDMM_OK);
+    T_CHECK(win[0] == 'a' && win[P - 1] == 'a');
+    struct softgpu_stats st;
+    softgpu_get_stats(sg, &st);
+    T_EQ_U64(st.host_aperture_pages_mapped, 3);
+    T_EQ(softgpu_check(sg), 0);
+    /* Remap window page 5 to segment page 8. */
+    seg_pages[0] = 8;
+    m.number_of_pages = 1;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_OK);
+    T_CHECK(win[5 * P + 100] == 0);
+    softgpu_get_stats(sg, &st);
+    T_EQ_U64(st.host_aperture_pages_mapped, 3);
+
+    struct vidmm_unmap_cpu_host_aperture_args u = { 2, 0, 3, ap_pages };
+    T_ST(ops->unmap_cpu_host_aperture(sg, &u), VIDMM_OK);
+    T_ST(ops->unmap_cpu_host_aperture(sg, &u), VIDMM_OK);   /* idempotent */
+    softgpu_get_stats(sg, &st);
+    T_EQ_U64(st.host_aperture_pages_mapped, 0);
+    T_EQ(softgpu_check(sg), 0);
+
+    /* Bad arguments. */
+    m.number_of_pages = 1;
+    m.segment_id = 1;   /* CPU-visible, no host aperture */
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    m.segment_id = 3;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    m.segment_id = 9;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    m.segment_id = 2;
+    ap_pages[0] = 256;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    ap_pages[0] = 0;
+    seg_pages[0] = 65536;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    seg_pages[0] = 0;
+    m.number_of_pages = 0;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    m.number_of_pages = 1;
+    m.memory_segment_pages = NULL;
+    T_ST(ops->map_cpu_host_aperture(sg, &m), VIDMM_E_INVALID_ARG);
+    T_ST(ops->map_cpu_host_aperture(sg, NULL), VIDMM_E_INVALID_ARG);
+    u.segment_id = 1;
+    T_ST(ops->unmap_cpu_host_aperture(sg, &u), VIDMM_E_INVALID_ARG);
+    u.segment_id = 2;
+    ap_pages[1] = 300;
+    u.number_of_pages = 2;
+    T_ST(ops->unmap_cpu_host_aperture(sg, &u), VIDMM_E_INVALID_ARG);
+    u.cpu_host_aperture_pages = NULL;
+    T_ST(ops->unmap_cpu_host_aperture(sg, &u), VIDMM_E_INVALID_ARG);
+    softgpu_get_stats(sg, &st);
+    T_EQ_U64(st.host_aperture_pages_mapped, 0);
+    T_EQ(softgpu_check(sg), 0);
+    softgpu_destroy(sg);
+}
+
+static void restart_protocol(void)
+{
+    uint64_t rs = t_seed() ^ 0x12345;
+    struct softgpu *sg = mk("dgpu");
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    query_segments(sg, d, &out);
+    const uint64_t size = (40ull << 20) + 4096 * 3;   /* 3 chunks */
+    uint8_t *src = mdl_pages(size / 4096), *dst = mdl_pages(size / 4096);
+    rand_fill(&rs, src, (size_t)size);
+    memset(dst, 0, (size_t)size);
+    struct vidmm_mdl ms = { src, size / 4096 }, md = { dst, size / 4096 };
+
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_TRANSFER;
+    a.u.transfer.transfer_size = size;
+    a.u.transfer.source.mdl = &ms;
+    a.u.transfer.destination.segment_id = 2;
+    a.u.transfer.destination.segment_address = d[1].base_address + (1ull << 30);
+
+    /* A buffer too small for one command: nothing written, offset kept. */
+    uint64_t small[2];
+    a.dma_buffer = small;
+    a.dma_size = sizeof small;
+    a.multipass_offset = 0;
+    T_ST(ops->build_paging_buffer(sg, &a), VIDMM_E_INSUFFICIENT_DMA_BUFFER);
+    T_CHECK(a.dma_buffer == (void *)small);
+    T_EQ(a.dma_size, sizeof small);
+    T_EQ(a.multipass_offset, 0);
+
+    /* Room for one command per buffer: 3 buffers, 2 restarts. */
+    int buffers = 0;
+    struct softgpu_stats st0, st1;
+    softgpu_get_stats(sg, &st0);
+    T_ST(run_op(sg, &a, 48, &buffers), VIDMM_OK);
+    T_EQ(buffers, 3);
+    softgpu_get_stats(sg, &st1);
+    T_EQ_U64(st1.multipass_restarts - st0.multipass_restarts, 2);
+    T_EQ_U64(st1.ops[VIDMM_PAGING_TRANSFER] - st0.ops[VIDMM_PAGING_TRANSFER], 1);
+    T_EQ_U64(st1.bytes[VIDMM_PAGING_TRANSFER] - st0.bytes[VIDMM_PAGING_TRANSFER], size);
+
+    /* Back to an MDL, with two injected refusals first. */
+    a.u.transfer.source.segment_id = 2;
+    a.u.transfer.source.segment_address = d[1].base_address + (1ull << 30);
+    a.u.transfer.destination.segment_id = 0;
+    a.u.transfer.destination.mdl = &md;
+    softgpu_inject_insufficient_dma(sg, 2);
+    uint64_t buf[16];
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    a.multipass_offset = 0;
+    T_ST(ops->build_paging_buffer(sg, &a), VIDMM_E_INSUFFICIENT_DMA_BUFFER);
+    T_ST(ops->build_paging_buffer(sg, &a), VIDMM_E_INSUFFICIENT_DMA_BUFFER);
+    T_CHECK(a.dma_buffer == (void *)buf);
+    T_EQ(a.multipass_offset, 0);
+    T_ST(run_op(sg, &a, 88, &buffers), VIDMM_OK);   /* two commands per buffer */
+    T_EQ(buffers, 2);
+    T_CHECK(memcmp(src, dst, (size_t)size) == 0);
+
+    /* A big fill across several buffers, then a check of both ends. */
+    struct vidmm_build_paging_buffer_args f;
+    memset(&f, 0, sizeof f);
+    f.operation = VIDMM_PAGING_FILL;
+    f.u.fill.fill_size = size;
+    f.u.fill.fill_pattern = 0xC0FFEE11u;
+    f.u.fill.destination_segment_id = 2;
+    f.u.fill.destination_segment_address = d[1].base_address;
+    T_ST(run_op(sg, &f, 32, &buffers), VIDMM_OK);
+    T_EQ(buffers, 3);
+    uint32_t w[2];
+    T_ST(softgpu_read_physical(sg, 2, 0, &w[0], 4), VIDMM_OK);
+    T_ST(softgpu_read_physical(sg, 2, size - 4, &w[1], 4), VIDMM_OK);
+    T_EQ(w[0], 0xC0FFEE11u);
+    T_EQ(w[1], 0xC0FFEE11u);
+
+    /* Map/unmap/discard restart too: no room -> nothing written. */
+    memset(&f, 0, sizeof f);
+    f.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+    f.u.map_aperture_segment.segment_id = 3;
+    f.u.map_aperture_segment.number_of_pages = 1;
+    f.u.map_aperture_segment.mdl = &ms;
+    f.dma_buffer = small;
+    f.dma_size = sizeof small;
+    T_ST(ops->build_paging_buffer(sg, &f), VIDMM_E_INSUFFICIENT_DMA_BUFFER);
+    T_EQ(f.dma_size, sizeof small);
+    /* A restart offset past the end of the request is a bad request. */
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    a.multipass_offset = 3;
+    T_ST(ops->build_paging_buffer(sg, &a), VIDMM_E_INVALID_ARG);
+    T_EQ(softgpu_check(sg), 0);
+    free(src);
+    free(dst);
+    softgpu_destroy(sg);
+}
+
+static vidmm_status build1(struct softgpu *sg, struct vidmm_build_paging_buffer_args *a)
+{
+    static uint64_t buf[64];
+    a->dma_buffer = buf;
+    a->dma_size = sizeof buf;
+    a->multipass_offset = 0;
+    vidmm_status st = ops->build_paging_buffer(sg, a);
+    if (st != VIDMM_OK)
+        T_EQ(a->dma_size, sizeof buf);   /* a refused request writes nothing */
+    return st;
+}
+
+static void bad_args(void)
+{
+    struct softgpu *sg = mk("dgpu");
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    query_segments(sg, d, &out);
+    uint8_t *pg = mdl_pages(4);
+    struct vidmm_mdl mdl = { pg, 4 }, unaligned = { pg + 1, 3 }, nullmdl = { NULL, 4 };
+    struct vidmm_build_paging_buffer_args a;
+#define TR(ss, sa, sm, ds, da, dm, sz, mo, want)                                              \
+    do {                                                                                      \
+        memset(&a, 0, sizeof a);                                                              \
+        a.operation = VIDMM_PAGING_TRANSFER;                                                  \
+        a.u.transfer.source.segment_id = ss;                                                  \
+        a.u.transfer.source.segment_address = sa;                                             \
+        a.u.transfer.source.mdl = sm;                                                         \
+        a.u.transfer.destination.segment_id = ds;                                             \
+        a.u.transfer.destination.segment_address = da;                                        \
+        a.u.transfer.destination.mdl = dm;                                                    \
+        a.u.transfer.transfer_size = sz;                                                      \
+        a.u.transfer.mdl_offset = mo;                                                         \
+        T_ST(build1(sg, &a), want);                                                           \
+    } while (0)
+    uint64_t b1 = d[0].base_address, b2 = d[1].base_address, e1 = b1 + d[0].size;
+    TR(1, b1, NULL, 0, 0, &mdl, 4 * 4096, 0, VIDMM_OK);
+    TR(1, b1, NULL, 0, 0, &mdl, 4 * 4096 + 1, 0, VIDMM_E_INVALID_ARG);   /* MDL too short */
+    TR(1, b1, NULL, 0, 0, &mdl, 4096, 4, VIDMM_E_INVALID_ARG);           /* mdl_offset past the end */
+    TR(1, b1, NULL, 0, 0, &mdl, 4096, ~0ull, VIDMM_E_INVALID_ARG);
+    TR(1, b1, NULL, 0, 0, NULL, 4096, 0, VIDMM_E_INVALID_ARG);
+    TR(1, b1, NULL, 0, 0, &nullmdl, 4096, 0, VIDMM_E_INVALID_ARG);
+    TR(1, b1, NULL, 0, 0, &unaligned, 4096, 0, VIDMM_E_INVALID_ARG);
+    TR(1, e1 - 4096, NULL, 2, b2, NULL, 4096, 0, VIDMM_OK);
+    TR(1, e1 - 4096, NULL, 2, b2, NULL, 4097, 0, VIDMM_E_INVALID_ARG);  /* past the segment end */
+    TR(1, e1, NULL, 2, b2, NULL, 1, 0, VIDMM_E_INVALID_ARG);
+    TR(2, b2 - 1, NULL, 1, b1, NULL, 1, 0, VIDMM_E_INVALID_ARG);       /* below the base */
+    TR(2, b2, NULL, 1, b1, NULL, ~0ull, 0, VIDMM_E_INVALID_ARG);
+    TR(4, 0, NULL, 1, b1, NULL, 1, 0, VIDMM_E_INVALID_ARG);            /* no segment 4 */
+    TR(1, b1, NULL, 31, 0, NULL, 1, 0, VIDMM_E_INVALID_ARG);
+
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_FILL;
+    a.u.fill.fill_size = 4096;
+    a.u.fill.destination_segment_id = 3;   /* an aperture */
+    a.u.fill.destination_segment_address = d[2].base_address;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.fill.destination_segment_id = 1;
+    a.u.fill.destination_segment_address = e1 - 4095;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.fill.destination_segment_id = 0;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_DISCARD_CONTENT;
+    a.u.discard_content.segment_id = 2;
+    a.u.discard_content.segment_address = b2 + d[1].size;
+    a.u.discard_content.size = 1;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+
+    uint64_t ap_pages = d[2].size / 4096;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+    a.u.map_aperture_segment.segment_id = 3;
+    a.u.map_aperture_segment.offset_in_pages = ap_pages - 2;
+    a.u.map_aperture_segment.number_of_pages = 3;   /* past the aperture end */
+    a.u.map_aperture_segment.mdl = &mdl;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.map_aperture_segment.number_of_pages = 2;
+    T_ST(build1(sg, &a), VIDMM_OK);
+    a.u.map_aperture_segment.mdl_offset = 3;        /* needs MDL pages 3..4 */
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.map_aperture_segment.mdl_offset = 0;
+    a.u.map_aperture_segment.number_of_pages = 0;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.map_aperture_segment.number_of_pages = 1;
+    a.u.map_aperture_segment.segment_id = 1;        /* a memory segment */
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.map_aperture_segment.segment_id = 3;
+    a.u.map_aperture_segment.mdl = NULL;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
+    a.u.unmap_aperture_segment.segment_id = 3;
+    a.u.unmap_aperture_segment.offset_in_pages = ap_pages;
+    a.u.unmap_aperture_segment.number_of_pages = 1;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.unmap_aperture_segment.offset_in_pages = 0;
+    a.u.unmap_aperture_segment.dummy_page = pg + 8;  /* not a page */
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.u.unmap_aperture_segment.segment_id = 2;
+    a.u.unmap_aperture_segment.dummy_page = NULL;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+
+    /* Operations softgpu does not encode. */
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    a.operation = (enum vidmm_paging_operation)77;
+    T_ST(build1(sg, &a), VIDMM_E_INVALID_ARG);
+    T_ST(ops->build_paging_buffer(sg, NULL), VIDMM_E_INVALID_ARG);
+
+    /* Submitting garbage executes nothing. */
+    struct softgpu_stats st0, st1;
+    softgpu_get_stats(sg, &st0);
+    uint32_t junk[8] = { 0x3, 16, 0, 0, 0, 0, 0, 0 };   /* opcode 3 does not exist */
+    struct vidmm_submit_command_args s = { NULL, junk, sizeof junk, VIDMM_SUBMIT_PAGING, 1 };
+    T_ST(ops->submit_command(sg, &s), VIDMM_E_INVALID_ARG);
+    junk[0] = VIDMM_PAGING_FILL;
+    junk[1] = 64;                                         /* size past the buffer */
+    T_ST(ops->submit_command(sg, &s), VIDMM_E_INVALID_ARG);
+    junk[1] = 32;
+    junk[2] = 1;                                          /* fill seg 1 ... */
+    junk[4] = (uint32_t)d[0].size;                        /* ... at its end, 1 byte */
+    junk[6] = 1;
+    s.dma_buffer_size = 32;
+    T_ST(ops->submit_command(sg, &s), VIDMM_E_INVALID_ARG);
+    s.dma_buffer = NULL;
+    T_ST(ops->submit_command(sg, &s), VIDMM_E_INVALID_ARG);
+    T_ST(ops->submit_command(sg, NULL), VIDMM_E_INVALID_ARG);
+    softgpu_get_stats(sg, &st1);
+    T_EQ_U64(st1.paging_buffers, st0.paging_buffers);
+    /* An empty buffer is fine. */
+    s.dma_buffer_size = 0;
+    T_ST(ops->submit_command(sg, &s), VIDMM_OK);
+
+    /* Physical access out of range. */
+    uint8_t b[8];
+    T_ST(softgpu_read_physical(sg, 0, 0, b, 1), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_read_physical(sg, 4, 0, b, 1), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_read_physical(sg, 1, d[0].size - 4, b, 8), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_read_physical(sg, 1, ~0ull, b, 1), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_read_physical(sg, 1, 0, NULL, 1), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_write_physical(sg, 1, 0, NULL, 1), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_read_physical(NULL, 1, 0, b, 1), VIDMM_E_INVALID_ARG);
+    T_EQ(softgpu_check(sg), 0);
+    free(pg);
+    softgpu_destroy(sg);
+}
+
+void suite_softgpu(void);
+void suite_softgpu(void)
+{
+    t_run("softgpu.presets_query", presets_query);
+    t_run("softgpu.query_stride_and_bad_args", query_stride_and_bad_args);
+    t_run("softgpu.big_is_lazy", big_is_lazy);
+    t_run("softgpu.size_overrides", size_overrides);
+    t_run("softgpu.describe_allocation", describe_allocation);
+    t_run("softgpu.transfers_preserve_bytes", transfers_preserve_bytes);
+    t_run("softgpu.fill_patterns", fill_patterns);
+    t_run("softgpu.aperture_map_unmap", aperture_map_unmap);
+    t_run("softgpu.host_aperture", host_aperture);
+    t_run("softgpu.restart_protocol", restart_protocol);
+    t_run("softgpu.bad_args", bad_args);
+}

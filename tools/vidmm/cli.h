@@ -1,0 +1,29 @@
+/*
+ * cli.h - pieces shared by the vidmm tool's commands.
+ */
+#ifndef VIDMM_CLI_H
+#define VIDMM_CLI_H
+
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <stdio.h>
+
+struct cli_options {
+    struct softgpu_config config;
+};
+
+struct cli_session {
+    struct softgpu *gpu;
+    struct vidmm_adapter *adapter;
+    char error[256];
+};
+
+int cli_parse_adapter_options(int argc, char **argv, int first, struct cli_options *o);
+int cli_open(struct cli_options *o, struct cli_session *s);
+void cli_close(struct cli_session *s);
+void cli_format_size(uint64_t v, char *buf, size_t n);
+void cli_print_segments(const struct vidmm_adapter *a, FILE *f);
+int cli_demo(int argc, char **argv);
+
+#endif
