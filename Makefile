@@ -80,8 +80,7 @@ $(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
 
 test: $(TESTS) $(TOOL)
-	$(TESTS)
-	sh tests/tool_test.sh $(TOOL)
+	sh tests/run.sh $(BUILD)
 
 demo: $(TOOL)
 	$(TOOL) demo

@@ -1,3 +1,42 @@
 #!/bin/sh
 # tool_test.sh - end-to-end checks of the vidmm command-line tool.
-echo "tool tests: none yet"
+# Usage: tool_test.sh path/to/vidmm.  Prints "N passed, M failed".
+tool=${1:-build/vidmm}
+pass=0
+fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAILED tool: $1"; }
+
+expect_rc() { # want_rc name cmd...
+  want=$1; name=$2; shift 2
+  "$@" >/tmp/vidmm_tool_out.$$ 2>&1
+  rc=$?
+  if [ "$rc" -eq "$want" ]; then ok; else bad "$name (rc $rc, want $want)"; cat /tmp/vidmm_tool_out.$$; fi
+}
+expect_out() { # name pattern cmd...
+  name=$1; pat=$2; shift 2
+  if "$@" 2>&1 | grep -q -- "$pat"; then ok; else bad "$name (no '$pat')"; fi
+}
+
+for p in dgpu igpu wddm1 big; do
+  expect_rc 0 "info $p" "$tool" info --adapter "$p"
+done
+expect_out "info shows paging segment" "paging buffers: segment 3" "$tool" info
+expect_out "info shows host aperture" "host-aperture=16 MiB" "$tool" info
+expect_out "wddm1 has an AGP segment" "AGP segment: 3" "$tool" info --adapter wddm1
+expect_out "big preset is 80 GiB" "80 GiB" "$tool" info --adapter big
+expect_out "segment override" "512 MiB" "$tool" info --segment 2=512M
+expect_rc 1 "bad segment size (not a page multiple)" "$tool" info --segment 2=100K
+expect_rc 2 "bad segment spec" "$tool" info --segment banana
+expect_rc 1 "unknown preset" "$tool" info --adapter nosuch
+expect_rc 2 "unknown command" "$tool" frobnicate
+expect_rc 2 "no command" "$tool"
+expect_rc 0 "help" "$tool" --help
+expect_out "version" "vidmm 0" "$tool" --version
+expect_out "presets" "wddm1" "$tool" presets
+expect_rc 0 "demo" "$tool" demo
+expect_out "demo integrity" "integrity: 21 of 21 read-backs matched; adapter check: clean" "$tool" demo
+expect_out "demo moves" "move texture" "$tool" demo
+rm -f /tmp/vidmm_tool_out.$$
+echo "tool: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

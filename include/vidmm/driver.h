@@ -99,7 +99,11 @@ struct vidmm_driver_caps {
 /* DXGK_SEGMENTDESCRIPTOR4, in host terms. */
 struct vidmm_segment_descriptor {
     uint32_t flags;                 /* VIDMM_SEGMENT_* */
-    uint32_t reserved;
+    /* Page size in bytes: 0 = implied by the flags (64 KiB with
+     * USE_64KB_PAGES, else 4 KiB).  If given it must be 4096 or 65536 and
+     * agree with USE_64KB_PAGES.  (Not in DXGK_SEGMENTDESCRIPTOR4, where
+     * the flag alone says it; kept so a driver's intent is checked.) */
+    uint32_t page_size;
     uint64_t base_address;          /* GPU physical base; address of offset o is base_address + o */
     uint64_t size;                  /* bytes; a multiple of the page size (4 KiB, or 64 KiB with USE_64KB_PAGES) */
     uint64_t commit_limit;          /* aperture: bytes of system memory it may hold (0 = size); memory segments: ignored (= size) */

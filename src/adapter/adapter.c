@@ -97,6 +97,11 @@ static vidmm_status check_descriptor(const struct vidmm_adapter_create_info *ci,
             return fault(ci, "segment %u: an aperture maps 4 KB system pages; Use64KBPages is not valid on it", id);
         page = VIDMM_PAGE_64K;
     }
+    if (d->page_size && d->page_size != VIDMM_PAGE_4K && d->page_size != VIDMM_PAGE_64K)
+        return fault(ci, "segment %u: page size %u is neither 4 KB nor 64 KB", id, d->page_size);
+    if (d->page_size && d->page_size != page)
+        return fault(ci, "segment %u: page size %u disagrees with Use64KBPages=%u", id, d->page_size,
+                     (f & VIDMM_SEGMENT_USE_64KB_PAGES) ? 1u : 0u);
     if (d->size == 0)
         return fault(ci, "segment %u: size is zero", id);
     if (d->size % page)

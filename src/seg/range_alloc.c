@@ -31,10 +31,8 @@
 #define RA_SLOT 0xFFFFFFFDu   /* prev_free of an unused slot (next_free chains slots) */
 #define RA_MAX_NODES 0x7FFFFFFFu
 
-#ifndef SL_LOG2
 #define SL_LOG2 5u
-#endif
-#define SL_COUNT (1u << SL_LOG2)
+#define SL_COUNT 32u
 
 /* Offsets stay below 2^62 so "offset + alignment padding" can never wrap. */
 #define RA_MAX_SIZE (UINT64_C(1) << 62)

@@ -563,7 +563,7 @@ static void transfers_preserve_bytes(void)
     softgpu_get_stats(sg, &st);
     T_EQ_U64(st.ops[VIDMM_PAGING_TRANSFER], 8);
     T_EQ_U64(st.ops[VIDMM_PAGING_MAP_APERTURE_SEGMENT], 1);
-    T_EQ_U64(st.bytes[VIDMM_PAGING_TRANSFER], 6 * size - 10);
+    T_EQ_U64(st.bytes[VIDMM_PAGING_TRANSFER], 8 * size - 10);
     T_EQ_U64(st.aperture_pages_mapped, 0);
     T_EQ(softgpu_check(sg), 0);
     free(back);

@@ -117,18 +117,18 @@ void cli_close(struct cli_session *s)
 
 void cli_format_size(uint64_t v, char *buf, size_t n)
 {
-    if (v >= (1ull << 30) && v % (1ull << 30) == 0)
-        snprintf(buf, n, "%llu GiB", (unsigned long long)(v >> 30));
-    else if (v >= (1ull << 20) && v % (1ull << 20) == 0)
-        snprintf(buf, n, "%llu MiB", (unsigned long long)(v >> 20));
-    else if (v >= (1ull << 10) && v % (1ull << 10) == 0)
-        snprintf(buf, n, "%llu KiB", (unsigned long long)(v >> 10));
-    else if (v >= (1ull << 30))
-        snprintf(buf, n, "%.1f GiB", (double)v / (double)(1ull << 30));
-    else if (v >= (1ull << 20))
-        snprintf(buf, n, "%.1f MiB", (double)v / (double)(1ull << 20));
-    else
-        snprintf(buf, n, "%llu B", (unsigned long long)v);
+    static const char *const unit[] = { "GiB", "MiB", "KiB" };
+    for (int i = 0; i < 3; i++) {
+        uint64_t u = 1ull << (30 - 10 * i);
+        if (v < u)
+            continue;
+        if (v % u == 0)
+            snprintf(buf, n, "%llu %s", (unsigned long long)(v / u), unit[i]);
+        else
+            snprintf(buf, n, "%.1f %s", (double)v / (double)u, unit[i]);
+        return;
+    }
+    snprintf(buf, n, "%llu B", (unsigned long long)v);
 }
 
 static void flag_names(uint32_t f, char *buf, size_t n)

@@ -1,0 +1,376 @@
+/*
+ * adapter_test.c - adapter start-up: the two-call segment query and the
+ * validation of the driver's description.
+ *
+ * A wrapper driver forwards every op to softgpu and, on the second
+ * segment query, applies one mutation to the descriptors; each row of the
+ * table is one fault vidmm must reject with VIDMM_E_BAD_DRIVER_DESC and a
+ * message naming it, leaving no host memory behind.
+ */
+#include "harness/fault_alloc.h"
+#include "harness/test.h"
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <string.h>
+
+struct mut_driver {
+    struct softgpu *sg;
+    const struct vidmm_driver_ops *inner;
+    void (*mutate)(struct vidmm_query_segment_out *out);
+    int first_call_count_override; /* -1 = none */
+    int change_count_on_second;
+    int fail_caps;
+    int queries;
+};
+
+static vidmm_status mut_query(void *drv, const struct vidmm_query_adapter_info_args *args)
+{
+    struct mut_driver *m = drv;
+    m->queries++;
+    if (args->type == VIDMM_QAI_DRIVERCAPS && m->fail_caps)
+        return VIDMM_E_DRIVER_FAILURE;
+    vidmm_status st = m->inner->query_adapter_info(m->sg, args);
+    if (st < 0 || args->type != VIDMM_QAI_QUERYSEGMENT)
+        return st;
+    struct vidmm_query_segment_out *out = args->output;
+    if (!out->segment_descriptor) {
+        if (m->first_call_count_override >= 0)
+            out->nb_segment = (uint32_t)m->first_call_count_override;
+        return st;
+    }
+    if (m->change_count_on_second)
+        out->nb_segment -= 1;
+    if (m->mutate)
+        m->mutate(out);
+    return st;
+}
+
+static vidmm_status mut_describe(void *drv, struct vidmm_describe_allocation_args *a)
+{
+    struct mut_driver *m = drv;
+    return m->inner->describe_allocation(m->sg, a);
+}
+static void mut_destroy(void *drv, const struct vidmm_destroy_allocation_args *a)
+{
+    struct mut_driver *m = drv;
+    if (m->inner->destroy_allocation)
+        m->inner->destroy_allocation(m->sg, a);
+}
+static vidmm_status mut_build(void *drv, struct vidmm_build_paging_buffer_args *a)
+{
+    struct mut_driver *m = drv;
+    return m->inner->build_paging_buffer(m->sg, a);
+}
+static vidmm_status mut_submit(void *drv, const struct vidmm_submit_command_args *a)
+{
+    struct mut_driver *m = drv;
+    return m->inner->submit_command(m->sg, a);
+}
+static vidmm_status mut_map_hap(void *drv, const struct vidmm_map_cpu_host_aperture_args *a)
+{
+    struct mut_driver *m = drv;
+    return m->inner->map_cpu_host_aperture(m->sg, a);
+}
+static vidmm_status mut_unmap_hap(void *drv, const struct vidmm_unmap_cpu_host_aperture_args *a)
+{
+    struct mut_driver *m = drv;
+    return m->inner->unmap_cpu_host_aperture(m->sg, a);
+}
+
+static const struct vidmm_driver_ops mut_ops = {
+    mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap
+};
+
+/* dgpu: [1] visible 64K pages, [2] invisible + host aperture, [3] aperture.
+ * wddm1: [1] visible, [2] invisible, [3] AGP, [4] aperture (4K pages). */
+#define D(i) (out->segment_descriptor[(i) - 1])
+static void m_overlap(struct vidmm_query_segment_out *out) { D(2).base_address = D(1).base_address + 65536; }
+static void m_two_apertures(struct vidmm_query_segment_out *out) { D(2).flags = VIDMM_SEGMENT_APERTURE; D(2).commit_limit = 0; }
+static void m_agp_without_agp(struct vidmm_query_segment_out *out) { D(1).flags = VIDMM_SEGMENT_AGP; }
+static void m_agp_with_flags(struct vidmm_query_segment_out *out) { D(3).flags = VIDMM_SEGMENT_AGP | VIDMM_SEGMENT_CPU_VISIBLE; }
+static void m_two_agp(struct vidmm_query_segment_out *out) { D(2).flags = VIDMM_SEGMENT_AGP; }
+static void m_zero_size(struct vidmm_query_segment_out *out) { D(1).size = 0; }
+static void m_size_misaligned(struct vidmm_query_segment_out *out) { D(1).size += 4096; }
+static void m_base_misaligned(struct vidmm_query_segment_out *out) { D(2).base_address += 4096; }
+static void m_page_size_8k(struct vidmm_query_segment_out *out) { D(1).page_size = 8192; }
+static void m_page_size_mismatch(struct vidmm_query_segment_out *out) { D(1).page_size = 4096; }
+static void m_paging_id_range(struct vidmm_query_segment_out *out) { out->paging_buffer_segment_id = out->nb_segment + 1; }
+static void m_paging_not_aperture(struct vidmm_query_segment_out *out) { out->paging_buffer_segment_id = 1; }
+static void m_paging_size(struct vidmm_query_segment_out *out) { out->paging_buffer_size = 100; }
+static void m_unknown_flag(struct vidmm_query_segment_out *out) { D(1).flags |= 0x40000000u; }
+static void m_reserved_sysmem(struct vidmm_query_segment_out *out) { D(1).flags |= VIDMM_SEGMENT_RESERVED_SYSMEM; }
+static void m_banking(struct vidmm_query_segment_out *out) { D(1).flags |= VIDMM_SEGMENT_USE_BANKING; }
+static void m_coherent_memory(struct vidmm_query_segment_out *out) { D(1).flags |= VIDMM_SEGMENT_CACHE_COHERENT; }
+static void m_visible_and_hostap(struct vidmm_query_segment_out *out) { D(2).flags |= VIDMM_SEGMENT_CPU_VISIBLE; }
+static void m_visible_no_address(struct vidmm_query_segment_out *out) { D(1).cpu_translated_address = NULL; }
+static void m_hostap_no_pages(struct vidmm_query_segment_out *out) { D(2).cpu_host_aperture.size_in_pages = 0; }
+static void m_cached_hostap_alone(struct vidmm_query_segment_out *out) { D(1).flags |= VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE; }
+static void m_hibernate_no_standby(struct vidmm_query_segment_out *out) { D(1).flags |= VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE; }
+static void m_64k_aperture(struct vidmm_query_segment_out *out) { D(3).flags |= VIDMM_SEGMENT_USE_64KB_PAGES; }
+static void m_commit_over_size(struct vidmm_query_segment_out *out) { D(3).commit_limit = D(3).size + 4096; }
+static void m_no_aperture(struct vidmm_query_segment_out *out) { D(3).flags = 0; }
+static void m_overflow(struct vidmm_query_segment_out *out) { D(2).base_address = UINT64_MAX - 65535; }
+#undef D
+
+struct bad_row {
+    const char *name;
+    const char *preset;
+    void (*mutate)(struct vidmm_query_segment_out *out);
+    const char *message_part; /* the message must contain this */
+};
+
+static const struct bad_row bad_rows[] = {
+    { "overlap", "dgpu", m_overlap, "overlaps segment 1" },
+    { "two apertures", "dgpu", m_two_apertures, "more than one aperture" },
+    { "AGP segment without AGP aperture", "dgpu", m_agp_without_agp, "no AGP aperture" },
+    { "AGP segment with other flags", "wddm1", m_agp_with_flags, "no other flag" },
+    { "two AGP segments", "wddm1", m_two_agp, "more than one AGP" },
+    { "zero size", "dgpu", m_zero_size, "size is zero" },
+    { "size not a page multiple", "dgpu", m_size_misaligned, "not a multiple" },
+    { "base not page aligned", "dgpu", m_base_misaligned, "not aligned" },
+    { "page size 8 KB", "dgpu", m_page_size_8k, "neither 4 KB nor 64 KB" },
+    { "page size disagrees with flag", "dgpu", m_page_size_mismatch, "disagrees" },
+    { "paging segment id out of range", "dgpu", m_paging_id_range, "out of range" },
+    { "paging segment not an aperture", "dgpu", m_paging_not_aperture, "not an aperture" },
+    { "paging buffer size", "dgpu", m_paging_size, "paging-buffer size" },
+    { "unknown flag", "dgpu", m_unknown_flag, "unknown flag" },
+    { "ReservedSysMem", "dgpu", m_reserved_sysmem, "ReservedSysMem" },
+    { "banking", "dgpu", m_banking, "UseBanking" },
+    { "CacheCoherent on memory", "dgpu", m_coherent_memory, "CacheCoherent" },
+    { "CpuVisible and host aperture", "dgpu", m_visible_and_hostap, "mutually exclusive" },
+    { "CpuVisible without address", "dgpu", m_visible_no_address, "without a CPU address" },
+    { "host aperture without pages", "dgpu", m_hostap_no_pages, "no pages" },
+    { "cached host aperture alone", "dgpu", m_cached_hostap_alone, "requires SupportsCpuHostAperture" },
+    { "hibernate without standby", "dgpu", m_hibernate_no_standby, "PreservedDuringStandby" },
+    { "64 KB pages on the aperture", "dgpu", m_64k_aperture, "Use64KBPages" },
+    { "aperture commit limit over size", "dgpu", m_commit_over_size, "commit limit" },
+    { "no aperture", "dgpu", m_no_aperture, "no aperture segment" },
+    { "base + size overflows", "dgpu", m_overflow, "overflows" },
+};
+
+struct fixture {
+    struct fault_alloc fa;
+    struct softgpu *sg;
+    struct mut_driver m;
+    struct vidmm_adapter_create_info ci;
+    char msg[256];
+};
+
+static void fixture_init(struct fixture *f, const char *preset)
+{
+    memset(f, 0, sizeof(*f));
+    fault_alloc_init(&f->fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = preset;
+    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
+    softgpu_fill_adapter_create_info(f->sg, &f->ci);
+    f->m.sg = f->sg;
+    f->m.inner = f->ci.ops;
+    f->m.first_call_count_override = -1;
+    f->ci.ops = &mut_ops;
+    f->ci.driver = &f->m;
+    f->ci.host_allocator = &f->fa.ha;
+    f->ci.error_message = f->msg;
+    f->ci.error_message_size = sizeof(f->msg);
+}
+
+static void fixture_fini(struct fixture *f)
+{
+    T_EQ(f->fa.live_blocks, 0);
+    softgpu_destroy(f->sg);
+}
+
+static void bad_descriptions(void)
+{
+    for (size_t i = 0; i < sizeof(bad_rows) / sizeof(bad_rows[0]); i++) {
+        const struct bad_row *r = &bad_rows[i];
+        struct fixture f;
+        fixture_init(&f, r->preset);
+        f.m.mutate = r->mutate;
+        struct vidmm_adapter *a = (struct vidmm_adapter *)&f; /* poison: must be overwritten with NULL */
+        vidmm_status st = vidmm_adapter_open(&f.ci, &a);
+        if (st != VIDMM_E_BAD_DRIVER_DESC || !strstr(f.msg, r->message_part)) {
+            char m[512];
+            snprintf(m, sizeof m, "row '%s': %s, message '%s' (want '%s')", r->name, vidmm_status_str(st), f.msg,
+                     r->message_part);
+            t_fail(__FILE__, __LINE__, m);
+        }
+        T_CHECK(a == NULL);
+        if (st >= 0)
+            vidmm_adapter_close(a);
+        fixture_fini(&f);
+    }
+}
+
+static void every_preset_opens(void)
+{
+    const char *const *names = softgpu_preset_names();
+    int n = 0;
+    for (; names[n]; n++) {
+        struct fixture f;
+        fixture_init(&f, names[n]);
+        struct vidmm_adapter *a = NULL;
+        T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_OK);
+        T_CHECK(f.msg[0] == '\0');
+        T_EQ(f.m.queries, 3); /* caps + the two segment calls */
+        char rep[512];
+        T_EQ(vidmm_adapter_check(a, rep, sizeof rep), 0);
+        struct vidmm_adapter_info ai;
+        T_ST(vidmm_adapter_query_info(a, &ai), VIDMM_OK);
+        T_CHECK(ai.segment_count >= 2);
+        T_CHECK(ai.aperture_segment_id >= 1 && ai.aperture_segment_id < ai.segment_count);
+        struct vidmm_segment_info s0;
+        T_ST(vidmm_segment_query(a, 0, &s0), VIDMM_OK);
+        T_EQ(s0.kind, VIDMM_SEGMENT_KIND_SYSTEM);
+        T_EQ(s0.page_size, 4096);
+        for (uint32_t id = 1; id < ai.segment_count; id++) {
+            struct vidmm_segment_info si;
+            T_ST(vidmm_segment_query(a, id, &si), VIDMM_OK);
+            T_EQ(si.id, id);
+            T_CHECK(si.page_size == 4096 || si.page_size == 65536);
+            T_CHECK(si.size % si.page_size == 0);
+            T_CHECK(si.commit_limit <= si.size);
+        }
+        T_ST(vidmm_segment_query(a, ai.segment_count, &s0), VIDMM_E_INVALID_ARG);
+        vidmm_adapter_close(a);
+        fixture_fini(&f);
+    }
+    T_CHECK(n >= 4);
+}
+
+static void query_protocol_faults(void)
+{
+    struct {
+        const char *name;
+        int count, change, fail_caps;
+        const char *msg;
+    } rows[] = {
+        { "no segments", 0, 0, 0, "no segments" },
+        { "32 segments", 32, 0, 0, "at most 31" },
+        { "count changes between calls", -1, 1, 0, "count changed" },
+        { "driver caps query fails", -1, 0, 1, "caps query failed" },
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct fixture f;
+        fixture_init(&f, "dgpu");
+        f.m.first_call_count_override = rows[i].count;
+        f.m.change_count_on_second = rows[i].change;
+        f.m.fail_caps = rows[i].fail_caps;
+        struct vidmm_adapter *a = NULL;
+        T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_E_BAD_DRIVER_DESC);
+        if (!strstr(f.msg, rows[i].msg)) {
+            char m[512];
+            snprintf(m, sizeof m, "row '%s': message '%s'", rows[i].name, f.msg);
+            t_fail(__FILE__, __LINE__, m);
+        }
+        fixture_fini(&f);
+    }
+}
+
+static void open_bad_arguments(void)
+{
+    struct fixture f;
+    fixture_init(&f, "dgpu");
+    struct vidmm_adapter *a = NULL;
+    T_ST(vidmm_adapter_open(NULL, &a), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_open(&f.ci, NULL), VIDMM_E_INVALID_ARG);
+    struct vidmm_adapter_create_info ci = f.ci;
+    ci.ops = NULL;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    struct vidmm_driver_ops ops = mut_ops;
+    ops.build_paging_buffer = NULL;
+    ci = f.ci;
+    ci.ops = &ops;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    ops = mut_ops;
+    ops.map_cpu_host_aperture = NULL; /* dgpu segment 2 has a host aperture */
+    ci.ops = &ops;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_BAD_DRIVER_DESC);
+    T_CHECK(strstr(f.msg, "host aperture") != NULL);
+    ci = f.ci;
+    ci.agp_aperture_size = 4097;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    struct vidmm_host_allocator broken = { NULL, NULL, NULL };
+    ci = f.ci;
+    ci.host_allocator = &broken;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    T_CHECK(a == NULL);
+    vidmm_adapter_close(NULL); /* harmless */
+    T_EQ(vidmm_adapter_check(NULL, NULL, 0), 1);
+    struct vidmm_adapter_info ai;
+    T_ST(vidmm_adapter_query_info(NULL, &ai), VIDMM_E_INVALID_ARG);
+    fixture_fini(&f);
+}
+
+/* Every host allocation of adapter start-up can fail: each must give
+ * VIDMM_E_NO_HOST_MEMORY and leak nothing. */
+static void open_out_of_host_memory(void)
+{
+    const char *presets[] = { "dgpu", "wddm1", "igpu" };
+    for (size_t p = 0; p < 3; p++) {
+        int succeeded = 0;
+        for (uint64_t k = 1; k < 200 && !succeeded; k++) {
+            struct fixture f;
+            fixture_init(&f, presets[p]);
+            f.fa.fail_at = k;
+            struct vidmm_adapter *a = NULL;
+            vidmm_status st = vidmm_adapter_open(&f.ci, &a);
+            if (st == VIDMM_OK) {
+                succeeded = 1;
+                T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+                vidmm_adapter_close(a);
+            } else {
+                T_ST(st, VIDMM_E_NO_HOST_MEMORY);
+                T_CHECK(a == NULL);
+            }
+            fixture_fini(&f);
+        }
+        T_CHECK(succeeded);
+    }
+}
+
+/* A driver with only the required ops: describe_allocation defaults to
+ * reading a struct vidmm_allocation_info from the private data. */
+static void default_describe_op(void)
+{
+    struct fixture f;
+    fixture_init(&f, "igpu");
+    struct vidmm_driver_ops ops = mut_ops;
+    ops.describe_allocation = NULL;
+    ops.destroy_allocation = NULL;
+    ops.map_cpu_host_aperture = NULL;
+    ops.unmap_cpu_host_aperture = NULL;
+    f.ci.ops = &ops;
+    struct vidmm_adapter *a = NULL;
+    T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_OK);
+    struct vidmm_allocation_info info;
+    memset(&info, 0, sizeof(info));
+    info.size = 100000;
+    info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1);
+    info.flags = VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_CPU_VISIBLE;
+    vidmm_handle h = 0;
+    T_ST(vidmm_allocation_create(a, &info, sizeof(info), &h), VIDMM_OK);
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(a, h, &st), VIDMM_OK);
+    T_EQ(st.size, 102400);
+    T_EQ(st.segment_id, 1);
+    T_EQ(st.aperture_mapped, 1);
+    T_ST(vidmm_allocation_create(a, &info, sizeof(info) - 1, &h), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_allocation_create(a, NULL, 0, &h), VIDMM_E_INVALID_ARG);
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    vidmm_adapter_close(a); /* destroys the live allocation */
+    fixture_fini(&f);
+}
+
+void suite_adapter(void);
+void suite_adapter(void)
+{
+    t_run("adapter.every_preset_opens", every_preset_opens);
+    t_run("adapter.bad_descriptions", bad_descriptions);
+    t_run("adapter.query_protocol_faults", query_protocol_faults);
+    t_run("adapter.open_bad_arguments", open_bad_arguments);
+    t_run("adapter.open_out_of_host_memory", open_out_of_host_memory);
+    t_run("adapter.default_describe_op", default_describe_op);
+}
