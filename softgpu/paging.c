@@ -483,49 +483,101 @@ static uint32_t sg_validate(struct softgpu *sg, const uint8_t *p, uint32_t left)
     }
 }
 
+/* Pieces of one operation follow each other in a buffer: a copy (or
+ * fill) command that continues the previous one on both sides is merged
+ * with it and executed as one memcpy (or one fill), as a copy engine
+ * coalesces descriptors.  Aperture sides are never merged (their host
+ * pages are not contiguous). */
+static int sg_continues_copy(const struct sg_cmd_copy *a, const struct sg_cmd_copy *b, const struct softgpu *sg)
+{
+    if (a->src_segment != b->src_segment || a->dst_segment != b->dst_segment)
+        return 0;
+    if ((a->src_segment && !sg->seg[a->src_segment].is_memory) ||
+        (a->dst_segment && !sg->seg[a->dst_segment].is_memory))
+        return 0;
+    return b->src == a->src + a->size && b->dst == a->dst + a->size;
+}
+
+static int sg_continues_fill(const struct sg_cmd_fill *a, const struct sg_cmd_fill *b)
+{
+    return a->segment == b->segment && a->pattern == b->pattern && b->offset == a->offset + a->size &&
+           (a->size & 3u) == 0;
+}
+
+static void sg_account(struct softgpu *sg, const struct sg_cmd_hdr *h, uint64_t bytes)
+{
+    if (h->flags & SG_CMDF_FIRST)
+        sg->stats.ops[h->opcode]++;
+    sg->stats.bytes[h->opcode] += bytes;
+}
+
 vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || (!args->dma_buffer && args->dma_buffer_size))
         return VIDMM_E_INVALID_ARG;
     const uint8_t *buf = args->dma_buffer;
+    const uint32_t end = args->dma_buffer_size;
     /* Validate the whole buffer first: a bad buffer executes nothing. */
-    for (uint32_t o = 0; o < args->dma_buffer_size;) {
-        uint32_t n = sg_validate(sg, buf + o, args->dma_buffer_size - o);
+    for (uint32_t o = 0; o < end;) {
+        uint32_t n = sg_validate(sg, buf + o, end - o);
         if (!n)
             return VIDMM_E_INVALID_ARG;
         o += n;
     }
-    for (uint32_t o = 0; o < args->dma_buffer_size;) {
+    for (uint32_t o = 0; o < end;) {
         struct sg_cmd_hdr h;
         memcpy(&h, buf + o, sizeof h);
-        uint64_t bytes = 0;
         switch (h.opcode) {
         case SG_CMD_COPY: {
-            struct sg_cmd_copy c;
+            struct sg_cmd_copy c, next, run;
             memcpy(&c, buf + o, sizeof c);
-            sg_exec_copy(sg, &c);
-            bytes = c.size;
+            run = c;
+            sg_account(sg, &h, c.size);
+            o += h.size;
+            while (o < end) {
+                memcpy(&next, buf + o, sizeof next);
+                if (next.hdr.opcode != SG_CMD_COPY || !sg_continues_copy(&c, &next, sg))
+                    break;
+                sg_account(sg, &next.hdr, next.size);
+                run.size += next.size;
+                c = next;
+                o += next.hdr.size;
+            }
+            sg_exec_copy(sg, &run);
             break;
         }
         case SG_CMD_FILL: {
-            struct sg_cmd_fill c;
+            struct sg_cmd_fill c, next, run;
             memcpy(&c, buf + o, sizeof c);
-            sg_exec_fill(sg, &c);
-            bytes = c.size;
+            run = c;
+            sg_account(sg, &h, c.size);
+            o += h.size;
+            while (o < end) {
+                memcpy(&next, buf + o, sizeof next);
+                if (next.hdr.opcode != SG_CMD_FILL || !sg_continues_fill(&c, &next))
+                    break;
+                sg_account(sg, &next.hdr, next.size);
+                run.size += next.size;
+                c = next;
+                o += next.hdr.size;
+            }
+            sg_exec_fill(sg, &run);
             break;
         }
         case SG_CMD_DISCARD: {
             struct sg_cmd_discard c;
             memcpy(&c, buf + o, sizeof c);
-            bytes = c.size;   /* content is left as it is */
+            sg_account(sg, &h, c.size);   /* content is left as it is */
+            o += h.size;
             break;
         }
         case SG_CMD_MAP: {
             struct sg_cmd_map c;
             memcpy(&c, buf + o, sizeof c);
             sg_gart_map(sg, &sg->seg[c.segment], c.first_page, c.page_count, (uint8_t *)(uintptr_t)c.host);
-            bytes = c.page_count * SG_PAGE_4K;
+            sg_account(sg, &h, c.page_count * SG_PAGE_4K);
+            o += h.size;
             break;
         }
         case SG_CMD_UNMAP: {
@@ -533,16 +585,14 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
             memcpy(&c, buf + o, sizeof c);
             void *dummy = c.host ? (void *)(uintptr_t)c.host : sg->dummy_page;
             sg_gart_unmap(sg, &sg->seg[c.segment], c.first_page, c.page_count, dummy);
-            bytes = c.page_count * SG_PAGE_4K;
+            sg_account(sg, &h, c.page_count * SG_PAGE_4K);
+            o += h.size;
             break;
         }
         default:
+            o += h.size;   /* unreachable: validated above */
             break;
         }
-        if (h.flags & SG_CMDF_FIRST)
-            sg->stats.ops[h.opcode]++;
-        sg->stats.bytes[h.opcode] += bytes;
-        o += h.size;
     }
     sg->stats.paging_buffers++;
     vidmm_cb_notify_fence(args->adapter, args->fence);

@@ -29,7 +29,6 @@ void vidmm_pages_init(struct vidmm_page_set *set)
     set->count = 0;
     set->cap = 2;
     set->ext = set->inline_ext;
-    memset(set->inline_ext, 0, sizeof set->inline_ext);
 }
 
 static void release_ext(const struct vidmm_range_alloc *ra, struct vidmm_page_set *set)

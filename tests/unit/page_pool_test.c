@@ -145,7 +145,7 @@ static void differential(void)
     unsigned nospace = 0, gathered = 0;
     memset(used, 0, sizeof used);
     T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), MCH * CH, CH), VIDMM_OK);
-    unsigned ops = 5000 * t_scale();
+    unsigned ops = 20000 * t_scale();
     for (unsigned i = 0; i < ops && !t_current_failures(); i++) {
         uint64_t r = t_rand_range(&s, 100);
         if (r < 40 && nsets) {

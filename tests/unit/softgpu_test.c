@@ -844,6 +844,29 @@ static void restart_protocol(void)
     T_EQ(w[0], 0xC0FFEE11u);
     T_EQ(w[1], 0xC0FFEE11u);
 
+    /* Overlapping multi-chunk moves inside seg2, up then down, in one
+     * buffer and one command per buffer: same bytes as memmove. */
+    T_ST(softgpu_write_physical(sg, 2, 0, src, (size_t)size), VIDMM_OK);
+    const uint64_t shift = (5ull << 20) + 4096;
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t bsz = pass ? 40 : 65536;
+        memset(&f, 0, sizeof f);
+        f.operation = VIDMM_PAGING_TRANSFER;
+        f.u.transfer.transfer_size = size;
+        f.u.transfer.source.segment_id = 2;
+        f.u.transfer.source.segment_address = d[1].base_address;
+        f.u.transfer.destination.segment_id = 2;
+        f.u.transfer.destination.segment_address = d[1].base_address + shift;
+        T_ST(run_op(sg, &f, bsz, &buffers), VIDMM_OK);
+        T_EQ(buffers, pass ? 3 : 1);
+        f.u.transfer.source.segment_address = d[1].base_address + shift;
+        f.u.transfer.destination.segment_address = d[1].base_address;
+        T_ST(run_op(sg, &f, bsz, &buffers), VIDMM_OK);
+        memset(dst, 0, (size_t)size);
+        T_ST(softgpu_read_physical(sg, 2, 0, dst, (size_t)size), VIDMM_OK);
+        T_CHECK(memcmp(src, dst, (size_t)size) == 0);
+    }
+
     /* Map/unmap/discard restart too: no room -> nothing written. */
     memset(&f, 0, sizeof f);
     f.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;

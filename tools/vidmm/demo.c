@@ -63,11 +63,13 @@ static void print_alloc(struct vidmm_adapter *a, const struct demo_alloc *d)
     vidmm_allocation_query(a, d->h, &st);
     struct vidmm_physical_range r[4];
     uint32_t n = 0;
+    memset(r, 0, sizeof r);
     vidmm_allocation_physical_ranges(a, d->h, r, 4, &n);
     char size[32], loc[96];
     cli_format_size(st.size, size, sizeof size);
     printf("  %-8s %-9s %-34s %-10s %u extent%s:", d->name, size, where(a, d->h, loc, sizeof loc),
-           st.layout == VIDMM_LAYOUT_CONTIGUOUS ? "contiguous" : "page-set", st.extent_count,
+           r[0].segment_id == 0 || st.aperture_mapped ? "sys-pages"
+           : st.layout == VIDMM_LAYOUT_CONTIGUOUS ? "contiguous" : "page-set", st.extent_count,
            st.extent_count == 1 ? " " : "s");
     for (uint32_t i = 0; i < n && i < 3; i++)
         printf(" (%u,0x%llx)+%lluK", r[i].segment_id, (unsigned long long)r[i].offset,
