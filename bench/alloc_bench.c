@@ -687,41 +687,55 @@ struct result {
     uint64_t errors;    /* --check violations */
 };
 
-/* One discarded warm-up run, then the median of `runs`.  max_ops caps the
- * timed part (0 = all) for the slow reference. */
-static struct result measure(const struct bench_allocator *a, const struct trace *t, size_t max_ops,
-                             int runs)
+/* One timed run of a: replay the warm-up untimed, time the rest. */
+static double run_once(const struct bench_allocator *a, const struct trace *t, size_t to,
+                       struct result *r)
 {
-    double v[16];
-    struct result r = { 0 };
-    size_t to = t->n;
-    if (max_ops && t->warm + max_ops < to)
-        to = t->warm + max_ops;
-    r.ops = to - t->warm;
-    for (int run = -1; run < runs; run++) {
-        struct run_state rs;
-        rs_init(&rs, t);
-        void *ctx = a->create(t->range, CHUNK);
-        if (!ctx) {
-            fprintf(stderr, "bench: %s: create failed\n", a->name);
-            exit(1);
-        }
-        replay(a, ctx, t, 0, t->warm, &rs);
-        uint64_t t0 = bench_now_ns();
-        replay(a, ctx, t, t->warm, to, &rs);
-        uint64_t t1 = bench_now_ns();
-        a->destroy(ctx);
-        if (run >= 0)
-            v[run] = (double)(t1 - t0) / (double)r.ops;
-        r.failures = rs.failures;
-        r.errors += rs.chk.errors;
-        rs_fini(&rs);
+    struct run_state rs;
+    rs_init(&rs, t);
+    void *ctx = a->create(t->range, CHUNK);
+    if (!ctx) {
+        fprintf(stderr, "bench: %s: create failed\n", a->name);
+        exit(1);
     }
-    qsort(v, (size_t)runs, sizeof v[0], cmp_double);
-    r.ns = v[runs / 2];
-    r.lo = v[0];
-    r.hi = v[runs - 1];
-    return r;
+    replay(a, ctx, t, 0, t->warm, &rs);
+    uint64_t t0 = bench_now_ns();
+    replay(a, ctx, t, t->warm, to, &rs);
+    uint64_t t1 = bench_now_ns();
+    a->destroy(ctx);
+    r->failures = rs.failures;
+    r->errors += rs.chk.errors;
+    rs_fini(&rs);
+    return (double)(t1 - t0) / (double)(to - t->warm);
+}
+
+/* One discarded warm-up run, then `runs` measured runs per adapter,
+ * interleaved (adapter 0, 1, ..., then again) so a burst of load on the
+ * machine hits every adapter alike; the median is reported.  max_ops[i]
+ * caps the timed part (0 = all) for the slow reference. */
+static void measure(const struct bench_allocator *const *ads, const size_t *max_ops, size_t n,
+                    const struct trace *t, int runs, struct result *res)
+{
+    static double v[8][16];
+    for (size_t i = 0; i < n; i++) {
+        memset(&res[i], 0, sizeof res[i]);
+        size_t to = t->n;
+        if (max_ops[i] && t->warm + max_ops[i] < to)
+            to = t->warm + max_ops[i];
+        res[i].ops = to - t->warm;
+    }
+    for (int run = -1; run < runs; run++)
+        for (size_t i = 0; i < n; i++) {
+            double x = run_once(ads[i], t, t->warm + res[i].ops, &res[i]);
+            if (run >= 0)
+                v[i][run] = x;
+        }
+    for (size_t i = 0; i < n; i++) {
+        qsort(v[i], (size_t)runs, sizeof v[i][0], cmp_double);
+        res[i].ns = v[i][runs / 2];
+        res[i].lo = v[i][0];
+        res[i].hi = v[i][runs - 1];
+    }
 }
 
 static int nruns(void) { return bench_opts.quick ? 3 : 5; }
@@ -758,10 +772,11 @@ static void workload_a(void)
     printf("\nA: mixed alloc/free, 16 GiB range, 4 KiB chunk, warm-up to 50%% live (%zu allocs), "
            "%zu timed ops\n", t.warm, t.n - t.warm);
     print_header();
-    struct result rn = measure(&AD_NULL, &t, 0, nruns());
-    struct result rr = measure(&AD_RANGE, &t, 0, nruns());
-    struct result rp = measure(&AD_PAGES, &t, 0, nruns());
-    struct result rv = measure(&AD_NAIVE, &t, naive_ops, nruns());
+    const struct bench_allocator *ads[] = { &AD_NULL, &AD_RANGE, &AD_PAGES, &AD_NAIVE };
+    const size_t caps[] = { 0, 0, 0, naive_ops };
+    struct result res[4];
+    measure(ads, caps, 4, &t, nruns(), res);
+    struct result rn = res[0], rr = res[1], rp = res[2], rv = res[3];
     print_row("null", &rn, &rn);
     print_row("vidmm_range", &rr, &rn);
     print_row("vidmm_pages (non-contig)", &rp, &rn);
@@ -831,10 +846,11 @@ static void workload_c(void)
     printf("\nC: 64 KiB blocks (64 KiB aligned, 4 KiB chunk), 16 GiB at 50%% live (%zu blocks), "
            "%zu timed ops in batches of 256 frees + 256 allocs\n", t.warm, t.n - t.warm);
     print_header();
-    struct result rn = measure(&AD_NULL, &t, 0, nruns());
-    struct result rr = measure(&AD_RANGE, &t, 0, nruns());
-    struct result rp = measure(&AD_PAGES, &t, 0, nruns());
-    struct result rv = measure(&AD_NAIVE, &t, 0, nruns());
+    const struct bench_allocator *ads[] = { &AD_NULL, &AD_RANGE, &AD_PAGES, &AD_NAIVE };
+    const size_t caps[] = { 0, 0, 0, 0 };
+    struct result res[4];
+    measure(ads, caps, 4, &t, nruns(), res);
+    struct result rn = res[0], rr = res[1], rp = res[2], rv = res[3];
     print_row("null", &rn, &rn);
     print_row("vidmm_range", &rr, &rn);
     print_row("vidmm_pages (64K pages)", &rp, &rn);
@@ -853,10 +869,11 @@ static void workload_d(void)
     printf("\nD: FIFO ring, 256 MiB, 4..256 KiB, oldest freed to stay <= 75%% live, %zu timed ops\n",
            t.n - t.warm);
     print_header();
-    struct result rn = measure(&AD_NULL, &t, 0, nruns());
-    struct result rg = measure(&AD_RING, &t, 0, nruns());
-    struct result rr = measure(&AD_RANGE, &t, 0, nruns());
-    struct result rv = measure(&AD_NAIVE, &t, 0, nruns());
+    const struct bench_allocator *ads[] = { &AD_NULL, &AD_RING, &AD_RANGE, &AD_NAIVE };
+    const size_t caps[] = { 0, 0, 0, 0 };
+    struct result res[4];
+    measure(ads, caps, 4, &t, nruns(), res);
+    struct result rn = res[0], rg = res[1], rr = res[2], rv = res[3];
     print_row("null", &rn, &rn);
     print_row("vidmm_ring", &rg, &rn);
     print_row("vidmm_range", &rr, &rn);

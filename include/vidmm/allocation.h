@@ -103,6 +103,11 @@ vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *adapter, vidmm_handle
  * Moving to where it already is does nothing. */
 vidmm_status vidmm_allocation_move(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
 
+/* The same move when the content is no longer needed: the source leaves
+ * with DISCARD_CONTENT instead of a transfer, and the destination starts
+ * zero-filled, as a content-less allocation does. */
+vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
+
 /* Scan-out: show a primary on a video present source (0..7) (the flip).
  * A primary living in system memory is mapped into the aperture while
  * displayed; the primary shown before on that source stops being

@@ -255,7 +255,27 @@ static uint32_t effective_target(const struct vidmm_adapter *a, const struct vid
     return id;
 }
 
-static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target)
+/* Tell the driver the source extents leave without a copy-back. */
+static vidmm_status discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                    const struct vidmm_placement *pl)
+{
+    for (uint32_t i = 0; i < pl->pages.count && !pl->sys; i++) {
+        struct vidmm_build_paging_buffer_args op;
+        memset(&op, 0, sizeof(op));
+        op.operation = VIDMM_PAGING_DISCARD_CONTENT;
+        op.u.discard_content.driver_allocation = al->info.driver_allocation;
+        op.u.discard_content.flags = VIDMM_DISCARD_ALLOCATION_IS_IDLE;
+        op.u.discard_content.segment_id = pl->segment_id;
+        op.u.discard_content.segment_address = a->seg[pl->segment_id].base_address + pl->pages.ext[i].offset;
+        op.u.discard_content.size = pl->pages.ext[i].size;
+        vidmm_status st = vidmm_paging_emit(a, &op);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}
+
+static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
 {
     uint32_t eff = effective_target(a, al, target);
     if (eff == al->pl.segment_id)
@@ -280,7 +300,15 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     st = vidmm_place(a, al, eff, top, &dst);
     if (st < 0)
         return st;
-    st = vidmm_copy_content(a, al, &al->pl, &dst);
+    if (discard) {
+        /* Content is not needed: discard the source, start the
+         * destination content-less (zero). */
+        st = discard_content(a, al, &al->pl);
+        if (st >= 0)
+            st = vidmm_fill_content(a, al, &dst, 0);
+    } else {
+        st = vidmm_copy_content(a, al, &al->pl, &dst);
+    }
     if (st >= 0)
         st = vidmm_paging_flush(a);
     if (st < 0) {
@@ -295,7 +323,7 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     return vidmm_paging_flush(a);
 }
 
-vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id, int discard)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -308,7 +336,17 @@ vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint
         return VIDMM_E_BAD_SEGMENT_SET;
     if (al->lock_count || al->displayed)
         return VIDMM_E_BUSY;
-    return move_to(a, al, segment_id);
+    return move_to(a, al, segment_id, discard);
+}
+
+vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+{
+    return move_entry(a, h, segment_id, 0);
+}
+
+vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+{
+    return move_entry(a, h, segment_id, 1);
 }
 
 /* ---- CPU access ----------------------------------------------------- */
@@ -398,7 +436,7 @@ static vidmm_status move_cpu_reachable(struct vidmm_adapter *a, struct vidmm_all
             const struct vidmm_segment *s = &a->seg[id];
             if (s->kind == VIDMM_SEGMENT_KIND_MEMORY && !s->cpu_base)
                 continue;
-            st = move_to(a, al, id);
+            st = move_to(a, al, id, 0);
             if (st >= 0 || (st != VIDMM_E_NO_SEGMENT_SPACE && st != VIDMM_E_COMMIT_LIMIT && st != VIDMM_E_TOO_LARGE))
                 return st;
         }

@@ -223,6 +223,19 @@ int cli_demo(int argc, char **argv)
     failures += move(a, &d[1], 0);        /* constant buffer evicted */
     failures += move(a, &d[1], vis);
     failures += verify_all(a, d, 7, &verified);
+    {
+        /* Content that is not needed any more leaves without a copy. */
+        struct demo_alloc scratch = { "scratch", "render target whose content is dead", 0, 0, 18 };
+        failures += create(a, SOFTGPU_ALLOC_TEXTURE, 2u << 20, 0, &scratch) < 0;
+        char from[96], to[96];
+        where(a, scratch.h, from, sizeof from);
+        vidmm_status st = vidmm_allocation_move_discard(a, scratch.h, 0);
+        where(a, scratch.h, to, sizeof to);
+        printf("  evict %-7s %-34s -> %-34s %s (discard, no transfer)\n", scratch.name, from, to,
+               st < 0 ? vidmm_status_str(st) : "ok");
+        failures += st < 0;
+        vidmm_allocation_destroy(a, scratch.h);
+    }
 
     printf("\n== display: flip the system-memory primary, then the memory one ==\n");
     failures += vidmm_adapter_flip(a, 0, d[5].h) < 0;
