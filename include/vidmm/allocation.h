@@ -27,8 +27,8 @@
 extern "C" {
 #endif
 
-/* Handle: bits 0-31 slot index, 32-55 generation, 56-63 object type.
- * 0 is never a valid handle. */
+/* Handle: bits 0-23 slot index, 24-39 generation, 40-55 adapter salt,
+ * 56-63 object type.  0 is never a valid handle. */
 typedef uint64_t vidmm_handle;
 #define VIDMM_HANDLE_NULL 0u
 

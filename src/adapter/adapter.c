@@ -228,6 +228,10 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         a->ops.destroy_allocation = default_destroy;
     a->driver = ci->driver;
     a->free_head = UINT32_MAX;
+    {
+        uint64_t x = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
+        a->handle_salt = (uint32_t)(x >> 48) & 0xFFFFu;
+    }
 
     vidmm_status st;
     struct vidmm_segment_descriptor *desc = NULL;
@@ -419,8 +423,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     for (uint32_t i = 0; i < a->slot_used; i++) {
         struct vidmm_allocation *al = a->slots[i];
         if (al && al->live) {
-            vidmm_handle h = ((vidmm_handle)VIDMM_HANDLE_TYPE_ALLOCATION << 56) |
-                             ((vidmm_handle)al->generation << 32) | i;
+            vidmm_handle h = vidmm_handle_make(a, i, al->generation);
             al->lock_count = 0;
             if (al->host_ap_mapped)
                 al->lock_count = 1; /* let unlock release the host aperture */

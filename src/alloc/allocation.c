@@ -284,13 +284,20 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     int top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
     if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY) {
         /* System pages stay where they are; only the aperture mapping
-         * changes (0 <-> aperture, or aperture <-> AGP). */
-        if (al->pl.ap_mapped && !al->displayed)
-            vidmm_aperture_unmap(a, al, &al->pl);
-        if (eff != 0 && !al->pl.ap_mapped) {
+         * changes (0 <-> aperture, or aperture <-> AGP).  The new mapping
+         * is made before the old one goes, so a failure changes nothing. */
+        if (eff != 0) {
+            struct vidmm_placement old = al->pl;
+            al->pl.ap_mapped = 0;
             st = vidmm_aperture_map(a, al, &al->pl, eff);
-            if (st < 0)
+            if (st < 0) {
+                al->pl = old;
                 return st;
+            }
+            if (old.ap_mapped)
+                vidmm_aperture_unmap(a, al, &old);
+        } else if (al->pl.ap_mapped) {
+            vidmm_aperture_unmap(a, al, &al->pl);
         }
         al->pl.segment_id = eff;
         al->moves++;
@@ -356,20 +363,16 @@ static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al
     if (!al->host_ap_mapped)
         return;
     struct vidmm_segment *s = &a->seg[al->pl.segment_id];
-    uint32_t *pages = vidmm_halloc(a->ha, al->host_ap_count * sizeof(uint32_t), 4);
-    if (pages) {
-        for (uint64_t i = 0; i < al->host_ap_count; i++)
-            pages[i] = (uint32_t)(al->host_ap_first + i);
-        struct vidmm_unmap_cpu_host_aperture_args u;
-        memset(&u, 0, sizeof(u));
-        u.segment_id = s->id;
-        u.number_of_pages = al->host_ap_count;
-        u.cpu_host_aperture_pages = pages;
-        (void)a->ops.unmap_cpu_host_aperture(a->driver, &u);
-        vidmm_hfree(a->ha, pages, al->host_ap_count * sizeof(uint32_t), 4);
-    }
-    /* Without the temporary array the driver keeps a stale window; the
-     * pages are still returned so the aperture cannot leak. */
+    /* The page list was built at lock time so that unlock needs no host
+     * memory and cannot fail half-way. */
+    struct vidmm_unmap_cpu_host_aperture_args u;
+    memset(&u, 0, sizeof(u));
+    u.segment_id = s->id;
+    u.number_of_pages = al->host_ap_count;
+    u.cpu_host_aperture_pages = al->host_ap_list;
+    (void)a->ops.unmap_cpu_host_aperture(a->driver, &u);
+    vidmm_hfree(a->ha, al->host_ap_list, al->host_ap_count * sizeof(uint32_t), 4);
+    al->host_ap_list = NULL;
     vidmm_ra_free(&s->host_ap_ra, al->host_ap_node);
     al->host_ap_mapped = 0;
 }
@@ -409,12 +412,13 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
     m.cpu_host_aperture_pages = ap;
     m.memory_segment_pages = sp;
     st = a->ops.map_cpu_host_aperture(a->driver, &m);
-    vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
     vidmm_hfree(a->ha, sp, count * sizeof(uint64_t), 8);
     if (st < 0) {
+        vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
         vidmm_ra_free(&s->host_ap_ra, node);
         return VIDMM_E_DRIVER_FAILURE;
     }
+    al->host_ap_list = ap;
     al->host_ap_mapped = 1;
     al->host_ap_node = node;
     al->host_ap_first = first;
@@ -474,6 +478,8 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
                 return st;
         }
         if (!p) {
+            if (al->displayed)
+                return VIDMM_E_BUSY; /* scan-out pins it where it is */
             st = move_cpu_reachable(a, al);
             if (st < 0)
                 return st;

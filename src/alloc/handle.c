@@ -1,23 +1,28 @@
 /*
  * handle.c - the adapter's allocation handle table.
  *
- * A handle is (type << 56) | (generation << 32) | slot.  Slots are reused
- * through a free list, and the generation is bumped on every release, so
- * a stale handle - or one of another object type - never reaches a live
- * object.  Lookups are O(1); the table grows geometrically through the
- * host allocator.
+ * A handle is (type << 56) | (adapter salt << 40) | (generation << 24) |
+ * slot.  Slots are reused through a free list, and the generation is
+ * bumped on every release, so a stale handle - or one of another object
+ * type - never reaches a live object.  The 16-bit salt is derived from the
+ * adapter's address at open, so a handle of one adapter is rejected by
+ * another (1 chance in 65536 of two adapters sharing a salt).  Lookups are
+ * O(1); the table grows geometrically through the host allocator.
  */
 #include "core/vidmm_int.h"
 
 #include <string.h>
 
-#define GEN_MASK 0xFFFFFFu
+#define GEN_MASK 0xFFFFu
+#define MAX_SLOTS (1u << 24)
 
 static vidmm_status grow(struct vidmm_adapter *a)
 {
     uint32_t cap = a->slot_cap ? a->slot_cap * 2 : 64;
-    if (cap > 0x7FFFFFFFu / 2)
-        return VIDMM_E_NO_HOST_MEMORY;
+    if (cap > MAX_SLOTS)
+        cap = MAX_SLOTS;
+    if (cap <= a->slot_cap)
+        return VIDMM_E_NO_HOST_MEMORY; /* 16 M live allocations per adapter */
     struct vidmm_allocation **n = vidmm_halloc(a->ha, cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
     if (!n)
         return VIDMM_E_NO_HOST_MEMORY;
@@ -58,16 +63,16 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
     al->next_free = UINT32_MAX;
     a->live++;
     *out = al;
-    *h = ((vidmm_handle)VIDMM_HANDLE_TYPE_ALLOCATION << 56) | ((vidmm_handle)al->generation << 32) | idx;
+    *h = vidmm_handle_make(a, idx, al->generation);
     return VIDMM_OK;
 }
 
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if ((h >> 56) != VIDMM_HANDLE_TYPE_ALLOCATION)
+    if ((h >> 56) != VIDMM_HANDLE_TYPE_ALLOCATION || ((h >> 40) & 0xFFFFu) != a->handle_salt)
         return NULL;
-    uint32_t idx = (uint32_t)h;
-    uint32_t gen = (uint32_t)(h >> 32) & GEN_MASK;
+    uint32_t idx = (uint32_t)h & (MAX_SLOTS - 1);
+    uint32_t gen = (uint32_t)(h >> 24) & GEN_MASK;
     if (idx >= a->slot_used)
         return NULL;
     struct vidmm_allocation *al = a->slots[idx];
@@ -76,9 +81,15 @@ struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_h
     return al;
 }
 
+vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation)
+{
+    return ((vidmm_handle)VIDMM_HANDLE_TYPE_ALLOCATION << 56) | ((vidmm_handle)a->handle_salt << 40) |
+           ((vidmm_handle)generation << 24) | idx;
+}
+
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
 {
-    uint32_t idx = (uint32_t)h;
+    uint32_t idx = (uint32_t)h & (MAX_SLOTS - 1);
     struct vidmm_allocation *al = a->slots[idx];
     al->live = 0;
     al->generation = (al->generation + 1) & GEN_MASK;

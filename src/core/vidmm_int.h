@@ -78,6 +78,7 @@ struct vidmm_allocation {
     uint32_t host_ap_node;
     uint64_t host_ap_first;         /* first host aperture page */
     uint64_t host_ap_count;
+    uint32_t *host_ap_list;         /* aperture page indices, kept for the unmap at unlock */
     int displayed;
     uint32_t vidpn_source;
     uint64_t moves;
@@ -125,6 +126,7 @@ struct vidmm_adapter {
     uint32_t slot_cap;
     uint32_t slot_used;             /* slots ever handed out */
     uint32_t free_head;             /* UINT32_MAX = none */
+    uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     uint64_t live;
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
     struct vidmm_paging paging;
@@ -142,6 +144,7 @@ struct vidmm_adapter {
 vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h);
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h);
+vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation);
 void vidmm_handle_table_fini(struct vidmm_adapter *a);
 
 /* paging.c */
