@@ -1,8 +1,9 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging]
  */
 #include "bench.h"
+#include "paging_bench.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,11 +25,15 @@ int main(int argc, char **argv)
             bench_opts.check = 1;
         else if (!strcmp(argv[i], "--quick"))
             bench_opts.quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging]\n", argv[0]);
             return 2;
         }
     }
     bench_alloc();
+    if (!bench_opts.only || strstr(bench_opts.only, "paging"))
+        bench_paging();
     return 0;
 }

@@ -200,6 +200,20 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
                 bad(&r, "segment %u: host aperture pages in use disagree with locked allocations", id);
         }
     }
+    /* Paging: the ring is sound, holds at most the buffers in flight plus
+     * the one being written, and their fences increase. */
+    int e = vidmm_ring_check(&a->paging.ring);
+    if (e)
+        bad(&r, "paging ring has %d violations", e);
+    uint32_t inflight = a->paging.ring.count - (a->paging.have_buffer ? 1u : 0u);
+    for (uint32_t i = 0; i < inflight; i++) {
+        uint64_t f = a->paging.fence_fifo[(a->paging.fence_first + i) & (VIDMM_RING_INLINE_RECS - 1)];
+        uint64_t prev = i ? a->paging.fence_fifo[(a->paging.fence_first + i - 1) & (VIDMM_RING_INLINE_RECS - 1)] : 0;
+        if (f <= prev || f >= a->paging.next_fence)
+            bad(&r, "paging fence FIFO out of order at %u", i);
+    }
+    if (a->paging.ring.count > VIDMM_RING_INLINE_RECS)
+        bad(&r, "paging ring holds %u buffers", a->paging.ring.count);
     if (ap_mapped != a->aperture_mapped_bytes)
         bad(&r, "aperture mapped bytes 0x%llx, segments say 0x%llx", (unsigned long long)a->aperture_mapped_bytes,
             (unsigned long long)ap_mapped);

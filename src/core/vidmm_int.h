@@ -15,6 +15,7 @@
 
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
+#include "paging/ring.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -87,17 +88,21 @@ struct vidmm_allocation {
 
 /* ---- paging --------------------------------------------------------- */
 
-#define VIDMM_PAGING_SLOTS 8u
+#define VIDMM_PAGING_SLOTS 8u  /* ring size in paging buffers */
 
 struct vidmm_paging {
-    unsigned char *area;            /* VIDMM_PAGING_SLOTS paging buffers */
+    unsigned char *area;            /* the ring's memory: VIDMM_PAGING_SLOTS paging buffers */
     size_t area_size;
-    uint32_t buffer_size;
-    uint32_t slot;                  /* slot being written */
-    uint64_t slot_fence[VIDMM_PAGING_SLOTS]; /* fence of the last submission from each slot */
-    unsigned char *cursor;          /* write position in the current slot */
-    uint32_t left;                  /* bytes left in the current slot */
-    void *private_data;
+    uint32_t buffer_size;           /* PagingBufferSize */
+    struct vidmm_ring ring;         /* submitted buffers, trimmed to what they hold, in fence order */
+    uint64_t fence_fifo[VIDMM_RING_INLINE_RECS]; /* fence of each live ring record, oldest first */
+    uint32_t fence_first;
+    int have_buffer;                /* a buffer is reserved and being written */
+    unsigned char *start;           /* start of the buffer being written */
+    unsigned char *cursor;          /* write position in it */
+    uint32_t left;                  /* bytes left in it */
+    uint64_t sequence;              /* buffers taken so far: picks the private-data slot */
+    void *private_data;             /* VIDMM_RING_INLINE_RECS slots of private_data_size */
     uint32_t private_data_size;
     int ap_mapped;                  /* area mapped into the paging-buffer aperture */
     uint32_t ap_node;

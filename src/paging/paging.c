@@ -9,10 +9,13 @@
  * is submitted, a fresh buffer is taken, and the same request is made
  * again with the multipass_offset the driver left, until it answers OK.
  *
- * Paging buffers come from a ring of VIDMM_PAGING_SLOTS fixed-size
- * buffers; a slot is reused once the fence of its last submission has
- * completed.  Fences are 64-bit and increase by one per submission; the
- * driver reports completion through vidmm_cb_notify_fence().
+ * Paging buffers come from a FIFO ring (ring.c) over an area of
+ * VIDMM_PAGING_SLOTS x PagingBufferSize bytes: a buffer of the full size is
+ * reserved before the driver writes, and trimmed at submission to what it
+ * holds (4 KiB aligned), so small buffers do not waste the ring.  Space
+ * comes back in fence order.  Fences are 64-bit and increase by one per
+ * submission; the driver reports completion through
+ * vidmm_cb_notify_fence().
  *
  * When the driver names the aperture as the paging-buffer segment, the
  * ring is mapped into the aperture at start-up (MAP_APERTURE_SEGMENT with
@@ -26,11 +29,6 @@
 
 #define WAIT_TIMEOUT_SEC 2
 #define MAX_FRUITLESS_RESTARTS 64
-
-static unsigned char *slot_base(struct vidmm_paging *p, uint32_t slot)
-{
-    return p->area + (size_t)slot * p->buffer_size;
-}
 
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
@@ -53,37 +51,87 @@ static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
     return st;
 }
 
-/* Submit the current slot if anything is in it, then move to the next
- * slot, waiting until the GPU is done with it. */
+static uint64_t completed(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    uint64_t c = a->paging.completed_fence;
+    pthread_mutex_unlock(&a->paging.lock);
+    return c;
+}
+
+/* Return to the ring every buffer whose fence has passed (and, with
+ * wait_one, wait for the oldest first). */
+static vidmm_status retire(struct vidmm_adapter *a, int wait_one)
+{
+    struct vidmm_paging *p = &a->paging;
+    uint32_t mask = VIDMM_RING_INLINE_RECS - 1;
+    uint32_t submitted = p->ring.count - (p->have_buffer ? 1u : 0u);
+    if (wait_one && submitted) {
+        vidmm_status st = wait_fence(a, p->fence_fifo[p->fence_first]);
+        if (st < 0)
+            return st;
+    }
+    uint64_t done = completed(a);
+    while (submitted && p->fence_fifo[p->fence_first] <= done) {
+        vidmm_ring_free_oldest(&p->ring);
+        p->fence_first = (p->fence_first + 1) & mask;
+        submitted--;
+    }
+    return VIDMM_OK;
+}
+
+/* Reserve a full-size buffer for the driver to write into. */
+static vidmm_status take_buffer(struct vidmm_adapter *a)
+{
+    struct vidmm_paging *p = &a->paging;
+    for (;;) {
+        uint64_t off;
+        vidmm_status st = vidmm_ring_alloc(&p->ring, p->buffer_size, &off);
+        if (st == VIDMM_OK) {
+            p->have_buffer = 1;
+            p->start = p->cursor = p->area + off;
+            p->left = p->buffer_size;
+            p->sequence++;
+            return VIDMM_OK;
+        }
+        if (st != VIDMM_E_NO_SEGMENT_SPACE || p->ring.count == 0)
+            return VIDMM_E_DRIVER_FAILURE; /* cannot happen with a well-sized ring */
+        st = retire(a, 1);
+        if (st < 0)
+            return st;
+    }
+}
+
+/* Submit the buffer being written, if it holds anything. */
 static vidmm_status submit_current(struct vidmm_adapter *a)
 {
     struct vidmm_paging *p = &a->paging;
-    unsigned char *base = slot_base(p, p->slot);
-    uint32_t used = (uint32_t)(p->cursor - base);
+    if (!p->have_buffer)
+        return VIDMM_OK;
+    uint32_t used = (uint32_t)(p->cursor - p->start);
     if (used == 0)
         return VIDMM_OK;
     struct vidmm_submit_command_args sub;
     memset(&sub, 0, sizeof(sub));
     sub.adapter = a;
-    sub.dma_buffer = base;
+    sub.dma_buffer = p->start;
     sub.dma_buffer_size = used;
     sub.flags = VIDMM_SUBMIT_PAGING;
-    sub.fence = p->next_fence++;
+    sub.fence = p->next_fence;
     vidmm_status st = a->ops.submit_command(a->driver, &sub);
     if (st < 0) {
-        /* The buffer never ran: forget it, the fence will never come. */
-        p->next_fence--;
-        p->cursor = base;
+        /* The buffer never ran: forget what it holds, keep it for reuse. */
+        p->cursor = p->start;
         p->left = p->buffer_size;
         return VIDMM_E_DRIVER_FAILURE;
     }
-    p->slot_fence[p->slot] = sub.fence;
+    p->next_fence++;
+    vidmm_ring_shrink_newest(&p->ring, used);
+    uint32_t mask = VIDMM_RING_INLINE_RECS - 1;
+    p->fence_fifo[(p->fence_first + p->ring.count - 1) & mask] = sub.fence;
+    p->have_buffer = 0;
     a->paging_buffers++;
-    p->slot = (p->slot + 1) % VIDMM_PAGING_SLOTS;
-    st = wait_fence(a, p->slot_fence[p->slot]);
-    p->cursor = slot_base(p, p->slot);
-    p->left = p->buffer_size;
-    return st;
+    return retire(a, 0);
 }
 
 static uint64_t op_bytes(const struct vidmm_build_paging_buffer_args *op)
@@ -104,12 +152,19 @@ vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_pagin
     unsigned fruitless = 0;
     op->multipass_offset = 0;
     for (;;) {
+        if (!p->have_buffer) {
+            vidmm_status tb = take_buffer(a);
+            if (tb < 0)
+                return tb;
+        }
         unsigned char *start = p->cursor;
         uint32_t left = p->left;
         op->dma_buffer = start;
         op->dma_size = left;
         op->dma_buffer_private_data = p->private_data_size
-            ? (unsigned char *)p->private_data + (size_t)p->slot * p->private_data_size : NULL;
+            ? (unsigned char *)p->private_data +
+                  (size_t)(p->sequence % VIDMM_RING_INLINE_RECS) * p->private_data_size
+            : NULL;
         op->dma_buffer_private_data_size = p->private_data_size;
         vidmm_status st = a->ops.build_paging_buffer(a->driver, op);
         unsigned char *end = op->dma_buffer;
@@ -128,7 +183,7 @@ vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_pagin
         if (st != VIDMM_E_INSUFFICIENT_DMA_BUFFER)
             return VIDMM_E_DRIVER_FAILURE;
         a->paging_restarts++;
-        if (end == start && p->cursor == slot_base(p, p->slot)) {
+        if (end == start && p->cursor == p->start) {
             /* A fresh buffer and still no progress. */
             if (++fruitless > MAX_FRUITLESS_RESTARTS)
                 return VIDMM_E_DRIVER_FAILURE;
@@ -147,7 +202,10 @@ vidmm_status vidmm_paging_flush(struct vidmm_adapter *a)
     vidmm_status st = submit_current(a);
     if (st < 0)
         return st;
-    return wait_fence(a, p->next_fence - 1);
+    st = wait_fence(a, p->next_fence - 1);
+    if (st < 0)
+        return st;
+    return retire(a, 0);
 }
 
 vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, uint32_t private_size)
@@ -167,14 +225,15 @@ vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, ui
     p->area = vidmm_hzalloc(a->ha, p->area_size, VIDMM_PAGE_4K);
     if (!p->area)
         goto nomem;
+    /* No host allocator: the inline records (16) cover the ring's 8 buffers. */
+    if (vidmm_ring_init(&p->ring, NULL, p->area_size, VIDMM_PAGE_4K) < 0)
+        goto nomem;
     if (private_size) {
-        p->private_data = vidmm_hzalloc(a->ha, (size_t)private_size * VIDMM_PAGING_SLOTS, 16);
+        p->private_data = vidmm_hzalloc(a->ha, (size_t)private_size * VIDMM_RING_INLINE_RECS, 16);
         if (!p->private_data)
             goto nomem;
         p->private_data_size = private_size;
     }
-    p->cursor = p->area;
-    p->left = buffer_size;
     if (a->paging_segment_id) {
         /* Map the ring into the paging-buffer aperture. */
         struct vidmm_segment *s = &a->seg[a->paging_segment_id];
@@ -231,7 +290,9 @@ void vidmm_paging_fini(struct vidmm_adapter *a)
     } else if (p->area) {
         (void)vidmm_paging_flush(a);
     }
-    vidmm_hfree(a->ha, p->private_data, (size_t)p->private_data_size * VIDMM_PAGING_SLOTS, 16);
+    vidmm_hfree(a->ha, p->private_data, (size_t)p->private_data_size * VIDMM_RING_INLINE_RECS, 16);
+    if (p->ring.size)
+        vidmm_ring_fini(&p->ring);
     vidmm_hfree(a->ha, p->area, p->area_size, VIDMM_PAGE_4K);
     p->area = NULL;
     p->private_data = NULL;

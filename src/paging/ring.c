@@ -107,6 +107,20 @@ vidmm_status vidmm_ring_alloc(struct vidmm_ring *ring, uint64_t size, uint64_t *
     return VIDMM_OK;
 }
 
+vidmm_status vidmm_ring_shrink_newest(struct vidmm_ring *ring, uint64_t new_size)
+{
+    if (!ring || !ring->count)
+        return VIDMM_E_STATE;
+    struct vidmm_ring_rec *r = &ring->recs[(ring->rec_first + ring->count - 1) & (ring->rec_cap - 1)];
+    if (new_size == 0 || new_size > r->size)
+        return VIDMM_E_INVALID_ARG;
+    new_size = (new_size + ring->align - 1) & ~(ring->align - 1);
+    ring->live_bytes -= r->size - new_size;
+    r->size = new_size;
+    ring->head = r->offset + new_size;
+    return VIDMM_OK;
+}
+
 vidmm_status vidmm_ring_free_oldest(struct vidmm_ring *ring)
 {
     if (!ring || !ring->count)

@@ -56,6 +56,12 @@ void vidmm_ring_fini(struct vidmm_ring *ring);
  * VIDMM_E_INVALID_ARG for size 0.  State is unchanged on failure. */
 vidmm_status vidmm_ring_alloc(struct vidmm_ring *ring, uint64_t size, uint64_t *offset);
 
+/* Give back the unused end of the newest allocation: its size becomes
+ * new_size (rounded up to align, > 0, not above its current size), so the
+ * next allocation starts right after what was used.  VIDMM_E_STATE if the
+ * ring is empty, VIDMM_E_INVALID_ARG for a bad size. */
+vidmm_status vidmm_ring_shrink_newest(struct vidmm_ring *ring, uint64_t new_size);
+
 /* Free the oldest live allocation; VIDMM_E_STATE if the ring is empty. */
 vidmm_status vidmm_ring_free_oldest(struct vidmm_ring *ring);
 

@@ -50,17 +50,20 @@ vidmm_status vidmm_ra_init(struct vidmm_range_alloc *ra, const struct vidmm_host
 void vidmm_ra_fini(struct vidmm_range_alloc *ra);
 
 /* Allocate size bytes (rounded up to chunk) aligned to align (a power of
- * two; values below chunk mean chunk).  On success *offset is the start
- * and *node the handle for vidmm_ra_free.  VIDMM_E_NO_SEGMENT_SPACE when
- * no free range can hold it (and then the state is unchanged),
- * VIDMM_E_NO_HOST_MEMORY when node storage cannot grow,
- * VIDMM_E_INVALID_ARG for size 0 or a non-power-of-two align. */
+ * two; values below chunk, including 0, mean chunk).  On success *offset is
+ * the start and *node the handle for vidmm_ra_free.
+ * VIDMM_E_NO_SEGMENT_SPACE when no free range can hold it (and then the
+ * state is unchanged), VIDMM_E_NO_HOST_MEMORY when node storage cannot grow
+ * (state unchanged too), VIDMM_E_INVALID_ARG for size 0, a
+ * non-power-of-two align or an unknown flag, VIDMM_E_OVERFLOW when rounding
+ * size up to chunk overflows. */
 vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_t align,
                             unsigned flags, uint64_t *offset, uint32_t *node);
 
 /* Allocate exactly [offset, offset+size) if it is free (for ranges the
  * driver reports bad, or fixed placements).  VIDMM_E_NO_SEGMENT_SPACE if
- * any part is in use. */
+ * any part is in use or outside the range, VIDMM_E_ALIGNMENT if offset is
+ * not a multiple of chunk.  Searches the free ranges only. */
 vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, uint64_t size,
                                uint32_t *node);
 
@@ -68,7 +71,9 @@ vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, ui
  * least min_size: the building block of page-set allocations, which take
  * holes largest-first until the request is covered.  *size receives the
  * length obtained.  VIDMM_E_NO_SEGMENT_SPACE if no free range of at least
- * min_size exists. */
+ * min_size exists (after alignment), VIDMM_E_INVALID_ARG if max_size is 0
+ * or below min_size.  The range comes from the highest non-empty bin; the
+ * bins below are only searched when alignment leaves too little there. */
 vidmm_status vidmm_ra_alloc_largest(struct vidmm_range_alloc *ra, uint64_t min_size, uint64_t max_size,
                                     uint64_t align, uint64_t *offset, uint64_t *size, uint32_t *node);
 

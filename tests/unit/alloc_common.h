@@ -55,8 +55,14 @@ struct ac_snapshot {
 void ac_snap(const struct ac_fixture *f, struct ac_snapshot *s, const vidmm_handle *h, uint32_t nh);
 /* 1 when equal; otherwise prints the first differences (tagged with what). */
 int ac_snap_equal(const struct ac_snapshot *x, const struct ac_snapshot *y, const char *what);
+int ac_snap_equal_slack(const struct ac_snapshot *x, const struct ac_snapshot *y, const char *what, int64_t slack);
 /* Takes a new snapshot with the handles of old and compares. */
 int ac_snap_unchanged(const struct ac_fixture *f, const struct ac_snapshot *old, const char *what);
+/* The same, but the host allocator may hold up to slack more blocks: a
+ * create that fails after validation keeps its handle-table slot object
+ * for the next create (reused, freed at close; not a leak). */
+int ac_snap_unchanged_slack(const struct ac_fixture *f, const struct ac_snapshot *old, const char *what,
+                            int64_t slack);
 
 /* SOFTGPU_ALLOC_EXPLICIT description and creation. */
 void ac_explicit_desc(struct softgpu_alloc_desc *d, uint32_t set, uint32_t pref, uint32_t flags, uint64_t size,

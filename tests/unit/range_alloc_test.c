@@ -281,7 +281,7 @@ static void differential(void)
     uint64_t s = t_seed() ^ 0xD1FF;
     memset(&m, 0, sizeof m);
     T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), MCH * CH, CH), VIDMM_OK);
-    unsigned ops = 20000 * t_scale();
+    unsigned ops = 50000 * t_scale();
     unsigned nospace = 0;
     for (unsigned i = 0; i < ops && !t_current_failures(); i++) {
         uint64_t r = t_rand_range(&s, 100);

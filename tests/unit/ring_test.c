@@ -90,7 +90,7 @@ static void differential(void)
     uint64_t s = t_seed() ^ 0x219;
     memset(used, 0, sizeof used);
     T_ST(vidmm_ring_init(&r, vidmm_default_host_allocator(), NCH * CH, CH), VIDMM_OK);
-    unsigned ops = 20000 * t_scale();
+    unsigned ops = 50000 * t_scale();
     for (unsigned i = 0; i < ops && !t_current_failures(); i++) {
         if (qn && t_rand_range(&s, 100) < 45) {
             uint64_t o, z;
