@@ -54,10 +54,10 @@ static void sg_prefault(uint8_t *p, uint64_t size)
 {
     if (madvise(p, size, MADV_POPULATE_WRITE) == 0)
         return;
-    /* Older kernel: touch one byte per 4 KiB page (content stays zero). */
+    /* Older kernel: write one byte per 4 KiB page. */
     for (uint64_t o = 0; o < size; o += SG_PAGE_4K) {
         volatile uint8_t *b = p + o;
-        *b = *b;
+        *b = 0; /* fresh segment: already zero */
     }
 }
 

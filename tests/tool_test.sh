@@ -34,6 +34,10 @@ expect_rc 2 "no command" "$tool"
 expect_rc 0 "help" "$tool" --help
 expect_out "version" "vidmm 0" "$tool" --version
 expect_out "presets" "wddm1" "$tool" presets
+expect_out "info --json format" '"format": "vidmm-info/1"' "$tool" info --json
+if command -v python3 >/dev/null 2>&1; then
+  if "$tool" info --json --adapter wddm1 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["segments"])==5 and d["segments"][3]["kind"]=="agp"'; then ok; else bad "info --json parses"; fi
+fi
 expect_rc 0 "demo" "$tool" demo
 expect_out "demo integrity" "integrity: 21 of 21 read-backs matched; adapter check: clean" "$tool" demo
 expect_out "demo moves" "move texture" "$tool" demo

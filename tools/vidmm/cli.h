@@ -11,6 +11,7 @@
 
 struct cli_options {
     struct softgpu_config config;
+    int json;
 };
 
 struct cli_session {

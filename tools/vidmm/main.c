@@ -1,7 +1,7 @@
 /*
  * main.c - the vidmm command-line tool.
  *
- *   vidmm info [--adapter PRESET] [--segment ID=SIZE]... [--prefault]
+ *   vidmm info [--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json]
  *   vidmm demo [--adapter PRESET] [--segment ID=SIZE]...
  *   vidmm presets
  *   vidmm --version | --help
@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "  --adapter PRESET    softgpu preset: dgpu (default), igpu, wddm1, big\n"
             "  --segment ID=SIZE   resize driver segment ID (SIZE like 512M, 8G, 80G)\n"
             "  --prefault          touch all simulated video memory at start\n"
+            "  --json              info: print JSON instead of a table\n"
             "  --version, --help\n");
 }
 
@@ -78,6 +79,8 @@ int cli_parse_adapter_options(int argc, char **argv, int first, struct cli_optio
             o->config.segment_size[id] = size;
         } else if (!strcmp(argv[i], "--prefault")) {
             o->config.prefault = 1;
+        } else if (!strcmp(argv[i], "--json")) {
+            o->json = 1;
         } else {
             fprintf(stderr, "vidmm: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -197,6 +200,38 @@ void cli_print_segments(const struct vidmm_adapter *a, FILE *f)
         fprintf(f, ", AGP segment: %u\n", ai.agp_segment_id);
 }
 
+/* Machine-readable form of `vidmm info`; "format" carries a version so
+ * consumers can tell layouts apart. */
+static void print_info_json(const char *preset, const struct vidmm_adapter *a, FILE *f)
+{
+    struct vidmm_adapter_info ai;
+    vidmm_adapter_query_info(a, &ai);
+    fprintf(f, "{\n  \"format\": \"vidmm-info/1\",\n  \"vidmm_version\": \"%s\",\n", VIDMM_VERSION_STRING);
+    fprintf(f, "  \"adapter\": {\"preset\": \"%s\", \"wddm_version\": \"0x%x\", \"gpummu\": %s, \"iommu\": %s, "
+               "\"move_paging\": %s,\n    \"aperture_segment_id\": %u, \"agp_segment_id\": %u, "
+               "\"paging_buffer_segment_id\": %u, \"paging_buffer_size\": %u},\n",
+            preset, ai.wddm_version, (ai.memory_management_caps & VIDMM_CAPS_GPUMMU) ? "true" : "false",
+            (ai.memory_management_caps & VIDMM_CAPS_IOMMU) ? "true" : "false",
+            (ai.physical_adapter_flags & VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED) ? "true" : "false",
+            ai.aperture_segment_id, ai.agp_segment_id, ai.paging_buffer_segment_id, ai.paging_buffer_size);
+    fprintf(f, "  \"segments\": [\n");
+    for (uint32_t id = 0; id < ai.segment_count; id++) {
+        struct vidmm_segment_info si;
+        vidmm_segment_query(a, id, &si);
+        fprintf(f,
+                "    {\"id\": %u, \"kind\": \"%s\", \"base_address\": %llu, \"size\": %llu, \"page_size\": %u, "
+                "\"cpu_visible\": %s, \"cpu_host_aperture_bytes\": %llu, \"flags\": %u, \"commit_limit\": %llu, "
+                "\"committed\": %llu, \"free\": %llu, \"largest_free\": %llu}%s\n",
+                id, vidmm_segment_kind_str(si.kind), (unsigned long long)si.base_address,
+                (unsigned long long)si.size, si.page_size, si.cpu_visible ? "true" : "false",
+                (unsigned long long)si.host_aperture_pages * si.page_size, si.flags,
+                (unsigned long long)si.commit_limit, (unsigned long long)si.committed,
+                (unsigned long long)si.free_bytes, (unsigned long long)si.largest_free,
+                id + 1 < ai.segment_count ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+}
+
 static int cmd_info(int argc, char **argv)
 {
     struct cli_options o;
@@ -208,6 +243,12 @@ static int cmd_info(int argc, char **argv)
         return 1;
     struct vidmm_adapter_info ai;
     vidmm_adapter_query_info(s.adapter, &ai);
+    if (o.json) {
+        print_info_json(o.config.preset, s.adapter, stdout);
+        int bad = vidmm_adapter_check(s.adapter, NULL, 0);
+        cli_close(&s);
+        return bad ? 1 : 0;
+    }
     printf("adapter: softgpu preset '%s', WDDM %x.%x, caps:%s%s%s%s\n", o.config.preset, ai.wddm_version >> 12,
            (ai.wddm_version >> 8) & 0xF, (ai.memory_management_caps & VIDMM_CAPS_GPUMMU) ? " GpuMmu" : "",
            (ai.memory_management_caps & VIDMM_CAPS_IOMMU) ? " IoMmu" : "",
