@@ -8,18 +8,24 @@
  * physical neighbours (prev/next by address) so free() coalesces in O(1).
  *
  * Free ranges sit in TLSF bins: the first level is the highest set bit of
- * the size in chunks, the second level splits each power of two into 32
- * bins (bins below 64 chunks are exact).  Placement follows VMA's
- * MIN_MEMORY strategy: first scan the bin of the request's own size class
- * (it may hold ranges a little too small, or ones that only fit before the
- * alignment padding), then walk the non-empty larger bins through the two
- * bitmaps.  Taking the smallest class that fits, rather than TLSF's usual
- * "next class up, guaranteed fit", is what keeps big holes whole after
- * churn (perf-anchors §4.2: 0.97 vs 0.19 of the free space usable).
+ * the size in chunks, the second level splits each power of two into 64
+ * bins (bins below 128 chunks are exact), with one uint64 bitmap per first
+ * level.  Placement follows VMA's MIN_MEMORY strategy: first scan the bin
+ * of the request's own size class (it may hold ranges a little too small,
+ * or ones that only fit after alignment padding; among up to
+ * OWN_BIN_CANDIDATES that fit, one where the request starts at the range's
+ * start or ends at its end is preferred, so padding does not split off a
+ * fragment needlessly), then
+ * take the first fitting range of the non-empty larger bins found through
+ * the two bitmaps.  Taking the smallest class that fits, rather than TLSF's
+ * usual "next class up, guaranteed fit", is what keeps big holes whole
+ * after churn (perf-anchors §4.2: 0.97 vs 0.19 of the free space usable).
  *
  * The used/free state hides in prev_free (RA_USED / RA_SLOT markers) so a
- * node is 32 bytes, two per cache line; the hot paths have no division and
- * no host allocation once the node array is large enough.
+ * node is 32 bytes, two per cache line.  The hot paths have no division and
+ * no host allocation once the node array is large enough; an exact fit (no
+ * split) is handled inline in vidmm_ra_alloc, and the class index found by
+ * the search is reused to unlink the node instead of being recomputed.
  */
 #include "seg/range_alloc.h"
 
@@ -31,8 +37,14 @@
 #define RA_SLOT 0xFFFFFFFDu   /* prev_free of an unused slot (next_free chains slots) */
 #define RA_MAX_NODES 0x7FFFFFFFu
 
-#define SL_LOG2 5u
-#define SL_COUNT 32u
+/* 64 second-level bins per power of two, one uint64 bitmap word each. */
+#define SL_LOG2 6u
+#define SL_COUNT 64u
+#define SLBIT(sl) (UINT64_C(1) << (sl))
+
+/* Candidates that fit looked at in the request's own bin before taking the
+ * first one (an exact or padding-free fit ends the scan at once). */
+#define OWN_BIN_CANDIDATES 8u
 
 /* Offsets stay below 2^62 so "offset + alignment padding" can never wrap. */
 #define RA_MAX_SIZE (UINT64_C(1) << 62)
@@ -72,16 +84,6 @@ static inline unsigned ctz64(uint64_t x) /* x != 0 */
 #endif
 }
 
-static inline unsigned msb32(uint32_t x) { return msb64(x); }
-static inline unsigned ctz32(uint32_t x)
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_ctz(x);
-#else
-    return ctz64(x);
-#endif
-}
-
 /* Size class of n chunks (n >= 1). */
 static inline void mapping(uint64_t n, unsigned *fl, unsigned *sl)
 {
@@ -103,6 +105,20 @@ static inline uint64_t bin_low(unsigned fl, unsigned sl)
     return (uint64_t)(SL_COUNT + sl) << (fl - 1);
 }
 
+#if defined(__GNUC__)
+#define RA_HOT inline __attribute__((always_inline))
+#else
+#define RA_HOT inline
+#endif
+
+/* Class index fl * SL_COUNT + sl of n chunks. */
+static inline unsigned class_index(uint64_t n)
+{
+    unsigned fl, sl;
+    mapping(n, &fl, &sl);
+    return fl * SL_COUNT + sl;
+}
+
 static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 /* ---- free lists ---- */
@@ -118,27 +134,33 @@ static inline void bin_insert(struct vidmm_range_alloc *ra, uint32_t i)
     if (*head != RA_NIL)
         ra->nodes[*head].prev_free = i;
     *head = i;
-    ra->sl_bitmap[fl] |= 1u << sl;
+    ra->sl_bitmap[fl] |= SLBIT(sl);
     ra->fl_bitmap |= UINT64_C(1) << fl;
 }
 
-static inline void bin_remove(struct vidmm_range_alloc *ra, uint32_t i)
+/* Unlink free node i, whose class index is cls. */
+static RA_HOT void bin_remove_cls(struct vidmm_range_alloc *ra, uint32_t i, unsigned cls)
 {
-    struct vidmm_ra_node *n = &ra->nodes[i];
-    if (n->next_free != RA_NIL)
-        ra->nodes[n->next_free].prev_free = n->prev_free;
-    if (n->prev_free != RA_NIL) {
-        ra->nodes[n->prev_free].next_free = n->next_free;
+    struct vidmm_ra_node *nodes = ra->nodes;
+    uint32_t nx = nodes[i].next_free, pv = nodes[i].prev_free;
+    if (nx != RA_NIL)
+        nodes[nx].prev_free = pv;
+    if (pv != RA_NIL) {
+        nodes[pv].next_free = nx;
     } else {
-        unsigned fl, sl;
-        mapping(n->size >> ra->chunk_shift, &fl, &sl);
-        ra->bins[fl * SL_COUNT + sl] = n->next_free;
-        if (n->next_free == RA_NIL) {
-            ra->sl_bitmap[fl] &= ~(1u << sl);
+        ra->bins[cls] = nx;
+        if (nx == RA_NIL) {
+            unsigned fl = cls >> SL_LOG2;
+            ra->sl_bitmap[fl] &= ~SLBIT(cls & (SL_COUNT - 1));
             if (!ra->sl_bitmap[fl])
                 ra->fl_bitmap &= ~(UINT64_C(1) << fl);
         }
     }
+}
+
+static inline void bin_remove(struct vidmm_range_alloc *ra, uint32_t i)
+{
+    bin_remove_cls(ra, i, class_index(ra->nodes[i].size >> ra->chunk_shift));
 }
 
 /* ---- node slots ---- */
@@ -187,6 +209,13 @@ static inline void slot_put(struct vidmm_range_alloc *ra, uint32_t i)
 
 /* ---- init / fini ---- */
 
+/* Bytes of the table holding, per first-level bin, its second-level bitmap
+ * (first, so the uint64 words are aligned) and then its SL_COUNT list heads. */
+static size_t tab_bytes(unsigned fl_count)
+{
+    return (size_t)fl_count * (sizeof(uint64_t) + SL_COUNT * sizeof(uint32_t));
+}
+
 vidmm_status vidmm_ra_init(struct vidmm_range_alloc *ra, const struct vidmm_host_allocator *ha,
                            uint64_t size, uint64_t chunk)
 {
@@ -206,19 +235,19 @@ vidmm_status vidmm_ra_init(struct vidmm_range_alloc *ra, const struct vidmm_host
     unsigned fl, sl;
     mapping(size >> ra->chunk_shift, &fl, &sl);
     ra->fl_count = fl + 1;
-    size_t words = (size_t)ra->fl_count * (SL_COUNT + 1);
-    uint32_t *tab = ha->alloc(ha->user_data, words * sizeof *tab, 64);
+    void *tab = ha->alloc(ha->user_data, tab_bytes(ra->fl_count), 64);
     if (!tab)
         return VIDMM_E_NO_HOST_MEMORY;
-    ra->bins = tab;
-    ra->sl_bitmap = tab + (size_t)ra->fl_count * SL_COUNT;
+    ra->sl_bitmap = tab;
+    ra->bins = (uint32_t *)(void *)(ra->sl_bitmap + ra->fl_count);
     for (size_t i = 0; i < (size_t)ra->fl_count * SL_COUNT; i++)
         ra->bins[i] = RA_NIL;
     memset(ra->sl_bitmap, 0, ra->fl_count * sizeof *ra->sl_bitmap);
 
     if (grow_nodes(ra) != VIDMM_OK) {
-        ha->free(ha->user_data, tab, words * sizeof *tab, 64);
-        ra->bins = ra->sl_bitmap = NULL;
+        ha->free(ha->user_data, tab, tab_bytes(ra->fl_count), 64);
+        ra->bins = NULL;
+        ra->sl_bitmap = NULL;
         return VIDMM_E_NO_HOST_MEMORY;
     }
     uint32_t i = slot_get(ra);
@@ -239,9 +268,8 @@ void vidmm_ra_fini(struct vidmm_range_alloc *ra)
         return;
     if (ra->nodes)
         ra->ha->free(ra->ha->user_data, ra->nodes, (size_t)ra->node_cap * sizeof *ra->nodes, 64);
-    if (ra->bins)
-        ra->ha->free(ra->ha->user_data, ra->bins,
-                     (size_t)ra->fl_count * (SL_COUNT + 1) * sizeof *ra->bins, 64);
+    if (ra->sl_bitmap)
+        ra->ha->free(ra->ha->user_data, ra->sl_bitmap, tab_bytes(ra->fl_count), 64);
     memset(ra, 0, sizeof *ra);
     ra->free_node_head = ra->first_node = RA_NIL;
 }
@@ -269,17 +297,45 @@ static inline int fit(const struct vidmm_ra_node *n, uint64_t size, uint64_t ama
     return 1;
 }
 
-/* Best-fit-first search (see the overview).  Returns the node or RA_NIL. */
-static uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, uint64_t amask, unsigned flags,
-                     uint64_t *start)
+/* Best-fit-first search (see the overview).  Returns the node or RA_NIL,
+ * with the start in *start and the node's class index in *cls. */
+static RA_HOT uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, uint64_t amask,
+                            unsigned flags, uint64_t *start, unsigned *cls)
 {
     const struct vidmm_ra_node *nodes = ra->nodes;
     unsigned fl, sl;
     mapping(size >> ra->chunk_shift, &fl, &sl);
-    for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = nodes[b].next_free)
-        if (fit(&nodes[b], size, amask, flags, start))
-            return b;
-    uint32_t slmap = ra->sl_bitmap[fl] & ((~0u << sl) << 1);
+    {
+        /* Own bin: a candidate that needs no padding on one side (for the
+         * common exact fit, on both) is taken at once; otherwise the first
+         * of up to OWN_BIN_CANDIDATES that fit, so padding splits off a new
+         * small free range only when no flush candidate is at hand. */
+        uint32_t first = RA_NIL;
+        uint64_t first_start = 0;
+        unsigned seen = 0;
+        for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = nodes[b].next_free) {
+            uint64_t s;
+            if (!fit(&nodes[b], size, amask, flags, &s))
+                continue;
+            if (s == nodes[b].offset || s + size == nodes[b].offset + nodes[b].size) {
+                *start = s;
+                *cls = fl * SL_COUNT + sl;
+                return b;
+            }
+            if (first == RA_NIL) {
+                first = b;
+                first_start = s;
+            }
+            if (++seen >= OWN_BIN_CANDIDATES)
+                break;
+        }
+        if (first != RA_NIL) {
+            *start = first_start;
+            *cls = fl * SL_COUNT + sl;
+            return first;
+        }
+    }
+    uint64_t slmap = ra->sl_bitmap[fl] & ((~(uint64_t)0 << sl) << 1);
     for (;;) {
         if (!slmap) {
             uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
@@ -288,10 +344,12 @@ static uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, uint64_t
             fl = ctz64(flmap);
             slmap = ra->sl_bitmap[fl];
         }
-        sl = ctz32(slmap);
+        sl = ctz64(slmap);
         for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = nodes[b].next_free)
-            if (fit(&nodes[b], size, amask, flags, start))
+            if (fit(&nodes[b], size, amask, flags, start)) {
+                *cls = fl * SL_COUNT + sl;
                 return b;
+            }
         slmap &= slmap - 1;
     }
 }
@@ -299,8 +357,8 @@ static uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, uint64_t
 /* Turn [start, start+size) of free node b into a live allocation; the
  * padding on either side stays free as new nodes.  Node storage is grown
  * first, so a host-allocation failure leaves everything as it was. */
-static vidmm_status carve(struct vidmm_range_alloc *ra, uint32_t b, uint64_t start, uint64_t size,
-                          uint32_t *node)
+static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned cls, uint64_t start,
+                              uint64_t size, uint32_t *node)
 {
     struct vidmm_ra_node *n = &ra->nodes[b];
     uint64_t left = start - n->offset;
@@ -312,7 +370,7 @@ static vidmm_status carve(struct vidmm_range_alloc *ra, uint32_t b, uint64_t sta
             return st;
         n = &ra->nodes[b];
     }
-    bin_remove(ra, b);
+    bin_remove_cls(ra, b, cls);
     if (left) {
         uint32_t l = slot_get(ra);
         struct vidmm_ra_node *ln = &ra->nodes[l];
@@ -349,6 +407,12 @@ static vidmm_status carve(struct vidmm_range_alloc *ra, uint32_t b, uint64_t sta
     return VIDMM_OK;
 }
 
+static vidmm_status carve(struct vidmm_range_alloc *ra, uint32_t b, uint64_t start, uint64_t size,
+                          uint32_t *node)
+{
+    return carve_cls(ra, b, class_index(ra->nodes[b].size >> ra->chunk_shift), start, size, node);
+}
+
 /* Round size up to a chunk multiple; VIDMM_OK or the status to return. */
 static inline vidmm_status round_size(const struct vidmm_range_alloc *ra, uint64_t *size)
 {
@@ -381,10 +445,24 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
         return VIDMM_E_NO_SEGMENT_SPACE;
     align = clamp_align(ra, align);
     uint64_t start = 0;
-    uint32_t b = find(ra, size, align - 1, flags, &start);
+    unsigned cls = 0;
+    uint32_t b = flags ? find(ra, size, align - 1, VIDMM_RA_TOPDOWN, &start, &cls)
+                       : find(ra, size, align - 1, 0, &start, &cls);
     if (b == RA_NIL)
         return VIDMM_E_NO_SEGMENT_SPACE;
-    st = carve(ra, b, start, size, node);
+    struct vidmm_ra_node *n = &ra->nodes[b];
+    if (start == n->offset && size == n->size) {
+        /* Exact fit (the common case after churn): no split, no new node. */
+        bin_remove_cls(ra, b, cls);
+        n->prev_free = RA_USED;
+        n->next_free = RA_NIL;
+        ra->free_bytes -= size;
+        ra->live_count++;
+        *node = b;
+        *offset = start;
+        return VIDMM_OK;
+    }
+    st = carve_cls(ra, b, cls, start, size, node);
     if (st == VIDMM_OK)
         *offset = start;
     return st;
@@ -406,7 +484,7 @@ vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, ui
      * live allocations are never walked.  Fixed placements are rare. */
     unsigned fl, sl;
     mapping(size >> ra->chunk_shift, &fl, &sl);
-    uint32_t slmap = ra->sl_bitmap[fl] & (~0u << sl);
+    uint64_t slmap = ra->sl_bitmap[fl] & (~(uint64_t)0 << sl);
     for (;;) {
         if (!slmap) {
             uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
@@ -415,7 +493,7 @@ vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, ui
             fl = ctz64(flmap);
             slmap = ra->sl_bitmap[fl];
         }
-        sl = ctz32(slmap);
+        sl = ctz64(slmap);
         for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free) {
             const struct vidmm_ra_node *n = &ra->nodes[b];
             if (n->offset <= offset && offset - n->offset + size <= n->size)
@@ -446,9 +524,9 @@ static vidmm_status alloc_largest(struct vidmm_range_alloc *ra, uint64_t min_siz
      * usable bytes gives its best range.  Normally that is the top bin; the
      * walk down only happens when alignment eats the top bin's ranges. */
     unsigned fl = msb64(ra->fl_bitmap);
-    uint32_t slmap = ra->sl_bitmap[fl];
+    uint64_t slmap = ra->sl_bitmap[fl];
     for (;;) {
-        unsigned sl = msb32(slmap);
+        unsigned sl = msb64(slmap);
         /* Ranges in this bin and below are shorter than the next bin's low
          * bound: once that is below min_size nothing can fit. */
         uint64_t top = (sl + 1 < SL_COUNT) ? bin_low(fl, sl + 1)
@@ -475,7 +553,7 @@ static vidmm_status alloc_largest(struct vidmm_range_alloc *ra, uint64_t min_siz
             }
             return st;
         }
-        slmap &= ~(1u << sl);
+        slmap &= ~SLBIT(sl);
         while (!slmap) {
             if (fl == 0)
                 return VIDMM_E_NO_SEGMENT_SPACE;
@@ -581,7 +659,7 @@ uint64_t vidmm_ra_largest_free(const struct vidmm_range_alloc *ra)
     if (!ra || !ra->nodes || !ra->fl_bitmap)
         return 0;
     unsigned fl = msb64(ra->fl_bitmap);
-    unsigned sl = msb32(ra->sl_bitmap[fl]);
+    unsigned sl = msb64(ra->sl_bitmap[fl]);
     uint64_t best = 0;
     for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free)
         if (ra->nodes[b].size > best)

@@ -37,7 +37,7 @@ struct vidmm_range_alloc {
     uint32_t node_cap, node_count, free_node_head;
     uint32_t first_node;   /* lowest-address node (free or used) */
     uint64_t fl_bitmap;
-    uint32_t *sl_bitmap;   /* one word per first-level bin */
+    uint64_t *sl_bitmap;   /* one word per first-level bin */
     uint32_t *bins;        /* heads of free lists, [fl][sl] */
     unsigned fl_count;
 };
