@@ -65,6 +65,12 @@ unsigned t_scale(void)
     return s ? s : 1;
 }
 
+int t_no_big(void)
+{
+    const char *e = getenv("VIDMM_TEST_NO_BIG");
+    return e && *e && *e != '0';
+}
+
 int t_summary(void)
 {
     printf("seed %" PRIu64 " (rerun with VIDMM_TEST_SEED=%" PRIu64 ")\n", t_seed(), t_seed());

@@ -22,6 +22,9 @@ uint64_t t_seed(void);
 /* Scale factor for long randomised tests (VIDMM_TEST_SCALE, default 1). */
 unsigned t_scale(void);
 int t_current_failures(void);
+/* VIDMM_TEST_NO_BIG=1: skip the 80 GiB "big" preset (valgrind cannot
+ * reserve that much address space). */
+int t_no_big(void);
 
 #define T_CHECK(cond) \
     do { if (!(cond)) t_fail(__FILE__, __LINE__, #cond); } while (0)
