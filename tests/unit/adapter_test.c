@@ -370,6 +370,58 @@ static void default_describe_op(void)
     fixture_fini(&f);
 }
 
+/* Random descriptions: whatever the driver says, open either succeeds with
+ * a sound adapter or fails with VIDMM_E_BAD_DRIVER_DESC and a message; it
+ * never crashes and never leaks. */
+static uint64_t fuzz_state;
+static void m_fuzz(struct vidmm_query_segment_out *out)
+{
+    uint64_t *st = &fuzz_state;
+    uint32_t k = 1 + (uint32_t)t_rand_range(st, 4);
+    for (uint32_t i = 0; i < k; i++) {
+        struct vidmm_segment_descriptor *d = &out->segment_descriptor[t_rand_range(st, out->nb_segment)];
+        switch (t_rand_range(st, 8)) {
+        case 0: d->flags ^= 1u << t_rand_range(st, 32); break;
+        case 1: d->size = t_rand_range(st, 2) ? t_rand(st) : d->size + 4096 * t_rand_range(st, 64); break;
+        case 2: d->base_address = t_rand_range(st, 2) ? t_rand(st) : d->base_address ^ (65536ull << t_rand_range(st, 20)); break;
+        case 3: d->commit_limit = t_rand_range(st, 3) ? d->size >> t_rand_range(st, 4) : t_rand(st); break;
+        case 4: d->page_size = (uint32_t)(t_rand_range(st, 2) ? 4096u << (4 * t_rand_range(st, 2)) : t_rand(st)); break;
+        case 5: out->paging_buffer_segment_id = (uint32_t)t_rand_range(st, out->nb_segment + 3); break;
+        case 6: out->paging_buffer_size = (uint32_t)(t_rand_range(st, 2) ? 4096 * t_rand_range(st, 32) : t_rand(st)); break;
+        case 7: d->cpu_host_aperture.size_in_pages = (uint32_t)t_rand_range(st, 1024); break;
+        }
+    }
+}
+
+static void fuzz_descriptions(void)
+{
+    uint64_t seed = t_seed() ^ 0xADA97E5ull;
+    const char *presets[] = { "dgpu", "wddm1", "igpu" };
+    unsigned runs = 300 * t_scale(), opened = 0, rejected = 0;
+    for (unsigned i = 0; i < runs; i++) {
+        struct fixture f;
+        if (fixture_init(&f, presets[i % 3]) < 0)
+            continue;
+        fuzz_state = seed + i;
+        f.m.mutate = m_fuzz;
+        struct vidmm_adapter *a = NULL;
+        vidmm_status st = vidmm_adapter_open(&f.ci, &a);
+        if (st == VIDMM_OK) {
+            opened++;
+            T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+            vidmm_adapter_close(a);
+        } else {
+            rejected++;
+            T_CHECK(st == VIDMM_E_BAD_DRIVER_DESC || st == VIDMM_E_NO_HOST_MEMORY);
+            T_CHECK(st != VIDMM_E_BAD_DRIVER_DESC || f.msg[0] != '\0');
+            T_CHECK(a == NULL);
+        }
+        fixture_fini(&f);
+    }
+    T_CHECK(rejected > runs / 2);
+    printf("adapter.fuzz_descriptions: %u random descriptions, %u opened, %u rejected\n", runs, opened, rejected);
+}
+
 void suite_adapter(void);
 void suite_adapter(void)
 {
@@ -379,4 +431,5 @@ void suite_adapter(void)
     t_run("adapter.open_bad_arguments", open_bad_arguments);
     t_run("adapter.open_out_of_host_memory", open_out_of_host_memory);
     t_run("adapter.default_describe_op", default_describe_op);
+    t_run("adapter.fuzz_descriptions", fuzz_descriptions);
 }
