@@ -34,7 +34,12 @@ LIB_SRC     := $(sort $(wildcard src/*/*.c))
 SOFTGPU_SRC := $(sort $(wildcard softgpu/*.c))
 TOOL_SRC    := $(sort $(wildcard tools/vidmm/*.c))
 TEST_SRC    := $(sort $(wildcard tests/*.c tests/harness/*.c tests/unit/*.c))
+# PEERS="a.c b.c": link other allocators into the benchmark (bench/peers.h).
+PEERS       ?=
 BENCH_SRC   := $(sort $(wildcard bench/*.c))
+ifneq ($(strip $(PEERS)),)
+BENCH_SRC   := $(filter-out bench/peers_none.c,$(BENCH_SRC))
+endif
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 SOFTGPU_OBJ := $(SOFTGPU_SRC:%.c=$(BUILD)/%.o)
@@ -76,8 +81,8 @@ $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(TEST_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
 
 $(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu
-$(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+$(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(PEERS)
+	$(CC) $(CFLAGS_ALL) -Ibench $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(PEERS) $(SOFTGPU) $(STATIC) $(LIBS)
 
 test: $(TESTS) $(TOOL)
 	sh tests/run.sh $(BUILD)
@@ -86,7 +91,8 @@ demo: $(TOOL)
 	$(TOOL) demo
 
 bench:
-	$(MAKE) BUILD=build-bench OPT="-O2 -DNDEBUG" build-bench/vidmm-bench
+	rm -f build-bench/vidmm-bench
+	$(MAKE) BUILD=build-bench OPT="-O2 -DNDEBUG" PEERS="$(PEERS)" build-bench/vidmm-bench
 	taskset -c 1 build-bench/vidmm-bench 2>/dev/null || build-bench/vidmm-bench
 
 # Every public header must compile on its own as strict C11 (no extensions).

@@ -12,6 +12,7 @@
  * Mesa util_vma style) as a slow, obviously-correct reference.
  */
 #include "bench.h"
+#include "peers.h"
 
 #include "paging/ring.h"
 #include "seg/page_pool.h"
@@ -817,6 +818,28 @@ static void print_ratio(const char *what, double ns, const char *peer, double an
 /* Workloads                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Same-run comparison with linked peers (peers.h): null, one vidmm
+ * adapter, then up to 6 peers on trace t. */
+static void run_peers(const struct trace *t, const struct bench_allocator *ours, const char *our_label)
+{
+    const struct bench_allocator *ads[8] = { &AD_NULL, ours };
+    size_t n = 2;
+    for (size_t i = 0; bench_peers[i] && n < 8; i++)
+        ads[n++] = bench_peers[i];
+    if (n == 2)
+        return;
+    const size_t caps[8] = { 0 };
+    struct result res[8];
+    printf("  peers, same run:\n");
+    measure(ads, caps, n, t, nruns(), res);
+    print_row("null", &res[0], &res[0]);
+    print_row(our_label, &res[1], &res[0]);
+    for (size_t i = 2; i < n; i++) {
+        print_row(ads[i]->name, &res[i], &res[0]);
+        printf("  %s / %s = %.2fx (same run)\n", our_label, ads[i]->name, res[1].ns / res[i].ns);
+    }
+}
+
 static void workload_a(void)
 {
     struct trace t;
@@ -843,6 +866,7 @@ static void workload_a(void)
     print_ratio("vidmm_pages_fat", rf.ns, "gpu_buddy", ANCHOR_GPU_BUDDY_A, 0.5);
     printf("  in-run: vidmm_range / naive = %.4fx, vidmm_pages / naive = %.4fx\n", rr.ns / rv.ns,
            rp.ns / rv.ns);
+    run_peers(&t, &AD_RANGE, "vidmm_range");
     free(t.ops);
 }
 
@@ -902,6 +926,11 @@ static void workload_b2(void)
         if (k == 0) {
             double a, b;
             b2_one(&AD_NAIVE, &t, "naive (seed 0)", &a, &b);
+            for (size_t i = 0; bench_peers[i]; i++) {
+                char pl[64];
+                snprintf(pl, sizeof pl, "%s (seed 0)", bench_peers[i]->name);
+                b2_one(bench_peers[i], &t, pl, &a, &b);
+            }
         }
         m32 += f32[k] / SEEDS;
         mun += un[k] / SEEDS;
@@ -938,6 +967,7 @@ static void workload_c(void)
     print_ratio("vidmm_pages_fat", rf.ns, "VMA MIN_MEMORY", ANCHOR_VMA_MINMEM_C, 1.0);
     print_ratio("vidmm_range", rr.ns, "VMA MIN_MEMORY", ANCHOR_VMA_MINMEM_C, 1.0);
     printf("  in-run: vidmm_pages / naive = %.3fx\n", rp.ns / rv.ns);
+    run_peers(&t, &AD_PAGES, "vidmm_pages");
     free(t.ops);
 }
 
@@ -960,6 +990,7 @@ static void workload_d(void)
     print_row("naive", &rv, &rn);
     print_ratio("vidmm_ring", rg.ns, "VMA linear", ANCHOR_VMA_LINEAR_D, 1.2);
     printf("  in-run: vidmm_ring / naive = %.3fx\n", rg.ns / rv.ns);
+    run_peers(&t, &AD_RING, "vidmm_ring");
     free(t.ops);
 }
 
