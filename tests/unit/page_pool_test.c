@@ -8,25 +8,13 @@
 #include "harness/test.h"
 #include "seg/page_pool.h"
 
+#include "ra_layout.h"
+
 #include <string.h>
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 
-static void hash_range(void *ctx, uint64_t off, uint64_t size, int used)
-{
-    uint64_t *h = ctx;
-    *h = (*h ^ off) * 0x100000001B3ull;
-    *h = (*h ^ size) * 0x100000001B3ull;
-    *h = (*h ^ (uint64_t)used) * 0x100000001B3ull;
-}
-
-static uint64_t layout(const struct vidmm_range_alloc *ra)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    vidmm_ra_for_each(ra, hash_range, &h);
-    return h ^ ra->free_bytes ^ (ra->live_count << 40);
-}
 
 static void contiguous_and_gather(void)
 {
@@ -55,9 +43,9 @@ static void contiguous_and_gather(void)
         T_EQ_U64(b.ext[i].offset % (64 * KiB), 0);
     T_EQ(vidmm_ra_check(&ra), 0);
     /* More than remains: all or nothing. */
-    uint64_t before = layout(&ra);
+    uint64_t before = ra_layout(&ra);
     T_ST(vidmm_pages_alloc(&ra, 4 * MiB, 64 * KiB, 0, &a), VIDMM_E_NO_SEGMENT_SPACE);
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     T_EQ(a.count, 0);
     T_ST(vidmm_pages_alloc(&ra, 3 * MiB, 64 * KiB, 0, &a), VIDMM_OK); /* exactly the rest */
     T_EQ_U64(ra.free_bytes, 0);
@@ -72,9 +60,9 @@ static void contiguous_and_gather(void)
     uint32_t x, y;
     T_ST(vidmm_ra_alloc_at(&ra, 0, 4 * KiB, &x), VIDMM_OK);
     T_ST(vidmm_ra_alloc_at(&ra, 68 * KiB, 8 * MiB - 68 * KiB, &y), VIDMM_OK);
-    before = layout(&ra);
+    before = ra_layout(&ra);
     T_ST(vidmm_pages_alloc(&ra, 64 * KiB, 64 * KiB, 0, &a), VIDMM_E_NO_SEGMENT_SPACE);
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     T_ST(vidmm_pages_alloc(&ra, 64 * KiB, 4 * KiB, 0, &a), VIDMM_OK);
     T_EQ_U64(a.ext[0].offset, 4 * KiB);
     vidmm_pages_free(&ra, &a);
@@ -89,7 +77,7 @@ static void bad_inputs(void)
     struct vidmm_range_alloc ra;
     struct vidmm_page_set a;
     T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 1 * MiB, 64 * KiB), VIDMM_OK);
-    uint64_t before = layout(&ra);
+    uint64_t before = ra_layout(&ra);
     T_ST(vidmm_pages_alloc(&ra, 0, 64 * KiB, 0, &a), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_pages_alloc(&ra, 4 * KiB, 0, 0, &a), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_pages_alloc(&ra, 4 * KiB, 96 * KiB, 0, &a), VIDMM_E_INVALID_ARG);
@@ -101,10 +89,10 @@ static void bad_inputs(void)
     T_ST(vidmm_pages_alloc(&ra, 4 * KiB, 64 * KiB, 0, NULL), VIDMM_E_INVALID_ARG);
     T_EQ(a.count, 0);
     T_EQ(vidmm_pages_check(&ra, &a), 0);
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     T_EQ(vidmm_ra_check(&ra), 0);
     vidmm_pages_free(&ra, &a); /* empty set: harmless */
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     vidmm_ra_fini(&ra);
 }
 
@@ -237,7 +225,7 @@ static void fault_sweep(void)
         for (int i = 0; i < 40; i++)
             T_ST(vidmm_ra_alloc_at(&ra, (uint64_t)(2 * i + 1) * 64 * KiB, 4 * KiB, &holes[i]), VIDMM_OK);
         fa.fail_at = fa.calls + fail_at;
-        uint64_t before = layout(&ra);
+        uint64_t before = ra_layout(&ra);
         /* 39 holes of 124 KiB (1 whole 64 KiB page each) and the tail. */
         st = vidmm_pages_alloc(&ra, 8 * MiB - 40 * 128 * KiB + 30 * 64 * KiB, 64 * KiB, 0, &set);
         if (st == VIDMM_OK) {
@@ -251,7 +239,7 @@ static void fault_sweep(void)
         T_EQ(vidmm_ra_check(&ra), 0);
         T_EQ_U64(ra.free_bytes, 8 * MiB - 40 * 4 * KiB);
         if (st != VIDMM_OK)
-            T_EQ_U64(layout(&ra), before);
+            T_EQ_U64(ra_layout(&ra), before);
         for (int i = 0; i < 40; i++)
             T_ST(vidmm_ra_free(&ra, holes[i]), VIDMM_OK);
         vidmm_ra_fini(&ra);

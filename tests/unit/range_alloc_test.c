@@ -9,27 +9,14 @@
 #include "seg/range_alloc.h"
 
 #include <stdlib.h>
+#include "ra_layout.h"
+
 #include <string.h>
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 
-/* A fingerprint of the whole layout, to prove "state unchanged". */
-static void hash_range(void *ctx, uint64_t off, uint64_t size, int used)
-{
-    uint64_t *h = ctx;
-    *h = (*h ^ off) * 0x100000001B3ull;
-    *h = (*h ^ size) * 0x100000001B3ull;
-    *h = (*h ^ (uint64_t)used) * 0x100000001B3ull;
-}
-
-static uint64_t layout(const struct vidmm_range_alloc *ra)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    vidmm_ra_for_each(ra, hash_range, &h);
-    return h ^ ra->free_bytes ^ (ra->live_count << 40);
-}
 
 static void basic(void)
 {
@@ -78,21 +65,21 @@ static void topdown_and_at(void)
     T_ST(vidmm_ra_alloc_at(&ra, 1 * MiB - 64 * KiB, 8 * KiB, &c), VIDMM_OK);
     T_EQ_U64(vidmm_ra_node_offset(&ra, c), 1 * MiB - 64 * KiB);
     T_EQ(vidmm_ra_check(&ra), 0);
-    uint64_t before = layout(&ra);
+    uint64_t before = ra_layout(&ra);
     T_ST(vidmm_ra_alloc_at(&ra, 1 * MiB - 132 * KiB, 8 * KiB, &d), VIDMM_E_NO_SEGMENT_SPACE);
     T_ST(vidmm_ra_alloc_at(&ra, 4 * KiB + 1, 4 * KiB, &d), VIDMM_E_ALIGNMENT);
     T_ST(vidmm_ra_alloc_at(&ra, 1 * MiB, 4 * KiB, &d), VIDMM_E_NO_SEGMENT_SPACE);
     T_ST(vidmm_ra_alloc_at(&ra, 0, 2 * MiB, &d), VIDMM_E_NO_SEGMENT_SPACE);
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     T_EQ(vidmm_ra_check(&ra), 0);
     /* alloc_largest: the low hole [0, 896K) is the largest. */
     T_ST(vidmm_ra_alloc_largest(&ra, 4 * KiB, 4 * GiB, 0, &off, &got, &d), VIDMM_OK);
     T_EQ_U64(off, 0);
     T_EQ_U64(got, 1 * MiB - 128 * KiB);
     T_EQ(vidmm_ra_check(&ra), 0);
-    before = layout(&ra);
+    before = ra_layout(&ra);
     T_ST(vidmm_ra_alloc_largest(&ra, 64 * KiB, 4 * GiB, 0, &off, &got, &c), VIDMM_E_NO_SEGMENT_SPACE);
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     vidmm_ra_fini(&ra);
 }
 
@@ -114,7 +101,7 @@ static void bad_inputs(void)
     T_ST(vidmm_ra_alloc(&ra, 4 * KiB, 0, 0, &off, &keep), VIDMM_OK);
     T_ST(vidmm_ra_alloc(&ra, 4 * KiB, 0, 0, &off, &n), VIDMM_OK);
     T_ST(vidmm_ra_free(&ra, n), VIDMM_OK);
-    uint64_t before = layout(&ra);
+    uint64_t before = ra_layout(&ra);
     T_ST(vidmm_ra_alloc(&ra, 0, 0, 0, &off, &n), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_ra_alloc(&ra, 4 * KiB, 3 * KiB, 0, &off, &n), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_ra_alloc(&ra, 4 * KiB, 0, 0x80, &off, &n), VIDMM_E_INVALID_ARG);
@@ -138,7 +125,7 @@ static void bad_inputs(void)
     T_ST(vidmm_ra_free(&ra, 1u << 30), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_ra_free(&ra, UINT32_MAX), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_ra_free(NULL, keep), VIDMM_E_INVALID_HANDLE);
-    T_EQ_U64(layout(&ra), before);
+    T_EQ_U64(ra_layout(&ra), before);
     T_EQ(vidmm_ra_check(&ra), 0);
     T_EQ_U64(vidmm_ra_node_size(&ra, 40), 0);
     T_ST(vidmm_ra_free(&ra, keep), VIDMM_OK);
@@ -378,23 +365,23 @@ static void fault_sweep(void)
         T_EQ(vidmm_ra_check(&ra), 0);
         /* Every other chunk: 600 allocations and ~600 free ranges. */
         for (int i = 0; i < 600; i++) {
-            uint64_t off, before = layout(&ra);
+            uint64_t off, before = ra_layout(&ra);
             uint32_t x;
             st = vidmm_ra_alloc_at(&ra, (uint64_t)i * 8 * KiB, 4 * KiB, &x);
             if (st == VIDMM_OK) {
                 nodes[n++] = x;
             } else {
                 T_ST(st, VIDMM_E_NO_HOST_MEMORY);
-                T_EQ_U64(layout(&ra), before);
+                T_EQ_U64(ra_layout(&ra), before);
             }
             T_EQ(vidmm_ra_check(&ra), 0);
-            before = layout(&ra);
+            before = ra_layout(&ra);
             st = vidmm_ra_alloc(&ra, 4 * KiB, 64 * KiB, VIDMM_RA_TOPDOWN, &off, &x);
             if (st == VIDMM_OK) {
                 nodes[n++] = x;
             } else {
                 T_ST(st, VIDMM_E_NO_HOST_MEMORY);
-                T_EQ_U64(layout(&ra), before);
+                T_EQ_U64(ra_layout(&ra), before);
             }
             T_EQ(vidmm_ra_check(&ra), 0);
             if (n >= 600)
