@@ -55,7 +55,10 @@ struct vidmm_adapter;
 
 enum vidmm_query_type {
     VIDMM_QAI_DRIVERCAPS = 1,      /* DXGKQAITYPE_DRIVERCAPS: output struct vidmm_driver_caps */
-    VIDMM_QAI_QUERYSEGMENT = 11    /* DXGKQAITYPE_QUERYSEGMENT4: input vidmm_query_segment_in, output vidmm_query_segment_out */
+    VIDMM_QAI_QUERYSEGMENT = 11,   /* DXGKQAITYPE_QUERYSEGMENT4: input vidmm_query_segment_in, output vidmm_query_segment_out */
+    VIDMM_QAI_GPUMMUCAPS = 13,     /* DXGKQAITYPE_GPUMMUCAPS: output struct vidmm_gpummu_caps */
+    VIDMM_QAI_PAGETABLELEVELDESC = 14 /* DXGKQAITYPE_PAGETABLELEVELDESC: input vidmm_query_page_table_level_in,
+                                         output vidmm_page_table_level_desc */
 };
 
 /* DXGK_VIDMMCAPS bits (DXGK_DRIVERCAPS.MemoryManagementCaps). */
@@ -146,6 +149,82 @@ struct vidmm_query_adapter_info_args {
     size_t input_size;
     void *output;
     size_t output_size;
+};
+
+
+/* ------------------------------------------------------------------ */
+/* GpuMmu: page-table geometry and the neutral PTE (DXGK_GPUMMUCAPS,   */
+/* DXGK_PAGE_TABLE_LEVEL_DESC, DXGK_PTE)                               */
+/* ------------------------------------------------------------------ */
+
+/* DXGK_GPUMMUCAPS flag bits. */
+#define VIDMM_GPUMMU_READ_ONLY_MEMORY_SUPPORTED   0x1u
+#define VIDMM_GPUMMU_NO_EXECUTE_MEMORY_SUPPORTED  0x2u
+#define VIDMM_GPUMMU_ZERO_IN_PTE_SUPPORTED        0x4u
+#define VIDMM_GPUMMU_EXPLICIT_PAGE_TABLE_INVALIDATION 0x8u
+#define VIDMM_GPUMMU_CACHE_COHERENT_MEMORY_SUPPORTED 0x10u
+#define VIDMM_GPUMMU_UPDATE_REQUIRES_IDLE         0x20u
+#define VIDMM_GPUMMU_LARGE_PAGE_SUPPORTED         0x40u
+#define VIDMM_GPUMMU_DUAL_PTE_SUPPORTED           0x80u
+
+/* DXGK_PAGETABLEUPDATEMODE. */
+enum vidmm_page_table_update_mode {
+    VIDMM_PAGE_TABLE_UPDATE_CPU_VIRTUAL = 0,
+    VIDMM_PAGE_TABLE_UPDATE_GPU_VIRTUAL = 1,
+    VIDMM_PAGE_TABLE_UPDATE_GPU_PHYSICAL = 2
+};
+
+#define VIDMM_MIN_PAGE_TABLE_LEVELS 2u
+#define VIDMM_MAX_PAGE_TABLE_LEVELS 6u
+
+struct vidmm_gpummu_caps {
+    uint32_t flags;                        /* VIDMM_GPUMMU_* */
+    uint32_t page_table_update_mode;       /* enum vidmm_page_table_update_mode */
+    uint32_t virtual_address_bit_count;    /* = 12 + the index bits of every level */
+    uint32_t page_table_level_count;       /* 2..6 */
+    uint32_t leaf_page_table_size_for_64k_pages_in_bytes; /* multiple of 4096 */
+    uint32_t reserved;
+};
+
+struct vidmm_query_page_table_level_in {
+    uint16_t level_index;                  /* 0 = leaf */
+    uint16_t physical_adapter_index;
+};
+
+struct vidmm_page_table_level_desc {
+    uint32_t page_table_index_bit_count;   /* VA bits indexing this level */
+    uint32_t page_table_segment_id;        /* where this level's tables live (0 = system memory) */
+    uint32_t paging_process_page_table_segment_id;
+    uint32_t reserved;
+    uint64_t page_table_size_in_bytes;     /* multiple of 4096 */
+    uint64_t page_table_alignment_in_bytes; /* 0 = the segment's page size */
+};
+
+/* DXGK_PTE: the neutral page-table entry vidmm hands the driver, which
+ * writes its own hardware format.  16 bytes: flags, then the page (or
+ * page-table) address as a 4 KiB frame number - the byte offset inside
+ * the segment >> 12, or for segment 0 the host address >> 12. */
+#define VIDMM_PTE_VALID          0x1ull
+#define VIDMM_PTE_ZERO           0x2ull
+#define VIDMM_PTE_CACHE_COHERENT 0x4ull
+#define VIDMM_PTE_READ_ONLY      0x8ull
+#define VIDMM_PTE_NO_EXECUTE     0x10ull
+#define VIDMM_PTE_SEGMENT_SHIFT  5u          /* bits 5-9: segment id */
+#define VIDMM_PTE_SEGMENT_MASK   (0x1Full << VIDMM_PTE_SEGMENT_SHIFT)
+#define VIDMM_PTE_LARGE_PAGE     0x400ull
+#define VIDMM_PTE_PAGE_TABLE_64KB (1ull << 17) /* level-1 entries: the leaf it points at holds 64 KB entries */
+#define VIDMM_PTE_SEGMENT(pte)   ((uint32_t)(((pte)->flags & VIDMM_PTE_SEGMENT_MASK) >> VIDMM_PTE_SEGMENT_SHIFT))
+
+struct vidmm_pte {
+    uint64_t flags;
+    uint64_t page_address;                 /* 4 KiB frame number */
+};
+
+/* A page table's physical address (D3DGPU_PHYSICAL_ADDRESS). */
+struct vidmm_physical_address {
+    uint32_t segment_id;
+    uint32_t reserved;
+    uint64_t segment_offset;               /* for segment 0: the host address */
 };
 
 /* ------------------------------------------------------------------ */
@@ -289,6 +368,35 @@ struct vidmm_paging_unmap_aperture {
     void *dummy_page;                  /* unmapped entries must point here */
 };
 
+/* DXGK_UPDATEPAGETABLEFLAGS bits. */
+#define VIDMM_UPDATE_PT_REPEAT          0x1u   /* entry 0 replicated NumPageTableEntries times */
+#define VIDMM_UPDATE_PT_INITIAL_UPDATE  0x2u
+#define VIDMM_UPDATE_PT_NOTIFY_EVICTION 0x4u
+#define VIDMM_UPDATE_PT_USE_64KB_PAGES  0x8u   /* the entries are 64 KB leaf entries */
+
+/* DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE (GPU_PHYSICAL update mode). */
+struct vidmm_paging_update_page_table {
+    uint32_t page_table_level;             /* 0 = leaf */
+    uint32_t flags;                        /* VIDMM_UPDATE_PT_* */
+    void *driver_allocation;               /* the allocation these entries map (NULL for page tables) */
+    struct vidmm_physical_address page_table_address;
+    const struct vidmm_pte *page_table_entries; /* element 0 goes to start_index; valid until the buffer executes */
+    uint32_t start_index;
+    uint32_t num_page_table_entries;
+    uint64_t driver_protection;
+    uint64_t allocation_offset_in_bytes;
+    void *driver_process;
+    uint64_t first_pte_virtual_address;
+};
+
+/* DXGK_BUILDPAGINGBUFFER_FLUSHTLB.  Start = end = 0: the whole space. */
+struct vidmm_paging_flush_tlb {
+    struct vidmm_physical_address root_page_table_address;
+    void *driver_process;
+    uint64_t start_virtual_address;
+    uint64_t end_virtual_address;
+};
+
 struct vidmm_build_paging_buffer_args {
     void *dma_buffer;                  /* in/out: where to write; the driver advances it past what it wrote */
     uint32_t dma_size;                 /* in/out: bytes left; the driver decreases it */
@@ -302,6 +410,8 @@ struct vidmm_build_paging_buffer_args {
         struct vidmm_paging_discard_content discard_content;
         struct vidmm_paging_map_aperture map_aperture_segment;
         struct vidmm_paging_unmap_aperture unmap_aperture_segment;
+        struct vidmm_paging_update_page_table update_page_table;
+        struct vidmm_paging_flush_tlb flush_tlb;
         uint64_t reserved[32];
     } u;
 };

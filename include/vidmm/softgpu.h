@@ -99,6 +99,32 @@ vidmm_status softgpu_write_physical(struct softgpu *sg, uint32_t segment_id, uin
  * (exercises vidmm's restart protocol). */
 void softgpu_inject_insufficient_dma(struct softgpu *sg, uint32_t n);
 
+/* softgpu's MMU (GpuMmu presets).  It walks the device's own page tables
+ * - written by UPDATE_PAGE_TABLE paging operations in softgpu's hardware
+ * PTE format (docs/SOFTGPU.md) - independently of vidmm, so tests use it
+ * as an oracle.  root is the root page table's physical address. */
+#define SOFTGPU_ACCESS_READ  0x1u
+#define SOFTGPU_ACCESS_WRITE 0x2u
+#define SOFTGPU_ACCESS_EXEC  0x4u
+struct softgpu_translation {
+    uint32_t segment_id;        /* 0 = system memory */
+    uint32_t page_size;         /* 4096 or 65536: the leaf entry that mapped it */
+    uint64_t offset;            /* segment offset (segment 0: host address) of va's byte */
+    int read_only;
+    int no_execute;
+    int zero;                   /* a Zero entry: reads 0, writes dropped */
+};
+/* VIDMM_OK, VIDMM_E_PAGE_FAULT (invalid entry, or access not allowed by
+ * the entry's protection; nothing is touched), VIDMM_E_INVALID_ARG. */
+vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                               uint32_t access, struct softgpu_translation *out);
+/* GPU reads/writes through the MMU, page by page; a fault stops the
+ * access before any byte of the faulting page is touched. */
+vidmm_status softgpu_read_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                                  void *dst, size_t size);
+vidmm_status softgpu_write_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                                   const void *src, size_t size);
+
 /* Invariants of the device (aperture table entries valid, host aperture
  * mappings consistent).  Returns the violation count. */
 int softgpu_check(const struct softgpu *sg);
