@@ -1,9 +1,11 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging,pte,G]
  */
 #include "bench.h"
 #include "paging_bench.h"
+#include "pte_bench.h"
+#include "va_bench.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,12 +30,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging,pte,G]\n", argv[0]);
             return 2;
         }
     }
     bench_alloc();
     if (!bench_opts.only || strstr(bench_opts.only, "paging"))
         bench_paging();
+    if (!bench_opts.only || strstr(bench_opts.only, "pte"))
+        bench_pte();
+    bench_va(); /* honours --only G / va itself */
     return 0;
 }

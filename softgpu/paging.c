@@ -8,6 +8,8 @@
  * commands are packed back to back.  Segment sides hold segment offsets
  * (GPU address - base_address), MDL sides hold the host address of the
  * first MDL page used.  docs/SOFTGPU.md has the byte-offset tables.
+ * UPDATE_PAGE_TABLE and FLUSH_TLB are encoded, checked and executed by
+ * mmu.c; this file only dispatches them.
  *
  * Transfers and fills move at most SG_CHUNK bytes per command.  When a
  * buffer fills up before an operation is complete, the number of chunks
@@ -31,13 +33,6 @@
 #define SG_CMD_MAP     VIDMM_PAGING_MAP_APERTURE_SEGMENT
 #define SG_CMD_UNMAP   VIDMM_PAGING_UNMAP_APERTURE_SEGMENT
 
-#define SG_CMDF_FIRST 0x1u   /* first command of an operation (counts the op) */
-
-struct sg_cmd_hdr {
-    uint16_t opcode;
-    uint16_t flags;
-    uint32_t size;
-};
 
 struct sg_cmd_copy {           /* 40 bytes */
     struct sg_cmd_hdr hdr;
@@ -342,6 +337,8 @@ vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buff
     case VIDMM_PAGING_DISCARD_CONTENT: build = sg_build_discard; break;
     case VIDMM_PAGING_MAP_APERTURE_SEGMENT: build = sg_build_map; break;
     case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT: build = sg_build_unmap; break;
+    case VIDMM_PAGING_UPDATE_PAGE_TABLE: build = sg_build_update_page_table; break;
+    case VIDMM_PAGING_FLUSH_TLB: build = sg_build_flush_tlb; break;
     default: return VIDMM_E_INVALID_ARG;
     }
     if (sg->inject_insufficient) {
@@ -478,6 +475,9 @@ static uint32_t sg_validate(struct softgpu *sg, const uint8_t *p, uint32_t left)
             return 0;
         return h.size;
     }
+    case VIDMM_PAGING_UPDATE_PAGE_TABLE:
+    case VIDMM_PAGING_FLUSH_TLB:
+        return sg_mmu_validate_cmd(sg, p, &h);
     default:
         return 0;
     }
@@ -589,6 +589,11 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
             o += h.size;
             break;
         }
+        case VIDMM_PAGING_UPDATE_PAGE_TABLE:
+        case VIDMM_PAGING_FLUSH_TLB:
+            sg_mmu_exec_cmd(sg, buf + o, &h);
+            o += h.size;
+            break;
         default:
             o += h.size;   /* unreachable: validated above */
             break;

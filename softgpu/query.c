@@ -4,7 +4,8 @@
  * query_adapter_info answers DRIVERCAPS and the two-call QUERYSEGMENT:
  * the first call (segment_descriptor NULL) returns nb_segment only, the
  * second fills nb_segment descriptors walking segment_descriptor_stride
- * and the paging-buffer fields.
+ * and the paging-buffer fields.  GPUMMUCAPS and PAGETABLELEVELDESC are
+ * answered by mmu.c, which owns the page-table geometry.
  *
  * describe_allocation reads a struct softgpu_alloc_desc and maps its kind
  * onto the preset's segments by role: CPU-visible memory (vis), invisible
@@ -68,6 +69,10 @@ vidmm_status sg_query_adapter_info(void *driver, const struct vidmm_query_adapte
         return VIDMM_OK;
     case VIDMM_QAI_QUERYSEGMENT:
         return sg_query_segment(sg, args);
+    case VIDMM_QAI_GPUMMUCAPS:
+        return sg_query_gpummu_caps(sg, args);
+    case VIDMM_QAI_PAGETABLELEVELDESC:
+        return sg_query_page_table_level(sg, args);
     default:
         return VIDMM_E_NOT_SUPPORTED;
     }

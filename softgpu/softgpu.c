@@ -7,9 +7,11 @@
  * 0, apertures above all memory, the AGP segment at the AGP aperture the
  * preset declares), then creates each segment's backing: a memfd for
  * memory (memory.c), a GART for apertures (aperture.c), a host window for
- * a CPU host aperture (host_aperture.c).  The driver ops live in query.c
+ * a CPU host aperture (host_aperture.c), and for GpuMmu presets the
+ * page-table geometry (mmu.c).  The driver ops live in query.c
  * (query_adapter_info, describe_allocation), paging.c (build and execute
- * paging buffers) and host_aperture.c.
+ * paging buffers), mmu.c (page-table updates, the walker) and
+ * host_aperture.c.
  */
 #include "softgpu_int.h"
 
@@ -144,6 +146,10 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     sg->agp_id = pr->agp_id;
     for (uint32_t id = 0; id <= SOFTGPU_MAX_SEGMENTS; id++)
         sg->seg[id].memfd = -1;
+    if (!(pr->caps & VIDMM_CAPS_GPUMMU) && config->mmu_levels != 0) {
+        free(sg);
+        return VIDMM_E_INVALID_ARG;           /* page-table levels on an IoMmu-only preset */
+    }
 
     /* Sizes. */
     uint64_t memory_total = 0;
@@ -170,6 +176,14 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     if (config->prefault && memory_total > sg_available_ram()) {
         free(sg);
         return VIDMM_E_NO_HOST_MEMORY;
+    }
+    /* The MMU geometry depends on the page-table segment's page size. */
+    if (pr->caps & VIDMM_CAPS_GPUMMU) {
+        vidmm_status mst = sg_mmu_init(sg, config->mmu_levels);
+        if (mst != VIDMM_OK) {
+            free(sg);
+            return mst;
+        }
     }
 
     /* GPU physical layout. */

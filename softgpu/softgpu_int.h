@@ -50,6 +50,41 @@ struct sg_segment {
     int64_t *host_ap_map;         /* segment page shown by each window page, -1 = none */
 };
 
+/* Paging-buffer command header (paging.c, mmu.c): every command starts
+ * with it; size includes the header and is a multiple of 8. */
+struct sg_cmd_hdr {
+    uint16_t opcode;           /* the vidmm_paging_operation it encodes */
+    uint16_t flags;            /* SG_CMDF_* */
+    uint32_t size;
+};
+#define SG_CMDF_FIRST 0x1u     /* first command of an operation (counts the op) */
+
+/* softgpu's hardware PTE (8 bytes, docs/SOFTGPU.md "MMU").  Deliberately
+ * not the neutral vidmm_pte layout: the driver must convert. */
+#define SG_HWPTE_VALID     0x1ull
+#define SG_HWPTE_ZERO      0x2ull
+#define SG_HWPTE_RO        0x4ull
+#define SG_HWPTE_NX        0x8ull
+#define SG_HWPTE_CC        0x10ull
+#define SG_HWPTE_PT64K     0x20ull                 /* level-1 entry: its leaf holds 64 KB entries */
+#define SG_HWPTE_FRAME_SHIFT 12u
+#define SG_HWPTE_FRAME_MASK  0x00FFFFFFFFFFF000ull /* bits 12-55: byte address >> 12 */
+#define SG_HWPTE_SEG_SHIFT 56u
+#define SG_HWPTE_SEG_MASK  (0x1Full << SG_HWPTE_SEG_SHIFT)
+#define SG_HWPTE_RESERVED  (0xFC0ull | 0xE000000000000000ull) /* bits 6-11, 61-63: must be 0 */
+
+/* The GpuMmu geometry (mmu.c).  levels == 0: no GpuMmu (IoMmu preset). */
+struct sg_mmu {
+    uint32_t levels;
+    uint32_t bits[VIDMM_MAX_PAGE_TABLE_LEVELS];    /* index bits, [0] = leaf */
+    uint32_t shift[VIDMM_MAX_PAGE_TABLE_LEVELS];   /* VA bit where level's index starts */
+    uint64_t table_size[VIDMM_MAX_PAGE_TABLE_LEVELS]; /* reported bytes */
+    uint32_t va_bits;
+    uint32_t pt_segment;                           /* where every level's tables live */
+    uint32_t leaf64_bits;                          /* index bits of a 64 KB-entry leaf */
+    uint64_t leaf64_size;                          /* reported bytes */
+};
+
 struct softgpu {
     char preset[16];
     uint32_t nb_segment;
@@ -65,6 +100,7 @@ struct softgpu {
     void *dummy_page;             /* 4 KiB of zeros */
     uint32_t inject_insufficient;
     struct softgpu_stats stats;
+    struct sg_mmu mmu;
 };
 
 /* memory.c */
@@ -103,6 +139,17 @@ vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocati
 vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buffer_args *args);
 vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args);
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
+
+/* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
+vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels);
+vidmm_status sg_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args);
+vidmm_status sg_query_page_table_level(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args);
+vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args);
+vidmm_status sg_build_flush_tlb(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args);
+/* Checks one UPDATE_PAGE_TABLE / FLUSH_TLB command of a submitted buffer:
+ * its size, or 0 when malformed. */
+uint32_t sg_mmu_validate_cmd(struct softgpu *sg, const uint8_t *p, const struct sg_cmd_hdr *h);
+void sg_mmu_exec_cmd(struct softgpu *sg, const uint8_t *p, const struct sg_cmd_hdr *h);
 
 /* White-box access for tests. */
 /* The host page the GART entry points at (softgpu's dummy page for an

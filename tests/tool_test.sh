@@ -25,6 +25,8 @@ expect_out "info shows paging segment" "paging buffers: segment 3" "$tool" info
 expect_out "info shows host aperture" "host-aperture=16 MiB" "$tool" info
 expect_out "wddm1 has an AGP segment" "AGP segment: 3" "$tool" info --adapter wddm1
 expect_out "big preset is 80 GiB" "80 GiB" "$tool" info --adapter big
+expect_out "info shows the GpuMmu geometry" "level 0 (leaf)" "$tool" info
+expect_out "igpu has no GpuMmu" "GpuMmu: not used" "$tool" info --adapter igpu
 expect_out "segment override" "512 MiB" "$tool" info --segment 2=512M
 expect_rc 1 "bad segment size (not a page multiple)" "$tool" info --segment 2=100K
 expect_rc 2 "bad segment spec" "$tool" info --segment banana

@@ -44,6 +44,7 @@ struct softgpu_config {
     uint64_t segment_size[SOFTGPU_MAX_SEGMENTS + 1]; /* [id] overrides, 0 = preset size */
     int prefault;                              /* touch all segment backing at creation */
     uint32_t paging_buffer_size;               /* 0 = preset (64 KiB) */
+    uint32_t mmu_levels;                       /* GpuMmu presets: page-table levels 2..6, 0 = preset default */
 };
 
 /* VIDMM_E_INVALID_ARG for an unknown preset or a bad size,
@@ -86,6 +87,8 @@ struct softgpu_stats {
     uint64_t multipass_restarts;     /* INSUFFICIENT_DMA_BUFFER answers given */
     uint64_t aperture_pages_mapped;  /* now */
     uint64_t host_aperture_pages_mapped; /* now */
+    uint64_t ptes_written;           /* hardware PTEs stored by UPDATE_PAGE_TABLE */
+    uint64_t page_faults;            /* softgpu_translate/read_virtual/write_virtual faults */
 };
 void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out);
 

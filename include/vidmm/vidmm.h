@@ -15,5 +15,6 @@
 #include "vidmm/adapter.h"
 #include "vidmm/segment.h"
 #include "vidmm/allocation.h"
+#include "vidmm/gpummu.h"
 
 #endif

@@ -391,6 +391,9 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
     desc = NULL;
 
+    st = vidmm_gpummu_init(a, ci->error_message, ci->error_message_size);
+    if (st < 0)
+        goto fail;
     st = init_segment_allocators(a);
     if (st < 0)
         goto fail_segments;

@@ -10,6 +10,7 @@
 #define VIDMM_INT_H
 
 #include "vidmm/allocation.h"
+#include "vidmm/gpummu.h"
 #include "vidmm/driver.h"
 #include "vidmm/segment.h"
 
@@ -126,6 +127,8 @@ struct vidmm_adapter {
     uint32_t agp_id;
     uint32_t paging_segment_id;
     uint64_t aperture_mapped_bytes; /* against caps.aperture_segment_commit_limit */
+    int has_gpummu;                 /* GpuMmu model: geometry below is valid */
+    struct vidmm_gpummu_info gpummu;
     /* handle table */
     struct vidmm_allocation **slots;
     uint32_t slot_cap;
@@ -144,6 +147,10 @@ struct vidmm_adapter {
 };
 
 #define VIDMM_HANDLE_TYPE_ALLOCATION 1u
+
+/* mmu/geometry.c: query and validate the GpuMmu geometry (after the
+ * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */
+vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n);
 
 /* handle.c */
 vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);

@@ -22,6 +22,10 @@ struct mut_driver {
     int change_count_on_second;
     int fail_caps;
     int queries;
+    /* GpuMmu answers: mutate the caps, or the description of one level. */
+    void (*mutate_mmu_caps)(struct vidmm_gpummu_caps *c);
+    void (*mutate_level)(uint32_t level, struct vidmm_page_table_level_desc *d);
+    int fail_mmu_caps;
 };
 
 static vidmm_status mut_query(void *drv, const struct vidmm_query_adapter_info_args *args)
@@ -30,7 +34,13 @@ static vidmm_status mut_query(void *drv, const struct vidmm_query_adapter_info_a
     m->queries++;
     if (args->type == VIDMM_QAI_DRIVERCAPS && m->fail_caps)
         return VIDMM_E_DRIVER_FAILURE;
+    if (args->type == VIDMM_QAI_GPUMMUCAPS && m->fail_mmu_caps)
+        return VIDMM_E_DRIVER_FAILURE;
     vidmm_status st = m->inner->query_adapter_info(m->sg, args);
+    if (st >= 0 && args->type == VIDMM_QAI_GPUMMUCAPS && m->mutate_mmu_caps)
+        m->mutate_mmu_caps(args->output);
+    if (st >= 0 && args->type == VIDMM_QAI_PAGETABLELEVELDESC && m->mutate_level)
+        m->mutate_level(((const struct vidmm_query_page_table_level_in *)args->input)->level_index, args->output);
     if (st < 0 || args->type != VIDMM_QAI_QUERYSEGMENT)
         return st;
     struct vidmm_query_segment_out *out = args->output;
@@ -220,7 +230,12 @@ static void every_preset_opens(void)
         struct vidmm_adapter *a = NULL;
         T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_OK);
         T_CHECK(f.msg[0] == '\0');
-        T_EQ(f.m.queries, 3); /* caps + the two segment calls */
+        /* caps + the two segment calls, + GpuMmu caps and one per level */
+        struct vidmm_gpummu_info gi;
+        if (vidmm_adapter_query_gpummu(a, &gi) == VIDMM_OK)
+            T_EQ(f.m.queries, 3 + 1 + (int)gi.level_count);
+        else
+            T_EQ(f.m.queries, 3);
         char rep[512];
         T_EQ(vidmm_adapter_check(a, rep, sizeof rep), 0);
         struct vidmm_adapter_info ai;
@@ -422,6 +437,85 @@ static void fuzz_descriptions(void)
     printf("adapter.fuzz_descriptions: %u random descriptions, %u opened, %u rejected\n", runs, opened, rejected);
 }
 
+static void mc_one_level(struct vidmm_gpummu_caps *c) { c->page_table_level_count = 1; }
+static void mc_seven_levels(struct vidmm_gpummu_caps *c) { c->page_table_level_count = 7; }
+static void mc_va_bits(struct vidmm_gpummu_caps *c) { c->virtual_address_bit_count += 1; }
+static void mc_mode(struct vidmm_gpummu_caps *c) { c->page_table_update_mode = 5; }
+static void mc_leaf64(struct vidmm_gpummu_caps *c) { c->leaf_page_table_size_for_64k_pages_in_bytes = 100; }
+static void ml_size(uint32_t l, struct vidmm_page_table_level_desc *d) { if (l == 1) d->page_table_size_in_bytes = 6000; }
+static void ml_segment(uint32_t l, struct vidmm_page_table_level_desc *d) { if (l == 0) d->page_table_segment_id = 9; }
+static void ml_aperture(uint32_t l, struct vidmm_page_table_level_desc *d) { if (l == 0) d->page_table_segment_id = 3; }
+static void ml_bits(uint32_t l, struct vidmm_page_table_level_desc *d) { if (l == 1) d->page_table_index_bit_count = 0; }
+static void ml_align(uint32_t l, struct vidmm_page_table_level_desc *d) { if (l == 0) d->page_table_alignment_in_bytes = 3 * 4096; }
+
+/* A GpuMmu geometry vidmm cannot use is refused at open, by name. */
+static void bad_gpummu_geometry(void)
+{
+    struct {
+        const char *name;
+        void (*caps)(struct vidmm_gpummu_caps *);
+        void (*level)(uint32_t, struct vidmm_page_table_level_desc *);
+        int fail;
+        const char *msg;
+    } rows[] = {
+        { "caps query fails", NULL, NULL, 1, "GPUMMUCAPS query failed" },
+        { "1 level", mc_one_level, NULL, 0, "page-table levels" },
+        { "7 levels", mc_seven_levels, NULL, 0, "page-table levels" },
+        { "VA bits disagree", mc_va_bits, NULL, 0, "VA bits" },
+        { "update mode", mc_mode, NULL, 0, "update mode" },
+        { "64 KB leaf size", mc_leaf64, NULL, 0, "64 KB leaf table size" },
+        { "table size", NULL, ml_size, 0, "table size" },
+        { "table segment missing", NULL, ml_segment, 0, "does not exist" },
+        { "tables in the aperture", NULL, ml_aperture, 0, "not a memory segment" },
+        { "zero index bits", NULL, ml_bits, 0, "indexes 0 VA bits" },
+        { "alignment", NULL, ml_align, 0, "power of two" },
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct fixture f;
+        if (fixture_init(&f, "dgpu") < 0)
+            continue;
+        f.m.mutate_mmu_caps = rows[i].caps;
+        f.m.mutate_level = rows[i].level;
+        f.m.fail_mmu_caps = rows[i].fail;
+        struct vidmm_adapter *a = NULL;
+        vidmm_status st = vidmm_adapter_open(&f.ci, &a);
+        if (st != VIDMM_E_BAD_DRIVER_DESC || !strstr(f.msg, rows[i].msg)) {
+            char m[512];
+            snprintf(m, sizeof m, "row '%s': %s, message '%s'", rows[i].name, vidmm_status_str(st), f.msg);
+            t_fail(__FILE__, __LINE__, m);
+        }
+        if (st >= 0)
+            vidmm_adapter_close(a);
+        fixture_fini(&f);
+    }
+    /* The geometry as accepted. */
+    struct fixture f;
+    if (fixture_init(&f, "dgpu") == 0) {
+        struct vidmm_adapter *a = NULL;
+        T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_OK);
+        struct vidmm_gpummu_info gi;
+        T_ST(vidmm_adapter_query_gpummu(a, &gi), VIDMM_OK);
+        uint32_t bits = 12;
+        for (uint32_t l = 0; l < gi.level_count; l++) {
+            bits += gi.level[l].page_table_index_bit_count;
+            T_EQ_U64(gi.leaf_span[l], 1ull << bits);
+        }
+        T_EQ(bits, gi.caps.virtual_address_bit_count);
+        T_EQ_U64(gi.va_size, 1ull << bits);
+        T_ST(vidmm_adapter_query_gpummu(a, NULL), VIDMM_E_INVALID_ARG);
+        vidmm_adapter_close(a);
+        fixture_fini(&f);
+    }
+    if (fixture_init(&f, "igpu") == 0) {
+        struct vidmm_adapter *a = NULL;
+        T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_OK);
+        struct vidmm_gpummu_info gi;
+        T_ST(vidmm_adapter_query_gpummu(a, &gi), VIDMM_E_NOT_SUPPORTED);
+        vidmm_adapter_close(a);
+        fixture_fini(&f);
+    }
+}
+
 void suite_adapter(void);
 void suite_adapter(void)
 {
@@ -432,4 +526,5 @@ void suite_adapter(void)
     t_run("adapter.open_out_of_host_memory", open_out_of_host_memory);
     t_run("adapter.default_describe_op", default_describe_op);
     t_run("adapter.fuzz_descriptions", fuzz_descriptions);
+    t_run("adapter.bad_gpummu_geometry", bad_gpummu_geometry);
 }

@@ -275,7 +275,7 @@ static void query_stride_and_bad_args(void)
     qc.output = NULL;
     qc.output_size = sizeof caps;
     T_ST(ops->query_adapter_info(sg, &qc), VIDMM_E_INVALID_ARG);
-    struct vidmm_query_adapter_info_args qu = { (enum vidmm_query_type)13, NULL, 0, &caps, sizeof caps };
+    struct vidmm_query_adapter_info_args qu = { (enum vidmm_query_type)99, NULL, 0, &caps, sizeof caps };
     T_ST(ops->query_adapter_info(sg, &qu), VIDMM_E_NOT_SUPPORTED);
     T_ST(ops->query_adapter_info(sg, NULL), VIDMM_E_INVALID_ARG);
     T_EQ(softgpu_check(sg), 0);

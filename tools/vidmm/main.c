@@ -229,7 +229,44 @@ static void print_info_json(const char *preset, const struct vidmm_adapter *a, F
                 (unsigned long long)si.free_bytes, (unsigned long long)si.largest_free,
                 id + 1 < ai.segment_count ? "," : "");
     }
-    fprintf(f, "  ]\n}\n");
+    fprintf(f, "  ],\n  \"gpummu\": ");
+    struct vidmm_gpummu_info g;
+    if (vidmm_adapter_query_gpummu(a, &g) < 0) {
+        fprintf(f, "null\n}\n");
+        return;
+    }
+    fprintf(f, "{\"va_bits\": %u, \"update_mode\": %u, \"flags\": %u, \"leaf_64k_table_bytes\": %u, \"levels\": [",
+            g.caps.virtual_address_bit_count, g.caps.page_table_update_mode, g.caps.flags,
+            g.caps.leaf_page_table_size_for_64k_pages_in_bytes);
+    for (uint32_t l = 0; l < g.level_count; l++)
+        fprintf(f, "%s{\"level\": %u, \"index_bits\": %u, \"table_bytes\": %llu, \"segment\": %u, \"span\": %llu}",
+                l ? ", " : "", l, g.level[l].page_table_index_bit_count,
+                (unsigned long long)g.level[l].page_table_size_in_bytes, g.level[l].page_table_segment_id,
+                (unsigned long long)g.leaf_span[l]);
+    fprintf(f, "]}\n}\n");
+}
+
+void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f)
+{
+    struct vidmm_gpummu_info g;
+    if (vidmm_adapter_query_gpummu(a, &g) < 0) {
+        fprintf(f, "GpuMmu: not used by this adapter\n");
+        return;
+    }
+    static const char *const mode[] = { "CPU_VIRTUAL", "GPU_VIRTUAL", "GPU_PHYSICAL" };
+    char leaf64[32];
+    cli_format_size(g.caps.leaf_page_table_size_for_64k_pages_in_bytes, leaf64, sizeof leaf64);
+    fprintf(f, "GpuMmu: %u-bit GPU VA, %u page-table levels, updates %s, 64 KB-page leaf tables %s, flags 0x%x\n",
+            g.caps.virtual_address_bit_count, g.level_count,
+            g.caps.page_table_update_mode < 3 ? mode[g.caps.page_table_update_mode] : "?", leaf64, g.caps.flags);
+    for (uint32_t l = g.level_count; l-- > 0;) {
+        char size[32], span[32];
+        cli_format_size(g.level[l].page_table_size_in_bytes, size, sizeof size);
+        cli_format_size(g.leaf_span[l], span, sizeof span);
+        fprintf(f, "  level %u%-7s %2u index bits, %-8s tables in segment %u, one table maps %s\n", l,
+                l == 0 ? " (leaf)" : l + 1 == g.level_count ? " (root)" : "", g.level[l].page_table_index_bit_count,
+                size, g.level[l].page_table_segment_id, span);
+    }
 }
 
 static int cmd_info(int argc, char **argv)
@@ -255,6 +292,7 @@ static int cmd_info(int argc, char **argv)
            (ai.physical_adapter_flags & VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED) ? " MovePaging" : "",
            ai.memory_management_caps ? "" : " none");
     cli_print_segments(s.adapter, stdout);
+    cli_print_gpummu(s.adapter, stdout);
     int errors = vidmm_adapter_check(s.adapter, NULL, 0);
     cli_close(&s);
     return errors ? 1 : 0;

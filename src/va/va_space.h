@@ -1,0 +1,232 @@
+/*
+ * va_space.h - per-process GPU virtual address bookkeeping (internal, never
+ * installed).
+ *
+ * One struct vidmm_va_space describes the GPU VA space of one process in
+ * the GpuMmu model: which spans are reserved (D3DKMTReserveGpuVirtualAddress),
+ * which are mapped to which allocation (D3DKMTMapGpuVirtualAddress and the
+ * MAP/UNMAP/COPY operations of D3DKMTUpdateGpuVirtualAddress), and which are
+ * free.  It writes no page tables and calls no driver: every change is
+ * reported as a stream of drm_gpuvm-style steps (MAP, REMAP, UNMAP) through
+ * the step callback, so the page-table code knows which PTE spans to write.
+ *
+ * The space is a sorted set of non-overlapping ranges in an intrusive AVL
+ * tree keyed by start address.  Every node also carries the size of the
+ * hole in front of it and, per subtree, the largest hole and the largest
+ * 64 KiB-aligned piece of a hole, so "anywhere in [min, max]" placement is
+ * O(log n) and exact (Linux's vm_area rb_subtree_gap is the model).  Nodes
+ * come from a slab grown through the host allocator; the allocations
+ * mapped are found through a small hash of per-object mapping lists so
+ * destroying an allocation costs O(its mappings), not O(all ranges).
+ *
+ * Every entry validates first and changes nothing when it fails; anything
+ * it may need (nodes, hash slots, scratch) is obtained before the first
+ * change, so the commit half cannot fail.  See docs/VA_SPACE.md for the
+ * rules of every overlap case, with diagrams.
+ */
+#ifndef VIDMM_VA_SPACE_H
+#define VIDMM_VA_SPACE_H
+
+#include "vidmm/host_alloc.h"
+#include "vidmm/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VIDMM_VA_PAGE    UINT64_C(0x1000)   /* mapping granularity (CPU page, WDDM "4 KB aligned") */
+#define VIDMM_VA_GRANULE UINT64_C(0x10000)  /* reservation granularity; also the guard at VA 0 */
+
+/* What a span of VA is.  FREE is never stored; it names holes in steps. */
+enum vidmm_va_state {
+    VIDMM_VA_FREE = 0,
+    VIDMM_VA_RESERVED = 1,  /* from reserve (or unmapped inside a reservation): no memory behind it */
+    VIDMM_VA_MAPPED = 2     /* points at an allocation */
+};
+
+/* D3DDDIGPUVIRTUALADDRESS_RESERVATION_TYPE: what the GPU sees in a reserved span. */
+enum vidmm_va_mode {
+    VIDMM_VA_NO_ACCESS = 0, /* D3DDDIGPUVA_RESERVE_NO_ACCESS: invalid PTEs, access faults */
+    VIDMM_VA_ZERO = 1       /* D3DDDIGPUVA_RESERVE_ZERO: reads return 0, writes are dropped */
+};
+
+/* Mapping protection (D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE, inverted so
+ * that 0 is the common read/write/execute mapping). */
+#define VIDMM_VA_PROT_READ_ONLY  0x1u  /* !Write */
+#define VIDMM_VA_PROT_NO_EXECUTE 0x2u  /* !Execute */
+#define VIDMM_VA_PROT_MASK       0x3u
+
+/* One range (or, in a step, one span) as the caller sees it. */
+struct vidmm_va_desc {
+    uint64_t va, size;
+    uint64_t object;            /* MAPPED: the allocation handle (never 0); else 0 */
+    uint64_t object_offset;     /* MAPPED: byte offset in the object that va maps */
+    uint64_t driver_protection; /* MAPPED: opaque to vidmm, handed to the driver with the PTEs */
+    uint8_t state;              /* enum vidmm_va_state */
+    uint8_t mode;               /* RESERVED: its mode.  MAPPED in a reservation: the mode unmap restores */
+    uint8_t prot;               /* MAPPED: VIDMM_VA_PROT_* */
+    uint8_t in_reservation;     /* MAPPED: 1 if it replaced reserved VA (unmap gives it back as RESERVED) */
+};
+
+/* A tree node.  Fields other than d are private to va_space.c.  (Moving
+ * left/right/d into the first cache line of a 128-byte node was measured
+ * slower on workload G: the walks up need parent and the maxima too.) */
+struct vidmm_va_range {
+    struct vidmm_va_range *parent, *left, *right;
+    uint64_t gap;         /* bytes of hole between the previous range (or base) and d.va */
+    uint64_t max_gap;     /* largest gap in this subtree */
+    uint64_t max_gap64;   /* largest 64 KiB-aligned piece of a gap in this subtree */
+    struct vidmm_va_range *obj_prev, *obj_next; /* MAPPED: the object's mapping list */
+    int32_t height;       /* AVL height, 1 for a leaf */
+    struct vidmm_va_desc d;
+};
+
+/* Change steps, the drm_gpuvm way (drm_gpuva_op_map / _remap / _unmap).
+ * One call emits its UNMAP/REMAP steps for the ranges it cuts, in address
+ * order, then the MAP of the range it creates, if any.  Applied in order
+ * to the old range list they give the new one, except that adjacent
+ * RESERVED ranges of one mode are then merged silently (merging changes
+ * no PTE). */
+enum vidmm_va_step_op {
+    VIDMM_VA_STEP_MAP = 0,   /* new: a range appears (RESERVED or MAPPED) */
+    VIDMM_VA_STEP_REMAP = 1, /* old is split: [old.va, old.va+prev_size) and the last next_size
+                              * bytes stay (the kept tail's object_offset advances with it); the
+                              * middle is released */
+    VIDMM_VA_STEP_UNMAP = 2  /* old disappears entirely */
+};
+
+struct vidmm_va_step {
+    enum vidmm_va_step_op op;
+    struct vidmm_va_desc old;  /* REMAP, UNMAP: the range before the step */
+    struct vidmm_va_desc new;  /* MAP: the range created */
+    uint64_t prev_size;        /* REMAP: bytes kept at the start of old (0 = none) */
+    uint64_t next_size;        /* REMAP: bytes kept at the end of old (0 = none) */
+};
+
+typedef void (*vidmm_va_step_fn)(void *ctx, const struct vidmm_va_step *step);
+
+/* Operations of vidmm_va_update (D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE). */
+enum vidmm_va_update_type {
+    VIDMM_VA_UPDATE_MAP = 0,
+    VIDMM_VA_UPDATE_UNMAP = 1,
+    VIDMM_VA_UPDATE_COPY = 2
+};
+
+struct vidmm_va_update_op {
+    uint32_t type;              /* enum vidmm_va_update_type */
+    uint64_t va, size;          /* the target (COPY: the destination) */
+    uint64_t object;            /* MAP */
+    uint64_t object_offset;     /* MAP, bytes */
+    uint32_t prot;              /* MAP: VIDMM_VA_PROT_* */
+    uint64_t driver_protection; /* MAP */
+    uint32_t mode;              /* UNMAP: the end state, enum vidmm_va_mode */
+    uint64_t src;               /* COPY: the source */
+};
+
+struct vidmm_va_slab;    /* private to va_space.c */
+struct vidmm_va_objrec;  /* private to va_space.c */
+
+struct vidmm_va_space {
+    const struct vidmm_host_allocator *ha;
+    uint64_t base, limit;         /* managed VA [base, limit); base >= VIDMM_VA_GRANULE */
+    uint64_t range_count;         /* live ranges (RESERVED + MAPPED) */
+    uint64_t mapped_count;        /* live MAPPED ranges */
+    vidmm_va_step_fn step_fn;     /* NULL: no steps */
+    void *step_ctx;
+    /* Implementation state; see va_space.c. */
+    struct vidmm_va_range *root;
+    struct vidmm_va_range end;    /* sentinel [limit, limit): carries the last hole */
+    struct vidmm_va_range *free_nodes;
+    uint64_t free_node_count;
+    struct vidmm_va_slab *slabs;
+    uint64_t slab_next_nodes;
+    struct vidmm_va_objrec *objs; /* open-addressed hash: object -> mapping list */
+    uint64_t obj_cap, obj_count;
+    struct vidmm_va_desc *scratch; /* COPY source snapshots */
+    uint64_t scratch_cap;
+};
+
+/* Manage [64 KiB, 2^va_bits); va_bits in [20, 63].  VA [0, 64 KiB) is the
+ * guard: WDDM says VA page 0 is never valid, and since reservations are
+ * 64 KiB granular the whole first granule is kept out.  VIDMM_E_INVALID_ARG
+ * for a bad va_bits or NULL, VIDMM_E_NO_HOST_MEMORY if the first slab
+ * cannot be had. */
+vidmm_status vidmm_va_space_init(struct vidmm_va_space *vs, const struct vidmm_host_allocator *ha,
+                                 unsigned va_bits);
+/* Release everything (ranges need not be freed first; no steps). */
+void vidmm_va_space_fini(struct vidmm_va_space *vs);
+/* Steps of every later change go to fn(ctx, step), during the change. */
+void vidmm_va_space_set_step_fn(struct vidmm_va_space *vs, vidmm_va_step_fn fn, void *ctx);
+
+/* Reserve size bytes (a multiple of 64 KiB) at `at` (64 KiB aligned), or,
+ * with at == 0, at the lowest 64 KiB-aligned free address in
+ * [min, max] (0 = from base / to limit) such that va + size <= max.
+ * Statuses: INVALID_ARG (NULL, size 0, bad mode, out of the space,
+ * min >= max), ALIGNMENT (at/min/max/size), OVERFLOW (at + size wraps),
+ * BUSY (at given and any byte of it is reserved or mapped),
+ * NO_SEGMENT_SPACE (no hole fits), NO_HOST_MEMORY. */
+vidmm_status vidmm_va_reserve(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                              uint64_t size, unsigned mode, uint64_t *va);
+
+/* Map [object_offset, object_offset + size) of object at `at` (4 KiB
+ * aligned), or with at == 0 in the lowest free hole in [min, max].  At a
+ * fixed address the target must be uniform: all free (a plain mapping),
+ * all reservation-backed (RESERVED or mapped inside a reservation: the
+ * mapping replaces what is there and goes back to RESERVED on unmap), or
+ * all mappings made outside reservations (replaced).  A mix is BUSY.
+ * Statuses as reserve, plus ALIGNMENT for object_offset, INVALID_ARG for
+ * object 0 or unknown prot bits, OVERFLOW for object_offset + size. */
+vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                          uint64_t size, uint64_t object, uint64_t object_offset, unsigned prot,
+                          uint64_t driver_protection, uint64_t *va);
+
+/* Unmap every mapped byte of [va, va + size) (4 KiB aligned), splitting
+ * the mappings cut by the edges.  Mapped parts made inside a reservation
+ * become RESERVED again (in the mode they remember), the others free.
+ * Holes and RESERVED spans inside are left alone (as drm_gpuvm's
+ * sm_unmap).  INVALID_ARG, ALIGNMENT, OVERFLOW, NO_HOST_MEMORY. */
+vidmm_status vidmm_va_unmap(struct vidmm_va_space *vs, uint64_t va, uint64_t size);
+
+/* Free [va, va + size) (4 KiB aligned, D3DKMTFreeGpuVirtualAddress): every
+ * byte must be reserved or mapped (INVALID_ARG otherwise); all of it,
+ * mappings included, becomes free.  If it touches a reservation-backed
+ * range, va and size must be 64 KiB aligned (ALIGNMENT), so reservations
+ * stay 64 KiB granular. */
+vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size);
+
+/* Apply ops[0..n) in order (D3DKMTUpdateGpuVirtualAddress).  Every target
+ * (MAP, UNMAP, COPY destination) must lie in one reservation-backed run of
+ * ranges, every COPY source in one (possibly another).  MAP maps like
+ * vidmm_va_map into the reservation; UNMAP makes the target RESERVED in
+ * op.mode; COPY makes the destination, range by range, what the source is
+ * at that point (same object, offset, protection and unmap mode; or
+ * RESERVED in the same mode).  The whole batch is validated first: one bad op and nothing
+ * changes.  Statuses as map/unmap; INVALID_ARG for a target or source not
+ * in one reservation, or ops NULL with n > 0. */
+vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops,
+                             size_t n);
+
+/* Unmap every mapping of object (the allocation is being destroyed), as
+ * vidmm_va_unmap would.  O(m log n) for m mappings of the object.
+ * INVALID_ARG for object 0; OK when it has no mapping. */
+vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object);
+
+/* The range holding va, or NULL in a hole. */
+const struct vidmm_va_range *vidmm_va_lookup(const struct vidmm_va_space *vs, uint64_t va);
+/* The first range ending after va (the one holding va, or the next). */
+const struct vidmm_va_range *vidmm_va_first_from(const struct vidmm_va_space *vs, uint64_t va);
+/* Address-order iteration: first, then next until NULL. */
+const struct vidmm_va_range *vidmm_va_first(const struct vidmm_va_space *vs);
+const struct vidmm_va_range *vidmm_va_next(const struct vidmm_va_space *vs,
+                                           const struct vidmm_va_range *r);
+/* Number of live mappings of object. O(1) expected. */
+uint64_t vidmm_va_object_mapping_count(const struct vidmm_va_space *vs, uint64_t object);
+
+/* Verify every invariant: ranges sorted, non-overlapping, non-empty, 4 KiB
+ * aligned and inside [base, limit); reservation-backed runs start and end
+ * 64 KiB aligned; no two adjacent RESERVED ranges of one mode; AVL shape
+ * and heights; gaps and subtree maxima; counts; per-object lists and the
+ * object hash agree with the MAPPED ranges.  Returns the number of
+ * violations (0 = sound); prints nothing.  O(n). */
+int vidmm_va_space_check(const struct vidmm_va_space *vs);
+
+#endif
