@@ -423,6 +423,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
 {
     if (!a)
         return;
+    vidmm_process_destroy_all(a);
     for (uint32_t i = 0; i < a->slot_used; i++) {
         struct vidmm_allocation *al = a->slots[i];
         if (al && al->live) {

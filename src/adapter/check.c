@@ -141,6 +141,32 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         sum[s->id].used += vidmm_ra_node_size(&s->ra, a->paging.ap_node);
         sum[s->id].committed += a->paging.area_size;
     }
+    /* Page tables: implicit allocations in their levels' segments. */
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        const struct vidmm_process *p = a->procs[i];
+        if (!p)
+            continue;
+        uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
+        uint64_t tables = 0;
+        memset(bytes, 0, sizeof(bytes));
+        vidmm_pt_account(p->root, bytes, &tables);
+        for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
+            sum[id].used += bytes[id];
+            sum[id].committed += bytes[id];
+        }
+        int e = vidmm_va_space_check(&p->vs);
+        if (e)
+            bad(&r, "process %u: VA space has %d violations", i, e);
+        for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {
+            if (v->d.state != VIDMM_VA_MAPPED)
+                continue;
+            const struct vidmm_allocation *al = vidmm_handle_get(a, v->d.object);
+            if (!al)
+                bad(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
+            else if (v->d.object_offset + v->d.size > al->size)
+                bad(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
+        }
+    }
     uint64_t live = 0, free_slots = 0;
     for (uint32_t i = 0; i < a->slot_used; i++) {
         const struct vidmm_allocation *al = a->slots[i];

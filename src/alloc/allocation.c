@@ -126,6 +126,7 @@ vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, 
     if (st < 0)
         goto undo_driver;
     al->info = info;
+    al->self = h;
     al->size = probe.size;
     al->alignment = probe.alignment;
     st = vidmm_place_first_fit(a, al, &al->pl);
@@ -177,6 +178,7 @@ vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
         return VIDMM_E_BUSY;
     if (al->displayed)
         undisplay_all(a, h, al);
+    vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_unplace(a, al, &al->pl);
     (void)vidmm_paging_flush(a);
     struct vidmm_destroy_allocation_args da = { al->info.driver_allocation };
@@ -301,7 +303,9 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
         }
         al->pl.segment_id = eff;
         al->moves++;
-        return vidmm_paging_flush(a);
+        st = vidmm_process_remap_allocation(a, al);
+        vidmm_status f = vidmm_paging_flush(a);
+        return st < 0 ? st : f;
     }
     struct vidmm_placement dst;
     st = vidmm_place(a, al, eff, top, &dst);
@@ -327,7 +331,10 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
         al->pl.pages.ext = al->pl.pages.inline_ext; /* the inline array moved with the struct */
     al->moves++;
-    return vidmm_paging_flush(a);
+    /* Same GPU virtual addresses, new pages: rewrite the PTEs. */
+    st = vidmm_process_remap_allocation(a, al);
+    vidmm_status f = vidmm_paging_flush(a);
+    return st < 0 ? st : f;
 }
 
 static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id, int discard)

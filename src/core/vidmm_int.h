@@ -11,12 +11,14 @@
 
 #include "vidmm/allocation.h"
 #include "vidmm/gpummu.h"
+#include "vidmm/process.h"
 #include "vidmm/driver.h"
 #include "vidmm/segment.h"
 
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 #include "paging/ring.h"
+#include "va/va_space.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -85,6 +87,33 @@ struct vidmm_allocation {
     uint32_t vidpn_source;
     uint64_t moves;
     uint32_t next_free;             /* free-slot list link while !live */
+    vidmm_handle self;              /* its own handle: the object id in VA spaces */
+};
+
+/* ---- GpuMmu page tables and processes ------------------------------- */
+
+/* One page table of a process (an implicit allocation with no handle). */
+struct vidmm_page_table {
+    uint32_t level;                 /* 0 = leaf */
+    uint32_t segment_id;            /* where it lives (0 = system memory) */
+    uint64_t offset;                /* segment offset, or for segment 0 the host address */
+    uint64_t size;
+    uint32_t ra_node;               /* in the segment's range allocator (segment != 0) */
+    uint32_t entries;               /* 2^index bits of its level */
+    void *host;                     /* segment 0: the host block */
+    struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
+    uint32_t live_children;
+};
+
+struct vidmm_process {
+    struct vidmm_adapter *adapter;
+    vidmm_handle self;
+    struct vidmm_va_space vs;
+    struct vidmm_page_table *root;
+    struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
+    uint32_t pte_buf_len;
+    vidmm_status step_error;        /* first failure inside a VA change (commit half) */
+    uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
 };
 
 /* ---- paging --------------------------------------------------------- */
@@ -137,6 +166,9 @@ struct vidmm_adapter {
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     uint64_t live;
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
+    struct vidmm_process *procs[VIDMM_MAX_PROCESSES];
+    uint16_t proc_gen[VIDMM_MAX_PROCESSES];
+    uint32_t proc_live;
     struct vidmm_paging paging;
     void *dummy_page;               /* what unmapped aperture pages point at */
     /* statistics */
@@ -147,6 +179,28 @@ struct vidmm_adapter {
 };
 
 #define VIDMM_HANDLE_TYPE_ALLOCATION 1u
+#define VIDMM_HANDLE_TYPE_PROCESS 2u
+
+/* mmu/page_table.c */
+vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
+void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt);
+/* Make sure every table covering [va, va+size) exists (may allocate). */
+vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size);
+/* Write the leaf entries of [va, va+size) for what d says is there
+ * (mapped pages, zero, or invalid); tables must exist for valid entries.
+ * Never allocates. */
+vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                            const struct vidmm_va_desc *d);
+vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p);
+/* Sum the page-table bytes of a tree per segment (for the checker). */
+void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes_per_segment, uint64_t *tables);
+
+/* process/process.c */
+/* The allocation moved or changed: rewrite its PTEs in every process. */
+vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* The allocation is being destroyed: unmap it everywhere. */
+void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_process_destroy_all(struct vidmm_adapter *a);
 
 /* mmu/geometry.c: query and validate the GpuMmu geometry (after the
  * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */

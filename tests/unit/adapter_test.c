@@ -229,6 +229,10 @@ static void every_preset_opens(void)
             continue;
         struct vidmm_adapter *a = NULL;
         T_ST(vidmm_adapter_open(&f.ci, &a), VIDMM_OK);
+        if (!a) {
+            fixture_fini(&f);
+            continue;
+        }
         T_CHECK(f.msg[0] == '\0');
         /* caps + the two segment calls, + GpuMmu caps and one per level */
         struct vidmm_gpummu_info gi;
@@ -240,7 +244,9 @@ static void every_preset_opens(void)
         T_EQ(vidmm_adapter_check(a, rep, sizeof rep), 0);
         struct vidmm_adapter_info ai;
         T_ST(vidmm_adapter_query_info(a, &ai), VIDMM_OK);
-        T_CHECK(ai.segment_count >= 2);
+        T_CHECK(ai.segment_count >= 2 && ai.segment_count <= 32);
+        if (ai.segment_count > 32)
+            ai.segment_count = 0;
         T_CHECK(ai.aperture_segment_id >= 1 && ai.aperture_segment_id < ai.segment_count);
         struct vidmm_segment_info s0;
         T_ST(vidmm_segment_query(a, 0, &s0), VIDMM_OK);

@@ -1,0 +1,82 @@
+/*
+ * vidmm/process.h - processes and their GPU virtual address spaces
+ * (GpuMmu model).
+ *
+ * Each process owns one GPU VA space and the page tables behind it.  The
+ * caller picks GPU virtual addresses (at an address, or anywhere in
+ * [min, max]); vidmm keeps the page tables in the segments the driver
+ * named and changes them only through UPDATE_PAGE_TABLE and FLUSH_TLB
+ * paging operations.  An allocation's GPU virtual address stays the same
+ * while vidmm moves its bytes: moves rewrite the page-table entries.
+ *
+ * Rules (wddm-facts §5.2): reservations are 64 KiB aligned and sized;
+ * mappings are 4 KiB granular; VA [0, 64 KiB) is never valid; destroying
+ * an allocation removes its mappings from every process.
+ */
+#ifndef VIDMM_PROCESS_H
+#define VIDMM_PROCESS_H
+
+#include "vidmm/allocation.h"
+#include "vidmm/driver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VIDMM_MAX_PROCESSES 256u
+
+/* VIDMM_E_NOT_SUPPORTED on an adapter without GpuMmu. */
+vidmm_status vidmm_process_create(struct vidmm_adapter *adapter, vidmm_handle *process);
+/* Frees the VA space and every page table; the allocations stay. */
+vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidmm_handle process);
+
+/* What a reserved span reads as (D3DDDIGPUVIRTUALADDRESS_RESERVATION_TYPE). */
+#define VIDMM_GPUVA_RESERVE_NO_ACCESS 0u
+#define VIDMM_GPUVA_RESERVE_ZERO      1u
+/* Mapping protection. */
+#define VIDMM_GPUVA_READ_ONLY  0x1u
+#define VIDMM_GPUVA_NO_EXECUTE 0x2u
+
+/* D3DKMTReserveGpuVirtualAddress: at base (64 KiB aligned), or with base 0
+ * anywhere in [min, max] (0 = no bound).  VIDMM_E_BUSY when base overlaps
+ * anything, VIDMM_E_NO_SEGMENT_SPACE when no hole fits. */
+vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base,
+                                 uint64_t min, uint64_t max, uint64_t size, unsigned mode, uint64_t *va);
+
+/* D3DKMTMapGpuVirtualAddress: map size bytes of the allocation from
+ * offset (both 4 KiB multiples) at base, or anywhere in [min, max].  The
+ * PTEs are written before this returns. */
+vidmm_status vidmm_gpuva_map(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base, uint64_t min,
+                             uint64_t max, vidmm_handle allocation, uint64_t offset, uint64_t size,
+                             unsigned protection, uint64_t driver_protection, uint64_t *va);
+
+/* Unmap [va, va + size): mapped parts made in a reservation become
+ * reserved again, others free. */
+vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
+
+/* D3DKMTFreeGpuVirtualAddress: every byte must be reserved or mapped. */
+vidmm_status vidmm_gpuva_free(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
+
+/* The root page table, as DxgkDdiSetRootPageTable would give it. */
+vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *adapter, vidmm_handle process,
+                                           struct vidmm_physical_address *root);
+
+/* One range of a process's VA space, for dumps and tests. */
+struct vidmm_gpuva_range {
+    uint64_t va, size;
+    uint32_t state;              /* 1 reserved, 2 mapped */
+    uint32_t mode;               /* reserved: VIDMM_GPUVA_RESERVE_* */
+    vidmm_handle allocation;     /* mapped */
+    uint64_t offset;             /* mapped: byte offset in the allocation */
+    uint32_t protection;         /* mapped: VIDMM_GPUVA_* */
+    uint32_t reserved;
+};
+/* Ranges in address order starting at the first one ending after va;
+ * fills up to capacity, *count = how many were filled. */
+vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va,
+                               struct vidmm_gpuva_range *ranges, uint32_t capacity, uint32_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,325 @@
+/*
+ * page_table.c - a process's GpuMmu page tables: created, filled and
+ * freed by vidmm, written only through UPDATE_PAGE_TABLE paging
+ * operations carrying neutral PTE records that the driver turns into its
+ * hardware format.
+ *
+ * Tables are implicit allocations: contiguous ranges of the segment the
+ * driver named for their level (or 4 KiB host blocks for segment 0),
+ * counted in that segment's commit.  A new table is initialised by one
+ * REPEAT update of an invalid entry (vidmm does not know what "invalid"
+ * looks like in hardware).  Lower tables are created on demand when a
+ * valid entry needs them and kept until the process goes (a table that
+ * becomes empty is not freed: fewer page-table moves, and an unmap never
+ * needs memory).  Leaf entries are 4 KiB; with 64 KiB segment pages 16
+ * consecutive entries point into one 64 KiB page.
+ *
+ * Entry addresses (wddm-facts §4.4): a 4 KiB frame number - the segment
+ * offset >> 12, or for system memory the host address >> 12.
+ */
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+static uint32_t level_shift(const struct vidmm_gpummu_info *g, uint32_t level)
+{
+    uint32_t s = 12;
+    for (uint32_t l = 0; l < level; l++)
+        s += g->level[l].page_table_index_bit_count;
+    return s;
+}
+
+static uint32_t index_of(const struct vidmm_gpummu_info *g, uint32_t level, uint64_t va)
+{
+    uint32_t bits = g->level[level].page_table_index_bit_count;
+    return (uint32_t)((va >> level_shift(g, level)) & ((1ull << bits) - 1));
+}
+
+static struct vidmm_physical_address table_address(const struct vidmm_page_table *pt)
+{
+    struct vidmm_physical_address pa;
+    memset(&pa, 0, sizeof(pa));
+    pa.segment_id = pt->segment_id;
+    pa.segment_offset = pt->offset;
+    return pa;
+}
+
+static uint64_t frame_of(uint32_t segment_id, uint64_t offset)
+{
+    (void)segment_id;
+    return offset >> 12;
+}
+
+static vidmm_status emit_entries(struct vidmm_adapter *a, const struct vidmm_page_table *pt, uint32_t start,
+                                 uint32_t count, const struct vidmm_pte *e, uint32_t flags, uint64_t first_va,
+                                 void *driver_allocation, uint64_t alloc_offset)
+{
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    struct vidmm_paging_update_page_table *u = &op.u.update_page_table;
+    u->page_table_level = pt->level;
+    u->flags = flags;
+    u->driver_allocation = driver_allocation;
+    u->page_table_address = table_address(pt);
+    u->page_table_entries = e;
+    u->start_index = start;
+    u->num_page_table_entries = count;
+    u->allocation_offset_in_bytes = alloc_offset;
+    u->first_pte_virtual_address = first_va;
+    return vidmm_paging_emit(a, &op);
+}
+
+static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, struct vidmm_page_table **out)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    const struct vidmm_page_table_level_desc *d = &g->level[level];
+    struct vidmm_page_table *pt = vidmm_hzalloc(a->ha, sizeof(*pt), _Alignof(struct vidmm_page_table));
+    if (!pt)
+        return VIDMM_E_NO_HOST_MEMORY;
+    pt->level = level;
+    pt->segment_id = d->page_table_segment_id;
+    pt->size = d->page_table_size_in_bytes;
+    pt->entries = 1u << d->page_table_index_bit_count;
+    vidmm_status st;
+    if (level > 0) {
+        pt->child = vidmm_hzalloc(a->ha, (size_t)pt->entries * sizeof(*pt->child), _Alignof(struct vidmm_page_table *));
+        if (!pt->child) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            goto fail;
+        }
+    }
+    if (pt->segment_id == 0) {
+        pt->host = vidmm_hzalloc(a->ha, (size_t)pt->size, VIDMM_PAGE_4K);
+        if (!pt->host) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            goto fail;
+        }
+        pt->offset = (uint64_t)(uintptr_t)pt->host;
+    } else {
+        struct vidmm_segment *s = &a->seg[pt->segment_id];
+        uint64_t align = d->page_table_alignment_in_bytes ? d->page_table_alignment_in_bytes : s->page_size;
+        st = vidmm_ra_alloc(&s->ra, pt->size, align, 0, &pt->offset, &pt->ra_node);
+        if (st < 0)
+            goto fail;
+        s->committed += pt->size;
+    }
+    /* Every entry invalid, in whatever form the hardware wants. */
+    struct vidmm_pte invalid;
+    memset(&invalid, 0, sizeof(invalid));
+    st = emit_entries(a, pt, 0, pt->entries, &invalid, VIDMM_UPDATE_PT_REPEAT | VIDMM_UPDATE_PT_INITIAL_UPDATE, 0,
+                      NULL, 0);
+    if (st < 0) {
+        vidmm_pt_destroy(a, pt);
+        return st;
+    }
+    *out = pt;
+    return VIDMM_OK;
+fail:
+    vidmm_hfree(a->ha, pt->child, (size_t)pt->entries * sizeof(*pt->child), _Alignof(struct vidmm_page_table *));
+    vidmm_hfree(a->ha, pt, sizeof(*pt), _Alignof(struct vidmm_page_table));
+    return st;
+}
+
+void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
+{
+    if (!pt)
+        return;
+    if (pt->child) {
+        for (uint32_t i = 0; i < pt->entries; i++)
+            if (pt->child[i])
+                vidmm_pt_destroy(a, pt->child[i]);
+        vidmm_hfree(a->ha, pt->child, (size_t)pt->entries * sizeof(*pt->child), _Alignof(struct vidmm_page_table *));
+    }
+    if (pt->segment_id == 0) {
+        if (pt->host) {
+            (void)vidmm_paging_flush(a); /* the GPU may still read it */
+            vidmm_hfree(a->ha, pt->host, (size_t)pt->size, VIDMM_PAGE_4K);
+        }
+    } else if (pt->size) {
+        struct vidmm_segment *s = &a->seg[pt->segment_id];
+        vidmm_ra_free(&s->ra, pt->ra_node);
+        s->committed -= pt->size;
+    }
+    vidmm_hfree(a->ha, pt, sizeof(*pt), _Alignof(struct vidmm_page_table));
+}
+
+vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    return table_new(a, a->gpummu.level_count - 1, &p->root);
+}
+
+/* Point entry idx of parent at child. */
+static vidmm_status link_child(struct vidmm_adapter *a, struct vidmm_page_table *parent, uint32_t idx,
+                               struct vidmm_page_table *child, uint64_t va)
+{
+    struct vidmm_pte e;
+    memset(&e, 0, sizeof(e));
+    e.flags = VIDMM_PTE_VALID | ((uint64_t)child->segment_id << VIDMM_PTE_SEGMENT_SHIFT);
+    e.page_address = frame_of(child->segment_id, child->offset);
+    return emit_entries(a, parent, idx, 1, &e, 0, va, NULL, 0);
+}
+
+vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    if (!size)
+        return VIDMM_OK;
+    uint64_t end = va + size;
+    uint64_t leaf_span = g->leaf_span[0];
+    for (uint64_t cur = va & ~(leaf_span - 1); cur < end; cur += leaf_span) {
+        struct vidmm_page_table *t = p->root;
+        for (uint32_t l = g->level_count - 1; l > 0; l--) {
+            uint32_t idx = index_of(g, l, cur);
+            if (!t->child[idx]) {
+                struct vidmm_page_table *c;
+                vidmm_status st = table_new(a, l - 1, &c);
+                if (st < 0)
+                    return st;
+                st = link_child(a, t, idx, c, cur);
+                if (st < 0) {
+                    vidmm_pt_destroy(a, c);
+                    return st;
+                }
+                t->child[idx] = c;
+                t->live_children++;
+            }
+            t = t->child[idx];
+        }
+        if (cur + leaf_span < cur)
+            break;
+    }
+    return VIDMM_OK;
+}
+
+static struct vidmm_page_table *leaf_of(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    struct vidmm_page_table *t = p->root;
+    for (uint32_t l = g->level_count - 1; l > 0 && t; l--)
+        t = t->child[index_of(g, l, va)];
+    return t;
+}
+
+/* Where byte `off` of the allocation is, and how many bytes from there
+ * are contiguous. */
+static void locate(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint64_t off,
+                   uint32_t *segment_id, uint64_t *addr, uint64_t *contiguous)
+{
+    const struct vidmm_placement *pl = &al->pl;
+    if (pl->sys) {
+        *segment_id = 0;
+        *addr = (uint64_t)(uintptr_t)pl->sys + off;
+        *contiguous = al->size - off;
+        return;
+    }
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < pl->pages.count; i++) {
+        const struct vidmm_extent *e = &pl->pages.ext[i];
+        if (off < base + e->size) {
+            *segment_id = pl->segment_id;
+            *addr = e->offset + (off - base);
+            *contiguous = e->size - (off - base);
+            return;
+        }
+        base += e->size;
+    }
+    (void)a;
+    *segment_id = 0;
+    *addr = 0;
+    *contiguous = 0;
+}
+
+vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                            const struct vidmm_va_desc *d)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    struct vidmm_allocation *al = NULL;
+    uint64_t flags = 0;
+    if (d && d->state == VIDMM_VA_MAPPED) {
+        al = vidmm_handle_get(a, d->object);
+        if (!al)
+            return VIDMM_E_INVALID_HANDLE;
+        flags = VIDMM_PTE_VALID;
+        if (d->prot & VIDMM_VA_PROT_READ_ONLY)
+            flags |= VIDMM_PTE_READ_ONLY;
+        if (d->prot & VIDMM_VA_PROT_NO_EXECUTE)
+            flags |= VIDMM_PTE_NO_EXECUTE;
+    } else if (d && d->state == VIDMM_VA_RESERVED && d->mode == VIDMM_VA_ZERO) {
+        flags = VIDMM_PTE_VALID | VIDMM_PTE_ZERO;
+    }
+    uint64_t end = va + size;
+    uint64_t leaf_span = g->leaf_span[0];
+    uint64_t cur = va;
+    while (cur < end) {
+        uint64_t table_end = (cur & ~(leaf_span - 1)) + leaf_span;
+        uint64_t stop = table_end < end && table_end > cur ? table_end : end;
+        struct vidmm_page_table *leaf = leaf_of(a, p, cur);
+        uint32_t n = (uint32_t)((stop - cur) >> 12);
+        if (!leaf) {
+            if (flags & VIDMM_PTE_VALID)
+                return VIDMM_E_STATE; /* vidmm_pt_ensure was not called: a bug */
+            cur = stop;               /* nothing was ever valid here */
+            continue;
+        }
+        uint32_t start = index_of(g, 0, cur);
+        if (!(flags & VIDMM_PTE_VALID) || (flags & VIDMM_PTE_ZERO)) {
+            struct vidmm_pte e;
+            memset(&e, 0, sizeof(e));
+            e.flags = flags;
+            vidmm_status st = emit_entries(a, leaf, start, n, &e, VIDMM_UPDATE_PT_REPEAT, cur, NULL, 0);
+            if (st < 0)
+                return st;
+        } else {
+            uint64_t off = d->object_offset + (cur - d->va);
+            uint32_t k = 0;
+            while (k < n) {
+                uint32_t seg;
+                uint64_t addr, contiguous;
+                locate(a, al, off + ((uint64_t)k << 12), &seg, &addr, &contiguous);
+                if (!contiguous)
+                    return VIDMM_E_STATE;
+                uint64_t run = contiguous >> 12;
+                for (uint64_t j = 0; j < run && k < n; j++, k++) {
+                    p->pte_buf[k].flags = flags | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+                    p->pte_buf[k].page_address = frame_of(seg, addr) + j;
+                }
+            }
+            vidmm_status st = emit_entries(a, leaf, start, n, p->pte_buf, 0, cur, al->info.driver_allocation, off);
+            if (st < 0)
+                return st;
+        }
+        if (cur < p->flush_lo)
+            p->flush_lo = cur;
+        if (stop > p->flush_hi)
+            p->flush_hi = stop;
+        cur = stop;
+    }
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (p->flush_hi <= p->flush_lo)
+        return VIDMM_OK;
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_FLUSH_TLB;
+    op.u.flush_tlb.root_page_table_address = table_address(p->root);
+    op.u.flush_tlb.start_virtual_address = p->flush_lo;
+    op.u.flush_tlb.end_virtual_address = p->flush_hi;
+    p->flush_lo = UINT64_MAX;
+    p->flush_hi = 0;
+    return vidmm_paging_emit(a, &op);
+}
+
+void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes, uint64_t *tables)
+{
+    if (!pt)
+        return;
+    bytes[pt->segment_id] += pt->segment_id ? pt->size : 0;
+    (*tables)++;
+    if (pt->child)
+        for (uint32_t i = 0; i < pt->entries; i++)
+            vidmm_pt_account(pt->child[i], bytes, tables);
+}

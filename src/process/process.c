@@ -1,0 +1,343 @@
+/*
+ * process.c - processes and the public GPU VA entries (GpuMmu model).
+ *
+ * A process pairs a VA-space bookkeeping structure (va/va_space.c) with
+ * its page tables (mmu/page_table.c).  Every VA change is two-phase:
+ *
+ *   prepare: validate, and create the page tables the target span needs
+ *            (this is where host memory or segment space can run out);
+ *   commit:  apply the change to the VA space, whose MAP/REMAP/UNMAP
+ *            steps on_step() turns into UPDATE_PAGE_TABLE operations,
+ *            then one FLUSH_TLB.
+ *
+ * When vidmm chooses the VA ("anywhere in [min, max]") the span is not
+ * known before the commit, so its tables are created in the step and a
+ * failure there is undone by releasing the span again (which needs no
+ * memory: the span was a hole before).  Allocations are named by handle
+ * in every VA space, so a move rewrites their PTEs in each process and
+ * their GPU virtual addresses never change.
+ *
+ * Process handles: type 2, a slot of a fixed table of VIDMM_MAX_PROCESSES,
+ * a 16-bit generation, and the adapter salt, like allocation handles.
+ */
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+static vidmm_handle make_handle(const struct vidmm_adapter *a, uint32_t slot)
+{
+    return ((vidmm_handle)VIDMM_HANDLE_TYPE_PROCESS << 56) | ((vidmm_handle)a->handle_salt << 40) |
+           ((vidmm_handle)a->proc_gen[slot] << 24) | slot;
+}
+
+static struct vidmm_process *get(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a || (h >> 56) != VIDMM_HANDLE_TYPE_PROCESS || ((h >> 40) & 0xFFFFu) != a->handle_salt)
+        return NULL;
+    uint32_t slot = (uint32_t)h & 0xFFFFFFu;
+    if (slot >= VIDMM_MAX_PROCESSES || !a->procs[slot] || ((h >> 24) & 0xFFFFu) != a->proc_gen[slot])
+        return NULL;
+    return a->procs[slot];
+}
+
+/* Commit half: every step of a VA change becomes page-table writes. */
+static void on_step(void *ctx, const struct vidmm_va_step *s)
+{
+    struct vidmm_process *p = ctx;
+    struct vidmm_adapter *a = p->adapter;
+    if (p->step_error < 0)
+        return;
+    vidmm_status st = VIDMM_OK;
+    switch (s->op) {
+    case VIDMM_VA_STEP_UNMAP:
+        st = vidmm_pt_write(a, p, s->old.va, s->old.size, NULL);
+        break;
+    case VIDMM_VA_STEP_REMAP:
+        st = vidmm_pt_write(a, p, s->old.va + s->prev_size, s->old.size - s->prev_size - s->next_size, NULL);
+        break;
+    case VIDMM_VA_STEP_MAP:
+        if (s->new.state == VIDMM_VA_MAPPED || s->new.mode == VIDMM_VA_ZERO)
+            st = vidmm_pt_ensure(a, p, s->new.va, s->new.size);
+        if (st >= 0)
+            st = vidmm_pt_write(a, p, s->new.va, s->new.size, &s->new);
+        break;
+    }
+    if (st < 0)
+        p->step_error = st;
+}
+
+vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = VIDMM_HANDLE_NULL;
+    if (!a->has_gpummu)
+        return VIDMM_E_NOT_SUPPORTED;
+    uint32_t slot = 0;
+    while (slot < VIDMM_MAX_PROCESSES && a->procs[slot])
+        slot++;
+    if (slot == VIDMM_MAX_PROCESSES)
+        return VIDMM_E_BUSY;
+    struct vidmm_process *p = vidmm_hzalloc(a->ha, sizeof(*p), _Alignof(struct vidmm_process));
+    if (!p)
+        return VIDMM_E_NO_HOST_MEMORY;
+    p->adapter = a;
+    p->flush_lo = UINT64_MAX;
+    p->pte_buf_len = 1u << a->gpummu.level[0].page_table_index_bit_count;
+    p->pte_buf = vidmm_halloc(a->ha, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
+    if (!p->pte_buf)
+        goto fail;
+    st = vidmm_va_space_init(&p->vs, a->ha, a->gpummu.caps.virtual_address_bit_count);
+    if (st < 0)
+        goto fail_buf;
+    st = vidmm_pt_create_root(a, p);
+    if (st < 0)
+        goto fail_vs;
+    st = vidmm_paging_flush(a);
+    if (st < 0)
+        goto fail_root;
+    vidmm_va_space_set_step_fn(&p->vs, on_step, p);
+    a->proc_gen[slot] = (uint16_t)(a->proc_gen[slot] + 1);
+    if (a->proc_gen[slot] == 0)
+        a->proc_gen[slot] = 1;
+    a->procs[slot] = p;
+    a->proc_live++;
+    p->self = make_handle(a, slot);
+    *out = p->self;
+    return VIDMM_OK;
+fail_root:
+    vidmm_pt_destroy(a, p->root);
+fail_vs:
+    vidmm_va_space_fini(&p->vs);
+fail_buf:
+    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+fail:
+    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
+    return st;
+}
+
+static void process_free(struct vidmm_adapter *a, uint32_t slot)
+{
+    struct vidmm_process *p = a->procs[slot];
+    (void)vidmm_paging_flush(a);
+    vidmm_pt_destroy(a, p->root);
+    vidmm_va_space_fini(&p->vs);
+    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
+    a->procs[slot] = NULL;
+    a->proc_live--;
+}
+
+vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    if (!get(a, h))
+        return VIDMM_E_INVALID_HANDLE;
+    process_free(a, (uint32_t)h & 0xFFFFFFu);
+    return VIDMM_OK;
+}
+
+void vidmm_process_destroy_all(struct vidmm_adapter *a)
+{
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
+        if (a->procs[i])
+            process_free(a, i);
+}
+
+/* End of a change: flush the TLB and the paging queue. */
+static vidmm_status finish(struct vidmm_adapter *a, struct vidmm_process *p, vidmm_status st)
+{
+    vidmm_status f = vidmm_pt_flush(a, p);
+    if (f >= 0)
+        f = vidmm_paging_flush(a);
+    if (st >= 0 && f < 0)
+        st = f;
+    return st;
+}
+
+static int aligned(uint64_t x, uint64_t al) { return (x & (al - 1)) == 0; }
+
+/* Is [va, va+size) a plausible fixed target (so tables can be made before
+ * the change)?  The VA space does the real validation. */
+static int fixed_target(const struct vidmm_process *p, uint64_t va, uint64_t size, uint64_t granule)
+{
+    return va && size && aligned(va, granule) && aligned(size, granule) && va + size > va && va >= p->vs.base &&
+           va + size <= p->vs.limit;
+}
+
+vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
+                                 uint64_t size, unsigned mode, uint64_t *va)
+{
+    if (!a || !va)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    if (mode > VIDMM_GPUVA_RESERVE_ZERO)
+        return VIDMM_E_INVALID_ARG;
+    /* Prepare: a ZERO reservation at a known place needs its tables. */
+    if (mode == VIDMM_GPUVA_RESERVE_ZERO && fixed_target(p, base, size, VIDMM_VA_GRANULE)) {
+        const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, base);
+        if (r && r->d.va < base + size)
+            return VIDMM_E_BUSY;
+        vidmm_status st = vidmm_pt_ensure(a, p, base, size);
+        if (st < 0)
+            return finish(a, p, st);
+    }
+    p->step_error = VIDMM_OK;
+    vidmm_status st = vidmm_va_reserve(&p->vs, base, min, max, size, mode, va);
+    if (st >= 0 && p->step_error < 0) {
+        (void)vidmm_va_free(&p->vs, *va, size);
+        st = p->step_error;
+        *va = 0;
+    }
+    return finish(a, p, st);
+}
+
+vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
+                             vidmm_handle allocation, uint64_t offset, uint64_t size, unsigned prot,
+                             uint64_t driver_protection, uint64_t *va)
+{
+    if (!a || !va)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_allocation *al = vidmm_handle_get(a, allocation);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    if (prot & ~(unsigned)(VIDMM_GPUVA_READ_ONLY | VIDMM_GPUVA_NO_EXECUTE))
+        return VIDMM_E_INVALID_ARG;
+    if (!aligned(offset, VIDMM_VA_PAGE) || !aligned(size, VIDMM_VA_PAGE) || !aligned(base, VIDMM_VA_PAGE))
+        return VIDMM_E_ALIGNMENT;
+    if (!size || offset >= al->size || size > al->size - offset)
+        return VIDMM_E_INVALID_ARG;
+    if (fixed_target(p, base, size, VIDMM_VA_PAGE)) {
+        vidmm_status st = vidmm_pt_ensure(a, p, base, size);
+        if (st < 0)
+            return finish(a, p, st);
+    }
+    p->step_error = VIDMM_OK;
+    vidmm_status st = vidmm_va_map(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection, va);
+    if (st >= 0 && p->step_error < 0) {
+        /* Only an anywhere-map can fail here (its tables are made in the
+         * step): the span was a hole, so unmapping restores it. */
+        (void)vidmm_va_unmap(&p->vs, *va, size);
+        st = p->step_error;
+        *va = 0;
+    }
+    return finish(a, p, st);
+}
+
+vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    p->step_error = VIDMM_OK;
+    vidmm_status st = vidmm_va_unmap(&p->vs, va, size);
+    if (st >= 0 && p->step_error < 0)
+        st = p->step_error;
+    return finish(a, p, st);
+}
+
+vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    p->step_error = VIDMM_OK;
+    vidmm_status st = vidmm_va_free(&p->vs, va, size);
+    if (st >= 0 && p->step_error < 0)
+        st = p->step_error;
+    return finish(a, p, st);
+}
+
+vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
+                                           struct vidmm_physical_address *root)
+{
+    if (!a || !root)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    memset(root, 0, sizeof(*root));
+    root->segment_id = p->root->segment_id;
+    root->segment_offset = p->root->offset;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, uint64_t va,
+                               struct vidmm_gpuva_range *out, uint32_t cap, uint32_t *count)
+{
+    if (!a || !count || (cap && !out))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    uint32_t n = 0;
+    for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, va); r && n < cap;
+         r = vidmm_va_next(&p->vs, r), n++) {
+        memset(&out[n], 0, sizeof(out[n]));
+        out[n].va = r->d.va;
+        out[n].size = r->d.size;
+        out[n].state = r->d.state;
+        out[n].mode = r->d.mode;
+        out[n].allocation = r->d.object;
+        out[n].offset = r->d.object_offset;
+        out[n].protection = r->d.prot;
+    }
+    *count = n;
+    return VIDMM_OK;
+}
+
+/* Rewrite the PTEs of every mapping of al in p.  The VA space keeps its
+ * per-object lists private, so this walks its ranges: O(ranges) per
+ * process that maps al (processes that do not are skipped in O(1)). */
+static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, const struct vidmm_allocation *al)
+{
+    if (!vidmm_va_object_mapping_count(&p->vs, al->self))
+        return VIDMM_OK;
+    for (const struct vidmm_va_range *r = vidmm_va_first(&p->vs); r; r = vidmm_va_next(&p->vs, r)) {
+        if (r->d.state != VIDMM_VA_MAPPED || r->d.object != al->self)
+            continue;
+        vidmm_status st = vidmm_pt_write(a, p, r->d.va, r->d.size, &r->d);
+        if (st < 0)
+            return st;
+    }
+    return vidmm_pt_flush(a, p);
+}
+
+vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (!a->proc_live)
+        return VIDMM_OK;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        if (!a->procs[i])
+            continue;
+        vidmm_status st = remap_in(a, a->procs[i], al);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}
+
+void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (!a->proc_live)
+        return;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        struct vidmm_process *p = a->procs[i];
+        if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
+            continue;
+        p->step_error = VIDMM_OK;
+        (void)vidmm_va_unmap_object(&p->vs, al->self);
+        (void)vidmm_pt_flush(a, p);
+    }
+}

@@ -1,0 +1,425 @@
+/*
+ * process_test.c - processes, GPU VA mapping and GpuMmu page tables, end
+ * to end: vidmm writes the page tables through paging operations, and
+ * softgpu's MMU - which knows nothing of vidmm - walks them.  The walker
+ * is the oracle: every mapped VA must read the allocation's bytes, every
+ * other VA must fault, before and after moves.
+ */
+#include "harness/fault_alloc.h"
+#include "harness/test.h"
+#include "vidmm/process.h"
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pt_fx {
+    struct fault_alloc fa;
+    struct softgpu *sg;
+    struct vidmm_adapter *a;
+};
+
+static int fx_open(struct pt_fx *f, const char *preset)
+{
+    memset(f, 0, sizeof(*f));
+    fault_alloc_init(&f->fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = preset;
+    if (strcmp(preset, "igpu")) {
+        cfg.segment_size[1] = 64ull << 20;
+        cfg.segment_size[2] = 128ull << 20;
+    }
+    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
+    if (!f->sg)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof(ci));
+    softgpu_fill_adapter_create_info(f->sg, &ci);
+    ci.host_allocator = &f->fa.ha;
+    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
+    return f->a ? 0 : -1;
+}
+
+static void fx_close(struct pt_fx *f)
+{
+    char rep[1024];
+    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
+    if (e)
+        fprintf(stderr, "%s", rep);
+    T_EQ(e, 0);
+    T_EQ(softgpu_check(f->sg), 0);
+    vidmm_adapter_close(f->a);
+    T_EQ(f->fa.live_blocks, 0);
+    softgpu_destroy(f->sg);
+}
+
+static vidmm_handle alloc_in(struct vidmm_adapter *a, uint32_t set, uint64_t size)
+{
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.kind = SOFTGPU_ALLOC_EXPLICIT;
+    d.info.size = size;
+    d.info.supported_write_segment_set = set;
+    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    vidmm_handle h = 0;
+    T_ST(vidmm_allocation_create(a, &d, sizeof(d), &h), VIDMM_OK);
+    return h;
+}
+
+static void pattern(struct vidmm_adapter *a, vidmm_handle h, uint64_t seed)
+{
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(a, h, &st), VIDMM_OK);
+    void *p = NULL;
+    T_ST(vidmm_allocation_lock(a, h, &p), VIDMM_OK);
+    if (!p)
+        return;
+    uint64_t *w = p, s = seed;
+    for (uint64_t i = 0; i < st.size / 8; i++)
+        w[i] = t_rand(&s);
+    T_ST(vidmm_allocation_unlock(a, h), VIDMM_OK);
+}
+
+/* The GPU, through the page tables, sees [va, va+size) as bytes
+ * [off, off+size) of the pattern seeded with seed. */
+static int gpu_sees(struct pt_fx *f, vidmm_handle proc, uint64_t va, uint64_t off, uint64_t size, uint64_t seed)
+{
+    struct vidmm_physical_address root;
+    if (vidmm_process_root_page_table(f->a, proc, &root) < 0)
+        return 0;
+    uint64_t *buf = malloc(size);
+    if (!buf)
+        return 0;
+    int ok = softgpu_read_virtual(f->sg, &root, va, buf, size) == VIDMM_OK;
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < off / 8; i++)
+        (void)t_rand(&s);
+    for (uint64_t i = 0; ok && i < size / 8; i++)
+        ok = buf[i] == t_rand(&s);
+    free(buf);
+    return ok;
+}
+
+static int gpu_faults(struct pt_fx *f, vidmm_handle proc, uint64_t va)
+{
+    struct vidmm_physical_address root;
+    if (vidmm_process_root_page_table(f->a, proc, &root) < 0)
+        return 0;
+    unsigned char b;
+    return softgpu_read_virtual(f->sg, &root, va, &b, 1) == VIDMM_E_PAGE_FAULT;
+}
+
+static void map_read_move_unmap(void)
+{
+    struct pt_fx f;
+    if (fx_open(&f, "dgpu") < 0)
+        return;
+    struct vidmm_adapter *a = f.a;
+    vidmm_handle proc = 0;
+    T_ST(vidmm_process_create(a, &proc), VIDMM_OK);
+    uint32_t all = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(3);
+    vidmm_handle h = alloc_in(a, all, 3u << 20);
+    pattern(a, h, 42);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(a, proc, 0x40000000ull, 0, 0, h, 0, 3u << 20, 0, 0, &va), VIDMM_OK);
+    T_EQ_U64(va, 0x40000000ull);
+    T_CHECK(gpu_sees(&f, proc, va, 0, 3u << 20, 42));
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    /* The VA stays; the pages move: memory -> other memory -> system -> back. */
+    uint32_t tour[] = { 2, 1, 0, 3, 2, 1 };
+    for (size_t i = 0; i < sizeof tour / sizeof tour[0]; i++) {
+        T_ST(vidmm_allocation_move(a, h, tour[i]), VIDMM_OK);
+        T_CHECK(gpu_sees(&f, proc, va, 0, 3u << 20, 42));
+        T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    }
+    /* A second, partial mapping of the same allocation, read-only. */
+    uint64_t va2 = 0;
+    T_ST(vidmm_gpuva_map(a, proc, 0, 0x80000000ull, 0, h, 1u << 20, 64u << 10, VIDMM_GPUVA_READ_ONLY, 0, &va2), VIDMM_OK);
+    T_CHECK(va2 >= 0x80000000ull);
+    T_CHECK(gpu_sees(&f, proc, va2, 1u << 20, 64u << 10, 42));
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(a, proc, &root), VIDMM_OK);
+    unsigned char byte = 1;
+    T_ST(softgpu_write_virtual(f.sg, &root, va2, &byte, 1), VIDMM_E_PAGE_FAULT);
+    /* Unmap the middle of the first mapping: a hole that faults, ends intact. */
+    T_ST(vidmm_gpuva_unmap(a, proc, va + (1u << 20), 1u << 20), VIDMM_OK);
+    T_CHECK(gpu_faults(&f, proc, va + (1u << 20)));
+    T_CHECK(gpu_faults(&f, proc, va + (2u << 20) - 4096));
+    T_CHECK(gpu_sees(&f, proc, va, 0, 1u << 20, 42));
+    T_CHECK(gpu_sees(&f, proc, va + (2u << 20), 2u << 20, 1u << 20, 42));
+    struct vidmm_gpuva_range r[8];
+    uint32_t n = 0;
+    T_ST(vidmm_gpuva_query(a, proc, 0, r, 8, &n), VIDMM_OK);
+    T_EQ(n, 3);
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    /* Destroying the allocation removes every mapping of it. */
+    T_ST(vidmm_allocation_destroy(a, h), VIDMM_OK);
+    T_CHECK(gpu_faults(&f, proc, va));
+    T_CHECK(gpu_faults(&f, proc, va2));
+    T_ST(vidmm_gpuva_query(a, proc, 0, r, 8, &n), VIDMM_OK);
+    T_EQ(n, 0);
+    T_ST(vidmm_process_destroy(a, proc), VIDMM_OK);
+    T_ST(vidmm_process_destroy(a, proc), VIDMM_E_INVALID_HANDLE);
+    fx_close(&f);
+}
+
+static void reservations(void)
+{
+    struct pt_fx f;
+    if (fx_open(&f, "dgpu") < 0)
+        return;
+    struct vidmm_adapter *a = f.a;
+    vidmm_handle proc = 0;
+    T_ST(vidmm_process_create(a, &proc), VIDMM_OK);
+    uint64_t z = 0, na = 0;
+    T_ST(vidmm_gpuva_reserve(a, proc, 0x10000000ull, 0, 0, 1u << 20, VIDMM_GPUVA_RESERVE_ZERO, &z), VIDMM_OK);
+    T_ST(vidmm_gpuva_reserve(a, proc, 0, 0, 0, 1u << 20, VIDMM_GPUVA_RESERVE_NO_ACCESS, &na), VIDMM_OK);
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(a, proc, &root), VIDMM_OK);
+    unsigned char buf[256];
+    memset(buf, 0xAA, sizeof buf);
+    T_ST(softgpu_read_virtual(f.sg, &root, z + 4096, buf, sizeof buf), VIDMM_OK);
+    for (size_t i = 0; i < sizeof buf; i++)
+        T_CHECK(buf[i] == 0);
+    T_CHECK(gpu_faults(&f, proc, na));
+    /* Map into the ZERO reservation, unmap: it reads zero again. */
+    vidmm_handle h = alloc_in(a, VIDMM_SEGMENT_BIT(2), 64u << 10);
+    pattern(a, h, 9);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(a, proc, z + (128u << 10), 0, 0, h, 0, 64u << 10, 0, 0, &va), VIDMM_OK);
+    T_CHECK(gpu_sees(&f, proc, va, 0, 64u << 10, 9));
+    T_ST(vidmm_gpuva_unmap(a, proc, va, 64u << 10), VIDMM_OK);
+    T_ST(softgpu_read_virtual(f.sg, &root, va, buf, 16), VIDMM_OK);
+    T_CHECK(buf[0] == 0 && buf[15] == 0);
+    /* Overlaps and bad input change nothing. */
+    uint64_t out = 0;
+    T_ST(vidmm_gpuva_reserve(a, proc, z, 0, 0, 1u << 20, 0, &out), VIDMM_E_BUSY);
+    T_ST(vidmm_gpuva_reserve(a, proc, 0x10001000ull, 0, 0, 1u << 20, 0, &out), VIDMM_E_ALIGNMENT);
+    T_ST(vidmm_gpuva_reserve(a, proc, 0, 0, 0, 0, 0, &out), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_gpuva_reserve(a, proc, 0, 0, 0, 1u << 20, 7, &out), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_gpuva_reserve(a, proc, 0, 0, 0, 1u << 20, 0, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_gpuva_map(a, proc, 0x1000, 0, 0, h, 0, 4096, 0, 0, &out), VIDMM_E_INVALID_ARG); /* VA page 0 region */
+    T_ST(vidmm_gpuva_map(a, proc, 0x20000000ull, 0, 0, h, 0, 4095, 0, 0, &out), VIDMM_E_ALIGNMENT);
+    T_ST(vidmm_gpuva_map(a, proc, 0x20000000ull, 0, 0, h, 64u << 10, 4096, 0, 0, &out), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_gpuva_map(a, proc, 0x20000000ull, 0, 0, h, 0, 4096, 0x10, 0, &out), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_gpuva_map(a, proc, 0x20000000ull, 0, 0, proc, 0, 4096, 0, 0, &out), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_gpuva_map(a, h, 0x20000000ull, 0, 0, h, 0, 4096, 0, 0, &out), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_gpuva_free(a, proc, 0x30000000ull, 1u << 20), VIDMM_E_INVALID_ARG); /* nothing there */
+    T_ST(vidmm_gpuva_free(a, proc, z, 1u << 20), VIDMM_OK);
+    T_CHECK(gpu_faults(&f, proc, z + 4096));
+    T_ST(vidmm_gpuva_unmap(a, 0, 0, 4096), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_gpuva_free(NULL, proc, 0, 4096), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_process_root_page_table(a, proc, NULL), VIDMM_E_INVALID_ARG);
+    uint32_t n;
+    T_ST(vidmm_gpuva_query(a, proc, 0, NULL, 4, &n), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_allocation_destroy(a, h), VIDMM_OK);
+    fx_close(&f);
+}
+
+/* Two processes map different allocations at the same VA: each sees its
+ * own, and what one unmaps faults only there. */
+static void isolation(void)
+{
+    struct pt_fx f;
+    if (fx_open(&f, "dgpu") < 0)
+        return;
+    struct vidmm_adapter *a = f.a;
+    vidmm_handle p1 = 0, p2 = 0;
+    T_ST(vidmm_process_create(a, &p1), VIDMM_OK);
+    T_ST(vidmm_process_create(a, &p2), VIDMM_OK);
+    vidmm_handle h1 = alloc_in(a, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256u << 10);
+    vidmm_handle h2 = alloc_in(a, VIDMM_SEGMENT_BIT(2), 256u << 10);
+    pattern(a, h1, 1);
+    pattern(a, h2, 2);
+    uint64_t va = 0x7000000000ull, out;
+    T_ST(vidmm_gpuva_map(a, p1, va, 0, 0, h1, 0, 256u << 10, 0, 0, &out), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(a, p2, va, 0, 0, h2, 0, 256u << 10, 0, 0, &out), VIDMM_OK);
+    T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
+    T_CHECK(gpu_sees(&f, p2, va, 0, 256u << 10, 2));
+    struct vidmm_physical_address r1, r2;
+    vidmm_process_root_page_table(a, p1, &r1);
+    vidmm_process_root_page_table(a, p2, &r2);
+    T_CHECK(r1.segment_offset != r2.segment_offset || r1.segment_id != r2.segment_id);
+    T_ST(vidmm_gpuva_unmap(a, p2, va, 256u << 10), VIDMM_OK);
+    T_CHECK(gpu_faults(&f, p2, va));
+    T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
+    /* A process's writes land in its own allocation only. */
+    unsigned char junk[64];
+    memset(junk, 0x5A, sizeof junk);
+    T_ST(softgpu_write_virtual(f.sg, &r2, va, junk, sizeof junk), VIDMM_E_PAGE_FAULT);
+    T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
+    /* Destroying a process leaves the allocations and the other process. */
+    T_ST(vidmm_process_destroy(a, p2), VIDMM_OK);
+    T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
+    T_ST(vidmm_allocation_move(a, h1, 1), VIDMM_OK);
+    T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
+    vidmm_allocation_destroy(a, h1);
+    vidmm_allocation_destroy(a, h2);
+    fx_close(&f);
+}
+
+/* Seeded random operations on two processes; after every step the MMU
+ * walker must agree with vidmm about every mapping (bytes read through
+ * the page tables equal the allocation's pattern) and the checkers pass. */
+static void walker_agrees(void)
+{
+    const char *presets[] = { "dgpu", "wddm1" };
+    for (int pi = 0; pi < 2; pi++) {
+        struct pt_fx f;
+        if (fx_open(&f, presets[pi]) < 0)
+            continue;
+        struct vidmm_adapter *a = f.a;
+        uint64_t rs = t_seed() ^ (0x9A7E0000ull + (uint64_t)pi);
+        enum { NA = 12, NP = 2, NM = 24 };
+        vidmm_handle al[NA];
+        uint64_t seed[NA], size[NA];
+        memset(al, 0, sizeof al);
+        vidmm_handle proc[NP];
+        for (int i = 0; i < NP; i++)
+            T_ST(vidmm_process_create(a, &proc[i]), VIDMM_OK);
+        struct vidmm_adapter_info ai;
+        vidmm_adapter_query_info(a, &ai);
+        uint32_t set = 0;
+        for (uint32_t id = 1; id < ai.segment_count; id++) {
+            struct vidmm_segment_info si;
+            vidmm_segment_query(a, id, &si);
+            if (si.kind == VIDMM_SEGMENT_KIND_MEMORY || si.kind == VIDMM_SEGMENT_KIND_APERTURE)
+                set |= VIDMM_SEGMENT_BIT(id);
+        }
+        struct { int live; int p; int a; uint64_t va, off, size; } m[NM];
+        memset(m, 0, sizeof m);
+        unsigned steps = 300 * t_scale();
+        uint64_t moves = 0, checked = 0;
+        for (unsigned step = 0; step < steps && !t_current_failures(); step++) {
+            int k = (int)t_rand_range(&rs, NA);
+            uint64_t op = t_rand_range(&rs, 10);
+            if (!al[k]) {
+                size[k] = (1 + t_rand_range(&rs, 16)) * 65536;
+                seed[k] = t_rand(&rs);
+                struct softgpu_alloc_desc d;
+                memset(&d, 0, sizeof d);
+                d.kind = SOFTGPU_ALLOC_EXPLICIT;
+                d.info.size = size[k];
+                d.info.supported_write_segment_set = set;
+                d.info.preferred_segment = VIDMM_PREF(0, 1 + t_rand_range(&rs, ai.segment_count - 1), 0);
+                if (!(set & VIDMM_SEGMENT_BIT(VIDMM_PREF_ID(d.info.preferred_segment, 0))))
+                    d.info.preferred_segment = 0;
+                d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+                if (vidmm_allocation_create(a, &d, sizeof d, &al[k]) == VIDMM_OK)
+                    pattern(a, al[k], seed[k]);
+                else
+                    al[k] = 0;
+            } else if (op < 3) {
+                uint32_t to = (uint32_t)t_rand_range(&rs, ai.segment_count);
+                if (to && !(set & VIDMM_SEGMENT_BIT(to)))
+                    to = 0;
+                if (vidmm_allocation_move(a, al[k], to) == VIDMM_OK)
+                    moves++;
+            } else if (op < 7) {
+                int s = (int)t_rand_range(&rs, NM);
+                if (!m[s].live) {
+                    uint64_t pages = size[k] / 4096;
+                    uint64_t off = t_rand_range(&rs, pages) * 4096;
+                    uint64_t len = (1 + t_rand_range(&rs, pages - off / 4096)) * 4096;
+                    int p = (int)t_rand_range(&rs, NP);
+                    uint64_t va = 0;
+                    if (vidmm_gpuva_map(a, proc[p], 0, 0, 0, al[k], off, len, 0, 0, &va) == VIDMM_OK) {
+                        m[s].live = 1;
+                        m[s].p = p;
+                        m[s].a = k;
+                        m[s].va = va;
+                        m[s].off = off;
+                        m[s].size = len;
+                    }
+                } else {
+                    T_ST(vidmm_gpuva_unmap(a, proc[m[s].p], m[s].va, m[s].size), VIDMM_OK);
+                    T_CHECK(gpu_faults(&f, proc[m[s].p], m[s].va));
+                    m[s].live = 0;
+                }
+            } else if (op == 7) {
+                T_ST(vidmm_allocation_destroy(a, al[k]), VIDMM_OK);
+                for (int s = 0; s < NM; s++)
+                    if (m[s].live && m[s].a == k) {
+                        T_CHECK(gpu_faults(&f, proc[m[s].p], m[s].va));
+                        m[s].live = 0;
+                    }
+                al[k] = 0;
+            }
+            for (int s = 0; s < NM; s++) {
+                if (!m[s].live)
+                    continue;
+                int ok = gpu_sees(&f, proc[m[s].p], m[s].va, m[s].off, m[s].size, seed[m[s].a]);
+                if (!ok) {
+                    char msg[160];
+                    snprintf(msg, sizeof msg, "step %u: mapping %d (va 0x%llx) does not read its allocation", step, s,
+                             (unsigned long long)m[s].va);
+                    t_fail(__FILE__, __LINE__, msg);
+                }
+                checked++;
+            }
+            char rep[1024];
+            int e = vidmm_adapter_check(a, rep, sizeof rep);
+            if (e) {
+                fprintf(stderr, "step %u:\n%s", step, rep);
+                T_EQ(e, 0);
+            }
+            T_EQ(softgpu_check(f.sg), 0);
+        }
+        printf("process.walker_agrees[%s]: %u steps, %llu moves, %llu mapping checks\n", presets[pi], steps,
+               (unsigned long long)moves, (unsigned long long)checked);
+        fx_close(&f); /* destroys processes and allocations still alive */
+    }
+}
+
+static void no_gpummu_and_oom(void)
+{
+    struct pt_fx f;
+    if (fx_open(&f, "igpu") == 0) {
+        vidmm_handle p = 0;
+        T_ST(vidmm_process_create(f.a, &p), VIDMM_E_NOT_SUPPORTED);
+        fx_close(&f);
+    }
+    /* Every host-allocation failure of process creation and of a map. */
+    int done = 0;
+    for (uint64_t k = 1; k < 400 && !done; k++) {
+        if (fx_open(&f, "dgpu") < 0)
+            return;
+        vidmm_handle h = alloc_in(f.a, VIDMM_SEGMENT_BIT(2), 128u << 10);
+        uint64_t base = f.fa.calls;
+        f.fa.fail_at = base + k;
+        vidmm_handle p = 0;
+        uint64_t va = 0;
+        vidmm_status st = vidmm_process_create(f.a, &p);
+        if (st == VIDMM_OK) {
+            st = vidmm_gpuva_map(f.a, p, 0x100000000ull, 0, 0, h, 0, 128u << 10, 0, 0, &va);
+            if (st == VIDMM_OK) {
+                done = 1;
+            } else {
+                T_ST(st, VIDMM_E_NO_HOST_MEMORY);
+                uint32_t n = 1;
+                struct vidmm_gpuva_range r;
+                T_ST(vidmm_gpuva_query(f.a, p, 0, &r, 1, &n), VIDMM_OK);
+                T_EQ(n, 0);
+            }
+        } else {
+            T_ST(st, VIDMM_E_NO_HOST_MEMORY);
+            T_EQ(p, 0);
+        }
+        f.fa.fail_at = 0;
+        T_EQ(vidmm_adapter_check(f.a, NULL, 0), 0);
+        fx_close(&f);
+    }
+    T_CHECK(done);
+}
+
+void suite_process(void);
+void suite_process(void)
+{
+    t_run("process.map_read_move_unmap", map_read_move_unmap);
+    t_run("process.reservations", reservations);
+    t_run("process.isolation", isolation);
+    t_run("process.walker_agrees", walker_agrees);
+    t_run("process.no_gpummu_and_oom", no_gpummu_and_oom);
+}
