@@ -57,6 +57,28 @@ vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *adapter, vidmm_handle proce
 /* D3DKMTFreeGpuVirtualAddress: every byte must be reserved or mapped. */
 vidmm_status vidmm_gpuva_free(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
 
+/* D3DKMTUpdateGpuVirtualAddress: a batch applied in order.  Every target
+ * (MAP, UNMAP, COPY destination) lies in one reserved range, every COPY
+ * source in one; one bad operation and nothing changes. */
+enum vidmm_gpuva_update_type {
+    VIDMM_GPUVA_UPDATE_MAP = 0,
+    VIDMM_GPUVA_UPDATE_UNMAP = 1,
+    VIDMM_GPUVA_UPDATE_COPY = 2
+};
+struct vidmm_gpuva_update_op {
+    uint32_t type;               /* enum vidmm_gpuva_update_type */
+    uint32_t protection;         /* MAP: VIDMM_GPUVA_* */
+    uint64_t va, size;           /* target; COPY: destination */
+    vidmm_handle allocation;     /* MAP */
+    uint64_t offset;             /* MAP: bytes into the allocation */
+    uint64_t driver_protection;  /* MAP */
+    uint32_t unmap_mode;         /* UNMAP: VIDMM_GPUVA_RESERVE_* end state */
+    uint32_t reserved;
+    uint64_t source;             /* COPY: source VA */
+};
+vidmm_status vidmm_gpuva_update(struct vidmm_adapter *adapter, vidmm_handle process,
+                                const struct vidmm_gpuva_update_op *ops, uint32_t count);
+
 /* The root page table, as DxgkDdiSetRootPageTable would give it. */
 vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *adapter, vidmm_handle process,
                                            struct vidmm_physical_address *root);

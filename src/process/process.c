@@ -259,6 +259,65 @@ vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     return finish(a, p, st);
 }
 
+vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
+                                uint32_t count)
+{
+    if (!a || (count && !ops))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    if (!count)
+        return VIDMM_OK;
+    if (count > 4096)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_va_update_op *v = vidmm_halloc(a->ha, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
+    if (!v)
+        return VIDMM_E_NO_HOST_MEMORY;
+    vidmm_status st = VIDMM_OK;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < count && st >= 0; i++) {
+        const struct vidmm_gpuva_update_op *o = &ops[i];
+        memset(&v[i], 0, sizeof(v[i]));
+        v[i].type = o->type;
+        v[i].va = o->va;
+        v[i].size = o->size;
+        v[i].object_offset = o->offset;
+        v[i].prot = o->protection;
+        v[i].driver_protection = o->driver_protection;
+        v[i].mode = o->unmap_mode;
+        v[i].src = o->source;
+        if (o->type == VIDMM_GPUVA_UPDATE_MAP) {
+            const struct vidmm_allocation *al = vidmm_handle_get(a, o->allocation);
+            if (!al)
+                st = VIDMM_E_INVALID_HANDLE;
+            else if (o->size > al->size || o->offset > al->size - o->size)
+                st = VIDMM_E_INVALID_ARG;
+            v[i].object = o->allocation;
+        } else if (o->type > VIDMM_GPUVA_UPDATE_COPY) {
+            st = VIDMM_E_INVALID_ARG;
+        }
+        if (o->va < lo)
+            lo = o->va;
+        if (o->va + o->size > hi && o->va + o->size > o->va)
+            hi = o->va + o->size;
+    }
+    /* Prepare: every target lies in one reservation, so the tables of the
+     * span the targets cover are all that can be needed. */
+    if (st >= 0 && fixed_target(p, lo & ~(VIDMM_VA_PAGE - 1), (hi - lo + VIDMM_VA_PAGE - 1) & ~(VIDMM_VA_PAGE - 1),
+                                VIDMM_VA_PAGE) && vidmm_va_lookup(&p->vs, lo) &&
+        vidmm_va_lookup(&p->vs, lo)->d.state != VIDMM_VA_FREE)
+        st = vidmm_pt_ensure(a, p, lo, hi - lo);
+    if (st >= 0) {
+        p->step_error = VIDMM_OK;
+        st = vidmm_va_update(&p->vs, v, count);
+        if (st >= 0 && p->step_error < 0)
+            st = p->step_error;
+    }
+    vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
+    return finish(a, p, st);
+}
+
 vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
                                            struct vidmm_physical_address *root)
 {

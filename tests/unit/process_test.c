@@ -414,6 +414,58 @@ static void no_gpummu_and_oom(void)
     T_CHECK(done);
 }
 
+/* D3DKMTUpdateGpuVirtualAddress-style batches (tiled resources). */
+static void update_batches(void)
+{
+    struct pt_fx f;
+    if (fx_open(&f, "dgpu") < 0)
+        return;
+    struct vidmm_adapter *a = f.a;
+    vidmm_handle proc = 0;
+    T_ST(vidmm_process_create(a, &proc), VIDMM_OK);
+    vidmm_handle pool = alloc_in(a, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256u << 10);
+    pattern(a, pool, 77);
+    uint64_t r = 0;
+    T_ST(vidmm_gpuva_reserve(a, proc, 0, 0, 0, 1u << 20, VIDMM_GPUVA_RESERVE_NO_ACCESS, &r), VIDMM_OK);
+    struct vidmm_gpuva_update_op ops[3];
+    memset(ops, 0, sizeof ops);
+    ops[0].type = VIDMM_GPUVA_UPDATE_MAP;
+    ops[0].va = r;
+    ops[0].size = 64u << 10;
+    ops[0].allocation = pool;
+    ops[0].offset = 64u << 10;
+    ops[1].type = VIDMM_GPUVA_UPDATE_COPY;
+    ops[1].source = r;
+    ops[1].va = r + (128u << 10);
+    ops[1].size = 64u << 10;
+    ops[2].type = VIDMM_GPUVA_UPDATE_UNMAP;
+    ops[2].va = r;
+    ops[2].size = 64u << 10;
+    ops[2].unmap_mode = VIDMM_GPUVA_RESERVE_ZERO;
+    /* One bad op (outside the reservation): nothing happens. */
+    struct vidmm_gpuva_update_op bad[2];
+    memcpy(bad, ops, sizeof bad);
+    bad[1].va = r + (2u << 20);
+    T_ST(vidmm_gpuva_update(a, proc, bad, 2), VIDMM_E_INVALID_ARG);
+    T_CHECK(gpu_faults(&f, proc, r));
+    T_ST(vidmm_gpuva_update(a, proc, ops, 3), VIDMM_OK);
+    T_CHECK(gpu_sees(&f, proc, r + (128u << 10), 64u << 10, 64u << 10, 77));
+    struct vidmm_physical_address root;
+    vidmm_process_root_page_table(a, proc, &root);
+    unsigned char b = 0xFF;
+    T_ST(softgpu_read_virtual(f.sg, &root, r + 100, &b, 1), VIDMM_OK);
+    T_EQ(b, 0);
+    T_CHECK(gpu_faults(&f, proc, r + (512u << 10)));
+    /* The tile pool moves; the copied mapping follows it. */
+    T_ST(vidmm_allocation_move(a, pool, 1), VIDMM_OK);
+    T_ST(vidmm_allocation_move(a, pool, 2), VIDMM_OK);
+    T_CHECK(gpu_sees(&f, proc, r + (128u << 10), 64u << 10, 64u << 10, 77));
+    T_ST(vidmm_gpuva_update(a, proc, NULL, 1), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_gpuva_update(a, proc, ops, 0), VIDMM_OK);
+    vidmm_allocation_destroy(a, pool);
+    fx_close(&f);
+}
+
 void suite_process(void);
 void suite_process(void)
 {
@@ -421,5 +473,6 @@ void suite_process(void)
     t_run("process.reservations", reservations);
     t_run("process.isolation", isolation);
     t_run("process.walker_agrees", walker_agrees);
+    t_run("process.update_batches", update_batches);
     t_run("process.no_gpummu_and_oom", no_gpummu_and_oom);
 }
