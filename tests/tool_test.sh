@@ -40,6 +40,10 @@ expect_out "info --json format" '"format": "vidmm-info/1"' "$tool" info --json
 if command -v python3 >/dev/null 2>&1; then
   if "$tool" info --json --adapter wddm1 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["segments"])==5 and d["segments"][3]["kind"]=="agp"'; then ok; else bad "info --json parses"; fi
 fi
+expect_rc 0 "vamap" "$tool" vamap
+expect_out "vamap shows a mapping" "texture+0x0" "$tool" vamap
+expect_rc 0 "vamap on wddm1" "$tool" vamap --adapter wddm1
+expect_rc 1 "vamap needs GpuMmu" "$tool" vamap --adapter igpu
 expect_rc 0 "demo" "$tool" demo
 expect_out "demo integrity" "integrity: 21 of 21 read-backs matched; adapter check: clean" "$tool" demo
 expect_out "demo moves" "move texture" "$tool" demo

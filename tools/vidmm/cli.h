@@ -27,5 +27,6 @@ void cli_format_size(uint64_t v, char *buf, size_t n);
 void cli_print_segments(const struct vidmm_adapter *a, FILE *f);
 void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f);
 int cli_demo(int argc, char **argv);
+int cli_vamap(int argc, char **argv);
 
 #endif

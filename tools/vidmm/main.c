@@ -3,6 +3,7 @@
  *
  *   vidmm info [--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json]
  *   vidmm demo [--adapter PRESET] [--segment ID=SIZE]...
+ *   vidmm vamap [--adapter PRESET] [--segment ID=SIZE]...
  *   vidmm presets
  *   vidmm --version | --help
  *
@@ -26,6 +27,7 @@ static void usage(FILE *f)
             "commands:\n"
             "  info      print the adapter's segments as the manager sees them\n"
             "  demo      run the demonstration scenario and print what happened\n"
+            "  vamap     build two processes' GPU VA spaces (GpuMmu) and dump them\n"
             "  presets   list the softgpu presets\n"
             "\n"
             "options:\n"
@@ -324,6 +326,8 @@ int main(int argc, char **argv)
         return cmd_info(argc, argv);
     if (!strcmp(cmd, "demo"))
         return cli_demo(argc, argv);
+    if (!strcmp(cmd, "vamap"))
+        return cli_vamap(argc, argv);
     if (!strcmp(cmd, "presets"))
         return cmd_presets();
     fprintf(stderr, "vidmm: unknown command '%s'\n", cmd);
