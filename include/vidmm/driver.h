@@ -449,6 +449,22 @@ struct vidmm_unmap_cpu_host_aperture_args {
 /* The ops table                                                       */
 /* ------------------------------------------------------------------ */
 
+/* DxgkDdiSetRootPageTable.  WDDM binds a root to each context; until
+ * contexts exist vidmm binds one per process.  context is vidmm's token
+ * for it (the process handle), to be given back in page-fault reports;
+ * an address with segment_id 0 and offset 0 unbinds it. */
+struct vidmm_set_root_page_table_args {
+    uint64_t context;
+    struct vidmm_physical_address address;
+    uint32_t num_entries;
+    uint32_t reserved;
+};
+
+/* Page-fault report flags (DXGK_PAGE_FAULT_FLAGS spirit). */
+#define VIDMM_FAULT_WRITE       0x1u
+#define VIDMM_FAULT_EXECUTE     0x2u
+#define VIDMM_FAULT_NOT_PRESENT 0x4u   /* invalid entry; else a protection violation */
+
 struct vidmm_driver_ops {
     /* DxgkDdiQueryAdapterInfo.  Required.  Fills args->output for
      * args->type; returns VIDMM_OK, VIDMM_E_NOT_SUPPORTED for an unknown
@@ -480,12 +496,22 @@ struct vidmm_driver_ops {
      * only when a segment has SUPPORTS_CPU_HOST_APERTURE. */
     vidmm_status (*map_cpu_host_aperture)(void *driver, const struct vidmm_map_cpu_host_aperture_args *args);
     vidmm_status (*unmap_cpu_host_aperture)(void *driver, const struct vidmm_unmap_cpu_host_aperture_args *args);
+
+    /* DxgkDdiSetRootPageTable.  Optional (GpuMmu): without it faults
+     * cannot be attributed to a process. */
+    void (*set_root_page_table)(void *driver, const struct vidmm_set_root_page_table_args *args);
 };
 
 /* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:
  * record that fence completed.  Thread-safe; may be called from inside
  * submit_command. */
 void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
+
+/* DxgkCbNotifyInterrupt(DXGK_INTERRUPT_TYPE_PAGE_FAULTED): the GPU hit an
+ * invalid or protected virtual address while running for context (the
+ * token of set_root_page_table).  vidmm puts that process's device in the
+ * error state.  Thread-safe. */
+void vidmm_cb_notify_page_fault(struct vidmm_adapter *adapter, uint64_t context, uint64_t va, uint32_t flags);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,21 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *adapter, vidmm_handle proc
 vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *adapter, vidmm_handle process,
                                            struct vidmm_physical_address *root);
 
+/* A process's device state.  After a GPU page fault in its address space
+ * the device is in the error state (as a WDDM device after a fault): the
+ * VA entries answer VIDMM_E_DEVICE_LOST; only destroy remains. */
+struct vidmm_process_info {
+    int faulted;
+    uint32_t fault_flags;        /* VIDMM_FAULT_* of the first fault */
+    uint64_t fault_va;           /* the first faulting address */
+    uint64_t faults;             /* faults reported */
+    uint64_t ranges;             /* reserved + mapped ranges */
+    uint64_t page_table_bytes;   /* in all segments */
+    uint64_t page_tables;
+};
+vidmm_status vidmm_process_query(const struct vidmm_adapter *adapter, vidmm_handle process,
+                                 struct vidmm_process_info *out);
+
 /* One range of a process's VA space, for dumps and tests. */
 struct vidmm_gpuva_range {
     uint64_t va, size;

@@ -114,6 +114,12 @@ struct vidmm_process {
     uint32_t pte_buf_len;
     vidmm_status step_error;        /* first failure inside a VA change (commit half) */
     uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
+    /* Device error state after a GPU page fault (guarded by paging.lock:
+     * the report may come from a driver thread). */
+    int faulted;
+    uint32_t fault_flags;
+    uint64_t fault_va;
+    uint64_t faults;
 };
 
 /* ---- paging --------------------------------------------------------- */

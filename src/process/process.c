@@ -30,6 +30,21 @@ static vidmm_handle make_handle(const struct vidmm_adapter *a, uint32_t slot)
            ((vidmm_handle)a->proc_gen[slot] << 24) | slot;
 }
 
+static void bind_root(struct vidmm_adapter *a, struct vidmm_process *p, int bind)
+{
+    if (!a->ops.set_root_page_table)
+        return;
+    struct vidmm_set_root_page_table_args r;
+    memset(&r, 0, sizeof(r));
+    r.context = p->self;
+    if (bind) {
+        r.address.segment_id = p->root->segment_id;
+        r.address.segment_offset = p->root->offset;
+        r.num_entries = p->root->entries;
+    }
+    a->ops.set_root_page_table(a->driver, &r);
+}
+
 static struct vidmm_process *get(const struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a || (h >> 56) != VIDMM_HANDLE_TYPE_PROCESS || ((h >> 40) & 0xFFFFu) != a->handle_salt)
@@ -104,6 +119,7 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
     a->procs[slot] = p;
     a->proc_live++;
     p->self = make_handle(a, slot);
+    bind_root(a, p, 1);
     *out = p->self;
     return VIDMM_OK;
 fail_root:
@@ -121,6 +137,7 @@ static void process_free(struct vidmm_adapter *a, uint32_t slot)
 {
     struct vidmm_process *p = a->procs[slot];
     (void)vidmm_paging_flush(a);
+    bind_root(a, p, 0);
     vidmm_pt_destroy(a, p->root);
     vidmm_va_space_fini(&p->vs);
     vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
@@ -144,6 +161,54 @@ void vidmm_process_destroy_all(struct vidmm_adapter *a)
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
         if (a->procs[i])
             process_free(a, i);
+}
+
+static int faulted(struct vidmm_adapter *a, const struct vidmm_process *p)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    int f = p->faulted;
+    pthread_mutex_unlock(&a->paging.lock);
+    return f;
+}
+
+void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint64_t va, uint32_t flags)
+{
+    if (!a)
+        return;
+    struct vidmm_process *p = get(a, context);
+    if (!p)
+        return; /* the process is gone: nothing to put in error */
+    pthread_mutex_lock(&a->paging.lock);
+    if (!p->faulted) {
+        p->faulted = 1;
+        p->fault_va = va;
+        p->fault_flags = flags;
+    }
+    p->faults++;
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_process *p = get(a, h);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock((pthread_mutex_t *)&a->paging.lock);
+    out->faulted = p->faulted;
+    out->fault_flags = p->fault_flags;
+    out->fault_va = p->fault_va;
+    out->faults = p->faults;
+    pthread_mutex_unlock((pthread_mutex_t *)&a->paging.lock);
+    out->ranges = p->vs.range_count;
+    uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
+    memset(bytes, 0, sizeof(bytes));
+    vidmm_pt_account(p->root, bytes, &out->page_tables);
+    for (uint32_t i = 0; i <= VIDMM_MAX_SEGMENTS; i++)
+        out->page_table_bytes += bytes[i];
+    return VIDMM_OK;
 }
 
 /* End of a change: flush the TLB and the paging queue. */
@@ -175,6 +240,8 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
     struct vidmm_process *p = get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (faulted(a, p))
+        return VIDMM_E_DEVICE_LOST;
     if (mode > VIDMM_GPUVA_RESERVE_ZERO)
         return VIDMM_E_INVALID_ARG;
     /* Prepare: a ZERO reservation at a known place needs its tables. */
@@ -205,6 +272,8 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
     struct vidmm_process *p = get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (faulted(a, p))
+        return VIDMM_E_DEVICE_LOST;
     struct vidmm_allocation *al = vidmm_handle_get(a, allocation);
     if (!al)
         return VIDMM_E_INVALID_HANDLE;
@@ -238,6 +307,8 @@ vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t
     struct vidmm_process *p = get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (faulted(a, p))
+        return VIDMM_E_DEVICE_LOST;
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_unmap(&p->vs, va, size);
     if (st >= 0 && p->step_error < 0)
@@ -252,6 +323,8 @@ vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     struct vidmm_process *p = get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (faulted(a, p))
+        return VIDMM_E_DEVICE_LOST;
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_free(&p->vs, va, size);
     if (st >= 0 && p->step_error < 0)
@@ -267,6 +340,8 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
     struct vidmm_process *p = get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (faulted(a, p))
+        return VIDMM_E_DEVICE_LOST;
     if (!count)
         return VIDMM_OK;
     if (count > 4096)

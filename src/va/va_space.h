@@ -10,14 +10,17 @@
  * reported as a stream of drm_gpuvm-style steps (MAP, REMAP, UNMAP) through
  * the step callback, so the page-table code knows which PTE spans to write.
  *
- * The space is a sorted set of non-overlapping ranges in an intrusive AVL
- * tree keyed by start address.  Every node also carries the size of the
- * hole in front of it and, per subtree, the largest hole and the largest
+ * The space is a sorted set of non-overlapping ranges in an AVL tree keyed
+ * by start address.  Every node also carries the size of the hole in
+ * front of it and, per child subtree, the largest hole and the largest
  * 64 KiB-aligned piece of a hole, so "anywhere in [min, max]" placement is
- * O(log n) and exact (Linux's vm_area rb_subtree_gap is the model).  Nodes
- * come from a slab grown through the host allocator; the allocations
- * mapped are found through a small hash of per-object mapping lists so
- * destroying an allocation costs O(its mappings), not O(all ranges).
+ * O(log n) and exact (Linux's vm_area rb_subtree_gap is the model).  Tree
+ * nodes are 32-bit indices into arrays grown through the host allocator
+ * (search keys and augmentation apart, so a descent reads 16 bytes per
+ * level); each range's public record (struct vidmm_va_range) sits in a
+ * chunk that never moves.  The allocations mapped are found through a
+ * small hash of per-object mapping lists so destroying an allocation
+ * costs O(its mappings), not O(all ranges).
  *
  * Every entry validates first and changes nothing when it fails; anything
  * it may need (nodes, hash slots, scratch) is obtained before the first
@@ -67,17 +70,15 @@ struct vidmm_va_desc {
     uint8_t in_reservation;     /* MAPPED: 1 if it replaced reserved VA (unmap gives it back as RESERVED) */
 };
 
-/* A tree node.  Fields other than d are private to va_space.c.  (Moving
- * left/right/d into the first cache line of a 128-byte node was measured
- * slower on workload G: the walks up need parent and the maxima too.) */
+/* One range as the caller sees it: a 64-byte record holding the public
+ * descriptor d.  Fields other than d are private to va_space.c.  The
+ * record stays at one address for as long as the range lives (its tree
+ * node lives elsewhere, see va_space.c). */
 struct vidmm_va_range {
-    struct vidmm_va_range *parent, *left, *right;
-    uint64_t gap;         /* bytes of hole between the previous range (or base) and d.va */
-    uint64_t max_gap;     /* largest gap in this subtree */
-    uint64_t max_gap64;   /* largest 64 KiB-aligned piece of a gap in this subtree */
-    struct vidmm_va_range *obj_prev, *obj_next; /* MAPPED: the object's mapping list */
-    int32_t height;       /* AVL height, 1 for a leaf */
     struct vidmm_va_desc d;
+    uint32_t obj_prev, obj_next; /* MAPPED: the object's mapping list (node indices, 0 = none) */
+    uint32_t node;               /* this range's tree node */
+    uint32_t block_chunks;       /* first record of a host block: its chunk count, else 0 */
 };
 
 /* Change steps, the drm_gpuvm way (drm_gpuva_op_map / _remap / _unmap).
@@ -122,7 +123,8 @@ struct vidmm_va_update_op {
     uint64_t src;               /* COPY: the source */
 };
 
-struct vidmm_va_slab;    /* private to va_space.c */
+struct vidmm_va_key;     /* private to va_space.c: a node's search key and child links */
+struct vidmm_va_aug;     /* private to va_space.c: a node's gaps, parent and cached child summaries */
 struct vidmm_va_objrec;  /* private to va_space.c */
 
 struct vidmm_va_space {
@@ -132,13 +134,18 @@ struct vidmm_va_space {
     uint64_t mapped_count;        /* live MAPPED ranges */
     vidmm_va_step_fn step_fn;     /* NULL: no steps */
     void *step_ctx;
-    /* Implementation state; see va_space.c. */
-    struct vidmm_va_range *root;
-    struct vidmm_va_range end;    /* sentinel [limit, limit): carries the last hole */
-    struct vidmm_va_range *free_nodes;
+    /* Implementation state; see va_space.c.  Nodes are 32-bit indices
+     * (0 = none) into keys[] and aug[]; their public records live in
+     * fixed chunks reached through cold[]. */
+    struct vidmm_va_key *keys;
+    struct vidmm_va_aug *aug;
+    struct vidmm_va_range **cold; /* chunk directory */
+    uint64_t node_cap;            /* entries of keys[] / aug[], and records in the chunks */
+    uint64_t cold_chunks, cold_dir_cap;
+    uint32_t root, end;           /* end: sentinel [limit, limit), carries the last hole */
+    uint32_t free_nodes;
+    uint32_t reserved0;
     uint64_t free_node_count;
-    struct vidmm_va_slab *slabs;
-    uint64_t slab_next_nodes;
     struct vidmm_va_objrec *objs; /* open-addressed hash: object -> mapping list */
     uint64_t obj_cap, obj_count;
     struct vidmm_va_desc *scratch; /* COPY source snapshots */

@@ -88,8 +88,15 @@ static vidmm_status mut_unmap_hap(void *drv, const struct vidmm_unmap_cpu_host_a
     return m->inner->unmap_cpu_host_aperture(m->sg, a);
 }
 
+static void mut_set_root(void *drv, const struct vidmm_set_root_page_table_args *a)
+{
+    struct mut_driver *m = drv;
+    if (m->inner->set_root_page_table)
+        m->inner->set_root_page_table(m->sg, a);
+}
+
 static const struct vidmm_driver_ops mut_ops = {
-    mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap
+    mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap, mut_set_root
 };
 
 /* dgpu: [1] visible 64K pages, [2] invisible + host aperture, [3] aperture.
