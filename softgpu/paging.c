@@ -428,7 +428,8 @@ static void sg_exec_fill(struct softgpu *sg, const struct sg_cmd_fill *c)
     }
 }
 
-/* Checks one command against the device; returns its size or 0. */
+/* Checks one command against the device; returns its size or 0.  A run
+ * of MMU commands is checked as a whole and its total size returned. */
 static uint32_t sg_validate(struct softgpu *sg, const uint8_t *p, uint32_t left)
 {
     struct sg_cmd_hdr h;
@@ -477,7 +478,7 @@ static uint32_t sg_validate(struct softgpu *sg, const uint8_t *p, uint32_t left)
     }
     case VIDMM_PAGING_UPDATE_PAGE_TABLE:
     case VIDMM_PAGING_FLUSH_TLB:
-        return sg_mmu_validate_cmd(sg, p, &h);
+        return sg_mmu_validate_run(sg, p, left);   /* the whole run of MMU commands */
     default:
         return 0;
     }
@@ -591,8 +592,7 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
         }
         case VIDMM_PAGING_UPDATE_PAGE_TABLE:
         case VIDMM_PAGING_FLUSH_TLB:
-            sg_mmu_exec_cmd(sg, buf + o, &h);
-            o += h.size;
+            o += sg_mmu_exec_run(sg, buf + o, end - o);   /* the whole run of MMU commands */
             break;
         default:
             o += h.size;   /* unreachable: validated above */

@@ -73,6 +73,17 @@ struct sg_cmd_hdr {
 #define SG_HWPTE_SEG_MASK  (0x1Full << SG_HWPTE_SEG_SHIFT)
 #define SG_HWPTE_RESERVED  (0xFC0ull | 0xE000000000000000ull) /* bits 6-11, 61-63: must be 0 */
 
+/* What a neutral PTE with given flags becomes in a table of a given level
+ * (mmu.c): the hardware bits that do not depend on the frame, and the
+ * frames allowed (frame - lo <= span, frame & align == 0) when the entry
+ * carries one (addr). */
+struct sg_pte_class {
+    uint64_t flags;
+    uint64_t tmpl;
+    uint64_t lo, span, align;
+    int addr;
+};
+
 /* The GpuMmu geometry (mmu.c).  levels == 0: no GpuMmu (IoMmu preset). */
 struct sg_mmu {
     uint32_t levels;
@@ -83,6 +94,13 @@ struct sg_mmu {
     uint32_t pt_segment;                           /* where every level's tables live */
     uint32_t leaf64_bits;                          /* index bits of a 64 KB-entry leaf */
     uint64_t leaf64_size;                          /* reported bytes */
+    /* The last class build_paging_buffer computed, for the table kind
+     * last_key = 1 + 2 * level + (64 KB leaf); 0: none.  Updates nearly
+     * always repeat their flags, and a class depends only on the geometry
+     * and the segment sizes, which never change.  Like stats, it is
+     * written by build_paging_buffer, whose calls vidmm serialises. */
+    struct sg_pte_class last;
+    uint32_t last_key;
 };
 
 struct softgpu {
@@ -146,10 +164,12 @@ vidmm_status sg_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_a
 vidmm_status sg_query_page_table_level(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args);
 vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args);
 vidmm_status sg_build_flush_tlb(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args);
-/* Checks one UPDATE_PAGE_TABLE / FLUSH_TLB command of a submitted buffer:
- * its size, or 0 when malformed. */
-uint32_t sg_mmu_validate_cmd(struct softgpu *sg, const uint8_t *p, const struct sg_cmd_hdr *h);
-void sg_mmu_exec_cmd(struct softgpu *sg, const uint8_t *p, const struct sg_cmd_hdr *h);
+/* Submitted buffers: the run of consecutive UPDATE_PAGE_TABLE / FLUSH_TLB
+ * commands at p (p holds one), at most left bytes.  validate_run returns
+ * the bytes of the run, or 0 when a command of it is malformed; exec_run
+ * executes an already validated run and returns its bytes. */
+uint32_t sg_mmu_validate_run(struct softgpu *sg, const uint8_t *p, uint32_t left);
+uint32_t sg_mmu_exec_run(struct softgpu *sg, const uint8_t *p, uint32_t left);
 
 /* White-box access for tests. */
 /* The host page the GART entry points at (softgpu's dummy page for an
