@@ -756,6 +756,50 @@ static int sg_root_ok(struct softgpu *sg, const struct vidmm_physical_address *r
            sg_table_seg(sg, root->segment_id, root->segment_offset, sg->mmu.table_size[sg->mmu.levels - 1]);
 }
 
+/* DxgkDdiSetRootPageTable: remember which context owns a root (or
+ * forget it), for fault reports. */
+void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args)
+        return;
+    for (uint32_t i = 0; i < sg->nroots; i++) {
+        if (sg->roots[i].context == args->context) {
+            sg->roots[i] = sg->roots[--sg->nroots];
+            break;
+        }
+    }
+    if ((args->address.segment_id || args->address.segment_offset) && sg->nroots < SG_MAX_ROOTS) {
+        struct sg_root_binding *b = &sg->roots[sg->nroots++];
+        b->segment_id = args->address.segment_id;
+        b->offset = args->address.segment_offset;
+        b->context = args->context;
+    }
+}
+
+/* A GPU access faulted: tell the manager which context it was. */
+void sg_report_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags)
+{
+    sg->stats.page_faults++;
+    if (!sg->adapter)
+        return;
+    for (uint32_t i = 0; i < sg->nroots; i++)
+        if (sg->roots[i].segment_id == root->segment_id && sg->roots[i].offset == root->segment_offset) {
+            vidmm_cb_notify_page_fault(sg->adapter, sg->roots[i].context, va, flags);
+            return;
+        }
+}
+
+static uint32_t fault_flags(uint32_t access, int present)
+{
+    uint32_t f = present ? 0 : VIDMM_FAULT_NOT_PRESENT;
+    if (access & SOFTGPU_ACCESS_WRITE)
+        f |= VIDMM_FAULT_WRITE;
+    if (access & SOFTGPU_ACCESS_EXEC)
+        f |= VIDMM_FAULT_EXECUTE;
+    return f;
+}
+
 vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
                                uint32_t access, struct softgpu_translation *out)
 {
@@ -765,6 +809,7 @@ vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_a
     struct sg_walk w;
     vidmm_status st = sg_walk(sg, root, va, access, &w);
     if (st != VIDMM_OK) {
+        /* Translation is a probe, not a GPU access: counted, not reported. */
         sg->stats.page_faults++;
         memset(out, 0, sizeof *out);
         return st;
@@ -785,8 +830,13 @@ static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_a
         /* The MMU translated, but an aperture page the GART does not map
          * would reach softgpu's dummy page: fault instead, so a stray
          * access is reported rather than absorbed. */
-        if (sg_walk(sg, root, va + done, access, &w) != VIDMM_OK || w.gart_unmapped) {
-            sg->stats.page_faults++;
+        vidmm_status ws = sg_walk(sg, root, va + done, access, &w);
+        if (ws != VIDMM_OK || w.gart_unmapped) {
+            /* Present unless the walk found no valid entry: sg_walk tells
+             * protection faults apart by succeeding a read probe. */
+            struct sg_walk probe;
+            int present = ws == VIDMM_OK || sg_walk(sg, root, va + done, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+            sg_report_fault(sg, root, va + done, fault_flags(access, present));
             return VIDMM_E_PAGE_FAULT;
         }
         uint64_t n = w.run < size - done ? w.run : size - done;

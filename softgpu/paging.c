@@ -519,6 +519,8 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
         return VIDMM_E_INVALID_ARG;
     const uint8_t *buf = args->dma_buffer;
     const uint32_t end = args->dma_buffer_size;
+    if (args->adapter)
+        sg->adapter = args->adapter;
     /* Validate the whole buffer first: a bad buffer executes nothing. */
     for (uint32_t o = 0; o < end;) {
         uint32_t n = sg_validate(sg, buf + o, end - o);

@@ -85,6 +85,7 @@ static const struct vidmm_driver_ops sg_ops = {
     .submit_command = sg_submit_command,
     .map_cpu_host_aperture = sg_map_cpu_host_aperture,
     .unmap_cpu_host_aperture = sg_unmap_cpu_host_aperture,
+    .set_root_page_table = sg_set_root_page_table,
 };
 
 const struct vidmm_driver_ops *softgpu_driver_ops(void)

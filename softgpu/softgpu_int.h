@@ -103,6 +103,8 @@ struct sg_mmu {
     uint32_t last_key;
 };
 
+#define SG_MAX_ROOTS 256u
+
 struct softgpu {
     char preset[16];
     uint32_t nb_segment;
@@ -119,7 +121,20 @@ struct softgpu {
     uint32_t inject_insufficient;
     struct softgpu_stats stats;
     struct sg_mmu mmu;
+    /* Roots bound by set_root_page_table, so a fault can be reported to
+     * the manager for the context that owns the root (DxgkCbNotifyInterrupt
+     * PAGE_FAULTED).  adapter comes with every submission. */
+    struct vidmm_adapter *adapter;
+    struct sg_root_binding {
+        uint32_t segment_id;
+        uint64_t offset;
+        uint64_t context;
+    } roots[SG_MAX_ROOTS];
+    uint32_t nroots;
 };
+
+void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args);
+void sg_report_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags);
 
 /* memory.c */
 vidmm_status sg_memory_create(struct sg_segment *s, uint32_t id, int prefault);

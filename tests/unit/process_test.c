@@ -102,13 +102,16 @@ static int gpu_sees(struct pt_fx *f, vidmm_handle proc, uint64_t va, uint64_t of
     return ok;
 }
 
+/* Would a GPU read of va fault?  A translation probe: unlike a real
+ * access it is not reported to the process (which would put its device in
+ * the error state). */
 static int gpu_faults(struct pt_fx *f, vidmm_handle proc, uint64_t va)
 {
     struct vidmm_physical_address root;
     if (vidmm_process_root_page_table(f->a, proc, &root) < 0)
         return 0;
-    unsigned char b;
-    return softgpu_read_virtual(f->sg, &root, va, &b, 1) == VIDMM_E_PAGE_FAULT;
+    struct softgpu_translation t;
+    return softgpu_translate(f->sg, &root, va, SOFTGPU_ACCESS_READ, &t) == VIDMM_E_PAGE_FAULT;
 }
 
 static void map_read_move_unmap(void)
@@ -141,8 +144,9 @@ static void map_read_move_unmap(void)
     T_CHECK(gpu_sees(&f, proc, va2, 1u << 20, 64u << 10, 42));
     struct vidmm_physical_address root;
     T_ST(vidmm_process_root_page_table(a, proc, &root), VIDMM_OK);
-    unsigned char byte = 1;
-    T_ST(softgpu_write_virtual(f.sg, &root, va2, &byte, 1), VIDMM_E_PAGE_FAULT);
+    struct softgpu_translation t;
+    T_ST(softgpu_translate(f.sg, &root, va2, SOFTGPU_ACCESS_WRITE, &t), VIDMM_E_PAGE_FAULT);
+    T_ST(softgpu_translate(f.sg, &root, va2, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
     /* Unmap the middle of the first mapping: a hole that faults, ends intact. */
     T_ST(vidmm_gpuva_unmap(a, proc, va + (1u << 20), 1u << 20), VIDMM_OK);
     T_CHECK(gpu_faults(&f, proc, va + (1u << 20)));
@@ -245,11 +249,22 @@ static void isolation(void)
     T_ST(vidmm_gpuva_unmap(a, p2, va, 256u << 10), VIDMM_OK);
     T_CHECK(gpu_faults(&f, p2, va));
     T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
-    /* A process's writes land in its own allocation only. */
+    /* A process's stray write faults in its own space, puts its own
+     * device in error, and touches nothing of the other process. */
     unsigned char junk[64];
     memset(junk, 0x5A, sizeof junk);
     T_ST(softgpu_write_virtual(f.sg, &r2, va, junk, sizeof junk), VIDMM_E_PAGE_FAULT);
     T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
+    struct vidmm_process_info i1, i2;
+    T_ST(vidmm_process_query(a, p1, &i1), VIDMM_OK);
+    T_ST(vidmm_process_query(a, p2, &i2), VIDMM_OK);
+    T_EQ(i1.faulted, 0);
+    T_EQ(i2.faulted, 1);
+    T_EQ_U64(i2.fault_va, va);
+    T_EQ(i2.fault_flags, VIDMM_FAULT_WRITE | VIDMM_FAULT_NOT_PRESENT);
+    T_ST(vidmm_gpuva_map(a, p2, va, 0, 0, h2, 0, 64u << 10, 0, 0, &out), VIDMM_E_DEVICE_LOST);
+    T_ST(vidmm_gpuva_map(a, p1, va + (1u << 20), 0, 0, h2, 0, 64u << 10, 0, 0, &out), VIDMM_OK);
+    T_CHECK(i1.page_tables >= 2 && i1.page_table_bytes > 0);
     /* Destroying a process leaves the allocations and the other process. */
     T_ST(vidmm_process_destroy(a, p2), VIDMM_OK);
     T_CHECK(gpu_sees(&f, p1, va, 0, 256u << 10, 1));
