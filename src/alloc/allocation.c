@@ -311,6 +311,14 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     st = vidmm_place(a, al, eff, top, &dst);
     if (st < 0)
         return st;
+    /* Page tables first: where the new place cannot keep 64 KB entries,
+     * switch them to 4 KB now, while failing still changes nothing. */
+    st = vidmm_process_prepare_move(a, al, &dst);
+    if (st < 0) {
+        vidmm_unplace(a, al, &dst);
+        (void)vidmm_paging_flush(a);
+        return st;
+    }
     if (discard) {
         /* Content is not needed: discard the source, start the
          * destination content-less (zero). */

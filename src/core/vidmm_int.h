@@ -99,7 +99,8 @@ struct vidmm_page_table {
     uint64_t offset;                /* segment offset, or for segment 0 the host address */
     uint64_t size;
     uint32_t ra_node;               /* in the segment's range allocator (segment != 0) */
-    uint32_t entries;               /* 2^index bits of its level */
+    uint32_t entries;               /* 2^index bits of its level (16x fewer in a 64 KB leaf) */
+    int is64k;                      /* leaf holding 64 KB entries */
     void *host;                     /* segment 0: the host block */
     struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
     uint32_t live_children;
@@ -190,8 +191,17 @@ struct vidmm_adapter {
 /* mmu/page_table.c */
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
 void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt);
-/* Make sure every table covering [va, va+size) exists (may allocate). */
-vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size);
+/* Make sure every table covering [va, va+size) exists (may allocate).
+ * New leaves hold 64 KB entries when want64k; existing 64 KB leaves are
+ * switched to 4 KB entries (one way) when !want64k. */
+vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                             int want64k);
+/* Switch the existing 64 KB leaves of [va, va+size) to 4 KB entries. */
+vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size);
+/* Can [va, va+size) map bytes [off, off+size) of al, placed as pl, with
+ * 64 KB entries? */
+int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                         const struct vidmm_placement *pl, uint64_t va, uint64_t off, uint64_t size);
 /* Write the leaf entries of [va, va+size) for what d says is there
  * (mapped pages, zero, or invalid); tables must exist for valid entries.
  * Never allocates. */
@@ -204,6 +214,10 @@ void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes_per_seg
 /* process/process.c */
 /* The allocation moved or changed: rewrite its PTEs in every process. */
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* Before al's bytes go to dst: switch to 4 KB entries wherever a mapping
+ * of al could not keep 64 KB entries there (may allocate). */
+vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                        const struct vidmm_placement *dst);
 /* The allocation is being destroyed: unmap it everywhere. */
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 void vidmm_process_destroy_all(struct vidmm_adapter *a);

@@ -11,8 +11,18 @@
  * looks like in hardware).  Lower tables are created on demand when a
  * valid entry needs them and kept until the process goes (a table that
  * becomes empty is not freed: fewer page-table moves, and an unmap never
- * needs memory).  Leaf entries are 4 KiB; with 64 KiB segment pages 16
- * consecutive entries point into one 64 KiB page.
+ * needs memory).
+ *
+ * 64 KB pages (wddm-facts §4.6): a leaf table holds either 4 KB or 64 KB
+ * entries, told apart by the level-1 entry that points at it.  A leaf is
+ * made with 64 KB entries when the mapping that first needs it is 64 KB
+ * aligned in VA, offset and size and its allocation lives in a 64 KB-page
+ * segment.  When anything else must be written in its span (a 4 KB
+ * mapping, a partial unmap, a move to system memory) the leaf is switched
+ * to 4 KB entries once and for all: a new 4 KB leaf is filled from the VA
+ * space's ranges, the level-1 entry is pointed at it, the old one freed.
+ * The switch happens while preparing a change, so the commit never needs
+ * memory.
  *
  * Entry addresses (wddm-facts §4.4): a 4 KiB frame number - the segment
  * offset >> 12, or for system memory the host address >> 12.
@@ -59,7 +69,7 @@ static vidmm_status emit_entries(struct vidmm_adapter *a, const struct vidmm_pag
     op.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
     struct vidmm_paging_update_page_table *u = &op.u.update_page_table;
     u->page_table_level = pt->level;
-    u->flags = flags;
+    u->flags = flags | (pt->is64k ? VIDMM_UPDATE_PT_USE_64KB_PAGES : 0u);
     u->driver_allocation = driver_allocation;
     u->page_table_address = table_address(pt);
     u->page_table_entries = e;
@@ -70,7 +80,13 @@ static vidmm_status emit_entries(struct vidmm_adapter *a, const struct vidmm_pag
     return vidmm_paging_emit(a, &op);
 }
 
-static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, struct vidmm_page_table **out)
+static int leaf64_supported(const struct vidmm_adapter *a)
+{
+    return a->gpummu.caps.leaf_page_table_size_for_64k_pages_in_bytes != 0 &&
+           a->gpummu.level[0].page_table_index_bit_count > 4;
+}
+
+static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, int is64k, struct vidmm_page_table **out)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     const struct vidmm_page_table_level_desc *d = &g->level[level];
@@ -81,6 +97,11 @@ static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, struct vi
     pt->segment_id = d->page_table_segment_id;
     pt->size = d->page_table_size_in_bytes;
     pt->entries = 1u << d->page_table_index_bit_count;
+    if (level == 0 && is64k) {
+        pt->is64k = 1;
+        pt->size = g->caps.leaf_page_table_size_for_64k_pages_in_bytes;
+        pt->entries >>= 4;
+    }
     vidmm_status st;
     if (level > 0) {
         pt->child = vidmm_hzalloc(a->ha, (size_t)pt->entries * sizeof(*pt->child), _Alignof(struct vidmm_page_table *));
@@ -146,7 +167,7 @@ void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
 
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    return table_new(a, a->gpummu.level_count - 1, &p->root);
+    return table_new(a, a->gpummu.level_count - 1, 0, &p->root);
 }
 
 /* Point entry idx of parent at child. */
@@ -155,12 +176,56 @@ static vidmm_status link_child(struct vidmm_adapter *a, struct vidmm_page_table 
 {
     struct vidmm_pte e;
     memset(&e, 0, sizeof(e));
-    e.flags = VIDMM_PTE_VALID | ((uint64_t)child->segment_id << VIDMM_PTE_SEGMENT_SHIFT);
+    e.flags = VIDMM_PTE_VALID | ((uint64_t)child->segment_id << VIDMM_PTE_SEGMENT_SHIFT) |
+              (child->is64k ? VIDMM_PTE_PAGE_TABLE_64KB : 0);
     e.page_address = frame_of(child->segment_id, child->offset);
     return emit_entries(a, parent, idx, 1, &e, 0, va, NULL, 0);
 }
 
-vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size)
+static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_page_table *leaf,
+                               uint64_t cur, uint64_t stop, const struct vidmm_va_desc *d);
+
+/* Replace the 64 KB leaf at parent->child[idx] (covering [span, span +
+ * leaf span)) by a 4 KB leaf holding the same translations. */
+static vidmm_status demote_leaf(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_page_table *parent,
+                                uint32_t idx, uint64_t span)
+{
+    uint64_t end = span + a->gpummu.leaf_span[0];
+    struct vidmm_page_table *n;
+    vidmm_status st = table_new(a, 0, 0, &n);
+    if (st < 0)
+        return st;
+    for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, span); r && r->d.va < end;
+         r = vidmm_va_next(&p->vs, r)) {
+        uint64_t lo = r->d.va > span ? r->d.va : span;
+        uint64_t hi = r->d.va + r->d.size < end ? r->d.va + r->d.size : end;
+        if (r->d.state == VIDMM_VA_RESERVED && r->d.mode != VIDMM_VA_ZERO)
+            continue; /* invalid already */
+        st = write_leaf(a, p, n, lo, hi, &r->d);
+        if (st < 0) {
+            vidmm_pt_destroy(a, n);
+            return st;
+        }
+    }
+    st = link_child(a, parent, idx, n, span);
+    if (st < 0) {
+        vidmm_pt_destroy(a, n);
+        return st;
+    }
+    struct vidmm_page_table *old = parent->child[idx];
+    parent->child[idx] = n;
+    vidmm_pt_destroy(a, old);
+    if (span < p->flush_lo)
+        p->flush_lo = span;
+    if (end > p->flush_hi)
+        p->flush_hi = end;
+    return VIDMM_OK;
+}
+
+/* Walk the leaf spans of [va, va+size): create what is missing (when
+ * create), demote 64 KB leaves (when !want64k). */
+static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                               int create, int want64k)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     if (!size)
@@ -169,11 +234,15 @@ vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, u
     uint64_t leaf_span = g->leaf_span[0];
     for (uint64_t cur = va & ~(leaf_span - 1); cur < end; cur += leaf_span) {
         struct vidmm_page_table *t = p->root;
-        for (uint32_t l = g->level_count - 1; l > 0; l--) {
+        for (uint32_t l = g->level_count - 1; l > 0 && t; l--) {
             uint32_t idx = index_of(g, l, cur);
-            if (!t->child[idx]) {
-                struct vidmm_page_table *c;
-                vidmm_status st = table_new(a, l - 1, &c);
+            struct vidmm_page_table *c = t->child[idx];
+            if (!c) {
+                if (!create) {
+                    t = NULL;
+                    break;
+                }
+                vidmm_status st = table_new(a, l - 1, l == 1 && want64k && leaf64_supported(a), &c);
                 if (st < 0)
                     return st;
                 st = link_child(a, t, idx, c, cur);
@@ -183,13 +252,40 @@ vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, u
                 }
                 t->child[idx] = c;
                 t->live_children++;
+            } else if (l == 1 && c->is64k && !want64k) {
+                vidmm_status st = demote_leaf(a, p, t, idx, cur);
+                if (st < 0)
+                    return st;
+                c = t->child[idx];
             }
-            t = t->child[idx];
+            t = c;
         }
         if (cur + leaf_span < cur)
             break;
     }
     return VIDMM_OK;
+}
+
+vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                             int want64k)
+{
+    return walk_spans(a, p, va, size, 1, want64k);
+}
+
+vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size)
+{
+    return walk_spans(a, p, va, size, 0, 0);
+}
+
+int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                         const struct vidmm_placement *pl, uint64_t va, uint64_t off, uint64_t size)
+{
+    const uint64_t m = VIDMM_PAGE_64K - 1;
+    if (!leaf64_supported(a) || (va & m) || (off & m) || (size & m) || pl->sys || !pl->pages.count)
+        return 0;
+    if (al->info.flags & 0x80u) /* DisableLargePageMapping */
+        return 0;
+    return a->seg[pl->segment_id].page_size == VIDMM_PAGE_64K;
 }
 
 static struct vidmm_page_table *leaf_of(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va)
@@ -230,8 +326,9 @@ static void locate(const struct vidmm_adapter *a, const struct vidmm_allocation 
     *contiguous = 0;
 }
 
-vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
-                            const struct vidmm_va_desc *d)
+/* Write the entries of leaf for [cur, stop) (inside its span) as d says. */
+static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_page_table *leaf,
+                               uint64_t cur, uint64_t stop, const struct vidmm_va_desc *d)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     struct vidmm_allocation *al = NULL;
@@ -248,6 +345,49 @@ vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, ui
     } else if (d && d->state == VIDMM_VA_RESERVED && d->mode == VIDMM_VA_ZERO) {
         flags = VIDMM_PTE_VALID | VIDMM_PTE_ZERO;
     }
+    /* A 64 KB leaf takes whole 64 KB pages only (prepare made sure). */
+    unsigned shift = leaf->is64k ? 16 : 12;
+    if (leaf->is64k && ((cur | stop) & (VIDMM_PAGE_64K - 1)))
+        return VIDMM_E_STATE;
+    uint32_t n = (uint32_t)((stop - cur) >> shift);
+    uint32_t start = index_of(g, 0, cur) >> (leaf->is64k ? 4 : 0);
+    vidmm_status st;
+    if (!(flags & VIDMM_PTE_VALID) || (flags & VIDMM_PTE_ZERO)) {
+        struct vidmm_pte e;
+        memset(&e, 0, sizeof(e));
+        e.flags = flags;
+        st = emit_entries(a, leaf, start, n, &e, VIDMM_UPDATE_PT_REPEAT, cur, NULL, 0);
+    } else {
+        uint64_t off = d->object_offset + (cur - d->va);
+        uint32_t k = 0;
+        while (k < n) {
+            uint32_t seg;
+            uint64_t addr, contiguous;
+            locate(a, al, off + ((uint64_t)k << shift), &seg, &addr, &contiguous);
+            if (contiguous < (1ull << shift) || (leaf->is64k && (addr & (VIDMM_PAGE_64K - 1))))
+                return VIDMM_E_STATE;
+            uint64_t run = contiguous >> shift;
+            for (uint64_t j = 0; j < run && k < n; j++, k++) {
+                p->pte_buf[k].flags = flags | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+                p->pte_buf[k].page_address = frame_of(seg, addr) + (j << (shift - 12));
+            }
+        }
+        st = emit_entries(a, leaf, start, n, p->pte_buf, 0, cur, al->info.driver_allocation, off);
+    }
+    if (st < 0)
+        return st;
+    if (cur < p->flush_lo)
+        p->flush_lo = cur;
+    if (stop > p->flush_hi)
+        p->flush_hi = stop;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                            const struct vidmm_va_desc *d)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    int valid = d && (d->state == VIDMM_VA_MAPPED || d->mode == VIDMM_VA_ZERO);
     uint64_t end = va + size;
     uint64_t leaf_span = g->leaf_span[0];
     uint64_t cur = va;
@@ -255,44 +395,14 @@ vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, ui
         uint64_t table_end = (cur & ~(leaf_span - 1)) + leaf_span;
         uint64_t stop = table_end < end && table_end > cur ? table_end : end;
         struct vidmm_page_table *leaf = leaf_of(a, p, cur);
-        uint32_t n = (uint32_t)((stop - cur) >> 12);
         if (!leaf) {
-            if (flags & VIDMM_PTE_VALID)
+            if (valid)
                 return VIDMM_E_STATE; /* vidmm_pt_ensure was not called: a bug */
-            cur = stop;               /* nothing was ever valid here */
-            continue;
-        }
-        uint32_t start = index_of(g, 0, cur);
-        if (!(flags & VIDMM_PTE_VALID) || (flags & VIDMM_PTE_ZERO)) {
-            struct vidmm_pte e;
-            memset(&e, 0, sizeof(e));
-            e.flags = flags;
-            vidmm_status st = emit_entries(a, leaf, start, n, &e, VIDMM_UPDATE_PT_REPEAT, cur, NULL, 0);
-            if (st < 0)
-                return st;
         } else {
-            uint64_t off = d->object_offset + (cur - d->va);
-            uint32_t k = 0;
-            while (k < n) {
-                uint32_t seg;
-                uint64_t addr, contiguous;
-                locate(a, al, off + ((uint64_t)k << 12), &seg, &addr, &contiguous);
-                if (!contiguous)
-                    return VIDMM_E_STATE;
-                uint64_t run = contiguous >> 12;
-                for (uint64_t j = 0; j < run && k < n; j++, k++) {
-                    p->pte_buf[k].flags = flags | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
-                    p->pte_buf[k].page_address = frame_of(seg, addr) + j;
-                }
-            }
-            vidmm_status st = emit_entries(a, leaf, start, n, p->pte_buf, 0, cur, al->info.driver_allocation, off);
+            vidmm_status st = write_leaf(a, p, leaf, cur, stop, d);
             if (st < 0)
                 return st;
         }
-        if (cur < p->flush_lo)
-            p->flush_lo = cur;
-        if (stop > p->flush_hi)
-            p->flush_hi = stop;
         cur = stop;
     }
     return VIDMM_OK;

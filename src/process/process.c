@@ -71,8 +71,14 @@ static void on_step(void *ctx, const struct vidmm_va_step *s)
         st = vidmm_pt_write(a, p, s->old.va + s->prev_size, s->old.size - s->prev_size - s->next_size, NULL);
         break;
     case VIDMM_VA_STEP_MAP:
-        if (s->new.state == VIDMM_VA_MAPPED || s->new.mode == VIDMM_VA_ZERO)
-            st = vidmm_pt_ensure(a, p, s->new.va, s->new.size);
+        if (s->new.state == VIDMM_VA_MAPPED) {
+            const struct vidmm_allocation *al = vidmm_handle_get(a, s->new.object);
+            int big = al && vidmm_pt_can_use_64k(a, al, &al->pl, s->new.va, s->new.object_offset, s->new.size);
+            st = vidmm_pt_ensure(a, p, s->new.va, s->new.size, big);
+        } else if (s->new.mode == VIDMM_VA_ZERO) {
+            int big = ((s->new.va | s->new.size) & (VIDMM_PAGE_64K - 1)) == 0;
+            st = vidmm_pt_ensure(a, p, s->new.va, s->new.size, big);
+        }
         if (st >= 0)
             st = vidmm_pt_write(a, p, s->new.va, s->new.size, &s->new);
         break;
@@ -249,7 +255,7 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
         const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, base);
         if (r && r->d.va < base + size)
             return VIDMM_E_BUSY;
-        vidmm_status st = vidmm_pt_ensure(a, p, base, size);
+        vidmm_status st = vidmm_pt_ensure(a, p, base, size, 1);
         if (st < 0)
             return finish(a, p, st);
     }
@@ -284,7 +290,7 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
     if (!size || offset >= al->size || size > al->size - offset)
         return VIDMM_E_INVALID_ARG;
     if (fixed_target(p, base, size, VIDMM_VA_PAGE)) {
-        vidmm_status st = vidmm_pt_ensure(a, p, base, size);
+        vidmm_status st = vidmm_pt_ensure(a, p, base, size, vidmm_pt_can_use_64k(a, al, &al->pl, base, offset, size));
         if (st < 0)
             return finish(a, p, st);
     }
@@ -309,6 +315,12 @@ vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
+    /* Prepare: a cut inside a 64 KB page needs 4 KB entries there. */
+    if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
+        vidmm_status dst = vidmm_pt_demote(a, p, va, size);
+        if (dst < 0)
+            return finish(a, p, dst);
+    }
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_unmap(&p->vs, va, size);
     if (st >= 0 && p->step_error < 0)
@@ -325,6 +337,12 @@ vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
+    /* Prepare: a cut inside a 64 KB page needs 4 KB entries there. */
+    if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
+        vidmm_status dst = vidmm_pt_demote(a, p, va, size);
+        if (dst < 0)
+            return finish(a, p, dst);
+    }
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_free(&p->vs, va, size);
     if (st >= 0 && p->step_error < 0)
@@ -382,7 +400,7 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
     if (st >= 0 && fixed_target(p, lo & ~(VIDMM_VA_PAGE - 1), (hi - lo + VIDMM_VA_PAGE - 1) & ~(VIDMM_VA_PAGE - 1),
                                 VIDMM_VA_PAGE) && vidmm_va_lookup(&p->vs, lo) &&
         vidmm_va_lookup(&p->vs, lo)->d.state != VIDMM_VA_FREE)
-        st = vidmm_pt_ensure(a, p, lo, hi - lo);
+        st = vidmm_pt_ensure(a, p, lo, hi - lo, 0); /* tiles: 4 KB entries */
     if (st >= 0) {
         p->step_error = VIDMM_OK;
         st = vidmm_va_update(&p->vs, v, count);
@@ -458,6 +476,28 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
         vidmm_status st = remap_in(a, a->procs[i], al);
         if (st < 0)
             return st;
+    }
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                        const struct vidmm_placement *dst)
+{
+    if (!a->proc_live)
+        return VIDMM_OK;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        struct vidmm_process *p = a->procs[i];
+        if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
+            continue;
+        for (const struct vidmm_va_range *r = vidmm_va_first(&p->vs); r; r = vidmm_va_next(&p->vs, r)) {
+            if (r->d.state != VIDMM_VA_MAPPED || r->d.object != al->self)
+                continue;
+            if (vidmm_pt_can_use_64k(a, al, dst, r->d.va, r->d.object_offset, r->d.size))
+                continue;
+            vidmm_status st = vidmm_pt_demote(a, p, r->d.va, r->d.size);
+            if (st < 0)
+                return st;
+        }
     }
     return VIDMM_OK;
 }

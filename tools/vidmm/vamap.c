@@ -4,8 +4,7 @@
  * range, what it is (reserved, or which allocation at which offset), the
  * segment holding its bytes now, and that segment's page size.  One
  * allocation is moved between dumps to show that its GPU VA stays while
- * its pages change.  (Leaf entries are 4 KiB for now; 64 KiB leaf tables
- * are not built yet.)
+ * its pages change.
  */
 #include "cli.h"
 
