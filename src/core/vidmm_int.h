@@ -110,7 +110,8 @@ struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
     struct vidmm_va_space vs;
-    struct vidmm_page_table *root;
+    struct vidmm_page_table *root;  /* NULL in IoMmu mode */
+    int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
     struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
     uint32_t pte_buf_len;
     vidmm_status step_error;        /* first failure inside a VA change (commit half) */

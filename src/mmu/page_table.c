@@ -228,8 +228,8 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
                                int create, int want64k)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
-    if (!size)
-        return VIDMM_OK;
+    if (!size || !p->root)
+        return VIDMM_OK; /* IoMmu processes have no GPU page tables */
     uint64_t end = va + size;
     uint64_t leaf_span = g->leaf_span[0];
     for (uint64_t cur = va & ~(leaf_span - 1); cur < end; cur += leaf_span) {

@@ -17,6 +17,14 @@
  * in every VA space, so a move rewrites their PTEs in each process and
  * their GPU virtual addresses never change.
  *
+ * IoMmu mode (an adapter with VIDMM_CAPS_IOMMU and no GpuMmu): the GPU
+ * shares the CPU's page tables, so a mapping's GPU VA is the CPU address
+ * of the allocation's system pages (in this user-space model, the host
+ * address of its backing) and there are no GPU page tables; the VA space
+ * only records which allocations a process uses.  Only system memory is
+ * reachable: mapping an allocation that lives in a memory segment, or
+ * moving a mapped one there, is VIDMM_E_NOT_SUPPORTED.
+ *
  * Process handles: type 2, a slot of a fixed table of VIDMM_MAX_PROCESSES,
  * a 16-bit generation, and the adapter salt, like allocation handles.
  */
@@ -32,7 +40,7 @@ static vidmm_handle make_handle(const struct vidmm_adapter *a, uint32_t slot)
 
 static void bind_root(struct vidmm_adapter *a, struct vidmm_process *p, int bind)
 {
-    if (!a->ops.set_root_page_table)
+    if (!a->ops.set_root_page_table || !p->root)
         return;
     struct vidmm_set_root_page_table_args r;
     memset(&r, 0, sizeof(r));
@@ -92,7 +100,8 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
     *out = VIDMM_HANDLE_NULL;
-    if (!a->has_gpummu)
+    int iommu = !a->has_gpummu && (a->caps.memory_management_caps & VIDMM_CAPS_IOMMU);
+    if (!a->has_gpummu && !iommu)
         return VIDMM_E_NOT_SUPPORTED;
     uint32_t slot = 0;
     while (slot < VIDMM_MAX_PROCESSES && a->procs[slot])
@@ -103,22 +112,26 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
     if (!p)
         return VIDMM_E_NO_HOST_MEMORY;
     p->adapter = a;
+    p->iommu = iommu;
     p->flush_lo = UINT64_MAX;
-    p->pte_buf_len = 1u << a->gpummu.level[0].page_table_index_bit_count;
+    p->pte_buf_len = iommu ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count;
     p->pte_buf = vidmm_halloc(a->ha, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
     if (!p->pte_buf)
         goto fail;
-    st = vidmm_va_space_init(&p->vs, a->ha, a->gpummu.caps.virtual_address_bit_count);
+    /* IoMmu: the CPU's user address space (47 bits on x86-64). */
+    st = vidmm_va_space_init(&p->vs, a->ha, iommu ? 47 : a->gpummu.caps.virtual_address_bit_count);
     if (st < 0)
         goto fail_buf;
-    st = vidmm_pt_create_root(a, p);
-    if (st < 0)
-        goto fail_vs;
-    st = vidmm_paging_flush(a);
-    if (st < 0)
-        goto fail_root;
-    vidmm_va_space_set_step_fn(&p->vs, on_step, p);
+    if (!iommu) {
+        st = vidmm_pt_create_root(a, p);
+        if (st < 0)
+            goto fail_vs;
+        st = vidmm_paging_flush(a);
+        if (st < 0)
+            goto fail_root;
+        vidmm_va_space_set_step_fn(&p->vs, on_step, p);
+    }
     a->proc_gen[slot] = (uint16_t)(a->proc_gen[slot] + 1);
     if (a->proc_gen[slot] == 0)
         a->proc_gen[slot] = 1;
@@ -220,6 +233,8 @@ vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, 
 /* End of a change: flush the TLB and the paging queue. */
 static vidmm_status finish(struct vidmm_adapter *a, struct vidmm_process *p, vidmm_status st)
 {
+    if (p->iommu)
+        return st;
     vidmm_status f = vidmm_pt_flush(a, p);
     if (f >= 0)
         f = vidmm_paging_flush(a);
@@ -248,6 +263,8 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
+    if (p->iommu)
+        return VIDMM_E_NOT_SUPPORTED; /* the CPU's address space is the OS's */
     if (mode > VIDMM_GPUVA_RESERVE_ZERO)
         return VIDMM_E_INVALID_ARG;
     /* Prepare: a ZERO reservation at a known place needs its tables. */
@@ -289,6 +306,17 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
         return VIDMM_E_ALIGNMENT;
     if (!size || offset >= al->size || size > al->size - offset)
         return VIDMM_E_INVALID_ARG;
+    if (p->iommu) {
+        /* The GPU uses the CPU's address of the system pages. */
+        if (!al->pl.sys)
+            return VIDMM_E_NOT_SUPPORTED;
+        uint64_t cpu = (uint64_t)(uintptr_t)al->pl.sys + offset;
+        if (base && base != cpu)
+            return VIDMM_E_INVALID_ARG;
+        if ((min && cpu < min) || (max && cpu + size > max))
+            return VIDMM_E_NO_SEGMENT_SPACE;
+        return vidmm_va_map(&p->vs, cpu, 0, 0, size, allocation, offset, prot, driver_protection, va);
+    }
     if (fixed_target(p, base, size, VIDMM_VA_PAGE)) {
         vidmm_status st = vidmm_pt_ensure(a, p, base, size, vidmm_pt_can_use_64k(a, al, &al->pl, base, offset, size));
         if (st < 0)
@@ -360,6 +388,8 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
+    if (p->iommu)
+        return VIDMM_E_NOT_SUPPORTED;
     if (!count)
         return VIDMM_OK;
     if (count > 4096)
@@ -419,6 +449,8 @@ vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_
     struct vidmm_process *p = get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (p->iommu)
+        return VIDMM_E_NOT_SUPPORTED;
     memset(root, 0, sizeof(*root));
     root->segment_id = p->root->segment_id;
     root->segment_offset = p->root->offset;
@@ -454,8 +486,8 @@ vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, ui
  * process that maps al (processes that do not are skipped in O(1)). */
 static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, const struct vidmm_allocation *al)
 {
-    if (!vidmm_va_object_mapping_count(&p->vs, al->self))
-        return VIDMM_OK;
+    if (p->iommu || !vidmm_va_object_mapping_count(&p->vs, al->self))
+        return VIDMM_OK; /* IoMmu: the system pages never move */
     for (const struct vidmm_va_range *r = vidmm_va_first(&p->vs); r; r = vidmm_va_next(&p->vs, r)) {
         if (r->d.state != VIDMM_VA_MAPPED || r->d.object != al->self)
             continue;
@@ -489,6 +521,11 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
         struct vidmm_process *p = a->procs[i];
         if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
+        if (p->iommu) {
+            if (!dst->sys)
+                return VIDMM_E_NOT_SUPPORTED; /* an IoMmu GPU reaches system memory only */
+            continue;
+        }
         for (const struct vidmm_va_range *r = vidmm_va_first(&p->vs); r; r = vidmm_va_next(&p->vs, r)) {
             if (r->d.state != VIDMM_VA_MAPPED || r->d.object != al->self)
                 continue;
@@ -512,6 +549,7 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
             continue;
         p->step_error = VIDMM_OK;
         (void)vidmm_va_unmap_object(&p->vs, al->self);
-        (void)vidmm_pt_flush(a, p);
+        if (!p->iommu)
+            (void)vidmm_pt_flush(a, p);
     }
 }

@@ -391,11 +391,6 @@ static void walker_agrees(void)
 static void no_gpummu_and_oom(void)
 {
     struct pt_fx f;
-    if (fx_open(&f, "igpu") == 0) {
-        vidmm_handle p = 0;
-        T_ST(vidmm_process_create(f.a, &p), VIDMM_E_NOT_SUPPORTED);
-        fx_close(&f);
-    }
     /* Every host-allocation failure of process creation and of a map. */
     int done = 0;
     for (uint64_t k = 1; k < 400 && !done; k++) {
@@ -547,6 +542,47 @@ static void pages_64k(void)
     fx_close(&f);
 }
 
+/* IoMmu (igpu): the GPU uses the CPU's address of the system pages; no
+ * GPU page tables; only system memory is reachable. */
+static void iommu_mode(void)
+{
+    struct pt_fx f;
+    if (fx_open(&f, "igpu") < 0)
+        return;
+    struct vidmm_adapter *a = f.a;
+    vidmm_handle p = 0;
+    T_ST(vidmm_process_create(a, &p), VIDMM_OK);
+    vidmm_handle h = alloc_in(a, VIDMM_SEGMENT_BIT(1), 256u << 10);
+    void *cpu = NULL;
+    T_ST(vidmm_allocation_lock(a, h, &cpu), VIDMM_OK);
+    T_ST(vidmm_allocation_unlock(a, h), VIDMM_OK);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(a, p, 0, 0, 0, h, 64u << 10, 128u << 10, 0, 0, &va), VIDMM_OK);
+    T_EQ_U64(va, (uint64_t)(uintptr_t)cpu + (64u << 10));
+    /* Same address when it moves between system memory and the aperture. */
+    T_ST(vidmm_allocation_move(a, h, 0), VIDMM_OK);
+    uint64_t va2 = 0;
+    T_ST(vidmm_gpuva_map(a, p, 0, 0, 0, h, 0, 64u << 10, 0, 0, &va2), VIDMM_OK);
+    T_EQ_U64(va2, (uint64_t)(uintptr_t)cpu);
+    struct vidmm_gpuva_range r[4];
+    uint32_t n = 0;
+    T_ST(vidmm_gpuva_query(a, p, 0, r, 4, &n), VIDMM_OK);
+    T_EQ(n, 2);
+    uint64_t out = 0;
+    T_ST(vidmm_gpuva_map(a, p, 0x10000, 0, 0, h, 0, 4096, 0, 0, &out), VIDMM_E_INVALID_ARG); /* not its address */
+    T_ST(vidmm_gpuva_reserve(a, p, 0, 0, 0, 1u << 20, 0, &out), VIDMM_E_NOT_SUPPORTED);
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(a, p, &root), VIDMM_E_NOT_SUPPORTED);
+    T_ST(vidmm_gpuva_unmap(a, p, va, 128u << 10), VIDMM_OK);
+    T_ST(vidmm_gpuva_query(a, p, 0, r, 4, &n), VIDMM_OK);
+    T_EQ(n, 1);
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    T_ST(vidmm_allocation_destroy(a, h), VIDMM_OK);
+    T_ST(vidmm_gpuva_query(a, p, 0, r, 4, &n), VIDMM_OK);
+    T_EQ(n, 0);
+    fx_close(&f);
+}
+
 void suite_process(void);
 void suite_process(void)
 {
@@ -556,5 +592,6 @@ void suite_process(void)
     t_run("process.walker_agrees", walker_agrees);
     t_run("process.update_batches", update_batches);
     t_run("process.pages_64k", pages_64k);
+    t_run("process.iommu_mode", iommu_mode);
     t_run("process.no_gpummu_and_oom", no_gpummu_and_oom);
 }

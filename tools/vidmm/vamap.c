@@ -75,12 +75,14 @@ int cli_vamap(int argc, char **argv)
     struct vidmm_adapter *a = s.adapter;
     int fail = 0;
     vidmm_handle p1 = 0, p2 = 0;
-    vidmm_status st = vidmm_process_create(a, &p1);
-    if (st == VIDMM_E_NOT_SUPPORTED) {
-        fprintf(stderr, "vidmm vamap: adapter '%s' does not use the GpuMmu model\n", o.config.preset);
+    struct vidmm_gpummu_info gi;
+    if (vidmm_adapter_query_gpummu(a, &gi) == VIDMM_E_NOT_SUPPORTED) {
+        fprintf(stderr, "vidmm vamap: adapter '%s' has no GpuMmu page tables to show (in IoMmu mode the GPU "
+                        "uses the CPU's addresses)\n", o.config.preset);
         cli_close(&s);
         return 1;
     }
+    vidmm_status st = vidmm_process_create(a, &p1);
     fail |= st < 0;
     fail |= vidmm_process_create(a, &p2) < 0;
     struct vidmm_adapter_info ai;
