@@ -131,8 +131,8 @@ static vidmm_status check_descriptor(const struct vidmm_adapter_create_info *ci,
     return VIDMM_OK;
 }
 
-static vidmm_status query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
-                          void *out, size_t out_size)
+vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
+                                void *out, size_t out_size)
 {
     struct vidmm_query_adapter_info_args q;
     q.type = type;
@@ -238,7 +238,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     uint32_t nb = 0;
 
     /* Driver caps: a driver that does not answer gets WDDM 2.0 defaults. */
-    st = query(a, VIDMM_QAI_DRIVERCAPS, NULL, 0, &a->caps, sizeof(a->caps));
+    st = vidmm_driver_query(a, VIDMM_QAI_DRIVERCAPS, NULL, 0, &a->caps, sizeof(a->caps));
     if (st == VIDMM_E_NOT_SUPPORTED) {
         memset(&a->caps, 0, sizeof(a->caps));
         a->caps.wddm_version = 0x2000;
@@ -254,7 +254,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     qin.agp_aperture_size = ci->agp_aperture_size;
     struct vidmm_query_segment_out qout;
     memset(&qout, 0, sizeof(qout));
-    st = query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
+    st = vidmm_driver_query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
     if (st < 0) {
         st = fault(ci, "segment query (first call) failed: %s", vidmm_status_str(st));
         goto fail;
@@ -278,7 +278,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     qout.nb_segment = nb;
     qout.segment_descriptor = desc;
     qout.segment_descriptor_stride = sizeof(*desc);
-    st = query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
+    st = vidmm_driver_query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
     if (st < 0) {
         st = fault(ci, "segment query (second call) failed: %s", vidmm_status_str(st));
         goto fail;

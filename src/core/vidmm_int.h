@@ -223,6 +223,10 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 void vidmm_process_destroy_all(struct vidmm_adapter *a);
 
+/* adapter.c: one DxgkDdiQueryAdapterInfo call. */
+vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
+                                void *out, size_t out_size);
+
 /* mmu/geometry.c: query and validate the GpuMmu geometry (after the
  * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */
 vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n);

@@ -27,18 +27,6 @@ static vidmm_status bad(char *msg, size_t n, const char *fmt, ...)
     return VIDMM_E_BAD_DRIVER_DESC;
 }
 
-static vidmm_status ask(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
-                        void *out, size_t out_size)
-{
-    struct vidmm_query_adapter_info_args q;
-    q.type = type;
-    q.input = in;
-    q.input_size = in_size;
-    q.output = out;
-    q.output_size = out_size;
-    return a->ops.query_adapter_info(a->driver, &q);
-}
-
 vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
 {
     struct vidmm_gpummu_info *g = &a->gpummu;
@@ -46,7 +34,7 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
     a->has_gpummu = 0;
     if (!(a->caps.memory_management_caps & VIDMM_CAPS_GPUMMU))
         return VIDMM_OK;
-    vidmm_status st = ask(a, VIDMM_QAI_GPUMMUCAPS, NULL, 0, &g->caps, sizeof(g->caps));
+    vidmm_status st = vidmm_driver_query(a, VIDMM_QAI_GPUMMUCAPS, NULL, 0, &g->caps, sizeof(g->caps));
     if (st < 0)
         return bad(msg, n, "driver reports GpuMmuSupported but the GPUMMUCAPS query failed: %s", vidmm_status_str(st));
     uint32_t levels = g->caps.page_table_level_count;
@@ -65,7 +53,7 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
         memset(&in, 0, sizeof(in));
         in.level_index = (uint16_t)l;
         struct vidmm_page_table_level_desc *d = &g->level[l];
-        st = ask(a, VIDMM_QAI_PAGETABLELEVELDESC, &in, sizeof(in), d, sizeof(*d));
+        st = vidmm_driver_query(a, VIDMM_QAI_PAGETABLELEVELDESC, &in, sizeof(in), d, sizeof(*d));
         if (st < 0)
             return bad(msg, n, "GpuMmu: level %u description query failed: %s", l, vidmm_status_str(st));
         if (d->page_table_index_bit_count == 0 || d->page_table_index_bit_count > 30)

@@ -334,7 +334,10 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
     return finish(a, p, st);
 }
 
-vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+/* Unmap and free share their shape: prepare (a cut inside a 64 KB page
+ * needs 4 KB entries there), change the VA space, finish. */
+static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size,
+                        vidmm_status (*change)(struct vidmm_va_space *, uint64_t, uint64_t))
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -343,39 +346,26 @@ vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
-    /* Prepare: a cut inside a 64 KB page needs 4 KB entries there. */
     if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
-        vidmm_status dst = vidmm_pt_demote(a, p, va, size);
-        if (dst < 0)
-            return finish(a, p, dst);
+        vidmm_status st = vidmm_pt_demote(a, p, va, size);
+        if (st < 0)
+            return finish(a, p, st);
     }
     p->step_error = VIDMM_OK;
-    vidmm_status st = vidmm_va_unmap(&p->vs, va, size);
+    vidmm_status st = change(&p->vs, va, size);
     if (st >= 0 && p->step_error < 0)
         st = p->step_error;
     return finish(a, p, st);
 }
 
+vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+{
+    return cut(a, h, va, size, vidmm_va_unmap);
+}
+
 vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
-    if (!p)
-        return VIDMM_E_INVALID_HANDLE;
-    if (faulted(a, p))
-        return VIDMM_E_DEVICE_LOST;
-    /* Prepare: a cut inside a 64 KB page needs 4 KB entries there. */
-    if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
-        vidmm_status dst = vidmm_pt_demote(a, p, va, size);
-        if (dst < 0)
-            return finish(a, p, dst);
-    }
-    p->step_error = VIDMM_OK;
-    vidmm_status st = vidmm_va_free(&p->vs, va, size);
-    if (st >= 0 && p->step_error < 0)
-        st = p->step_error;
-    return finish(a, p, st);
+    return cut(a, h, va, size, vidmm_va_free);
 }
 
 vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
