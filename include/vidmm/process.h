@@ -25,7 +25,8 @@ extern "C" {
 
 #define VIDMM_MAX_PROCESSES 256u
 
-/* VIDMM_E_NOT_SUPPORTED on an adapter without GpuMmu. */
+/* VIDMM_E_NOT_SUPPORTED on an adapter with neither GpuMmu nor IoMmu;
+ * VIDMM_E_BUSY when VIDMM_MAX_PROCESSES are alive. */
 vidmm_status vidmm_process_create(struct vidmm_adapter *adapter, vidmm_handle *process);
 /* Frees the VA space and every page table; the allocations stay. */
 vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidmm_handle process);
@@ -84,8 +85,9 @@ vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *adapter, 
                                            struct vidmm_physical_address *root);
 
 /* A process's device state.  After a GPU page fault in its address space
- * the device is in the error state (as a WDDM device after a fault): the
- * VA entries answer VIDMM_E_DEVICE_LOST; only destroy remains. */
+ * the device is in the error state (as a WDDM device after a fault): every
+ * VA change answers VIDMM_E_DEVICE_LOST; queries still answer and destroy
+ * works. */
 struct vidmm_process_info {
     int faulted;
     uint32_t fault_flags;        /* VIDMM_FAULT_* of the first fault */

@@ -101,6 +101,7 @@ struct vidmm_page_table {
     uint32_t ra_node;               /* in the segment's range allocator (segment != 0) */
     uint32_t entries;               /* 2^index bits of its level (16x fewer in a 64 KB leaf) */
     int is64k;                      /* leaf holding 64 KB entries */
+    uint64_t epoch;                 /* the prepare that created it (see vidmm_pt_rollback) */
     void *host;                     /* segment 0: the host block */
     struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
     uint32_t live_children;
@@ -115,6 +116,7 @@ struct vidmm_process {
     struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
     uint32_t pte_buf_len;
     vidmm_status step_error;        /* first failure inside a VA change (commit half) */
+    uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
     uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
     /* Device error state after a GPU page fault (guarded by paging.lock:
      * the report may come from a driver thread). */
@@ -197,6 +199,10 @@ void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt);
  * switched to 4 KB entries (one way) when !want64k. */
 vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
                              int want64k);
+/* Undo the tables created since the last vidmm_pt_begin: the change they
+ * were prepared for was refused, so nothing must remain of it. */
+void vidmm_pt_begin(struct vidmm_process *p);
+vidmm_status vidmm_pt_rollback(struct vidmm_adapter *a, struct vidmm_process *p);
 /* Switch the existing 64 KB leaves of [va, va+size) to 4 KB entries. */
 vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size);
 /* Can [va, va+size) map bytes [off, off+size) of al, placed as pl, with

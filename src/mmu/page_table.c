@@ -245,6 +245,7 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
                 vidmm_status st = table_new(a, l - 1, l == 1 && want64k && leaf64_supported(a), &c);
                 if (st < 0)
                     return st;
+                c->epoch = p->epoch;
                 st = link_child(a, t, idx, c, cur);
                 if (st < 0) {
                     vidmm_pt_destroy(a, c);
@@ -270,6 +271,44 @@ vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, u
                              int want64k)
 {
     return walk_spans(a, p, va, size, 1, want64k);
+}
+
+void vidmm_pt_begin(struct vidmm_process *p)
+{
+    p->epoch++;
+}
+
+static vidmm_status rollback_table(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_page_table *t)
+{
+    if (!t->child)
+        return VIDMM_OK;
+    for (uint32_t i = 0; i < t->entries; i++) {
+        struct vidmm_page_table *c = t->child[i];
+        if (!c)
+            continue;
+        if (c->epoch == p->epoch) {
+            struct vidmm_pte invalid;
+            memset(&invalid, 0, sizeof(invalid));
+            vidmm_status st = emit_entries(a, t, i, 1, &invalid, 0, 0, NULL, 0);
+            if (st < 0)
+                return st;
+            t->child[i] = NULL;
+            t->live_children--;
+            vidmm_pt_destroy(a, c);
+        } else {
+            vidmm_status st = rollback_table(a, p, c);
+            if (st < 0)
+                return st;
+        }
+    }
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_pt_rollback(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (!p->root || !p->epoch)
+        return VIDMM_OK;
+    return rollback_table(a, p, p->root);
 }
 
 vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size)

@@ -253,6 +253,33 @@ static int fixed_target(const struct vidmm_process *p, uint64_t va, uint64_t siz
            va + size <= p->vs.limit;
 }
 
+/* What [va, va+size) holds now, as a mask: prepare only acts (makes or
+ * switches page tables) when the change is going to be accepted, so a
+ * refused call leaves the page tables as they were. */
+#define COVER_HOLE     0x1u  /* some byte is free */
+#define COVER_RESERVED 0x2u  /* reservation-backed: reserved, or mapped inside a reservation */
+#define COVER_PLAIN    0x4u  /* mapped outside any reservation */
+#define COVER_MAPPED   0x8u  /* some byte is mapped (either kind) */
+static unsigned coverage(const struct vidmm_process *p, uint64_t va, uint64_t size)
+{
+    unsigned m = 0;
+    uint64_t cur = va, end = va + size;
+    for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, va); r && r->d.va < end && cur < end;
+         r = vidmm_va_next(&p->vs, r)) {
+        if (r->d.va > cur)
+            m |= COVER_HOLE;
+        if (r->d.state == VIDMM_VA_MAPPED) {
+            m |= COVER_MAPPED | (r->d.in_reservation ? COVER_RESERVED : COVER_PLAIN);
+        } else {
+            m |= COVER_RESERVED;
+        }
+        cur = r->d.va + r->d.size;
+    }
+    if (cur < end)
+        m |= COVER_HOLE;
+    return m;
+}
+
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
                                  uint64_t size, unsigned mode, uint64_t *va)
 {
@@ -272,9 +299,14 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
         const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, base);
         if (r && r->d.va < base + size)
             return VIDMM_E_BUSY;
+        vidmm_pt_begin(p);
         vidmm_status st = vidmm_pt_ensure(a, p, base, size, 1);
-        if (st < 0)
+        if (st < 0) {
+            (void)vidmm_pt_rollback(a, p);
             return finish(a, p, st);
+        }
+    } else {
+        vidmm_pt_begin(p);
     }
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_reserve(&p->vs, base, min, max, size, mode, va);
@@ -283,6 +315,8 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
         st = p->step_error;
         *va = 0;
     }
+    if (st < 0)
+        (void)vidmm_pt_rollback(a, p);
     return finish(a, p, st);
 }
 
@@ -304,6 +338,8 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
         return VIDMM_E_INVALID_ARG;
     if (!aligned(offset, VIDMM_VA_PAGE) || !aligned(size, VIDMM_VA_PAGE) || !aligned(base, VIDMM_VA_PAGE))
         return VIDMM_E_ALIGNMENT;
+    if (offset + size < offset)
+        return VIDMM_E_OVERFLOW;
     if (!size || offset >= al->size || size > al->size - offset)
         return VIDMM_E_INVALID_ARG;
     if (p->iommu) {
@@ -317,10 +353,20 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
             return VIDMM_E_NO_SEGMENT_SPACE;
         return vidmm_va_map(&p->vs, cpu, 0, 0, size, allocation, offset, prot, driver_protection, va);
     }
+    vidmm_pt_begin(p);
     if (fixed_target(p, base, size, VIDMM_VA_PAGE)) {
-        vidmm_status st = vidmm_pt_ensure(a, p, base, size, vidmm_pt_can_use_64k(a, al, &al->pl, base, offset, size));
-        if (st < 0)
-            return finish(a, p, st);
+        /* The VA space accepts a target that is all free, all
+         * reservation-backed, or all plain mappings; anything else is
+         * refused, and then nothing may be prepared. */
+        unsigned c = coverage(p, base, size) & ~COVER_MAPPED;
+        if (c == COVER_HOLE || c == COVER_RESERVED || c == COVER_PLAIN) {
+            vidmm_status st = vidmm_pt_ensure(a, p, base, size,
+                                              vidmm_pt_can_use_64k(a, al, &al->pl, base, offset, size));
+            if (st < 0) {
+                (void)vidmm_pt_rollback(a, p);
+                return finish(a, p, st);
+            }
+        }
     }
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_map(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection, va);
@@ -331,6 +377,8 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
         st = p->step_error;
         *va = 0;
     }
+    if (st < 0)
+        (void)vidmm_pt_rollback(a, p);
     return finish(a, p, st);
 }
 
@@ -347,9 +395,16 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
     if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
-        vidmm_status st = vidmm_pt_demote(a, p, va, size);
-        if (st < 0)
-            return finish(a, p, st);
+        /* Only a cut through a mapping needs 4 KB entries, and only if
+         * the change will be accepted: free needs every byte in use and
+         * 64 KiB granularity on reservations (so it never cuts there). */
+        unsigned c = coverage(p, va, size);
+        int accepted = change == vidmm_va_unmap || !(c & (COVER_HOLE | COVER_RESERVED));
+        if (accepted && (c & COVER_MAPPED)) {
+            vidmm_status st = vidmm_pt_demote(a, p, va, size);
+            if (st < 0)
+                return finish(a, p, st);
+        }
     }
     p->step_error = VIDMM_OK;
     vidmm_status st = change(&p->vs, va, size);
@@ -404,6 +459,8 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
             const struct vidmm_allocation *al = vidmm_handle_get(a, o->allocation);
             if (!al)
                 st = VIDMM_E_INVALID_HANDLE;
+            else if (o->offset + o->size < o->offset)
+                st = VIDMM_E_OVERFLOW;
             else if (o->size > al->size || o->offset > al->size - o->size)
                 st = VIDMM_E_INVALID_ARG;
             v[i].object = o->allocation;
@@ -415,11 +472,33 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
         if (o->va + o->size > hi && o->va + o->size > o->va)
             hi = o->va + o->size;
     }
-    /* Prepare: every target lies in one reservation, so the tables of the
-     * span the targets cover are all that can be needed. */
-    if (st >= 0 && fixed_target(p, lo & ~(VIDMM_VA_PAGE - 1), (hi - lo + VIDMM_VA_PAGE - 1) & ~(VIDMM_VA_PAGE - 1),
-                                VIDMM_VA_PAGE) && vidmm_va_lookup(&p->vs, lo) &&
-        vidmm_va_lookup(&p->vs, lo)->d.state != VIDMM_VA_FREE)
+    /* Prepare, only for a batch the VA space will take: every op well
+     * formed, every target in reservation-backed VA, every COPY source
+     * too.  The tables of the targets' span are then all it can need. */
+    int acceptable = st >= 0 && fixed_target(p, lo, hi - lo, VIDMM_VA_PAGE) &&
+                     (coverage(p, lo, hi - lo) & (COVER_HOLE | COVER_PLAIN)) == 0;
+    uint64_t slo = UINT64_MAX, shi = 0;
+    for (uint32_t i = 0; i < count && acceptable; i++) {
+        const struct vidmm_va_update_op *o = &v[i];
+        if (o->type == VIDMM_GPUVA_UPDATE_COPY) {
+            slo = o->src < slo ? o->src : slo;
+            shi = o->src + o->size > shi ? o->src + o->size : shi;
+        }
+        uint64_t m = VIDMM_VA_PAGE - 1;
+        if (!o->size || ((o->va | o->size | o->object_offset | o->src) & m) || (o->prot & ~VIDMM_VA_PROT_MASK) ||
+            o->mode > VIDMM_VA_ZERO)
+            acceptable = 0;
+        else if (o->type == VIDMM_GPUVA_UPDATE_COPY &&
+                 (!fixed_target(p, o->src, o->size, VIDMM_VA_PAGE) ||
+                  (coverage(p, o->src, o->size) & (COVER_HOLE | COVER_PLAIN))))
+            acceptable = 0;
+    }
+    /* All sources lie in one reservation-backed run, too. */
+    if (acceptable && shi > slo &&
+        (!fixed_target(p, slo, shi - slo, VIDMM_VA_PAGE) || (coverage(p, slo, shi - slo) & (COVER_HOLE | COVER_PLAIN))))
+        acceptable = 0;
+    vidmm_pt_begin(p);
+    if (acceptable)
         st = vidmm_pt_ensure(a, p, lo, hi - lo, 0); /* tiles: 4 KB entries */
     if (st >= 0) {
         p->step_error = VIDMM_OK;
@@ -427,6 +506,8 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
         if (st >= 0 && p->step_error < 0)
             st = p->step_error;
     }
+    if (st < 0)
+        (void)vidmm_pt_rollback(a, p);
     vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
     return finish(a, p, st);
 }
