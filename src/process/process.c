@@ -552,16 +552,14 @@ vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, ui
     return VIDMM_OK;
 }
 
-/* Rewrite the PTEs of every mapping of al in p.  The VA space keeps its
- * per-object lists private, so this walks its ranges: O(ranges) per
- * process that maps al (processes that do not are skipped in O(1)). */
+/* Rewrite the PTEs of every mapping of al in p: O(its mappings) through
+ * the VA space's per-object list. */
 static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, const struct vidmm_allocation *al)
 {
-    if (p->iommu || !vidmm_va_object_mapping_count(&p->vs, al->self))
+    if (p->iommu)
         return VIDMM_OK; /* IoMmu: the system pages never move */
-    for (const struct vidmm_va_range *r = vidmm_va_first(&p->vs); r; r = vidmm_va_next(&p->vs, r)) {
-        if (r->d.state != VIDMM_VA_MAPPED || r->d.object != al->self)
-            continue;
+    for (const struct vidmm_va_range *r = vidmm_va_object_first(&p->vs, al->self); r;
+         r = vidmm_va_object_next(&p->vs, r)) {
         vidmm_status st = vidmm_pt_write(a, p, r->d.va, r->d.size, &r->d);
         if (st < 0)
             return st;
@@ -597,9 +595,8 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
                 return VIDMM_E_NOT_SUPPORTED; /* an IoMmu GPU reaches system memory only */
             continue;
         }
-        for (const struct vidmm_va_range *r = vidmm_va_first(&p->vs); r; r = vidmm_va_next(&p->vs, r)) {
-            if (r->d.state != VIDMM_VA_MAPPED || r->d.object != al->self)
-                continue;
+        for (const struct vidmm_va_range *r = vidmm_va_object_first(&p->vs, al->self); r;
+             r = vidmm_va_object_next(&p->vs, r)) {
             if (vidmm_pt_can_use_64k(a, al, dst, r->d.va, r->d.object_offset, r->d.size))
                 continue;
             vidmm_status st = vidmm_pt_demote(a, p, r->d.va, r->d.size);

@@ -2,26 +2,37 @@
  * va_space.c - per-process GPU VA bookkeeping (see va_space.h and
  * docs/VA_SPACE.md).
  *
- * Layout.  Every live range (RESERVED or MAPPED) is a node of one AVL
- * tree keyed by start address.  Holes are not nodes: each node records
- * the hole in front of it (gap), and a sentinel node [limit, limit) that
- * is always the last one carries the final hole, so "the holes" are
- * exactly the nodes' gaps.  Each node also caches, for each child, the
- * maximum over the child's subtree of the gaps (lmax/rmax), of their
- * 64 KiB-aligned usable parts (lmax64/rmax64) and its height, which lets
- * find_hole() skip every subtree that cannot hold the request.  Only
- * subtrees cut by min or max can fail after passing that test, so the
- * lowest fitting hole is found in O(log n).
+ * Layout.  Every live range (RESERVED or MAPPED) is an entry of one
+ * B+-tree keyed by start address.  A leaf holds up to 16 entries in
+ * address order: their starts, ends and record indices, each in its own
+ * contiguous array, so finding a slot reads two or three cache lines.
+ * Inner nodes hold up to 16 children with, per child, the least start
+ * under it (the search key) and the largest hole and largest 64 KiB-
+ * aligned piece of a hole under it.  At 64 K ranges the tree has four
+ * inner levels (~430 KiB, mostly cache resident) over ~7 K leaves, and a
+ * search costs about one miss in a leaf where an AVL descent took 17
+ * dependent steps.
+ *
+ * Holes are not entries: the hole in front of an entry runs from the end
+ * of the entry before it (in the same leaf, or the leaf's prev_end, which
+ * mirrors the previous leaf's last end) to its start.  A sentinel record
+ * [limit, limit) is always the last entry and carries the final hole, so
+ * "the holes" are exactly the entries' gaps.  find_hole() skips every
+ * child whose cached maximum cannot hold the request; only children cut
+ * by min or max can fail after passing that test, so the lowest fitting
+ * hole is found in O(log n).
  *
  * Changes.  Everything that edits ranges goes through va_replace(): make
  * [a, e) be exactly one new range (or a hole), cutting the ranges it
  * overlaps and emitting drm_gpuvm-style UNMAP / REMAP / MAP steps.  The
  * public entries differ only in validation and in what they ask
- * va_replace() to put where.  A replace never needs more than two nodes
- * beyond those it frees itself (one for the tail of a range split in two,
- * one for the new range), and every entry obtains its worst case from the
- * host allocator before its first change: the commit half cannot fail,
- * and a refused allocation leaves the space untouched.
+ * va_replace() to put where.  A replace needs at most two records beyond
+ * those it frees itself (one for the tail of a range split in two, one for
+ * the new range) and inserts at most two entries (each may split one leaf
+ * and, up the path, inner nodes); every entry obtains its worst case of
+ * records, leaves and inner nodes from the host allocator before its first
+ * change: the commit half cannot fail, and a refused allocation leaves
+ * the space untouched.
  *
  * Adjacent RESERVED ranges of one mode are merged (a map + unmap inside a
  * reservation gives back one range, so tiled-resource churn does not
@@ -33,58 +44,77 @@
 #include <string.h>
 
 /*
- * Node memory, structure of arrays.  A node is a 32-bit index (0 = none)
- * into three places:
+ * Memory.  Three pools, all indexed by 32-bit numbers (0 = none):
  *
- *   keys[i]  16 bytes: start address and the two child indices.  This is
- *            all a descent reads (branch-free), so a descent through 64 K
- *            ranges walks a 1 MiB array that mostly stays in L2, where a
- *            pointer tree of 120-byte nodes walked 8 MiB of cache lines.
- *            The descent prefetches the aug[] line of every node it
- *            passes: the change that follows walks back up that path.
- *   aug[i]   64 bytes (one cache line): end, the hole in front, the parent,
- *            and the summaries (largest hole, largest 64 KiB-aligned hole,
- *            height) of both children, cached here so that refreshing a
- *            node after a change reads only the node itself, never its
- *            siblings, and the hole search prunes a child without
- *            touching it.
- *   the public record (struct vidmm_va_range: descriptor, object-list
- *            links), in chunks of 256 that never move, so the pointers
- *            handed out stay valid while the range lives.
+ *   records  the public struct vidmm_va_range (descriptor, object-list
+ *            links, its leaf), in chunks of 256 that never move, so the
+ *            pointers handed out stay valid while the range lives.  A
+ *            range is named by its record's index ("node") everywhere
+ *            above the tree.
+ *   leaves[] 384 bytes each: start[16], end[16], idx[16] (record), the
+ *            previous leaf's last end, parent, chain links, count.
+ *   inners[] 512 bytes each: key[16] (least start of each child; key[0]
+ *            unused), child[16], max[16] and max64[16] (the children's
+ *            largest hole and 64 KiB-aligned hole piece), parent, count.
  *
- * keys[] and aug[] grow by doubling (copied: only indices refer to them);
- * every growth happens in the prepare half of an entry.
+ * Unused slots hold start/key UINT64_MAX, end/max 0 and index 0, so the
+ * searches run over all 16 slots without branches.  leaves[] and inners[]
+ * grow by doubling (copied: only indices refer to them); every growth
+ * happens in the prepare half of an entry.  A record knows its leaf; a
+ * leaf finds a record's slot by scanning idx[] (one line), so moving
+ * entries between leaves (split, merge) rewrites the moved records' leaf.
+ *
+ * Fill: a split leaves 8 + 8; below 4 entries a node merges with a
+ * sibling (or takes entries from it), so every non-root node holds 4..16
+ * and the inner nodes are at most leaves / 3 + 1 (used to size the
+ * reserve).
  */
 #define VA_CHUNK_SHIFT 8u
 #define VA_CHUNK       (1u << VA_CHUNK_SHIFT) /* records per chunk */
-#define VA_CAP_FIRST   256u                   /* first node capacity (a multiple of VA_CHUNK) */
+#define VA_CAP_FIRST   256u                   /* first record capacity (a multiple of VA_CHUNK) */
 #define VA_CAP_MAX     (UINT64_C(1) << 32)    /* indices are 32-bit */
 #define VA_OBJ_MIN     16u
-#define VA_NODES_PER_CALL 4u /* a single call's worst case (two per replace, see below) */
+#define VA_NODES_PER_CALL 4u /* records: a single call's worst case (two per replace, see below) */
+#define VA_INS_PER_CALL   2u /* tree insertions of a single replace */
+#define VA_LB          16u   /* leaf capacity */
+#define VA_IB          16u   /* inner capacity */
+#define VA_LMIN        4u    /* least fill of a non-root leaf */
+#define VA_IMIN        4u    /* least fill of a non-root inner node */
+#define VA_TREE_FIRST  16u   /* first leaves[] / inners[] capacity */
+#define VA_INNER_SLACK 40u   /* inner nodes beyond leaves / 3 + 1: the root chain of a split, with room */
 
-struct vidmm_va_key {
-    uint64_t va;       /* start */
-    union {
-        struct {
-            uint32_t l, r; /* children */
-        };
-        uint32_t c[2];     /* the same, indexed by "go right" */
-    };
+struct vidmm_va_leaf {
+    uint64_t start[VA_LB]; /* UINT64_MAX past count */
+    uint64_t end[VA_LB];   /* 0 past count */
+    uint32_t idx[VA_LB];   /* record; 0 past count */
+    uint64_t prev_end;     /* end of the range before start[0] (base for the first leaf) */
+    uint32_t parent;       /* inner node; 0 for the root */
+    uint32_t next, prev;   /* leaf chain in address order (next: free-list link when free) */
+    uint32_t count;
+    uint64_t smax, smax64; /* this leaf's largest hole and 64 KiB-aligned hole piece (cached) */
+    uint64_t pad[3];
 };
 
-struct vidmm_va_aug {
-    uint64_t end;              /* range end (va + size) */
-    uint64_t gap;              /* bytes of hole between the previous range (or base) and va */
-    uint64_t lmax, rmax;       /* largest gap in the left / right subtree (0: none) */
-    uint64_t lmax64, rmax64;   /* largest 64 KiB-aligned piece of a gap there */
-    uint32_t parent;
-    uint8_t lh, rh;            /* heights of the left / right subtree (0: none) */
-    uint8_t pad[2];
-    uint64_t pad2;
+struct vidmm_va_inner {
+    uint64_t key[VA_IB];   /* key[j], j >= 1: least start under child j; key[0] = 0; UINT64_MAX past count */
+    uint32_t child[VA_IB]; /* 0 past count */
+    uint64_t max[VA_IB];   /* largest hole under child j; 0 past count */
+    uint64_t max64[VA_IB]; /* largest 64 KiB-aligned hole piece under child j */
+    uint32_t parent;       /* 0 for the root (free-list link when free) */
+    uint32_t count;
+    uint32_t leafkids;     /* 1: the children are leaves */
+    uint32_t pad0;
+    uint64_t smax, smax64; /* the maxima of max[] and max64[] (cached) */
+    uint64_t pad[4];
 };
 
-_Static_assert(sizeof(struct vidmm_va_key) == 16, "key must be 16 bytes");
-_Static_assert(sizeof(struct vidmm_va_aug) == 64, "aug must be one cache line");
+struct vidmm_va_chunk {
+    struct vidmm_va_range *recs;
+    uint64_t block_chunks; /* first chunk of a host block: its chunk count, else 0 */
+};
+
+_Static_assert(sizeof(struct vidmm_va_leaf) == 384, "leaf must be six cache lines");
+_Static_assert(sizeof(struct vidmm_va_inner) == 512, "inner node must be eight cache lines");
 _Static_assert(sizeof(struct vidmm_va_range) == 64, "record must be 64 bytes");
 
 /* One allocation's mappings.  object 0 marks an empty slot. */
@@ -94,15 +124,18 @@ struct vidmm_va_objrec {
     uint32_t count;
 };
 
-typedef struct vidmm_va_aug va_aug;
+typedef struct vidmm_va_leaf va_leaf;
+typedef struct vidmm_va_inner va_inner;
 
-#define K(i) (vs->keys[i])
-#define A(i) (vs->aug[i])
-#define D(i) (va_rec(vs, (i))->d)
+#define D(i)  (va_rec(vs, (i))->d)
+#define LF(i) (vs->leaves[i])
+#define IN(i) (vs->inners[i])
+#define VS(i) (D(i).va)
+#define VE(i) (D(i).va + D(i).size)
 
 static inline struct vidmm_va_range *va_rec(const struct vidmm_va_space *vs, uint32_t i)
 {
-    return &vs->cold[i >> VA_CHUNK_SHIFT][i & (VA_CHUNK - 1)];
+    return &vs->cold[i >> VA_CHUNK_SHIFT].recs[i & (VA_CHUNK - 1)];
 }
 
 static inline uint64_t va_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -117,18 +150,18 @@ static inline int va_backed(const struct vidmm_va_desc *d)
     return d->state == VIDMM_VA_RESERVED || (d->state == VIDMM_VA_MAPPED && d->in_reservation);
 }
 
-/* ---- node storage ------------------------------------------------------- */
+/* ---- record storage ------------------------------------------------------ */
 
-static void va_free_blocks(const struct vidmm_va_space *vs, struct vidmm_va_range **dir, uint64_t from, uint64_t to)
+static void va_free_blocks(const struct vidmm_va_space *vs, struct vidmm_va_chunk *dir, uint64_t from, uint64_t to)
 {
     for (uint64_t c = from; c < to;) {
-        uint64_t n = dir[c][0].block_chunks;
-        vs->ha->free(vs->ha->user_data, dir[c], (size_t)n * VA_CHUNK * sizeof(struct vidmm_va_range), 64);
+        uint64_t n = dir[c].block_chunks;
+        vs->ha->free(vs->ha->user_data, dir[c].recs, (size_t)n * VA_CHUNK * sizeof(struct vidmm_va_range), 64);
         c += n;
     }
 }
 
-/* Grow the node arrays until `want` nodes are free.  All or nothing. */
+/* Grow the records until `want` are free.  All or nothing. */
 static vidmm_status va_nodes_reserve(struct vidmm_va_space *vs, uint64_t want)
 {
     if (vs->free_node_count >= want)
@@ -140,37 +173,23 @@ static vidmm_status va_nodes_reserve(struct vidmm_va_space *vs, uint64_t want)
     uint64_t cap = old ? old : VA_CAP_FIRST;
     while (cap < need || cap == old)
         cap *= 2;
-    if (cap > VA_CAP_MAX || cap > SIZE_MAX / sizeof(struct vidmm_va_aug))
+    if (cap > VA_CAP_MAX || cap > SIZE_MAX / sizeof(struct vidmm_va_range))
         return VIDMM_E_NO_HOST_MEMORY;
     uint64_t chunks = cap / VA_CHUNK, new_chunks = chunks - vs->cold_chunks;
-    struct vidmm_va_key *keys = ha->alloc(ha->user_data, (size_t)cap * sizeof *keys, 64);
-    struct vidmm_va_aug *aug = keys ? ha->alloc(ha->user_data, (size_t)cap * sizeof *aug, 64) : NULL;
-    struct vidmm_va_range **dir = vs->cold;
+    struct vidmm_va_chunk *dir = vs->cold;
     uint64_t dir_cap = vs->cold_dir_cap;
-    if (aug && chunks > dir_cap) {
+    if (chunks > dir_cap) {
         dir_cap = chunks;
         dir = ha->alloc(ha->user_data, (size_t)dir_cap * sizeof *dir, 16);
     }
-    struct vidmm_va_range *blk = aug && dir ? ha->alloc(ha->user_data, (size_t)new_chunks * VA_CHUNK * sizeof *blk, 64)
-                                            : NULL;
+    struct vidmm_va_range *blk = dir ? ha->alloc(ha->user_data, (size_t)new_chunks * VA_CHUNK * sizeof *blk, 64)
+                                     : NULL;
     if (!blk) {
         if (dir && dir != vs->cold)
             ha->free(ha->user_data, dir, (size_t)dir_cap * sizeof *dir, 16);
-        if (aug)
-            ha->free(ha->user_data, aug, (size_t)cap * sizeof *aug, 64);
-        if (keys)
-            ha->free(ha->user_data, keys, (size_t)cap * sizeof *keys, 64);
         return VIDMM_E_NO_HOST_MEMORY;
     }
     /* Commit: nothing below fails. */
-    if (old) {
-        memcpy(keys, vs->keys, (size_t)old * sizeof *keys);
-        memcpy(aug, vs->aug, (size_t)old * sizeof *aug);
-        ha->free(ha->user_data, vs->keys, (size_t)old * sizeof *keys, 64);
-        ha->free(ha->user_data, vs->aug, (size_t)old * sizeof *aug, 64);
-    }
-    memset(keys + old, 0, (size_t)(cap - old) * sizeof *keys);
-    memset(aug + old, 0, (size_t)(cap - old) * sizeof *aug);
     if (dir != vs->cold) {
         if (vs->cold_chunks)
             memcpy(dir, vs->cold, (size_t)vs->cold_chunks * sizeof *dir);
@@ -178,44 +197,165 @@ static vidmm_status va_nodes_reserve(struct vidmm_va_space *vs, uint64_t want)
             ha->free(ha->user_data, vs->cold, (size_t)vs->cold_dir_cap * sizeof *dir, 16);
     }
     memset(blk, 0, (size_t)new_chunks * VA_CHUNK * sizeof *blk);
-    for (uint64_t c = 0; c < new_chunks; c++)
-        dir[vs->cold_chunks + c] = blk + c * VA_CHUNK;
-    blk[0].block_chunks = (uint32_t)new_chunks;
-    vs->keys = keys;
-    vs->aug = aug;
+    for (uint64_t c = 0; c < new_chunks; c++) {
+        dir[vs->cold_chunks + c].recs = blk + c * VA_CHUNK;
+        dir[vs->cold_chunks + c].block_chunks = c ? 0 : new_chunks;
+    }
     vs->cold = dir;
     vs->cold_dir_cap = dir_cap;
     vs->cold_chunks = chunks;
     vs->node_cap = cap;
     /* Index 0 is "none"; hand the rest out lowest first. */
     for (uint64_t i = cap; i-- > (old ? old : 1);) {
-        va_rec(vs, (uint32_t)i)->node = (uint32_t)i;
-        keys[i].r = vs->free_nodes;
+        struct vidmm_va_range *c = va_rec(vs, (uint32_t)i);
+        c->node = (uint32_t)i;
+        c->obj_next = vs->free_nodes;
         vs->free_nodes = (uint32_t)i;
         vs->free_node_count++;
     }
     return VIDMM_OK;
 }
 
-/* Only after va_nodes_reserve(): never fails.  The caller fills the key,
- * end and D(i). */
+/* Only after va_nodes_reserve(): never fails.  The caller fills D(i). */
 static uint32_t va_node_get(struct vidmm_va_space *vs)
 {
     uint32_t i = vs->free_nodes;
-    vs->free_nodes = K(i).r;
-    vs->free_node_count--;
-    memset(&K(i), 0, sizeof K(i));
-    memset(&A(i), 0, sizeof A(i));
     struct vidmm_va_range *c = va_rec(vs, i);
+    vs->free_nodes = c->obj_next;
+    vs->free_node_count--;
     c->obj_prev = c->obj_next = 0;
+    c->leaf = 0;
     return i;
 }
 
 static void va_node_put(struct vidmm_va_space *vs, uint32_t i)
 {
-    K(i).r = vs->free_nodes;
+    struct vidmm_va_range *c = va_rec(vs, i);
+    c->obj_prev = 0;
+    c->leaf = 0;
+    c->obj_next = vs->free_nodes;
     vs->free_nodes = i;
     vs->free_node_count++;
+}
+
+/* ---- tree node storage ------------------------------------------------------ */
+
+/* Grow an array of tree nodes (copied) to at least `need` entries; the new
+ * ones go on the free list through *link(i).  All or nothing. */
+static void *va_grow_array(struct vidmm_va_space *vs, void *old_arr, uint32_t *cap_io, uint64_t need, size_t elem)
+{
+    uint64_t old = *cap_io, cap = old ? old : VA_TREE_FIRST;
+    while (cap < need)
+        cap *= 2;
+    if (cap > VA_CAP_MAX - 1 || cap > SIZE_MAX / elem)
+        return NULL;
+    char *arr = vs->ha->alloc(vs->ha->user_data, (size_t)cap * elem, 64);
+    if (!arr)
+        return NULL;
+    if (old) {
+        memcpy(arr, old_arr, (size_t)old * elem);
+        vs->ha->free(vs->ha->user_data, old_arr, (size_t)old * elem, 64);
+    }
+    memset(arr + (size_t)old * elem, 0, (size_t)(cap - old) * elem);
+    *cap_io = (uint32_t)cap;
+    return arr;
+}
+
+static vidmm_status va_leaves_reserve(struct vidmm_va_space *vs, uint64_t want)
+{
+    if (vs->free_leaf_count >= want)
+        return VIDMM_OK;
+    uint32_t old = vs->leaf_cap;
+    uint64_t need = (uint64_t)vs->leaf_used + want + 1;
+    va_leaf *a = va_grow_array(vs, vs->leaves, &vs->leaf_cap, need, sizeof(va_leaf));
+    if (!a)
+        return VIDMM_E_NO_HOST_MEMORY;
+    vs->leaves = a;
+    for (uint32_t i = vs->leaf_cap; i-- > (old ? old : 1);) {
+        a[i].next = vs->free_leaves;
+        vs->free_leaves = i;
+        vs->free_leaf_count++;
+    }
+    return VIDMM_OK;
+}
+
+static vidmm_status va_inners_reserve(struct vidmm_va_space *vs, uint64_t want)
+{
+    if (vs->free_inner_count >= want)
+        return VIDMM_OK;
+    uint32_t old = vs->inner_cap;
+    uint64_t need = (uint64_t)vs->inner_used + want + 1;
+    va_inner *a = va_grow_array(vs, vs->inners, &vs->inner_cap, need, sizeof(va_inner));
+    if (!a)
+        return VIDMM_E_NO_HOST_MEMORY;
+    vs->inners = a;
+    for (uint32_t i = vs->inner_cap; i-- > (old ? old : 1);) {
+        a[i].parent = vs->free_inners;
+        vs->free_inners = i;
+        vs->free_inner_count++;
+    }
+    return VIDMM_OK;
+}
+
+/* Room for `recs` new records and at most `ins` tree insertions.  Each
+ * insertion splits at most one leaf; and as every non-root leaf holds at
+ * least VA_LMIN entries, the leaves never exceed (entries + recs) / VA_LMIN
+ * + 2 either, whichever bound is lower.  Inner nodes never exceed leaves /
+ * 3 + 1 (every non-root one has >= VA_IMIN = 4 children), plus the chain
+ * a split creates on its way up. */
+static vidmm_status va_reserve(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins)
+{
+    vidmm_status st;
+    uint64_t leaf_total = (vs->range_count + 1 + recs) / VA_LMIN + 2;
+    uint64_t leaves = leaf_total > vs->leaf_used ? va_min(ins, leaf_total - vs->leaf_used) : 0;
+    if ((st = va_nodes_reserve(vs, recs)) != VIDMM_OK || (st = va_leaves_reserve(vs, leaves)) != VIDMM_OK)
+        return st;
+    uint64_t inner_total = ((uint64_t)vs->leaf_used + leaves) / 3 + VA_INNER_SLACK;
+    return inner_total > vs->inner_used ? va_inners_reserve(vs, inner_total - vs->inner_used) : VIDMM_OK;
+}
+
+static uint32_t va_leaf_get(struct vidmm_va_space *vs)
+{
+    uint32_t i = vs->free_leaves;
+    va_leaf *l = &LF(i);
+    vs->free_leaves = l->next;
+    vs->free_leaf_count--;
+    vs->leaf_used++;
+    memset(l, 0, sizeof *l);
+    for (unsigned k = 0; k < VA_LB; k++)
+        l->start[k] = UINT64_MAX;
+    return i;
+}
+
+static void va_leaf_put(struct vidmm_va_space *vs, uint32_t i)
+{
+    memset(&LF(i), 0, sizeof LF(i));
+    LF(i).next = vs->free_leaves;
+    vs->free_leaves = i;
+    vs->free_leaf_count++;
+    vs->leaf_used--;
+}
+
+static uint32_t va_inner_get(struct vidmm_va_space *vs)
+{
+    uint32_t i = vs->free_inners;
+    va_inner *n = &IN(i);
+    vs->free_inners = n->parent;
+    vs->free_inner_count--;
+    vs->inner_used++;
+    memset(n, 0, sizeof *n);
+    for (unsigned k = 1; k < VA_IB; k++)
+        n->key[k] = UINT64_MAX;
+    return i;
+}
+
+static void va_inner_put(struct vidmm_va_space *vs, uint32_t i)
+{
+    memset(&IN(i), 0, sizeof IN(i));
+    IN(i).parent = vs->free_inners;
+    vs->free_inners = i;
+    vs->free_inner_count++;
+    vs->inner_used--;
 }
 
 /* ---- object hash: object -> list of its mappings -------------------------- */
@@ -242,6 +382,18 @@ static struct vidmm_va_objrec *va_obj_find(const struct vidmm_va_space *vs, uint
 static inline void va_obj_prefetch(const struct vidmm_va_space *vs, uint64_t object)
 {
     __builtin_prefetch(&vs->objs[va_hash(object) & (vs->obj_cap - 1)]);
+}
+
+/* A mapping is about to be unlinked: start the misses of its hash slot
+ * and its list neighbours. */
+static inline void va_unlink_prefetch(const struct vidmm_va_space *vs, uint32_t n)
+{
+    const struct vidmm_va_range *c = va_rec(vs, n);
+    va_obj_prefetch(vs, c->d.object);
+    if (c->obj_prev)
+        __builtin_prefetch(va_rec(vs, c->obj_prev));
+    if (c->obj_next)
+        __builtin_prefetch(va_rec(vs, c->obj_next));
 }
 
 /* Make room for `more` new objects at load <= 1/2. */
@@ -334,7 +486,7 @@ static void va_obj_unlink(struct vidmm_va_space *vs, uint32_t n)
         va_obj_delete(vs, rec);
 }
 
-/* ---- augmented AVL tree ------------------------------------------------------ */
+/* ---- B+-tree --------------------------------------------------------------- */
 
 /* The 64 KiB-aligned part of the hole [va - gap, va). */
 static inline uint64_t va_gap64(uint64_t va, uint64_t gap)
@@ -344,331 +496,626 @@ static inline uint64_t va_gap64(uint64_t va, uint64_t gap)
     return hi > lo ? hi - lo : 0;
 }
 
-/* A node's subtree summary, from its own fields and cached child slots. */
-static inline uint64_t va_smax(const va_aug *a) { return va_max(a->gap, va_max(a->lmax, a->rmax)); }
-static inline uint64_t va_smax64(uint64_t va, const va_aug *a)
+/* Slot of record n in leaf l (n must be there): branch-free over idx[]. */
+static inline unsigned va_leaf_slot(const va_leaf *l, uint32_t n)
 {
-    return va_max(va_gap64(va, a->gap), va_max(a->lmax64, a->rmax64));
+    unsigned s = 0;
+    for (unsigned i = 0; i < VA_LB; i++)
+        s |= l->idx[i] == n ? i : 0;
+    return s;
 }
-static inline uint8_t va_height(const va_aug *a) { return (uint8_t)(1 + (a->lh > a->rh ? a->lh : a->rh)); }
 
-/* Store child c's summary (c may be 0) in p's slot on that side; 1 if
- * the slot changed. */
-static inline int va_slot(struct vidmm_va_space *vs, uint32_t p, int right, uint32_t c)
+static inline unsigned va_child_slot(const va_inner *in, uint32_t c)
 {
-    uint64_t m = 0, m64 = 0;
-    uint8_t h = 0;
-    if (c) {
-        const va_aug *ca = &A(c);
-        m = va_smax(ca);
-        m64 = va_smax64(K(c).va, ca);
-        h = va_height(ca);
+    unsigned s = 0;
+    for (unsigned i = 0; i < VA_IB; i++)
+        s |= in->child[i] == c ? i : 0;
+    return s;
+}
+
+/* Largest hole and 64 KiB-aligned hole piece of a leaf / an inner node. */
+static void va_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64)
+{
+    uint64_t pe = l->prev_end, mx = 0, mx64 = 0;
+    for (unsigned i = 0; i < l->count; i++) {
+        uint64_t s = l->start[i], g = s - pe;
+        mx = va_max(mx, g);
+        mx64 = va_max(mx64, va_gap64(s, g));
+        pe = l->end[i];
     }
-    va_aug *pa = &A(p);
-    if (right) {
-        if (pa->rmax == m && pa->rmax64 == m64 && pa->rh == h)
-            return 0;
-        pa->rmax = m;
-        pa->rmax64 = m64;
-        pa->rh = h;
+    *m = mx;
+    *m64 = mx64;
+}
+
+static void va_inner_sum(const va_inner *in, uint64_t *m, uint64_t *m64)
+{
+    uint64_t mx = 0, mx64 = 0;
+    for (unsigned i = 0; i < VA_IB; i++) {
+        mx = va_max(mx, in->max[i]);
+        mx64 = va_max(mx64, in->max64[i]);
+    }
+    *m = mx;
+    *m64 = mx64;
+}
+
+/* Recompute node n's summary into its cache, and return it. */
+static inline void va_sum(struct vidmm_va_space *vs, uint32_t n, int leaf, uint64_t *m, uint64_t *m64)
+{
+    if (leaf) {
+        va_leaf *l = &LF(n);
+        va_leaf_sum(l, m, m64);
+        l->smax = *m;
+        l->smax64 = *m64;
     } else {
-        if (pa->lmax == m && pa->lmax64 == m64 && pa->lh == h)
-            return 0;
-        pa->lmax = m;
-        pa->lmax64 = m64;
-        pa->lh = h;
-    }
-    return 1;
-}
-
-/* After a change of i's own gap (or start): refresh the cached slots on
- * the path up, stopping at the first one that comes out unchanged.  Each
- * step reads and writes only the parent's line. */
-static void va_up(struct vidmm_va_space *vs, uint32_t i)
-{
-    uint32_t p;
-    while ((p = A(i).parent) != 0) {
-        if (!va_slot(vs, p, K(p).r == i, i))
-            return;
-        i = p;
+        va_inner *in = &IN(n);
+        va_inner_sum(in, m, m64);
+        in->smax = *m;
+        in->smax64 = *m64;
     }
 }
 
-static void va_replace_child(struct vidmm_va_space *vs, uint32_t p, uint32_t old, uint32_t n)
+static inline void va_set_parent(struct vidmm_va_space *vs, uint32_t n, int leaf, uint32_t p)
 {
-    if (!p)
-        vs->root = n;
-    else if (K(p).l == old)
-        K(p).l = n;
+    if (leaf)
+        LF(n).parent = p;
     else
-        K(p).r = n;
+        IN(n).parent = p;
 }
 
-/* Rotations return the new root of the subtree; every cached slot they
- * change is recomputed from lines they touch anyway. */
-static uint32_t va_rotate_left(struct vidmm_va_space *vs, uint32_t x)
+/* Store child j's summary in its parent's slot. */
+static inline void va_slot_sum(struct vidmm_va_space *vs, va_inner *in, unsigned j)
 {
-    uint32_t y = K(x).r, b = K(y).l, xp = A(x).parent;
-    va_aug *xa = &A(x), *ya = &A(y);
-    K(x).r = b;
-    xa->rmax = ya->lmax;
-    xa->rmax64 = ya->lmax64;
-    xa->rh = ya->lh;
-    if (b)
-        A(b).parent = x;
-    ya->parent = xp;
-    va_replace_child(vs, xp, x, y);
-    K(y).l = x;
-    xa->parent = y;
-    va_slot(vs, y, 0, x);
-    return y;
+    va_sum(vs, in->child[j], (int)in->leafkids, &in->max[j], &in->max64[j]);
 }
 
-static uint32_t va_rotate_right(struct vidmm_va_space *vs, uint32_t x)
+/* Leaf lf's holes changed: refresh its cached summary and the slots
+ * above it, stopping at the first node whose summary comes out
+ * unchanged (without reading its parent). */
+static void va_fix(struct vidmm_va_space *vs, uint32_t lf)
 {
-    uint32_t y = K(x).l, b = K(y).r, xp = A(x).parent;
-    va_aug *xa = &A(x), *ya = &A(y);
-    K(x).l = b;
-    xa->lmax = ya->rmax;
-    xa->lmax64 = ya->rmax64;
-    xa->lh = ya->rh;
-    if (b)
-        A(b).parent = x;
-    ya->parent = xp;
-    va_replace_child(vs, xp, x, y);
-    K(y).r = x;
-    xa->parent = y;
-    va_slot(vs, y, 1, x);
-    return y;
-}
-
-/* Restore the AVL balance at p (|bf| == 2); returns the subtree's new root. */
-static uint32_t va_balance(struct vidmm_va_space *vs, uint32_t p, int bf)
-{
-    if (bf > 1) {
-        uint32_t l = K(p).l;
-        if (A(l).lh < A(l).rh)
-            va_slot(vs, p, 0, va_rotate_left(vs, l));
-        return va_rotate_right(vs, p);
-    }
-    uint32_t r = K(p).r;
-    if (A(r).rh < A(r).lh)
-        va_slot(vs, p, 1, va_rotate_right(vs, r));
-    return va_rotate_left(vs, p);
-}
-
-/* p's child on one side changed (replaced, or its summary did): refresh
- * p's slot, rebalance, and go on up until a slot comes out unchanged, but
- * not before passing `through` (a node whose own slots may be stale: the
- * successor erase moved into the erased node's place). */
-static void va_retrace(struct vidmm_va_space *vs, uint32_t p, int right, uint32_t through)
-{
+    uint64_t m, m64;
+    va_leaf *l = &LF(lf);
+    va_leaf_sum(l, &m, &m64);
+    if (l->smax == m && l->smax64 == m64)
+        return;
+    l->smax = m;
+    l->smax64 = m64;
+    uint32_t n = lf, p = l->parent;
     while (p) {
-        int changed = va_slot(vs, p, right, right ? K(p).r : K(p).l);
-        int bf = (int)A(p).lh - (int)A(p).rh;
-        if (bf > 1 || bf < -1) {
-            p = va_balance(vs, p, bf);
-            changed = 1;
-        } else if (!changed && !through) {
+        va_inner *in = &IN(p);
+        unsigned j = va_child_slot(in, n);
+        uint64_t om = in->max[j], om64 = in->max64[j], nm = in->smax, nm64 = in->smax64;
+        in->max[j] = m;
+        in->max64[j] = m64;
+        /* The node's maximum moves only if the slot rises above it, or
+         * was it and falls (then rescan the slots). */
+        if (m >= nm || om == nm || m64 >= nm64 || om64 == nm64) {
+            uint64_t r, r64;
+            va_inner_sum(in, &r, &r64);
+            if (r == nm && r64 == nm64)
+                return;
+            in->smax = m = r;
+            in->smax64 = m64 = r64;
+        } else {
             return;
         }
-        if (p == through)
-            through = 0;
-        uint32_t q = A(p).parent;
-        if (!q)
+        n = p;
+        p = in->parent;
+    }
+}
+
+/* Leaf lf's holes changed: note it; va_flush() refreshes the summaries
+ * once per change (a cut and the insertion that fills the hole again
+ * mostly cancel out), and before any split or merge, which assume the
+ * summaries above the leaves they move entries between are current. */
+static void va_flush(struct vidmm_va_space *vs)
+{
+    for (uint32_t i = 0; i < vs->dirty_count; i++)
+        va_fix(vs, vs->dirty[i]);
+    vs->dirty_count = 0;
+}
+
+static inline void va_dirty(struct vidmm_va_space *vs, uint32_t lf)
+{
+    uint32_t n = vs->dirty_count;
+    for (uint32_t i = 0; i < n; i++)
+        if (vs->dirty[i] == lf)
             return;
-        right = K(q).r == p;
-        p = q;
+    if (n == sizeof vs->dirty / sizeof vs->dirty[0]) {
+        va_flush(vs);
+        n = 0;
+    }
+    vs->dirty[n] = lf;
+    vs->dirty_count = n + 1;
+}
+
+/* Leaf lf's least start is now key: update the one ancestor key naming it. */
+static void va_key_up(struct vidmm_va_space *vs, uint32_t lf, uint64_t key)
+{
+    uint32_t n = lf, p = LF(lf).parent;
+    while (p) {
+        va_inner *in = &IN(p);
+        unsigned j = va_child_slot(in, n);
+        if (j) {
+            in->key[j] = key;
+            return;
+        }
+        n = p;
+        p = in->parent;
     }
 }
 
-static uint32_t va_next_node(const struct vidmm_va_space *vs, uint32_t i)
+static uint32_t va_inner_split(struct vidmm_va_space *vs, uint32_t p);
+
+/* right (least start rkey) was split off left (both leaves if leaf):
+ * insert it after left in left's parent, splitting upward as needed.
+ * A split only moves holes between siblings, so the summaries above the
+ * parent stay right; the two slots are set here. */
+static void va_parent_insert(struct vidmm_va_space *vs, uint32_t left, uint32_t right, uint64_t rkey, int leaf)
 {
-    uint32_t r = K(i).r, p;
-    if (r) {
-        while (K(r).l)
-            r = K(r).l;
-        return r;
+    uint32_t p = leaf ? LF(left).parent : IN(left).parent;
+    if (!p) {
+        p = va_inner_get(vs);
+        va_inner *in = &IN(p);
+        in->count = 2;
+        in->leafkids = (uint32_t)leaf;
+        in->child[0] = left;
+        in->child[1] = right;
+        in->key[1] = rkey;
+        va_set_parent(vs, left, leaf, p);
+        va_set_parent(vs, right, leaf, p);
+        va_slot_sum(vs, in, 0);
+        va_slot_sum(vs, in, 1);
+        va_inner_sum(in, &in->smax, &in->smax64);
+        vs->root = p;
+        vs->height++;
+        return;
     }
-    while ((p = A(i).parent) != 0 && K(p).r == i)
-        i = p;
-    return p;
+    if (IN(p).count == VA_IB) {
+        va_inner_split(vs, p);
+        p = leaf ? LF(left).parent : IN(left).parent;
+    }
+    va_inner *in = &IN(p);
+    unsigned j = va_child_slot(in, left) + 1, c = in->count;
+    memmove(&in->key[j + 1], &in->key[j], (c - j) * sizeof in->key[0]);
+    memmove(&in->child[j + 1], &in->child[j], (c - j) * sizeof in->child[0]);
+    memmove(&in->max[j + 1], &in->max[j], (c - j) * sizeof in->max[0]);
+    memmove(&in->max64[j + 1], &in->max64[j], (c - j) * sizeof in->max64[0]);
+    in->key[j] = rkey;
+    in->child[j] = right;
+    in->count = c + 1;
+    va_set_parent(vs, right, leaf, p);
+    va_slot_sum(vs, in, j - 1);
+    va_slot_sum(vs, in, j);
 }
 
-static uint32_t va_prev_node(const struct vidmm_va_space *vs, uint32_t i)
+/* Move the upper half of full inner p to a new node; returns it. */
+static uint32_t va_inner_split(struct vidmm_va_space *vs, uint32_t p)
 {
-    uint32_t l = K(i).l, p;
-    if (l) {
-        while (K(l).r)
-            l = K(l).r;
-        return l;
+    uint32_t q = va_inner_get(vs);
+    va_inner *a = &IN(p), *b = &IN(q);
+    const unsigned h = VA_IB / 2;
+    int lk = (int)a->leafkids;
+    uint64_t qkey = a->key[h];
+    b->leafkids = a->leafkids;
+    for (unsigned i = 0; i < h; i++) {
+        b->key[i] = i ? a->key[h + i] : 0;
+        b->child[i] = a->child[h + i];
+        b->max[i] = a->max[h + i];
+        b->max64[i] = a->max64[h + i];
+        va_set_parent(vs, b->child[i], lk, q);
+        a->key[h + i] = UINT64_MAX;
+        a->child[h + i] = 0;
+        a->max[h + i] = a->max64[h + i] = 0;
     }
-    while ((p = A(i).parent) != 0 && K(p).l == i)
-        i = p;
-    return p;
+    a->count = b->count = h;
+    va_parent_insert(vs, p, q, qkey, 0);
+    return q;
 }
 
-/* First node (possibly the sentinel) ending after va.  The descent reads
- * only keys[]: the last start <= va and the first start > va; one aug
- * line then says whether the former still covers va. */
-static uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
+/* Move the upper half of full leaf lf to a new leaf; returns it. */
+static uint32_t va_leaf_split(struct vidmm_va_space *vs, uint32_t lf)
 {
-    uint32_t n = vs->root, pred = 0, succ = vs->end;
-    const struct vidmm_va_key *keys = vs->keys;
-    while (n) {
-        /* The change that usually follows walks back up this path
-         * through aug[]: start those loads now, off the critical path. */
-        __builtin_prefetch(&vs->aug[n]);
-        /* Branch-free: the direction is a coin toss on random input. */
-        const struct vidmm_va_key *k = &keys[n];
-        uint32_t right = k->va <= va, m = 0u - right;
-        pred = (n & m) | (pred & ~m);
-        succ = (succ & m) | (n & ~m);
-        n = k->c[right];
+    va_flush(vs);
+    uint32_t r = va_leaf_get(vs);
+    va_leaf *a = &LF(lf), *b = &LF(r);
+    const unsigned h = VA_LB / 2;
+    for (unsigned i = 0; i < h; i++) {
+        b->start[i] = a->start[h + i];
+        b->end[i] = a->end[h + i];
+        b->idx[i] = a->idx[h + i];
+        va_rec(vs, b->idx[i])->leaf = r;
+        a->start[h + i] = UINT64_MAX;
+        a->end[h + i] = 0;
+        a->idx[h + i] = 0;
     }
-    uint32_t r = pred && A(pred).end > va ? pred : succ;
-    __builtin_prefetch(va_rec(vs, r));
+    a->count = b->count = h;
+    b->prev_end = a->end[h - 1];
+    b->next = a->next;
+    b->prev = lf;
+    if (a->next)
+        LF(a->next).prev = r;
+    a->next = r;
+    va_parent_insert(vs, lf, r, b->start[0], 1);
     return r;
 }
 
-/* Link n (key, end and D(n) filled in) into the tree just before succ,
- * its successor in address order, inside the hole in front of succ (the
- * callers always know succ, which saves a descent; the hole starts at
- * succ.va - succ.gap, so no predecessor walk either). */
+/* Put record n (D(n) filled in) at slot s of leaf lf. */
+static void va_leaf_insert(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint32_t n)
+{
+    if (LF(lf).count == VA_LB) {
+        uint32_t r = va_leaf_split(vs, lf);
+        if (s > VA_LB / 2) {
+            lf = r;
+            s -= VA_LB / 2;
+        }
+    }
+    va_leaf *l = &LF(lf);
+    unsigned c = l->count;
+    memmove(&l->start[s + 1], &l->start[s], (c - s) * sizeof l->start[0]);
+    memmove(&l->end[s + 1], &l->end[s], (c - s) * sizeof l->end[0]);
+    memmove(&l->idx[s + 1], &l->idx[s], (c - s) * sizeof l->idx[0]);
+    l->start[s] = VS(n);
+    l->end[s] = VE(n);
+    l->idx[s] = n;
+    l->count = c + 1;
+    va_rec(vs, n)->leaf = lf;
+    if (s == 0)
+        va_key_up(vs, lf, l->start[0]);
+    if (s == c && l->next) {
+        LF(l->next).prev_end = l->end[s];
+        va_dirty(vs, l->next);
+    }
+    va_dirty(vs, lf);
+}
+
+static void va_inner_underflow(struct vidmm_va_space *vs, uint32_t p);
+
+/* Drop child k (>= 1) of p, whose entries moved to child k - 1 (the
+ * caller has refreshed that slot); collapse or rebalance p. */
+static void va_inner_remove(struct vidmm_va_space *vs, uint32_t p, unsigned k)
+{
+    va_inner *in = &IN(p);
+    unsigned c = in->count - 1;
+    memmove(&in->key[k], &in->key[k + 1], (c - k) * sizeof in->key[0]);
+    memmove(&in->child[k], &in->child[k + 1], (c - k) * sizeof in->child[0]);
+    memmove(&in->max[k], &in->max[k + 1], (c - k) * sizeof in->max[0]);
+    memmove(&in->max64[k], &in->max64[k + 1], (c - k) * sizeof in->max64[0]);
+    in->key[c] = UINT64_MAX;
+    in->child[c] = 0;
+    in->max[c] = in->max64[c] = 0;
+    in->count = c;
+    if (p == vs->root) {
+        if (c == 1) {
+            uint32_t ch = in->child[0];
+            va_set_parent(vs, ch, (int)in->leafkids, 0);
+            vs->root = ch;
+            vs->height--;
+            va_inner_put(vs, p);
+        }
+    } else if (c < VA_IMIN) {
+        va_inner_underflow(vs, p);
+    }
+}
+
+/* Non-root leaf lf has fewer than VA_LMIN entries: merge it with a
+ * sibling, or even the two out.  Entries only move, so no hole changes
+ * and only the two slots in the parent are refreshed. */
+static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
+{
+    uint32_t p = LF(lf).parent;
+    va_inner *in = &IN(p);
+    unsigned j = va_child_slot(in, lf), jl = j ? j - 1 : 0;
+    uint32_t L = in->child[jl], R = in->child[jl + 1];
+    va_leaf *a = &LF(L), *b = &LF(R);
+    unsigned t = a->count + b->count;
+    if (t <= VA_LB) {
+        unsigned c = a->count;
+        for (unsigned i = 0; i < b->count; i++) {
+            a->start[c + i] = b->start[i];
+            a->end[c + i] = b->end[i];
+            a->idx[c + i] = b->idx[i];
+            va_rec(vs, b->idx[i])->leaf = L;
+        }
+        a->count = t;
+        a->next = b->next;
+        if (b->next)
+            LF(b->next).prev = L;
+        va_leaf_put(vs, R);
+        va_slot_sum(vs, in, jl);
+        va_inner_remove(vs, p, jl + 1);
+        return;
+    }
+    unsigned nl = t / 2;
+    if (a->count < nl) {
+        unsigned k = nl - a->count, c = a->count;
+        for (unsigned i = 0; i < k; i++) {
+            a->start[c + i] = b->start[i];
+            a->end[c + i] = b->end[i];
+            a->idx[c + i] = b->idx[i];
+            va_rec(vs, b->idx[i])->leaf = L;
+        }
+        unsigned rest = b->count - k;
+        memmove(&b->start[0], &b->start[k], rest * sizeof b->start[0]);
+        memmove(&b->end[0], &b->end[k], rest * sizeof b->end[0]);
+        memmove(&b->idx[0], &b->idx[k], rest * sizeof b->idx[0]);
+        for (unsigned i = rest; i < b->count; i++) {
+            b->start[i] = UINT64_MAX;
+            b->end[i] = 0;
+            b->idx[i] = 0;
+        }
+    } else {
+        unsigned k = a->count - nl, c = b->count;
+        memmove(&b->start[k], &b->start[0], c * sizeof b->start[0]);
+        memmove(&b->end[k], &b->end[0], c * sizeof b->end[0]);
+        memmove(&b->idx[k], &b->idx[0], c * sizeof b->idx[0]);
+        for (unsigned i = 0; i < k; i++) {
+            b->start[i] = a->start[nl + i];
+            b->end[i] = a->end[nl + i];
+            b->idx[i] = a->idx[nl + i];
+            va_rec(vs, b->idx[i])->leaf = R;
+            a->start[nl + i] = UINT64_MAX;
+            a->end[nl + i] = 0;
+            a->idx[nl + i] = 0;
+        }
+    }
+    b->count = t - nl;
+    a->count = nl;
+    b->prev_end = a->end[nl - 1];
+    in->key[jl + 1] = b->start[0];
+    va_slot_sum(vs, in, jl);
+    va_slot_sum(vs, in, jl + 1);
+}
+
+/* The same for a non-root inner node. */
+static void va_inner_underflow(struct vidmm_va_space *vs, uint32_t p)
+{
+    uint32_t g = IN(p).parent;
+    va_inner *gi = &IN(g);
+    unsigned j = va_child_slot(gi, p), jl = j ? j - 1 : 0;
+    uint32_t L = gi->child[jl], R = gi->child[jl + 1];
+    va_inner *a = &IN(L), *b = &IN(R);
+    int lk = (int)a->leafkids;
+    uint64_t sep = gi->key[jl + 1]; /* least start under R */
+    unsigned t = a->count + b->count;
+    if (t <= VA_IB) {
+        unsigned c = a->count;
+        for (unsigned i = 0; i < b->count; i++) {
+            a->key[c + i] = i ? b->key[i] : sep;
+            a->child[c + i] = b->child[i];
+            a->max[c + i] = b->max[i];
+            a->max64[c + i] = b->max64[i];
+            va_set_parent(vs, b->child[i], lk, L);
+        }
+        a->count = t;
+        va_inner_put(vs, R);
+        va_slot_sum(vs, gi, jl);
+        va_inner_remove(vs, g, jl + 1);
+        return;
+    }
+    unsigned nl = t / 2;
+    if (a->count < nl) {
+        unsigned k = nl - a->count, c = a->count;
+        for (unsigned i = 0; i < k; i++) {
+            a->key[c + i] = i ? b->key[i] : sep;
+            a->child[c + i] = b->child[i];
+            a->max[c + i] = b->max[i];
+            a->max64[c + i] = b->max64[i];
+            va_set_parent(vs, b->child[i], lk, L);
+        }
+        sep = b->key[k];
+        unsigned rest = b->count - k;
+        memmove(&b->key[0], &b->key[k], rest * sizeof b->key[0]);
+        memmove(&b->child[0], &b->child[k], rest * sizeof b->child[0]);
+        memmove(&b->max[0], &b->max[k], rest * sizeof b->max[0]);
+        memmove(&b->max64[0], &b->max64[k], rest * sizeof b->max64[0]);
+        for (unsigned i = rest; i < b->count; i++) {
+            b->key[i] = UINT64_MAX;
+            b->child[i] = 0;
+            b->max[i] = b->max64[i] = 0;
+        }
+    } else {
+        unsigned k = a->count - nl, c = b->count;
+        memmove(&b->key[k], &b->key[0], c * sizeof b->key[0]);
+        memmove(&b->child[k], &b->child[0], c * sizeof b->child[0]);
+        memmove(&b->max[k], &b->max[0], c * sizeof b->max[0]);
+        memmove(&b->max64[k], &b->max64[0], c * sizeof b->max64[0]);
+        b->key[k] = sep;
+        for (unsigned i = 0; i < k; i++) {
+            b->key[i] = a->key[nl + i];
+            b->child[i] = a->child[nl + i];
+            b->max[i] = a->max[nl + i];
+            b->max64[i] = a->max64[nl + i];
+            va_set_parent(vs, b->child[i], lk, R);
+            a->key[nl + i] = UINT64_MAX;
+            a->child[nl + i] = 0;
+            a->max[nl + i] = a->max64[nl + i] = 0;
+        }
+        sep = b->key[0];
+    }
+    b->key[0] = 0;
+    b->count = t - nl;
+    a->count = nl;
+    gi->key[jl + 1] = sep;
+    va_slot_sum(vs, gi, jl);
+    va_slot_sum(vs, gi, jl + 1);
+}
+
+/* Take slot s out of leaf lf. */
+static void va_leaf_remove(struct vidmm_va_space *vs, uint32_t lf, unsigned s)
+{
+    va_leaf *l = &LF(lf);
+    unsigned c = l->count - 1;
+    memmove(&l->start[s], &l->start[s + 1], (c - s) * sizeof l->start[0]);
+    memmove(&l->end[s], &l->end[s + 1], (c - s) * sizeof l->end[0]);
+    memmove(&l->idx[s], &l->idx[s + 1], (c - s) * sizeof l->idx[0]);
+    l->start[c] = UINT64_MAX;
+    l->end[c] = 0;
+    l->idx[c] = 0;
+    l->count = c;
+    if (s == c && l->next) {
+        LF(l->next).prev_end = c ? l->end[c - 1] : l->prev_end;
+        va_dirty(vs, l->next);
+    }
+    if (s == 0 && c)
+        va_key_up(vs, lf, l->start[0]);
+    va_dirty(vs, lf);
+    if (c < VA_LMIN && vs->height) {
+        va_flush(vs);
+        va_leaf_underflow(vs, lf);
+    }
+}
+
+static uint32_t va_next_node(const struct vidmm_va_space *vs, uint32_t n)
+{
+    const va_leaf *l = &LF(va_rec(vs, n)->leaf);
+    unsigned s = va_leaf_slot(l, n);
+    if (s + 1 < l->count)
+        return l->idx[s + 1];
+    return l->next ? LF(l->next).idx[0] : 0;
+}
+
+static uint32_t va_prev_node(const struct vidmm_va_space *vs, uint32_t n)
+{
+    const va_leaf *l = &LF(va_rec(vs, n)->leaf);
+    unsigned s = va_leaf_slot(l, n);
+    if (s)
+        return l->idx[s - 1];
+    return l->prev ? LF(l->prev).idx[LF(l->prev).count - 1] : 0;
+}
+
+/* First node (possibly the sentinel) ending after va.  The inner levels
+ * mostly stay in cache; the leaf's lines are fetched together. */
+static uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
+{
+    if (va >= vs->limit)
+        return vs->end;
+    uint32_t n = vs->root;
+    for (uint32_t h = vs->height; h; h--) {
+        const va_inner *in = &IN(n);
+        unsigned j = 0;
+        for (unsigned i = 1; i < VA_IB; i++)
+            j += in->key[i] <= va;
+        n = in->child[j];
+    }
+    const va_leaf *l = &LF(n);
+    __builtin_prefetch(&l->end[0]);
+    __builtin_prefetch(&l->end[8]);
+    __builtin_prefetch(&l->idx[0]);
+    unsigned pos = 0;
+    for (unsigned i = 0; i < VA_LB; i++)
+        pos += l->start[i] <= va;
+    uint32_t r;
+    unsigned s = pos;
+    if (pos && l->end[pos - 1] > va)
+        r = l->idx[--s];
+    else if (pos < l->count)
+        r = l->idx[pos];
+    else
+        return LF(l->next).idx[0]; /* the sentinel starts past va, so there is a next leaf */
+    /* The record, and those of the next few ranges: a change that follows
+     * usually walks them, and their misses then overlap. */
+    __builtin_prefetch(va_rec(vs, r));
+    for (unsigned k = s + 1; k < s + 4 && k < l->count; k++)
+        __builtin_prefetch(va_rec(vs, l->idx[k]));
+    return r;
+}
+
+/* Link n (D(n) filled in) into the tree just before succ, its successor
+ * in address order (the callers always know succ, which saves a descent). */
 static void va_insert_before(struct vidmm_va_space *vs, uint32_t n, uint32_t succ)
 {
-    uint64_t prev_end = K(succ).va - A(succ).gap;
-    uint32_t p;
-    int right;
-    if (!K(succ).l) {
-        p = succ;
-        right = 0;
-        K(p).l = n;
-    } else {
-        for (p = K(succ).l; K(p).r; p = K(p).r)
-            ;
-        right = 1;
-        K(p).r = n;
-    }
-    A(n).parent = p;
-    A(n).gap = K(n).va - prev_end;
-    A(succ).gap = K(succ).va - A(n).end;
-    /* succ is an ancestor of n: the retrace refreshes it on the way up
-     * unless it stops below it, and then va_up takes over from succ. */
-    va_retrace(vs, p, right, 0);
-    va_up(vs, succ);
+    uint32_t lf = va_rec(vs, succ)->leaf;
+    va_leaf_insert(vs, lf, va_leaf_slot(&LF(lf), succ), n);
     vs->range_count++;
-    if (D(n).state == VIDMM_VA_MAPPED)
+    if (D(n).state == VIDMM_VA_MAPPED) {
         vs->mapped_count++;
+        vs->inres_count += D(n).in_reservation;
+    }
 }
 
 /* Unlink n from the tree (the caller frees it). */
 static void va_erase(struct vidmm_va_space *vs, uint32_t n)
 {
-    uint32_t succ = va_next_node(vs, n), through = 0;
-    A(succ).gap += A(n).gap + (A(n).end - K(n).va);
-    va_up(vs, succ);
-    if (K(n).l && K(n).r) {
-        /* Swap n with its successor s structurally (records are referenced
-         * from outside, so contents must not move).  s has no left child. */
-        uint32_t s = succ;
-        through = s;
-        uint32_t np = A(n).parent, nl = K(n).l, nr = K(n).r, sp = A(s).parent, sr = K(s).r;
-        va_aug *na = &A(n), *sa = &A(s);
-        uint64_t srmax = sa->rmax, srmax64 = sa->rmax64;
-        uint8_t srh = sa->rh;
-        va_replace_child(vs, np, n, s);
-        sa->parent = np;
-        K(s).l = nl;
-        A(nl).parent = s;
-        sa->lmax = na->lmax;
-        sa->lmax64 = na->lmax64;
-        sa->lh = na->lh;
-        /* s's right slot: n's, stale until the retrace passes s. */
-        sa->rmax = na->rmax;
-        sa->rmax64 = na->rmax64;
-        sa->rh = na->rh;
-        if (nr == s) {
-            K(s).r = n;
-            na->parent = s;
-        } else {
-            K(s).r = nr;
-            A(nr).parent = s;
-            K(sp).l = n;
-            na->parent = sp;
-        }
-        K(n).l = 0;
-        K(n).r = sr;
-        na->lmax = na->lmax64 = 0;
-        na->lh = 0;
-        na->rmax = srmax;
-        na->rmax64 = srmax64;
-        na->rh = srh;
-        if (sr)
-            A(sr).parent = n;
-    }
-    uint32_t child = K(n).l ? K(n).l : K(n).r, p = A(n).parent;
-    int right = p && K(p).r == n;
-    if (child)
-        A(child).parent = p;
-    va_replace_child(vs, p, n, child);
-    va_retrace(vs, p, right, through);
+    uint32_t lf = va_rec(vs, n)->leaf;
+    va_leaf_remove(vs, lf, va_leaf_slot(&LF(lf), n));
     vs->range_count--;
-    if (D(n).state == VIDMM_VA_MAPPED)
+    if (D(n).state == VIDMM_VA_MAPPED) {
         vs->mapped_count--;
+        vs->inres_count -= D(n).in_reservation;
+    }
 }
 
-/* Move n's end to new_end (never over the next range); succ: n's successor. */
-static void va_set_end(struct vidmm_va_space *vs, uint32_t n, uint32_t succ, uint64_t new_end)
+/* Move n's end to new_end (never over the next range). */
+static void va_set_end(struct vidmm_va_space *vs, uint32_t n, uint64_t new_end)
 {
-    A(succ).gap = K(succ).va - new_end;
-    A(n).end = new_end;
-    D(n).size = new_end - K(n).va;
-    va_up(vs, succ);
+    uint32_t lf = va_rec(vs, n)->leaf;
+    va_leaf *l = &LF(lf);
+    unsigned s = va_leaf_slot(l, n);
+    l->end[s] = new_end;
+    D(n).size = new_end - D(n).va;
+    if (s + 1 == l->count && l->next) {
+        LF(l->next).prev_end = new_end;
+        va_dirty(vs, l->next);
+    }
+    va_dirty(vs, lf);
 }
 
 /* Move n's start up to new_va; a mapping's object_offset follows. */
 static void va_set_start(struct vidmm_va_space *vs, uint32_t n, uint64_t new_va)
 {
-    uint64_t delta = new_va - K(n).va;
+    uint32_t lf = va_rec(vs, n)->leaf;
+    va_leaf *l = &LF(lf);
+    unsigned s = va_leaf_slot(l, n);
     struct vidmm_va_desc *d = &D(n);
-    A(n).gap += delta;
-    K(n).va = new_va;
+    uint64_t delta = new_va - d->va;
+    l->start[s] = new_va;
     d->va = new_va;
     d->size -= delta;
     if (d->state == VIDMM_VA_MAPPED)
         d->object_offset += delta;
-    va_up(vs, n);
+    if (s == 0)
+        va_key_up(vs, lf, new_va);
+    va_dirty(vs, lf);
 }
 
-/* Lowest [x, x + size) inside a hole of n's subtree and inside [min, max],
- * x aligned to align (4 KiB or 64 KiB); the caller has checked that the
- * subtree's maximum admits size.  All holes of the subtree lie in
- * [lo, hi]; a subtree whose holes lie wholly inside [min, max] and whose
- * maximum passes is sure to hold a fit, so only the subtrees cut by min
- * or max are ever searched in vain: O(log n).  Children whose cached
- * maximum fails are skipped without being read. */
-static int va_find_hole(const struct vidmm_va_space *vs, uint32_t n, uint64_t lo, uint64_t hi, uint64_t size,
-                        uint64_t align, uint64_t min, uint64_t max, uint64_t *out)
+/* Lowest [x, x + size) inside a hole under node n (height h) and inside
+ * [min, max], x aligned to align (4 KiB or 64 KiB); the caller has checked
+ * that n's maximum admits size.  All holes under n lie in [lo, hi]; a
+ * child whose holes lie wholly inside [min, max] and whose maximum passes
+ * is sure to hold a fit, so only the children cut by min or max are ever
+ * searched in vain: O(log n).  Children whose cached maximum fails are
+ * skipped without being read. */
+static int va_find_hole(const struct vidmm_va_space *vs, uint32_t n, uint32_t h, uint64_t lo, uint64_t hi,
+                        uint64_t size, uint64_t align, uint64_t min, uint64_t max, uint64_t *out)
 {
-    int big = align > VIDMM_VA_PAGE;
-    while (n) {
-        if (hi <= min || lo >= max)
-            return 0;
-        const va_aug *a = &A(n);
-        uint64_t va = K(n).va, hole_lo = va - a->gap;
-        if (K(n).l && (big ? a->lmax64 : a->lmax) >= size &&
-            va_find_hole(vs, K(n).l, lo, hole_lo, size, align, min, max, out))
-            return 1;
-        uint64_t s = va_align_up(va_max(hole_lo, min), align), e = va_min(va, max);
-        if (s < e && e - s >= size) {
-            *out = s;
-            return 1;
+    if (hi <= min || lo >= max)
+        return 0;
+    if (!h) {
+        const va_leaf *l = &LF(n);
+        uint64_t pe = l->prev_end;
+        for (unsigned i = 0; i < l->count && pe < max; i++) {
+            uint64_t s = va_align_up(va_max(pe, min), align), e = va_min(l->start[i], max);
+            if (s < e && e - s >= size) {
+                *out = s;
+                return 1;
+            }
+            pe = l->end[i];
         }
-        if (!K(n).r || (big ? a->rmax64 : a->rmax) < size)
+        return 0;
+    }
+    const va_inner *in = &IN(n);
+    const uint64_t *m = align > VIDMM_VA_PAGE ? in->max64 : in->max;
+    for (unsigned j = 0; j < in->count; j++) {
+        if (m[j] < size)
+            continue;
+        /* Child j's holes begin at or after the end of child j - 1's
+         * last range (>= key[j - 1]) and end at its last start. */
+        uint64_t clo = j >= 2 ? in->key[j - 1] : lo, chi = j + 1 < in->count ? in->key[j + 1] : hi;
+        if (clo >= max)
             return 0;
-        lo = a->end;
-        n = K(n).r;
+        if (va_find_hole(vs, in->child[j], h - 1, clo, chi, size, align, min, max, out))
+            return 1;
     }
     return 0;
 }
@@ -676,9 +1123,10 @@ static int va_find_hole(const struct vidmm_va_space *vs, uint32_t n, uint64_t lo
 static int va_find_hole_root(const struct vidmm_va_space *vs, uint64_t size, uint64_t align, uint64_t min,
                              uint64_t max, uint64_t *out)
 {
-    uint32_t r = vs->root;
-    uint64_t m = align > VIDMM_VA_PAGE ? va_smax64(K(r).va, &A(r)) : va_smax(&A(r));
-    return m >= size && va_find_hole(vs, r, vs->base, vs->limit, size, align, min, max, out);
+    uint64_t m = vs->height ? IN(vs->root).smax : LF(vs->root).smax;
+    uint64_t m64 = vs->height ? IN(vs->root).smax64 : LF(vs->root).smax64;
+    return (align > VIDMM_VA_PAGE ? m64 : m) >= size &&
+           va_find_hole(vs, vs->root, vs->height, vs->base, vs->limit, size, align, min, max, out);
 }
 
 /* ---- the one primitive: make [a, e) one new range (or a hole) --------------- */
@@ -718,19 +1166,17 @@ static void va_remove(struct vidmm_va_space *vs, uint32_t n)
 static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
 {
     uint32_t p = va_prev_node(vs, n);
-    if (p && D(p).state == VIDMM_VA_RESERVED && D(p).mode == D(n).mode && A(p).end == K(n).va) {
-        uint64_t e = A(n).end;
-        uint32_t succ = va_next_node(vs, n);
+    if (p && D(p).state == VIDMM_VA_RESERVED && D(p).mode == D(n).mode && VE(p) == VS(n)) {
+        uint64_t e = VE(n);
         va_remove(vs, n);
-        va_set_end(vs, p, succ, e);
+        va_set_end(vs, p, e);
         n = p;
     }
     uint32_t s = va_next_node(vs, n);
-    if (s != vs->end && D(s).state == VIDMM_VA_RESERVED && D(s).mode == D(n).mode && A(n).end == K(s).va) {
-        uint64_t e = A(s).end;
-        uint32_t succ = va_next_node(vs, s);
+    if (s != vs->end && D(s).state == VIDMM_VA_RESERVED && D(s).mode == D(n).mode && VE(n) == VS(s)) {
+        uint64_t e = VE(s);
         va_remove(vs, s);
-        va_set_end(vs, n, succ, e);
+        va_set_end(vs, n, e);
     }
 }
 
@@ -739,18 +1185,19 @@ static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
  * range nd ([a, e)) there and emit its MAP.  r: the first node ending
  * after a, if the caller has it (else 0).  Needs at most two nodes beyond
  * those it frees; the caller reserved them. */
-static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e, const struct vidmm_va_desc *nd)
+static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e,
+                          const struct vidmm_va_desc *nd)
 {
     if (!r)
         r = va_first_from_node(vs, a);
     /* Reserved already, in that mode (an UNMAP or COPY onto reserved VA):
      * nothing changes, not even the PTEs, so no steps either. */
     if (nd->state == VIDMM_VA_RESERVED && r != vs->end && D(r).state == VIDMM_VA_RESERVED &&
-        D(r).mode == nd->mode && K(r).va <= a && A(r).end >= e)
+        D(r).mode == nd->mode && VS(r) <= a && VE(r) >= e)
         return;
-    while (r != vs->end && K(r).va < e) {
+    while (r != vs->end && VS(r) < e) {
         uint32_t next = va_next_node(vs, r);
-        uint64_t rs = K(r).va, re = A(r).end;
+        uint64_t rs = VS(r), re = VE(r);
         struct vidmm_va_desc *rd = &D(r);
         /* On exit r is the successor of [a, e): the cut-off tail, the
          * trimmed last range, or the first range past e. */
@@ -767,9 +1214,7 @@ static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64
             td->size = re - e;
             if (td->state == VIDMM_VA_MAPPED)
                 td->object_offset += e - rs;
-            K(t).va = e;
-            A(t).end = re;
-            va_set_end(vs, r, next, a);
+            va_set_end(vs, r, a);
             va_insert_before(vs, t, next);
             if (td->state == VIDMM_VA_MAPPED)
                 va_obj_link(vs, t);
@@ -777,7 +1222,7 @@ static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64
             break;
         } else if (rs < a) {
             VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, a - rs, 0);
-            va_set_end(vs, r, next, a);
+            va_set_end(vs, r, a);
         } else {
             VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, 0, re - e);
             va_set_start(vs, r, e);
@@ -792,14 +1237,18 @@ static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64
     *d = *nd;
     d->va = a;
     d->size = e - a;
-    K(n).va = a;
-    A(n).end = e;
     va_insert_before(vs, n, r); /* r: the first range at or after e */
     if (d->state == VIDMM_VA_MAPPED)
         va_obj_link(vs, n);
     VA_EMIT(vs, VIDMM_VA_STEP_MAP, NULL, d, 0, 0);
     if (d->state == VIDMM_VA_RESERVED)
         va_merge_reserved(vs, n);
+}
+
+static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e, const struct vidmm_va_desc *nd)
+{
+    va_replace_do(vs, r, a, e, nd);
+    va_flush(vs);
 }
 
 /* What unmap leaves where mapping r was. */
@@ -816,7 +1265,7 @@ static void va_unmapped_desc(const struct vidmm_va_space *vs, uint32_t r, struct
 static void va_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
 {
     uint32_t r = va_first_from_node(vs, a);
-    while (r != vs->end && K(r).va < e) {
+    while (r != vs->end && VS(r) < e) {
         if (D(r).state != VIDMM_VA_MAPPED) {
             r = va_next_node(vs, r);
             continue;
@@ -824,12 +1273,13 @@ static void va_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
         /* The next mapping in the span survives the replace (which frees
          * only r's span and merges RESERVED neighbours): walk on from it
          * instead of descending from the root again. */
+        va_unlink_prefetch(vs, r);
         uint32_t nm = va_next_node(vs, r);
-        while (nm != vs->end && K(nm).va < e && D(nm).state != VIDMM_VA_MAPPED)
+        while (nm != vs->end && VS(nm) < e && D(nm).state != VIDMM_VA_MAPPED)
             nm = va_next_node(vs, nm);
-        if (nm == vs->end || K(nm).va >= e)
+        if (nm == vs->end || VS(nm) >= e)
             nm = 0;
-        uint64_t ps = va_max(a, K(r).va), pe = va_min(e, A(r).end);
+        uint64_t ps = va_max(a, VS(r)), pe = va_min(e, VE(r));
         struct vidmm_va_desc d;
         va_unmapped_desc(vs, r, &d);
         va_replace(vs, r, ps, pe, &d);
@@ -868,14 +1318,14 @@ static unsigned va_coverage(const struct vidmm_va_space *vs, uint64_t a, uint64_
     uint32_t r0 = va_first_from_node(vs, a);
     if (first)
         *first = r0;
-    for (uint32_t r = r0; r != vs->end && K(r).va < e; r = va_next_node(vs, r)) {
-        if (K(r).va > cur)
+    for (uint32_t r = r0; r != vs->end && VS(r) < e; r = va_next_node(vs, r)) {
+        if (VS(r) > cur)
             cov |= VA_COV_HOLE;
         const struct vidmm_va_desc *d = &D(r);
         cov |= va_backed(d) ? VA_COV_BACKED : VA_COV_PLAIN;
         if (d->state == VIDMM_VA_MAPPED) /* the replace that follows unlinks it */
-            va_obj_prefetch(vs, d->object);
-        cur = A(r).end;
+            va_unlink_prefetch(vs, r);
+        cur = VE(r);
         cnt++;
     }
     if (cur < e)
@@ -914,17 +1364,23 @@ vidmm_status vidmm_va_space_init(struct vidmm_va_space *vs, const struct vidmm_h
         return VIDMM_E_NO_HOST_MEMORY;
     memset(vs->objs, 0, VA_OBJ_MIN * sizeof *vs->objs);
     vs->obj_cap = VA_OBJ_MIN;
-    if (va_nodes_reserve(vs, 1) != VIDMM_OK) {
-        ha->free(ha->user_data, vs->objs, VA_OBJ_MIN * sizeof *vs->objs, 16);
-        vs->objs = NULL;
+    if (va_nodes_reserve(vs, 1) != VIDMM_OK || va_leaves_reserve(vs, 1) != VIDMM_OK) {
+        vidmm_va_space_fini(vs);
         return VIDMM_E_NO_HOST_MEMORY;
     }
-    uint32_t end = va_node_get(vs);
+    uint32_t end = va_node_get(vs), lf = va_leaf_get(vs);
     memset(&D(end), 0, sizeof D(end));
     D(end).va = vs->limit;
-    K(end).va = A(end).end = vs->limit;
-    A(end).gap = vs->limit - vs->base;
-    vs->end = vs->root = end;
+    va_leaf *l = &LF(lf);
+    l->start[0] = l->end[0] = vs->limit;
+    l->idx[0] = end;
+    l->count = 1;
+    l->prev_end = vs->base;
+    l->smax = vs->limit - vs->base;
+    l->smax64 = va_gap64(vs->limit, l->smax);
+    va_rec(vs, end)->leaf = lf;
+    vs->end = end;
+    vs->root = lf;
     return VIDMM_OK;
 }
 
@@ -935,9 +1391,11 @@ void vidmm_va_space_fini(struct vidmm_va_space *vs)
     if (vs->node_cap) {
         va_free_blocks(vs, vs->cold, 0, vs->cold_chunks);
         vs->ha->free(vs->ha->user_data, vs->cold, (size_t)vs->cold_dir_cap * sizeof *vs->cold, 16);
-        vs->ha->free(vs->ha->user_data, vs->keys, (size_t)vs->node_cap * sizeof *vs->keys, 64);
-        vs->ha->free(vs->ha->user_data, vs->aug, (size_t)vs->node_cap * sizeof *vs->aug, 64);
     }
+    if (vs->leaves)
+        vs->ha->free(vs->ha->user_data, vs->leaves, (size_t)vs->leaf_cap * sizeof *vs->leaves, 64);
+    if (vs->inners)
+        vs->ha->free(vs->ha->user_data, vs->inners, (size_t)vs->inner_cap * sizeof *vs->inners, 64);
     if (vs->objs)
         vs->ha->free(vs->ha->user_data, vs->objs, (size_t)vs->obj_cap * sizeof *vs->objs, 16);
     if (vs->scratch)
@@ -960,7 +1418,7 @@ vidmm_status vidmm_va_reserve(struct vidmm_va_space *vs, uint64_t at, uint64_t m
     if (at) {
         if ((st = va_check_span(vs, at, size, VIDMM_VA_GRANULE)) != VIDMM_OK)
             return st;
-        if (K(va_first_from_node(vs, at)).va < at + size)
+        if (VS(va_first_from_node(vs, at)) < at + size)
             return VIDMM_E_BUSY;
     } else {
         if (!va_aligned(size, VIDMM_VA_GRANULE))
@@ -970,7 +1428,7 @@ vidmm_status vidmm_va_reserve(struct vidmm_va_space *vs, uint64_t at, uint64_t m
         if (!va_find_hole_root(vs, size, VIDMM_VA_GRANULE, min, max, &at))
             return VIDMM_E_NO_SEGMENT_SPACE;
     }
-    if ((st = va_nodes_reserve(vs, VA_NODES_PER_CALL)) != VIDMM_OK)
+    if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL)) != VIDMM_OK)
         return st;
     struct vidmm_va_desc d;
     memset(&d, 0, sizeof d);
@@ -1018,7 +1476,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
         if (!va_find_hole_root(vs, size, VIDMM_VA_PAGE, min, max, &at))
             return VIDMM_E_NO_SEGMENT_SPACE;
     }
-    if ((st = va_nodes_reserve(vs, VA_NODES_PER_CALL)) != VIDMM_OK ||
+    if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL)) != VIDMM_OK ||
         (st = va_obj_reserve(vs, 1)) != VIDMM_OK)
         return st;
     d.state = VIDMM_VA_MAPPED;
@@ -1038,7 +1496,16 @@ vidmm_status vidmm_va_unmap(struct vidmm_va_space *vs, uint64_t va, uint64_t siz
     vidmm_status st = va_check_span(vs, va, size, VIDMM_VA_PAGE);
     if (st != VIDMM_OK)
         return st;
-    if ((st = va_nodes_reserve(vs, VA_NODES_PER_CALL)) != VIDMM_OK)
+    /* Tree insertions: the RESERVED piece put back for each mapping made
+     * in a reservation, plus a split tail; count them only when the
+     * global bound is large. */
+    uint64_t ins = va_min(vs->inres_count, size / VIDMM_VA_PAGE);
+    if (ins > 64) {
+        ins = 0;
+        for (uint32_t r = va_first_from_node(vs, va); r != vs->end && VS(r) < va + size; r = va_next_node(vs, r))
+            ins += D(r).state == VIDMM_VA_MAPPED && D(r).in_reservation;
+    }
+    if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + ins)) != VIDMM_OK)
         return st;
     va_unmap_span(vs, va, va + size);
     return VIDMM_OK;
@@ -1057,7 +1524,7 @@ vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size
         return VIDMM_E_INVALID_ARG;
     if ((cov & VA_COV_BACKED) && (!va_aligned(va, VIDMM_VA_GRANULE) || !va_aligned(size, VIDMM_VA_GRANULE)))
         return VIDMM_E_ALIGNMENT;
-    if ((st = va_nodes_reserve(vs, VA_NODES_PER_CALL)) != VIDMM_OK)
+    if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL)) != VIDMM_OK)
         return st;
     struct vidmm_va_desc d;
     memset(&d, 0, sizeof d);
@@ -1069,9 +1536,11 @@ vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object)
 {
     if (!vs || object == 0)
         return VIDMM_E_INVALID_ARG;
-    if (!va_obj_find(vs, object))
+    const struct vidmm_va_objrec *orec = va_obj_find(vs, object);
+    if (!orec)
         return VIDMM_OK;
-    vidmm_status st = va_nodes_reserve(vs, VA_NODES_PER_CALL);
+    /* One insertion (the RESERVED piece) per mapping made in a reservation. */
+    vidmm_status st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + va_min(orec->count, vs->inres_count));
     if (st != VIDMM_OK)
         return st;
     /* Each replace removes the head; the record goes with the last one. */
@@ -1080,7 +1549,7 @@ vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object)
         uint32_t r = rec->head;
         struct vidmm_va_desc d;
         va_unmapped_desc(vs, r, &d);
-        va_replace(vs, r, K(r).va, A(r).end, &d);
+        va_replace(vs, r, VS(r), VE(r), &d);
     }
     return VIDMM_OK;
 }
@@ -1146,7 +1615,9 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
         need = va_sat_add(need, add);
     }
     need = va_min(need, (thi - tlo) / VIDMM_VA_PAGE + 2) + VA_NODES_PER_CALL;
-    if ((st = va_nodes_reserve(vs, need)) != VIDMM_OK || (st = va_obj_reserve(vs, maps)) != VIDMM_OK)
+    /* Insertions are not bounded by need (a MAP and an UNMAP of one page
+     * insert twice and free once), so the leaves get the fill bound. */
+    if ((st = va_reserve(vs, need, UINT64_MAX)) != VIDMM_OK || (st = va_obj_reserve(vs, maps)) != VIDMM_OK)
         return st;
     if (scratch > vs->scratch_cap) {
         if (scratch > SIZE_MAX / sizeof *vs->scratch)
@@ -1180,15 +1651,15 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
         } else {
             /* Snapshot the source first: it may overlap the destination. */
             uint64_t np = 0, se = op->src + op->size;
-            for (uint32_t r = va_first_from_node(vs, op->src); r != vs->end && K(r).va < se;
+            for (uint32_t r = va_first_from_node(vs, op->src); r != vs->end && VS(r) < se;
                  r = va_next_node(vs, r)) {
-                uint64_t ps = va_max(op->src, K(r).va), pe = va_min(se, A(r).end);
+                uint64_t ps = va_max(op->src, VS(r)), pe = va_min(se, VE(r));
                 struct vidmm_va_desc *p = &vs->scratch[np++];
                 *p = D(r);
                 p->va = op->va + (ps - op->src);
                 p->size = pe - ps;
                 if (p->state == VIDMM_VA_MAPPED)
-                    p->object_offset += ps - K(r).va;
+                    p->object_offset += ps - VS(r);
             }
             /* The source is reservation-backed, so copied mappings are
              * in_reservation already and keep the source's unmap mode. */
@@ -1204,7 +1675,7 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
 const struct vidmm_va_range *vidmm_va_lookup(const struct vidmm_va_space *vs, uint64_t va)
 {
     uint32_t n = va_first_from_node(vs, va);
-    return n != vs->end && K(n).va <= va ? va_rec(vs, n) : NULL;
+    return n != vs->end && VS(n) <= va ? va_rec(vs, n) : NULL;
 }
 
 const struct vidmm_va_range *vidmm_va_first_from(const struct vidmm_va_space *vs, uint64_t va)
@@ -1230,65 +1701,138 @@ uint64_t vidmm_va_object_mapping_count(const struct vidmm_va_space *vs, uint64_t
     return rec ? rec->count : 0;
 }
 
+const struct vidmm_va_range *vidmm_va_object_first(const struct vidmm_va_space *vs, uint64_t object)
+{
+    const struct vidmm_va_objrec *rec = object ? va_obj_find(vs, object) : NULL;
+    return rec ? va_rec(vs, rec->head) : NULL;
+}
+
+const struct vidmm_va_range *vidmm_va_object_next(const struct vidmm_va_space *vs, const struct vidmm_va_range *r)
+{
+    return r->obj_next ? va_rec(vs, r->obj_next) : NULL;
+}
+
 /* ---- check -------------------------------------------------------------------- */
 
-/* Shape, parent links, heights, balance, the cached child summaries and
- * the key/record agreement of a subtree.  Returns its height; *m, *m64:
- * its largest gap and 64 KiB-aligned gap piece. */
-static int va_check_subtree(const struct vidmm_va_space *vs, uint32_t n, uint32_t parent, uint64_t *m,
-                            uint64_t *m64, uint64_t *seen, int *errs)
+struct va_chk {
+    int errs;
+    uint64_t leaves, inners, entries;
+    uint32_t prev_leaf; /* the leaf chain, rebuilt in order */
+};
+
+/* Shape of the subtree at n (height h, parent p): fill, unused slots,
+ * order, keys, back-pointers, the leaf chain and prev_end, and the cached
+ * summaries.  *m, *m64: its largest hole and aligned piece; *lo: its
+ * least start. */
+static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t h, uint32_t p, struct va_chk *c,
+                          uint64_t *m, uint64_t *m64, uint64_t *lo)
 {
     *m = *m64 = 0;
-    if (!n)
-        return 0;
-    if (n >= vs->node_cap || ++*seen > vs->range_count + 1) {
-        (*errs)++;
-        return 0;
+    *lo = UINT64_MAX;
+    int root = p == 0;
+    if (!h) {
+        if (!n || n >= vs->leaf_cap || ++c->leaves > vs->leaf_used) {
+            c->errs++;
+            return;
+        }
+        const va_leaf *l = &LF(n);
+        if (l->parent != p || l->count > VA_LB || l->count < (root ? 1u : VA_LMIN)) {
+            c->errs++;
+            return;
+        }
+        /* The chain: n follows the previous leaf, and prev_end mirrors its last end. */
+        uint64_t pe = c->prev_leaf ? LF(c->prev_leaf).end[LF(c->prev_leaf).count - 1] : vs->base;
+        if (l->prev != c->prev_leaf || (c->prev_leaf && LF(c->prev_leaf).next != n) || l->prev_end != pe)
+            c->errs++;
+        c->prev_leaf = n;
+        for (unsigned i = 0; i < VA_LB; i++) {
+            if (i >= l->count) {
+                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0)
+                    c->errs++;
+                continue;
+            }
+            uint32_t r = l->idx[i];
+            if (!r || r >= vs->node_cap) {
+                c->errs++;
+                continue;
+            }
+            const struct vidmm_va_range *rec = va_rec(vs, r);
+            if (rec->leaf != n || rec->node != r || rec->d.va != l->start[i] || rec->d.va + rec->d.size != l->end[i] ||
+                l->end[i] < l->start[i] || (i && l->start[i] <= l->start[i - 1]))
+                c->errs++;
+            c->entries++;
+        }
+        va_leaf_sum(l, m, m64);
+        if (l->smax != *m || l->smax64 != *m64)
+            c->errs++;
+        *lo = l->start[0];
+        return;
     }
-    const va_aug *a = &A(n);
-    if (a->parent != parent || va_rec(vs, n)->node != n)
-        (*errs)++;
-    uint64_t lm, lm64, rm, rm64;
-    int hl = va_check_subtree(vs, K(n).l, n, &lm, &lm64, seen, errs);
-    int hr = va_check_subtree(vs, K(n).r, n, &rm, &rm64, seen, errs);
-    if (a->lh != hl || a->rh != hr || hl - hr > 1 || hr - hl > 1)
-        (*errs)++;
-    if (a->lmax != lm || a->lmax64 != lm64 || a->rmax != rm || a->rmax64 != rm64)
-        (*errs)++;
-    /* The tree's copy of the key agrees with the public descriptor. */
-    if (K(n).va != D(n).va || a->end != D(n).va + D(n).size)
-        (*errs)++;
-    *m = va_smax(a);
-    *m64 = va_smax64(K(n).va, a);
-    return 1 + (hl > hr ? hl : hr);
+    if (!n || n >= vs->inner_cap || ++c->inners > vs->inner_used) {
+        c->errs++;
+        return;
+    }
+    const va_inner *in = &IN(n);
+    if (in->parent != p || in->count > VA_IB || in->count < (root ? 2u : VA_IMIN) || in->leafkids != (h == 1) ||
+        in->key[0] != 0) {
+        c->errs++;
+        return;
+    }
+    for (unsigned j = 0; j < VA_IB; j++) {
+        if (j >= in->count) {
+            if (in->key[j] != UINT64_MAX || in->child[j] != 0 || in->max[j] != 0 || in->max64[j] != 0)
+                c->errs++;
+            continue;
+        }
+        uint64_t cm, cm64, clo;
+        va_check_node(vs, in->child[j], h - 1, n, c, &cm, &cm64, &clo);
+        if (c->errs)
+            return; /* the walk trusts the shape */
+        if (in->max[j] != cm || in->max64[j] != cm64 || (j && in->key[j] != clo) ||
+            (j >= 2 && in->key[j] <= in->key[j - 1]))
+            c->errs++;
+        if (!j)
+            *lo = clo;
+        *m = va_max(*m, cm);
+        *m64 = va_max(*m64, cm64);
+    }
+    if (in->smax != *m || in->smax64 != *m64)
+        c->errs++;
 }
 
 int vidmm_va_space_check(const struct vidmm_va_space *vs)
 {
+    struct va_chk c;
+    memset(&c, 0, sizeof c);
+    uint64_t m, m64, lo;
+    va_check_node(vs, vs->root, vs->height, 0, &c, &m, &m64, &lo);
+    if (vs->dirty_count)
+        c.errs++;
+    if (!c.errs && (c.leaves != vs->leaf_used || c.inners != vs->inner_used || c.entries != vs->range_count + 1 ||
+                    LF(c.prev_leaf).next != 0))
+        c.errs++;
+    if (c.errs)
+        return c.errs; /* the walks below trust the shape */
     int errs = 0;
-    uint64_t m, m64, seen = 0;
-    va_check_subtree(vs, vs->root, 0, &m, &m64, &seen, &errs);
-    if (errs)
-        return errs; /* the walks below trust the shape */
-    uint64_t prev_end = vs->base, count = 0, mapped = 0;
+    uint64_t prev_end = vs->base, count = 0, mapped = 0, inres = 0;
     uint32_t prev = 0;
     uint32_t n = va_first_from_node(vs, 0);
-    /* The sentinel must be the last node, [limit, limit). */
-    if (va_next_node(vs, vs->end) != 0 || K(vs->end).va != vs->limit || A(vs->end).end != vs->limit ||
-        D(vs->end).size != 0)
+    /* The sentinel must be the last entry, [limit, limit). */
+    if (va_next_node(vs, vs->end) != 0 || D(vs->end).va != vs->limit || D(vs->end).size != 0)
         errs++;
     for (; n; n = va_next_node(vs, n)) {
         const struct vidmm_va_desc *d = &D(n);
-        if (d->va < prev_end || A(n).gap != d->va - prev_end)
+        if (d->va < prev_end)
             errs++;
         if (n == vs->end)
             break;
         count++;
         if (d->size == 0 || !va_aligned(d->va, VIDMM_VA_PAGE) || !va_aligned(d->size, VIDMM_VA_PAGE) ||
-            A(n).end > vs->limit || A(n).end < d->va)
+            VE(n) > vs->limit || VE(n) < d->va)
             errs++;
         if (d->state == VIDMM_VA_MAPPED) {
             mapped++;
+            inres += d->in_reservation;
             if (d->object == 0 || (d->prot & ~VIDMM_VA_PROT_MASK) || d->in_reservation > 1 ||
                 d->mode > VIDMM_VA_ZERO || !va_aligned(d->object_offset, VIDMM_VA_PAGE))
                 errs++;
@@ -1298,26 +1842,26 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
         } else if (d->state == VIDMM_VA_RESERVED) {
             if (d->object || d->mode > VIDMM_VA_ZERO)
                 errs++;
-            if (prev && D(prev).state == VIDMM_VA_RESERVED && A(prev).end == d->va && D(prev).mode == d->mode)
+            if (prev && D(prev).state == VIDMM_VA_RESERVED && VE(prev) == d->va && D(prev).mode == d->mode)
                 errs++; /* should have been merged */
         } else {
             errs++;
         }
         /* Reservation-backed runs begin and end on 64 KiB. */
         int backed = va_backed(d);
-        int prev_backed = prev && A(prev).end == d->va && va_backed(&D(prev));
+        int prev_backed = prev && VE(prev) == d->va && va_backed(&D(prev));
         if (backed && !prev_backed && !va_aligned(d->va, VIDMM_VA_GRANULE))
             errs++;
         if (!backed && prev_backed && !va_aligned(d->va, VIDMM_VA_GRANULE))
             errs++;
-        if (prev && va_backed(&D(prev)) && A(prev).end != d->va && !va_aligned(A(prev).end, VIDMM_VA_GRANULE))
+        if (prev && va_backed(&D(prev)) && VE(prev) != d->va && !va_aligned(VE(prev), VIDMM_VA_GRANULE))
             errs++;
-        prev_end = A(n).end;
+        prev_end = VE(n);
         prev = n;
     }
-    if (prev && va_backed(&D(prev)) && !va_aligned(A(prev).end, VIDMM_VA_GRANULE))
+    if (prev && va_backed(&D(prev)) && !va_aligned(VE(prev), VIDMM_VA_GRANULE))
         errs++;
-    if (count != vs->range_count || mapped != vs->mapped_count)
+    if (count != vs->range_count || mapped != vs->mapped_count || inres != vs->inres_count)
         errs++;
     /* Object hash and lists. */
     uint64_t objs = 0, listed = 0;
@@ -1328,27 +1872,37 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
         objs++;
         if (va_obj_find(vs, rec->object) != rec)
             errs++;
-        uint64_t c = 0;
+        uint64_t k = 0;
         uint32_t p = 0;
-        for (uint32_t mi = rec->head; mi && mi < vs->node_cap && c <= vs->mapped_count;
-             mi = va_rec(vs, mi)->obj_next, c++) {
+        for (uint32_t mi = rec->head; mi && mi < vs->node_cap && k <= vs->mapped_count;
+             mi = va_rec(vs, mi)->obj_next, k++) {
             const struct vidmm_va_range *mr = va_rec(vs, mi);
             if (mr->obj_prev != p || mr->d.state != VIDMM_VA_MAPPED || mr->d.object != rec->object ||
                 vidmm_va_lookup(vs, mr->d.va) != mr)
                 errs++;
             p = mi;
         }
-        if (c != rec->count || c == 0)
+        if (k != rec->count || k == 0)
             errs++;
-        listed += c;
+        listed += k;
     }
     if (objs != vs->obj_count || listed != vs->mapped_count || vs->obj_count * 2 > vs->obj_cap)
         errs++;
-    /* The free-node pool is intact, and with the live nodes fills the arrays. */
+    /* The free pools are intact, and with the live nodes fill the arrays. */
     uint64_t fc = 0;
-    for (uint32_t f = vs->free_nodes; f && f < vs->node_cap && fc <= vs->free_node_count; f = K(f).r)
+    for (uint32_t f = vs->free_nodes; f && f < vs->node_cap && fc <= vs->free_node_count; f = va_rec(vs, f)->obj_next)
         fc++;
     if (fc != vs->free_node_count || fc + vs->range_count + 2 != vs->node_cap)
+        errs++;
+    fc = 0;
+    for (uint32_t f = vs->free_leaves; f && f < vs->leaf_cap && fc <= vs->free_leaf_count; f = LF(f).next)
+        fc++;
+    if (fc != vs->free_leaf_count || fc + vs->leaf_used + 1 != vs->leaf_cap)
+        errs++;
+    fc = 0;
+    for (uint32_t f = vs->free_inners; f && f < vs->inner_cap && fc <= vs->free_inner_count; f = IN(f).parent)
+        fc++;
+    if (fc != vs->free_inner_count || (vs->inner_cap && fc + vs->inner_used + 1 != vs->inner_cap))
         errs++;
     return errs;
 }

@@ -10,17 +10,17 @@
  * reported as a stream of drm_gpuvm-style steps (MAP, REMAP, UNMAP) through
  * the step callback, so the page-table code knows which PTE spans to write.
  *
- * The space is a sorted set of non-overlapping ranges in an AVL tree keyed
- * by start address.  Every node also carries the size of the hole in
- * front of it and, per child subtree, the largest hole and the largest
- * 64 KiB-aligned piece of a hole, so "anywhere in [min, max]" placement is
- * O(log n) and exact (Linux's vm_area rb_subtree_gap is the model).  Tree
- * nodes are 32-bit indices into arrays grown through the host allocator
- * (search keys and augmentation apart, so a descent reads 16 bytes per
- * level); each range's public record (struct vidmm_va_range) sits in a
- * chunk that never moves.  The allocations mapped are found through a
- * small hash of per-object mapping lists so destroying an allocation
- * costs O(its mappings), not O(all ranges).
+ * The space is a sorted set of non-overlapping ranges in a B+-tree keyed
+ * by start address: leaves hold up to 16 ranges (starts and ends in
+ * contiguous arrays), inner nodes up to 16 children with, per child, the
+ * least start, the largest hole and the largest 64 KiB-aligned piece of a
+ * hole under it, so "anywhere in [min, max]" placement is O(log n) and
+ * exact (Linux's vm_area rb_subtree_gap is the model).  Tree nodes are
+ * 32-bit indices into arrays grown through the host allocator; each
+ * range's public record (struct vidmm_va_range) sits in a chunk that
+ * never moves.  The allocations mapped are found through a small hash of
+ * per-object mapping lists so destroying an allocation costs O(its
+ * mappings), not O(all ranges).
  *
  * Every entry validates first and changes nothing when it fails; anything
  * it may need (nodes, hash slots, scratch) is obtained before the first
@@ -72,13 +72,13 @@ struct vidmm_va_desc {
 
 /* One range as the caller sees it: a 64-byte record holding the public
  * descriptor d.  Fields other than d are private to va_space.c.  The
- * record stays at one address for as long as the range lives (its tree
- * node lives elsewhere, see va_space.c). */
+ * record stays at one address for as long as the range lives (the tree
+ * holds copies of its start and end, see va_space.c). */
 struct vidmm_va_range {
     struct vidmm_va_desc d;
     uint32_t obj_prev, obj_next; /* MAPPED: the object's mapping list (node indices, 0 = none) */
-    uint32_t node;               /* this range's tree node */
-    uint32_t block_chunks;       /* first record of a host block: its chunk count, else 0 */
+    uint32_t node;               /* this record's own index */
+    uint32_t leaf;               /* the tree leaf holding this range */
 };
 
 /* Change steps, the drm_gpuvm way (drm_gpuva_op_map / _remap / _unmap).
@@ -123,9 +123,10 @@ struct vidmm_va_update_op {
     uint64_t src;               /* COPY: the source */
 };
 
-struct vidmm_va_key;     /* private to va_space.c: a node's search key and child links */
-struct vidmm_va_aug;     /* private to va_space.c: a node's gaps, parent and cached child summaries */
-struct vidmm_va_objrec;  /* private to va_space.c */
+struct vidmm_va_leaf;     /* private to va_space.c: up to 16 ranges' starts, ends and record indices */
+struct vidmm_va_inner;    /* private to va_space.c: up to 16 children with their keys and hole maxima */
+struct vidmm_va_chunk;    /* private to va_space.c: one chunk of range records */
+struct vidmm_va_objrec;   /* private to va_space.c */
 
 struct vidmm_va_space {
     const struct vidmm_host_allocator *ha;
@@ -134,18 +135,26 @@ struct vidmm_va_space {
     uint64_t mapped_count;        /* live MAPPED ranges */
     vidmm_va_step_fn step_fn;     /* NULL: no steps */
     void *step_ctx;
-    /* Implementation state; see va_space.c.  Nodes are 32-bit indices
-     * (0 = none) into keys[] and aug[]; their public records live in
-     * fixed chunks reached through cold[]. */
-    struct vidmm_va_key *keys;
-    struct vidmm_va_aug *aug;
-    struct vidmm_va_range **cold; /* chunk directory */
-    uint64_t node_cap;            /* entries of keys[] / aug[], and records in the chunks */
+    /* Implementation state; see va_space.c.  A B+-tree: leaves[] and
+     * inners[] are arrays indexed by 32-bit numbers (0 = none); the public
+     * records live in fixed chunks reached through cold[], numbered the
+     * same way ("nodes"). */
+    struct vidmm_va_leaf *leaves;
+    struct vidmm_va_inner *inners;
+    struct vidmm_va_chunk *cold;  /* chunk directory */
+    uint64_t node_cap;            /* records in the chunks */
     uint64_t cold_chunks, cold_dir_cap;
-    uint32_t root, end;           /* end: sentinel [limit, limit), carries the last hole */
+    uint32_t leaf_cap, inner_cap; /* entries of leaves[] / inners[] */
+    uint32_t free_leaves, free_inners;
+    uint32_t free_leaf_count, free_inner_count;
+    uint32_t leaf_used, inner_used;
+    uint32_t root, height;        /* height: inner levels above the leaves (0: the root is a leaf) */
+    uint32_t end;                 /* sentinel record [limit, limit): the last entry, carries the last hole */
     uint32_t free_nodes;
-    uint32_t reserved0;
     uint64_t free_node_count;
+    uint64_t inres_count;         /* live MAPPED ranges with in_reservation */
+    uint32_t dirty_count;         /* leaves whose hole summaries await va_flush() */
+    uint32_t dirty[7];            /* (va_space.c: va_dirty, va_flush) */
     struct vidmm_va_objrec *objs; /* open-addressed hash: object -> mapping list */
     uint64_t obj_cap, obj_count;
     struct vidmm_va_desc *scratch; /* COPY source snapshots */
@@ -227,12 +236,23 @@ const struct vidmm_va_range *vidmm_va_next(const struct vidmm_va_space *vs,
                                            const struct vidmm_va_range *r);
 /* Number of live mappings of object. O(1) expected. */
 uint64_t vidmm_va_object_mapping_count(const struct vidmm_va_space *vs, uint64_t object);
+/* Per-object iteration: every MAPPED range of object, first then next
+ * until NULL, each step O(1) (first: one hash probe).  The order is
+ * unspecified (not address order).  The ranges must not change during the
+ * iteration: no reserve, map, unmap, free, update or unmap_object on vs
+ * until it ends (to change them, collect first, or restart from first).
+ * NULL for object 0 or an object with no mapping; next(vs, r) requires r
+ * to be a MAPPED range of vs. */
+const struct vidmm_va_range *vidmm_va_object_first(const struct vidmm_va_space *vs, uint64_t object);
+const struct vidmm_va_range *vidmm_va_object_next(const struct vidmm_va_space *vs,
+                                                  const struct vidmm_va_range *r);
 
 /* Verify every invariant: ranges sorted, non-overlapping, non-empty, 4 KiB
  * aligned and inside [base, limit); reservation-backed runs start and end
- * 64 KiB aligned; no two adjacent RESERVED ranges of one mode; AVL shape
- * and heights; gaps and subtree maxima; counts; per-object lists and the
- * object hash agree with the MAPPED ranges.  Returns the number of
+ * 64 KiB aligned; no two adjacent RESERVED ranges of one mode; B+-tree
+ * shape (uniform depth, fill, keys, leaf chain, back-pointers) and the
+ * cached hole maxima; counts; per-object lists and the object hash agree
+ * with the MAPPED ranges.  Returns the number of
  * violations (0 = sound); prints nothing.  O(n). */
 int vidmm_va_space_check(const struct vidmm_va_space *vs);
 

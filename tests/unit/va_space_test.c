@@ -483,6 +483,223 @@ static void unmap_object(void)
     vidmm_va_space_fini(&vs);
 }
 
+/* ---- per-object iteration ----------------------------------------------------------------- */
+
+/* Objects 1..nobj (and one never mapped): vidmm_va_object_first/next must
+ * visit exactly the MAPPED ranges of the object that an address-order scan
+ * finds, each once, as the very records lookup returns.  Returns the
+ * number of disagreements. */
+static int obj_iter_agrees(const struct vidmm_va_space *vs, uint64_t nobj)
+{
+    int bad = 0;
+    if (vidmm_va_object_first(vs, 0) != NULL)
+        bad++;
+    for (uint64_t o = 1; o <= nobj + 1; o++) {
+        uint64_t scan = 0, seen = 0, sum = 0, scan_sum = 0;
+        for (const struct vidmm_va_range *r = vidmm_va_first(vs); r; r = vidmm_va_next(vs, r))
+            if (r->d.state == VIDMM_VA_MAPPED && r->d.object == o) {
+                scan++;
+                scan_sum += r->d.va;
+            }
+        for (const struct vidmm_va_range *r = vidmm_va_object_first(vs, o); r && seen <= scan;
+             r = vidmm_va_object_next(vs, r)) {
+            seen++;
+            sum += r->d.va;
+            if (r->d.state != VIDMM_VA_MAPPED || r->d.object != o || vidmm_va_lookup(vs, r->d.va) != r)
+                bad++;
+        }
+        /* Distinct ranges of one object have distinct starts, so with
+         * equal counts and every visit a live range of the object, equal
+         * sums of starts rule out a repeat standing in for a miss. */
+        if (seen != scan || sum != scan_sum || vidmm_va_object_mapping_count(vs, o) != scan)
+            bad++;
+        if (!scan && vidmm_va_object_first(vs, o) != NULL)
+            bad++;
+    }
+    return bad;
+}
+
+static void object_iteration(void)
+{
+    struct vidmm_va_space vs;
+    uint64_t va;
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 32), VIDMM_OK);
+    T_CHECK(vidmm_va_object_first(&vs, 1) == NULL);
+    /* A reservation, and plain mappings outside it. */
+    T_ST(vidmm_va_reserve(&vs, 64 * MiB, 0, 0, 16 * MiB, 0, &va), VIDMM_OK);
+    for (uint64_t i = 0; i < 40; i++)
+        T_ST(vidmm_va_map(&vs, 4 * MiB + i * 128 * KiB, 0, 0, 64 * KiB, 1 + i % 4, i * 4 * KiB, 0, 0, &va),
+             VIDMM_OK);
+    for (uint64_t i = 0; i < 20; i++)
+        T_ST(vidmm_va_map(&vs, 64 * MiB + i * 256 * KiB, 0, 0, 128 * KiB, 1 + i % 5, 0, 0, 0, &va), VIDMM_OK);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    /* Splits: cut the middle of several mappings (their tails join the lists). */
+    for (uint64_t i = 0; i < 40; i += 3)
+        T_ST(vidmm_va_unmap(&vs, 4 * MiB + i * 128 * KiB + 16 * KiB, 8 * KiB), VIDMM_OK);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    /* A map across two mappings cuts both; an exact map replaces one. */
+    T_ST(vidmm_va_map(&vs, 4 * MiB + 32 * KiB, 0, 0, 128 * KiB, 2, 0, 0, 0, &va), VIDMM_OK);
+    T_ST(vidmm_va_map(&vs, 4 * MiB + 10 * 128 * KiB, 0, 0, 64 * KiB, 3, 0, 0, 0, &va), VIDMM_OK);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    /* Whole unmaps, an update inside the reservation, a free, unmap_object. */
+    T_ST(vidmm_va_unmap(&vs, 4 * MiB + 20 * 128 * KiB, 8 * 128 * KiB), VIDMM_OK);
+    struct vidmm_va_update_op op[2];
+    memset(op, 0, sizeof op);
+    op[0].type = VIDMM_VA_UPDATE_COPY, op[0].va = 64 * MiB + 8 * MiB, op[0].size = 1 * MiB, op[0].src = 64 * MiB;
+    op[1].type = VIDMM_VA_UPDATE_UNMAP, op[1].va = 64 * MiB + 64 * KiB, op[1].size = 8 * KiB;
+    T_ST(vidmm_va_update(&vs, op, 2), VIDMM_OK);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    T_ST(vidmm_va_free(&vs, 64 * MiB, 1 * MiB), VIDMM_OK);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    T_ST(vidmm_va_unmap_object(&vs, 4), VIDMM_OK);
+    T_CHECK(vidmm_va_object_first(&vs, 4) == NULL);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    /* Iterating while nothing changes, then changing from a collected list. */
+    const struct vidmm_va_range *got[64];
+    int n = 0;
+    for (const struct vidmm_va_range *r = vidmm_va_object_first(&vs, 1); r && n < 64; r = vidmm_va_object_next(&vs, r))
+        got[n++] = r;
+    T_EQ_U64((uint64_t)n, vidmm_va_object_mapping_count(&vs, 1));
+    uint64_t spans[64][2];
+    for (int i = 0; i < n; i++)
+        spans[i][0] = got[i]->d.va, spans[i][1] = got[i]->d.size;
+    for (int i = 0; i < n; i++)
+        T_ST(vidmm_va_unmap(&vs, spans[i][0], spans[i][1]), VIDMM_OK);
+    T_CHECK(vidmm_va_object_first(&vs, 1) == NULL);
+    T_EQ(obj_iter_agrees(&vs, 5), 0);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    vidmm_va_space_fini(&vs);
+}
+
+/* ---- a deep tree: splits, merges and rebalancing at every level --------------------------- */
+
+#define S_PAGES (UINT64_C(512) * MiB / VIDMM_VA_PAGE) /* the region [1 GiB, 1.5 GiB) */
+
+static uint32_t s_obj[S_PAGES], s_off[S_PAGES]; /* per page: object (0 = free), offset in pages */
+
+static int s_compare(const struct vidmm_va_space *vs)
+{
+    static uint32_t got[S_PAGES];
+    int bad = 0;
+    uint64_t prev_end = 0;
+    memset(got, 0, sizeof got);
+    for (const struct vidmm_va_range *r = vidmm_va_first(vs); r; r = vidmm_va_next(vs, r)) {
+        if (r->d.state != VIDMM_VA_MAPPED || r->d.va < GiB || r->d.va + r->d.size > GiB + S_PAGES * VIDMM_VA_PAGE ||
+            r->d.va < prev_end)
+            return 1;
+        prev_end = r->d.va + r->d.size;
+        for (uint64_t p = (r->d.va - GiB) / VIDMM_VA_PAGE, i = 0; i < r->d.size / VIDMM_VA_PAGE; i++, p++) {
+            got[p] = 1;
+            bad += s_obj[p] != r->d.object || s_off[p] != r->d.object_offset / VIDMM_VA_PAGE + i;
+        }
+    }
+    for (uint64_t p = 0; p < S_PAGES; p++)
+        bad += !got[p] && s_obj[p];
+    return bad;
+}
+
+/* The lowest page-aligned fit of `pages` free pages at or above page lo. */
+static int s_find(uint64_t lo, uint64_t pages, uint64_t *out)
+{
+    for (uint64_t p = lo, run = 0; p < S_PAGES; p++) {
+        run = s_obj[p] ? 0 : run + 1;
+        if (run == pages) {
+            *out = p + 1 - pages;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void tree_shape(void)
+{
+    struct vidmm_va_space vs;
+    uint64_t seed = t_seed() ^ 0x7ee, va, obj = 1;
+    const uint64_t region = S_PAGES * VIDMM_VA_PAGE;
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
+    memset(s_obj, 0, sizeof s_obj);
+    memset(s_off, 0, sizeof s_off);
+    int bad = 0;
+    /* Grow to ~20 K ranges (a tree four or five levels deep), churning. */
+    for (int i = 0; i < 60000 && !bad; i++) {
+        uint64_t pages = 1 + t_rand_range(&seed, 8), p = t_rand_range(&seed, S_PAGES - pages + 1);
+        unsigned k = (unsigned)t_rand_range(&seed, 10);
+        if (i > 30000 && k == 0) { /* map anywhere above a random floor: the lowest fit */
+            uint64_t at, lo = t_rand_range(&seed, S_PAGES / 2);
+            int fit = s_find(lo, pages, &at);
+            vidmm_status st = vidmm_va_map(&vs, 0, GiB + lo * VIDMM_VA_PAGE, GiB + region, pages * VIDMM_VA_PAGE,
+                                           obj, 0, 0, 0, &va);
+            if (st != (fit ? VIDMM_OK : VIDMM_E_NO_SEGMENT_SPACE) || (fit && va != GiB + at * VIDMM_VA_PAGE))
+                bad++;
+            p = at;
+            if (!fit)
+                continue;
+        } else if (k < 7) {
+            bad += vidmm_va_map(&vs, GiB + p * VIDMM_VA_PAGE, 0, 0, pages * VIDMM_VA_PAGE, obj, 0, 0, 0, &va) !=
+                   VIDMM_OK;
+        } else {
+            bad += vidmm_va_unmap(&vs, GiB + p * VIDMM_VA_PAGE, pages * VIDMM_VA_PAGE) != VIDMM_OK;
+            for (uint64_t q = p; q < p + pages; q++)
+                s_obj[q] = 0;
+            continue;
+        }
+        for (uint64_t q = 0; q < pages; q++) {
+            s_obj[p + q] = (uint32_t)obj;
+            s_off[p + q] = (uint32_t)q;
+        }
+        obj++;
+        if (i % 5000 == 4999) {
+            bad += vidmm_va_space_check(&vs) != 0;
+            bad += s_compare(&vs) != 0;
+        }
+    }
+    T_EQ(bad, 0);
+    T_CHECK(vs.height >= 3);
+    T_CHECK(vs.range_count > 10000);
+    /* Big unmaps drain whole subtrees from one side, next to untouched
+     * full ones (inner nodes then borrow children), and refill. */
+    for (int i = 0; i < 24 && !bad; i++) {
+        uint64_t pages = S_PAGES / 64 + t_rand_range(&seed, S_PAGES / 8), p = t_rand_range(&seed, S_PAGES - pages);
+        bad += vidmm_va_unmap(&vs, GiB + p * VIDMM_VA_PAGE, pages * VIDMM_VA_PAGE) != VIDMM_OK;
+        for (uint64_t q = p; q < p + pages; q++)
+            s_obj[q] = 0;
+        bad += vidmm_va_space_check(&vs) != 0;
+        for (int j = 0; j < 3000; j++) {
+            uint64_t n = 1 + t_rand_range(&seed, 4), at = t_rand_range(&seed, S_PAGES - n + 1);
+            bad += vidmm_va_map(&vs, GiB + at * VIDMM_VA_PAGE, 0, 0, n * VIDMM_VA_PAGE, obj, 0, 0, 0, &va) != VIDMM_OK;
+            for (uint64_t q = 0; q < n; q++) {
+                s_obj[at + q] = (uint32_t)obj;
+                s_off[at + q] = (uint32_t)q;
+            }
+            obj++;
+        }
+        bad += vidmm_va_space_check(&vs) != 0;
+    }
+    bad += s_compare(&vs) != 0;
+    T_EQ(bad, 0);
+    /* Shrink: unmap growing random spans, then sweep, back to one leaf. */
+    for (int i = 0; i < 40000 && !bad && vs.range_count; i++) {
+        uint64_t pages = 1 + t_rand_range(&seed, 1 + (uint64_t)i / 100), p = t_rand_range(&seed, S_PAGES);
+        if (p + pages > S_PAGES)
+            pages = S_PAGES - p;
+        bad += vidmm_va_unmap(&vs, GiB + p * VIDMM_VA_PAGE, pages * VIDMM_VA_PAGE) != VIDMM_OK;
+        for (uint64_t q = p; q < p + pages; q++)
+            s_obj[q] = 0;
+        if (i % 2000 == 1999) {
+            bad += vidmm_va_space_check(&vs) != 0;
+            bad += s_compare(&vs) != 0;
+        }
+    }
+    T_EQ(bad, 0);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    T_EQ(s_compare(&vs), 0);
+    T_ST(vidmm_va_unmap(&vs, GiB, region), VIDMM_OK);
+    T_EQ_U64(vs.range_count, 0);
+    T_EQ_U64(vs.height, 0);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    vidmm_va_space_fini(&vs);
+}
+
 /* ---- differential test against a page-granular model -------------------------------------- */
 
 #define M_BITS 26                          /* 64 MiB space: [64 KiB, 64 MiB) */
@@ -786,9 +1003,11 @@ static void differential(void)
             fprintf(stderr, "  op %u kind %u va 0x%" PRIx64 ": %s, want %s\n", i, kind, va, vidmm_status_str(st),
                     vidmm_status_str(want));
         int errs = vidmm_va_space_check(&vs), diff = m_compare(&vs);
-        if (errs || diff)
-            fprintf(stderr, "  op %u kind %u: check %d, %d pages differ\n", i, kind, errs, diff);
-        bad |= errs || diff;
+        int iter = (i % 8 == 0) ? obj_iter_agrees(&vs, 20) : 0;
+        if (errs || diff || iter)
+            fprintf(stderr, "  op %u kind %u: check %d, %d pages differ, %d object-iteration errors\n", i, kind,
+                    errs, diff, iter);
+        bad |= errs || diff || iter;
         T_CHECK(!bad);
         fails += bad;
     }
@@ -826,13 +1045,19 @@ static void fault_sweep(void)
             continue;
         }
         /* Enough ranges and objects to grow the slab and the object hash
-         * several times, plus batches that need scratch and many nodes. */
+         * several times, plus batches that need scratch and many nodes.
+         * The update of step i works in the reservation of step i - 3: if
+         * that reserve was refused, the update must be refused too. */
+        static int reserved[700];
+        memset(reserved, 0, sizeof reserved);
         for (int i = 0; i < 700; i++) {
             uint64_t va, before = layout_hash(&vs);
+            vidmm_status alt = VIDMM_E_NO_HOST_MEMORY;
             uint64_t at = GiB + (uint64_t)i * 256 * KiB;
             switch (i % 5) {
             case 0:
                 st = vidmm_va_reserve(&vs, at, 0, 0, 256 * KiB, 0, &va);
+                reserved[i] = st == VIDMM_OK;
                 break;
             case 1:
                 st = vidmm_va_map(&vs, at - 256 * KiB + 64 * KiB, 0, 0, 16 * KiB, 1 + (uint64_t)i, 0, 0, 0, &va);
@@ -850,6 +1075,8 @@ static void fault_sweep(void)
                 o[1].src = r0;
                 o[2].type = VIDMM_VA_UPDATE_UNMAP, o[2].va = r0 + 8 * KiB, o[2].size = 4 * KiB, o[2].mode = 1;
                 st = vidmm_va_update(&vs, o, 3);
+                if (!reserved[i - 3])
+                    alt = VIDMM_E_INVALID_ARG;
                 break;
             }
             default:
@@ -858,7 +1085,7 @@ static void fault_sweep(void)
                 break;
             }
             if (st != VIDMM_OK) {
-                T_ST(st, VIDMM_E_NO_HOST_MEMORY);
+                T_ST(st, alt);
                 T_EQ_U64(layout_hash(&vs), before);
             }
             if (i % 50 == 0 || st != VIDMM_OK)
@@ -880,6 +1107,8 @@ void suite_va_space(void)
     t_run("va_space.bad_inputs", bad_inputs);
     t_run("va_space.lookup_and_placement", lookup_and_placement);
     t_run("va_space.unmap_object", unmap_object);
+    t_run("va_space.object_iteration", object_iteration);
     t_run("va_space.differential", differential);
+    t_run("va_space.tree_shape", tree_shape);
     t_run("va_space.fault_sweep", fault_sweep);
 }
