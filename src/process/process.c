@@ -280,6 +280,23 @@ static unsigned coverage(const struct vidmm_process *p, uint64_t va, uint64_t si
     return m;
 }
 
+/* Commit tail of a change whose VA vidmm may have chosen: a step that
+ * could not make its page tables is undone by releasing the span (it was
+ * a hole, so that needs no memory), and the tables prepared for a refused
+ * change are rolled back. */
+static vidmm_status settle(struct vidmm_adapter *a, struct vidmm_process *p, vidmm_status st, uint64_t *va,
+                           uint64_t size, vidmm_status (*undo)(struct vidmm_va_space *, uint64_t, uint64_t))
+{
+    if (st >= 0 && p->step_error < 0) {
+        (void)undo(&p->vs, *va, size);
+        st = p->step_error;
+        *va = 0;
+    }
+    if (st < 0)
+        (void)vidmm_pt_rollback(a, p);
+    return finish(a, p, st);
+}
+
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
                                  uint64_t size, unsigned mode, uint64_t *va)
 {
@@ -310,14 +327,7 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
     }
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_reserve(&p->vs, base, min, max, size, mode, va);
-    if (st >= 0 && p->step_error < 0) {
-        (void)vidmm_va_free(&p->vs, *va, size);
-        st = p->step_error;
-        *va = 0;
-    }
-    if (st < 0)
-        (void)vidmm_pt_rollback(a, p);
-    return finish(a, p, st);
+    return settle(a, p, st, va, size, vidmm_va_free);
 }
 
 vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
@@ -370,16 +380,7 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
     }
     p->step_error = VIDMM_OK;
     vidmm_status st = vidmm_va_map(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection, va);
-    if (st >= 0 && p->step_error < 0) {
-        /* Only an anywhere-map can fail here (its tables are made in the
-         * step): the span was a hole, so unmapping restores it. */
-        (void)vidmm_va_unmap(&p->vs, *va, size);
-        st = p->step_error;
-        *va = 0;
-    }
-    if (st < 0)
-        (void)vidmm_pt_rollback(a, p);
-    return finish(a, p, st);
+    return settle(a, p, st, va, size, vidmm_va_unmap);
 }
 
 /* Unmap and free share their shape: prepare (a cut inside a 64 KB page

@@ -22,6 +22,7 @@
  * Rows marked "BUG-n" are the regressions for four bugs this suite found
  * (described at the end of the file); all four are fixed.
  */
+#include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "vidmm/gpummu.h"
@@ -38,6 +39,10 @@
 #define SLOT_GEN_MASK 0xFFFFFFFFFFull
 
 /* ---- fixture ------------------------------------------------------- */
+
+#define alloc_in gv_alloc_in
+#define pattern gv_pattern
+#define gpu_sees(f, proc, va, off, size, seed) gv_gpu_sees((f)->a, (f)->sg, proc, va, off, size, seed)
 
 struct gfx {
     struct fault_alloc fa;
@@ -90,53 +95,6 @@ static void gfx_close(struct gfx *f)
     T_EQ(f->fa.live_blocks, 0);
     softgpu_destroy(f->sg);
     f->a = NULL;
-}
-
-static vidmm_handle alloc_in(struct vidmm_adapter *a, uint32_t set, uint64_t size)
-{
-    struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
-    vidmm_handle h = 0;
-    T_ST(vidmm_allocation_create(a, &d, sizeof(d), &h), VIDMM_OK);
-    return h;
-}
-
-static void pattern(struct vidmm_adapter *a, vidmm_handle h, uint64_t seed)
-{
-    struct vidmm_allocation_state st;
-    T_ST(vidmm_allocation_query(a, h, &st), VIDMM_OK);
-    void *p = NULL;
-    T_ST(vidmm_allocation_lock(a, h, &p), VIDMM_OK);
-    if (!p)
-        return;
-    uint64_t *w = p, s = seed;
-    for (uint64_t i = 0; i < st.size / 8; i++)
-        w[i] = t_rand(&s);
-    T_ST(vidmm_allocation_unlock(a, h), VIDMM_OK);
-}
-
-/* Through the page tables, [va, va+size) reads bytes [off, off+size) of
- * the pattern seeded with seed (seed 0: reads zeros). */
-static int gpu_sees(struct gfx *f, vidmm_handle proc, uint64_t va, uint64_t off, uint64_t size, uint64_t seed)
-{
-    struct vidmm_physical_address root;
-    if (vidmm_process_root_page_table(f->a, proc, &root) < 0)
-        return 0;
-    uint64_t *buf = malloc(size);
-    if (!buf)
-        return 0;
-    int ok = softgpu_read_virtual(f->sg, &root, va, buf, size) == VIDMM_OK;
-    uint64_t s = seed;
-    for (uint64_t i = 0; i < off / 8; i++)
-        (void)t_rand(&s);
-    for (uint64_t i = 0; ok && i < size / 8; i++)
-        ok = buf[i] == (seed ? t_rand(&s) : 0);
-    free(buf);
-    return ok;
 }
 
 /* The leaf entry size the walker finds at va (0: the probe faults).  A

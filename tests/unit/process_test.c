@@ -5,6 +5,7 @@
  * is the oracle: every mapped VA must read the allocation's bytes, every
  * other VA must fault, before and after moves.
  */
+#include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "vidmm/process.h"
@@ -13,6 +14,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define alloc_in gv_alloc_in
+#define pattern gv_pattern
+#define gpu_sees(f, proc, va, off, size, seed) gv_gpu_sees((f)->a, (f)->sg, proc, va, off, size, seed)
+#define gpu_faults(f, proc, va) gv_gpu_faults((f)->a, (f)->sg, proc, va)
 
 struct pt_fx {
     struct fault_alloc fa;
@@ -53,65 +59,6 @@ static void fx_close(struct pt_fx *f)
     vidmm_adapter_close(f->a);
     T_EQ(f->fa.live_blocks, 0);
     softgpu_destroy(f->sg);
-}
-
-static vidmm_handle alloc_in(struct vidmm_adapter *a, uint32_t set, uint64_t size)
-{
-    struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
-    vidmm_handle h = 0;
-    T_ST(vidmm_allocation_create(a, &d, sizeof(d), &h), VIDMM_OK);
-    return h;
-}
-
-static void pattern(struct vidmm_adapter *a, vidmm_handle h, uint64_t seed)
-{
-    struct vidmm_allocation_state st;
-    T_ST(vidmm_allocation_query(a, h, &st), VIDMM_OK);
-    void *p = NULL;
-    T_ST(vidmm_allocation_lock(a, h, &p), VIDMM_OK);
-    if (!p)
-        return;
-    uint64_t *w = p, s = seed;
-    for (uint64_t i = 0; i < st.size / 8; i++)
-        w[i] = t_rand(&s);
-    T_ST(vidmm_allocation_unlock(a, h), VIDMM_OK);
-}
-
-/* The GPU, through the page tables, sees [va, va+size) as bytes
- * [off, off+size) of the pattern seeded with seed. */
-static int gpu_sees(struct pt_fx *f, vidmm_handle proc, uint64_t va, uint64_t off, uint64_t size, uint64_t seed)
-{
-    struct vidmm_physical_address root;
-    if (vidmm_process_root_page_table(f->a, proc, &root) < 0)
-        return 0;
-    uint64_t *buf = malloc(size);
-    if (!buf)
-        return 0;
-    int ok = softgpu_read_virtual(f->sg, &root, va, buf, size) == VIDMM_OK;
-    uint64_t s = seed;
-    for (uint64_t i = 0; i < off / 8; i++)
-        (void)t_rand(&s);
-    for (uint64_t i = 0; ok && i < size / 8; i++)
-        ok = buf[i] == t_rand(&s);
-    free(buf);
-    return ok;
-}
-
-/* Would a GPU read of va fault?  A translation probe: unlike a real
- * access it is not reported to the process (which would put its device in
- * the error state). */
-static int gpu_faults(struct pt_fx *f, vidmm_handle proc, uint64_t va)
-{
-    struct vidmm_physical_address root;
-    if (vidmm_process_root_page_table(f->a, proc, &root) < 0)
-        return 0;
-    struct softgpu_translation t;
-    return softgpu_translate(f->sg, &root, va, SOFTGPU_ACCESS_READ, &t) == VIDMM_E_PAGE_FAULT;
 }
 
 static void map_read_move_unmap(void)
@@ -260,6 +207,15 @@ static void isolation(void)
     T_ST(vidmm_process_query(a, p2, &i2), VIDMM_OK);
     T_EQ(i1.faulted, 0);
     T_EQ(i2.faulted, 1);
+    /* Reports naming no live process (0, an allocation, a stale handle,
+     * no adapter) are ignored: nobody else's device goes into error. */
+    vidmm_cb_notify_page_fault(a, 0, va, 0);
+    vidmm_cb_notify_page_fault(a, h1, va, 0);
+    vidmm_cb_notify_page_fault(NULL, p1, va, 0);
+    vidmm_cb_notify_page_fault(a, p1 ^ (1ull << 24), va, 0);
+    T_ST(vidmm_process_query(a, p1, &i1), VIDMM_OK);
+    T_EQ(i1.faulted, 0);
+    T_EQ(i1.faults, 0);
     T_EQ_U64(i2.fault_va, va);
     T_EQ(i2.fault_flags, VIDMM_FAULT_WRITE | VIDMM_FAULT_NOT_PRESENT);
     T_ST(vidmm_gpuva_map(a, p2, va, 0, 0, h2, 0, 64u << 10, 0, 0, &out), VIDMM_E_DEVICE_LOST);
