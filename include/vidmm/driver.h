@@ -73,7 +73,7 @@ struct vidmm_driver_caps {
     uint32_t wddm_version;              /* DXGK_WDDMVERSION, e.g. 0x2000 for WDDM 2.0 */
     uint32_t memory_management_caps;    /* VIDMM_CAPS_* */
     uint32_t physical_adapter_flags;    /* VIDMM_ADAPTER_* */
-    uint32_t reserved;
+    uint32_t node_count;                /* engines (DXGK_DRIVERCAPS node count); 0 means 1 */
     /* Global cap on system memory mapped through aperture segments
      * (ApertureSegmentCommitLimit); 0 = no cap beyond the segments' own. */
     uint64_t aperture_segment_commit_limit;
@@ -449,10 +449,12 @@ struct vidmm_unmap_cpu_host_aperture_args {
 /* The ops table                                                       */
 /* ------------------------------------------------------------------ */
 
-/* DxgkDdiSetRootPageTable.  WDDM binds a root to each context; until
- * contexts exist vidmm binds one per process.  context is vidmm's token
- * for it (the process handle), to be given back in page-fault reports;
- * an address with segment_id 0 and offset 0 unbinds it. */
+/* DxgkDdiSetRootPageTable.  WDDM binds a root to each context: vidmm
+ * binds the process's root to each of its virtual-mode contexts (token =
+ * the context handle) and once for the process itself (token = the
+ * process handle: its paging/privileged view, used when no context is
+ * named).  context is the token to give back in page-fault reports; an
+ * address with segment_id 0 and offset 0 unbinds it. */
 struct vidmm_set_root_page_table_args {
     uint64_t context;
     struct vidmm_physical_address address;

@@ -16,5 +16,7 @@
 #include "vidmm/segment.h"
 #include "vidmm/allocation.h"
 #include "vidmm/gpummu.h"
+#include "vidmm/process.h"
+#include "vidmm/device.h"
 
 #endif

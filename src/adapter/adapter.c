@@ -232,6 +232,8 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         uint64_t x = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
         a->handle_salt = (uint32_t)(x >> 48) & 0xFFFFu;
     }
+    vidmm_objtab_init(&a->devices, VIDMM_HANDLE_TYPE_DEVICE, a->handle_salt);
+    vidmm_objtab_init(&a->contexts, VIDMM_HANDLE_TYPE_CONTEXT, a->handle_salt);
 
     vidmm_status st;
     struct vidmm_segment_descriptor *desc = NULL;
@@ -438,6 +440,8 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     }
     vidmm_paging_fini(a);
     vidmm_handle_table_fini(a);
+    vidmm_objtab_fini(&a->devices, a->ha);
+    vidmm_objtab_fini(&a->contexts, a->ha);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     vidmm_hfree(a->ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));

@@ -167,7 +167,7 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
                 bad(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
         }
     }
-    uint64_t live = 0, free_slots = 0;
+    uint64_t live = 0, free_slots = 0, retired = 0;
     for (uint32_t i = 0; i < a->slot_used; i++) {
         const struct vidmm_allocation *al = a->slots[i];
         if (!al) {
@@ -175,7 +175,10 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
             continue;
         }
         if (!al->live) {
-            free_slots++;
+            if (al->retired)
+                retired++;
+            else
+                free_slots++;
             continue;
         }
         live++;
@@ -192,6 +195,9 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         }
         chain++;
     }
+    if (retired != a->slots_retired)
+        bad(&r, "handle table: %llu retired slots, counter says %llu", (unsigned long long)retired,
+            (unsigned long long)a->slots_retired);
     if (chain != free_slots)
         bad(&r, "handle table: %llu free slots, free list holds %llu", (unsigned long long)free_slots,
             (unsigned long long)chain);
@@ -257,5 +263,9 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         else if (al->pl.sys && !al->pl.ap_mapped)
             bad(&r, "source %u displays a system-memory primary that is not mapped into the aperture", src);
     }
+    char dmsg[160];
+    int de = vidmm_device_check(a, dmsg, sizeof(dmsg));
+    if (de)
+        bad(&r, "devices: %d violations (%s)", de, dmsg);
     return r.errors;
 }

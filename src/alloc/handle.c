@@ -4,7 +4,8 @@
  * A handle is (type << 56) | (adapter salt << 40) | (generation << 24) |
  * slot.  Slots are reused through a free list, and the generation is
  * bumped on every release, so a stale handle - or one of another object
- * type - never reaches a live object.  The 16-bit salt is derived from the
+ * type - never reaches a live object; a slot whose generation would wrap
+ * is retired instead of reused.  The 16-bit salt is derived from the
  * adapter's address at open, so a handle of one adapter is rejected by
  * another (1 chance in 65536 of two adapters sharing a salt).  Lookups are
  * O(1); the table grows geometrically through the host allocator.
@@ -92,12 +93,17 @@ void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
     uint32_t idx = (uint32_t)h & (MAX_SLOTS - 1);
     struct vidmm_allocation *al = a->slots[idx];
     al->live = 0;
-    al->generation = (al->generation + 1) & GEN_MASK;
-    if (al->generation == 0)
-        al->generation = 1;
+    a->live--;
+    if (al->generation == GEN_MASK) {
+        /* The next generation would repeat an old one: retire the slot
+         * for good, so no stale handle ever names a later allocation. */
+        al->retired = 1;
+        a->slots_retired++;
+        return;
+    }
+    al->generation++;
     al->next_free = a->free_head;
     a->free_head = idx;
-    a->live--;
 }
 
 void vidmm_handle_table_fini(struct vidmm_adapter *a)

@@ -12,9 +12,11 @@
 #include "vidmm/allocation.h"
 #include "vidmm/gpummu.h"
 #include "vidmm/process.h"
+#include "vidmm/device.h"
 #include "vidmm/driver.h"
 #include "vidmm/segment.h"
 
+#include "core/objtab.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 #include "paging/ring.h"
@@ -87,6 +89,7 @@ struct vidmm_allocation {
     uint32_t vidpn_source;
     uint64_t moves;
     uint32_t next_free;             /* free-slot list link while !live */
+    uint32_t retired;               /* generation exhausted: the slot is never reused */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
 };
 
@@ -107,9 +110,13 @@ struct vidmm_page_table {
     uint32_t live_children;
 };
 
+struct vidmm_device;
+
 struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
+    struct vidmm_device *devices;   /* list through vidmm_device.next */
+    uint32_t device_count;
     struct vidmm_va_space vs;
     struct vidmm_page_table *root;  /* NULL in IoMmu mode */
     int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
@@ -121,6 +128,29 @@ struct vidmm_process {
     /* Device error state after a GPU page fault (guarded by paging.lock:
      * the report may come from a driver thread). */
     int faulted;
+    uint32_t fault_flags;
+    uint64_t fault_va;
+    uint64_t faults;
+};
+
+/* ---- devices and contexts (device/device.c) ------------------------- */
+
+struct vidmm_context {
+    struct vidmm_device *device;
+    vidmm_handle self;
+    struct vidmm_context *prev, *next;  /* in the device's list */
+    uint32_t node, mode;
+    int root_bound;                 /* set_root_page_table told the driver */
+};
+
+struct vidmm_device {
+    struct vidmm_process *process;
+    vidmm_handle self;
+    struct vidmm_device *prev, *next;   /* in the process's list */
+    struct vidmm_context *contexts;
+    uint32_t context_count;
+    /* Error state (guarded by paging.lock: faults come from driver threads). */
+    int lost;
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
@@ -175,10 +205,13 @@ struct vidmm_adapter {
     uint32_t free_head;             /* UINT32_MAX = none */
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     uint64_t live;
+    uint64_t slots_retired;
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
     struct vidmm_process *procs[VIDMM_MAX_PROCESSES];
     uint16_t proc_gen[VIDMM_MAX_PROCESSES];
     uint32_t proc_live;
+    struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
+    struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under paging.lock */
     struct vidmm_paging paging;
     void *dummy_page;               /* what unmapped aperture pages point at */
     /* statistics */
@@ -190,6 +223,8 @@ struct vidmm_adapter {
 
 #define VIDMM_HANDLE_TYPE_ALLOCATION 1u
 #define VIDMM_HANDLE_TYPE_PROCESS 2u
+#define VIDMM_HANDLE_TYPE_DEVICE 3u
+#define VIDMM_HANDLE_TYPE_CONTEXT 4u
 
 /* mmu/page_table.c */
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
@@ -228,6 +263,19 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 /* The allocation is being destroyed: unmap it everywhere. */
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 void vidmm_process_destroy_all(struct vidmm_adapter *a);
+/* The live process of a handle, or NULL. */
+struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
+/* Bind (or unbind) p's root page table for a context token. */
+void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind);
+
+/* device/device.c */
+void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p);
+/* A page fault for a context token: the context's device, or with a
+ * process token every device of it, enters the error state.  Called with
+ * paging.lock held. Returns the process, or NULL for an unknown token. */
+struct vidmm_process *vidmm_device_fault_locked(struct vidmm_adapter *a, uint64_t token, uint64_t va,
+                                                uint32_t flags);
+int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n);
 
 /* adapter.c: one DxgkDdiQueryAdapterInfo call. */
 vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,

@@ -38,13 +38,13 @@ static vidmm_handle make_handle(const struct vidmm_adapter *a, uint32_t slot)
            ((vidmm_handle)a->proc_gen[slot] << 24) | slot;
 }
 
-static void bind_root(struct vidmm_adapter *a, struct vidmm_process *p, int bind)
+void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind)
 {
     if (!a->ops.set_root_page_table || !p->root)
         return;
     struct vidmm_set_root_page_table_args r;
     memset(&r, 0, sizeof(r));
-    r.context = p->self;
+    r.context = token;
     if (bind) {
         r.address.segment_id = p->root->segment_id;
         r.address.segment_offset = p->root->offset;
@@ -53,7 +53,7 @@ static void bind_root(struct vidmm_adapter *a, struct vidmm_process *p, int bind
     a->ops.set_root_page_table(a->driver, &r);
 }
 
-static struct vidmm_process *get(const struct vidmm_adapter *a, vidmm_handle h)
+struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a || (h >> 56) != VIDMM_HANDLE_TYPE_PROCESS || ((h >> 40) & 0xFFFFu) != a->handle_salt)
         return NULL;
@@ -104,7 +104,9 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
     if (!a->has_gpummu && !iommu)
         return VIDMM_E_NOT_SUPPORTED;
     uint32_t slot = 0;
-    while (slot < VIDMM_MAX_PROCESSES && a->procs[slot])
+    /* A slot that served generation 0xFFFF is retired: reusing it would
+     * bring an old handle back to life. */
+    while (slot < VIDMM_MAX_PROCESSES && (a->procs[slot] || a->proc_gen[slot] == 0xFFFFu))
         slot++;
     if (slot == VIDMM_MAX_PROCESSES)
         return VIDMM_E_BUSY;
@@ -133,12 +135,12 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
         vidmm_va_space_set_step_fn(&p->vs, on_step, p);
     }
     a->proc_gen[slot] = (uint16_t)(a->proc_gen[slot] + 1);
-    if (a->proc_gen[slot] == 0)
-        a->proc_gen[slot] = 1;
-    a->procs[slot] = p;
-    a->proc_live++;
     p->self = make_handle(a, slot);
-    bind_root(a, p, 1);
+    pthread_mutex_lock(&a->paging.lock);
+    a->procs[slot] = p;
+    pthread_mutex_unlock(&a->paging.lock);
+    a->proc_live++;
+    vidmm_process_bind_root(a, p, p->self, 1);
     *out = p->self;
     return VIDMM_OK;
 fail_root:
@@ -155,13 +157,17 @@ fail:
 static void process_free(struct vidmm_adapter *a, uint32_t slot)
 {
     struct vidmm_process *p = a->procs[slot];
+    vidmm_device_destroy_all(a, p);
     (void)vidmm_paging_flush(a);
-    bind_root(a, p, 0);
+    vidmm_process_bind_root(a, p, p->self, 0);
     vidmm_pt_destroy(a, p->root);
     vidmm_va_space_fini(&p->vs);
     vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
-    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
+    /* Under paging.lock: a fault report may be looking the slot up. */
+    pthread_mutex_lock(&a->paging.lock);
     a->procs[slot] = NULL;
+    pthread_mutex_unlock(&a->paging.lock);
+    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
     a->proc_live--;
 }
 
@@ -169,7 +175,7 @@ vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    if (!get(a, h))
+    if (!vidmm_process_get(a, h))
         return VIDMM_E_INVALID_HANDLE;
     process_free(a, (uint32_t)h & 0xFFFFFFu);
     return VIDMM_OK;
@@ -194,10 +200,12 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
 {
     if (!a)
         return;
-    struct vidmm_process *p = get(a, context);
-    if (!p)
-        return; /* the process is gone: nothing to put in error */
     pthread_mutex_lock(&a->paging.lock);
+    struct vidmm_process *p = vidmm_device_fault_locked(a, context, va, flags);
+    if (!p) {
+        pthread_mutex_unlock(&a->paging.lock);
+        return; /* the context or process is gone: nothing to put in error */
+    }
     if (!p->faulted) {
         p->faulted = 1;
         p->fault_va = va;
@@ -211,7 +219,7 @@ vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, 
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     memset(out, 0, sizeof(*out));
@@ -302,7 +310,7 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
 {
     if (!a || !va)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
@@ -336,7 +344,7 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
 {
     if (!a || !va)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
@@ -390,7 +398,7 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
@@ -429,7 +437,7 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
 {
     if (!a || (count && !ops))
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     if (faulted(a, p))
@@ -518,7 +526,7 @@ vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_
 {
     if (!a || !root)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     if (p->iommu)
@@ -534,7 +542,7 @@ vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, ui
 {
     if (!a || !count || (cap && !out))
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = get(a, h);
+    struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     uint32_t n = 0;

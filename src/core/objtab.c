@@ -1,0 +1,139 @@
+/*
+ * objtab.c - typed handle tables (see objtab.h).
+ *
+ * Three parallel arrays grow geometrically through the host allocator;
+ * lookups are O(1).  Retiring wrapped slots costs one slot per 65,535
+ * reuses of it, which is cheaper than widening every handle.
+ */
+#include "core/objtab.h"
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+#define OT_MAX_SLOTS (1u << 24)
+#define OT_RETIRED (UINT32_MAX - 1u)   /* next_free of a retired slot */
+
+void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt)
+{
+    memset(t, 0, sizeof(*t));
+    t->type = type;
+    t->salt = salt;
+    t->free_head = UINT32_MAX;
+}
+
+void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha)
+{
+    vidmm_hfree(ha, t->obj, (size_t)t->cap * sizeof(*t->obj), _Alignof(void *));
+    vidmm_hfree(ha, t->gen, (size_t)t->cap * sizeof(*t->gen), _Alignof(uint16_t));
+    vidmm_hfree(ha, t->next_free, (size_t)t->cap * sizeof(*t->next_free), _Alignof(uint32_t));
+    vidmm_objtab_init(t, t->type, t->salt);
+}
+
+static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha)
+{
+    uint32_t cap = t->cap ? t->cap * 2 : 16;
+    if (cap > OT_MAX_SLOTS)
+        cap = OT_MAX_SLOTS;
+    if (cap <= t->cap)
+        return VIDMM_E_NO_HOST_MEMORY;
+    void **o = vidmm_hzalloc(ha, (size_t)cap * sizeof(*o), _Alignof(void *));
+    uint16_t *g = vidmm_hzalloc(ha, (size_t)cap * sizeof(*g), _Alignof(uint16_t));
+    uint32_t *n = vidmm_hzalloc(ha, (size_t)cap * sizeof(*n), _Alignof(uint32_t));
+    if (!o || !g || !n) {
+        vidmm_hfree(ha, o, (size_t)cap * sizeof(*o), _Alignof(void *));
+        vidmm_hfree(ha, g, (size_t)cap * sizeof(*g), _Alignof(uint16_t));
+        vidmm_hfree(ha, n, (size_t)cap * sizeof(*n), _Alignof(uint32_t));
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    if (t->cap) {
+        memcpy(o, t->obj, (size_t)t->cap * sizeof(*o));
+        memcpy(g, t->gen, (size_t)t->cap * sizeof(*g));
+        memcpy(n, t->next_free, (size_t)t->cap * sizeof(*n));
+    }
+    vidmm_hfree(ha, t->obj, (size_t)t->cap * sizeof(*t->obj), _Alignof(void *));
+    vidmm_hfree(ha, t->gen, (size_t)t->cap * sizeof(*t->gen), _Alignof(uint16_t));
+    vidmm_hfree(ha, t->next_free, (size_t)t->cap * sizeof(*t->next_free), _Alignof(uint32_t));
+    t->obj = o;
+    t->gen = g;
+    t->next_free = n;
+    t->cap = cap;
+    return VIDMM_OK;
+}
+
+static uint64_t make(const struct vidmm_objtab *t, uint32_t slot)
+{
+    return ((uint64_t)t->type << 56) | ((uint64_t)t->salt << 40) | ((uint64_t)t->gen[slot] << 24) | slot;
+}
+
+vidmm_status vidmm_objtab_add(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha, void *obj,
+                              uint64_t *handle)
+{
+    uint32_t slot;
+    if (t->free_head != UINT32_MAX) {
+        slot = t->free_head;
+        t->free_head = t->next_free[slot];
+    } else {
+        if (t->used == t->cap) {
+            vidmm_status st = grow(t, ha);
+            if (st < 0)
+                return st;
+        }
+        slot = t->used++;
+        t->gen[slot] = 1;
+    }
+    t->obj[slot] = obj;
+    t->next_free[slot] = UINT32_MAX;
+    t->live++;
+    *handle = make(t, slot);
+    return VIDMM_OK;
+}
+
+void *vidmm_objtab_get(const struct vidmm_objtab *t, uint64_t h)
+{
+    if (!t || (h >> 56) != t->type || ((h >> 40) & 0xFFFFu) != t->salt)
+        return NULL;
+    uint32_t slot = (uint32_t)h & (OT_MAX_SLOTS - 1);
+    if (slot >= t->used || !t->obj[slot] || ((h >> 24) & 0xFFFFu) != t->gen[slot])
+        return NULL;
+    return t->obj[slot];
+}
+
+void vidmm_objtab_remove(struct vidmm_objtab *t, uint64_t h)
+{
+    uint32_t slot = (uint32_t)h & (OT_MAX_SLOTS - 1);
+    t->obj[slot] = NULL;
+    t->live--;
+    if (t->gen[slot] == 0xFFFFu) {
+        t->retired++;   /* its next generation would repeat an old one */
+        t->next_free[slot] = OT_RETIRED;
+        return;
+    }
+    t->gen[slot]++;
+    t->next_free[slot] = t->free_head;
+    t->free_head = slot;
+}
+
+int vidmm_objtab_check(const struct vidmm_objtab *t)
+{
+    int e = 0;
+    uint32_t live = 0, free_slots = 0, chain = 0, retired = 0;
+    for (uint32_t i = 0; i < t->used; i++) {
+        if (t->gen[i] == 0)
+            e++;
+        if (t->obj[i])
+            live++;
+        else if (t->next_free[i] == OT_RETIRED)
+            retired++;
+        else
+            free_slots++;
+    }
+    for (uint32_t i = t->free_head; i != UINT32_MAX; i = t->next_free[i]) {
+        if (i >= t->used || t->obj[i] || ++chain > t->used) {
+            e++;
+            break;
+        }
+    }
+    if (live != t->live || chain != free_slots || retired != t->retired || t->used > t->cap)
+        e++;
+    return e;
+}

@@ -1,0 +1,288 @@
+/*
+ * device.c - devices and contexts inside a process.
+ *
+ * A device hangs off its process (a doubly linked list), a context off
+ * its device.  Both are reached through typed handle tables of the
+ * adapter (core/objtab.c).  A virtual-mode context on a GpuMmu adapter
+ * gets the process's root page table bound to it through the driver's
+ * set_root_page_table, with the context handle as the token the driver
+ * gives back in page-fault reports; the process keeps its own binding
+ * (token = process handle) for accesses that name no context.
+ *
+ * A fault report names a token.  A context token puts that context's
+ * device in the error state; a process token puts every device of the
+ * process there (the GPU could not say which one ran).  Either way the
+ * process records the fault, and its VA changes answer DEVICE_LOST
+ * (process.c): the address space is shared by its devices, so it is the
+ * unit of error for VA changes (docs/DECISIONS.md D19).
+ *
+ * Locking: the context table is read by fault reports, which may come
+ * from a driver thread, so contexts are added, removed and looked up
+ * under paging.lock, and the error fields are written under it.
+ */
+#include "core/vidmm_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct vidmm_device *dev_get(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    return a ? vidmm_objtab_get(&a->devices, h) : NULL;
+}
+
+static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    int lost = d->lost;
+    pthread_mutex_unlock(&a->paging.lock);
+    return lost;
+}
+
+vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = VIDMM_HANDLE_NULL;
+    struct vidmm_process *p = vidmm_process_get(a, process);
+    if (!p)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_device *d = vidmm_hzalloc(a->ha, sizeof(*d), _Alignof(struct vidmm_device));
+    if (!d)
+        return VIDMM_E_NO_HOST_MEMORY;
+    vidmm_status st = vidmm_objtab_add(&a->devices, a->ha, d, &d->self);
+    if (st < 0) {
+        vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
+        return st;
+    }
+    d->process = p;
+    d->next = p->devices;
+    if (p->devices)
+        p->devices->prev = d;
+    p->devices = d;
+    p->device_count++;
+    *out = d->self;
+    return VIDMM_OK;
+}
+
+static void context_free(struct vidmm_adapter *a, struct vidmm_context *c)
+{
+    struct vidmm_device *d = c->device;
+    if (c->root_bound)
+        vidmm_process_bind_root(a, d->process, c->self, 0);
+    pthread_mutex_lock(&a->paging.lock);
+    vidmm_objtab_remove(&a->contexts, c->self);
+    pthread_mutex_unlock(&a->paging.lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        d->contexts = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    d->context_count--;
+    vidmm_hfree(a->ha, c, sizeof(*c), _Alignof(struct vidmm_context));
+}
+
+static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
+{
+    while (d->contexts)
+        context_free(a, d->contexts);
+    struct vidmm_process *p = d->process;
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        p->devices = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    p->device_count--;
+    vidmm_objtab_remove(&a->devices, d->self);
+    vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
+}
+
+vidmm_status vidmm_device_destroy(struct vidmm_adapter *a, vidmm_handle device)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_device *d = dev_get(a, device);
+    if (!d)
+        return VIDMM_E_INVALID_HANDLE;
+    device_free(a, d);
+    return VIDMM_OK;
+}
+
+void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    while (p->devices)
+        device_free(a, p->devices);
+}
+
+vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    const struct vidmm_device *d = dev_get(a, device);
+    if (!d)
+        return VIDMM_E_INVALID_HANDLE;
+    memset(out, 0, sizeof(*out));
+    out->process = d->process->self;
+    out->contexts = d->context_count;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&a->paging.lock;
+    pthread_mutex_lock(lock);
+    out->lost = (uint32_t)d->lost;
+    out->faults = d->faults;
+    out->fault_va = d->fault_va;
+    out->fault_flags = d->fault_flags;
+    pthread_mutex_unlock(lock);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device, const struct vidmm_context_desc *desc,
+                                  vidmm_handle *out)
+{
+    if (!a || !desc || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = VIDMM_HANDLE_NULL;
+    struct vidmm_device *d = dev_get(a, device);
+    if (!d)
+        return VIDMM_E_INVALID_HANDLE;
+    uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
+    if (desc->node >= nodes || desc->mode > VIDMM_CONTEXT_PHYSICAL || desc->flags || desc->reserved)
+        return VIDMM_E_INVALID_ARG;
+    if (desc->mode == VIDMM_CONTEXT_VIRTUAL && !a->has_gpummu && !d->process->iommu)
+        return VIDMM_E_NOT_SUPPORTED;
+    if (dev_lost(a, d))
+        return VIDMM_E_DEVICE_LOST;
+    struct vidmm_context *c = vidmm_hzalloc(a->ha, sizeof(*c), _Alignof(struct vidmm_context));
+    if (!c)
+        return VIDMM_E_NO_HOST_MEMORY;
+    pthread_mutex_lock(&a->paging.lock);
+    vidmm_status st = vidmm_objtab_add(&a->contexts, a->ha, c, &c->self);
+    pthread_mutex_unlock(&a->paging.lock);
+    if (st < 0) {
+        vidmm_hfree(a->ha, c, sizeof(*c), _Alignof(struct vidmm_context));
+        return st;
+    }
+    c->device = d;
+    c->node = desc->node;
+    c->mode = desc->mode;
+    c->next = d->contexts;
+    if (d->contexts)
+        d->contexts->prev = c;
+    d->contexts = c;
+    d->context_count++;
+    if (c->mode == VIDMM_CONTEXT_VIRTUAL && d->process->root) {
+        vidmm_process_bind_root(a, d->process, c->self, 1);
+        c->root_bound = a->ops.set_root_page_table != NULL;
+    }
+    *out = c->self;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&a->paging.lock);
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    pthread_mutex_unlock(&a->paging.lock);
+    if (!c)
+        return VIDMM_E_INVALID_HANDLE;
+    context_free(a, c);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&a->paging.lock;
+    pthread_mutex_lock(lock);
+    const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    pthread_mutex_unlock(lock);
+    if (!c)
+        return VIDMM_E_INVALID_HANDLE;
+    memset(out, 0, sizeof(*out));
+    out->device = c->device->self;
+    out->process = c->device->process->self;
+    out->node = c->node;
+    out->mode = c->mode;
+    out->root_bound = (uint32_t)c->root_bound;
+    return VIDMM_OK;
+}
+
+static void mark_lost(struct vidmm_device *d, uint64_t va, uint32_t flags)
+{
+    if (!d->lost) {
+        d->lost = 1;
+        d->fault_va = va;
+        d->fault_flags = flags;
+    }
+    d->faults++;
+}
+
+struct vidmm_process *vidmm_device_fault_locked(struct vidmm_adapter *a, uint64_t token, uint64_t va, uint32_t flags)
+{
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, token);
+    if (c) {
+        mark_lost(c->device, va, flags);
+        return c->device->process;
+    }
+    struct vidmm_process *p = vidmm_process_get(a, token);
+    if (p)
+        for (struct vidmm_device *d = p->devices; d; d = d->next)
+            mark_lost(d, va, flags);
+    return p;
+}
+
+int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = 0;
+    uint64_t devices = 0, contexts = 0;
+    if (vidmm_objtab_check(&a->devices)) {
+        e++;
+        snprintf(msg, n, "device handle table inconsistent");
+    }
+    if (vidmm_objtab_check(&a->contexts)) {
+        e++;
+        snprintf(msg, n, "context handle table inconsistent");
+    }
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        const struct vidmm_process *p = a->procs[i];
+        if (!p)
+            continue;
+        uint32_t nd = 0;
+        for (const struct vidmm_device *d = p->devices; d; d = d->next) {
+            nd++;
+            if (d->process != p || vidmm_objtab_get(&a->devices, d->self) != d ||
+                (d->next && d->next->prev != d) || (d == p->devices && d->prev)) {
+                e++;
+                snprintf(msg, n, "process %u: device list broken", i);
+            }
+            uint32_t nc = 0;
+            for (const struct vidmm_context *c = d->contexts; c; c = c->next) {
+                nc++;
+                if (c->device != d || vidmm_objtab_get(&a->contexts, c->self) != c ||
+                    (c->next && c->next->prev != c) || (c == d->contexts && c->prev) ||
+                    c->root_bound != (c->mode == VIDMM_CONTEXT_VIRTUAL && p->root && a->ops.set_root_page_table)) {
+                    e++;
+                    snprintf(msg, n, "process %u: context list broken", i);
+                }
+            }
+            if (nc != d->context_count) {
+                e++;
+                snprintf(msg, n, "process %u: device counts %u contexts, list holds %u", i, d->context_count, nc);
+            }
+            contexts += nc;
+        }
+        if (nd != p->device_count) {
+            e++;
+            snprintf(msg, n, "process %u: counts %u devices, list holds %u", i, p->device_count, nd);
+        }
+        devices += nd;
+    }
+    if (devices != a->devices.live || contexts != a->contexts.live) {
+        e++;
+        snprintf(msg, n, "handle tables hold %u devices and %u contexts, processes %llu and %llu", a->devices.live,
+                 a->contexts.live, (unsigned long long)devices, (unsigned long long)contexts);
+    }
+    return e;
+}
