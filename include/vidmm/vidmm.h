@@ -18,5 +18,7 @@
 #include "vidmm/gpummu.h"
 #include "vidmm/process.h"
 #include "vidmm/device.h"
+#include "vidmm/policy.h"
+#include "vidmm/residency.h"
 
 #endif

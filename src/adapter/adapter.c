@@ -234,6 +234,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     }
     vidmm_objtab_init(&a->devices, VIDMM_HANDLE_TYPE_DEVICE, a->handle_salt);
     vidmm_objtab_init(&a->contexts, VIDMM_HANDLE_TYPE_CONTEXT, a->handle_salt);
+    vidmm_objtab_init(&a->queues, VIDMM_HANDLE_TYPE_PAGING_QUEUE, a->handle_salt);
 
     vidmm_status st;
     struct vidmm_segment_descriptor *desc = NULL;
@@ -407,9 +408,14 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     st = vidmm_paging_init(a, qout.paging_buffer_size, qout.paging_buffer_private_data_size);
     if (st < 0)
         goto fail_dummy;
+    st = vidmm_res_init(a);
+    if (st < 0)
+        goto fail_paging;
     *out = a;
     return VIDMM_OK;
 
+fail_paging:
+    vidmm_paging_fini(a);
 fail_dummy:
     vidmm_hfree(ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
 fail_segments:
@@ -439,7 +445,9 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
         }
     }
     vidmm_paging_fini(a);
+    vidmm_res_fini(a);
     vidmm_handle_table_fini(a);
+    vidmm_objtab_fini(&a->queues, a->ha);
     vidmm_objtab_fini(&a->devices, a->ha);
     vidmm_objtab_fini(&a->contexts, a->ha);
     release_segments(a);

@@ -267,5 +267,10 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     int de = vidmm_device_check(a, dmsg, sizeof(dmsg));
     if (de)
         bad(&r, "devices: %d violations (%s)", de, dmsg);
+    if (vidmm_objtab_check(&a->queues))
+        bad(&r, "paging-queue handle table inconsistent");
+    de = vidmm_res_check(a, dmsg, sizeof(dmsg));
+    if (de)
+        bad(&r, "residency: %d violations (%s)", de, dmsg);
     return r.errors;
 }

@@ -129,6 +129,14 @@ vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, 
     al->self = h;
     al->size = probe.size;
     al->alignment = probe.alignment;
+    al->resident = 1;   /* created resident (CreateResident) */
+    al->pe.allocation = h;
+    al->pe.priority = info.priority ? info.priority : VIDMM_PRIORITY_NORMAL;
+    al->pe.next_use = VIDMM_NEXT_USE_NEVER;
+    al->pe.last_use = a->res_clock;
+    /* Creation takes free space only: it never evicts (make-resident
+     * does), so a full adapter refuses new allocations it cannot place
+     * in any supported segment (docs/DECISIONS.md D20). */
     st = vidmm_place_first_fit(a, al, &al->pl);
     if (st < 0)
         goto undo_handle;
@@ -140,6 +148,7 @@ vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, 
         vidmm_unplace(a, al, &al->pl);
         goto undo_handle;
     }
+    vidmm_res_enter(a, al);
     *out = h;
     return VIDMM_OK;
 
@@ -179,6 +188,7 @@ vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
     if (al->displayed)
         undisplay_all(a, h, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
+    vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     vidmm_unplace(a, al, &al->pl);
     (void)vidmm_paging_flush(a);
     struct vidmm_destroy_allocation_args da = { al->info.driver_allocation };
@@ -258,7 +268,7 @@ static uint32_t effective_target(const struct vidmm_adapter *a, const struct vid
 }
 
 /* Tell the driver the source extents leave without a copy-back. */
-static vidmm_status discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                     const struct vidmm_placement *pl)
 {
     for (uint32_t i = 0; i < pl->pages.count && !pl->sys; i++) {
@@ -322,7 +332,7 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     if (discard) {
         /* Content is not needed: discard the source, start the
          * destination content-less (zero). */
-        st = discard_content(a, al, &al->pl);
+        st = vidmm_discard_content(a, al, &al->pl);
         if (st >= 0)
             st = vidmm_fill_content(a, al, &dst, 0);
     } else {
@@ -358,7 +368,13 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
         return VIDMM_E_BAD_SEGMENT_SET;
     if (al->lock_count || al->displayed)
         return VIDMM_E_BUSY;
-    return move_to(a, al, segment_id, discard);
+    if (!al->resident)
+        return VIDMM_E_STATE;   /* evicted: make it resident first */
+    vidmm_res_leave(a, al);
+    vidmm_res_drop_backing(a, al);
+    vidmm_status st = move_to(a, al, segment_id, discard);
+    vidmm_res_enter(a, al);
+    return st;
 }
 
 vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
@@ -479,6 +495,7 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
         *cpu = al->lock_ptr;
         return VIDMM_OK;
     }
+    al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
     vidmm_status st;
     void *p = NULL;
     if (al->pl.sys) {
@@ -495,7 +512,10 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
         if (!p) {
             if (al->displayed)
                 return VIDMM_E_BUSY; /* scan-out pins it where it is */
+            vidmm_res_leave(a, al);
+            vidmm_res_drop_backing(a, al);
             st = move_cpu_reachable(a, al);
+            vidmm_res_enter(a, al);
             if (st < 0)
                 return st;
             if (al->pl.sys)
@@ -543,6 +563,12 @@ vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_
     vidmm_handle old = a->displayed[source];
     if (old == h)
         return VIDMM_OK;
+    if (al && !al->resident) {
+        /* Scan-out needs it resident. */
+        vidmm_status st = vidmm_res_restore(a, al);
+        if (st < 0)
+            return st;
+    }
     if (al) {
         /* A primary in system memory is scanned out through the aperture:
          * map it for as long as some source shows it. */

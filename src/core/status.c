@@ -27,6 +27,7 @@ const char *vidmm_status_str(vidmm_status st)
     case VIDMM_E_DEVICE_LOST: return "VIDMM_E_DEVICE_LOST";
     case VIDMM_E_TIMEOUT: return "VIDMM_E_TIMEOUT";
     case VIDMM_E_PAGE_FAULT: return "VIDMM_E_PAGE_FAULT";
+    case VIDMM_E_OVER_BUDGET: return "VIDMM_E_OVER_BUDGET";
     }
     return "VIDMM_E_UNKNOWN";
 }

@@ -13,6 +13,8 @@
 #include "vidmm/gpummu.h"
 #include "vidmm/process.h"
 #include "vidmm/device.h"
+#include "vidmm/policy.h"
+#include "vidmm/residency.h"
 #include "vidmm/driver.h"
 #include "vidmm/segment.h"
 
@@ -91,6 +93,30 @@ struct vidmm_allocation {
     uint32_t next_free;             /* free-slot list link while !live */
     uint32_t retired;               /* generation exhausted: the slot is never reused */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
+    /* Residency (residency/residency.c). */
+    int resident;                   /* has a GPU placement (else pl is its system backing) */
+    int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
+    struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
+    struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
+    int backing_valid;              /* backing holds the current content (not written since) */
+    struct vidmm_res_ref *refs;     /* per-device references (residency lists) */
+    uint32_t ref_total;
+    int offered;
+    uint32_t offer_priority;
+    int content_lost;               /* discarded while offered: reads as zero */
+    uint64_t pin_epoch;             /* == residency epoch: part of the request being served */
+    uint64_t evictions, restores;
+};
+
+/* One device's references to one allocation (an entry of the device's
+ * residency requirement list). */
+struct vidmm_res_ref {
+    struct vidmm_allocation *al;
+    struct vidmm_device *dev;
+    uint32_t count;
+    uint32_t pending;               /* evict validation scratch */
+    struct vidmm_res_ref *al_next;  /* the allocation's references */
+    struct vidmm_res_ref *dev_prev, *dev_next; /* the device's list */
 };
 
 /* ---- GpuMmu page tables and processes ------------------------------- */
@@ -131,6 +157,12 @@ struct vidmm_process {
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
+    /* Residency accounting: resident bytes it owns per segment, demand
+     * (bytes on its lists) and budgets per segment group. */
+    uint64_t seg_usage[VIDMM_MAX_SEGMENTS + 1];
+    uint64_t demand[2];
+    uint64_t budget_override[2];
+    uint64_t reservation[2];
 };
 
 /* ---- devices and contexts (device/device.c) ------------------------- */
@@ -154,6 +186,22 @@ struct vidmm_device {
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
+    /* Residency. */
+    struct vidmm_res_ref *refs;     /* its residency requirement list */
+    uint64_t ref_count;
+    struct vidmm_paging_queue *queues;
+    vidmm_trim_callback trim_cb;
+    void *trim_ctx;
+};
+
+/* A device's paging queue and its monitored fence (guarded by paging.lock). */
+struct vidmm_paging_queue {
+    struct vidmm_device *device;
+    vidmm_handle self;
+    int priority;
+    uint64_t submitted;             /* last value handed out */
+    uint64_t completed;             /* monitored fence value */
+    struct vidmm_paging_queue *next;
 };
 
 /* ---- paging --------------------------------------------------------- */
@@ -212,6 +260,13 @@ struct vidmm_adapter {
     uint32_t proc_live;
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under paging.lock */
+    struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
+    /* Residency (residency/residency.c). */
+    const struct vidmm_eviction_policy *policy;
+    void *policy_state;
+    uint64_t res_clock;             /* reference clock */
+    uint64_t res_epoch;             /* request being served (pins) */
+    struct vidmm_residency_stats res_stats;
     struct vidmm_paging paging;
     void *dummy_page;               /* what unmapped aperture pages point at */
     /* statistics */
@@ -225,6 +280,7 @@ struct vidmm_adapter {
 #define VIDMM_HANDLE_TYPE_PROCESS 2u
 #define VIDMM_HANDLE_TYPE_DEVICE 3u
 #define VIDMM_HANDLE_TYPE_CONTEXT 4u
+#define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
 
 /* mmu/page_table.c */
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
@@ -276,6 +332,37 @@ void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p);
 struct vidmm_process *vidmm_device_fault_locked(struct vidmm_adapter *a, uint64_t token, uint64_t va,
                                                 uint32_t flags);
 int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n);
+
+/* residency/residency.c */
+vidmm_status vidmm_res_init(struct vidmm_adapter *a);
+void vidmm_res_fini(struct vidmm_adapter *a);
+/* Around every change of an allocation's placement or residency: take it
+ * out of the accounting and the policy, then put it back. */
+void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* The allocation is going away: drop its references and backing. */
+void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* The backing copy is stale (the allocation moved or was written). */
+void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* A device goes: its references and queues go with it. */
+void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
+/* A process goes: allocations it owned become unowned. */
+void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
+/* Evict a resident allocation now (content kept unless offered, or
+ * not_written with a current backing copy). */
+vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written);
+/* Make a non-resident allocation resident (restore). */
+vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al);
+int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n);
+unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
+/* Effective budget of a process in a group (budget.c). */
+uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
+uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
+void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* allocation.c */
+vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                   const struct vidmm_placement *pl);
 
 /* adapter.c: one DxgkDdiQueryAdapterInfo call. */
 vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,

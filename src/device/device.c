@@ -86,6 +86,7 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->contexts)
         context_free(a, d->contexts);
+    vidmm_res_device_gone(a, d);
     struct vidmm_process *p = d->process;
     if (d->prev)
         d->prev->next = d->next;

@@ -376,11 +376,17 @@ static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p,
         al = vidmm_handle_get(a, d->object);
         if (!al)
             return VIDMM_E_INVALID_HANDLE;
+        /* An evicted allocation keeps its VA, with invalid entries: a
+         * GPU access faults until it is made resident again. */
         flags = VIDMM_PTE_VALID;
         if (d->prot & VIDMM_VA_PROT_READ_ONLY)
             flags |= VIDMM_PTE_READ_ONLY;
         if (d->prot & VIDMM_VA_PROT_NO_EXECUTE)
             flags |= VIDMM_PTE_NO_EXECUTE;
+        if (!al->resident) {
+            flags = 0;
+            al = NULL;
+        }
     } else if (d && d->state == VIDMM_VA_RESERVED && d->mode == VIDMM_VA_ZERO) {
         flags = VIDMM_PTE_VALID | VIDMM_PTE_ZERO;
     }

@@ -158,6 +158,7 @@ static void process_free(struct vidmm_adapter *a, uint32_t slot)
 {
     struct vidmm_process *p = a->procs[slot];
     vidmm_device_destroy_all(a, p);
+    vidmm_res_process_gone(a, p);
     (void)vidmm_paging_flush(a);
     vidmm_process_bind_root(a, p, p->self, 0);
     vidmm_pt_destroy(a, p->root);

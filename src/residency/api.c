@@ -1,0 +1,500 @@
+/*
+ * api.c - the public residency entries: paging queues and their fences,
+ * make-resident and evict, priorities, offer/reclaim, the policy switch
+ * and statistics.
+ *
+ * make-resident is all-or-nothing in two phases.  Prepare: validate every
+ * handle, check the budget, allocate the missing reference records (the
+ * only host allocations), pin the listed allocations for this request
+ * and restore the evicted ones (which may evict others).  Commit: take
+ * the references and tell the policy they were used; nothing can fail.
+ * A failure in prepare frees the new records: no reference changes.
+ * Allocations restored before the failure stay resident, which is
+ * harmless (they are on no new list and may be evicted again).
+ */
+#include "core/vidmm_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static struct vidmm_device *device_of(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    return vidmm_objtab_get(&a->devices, h);
+}
+
+static int lost(struct vidmm_adapter *a, const struct vidmm_device *d)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    int l = d->lost;
+    pthread_mutex_unlock(&a->paging.lock);
+    return l;
+}
+
+/* ---- paging queues ------------------------------------------------------ */
+
+vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority,
+                                       vidmm_handle *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = VIDMM_HANDLE_NULL;
+    struct vidmm_device *d = device_of(a, device);
+    if (!d)
+        return VIDMM_E_INVALID_HANDLE;
+    if (priority < VIDMM_PAGING_QUEUE_BELOW_NORMAL || priority > VIDMM_PAGING_QUEUE_ABOVE_NORMAL)
+        return VIDMM_E_INVALID_ARG;
+    if (lost(a, d))
+        return VIDMM_E_DEVICE_LOST;
+    struct vidmm_paging_queue *q = vidmm_hzalloc(a->ha, sizeof(*q), _Alignof(struct vidmm_paging_queue));
+    if (!q)
+        return VIDMM_E_NO_HOST_MEMORY;
+    vidmm_status st = vidmm_objtab_add(&a->queues, a->ha, q, &q->self);
+    if (st < 0) {
+        vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_paging_queue));
+        return st;
+    }
+    q->device = d;
+    q->priority = priority;
+    q->next = d->queues;
+    d->queues = q;
+    *out = q->self;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
+    if (!q)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_paging_queue **pp = &q->device->queues;
+    while (*pp != q)
+        pp = &(*pp)->next;
+    *pp = q->next;
+    vidmm_objtab_remove(&a->queues, q->self);
+    vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_paging_queue));
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
+{
+    if (!a || !completed)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
+    if (!q)
+        return VIDMM_E_INVALID_HANDLE;
+    pthread_mutex_lock(&a->paging.lock);
+    *completed = q->completed;
+    pthread_mutex_unlock(&a->paging.lock);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
+    if (!q)
+        return VIDMM_E_INVALID_HANDLE;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ns != UINT64_MAX) {
+        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
+        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+    }
+    vidmm_status st = VIDMM_OK;
+    pthread_mutex_lock(&a->paging.lock);
+    while (q->completed < value) {
+        int rc = timeout_ns == UINT64_MAX ? pthread_cond_wait(&a->paging.cond, &a->paging.lock)
+                                          : pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &until);
+        if (rc == ETIMEDOUT && q->completed < value) {
+            st = VIDMM_E_TIMEOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->paging.lock);
+    return st;
+}
+
+/* ---- make resident ---------------------------------------------------------- */
+
+static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vidmm_device *d)
+{
+    for (struct vidmm_res_ref *r = al->refs; r; r = r->al_next)
+        if (r->dev == d)
+            return r;
+    return NULL;
+}
+
+vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
+{
+    if (!a || !args || (args->count && !args->allocations) ||
+        (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) ||
+        (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_device *d = device_of(a, device);
+    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, args->paging_queue);
+    if (!d || !q || q->device != d)
+        return VIDMM_E_INVALID_HANDLE;
+    if (lost(a, d))
+        return VIDMM_E_DEVICE_LOST;
+    args->paging_fence_value = 0;
+    args->bytes_to_trim = 0;
+    a->res_stats.make_resident_calls++;
+    uint64_t epoch = ++a->res_epoch;
+    struct vidmm_process *p = d->process;
+    /* Validate, and count what must come in (each allocation once). */
+    uint64_t need[2] = { 0, 0 };
+    for (uint32_t i = 0; i < args->count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
+        if (!al)
+            return VIDMM_E_INVALID_HANDLE;
+        if (al->pin_epoch == epoch)
+            continue;
+        al->pin_epoch = epoch;
+        if (!al->resident)
+            need[vidmm_res_home_group(a, al)] += al->size;
+    }
+    /* The budget: usage plus what comes in. */
+    uint64_t usage = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
+    uint64_t budget = vidmm_res_budget(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
+    if (need[0] && usage + need[0] > budget && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
+        args->bytes_to_trim = usage + need[0] - budget;
+        a->res_stats.over_budget++;
+        a->res_epoch++;   /* unpin */
+        return VIDMM_E_OVER_BUDGET;
+    }
+    /* Prepare the reference records. */
+    struct vidmm_res_ref *fresh = NULL;
+    vidmm_status st = VIDMM_OK;
+    for (uint32_t i = 0; i < args->count && st >= 0; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
+        if (ref_of(al, d))
+            continue;
+        int queued = 0;
+        for (struct vidmm_res_ref *r = fresh; r && !queued; r = r->dev_next)
+            queued = r->al == al;
+        if (queued)
+            continue;
+        struct vidmm_res_ref *r = vidmm_hzalloc(a->ha, sizeof(*r), _Alignof(struct vidmm_res_ref));
+        if (!r) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            break;
+        }
+        r->al = al;
+        r->dev = d;
+        r->dev_next = fresh;
+        fresh = r;
+    }
+    /* Restore what is evicted (evicting others as needed). */
+    uint64_t restored = 0;
+    for (uint32_t i = 0; i < args->count && st >= 0; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
+        if (al->resident)
+            continue;
+        if (!al->pe.process) {   /* the first user owns it for accounting */
+            vidmm_res_leave(a, al);
+            al->pe.process = p->self;
+            vidmm_res_enter(a, al);
+        }
+        st = vidmm_res_restore(a, al);
+        restored += st >= 0;
+    }
+    if (st < 0) {
+        while (fresh) {
+            struct vidmm_res_ref *r = fresh;
+            fresh = r->dev_next;
+            vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
+        }
+        a->res_epoch++;
+        if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
+            pthread_mutex_lock(&a->paging.lock);
+            d->lost = 1;
+            pthread_mutex_unlock(&a->paging.lock);
+        }
+        return st;
+    }
+    /* Commit: link the new records, take the references, tell the policy. */
+    while (fresh) {
+        struct vidmm_res_ref *r = fresh;
+        fresh = r->dev_next;
+        struct vidmm_allocation *al = r->al;
+        r->al_next = al->refs;
+        al->refs = r;
+        r->dev_prev = NULL;
+        r->dev_next = d->refs;
+        if (d->refs)
+            d->refs->dev_prev = r;
+        d->refs = r;
+        d->ref_count++;
+        p->demand[vidmm_res_home_group(a, al)] += al->size;
+    }
+    uint64_t now = ++a->res_clock;
+    for (uint32_t i = 0; i < args->count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
+        struct vidmm_res_ref *r = ref_of(al, d);
+        r->count++;
+        al->ref_total++;
+        al->offered = 0;
+        if (!al->pe.process) {
+            vidmm_res_leave(a, al);
+            al->pe.process = p->self;
+            vidmm_res_enter(a, al);
+        }
+        if (al->pe.last_use != now) {
+            al->pe.last_use = now;
+            if (al->in_policy)
+                a->policy->touch(a->policy_state, &al->pe);
+        }
+    }
+    a->res_epoch++;   /* unpin */
+    if (restored) {
+        /* The paging work is done (synchronous paging): the queue's fence
+         * moves on with it. */
+        pthread_mutex_lock(&a->paging.lock);
+        q->completed = ++q->submitted;
+        pthread_cond_broadcast(&a->paging.cond);
+        pthread_mutex_unlock(&a->paging.lock);
+    }
+    if (usage + need[0] > budget)
+        vidmm_res_notify_trim(a, p);
+    return VIDMM_OK;
+}
+
+/* ---- evict ------------------------------------------------------------------ */
+
+vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
+                         uint32_t flags, uint64_t *bytes_to_trim)
+{
+    if (!a || (count && !allocs) || (flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO)))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_device *d = device_of(a, device);
+    if (!d)
+        return VIDMM_E_INVALID_HANDLE;
+    /* Validate: each must be on the list, as often as it is named. */
+    vidmm_status st = VIDMM_OK;
+    uint32_t i;
+    for (i = 0; i < count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        struct vidmm_res_ref *r = al ? ref_of(al, d) : NULL;
+        if (!al) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (!r || r->pending == r->count) {
+            st = VIDMM_E_STATE;
+            break;
+        }
+        r->pending++;
+    }
+    for (uint32_t j = 0; j < i; j++) {
+        struct vidmm_res_ref *r = ref_of(vidmm_handle_get(a, allocs[j]), d);
+        r->pending = 0;
+    }
+    if (st < 0)
+        return st;
+    for (i = 0; i < count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        struct vidmm_res_ref *r = ref_of(al, d);
+        /* NOT_WRITTEN_TO: the GPU did not write since make-resident, so a
+         * backing copy stays current; otherwise it is stale. */
+        if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
+            al->backing_valid = 0;
+        r->count--;
+        al->ref_total--;
+        if (r->count == 0) {
+            /* Leave the list; unlink_ref's bookkeeping with count 0. */
+            struct vidmm_res_ref **pp = &al->refs;
+            while (*pp != r)
+                pp = &(*pp)->al_next;
+            *pp = r->al_next;
+            if (r->dev_prev)
+                r->dev_prev->dev_next = r->dev_next;
+            else
+                d->refs = r->dev_next;
+            if (r->dev_next)
+                r->dev_next->dev_prev = r->dev_prev;
+            d->ref_count--;
+            d->process->demand[vidmm_res_home_group(a, al)] -= al->size;
+            vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
+        }
+        if (al->ref_total == 0 && al->resident && !(flags & VIDMM_EVICT_ONLY_IF_NECESSARY) && !al->lock_count &&
+            !al->displayed) {
+            vidmm_status e = vidmm_res_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
+            if (e < 0 && st >= 0)
+                st = e;   /* the reference is gone anyway; the bytes stay resident */
+        }
+    }
+    if (bytes_to_trim) {
+        uint64_t u = vidmm_res_usage(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);
+        uint64_t b = vidmm_res_budget(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);
+        *bytes_to_trim = u > b ? u - b : 0;
+    }
+    return st < 0 ? st : VIDMM_OK;
+}
+
+/* ---- priorities, hints, state ------------------------------------------------ */
+
+vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
+{
+    if (!a || priority == 0)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_res_leave(a, al);
+    al->pe.priority = priority;
+    vidmm_res_enter(a, al);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    al->pe.next_use = clock;
+    if (al->in_policy)
+        a->policy->touch(a->policy_state, &al->pe);
+    return VIDMM_OK;
+}
+
+uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
+{
+    return a ? a->res_clock : 0;
+}
+
+vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_residency_state *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    if (!al)
+        return VIDMM_E_INVALID_HANDLE;
+    memset(out, 0, sizeof(*out));
+    out->resident = (uint32_t)al->resident;
+    out->priority = al->pe.priority;
+    out->references = al->ref_total;
+    out->offered = (uint32_t)al->offered;
+    out->owner = al->pe.process;
+    out->evictions = al->evictions;
+    out->restores = al->restores;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    if (!policy)
+        policy = &vidmm_policy_lru;
+    if (!policy->create || !policy->destroy || !policy->insert || !policy->touch || !policy->remove ||
+        !policy->first || !policy->next)
+        return VIDMM_E_INVALID_ARG;
+    void *state = NULL;
+    vidmm_status st = policy->create(a->ha, a->segment_count, &state);
+    if (st < 0)
+        return st;
+    /* Entries' private fields belong to the old policy: clear them before
+     * the new one sees them. */
+    const struct vidmm_eviction_policy *old = a->policy;
+    void *old_state = a->policy_state;
+    struct vidmm_allocation **order = NULL;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < a->slot_used; i++)
+        n += a->slots[i] && a->slots[i]->live && a->slots[i]->in_policy;
+    if (n) {
+        order = vidmm_halloc(a->ha, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
+        if (!order) {
+            policy->destroy(state);
+            return VIDMM_E_NO_HOST_MEMORY;
+        }
+    }
+    uint64_t k = 0;
+    for (uint32_t id = 1; id < a->segment_count; id++)
+        for (struct vidmm_policy_entry *e = old->first(old_state, id); e && k < n; e = old->next(old_state, e))
+            order[k++] = (struct vidmm_allocation *)((char *)e - offsetof(struct vidmm_allocation, pe));
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (al && al->live) {
+            memset(al->pe.link, 0, sizeof(al->pe.link));
+            memset(al->pe.key, 0, sizeof(al->pe.key));
+            al->pe.flags = 0;
+        }
+    }
+    old->destroy(old_state);
+    a->policy = policy;
+    a->policy_state = state;
+    /* In the old eviction order, so the new policy starts with the same
+     * history (an insert counts as the latest use). */
+    for (uint64_t j = 0; j < k; j++)
+        policy->insert(state, &order[j]->pe);
+    vidmm_hfree(a->ha, order, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = a->res_stats;
+    return VIDMM_OK;
+}
+
+/* ---- offer / reclaim ---------------------------------------------------------- */
+
+vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
+                         uint32_t offer_priority)
+{
+    if (!a || (count && !allocs) || offer_priority < VIDMM_OFFER_LOW || offer_priority > VIDMM_OFFER_AUTO)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_device *d = device_of(a, device);
+    if (!d)
+        return VIDMM_E_INVALID_HANDLE;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        if (!al)
+            return VIDMM_E_INVALID_HANDLE;
+        if (al->lock_count || al->displayed)
+            return VIDMM_E_BUSY;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        al->offered = 1;
+        al->offer_priority = offer_priority;
+    }
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vidmm_handle *allocs, uint32_t count,
+                           uint32_t *results, uint64_t *fence)
+{
+    if (!a || (count && (!allocs || !results)))
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
+    if (!q)
+        return VIDMM_E_INVALID_HANDLE;
+    for (uint32_t i = 0; i < count; i++)
+        if (!vidmm_handle_get(a, allocs[i]))
+            return VIDMM_E_INVALID_HANDLE;
+    if (fence)
+        *fence = 0;
+    vidmm_status st = VIDMM_OK;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        results[i] = al->content_lost ? VIDMM_RECLAIM_DISCARDED : VIDMM_RECLAIM_OK;
+        al->offered = 0;
+        /* On a residency list: page it back in now. */
+        if (!al->resident && al->ref_total) {
+            vidmm_status r = vidmm_res_restore(a, al);
+            if (r < 0 && st >= 0)
+                st = r;
+        }
+    }
+    return st;
+}

@@ -1,0 +1,538 @@
+/*
+ * residency.c - residency requirement lists, eviction and restore.
+ *
+ * Model (WDDM 2).  Each device keeps a list of the allocations it needs
+ * resident, with a reference count per (device, allocation) pair
+ * (struct vidmm_res_ref, linked into both the device's list and the
+ * allocation's).  An allocation is either resident - it has a GPU
+ * placement, and its PTEs in every process are valid - or evicted: its
+ * bytes live in system pages (its placement is then the system backing)
+ * and its PTEs are invalid, so a GPU access faults.
+ *
+ * Eviction under pressure.  When a memory segment cannot hold an
+ * allocation being placed or restored, make_room() asks the eviction
+ * policy for the segment's resident allocations in eviction order and
+ * evicts, in three passes, what it may:
+ *   0. allocations no device needs (no references) and offered ones;
+ *   1. the requester's own, those of processes above their fair share of
+ *      the segment, and unowned ones;
+ *   2. anyone's - only when the requester's process is itself within its
+ *      fair share (so one process cannot evict everyone else).
+ * Never: allocations of the request being served (pinned by epoch),
+ * locked or displayed ones, or ones of higher priority than the request
+ * (MAXIMUM only by MAXIMUM).  When no victim is left the request tries
+ * its next segment; priority therefore decides how hard a preference is
+ * honoured.
+ *
+ * Backing copy.  An allocation restored from system memory keeps its
+ * system pages as a backing copy while it is resident in a memory
+ * segment.  When it is evicted and known not written since
+ * (VIDMM_EVICT_NOT_WRITTEN_TO), the copy is current and the content is
+ * discarded instead of transferred.  Any CPU lock or explicit move drops
+ * the copy.  Offered allocations are discarded outright: their content is
+ * lost and reclaim says so.
+ *
+ * Paging is synchronous with the caller today: every operation is
+ * submitted and waited for before the call returns, so make-resident
+ * answers VIDMM_OK with fence value 0 (the contract also allows
+ * VIDMM_PENDING).
+ */
+#include "core/vidmm_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ENTRY_OF(e) ((struct vidmm_allocation *)((char *)(e) - offsetof(struct vidmm_allocation, pe)))
+
+static int is_memory(const struct vidmm_adapter *a, uint32_t id)
+{
+    return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
+}
+
+static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
+{
+    return is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+}
+
+/* ---- policy state ---------------------------------------------------- */
+
+vidmm_status vidmm_res_init(struct vidmm_adapter *a)
+{
+    a->policy = &vidmm_policy_lru;
+    return a->policy->create(a->ha, a->segment_count, &a->policy_state);
+}
+
+void vidmm_res_fini(struct vidmm_adapter *a)
+{
+    if (a->policy && a->policy_state)
+        a->policy->destroy(a->policy_state);
+    a->policy_state = NULL;
+}
+
+static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+{
+    return al->pe.process ? vidmm_process_get(a, al->pe.process) : NULL;
+}
+
+void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (al->in_policy) {
+        a->policy->remove(a->policy_state, &al->pe, VIDMM_POLICY_EVICTED);
+        al->in_policy = 0;
+    }
+    struct vidmm_process *p = owner_of(a, al);
+    if (p && al->resident)
+        p->seg_usage[al->pl.segment_id] -= al->size;
+}
+
+void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    struct vidmm_process *p = owner_of(a, al);
+    if (p && al->resident)
+        p->seg_usage[al->pl.segment_id] += al->size;
+    if (al->resident && is_memory(a, al->pl.segment_id)) {
+        al->pe.segment_id = al->pl.segment_id;
+        al->pe.size = al->size;
+        a->policy->insert(a->policy_state, &al->pe);
+        al->in_policy = 1;
+    }
+}
+
+void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (al->backing.sys)
+        vidmm_unplace(a, al, &al->backing);
+    al->backing_valid = 0;
+}
+
+/* ---- eviction ---------------------------------------------------------- */
+
+/* Move a resident allocation out: content to system pages (or dropped),
+ * PTEs invalid.  Fails only for host memory / commit limit, changing
+ * nothing. */
+static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
+{
+    vidmm_status st;
+    int discard = al->offered || (not_written && al->backing.sys && al->backing_valid);
+    if (is_memory(a, al->pl.segment_id)) {
+        struct vidmm_placement bk = al->backing;
+        int fresh = !bk.sys;
+        if (fresh) {
+            st = vidmm_place(a, al, 0, 0, &bk);
+            if (st < 0)
+                return st;
+        }
+        vidmm_res_leave(a, al);
+        if (discard) {
+            st = vidmm_discard_content(a, al, &al->pl);
+            if (st >= 0 && al->offered && (fresh || !al->backing_valid)) {
+                memset(bk.sys, 0, (size_t)al->size);   /* the content is gone: it reads as zero */
+                al->content_lost = 1;
+            }
+        } else {
+            st = vidmm_copy_content(a, al, &al->pl, &bk);
+        }
+        if (st >= 0) {
+            al->resident = 0;
+            st = vidmm_process_remap_allocation(a, al);   /* invalid entries before the pages go */
+        }
+        if (st >= 0)
+            st = vidmm_paging_flush(a);
+        if (st < 0) {
+            /* A driver failure: keep the allocation where it was. */
+            al->resident = 1;
+            (void)vidmm_process_remap_allocation(a, al);
+            (void)vidmm_paging_flush(a);
+            if (fresh)
+                vidmm_unplace(a, al, &bk);
+            vidmm_res_enter(a, al);
+            return st;
+        }
+        vidmm_unplace(a, al, &al->pl);
+        al->pl = bk;
+        memset(&al->backing, 0, sizeof(al->backing));
+        al->backing_valid = 0;
+        a->res_stats.evictions++;
+        if (discard) {
+            a->res_stats.discards++;
+            a->res_stats.bytes_discarded += al->size;
+        } else {
+            a->res_stats.bytes_evicted += al->size;
+        }
+    } else {
+        /* System pages: nothing moves; the aperture mapping (kept only
+         * while resident) and the PTEs go. */
+        vidmm_res_leave(a, al);
+        if (al->pl.ap_mapped && !al->displayed)
+            vidmm_aperture_unmap(a, al, &al->pl);
+        if (!al->pl.ap_mapped)
+            al->pl.segment_id = 0;
+        al->resident = 0;
+        st = vidmm_process_remap_allocation(a, al);
+        vidmm_status f = vidmm_paging_flush(a);
+        if (st >= 0)
+            st = f;
+        a->res_stats.evictions++;
+        if (st < 0) {
+            al->resident = 1;
+            vidmm_res_enter(a, al);
+            return st;
+        }
+    }
+    al->evictions++;
+    vidmm_res_enter(a, al);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
+{
+    return evict_one(a, al, not_written);
+}
+
+static int evictable(const struct vidmm_adapter *a, const struct vidmm_allocation *v,
+                     const struct vidmm_allocation *req, uint32_t prio, int pass, const struct vidmm_process *rp,
+                     uint64_t fair)
+{
+    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed)
+        return 0;
+    if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
+        return 0;
+    if (v->ref_total == 0 || v->offered)
+        return 1;
+    if (pass == 0)
+        return 0;
+    const struct vidmm_process *o = owner_of(a, v);
+    if (!o || o == rp || o->seg_usage[v->pl.segment_id] > fair)
+        return 1;
+    if (pass == 1)
+        return 0;
+    return !rp || rp->seg_usage[v->pl.segment_id] < fair;
+}
+
+/* Processes holding bytes in segment id (plus the requester). */
+static uint64_t fair_share(const struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *rp)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        const struct vidmm_process *p = a->procs[i];
+        if (p && (p->seg_usage[id] || p == rp))
+            n++;
+    }
+    return a->seg[id].size / (n ? n : 1);
+}
+
+#define VICTIM_BATCH 32u
+
+/* Evict from segment id until `need` more bytes are free, or nothing
+ * more may go.  VIDMM_E_NO_SEGMENT_SPACE when nothing was evicted. */
+static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint64_t need)
+{
+    struct vidmm_segment *s = &a->seg[id];
+    const struct vidmm_process *rp = owner_of(a, req);
+    uint32_t prio = req->pe.priority;
+    uint64_t fair = fair_share(a, id, rp);
+    uint64_t freed = 0;
+    for (int pass = 0; pass < 3 && freed < need; pass++) {
+        for (;;) {
+            /* Collect a batch first: the policy's order must not change
+             * under the iteration. */
+            struct vidmm_allocation *batch[VICTIM_BATCH];
+            uint32_t n = 0;
+            uint64_t bytes = 0;
+            for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && n < VICTIM_BATCH;
+                 e = a->policy->next(a->policy_state, e)) {
+                struct vidmm_allocation *v = ENTRY_OF(e);
+                if (!evictable(a, v, req, prio, pass, rp, fair))
+                    continue;
+                batch[n++] = v;
+                bytes += v->size;
+                if (freed + bytes >= need)
+                    break;
+            }
+            if (n == 0)
+                break;
+            for (uint32_t i = 0; i < n; i++) {
+                vidmm_status st = evict_one(a, batch[i], 0);
+                if (st < 0)
+                    return freed ? VIDMM_OK : st;
+                freed += batch[i]->size;
+            }
+            if (freed >= need)
+                break;
+        }
+    }
+    (void)s;
+    return freed ? VIDMM_OK : VIDMM_E_NO_SEGMENT_SPACE;
+}
+
+/* ---- placement with eviction ------------------------------------------ */
+
+/* Supported segments in placement order (as placement.c orders them). */
+static uint32_t order_of(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                         uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS])
+{
+    uint32_t n = 0, taken = 0;
+    int from_end = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
+    for (uint32_t slot = 0; slot < VIDMM_PREF_SLOTS; slot++) {
+        uint32_t id = VIDMM_PREF_ID(al->info.preferred_segment, slot);
+        if (id == 0)
+            break;
+        if (taken & VIDMM_SEGMENT_BIT(id))
+            continue;
+        taken |= VIDMM_SEGMENT_BIT(id);
+        top[n] = VIDMM_PREF_TOP(al->info.preferred_segment, slot) ? 1 : from_end;
+        order[n++] = id;
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t id = 1; id < a->segment_count; id++) {
+            if (!(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(id)) || (taken & VIDMM_SEGMENT_BIT(id)))
+                continue;
+            if ((pass == 0) != is_memory(a, id))
+                continue;
+            taken |= VIDMM_SEGMENT_BIT(id);
+            top[n] = from_end;
+            order[n++] = id;
+        }
+    return n;
+}
+
+/* The group an allocation is meant for: that of its first choice. */
+unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+{
+    uint32_t order[VIDMM_MAX_SEGMENTS];
+    int top[VIDMM_MAX_SEGMENTS];
+    return order_of(a, al, order, top) ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+}
+
+/* Place al in memory segment id, evicting as needed. */
+static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
+                                   struct vidmm_placement *pl)
+{
+    for (;;) {
+        vidmm_status st = vidmm_place(a, al, id, top, pl);
+        if (st != VIDMM_E_NO_SEGMENT_SPACE)
+            return st;
+        const struct vidmm_segment *s = &a->seg[id];
+        uint64_t free_bytes = s->size - s->committed;
+        uint64_t need = al->size > free_bytes ? al->size - free_bytes : al->size;
+        /* Enough bytes are free but not in one piece: evict in policy
+         * order until a hole forms (one victim's worth at a time). */
+        if (al->size <= free_bytes)
+            need = 1;
+        st = make_room(a, id, al, need);
+        if (st < 0)
+            return VIDMM_E_NO_SEGMENT_SPACE;
+    }
+}
+
+/* Restore an evicted allocation into memory segment id (evicting) or
+ * map it where it is (aperture / system). */
+static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top)
+{
+    vidmm_status st;
+    if (is_memory(a, id)) {
+        if (al->lock_count)
+            return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
+        struct vidmm_placement dst;
+        st = place_evicting(a, al, id, top, &dst);
+        if (st < 0)
+            return st;
+        st = vidmm_process_prepare_move(a, al, &dst);
+        if (st >= 0)
+            st = al->content_lost ? vidmm_fill_content(a, al, &dst, 0) : vidmm_copy_content(a, al, &al->pl, &dst);
+        if (st >= 0)
+            st = vidmm_paging_flush(a);
+        if (st < 0) {
+            vidmm_unplace(a, al, &dst);
+            return st;
+        }
+        /* The system pages stay as the backing copy. */
+        al->backing = al->pl;
+        al->backing_valid = !al->content_lost;
+        al->pl = dst;
+        if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
+            al->pl.pages.ext = al->pl.pages.inline_ext;
+        a->res_stats.bytes_restored += al->size;
+    } else {
+        const struct vidmm_segment *s = &a->seg[id];
+        int map = s->kind == VIDMM_SEGMENT_KIND_AGP ||
+                  (s->kind == VIDMM_SEGMENT_KIND_APERTURE && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY));
+        if (map && !al->pl.ap_mapped) {
+            st = vidmm_aperture_map(a, al, &al->pl, id);
+            if (st < 0)
+                return st;
+            al->pl.segment_id = id;
+        }
+        if (al->content_lost)
+            memset(al->pl.sys, 0, (size_t)al->size);
+    }
+    al->content_lost = 0;
+    al->resident = 1;
+    st = vidmm_process_remap_allocation(a, al);
+    vidmm_status f = vidmm_paging_flush(a);
+    al->restores++;
+    a->res_stats.restores++;
+    return st < 0 ? st : f;
+}
+
+vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (al->resident)
+        return VIDMM_OK;
+    uint32_t order[VIDMM_MAX_SEGMENTS];
+    int top[VIDMM_MAX_SEGMENTS];
+    uint32_t n = order_of(a, al, order, top);
+    vidmm_status last = VIDMM_E_NO_SEGMENT_SPACE;
+    vidmm_res_leave(a, al);
+    for (uint32_t i = 0; i < n; i++) {
+        vidmm_status st = restore_into(a, al, order[i], top[i]);
+        if (st >= 0) {
+            vidmm_res_enter(a, al);
+            return VIDMM_OK;
+        }
+        last = st;
+        if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE)
+            break;
+    }
+    vidmm_res_enter(a, al);
+    return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE ? VIDMM_E_NO_SEGMENT_SPACE : last;
+}
+
+/* ---- teardown hooks ------------------------------------------------------ */
+
+static void unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
+{
+    struct vidmm_allocation *al = r->al;
+    struct vidmm_device *d = r->dev;
+    struct vidmm_res_ref **pp = &al->refs;
+    while (*pp != r)
+        pp = &(*pp)->al_next;
+    *pp = r->al_next;
+    if (r->dev_prev)
+        r->dev_prev->dev_next = r->dev_next;
+    else
+        d->refs = r->dev_next;
+    if (r->dev_next)
+        r->dev_next->dev_prev = r->dev_prev;
+    al->ref_total -= r->count;
+    d->ref_count--;
+    d->process->demand[vidmm_res_home_group(a, al)] -= al->size;
+    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
+}
+
+void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    while (al->refs)
+        unlink_ref(a, al->refs);
+    vidmm_res_leave(a, al);
+    a->policy->remove(a->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
+    vidmm_res_drop_backing(a, al);
+}
+
+void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
+{
+    while (d->refs)
+        unlink_ref(a, d->refs);
+    while (d->queues) {
+        struct vidmm_paging_queue *q = d->queues;
+        d->queues = q->next;
+        vidmm_objtab_remove(&a->queues, q->self);
+        vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_paging_queue));
+    }
+}
+
+void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (al && al->live && al->pe.process == p->self) {
+            vidmm_res_leave(a, al);
+            al->pe.process = 0;
+            vidmm_res_enter(a, al);
+        }
+    }
+}
+
+/* ---- the checker ----------------------------------------------------------- */
+
+int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = 0;
+    uint64_t usage[VIDMM_MAX_PROCESSES][VIDMM_MAX_SEGMENTS + 1];
+    memset(usage, 0, sizeof(usage));
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        const struct vidmm_allocation *al = a->slots[i];
+        if (!al || !al->live)
+            continue;
+        uint32_t total = 0;
+        for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+            total += r->count;
+            if (r->al != al || !r->count) {
+                e++;
+                snprintf(msg, n, "allocation %u: bad residency reference", i);
+            }
+        }
+        if (total != al->ref_total) {
+            e++;
+            snprintf(msg, n, "allocation %u: %u references, counter says %u", i, total, al->ref_total);
+        }
+        int want = al->resident && is_memory(a, al->pl.segment_id);
+        if (want != al->in_policy) {
+            e++;
+            snprintf(msg, n, "allocation %u: policy membership %d, expected %d", i, al->in_policy, want);
+        }
+        if (!al->resident && (!al->pl.sys || (al->pl.ap_mapped && !al->displayed))) {
+            e++;
+            snprintf(msg, n, "allocation %u: evicted but not in plain system pages", i);
+        }
+        if (al->backing.sys && !is_memory(a, al->pl.segment_id)) {
+            e++;
+            snprintf(msg, n, "allocation %u: backing copy outside a memory segment", i);
+        }
+        if (al->pe.priority == 0) {
+            e++;
+            snprintf(msg, n, "allocation %u: priority 0", i);
+        }
+        if (al->resident && al->pe.process) {
+            const struct vidmm_process *p = owner_of(a, al);
+            if (!p) {
+                e++;
+                snprintf(msg, n, "allocation %u: owned by a dead process", i);
+            } else {
+                usage[(uint32_t)p->self & 0xFFFFFFu][al->pl.segment_id] += al->size;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        const struct vidmm_process *p = a->procs[i];
+        if (!p)
+            continue;
+        for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
+            if (p->seg_usage[id] != usage[i][id]) {
+                e++;
+                snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", i, id,
+                         (unsigned long long)p->seg_usage[id], (unsigned long long)usage[i][id]);
+            }
+        for (const struct vidmm_device *d = p->devices; d; d = d->next) {
+            uint64_t refs = 0;
+            for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next) {
+                refs++;
+                if (r->dev != d || (r->dev_next && r->dev_next->dev_prev != r)) {
+                    e++;
+                    snprintf(msg, n, "process %u: residency list broken", i);
+                    break;
+                }
+            }
+            if (refs != d->ref_count) {
+                e++;
+                snprintf(msg, n, "process %u: device lists %llu allocations, counter %llu", i,
+                         (unsigned long long)refs, (unsigned long long)d->ref_count);
+            }
+        }
+    }
+    if (a->policy->check && a->policy->check(a->policy_state)) {
+        e++;
+        snprintf(msg, n, "eviction policy %s: state inconsistent", a->policy->name);
+    }
+    return e;
+}
