@@ -44,6 +44,16 @@ typedef uint64_t vidmm_handle;
 vidmm_status vidmm_allocation_create(struct vidmm_adapter *adapter, const void *private_data,
                                      size_t private_data_size, vidmm_handle *out);
 
+/* D3DKMT_CREATEALLOCATIONFLAGS.CreateResident: vidmm_allocation_create is
+ * create2 with VIDMM_CREATE_RESIDENT.  Without it the allocation starts
+ * evicted - zero bytes in system memory, no GPU placement, never
+ * VIDMM_E_NO_SEGMENT_SPACE - and becomes resident on its first
+ * make-resident (vidmm/residency.h): this is how a process creates more
+ * than the GPU holds. */
+#define VIDMM_CREATE_RESIDENT 0x1u
+vidmm_status vidmm_allocation_create2(struct vidmm_adapter *adapter, const void *private_data,
+                                      size_t private_data_size, uint32_t flags, vidmm_handle *out);
+
 /* Release the allocation and its placement.  VIDMM_E_BUSY while locked. */
 vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *adapter, vidmm_handle h);
 

@@ -51,6 +51,10 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
                              struct seg_sum *sum, struct report *r)
 {
     const struct vidmm_placement *pl = &al->pl;
+    if (al->backing.sys) {   /* the system copy kept while resident in memory */
+        sum[0].committed += al->size;
+        sum[0].allocations++;
+    }
     if (al->size == 0 || al->size < al->info.size)
         bad(r, "allocation %u: size 0x%llx below requested 0x%llx", idx, (unsigned long long)al->size,
             (unsigned long long)al->info.size);

@@ -99,7 +99,13 @@ static vidmm_status validate_info(const struct vidmm_adapter *a, struct vidmm_al
 
 vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
 {
-    if (!a || !out)
+    return vidmm_allocation_create2(a, priv, priv_size, VIDMM_CREATE_RESIDENT, out);
+}
+
+vidmm_status vidmm_allocation_create2(struct vidmm_adapter *a, const void *priv, size_t priv_size, uint32_t flags,
+                                      vidmm_handle *out)
+{
+    if (!a || !out || (flags & ~VIDMM_CREATE_RESIDENT))
         return VIDMM_E_INVALID_ARG;
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_allocation_info info;
@@ -129,7 +135,7 @@ vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, 
     al->self = h;
     al->size = probe.size;
     al->alignment = probe.alignment;
-    al->resident = 1;   /* created resident (CreateResident) */
+    al->resident = (flags & VIDMM_CREATE_RESIDENT) != 0;
     al->pe.allocation = h;
     al->pe.priority = info.priority ? info.priority : VIDMM_PRIORITY_NORMAL;
     al->pe.next_use = VIDMM_NEXT_USE_NEVER;
@@ -137,7 +143,8 @@ vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, 
     /* Creation takes free space only: it never evicts (make-resident
      * does), so a full adapter refuses new allocations it cannot place
      * in any supported segment (docs/DECISIONS.md D20). */
-    st = vidmm_place_first_fit(a, al, &al->pl);
+    /* Evicted from the start: system pages only (zeroed below). */
+    st = al->resident ? vidmm_place_first_fit(a, al, &al->pl) : vidmm_place(a, al, 0, 0, &al->pl);
     if (st < 0)
         goto undo_handle;
     /* First page-in of a content-less allocation: Fill with zero. */

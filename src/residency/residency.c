@@ -12,11 +12,12 @@
  * Eviction under pressure.  When a memory segment cannot hold an
  * allocation being placed or restored, make_room() asks the eviction
  * policy for the segment's resident allocations in eviction order and
- * evicts, in three passes, what it may:
- *   0. allocations no device needs (no references) and offered ones;
- *   1. the requester's own, those of processes above their fair share of
+ * evicts, in four passes, what it may:
+ *   0. offered allocations (their content is simply dropped);
+ *   1. allocations no device needs (no references);
+ *   2. the requester's own, those of processes above their fair share of
  *      the segment, and unowned ones;
- *   2. anyone's - only when the requester's process is itself within its
+ *   3. anyone's - only when the requester's process is itself within its
  *      fair share (so one process cannot evict everyone else).
  * Never: allocations of the request being served (pinned by epoch),
  * locked or displayed ones, or ones of higher priority than the request
@@ -197,14 +198,18 @@ static int evictable(const struct vidmm_adapter *a, const struct vidmm_allocatio
         return 0;
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
-    if (v->ref_total == 0 || v->offered)
-        return 1;
+    if (v->offered)
+        return 1;                  /* pass 0 on: content may simply be dropped */
     if (pass == 0)
+        return 0;
+    if (v->ref_total == 0)
+        return 1;                  /* no device needs it */
+    if (pass == 1)
         return 0;
     const struct vidmm_process *o = owner_of(a, v);
     if (!o || o == rp || o->seg_usage[v->pl.segment_id] > fair)
         return 1;
-    if (pass == 1)
+    if (pass == 2)
         return 0;
     return !rp || rp->seg_usage[v->pl.segment_id] < fair;
 }
@@ -232,7 +237,7 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     uint32_t prio = req->pe.priority;
     uint64_t fair = fair_share(a, id, rp);
     uint64_t freed = 0;
-    for (int pass = 0; pass < 3 && freed < need; pass++) {
+    for (int pass = 0; pass < 4 && freed < need; pass++) {
         for (;;) {
             /* Collect a batch first: the policy's order must not change
              * under the iteration. */

@@ -1,0 +1,618 @@
+/*
+ * residency_test.c - residency lists, eviction, restore, budgets, offer
+ * and reclaim, end to end on softgpu.  The oracle for content and page
+ * tables is softgpu's MMU walker: an evicted allocation's VA faults, a
+ * resident one reads its seeded pattern at the same VA wherever vidmm put
+ * its bytes.  vidmm_adapter_check() after every step.
+ */
+#include "gpuva_common.h"
+#include "harness/fault_alloc.h"
+#include "harness/test.h"
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1ull << 20)
+#define KIB (1ull << 10)
+
+struct rs_fx {
+    struct fault_alloc fa;
+    struct softgpu *sg;
+    struct vidmm_adapter *a;
+};
+
+/* dgpu with a 32 MiB visible and a 64 MiB invisible segment. */
+static int fx_open(struct rs_fx *f)
+{
+    memset(f, 0, sizeof(*f));
+    fault_alloc_init(&f->fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = 32 * MIB;
+    cfg.segment_size[2] = 64 * MIB;
+    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
+    if (!f->sg)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof(ci));
+    softgpu_fill_adapter_create_info(f->sg, &ci);
+    ci.host_allocator = &f->fa.ha;
+    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
+    return f->a ? 0 : -1;
+}
+
+static int checked(struct rs_fx *f)
+{
+    char rep[2048];
+    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
+    if (e)
+        fprintf(stderr, "%s\n", rep);
+    return e;
+}
+
+static void fx_close(struct rs_fx *f)
+{
+    T_EQ(checked(f), 0);
+    vidmm_adapter_close(f->a);
+    T_EQ(f->fa.live_blocks, 0);
+    softgpu_destroy(f->sg);
+}
+
+/* A CPU-visible allocation created evicted, filled with seed's pattern
+ * while in system memory. */
+static vidmm_handle make_alloc(struct rs_fx *f, uint32_t set, uint64_t size, uint64_t seed)
+{
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.kind = SOFTGPU_ALLOC_EXPLICIT;
+    d.info.size = size;
+    d.info.supported_write_segment_set = set;
+    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    vidmm_handle h = 0;
+    T_ST(vidmm_allocation_create2(f->a, &d, sizeof(d), 0, &h), VIDMM_OK);
+    if (h && seed)
+        gv_pattern(f->a, h, seed);
+    return h;
+}
+
+struct proc {
+    vidmm_handle p, d, q;
+};
+
+static void proc_open(struct rs_fx *f, struct proc *pr)
+{
+    T_ST(vidmm_process_create(f->a, &pr->p), VIDMM_OK);
+    T_ST(vidmm_device_create(f->a, pr->p, &pr->d), VIDMM_OK);
+    T_ST(vidmm_paging_queue_create(f->a, pr->d, VIDMM_PAGING_QUEUE_NORMAL, &pr->q), VIDMM_OK);
+}
+
+static vidmm_status mres(struct rs_fx *f, const struct proc *pr, const vidmm_handle *h, uint32_t n, uint32_t flags,
+                         uint64_t *trim)
+{
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof(m));
+    m.paging_queue = pr->q;
+    m.allocations = h;
+    m.count = n;
+    m.flags = flags;
+    vidmm_status st = vidmm_make_resident(f->a, pr->d, &m);
+    if (trim)
+        *trim = m.bytes_to_trim;
+    if (st == VIDMM_PENDING)
+        T_ST(vidmm_paging_queue_wait(f->a, pr->q, m.paging_fence_value, UINT64_MAX), VIDMM_OK);
+    return st;
+}
+
+static uint32_t resident(struct rs_fx *f, vidmm_handle h)
+{
+    struct vidmm_residency_state r;
+    T_ST(vidmm_allocation_residency(f->a, h, &r), VIDMM_OK);
+    return r.resident;
+}
+
+static uint32_t segment_of(struct rs_fx *f, vidmm_handle h)
+{
+    struct vidmm_allocation_state s;
+    T_ST(vidmm_allocation_query(f->a, h, &s), VIDMM_OK);
+    return s.segment_id;
+}
+
+#define MEM (VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2))
+#define INVIS VIDMM_SEGMENT_BIT(2)
+
+/* make-resident, evict, restore: same VA, same bytes, faults in between. */
+static void evict_restore_same_va(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle h = make_alloc(&f, INVIS, 4 * MIB, 77);
+    T_EQ(resident(&f, h), 0);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, h, 0, 4 * MIB, 0, 0, &va), VIDMM_OK);
+    T_CHECK(gv_gpu_faults(f.a, f.sg, pr.p, va));   /* evicted: invalid entries */
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, h), 1);
+    T_EQ(segment_of(&f, h), 2);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 77));
+    T_EQ(checked(&f), 0);
+    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, h), 0);
+    T_EQ(segment_of(&f, h), 0);
+    T_CHECK(gv_gpu_faults(f.a, f.sg, pr.p, va));
+    T_EQ(checked(&f), 0);
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 77));
+    /* References count: two make-resident need two evicts. */
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, h), 1);
+    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, h), 0);
+    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_E_STATE);   /* not on the list any more */
+    struct vidmm_residency_stats s;
+    T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
+    T_EQ_U64(s.evictions, 2);
+    T_EQ_U64(s.restores, 2);
+    fx_close(&f);
+}
+
+/* How many of h[0..n) are resident, and whether the evicted ones form a
+ * prefix (the oldest went first). */
+static int resident_suffix(struct rs_fx *f, const vidmm_handle *h, int n, int *count)
+{
+    int c = 0, prefix = 1, seen_resident = 0;
+    for (int i = 0; i < n; i++) {
+        int r = (int)resident(f, h[i]);
+        c += r;
+        if (r)
+            seen_resident = 1;
+        else if (seen_resident)
+            prefix = 0;
+    }
+    *count = c;
+    return prefix;
+}
+
+/* A full segment: make-resident evicts the least recently used. */
+static void pressure_evicts_lru(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle h[20];
+    for (int i = 0; i < 20; i++) {
+        h[i] = make_alloc(&f, INVIS, 4 * MIB, 100 + (uint64_t)i);
+        T_ST(mres(&f, &pr, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_EQ(checked(&f), 0);
+    }
+    /* 64 MiB (less the page tables) hold 15 or 16: the oldest went. */
+    int n = 0;
+    T_CHECK(resident_suffix(&f, h, 20, &n));
+    T_CHECK(n == 15 || n == 16);
+    int first = 20 - n;   /* the oldest resident one */
+    /* Touch it: the next victim is the one after it. */
+    T_ST(mres(&f, &pr, &h[first], 1, 0, NULL), VIDMM_OK);
+    T_ST(mres(&f, &pr, &h[0], 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, h[first]), 1);
+    T_EQ(resident(&f, h[first + 1]), 0);
+    T_EQ(resident(&f, h[0]), 1);
+    /* Everyone still holds its bytes at one VA. */
+    for (int i = 0; i < 20; i++) {
+        uint64_t va = 0;
+        T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, h[i], 0, 4 * MIB, 0, 0, &va), VIDMM_OK);
+        if (!resident(&f, h[i]))
+            T_CHECK(gv_gpu_faults(f.a, f.sg, pr.p, va));
+        T_ST(mres(&f, &pr, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 100 + (uint64_t)i));
+    }
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* A request larger than what may be evicted fails and changes no
+ * reference; pinned (listed in the same request) are never victims. */
+static void all_or_nothing(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle h[17];
+    for (int i = 0; i < 17; i++)
+        h[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+    /* 17 x 4 MiB in one request cannot fit a 64 MiB segment. */
+    T_ST(mres(&f, &pr, h, 17, 0, NULL), VIDMM_E_NO_SEGMENT_SPACE);
+    for (int i = 0; i < 17; i++) {
+        struct vidmm_residency_state r;
+        T_ST(vidmm_allocation_residency(f.a, h[i], &r), VIDMM_OK);
+        T_EQ(r.references, 0);
+    }
+    T_EQ(checked(&f), 0);
+    T_ST(mres(&f, &pr, h, 15, 0, NULL), VIDMM_OK);
+    for (int i = 0; i < 15; i++)
+        T_EQ(resident(&f, h[i]), 1);
+    T_ST(vidmm_evict(f.a, pr.d, h, 15, 0, NULL), VIDMM_OK);
+    /* Bad input changes nothing. */
+    vidmm_handle bad[2] = { h[0], 12345 };
+    T_ST(mres(&f, &pr, bad, 2, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(mres(&f, &pr, h, 1, 0x80, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(mres(&f, &pr, h, 1, VIDMM_MAKE_RESIDENT_MUST_SUCCEED, NULL), VIDMM_E_INVALID_ARG);
+    struct vidmm_residency_state r;
+    T_ST(vidmm_allocation_residency(f.a, h[0], &r), VIDMM_OK);
+    T_EQ(r.references, 0);
+    T_ST(vidmm_evict(f.a, pr.d, bad, 2, 0, NULL), VIDMM_E_STATE);   /* h[0] is not listed */
+    T_ST(mres(&f, &pr, h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, bad, 2, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_evict(f.a, pr.d, h, 1, 0x10, NULL), VIDMM_E_INVALID_ARG);
+    /* Evicting twice what is listed once: refused as a whole. */
+    vidmm_handle twice[2] = { h[0], h[0] };
+    T_ST(vidmm_evict(f.a, pr.d, twice, 2, 0, NULL), VIDMM_E_STATE);
+    T_ST(vidmm_allocation_residency(f.a, h[0], &r), VIDMM_OK);
+    T_EQ(r.references, 1);
+    /* A queue of another device is refused. */
+    struct proc other;
+    proc_open(&f, &other);
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.paging_queue = other.q;
+    m.allocations = h;
+    m.count = 1;
+    T_ST(vidmm_make_resident(f.a, pr.d, &m), VIDMM_E_INVALID_HANDLE);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* Higher priority is not evicted for a lower one: the request falls back
+ * to its next segment instead. */
+static void priority_honoured(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle hi[17];
+    for (int i = 0; i < 17; i++) {
+        hi[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+        T_ST(vidmm_allocation_set_priority(f.a, hi[i], VIDMM_PRIORITY_HIGH), VIDMM_OK);
+        T_ST(mres(&f, &pr, &hi[i], 1, 0, NULL), VIDMM_OK);
+    }
+    int n = 0;
+    T_CHECK(resident_suffix(&f, hi, 17, &n));   /* segment 2 is full of HIGH allocations */
+    T_CHECK(n < 17);
+    vidmm_handle lo = make_alloc(&f, VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(1), 4 * MIB, 9);
+    T_ST(vidmm_allocation_set_priority(f.a, lo, VIDMM_PRIORITY_LOW), VIDMM_OK);
+    T_ST(mres(&f, &pr, &lo, 1, 0, NULL), VIDMM_OK);
+    T_EQ(segment_of(&f, lo), 1);
+    int n2 = 0;
+    (void)resident_suffix(&f, hi, 17, &n2);
+    T_EQ(n2, n);
+    /* A LOW allocation allowed only in segment 2 cannot get in at all. */
+    vidmm_handle lo2 = make_alloc(&f, INVIS, 4 * MIB, 0);
+    T_ST(vidmm_allocation_set_priority(f.a, lo2, VIDMM_PRIORITY_LOW), VIDMM_OK);
+    T_ST(mres(&f, &pr, &lo2, 1, 0, NULL), VIDMM_E_NO_SEGMENT_SPACE);
+    T_ST(vidmm_allocation_set_priority(f.a, lo2, 0), VIDMM_E_INVALID_ARG);
+    /* HIGH for HIGH: the least recently used HIGH goes. */
+    T_ST(vidmm_allocation_set_priority(f.a, lo2, VIDMM_PRIORITY_HIGH), VIDMM_OK);
+    T_ST(mres(&f, &pr, &lo2, 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, hi[17 - n]), 0);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* Fair share: a process within its share gets memory by evicting one
+ * above its share; a process above its share then only evicts its own. */
+static void fair_share(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc p1, p2;
+    proc_open(&f, &p1);
+    proc_open(&f, &p2);
+    vidmm_handle a1[16], a2[6];
+    for (int i = 0; i < 16; i++)
+        a1[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+    for (int i = 0; i < 6; i++)
+        a2[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+    for (int i = 0; i < 16; i++)
+        T_ST(mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    /* p2 (24 MiB, within its 32 MiB share) gets in by evicting p1's. */
+    for (int i = 0; i < 6; i++)
+        T_ST(mres(&f, &p2, &a2[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    for (int i = 0; i < 6; i++)
+        T_EQ(resident(&f, a2[i]), 1);
+    /* p1 (about 40 MiB, over its share) asks for its evicted ones back:
+     * it may only evict its own, so p2's all stay. */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 16; i++)
+            if (!resident(&f, a1[i]))
+                T_ST(mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    for (int i = 0; i < 6; i++)
+        T_EQ(resident(&f, a2[i]), 1);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+static uint64_t trim_calls, trim_bytes;
+static void on_trim(void *ctx, vidmm_handle device, uint32_t flags, uint64_t bytes)
+{
+    (void)ctx;
+    (void)device;
+    T_EQ(flags, VIDMM_TRIM_TO_BUDGET);
+    trim_calls++;
+    trim_bytes = bytes;
+}
+
+/* Budgets: query, reservation, over-budget refusal with bytes to trim,
+ * trim notifications; usage <= budget once the process trimmed. */
+static void budgets(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    struct vidmm_video_memory_info vi;
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
+    T_EQ_U64(vi.budget, 96 * MIB);
+    T_EQ_U64(vi.current_usage, 0);
+    T_CHECK(vi.available_for_reservation <= vi.budget);
+    T_ST(vidmm_change_video_memory_reservation(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 16 * MIB), VIDMM_OK);
+    T_ST(vidmm_change_video_memory_reservation(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, vi.budget + 1),
+         VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
+    T_EQ_U64(vi.current_reservation, 16 * MIB);
+    T_ST(vidmm_register_trim_notification(f.a, pr.d, on_trim, NULL), VIDMM_OK);
+    vidmm_handle h[6];
+    for (int i = 0; i < 6; i++)
+        h[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+    T_ST(mres(&f, &pr, h, 4, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
+    T_EQ_U64(vi.current_usage, 16 * MIB);
+    /* The OS lowers the budget to 12 MiB: a trim notification says 4. */
+    trim_calls = 0;
+    T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 12 * MIB), VIDMM_OK);
+    T_EQ_U64(trim_calls, 1);
+    T_EQ_U64(trim_bytes, 4 * MIB);
+    /* Over budget: refused with the bytes to trim, nothing changed. */
+    uint64_t trim = 0;
+    T_ST(mres(&f, &pr, &h[4], 2, 0, &trim), VIDMM_E_OVER_BUDGET);
+    T_EQ_U64(trim, 12 * MIB);
+    T_EQ(resident(&f, h[4]), 0);
+    /* Trim, retry: fits. */
+    uint64_t left = 0;
+    T_ST(vidmm_evict(f.a, pr.d, h, 2, 0, &left), VIDMM_OK);
+    T_EQ_U64(left, 0);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
+    T_CHECK(vi.current_usage <= vi.budget);
+    T_ST(mres(&f, &pr, &h[4], 1, 0, &trim), VIDMM_OK);
+    /* CantTrimFurther: succeeds over budget, and the process is told. */
+    trim_calls = 0;
+    T_ST(mres(&f, &pr, &h[5], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    T_EQ_U64(trim_calls, 1);
+    T_ST(vidmm_query_video_memory_info(NULL, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.d, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, (enum vidmm_segment_group)2, &vi), VIDMM_E_INVALID_ARG);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* Offered allocations are discarded under pressure; reclaim says so and
+ * the content reads as zero.  Not-offered ones keep their bytes. */
+static void offer_reclaim(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle keep = make_alloc(&f, INVIS, 24 * MIB, 5);
+    vidmm_handle off = make_alloc(&f, INVIS, 24 * MIB, 6);
+    vidmm_handle big = make_alloc(&f, INVIS, 24 * MIB, 7);
+    vidmm_handle both[2] = { keep, off };
+    T_ST(mres(&f, &pr, both, 2, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, both, 2, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_EQ(resident(&f, off), 1);
+    T_ST(vidmm_offer(f.a, pr.d, &off, 1, VIDMM_OFFER_LOW), VIDMM_OK);
+    T_ST(vidmm_offer(f.a, pr.d, &off, 1, 9), VIDMM_E_INVALID_ARG);
+    T_ST(mres(&f, &pr, &big, 1, 0, NULL), VIDMM_OK);
+    T_EQ(resident(&f, off), 0);   /* the offered one went, not the LRU one */
+    T_EQ(resident(&f, keep), 1);
+    struct vidmm_residency_stats s;
+    T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
+    T_EQ_U64(s.discards, 1);
+    uint32_t res[2] = { 9, 9 };
+    T_ST(vidmm_reclaim(f.a, pr.q, both, 2, res, NULL), VIDMM_OK);
+    T_EQ(res[0], VIDMM_RECLAIM_OK);
+    T_EQ(res[1], VIDMM_RECLAIM_DISCARDED);
+    T_ST(mres(&f, &pr, &off, 1, 0, NULL), VIDMM_OK);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, off, 0, 24 * MIB, 0, 0, &va), VIDMM_OK);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 24 * MIB, 0));
+    T_ST(mres(&f, &pr, &keep, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, keep, 0, 24 * MIB, 0, 0, &va), VIDMM_OK);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 24 * MIB, 5));
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* NOT_WRITTEN_TO with a current backing copy: discarded, not copied, and
+ * the bytes are still right on the way back. */
+static void clean_discard(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle h = make_alloc(&f, INVIS, 8 * MIB, 31);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, h, 0, 8 * MIB, 0, 0, &va), VIDMM_OK);
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &h, 1, VIDMM_EVICT_NOT_WRITTEN_TO, NULL), VIDMM_OK);
+    struct vidmm_residency_stats s;
+    T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
+    T_EQ_U64(s.discards, 1);
+    T_EQ_U64(s.bytes_evicted, 0);
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 8 * MIB, 31));
+    /* Without the flag the copy is stale: transferred. */
+    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
+    T_EQ_U64(s.bytes_evicted, 8 * MIB);
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 8 * MIB, 31));
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* Paging queues: fences, waits with timeouts, typed handles. */
+static void queues(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    uint64_t v = 99;
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, &v), VIDMM_OK);
+    T_EQ_U64(v, 0);
+    T_ST(vidmm_paging_queue_wait(f.a, pr.q, 0, 0), VIDMM_OK);
+    T_ST(vidmm_paging_queue_wait(f.a, pr.q, 5, 1000000), VIDMM_E_TIMEOUT);   /* 1 ms */
+    vidmm_handle h = make_alloc(&f, INVIS, 1 * MIB, 0);
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, &v), VIDMM_OK);
+    T_EQ_U64(v, 1);
+    vidmm_handle q2 = 0;
+    T_ST(vidmm_paging_queue_create(f.a, pr.d, 2, &q2), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_paging_queue_create(f.a, pr.p, 0, &q2), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_paging_queue_create(f.a, pr.d, VIDMM_PAGING_QUEUE_ABOVE_NORMAL, &q2), VIDMM_OK);
+    T_ST(vidmm_paging_queue_destroy(f.a, q2), VIDMM_OK);
+    T_ST(vidmm_paging_queue_destroy(f.a, q2), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_paging_queue_fence(f.a, pr.d, &v), VIDMM_E_INVALID_HANDLE);
+    /* The device takes its queues and references with it. */
+    T_ST(vidmm_device_destroy(f.a, pr.d), VIDMM_OK);
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, &v), VIDMM_E_INVALID_HANDLE);
+    struct vidmm_residency_state r;
+    T_ST(vidmm_allocation_residency(f.a, h, &r), VIDMM_OK);
+    T_EQ(r.references, 0);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
+/* Over-commitment with integrity: three processes whose allocations add
+ * up to 2x the memory segments, random make-resident sets, every listed
+ * allocation read back through the GPU MMU at its fixed VA, evicted ones
+ * faulting; check() after every step.  Counts page moves. */
+static uint64_t total_page_moves;
+
+static void overcommit_integrity_run(uint64_t factor_pct, int steps)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    uint64_t seed = t_seed();
+    struct proc pr[3];
+    for (int i = 0; i < 3; i++)
+        proc_open(&f, &pr[i]);
+    enum { NA = 96 };
+    vidmm_handle h[NA];
+    uint64_t size[NA], va[NA];
+    int owner[NA];
+    uint64_t total = 0, target = (96 * MIB) * factor_pct / 100;
+    int n = 0;
+    while (n < NA && total < target) {
+        size[n] = (64 * KIB) << (t_rand(&seed) % 7);   /* 64 KiB .. 4 MiB */
+        uint32_t set = (t_rand(&seed) % 4) ? MEM : (MEM | VIDMM_SEGMENT_BIT(3));
+        h[n] = make_alloc(&f, set, size[n], 1000 + (uint64_t)n);
+        owner[n] = (int)(t_rand(&seed) % 3);
+        T_ST(vidmm_gpuva_map(f.a, pr[owner[n]].p, 0, 0, 0, h[n], 0, size[n], 0, 0, &va[n]), VIDMM_OK);
+        static const uint32_t prio[3] = { VIDMM_PRIORITY_LOW, VIDMM_PRIORITY_NORMAL, VIDMM_PRIORITY_HIGH };
+        T_ST(vidmm_allocation_set_priority(f.a, h[n], prio[owner[n]]), VIDMM_OK);
+        total += size[n];
+        n++;
+    }
+    int bad = 0;
+    for (int step = 0; step < steps && !bad; step++) {
+        int p = (int)(t_rand(&seed) % 3);
+        vidmm_handle list[NA];
+        int idx[NA];
+        uint32_t m = 0;
+        uint64_t bytes = 0;
+        for (int i = 0; i < n; i++)
+            if (owner[i] == p && t_rand(&seed) % 2 && bytes + size[i] <= 24 * MIB) {
+                list[m] = h[i];
+                idx[m++] = i;
+                bytes += size[i];
+            }
+        if (!m)
+            continue;
+        uint64_t trim = 0;
+        vidmm_status st = mres(&f, &pr[p], list, m, 0, &trim);
+        if (st == VIDMM_E_OVER_BUDGET)
+            st = mres(&f, &pr[p], list, m, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL);
+        if (st != VIDMM_OK) {
+            T_ST(st, VIDMM_OK);
+            bad++;
+            break;
+        }
+        for (uint32_t k = 0; k < m && !bad; k++) {
+            int i = idx[k];
+            if (!gv_gpu_sees(f.a, f.sg, pr[p].p, va[i], 0, size[i], 1000 + (uint64_t)i)) {
+                fprintf(stderr, "step %d: allocation %d (%llu bytes) mismatch\n", step, i,
+                        (unsigned long long)size[i]);
+                bad++;
+            }
+        }
+        /* Evicted ones fault at their VA. */
+        for (int i = 0; i < n && !bad; i++)
+            if (!resident(&f, h[i]) && !gv_gpu_faults(f.a, f.sg, pr[owner[i]].p, va[i]))
+                bad++;
+        if (checked(&f))
+            bad++;
+        T_ST(vidmm_evict(f.a, pr[p].d, list, m, (t_rand(&seed) % 2) ? VIDMM_EVICT_ONLY_IF_NECESSARY : 0, NULL),
+             VIDMM_OK);
+    }
+    T_EQ(bad, 0);
+    struct vidmm_residency_stats s;
+    T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
+    uint64_t moves = (s.bytes_evicted + s.bytes_restored) / 4096;
+    total_page_moves += moves;
+    T_CHECK(s.evictions > 0 && s.restores > 0);
+    fx_close(&f);
+}
+
+static void overcommit_integrity(void)
+{
+    total_page_moves = 0;
+    overcommit_integrity_run(150, 40);
+    overcommit_integrity_run(200, 40);
+    printf("    residency.overcommit_integrity: %llu page moves verified\n", (unsigned long long)total_page_moves);
+    T_CHECK(total_page_moves >= 100000);
+}
+
+void suite_residency(void);
+void suite_residency(void)
+{
+    t_run("residency.evict_restore_same_va", evict_restore_same_va);
+    t_run("residency.pressure_evicts_lru", pressure_evicts_lru);
+    t_run("residency.all_or_nothing", all_or_nothing);
+    t_run("residency.priority_honoured", priority_honoured);
+    t_run("residency.fair_share", fair_share);
+    t_run("residency.budgets", budgets);
+    t_run("residency.offer_reclaim", offer_reclaim);
+    t_run("residency.clean_discard", clean_discard);
+    t_run("residency.queues", queues);
+    t_run("residency.overcommit_integrity", overcommit_integrity);
+}
