@@ -503,7 +503,11 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
         return VIDMM_OK;
     }
     al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
-    vidmm_status st;
+    /* Paging may still be moving its bytes (make-resident and evict do
+     * not wait): the CPU sees them only once that work is done. */
+    vidmm_status st = vidmm_paging_flush(a);
+    if (st < 0)
+        return st;
     void *p = NULL;
     if (al->pl.sys) {
         p = al->pl.sys;

@@ -201,6 +201,12 @@ struct vidmm_paging_queue {
     int priority;
     uint64_t submitted;             /* last value handed out */
     uint64_t completed;             /* monitored fence value */
+    /* Values handed out whose paging work is still running: value i is
+     * done once the adapter's paging fence reaches pend_fence[i]. */
+#define VIDMM_QUEUE_PENDING 16u
+    uint64_t pend_value[VIDMM_QUEUE_PENDING];
+    uint64_t pend_fence[VIDMM_QUEUE_PENDING];
+    uint32_t pend_first, pend_count;
     struct vidmm_paging_queue *next;
 };
 
@@ -386,6 +392,9 @@ void vidmm_paging_fini(struct vidmm_adapter *a);
 vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_paging_buffer_args *op);
 /* Submit what is queued and wait until the GPU finished everything. */
 vidmm_status vidmm_paging_flush(struct vidmm_adapter *a);
+/* Submit what is queued without waiting; *last_fence (may be NULL) is
+ * the fence after which everything submitted so far is done. */
+vidmm_status vidmm_paging_submit(struct vidmm_adapter *a, uint64_t *last_fence);
 
 /* placement.c */
 vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,

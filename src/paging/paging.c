@@ -196,6 +196,14 @@ vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_pagin
     }
 }
 
+vidmm_status vidmm_paging_submit(struct vidmm_adapter *a, uint64_t *last_fence)
+{
+    vidmm_status st = submit_current(a);
+    if (last_fence)
+        *last_fence = a->paging.next_fence - 1;
+    return st;
+}
+
 vidmm_status vidmm_paging_flush(struct vidmm_adapter *a)
 {
     struct vidmm_paging *p = &a->paging;

@@ -78,6 +78,41 @@ vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle qu
     return VIDMM_OK;
 }
 
+/* Under paging.lock: move the fence past the values whose paging work
+ * the adapter finished. */
+static void resolve(const struct vidmm_adapter *a, struct vidmm_paging_queue *q)
+{
+    while (q->pend_count && q->pend_fence[q->pend_first] <= a->paging.completed_fence) {
+        q->completed = q->pend_value[q->pend_first];
+        q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
+        q->pend_count--;
+    }
+}
+
+/* A new value for paging work that finishes with adapter fence f. */
+static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q, uint64_t f)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    resolve(a, q);
+    uint64_t v = ++q->submitted;
+    if (f <= a->paging.completed_fence) {
+        q->completed = v;   /* already done */
+        pthread_mutex_unlock(&a->paging.lock);
+        return 0;
+    }
+    while (q->pend_count == VIDMM_QUEUE_PENDING) {
+        /* Too many values in flight: wait for the oldest. */
+        pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+        resolve(a, q);
+    }
+    uint32_t i = (q->pend_first + q->pend_count) % VIDMM_QUEUE_PENDING;
+    q->pend_value[i] = v;
+    q->pend_fence[i] = f;
+    q->pend_count++;
+    pthread_mutex_unlock(&a->paging.lock);
+    return v;
+}
+
 vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
 {
     if (!a || !completed)
@@ -86,6 +121,7 @@ vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queu
     if (!q)
         return VIDMM_E_INVALID_HANDLE;
     pthread_mutex_lock(&a->paging.lock);
+    resolve(a, q);
     *completed = q->completed;
     pthread_mutex_unlock(&a->paging.lock);
     return VIDMM_OK;
@@ -107,7 +143,7 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
     }
     vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&a->paging.lock);
-    while (q->completed < value) {
+    for (resolve(a, q); q->completed < value; resolve(a, q)) {
         int rc = timeout_ns == UINT64_MAX ? pthread_cond_wait(&a->paging.cond, &a->paging.lock)
                                           : pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &until);
         if (rc == ETIMEDOUT && q->completed < value) {
@@ -145,6 +181,7 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
     args->bytes_to_trim = 0;
     a->res_stats.make_resident_calls++;
     uint64_t epoch = ++a->res_epoch;
+    uint64_t ops_before = a->paging_buffers + (a->paging.have_buffer ? 1 : 0);
     struct vidmm_process *p = d->process;
     /* Validate, and count what must come in (each allocation once). */
     uint64_t need[2] = { 0, 0 };
@@ -251,17 +288,20 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
         }
     }
     a->res_epoch++;   /* unpin */
-    if (restored) {
-        /* The paging work is done (synchronous paging): the queue's fence
-         * moves on with it. */
-        pthread_mutex_lock(&a->paging.lock);
-        q->completed = ++q->submitted;
-        pthread_cond_broadcast(&a->paging.cond);
-        pthread_mutex_unlock(&a->paging.lock);
+    vidmm_status ret = VIDMM_OK;
+    if (restored || a->paging_buffers + (a->paging.have_buffer ? 1 : 0) != ops_before) {
+        /* Paging work was queued: the caller waits for this value of the
+         * queue's fence before using the allocations. */
+        uint64_t f = 0;
+        st = vidmm_paging_submit(a, &f);
+        if (st < 0)
+            return st;
+        args->paging_fence_value = signal_on(a, q, f);
+        ret = args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
     }
     if (usage + need[0] > budget)
         vidmm_res_notify_trim(a, p);
-    return VIDMM_OK;
+    return ret;
 }
 
 /* ---- evict ------------------------------------------------------------------ */

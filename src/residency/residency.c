@@ -33,10 +33,12 @@
  * the copy.  Offered allocations are discarded outright: their content is
  * lost and reclaim says so.
  *
- * Paging is synchronous with the caller today: every operation is
- * submitted and waited for before the call returns, so make-resident
- * answers VIDMM_OK with fence value 0 (the contract also allows
- * VIDMM_PENDING).
+ * Paging is asynchronous: evictions and restores are submitted, not
+ * waited for (the engine runs paging buffers in order, so a page freed by
+ * an eviction is only reused by later operations), and make-resident
+ * returns VIDMM_PENDING with a value of the device's paging-queue fence.
+ * CPU access waits: lock, destroy and every freeing of system pages drain
+ * the paging queue first.
  */
 #include "core/vidmm_int.h"
 
@@ -127,7 +129,11 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         if (discard) {
             st = vidmm_discard_content(a, al, &al->pl);
             if (st >= 0 && al->offered && (fresh || !al->backing_valid)) {
-                memset(bk.sys, 0, (size_t)al->size);   /* the content is gone: it reads as zero */
+                /* The content is gone: it reads as zero.  Wait first: an
+                 * earlier restore may still be reading the old copy. */
+                st = vidmm_paging_flush(a);
+                if (st >= 0)
+                    memset(bk.sys, 0, (size_t)al->size);
                 al->content_lost = 1;
             }
         } else {
@@ -137,8 +143,10 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             al->resident = 0;
             st = vidmm_process_remap_allocation(a, al);   /* invalid entries before the pages go */
         }
+        /* Submitted, not waited for: the freed pages are only reused by
+         * later paging operations, which the engine runs in order. */
         if (st >= 0)
-            st = vidmm_paging_flush(a);
+            st = vidmm_paging_submit(a, NULL);
         if (st < 0) {
             /* A driver failure: keep the allocation where it was. */
             al->resident = 1;
@@ -170,7 +178,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             al->pl.segment_id = 0;
         al->resident = 0;
         st = vidmm_process_remap_allocation(a, al);
-        vidmm_status f = vidmm_paging_flush(a);
+        vidmm_status f = vidmm_paging_submit(a, NULL);
         if (st >= 0)
             st = f;
         a->res_stats.evictions++;
@@ -346,7 +354,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
         if (st >= 0)
             st = al->content_lost ? vidmm_fill_content(a, al, &dst, 0) : vidmm_copy_content(a, al, &al->pl, &dst);
         if (st >= 0)
-            st = vidmm_paging_flush(a);
+            st = vidmm_paging_submit(a, NULL);
         if (st < 0) {
             vidmm_unplace(a, al, &dst);
             return st;
@@ -368,13 +376,17 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
                 return st;
             al->pl.segment_id = id;
         }
-        if (al->content_lost)
+        if (al->content_lost) {
+            st = vidmm_paging_flush(a);   /* no GPU access to the old bytes in flight */
+            if (st < 0)
+                return st;
             memset(al->pl.sys, 0, (size_t)al->size);
+        }
     }
     al->content_lost = 0;
     al->resident = 1;
     st = vidmm_process_remap_allocation(a, al);
-    vidmm_status f = vidmm_paging_flush(a);
+    vidmm_status f = vidmm_paging_submit(a, NULL);
     al->restores++;
     a->res_stats.restores++;
     return st < 0 ? st : f;
