@@ -16,6 +16,7 @@
 
 #define GEN_MASK 0xFFFFu
 #define MAX_SLOTS (1u << 24)
+#define ALLOC_CHUNK 64u   /* allocation objects per host block */
 
 static vidmm_status grow(struct vidmm_adapter *a)
 {
@@ -53,12 +54,20 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
             if (st < 0)
                 return st;
         }
-        al = vidmm_hzalloc(a->ha, sizeof(*al), _Alignof(struct vidmm_allocation));
-        if (!al)
-            return VIDMM_E_NO_HOST_MEMORY;
-        al->generation = 1;
+        if (a->slot_used % ALLOC_CHUNK == 0) {
+            /* Allocation objects come in chunks: the ones created together
+             * sit together, which keeps walks over lists of them (make-
+             * resident, residency checks) in few cache lines and pages. */
+            struct vidmm_allocation *chunk =
+                vidmm_hzalloc(a->ha, ALLOC_CHUNK * sizeof(*chunk), _Alignof(struct vidmm_allocation));
+            if (!chunk)
+                return VIDMM_E_NO_HOST_MEMORY;
+            for (uint32_t k = 0; k < ALLOC_CHUNK; k++)
+                a->slots[a->slot_used + k] = &chunk[k];
+        }
         idx = a->slot_used++;
-        a->slots[idx] = al;
+        al = a->slots[idx];
+        al->generation = 1;
     }
     al->live = 1;
     al->next_free = UINT32_MAX;
@@ -108,8 +117,9 @@ void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
 
 void vidmm_handle_table_fini(struct vidmm_adapter *a)
 {
-    for (uint32_t i = 0; i < a->slot_used; i++)
-        vidmm_hfree(a->ha, a->slots[i], sizeof(struct vidmm_allocation), _Alignof(struct vidmm_allocation));
+    for (uint32_t i = 0; i < a->slot_used; i += ALLOC_CHUNK)
+        vidmm_hfree(a->ha, a->slots[i], ALLOC_CHUNK * sizeof(struct vidmm_allocation),
+                    _Alignof(struct vidmm_allocation));
     vidmm_hfree(a->ha, a->slots, a->slot_cap * sizeof(*a->slots), _Alignof(struct vidmm_allocation *));
     a->slots = NULL;
     a->slot_cap = a->slot_used = 0;

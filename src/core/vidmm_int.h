@@ -73,8 +73,17 @@ struct vidmm_placement {
 };
 
 struct vidmm_allocation {
+    /* Hot in handle lookups and make-resident: the first cache line. */
     uint32_t generation;
     uint32_t live;
+    int resident;                   /* has a GPU placement (else pl is its system backing) */
+    int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
+    uint64_t pin_epoch;             /* == residency epoch: part of the request being served */
+    struct vidmm_res_ref *refs;     /* per-device references (residency lists) */
+    struct vidmm_res_ref *scratch_ref; /* make-resident: this request's reference record */
+    uint32_t ref_total;
+    int offered;
+    struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
     struct vidmm_allocation_info info;  /* as described by the driver (private data pointers cleared) */
     uint64_t size;                  /* placed size: requested rounded to the largest page size allowed */
     uint64_t alignment;
@@ -93,18 +102,11 @@ struct vidmm_allocation {
     uint32_t next_free;             /* free-slot list link while !live */
     uint32_t retired;               /* generation exhausted: the slot is never reused */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
-    /* Residency (residency/residency.c). */
-    int resident;                   /* has a GPU placement (else pl is its system backing) */
-    int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
-    struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
+    /* Residency (residency/residency.c); the hot fields are at the top. */
     struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
     int backing_valid;              /* backing holds the current content (not written since) */
-    struct vidmm_res_ref *refs;     /* per-device references (residency lists) */
-    uint32_t ref_total;
-    int offered;
     uint32_t offer_priority;
     int content_lost;               /* discarded while offered: reads as zero */
-    uint64_t pin_epoch;             /* == residency epoch: part of the request being served */
     uint64_t evictions, restores;
 };
 

@@ -1,0 +1,108 @@
+/*
+ * residency_bench.c - make-resident cost per already-resident allocation.
+ *
+ * An igpu adapter (IoMmu: system memory only, 4 KiB allocations, so a
+ * million of them fit this machine) with N allocations alive, all on one
+ * device's residency list.  Each timed call makes 1024 of them resident
+ * again (lists walk the allocations in creation order, as an application
+ * re-submits its heaps each frame); references just count up, so the
+ * figure is the bookkeeping per allocation: handle lookup, reference
+ * record, policy touch.  Median of 5 runs of N/1024 calls (at least 256).
+ */
+#include "bench.h"
+#include "residency_bench.h"
+
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MR_LIST 1024u
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double mr_run(uint32_t n)
+{
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "igpu";
+    cfg.segment_size[1] = (uint64_t)n * 4096u + (64u << 20);
+    struct softgpu *sg = NULL;
+    if (softgpu_create(&cfg, &sg) != VIDMM_OK)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(sg, &ci);
+    struct vidmm_adapter *a = NULL;
+    if (vidmm_adapter_open(&ci, &a) != VIDMM_OK) {
+        softgpu_destroy(sg);
+        return -1;
+    }
+    vidmm_handle p = 0, d = 0, q = 0;
+    vidmm_handle *h = malloc((size_t)n * sizeof *h);
+    double result = -1;
+    if (!h || vidmm_process_create(a, &p) || vidmm_device_create(a, p, &d) ||
+        vidmm_paging_queue_create(a, d, 0, &q))
+        goto out;
+    struct softgpu_alloc_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.kind = SOFTGPU_ALLOC_STAGING;
+    sd.size = 4096;
+    for (uint32_t i = 0; i < n; i++)
+        if (vidmm_allocation_create(a, &sd, sizeof sd, &h[i]) != VIDMM_OK)
+            goto out;
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.paging_queue = q;
+    m.count = MR_LIST;
+    /* First references (allocates the records): not timed. */
+    for (uint32_t i = 0; i + MR_LIST <= n; i += MR_LIST) {
+        m.allocations = h + i;
+        if (vidmm_make_resident(a, d, &m) < 0)
+            goto out;
+    }
+    uint32_t lists = n / MR_LIST;
+    uint32_t calls = lists < 256 ? 256 : lists;
+    uint64_t ns[5];
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = bench_now_ns();
+        for (uint32_t c = 0; c < calls; c++) {
+            m.allocations = h + (uint64_t)(c % lists) * MR_LIST;
+            if (vidmm_make_resident(a, d, &m) < 0)
+                goto out;
+        }
+        ns[r] = bench_now_ns() - t0;
+    }
+    qsort(ns, 5, sizeof ns[0], cmp_u64);
+    result = (double)ns[2] / ((double)calls * MR_LIST);
+    if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
+        result = -2;
+out:
+    free(h);
+    vidmm_adapter_close(a);
+    softgpu_destroy(sg);
+    return result;
+}
+
+void bench_residency(void)
+{
+    if (bench_opts.only && !strstr(bench_opts.only, "MR"))
+        return;
+    printf("\n== MR: make-resident per already-resident allocation (lists of %u) ==\n", MR_LIST);
+    printf("%10s %12s\n", "allocs", "ns/alloc");
+    static const uint32_t sizes[] = { 1000u, 10000u, 100000u, 1000000u };
+    for (unsigned i = 0; i < 4; i++) {
+        uint32_t n = sizes[i];
+        if (bench_opts.quick && n > 100000u)
+            break;
+        n = (n + MR_LIST - 1) / MR_LIST * MR_LIST;
+        printf("%10u %12.1f\n", n, mr_run(n));
+        fflush(stdout);
+    }
+}
