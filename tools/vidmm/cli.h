@@ -27,6 +27,8 @@ void cli_format_size(uint64_t v, char *buf, size_t n);
 void cli_print_segments(const struct vidmm_adapter *a, FILE *f);
 void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f);
 int cli_demo(int argc, char **argv);
+/* The over-commitment scenario of the demo; returns the failure count. */
+int cli_demo_overcommit(struct cli_session *s, uint32_t invis_segment);
 int cli_vamap(int argc, char **argv);
 
 #endif

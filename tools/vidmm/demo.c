@@ -245,7 +245,7 @@ int cli_demo(int argc, char **argv)
     print_alloc(a, &d[3]);
     failures += verify_all(a, d, 7, &verified);
 
-    printf("\n== after the scenario ==\n");
+    printf("\n== after the placement scenario ==\n");
     for (int i = 0; i < 7; i++)
         print_alloc(a, &d[i]);
     vidmm_adapter_query_info(a, &ai);
@@ -267,6 +267,8 @@ int cli_demo(int argc, char **argv)
         vidmm_allocation_destroy(a, d[i].h);
     for (int i = 1; i < 8; i += 2)
         vidmm_allocation_destroy(a, filler[i].h);
+    failures += cli_demo_overcommit(&s, invis);
+    printf("\nadapter check after the demo: %s\n", vidmm_adapter_check(a, NULL, 0) ? "FAILED" : "clean");
     cli_close(&s);
     return failures ? 1 : 0;
 }
