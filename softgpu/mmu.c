@@ -45,6 +45,7 @@
 #endif
 
 #define SG_VA_TARGET_BITS 48u
+#define SG_ROOT_MAX_BITS 20u   /* a resizable root: up to 1 M entries (8 MiB) */
 
 /* UPDATE_PAGE_TABLE command: header, then REPEAT ? 1 : count hardware
  * entries of 8 bytes. */
@@ -112,12 +113,20 @@ vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels)
         m->bits[l] = b;
         left = left > b ? left - b : 0;
     }
+    if (levels == 2) {
+        /* Two levels: a large root, resizable (DxgkDdiGetRootPageTableSize),
+         * of up to 2^SG_ROOT_MAX_BITS entries. */
+        m->bits[1] = SG_ROOT_MAX_BITS;
+        m->root_resizable = 1;
+    }
     uint32_t shift = 12;
     for (uint32_t l = 0; l < levels; l++) {
         m->shift[l] = shift;
         shift += m->bits[l];
         m->table_size[l] = sg_round_up((8ull << m->bits[l]), page);
     }
+    if (m->root_resizable)
+        m->table_size[1] = page;   /* the smallest root: what commands are checked against */
     m->va_bits = shift;
     m->leaf64_bits = full - 4u;
     m->leaf64_size = sg_round_up(8ull << m->leaf64_bits, page);
@@ -161,7 +170,7 @@ vidmm_status sg_query_page_table_level(struct softgpu *sg, const struct vidmm_qu
     d.page_table_index_bit_count = m->bits[in.level_index];
     d.page_table_segment_id = m->pt_segment;
     d.paging_process_page_table_segment_id = m->pt_segment;
-    d.page_table_size_in_bytes = m->table_size[in.level_index];
+    d.page_table_size_in_bytes = m->root_resizable && in.level_index == 1 ? 0 : m->table_size[in.level_index];
     d.page_table_alignment_in_bytes = 0;   /* the segment's page: a table is exactly one page */
     memcpy(args->output, &d, sizeof d);
     return VIDMM_OK;
@@ -471,6 +480,9 @@ vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_p
     uint64_t n = u->num_page_table_entries;
     if (!u->page_table_entries || n == 0 || (uint64_t)u->start_index + n > sg_entries(m, level, leaf64))
         return VIDMM_E_INVALID_ARG;
+    /* A resizable root is as large as its entries: keep them in the segment. */
+    if (table + ((uint64_t)u->start_index + n) * 8u > sg->seg[seg].size)
+        return VIDMM_E_INVALID_ARG;
     uint32_t done = args->multipass_offset;
     if (done >= n)
         return VIDMM_E_INVALID_ARG;   /* a restart past the end of the request */
@@ -599,7 +611,8 @@ static uint32_t sg_mmu_validate_cmd(struct softgpu *sg, const uint8_t *p, const 
     if (h->size != sizeof c + ((c.flags & SG_UPT_REPEAT) ? 8u : (uint64_t)c.count * 8u))
         return 0;
     if (!sg_table_seg(sg, c.segment, c.table, sg_tsize(m, c.level, leaf64)) ||
-        (uint64_t)c.start + c.count > sg_entries(m, c.level, leaf64))
+        (uint64_t)c.start + c.count > sg_entries(m, c.level, leaf64) ||
+        c.table + ((uint64_t)c.start + c.count) * 8u > sg->seg[c.segment].size)
         return 0;
     return h->size;
 }
@@ -673,6 +686,8 @@ struct sg_walk {
     int gart_unmapped;         /* aperture page the GART does not map */
 };
 
+static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root);
+
 /* VIDMM_OK, VIDMM_E_PAGE_FAULT; the root is already checked. */
 static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
                             uint32_t access, struct sg_walk *w)
@@ -690,6 +705,10 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
         uint32_t bits = l64 ? m->leaf64_bits : m->bits[l];
         uint32_t shift = l64 ? 16u : m->shift[l];
         uint64_t idx = (va >> shift) & ((1ull << bits) - 1);
+        if (l == m->levels - 1 && idx >= sg_root_entries(sg, root))
+            return VIDMM_E_PAGE_FAULT;   /* past the root's NumEntries */
+        if (table + idx * 8u + 8u > sg->seg[seg].size)
+            return VIDMM_E_PAGE_FAULT;
         memcpy(&e, sg->seg[seg].mem + table + idx * 8u, 8);
         if ((e & SG_HWPTE_RESERVED) || !(e & SG_HWPTE_VALID))
             return VIDMM_E_PAGE_FAULT;
@@ -772,9 +791,35 @@ void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table
     if ((args->address.segment_id || args->address.segment_offset) && sg->nroots < SG_MAX_ROOTS) {
         struct sg_root_binding *b = &sg->roots[sg->nroots++];
         b->segment_id = args->address.segment_id;
+        b->num_entries = args->num_entries;
         b->offset = args->address.segment_offset;
         b->context = args->context;
     }
+}
+
+/* DxgkDdiGetRootPageTableSize: whole pages of 8-byte entries. */
+uint64_t sg_get_root_page_table_size(void *driver, uint32_t *number_of_pte)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !number_of_pte || !sg->mmu.root_resizable || *number_of_pte == 0 ||
+        *number_of_pte > (1u << SG_ROOT_MAX_BITS))
+        return 0;
+    uint64_t page = sg->seg[sg->mmu.pt_segment].page_size;
+    uint64_t size = sg_round_up((uint64_t)*number_of_pte * 8u, page);
+    uint64_t n = size / 8u;
+    *number_of_pte = (uint32_t)(n < (1u << SG_ROOT_MAX_BITS) ? n : (1u << SG_ROOT_MAX_BITS));
+    return size;
+}
+
+/* Root entries the GPU may index for a root (its binding's NumEntries;
+ * the full width for a root nobody bound). */
+static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root)
+{
+    for (uint32_t i = 0; i < sg->nroots; i++)
+        if (sg->roots[i].segment_id == root->segment_id && sg->roots[i].offset == root->segment_offset &&
+            sg->roots[i].num_entries)
+            return sg->roots[i].num_entries;
+    return 1ull << sg->mmu.bits[sg->mmu.levels - 1];
 }
 
 /* A GPU access faulted: tell the manager which context it was. */

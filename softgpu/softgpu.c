@@ -86,6 +86,7 @@ static const struct vidmm_driver_ops sg_ops = {
     .map_cpu_host_aperture = sg_map_cpu_host_aperture,
     .unmap_cpu_host_aperture = sg_unmap_cpu_host_aperture,
     .set_root_page_table = sg_set_root_page_table,
+    .get_root_page_table_size = sg_get_root_page_table_size,
 };
 
 const struct vidmm_driver_ops *softgpu_driver_ops(void)

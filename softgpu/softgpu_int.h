@@ -94,6 +94,7 @@ struct sg_mmu {
     uint32_t pt_segment;                           /* where every level's tables live */
     uint32_t leaf64_bits;                          /* index bits of a 64 KB-entry leaf */
     uint64_t leaf64_size;                          /* reported bytes */
+    int root_resizable;                            /* 2 levels: root sized by get_root_page_table_size */
     /* The last class build_paging_buffer computed, for the table kind
      * last_key = 1 + 2 * level + (64 KB leaf); 0: none.  Updates nearly
      * always repeat their flags, and a class depends only on the geometry
@@ -127,6 +128,7 @@ struct softgpu {
     struct vidmm_adapter *adapter;
     struct sg_root_binding {
         uint32_t segment_id;
+        uint32_t num_entries;     /* the GPU faults on root indices at or past it */
         uint64_t offset;
         uint64_t context;
     } roots[SG_MAX_ROOTS];
@@ -134,6 +136,7 @@ struct softgpu {
 };
 
 void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args);
+uint64_t sg_get_root_page_table_size(void *driver, uint32_t *number_of_pte);
 void sg_report_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags);
 
 /* memory.c */

@@ -502,6 +502,13 @@ struct vidmm_driver_ops {
     /* DxgkDdiSetRootPageTable.  Optional (GpuMmu): without it faults
      * cannot be attributed to a process. */
     void (*set_root_page_table)(void *driver, const struct vidmm_set_root_page_table_args *args);
+
+    /* DxgkDdiGetRootPageTableSize.  Required for a 2-level geometry whose
+     * root level reports page_table_size_in_bytes 0 (a resizable root):
+     * *number_of_pte is the entries vidmm asks for; the driver may raise
+     * it to what the returned size holds.  Returns the root's size in
+     * bytes (a multiple of the page-table segment's page), 0 to refuse. */
+    uint64_t (*get_root_page_table_size)(void *driver, uint32_t *number_of_pte);
 };
 
 /* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:

@@ -21,6 +21,8 @@ struct vidmm_gpummu_info {
     struct vidmm_page_table_level_desc level[VIDMM_MAX_PAGE_TABLE_LEVELS]; /* [0] = leaf */
     uint64_t va_size;                           /* 1 << virtual_address_bit_count */
     uint64_t leaf_span[VIDMM_MAX_PAGE_TABLE_LEVELS]; /* bytes of VA one table of each level covers */
+    uint32_t root_resizable;                    /* 2 levels, root sized by get_root_page_table_size */
+    uint32_t reserved;
 };
 
 /* VIDMM_E_NOT_SUPPORTED when the adapter does not use the GpuMmu model. */

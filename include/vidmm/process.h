@@ -97,6 +97,9 @@ struct vidmm_process_info {
     uint64_t ranges;             /* reserved + mapped ranges */
     uint64_t page_table_bytes;   /* in all segments */
     uint64_t page_tables;
+    uint32_t root_entries;       /* entries of the root now (a resizable root grows) */
+    uint32_t reserved;
+    uint64_t root_grows;         /* times the resizable root grew */
 };
 vidmm_status vidmm_process_query(const struct vidmm_adapter *adapter, vidmm_handle process,
                                  struct vidmm_process_info *out);

@@ -153,6 +153,7 @@ struct vidmm_process {
     vidmm_status step_error;        /* first failure inside a VA change (commit half) */
     uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
     uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
+    uint64_t root_grows;            /* times a resizable root grew */
     /* Device error state after a GPU page fault (guarded by paging.lock:
      * the report may come from a driver thread). */
     int faulted;
@@ -331,6 +332,8 @@ void vidmm_process_destroy_all(struct vidmm_adapter *a);
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
 /* Bind (or unbind) p's root page table for a context token. */
 void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind);
+/* The root moved (a resizable root grew): bind it again everywhere. */
+void vidmm_process_rebind_root(struct vidmm_adapter *a, struct vidmm_process *p);
 
 /* device/device.c */
 void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p);

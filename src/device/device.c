@@ -178,6 +178,15 @@ vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device, 
     return VIDMM_OK;
 }
 
+void vidmm_process_rebind_root(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    vidmm_process_bind_root(a, p, p->self, 1);
+    for (struct vidmm_device *d = p->devices; d; d = d->next)
+        for (struct vidmm_context *c = d->contexts; c; c = c->next)
+            if (c->root_bound)
+                vidmm_process_bind_root(a, p, c->self, 1);
+}
+
 vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context)
 {
     if (!a)

@@ -59,7 +59,15 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
         if (d->page_table_index_bit_count == 0 || d->page_table_index_bit_count > 30)
             return bad(msg, n, "GpuMmu: level %u indexes %u VA bits (1..30 allowed)", l,
                        d->page_table_index_bit_count);
-        if (d->page_table_size_in_bytes == 0 || d->page_table_size_in_bytes % VIDMM_PAGE_4K)
+        /* A 2-level root may report size 0: it is resizable, sized by
+         * the driver's get_root_page_table_size (wddm-facts 4.3). */
+        int resizable = levels == 2 && l == 1 && d->page_table_size_in_bytes == 0;
+        if (resizable && !a->ops.get_root_page_table_size)
+            return bad(msg, n, "GpuMmu: 2-level root of size 0 (resizable) needs the get_root_page_table_size op");
+        if (resizable && d->page_table_segment_id == 0)
+            return bad(msg, n, "GpuMmu: a resizable root must live in a memory segment");
+        g->root_resizable |= (uint32_t)resizable;
+        if ((!resizable && d->page_table_size_in_bytes == 0) || d->page_table_size_in_bytes % VIDMM_PAGE_4K)
             return bad(msg, n, "GpuMmu: level %u table size %llu is not a non-zero multiple of 4 KB", l,
                        (unsigned long long)d->page_table_size_in_bytes);
         if (d->page_table_alignment_in_bytes & (d->page_table_alignment_in_bytes - 1))

@@ -86,7 +86,10 @@ static int leaf64_supported(const struct vidmm_adapter *a)
            a->gpummu.level[0].page_table_index_bit_count > 4;
 }
 
-static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, int is64k, struct vidmm_page_table **out)
+/* A table of level; entries/size 0 = the level's own (a resizable root
+ * passes what the driver sized). */
+static vidmm_status table_new_sized(struct vidmm_adapter *a, uint32_t level, int is64k, uint32_t entries,
+                                    uint64_t size, struct vidmm_page_table **out)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     const struct vidmm_page_table_level_desc *d = &g->level[level];
@@ -95,8 +98,8 @@ static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, int is64k
         return VIDMM_E_NO_HOST_MEMORY;
     pt->level = level;
     pt->segment_id = d->page_table_segment_id;
-    pt->size = d->page_table_size_in_bytes;
-    pt->entries = 1u << d->page_table_index_bit_count;
+    pt->size = size ? size : d->page_table_size_in_bytes;
+    pt->entries = entries ? entries : 1u << d->page_table_index_bit_count;
     if (level == 0 && is64k) {
         pt->is64k = 1;
         pt->size = g->caps.leaf_page_table_size_for_64k_pages_in_bytes;
@@ -142,6 +145,29 @@ fail:
     return st;
 }
 
+static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, int is64k, struct vidmm_page_table **out)
+{
+    return table_new_sized(a, level, is64k, 0, 0, out);
+}
+
+static vidmm_status link_child(struct vidmm_adapter *a, struct vidmm_page_table *parent, uint32_t idx,
+                               struct vidmm_page_table *child, uint64_t va);
+
+/* A resizable root holding at least `need` entries, as the driver sizes
+ * it (never more than the VA width allows). */
+static vidmm_status root_new(struct vidmm_adapter *a, uint32_t need, struct vidmm_page_table **out)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    uint32_t max = 1u << g->level[g->level_count - 1].page_table_index_bit_count;
+    uint32_t n = need;
+    uint64_t size = a->ops.get_root_page_table_size(a->driver, &n);
+    if (n > max)
+        n = max;
+    if (!size || n < need || (uint64_t)n * 8u > size * 64u)
+        return VIDMM_E_DRIVER_FAILURE;
+    return table_new_sized(a, g->level_count - 1, 0, n, size, out);
+}
+
 void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
 {
     if (!pt)
@@ -167,7 +193,48 @@ void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
 
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p)
 {
+    if (a->gpummu.root_resizable)
+        return root_new(a, 1, &p->root);   /* grows with the VA in use */
     return table_new(a, a->gpummu.level_count - 1, 0, &p->root);
+}
+
+/* Grow a resizable root to hold index `need - 1`: a new root, the old
+ * entries linked again, every binding moved (DxgkDdiSetRootPageTable for
+ * the process and each of its contexts), the old root freed.  The root
+ * never shrinks.  A growth made for a change that is then refused stays:
+ * a larger root is harmless. */
+static vidmm_status root_grow(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t need)
+{
+    struct vidmm_page_table *old = p->root, *n;
+    vidmm_status st = root_new(a, need, &n);
+    if (st < 0)
+        return st;
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    uint32_t shift = 12;
+    for (uint32_t l = 0; l + 1 < g->level_count; l++)
+        shift += g->level[l].page_table_index_bit_count;
+    for (uint32_t i = 0; i < old->entries; i++) {
+        if (!old->child[i])
+            continue;
+        st = link_child(a, n, i, old->child[i], (uint64_t)i << shift);
+        if (st < 0) {
+            vidmm_hfree(a->ha, n->child, (size_t)n->entries * sizeof(*n->child), _Alignof(struct vidmm_page_table *));
+            n->child = NULL;   /* the children still belong to the old root */
+            vidmm_pt_destroy(a, n);
+            return st;
+        }
+        n->child[i] = old->child[i];
+    }
+    n->live_children = old->live_children;
+    p->root = n;
+    vidmm_process_rebind_root(a, p);
+    /* The old root: children moved, storage freed (later paging
+     * operations only, which run after the ones above). */
+    vidmm_hfree(a->ha, old->child, (size_t)old->entries * sizeof(*old->child), _Alignof(struct vidmm_page_table *));
+    old->child = NULL;
+    vidmm_pt_destroy(a, old);
+    p->root_grows++;
+    return VIDMM_OK;
 }
 
 /* Point entry idx of parent at child. */
@@ -232,10 +299,20 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
         return VIDMM_OK; /* IoMmu processes have no GPU page tables */
     uint64_t end = va + size;
     uint64_t leaf_span = g->leaf_span[0];
+    uint32_t top = g->level_count - 1;
+    if (create && index_of(g, top, end - 1) >= p->root->entries) {
+        vidmm_status st = root_grow(a, p, index_of(g, top, end - 1) + 1);
+        if (st < 0)
+            return st;
+    }
     for (uint64_t cur = va & ~(leaf_span - 1); cur < end; cur += leaf_span) {
         struct vidmm_page_table *t = p->root;
-        for (uint32_t l = g->level_count - 1; l > 0 && t; l--) {
+        for (uint32_t l = top; l > 0 && t; l--) {
             uint32_t idx = index_of(g, l, cur);
+            if (idx >= t->entries) {   /* past a resizable root: no tables there */
+                t = NULL;
+                break;
+            }
             struct vidmm_page_table *c = t->child[idx];
             if (!c) {
                 if (!create) {
@@ -331,8 +408,10 @@ static struct vidmm_page_table *leaf_of(const struct vidmm_adapter *a, const str
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     struct vidmm_page_table *t = p->root;
-    for (uint32_t l = g->level_count - 1; l > 0 && t; l--)
-        t = t->child[index_of(g, l, va)];
+    for (uint32_t l = g->level_count - 1; l > 0 && t; l--) {
+        uint32_t idx = index_of(g, l, va);
+        t = idx < t->entries ? t->child[idx] : NULL;
+    }
     return t;
 }
 

@@ -236,6 +236,8 @@ vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, 
     vidmm_pt_account(p->root, bytes, &out->page_tables);
     for (uint32_t i = 0; i <= VIDMM_MAX_SEGMENTS; i++)
         out->page_table_bytes += bytes[i];
+    out->root_entries = p->root ? p->root->entries : 0;
+    out->root_grows = p->root_grows;
     return VIDMM_OK;
 }
 

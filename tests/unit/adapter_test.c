@@ -95,8 +95,15 @@ static void mut_set_root(void *drv, const struct vidmm_set_root_page_table_args 
         m->inner->set_root_page_table(m->sg, a);
 }
 
+static uint64_t mut_root_size(void *drv, uint32_t *n)
+{
+    struct mut_driver *m = drv;
+    return m->inner->get_root_page_table_size ? m->inner->get_root_page_table_size(m->sg, n) : 0;
+}
+
 static const struct vidmm_driver_ops mut_ops = {
-    mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap, mut_set_root
+    mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap, mut_set_root,
+    mut_root_size
 };
 
 /* dgpu: [1] visible 64K pages, [2] invisible + host aperture, [3] aperture.

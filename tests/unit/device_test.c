@@ -436,6 +436,92 @@ static void oom_sweep(void)
     fx_close(&f);
 }
 
+/* A 2-level geometry: the root is resizable.  It starts small, grows
+ * when a VA past its entries is reserved (the old entries stay, every
+ * binding moves to the new root), and the GPU faults past NumEntries. */
+static void resizable_root(void)
+{
+    struct dv_fx f;
+    memset(&f, 0, sizeof f);
+    fault_alloc_init(&f.fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = 64ull << 20;
+    cfg.segment_size[2] = 128ull << 20;
+    cfg.mmu_levels = 2;
+    T_ST(softgpu_create(&cfg, &f.sg), VIDMM_OK);
+    if (!f.sg)
+        return;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(f.sg, &ci);
+    ci.host_allocator = &f.fa.ha;
+    T_ST(vidmm_adapter_open(&ci, &f.a), VIDMM_OK);
+    if (!f.a) {
+        softgpu_destroy(f.sg);
+        return;
+    }
+    struct vidmm_adapter *a = f.a;
+    struct vidmm_gpummu_info g;
+    T_ST(vidmm_adapter_query_gpummu(a, &g), VIDMM_OK);
+    T_EQ(g.level_count, 2);
+    T_EQ(g.root_resizable, 1);
+    uint64_t root_span = g.leaf_span[0];   /* VA one root entry covers */
+    vidmm_handle p = 0, d = 0, c = 0;
+    T_ST(vidmm_process_create(a, &p), VIDMM_OK);
+    T_ST(vidmm_device_create(a, p, &d), VIDMM_OK);
+    T_ST(vidmm_context_create(a, d, &VIRT, &c), VIDMM_OK);
+    struct vidmm_process_info pi;
+    T_ST(vidmm_process_query(a, p, &pi), VIDMM_OK);
+    uint32_t first_entries = pi.root_entries;
+    T_CHECK(first_entries >= 1 && first_entries < (1u << 20));
+    T_EQ_U64(pi.root_grows, 0);
+    /* A mapping below the root's reach, read through the walker. */
+    struct softgpu_alloc_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.kind = SOFTGPU_ALLOC_EXPLICIT;
+    sd.info.size = 1u << 20;
+    sd.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(2);
+    sd.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    vidmm_handle h = 0;
+    T_ST(vidmm_allocation_create(a, &sd, sizeof sd, &h), VIDMM_OK);
+    uint64_t low = 0, high = 0;
+    T_ST(vidmm_gpuva_map(a, p, root_span, 0, 0, h, 0, 1u << 20, 0, 0, &low), VIDMM_OK);
+    struct vidmm_physical_address root0, root1;
+    T_ST(vidmm_process_root_page_table(a, p, &root0), VIDMM_OK);
+    struct softgpu_translation t;
+    T_ST(softgpu_translate(f.sg, &root0, low, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
+    /* Past the root's entries: the GPU faults (NumEntries), then the root
+     * grows for a mapping there. */
+    uint64_t far = (uint64_t)(first_entries + 5) * root_span;
+    T_ST(softgpu_translate(f.sg, &root0, far, SOFTGPU_ACCESS_READ, &t), VIDMM_E_PAGE_FAULT);
+    T_ST(vidmm_gpuva_map(a, p, far, 0, 0, h, 0, 1u << 20, 0, 0, &high), VIDMM_OK);
+    T_EQ_U64(high, far);
+    T_ST(vidmm_process_query(a, p, &pi), VIDMM_OK);
+    T_CHECK(pi.root_entries > first_entries + 5);
+    T_EQ_U64(pi.root_grows, 1);
+    T_ST(vidmm_process_root_page_table(a, p, &root1), VIDMM_OK);
+    T_CHECK(root1.segment_offset != root0.segment_offset || root1.segment_id != root0.segment_id);
+    /* Both mappings translate to the same bytes through the new root. */
+    struct softgpu_translation t1, t2;
+    T_ST(softgpu_translate(f.sg, &root1, low, SOFTGPU_ACCESS_READ, &t1), VIDMM_OK);
+    T_ST(softgpu_translate(f.sg, &root1, high, SOFTGPU_ACCESS_READ, &t2), VIDMM_OK);
+    T_EQ_U64(t1.offset, t2.offset);
+    struct vidmm_context_info cinfo;
+    T_ST(vidmm_context_query(a, c, &cinfo), VIDMM_OK);
+    T_EQ(cinfo.root_bound, 1);
+    /* A fault through the new root still reaches this process. */
+    uint32_t w = 0;
+    T_ST(softgpu_read_virtual(f.sg, &root1, far + (4u << 20), &w, sizeof w), VIDMM_E_PAGE_FAULT);
+    T_ST(vidmm_process_query(a, p, &pi), VIDMM_OK);
+    T_EQ(pi.faulted, 1);
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    T_ST(vidmm_process_destroy(a, p), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(a, h), VIDMM_OK);
+    fx_close(&f);
+}
+
 void suite_device(void);
 void suite_device(void)
 {
@@ -448,4 +534,5 @@ void suite_device(void)
     t_run("device.iommu_contexts", iommu_contexts);
     t_run("device.bad_input", bad_input);
     t_run("device.oom_sweep", oom_sweep);
+    t_run("device.resizable_root", resizable_root);
 }
