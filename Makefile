@@ -7,6 +7,8 @@
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
 #   make CC=clang     any C11 compiler with gcc-style flags
+#   make BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests
+#                     ThreadSanitizer build of the tests (docs/TESTING.md)
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -112,6 +114,6 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' vidmm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/vidmm.pc
 
 clean:
-	rm -rf build build-san build-bench build-clang
+	rm -rf build build-san build-bench build-clang build-tsan
 
 -include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

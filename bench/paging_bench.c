@@ -160,6 +160,10 @@ void bench_paging(void)
     cfg.segment_size[2] = PB_MIB(512);   /* source at 0, destination at 256 MiB */
     cfg.segment_size[3] = PB_MIB(64);
     cfg.prefault = 1;
+    /* The paging buffer is reused right after each submit, and the
+     * figures are the executor's own (docs/PERFORMANCE.md): run it inside
+     * submit_command, with no engine thread hand-off. */
+    cfg.synchronous = 1;
     if (softgpu_create(&cfg, &c.sg) != VIDMM_OK) {
         printf("paging: softgpu_create failed\n");
         return;

@@ -188,6 +188,10 @@ void bench_pte(void)
     cfg.segment_size[2] = c.footprint + PT_GIB(1) / 16;
     cfg.segment_size[3] = (uint64_t)64 << 20;
     cfg.prefault = 1;
+    /* The paging buffer is reused right after each submit, and the
+     * figures are the executor's own (docs/PERFORMANCE.md): run it inside
+     * submit_command, with no engine thread hand-off. */
+    cfg.synchronous = 1;
     /* softgpu's prefault refuses more than the host's free RAM, which
      * counts a full page cache as used: then create sparse and touch every
      * page here (the same populated shmem, page-cache pages reclaimed). */

@@ -8,7 +8,8 @@
  * addresses, UNMAP_APERTURE_SEGMENT stores the dummy page vidmm gives (or
  * softgpu's).  A bitmap beside the table says which entries hold MDL
  * pages, so reads through an unmapped range can be refused and the
- * mapped-page count checked.
+ * mapped-page count checked.  The table is written by the copy engine
+ * (engine.c), while executing MAP/UNMAP commands.
  */
 #include "softgpu_int.h"
 
@@ -102,7 +103,11 @@ const void *softgpu_aperture_entry(const struct softgpu *sg, uint32_t segment_id
     const struct sg_segment *s = &sg->seg[segment_id];
     if (!s->gart || page >= s->gart_pages)
         return NULL;
-    return s->gart[page] ? s->gart[page] : sg->dummy_page;
+    /* The engine writes the table: read it between buffers. */
+    sg_lock_idle(sg);
+    const void *p = s->gart[page] ? s->gart[page] : sg->dummy_page;
+    sg_unlock(sg);
+    return p;
 }
 
 const void *softgpu_dummy_page(const struct softgpu *sg)

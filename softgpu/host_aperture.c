@@ -8,6 +8,11 @@
  * (MAP_FIXED|MAP_SHARED), so CPU reads and writes through the window
  * reach the very bytes the copy engine sees.  Unmapping puts a PROT_NONE
  * anonymous page back, so a stale CPU access faults as on hardware.
+ *
+ * The copy engine never uses the window (it reaches the memfd through
+ * the segment mapping), so map/unmap do not wait for it; they take
+ * softgpu's lock only so that softgpu_check and softgpu_get_stats, maybe
+ * on another thread, see the window table and its counter agree.
  */
 #include "softgpu_int.h"
 
@@ -61,18 +66,23 @@ vidmm_status sg_map_cpu_host_aperture(void *driver, const struct vidmm_map_cpu_h
     for (uint64_t i = 0; i < args->number_of_pages; i++)
         if (args->cpu_host_aperture_pages[i] >= s->host_ap_pages || args->memory_segment_pages[i] >= seg_pages)
             return VIDMM_E_INVALID_ARG;
+    vidmm_status st = VIDMM_OK;
+    sg_lock(sg);
     for (uint64_t i = 0; i < args->number_of_pages; i++) {
         uint32_t a = args->cpu_host_aperture_pages[i];
         uint64_t p = args->memory_segment_pages[i];
         void *r = mmap(s->host_ap + (size_t)a * s->page_size, s->page_size, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_FIXED, s->memfd, (off_t)(p * s->page_size));
-        if (r == MAP_FAILED)
-            return VIDMM_E_NO_HOST_MEMORY;
+        if (r == MAP_FAILED) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            break;
+        }
         if (s->host_ap_map[a] < 0)
             sg->stats.host_aperture_pages_mapped++;
         s->host_ap_map[a] = (int64_t)p;
     }
-    return VIDMM_OK;
+    sg_unlock(sg);
+    return st;
 }
 
 vidmm_status sg_unmap_cpu_host_aperture(void *driver, const struct vidmm_unmap_cpu_host_aperture_args *args)
@@ -87,18 +97,23 @@ vidmm_status sg_unmap_cpu_host_aperture(void *driver, const struct vidmm_unmap_c
     for (uint64_t i = 0; i < args->number_of_pages; i++)
         if (args->cpu_host_aperture_pages[i] >= s->host_ap_pages)
             return VIDMM_E_INVALID_ARG;
+    vidmm_status st = VIDMM_OK;
+    sg_lock(sg);
     for (uint64_t i = 0; i < args->number_of_pages; i++) {
         uint32_t a = args->cpu_host_aperture_pages[i];
         if (s->host_ap_map[a] < 0)
             continue; /* already unmapped: nothing to do */
         void *r = mmap(s->host_ap + (size_t)a * s->page_size, s->page_size, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-        if (r == MAP_FAILED)
-            return VIDMM_E_NO_HOST_MEMORY;
+        if (r == MAP_FAILED) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            break;
+        }
         s->host_ap_map[a] = -1;
         sg->stats.host_aperture_pages_mapped--;
     }
-    return VIDMM_OK;
+    sg_unlock(sg);
+    return st;
 }
 
 /* Every mapped window page must show its segment page: compare one word

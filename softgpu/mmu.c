@@ -26,6 +26,11 @@
  * Table contents are re-checked during the walk because anything may have
  * written table memory since (a transfer, softgpu_write_physical): a
  * malformed entry is a page fault, never a wild host access.
+ *
+ * Threads.  UPDATE_PAGE_TABLE runs on the copy engine (engine.c); the
+ * walker entries wait for it to be idle and walk under softgpu's lock, so
+ * a walk never sees a half-written update.  A fault found by
+ * read/write_virtual is reported to vidmm after the lock is dropped.
  */
 #include "softgpu_int.h"
 
@@ -782,6 +787,9 @@ void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table
     struct softgpu *sg = driver;
     if (!sg || !args)
         return;
+    /* Fault reports read the bindings under the lock, maybe on another
+     * thread than vidmm's. */
+    sg_lock(sg);
     for (uint32_t i = 0; i < sg->nroots; i++) {
         if (sg->roots[i].context == args->context) {
             sg->roots[i] = sg->roots[--sg->nroots];
@@ -795,6 +803,7 @@ void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table
         b->offset = args->address.segment_offset;
         b->context = args->context;
     }
+    sg_unlock(sg);
 }
 
 /* DxgkDdiGetRootPageTableSize: whole pages of 8-byte entries. */
@@ -822,15 +831,27 @@ static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_phy
     return 1ull << sg->mmu.bits[sg->mmu.levels - 1];
 }
 
-/* A GPU access faulted: tell the manager which context it was. */
-void sg_report_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags)
+/* A GPU page fault to report to the manager (DxgkCbNotifyInterrupt
+ * PAGE_FAULTED), found under the lock and sent after it is dropped. */
+struct sg_fault {
+    struct vidmm_adapter *adapter;    /* NULL: nothing to report */
+    uint64_t context, va;
+    uint32_t flags;
+};
+
+/* A GPU access faulted: count it and find which context owns the root. */
+static void sg_note_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags,
+                          struct sg_fault *f)
 {
     sg->stats.page_faults++;
     if (!sg->adapter)
         return;
     for (uint32_t i = 0; i < sg->nroots; i++)
         if (sg->roots[i].segment_id == root->segment_id && sg->roots[i].offset == root->segment_offset) {
-            vidmm_cb_notify_page_fault(sg->adapter, sg->roots[i].context, va, flags);
+            f->adapter = sg->adapter;
+            f->context = sg->roots[i].context;
+            f->va = va;
+            f->flags = flags;
             return;
         }
 }
@@ -852,22 +873,23 @@ vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_a
     if (!sg_root_ok(sg, root) || !out || access == 0 || (access & ~all))
         return VIDMM_E_INVALID_ARG;
     struct sg_walk w;
+    sg_lock_idle(sg);
     vidmm_status st = sg_walk(sg, root, va, access, &w);
     if (st != VIDMM_OK) {
         /* Translation is a probe, not a GPU access: counted, not reported. */
         sg->stats.page_faults++;
         memset(out, 0, sizeof *out);
-        return st;
+    } else {
+        *out = w.t;
     }
-    *out = w.t;
-    return VIDMM_OK;
+    sg_unlock(sg);
+    return st;
 }
 
-static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
-                               uint8_t *dst, const uint8_t *src, size_t size)
+/* Runs under the lock; a fault is left in *f for the caller to report. */
+static vidmm_status sg_virtual_locked(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                                      uint8_t *dst, const uint8_t *src, size_t size, struct sg_fault *f)
 {
-    if (!sg_root_ok(sg, root) || (size && !dst && !src) || size > UINT64_MAX - va)
-        return VIDMM_E_INVALID_ARG;
     uint32_t access = dst ? SOFTGPU_ACCESS_READ : SOFTGPU_ACCESS_WRITE;
     uint64_t done = 0;
     while (done < size) {
@@ -881,7 +903,7 @@ static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_a
              * protection faults apart by succeeding a read probe. */
             struct sg_walk probe;
             int present = ws == VIDMM_OK || sg_walk(sg, root, va + done, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
-            sg_report_fault(sg, root, va + done, fault_flags(access, present));
+            sg_note_fault(sg, root, va + done, fault_flags(access, present), f);
             return VIDMM_E_PAGE_FAULT;
         }
         uint64_t n = w.run < size - done ? w.run : size - done;
@@ -896,6 +918,22 @@ static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_a
         done += n;
     }
     return VIDMM_OK;
+}
+
+static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                               uint8_t *dst, const uint8_t *src, size_t size)
+{
+    if (!sg_root_ok(sg, root) || (size && !dst && !src) || size > UINT64_MAX - va)
+        return VIDMM_E_INVALID_ARG;
+    struct sg_fault f;
+    memset(&f, 0, sizeof f);
+    sg_lock_idle(sg);
+    vidmm_status st = sg_virtual_locked(sg, root, va, dst, src, size, &f);
+    sg_unlock(sg);
+    /* Outside softgpu's lock: vidmm takes its own inside the callback. */
+    if (f.adapter)
+        vidmm_cb_notify_page_fault(f.adapter, f.context, f.va, f.flags);
+    return st;
 }
 
 vidmm_status softgpu_read_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,

@@ -1,7 +1,10 @@
 /*
  * paging.c - softgpu's paging-buffer format: build_paging_buffer encodes
  * vidmm's paging operations as copy-engine commands, submit_command
- * executes them on the host bytes and signals the fence.
+ * validates a buffer and hands it to the copy engine (engine.c), which
+ * executes it on the host bytes with sg_execute_buffer and signals the
+ * fence - on its own thread, or inside submit_command in synchronous
+ * mode.
  *
  * A command is an 8-byte header {u16 opcode, u16 flags, u32 size} (size
  * includes the header; always a multiple of 8) followed by its payload;
@@ -512,22 +515,23 @@ static void sg_account(struct softgpu *sg, const struct sg_cmd_hdr *h, uint64_t 
     sg->stats.bytes[h->opcode] += bytes;
 }
 
-vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args)
+/* Checks every command of a buffer against the device.  It reads only
+ * what never changes after creation (segment geometry, MMU geometry), so
+ * it runs on the submitter's thread while the engine executes earlier
+ * buffers. */
+static int sg_validate_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end)
 {
-    struct softgpu *sg = driver;
-    if (!sg || !args || (!args->dma_buffer && args->dma_buffer_size))
-        return VIDMM_E_INVALID_ARG;
-    const uint8_t *buf = args->dma_buffer;
-    const uint32_t end = args->dma_buffer_size;
-    if (args->adapter)
-        sg->adapter = args->adapter;
-    /* Validate the whole buffer first: a bad buffer executes nothing. */
     for (uint32_t o = 0; o < end;) {
         uint32_t n = sg_validate(sg, buf + o, end - o);
         if (!n)
-            return VIDMM_E_INVALID_ARG;
+            return 0;
         o += n;
     }
+    return 1;
+}
+
+void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end)
+{
     for (uint32_t o = 0; o < end;) {
         struct sg_cmd_hdr h;
         memcpy(&h, buf + o, sizeof h);
@@ -597,11 +601,22 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
             o += sg_mmu_exec_run(sg, buf + o, end - o);   /* the whole run of MMU commands */
             break;
         default:
-            o += h.size;   /* unreachable: validated above */
+            o += h.size;   /* unreachable: validated at submission */
             break;
         }
     }
     sg->stats.paging_buffers++;
-    vidmm_cb_notify_fence(args->adapter, args->fence);
-    return VIDMM_OK;
+}
+
+vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args || (!args->dma_buffer && args->dma_buffer_size))
+        return VIDMM_E_INVALID_ARG;
+    /* Validate the whole buffer first, synchronously in both modes: a
+     * bad buffer is refused here and executes nothing. */
+    if (!sg_validate_buffer(sg, args->dma_buffer, args->dma_buffer_size))
+        return VIDMM_E_INVALID_ARG;
+    struct sg_job job = { args->dma_buffer, args->dma_buffer_size, args->fence, args->adapter };
+    return sg_engine_submit(sg, &job);
 }

@@ -8,10 +8,15 @@
  * preset declares), then creates each segment's backing: a memfd for
  * memory (memory.c), a GART for apertures (aperture.c), a host window for
  * a CPU host aperture (host_aperture.c), and for GpuMmu presets the
- * page-table geometry (mmu.c).  The driver ops live in query.c
- * (query_adapter_info, describe_allocation), paging.c (build and execute
- * paging buffers), mmu.c (page-table updates, the walker) and
- * host_aperture.c.
+ * page-table geometry (mmu.c), and last the copy engine (engine.c: its
+ * thread, unless the config asks for synchronous execution).  The driver
+ * ops live in query.c (query_adapter_info, describe_allocation),
+ * paging.c (build and execute paging buffers), mmu.c (page-table
+ * updates, the walker) and host_aperture.c.
+ *
+ * The test accessors here (stats, read/write_physical, check) run
+ * between sg_lock_idle and sg_unlock: after every submitted buffer has
+ * executed, and with the engine kept from starting another meanwhile.
  */
 #include "softgpu_int.h"
 
@@ -221,6 +226,9 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
             st = sg_gart_create(s);
         }
     }
+    /* The engine last: once its thread runs, the device must be whole. */
+    if (st == VIDMM_OK)
+        st = sg_engine_init(sg, config->synchronous);
     if (st != VIDMM_OK) {
         softgpu_destroy(sg);
         return st;
@@ -233,6 +241,8 @@ void softgpu_destroy(struct softgpu *sg)
 {
     if (!sg)
         return;
+    /* Drain first: queued buffers still read and write the segments. */
+    sg_engine_fini(sg);
     for (uint32_t id = 1; id <= sg->nb_segment; id++) {
         struct sg_segment *s = &sg->seg[id];
         sg_host_aperture_destroy(s);
@@ -263,7 +273,9 @@ void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out)
         memset(out, 0, sizeof *out);
         return;
     }
+    sg_lock_idle(sg);
     *out = sg->stats;
+    sg_unlock(sg);
 }
 
 void softgpu_inject_insufficient_dma(struct softgpu *sg, uint32_t n)
@@ -296,11 +308,14 @@ static vidmm_status sg_physical(struct softgpu *sg, uint32_t segment_id, uint64_
     struct sg_segment *s = &sg->seg[segment_id];
     if (offset > s->size || size > s->size - offset)
         return VIDMM_E_INVALID_ARG;
+    sg_lock_idle(sg);
     /* Check the whole range first so a refused call changes nothing. */
     if (!s->is_memory)
         for (uint64_t p = offset / SG_PAGE_4K; size && p <= (offset + size - 1) / SG_PAGE_4K; p++)
-            if (!sg_gart_is_mapped(s, p))
+            if (!sg_gart_is_mapped(s, p)) {
+                sg_unlock(sg);
                 return VIDMM_E_INVALID_ARG;
+            }
     uint64_t done = 0;
     while (done < size) {
         uint64_t run;
@@ -312,6 +327,7 @@ static vidmm_status sg_physical(struct softgpu *sg, uint32_t segment_id, uint64_
             memcpy(h, src + done, (size_t)run);
         done += run;
     }
+    sg_unlock(sg);
     return VIDMM_OK;
 }
 
@@ -338,6 +354,7 @@ int softgpu_check(const struct softgpu *sg)
     uint64_t gart_mapped = 0, host_mapped = 0;
     if (sg->nb_segment == 0 || sg->nb_segment > SOFTGPU_MAX_SEGMENTS)
         return 1;
+    sg_lock_idle(sg);
     for (uint32_t id = 1; id <= sg->nb_segment; id++) {
         const struct sg_segment *s = &sg->seg[id];
         if (s->size == 0 || s->size % s->page_size)
@@ -364,5 +381,6 @@ int softgpu_check(const struct softgpu *sg)
         bad++;
     if (host_mapped != sg->stats.host_aperture_pages_mapped)
         bad++;
+    sg_unlock(sg);
     return bad;
 }

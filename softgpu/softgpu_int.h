@@ -6,14 +6,17 @@
  * aperture or AGP segment is a GART (one host page pointer per 4 KiB page,
  * NULL meaning softgpu's own dummy page); a segment with a CPU host
  * aperture also owns a reserved host window remapped page by page onto
- * the memfd.  Nothing here is public: tests include it for white-box
- * checks (softgpu_aperture_entry, softgpu_host_aperture_base).
+ * the memfd.  The copy engine (engine.c) is a bounded queue of
+ * submitted paging buffers plus the thread that executes them.  Nothing
+ * here is public: tests include it for white-box checks
+ * (softgpu_aperture_entry, softgpu_host_aperture_base, the engine hooks).
  */
 #ifndef SOFTGPU_INT_H
 #define SOFTGPU_INT_H
 
 #include "vidmm/softgpu.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,6 +109,44 @@ struct sg_mmu {
 
 #define SG_MAX_ROOTS 256u
 
+/* Entries of the copy engine's queue.  vidmm keeps at most 16 buffers in
+ * flight per adapter (its ring's records), so it never waits here; a
+ * client that submits faster than the engine runs waits for a free entry,
+ * as on a full hardware ring. */
+#define SG_QUEUE_LEN 64u
+
+/* One submitted paging buffer.  The submitter keeps the bytes untouched
+ * until the fence is signalled (driver.h), so the engine reads them in
+ * place: nothing is copied or allocated on the submit path. */
+struct sg_job {
+    const uint8_t *buf;
+    uint32_t size;
+    uint64_t fence;
+    struct vidmm_adapter *adapter;   /* for vidmm_cb_notify_fence; NULL: nobody to tell */
+};
+
+/* The copy engine (engine.c).  lock guards every field below, the device
+ * state the engine mutates (memory, GART, stats, roots) whenever the
+ * engine is idle, and sg->adapter / sg->roots.  While busy, the engine
+ * executes one job without the lock; nobody else touches device state
+ * then, because every accessor waits for idle while holding the lock. */
+struct sg_engine {
+    pthread_mutex_t lock;
+    pthread_cond_t work;          /* engine: a job was queued, the hold ended, or stop */
+    pthread_cond_t done;          /* submitters: an entry is free; waiters: maybe idle */
+    pthread_t thread;
+    int synchronous;              /* no thread: submit executes in place */
+    int lock_ok, work_ok, done_ok, running;   /* what init created (for fini) */
+    int stop;                     /* destroy: drain the queue, then exit */
+    int busy;                     /* a job is executing (or its fence being signalled) */
+    int hold;                     /* test hook: do not start new jobs */
+    uint32_t head, count;         /* queue[head] is the oldest of count jobs */
+    uint32_t blocked;             /* submitters waiting for a free entry (test hook) */
+    void (*observer)(void *ctx, uint64_t fence);   /* test hook, called before each fence */
+    void *observer_ctx;
+    struct sg_job queue[SG_QUEUE_LEN];
+};
+
 struct softgpu {
     char preset[16];
     uint32_t nb_segment;
@@ -133,11 +174,23 @@ struct softgpu {
         uint64_t context;
     } roots[SG_MAX_ROOTS];
     uint32_t nroots;
+    struct sg_engine engine;
 };
 
 void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args);
 uint64_t sg_get_root_page_table_size(void *driver, uint32_t *number_of_pte);
-void sg_report_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags);
+
+/* engine.c: the copy engine.  init starts the thread (unless
+ * synchronous); fini executes what is queued, then joins it.  submit
+ * takes an already validated buffer.  sg_lock_idle takes the lock once
+ * the engine is idle (queue empty, nothing executing); every test
+ * accessor runs between it and sg_unlock. */
+vidmm_status sg_engine_init(struct softgpu *sg, int synchronous);
+void sg_engine_fini(struct softgpu *sg);
+vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job);
+void sg_lock_idle(const struct softgpu *sg);
+void sg_lock(const struct softgpu *sg);
+void sg_unlock(const struct softgpu *sg);
 
 /* memory.c */
 vidmm_status sg_memory_create(struct sg_segment *s, uint32_t id, int prefault);
@@ -174,6 +227,9 @@ vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocati
 /* paging.c */
 vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buffer_args *args);
 vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args);
+/* The executor, shared by both engine modes: runs a buffer that passed
+ * validation at submission, and counts it. */
+void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t size);
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
 
 /* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
@@ -197,5 +253,19 @@ const void *softgpu_aperture_entry(const struct softgpu *sg, uint32_t segment_id
 const void *softgpu_host_aperture_base(const struct softgpu *sg, uint32_t segment_id);
 /* softgpu's own dummy page. */
 const void *softgpu_dummy_page(const struct softgpu *sg);
+/* Engine hooks (engine.c).  The observer is called on the thread that
+ * signals (the engine thread, or the submitter in synchronous mode)
+ * after a buffer executed and right before its fence goes to vidmm, with
+ * no lock held; it may read device memory directly (sg->seg[].mem) but
+ * must not call a softgpu accessor (they wait for the engine, which is
+ * the caller).  NULL removes it. */
+void softgpu_set_fence_observer(struct softgpu *sg, void (*fn)(void *ctx, uint64_t fence), void *ctx);
+/* hold != 0: the engine starts no new buffer until released (a stalled
+ * engine, so tests can fill the queue).  Accessors that wait for idle
+ * would wait forever while held with work queued; destroy overrides the
+ * hold and drains. */
+void softgpu_engine_hold(struct softgpu *sg, int hold);
+/* Jobs queued and not started, and submitters waiting for a free entry. */
+void softgpu_engine_queue(const struct softgpu *sg, uint32_t *queued, uint32_t *blocked);
 
 #endif

@@ -21,6 +21,18 @@
  *          the OS's AGP aperture), [4] 256 MiB aperture; 4 KiB pages
  *   big    dgpu with an 80 GiB invisible segment (lazy backing)
  * Sizes can be changed per segment (softgpu_config.segment_size).
+ *
+ * Threading.  By default the copy engine is a thread of its own:
+ * submit_command checks a paging buffer, queues it and returns; the
+ * engine executes queued buffers in submission order and signals each
+ * fence (vidmm_cb_notify_fence) from its thread once the buffer is done.
+ * softgpu_config.synchronous = 1 executes the buffer inside
+ * submit_command instead, and signals before returning (deterministic
+ * tests, replays).  The test accessors below (stats, physical and
+ * virtual reads/writes, translate, check) first wait until the engine is
+ * idle and hold softgpu's lock while they run, so they always see every
+ * buffer submitted before the call finished, and never a half-executed
+ * one.  The driver ops follow driver.h: one thread at a time per device.
  */
 #ifndef VIDMM_SOFTGPU_H
 #define VIDMM_SOFTGPU_H
@@ -45,12 +57,27 @@ struct softgpu_config {
     int prefault;                              /* touch all segment backing at creation */
     uint32_t paging_buffer_size;               /* 0 = preset (64 KiB) */
     uint32_t mmu_levels;                       /* GpuMmu presets: page-table levels 2..6, 0 = preset default */
+    /* 0 (default): paging buffers run on softgpu's copy-engine thread,
+     * fences are signalled from that thread.  Non-zero: submit_command
+     * executes the buffer and signals its fence before returning, on the
+     * caller's thread (no engine thread is created). */
+    int synchronous;
 };
 
 /* VIDMM_E_INVALID_ARG for an unknown preset or a bad size,
- * VIDMM_E_NO_HOST_MEMORY when the host refuses the reservation. */
+ * VIDMM_E_NO_HOST_MEMORY when the host refuses the reservation (or the
+ * engine thread cannot be started). */
 vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu **out);
+/* Executes every buffer still queued (signalling its fence), stops the
+ * engine thread, then releases the device. */
 void softgpu_destroy(struct softgpu *sg);
+
+/* Waits until every buffer submitted so far has executed and its fence
+ * has been signalled.  Returns at once in synchronous mode.
+ * VIDMM_E_INVALID_ARG for NULL.  Must not be called from the thread that
+ * signals fences (inside vidmm_cb_notify_fence): it would wait for
+ * itself. */
+vidmm_status softgpu_wait_idle(struct softgpu *sg);
 
 /* The ops table and driver pointer to give vidmm_adapter_open, plus the
  * AGP aperture the preset declares. */
@@ -79,7 +106,9 @@ struct softgpu_alloc_desc {
     struct vidmm_allocation_info info; /* SOFTGPU_ALLOC_EXPLICIT only */
 };
 
-/* Test and tool access to the device. */
+/* Test and tool access to the device.  Every accessor from here on
+ * (except softgpu_inject_insufficient_dma) waits for the engine to be
+ * idle and runs under softgpu's lock (see "Threading" above). */
 struct softgpu_stats {
     uint64_t paging_buffers;         /* executed */
     uint64_t ops[17];                /* executed per vidmm_paging_operation */

@@ -23,32 +23,22 @@
  */
 #include "core/vidmm_int.h"
 
-#include <errno.h>
 #include <string.h>
-#include <time.h>
 
-#define WAIT_TIMEOUT_SEC 2
 #define MAX_FRUITLESS_RESTARTS 64
 
+/* Wait until the GPU finished fence.  No deadline: every caller frees or
+ * reuses memory the GPU may still touch once this returns, so giving up
+ * early would hand that memory out while the engine works on it.  A hung
+ * engine is the reset path's business (TDR), not a paging wait's. */
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     struct vidmm_paging *p = &a->paging;
-    vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&p->lock);
-    if (p->completed_fence < fence) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += WAIT_TIMEOUT_SEC;
-        while (p->completed_fence < fence) {
-            int rc = pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-            if (rc == ETIMEDOUT && p->completed_fence < fence) {
-                st = VIDMM_E_TIMEOUT;
-                break;
-            }
-        }
-    }
+    while (p->completed_fence < fence)
+        pthread_cond_wait(&p->cond, &p->lock);
     pthread_mutex_unlock(&p->lock);
-    return st;
+    return VIDMM_OK;
 }
 
 static uint64_t completed(struct vidmm_adapter *a)

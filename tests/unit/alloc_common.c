@@ -8,11 +8,17 @@
 
 int ac_open(struct ac_fixture *f, const char *preset, const uint64_t *sizes, uint64_t sysmem)
 {
+    return ac_open_mode(f, preset, sizes, sysmem, 0);
+}
+
+int ac_open_mode(struct ac_fixture *f, const char *preset, const uint64_t *sizes, uint64_t sysmem, int synchronous)
+{
     memset(f, 0, sizeof *f);
     fault_alloc_init(&f->fa);
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = preset;
+    cfg.synchronous = synchronous;
     for (uint32_t i = 1; sizes && i <= SOFTGPU_MAX_SEGMENTS; i++)
         cfg.segment_size[i] = sizes[i];
     vidmm_status st = softgpu_create(&cfg, &f->sg);

@@ -29,6 +29,9 @@ struct ac_fixture {
  * the small defaults of ac_small_sizes) and a system memory limit
  * (0 = 256 MiB).  Returns 0 on success (T_* checks report failures). */
 int ac_open(struct ac_fixture *f, const char *preset, const uint64_t *sizes, uint64_t sysmem);
+/* The same with softgpu's engine mode chosen: synchronous = 1 executes
+ * paging buffers inside submit_command, 0 on the engine thread. */
+int ac_open_mode(struct ac_fixture *f, const char *preset, const uint64_t *sizes, uint64_t sysmem, int synchronous);
 /* Closes the adapter and the device; checks that no host block leaked. */
 void ac_close(struct ac_fixture *f);
 

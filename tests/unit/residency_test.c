@@ -8,6 +8,7 @@
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
+#include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -102,8 +103,13 @@ static vidmm_status mres(struct rs_fx *f, const struct proc *pr, const vidmm_han
     vidmm_status st = vidmm_make_resident(f->a, pr->d, &m);
     if (trim)
         *trim = m.bytes_to_trim;
-    if (st == VIDMM_PENDING)
+    if (st == VIDMM_PENDING) {
+        /* softgpu's copy engine runs on its own thread: wait for the
+         * paging fence, as a user-mode driver would. */
+        T_CHECK(m.paging_fence_value != 0);
         T_ST(vidmm_paging_queue_wait(f->a, pr->q, m.paging_fence_value, UINT64_MAX), VIDMM_OK);
+        st = VIDMM_OK;
+    }
     return st;
 }
 
@@ -602,6 +608,43 @@ static void overcommit_integrity(void)
     T_CHECK(total_page_moves >= 100000);
 }
 
+/* With the copy engine stalled, make-resident returns PENDING at once
+ * with a fence value; the fence is not reached (a wait times out) until
+ * the engine runs, and then it is, with the bytes in place. */
+static void pending_fence(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle h = make_alloc(&f, INVIS, 8 * MIB, 55);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, h, 0, 8 * MIB, 0, 0, &va), VIDMM_OK);
+    softgpu_engine_hold(f.sg, 1);
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.paging_queue = pr.q;
+    m.allocations = &h;
+    m.count = 1;
+    T_ST(vidmm_make_resident(f.a, pr.d, &m), VIDMM_PENDING);
+    T_CHECK(m.paging_fence_value > 0);
+    uint64_t done = 99;
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, &done), VIDMM_OK);
+    T_CHECK(done < m.paging_fence_value);
+    T_ST(vidmm_paging_queue_wait(f.a, pr.q, m.paging_fence_value, 2000000), VIDMM_E_TIMEOUT);   /* 2 ms */
+    softgpu_engine_hold(f.sg, 0);
+    T_ST(vidmm_paging_queue_wait(f.a, pr.q, m.paging_fence_value, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, &done), VIDMM_OK);
+    T_EQ_U64(done, m.paging_fence_value);
+    T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 8 * MIB, 55));
+    /* Already resident: nothing to page, no fence to wait for. */
+    T_ST(vidmm_make_resident(f.a, pr.d, &m), VIDMM_OK);
+    T_EQ_U64(m.paging_fence_value, 0);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
 void suite_residency(void);
 void suite_residency(void)
 {
@@ -614,5 +657,6 @@ void suite_residency(void)
     t_run("residency.offer_reclaim", offer_reclaim);
     t_run("residency.clean_discard", clean_discard);
     t_run("residency.queues", queues);
+    t_run("residency.pending_fence", pending_fence);
     t_run("residency.overcommit_integrity", overcommit_integrity);
 }

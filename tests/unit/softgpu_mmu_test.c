@@ -67,6 +67,9 @@ static vidmm_status run_op(struct softgpu *sg, struct vidmm_build_paging_buffer_
         if (used) {
             struct vidmm_submit_command_args s = { NULL, buf, used, VIDMM_SUBMIT_PAGING, (uint64_t)guard + 1 };
             T_ST(ops->submit_command(sg, &s), VIDMM_OK);
+            /* buf is reused for the next piece: as vidmm does, wait for
+             * the copy engine to be done with it (its fence). */
+            T_ST(softgpu_wait_idle(sg), VIDMM_OK);
         }
         if (st == VIDMM_OK)
             return VIDMM_OK;
@@ -791,6 +794,7 @@ static void bad_args(void)
     T_EQ(s1.paging_buffers, s0.paging_buffers);
     cmd[1] = 2;                      /* well formed */
     T_ST(ops->submit_command(sg, &s), VIDMM_OK);
+    T_ST(softgpu_wait_idle(sg), VIDMM_OK);   /* cmd must outlive its execution */
 
     /* The walker's own arguments. */
     struct vidmm_physical_address root = { 2, 0, 0 };

@@ -81,6 +81,9 @@ static vidmm_status run_op(struct softgpu *sg, struct vidmm_build_paging_buffer_
         if (used) {
             struct vidmm_submit_command_args s = { NULL, buf, used, VIDMM_SUBMIT_PAGING, (uint64_t)guard + 1 };
             T_ST(ops->submit_command(sg, &s), VIDMM_OK);
+            /* buf is reused for the next piece: as vidmm does, wait for
+             * the copy engine to be done with it (its fence). */
+            T_ST(softgpu_wait_idle(sg), VIDMM_OK);
             n++;
         }
         if (st == VIDMM_OK) {

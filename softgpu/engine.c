@@ -1,0 +1,209 @@
+/*
+ * engine.c - softgpu's copy engine: the queue of submitted paging buffers
+ * and the thread that executes them.
+ *
+ * submit_command (paging.c) validates a buffer on the caller's thread,
+ * then hands it here.  In the default mode it is appended to a bounded
+ * FIFO (a fixed array of SG_QUEUE_LEN jobs in struct softgpu, so the
+ * submit path never allocates; a full queue makes the submitter wait, as
+ * a full hardware ring would) and the engine thread takes jobs in
+ * submission order, runs each with sg_execute_buffer (the one executor
+ * of both modes) and then signals its fence with vidmm_cb_notify_fence.
+ * In synchronous mode there is no thread: the buffer runs inside
+ * submit_command and its fence is signalled before it returns.
+ *
+ * Locking.  One mutex guards the queue and, while the engine is idle,
+ * the whole device state.  The engine executes a job without the lock
+ * (so submitters can queue more meanwhile) but marks itself busy first;
+ * every accessor (stats, physical and virtual reads/writes, translate,
+ * check) takes the lock and waits until the queue is empty and nothing is
+ * busy, so it never races with execution and sees every buffer submitted
+ * before it.  A job is busy until its fence has been signalled, so an
+ * idle engine also means "every fence delivered".  Callbacks into vidmm
+ * (fences, page faults) are made without softgpu's lock held: vidmm
+ * takes its own paging lock inside them, and no lock order has to be
+ * kept between the two.
+ */
+#include "softgpu_int.h"
+
+/* The engine is part of a device the caller may hold as const (stats,
+ * check): locking is not a change of the device. */
+static struct sg_engine *sg_eng(const struct softgpu *sg)
+{
+    return (struct sg_engine *)&sg->engine;
+}
+
+/* Runs the observer (test hook) and tells vidmm the fence passed. */
+static void sg_signal(const struct sg_job *j, void (*observer)(void *, uint64_t), void *ctx)
+{
+    if (observer)
+        observer(ctx, j->fence);
+    vidmm_cb_notify_fence(j->adapter, j->fence);
+}
+
+static void *sg_engine_main(void *arg)
+{
+    struct softgpu *sg = arg;
+    struct sg_engine *e = &sg->engine;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (!e->stop && (e->count == 0 || e->hold))
+            pthread_cond_wait(&e->work, &e->lock);
+        if (e->count == 0)
+            break;                      /* stopping and drained */
+        struct sg_job j = e->queue[e->head];
+        void (*observer)(void *, uint64_t) = e->observer;
+        void *ctx = e->observer_ctx;
+        e->head = (e->head + 1) % SG_QUEUE_LEN;
+        e->count--;
+        e->busy = 1;
+        pthread_cond_broadcast(&e->done);   /* an entry is free for a waiting submitter */
+        pthread_mutex_unlock(&e->lock);
+
+        sg_execute_buffer(sg, j.buf, j.size);
+        sg_signal(&j, observer, ctx);
+
+        pthread_mutex_lock(&e->lock);
+        e->busy = 0;
+        pthread_cond_broadcast(&e->done);   /* maybe idle */
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+vidmm_status sg_engine_init(struct softgpu *sg, int synchronous)
+{
+    struct sg_engine *e = &sg->engine;
+    e->synchronous = synchronous != 0;
+    if (pthread_mutex_init(&e->lock, NULL) != 0)
+        return VIDMM_E_NO_HOST_MEMORY;
+    e->lock_ok = 1;
+    if (pthread_cond_init(&e->work, NULL) != 0)
+        return VIDMM_E_NO_HOST_MEMORY;
+    e->work_ok = 1;
+    if (pthread_cond_init(&e->done, NULL) != 0)
+        return VIDMM_E_NO_HOST_MEMORY;
+    e->done_ok = 1;
+    if (e->synchronous)
+        return VIDMM_OK;
+    if (pthread_create(&e->thread, NULL, sg_engine_main, sg) != 0)
+        return VIDMM_E_NO_HOST_MEMORY;   /* the host refused a thread: a resource, like memory */
+    e->running = 1;
+    return VIDMM_OK;
+}
+
+void sg_engine_fini(struct softgpu *sg)
+{
+    struct sg_engine *e = &sg->engine;
+    if (e->running) {
+        /* Work still queued belongs to submitters that expect its fences:
+         * run it (a hold does not survive destroy), then let the thread
+         * end. */
+        pthread_mutex_lock(&e->lock);
+        e->stop = 1;
+        e->hold = 0;
+        pthread_cond_broadcast(&e->work);
+        pthread_mutex_unlock(&e->lock);
+        pthread_join(e->thread, NULL);
+        e->running = 0;
+    }
+    if (e->done_ok)
+        pthread_cond_destroy(&e->done);
+    if (e->work_ok)
+        pthread_cond_destroy(&e->work);
+    if (e->lock_ok)
+        pthread_mutex_destroy(&e->lock);
+    e->done_ok = e->work_ok = e->lock_ok = 0;
+}
+
+vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
+{
+    struct sg_engine *e = &sg->engine;
+    pthread_mutex_lock(&e->lock);
+    if (job->adapter)
+        sg->adapter = job->adapter;   /* fault reports go to the adapter that submits */
+    if (e->synchronous) {
+        /* Under the lock, so an accessor on another thread sees the
+         * buffer whole or not at all. */
+        void (*observer)(void *, uint64_t) = e->observer;
+        void *ctx = e->observer_ctx;
+        sg_execute_buffer(sg, job->buf, job->size);
+        pthread_mutex_unlock(&e->lock);
+        sg_signal(job, observer, ctx);
+        return VIDMM_OK;
+    }
+    while (e->count == SG_QUEUE_LEN) {
+        e->blocked++;
+        pthread_cond_wait(&e->done, &e->lock);
+        e->blocked--;
+    }
+    e->queue[(e->head + e->count) % SG_QUEUE_LEN] = *job;
+    e->count++;
+    pthread_cond_signal(&e->work);
+    pthread_mutex_unlock(&e->lock);
+    return VIDMM_OK;
+}
+
+void sg_lock(const struct softgpu *sg)
+{
+    pthread_mutex_lock(&sg_eng(sg)->lock);
+}
+
+void sg_lock_idle(const struct softgpu *sg)
+{
+    struct sg_engine *e = sg_eng(sg);
+    pthread_mutex_lock(&e->lock);
+    while (e->count || e->busy)
+        pthread_cond_wait(&e->done, &e->lock);
+}
+
+void sg_unlock(const struct softgpu *sg)
+{
+    pthread_mutex_unlock(&sg_eng(sg)->lock);
+}
+
+vidmm_status softgpu_wait_idle(struct softgpu *sg)
+{
+    if (!sg)
+        return VIDMM_E_INVALID_ARG;
+    if (sg->engine.synchronous)
+        return VIDMM_OK;   /* every submit finished its buffer before returning */
+    sg_lock_idle(sg);
+    sg_unlock(sg);
+    return VIDMM_OK;
+}
+
+void softgpu_set_fence_observer(struct softgpu *sg, void (*fn)(void *ctx, uint64_t fence), void *ctx)
+{
+    if (!sg)
+        return;
+    sg_lock(sg);
+    sg->engine.observer = fn;
+    sg->engine.observer_ctx = ctx;
+    sg_unlock(sg);
+}
+
+void softgpu_engine_hold(struct softgpu *sg, int hold)
+{
+    if (!sg)
+        return;
+    sg_lock(sg);
+    sg->engine.hold = hold != 0;
+    pthread_cond_broadcast(&sg->engine.work);
+    sg_unlock(sg);
+}
+
+void softgpu_engine_queue(const struct softgpu *sg, uint32_t *queued, uint32_t *blocked)
+{
+    uint32_t q = 0, b = 0;
+    if (sg) {
+        sg_lock(sg);
+        q = sg->engine.count;
+        b = sg->engine.blocked;
+        sg_unlock(sg);
+    }
+    if (queued)
+        *queued = q;
+    if (blocked)
+        *blocked = b;
+}
