@@ -355,6 +355,9 @@ void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
 void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 /* The backing copy is stale (the allocation moved or was written). */
 void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* Free a reference record, unlinked from its allocation and device; its
+ * remaining count leaves the allocation's total. */
+void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r);
 /* A device goes: its references and queues go with it. */
 void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
 /* A process goes: allocations it owned become unowned. */

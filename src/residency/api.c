@@ -371,22 +371,8 @@ vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vid
             al->backing_valid = 0;
         r->count--;
         al->ref_total--;
-        if (r->count == 0) {
-            /* Leave the list; unlink_ref's bookkeeping with count 0. */
-            struct vidmm_res_ref **pp = &al->refs;
-            while (*pp != r)
-                pp = &(*pp)->al_next;
-            *pp = r->al_next;
-            if (r->dev_prev)
-                r->dev_prev->dev_next = r->dev_next;
-            else
-                d->refs = r->dev_next;
-            if (r->dev_next)
-                r->dev_next->dev_prev = r->dev_prev;
-            d->ref_count--;
-            d->process->demand[vidmm_res_home_group(a, al)] -= al->size;
-            vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
-        }
+        if (r->count == 0)
+            vidmm_res_unlink_ref(a, r);   /* it leaves the device's list */
         if (al->ref_total == 0 && al->resident && !(flags & VIDMM_EVICT_ONLY_IF_NECESSARY) && !al->lock_count &&
             !al->displayed) {
             vidmm_status e = vidmm_res_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);

@@ -417,7 +417,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
 
 /* ---- teardown hooks ------------------------------------------------------ */
 
-static void unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
+void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
 {
     struct vidmm_allocation *al = r->al;
     struct vidmm_device *d = r->dev;
@@ -440,7 +440,7 @@ static void unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
 void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     while (al->refs)
-        unlink_ref(a, al->refs);
+        vidmm_res_unlink_ref(a, al->refs);
     vidmm_res_leave(a, al);
     a->policy->remove(a->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
     vidmm_res_drop_backing(a, al);
@@ -449,7 +449,7 @@ void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocatio
 void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->refs)
-        unlink_ref(a, d->refs);
+        vidmm_res_unlink_ref(a, d->refs);
     while (d->queues) {
         struct vidmm_paging_queue *q = d->queues;
         d->queues = q->next;
