@@ -25,8 +25,9 @@ extern "C" {
 
 #define VIDMM_MAX_PROCESSES 256u
 
-/* VIDMM_E_NOT_SUPPORTED on an adapter with neither GpuMmu nor IoMmu;
- * VIDMM_E_BUSY when VIDMM_MAX_PROCESSES are alive (or every free slot has
+/* On an adapter with neither GpuMmu nor IoMmu a process has devices and
+ * residency lists but no GPU VA: its VA entries answer
+ * VIDMM_E_NOT_SUPPORTED.  VIDMM_E_BUSY when VIDMM_MAX_PROCESSES are alive (or every free slot has
  * served 65,535 processes and was retired, so no stale handle revives). */
 vidmm_status vidmm_process_create(struct vidmm_adapter *adapter, vidmm_handle *process);
 /* Frees the VA space and every page table; the allocations stay. */

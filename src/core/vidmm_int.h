@@ -148,6 +148,7 @@ struct vidmm_process {
     struct vidmm_va_space vs;
     struct vidmm_page_table *root;  /* NULL in IoMmu mode */
     int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
+    int no_va;                      /* neither model: no GPU VA (physical-mode contexts only) */
     struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
     uint32_t pte_buf_len;
     vidmm_status step_error;        /* first failure inside a VA change (commit half) */

@@ -17,6 +17,10 @@
  * in every VA space, so a move rewrites their PTEs in each process and
  * their GPU virtual addresses never change.
  *
+ * An adapter with neither model (WDDM 1 style, e.g. softgpu's wddm1)
+ * still has processes - for devices, residency lists and physical-mode
+ * contexts - whose GPU VA entries answer VIDMM_E_NOT_SUPPORTED.
+ *
  * IoMmu mode (an adapter with VIDMM_CAPS_IOMMU and no GpuMmu): the GPU
  * shares the CPU's page tables, so a mapping's GPU VA is the CPU address
  * of the allocation's system pages (in this user-space model, the host
@@ -101,8 +105,9 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
         return VIDMM_E_INVALID_ARG;
     *out = VIDMM_HANDLE_NULL;
     int iommu = !a->has_gpummu && (a->caps.memory_management_caps & VIDMM_CAPS_IOMMU);
-    if (!a->has_gpummu && !iommu)
-        return VIDMM_E_NOT_SUPPORTED;
+    /* An adapter with neither model still has processes and devices
+     * (residency lists, physical-mode contexts); only GPU VA is missing. */
+    int no_va = !a->has_gpummu && !iommu;
     uint32_t slot = 0;
     /* A slot that served generation 0xFFFF is retired: reusing it would
      * bring an old handle back to life. */
@@ -115,17 +120,18 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
         return VIDMM_E_NO_HOST_MEMORY;
     p->adapter = a;
     p->iommu = iommu;
+    p->no_va = no_va;
     p->flush_lo = UINT64_MAX;
-    p->pte_buf_len = iommu ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count;
+    p->pte_buf_len = iommu || no_va ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count;
     p->pte_buf = vidmm_halloc(a->ha, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
     if (!p->pte_buf)
         goto fail;
     /* IoMmu: the CPU's user address space (47 bits on x86-64). */
-    st = vidmm_va_space_init(&p->vs, a->ha, iommu ? 47 : a->gpummu.caps.virtual_address_bit_count);
+    st = vidmm_va_space_init(&p->vs, a->ha, iommu || no_va ? 47 : a->gpummu.caps.virtual_address_bit_count);
     if (st < 0)
         goto fail_buf;
-    if (!iommu) {
+    if (!iommu && !no_va) {
         st = vidmm_pt_create_root(a, p);
         if (st < 0)
             goto fail_vs;
@@ -316,6 +322,8 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (p->no_va)
+        return VIDMM_E_NOT_SUPPORTED; /* no GPU virtual addressing on this adapter */
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
     if (p->iommu)
@@ -350,6 +358,8 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (p->no_va)
+        return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
     struct vidmm_allocation *al = vidmm_handle_get(a, allocation);
@@ -404,6 +414,8 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (p->no_va)
+        return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
     if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
@@ -443,6 +455,8 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
+    if (p->no_va)
+        return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
     if (p->iommu)
@@ -532,7 +546,7 @@ vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
-    if (p->iommu)
+    if (p->iommu || p->no_va)
         return VIDMM_E_NOT_SUPPORTED;
     memset(root, 0, sizeof(*root));
     root->segment_id = p->root->segment_id;

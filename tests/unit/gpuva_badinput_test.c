@@ -1252,12 +1252,26 @@ static void no_virtual_addressing(void)
     if (a) {
         struct vidmm_gpummu_info gi;
         T_ST(vidmm_adapter_query_gpummu(a, &gi), VIDMM_E_NOT_SUPPORTED);
-        int64_t blocks = fa.live_blocks;
-        vidmm_handle p = 0xDEADull;
-        T_ST(vidmm_process_create(a, &p), VIDMM_E_NOT_SUPPORTED);
-        T_EQ_U64(p, VIDMM_HANDLE_NULL);
-        T_EQ(fa.live_blocks, blocks);
+        /* A process without GPU VA: devices yes, VA entries no. */
+        vidmm_handle p = 0xDEADull, d = 0;
+        T_ST(vidmm_process_create(a, &p), VIDMM_OK);
+        T_ST(vidmm_device_create(a, p, &d), VIDMM_OK);
+        uint64_t va = 0;
+        struct vidmm_physical_address root;
+        struct vidmm_gpuva_update_op op;
+        memset(&op, 0, sizeof op);
+        T_ST(vidmm_gpuva_reserve(a, p, 0, 0, 0, 1u << 20, 0, &va), VIDMM_E_NOT_SUPPORTED);
+        T_ST(vidmm_gpuva_map(a, p, 0, 0, 0, 1, 0, 4096, 0, 0, &va), VIDMM_E_NOT_SUPPORTED);
+        T_ST(vidmm_gpuva_unmap(a, p, 0x10000, 0x10000), VIDMM_E_NOT_SUPPORTED);
+        T_ST(vidmm_gpuva_free(a, p, 0x10000, 0x10000), VIDMM_E_NOT_SUPPORTED);
+        T_ST(vidmm_gpuva_update(a, p, &op, 1), VIDMM_E_NOT_SUPPORTED);
+        T_ST(vidmm_process_root_page_table(a, p, &root), VIDMM_E_NOT_SUPPORTED);
+        struct vidmm_context_desc vd = { 0, VIDMM_CONTEXT_VIRTUAL, 0, 0 }, pd = { 0, VIDMM_CONTEXT_PHYSICAL, 0, 0 };
+        vidmm_handle c = 0;
+        T_ST(vidmm_context_create(a, d, &vd, &c), VIDMM_E_NOT_SUPPORTED);
+        T_ST(vidmm_context_create(a, d, &pd, &c), VIDMM_OK);
         T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+        T_ST(vidmm_process_destroy(a, p), VIDMM_OK);
         vidmm_adapter_close(a);
     }
     T_EQ(fa.live_blocks, 0);

@@ -64,20 +64,26 @@ static void fx_close(struct rs_fx *f)
 }
 
 /* A CPU-visible allocation created evicted, filled with seed's pattern
- * while in system memory. */
-static vidmm_handle make_alloc(struct rs_fx *f, uint32_t set, uint64_t size, uint64_t seed)
+ * while in system memory; pref is its preferred segment (0 = none). */
+static vidmm_handle make_alloc_pref(struct rs_fx *f, uint32_t set, uint32_t pref, uint64_t size, uint64_t seed)
 {
     struct softgpu_alloc_desc d;
     memset(&d, 0, sizeof(d));
     d.kind = SOFTGPU_ALLOC_EXPLICIT;
     d.info.size = size;
     d.info.supported_write_segment_set = set;
+    d.info.preferred_segment = pref ? VIDMM_PREF(0, pref, 0) : 0;
     d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
     vidmm_handle h = 0;
     T_ST(vidmm_allocation_create2(f->a, &d, sizeof(d), 0, &h), VIDMM_OK);
     if (h && seed)
         gv_pattern(f->a, h, seed);
     return h;
+}
+
+static vidmm_handle make_alloc(struct rs_fx *f, uint32_t set, uint64_t size, uint64_t seed)
+{
+    return make_alloc_pref(f, set, 0, size, seed);
 }
 
 struct proc {
@@ -517,38 +523,101 @@ static void queues(void)
     fx_close(&f);
 }
 
-/* Over-commitment with integrity: three processes whose allocations add
- * up to 2x the memory segments, random make-resident sets, every listed
- * allocation read back through the GPU MMU at its fixed VA, evicted ones
- * faulting; check() after every step.  Counts page moves. */
-static uint64_t total_page_moves;
-
-static void overcommit_integrity_run(uint64_t factor_pct, int steps)
+/* The bytes of a resident allocation where vidmm says they are (its
+ * physical ranges, read by softgpu; system pages through a lock, which
+ * does not move them), against the pattern of seed. */
+static int physical_sees(struct rs_fx *f, vidmm_handle h, uint64_t size, uint64_t seed)
 {
+    struct vidmm_physical_range r[64];
+    uint32_t n = 0;
+    if (vidmm_allocation_physical_ranges(f->a, h, r, 64, &n) != VIDMM_OK || n > 64)
+        return 0;
+    uint64_t *buf = malloc(size);
+    if (!buf)
+        return 0;
+    int ok = 1;
+    uint64_t done = 0;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        if (r[i].segment_id == 0) {
+            void *cpu = NULL;
+            ok = vidmm_allocation_lock(f->a, h, &cpu) == VIDMM_OK;
+            if (ok) {
+                memcpy((char *)buf + done, (char *)cpu + r[i].offset, r[i].size);
+                ok = vidmm_allocation_unlock(f->a, h) == VIDMM_OK;
+            }
+        } else {
+            ok = softgpu_read_physical(f->sg, r[i].segment_id, r[i].offset, (char *)buf + done, r[i].size) == VIDMM_OK;
+        }
+        done += r[i].size;
+    }
+    uint64_t s = seed;
+    for (uint64_t i = 0; ok && i < size / 8; i++)
+        ok = buf[i] == t_rand(&s);
+    free(buf);
+    return ok && done == size;
+}
+
+/* Over-commitment with integrity: three processes of different
+ * priorities whose allocations add up to 1.5x or 2x the memory segments,
+ * random make-resident sets, every listed allocation checked, evicted ones
+ * faulting at their VA; check() after every step.  On dgpu (64 KiB pages,
+ * CPU-visible and invisible memory, the aperture) the oracle is the GPU
+ * MMU walker at the allocation's fixed VA; on wddm1 (4 KiB pages, no GPU
+ * VA, an AGP aperture) it is the physical ranges.  Counts page moves. */
+static uint64_t total_page_moves, aperture_landings;
+
+static void overcommit_integrity_run(const char *preset, uint64_t factor_pct, int steps)
+{
+    int virt = !strcmp(preset, "dgpu");
     struct rs_fx f;
-    if (fx_open(&f) < 0)
+    memset(&f, 0, sizeof(f));
+    fault_alloc_init(&f.fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = preset;
+    cfg.segment_size[1] = virt ? 32 * MIB : 16 * MIB;
+    cfg.segment_size[2] = virt ? 64 * MIB : 32 * MIB;
+    uint64_t memory = cfg.segment_size[1] + cfg.segment_size[2];
+    uint32_t ap = virt ? 3 : 4;
+    T_ST(softgpu_create(&cfg, &f.sg), VIDMM_OK);
+    if (!f.sg)
         return;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof(ci));
+    softgpu_fill_adapter_create_info(f.sg, &ci);
+    ci.host_allocator = &f.fa.ha;
+    T_ST(vidmm_adapter_open(&ci, &f.a), VIDMM_OK);
+    if (!f.a) {
+        softgpu_destroy(f.sg);
+        return;
+    }
     uint64_t seed = t_seed();
     struct proc pr[3];
     for (int i = 0; i < 3; i++)
         proc_open(&f, &pr[i]);
-    enum { NA = 96 };
+    enum { NA = 256 };
     vidmm_handle h[NA];
     uint64_t size[NA], va[NA];
     int owner[NA];
-    uint64_t total = 0, target = (96 * MIB) * factor_pct / 100;
+    uint64_t total = 0, target = memory * factor_pct / 100;
     int n = 0;
     while (n < NA && total < target) {
         size[n] = (64 * KIB) << (t_rand(&seed) % 7);   /* 64 KiB .. 4 MiB */
-        uint32_t set = (t_rand(&seed) % 4) ? MEM : (MEM | VIDMM_SEGMENT_BIT(3));
-        h[n] = make_alloc(&f, set, size[n], 1000 + (uint64_t)n);
+        /* A quarter may also live in the aperture; one in eight prefers it
+         * (a staging-like buffer the GPU reads from system memory). */
+        uint32_t kind = (uint32_t)(t_rand(&seed) % 8);
+        uint32_t set = kind < 6 ? MEM : (MEM | VIDMM_SEGMENT_BIT(ap));
+        h[n] = make_alloc_pref(&f, set, kind == 7 ? ap : 0, size[n], 1000 + (uint64_t)n);
         owner[n] = (int)(t_rand(&seed) % 3);
-        T_ST(vidmm_gpuva_map(f.a, pr[owner[n]].p, 0, 0, 0, h[n], 0, size[n], 0, 0, &va[n]), VIDMM_OK);
+        va[n] = 0;
+        if (virt)
+            T_ST(vidmm_gpuva_map(f.a, pr[owner[n]].p, 0, 0, 0, h[n], 0, size[n], 0, 0, &va[n]), VIDMM_OK);
         static const uint32_t prio[3] = { VIDMM_PRIORITY_LOW, VIDMM_PRIORITY_NORMAL, VIDMM_PRIORITY_HIGH };
         T_ST(vidmm_allocation_set_priority(f.a, h[n], prio[owner[n]]), VIDMM_OK);
         total += size[n];
         n++;
     }
+    T_CHECK(total >= target);
     int bad = 0;
     for (int step = 0; step < steps && !bad; step++) {
         int p = (int)(t_rand(&seed) % 3);
@@ -557,7 +626,7 @@ static void overcommit_integrity_run(uint64_t factor_pct, int steps)
         uint32_t m = 0;
         uint64_t bytes = 0;
         for (int i = 0; i < n; i++)
-            if (owner[i] == p && t_rand(&seed) % 2 && bytes + size[i] <= 24 * MIB) {
+            if (owner[i] == p && t_rand(&seed) % 2 && bytes + size[i] <= memory / 4) {
                 list[m] = h[i];
                 idx[m++] = i;
                 bytes += size[i];
@@ -575,14 +644,18 @@ static void overcommit_integrity_run(uint64_t factor_pct, int steps)
         }
         for (uint32_t k = 0; k < m && !bad; k++) {
             int i = idx[k];
-            if (!gv_gpu_sees(f.a, f.sg, pr[p].p, va[i], 0, size[i], 1000 + (uint64_t)i)) {
-                fprintf(stderr, "step %d: allocation %d (%llu bytes) mismatch\n", step, i,
+            uint32_t where = segment_of(&f, h[i]);
+            aperture_landings += where == ap || where == 0;   /* system pages (mapped into the aperture if AccessedPhysically) */
+            int ok = virt ? gv_gpu_sees(f.a, f.sg, pr[p].p, va[i], 0, size[i], 1000 + (uint64_t)i)
+                          : physical_sees(&f, h[i], size[i], 1000 + (uint64_t)i);
+            if (!ok) {
+                fprintf(stderr, "%s step %d: allocation %d (%llu bytes) mismatch\n", preset, step, i,
                         (unsigned long long)size[i]);
                 bad++;
             }
         }
         /* Evicted ones fault at their VA. */
-        for (int i = 0; i < n && !bad; i++)
+        for (int i = 0; virt && i < n && !bad; i++)
             if (!resident(&f, h[i]) && !gv_gpu_faults(f.a, f.sg, pr[owner[i]].p, va[i]))
                 bad++;
         if (checked(&f))
@@ -601,11 +674,15 @@ static void overcommit_integrity_run(uint64_t factor_pct, int steps)
 
 static void overcommit_integrity(void)
 {
-    total_page_moves = 0;
-    overcommit_integrity_run(150, 40);
-    overcommit_integrity_run(200, 40);
-    printf("    residency.overcommit_integrity: %llu page moves verified\n", (unsigned long long)total_page_moves);
+    total_page_moves = aperture_landings = 0;
+    overcommit_integrity_run("dgpu", 150, 40);
+    overcommit_integrity_run("dgpu", 200, 40);
+    overcommit_integrity_run("wddm1", 150, 40);
+    overcommit_integrity_run("wddm1", 200, 40);
+    printf("    residency.overcommit_integrity: %llu page moves verified, %llu resident in aperture/system pages\n",
+           (unsigned long long)total_page_moves, (unsigned long long)aperture_landings);
     T_CHECK(total_page_moves >= 100000);
+    T_CHECK(aperture_landings > 0);
 }
 
 /* With the copy engine stalled, make-resident returns PENDING at once
