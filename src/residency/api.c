@@ -199,8 +199,11 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
          * misses overlap instead of queueing. */
         if (i + 16 < args->count) {
             uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
-            if (idx < a->slot_used)
-                __builtin_prefetch(a->slots[idx]);
+            if (idx < a->slot_used) {
+                const char *o = (const char *)a->slots[idx];
+                __builtin_prefetch(o);        /* lookup, pin, reference list */
+                __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
+            }
         }
         if (i + 4 < args->count) {
             uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
