@@ -1,8 +1,9 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging,pte,G]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G]
  */
 #include "bench.h"
+#include "evict_bench.h"
 #include "paging_bench.h"
 #include "pte_bench.h"
 #include "va_bench.h"
@@ -30,11 +31,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging,pte,G]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G]\n", argv[0]);
             return 2;
         }
     }
     bench_alloc();
+    bench_evict(); /* honours --only E itself */
     if (!bench_opts.only || strstr(bench_opts.only, "paging"))
         bench_paging();
     if (!bench_opts.only || strstr(bench_opts.only, "pte"))
