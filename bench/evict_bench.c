@@ -364,9 +364,11 @@ static int tier(struct estate *st, uint32_t lo, uint32_t hi, uint32_t *added)
             live[best / 64] &= ~(UINT64_C(1) << (best % 64));
         if (st->id[i].chunks < lo || st->id[i].chunks >= hi)
             continue; /* the edge classes hold other sizes too */
-        (*added)++;
         int r = vidmm_evict_scan_add(&st->scan, st->id[i].node, i);
-        if (r != 0 && r != VIDMM_E_INVALID_HANDLE) /* a duplicate was in the LRU prefix */
+        if (r == VIDMM_E_INVALID_HANDLE) /* already added from the LRU prefix */
+            continue;
+        (*added)++;
+        if (r != 0)
             return r;
     }
 }
@@ -409,10 +411,11 @@ static uint32_t plan(struct estate *st, int mode, uint64_t size, int *found)
          * LRU list. */
         r = tier(st, (uint32_t)(size / E_CHUNK), UINT32_MAX, &added);
         for (; r == 0 && id != E_NIL; id = st->id[id].next) {
-            added++;
             r = vidmm_evict_scan_add(sc, st->id[id].node, id);
             if (r == VIDMM_E_INVALID_HANDLE)
-                r = 0;
+                r = 0; /* added by the tier */
+            else
+                added++;
         }
     }
     *found = r == 1;
