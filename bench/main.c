@@ -1,8 +1,9 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging,pte,G,MR]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR]
  */
 #include "bench.h"
+#include "evict_bench.h"
 #include "paging_bench.h"
 #include "pte_bench.h"
 #include "residency_bench.h"
@@ -31,11 +32,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging,pte,G,MR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR]\n", argv[0]);
             return 2;
         }
     }
     bench_alloc();
+    bench_evict(); /* honours --only E itself */
     if (!bench_opts.only || strstr(bench_opts.only, "paging"))
         bench_paging();
     if (!bench_opts.only || strstr(bench_opts.only, "pte"))

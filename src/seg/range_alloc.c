@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#define RA_NIL  0xFFFFFFFFu   /* no node */
+#define RA_NIL  VIDMM_RA_NONE /* no node (0xFFFFFFFF) */
 #define RA_USED 0xFFFFFFFEu   /* prev_free of a live allocation */
 #define RA_SLOT 0xFFFFFFFDu   /* prev_free of an unused slot (next_free chains slots) */
 #define RA_MAX_NODES 0x7FFFFFFFu
@@ -652,6 +652,31 @@ uint64_t vidmm_ra_node_offset(const struct vidmm_range_alloc *ra, uint32_t node)
 uint64_t vidmm_ra_node_size(const struct vidmm_range_alloc *ra, uint32_t node)
 {
     return is_live(ra, node) ? ra->nodes[node].size : 0;
+}
+
+vidmm_status vidmm_ra_node_neighbours(const struct vidmm_range_alloc *ra, uint32_t node,
+                                      struct vidmm_ra_neighbours *nb)
+{
+    if (!ra || !nb)
+        return VIDMM_E_INVALID_ARG;
+    if (!is_live(ra, node))
+        return VIDMM_E_INVALID_HANDLE;
+    const struct vidmm_ra_node *nodes = ra->nodes, *n = &nodes[node];
+    nb->offset = n->offset;
+    nb->size = n->size;
+    nb->free_below = nb->free_above = 0;
+    uint32_t p = n->prev_phys, q = n->next_phys;
+    if (p != RA_NIL && nodes[p].prev_free != RA_USED) {
+        nb->free_below = nodes[p].size;
+        p = nodes[p].prev_phys; /* live or the edge: free ranges never touch */
+    }
+    if (q != RA_NIL && nodes[q].prev_free != RA_USED) {
+        nb->free_above = nodes[q].size;
+        q = nodes[q].next_phys;
+    }
+    nb->live_below = p;   /* RA_NIL == VIDMM_RA_NONE */
+    nb->live_above = q;
+    return VIDMM_OK;
 }
 
 uint64_t vidmm_ra_largest_free(const struct vidmm_range_alloc *ra)

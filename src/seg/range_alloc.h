@@ -95,6 +95,25 @@ vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t node);
 uint64_t vidmm_ra_node_offset(const struct vidmm_range_alloc *ra, uint32_t node);
 uint64_t vidmm_ra_node_size(const struct vidmm_range_alloc *ra, uint32_t node);
 
+/* No node: a VIDMM_RA_NONE neighbour is the edge of the space. */
+#define VIDMM_RA_NONE 0xFFFFFFFFu
+
+/* Address-order surroundings of a live node, for eviction planning
+ * (seg/evict_scan.h): its range, the free bytes directly below and above
+ * it (0 when a live node or the edge of the space is adjacent; never two
+ * free ranges in a row), and the live nodes just beyond those free bytes
+ * (VIDMM_RA_NONE at the edge of the space). */
+struct vidmm_ra_neighbours {
+    uint64_t offset, size;
+    uint64_t free_below, free_above;
+    uint32_t live_below, live_above;
+};
+
+/* Fill *nb for live node.  O(1), read-only.  VIDMM_E_INVALID_HANDLE for a
+ * node that is not a live allocation, VIDMM_E_INVALID_ARG for NULLs. */
+vidmm_status vidmm_ra_node_neighbours(const struct vidmm_range_alloc *ra, uint32_t node,
+                                      struct vidmm_ra_neighbours *nb);
+
 /* Size of the largest free range (0 if full). O(1). */
 uint64_t vidmm_ra_largest_free(const struct vidmm_range_alloc *ra);
 

@@ -399,6 +399,68 @@ static void fault_sweep(void)
     T_CHECK(done);
 }
 
+/* vidmm_ra_node_neighbours: free bytes and live nodes on both sides. */
+static void neighbours(void)
+{
+    struct vidmm_range_alloc ra;
+    struct vidmm_ra_neighbours nb;
+    uint32_t a, b, c, d;
+    T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 1 * MiB, 4 * KiB), VIDMM_OK);
+    /* [0,8K) a | [8K,12K) b | free [12K,32K) | [32K,64K) c | free | [1M-4K,1M) d */
+    T_ST(vidmm_ra_alloc_at(&ra, 0, 8 * KiB, &a), VIDMM_OK);
+    T_ST(vidmm_ra_alloc_at(&ra, 8 * KiB, 4 * KiB, &b), VIDMM_OK);
+    T_ST(vidmm_ra_alloc_at(&ra, 32 * KiB, 32 * KiB, &c), VIDMM_OK);
+    T_ST(vidmm_ra_alloc_at(&ra, 1 * MiB - 4 * KiB, 4 * KiB, &d), VIDMM_OK);
+    T_EQ(vidmm_ra_check(&ra), 0);
+    uint64_t before = ra_layout(&ra);
+
+    T_ST(vidmm_ra_node_neighbours(&ra, a, &nb), VIDMM_OK);
+    T_EQ_U64(nb.offset, 0);
+    T_EQ_U64(nb.size, 8 * KiB);
+    T_EQ_U64(nb.free_below, 0);
+    T_EQ_U64(nb.free_above, 0);
+    T_EQ(nb.live_below, VIDMM_RA_NONE);
+    T_EQ(nb.live_above, b);
+
+    T_ST(vidmm_ra_node_neighbours(&ra, b, &nb), VIDMM_OK);
+    T_EQ_U64(nb.offset, 8 * KiB);
+    T_EQ_U64(nb.free_below, 0);
+    T_EQ_U64(nb.free_above, 20 * KiB);
+    T_EQ(nb.live_below, a);
+    T_EQ(nb.live_above, c);
+
+    T_ST(vidmm_ra_node_neighbours(&ra, c, &nb), VIDMM_OK);
+    T_EQ_U64(nb.free_below, 20 * KiB);
+    T_EQ_U64(nb.free_above, 1 * MiB - 4 * KiB - 64 * KiB);
+    T_EQ(nb.live_below, b);
+    T_EQ(nb.live_above, d);
+
+    T_ST(vidmm_ra_node_neighbours(&ra, d, &nb), VIDMM_OK);
+    T_EQ_U64(nb.offset, 1 * MiB - 4 * KiB);
+    T_EQ_U64(nb.free_above, 0);
+    T_EQ(nb.live_above, VIDMM_RA_NONE);
+    T_EQ(nb.live_below, c);
+
+    /* Free b: a's free above and c's free below now include it. */
+    T_ST(vidmm_ra_free(&ra, b), VIDMM_OK);
+    T_ST(vidmm_ra_node_neighbours(&ra, a, &nb), VIDMM_OK);
+    T_EQ_U64(nb.free_above, 24 * KiB);
+    T_EQ(nb.live_above, c);
+    T_ST(vidmm_ra_node_neighbours(&ra, c, &nb), VIDMM_OK);
+    T_EQ(nb.live_below, a);
+    before = ra_layout(&ra);
+
+    /* Not live: the freed node, an unused slot, out of range; NULLs. */
+    T_ST(vidmm_ra_node_neighbours(&ra, b, &nb), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_ra_node_neighbours(&ra, ra.node_cap - 1, &nb), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_ra_node_neighbours(&ra, VIDMM_RA_NONE, &nb), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_ra_node_neighbours(NULL, a, &nb), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_ra_node_neighbours(&ra, a, NULL), VIDMM_E_INVALID_ARG);
+    T_EQ_U64(ra_layout(&ra), before); /* read-only */
+    T_EQ(vidmm_ra_check(&ra), 0);
+    vidmm_ra_fini(&ra);
+}
+
 void suite_range_alloc(void);
 void suite_range_alloc(void)
 {
@@ -408,5 +470,6 @@ void suite_range_alloc(void)
     t_run("range_alloc.exact_capacity", exact_capacity);
     t_run("range_alloc.huge_offsets", huge_offsets);
     t_run("range_alloc.differential", differential);
+    t_run("range_alloc.neighbours", neighbours);
     t_run("range_alloc.fault_sweep", fault_sweep);
 }
