@@ -19,6 +19,7 @@
 #include "vidmm/segment.h"
 
 #include "core/objtab.h"
+#include "seg/evict_scan.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 #include "paging/ring.h"
@@ -277,6 +278,7 @@ struct vidmm_adapter {
     uint64_t res_clock;             /* reference clock */
     uint64_t res_epoch;             /* request being served (pins) */
     struct vidmm_residency_stats res_stats;
+    struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
     struct vidmm_paging paging;
     void *dummy_page;               /* what unmapped aperture pages point at */
     /* statistics */

@@ -23,7 +23,10 @@
  * locked or displayed ones, or ones of higher priority than the request
  * (MAXIMUM only by MAXIMUM).  When no victim is left the request tries
  * its next segment; priority therefore decides how hard a preference is
- * honoured.
+ * honoured.  A contiguous request (AccessedPhysically, primaries) that
+ * no hole can hold is planned with the eviction scan instead: only the
+ * blocks overlapping the cheapest hole formed from candidates in that
+ * order are evicted (docs/EVICTION.md).
  *
  * Backing copy.  An allocation restored from system memory keeps its
  * system pages as a backing copy while it is resident in a memory
@@ -61,12 +64,14 @@ static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
 
 vidmm_status vidmm_res_init(struct vidmm_adapter *a)
 {
+    vidmm_evict_scan_init(&a->evict_scan, a->ha);
     a->policy = &vidmm_policy_lru;
     return a->policy->create(a->ha, a->segment_count, &a->policy_state);
 }
 
 void vidmm_res_fini(struct vidmm_adapter *a)
 {
+    vidmm_evict_scan_fini(&a->evict_scan);
     if (a->policy && a->policy_state)
         a->policy->destroy(a->policy_state);
     a->policy_state = NULL;
@@ -317,14 +322,63 @@ unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_
     return order_of(a, al, order, top) ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
 }
 
+/* A contiguous request that free space cannot hold: plan with the
+ * eviction scan (src/seg/evict_scan.c, drm_mm_scan style) over the
+ * candidates in policy order and pass order, then evict only the blocks
+ * that overlap the hole it found.  VIDMM_E_NO_SEGMENT_SPACE when no hole
+ * can be formed from what may be evicted. */
+static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req)
+{
+    struct vidmm_segment *s = &a->seg[id];
+    uint64_t align = req->alignment > s->page_size ? req->alignment : s->page_size;
+    vidmm_status st = vidmm_evict_scan_begin(&a->evict_scan, &s->ra, req->size, align, 0, 0,
+                                             (uint32_t)(s->ra.live_count < UINT32_MAX ? s->ra.live_count : UINT32_MAX));
+    if (st < 0)
+        return st;
+    const struct vidmm_process *rp = owner_of(a, req);
+    uint64_t fair = fair_share(a, id, rp);
+    int found = 0;
+    for (int pass = 0; pass < 4 && !found; pass++)
+        for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && !found;
+             e = a->policy->next(a->policy_state, e)) {
+            struct vidmm_allocation *v = ENTRY_OF(e);
+            if (!evictable(a, v, req, req->pe.priority, pass, rp, fair))
+                continue;
+            /* Extents already added in an earlier pass answer
+             * INVALID_HANDLE: nothing to do. */
+            for (uint32_t x = 0; x < v->pl.pages.count && !found; x++)
+                found = vidmm_evict_scan_add(&a->evict_scan, v->pl.pages.ext[x].node, (uint64_t)(uintptr_t)v) == 1;
+        }
+    st = VIDMM_E_NO_SEGMENT_SPACE;
+    if (found) {
+        st = VIDMM_OK;
+        for (uint32_t i = 0; i < a->evict_scan.victim_count && st >= 0; i++) {
+            struct vidmm_allocation *v = (struct vidmm_allocation *)(uintptr_t)a->evict_scan.victims[i].tag;
+            if (v->resident && v->pl.segment_id == id)   /* listed once per extent: evict once */
+                st = evict_one(a, v, 0);
+        }
+    }
+    vidmm_evict_scan_end(&a->evict_scan);
+    return st;
+}
+
 /* Place al in memory segment id, evicting as needed. */
 static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
                                    struct vidmm_placement *pl)
 {
+    int contiguous = vidmm_needs_contiguous(a, al, &a->seg[id]);
     for (;;) {
         vidmm_status st = vidmm_place(a, al, id, top, pl);
         if (st != VIDMM_E_NO_SEGMENT_SPACE)
             return st;
+        if (contiguous) {
+            st = scan_room(a, id, al);
+            if (st >= 0)
+                continue;
+            if (st != VIDMM_E_NO_HOST_MEMORY)
+                return VIDMM_E_NO_SEGMENT_SPACE;
+            /* No memory for the roster: fall back to evicting in order. */
+        }
         const struct vidmm_segment *s = &a->seg[id];
         uint64_t free_bytes = s->size - s->committed;
         uint64_t need = al->size > free_bytes ? al->size - free_bytes : al->size;

@@ -722,6 +722,68 @@ static void pending_fence(void)
     fx_close(&f);
 }
 
+/* A contiguous request in a fragmented segment: the eviction scan evicts
+ * only the blocks next to a hole, not the whole LRU order. */
+static void contiguous_scan(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    enum { MAXN = 80 };
+    vidmm_handle h[MAXN];
+    int N = 0;
+    struct vidmm_residency_stats s0, s1;
+    /* Fill the segment with 1 MiB blocks until one more would not fit. */
+    for (; N < MAXN; N++) {
+        struct vidmm_segment_info si;
+        T_ST(vidmm_segment_query(f.a, 2, &si), VIDMM_OK);
+        if (si.free_bytes < 1 * MIB)
+            break;
+        h[N] = make_alloc(&f, INVIS, 1 * MIB, 300 + (uint64_t)N);
+        T_ST(mres(&f, &pr, &h[N], 1, 0, NULL), VIDMM_OK);
+    }
+    T_ST(vidmm_residency_get_stats(f.a, &s0), VIDMM_OK);
+    T_EQ_U64(s0.evictions, 0);
+    T_CHECK(N > 40);
+    /* Every other one leaves memory: 1 MiB holes between 1 MiB blocks. */
+    for (int i = 0; i < N; i += 2)
+        T_ST(vidmm_evict(f.a, pr.d, &h[i], 1, 0, NULL), VIDMM_OK);
+    for (int i = 1; i < N; i += 2)
+        T_ST(vidmm_evict(f.a, pr.d, &h[i], 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_ST(vidmm_residency_get_stats(f.a, &s0), VIDMM_OK);
+    /* A contiguous 4 MiB (AccessedPhysically) request. */
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = SOFTGPU_ALLOC_EXPLICIT;
+    d.info.size = 4 * MIB;
+    d.info.supported_write_segment_set = INVIS;
+    d.info.flags = VIDMM_ALLOC_ACCESSED_PHYSICALLY;
+    vidmm_handle big = 0;
+    T_ST(vidmm_allocation_create2(f.a, &d, sizeof d, 0, &big), VIDMM_OK);
+    struct vidmm_segment_info si;
+    T_ST(vidmm_segment_query(f.a, 2, &si), VIDMM_OK);
+    T_CHECK(si.largest_free < 4 * MIB);   /* free space alone cannot hold it */
+    T_ST(mres(&f, &pr, &big, 1, 0, NULL), VIDMM_OK);
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(f.a, big, &st), VIDMM_OK);
+    T_EQ(st.segment_id, 2);
+    T_EQ(st.extent_count, 1);
+    T_ST(vidmm_residency_get_stats(f.a, &s1), VIDMM_OK);
+    /* Two 1 MiB blocks between three holes make the 4 MiB... at most
+     * three evictions (alignment), where LRU order would evict until a
+     * hole happens to form. */
+    T_CHECK(s1.evictions - s0.evictions >= 1 && s1.evictions - s0.evictions <= 3);
+    /* Everyone's bytes survived. */
+    for (int i = 0; i < N; i++) {
+        T_ST(mres(&f, &pr, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_CHECK(physical_sees(&f, h[i], 1 * MIB, 300 + (uint64_t)i));
+    }
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
 void suite_residency(void);
 void suite_residency(void)
 {
@@ -735,5 +797,6 @@ void suite_residency(void)
     t_run("residency.clean_discard", clean_discard);
     t_run("residency.queues", queues);
     t_run("residency.pending_fence", pending_fence);
+    t_run("residency.contiguous_scan", contiguous_scan);
     t_run("residency.overcommit_integrity", overcommit_integrity);
 }
