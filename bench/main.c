@@ -1,9 +1,10 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging,pte,G]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,paging,pte,G,policy]
  */
 #include "bench.h"
 #include "paging_bench.h"
+#include "policy_bench.h"
 #include "pte_bench.h"
 #include "va_bench.h"
 
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging,pte,G]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,paging,pte,G,policy]\n", argv[0]);
             return 2;
         }
     }
@@ -40,5 +41,6 @@ int main(int argc, char **argv)
     if (!bench_opts.only || strstr(bench_opts.only, "pte"))
         bench_pte();
     bench_va(); /* honours --only G / va itself */
+    bench_policy(); /* honours --only policy itself */
     return 0;
 }
