@@ -1,12 +1,14 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP]
  */
 #include "bench.h"
 #include "evict_bench.h"
 #include "paging_bench.h"
+#include "policy_bench.h"
 #include "pte_bench.h"
 #include "residency_bench.h"
+#include "policy_real_bench.h"
 #include "va_bench.h"
 
 #include <stdio.h>
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP]\n", argv[0]);
             return 2;
         }
     }
@@ -44,5 +46,7 @@ int main(int argc, char **argv)
         bench_pte();
     bench_va(); /* honours --only G / va itself */
     bench_residency(); /* --only MR */
+    bench_policy_real(); /* --only RP */
+    bench_policy(); /* honours --only policy itself */
     return 0;
 }
