@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "  demo              run the demonstration scenario and print what happened\n"
             "  vamap             build two processes' GPU VA spaces (GpuMmu) and dump them\n"
             "  run SCENARIO|FILE run a built-in scenario or a scenario file, print a report\n"
-            "  replay TRACE      re-execute a recorded trace, check every result, print the report\n"
+            "  replay TRACE      re-execute a recorded trace (or import an .rmv), check, print the report\n"
             "  scenarios         list the built-in scenarios\n"
             "  presets           list the softgpu presets\n"
             "\n"
