@@ -24,11 +24,17 @@ int cli_parse_adapter_options(int argc, char **argv, int first, struct cli_optio
 int cli_open(struct cli_options *o, struct cli_session *s);
 void cli_close(struct cli_session *s);
 void cli_format_size(uint64_t v, char *buf, size_t n);
+/* Segment flag names joined by ',' ("-" when none). */
+void cli_segment_flag_names(uint32_t f, char *buf, size_t n);
 void cli_print_segments(const struct vidmm_adapter *a, FILE *f);
 void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f);
 int cli_demo(int argc, char **argv);
 /* The over-commitment scenario of the demo; returns the failure count. */
 int cli_demo_overcommit(struct cli_session *s, uint32_t invis_segment);
 int cli_vamap(int argc, char **argv);
+/* run.c: vidmm run, vidmm replay, vidmm scenarios. */
+int cli_run(int argc, char **argv);
+int cli_replay(int argc, char **argv);
+int cli_scenarios(void);
 
 #endif

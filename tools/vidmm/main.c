@@ -4,7 +4,9 @@
  *   vidmm info [--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json]
  *   vidmm demo [--adapter PRESET] [--segment ID=SIZE]...
  *   vidmm vamap [--adapter PRESET] [--segment ID=SIZE]...
- *   vidmm presets
+ *   vidmm run SCENARIO|FILE [options]      (run.c)
+ *   vidmm replay TRACE [options]           (run.c, replay.c, rmv.c)
+ *   vidmm scenarios | presets
  *   vidmm --version | --help
  *
  * The tool drives libvidmm on softgpu; it is a client of the public
@@ -25,16 +27,31 @@ static void usage(FILE *f)
             "usage: vidmm <command> [options]\n"
             "\n"
             "commands:\n"
-            "  info      print the adapter's segments as the manager sees them\n"
-            "  demo      run the demonstration scenario and print what happened\n"
-            "  vamap     build two processes' GPU VA spaces (GpuMmu) and dump them\n"
-            "  presets   list the softgpu presets\n"
+            "  info              print the adapter's segments as the manager sees them\n"
+            "  demo              run the demonstration scenario and print what happened\n"
+            "  vamap             build two processes' GPU VA spaces (GpuMmu) and dump them\n"
+            "  run SCENARIO|FILE run a built-in scenario or a scenario file, print a report\n"
+            "  replay TRACE      re-execute a recorded trace (or import an .rmv), check, print the report\n"
+            "  scenarios         list the built-in scenarios\n"
+            "  presets           list the softgpu presets\n"
             "\n"
-            "options:\n"
+            "adapter options (info, demo, vamap, run):\n"
             "  --adapter PRESET    softgpu preset: dgpu (default), igpu, wddm1, big\n"
             "  --segment ID=SIZE   resize driver segment ID (SIZE like 512M, 8G, 80G)\n"
-            "  --prefault          touch all simulated video memory at start\n"
+            "  --prefault          info/demo/vamap: touch all simulated video memory at start\n"
             "  --json              info: print JSON instead of a table\n"
+            "run options:\n"
+            "  --policy NAME       eviction policy (lru)\n"
+            "  --seed N            the scenario's random seed (default 1)\n"
+            "  --frames N          frames (compute: passes) instead of the scenario's default\n"
+            "  --async             paging on softgpu's engine thread (not reproducible)\n"
+            "run and replay outputs:\n"
+            "  --record FILE       write every call to FILE (docs/TRACE_FORMAT.md)\n"
+            "  --format text|json|csv   the report's format (default text)\n"
+            "  -o, --output FILE   write the report to FILE instead of stdout\n"
+            "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
+            "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
+            "  --progress, --no-progress   replay: progress bar on stderr (default: if a terminal)\n"
             "  --version, --help\n");
 }
 
@@ -136,7 +153,7 @@ void cli_format_size(uint64_t v, char *buf, size_t n)
     snprintf(buf, n, "%llu B", (unsigned long long)v);
 }
 
-static void flag_names(uint32_t f, char *buf, size_t n)
+void cli_segment_flag_names(uint32_t f, char *buf, size_t n)
 {
     static const struct { uint32_t bit; const char *name; } names[] = {
         { VIDMM_SEGMENT_APERTURE, "Aperture" },
@@ -181,7 +198,7 @@ void cli_print_segments(const struct vidmm_adapter *a, FILE *f)
         cli_format_size(si.page_size, page, sizeof page);
         cli_format_size(si.commit_limit, limit, sizeof limit);
         cli_format_size(si.committed, used, sizeof used);
-        flag_names(si.flags, flags, sizeof flags);
+        cli_segment_flag_names(si.flags, flags, sizeof flags);
         if (si.cpu_host_aperture)
             snprintf(cpu, sizeof cpu, "host-ap");
         else
@@ -330,6 +347,12 @@ int main(int argc, char **argv)
         return cli_vamap(argc, argv);
     if (!strcmp(cmd, "presets"))
         return cmd_presets();
+    if (!strcmp(cmd, "run"))
+        return cli_run(argc, argv);
+    if (!strcmp(cmd, "replay"))
+        return cli_replay(argc, argv);
+    if (!strcmp(cmd, "scenarios"))
+        return cli_scenarios();
     fprintf(stderr, "vidmm: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -1,0 +1,246 @@
+#!/bin/sh
+# trace_test.sh - end-to-end checks of `vidmm run` and `vidmm replay`:
+# every built-in scenario runs clean; record -> replay gives a
+# byte-identical report (and trace, snapshot, timeline); a tampered
+# result is detected; scenario files; the JSON outputs parse and agree
+# with the run; CSV has its header; bad input gives the documented exit
+# codes.  Usage: trace_test.sh path/to/vidmm.  Prints "trace: N passed,
+# M failed".
+tool=${1:-build/vidmm}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+pass=0
+fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAILED trace: $1"; }
+check() { # name cmd...: passes when cmd succeeds
+  name=$1; shift
+  if "$@" >"$dir/check.out" 2>&1; then ok; else bad "$name"; sed -n 1,20p "$dir/check.out"; fi
+}
+rc_is() { # want name cmd...
+  want=$1; name=$2; shift 2
+  "$@" >"$dir/rc.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq "$want" ]; then ok; else bad "$name (rc $rc, want $want)"; sed -n 1,20p "$dir/rc.out"; fi
+}
+has() { # name file pattern
+  if grep -q -- "$3" "$2"; then ok; else bad "$1 (no '$3' in $(basename "$2"))"; fi
+}
+
+# ---- every built-in scenario: clean run, exact replay -------------------
+for s in desktop game compute igpu; do
+  "$tool" run "$s" --record "$dir/$s.trace" --snapshot "$dir/$s.snap" --timeline "$dir/$s.tl" \
+    >"$dir/$s.run" 2>"$dir/$s.err"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then ok; else bad "run $s (rc $rc)"; cat "$dir/$s.err"; fi
+  has "run $s: no mismatches" "$dir/$s.run" "read-backs: .* 0 mismatches"
+  has "run $s: adapter clean" "$dir/$s.run" "after the last call: clean"
+  has "trace $s has a header" "$dir/$s.trace" "^vidmm-trace 1$"
+  "$tool" replay "$s" >/dev/null 2>&1 && bad "replay of a scenario name must fail" || ok
+  "$tool" replay "$dir/$s.trace" --record "$dir/$s.retrace" --snapshot "$dir/$s.resnap" --timeline "$dir/$s.retl" \
+    >"$dir/$s.replay" 2>"$dir/$s.replay.err"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then ok; else bad "replay $s (rc $rc)"; cat "$dir/$s.replay.err"; fi
+  check "replay $s: report byte-identical" cmp "$dir/$s.run" "$dir/$s.replay"
+  check "replay $s: re-recorded trace identical" cmp "$dir/$s.trace" "$dir/$s.retrace"
+  check "replay $s: snapshot identical" cmp "$dir/$s.snap" "$dir/$s.resnap"
+  check "replay $s: timeline identical" cmp "$dir/$s.tl" "$dir/$s.retl"
+  has "replay $s: verdict" "$dir/$s.replay.err" "0 differ (exact replay)"
+done
+has "desktop over-commits (evictions)" "$dir/desktop.run" "^evictions: [1-9]"
+has "desktop budget refusals" "$dir/desktop.run" "E_OVER_BUDGET"
+has "desktop reclaims offers" "$dir/desktop.trace" "^reclaim Q2"
+has "game flips every frame" "$dir/game.trace" "^flip 0 A2 = OK"
+has "game: 30 frames" "$dir/game.run" ", 30 frames"
+has "compute: the probe faults" "$dir/compute.run" "GPU accesses that faulted: 1"
+has "compute: discards clean chunks" "$dir/compute.run" "discarded clean: [1-9]"
+has "igpu runs in IoMmu mode" "$dir/igpu.run" "(IoMmu)"
+if grep -q "va=" "$dir/igpu.trace" | grep -q "^map"; then bad "IoMmu maps record no VA"; else ok; fi
+
+# ---- JSON, snapshot and timeline: identical on replay, and they agree ----
+# The JSON report of a replay is the run's (same calls): check it against
+# the run's snapshot and timeline.
+"$tool" replay "$dir/desktop.trace" --format json -o "$dir/d.json" 2>/dev/null
+check "json report written" test -s "$dir/d.json"
+"$tool" replay "$dir/igpu.trace" --format json -o "$dir/i1.json" 2>/dev/null
+"$tool" run igpu --format json -o "$dir/i2.json" 2>/dev/null
+check "json report identical on replay" cmp "$dir/i1.json" "$dir/i2.json"
+if command -v python3 >/dev/null 2>&1; then
+  check "JSON outputs parse and agree with the run" python3 - "$dir/d.json" "$dir/desktop.snap" "$dir/desktop.tl" <<'EOF'
+import json, sys
+rep = json.load(open(sys.argv[1])); snap = json.load(open(sys.argv[2])); tl = json.load(open(sys.argv[3]))
+assert rep["format"] == "vidmm-report/1"
+# The report's own numbers are consistent.
+assert rep["calls"]["total"] == sum(v["calls"] for v in rep["calls"]["by_verb"].values())
+assert rep["calls"]["total"] == sum(rep["calls"]["by_status"].values())
+assert rep["integrity"]["mismatches"] == 0 and rep["integrity"]["final_check"] == "clean"
+assert rep["allocations"]["live"] == rep["allocations"]["resident"] + rep["allocations"]["evicted"]
+# Snapshot: GpuMemDump layout, one heap and pool per segment, blocks tile the segment.
+assert snap["General"]["API"] == "Direct3D 12"
+assert set(snap["MemoryInfo"]) == set(snap["DefaultPools"])
+assert len(snap["MemoryInfo"]) == len(rep["segments"])
+assert snap["vidmm"]["live_allocations"] == rep["allocations"]["live"]
+names = set()
+for seg in rep["segments"]:
+    key = "Segment %d (%s)" % (seg["id"], seg["kind"])
+    heap = snap["MemoryInfo"][key]
+    assert heap["Size"] == seg["size"] and heap["Budget"]["UsageBytes"] == seg["committed"]
+    pool = snap["DefaultPools"][key]
+    for b in pool["Blocks"].values():
+        at = 0
+        for s in b["Suballocations"]:
+            assert s["Offset"] == at, (key, s, at)
+            assert s["Type"] in ("FREE", "BUFFER", "TEXTURE2D", "UNKNOWN")
+            at += s["Size"]
+            if s["Type"] != "FREE": names.add(s["Name"].split()[0])
+        assert at == b["TotalBytes"] == seg["size"], key
+        assert b["UnusedBytes"] == seg["free"]
+    for d in pool["DedicatedAllocations"]:
+        names.add(d["Name"].split()[0])
+assert len(names) == rep["allocations"]["live"], (len(names), rep["allocations"])
+# Timeline: Chrome trace events; one call slice per call, paging bytes and
+# evictions add up to the report's.
+ev = tl["traceEvents"]
+calls = [e for e in ev if e.get("cat") == "call"]
+assert len(calls) == rep["calls"]["total"]
+assert sum(1 for e in calls if e["name"] == "make-resident") == rep["calls"]["by_verb"]["make-resident"]["calls"]
+for op, v in rep["paging"]["operations"].items():
+    got = sum(e["args"]["bytes"] for e in ev if e.get("cat") == "paging" and e["name"] == op)
+    assert got == v["bytes"], (op, got, v)
+inst = lambda n: sum(e["args"]["count"] for e in ev if e["ph"] == "i" and e["name"] == n)
+assert inst("evict") + inst("discard") == rep["residency"]["evictions"]
+assert inst("restore") == rep["residency"]["restores"]
+assert any(e["ph"] == "C" and e["name"] == "local memory" for e in ev)
+# No two slices overlap on one track (Perfetto's rule for JSON traces).
+tracks = {}
+for e in ev:
+    if e["ph"] == "X": tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["dur"]))
+for t, sl in tracks.items():
+    sl.sort()
+    for (a, d), (b, _) in zip(sl, sl[1:]):
+        assert a + d <= b, t
+EOF
+fi
+
+# ---- scenario files ---------------------------------------------------------
+cat >"$dir/small.scn" <<'EOF'
+# A hand-written scenario: header lines are optional.
+adapter dgpu
+segment 1 16M
+segment 2 16M
+process P1 name=app
+device D1 P1
+queue Q1 D1
+create2 A1 kind=texture size=8M cpu=1 name=big-a
+create2 A2 kind=texture size=8M cpu=1 name=big-b
+create2 A3 kind=texture size=8M cpu=1 name=big-c
+write A1 seed=11
+write A2 seed=12
+write A3 seed=13
+map V1 P1 A1
+map V2 P1 A2
+map V3 P1 A3
+frame 0
+make-resident D1 Q1 A1,A2 = OK
+wait Q1 fence=last
+gpu-read P1 va=V1 seed=11 = OK
+gpu-read P1 va=V2 size=4096 seed=12   # the first page only
+evict D1 A1,A2 flags=not-written
+frame 1
+make-resident D1 Q1 A3,A1 = OK
+gpu-read P1 va=V3 seed=13 = OK
+gpu-read P1 va=V2 size=4096 seed=12 = E_PAGE_FAULT
+check A2 seed=12 = OK
+check-adapter = OK
+EOF
+rc_is 0 "scenario file runs" "$tool" run "$dir/small.scn" --record "$dir/small.trace"
+has "scenario file: report" "$dir/rc.out" "scenario file"
+rc_is 0 "a recorded scenario file replays" "$tool" replay "$dir/small.trace"
+sed 's/^check A2 seed=12 = OK$/check A2 seed=12 = MISMATCH/' "$dir/small.scn" >"$dir/small-bad.scn"
+rc_is 1 "scenario file: a wrong stated result fails" "$tool" run "$dir/small-bad.scn"
+line=$(grep -n '^check A2' "$dir/small-bad.scn" | cut -d: -f1)
+has "scenario file: says which line" "$dir/rc.out" "small-bad.scn:$line: check"
+printf 'process P1\nmap V1 P1 A9\n' >"$dir/broken.scn"
+rc_is 1 "scenario file: unknown id" "$tool" run "$dir/broken.scn"
+has "scenario file: unknown id message" "$dir/rc.out" "broken.scn:2: expected a known A id: A9"
+printf 'process P1\nfrobnicate P1\n' >"$dir/broken2.scn"
+rc_is 1 "scenario file: unknown verb" "$tool" run "$dir/broken2.scn"
+
+# ---- CSV ------------------------------------------------------------------
+"$tool" replay "$dir/igpu.trace" --format csv -o "$dir/i.csv" 2>/dev/null
+check "csv header" test "$(head -n 1 "$dir/i.csv")" = "section,object,metric,value"
+has "csv has paging rows" "$dir/i.csv" "^paging,map-aperture,bytes,"
+has "csv has process rows" "$dir/i.csv" "^process,P1:photos,non_local_usage,"
+check "csv rows have 4 fields" awk -F, 'NF != 4 { exit 1 }' "$dir/i.csv"
+
+# ---- tampering is detected -------------------------------------------------
+sed '0,/^make-resident \(.*\) = OK$/s//make-resident \1 = E_OVER_BUDGET trim=4096/' "$dir/igpu.trace" \
+  >"$dir/tampered.trace"
+check "tamper really changed a line" sh -c "! cmp -s '$dir/igpu.trace' '$dir/tampered.trace'"
+rc_is 1 "replay detects a tampered status" "$tool" replay "$dir/tampered.trace"
+has "replay names the tampered line" "$dir/rc.out" "recorded 'E_OVER_BUDGET trim=4096', replay gave 'OK'"
+sed '0,/va=0x10000$/s//va=0x20000/' "$dir/small.trace" >"$dir/tampered2.trace"
+rc_is 1 "replay detects a changed GPU VA" "$tool" replay "$dir/tampered2.trace"
+sed '0,/^write A1 seed=11 = OK$/s//write A1 seed=7 = OK/' "$dir/small.trace" >"$dir/tampered3.trace"
+rc_is 1 "replay with other bytes fails the read-backs" "$tool" replay "$dir/tampered3.trace"
+has "the read-back reports MISMATCH" "$dir/rc.out" "replay gave 'MISMATCH'"
+
+# ---- AMD Radeon Memory Visualizer import -------------------------------------
+rmv=${VIDMM_RMV_SAMPLE:-../shared/traces/rmv/sample_trace.rmv}
+if [ -f "$rmv" ] && command -v python3 >/dev/null 2>&1; then
+  "$tool" replay "$rmv" --format json -o "$dir/rmv.json" --record "$dir/rmv.trace" 2>"$dir/rmv.err"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then ok; else bad "rmv import (rc $rc)"; cat "$dir/rmv.err"; fi
+  # The sample's token counts (stream 0: the kernel driver's page-table
+  # updates; stream 1: the application, process 53892).
+  check "rmv sample imports with the counts the trace holds" python3 - "$dir/rmv.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); imp = d["import"]
+assert imp["container"] == "RDF" and imp["adapter"] == "AMD Radeon RX 6600", imp["adapter"]
+s0, s1 = imp["streams"]
+assert s0["tokens"]["PageTableUpdate"] == 18805 and s0["page_table_unmaps"] == 8898, s0
+assert s1["process_id"] == 53892 and s1["version"] == "1.8"
+want = {"VirtualAllocate": 489, "VirtualFree": 468, "ResourceCreate": 1216, "ResourceBind": 1188,
+        "ResourceReference": 944, "ResourceDestroy": 936, "CpuMap": 502, "Userdata": 468}
+for k, v in want.items():
+    assert s1["tokens"][k] == v, (k, s1["tokens"][k], v)
+r = imp["replay"]
+assert r["allocations"] == 489 and r["allocation_failures"] == 0 and r["frees"] == 468
+assert r["references_add"] + r["references_remove"] + r["references_unmatched"] == 944
+a = imp["agreement"]
+assert a["page_table_maps"] == s0["tokens"]["PageTableUpdate"] - s0["page_table_unmaps"] - a["unmatched_maps"]
+assert a["page_table_maps"] > 1000 and a["agree"] <= a["page_table_maps"]
+rep = d["report"]
+assert rep["calls"]["by_verb"]["create2"]["calls"] == 489 and rep["calls"]["by_verb"]["destroy"]["calls"] == 468
+assert rep["integrity"]["final_check"] == "clean"
+EOF
+  # The import was recorded as a vidmm trace (replaying it takes as long
+  # as the import: the lines are checked instead).
+  check "rmv import recorded: one create2 per virtual allocation" \
+    test "$(grep -c '^create2 .* kind=explicit' "$dir/rmv.trace")" -eq 489
+  has "rmv import recorded: references as make-resident" "$dir/rmv.trace" "^make-resident D1 Q1 flags=cant-trim"
+fi
+printf 'AMD_RDF \003\000\000\000' >"$dir/short.rmv"
+rc_is 1 "a truncated rmv file is refused" "$tool" replay "$dir/short.rmv"
+
+# ---- options and errors -----------------------------------------------------
+rc_is 0 "scenarios lists" "$tool" scenarios
+has "scenarios lists compute" "$dir/rc.out" "^compute"
+rc_is 2 "unknown scenario" "$tool" run nosuch
+rc_is 2 "run without a scenario" "$tool" run
+rc_is 2 "bad --format" "$tool" run game --format xml
+rc_is 2 "replay refuses adapter options" "$tool" replay "$dir/game.trace" --adapter big
+rc_is 1 "replay of a non-trace" "$tool" replay "$dir/small.scn"
+rc_is 1 "replay of a missing file" "$tool" replay "$dir/nosuch.trace"
+rc_is 1 "unknown policy" "$tool" run game --policy nosuch
+rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu
+rc_is 0 "game on wddm1" "$tool" run game --adapter wddm1 --frames 3
+rc_is 0 "asynchronous run (paging on the engine thread)" "$tool" run desktop --async --frames 3
+rc_is 0 "another seed" "$tool" run desktop --seed 7 --frames 4
+if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
+  check "man page renders" sh -c "MANWIDTH=80 man -l docs/vidmm.1 2>&1 | grep -q 'vidmm replay'"
+fi
+[ -f docs/vidmm.1 ] && ok || bad "docs/vidmm.1 exists"
+
+echo "trace: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,803 @@
+/*
+ * replay.c - the trace reader (see replay.h).
+ *
+ * A line is split into whitespace-separated tokens; " = " (a lone "="
+ * token) separates the call from its recorded result.  Arguments are
+ * positional ids (P3, A12, ...) and key=value tokens, in any order after
+ * the ids.  Each call line is executed by the recording-layer wrapper of
+ * its verb, which formats the line it would record; the replay compares
+ * that line's result part with the recorded one, token for token.  So a
+ * replay checks every status and every output (GPU VAs, fences, bytes to
+ * trim, reclaim results) without knowing what each verb returns.
+ */
+#include "replay.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_TOKENS 64
+
+int tr_parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!*s || *s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 0);
+    uint64_t mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1ull << 10; end++; break;
+    case 'm': case 'M': mul = 1ull << 20; end++; break;
+    case 'g': case 'G': mul = 1ull << 30; end++; break;
+    case 't': case 'T': mul = 1ull << 40; end++; break;
+    default: break;
+    }
+    if (mul > 1 && *end == 'i')
+        end++;
+    if (mul > 1 && *end == 'B')
+        end++;
+    if (*end || end == s || v > UINT64_MAX / mul)
+        return -1;
+    *out = (uint64_t)v * mul;
+    return 0;
+}
+
+/* ---- reading lines -------------------------------------------------- */
+
+/* The next non-blank, non-comment line, stripped of its newline and of a
+ * trailing comment; NULL at the end of the file. */
+static char *next_line(struct replay *r)
+{
+    if (r->pending) {
+        r->pending = 0;
+        return r->buf;
+    }
+    for (;;) {
+        ssize_t n = getline(&r->buf, &r->buf_cap, r->f);
+        if (n < 0)
+            return NULL;
+        r->lineno++;
+        char *hash = strchr(r->buf, '#');
+        if (hash)
+            *hash = '\0';
+        size_t len = strlen(r->buf);
+        while (len && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r' || r->buf[len - 1] == ' ' ||
+                       r->buf[len - 1] == '\t'))
+            r->buf[--len] = '\0';
+        char *s = r->buf;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s)
+            return s;
+    }
+}
+
+static int tokenize(char *s, char **tok, int max)
+{
+    int n = 0;
+    while (*s) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!*s)
+            break;
+        if (n == max)
+            return -1;
+        tok[n++] = s;
+        while (*s && *s != ' ' && *s != '\t')
+            s++;
+        if (*s)
+            *s++ = '\0';
+    }
+    return n;
+}
+
+static int bad(struct replay *r, const char *what, const char *tok)
+{
+    fprintf(stderr, "%s:%" PRIu64 ": %s%s%s\n", r->path, r->lineno, what, tok ? ": " : "", tok ? tok : "");
+    return 1;
+}
+
+int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict)
+{
+    memset(r, 0, sizeof(*r));
+    r->path = path;
+    r->strict = strict;
+    r->f = fopen(path, "r");
+    if (!r->f) {
+        fprintf(stderr, "vidmm: cannot open '%s'\n", path);
+        return 1;
+    }
+    struct stat sb;
+    if (fstat(fileno(r->f), &sb) == 0)
+        r->file_size = (uint64_t)sb.st_size;
+    tr_header_defaults(h);
+    snprintf(h->scenario, sizeof h->scenario, "file");
+    int seen_version = 0;
+    char *s;
+    while ((s = next_line(r)) != NULL) {
+        char *tok[8];
+        char copy[512];
+        snprintf(copy, sizeof copy, "%s", s);
+        int n = tokenize(copy, tok, 8);
+        if (n <= 0)
+            continue;
+        uint64_t v;
+        if (!strcmp(tok[0], "begin"))
+            return 0;
+        if (!strcmp(tok[0], "vidmm-trace") && n == 2) {
+            if (tr_parse_u64(tok[1], &v) || v != TR_FORMAT_VERSION) {
+                bad(r, "unsupported trace format version", tok[1]);
+                return 1;
+            }
+            seen_version = 1;
+        } else if (!strcmp(tok[0], "scenario") && n == 2) {
+            snprintf(h->scenario, sizeof h->scenario, "%s", tok[1]);
+        } else if (!strcmp(tok[0], "adapter") && n == 2) {
+            snprintf(h->preset, sizeof h->preset, "%s", tok[1]);
+        } else if (!strcmp(tok[0], "segment") && n == 3) {
+            if (tr_parse_u64(tok[1], &v) || v == 0 || v > SOFTGPU_MAX_SEGMENTS ||
+                tr_parse_u64(tok[2], &h->segment_size[v]))
+                return bad(r, "bad segment line (want: segment ID SIZE)", NULL);
+        } else if (!strcmp(tok[0], "mmu-levels") && n == 2) {
+            if (tr_parse_u64(tok[1], &v) || v > 6)
+                return bad(r, "bad mmu-levels", tok[1]);
+            h->mmu_levels = (uint32_t)v;
+        } else if (!strcmp(tok[0], "system-memory") && n == 2) {
+            if (tr_parse_u64(tok[1], &h->system_memory))
+                return bad(r, "bad system-memory", tok[1]);
+        } else if (!strcmp(tok[0], "synchronous") && n == 2) {
+            if (tr_parse_u64(tok[1], &v) || v > 1)
+                return bad(r, "bad synchronous (0 or 1)", tok[1]);
+            h->synchronous = (int)v;
+        } else if (!strcmp(tok[0], "policy") && n == 2) {
+            snprintf(h->policy, sizeof h->policy, "%s", tok[1]);
+        } else if (!strcmp(tok[0], "seed") && n == 2) {
+            if (tr_parse_u64(tok[1], &h->seed))
+                return bad(r, "bad seed", tok[1]);
+        } else {
+            /* A scenario file may leave out the header and "begin". */
+            if (r->strict && !seen_version)
+                return bad(r, "not a vidmm trace (no 'vidmm-trace 1' header)", NULL);
+            r->pending = 1;
+            memmove(r->buf, s, strlen(s) + 1);
+            return 0;
+        }
+    }
+    if (r->strict && !seen_version)
+        return bad(r, "not a vidmm trace (no 'vidmm-trace 1' header)", NULL);
+    return 0;
+}
+
+void replay_close(struct replay *r)
+{
+    if (r->f)
+        fclose(r->f);
+    free(r->buf);
+    for (int k = 0; k < TR_KINDS; k++)
+        free(r->map[k]);
+    free(r->last_fence);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- ids ------------------------------------------------------------ */
+
+static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V' };
+
+/* The file id of token s for kind k ("A12" -> 12), 0 if not one. */
+static uint32_t file_id(enum tr_kind k, const char *s)
+{
+    if (s[0] != kind_prefix[k] || !s[1])
+        return 0;
+    char *end;
+    unsigned long v = strtoul(s + 1, &end, 10);
+    if (*end || v == 0 || v > (1ul << 24))
+        return 0;
+    return (uint32_t)v;
+}
+
+static int map_set(struct replay *r, enum tr_kind k, uint32_t fid, uint32_t id)
+{
+    if (fid >= r->map_cap[k]) {
+        uint32_t nc = r->map_cap[k] ? r->map_cap[k] : 256;
+        while (nc <= fid)
+            nc *= 2;
+        uint32_t *n = realloc(r->map[k], (size_t)nc * sizeof(*n));
+        if (!n)
+            return -1;
+        memset(n + r->map_cap[k], 0, (size_t)(nc - r->map_cap[k]) * sizeof(*n));
+        r->map[k] = n;
+        r->map_cap[k] = nc;
+    }
+    r->map[k][fid] = id;
+    return 0;
+}
+
+/* The recording-layer id of an existing object named by token s. */
+static int ref(struct replay *r, enum tr_kind k, const char *s, uint32_t *id)
+{
+    uint32_t fid = file_id(k, s);
+    if (!fid || fid >= r->map_cap[k] || !r->map[k][fid]) {
+        char what[48];
+        snprintf(what, sizeof what, "expected a known %c id", kind_prefix[k]);
+        return bad(r, what, s);
+    }
+    *id = r->map[k][fid];
+    return 0;
+}
+
+/* A new object's file id (must not be in use). */
+static int def(struct replay *r, enum tr_kind k, const char *s, uint32_t *fid)
+{
+    *fid = file_id(k, s);
+    if (!*fid) {
+        char what[48];
+        snprintf(what, sizeof what, "expected a new %c id", kind_prefix[k]);
+        return bad(r, what, s);
+    }
+    if (*fid < r->map_cap[k] && r->map[k][*fid])
+        return bad(r, "id defined twice", s);
+    return 0;
+}
+
+/* ---- key=value arguments -------------------------------------------- */
+
+struct args {
+    char **tok;
+    int n;                       /* call tokens (before "=") */
+    struct replay *r;
+};
+
+static const char *kv(const struct args *a, const char *key)
+{
+    size_t kl = strlen(key);
+    for (int i = 1; i < a->n; i++)
+        if (!strncmp(a->tok[i], key, kl) && a->tok[i][kl] == '=')
+            return a->tok[i] + kl + 1;
+    return NULL;
+}
+
+static int kv_u64(const struct args *a, const char *key, uint64_t def_value, int required, uint64_t *out)
+{
+    const char *v = kv(a, key);
+    if (!v) {
+        if (required) {
+            char what[64];
+            snprintf(what, sizeof what, "missing %s=", key);
+            return bad(a->r, what, NULL);
+        }
+        *out = def_value;
+        return 0;
+    }
+    if (tr_parse_u64(v, out)) {
+        char what[64];
+        snprintf(what, sizeof what, "bad number for %s", key);
+        return bad(a->r, what, v);
+    }
+    return 0;
+}
+
+static int kv_u32(const struct args *a, const char *key, uint32_t def_value, int required, uint32_t *out)
+{
+    uint64_t v;
+    if (kv_u64(a, key, def_value, required, &v))
+        return 1;
+    if (v > UINT32_MAX)
+        return bad(a->r, "value out of range", key);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* An address: V<n>, V<n>+OFF, or a number. */
+static int parse_addr(struct replay *r, const char *s, struct tr_addr *out)
+{
+    out->v = 0;
+    out->off = 0;
+    if (s[0] == 'V') {
+        char name[32];
+        const char *plus = strchr(s, '+');
+        size_t len = plus ? (size_t)(plus - s) : strlen(s);
+        if (len >= sizeof name)
+            return bad(r, "bad address", s);
+        memcpy(name, s, len);
+        name[len] = '\0';
+        if (ref(r, TR_VA, name, &out->v))
+            return 1;
+        if (plus && tr_parse_u64(plus + 1, &out->off))
+            return bad(r, "bad address offset", s);
+        return 0;
+    }
+    if (tr_parse_u64(s, &out->off))
+        return bad(r, "bad address", s);
+    return 0;
+}
+
+static int kv_addr(const struct args *a, const char *key, int required, struct tr_addr *out)
+{
+    const char *v = kv(a, key);
+    out->v = 0;
+    out->off = 0;
+    if (!v) {
+        if (required) {
+            char what[64];
+            snprintf(what, sizeof what, "missing %s=", key);
+            return bad(a->r, what, NULL);
+        }
+        return 0;
+    }
+    return parse_addr(a->r, v, out);
+}
+
+/* Flags: "-", a number, or names joined by ','. */
+static int parse_flags(struct replay *r, const char *s, const char *const names[2], uint32_t *out)
+{
+    *out = 0;
+    if (!s || !strcmp(s, "-"))
+        return 0;
+    char copy[128];
+    snprintf(copy, sizeof copy, "%s", s);
+    for (char *save = NULL, *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (names && !strcmp(p, names[0]))
+            *out |= 1u;
+        else if (names && !strcmp(p, names[1]))
+            *out |= 2u;
+        else if (!tr_parse_u64(p, &v) && v <= UINT32_MAX)
+            *out |= (uint32_t)v;
+        else
+            return bad(r, "unknown flag", p);
+    }
+    return 0;
+}
+
+/* An allocation list: "-" or A<n>,A<m>,... into a malloc'ed array. */
+static int parse_list(struct replay *r, const char *s, uint32_t **out, uint32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!s)
+        return bad(r, "missing allocation list", NULL);
+    if (!strcmp(s, "-"))
+        return 0;
+    uint32_t count = 1;
+    for (const char *p = s; *p; p++)
+        count += *p == ',';
+    uint32_t *list = malloc((size_t)count * sizeof(*list));
+    if (!list)
+        return bad(r, "out of memory", NULL);
+    const char *p = s;
+    for (uint32_t i = 0; i < count; i++) {
+        char name[32];
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len >= sizeof name) {
+            free(list);
+            return bad(r, "bad allocation list", s);
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (ref(r, TR_ALLOC, name, &list[i])) {
+            free(list);
+            return 1;
+        }
+        p = comma ? comma + 1 : p + len;
+    }
+    *out = list;
+    *n = count;
+    return 0;
+}
+
+/* The positional (non key=value) tokens after the verb. */
+static int positional(const struct args *a, const char **pos, int max)
+{
+    int n = 0;
+    for (int i = 1; i < a->n; i++)
+        if (!strchr(a->tok[i], '=') && n < max)
+            pos[n++] = a->tok[i];
+    return n;
+}
+
+static int want_pos(struct replay *r, int have, int want, const char *usage)
+{
+    if (have >= want)
+        return 0;
+    return bad(r, "missing arguments; usage", usage);
+}
+
+static int parse_kind(struct replay *r, const char *s, enum softgpu_alloc_kind *k)
+{
+    for (uint32_t i = 1; i <= SOFTGPU_ALLOC_EXPLICIT; i++)
+        if (s && !strcmp(s, tr_alloc_kind_name(i))) {
+            *k = (enum softgpu_alloc_kind)i;
+            return 0;
+        }
+    return bad(r, "unknown allocation kind", s ? s : "(none)");
+}
+
+static int parse_group(struct replay *r, const char *s, enum vidmm_segment_group *g)
+{
+    if (!strcmp(s, "local"))
+        *g = VIDMM_SEGMENT_GROUP_LOCAL;
+    else if (!strcmp(s, "non-local"))
+        *g = VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    else
+        return bad(r, "segment group must be local or non-local", s);
+    return 0;
+}
+
+static void remember_fence(struct replay *r, uint32_t q, uint64_t fence)
+{
+    if (q >= r->last_fence_cap) {
+        uint32_t nc = r->last_fence_cap ? r->last_fence_cap : 64;
+        while (nc <= q)
+            nc *= 2;
+        uint64_t *n = realloc(r->last_fence, (size_t)nc * sizeof(*n));
+        if (!n)
+            return;
+        memset(n + r->last_fence_cap, 0, (size_t)(nc - r->last_fence_cap) * sizeof(*n));
+        r->last_fence = n;
+        r->last_fence_cap = nc;
+    }
+    if (fence)
+        r->last_fence[q] = fence;
+}
+
+/* The default size of a GPU access at va: the rest of the VA range. */
+static uint64_t range_rest(struct tr *t, struct tr_addr va)
+{
+    struct tr_obj *o = tr_get(t, TR_VA, va.v);
+    return o && o->size > va.off ? o->size - va.off : 0;
+}
+
+/* ---- one line ------------------------------------------------------- */
+
+static int exec_line(struct replay *r, struct tr *t, char *line)
+{
+    char *tok[MAX_TOKENS];
+    int n = tokenize(line, tok, MAX_TOKENS);
+    if (n < 0)
+        return bad(r, "too many tokens", NULL);
+    int eq = n;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(tok[i], "=")) {
+            eq = i;
+            break;
+        }
+    struct args a = { tok, eq, r };
+    const char *pos[8];
+    int np = positional(&a, pos, 8);
+    const char *verb = tok[0];
+    uint32_t fid = 0, id = 0, x = 0, y = 0;
+    uint64_t u = 0, w = 0, z = 0;
+    vidmm_status st;
+
+    if (!strcmp(verb, "frame")) {
+        if (np < 1 || tr_parse_u64(pos[0], &u))
+            return bad(r, "usage", "frame N");
+        tr_frame(t, u);
+        return 0;
+    }
+    int v;
+    for (v = 0; v < TV_COUNT; v++)
+        if (!strcmp(verb, tr_verb_names[v]))
+            break;
+    if (v == TV_COUNT)
+        return bad(r, "unknown verb", verb);
+    if (r->strict && eq == n)
+        return bad(r, "call line without a recorded result", verb);
+
+    switch ((enum tr_verb)v) {
+    case TV_PROCESS:
+        if (want_pos(r, np, 1, "process P<n> [name=NAME]") || def(r, TR_PROC, pos[0], &fid))
+            return 1;
+        tr_process_create(t, kv(&a, "name"), &id);
+        if (map_set(r, TR_PROC, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    case TV_PROCESS_DESTROY:
+        if (want_pos(r, np, 1, "process-destroy P<n>") || ref(r, TR_PROC, pos[0], &x))
+            return 1;
+        tr_process_destroy(t, x);
+        break;
+    case TV_DEVICE:
+        if (want_pos(r, np, 2, "device D<n> P<n>") || def(r, TR_DEV, pos[0], &fid) || ref(r, TR_PROC, pos[1], &x))
+            return 1;
+        tr_device_create(t, x, &id);
+        if (map_set(r, TR_DEV, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    case TV_DEVICE_DESTROY:
+        if (want_pos(r, np, 1, "device-destroy D<n>") || ref(r, TR_DEV, pos[0], &x))
+            return 1;
+        tr_device_destroy(t, x);
+        break;
+    case TV_QUEUE: {
+        if (want_pos(r, np, 2, "queue Q<n> D<n> [priority=N]") || def(r, TR_QUEUE, pos[0], &fid) ||
+            ref(r, TR_DEV, pos[1], &x))
+            return 1;
+        const char *ps = kv(&a, "priority");
+        long prio = ps ? strtol(ps, NULL, 10) : 0;
+        tr_queue_create(t, x, (int)prio, &id);
+        if (map_set(r, TR_QUEUE, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    }
+    case TV_QUEUE_DESTROY:
+        if (want_pos(r, np, 1, "queue-destroy Q<n>") || ref(r, TR_QUEUE, pos[0], &x))
+            return 1;
+        tr_queue_destroy(t, x);
+        break;
+    case TV_CREATE:
+    case TV_CREATE2: {
+        if (want_pos(r, np, 1, "create A<n> kind=K size=N ...") || def(r, TR_ALLOC, pos[0], &fid))
+            return 1;
+        struct softgpu_alloc_desc d;
+        memset(&d, 0, sizeof d);
+        if (parse_kind(r, kv(&a, "kind"), &d.kind))
+            return 1;
+        uint32_t cflags = 0;
+        if (v == TV_CREATE2) {
+            if (parse_flags(r, kv(&a, "flags"), tr_create_flag_names, &cflags))
+                return 1;
+        }
+        if (d.kind == SOFTGPU_ALLOC_EXPLICIT) {
+            if (kv_u64(&a, "size", 0, 1, &d.info.size) || kv_u64(&a, "align", 0, 0, &d.info.alignment) ||
+                kv_u32(&a, "write-set", 0, 1, &d.info.supported_write_segment_set) ||
+                kv_u32(&a, "read-set", 0, 0, &d.info.supported_read_segment_set) ||
+                kv_u32(&a, "evict-set", 0, 0, &d.info.eviction_segment_set) ||
+                kv_u32(&a, "pref", 0, 0, &d.info.preferred_segment) ||
+                kv_u32(&a, "alloc-flags", 0, 0, &d.info.flags) || kv_u32(&a, "priority", 0, 0, &d.info.priority))
+                return 1;
+        } else {
+            if (kv_u64(&a, "size", 0, 1, &d.size) || kv_u64(&a, "align", 0, 0, &d.alignment) ||
+                kv_u32(&a, "cpu", 0, 0, &d.cpu_visible))
+                return 1;
+        }
+        tr_create(t, &d, v == TV_CREATE2, cflags, kv(&a, "name"), &id);
+        if (map_set(r, TR_ALLOC, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    }
+    case TV_DESTROY:
+        if (want_pos(r, np, 1, "destroy A<n>") || ref(r, TR_ALLOC, pos[0], &x))
+            return 1;
+        tr_destroy(t, x);
+        break;
+    case TV_PRIORITY:
+        if (want_pos(r, np, 2, "priority A<n> VALUE") || ref(r, TR_ALLOC, pos[0], &x) || tr_parse_u64(pos[1], &u) ||
+            u > UINT32_MAX)
+            return bad(r, "usage", "priority A<n> VALUE");
+        tr_priority(t, x, (uint32_t)u);
+        break;
+    case TV_MOVE:
+    case TV_MOVE_DISCARD:
+        if (want_pos(r, np, 1, "move A<n> segment=ID") || ref(r, TR_ALLOC, pos[0], &x) ||
+            kv_u32(&a, "segment", 0, 1, &y))
+            return 1;
+        tr_move(t, x, y, v == TV_MOVE_DISCARD);
+        break;
+    case TV_FLIP:
+        if (want_pos(r, np, 2, "flip SOURCE A<n>|-") || tr_parse_u64(pos[0], &u) || u > UINT32_MAX)
+            return bad(r, "usage", "flip SOURCE A<n>|-");
+        if (strcmp(pos[1], "-") && ref(r, TR_ALLOC, pos[1], &x))
+            return 1;
+        tr_flip(t, (uint32_t)u, x);
+        break;
+    case TV_RESERVE: {
+        struct tr_addr base;
+        if (want_pos(r, np, 2, "reserve V<n> P<n> size=N ...") || def(r, TR_VA, pos[0], &fid) ||
+            ref(r, TR_PROC, pos[1], &x) || kv_addr(&a, "base", 0, &base) || kv_u64(&a, "min", 0, 0, &u) ||
+            kv_u64(&a, "max", 0, 0, &w) || kv_u64(&a, "size", 0, 1, &z))
+            return 1;
+        const char *m = kv(&a, "mode");
+        unsigned mode = m && !strcmp(m, "zero") ? VIDMM_GPUVA_RESERVE_ZERO : VIDMM_GPUVA_RESERVE_NO_ACCESS;
+        if (m && strcmp(m, "zero") && strcmp(m, "no-access"))
+            return bad(r, "mode must be zero or no-access", m);
+        tr_reserve(t, x, base, u, w, z, mode, &id);
+        if (map_set(r, TR_VA, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    }
+    case TV_MAP: {
+        struct tr_addr base;
+        uint64_t off, dprot;
+        uint32_t prot;
+        if (want_pos(r, np, 3, "map V<n> P<n> A<n> ...") || def(r, TR_VA, pos[0], &fid) ||
+            ref(r, TR_PROC, pos[1], &x) || ref(r, TR_ALLOC, pos[2], &y) || kv_addr(&a, "base", 0, &base) ||
+            kv_u64(&a, "min", 0, 0, &u) || kv_u64(&a, "max", 0, 0, &w) || kv_u64(&a, "offset", 0, 0, &off) ||
+            kv_u32(&a, "protection", 0, 0, &prot) || kv_u64(&a, "driver-protection", 0, 0, &dprot))
+            return 1;
+        struct tr_obj *ao = tr_get(t, TR_ALLOC, y);
+        uint64_t rest = ao && ao->size > off ? ao->size - off : 0;
+        if (kv_u64(&a, "size", rest, 0, &z))
+            return 1;
+        tr_map(t, x, base, u, w, y, off, z, prot, dprot, &id);
+        if (map_set(r, TR_VA, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    }
+    case TV_UNMAP:
+    case TV_FREE: {
+        struct tr_addr va;
+        if (want_pos(r, np, 1, "unmap|free P<n> va=ADDR [size=N]") || ref(r, TR_PROC, pos[0], &x) ||
+            kv_addr(&a, "va", 1, &va) || kv_u64(&a, "size", range_rest(t, va), 0, &z))
+            return 1;
+        if (v == TV_UNMAP)
+            tr_unmap(t, x, va, z);
+        else
+            tr_free(t, x, va, z);
+        break;
+    }
+    case TV_MAKE_RESIDENT: {
+        uint32_t *list, cnt, flags;
+        uint64_t fence = 0;
+        if (want_pos(r, np, 3, "make-resident D<n> Q<n> LIST [flags=F]") || ref(r, TR_DEV, pos[0], &x) ||
+            ref(r, TR_QUEUE, pos[1], &y) ||
+            parse_flags(r, kv(&a, "flags"), tr_make_resident_flag_names, &flags) ||
+            parse_list(r, pos[2], &list, &cnt))
+            return 1;
+        st = tr_make_resident(t, x, y, list, cnt, flags, &fence, NULL);
+        if (st == VIDMM_PENDING)
+            remember_fence(r, y, fence);
+        free(list);
+        break;
+    }
+    case TV_EVICT: {
+        uint32_t *list, cnt, flags;
+        if (want_pos(r, np, 2, "evict D<n> LIST [flags=F]") || ref(r, TR_DEV, pos[0], &x) ||
+            parse_flags(r, kv(&a, "flags"), tr_evict_flag_names, &flags) || parse_list(r, pos[1], &list, &cnt))
+            return 1;
+        tr_evict(t, x, list, cnt, flags, NULL);
+        free(list);
+        break;
+    }
+    case TV_WAIT: {
+        if (want_pos(r, np, 1, "wait Q<n> fence=N|last") || ref(r, TR_QUEUE, pos[0], &x))
+            return 1;
+        const char *fs = kv(&a, "fence");
+        if (fs && !strcmp(fs, "last"))
+            u = x < r->last_fence_cap ? r->last_fence[x] : 0;
+        else if (kv_u64(&a, "fence", 0, 1, &u))
+            return 1;
+        tr_wait(t, x, u);
+        break;
+    }
+    case TV_OFFER: {
+        uint32_t *list, cnt, prio = VIDMM_OFFER_NORMAL;
+        static const char *const pn[] = { "low", "normal", "high", "auto" };
+        const char *ps = kv(&a, "priority");
+        if (ps) {
+            prio = 0;
+            for (uint32_t i = 0; i < 4; i++)
+                if (!strcmp(ps, pn[i]))
+                    prio = i + 1;
+            if (!prio && (tr_parse_u64(ps, &u) || u > UINT32_MAX))
+                return bad(r, "offer priority: low, normal, high, auto", ps);
+            if (!prio)
+                prio = (uint32_t)u;
+        }
+        if (want_pos(r, np, 2, "offer D<n> LIST [priority=P]") || ref(r, TR_DEV, pos[0], &x) ||
+            parse_list(r, pos[1], &list, &cnt))
+            return 1;
+        tr_offer(t, x, list, cnt, prio);
+        free(list);
+        break;
+    }
+    case TV_RECLAIM: {
+        uint32_t *list, cnt;
+        uint64_t fence = 0;
+        if (want_pos(r, np, 2, "reclaim Q<n> LIST") || ref(r, TR_QUEUE, pos[0], &x) ||
+            parse_list(r, pos[1], &list, &cnt))
+            return 1;
+        st = tr_reclaim(t, x, list, cnt, NULL, &fence);
+        if (st == VIDMM_PENDING)
+            remember_fence(r, x, fence);
+        free(list);
+        break;
+    }
+    case TV_BUDGET:
+    case TV_RESERVATION: {
+        enum vidmm_segment_group g = VIDMM_SEGMENT_GROUP_LOCAL;
+        if (want_pos(r, np, 3, "budget|reservation P<n> local|non-local BYTES") || ref(r, TR_PROC, pos[0], &x) ||
+            parse_group(r, pos[1], &g))
+            return 1;
+        if (tr_parse_u64(pos[2], &u))
+            return bad(r, "bad byte count", pos[2]);
+        if (v == TV_BUDGET)
+            tr_budget(t, x, g, u);
+        else
+            tr_reservation(t, x, g, u);
+        break;
+    }
+    case TV_WRITE:
+    case TV_CHECK:
+        if (want_pos(r, np, 1, "write|check A<n> seed=N") || ref(r, TR_ALLOC, pos[0], &x) ||
+            kv_u64(&a, "seed", 0, 1, &u))
+            return 1;
+        if (v == TV_WRITE)
+            tr_write(t, x, u);
+        else
+            tr_check(t, x, u);
+        break;
+    case TV_GPU_READ:
+    case TV_GPU_WRITE: {
+        struct tr_addr va;
+        if (want_pos(r, np, 1, "gpu-read|gpu-write P<n> va=ADDR seed=N [size=N]") || ref(r, TR_PROC, pos[0], &x) ||
+            kv_addr(&a, "va", 1, &va) || kv_u64(&a, "size", range_rest(t, va), 0, &z) ||
+            kv_u64(&a, "seed", 0, 1, &u))
+            return 1;
+        if (z % 8)
+            return bad(r, "GPU access size must be a multiple of 8", NULL);
+        if (v == TV_GPU_READ)
+            tr_gpu_read(t, x, va, z, u);
+        else
+            tr_gpu_write(t, x, va, z, u);
+        break;
+    }
+    case TV_CHECK_ADAPTER:
+        tr_check_adapter(t);
+        break;
+    case TV_COUNT:
+        break;
+    }
+    r->executed++;
+
+    /* Compare what the call gave with what the line says it gave. */
+    if (eq < n) {
+        char want[4096], got[4096];
+        size_t used = 0;
+        want[0] = '\0';
+        for (int i = eq + 1; i < n && used < sizeof want; i++)
+            used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", i > eq + 1 ? " " : "", tok[i]);
+        snprintf(got, sizeof got, "%s", tr_last_result(t));
+        r->checked++;
+        if (strcmp(want, got)) {
+            r->mismatches++;
+            if (r->reported++ < 20)
+                fprintf(stderr, "%s:%" PRIu64 ": %s: recorded '%s', replay gave '%s'\n", r->path, r->lineno, verb,
+                        want, got);
+        }
+    }
+    return 0;
+}
+
+static void progress(struct replay *r, int *last_pct)
+{
+    long off = ftell(r->f);
+    if (off < 0 || !r->file_size)
+        return;
+    int pct = (int)((uint64_t)off * 100 / r->file_size);
+    if (pct == *last_pct)
+        return;
+    *last_pct = pct;
+    char bar[41];
+    for (int i = 0; i < 40; i++)
+        bar[i] = i < pct * 40 / 100 ? '#' : '.';
+    bar[40] = '\0';
+    fprintf(stderr, "\r[%s] %3d%% line %" PRIu64, bar, pct, r->lineno);
+}
+
+int replay_run(struct replay *r, struct tr *t)
+{
+    char *s;
+    int last_pct = -1;
+    while ((s = next_line(r)) != NULL) {
+        if (!strcmp(s, "begin"))
+            continue;
+        if (exec_line(r, t, s)) {
+            if (r->progress && last_pct >= 0)
+                fputc('\n', stderr);
+            return 1;
+        }
+        if (r->progress && (r->lineno & 255) == 0)
+            progress(r, &last_pct);
+    }
+    if (r->progress && last_pct >= 0)
+        fprintf(stderr, "\r%*s\r", 70, "");
+    if (ferror(r->f)) {
+        fprintf(stderr, "%s: read error\n", r->path);
+        return 1;
+    }
+    return 0;
+}

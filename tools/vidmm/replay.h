@@ -1,0 +1,56 @@
+/*
+ * replay.h - reading the trace format (docs/TRACE_FORMAT.md): the header,
+ * then each line executed through the recording layer (trace.h).
+ *
+ * The same reader serves `vidmm replay FILE` (strict: every call line
+ * carries its recorded result, and the result the call gives now must be
+ * the same) and scenario files for `vidmm run FILE` (results optional:
+ * a line that states one is checked, one that does not just runs; sizes
+ * may be written 4M, mapping and GPU access sizes may be left out, and a
+ * wait may name the queue's last fence as fence=last).
+ */
+#ifndef VIDMM_TOOL_REPLAY_H
+#define VIDMM_TOOL_REPLAY_H
+
+#include "trace.h"
+
+#include <stdio.h>
+
+struct replay {
+    FILE *f;
+    const char *path;
+    int strict;                  /* replay: results required on call lines */
+    int progress;                /* draw a progress bar on stderr */
+    uint64_t file_size;
+
+    char *buf;                   /* getline buffer */
+    size_t buf_cap;
+    int pending;                 /* buf holds a body line read while looking for the header's end */
+    uint64_t lineno;
+
+    /* File ids -> the recording layer's ids, per kind (sparse: index = file id). */
+    uint32_t *map[TR_KINDS];
+    uint32_t map_cap[TR_KINDS];
+    uint64_t *last_fence;        /* per recording-layer queue id: fence=last */
+    uint32_t last_fence_cap;
+
+    uint64_t executed;           /* call lines run */
+    uint64_t checked;            /* lines whose result was compared */
+    uint64_t mismatches;
+    uint64_t reported;           /* mismatch messages printed (the first 20) */
+};
+
+/* Open path and read the header into h (defaults for what it omits).
+ * Returns 0, or 1 with a message on stderr. */
+int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict);
+/* Execute every remaining line against t.  Returns 0 when every line ran
+ * (mismatches are counted in r->mismatches, not failures), 1 on a
+ * malformed line (reported with its line number) or a read error. */
+int replay_run(struct replay *r, struct tr *t);
+void replay_close(struct replay *r);
+
+/* Parse a byte count: decimal or 0x hex, optional K/M/G/T (binary)
+ * suffix with optional "iB"/"B".  Returns 0 or -1. */
+int tr_parse_u64(const char *s, uint64_t *out);
+
+#endif

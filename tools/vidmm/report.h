@@ -1,0 +1,33 @@
+/*
+ * report.h - what `vidmm run` and `vidmm replay` print, and the files
+ * they write (docs/OUTPUTS.md).
+ *
+ * Every output is computed from vidmm's answers to queries and the
+ * recording layer's counters after the last call, never from handles,
+ * host addresses or clocks: a synchronous replay of a recorded run
+ * writes the same bytes.
+ */
+#ifndef VIDMM_TOOL_REPORT_H
+#define VIDMM_TOOL_REPORT_H
+
+#include "trace.h"
+
+#include <stdio.h>
+
+enum report_format { REPORT_TEXT, REPORT_JSON, REPORT_CSV };
+
+/* The summary: segments, per-process usage against budget, residency,
+ * paging traffic by operation, faults, fence waits, integrity. */
+void report_write(struct tr *t, enum report_format fmt, FILE *f);
+
+/* A statistics snapshot in the GpuMemDump JSON layout (D3D12 Memory
+ * Allocator / VMA's BuildStatsString, GpuMemDumpVis): one heap and one
+ * default pool per segment, one block per segment with its allocations
+ * as suballocations. */
+void snapshot_write(struct tr *t, FILE *f);
+
+/* The Chrome Trace Event JSON timeline from the events the recording
+ * layer collected (tr_enable_timeline). */
+void timeline_write(const struct tr *t, const struct tr_buf *events, FILE *f);
+
+#endif

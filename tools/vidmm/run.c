@@ -1,0 +1,405 @@
+/*
+ * run.c - `vidmm run`, `vidmm replay` and `vidmm scenarios`.
+ *
+ *   vidmm run SCENARIO|FILE [adapter options] [--policy NAME] [--seed N]
+ *             [--frames N] [--async] [output options]
+ *   vidmm replay TRACE [output options] [--progress|--no-progress]
+ *   output options: --record FILE  --format text|json|csv  -o FILE
+ *                   --snapshot FILE  --timeline FILE
+ *
+ * run executes a built-in scenario (scenarios.c) or a scenario file (the
+ * trace format, results optional); replay re-executes a trace and checks
+ * every call's result against the recorded one.  Both go through the
+ * recording layer, so both can record, and both print the same report
+ * for the same calls: a synchronous replay's report is byte-identical to
+ * the run's.  Replay's verdict (calls compared, mismatches) goes to
+ * stderr for that reason.
+ */
+#include "cli.h"
+#include "replay.h"
+#include "report.h"
+#include "rmv.h"
+#include "scenario.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The tool's options for run and replay (the one piece of mutable state
+ * a command has besides its session). */
+struct run_options {
+    const char *what;            /* scenario name or file */
+    const char *preset;
+    uint64_t segment_size[SOFTGPU_MAX_SEGMENTS + 1];
+    int segment_given;
+    const char *policy;
+    uint64_t seed;
+    int seed_given;
+    uint32_t frames;
+    int async;
+    const char *record, *output, *snapshot, *timeline;
+    enum report_format format;
+    int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
+};
+
+static int usage_error(const char *cmd, const char *msg, const char *arg)
+{
+    fprintf(stderr, "vidmm %s: %s%s%s\n", cmd, msg, arg ? " " : "", arg ? arg : "");
+    fprintf(stderr, "see 'vidmm --help' or man ./docs/vidmm.1\n");
+    return 2;
+}
+
+static int parse_options(const char *cmd, int argc, char **argv, struct run_options *o, int replay)
+{
+    memset(o, 0, sizeof(*o));
+    o->progress = -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                                                            \
+    do {                                                                                                        \
+        if (!v)                                                                                                 \
+            return usage_error(cmd, "missing value for", a);                                                    \
+        i++;                                                                                                    \
+    } while (0)
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (o->what)
+                return usage_error(cmd, "more than one scenario or file:", a);
+            o->what = a;
+        } else if (!strcmp(a, "--format")) {
+            NEED_VALUE();
+            if (!strcmp(v, "text"))
+                o->format = REPORT_TEXT;
+            else if (!strcmp(v, "json"))
+                o->format = REPORT_JSON;
+            else if (!strcmp(v, "csv"))
+                o->format = REPORT_CSV;
+            else
+                return usage_error(cmd, "--format takes text, json or csv, not", v);
+        } else if (!strcmp(a, "--json")) {
+            o->format = REPORT_JSON;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            NEED_VALUE();
+            o->output = v;
+        } else if (!strcmp(a, "--record")) {
+            NEED_VALUE();
+            o->record = v;
+        } else if (!strcmp(a, "--snapshot")) {
+            NEED_VALUE();
+            o->snapshot = v;
+        } else if (!strcmp(a, "--timeline")) {
+            NEED_VALUE();
+            o->timeline = v;
+        } else if (replay && !strcmp(a, "--progress")) {
+            o->progress = 1;
+        } else if (replay && !strcmp(a, "--no-progress")) {
+            o->progress = 0;
+        } else if (!replay && !strcmp(a, "--adapter")) {
+            NEED_VALUE();
+            o->preset = v;
+        } else if (!replay && !strcmp(a, "--segment")) {
+            NEED_VALUE();
+            char *eq;
+            unsigned long id = strtoul(v, &eq, 10);
+            uint64_t size;
+            if (*eq != '=' || id == 0 || id > SOFTGPU_MAX_SEGMENTS || tr_parse_u64(eq + 1, &size) || !size)
+                return usage_error(cmd, "bad --segment (want ID=SIZE):", v);
+            o->segment_size[id] = size;
+            o->segment_given = 1;
+        } else if (!replay && !strcmp(a, "--policy")) {
+            NEED_VALUE();
+            o->policy = v;
+        } else if (!replay && !strcmp(a, "--seed")) {
+            NEED_VALUE();
+            if (tr_parse_u64(v, &o->seed))
+                return usage_error(cmd, "bad --seed", v);
+            o->seed_given = 1;
+        } else if (!replay && !strcmp(a, "--frames")) {
+            NEED_VALUE();
+            uint64_t n;
+            if (tr_parse_u64(v, &n) || n == 0 || n > 100000)
+                return usage_error(cmd, "bad --frames (1..100000)", v);
+            o->frames = (uint32_t)n;
+        } else if (!replay && !strcmp(a, "--async")) {
+            o->async = 1;
+        } else {
+            return usage_error(cmd, replay ? "unknown option (a replay takes its adapter from the trace):"
+                                           : "unknown option", a);
+        }
+#undef NEED_VALUE
+    }
+    if (!o->what)
+        return usage_error(cmd, replay ? "which trace? (vidmm replay FILE)" : "which scenario? (vidmm scenarios)",
+                           NULL);
+    return 0;
+}
+
+static FILE *open_out(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "vidmm: cannot write '%s'\n", path);
+    return f;
+}
+
+static int close_out(FILE *f, const char *path)
+{
+    if (f == stdout)
+        return fflush(f) ? 1 : 0;
+    if (fclose(f)) {
+        fprintf(stderr, "vidmm: error writing '%s'\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+/* Report, snapshot and timeline after the last call; 1 if a file could
+ * not be written. */
+static int outputs(struct tr *t, const struct run_options *o, struct tr_buf *timeline)
+{
+    int bad = 0;
+    FILE *f = open_out(o->output);
+    if (f) {
+        report_write(t, o->format, f);
+        bad |= close_out(f, o->output);
+    } else {
+        bad = 1;
+    }
+    if (o->snapshot) {
+        f = open_out(o->snapshot);
+        if (f) {
+            snapshot_write(t, f);
+            bad |= close_out(f, o->snapshot);
+        } else {
+            bad = 1;
+        }
+    }
+    if (o->timeline) {
+        if (timeline->oom) {
+            fprintf(stderr, "vidmm: out of memory collecting the timeline\n");
+            bad = 1;
+        } else if ((f = open_out(o->timeline)) != NULL) {
+            timeline_write(t, timeline, f);
+            bad |= close_out(f, o->timeline);
+        } else {
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+/* Open the record file, the session and the timeline. */
+static int start(struct tr *t, const struct tr_header *h, const struct run_options *o, FILE **rec,
+                 struct tr_buf *timeline)
+{
+    *rec = NULL;
+    if (o->record) {
+        *rec = fopen(o->record, "w");
+        if (!*rec) {
+            fprintf(stderr, "vidmm: cannot write '%s'\n", o->record);
+            return 1;
+        }
+    }
+    if (tr_open(t, h, *rec)) {
+        if (*rec)
+            fclose(*rec);
+        return 1;
+    }
+    if (o->timeline)
+        tr_enable_timeline(t, timeline);
+    return 0;
+}
+
+static int finish_record(struct tr *t, FILE *rec, const char *path)
+{
+    if (!rec)
+        return 0;
+    int bad = t->rec_error;
+    if (fclose(rec))
+        bad = 1;
+    if (bad)
+        fprintf(stderr, "vidmm: error writing the record file '%s'\n", path);
+    return bad;
+}
+
+int cli_run(int argc, char **argv)
+{
+    struct run_options o;
+    int rc = parse_options("run", argc, argv, &o, 0);
+    if (rc)
+        return rc;
+    struct tr_header h;
+    tr_header_defaults(&h);
+    const struct scenario *sc = scenario_find(o.what);
+    struct replay r;
+    memset(&r, 0, sizeof r);
+    if (sc) {
+        snprintf(h.preset, sizeof h.preset, "%s", sc->preset);
+        memcpy(h.segment_size, sc->segment_size, sizeof h.segment_size);
+        snprintf(h.scenario, sizeof h.scenario, "%s", sc->name);
+    } else if (access(o.what, R_OK) == 0) {
+        if (replay_open(&r, o.what, &h, 0))
+            return 1;
+    } else {
+        fprintf(stderr, "vidmm run: '%s' is neither a built-in scenario nor a readable file\n", o.what);
+        fprintf(stderr, "built-in scenarios:");
+        for (const struct scenario *const *p = scenarios(); *p; p++)
+            fprintf(stderr, " %s", (*p)->name);
+        fputc('\n', stderr);
+        return 2;
+    }
+    /* Command-line options override the scenario's or file's header. */
+    if (o.preset) {
+        snprintf(h.preset, sizeof h.preset, "%s", o.preset);
+        if (sc && strcmp(o.preset, sc->preset))
+            memset(h.segment_size, 0, sizeof h.segment_size);
+    }
+    for (uint32_t id = 1; id <= SOFTGPU_MAX_SEGMENTS; id++)
+        if (o.segment_size[id])
+            h.segment_size[id] = o.segment_size[id];
+    if (o.policy)
+        snprintf(h.policy, sizeof h.policy, "%s", o.policy);
+    if (o.seed_given)
+        h.seed = o.seed;
+    if (o.async)
+        h.synchronous = 0;
+    if (sc && !strcmp(sc->name, "igpu") && strcmp(h.preset, "igpu")) {
+        replay_close(&r);
+        return usage_error("run", "the igpu scenario runs on the igpu preset, not", h.preset);
+    }
+    if (sc && strcmp(sc->name, "igpu") && !strcmp(h.preset, "igpu")) {
+        replay_close(&r);
+        return usage_error("run", "this scenario needs a GpuMmu adapter (dgpu, wddm1, big), not", h.preset);
+    }
+
+    struct tr t;
+    FILE *rec;
+    struct tr_buf timeline;
+    memset(&timeline, 0, sizeof timeline);
+    if (start(&t, &h, &o, &rec, &timeline)) {
+        replay_close(&r);
+        return 1;
+    }
+    int errors = 0;
+    if (sc) {
+        struct scenario_params p = { h.seed, o.frames };
+        errors = sc->run(&t, &p, stderr);
+    } else {
+        errors = replay_run(&r, &t);
+        if (r.mismatches) {
+            fprintf(stderr, "vidmm run: %" PRIu64 " of %" PRIu64 " stated results differ\n", r.mismatches,
+                    r.checked);
+            errors++;
+        }
+    }
+    int bad = outputs(&t, &o, &timeline);
+    bad |= finish_record(&t, rec, o.record);
+    if (t.check_failures || t.adapter_check_failures)
+        errors++;
+    tr_close(&t);
+    tr_buf_free(&timeline);
+    replay_close(&r);
+    return errors || bad ? 1 : 0;
+}
+
+/* `vidmm replay FILE.rmv`: import an AMD Radeon Memory Visualizer
+ * trace (rmv.c).  The import summary comes first, then the usual report
+ * (JSON: one object with both; CSV: "rmv" rows, then the report). */
+static int replay_rmv(const struct run_options *o)
+{
+    struct rmv_import *imp = calloc(1, sizeof(*imp));
+    struct tr_header h;
+    void *state = NULL;
+    if (!imp || rmv_load(o->what, imp, &h, &state)) {
+        free(imp);
+        return 1;
+    }
+    struct tr t;
+    FILE *rec;
+    struct tr_buf timeline;
+    memset(&timeline, 0, sizeof timeline);
+    if (start(&t, &h, o, &rec, &timeline)) {
+        rmv_replay(NULL, imp, state);
+        free(imp);
+        return 1;
+    }
+    int failed = rmv_replay(&t, imp, state);
+    FILE *f = open_out(o->output);
+    int bad = !f;
+    if (f) {
+        if (o->format == REPORT_JSON) {
+            fprintf(f, "{\"format\": \"vidmm-rmv-import/1\",\n");
+            rmv_report(imp, o->format, f);
+            fprintf(f, "\"report\": ");
+            report_write(&t, o->format, f);
+            fprintf(f, "}\n");
+        } else if (o->format == REPORT_CSV) {
+            report_write(&t, o->format, f);
+            rmv_report(imp, o->format, f);
+        } else {
+            rmv_report(imp, o->format, f);
+            report_write(&t, o->format, f);
+        }
+        bad |= close_out(f, o->output);
+    }
+    struct run_options rest = *o;
+    rest.output = NULL;
+    if (rest.snapshot || rest.timeline) {
+        /* Snapshot and timeline as for any run; the report is written. */
+        rest.output = "/dev/null";
+        bad |= outputs(&t, &rest, &timeline);
+    }
+    bad |= finish_record(&t, rec, o->record);
+    tr_close(&t);
+    tr_buf_free(&timeline);
+    free(imp);
+    return failed || bad ? 1 : 0;
+}
+
+int cli_replay(int argc, char **argv)
+{
+    struct run_options o;
+    int rc = parse_options("replay", argc, argv, &o, 1);
+    if (rc)
+        return rc;
+    if (rmv_is_rmv_file(o.what))
+        return replay_rmv(&o);
+    struct tr_header h;
+    struct replay r;
+    if (replay_open(&r, o.what, &h, 1))
+        return 1;
+    r.progress = o.progress < 0 ? isatty(2) : o.progress;
+    struct tr t;
+    FILE *rec;
+    struct tr_buf timeline;
+    memset(&timeline, 0, sizeof timeline);
+    if (start(&t, &h, &o, &rec, &timeline)) {
+        replay_close(&r);
+        return 1;
+    }
+    int failed = replay_run(&r, &t);
+    int bad = outputs(&t, &o, &timeline);
+    bad |= finish_record(&t, rec, o.record);
+    if (!failed)
+        fprintf(stderr, "vidmm replay: %" PRIu64 " calls re-executed, %" PRIu64 " results compared, %" PRIu64
+                        " differ%s\n",
+                r.executed, r.checked, r.mismatches, r.mismatches ? "" : " (exact replay)");
+    if (t.check_failures || t.adapter_check_failures)
+        fprintf(stderr, "vidmm replay: integrity checks failed (%" PRIu64 " read-backs, %" PRIu64 " adapter checks)\n",
+                t.check_failures, t.adapter_check_failures);
+    int result = failed || bad || r.mismatches || t.check_failures || t.adapter_check_failures ? 1 : 0;
+    tr_close(&t);
+    tr_buf_free(&timeline);
+    replay_close(&r);
+    return result;
+}
+
+int cli_scenarios(void)
+{
+    for (const struct scenario *const *p = scenarios(); *p; p++)
+        printf("%-8s %-5s %s\n", (*p)->name, (*p)->preset, (*p)->summary);
+    return 0;
+}

@@ -1,0 +1,1196 @@
+/*
+ * trace.c - the recording layer (see trace.h): wrappers around every
+ * vidmm call the tool makes, the trace line each one produces, and the
+ * timeline events derived from it.
+ *
+ * Line layout (docs/TRACE_FORMAT.md): "verb args = STATUS outputs".
+ * Arguments name objects by trace-local ids; numbers are decimal bytes,
+ * hex addresses and bit sets.  Outputs are only values that a replay in
+ * synchronous mode reproduces exactly (GPU VAs under GpuMmu, fence values,
+ * bytes to trim, reclaim results) - never a handle, a host address or a
+ * time.
+ *
+ * Timeline: the clock is simulated, so a replay's timeline is the run's.
+ * Each call takes 1 us plus the time its paging would take at 16 KiB/us
+ * (about 16 GB/s); the paging it caused is read as the change of
+ * vidmm_adapter_query_info's per-operation counters across the call.
+ */
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const tr_verb_names[TV_COUNT] = {
+    "process", "process-destroy", "device", "device-destroy", "queue", "queue-destroy",
+    "create", "create2", "destroy", "priority", "move", "move-discard", "flip",
+    "reserve", "map", "unmap", "free",
+    "make-resident", "evict", "wait", "offer", "reclaim",
+    "budget", "reservation",
+    "write", "check", "gpu-read", "gpu-write", "check-adapter",
+};
+
+static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V' };
+
+/* Paging operation names, indexed by enum vidmm_paging_operation. */
+static const char *const paging_op_name[17] = {
+    [VIDMM_PAGING_TRANSFER] = "transfer",
+    [VIDMM_PAGING_FILL] = "fill",
+    [VIDMM_PAGING_DISCARD_CONTENT] = "discard",
+    [VIDMM_PAGING_MAP_APERTURE_SEGMENT] = "map-aperture",
+    [VIDMM_PAGING_UNMAP_APERTURE_SEGMENT] = "unmap-aperture",
+    [VIDMM_PAGING_VIRTUAL_TRANSFER] = "virtual-transfer",
+    [VIDMM_PAGING_VIRTUAL_FILL] = "virtual-fill",
+    [VIDMM_PAGING_UPDATE_PAGE_TABLE] = "update-page-table",
+    [VIDMM_PAGING_FLUSH_TLB] = "flush-tlb",
+    [VIDMM_PAGING_SIGNAL_MONITORED_FENCE] = "signal-fence",
+};
+
+const char *tr_paging_op_name(int op)
+{
+    return op >= 0 && op < 17 ? paging_op_name[op] : NULL;
+}
+
+/* ---- small utilities ------------------------------------------------ */
+
+void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->p && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t want = b->cap ? b->cap * 2 : 65536;
+        while (want < b->len + (size_t)n + 1)
+            want *= 2;
+        char *np = realloc(b->p, want);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = want;
+    }
+}
+
+void tr_buf_free(struct tr_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+/* splitmix64: the pattern generator of the demo, so a seed means the same
+ * bytes everywhere in the tool. */
+static uint64_t pattern_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void pattern_fill(uint64_t *w, uint64_t size, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < size / 8; i++)
+        w[i] = seed ? pattern_next(&s) : 0;
+}
+
+static int pattern_matches(const uint64_t *w, uint64_t size, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < size / 8; i++)
+        if (w[i] != (seed ? pattern_next(&s) : 0))
+            return 0;
+    return 1;
+}
+
+const char *tr_status_name(vidmm_status st)
+{
+    if (st == TR_MISMATCH)
+        return "MISMATCH";
+    const char *s = vidmm_status_str(st);
+    return strncmp(s, "VIDMM_", 6) ? s : s + 6;
+}
+
+int tr_status_parse(const char *s, vidmm_status *st)
+{
+    if (!strcmp(s, "MISMATCH")) {
+        *st = TR_MISMATCH;
+        return 0;
+    }
+    for (int v = -64; v <= 8; v++) {
+        const char *n = vidmm_status_str((vidmm_status)v);
+        if (!strncmp(n, "VIDMM_", 6) && !strcmp(n + 6, s)) {
+            *st = (vidmm_status)v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The policies this build of the library defines.  vidmm_policies()
+ * would list them, but the library does not define it yet, and naming a
+ * declared-but-undefined policy would not link. */
+static const struct {
+    const char *name;
+    const struct vidmm_eviction_policy *policy;
+} policy_table[] = {
+    { "lru", &vidmm_policy_lru },
+};
+
+const struct vidmm_eviction_policy *tr_policy_by_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof(policy_table) / sizeof(policy_table[0]); i++)
+        if (!strcmp(policy_table[i].name, name))
+            return policy_table[i].policy;
+    return NULL;
+}
+
+const char *tr_policy_names(void)
+{
+    return "lru";
+}
+
+void tr_header_defaults(struct tr_header *h)
+{
+    memset(h, 0, sizeof(*h));
+    snprintf(h->preset, sizeof h->preset, "dgpu");
+    h->system_memory = 4ull << 30;
+    h->synchronous = 1;
+    snprintf(h->policy, sizeof h->policy, "lru");
+    h->seed = 1;
+    snprintf(h->scenario, sizeof h->scenario, "file");
+}
+
+void tr_write_header(FILE *f, const struct tr_header *h)
+{
+    fprintf(f, "vidmm-trace %d\n", TR_FORMAT_VERSION);
+    fprintf(f, "scenario %s\n", h->scenario);
+    fprintf(f, "adapter %s\n", h->preset);
+    for (uint32_t id = 1; id <= SOFTGPU_MAX_SEGMENTS; id++)
+        if (h->segment_size[id])
+            fprintf(f, "segment %u %" PRIu64 "\n", id, h->segment_size[id]);
+    if (h->mmu_levels)
+        fprintf(f, "mmu-levels %u\n", h->mmu_levels);
+    fprintf(f, "system-memory %" PRIu64 "\n", h->system_memory);
+    fprintf(f, "synchronous %d\n", h->synchronous);
+    fprintf(f, "policy %s\n", h->policy);
+    fprintf(f, "seed %" PRIu64 "\n", h->seed);
+    fprintf(f, "begin\n");
+}
+
+/* ---- objects -------------------------------------------------------- */
+
+struct tr_obj *tr_get(struct tr *t, enum tr_kind k, uint32_t id)
+{
+    if (id == 0 || id > t->nobj[k])
+        return NULL;
+    return &t->obj[k][id];
+}
+
+vidmm_handle tr_handle(struct tr *t, enum tr_kind k, uint32_t id)
+{
+    struct tr_obj *o = tr_get(t, k, id);
+    return o ? o->h : VIDMM_HANDLE_NULL;
+}
+
+/* A new id of kind k (its object zeroed).  Returns 0 when the host is out
+ * of memory. */
+static uint32_t new_obj(struct tr *t, enum tr_kind k)
+{
+    if (t->nobj[k] + 2 > t->cap[k]) {
+        uint32_t nc = t->cap[k] ? t->cap[k] * 2 : 64;
+        struct tr_obj *n = realloc(t->obj[k], (size_t)nc * sizeof(*n));
+        if (!n)
+            return 0;
+        t->obj[k] = n;
+        t->cap[k] = nc;
+    }
+    uint32_t id = ++t->nobj[k];
+    memset(&t->obj[k][id], 0, sizeof(struct tr_obj));
+    return id;
+}
+
+uint64_t tr_addr_value(struct tr *t, struct tr_addr a)
+{
+    if (!a.v)
+        return a.off;
+    struct tr_obj *o = tr_get(t, TR_VA, a.v);
+    return o ? o->va + a.off : a.off;
+}
+
+/* The process a device, queue or VA range belongs to (0 if unknown). */
+static uint32_t process_of(struct tr *t, enum tr_kind k, uint32_t id)
+{
+    struct tr_obj *o = tr_get(t, k, id);
+    if (!o)
+        return 0;
+    if (k == TR_QUEUE)
+        return process_of(t, TR_DEV, o->parent);
+    return o->parent;
+}
+
+/* ---- line building -------------------------------------------------- */
+
+static void line_add(struct tr *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void line_add(struct tr *t, const char *fmt, ...)
+{
+    if (t->line_len >= sizeof(t->line) - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->line + t->line_len, sizeof(t->line) - t->line_len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->line_len += (size_t)n < sizeof(t->line) - t->line_len ? (size_t)n : sizeof(t->line) - 1 - t->line_len;
+}
+
+static void line_begin(struct tr *t, enum tr_verb v, uint32_t pid, uint32_t tid)
+{
+    t->verb = v;
+    t->line_len = 0;
+    t->result_at = 0;
+    t->track_pid = pid;
+    t->track_tid = tid;
+    line_add(t, "%s", tr_verb_names[v]);
+}
+
+static void line_id(struct tr *t, enum tr_kind k, uint32_t id)
+{
+    line_add(t, " %c%u", kind_prefix[k], id);
+}
+
+static void line_list(struct tr *t, const uint32_t *list, uint32_t n)
+{
+    if (!n) {
+        line_add(t, " -");
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        line_add(t, "%sA%u", i ? "," : " ", list[i]);
+}
+
+static void line_addr(struct tr *t, const char *key, struct tr_addr a)
+{
+    if (a.v && a.off)
+        line_add(t, " %s=V%u+0x%" PRIx64, key, a.v, a.off);
+    else if (a.v)
+        line_add(t, " %s=V%u", key, a.v);
+    else
+        line_add(t, " %s=0x%" PRIx64, key, a.off);
+}
+
+const char *const tr_create_flag_names[2] = { "resident", "bit1" };
+const char *const tr_make_resident_flag_names[2] = { "cant-trim", "must-succeed" };
+const char *const tr_evict_flag_names[2] = { "if-necessary", "not-written" };
+
+static void line_flags(struct tr *t, uint32_t flags, const char *const names[2])
+{
+    if (!flags) {
+        line_add(t, " flags=-");
+        return;
+    }
+    line_add(t, " flags=");
+    int first = 1;
+    for (int b = 0; b < 2; b++)
+        if (flags & (1u << b)) {
+            line_add(t, "%s%s", first ? "" : ",", names[b]);
+            first = 0;
+        }
+    if (flags & ~3u)
+        line_add(t, "%s0x%x", first ? "" : ",", flags & ~3u);
+}
+
+static const char *group_name(enum vidmm_segment_group g)
+{
+    return g == VIDMM_SEGMENT_GROUP_LOCAL ? "local" : g == VIDMM_SEGMENT_GROUP_NON_LOCAL ? "non-local" : "?";
+}
+
+static void json_escape(struct tr_buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            tr_buf_printf(b, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            tr_buf_printf(b, "\\u%04x", (unsigned)(unsigned char)*s);
+        else
+            tr_buf_printf(b, "%c", *s);
+    }
+}
+
+/* ---- timeline ------------------------------------------------------- */
+
+static void tl_call(struct tr *t, const char *name, const char *cat);
+
+static void tl_meta(struct tr *t, const char *what, uint32_t pid, uint32_t tid, const char *name)
+{
+    if (!t->timeline)
+        return;
+    tr_buf_printf(t->timeline, ",\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":\"", what, pid,
+                  tid);
+    json_escape(t->timeline, name);
+    tr_buf_printf(t->timeline, "\"}}");
+}
+
+void tr_enable_timeline(struct tr *t, struct tr_buf *buf)
+{
+    t->timeline = buf;
+    tr_buf_printf(buf, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"adapter (softgpu %s)\"}}",
+                  t->hdr.preset);
+    tl_meta(t, "thread_name", 0, 0, "calls");
+    tl_meta(t, "thread_name", 0, 1, "paging engine");
+    tl_meta(t, "thread_name", 0, 2, "residency");
+    tl_meta(t, "thread_name", 0, 3, "display");
+    /* Opening the adapter already paged (the paging buffers' aperture
+     * mapping): a first slice accounts for it, so the paging events add
+     * up to the adapter's counters. */
+    t->line_len = (size_t)snprintf(t->line, sizeof t->line, "adapter open");
+    t->track_pid = 0;
+    t->track_tid = 0;
+    memset(&t->last_ai, 0, sizeof t->last_ai);
+    memset(&t->last_rs, 0, sizeof t->last_rs);
+    tl_call(t, "adapter-open", "setup");
+}
+
+static void tl_counters(struct tr *t, uint64_t ts)
+{
+    /* Per process: local and non-local usage against budget. */
+    if (t->counters_cap < t->nobj[TR_PROC] + 1) {
+        uint32_t nc = t->nobj[TR_PROC] + 64;
+        struct tr_counter_state *n = realloc(t->counters, (size_t)nc * sizeof(*n));
+        if (!n)
+            return;
+        memset(n + t->counters_cap, 0, (size_t)(nc - t->counters_cap) * sizeof(*n));
+        t->counters = n;
+        t->counters_cap = nc;
+    }
+    for (uint32_t p = 1; p <= t->nobj[TR_PROC]; p++) {
+        struct tr_obj *o = &t->obj[TR_PROC][p];
+        if (!o->alive)
+            continue;
+        struct tr_counter_state *c = &t->counters[p];
+        for (int g = 0; g < 2; g++) {
+            struct vidmm_video_memory_info vi;
+            if (vidmm_query_video_memory_info(t->adapter, o->h, (enum vidmm_segment_group)g, &vi) < 0)
+                continue;
+            if (c->valid && c->usage[g] == vi.current_usage && c->budget[g] == vi.budget)
+                continue;
+            c->usage[g] = vi.current_usage;
+            c->budget[g] = vi.budget;
+            tr_buf_printf(t->timeline,
+                          ",\n{\"ph\":\"C\",\"name\":\"%s memory\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64
+                          ",\"args\":{\"usage\":%" PRIu64 ",\"budget\":%" PRIu64 "}}",
+                          group_name((enum vidmm_segment_group)g), p, ts, vi.current_usage, vi.budget);
+        }
+        c->valid = 1;
+    }
+}
+
+/* Emit the events of the call just finished: the call slice on its track,
+ * the paging it caused on the paging-engine track, evictions and restores
+ * as instants, and counters that changed.  Also advances the clock. */
+static void tl_call(struct tr *t, const char *name, const char *cat)
+{
+    struct vidmm_adapter_info ai;
+    struct vidmm_residency_stats rs;
+    if (vidmm_adapter_query_info(t->adapter, &ai) < 0 || vidmm_residency_get_stats(t->adapter, &rs) < 0)
+        return;
+    uint64_t ts = t->clock_us, dur = 1, pd[17];
+    for (int k = 0; k < 17; k++) {
+        uint64_t ops = ai.paging_ops[k] - t->last_ai.paging_ops[k];
+        uint64_t bytes = ai.paging_bytes[k] - t->last_ai.paging_bytes[k];
+        pd[k] = ops ? (bytes / 16384 ? bytes / 16384 : 1) : 0;
+        dur += pd[k];
+    }
+    if (t->timeline) {
+        struct tr_buf *b = t->timeline;
+        tr_buf_printf(b, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64
+                         ",\"dur\":%" PRIu64 ",\"args\":{\"call\":\"",
+                      name, cat, t->track_pid, t->track_tid, ts, dur);
+        /* Long residency lists are cut: the trace has them in full. */
+        char shortened[512];
+        size_t n = t->line_len < sizeof shortened - 1 ? t->line_len : sizeof shortened - 1;
+        memcpy(shortened, t->line, n);
+        shortened[n] = '\0';
+        json_escape(b, shortened);
+        tr_buf_printf(b, "\"}}");
+        uint64_t at = ts + 1;
+        for (int k = 0; k < 17; k++) {
+            if (!pd[k])
+                continue;
+            tr_buf_printf(b, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"paging\",\"pid\":0,\"tid\":1,\"ts\":%" PRIu64
+                             ",\"dur\":%" PRIu64 ",\"args\":{\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
+                          paging_op_name[k] ? paging_op_name[k] : "other", at, pd[k],
+                          ai.paging_ops[k] - t->last_ai.paging_ops[k],
+                          ai.paging_bytes[k] - t->last_ai.paging_bytes[k]);
+            at += pd[k];
+        }
+        struct {
+            const char *name;
+            uint64_t n, bytes;
+        } inst[3] = {
+            { "evict", rs.evictions - rs.discards - (t->last_rs.evictions - t->last_rs.discards),
+              rs.bytes_evicted - t->last_rs.bytes_evicted },
+            { "discard", rs.discards - t->last_rs.discards, rs.bytes_discarded - t->last_rs.bytes_discarded },
+            { "restore", rs.restores - t->last_rs.restores, rs.bytes_restored - t->last_rs.bytes_restored },
+        };
+        for (int i = 0; i < 3; i++)
+            if (inst[i].n)
+                tr_buf_printf(b, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\",\"pid\":0,\"tid\":2,\"ts\":%" PRIu64
+                                 ",\"args\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
+                              inst[i].name, ts, inst[i].n, inst[i].bytes);
+        if (t->verb == TV_FLIP)
+            tr_buf_printf(b, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"flip\",\"pid\":0,\"tid\":3,\"ts\":%" PRIu64 "}",
+                          ts + dur);
+        tl_counters(t, ts + dur);
+        /* Segment commitment, one counter per segment. */
+        for (uint32_t id = 1; id < ai.segment_count && id < 9; id++) {
+            struct vidmm_segment_info si;
+            if (vidmm_segment_query(t->adapter, id, &si) == VIDMM_OK && (ts == 0 || pd[0] || pd[1] || pd[2] ||
+                                                                         t->verb == TV_CREATE ||
+                                                                         t->verb == TV_CREATE2 ||
+                                                                         t->verb == TV_DESTROY))
+                tr_buf_printf(b, ",\n{\"ph\":\"C\",\"name\":\"segment %u committed\",\"pid\":0,\"tid\":0,\"ts\":%" PRIu64
+                                 ",\"args\":{\"bytes\":%" PRIu64 "}}",
+                              id, ts + dur, si.committed);
+        }
+    }
+    t->last_ai = ai;
+    t->last_rs = rs;
+    t->clock_us += dur;
+}
+
+/* Finish the line: status and outputs (printf-style, may be NULL), count
+ * the call, record it, emit its timeline events. */
+static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
+{
+    line_add(t, " = ");
+    t->result_at = t->line_len;
+    line_add(t, "%s", tr_status_name(st));
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (t->line_len < sizeof(t->line) - 1) {
+            int n = vsnprintf(t->line + t->line_len, sizeof(t->line) - t->line_len, fmt, ap);
+            if (n > 0)
+                t->line_len += (size_t)n < sizeof(t->line) - t->line_len ? (size_t)n
+                                                                          : sizeof(t->line) - 1 - t->line_len;
+        }
+        va_end(ap);
+    }
+    t->calls++;
+    t->verb_calls[t->verb]++;
+    if (st < 0) {
+        t->failed_calls++;
+        t->verb_failed[t->verb]++;
+    }
+    t->by_status[TR_STATUS_INDEX(st)]++;
+    if (st == VIDMM_PENDING)
+        t->pending++;
+    if (st == VIDMM_E_OVER_BUDGET)
+        t->over_budget++;
+    if (t->rec && fprintf(t->rec, "%s\n", t->line) < 0)
+        t->rec_error = 1;
+    tl_call(t, tr_verb_names[t->verb], "call");
+}
+
+const char *tr_last_result(const struct tr *t)
+{
+    return t->line + t->result_at;
+}
+
+void tr_frame(struct tr *t, uint64_t n)
+{
+    t->frames++;
+    if (t->rec && fprintf(t->rec, "frame %" PRIu64 "\n", n) < 0)
+        t->rec_error = 1;
+    if (t->timeline)
+        tr_buf_printf(t->timeline,
+                      ",\n{\"ph\":\"i\",\"s\":\"g\",\"name\":\"frame %" PRIu64 "\",\"pid\":0,\"tid\":0,\"ts\":%" PRIu64 "}",
+                      n, t->clock_us);
+}
+
+/* ---- open / close --------------------------------------------------- */
+
+int tr_open(struct tr *t, const struct tr_header *h, FILE *rec)
+{
+    memset(t, 0, sizeof(*t));
+    t->hdr = *h;
+    const struct vidmm_eviction_policy *pol = tr_policy_by_name(h->policy);
+    if (!pol) {
+        fprintf(stderr, "vidmm: unknown eviction policy '%s' (known: %s)\n", h->policy, tr_policy_names());
+        return 1;
+    }
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = t->hdr.preset;
+    memcpy(cfg.segment_size, h->segment_size, sizeof cfg.segment_size);
+    cfg.mmu_levels = h->mmu_levels;
+    cfg.synchronous = h->synchronous;
+    vidmm_status st = softgpu_create(&cfg, &t->gpu);
+    if (st < 0) {
+        fprintf(stderr, "vidmm: cannot create softgpu '%s': %s\n", h->preset, vidmm_status_str(st));
+        return 1;
+    }
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(t->gpu, &ci);
+    ci.system_memory_limit = h->system_memory;
+    ci.error_message = t->error;
+    ci.error_message_size = sizeof t->error;
+    st = vidmm_adapter_open(&ci, &t->adapter);
+    if (st < 0) {
+        fprintf(stderr, "vidmm: adapter open failed: %s: %s\n", vidmm_status_str(st), t->error);
+        softgpu_destroy(t->gpu);
+        t->gpu = NULL;
+        return 1;
+    }
+    st = vidmm_adapter_set_eviction_policy(t->adapter, pol);
+    if (st < 0) {
+        fprintf(stderr, "vidmm: cannot set policy '%s': %s\n", h->policy, vidmm_status_str(st));
+        tr_close(t);
+        return 1;
+    }
+    struct vidmm_adapter_info ai;
+    vidmm_adapter_query_info(t->adapter, &ai);
+    t->gpummu = (ai.memory_management_caps & VIDMM_CAPS_GPUMMU) != 0;
+    t->iommu = !t->gpummu && (ai.memory_management_caps & VIDMM_CAPS_IOMMU);
+    t->last_ai = ai;
+    vidmm_residency_get_stats(t->adapter, &t->last_rs);
+    t->rec = rec;
+    if (rec)
+        tr_write_header(rec, h);
+    return 0;
+}
+
+void tr_close(struct tr *t)
+{
+    vidmm_adapter_close(t->adapter);
+    if (t->gpu)
+        softgpu_destroy(t->gpu);
+    for (int k = 0; k < TR_KINDS; k++)
+        free(t->obj[k]);
+    free(t->counters);
+    free(t->scratch);
+    t->adapter = NULL;
+    t->gpu = NULL;
+    memset(t->obj, 0, sizeof t->obj);
+    t->counters = NULL;
+    t->scratch = NULL;
+}
+
+/* ---- processes, devices, queues ------------------------------------- */
+
+static void obj_name(struct tr_obj *o, const char *name, char prefix, uint32_t id)
+{
+    if (name && *name)
+        snprintf(o->name, sizeof o->name, "%s", name);
+    else
+        snprintf(o->name, sizeof o->name, "%c%u", prefix, id);
+}
+
+vidmm_status tr_process_create(struct tr *t, const char *name, uint32_t *id)
+{
+    uint32_t p = new_obj(t, TR_PROC);
+    if (!p)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_PROC][p];
+    obj_name(o, name, 'P', p);
+    line_begin(t, TV_PROCESS, p, 0);
+    line_id(t, TR_PROC, p);
+    if (name && *name)
+        line_add(t, " name=%s", o->name);
+    vidmm_status st = vidmm_process_create(t->adapter, &o->h);
+    o->alive = st >= 0;
+    if (t->timeline) {
+        char label[64];
+        snprintf(label, sizeof label, "P%u %s", p, o->name);
+        tl_meta(t, "process_name", p, 0, label);
+        tl_meta(t, "thread_name", p, 0, "process");
+    }
+    line_end(t, st, NULL);
+    *id = p;
+    return st;
+}
+
+vidmm_status tr_process_destroy(struct tr *t, uint32_t p)
+{
+    line_begin(t, TV_PROCESS_DESTROY, p, 0);
+    line_id(t, TR_PROC, p);
+    vidmm_status st = vidmm_process_destroy(t->adapter, tr_handle(t, TR_PROC, p));
+    if (st >= 0) {
+        t->obj[TR_PROC][p].alive = 0;
+        /* Its devices, queues and VA ranges go with it. */
+        for (int k = TR_DEV; k <= TR_VA; k++) {
+            if (k == TR_ALLOC)
+                continue;
+            for (uint32_t i = 1; i <= t->nobj[k]; i++)
+                if (process_of(t, (enum tr_kind)k, i) == p)
+                    t->obj[k][i].alive = 0;
+        }
+    }
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_device_create(struct tr *t, uint32_t p, uint32_t *id)
+{
+    uint32_t d = new_obj(t, TR_DEV);
+    if (!d)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_DEV][d];
+    o->parent = p;
+    line_begin(t, TV_DEVICE, p, d);
+    line_id(t, TR_DEV, d);
+    line_id(t, TR_PROC, p);
+    vidmm_status st = vidmm_device_create(t->adapter, tr_handle(t, TR_PROC, p), &o->h);
+    o->alive = st >= 0;
+    if (t->timeline) {
+        char label[32];
+        snprintf(label, sizeof label, "device D%u", d);
+        tl_meta(t, "thread_name", p, d, label);
+    }
+    line_end(t, st, NULL);
+    *id = d;
+    return st;
+}
+
+vidmm_status tr_device_destroy(struct tr *t, uint32_t d)
+{
+    uint32_t p = process_of(t, TR_DEV, d);
+    line_begin(t, TV_DEVICE_DESTROY, p, d);
+    line_id(t, TR_DEV, d);
+    vidmm_status st = vidmm_device_destroy(t->adapter, tr_handle(t, TR_DEV, d));
+    if (st >= 0) {
+        t->obj[TR_DEV][d].alive = 0;
+        for (uint32_t q = 1; q <= t->nobj[TR_QUEUE]; q++)
+            if (t->obj[TR_QUEUE][q].parent == d)
+                t->obj[TR_QUEUE][q].alive = 0;
+    }
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_queue_create(struct tr *t, uint32_t d, int priority, uint32_t *id)
+{
+    uint32_t q = new_obj(t, TR_QUEUE);
+    if (!q)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_QUEUE][q];
+    o->parent = d;
+    uint32_t p = process_of(t, TR_DEV, d);
+    line_begin(t, TV_QUEUE, p, 1000 + q);
+    line_id(t, TR_QUEUE, q);
+    line_id(t, TR_DEV, d);
+    line_add(t, " priority=%d", priority);
+    vidmm_status st = vidmm_paging_queue_create(t->adapter, tr_handle(t, TR_DEV, d), priority, &o->h);
+    o->alive = st >= 0;
+    if (t->timeline) {
+        char label[32];
+        snprintf(label, sizeof label, "paging queue Q%u", q);
+        tl_meta(t, "thread_name", p, 1000 + q, label);
+    }
+    line_end(t, st, NULL);
+    *id = q;
+    return st;
+}
+
+vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
+{
+    line_begin(t, TV_QUEUE_DESTROY, process_of(t, TR_QUEUE, q), 1000 + q);
+    line_id(t, TR_QUEUE, q);
+    vidmm_status st = vidmm_paging_queue_destroy(t->adapter, tr_handle(t, TR_QUEUE, q));
+    if (st >= 0)
+        t->obj[TR_QUEUE][q].alive = 0;
+    line_end(t, st, NULL);
+    return st;
+}
+
+/* ---- allocations ---------------------------------------------------- */
+
+static const char *const alloc_kind_names[] = { "?", "texture", "constant", "staging", "primary", "ring", "explicit" };
+
+const char *tr_alloc_kind_name(uint32_t kind)
+{
+    return kind < sizeof(alloc_kind_names) / sizeof(alloc_kind_names[0]) ? alloc_kind_names[kind] : "?";
+}
+
+vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int create2, uint32_t flags,
+                       const char *name, uint32_t *id)
+{
+    uint32_t a = new_obj(t, TR_ALLOC);
+    if (!a)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_ALLOC][a];
+    o->kind = (uint32_t)d->kind;
+    o->size = d->kind == SOFTGPU_ALLOC_EXPLICIT ? d->info.size : d->size;
+    obj_name(o, name, 'A', a);
+    line_begin(t, create2 ? TV_CREATE2 : TV_CREATE, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    if (create2)
+        line_flags(t, flags, tr_create_flag_names);
+    line_add(t, " kind=%s", tr_alloc_kind_name(o->kind));
+    if (d->kind == SOFTGPU_ALLOC_EXPLICIT)
+        line_add(t,
+                 " size=%" PRIu64 " align=%" PRIu64 " write-set=0x%x read-set=0x%x evict-set=0x%x pref=0x%x"
+                 " alloc-flags=0x%x priority=0x%x",
+                 d->info.size, d->info.alignment, d->info.supported_write_segment_set,
+                 d->info.supported_read_segment_set, d->info.eviction_segment_set, d->info.preferred_segment,
+                 d->info.flags, d->info.priority);
+    else
+        line_add(t, " size=%" PRIu64 " align=%" PRIu64 " cpu=%u", d->size, d->alignment, d->cpu_visible);
+    if (name && *name)
+        line_add(t, " name=%s", o->name);
+    vidmm_status st = create2 ? vidmm_allocation_create2(t->adapter, d, sizeof(*d), flags, &o->h)
+                              : vidmm_allocation_create(t->adapter, d, sizeof(*d), &o->h);
+    if (st < 0)
+        o->h = VIDMM_HANDLE_NULL;
+    o->alive = st >= 0;
+    line_end(t, st, NULL);
+    *id = a;
+    return st;
+}
+
+vidmm_status tr_destroy(struct tr *t, uint32_t a)
+{
+    line_begin(t, TV_DESTROY, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    vidmm_status st = vidmm_allocation_destroy(t->adapter, tr_handle(t, TR_ALLOC, a));
+    if (st >= 0) {
+        t->obj[TR_ALLOC][a].alive = 0;
+        /* Destroying an allocation removes its mappings everywhere. */
+        for (uint32_t v = 1; v <= t->nobj[TR_VA]; v++)
+            if (t->obj[TR_VA][v].alloc == a)
+                t->obj[TR_VA][v].alive = 0;
+    }
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_priority(struct tr *t, uint32_t a, uint32_t priority)
+{
+    line_begin(t, TV_PRIORITY, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    line_add(t, " 0x%x", priority);
+    vidmm_status st = vidmm_allocation_set_priority(t->adapter, tr_handle(t, TR_ALLOC, a), priority);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_move(struct tr *t, uint32_t a, uint32_t segment, int discard)
+{
+    line_begin(t, discard ? TV_MOVE_DISCARD : TV_MOVE, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    line_add(t, " segment=%u", segment);
+    vidmm_handle h = tr_handle(t, TR_ALLOC, a);
+    vidmm_status st = discard ? vidmm_allocation_move_discard(t->adapter, h, segment)
+                              : vidmm_allocation_move(t->adapter, h, segment);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_flip(struct tr *t, uint32_t source, uint32_t a)
+{
+    line_begin(t, TV_FLIP, 0, 3);
+    line_add(t, " %u", source);
+    if (a)
+        line_id(t, TR_ALLOC, a);
+    else
+        line_add(t, " -");
+    vidmm_status st = vidmm_adapter_flip(t->adapter, source, a ? tr_handle(t, TR_ALLOC, a) : VIDMM_HANDLE_NULL);
+    line_end(t, st, NULL);
+    return st;
+}
+
+/* ---- GPU virtual addresses ------------------------------------------ */
+
+vidmm_status tr_reserve(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint64_t size,
+                        unsigned mode, uint32_t *id)
+{
+    uint32_t v = new_obj(t, TR_VA);
+    if (!v)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_VA][v];
+    o->parent = p;
+    o->size = size;
+    line_begin(t, TV_RESERVE, p, 0);
+    line_id(t, TR_VA, v);
+    line_id(t, TR_PROC, p);
+    line_addr(t, "base", base);
+    line_add(t, " min=0x%" PRIx64 " max=0x%" PRIx64 " size=%" PRIu64 " mode=%s", min, max, size,
+             mode == VIDMM_GPUVA_RESERVE_ZERO ? "zero" : mode == VIDMM_GPUVA_RESERVE_NO_ACCESS ? "no-access" : "?");
+    vidmm_status st = vidmm_gpuva_reserve(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, base), min, max,
+                                          size, mode, &o->va);
+    o->alive = st >= 0;
+    if (st >= 0)
+        line_end(t, st, " va=0x%" PRIx64, o->va);
+    else
+        line_end(t, st, NULL);
+    *id = v;
+    return st;
+}
+
+vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint32_t a,
+                    uint64_t offset, uint64_t size, unsigned protection, uint64_t driver_protection, uint32_t *id)
+{
+    uint32_t v = new_obj(t, TR_VA);
+    if (!v)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_VA][v];
+    o->parent = p;
+    o->size = size;
+    o->alloc = a;
+    line_begin(t, TV_MAP, p, 0);
+    line_id(t, TR_VA, v);
+    line_id(t, TR_PROC, p);
+    line_id(t, TR_ALLOC, a);
+    line_addr(t, "base", base);
+    line_add(t, " min=0x%" PRIx64 " max=0x%" PRIx64 " offset=%" PRIu64 " size=%" PRIu64 " protection=0x%x"
+                " driver-protection=0x%" PRIx64,
+             min, max, offset, size, protection, driver_protection);
+    vidmm_status st = vidmm_gpuva_map(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, base), min, max,
+                                      tr_handle(t, TR_ALLOC, a), offset, size, protection, driver_protection, &o->va);
+    o->alive = st >= 0;
+    /* In IoMmu mode the VA is the host address of the system pages: it
+     * changes from run to run, so it is not an output. */
+    if (st >= 0 && !t->iommu)
+        line_end(t, st, " va=0x%" PRIx64, o->va);
+    else
+        line_end(t, st, NULL);
+    *id = v;
+    return st;
+}
+
+vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
+{
+    line_begin(t, TV_UNMAP, p, 0);
+    line_id(t, TR_PROC, p);
+    line_addr(t, "va", va);
+    line_add(t, " size=%" PRIu64, size);
+    vidmm_status st = vidmm_gpuva_unmap(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
+    if (st >= 0 && va.v && !va.off && size == t->obj[TR_VA][va.v].size)
+        t->obj[TR_VA][va.v].alive = 0;
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_free(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
+{
+    line_begin(t, TV_FREE, p, 0);
+    line_id(t, TR_PROC, p);
+    line_addr(t, "va", va);
+    line_add(t, " size=%" PRIu64, size);
+    vidmm_status st = vidmm_gpuva_free(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
+    if (st >= 0 && va.v && !va.off && size == t->obj[TR_VA][va.v].size)
+        t->obj[TR_VA][va.v].alive = 0;
+    line_end(t, st, NULL);
+    return st;
+}
+
+/* ---- residency ------------------------------------------------------ */
+
+/* Handles of a list of allocation ids, in a buffer the caller frees. */
+static vidmm_handle *handles_of(struct tr *t, const uint32_t *list, uint32_t n)
+{
+    vidmm_handle *h = malloc((size_t)(n ? n : 1) * sizeof(*h));
+    if (h)
+        for (uint32_t i = 0; i < n; i++)
+            h[i] = tr_handle(t, TR_ALLOC, list[i]);
+    return h;
+}
+
+vidmm_status tr_make_resident(struct tr *t, uint32_t d, uint32_t q, const uint32_t *list, uint32_t n,
+                              uint32_t flags, uint64_t *fence, uint64_t *trim)
+{
+    line_begin(t, TV_MAKE_RESIDENT, process_of(t, TR_DEV, d), 1000 + q);
+    line_id(t, TR_DEV, d);
+    line_id(t, TR_QUEUE, q);
+    line_flags(t, flags, tr_make_resident_flag_names);
+    line_list(t, list, n);
+    vidmm_handle *h = handles_of(t, list, n);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof mr);
+    mr.paging_queue = tr_handle(t, TR_QUEUE, q);
+    mr.allocations = h;
+    mr.count = n;
+    mr.flags = flags;
+    vidmm_status st = h ? vidmm_make_resident(t->adapter, tr_handle(t, TR_DEV, d), &mr) : VIDMM_E_NO_HOST_MEMORY;
+    free(h);
+    if (fence)
+        *fence = mr.paging_fence_value;
+    if (trim)
+        *trim = mr.bytes_to_trim;
+    if (st == VIDMM_PENDING)
+        line_end(t, st, " fence=%" PRIu64, mr.paging_fence_value);
+    else if (st == VIDMM_E_OVER_BUDGET)
+        line_end(t, st, " trim=%" PRIu64, mr.bytes_to_trim);
+    else
+        line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_evict(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n, uint32_t flags, uint64_t *trim)
+{
+    line_begin(t, TV_EVICT, process_of(t, TR_DEV, d), d);
+    line_id(t, TR_DEV, d);
+    line_flags(t, flags, tr_evict_flag_names);
+    line_list(t, list, n);
+    vidmm_handle *h = handles_of(t, list, n);
+    uint64_t tb = 0;
+    vidmm_status st = h ? vidmm_evict(t->adapter, tr_handle(t, TR_DEV, d), h, n, flags, &tb)
+                        : VIDMM_E_NO_HOST_MEMORY;
+    free(h);
+    if (trim)
+        *trim = tb;
+    if (st >= 0 && tb)
+        line_end(t, st, " trim=%" PRIu64, tb);
+    else
+        line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_wait(struct tr *t, uint32_t q, uint64_t fence)
+{
+    line_begin(t, TV_WAIT, process_of(t, TR_QUEUE, q), 1000 + q);
+    line_id(t, TR_QUEUE, q);
+    line_add(t, " fence=%" PRIu64, fence);
+    /* No deadline: in synchronous mode the fence has already signalled;
+     * otherwise a paging hang is the reset path's business. */
+    vidmm_status st = vidmm_paging_queue_wait(t->adapter, tr_handle(t, TR_QUEUE, q), fence, UINT64_MAX);
+    t->fence_waits++;
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_offer(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n, uint32_t priority)
+{
+    line_begin(t, TV_OFFER, process_of(t, TR_DEV, d), d);
+    line_id(t, TR_DEV, d);
+    static const char *const pn[] = { "?", "low", "normal", "high", "auto" };
+    line_add(t, " priority=%s", priority < 5 ? pn[priority] : "?");
+    line_list(t, list, n);
+    vidmm_handle *h = handles_of(t, list, n);
+    vidmm_status st = h ? vidmm_offer(t->adapter, tr_handle(t, TR_DEV, d), h, n, priority) : VIDMM_E_NO_HOST_MEMORY;
+    free(h);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_reclaim(struct tr *t, uint32_t q, const uint32_t *list, uint32_t n, uint32_t *results,
+                        uint64_t *fence)
+{
+    line_begin(t, TV_RECLAIM, process_of(t, TR_QUEUE, q), 1000 + q);
+    line_id(t, TR_QUEUE, q);
+    line_list(t, list, n);
+    vidmm_handle *h = handles_of(t, list, n);
+    uint32_t *r = calloc(n ? n : 1, sizeof(*r));
+    uint64_t fv = 0;
+    vidmm_status st = h && r ? vidmm_reclaim(t->adapter, tr_handle(t, TR_QUEUE, q), h, n, r, &fv)
+                             : VIDMM_E_NO_HOST_MEMORY;
+    if (fence)
+        *fence = fv;
+    if (results && r)
+        memcpy(results, r, (size_t)n * sizeof(*r));
+    /* The per-allocation results are outputs, after the status. */
+    if (st >= 0 && r) {
+        char res[2048];
+        size_t used = 0;
+        res[0] = '\0';
+        for (uint32_t i = 0; i < n && used + 16 < sizeof res; i++)
+            used += (size_t)snprintf(res + used, sizeof res - used, "%s%s", i ? "," : "",
+                                     r[i] == VIDMM_RECLAIM_DISCARDED ? "discarded" : "ok");
+        if (st == VIDMM_PENDING)
+            line_end(t, st, " fence=%" PRIu64 " results=%s", fv, n ? res : "-");
+        else
+            line_end(t, st, " results=%s", n ? res : "-");
+    } else {
+        line_end(t, st, NULL);
+    }
+    free(h);
+    free(r);
+    return st;
+}
+
+vidmm_status tr_budget(struct tr *t, uint32_t p, enum vidmm_segment_group g, uint64_t bytes)
+{
+    line_begin(t, TV_BUDGET, p, 0);
+    line_id(t, TR_PROC, p);
+    line_add(t, " %s %" PRIu64, group_name(g), bytes);
+    vidmm_status st = vidmm_process_set_budget(t->adapter, tr_handle(t, TR_PROC, p), g, bytes);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_reservation(struct tr *t, uint32_t p, enum vidmm_segment_group g, uint64_t bytes)
+{
+    line_begin(t, TV_RESERVATION, p, 0);
+    line_id(t, TR_PROC, p);
+    line_add(t, " %s %" PRIu64, group_name(g), bytes);
+    vidmm_status st = vidmm_change_video_memory_reservation(t->adapter, tr_handle(t, TR_PROC, p), g, bytes);
+    line_end(t, st, NULL);
+    return st;
+}
+
+/* ---- integrity ------------------------------------------------------ */
+
+static uint64_t *scratch(struct tr *t, uint64_t size)
+{
+    if (size > SIZE_MAX / 2)
+        return NULL;
+    if (t->scratch_size < size) {
+        free(t->scratch);
+        t->scratch = malloc((size_t)size);
+        t->scratch_size = t->scratch ? (size_t)size : 0;
+    }
+    return t->scratch;
+}
+
+vidmm_status tr_write(struct tr *t, uint32_t a, uint64_t seed)
+{
+    line_begin(t, TV_WRITE, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    line_add(t, " seed=%" PRIu64, seed);
+    struct tr_obj *o = tr_get(t, TR_ALLOC, a);
+    void *p = NULL;
+    vidmm_status st = vidmm_allocation_lock(t->adapter, o ? o->h : VIDMM_HANDLE_NULL, &p);
+    if (st >= 0) {
+        pattern_fill(p, o->size, seed);
+        st = vidmm_allocation_unlock(t->adapter, o->h);
+    }
+    line_end(t, st, NULL);
+    return st;
+}
+
+static void count_check(struct tr *t, vidmm_status st, uint64_t bytes)
+{
+    t->checks++;
+    if (st == TR_MISMATCH)
+        t->check_failures++;
+    else if (st >= 0)
+        t->check_bytes += bytes;
+}
+
+vidmm_status tr_check(struct tr *t, uint32_t a, uint64_t seed)
+{
+    line_begin(t, TV_CHECK, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    line_add(t, " seed=%" PRIu64, seed);
+    struct tr_obj *o = tr_get(t, TR_ALLOC, a);
+    void *p = NULL;
+    vidmm_status st = vidmm_allocation_lock(t->adapter, o ? o->h : VIDMM_HANDLE_NULL, &p);
+    if (st >= 0) {
+        int ok = pattern_matches(p, o->size, seed);
+        st = vidmm_allocation_unlock(t->adapter, o->h);
+        if (st >= 0 && !ok)
+            st = TR_MISMATCH;
+    }
+    count_check(t, st, o ? o->size : 0);
+    line_end(t, st, NULL);
+    return st;
+}
+
+/* Where the GPU reaches va of process p: through softgpu's MMU with the
+ * process's root page table (GpuMmu), or (IoMmu) at the CPU address the
+ * mapping is, which the GPU can use only while the allocation is
+ * resident.  On success *host is NULL for the MMU path. */
+static vidmm_status gpu_target(struct tr *t, uint32_t p, struct tr_addr va, struct vidmm_physical_address *root,
+                               void **host)
+{
+    *host = NULL;
+    if (!t->iommu)
+        return vidmm_process_root_page_table(t->adapter, tr_handle(t, TR_PROC, p), root);
+    struct tr_obj *v = tr_get(t, TR_VA, va.v);
+    if (!v || !v->alive || !v->alloc || v->parent != p)
+        return VIDMM_E_PAGE_FAULT;
+    struct vidmm_residency_state rs;
+    vidmm_status st = vidmm_allocation_residency(t->adapter, tr_handle(t, TR_ALLOC, (uint32_t)v->alloc), &rs);
+    if (st < 0)
+        return st;
+    if (!rs.resident)
+        return VIDMM_E_PAGE_FAULT;
+    *host = (void *)(uintptr_t)(v->va + va.off);
+    return VIDMM_OK;
+}
+
+static void gpu_line(struct tr *t, enum tr_verb verb, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed)
+{
+    line_begin(t, verb, p, 0);
+    line_id(t, TR_PROC, p);
+    line_addr(t, "va", va);
+    line_add(t, " size=%" PRIu64 " seed=%" PRIu64, size, seed);
+}
+
+vidmm_status tr_gpu_read(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed)
+{
+    gpu_line(t, TV_GPU_READ, p, va, size, seed);
+    struct vidmm_physical_address root;
+    void *host;
+    uint64_t *buf = scratch(t, size);
+    vidmm_status st = buf ? gpu_target(t, p, va, &root, &host) : VIDMM_E_NO_HOST_MEMORY;
+    if (st >= 0) {
+        if (host)
+            memcpy(buf, host, (size_t)size);
+        else
+            st = softgpu_read_virtual(t->gpu, &root, tr_addr_value(t, va), buf, (size_t)size);
+    }
+    if (st >= 0 && !pattern_matches(buf, size, seed))
+        st = TR_MISMATCH;
+    if (st == VIDMM_E_PAGE_FAULT)
+        t->gpu_faults++;
+    count_check(t, st, size);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_gpu_write(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed)
+{
+    gpu_line(t, TV_GPU_WRITE, p, va, size, seed);
+    struct vidmm_physical_address root;
+    void *host;
+    uint64_t *buf = scratch(t, size);
+    vidmm_status st = buf ? gpu_target(t, p, va, &root, &host) : VIDMM_E_NO_HOST_MEMORY;
+    if (st >= 0) {
+        pattern_fill(buf, size, seed);
+        if (host)
+            memcpy(host, buf, (size_t)size);
+        else
+            st = softgpu_write_virtual(t->gpu, &root, tr_addr_value(t, va), buf, (size_t)size);
+    }
+    if (st == VIDMM_E_PAGE_FAULT)
+        t->gpu_faults++;
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_check_adapter(struct tr *t)
+{
+    line_begin(t, TV_CHECK_ADAPTER, 0, 0);
+    int bad = vidmm_adapter_check(t->adapter, NULL, 0) + softgpu_check(t->gpu);
+    vidmm_status st = bad ? TR_MISMATCH : VIDMM_OK;
+    t->adapter_checks++;
+    if (bad)
+        t->adapter_check_failures++;
+    line_end(t, st, NULL);
+    return st;
+}

@@ -1,0 +1,229 @@
+/*
+ * trace.h - the tool's recording layer: every call the tool makes into
+ * vidmm goes through one of these wrappers.
+ *
+ * A wrapper names objects by trace-local ids (process P1, device D1,
+ * paging queue Q1, allocation A1, GPU VA range V1), calls vidmm, and
+ * formats one line of the trace format (docs/TRACE_FORMAT.md): the verb,
+ * its arguments, " = ", the status and the outputs.  The line is
+ *   - appended to the record file when recording is on (--record);
+ *   - compared by the replayer with the line it read (trace_replay.c);
+ *   - turned into timeline events when a timeline is wanted (--timeline).
+ * Scenarios (scenarios.c) and the replayer use the same wrappers, so a
+ * replay re-creates the run call for call, and the report (report.c) reads
+ * only state that both have: vidmm's answers and the wrappers' counters.
+ *
+ * Raw vidmm handles never leave this layer: they embed an address-derived
+ * salt and would differ between a run and its replay.
+ */
+#ifndef VIDMM_TOOL_TRACE_H
+#define VIDMM_TOOL_TRACE_H
+
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define TR_FORMAT_VERSION 1
+/* A tool-level status for integrity checks whose bytes differ (vidmm
+ * statuses are small negative numbers; this one is outside their range). */
+#define TR_MISMATCH ((vidmm_status)-100)
+
+#define TR_STATUS_INDEX(st) ((int)(st) + 110 < 0 ? 0 : (int)(st) + 110 > 127 ? 127 : (int)(st) + 110)
+
+enum tr_kind { TR_PROC, TR_DEV, TR_QUEUE, TR_ALLOC, TR_VA, TR_KINDS };
+
+/* Everything a trace header says: enough to rebuild the same adapter. */
+struct tr_header {
+    char preset[16];
+    uint64_t segment_size[SOFTGPU_MAX_SEGMENTS + 1];  /* 0 = preset size */
+    uint64_t system_memory;      /* vidmm's system memory limit (fixed, so reports do not depend on the host) */
+    uint32_t mmu_levels;         /* 0 = preset default */
+    int synchronous;             /* softgpu runs paging buffers inside submit (deterministic) */
+    char policy[16];             /* eviction policy name */
+    uint64_t seed;               /* the scenario's random seed (informative on replay) */
+    char scenario[64];           /* what produced the trace */
+};
+
+/* One traced object.  parent: the process of a device or VA range, the
+ * device of a queue.  For allocations: size, softgpu kind and the pattern
+ * seed last written (0 = zeros / unknown). */
+struct tr_obj {
+    vidmm_handle h;
+    uint32_t parent;
+    uint32_t kind;
+    uint64_t va, size;           /* VA ranges */
+    uint64_t alloc;              /* VA ranges: the mapped allocation id (0 = reservation) */
+    int alive;
+    char name[32];
+};
+
+/* Verbs, also the index of the per-verb call counters. */
+enum tr_verb {
+    TV_PROCESS, TV_PROCESS_DESTROY, TV_DEVICE, TV_DEVICE_DESTROY, TV_QUEUE, TV_QUEUE_DESTROY,
+    TV_CREATE, TV_CREATE2, TV_DESTROY, TV_PRIORITY, TV_MOVE, TV_MOVE_DISCARD, TV_FLIP,
+    TV_RESERVE, TV_MAP, TV_UNMAP, TV_FREE,
+    TV_MAKE_RESIDENT, TV_EVICT, TV_WAIT, TV_OFFER, TV_RECLAIM,
+    TV_BUDGET, TV_RESERVATION,
+    TV_WRITE, TV_CHECK, TV_GPU_READ, TV_GPU_WRITE, TV_CHECK_ADAPTER,
+    TV_COUNT
+};
+extern const char *const tr_verb_names[TV_COUNT];
+
+/* A growable text buffer (timeline events, formatted lines). */
+struct tr_buf {
+    char *p;
+    size_t len, cap;
+    int oom;                     /* an append failed: the buffer is incomplete */
+};
+void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void tr_buf_free(struct tr_buf *b);
+
+/* Counter tracks emitted into the timeline, remembered so that a counter
+ * is written only when its value changes. */
+struct tr_counter_state {
+    uint64_t usage[2], budget[2];
+    int valid;
+};
+
+struct tr {
+    struct tr_header hdr;
+    struct softgpu *gpu;
+    struct vidmm_adapter *adapter;
+    int gpummu, iommu;           /* the adapter's GPU VA model */
+
+    FILE *rec;                   /* record file, NULL = not recording */
+    int rec_error;               /* a write to it failed */
+
+    struct tr_obj *obj[TR_KINDS];
+    uint32_t nobj[TR_KINDS], cap[TR_KINDS];   /* ids 1..nobj; obj[k][0] unused */
+
+    /* The line of the last call: "verb args = STATUS outputs". */
+    char line[4096];
+    size_t line_len;
+    size_t result_at;            /* offset of the result part (after " = ") */
+    enum tr_verb verb;
+    uint32_t track_pid, track_tid;  /* timeline track of the last call */
+
+    /* Counters for the report: all derived from the call sequence. */
+    uint64_t calls, failed_calls, pending, fence_waits, frames;
+    uint64_t verb_calls[TV_COUNT], verb_failed[TV_COUNT];
+    uint64_t checks, check_failures, check_bytes;   /* CPU and GPU read-backs */
+    uint64_t gpu_faults;         /* GPU accesses that faulted */
+    uint64_t adapter_checks, adapter_check_failures;
+    uint64_t over_budget;        /* E_OVER_BUDGET answers */
+    uint64_t by_status[128];     /* calls per status, index TR_STATUS_INDEX(st) */
+
+    /* Timeline (NULL buffer = not collecting). */
+    struct tr_buf *timeline;
+    uint64_t clock_us;           /* simulated microseconds: 1 per call + paging bytes at 16 KiB/us */
+    struct vidmm_adapter_info last_ai;
+    struct vidmm_residency_stats last_rs;
+    struct tr_counter_state *counters;   /* per process id */
+    uint32_t counters_cap;
+
+    uint64_t *scratch;           /* read-back buffer */
+    size_t scratch_size;
+    char error[256];
+};
+
+/* Defaults: dgpu, synchronous, lru, 4 GiB of system memory. */
+void tr_header_defaults(struct tr_header *h);
+/* Build softgpu and the adapter the header describes.  rec (may be NULL)
+ * receives the header now and one line per call.  Returns 0, or 1 with
+ * a message on stderr. */
+int tr_open(struct tr *t, const struct tr_header *h, FILE *rec);
+/* Close the adapter and softgpu; free everything. */
+void tr_close(struct tr *t);
+/* Start collecting timeline events into buf (before the first call). */
+void tr_enable_timeline(struct tr *t, struct tr_buf *buf);
+/* Write the header lines of h to f. */
+void tr_write_header(FILE *f, const struct tr_header *h);
+/* Policy by name (NULL if unknown); the names the tool accepts. */
+const struct vidmm_eviction_policy *tr_policy_by_name(const char *name);
+const char *tr_policy_names(void);
+
+/* Object access (id 0 or out of range: NULL). */
+struct tr_obj *tr_get(struct tr *t, enum tr_kind k, uint32_t id);
+vidmm_handle tr_handle(struct tr *t, enum tr_kind k, uint32_t id);
+
+/* Status names as the trace writes them: "OK", "PENDING", "E_OVER_BUDGET",
+ * "MISMATCH".  tr_status_parse returns 0 and the status, or -1. */
+const char *tr_status_name(vidmm_status st);
+int tr_status_parse(const char *s, vidmm_status *st);
+
+/* A GPU virtual address: a VA range id plus an offset, or (v == 0) a
+ * literal address. */
+struct tr_addr {
+    uint32_t v;
+    uint64_t off;
+};
+uint64_t tr_addr_value(struct tr *t, struct tr_addr a);
+
+/* ---- the wrappers: one vidmm call (or one integrity check) each ---- */
+vidmm_status tr_process_create(struct tr *t, const char *name, uint32_t *id);
+vidmm_status tr_process_destroy(struct tr *t, uint32_t p);
+vidmm_status tr_device_create(struct tr *t, uint32_t p, uint32_t *id);
+vidmm_status tr_device_destroy(struct tr *t, uint32_t d);
+vidmm_status tr_queue_create(struct tr *t, uint32_t d, int priority, uint32_t *id);
+vidmm_status tr_queue_destroy(struct tr *t, uint32_t q);
+
+/* create2 != 0: vidmm_allocation_create2 with flags, else
+ * vidmm_allocation_create.  name may be NULL. */
+vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int create2, uint32_t flags,
+                       const char *name, uint32_t *id);
+vidmm_status tr_destroy(struct tr *t, uint32_t a);
+vidmm_status tr_priority(struct tr *t, uint32_t a, uint32_t priority);
+vidmm_status tr_move(struct tr *t, uint32_t a, uint32_t segment, int discard);
+vidmm_status tr_flip(struct tr *t, uint32_t source, uint32_t a);   /* a == 0: blank */
+
+vidmm_status tr_reserve(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint64_t size,
+                        unsigned mode, uint32_t *id);
+vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint32_t a,
+                    uint64_t offset, uint64_t size, unsigned protection, uint64_t driver_protection, uint32_t *id);
+vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size);
+vidmm_status tr_free(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size);
+
+/* fence/trim may be NULL. */
+vidmm_status tr_make_resident(struct tr *t, uint32_t d, uint32_t q, const uint32_t *list, uint32_t n,
+                              uint32_t flags, uint64_t *fence, uint64_t *trim);
+vidmm_status tr_evict(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n, uint32_t flags, uint64_t *trim);
+vidmm_status tr_wait(struct tr *t, uint32_t q, uint64_t fence);
+vidmm_status tr_offer(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n, uint32_t priority);
+/* results (n entries) and fence may be NULL. */
+vidmm_status tr_reclaim(struct tr *t, uint32_t q, const uint32_t *list, uint32_t n, uint32_t *results,
+                        uint64_t *fence);
+vidmm_status tr_budget(struct tr *t, uint32_t p, enum vidmm_segment_group g, uint64_t bytes);
+vidmm_status tr_reservation(struct tr *t, uint32_t p, enum vidmm_segment_group g, uint64_t bytes);
+
+/* Integrity: the CPU writes / reads back a seeded pattern through a lock;
+ * the GPU reads / writes one through the process's page tables (softgpu's
+ * MMU walker) or, in IoMmu mode, at the CPU address the mapping is.
+ * seed 0 is all zeros.  TR_MISMATCH when bytes differ. */
+vidmm_status tr_write(struct tr *t, uint32_t a, uint64_t seed);
+vidmm_status tr_check(struct tr *t, uint32_t a, uint64_t seed);
+vidmm_status tr_gpu_read(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
+vidmm_status tr_gpu_write(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
+/* vidmm_adapter_check and softgpu_check: TR_MISMATCH on a violation. */
+vidmm_status tr_check_adapter(struct tr *t);
+
+/* A frame boundary (a comment-like line "frame N"; no vidmm call). */
+void tr_frame(struct tr *t, uint64_t n);
+
+/* Names used in lines: softgpu allocation kinds, make-resident and
+ * evict flag bits (bit 0, bit 1). */
+const char *tr_alloc_kind_name(uint32_t kind);
+extern const char *const tr_create_flag_names[2];
+extern const char *const tr_make_resident_flag_names[2];
+extern const char *const tr_evict_flag_names[2];
+const char *tr_paging_op_name(int op);
+
+/* The result part of the last call's line (after " = "). */
+const char *tr_last_result(const struct tr *t);
+
+#endif
