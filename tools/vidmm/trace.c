@@ -140,27 +140,18 @@ int tr_status_parse(const char *s, vidmm_status *st)
     return -1;
 }
 
-/* The policies this build of the library defines.  vidmm_policies()
- * would list them, but the library does not define it yet, and naming a
- * declared-but-undefined policy would not link. */
-static const struct {
-    const char *name;
-    const struct vidmm_eviction_policy *policy;
-} policy_table[] = {
-    { "lru", &vidmm_policy_lru },
-};
-
+/* The library's built-in policies, by name (vidmm_policies()). */
 const struct vidmm_eviction_policy *tr_policy_by_name(const char *name)
 {
-    for (size_t i = 0; i < sizeof(policy_table) / sizeof(policy_table[0]); i++)
-        if (!strcmp(policy_table[i].name, name))
-            return policy_table[i].policy;
+    for (const struct vidmm_eviction_policy *const *p = vidmm_policies(); *p; p++)
+        if (!strcmp((*p)->name, name))
+            return *p;
     return NULL;
 }
 
 const char *tr_policy_names(void)
 {
-    return "lru";
+    return "lru, adaptive, belady";
 }
 
 void tr_header_defaults(struct tr_header *h)
