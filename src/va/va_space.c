@@ -87,6 +87,7 @@ struct vidmm_va_leaf {
     uint64_t start[VA_LB]; /* UINT64_MAX past count */
     uint64_t end[VA_LB];   /* 0 past count */
     uint32_t idx[VA_LB];   /* record; 0 past count */
+    uint32_t tag[VA_LB];   /* MAPPED: va_tag(object), where its hash slot is; else 0 */
     uint64_t prev_end;     /* end of the range before start[0] (base for the first leaf) */
     uint32_t parent;       /* inner node; 0 for the root */
     uint32_t next, prev;   /* leaf chain in address order (next: free-list link when free) */
@@ -113,18 +114,29 @@ struct vidmm_va_chunk {
     uint64_t block_chunks; /* first chunk of a host block: its chunk count, else 0 */
 };
 
-_Static_assert(sizeof(struct vidmm_va_leaf) == 384, "leaf must be six cache lines");
+_Static_assert(sizeof(struct vidmm_va_leaf) == 448, "leaf must be seven cache lines");
 _Static_assert(sizeof(struct vidmm_va_inner) == 512, "inner node must be eight cache lines");
 _Static_assert(sizeof(struct vidmm_va_range) == 64, "record must be 64 bytes");
 
-/* One allocation's mappings.  object 0 marks an empty slot. */
+/* One allocation's mappings: the head of its list and the low 32 bits of
+ * the object's hash (the home slot is tag & mask).  The object itself is
+ * in the head record, read only when the tags agree.  head 0 marks an
+ * empty slot.  Eight bytes, so the table stays small. */
 struct vidmm_va_objrec {
-    uint64_t object;
     uint32_t head;   /* first mapping (node index) */
-    uint32_t count;
+    uint32_t tag;    /* (uint32_t)va_hash(object) */
 };
 
 typedef struct vidmm_va_leaf va_leaf;
+
+/* The 16-slot scans are short, fixed loops: unrolled, their compares run
+ * side by side instead of in a loop-carried chain. */
+#if defined(__GNUC__)
+#define VA_PRAGMA(x) _Pragma(#x)
+#define VA_UNROLL VA_PRAGMA(GCC unroll 16)
+#else
+#define VA_UNROLL
+#endif
 typedef struct vidmm_va_inner va_inner;
 
 #define D(i)  (va_rec(vs, (i))->d)
@@ -368,28 +380,42 @@ static inline uint64_t va_hash(uint64_t x)
     return x;
 }
 
+static inline uint32_t va_tag(uint64_t object) { return (uint32_t)va_hash(object); }
+
 static struct vidmm_va_objrec *va_obj_find(const struct vidmm_va_space *vs, uint64_t object)
 {
     uint64_t mask = vs->obj_cap - 1;
-    for (uint64_t i = va_hash(object) & mask;; i = (i + 1) & mask) {
-        if (vs->objs[i].object == object)
-            return &vs->objs[i];
-        if (vs->objs[i].object == 0)
+    uint32_t t = va_tag(object);
+    for (uint64_t i = t & mask;; i = (i + 1) & mask) {
+        struct vidmm_va_objrec *o = &vs->objs[i];
+        if (o->head == 0)
             return NULL;
+        if (o->tag == t && va_rec(vs, o->head)->d.object == object)
+            return o;
     }
+}
+
+/* The slot whose list starts at n (n is linked and heads its list). */
+static struct vidmm_va_objrec *va_obj_slot_of(const struct vidmm_va_space *vs, uint32_t n)
+{
+    uint64_t mask = vs->obj_cap - 1;
+    for (uint64_t i = va_tag(va_rec(vs, n)->d.object) & mask;; i = (i + 1) & mask)
+        if (vs->objs[i].head == n)
+            return &vs->objs[i];
 }
 
 static inline void va_obj_prefetch(const struct vidmm_va_space *vs, uint64_t object)
 {
-    __builtin_prefetch(&vs->objs[va_hash(object) & (vs->obj_cap - 1)]);
+    __builtin_prefetch(&vs->objs[va_tag(object) & (vs->obj_cap - 1)]);
 }
 
 /* A mapping is about to be unlinked: start the misses of its hash slot
- * and its list neighbours. */
+ * (needed only when it heads its list) and its list neighbours. */
 static inline void va_unlink_prefetch(const struct vidmm_va_space *vs, uint32_t n)
 {
     const struct vidmm_va_range *c = va_rec(vs, n);
-    va_obj_prefetch(vs, c->d.object);
+    if (!c->obj_prev)
+        va_obj_prefetch(vs, c->d.object);
     if (c->obj_prev)
         __builtin_prefetch(va_rec(vs, c->obj_prev));
     if (c->obj_next)
@@ -412,10 +438,10 @@ static vidmm_status va_obj_reserve(struct vidmm_va_space *vs, uint64_t more)
         return VIDMM_E_NO_HOST_MEMORY;
     memset(t, 0, (size_t)cap * sizeof *t);
     for (uint64_t j = 0; j < vs->obj_cap; j++) {
-        if (!vs->objs[j].object)
+        if (!vs->objs[j].head)
             continue;
-        uint64_t i = va_hash(vs->objs[j].object) & (cap - 1);
-        while (t[i].object)
+        uint64_t i = vs->objs[j].tag & (cap - 1);
+        while (t[i].head)
             i = (i + 1) & (cap - 1);
         t[i] = vs->objs[j];
     }
@@ -430,18 +456,29 @@ static void va_obj_delete(struct vidmm_va_space *vs, struct vidmm_va_objrec *rec
 {
     uint64_t mask = vs->obj_cap - 1;
     uint64_t i = (uint64_t)(rec - vs->objs);
-    for (uint64_t j = (i + 1) & mask; vs->objs[j].object; j = (j + 1) & mask) {
-        uint64_t home = va_hash(vs->objs[j].object) & mask;
+    for (uint64_t j = (i + 1) & mask; vs->objs[j].head; j = (j + 1) & mask) {
+        uint64_t home = vs->objs[j].tag & mask;
         /* j's entry may move to i if its home is not in (i, j]. */
         if (((j - home) & mask) >= ((j - i) & mask)) {
             vs->objs[i] = vs->objs[j];
             i = j;
         }
     }
-    vs->objs[i].object = 0;
     vs->objs[i].head = 0;
-    vs->objs[i].count = 0;
+    vs->objs[i].tag = 0;
     vs->obj_count--;
+}
+
+/* Link n into its object's list right after p, a linked mapping of the
+ * same object: no hash access (the head stays). */
+static void va_obj_link_after(struct vidmm_va_space *vs, uint32_t n, uint32_t p)
+{
+    struct vidmm_va_range *c = va_rec(vs, n), *pc = va_rec(vs, p);
+    c->obj_prev = p;
+    c->obj_next = pc->obj_next;
+    if (pc->obj_next)
+        va_rec(vs, pc->obj_next)->obj_prev = n;
+    pc->obj_next = n;
 }
 
 /* Capacity was reserved by the caller when the object may be new. */
@@ -449,41 +486,42 @@ static void va_obj_link(struct vidmm_va_space *vs, uint32_t n)
 {
     struct vidmm_va_range *c = va_rec(vs, n);
     uint64_t object = c->d.object, mask = vs->obj_cap - 1;
-    struct vidmm_va_objrec *rec;
+    uint32_t t = va_tag(object);
     /* One probe sequence: the object's slot, or the empty one ending it. */
-    for (uint64_t i = va_hash(object) & mask;; i = (i + 1) & mask) {
-        rec = &vs->objs[i];
-        if (rec->object == object)
-            break;
-        if (rec->object == 0) {
-            rec->object = object;
-            rec->head = 0;
-            rec->count = 0;
+    for (uint64_t i = t & mask;; i = (i + 1) & mask) {
+        struct vidmm_va_objrec *rec = &vs->objs[i];
+        if (rec->head == 0) {
+            rec->head = n;
+            rec->tag = t;
+            c->obj_prev = c->obj_next = 0;
             vs->obj_count++;
-            break;
+            return;
+        }
+        if (rec->tag == t && va_rec(vs, rec->head)->d.object == object) {
+            va_obj_link_after(vs, n, rec->head);
+            return;
         }
     }
-    c->obj_prev = 0;
-    c->obj_next = rec->head;
-    if (rec->head)
-        va_rec(vs, rec->head)->obj_prev = n;
-    rec->head = n;
-    rec->count++;
 }
 
+/* Only a list head touches the hash. */
 static void va_obj_unlink(struct vidmm_va_space *vs, uint32_t n)
 {
     struct vidmm_va_range *c = va_rec(vs, n);
-    struct vidmm_va_objrec *rec = va_obj_find(vs, c->d.object);
-    if (c->obj_prev)
+    if (c->obj_prev) {
         va_rec(vs, c->obj_prev)->obj_next = c->obj_next;
-    else
-        rec->head = c->obj_next;
-    if (c->obj_next)
-        va_rec(vs, c->obj_next)->obj_prev = c->obj_prev;
+        if (c->obj_next)
+            va_rec(vs, c->obj_next)->obj_prev = c->obj_prev;
+    } else {
+        struct vidmm_va_objrec *rec = va_obj_slot_of(vs, n);
+        if (c->obj_next) {
+            rec->head = c->obj_next;
+            va_rec(vs, c->obj_next)->obj_prev = 0;
+        } else {
+            va_obj_delete(vs, rec);
+        }
+    }
     c->obj_prev = c->obj_next = 0;
-    if (--rec->count == 0)
-        va_obj_delete(vs, rec);
 }
 
 /* ---- B+-tree --------------------------------------------------------------- */
@@ -724,10 +762,12 @@ static uint32_t va_leaf_split(struct vidmm_va_space *vs, uint32_t lf)
         b->start[i] = a->start[h + i];
         b->end[i] = a->end[h + i];
         b->idx[i] = a->idx[h + i];
+        b->tag[i] = a->tag[h + i];
         va_rec(vs, b->idx[i])->leaf = r;
         a->start[h + i] = UINT64_MAX;
         a->end[h + i] = 0;
         a->idx[h + i] = 0;
+        a->tag[h + i] = 0;
     }
     a->count = b->count = h;
     b->prev_end = a->end[h - 1];
@@ -755,9 +795,11 @@ static void va_leaf_insert(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     memmove(&l->start[s + 1], &l->start[s], (c - s) * sizeof l->start[0]);
     memmove(&l->end[s + 1], &l->end[s], (c - s) * sizeof l->end[0]);
     memmove(&l->idx[s + 1], &l->idx[s], (c - s) * sizeof l->idx[0]);
+    memmove(&l->tag[s + 1], &l->tag[s], (c - s) * sizeof l->tag[0]);
     l->start[s] = VS(n);
     l->end[s] = VE(n);
     l->idx[s] = n;
+    l->tag[s] = D(n).state == VIDMM_VA_MAPPED ? va_tag(D(n).object) : 0;
     l->count = c + 1;
     va_rec(vs, n)->leaf = lf;
     if (s == 0)
@@ -815,6 +857,7 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
             a->start[c + i] = b->start[i];
             a->end[c + i] = b->end[i];
             a->idx[c + i] = b->idx[i];
+            a->tag[c + i] = b->tag[i];
             va_rec(vs, b->idx[i])->leaf = L;
         }
         a->count = t;
@@ -833,30 +876,36 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
             a->start[c + i] = b->start[i];
             a->end[c + i] = b->end[i];
             a->idx[c + i] = b->idx[i];
+            a->tag[c + i] = b->tag[i];
             va_rec(vs, b->idx[i])->leaf = L;
         }
         unsigned rest = b->count - k;
         memmove(&b->start[0], &b->start[k], rest * sizeof b->start[0]);
         memmove(&b->end[0], &b->end[k], rest * sizeof b->end[0]);
         memmove(&b->idx[0], &b->idx[k], rest * sizeof b->idx[0]);
+        memmove(&b->tag[0], &b->tag[k], rest * sizeof b->tag[0]);
         for (unsigned i = rest; i < b->count; i++) {
             b->start[i] = UINT64_MAX;
             b->end[i] = 0;
             b->idx[i] = 0;
+            b->tag[i] = 0;
         }
     } else {
         unsigned k = a->count - nl, c = b->count;
         memmove(&b->start[k], &b->start[0], c * sizeof b->start[0]);
         memmove(&b->end[k], &b->end[0], c * sizeof b->end[0]);
         memmove(&b->idx[k], &b->idx[0], c * sizeof b->idx[0]);
+        memmove(&b->tag[k], &b->tag[0], c * sizeof b->tag[0]);
         for (unsigned i = 0; i < k; i++) {
             b->start[i] = a->start[nl + i];
             b->end[i] = a->end[nl + i];
             b->idx[i] = a->idx[nl + i];
+            b->tag[i] = a->tag[nl + i];
             va_rec(vs, b->idx[i])->leaf = R;
             a->start[nl + i] = UINT64_MAX;
             a->end[nl + i] = 0;
             a->idx[nl + i] = 0;
+            a->tag[nl + i] = 0;
         }
     }
     b->count = t - nl;
@@ -949,9 +998,11 @@ static void va_leaf_remove(struct vidmm_va_space *vs, uint32_t lf, unsigned s)
     memmove(&l->start[s], &l->start[s + 1], (c - s) * sizeof l->start[0]);
     memmove(&l->end[s], &l->end[s + 1], (c - s) * sizeof l->end[0]);
     memmove(&l->idx[s], &l->idx[s + 1], (c - s) * sizeof l->idx[0]);
+    memmove(&l->tag[s], &l->tag[s + 1], (c - s) * sizeof l->tag[0]);
     l->start[c] = UINT64_MAX;
     l->end[c] = 0;
     l->idx[c] = 0;
+    l->tag[c] = 0;
     l->count = c;
     if (s == c && l->next) {
         LF(l->next).prev_end = c ? l->end[c - 1] : l->prev_end;
@@ -984,16 +1035,35 @@ static uint32_t va_prev_node(const struct vidmm_va_space *vs, uint32_t n)
     return l->prev ? LF(l->prev).idx[LF(l->prev).count - 1] : 0;
 }
 
-/* First node (possibly the sentinel) ending after va.  The inner levels
- * mostly stay in cache; the leaf's lines are fetched together. */
-static uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
+/* First node (possibly the sentinel) ending after va, for a change of
+ * [va, e) (e = 0: a lookup).  The inner levels mostly stay in cache; the
+ * leaf's lines are fetched together.  Then the misses the change will
+ * take are started at once: the records of the ranges it covers (their
+ * steps read them) and, for the mappings it covers whole (it unlinks
+ * them), their hash slots, found from the leaf's tags, so they do not
+ * wait for the records. */
+/* Where a range sits in the tree: its leaf and slot.  The descent hands
+ * it on, so a change does not go through the range's record (one more
+ * miss) to find its leaf. */
+struct va_pos {
+    uint32_t lf;
+    unsigned slot;
+};
+
+static uint32_t va_first_from_span(const struct vidmm_va_space *vs, uint64_t va, uint64_t e, struct va_pos *p)
 {
-    if (va >= vs->limit)
+    if (va >= vs->limit) {
+        if (p) {
+            p->lf = va_rec(vs, vs->end)->leaf;
+            p->slot = LF(p->lf).count - 1;
+        }
         return vs->end;
+    }
     uint32_t n = vs->root;
     for (uint32_t h = vs->height; h; h--) {
         const va_inner *in = &IN(n);
         unsigned j = 0;
+        VA_UNROLL
         for (unsigned i = 1; i < VA_IB; i++)
             j += in->key[i] <= va;
         n = in->child[j];
@@ -1002,23 +1072,49 @@ static uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
     __builtin_prefetch(&l->end[0]);
     __builtin_prefetch(&l->end[8]);
     __builtin_prefetch(&l->idx[0]);
+    __builtin_prefetch(&l->tag[0]);
+    __builtin_prefetch(&l->prev_end);
     unsigned pos = 0;
+    VA_UNROLL
     for (unsigned i = 0; i < VA_LB; i++)
         pos += l->start[i] <= va;
     uint32_t r;
     unsigned s = pos;
-    if (pos && l->end[pos - 1] > va)
+    if (pos && l->end[pos - 1] > va) {
         r = l->idx[--s];
-    else if (pos < l->count)
+    } else if (pos < l->count) {
         r = l->idx[pos];
-    else
-        return LF(l->next).idx[0]; /* the sentinel starts past va, so there is a next leaf */
-    /* The record, and those of the next few ranges: a change that follows
-     * usually walks them, and their misses then overlap. */
+    } else {
+        /* The sentinel starts past va, so there is a next leaf. */
+        if (p) {
+            p->lf = l->next;
+            p->slot = 0;
+        }
+        return LF(l->next).idx[0];
+    }
+    if (p) {
+        p->lf = n;
+        p->slot = s;
+    }
     __builtin_prefetch(va_rec(vs, r));
-    for (unsigned k = s + 1; k < s + 4 && k < l->count; k++)
+    if (!e) {
+        /* A lookup: the next few records, which an iteration may walk. */
+        for (unsigned k = s + 1; k < s + 4 && k < l->count; k++)
+            __builtin_prefetch(va_rec(vs, l->idx[k]));
+        return r;
+    }
+    uint64_t mask = vs->obj_cap - 1;
+    for (unsigned k = s; k < l->count && l->start[k] < e; k++) {
         __builtin_prefetch(va_rec(vs, l->idx[k]));
+        if (l->tag[k] && l->start[k] >= va && l->end[k] <= e)
+            __builtin_prefetch(&vs->objs[l->tag[k] & mask]);
+    }
     return r;
+}
+
+static inline uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
+{
+    return va_first_from_span(vs, va, 0, NULL);
 }
 
 /* Link n (D(n) filled in) into the tree just before succ, its successor
@@ -1180,21 +1276,174 @@ static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
     }
 }
 
+/* The common case of va_replace_do, done on one leaf's arrays in one
+ * pass: every range that [a, e) touches lies in leaf lf from slot s on,
+ * the leaf holds one more range past them (so its last range, and the
+ * next leaf's prev_end, stay), the new range is not RESERVED (nothing
+ * merges) and the leaf stays within its fill.  Same steps, in the same
+ * order, as the general walk.  plain: apply only if every range covered
+ * is a mapping made outside reservations (an unmap, where such a span is
+ * simply cut to holes).  Returns 0, having changed nothing, when it does
+ * not apply. */
+static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint64_t a, uint64_t e,
+                           const struct vidmm_va_desc *nd, int plain)
+{
+    va_leaf *l = &LF(lf);
+    unsigned c = l->count, k = s;
+    while (k < c && l->start[k] < e)
+        k++;
+    if (k == c)
+        return 0;
+    if (plain)
+        for (unsigned i = s; i < k; i++) {
+            const struct vidmm_va_desc *d = &D(l->idx[i]);
+            if (d->state != VIDMM_VA_MAPPED || d->in_reservation)
+                return 0;
+        }
+    unsigned head = s < k && l->start[s] < a;
+    unsigned split = head && l->end[s] > e;
+    unsigned tail = split || (k > s && l->end[k - 1] > e);
+    unsigned neu = nd->state != VIDMM_VA_FREE;
+    unsigned m = head + neu + tail, nc = c - (k - s) + m;
+    if (nc > VA_LB || (nc < VA_LMIN && vs->height))
+        return 0;
+    /* The new entries at s: the kept head, the new range, the kept tail. */
+    uint64_t ns[3], ne[3], first = l->start[0];
+    uint32_t ni[3], nt[3];
+    unsigned j = 0, jt = 0;
+    if (head) {
+        ns[j] = l->start[s];
+        ne[j] = a;
+        ni[j] = l->idx[s];
+        nt[j++] = l->tag[s];
+    }
+    if (neu) {
+        ns[j] = a;
+        ne[j] = e;
+        nt[j++] = nd->state == VIDMM_VA_MAPPED ? va_tag(nd->object) : 0;
+    }
+    if (tail) {
+        unsigned from = split ? s : k - 1;
+        ns[j] = e;
+        ne[j] = l->end[from];
+        ni[j] = l->idx[from];
+        nt[jt = j] = l->tag[from];
+    }
+    /* Steps and records, in address order. */
+    for (unsigned i = s; i < k; i++) {
+        uint32_t r = l->idx[i];
+        struct vidmm_va_desc *rd = &D(r);
+        uint64_t rs = l->start[i], re = l->end[i];
+        if (rs >= a && re <= e) {
+            VA_EMIT(vs, VIDMM_VA_STEP_UNMAP, rd, NULL, 0, 0);
+            if (rd->state == VIDMM_VA_MAPPED) {
+                va_obj_unlink(vs, r);
+                vs->mapped_count--;
+                vs->inres_count -= rd->in_reservation;
+            }
+            vs->range_count--;
+            va_node_put(vs, r);
+        } else if (rs < a && re > e) {
+            VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, a - rs, re - e);
+            uint32_t t = va_node_get(vs);
+            struct vidmm_va_desc *td = &D(t);
+            *td = *rd;
+            td->va = e;
+            td->size = re - e;
+            rd->size = a - rs;
+            va_rec(vs, t)->leaf = lf;
+            ni[jt] = t;
+            vs->range_count++;
+            if (td->state == VIDMM_VA_MAPPED) {
+                td->object_offset += e - rs;
+                va_obj_link_after(vs, t, r); /* r's object: no hash access */
+                vs->mapped_count++;
+                vs->inres_count += td->in_reservation;
+            }
+        } else if (rs < a) {
+            VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, a - rs, 0);
+            rd->size = a - rs;
+        } else {
+            VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, 0, re - e);
+            rd->va = e;
+            rd->size = re - e;
+            if (rd->state == VIDMM_VA_MAPPED)
+                rd->object_offset += e - rs;
+        }
+    }
+    /* The leaf: entries k.. move to s + m, the new ones go in front. */
+    if (k != s + m) {
+        unsigned rest = c - k;
+        memmove(&l->start[s + m], &l->start[k], rest * sizeof l->start[0]);
+        memmove(&l->end[s + m], &l->end[k], rest * sizeof l->end[0]);
+        memmove(&l->idx[s + m], &l->idx[k], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s + m], &l->tag[k], rest * sizeof l->tag[0]);
+        for (unsigned i = nc; i < c; i++) {
+            l->start[i] = UINT64_MAX;
+            l->end[i] = 0;
+            l->idx[i] = 0;
+            l->tag[i] = 0;
+        }
+    }
+    uint32_t n = 0;
+    if (neu) {
+        n = va_node_get(vs);
+        struct vidmm_va_desc *d = &D(n);
+        *d = *nd;
+        d->va = a;
+        d->size = e - a;
+        va_rec(vs, n)->leaf = lf;
+        ni[head] = n;
+    }
+    for (unsigned i = 0; i < m; i++) {
+        l->start[s + i] = ns[i];
+        l->end[s + i] = ne[i];
+        l->idx[s + i] = ni[i];
+        l->tag[s + i] = nt[i];
+    }
+    l->count = nc;
+    if (s == 0 && l->start[0] != first)
+        va_key_up(vs, lf, l->start[0]);
+    va_dirty(vs, lf);
+    if (neu) {
+        vs->range_count++;
+        if (nd->state == VIDMM_VA_MAPPED) {
+            vs->mapped_count++;
+            vs->inres_count += nd->in_reservation;
+            va_obj_link(vs, n);
+        }
+        VA_EMIT(vs, VIDMM_VA_STEP_MAP, NULL, &D(n), 0, 0);
+    }
+    return 1;
+}
+
 /* Cut everything in [a, e) out of the ranges there (UNMAP for whole ones,
  * REMAP for ones cut at an edge), then, if nd is not FREE, put the new
  * range nd ([a, e)) there and emit its MAP.  r: the first node ending
  * after a, if the caller has it (else 0).  Needs at most two nodes beyond
  * those it frees; the caller reserved them. */
-static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e,
-                          const struct vidmm_va_desc *nd)
+static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, const struct va_pos *rp, uint64_t a,
+                          uint64_t e, const struct vidmm_va_desc *nd)
 {
-    if (!r)
-        r = va_first_from_node(vs, a);
+    struct va_pos pos;
+    if (!r) {
+        r = va_first_from_span(vs, a, e, &pos);
+        rp = &pos;
+    }
     /* Reserved already, in that mode (an UNMAP or COPY onto reserved VA):
      * nothing changes, not even the PTEs, so no steps either. */
     if (nd->state == VIDMM_VA_RESERVED && r != vs->end && D(r).state == VIDMM_VA_RESERVED &&
         D(r).mode == nd->mode && VS(r) <= a && VE(r) >= e)
         return;
+    if (nd->state != VIDMM_VA_RESERVED) {
+        if (!rp) {
+            pos.lf = va_rec(vs, r)->leaf;
+            pos.slot = va_leaf_slot(&LF(pos.lf), r);
+            rp = &pos;
+        }
+        if (va_replace_leaf(vs, rp->lf, rp->slot, a, e, nd, 0))
+            return;
+    }
     while (r != vs->end && VS(r) < e) {
         uint32_t next = va_next_node(vs, r);
         uint64_t rs = VS(r), re = VE(r);
@@ -1217,7 +1466,7 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uin
             va_set_end(vs, r, a);
             va_insert_before(vs, t, next);
             if (td->state == VIDMM_VA_MAPPED)
-                va_obj_link(vs, t);
+                va_obj_link_after(vs, t, r); /* r's object: no hash access */
             r = t;
             break;
         } else if (rs < a) {
@@ -1247,7 +1496,15 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uin
 
 static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e, const struct vidmm_va_desc *nd)
 {
-    va_replace_do(vs, r, a, e, nd);
+    va_replace_do(vs, r, NULL, a, e, nd);
+    va_flush(vs);
+}
+
+/* The same, with r's place in the tree known. */
+static void va_replace_at(struct vidmm_va_space *vs, uint32_t r, const struct va_pos *rp, uint64_t a, uint64_t e,
+                          const struct vidmm_va_desc *nd)
+{
+    va_replace_do(vs, r, rp, a, e, nd);
     va_flush(vs);
 }
 
@@ -1264,7 +1521,15 @@ static void va_unmapped_desc(const struct vidmm_va_space *vs, uint32_t r, struct
 /* Unmap every MAPPED byte of [a, e). */
 static void va_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
 {
-    uint32_t r = va_first_from_node(vs, a);
+    struct va_pos pos;
+    uint32_t r = va_first_from_span(vs, a, e, &pos);
+    /* Only plain mappings (and holes) in one leaf: one cut to holes. */
+    struct vidmm_va_desc hole;
+    memset(&hole, 0, sizeof hole);
+    if (va_replace_leaf(vs, pos.lf, pos.slot, a, e, &hole, 1)) {
+        va_flush(vs);
+        return;
+    }
     while (r != vs->end && VS(r) < e) {
         if (D(r).state != VIDMM_VA_MAPPED) {
             r = va_next_node(vs, r);
@@ -1311,21 +1576,33 @@ static vidmm_status va_check_span(const struct vidmm_va_space *vs, uint64_t va, 
 #define VA_COV_PLAIN  0x4u  /* some mapping made outside reservations */
 
 static unsigned va_coverage(const struct vidmm_va_space *vs, uint64_t a, uint64_t e, uint64_t *nranges,
-                            uint32_t *first)
+                            uint32_t *first, struct va_pos *first_pos)
 {
     unsigned cov = 0;
     uint64_t cur = a, cnt = 0;
-    uint32_t r0 = va_first_from_node(vs, a);
+    struct va_pos pos;
+    uint32_t r0 = va_first_from_span(vs, a, e, &pos);
     if (first)
         *first = r0;
-    for (uint32_t r = r0; r != vs->end && VS(r) < e; r = va_next_node(vs, r)) {
-        if (VS(r) > cur)
+    if (first_pos)
+        *first_pos = pos;
+    /* Walk the leaves' arrays (the sentinel ends every walk). */
+    const va_leaf *l = &LF(pos.lf);
+    for (unsigned i = pos.slot;; i++) {
+        if (i == l->count) {
+            l = &LF(l->next);
+            i = 0;
+        }
+        if (l->start[i] >= e)
+            break;
+        uint32_t r = l->idx[i];
+        if (l->start[i] > cur)
             cov |= VA_COV_HOLE;
         const struct vidmm_va_desc *d = &D(r);
         cov |= va_backed(d) ? VA_COV_BACKED : VA_COV_PLAIN;
         if (d->state == VIDMM_VA_MAPPED) /* the replace that follows unlinks it */
             va_unlink_prefetch(vs, r);
-        cur = VE(r);
+        cur = l->end[i];
         cnt++;
     }
     if (cur < e)
@@ -1451,6 +1728,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
     vidmm_status st;
     struct vidmm_va_desc d;
     uint32_t first = 0;
+    struct va_pos fpos;
     memset(&d, 0, sizeof d);
     if (at) {
         if ((st = va_check_span(vs, at, size, VIDMM_VA_PAGE)) != VIDMM_OK)
@@ -1461,7 +1739,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
     if (object_offset + size < object_offset)
         return VIDMM_E_OVERFLOW;
     if (at) {
-        unsigned cov = va_coverage(vs, at, at + size, NULL, &first);
+        unsigned cov = va_coverage(vs, at, at + size, NULL, &first, &fpos);
         if ((cov & VA_COV_BACKED) && (cov & (VA_COV_HOLE | VA_COV_PLAIN)))
             return VIDMM_E_BUSY;
         if (cov & VA_COV_BACKED) {
@@ -1484,7 +1762,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
     d.object_offset = object_offset;
     d.prot = (uint8_t)prot;
     d.driver_protection = driver_protection;
-    va_replace(vs, first, at, at + size, &d);
+    va_replace_at(vs, first, first ? &fpos : NULL, at, at + size, &d);
     *va = at;
     return VIDMM_OK;
 }
@@ -1519,7 +1797,8 @@ vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size
     if (st != VIDMM_OK)
         return st;
     uint32_t first;
-    unsigned cov = va_coverage(vs, va, va + size, NULL, &first);
+    struct va_pos fpos;
+    unsigned cov = va_coverage(vs, va, va + size, NULL, &first, &fpos);
     if (cov & VA_COV_HOLE)
         return VIDMM_E_INVALID_ARG;
     if ((cov & VA_COV_BACKED) && (!va_aligned(va, VIDMM_VA_GRANULE) || !va_aligned(size, VIDMM_VA_GRANULE)))
@@ -1528,7 +1807,7 @@ vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size
         return st;
     struct vidmm_va_desc d;
     memset(&d, 0, sizeof d);
-    va_replace(vs, first, va, va + size, &d);
+    va_replace_at(vs, first, &fpos, va, va + size, &d);
     return VIDMM_OK;
 }
 
@@ -1540,7 +1819,10 @@ vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object)
     if (!orec)
         return VIDMM_OK;
     /* One insertion (the RESERVED piece) per mapping made in a reservation. */
-    vidmm_status st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + va_min(orec->count, vs->inres_count));
+    uint64_t inres = 0;
+    for (uint32_t m = orec->head; m; m = va_rec(vs, m)->obj_next)
+        inres += va_rec(vs, m)->d.in_reservation;
+    vidmm_status st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + inres);
     if (st != VIDMM_OK)
         return st;
     /* Each replace removes the head; the record goes with the last one. */
@@ -1596,9 +1878,9 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
      * one unbroken run of reservation-backed ranges.  No op of the batch
      * can break that run, so checking the starting state is enough. */
     uint64_t tranges, sranges = 0;
-    if (va_coverage(vs, tlo, thi, &tranges, NULL) != VA_COV_BACKED)
+    if (va_coverage(vs, tlo, thi, &tranges, NULL, NULL) != VA_COV_BACKED)
         return VIDMM_E_INVALID_ARG;
-    if (shi && va_coverage(vs, slo, shi, &sranges, NULL) != VA_COV_BACKED)
+    if (shi && va_coverage(vs, slo, shi, &sranges, NULL, NULL) != VA_COV_BACKED)
         return VIDMM_E_INVALID_ARG;
     /* Worst-case nodes: two per MAP/UNMAP; a COPY of p source pieces two
      * per piece, p bounded by the source's ranges now plus all that the
@@ -1698,7 +1980,10 @@ const struct vidmm_va_range *vidmm_va_next(const struct vidmm_va_space *vs, cons
 uint64_t vidmm_va_object_mapping_count(const struct vidmm_va_space *vs, uint64_t object)
 {
     const struct vidmm_va_objrec *rec = object ? va_obj_find(vs, object) : NULL;
-    return rec ? rec->count : 0;
+    uint64_t k = 0;
+    for (uint32_t m = rec ? rec->head : 0; m; m = va_rec(vs, m)->obj_next)
+        k++;
+    return k;
 }
 
 const struct vidmm_va_range *vidmm_va_object_first(const struct vidmm_va_space *vs, uint64_t object)
@@ -1747,7 +2032,7 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
         c->prev_leaf = n;
         for (unsigned i = 0; i < VA_LB; i++) {
             if (i >= l->count) {
-                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0)
+                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0 || l->tag[i] != 0)
                     c->errs++;
                 continue;
             }
@@ -1758,6 +2043,7 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
             }
             const struct vidmm_va_range *rec = va_rec(vs, r);
             if (rec->leaf != n || rec->node != r || rec->d.va != l->start[i] || rec->d.va + rec->d.size != l->end[i] ||
+                l->tag[i] != (rec->d.state == VIDMM_VA_MAPPED ? va_tag(rec->d.object) : 0) ||
                 l->end[i] < l->start[i] || (i && l->start[i] <= l->start[i - 1]))
                 c->errs++;
             c->entries++;
@@ -1813,6 +2099,9 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
         c.errs++;
     if (c.errs)
         return c.errs; /* the walks below trust the shape */
+    for (uint64_t i = 0; i < vs->obj_cap; i++)
+        if (vs->objs[i].head >= vs->node_cap)
+            return 1; /* the walks below follow the heads */
     int errs = 0;
     uint64_t prev_end = vs->base, count = 0, mapped = 0, inres = 0;
     uint32_t prev = 0;
@@ -1867,22 +2156,32 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
     uint64_t objs = 0, listed = 0;
     for (uint64_t i = 0; i < vs->obj_cap; i++) {
         const struct vidmm_va_objrec *rec = &vs->objs[i];
-        if (!rec->object)
+        if (!rec->head) {
+            if (rec->tag)
+                errs++;
             continue;
+        }
         objs++;
-        if (va_obj_find(vs, rec->object) != rec)
+        if (rec->head >= vs->node_cap) {
+            errs++;
+            continue;
+        }
+        /* The tag is the head's object's, and the object has no other slot
+         * (find returns the first one on its probe sequence). */
+        uint64_t object = va_rec(vs, rec->head)->d.object;
+        if (rec->tag != va_tag(object) || va_obj_find(vs, object) != rec)
             errs++;
         uint64_t k = 0;
         uint32_t p = 0;
         for (uint32_t mi = rec->head; mi && mi < vs->node_cap && k <= vs->mapped_count;
              mi = va_rec(vs, mi)->obj_next, k++) {
             const struct vidmm_va_range *mr = va_rec(vs, mi);
-            if (mr->obj_prev != p || mr->d.state != VIDMM_VA_MAPPED || mr->d.object != rec->object ||
+            if (mr->obj_prev != p || mr->d.state != VIDMM_VA_MAPPED || mr->d.object != object ||
                 vidmm_va_lookup(vs, mr->d.va) != mr)
                 errs++;
             p = mi;
         }
-        if (k != rec->count || k == 0)
+        if (k == 0 || k > vs->mapped_count)
             errs++;
         listed += k;
     }
