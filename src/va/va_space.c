@@ -404,23 +404,24 @@ static struct vidmm_va_objrec *va_obj_slot_of(const struct vidmm_va_space *vs, u
             return &vs->objs[i];
 }
 
-static inline void va_obj_prefetch(const struct vidmm_va_space *vs, uint64_t object)
-{
-    __builtin_prefetch(&vs->objs[va_tag(object) & (vs->obj_cap - 1)]);
-}
+/* Prefetches are macros, not functions: GCC's IPA pure-const pass finds
+ * a function whose only effect is __builtin_prefetch "const" and deletes
+ * every call to it (GCC 12 dropped all of these when they were static
+ * inline functions). */
+#define VA_OBJ_PREFETCH(vs, object) __builtin_prefetch(&(vs)->objs[va_tag(object) & ((vs)->obj_cap - 1)])
 
 /* A mapping is about to be unlinked: start the misses of its hash slot
  * (needed only when it heads its list) and its list neighbours. */
-static inline void va_unlink_prefetch(const struct vidmm_va_space *vs, uint32_t n)
-{
-    const struct vidmm_va_range *c = va_rec(vs, n);
-    if (!c->obj_prev)
-        va_obj_prefetch(vs, c->d.object);
-    if (c->obj_prev)
-        __builtin_prefetch(va_rec(vs, c->obj_prev));
-    if (c->obj_next)
-        __builtin_prefetch(va_rec(vs, c->obj_next));
-}
+#define VA_UNLINK_PREFETCH(vs, n)                                   \
+    do {                                                            \
+        const struct vidmm_va_range *c_ = va_rec((vs), (n));        \
+        if (!c_->obj_prev)                                          \
+            VA_OBJ_PREFETCH((vs), c_->d.object);                    \
+        else                                                        \
+            __builtin_prefetch(va_rec((vs), c_->obj_prev));         \
+        if (c_->obj_next)                                           \
+            __builtin_prefetch(va_rec((vs), c_->obj_next));         \
+    } while (0)
 
 /* Make room for `more` new objects at load <= 1/2. */
 static vidmm_status va_obj_reserve(struct vidmm_va_space *vs, uint64_t more)
@@ -1538,7 +1539,7 @@ static void va_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
         /* The next mapping in the span survives the replace (which frees
          * only r's span and merges RESERVED neighbours): walk on from it
          * instead of descending from the root again. */
-        va_unlink_prefetch(vs, r);
+        VA_UNLINK_PREFETCH(vs, r);
         uint32_t nm = va_next_node(vs, r);
         while (nm != vs->end && VS(nm) < e && D(nm).state != VIDMM_VA_MAPPED)
             nm = va_next_node(vs, nm);
@@ -1601,7 +1602,7 @@ static unsigned va_coverage(const struct vidmm_va_space *vs, uint64_t a, uint64_
         const struct vidmm_va_desc *d = &D(r);
         cov |= va_backed(d) ? VA_COV_BACKED : VA_COV_PLAIN;
         if (d->state == VIDMM_VA_MAPPED) /* the replace that follows unlinks it */
-            va_unlink_prefetch(vs, r);
+            VA_UNLINK_PREFETCH(vs, r);
         cur = l->end[i];
         cnt++;
     }
@@ -1724,7 +1725,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
         return VIDMM_E_INVALID_ARG;
     if (!va_aligned(object_offset, VIDMM_VA_PAGE))
         return VIDMM_E_ALIGNMENT;
-    va_obj_prefetch(vs, object); /* linked at the end; start the miss now */
+    VA_OBJ_PREFETCH(vs, object); /* linked at the end; start the miss now */
     vidmm_status st;
     struct vidmm_va_desc d;
     uint32_t first = 0;
