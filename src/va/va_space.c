@@ -1293,7 +1293,10 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     unsigned c = l->count, k = s;
     while (k < c && l->start[k] < e)
         k++;
-    if (k == c)
+    /* Up to the leaf's end: the next leaf must start at or past e (there
+     * is one, as the sentinel starts at limit >= e); its prev_end follows
+     * the new last end. */
+    if (k == c && LF(l->next).start[0] < e)
         return 0;
     if (plain)
         for (unsigned i = s; i < k; i++) {
@@ -1405,6 +1408,10 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     l->count = nc;
     if (s == 0 && l->start[0] != first)
         va_key_up(vs, lf, l->start[0]);
+    if (k == c && LF(l->next).prev_end != l->end[nc - 1]) {
+        LF(l->next).prev_end = l->end[nc - 1];
+        va_dirty(vs, l->next);
+    }
     va_dirty(vs, lf);
     if (neu) {
         vs->range_count++;
