@@ -555,15 +555,21 @@ static inline unsigned va_child_slot(const va_inner *in, uint32_t c)
 /* Largest hole and 64 KiB-aligned hole piece of a leaf / an inner node. */
 static void va_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64)
 {
-    uint64_t pe = l->prev_end, mx = 0, mx64 = 0;
+    /* Addresses stay below 2^63, so the aligned piece hi - lo fits an
+     * int64_t; a negative one (no aligned piece) never beats the 0 that
+     * mx64 starts from, which saves the clamp of va_gap64(). */
+    const uint64_t g = VIDMM_VA_GRANULE - 1;
+    uint64_t pe = l->prev_end, mx = 0;
+    int64_t mx64 = 0;
     for (unsigned i = 0; i < l->count; i++) {
-        uint64_t s = l->start[i], g = s - pe;
-        mx = va_max(mx, g);
-        mx64 = va_max(mx64, va_gap64(s, g));
+        uint64_t s = l->start[i];
+        int64_t p64 = (int64_t)((s & ~g) - ((pe + g) & ~g));
+        mx = va_max(mx, s - pe);
+        mx64 = p64 > mx64 ? p64 : mx64;
         pe = l->end[i];
     }
     *m = mx;
-    *m64 = mx64;
+    *m64 = (uint64_t)mx64;
 }
 
 static void va_inner_sum(const va_inner *in, uint64_t *m, uint64_t *m64)
@@ -1231,13 +1237,11 @@ static int va_find_hole_root(const struct vidmm_va_space *vs, uint64_t size, uin
 static void va_emit(struct vidmm_va_space *vs, enum vidmm_va_step_op op, const struct vidmm_va_desc *old,
                     const struct vidmm_va_desc *nw, uint64_t prev_size, uint64_t next_size)
 {
+    static const struct vidmm_va_desc none;
     struct vidmm_va_step s;
-    memset(&s, 0, sizeof s);
     s.op = op;
-    if (old)
-        s.old = *old;
-    if (nw)
-        s.new = *nw;
+    s.old = old ? *old : none;
+    s.new = nw ? *nw : none;
     s.prev_size = prev_size;
     s.next_size = next_size;
     vs->step_fn(vs->step_ctx, &s);
