@@ -93,7 +93,8 @@ struct vidmm_va_leaf {
     uint32_t next, prev;   /* leaf chain in address order (next: free-list link when free) */
     uint32_t count;
     uint64_t smax, smax64; /* this leaf's largest hole and 64 KiB-aligned hole piece (cached) */
-    uint64_t pad[3];
+    uint8_t kind[VA_LB];   /* va_kind() of each range: the walks classify without the records; 0 past count */
+    uint64_t pad;
 };
 
 struct vidmm_va_inner {
@@ -160,6 +161,19 @@ static inline uint64_t va_align_up(uint64_t x, uint64_t a) { return (x + a - 1) 
 static inline int va_backed(const struct vidmm_va_desc *d)
 {
     return d->state == VIDMM_VA_RESERVED || (d->state == VIDMM_VA_MAPPED && d->in_reservation);
+}
+
+/* A range's class as its leaf keeps it (kind[]): the state, plus
+ * VA_K_INRES for a mapping made in a reservation. */
+#define VA_K_INRES 4u
+static inline uint8_t va_kind(const struct vidmm_va_desc *d)
+{
+    return (uint8_t)(d->state | (d->state == VIDMM_VA_MAPPED && d->in_reservation ? VA_K_INRES : 0));
+}
+
+static inline int va_kind_backed(unsigned k)
+{
+    return k == VIDMM_VA_RESERVED || k == (VIDMM_VA_MAPPED | VA_K_INRES);
 }
 
 /* ---- record storage ------------------------------------------------------ */
@@ -770,11 +784,13 @@ static uint32_t va_leaf_split(struct vidmm_va_space *vs, uint32_t lf)
         b->end[i] = a->end[h + i];
         b->idx[i] = a->idx[h + i];
         b->tag[i] = a->tag[h + i];
+        b->kind[i] = a->kind[h + i];
         va_rec(vs, b->idx[i])->leaf = r;
         a->start[h + i] = UINT64_MAX;
         a->end[h + i] = 0;
         a->idx[h + i] = 0;
         a->tag[h + i] = 0;
+        a->kind[h + i] = 0;
     }
     a->count = b->count = h;
     b->prev_end = a->end[h - 1];
@@ -803,10 +819,12 @@ static void va_leaf_insert(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     memmove(&l->end[s + 1], &l->end[s], (c - s) * sizeof l->end[0]);
     memmove(&l->idx[s + 1], &l->idx[s], (c - s) * sizeof l->idx[0]);
     memmove(&l->tag[s + 1], &l->tag[s], (c - s) * sizeof l->tag[0]);
+    memmove(&l->kind[s + 1], &l->kind[s], (c - s) * sizeof l->kind[0]);
     l->start[s] = VS(n);
     l->end[s] = VE(n);
     l->idx[s] = n;
     l->tag[s] = D(n).state == VIDMM_VA_MAPPED ? va_tag(D(n).object) : 0;
+    l->kind[s] = va_kind(&D(n));
     l->count = c + 1;
     va_rec(vs, n)->leaf = lf;
     if (s == 0)
@@ -865,6 +883,7 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
             a->end[c + i] = b->end[i];
             a->idx[c + i] = b->idx[i];
             a->tag[c + i] = b->tag[i];
+            a->kind[c + i] = b->kind[i];
             va_rec(vs, b->idx[i])->leaf = L;
         }
         a->count = t;
@@ -884,6 +903,7 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
             a->end[c + i] = b->end[i];
             a->idx[c + i] = b->idx[i];
             a->tag[c + i] = b->tag[i];
+            a->kind[c + i] = b->kind[i];
             va_rec(vs, b->idx[i])->leaf = L;
         }
         unsigned rest = b->count - k;
@@ -891,11 +911,13 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
         memmove(&b->end[0], &b->end[k], rest * sizeof b->end[0]);
         memmove(&b->idx[0], &b->idx[k], rest * sizeof b->idx[0]);
         memmove(&b->tag[0], &b->tag[k], rest * sizeof b->tag[0]);
+        memmove(&b->kind[0], &b->kind[k], rest * sizeof b->kind[0]);
         for (unsigned i = rest; i < b->count; i++) {
             b->start[i] = UINT64_MAX;
             b->end[i] = 0;
             b->idx[i] = 0;
             b->tag[i] = 0;
+            b->kind[i] = 0;
         }
     } else {
         unsigned k = a->count - nl, c = b->count;
@@ -903,16 +925,19 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
         memmove(&b->end[k], &b->end[0], c * sizeof b->end[0]);
         memmove(&b->idx[k], &b->idx[0], c * sizeof b->idx[0]);
         memmove(&b->tag[k], &b->tag[0], c * sizeof b->tag[0]);
+        memmove(&b->kind[k], &b->kind[0], c * sizeof b->kind[0]);
         for (unsigned i = 0; i < k; i++) {
             b->start[i] = a->start[nl + i];
             b->end[i] = a->end[nl + i];
             b->idx[i] = a->idx[nl + i];
             b->tag[i] = a->tag[nl + i];
+            b->kind[i] = a->kind[nl + i];
             va_rec(vs, b->idx[i])->leaf = R;
             a->start[nl + i] = UINT64_MAX;
             a->end[nl + i] = 0;
             a->idx[nl + i] = 0;
             a->tag[nl + i] = 0;
+            a->kind[nl + i] = 0;
         }
     }
     b->count = t - nl;
@@ -1006,10 +1031,12 @@ static void va_leaf_remove(struct vidmm_va_space *vs, uint32_t lf, unsigned s)
     memmove(&l->end[s], &l->end[s + 1], (c - s) * sizeof l->end[0]);
     memmove(&l->idx[s], &l->idx[s + 1], (c - s) * sizeof l->idx[0]);
     memmove(&l->tag[s], &l->tag[s + 1], (c - s) * sizeof l->tag[0]);
+    memmove(&l->kind[s], &l->kind[s + 1], (c - s) * sizeof l->kind[0]);
     l->start[c] = UINT64_MAX;
     l->end[c] = 0;
     l->idx[c] = 0;
     l->tag[c] = 0;
+    l->kind[c] = 0;
     l->count = c;
     if (s == c && l->next) {
         LF(l->next).prev_end = c ? l->end[c - 1] : l->prev_end;
@@ -1282,14 +1309,20 @@ static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
 }
 
 /* The common case of va_replace_do, done on one leaf's arrays in one
- * pass: every range that [a, e) touches lies in leaf lf from slot s on,
- * the leaf holds one more range past them (so its last range, and the
- * next leaf's prev_end, stay), the new range is not RESERVED (nothing
- * merges) and the leaf stays within its fill.  Same steps, in the same
- * order, as the general walk.  plain: apply only if every range covered
- * is a mapping made outside reservations (an unmap, where such a span is
- * simply cut to holes).  Returns 0, having changed nothing, when it does
- * not apply. */
+ * pass: every range that [a, e) touches lies in leaf lf from slot s on
+ * (if they reach the leaf's end, the next leaf starts at or past e), the
+ * new range is not RESERVED (nothing merges) and the leaf stays within
+ * its fill.  Same steps, in the same order, as the general walk.  plain:
+ * apply only if every range covered is a mapping made outside
+ * reservations (an unmap, where such a span is simply cut to holes).
+ * Returns 0, having changed nothing, when it does not apply.
+ *
+ * The tree is edited first, from the leaf alone (its kinds say what each
+ * range is), and its summaries refreshed; only then are the covered
+ * ranges' records read (the descent started their misses, which this
+ * work overlaps), updated, unlinked and freed.  The steps go out last,
+ * from copies of the old descriptors, so every step callback of the
+ * change sees the space in its final state. */
 static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint64_t a, uint64_t e,
                            const struct vidmm_va_desc *nd, int plain)
 {
@@ -1303,80 +1336,74 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     if (k == c && LF(l->next).start[0] < e)
         return 0;
     if (plain)
-        for (unsigned i = s; i < k; i++) {
-            const struct vidmm_va_desc *d = &D(l->idx[i]);
-            if (d->state != VIDMM_VA_MAPPED || d->in_reservation)
+        for (unsigned i = s; i < k; i++)
+            if (l->kind[i] != VIDMM_VA_MAPPED)
                 return 0;
-        }
     unsigned head = s < k && l->start[s] < a;
     unsigned split = head && l->end[s] > e;
     unsigned tail = split || (k > s && l->end[k - 1] > e);
     unsigned neu = nd->state != VIDMM_VA_FREE;
-    unsigned m = head + neu + tail, nc = c - (k - s) + m;
+    unsigned m = head + neu + tail, nc = c - (k - s) + m, nk = k - s;
     if (nc > VA_LB || (nc < VA_LMIN && vs->height))
         return 0;
-    /* The new entries at s: the kept head, the new range, the kept tail. */
+    /* The covered entries, for the record half. */
+    uint32_t ci[VA_LB];
+    uint64_t cs[VA_LB], ce[VA_LB];
+    for (unsigned i = 0; i < nk; i++) {
+        ci[i] = l->idx[s + i];
+        cs[i] = l->start[s + i];
+        ce[i] = l->end[s + i];
+        unsigned kd = l->kind[s + i];
+        if (cs[i] >= a && ce[i] <= e) {
+            vs->range_count--;
+            if (kd & VIDMM_VA_MAPPED) {
+                vs->mapped_count--;
+                vs->inres_count -= (kd & VA_K_INRES) != 0;
+            }
+        }
+    }
+    /* The new entries at s: the kept head, the new range, the kept tail
+     * (a new record when the one range is split in two). */
     uint64_t ns[3], ne[3], first = l->start[0];
-    uint32_t ni[3], nt[3];
-    unsigned j = 0, jt = 0;
+    uint32_t ni[3], nt[3], t = 0, n = 0;
+    uint8_t nkd[3];
+    unsigned j = 0;
     if (head) {
         ns[j] = l->start[s];
         ne[j] = a;
         ni[j] = l->idx[s];
+        nkd[j] = l->kind[s];
         nt[j++] = l->tag[s];
     }
     if (neu) {
+        n = va_node_get(vs);
+        va_rec(vs, n)->leaf = lf;
         ns[j] = a;
         ne[j] = e;
+        ni[j] = n;
+        nkd[j] = va_kind(nd);
         nt[j++] = nd->state == VIDMM_VA_MAPPED ? va_tag(nd->object) : 0;
+        vs->range_count++;
+        if (nd->state == VIDMM_VA_MAPPED) {
+            vs->mapped_count++;
+            vs->inres_count += nd->in_reservation;
+        }
     }
     if (tail) {
         unsigned from = split ? s : k - 1;
         ns[j] = e;
         ne[j] = l->end[from];
         ni[j] = l->idx[from];
-        nt[jt = j] = l->tag[from];
-    }
-    /* Steps and records, in address order. */
-    for (unsigned i = s; i < k; i++) {
-        uint32_t r = l->idx[i];
-        struct vidmm_va_desc *rd = &D(r);
-        uint64_t rs = l->start[i], re = l->end[i];
-        if (rs >= a && re <= e) {
-            VA_EMIT(vs, VIDMM_VA_STEP_UNMAP, rd, NULL, 0, 0);
-            if (rd->state == VIDMM_VA_MAPPED) {
-                va_obj_unlink(vs, r);
-                vs->mapped_count--;
-                vs->inres_count -= rd->in_reservation;
-            }
-            vs->range_count--;
-            va_node_put(vs, r);
-        } else if (rs < a && re > e) {
-            VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, a - rs, re - e);
-            uint32_t t = va_node_get(vs);
-            struct vidmm_va_desc *td = &D(t);
-            *td = *rd;
-            td->va = e;
-            td->size = re - e;
-            rd->size = a - rs;
+        nkd[j] = l->kind[from];
+        nt[j] = l->tag[from];
+        if (split) {
+            t = ni[j] = va_node_get(vs);
             va_rec(vs, t)->leaf = lf;
-            ni[jt] = t;
             vs->range_count++;
-            if (td->state == VIDMM_VA_MAPPED) {
-                td->object_offset += e - rs;
-                va_obj_link_after(vs, t, r); /* r's object: no hash access */
+            if (nkd[j] & VIDMM_VA_MAPPED) {
                 vs->mapped_count++;
-                vs->inres_count += td->in_reservation;
+                vs->inres_count += (nkd[j] & VA_K_INRES) != 0;
             }
-        } else if (rs < a) {
-            VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, a - rs, 0);
-            rd->size = a - rs;
-        } else {
-            VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, 0, re - e);
-            rd->va = e;
-            rd->size = re - e;
-            if (rd->state == VIDMM_VA_MAPPED)
-                rd->object_offset += e - rs;
         }
     }
     /* The leaf: entries k.. move to s + m, the new ones go in front. */
@@ -1386,28 +1413,21 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         memmove(&l->end[s + m], &l->end[k], rest * sizeof l->end[0]);
         memmove(&l->idx[s + m], &l->idx[k], rest * sizeof l->idx[0]);
         memmove(&l->tag[s + m], &l->tag[k], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s + m], &l->kind[k], rest * sizeof l->kind[0]);
         for (unsigned i = nc; i < c; i++) {
             l->start[i] = UINT64_MAX;
             l->end[i] = 0;
             l->idx[i] = 0;
             l->tag[i] = 0;
+            l->kind[i] = 0;
         }
-    }
-    uint32_t n = 0;
-    if (neu) {
-        n = va_node_get(vs);
-        struct vidmm_va_desc *d = &D(n);
-        *d = *nd;
-        d->va = a;
-        d->size = e - a;
-        va_rec(vs, n)->leaf = lf;
-        ni[head] = n;
     }
     for (unsigned i = 0; i < m; i++) {
         l->start[s + i] = ns[i];
         l->end[s + i] = ne[i];
         l->idx[s + i] = ni[i];
         l->tag[s + i] = nt[i];
+        l->kind[s + i] = nkd[i];
     }
     l->count = nc;
     if (s == 0 && l->start[0] != first)
@@ -1417,14 +1437,56 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         va_dirty(vs, l->next);
     }
     va_dirty(vs, lf);
-    if (neu) {
-        vs->range_count++;
-        if (nd->state == VIDMM_VA_MAPPED) {
-            vs->mapped_count++;
-            vs->inres_count += nd->in_reservation;
-            va_obj_link(vs, n);
+    va_flush(vs);
+    /* The records: copy the old descriptors for the steps, then cut,
+     * unlink and free. */
+    struct vidmm_va_desc old[VA_LB];
+    for (unsigned i = 0; i < nk; i++) {
+        uint32_t r = ci[i];
+        struct vidmm_va_desc *rd = &D(r);
+        uint64_t rs = cs[i], re = ce[i];
+        old[i] = *rd;
+        if (rs >= a && re <= e) {
+            if (rd->state == VIDMM_VA_MAPPED)
+                va_obj_unlink(vs, r);
+            va_node_put(vs, r); /* d stays intact: nothing is allocated below */
+        } else if (rs < a && re > e) {
+            struct vidmm_va_desc *td = &D(t);
+            *td = *rd;
+            td->va = e;
+            td->size = re - e;
+            rd->size = a - rs;
+            if (td->state == VIDMM_VA_MAPPED) {
+                td->object_offset += e - rs;
+                va_obj_link_after(vs, t, r); /* r's object: no hash access */
+            }
+        } else if (rs < a) {
+            rd->size = a - rs;
+        } else {
+            rd->va = e;
+            rd->size = re - e;
+            if (rd->state == VIDMM_VA_MAPPED)
+                rd->object_offset += e - rs;
         }
-        VA_EMIT(vs, VIDMM_VA_STEP_MAP, NULL, &D(n), 0, 0);
+    }
+    if (neu) {
+        struct vidmm_va_desc *d = &D(n);
+        *d = *nd;
+        d->va = a;
+        d->size = e - a;
+        if (d->state == VIDMM_VA_MAPPED)
+            va_obj_link(vs, n);
+    }
+    if (vs->step_fn) {
+        for (unsigned i = 0; i < nk; i++) {
+            uint64_t rs = cs[i], re = ce[i];
+            if (rs >= a && re <= e)
+                va_emit(vs, VIDMM_VA_STEP_UNMAP, &old[i], NULL, 0, 0);
+            else
+                va_emit(vs, VIDMM_VA_STEP_REMAP, &old[i], NULL, rs < a ? a - rs : 0, re > e ? re - e : 0);
+        }
+        if (neu)
+            va_emit(vs, VIDMM_VA_STEP_MAP, NULL, &D(n), 0, 0);
     }
     return 1;
 }
@@ -1607,13 +1669,10 @@ static unsigned va_coverage(const struct vidmm_va_space *vs, uint64_t a, uint64_
         }
         if (l->start[i] >= e)
             break;
-        uint32_t r = l->idx[i];
+        unsigned k = l->kind[i];
         if (l->start[i] > cur)
             cov |= VA_COV_HOLE;
-        const struct vidmm_va_desc *d = &D(r);
-        cov |= va_backed(d) ? VA_COV_BACKED : VA_COV_PLAIN;
-        if (d->state == VIDMM_VA_MAPPED) /* the replace that follows unlinks it */
-            VA_UNLINK_PREFETCH(vs, r);
+        cov |= va_kind_backed(k) ? VA_COV_BACKED : VA_COV_PLAIN;
         cur = l->end[i];
         cnt++;
     }
@@ -2044,7 +2103,8 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
         c->prev_leaf = n;
         for (unsigned i = 0; i < VA_LB; i++) {
             if (i >= l->count) {
-                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0 || l->tag[i] != 0)
+                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0 || l->tag[i] != 0 ||
+                    l->kind[i] != 0)
                     c->errs++;
                 continue;
             }
@@ -2056,6 +2116,7 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
             const struct vidmm_va_range *rec = va_rec(vs, r);
             if (rec->leaf != n || rec->node != r || rec->d.va != l->start[i] || rec->d.va + rec->d.size != l->end[i] ||
                 l->tag[i] != (rec->d.state == VIDMM_VA_MAPPED ? va_tag(rec->d.object) : 0) ||
+                l->kind[i] != va_kind(&rec->d) ||
                 l->end[i] < l->start[i] || (i && l->start[i] <= l->start[i - 1]))
                 c->errs++;
             c->entries++;
