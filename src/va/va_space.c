@@ -34,6 +34,14 @@
  * change: the commit half cannot fail, and a refused allocation leaves
  * the space untouched.
  *
+ * The common replace, where everything [a, e) touches sits in one leaf
+ * that neither fills up nor underflows and nothing merges, is done on
+ * that leaf's arrays in one pass (va_replace_leaf()); the leaf's kinds
+ * and tags say what each range is and where its hash slot lies, so the
+ * tree is edited before any record is read, and the records (which the
+ * descent started fetching) are read, cut, unlinked and freed last.
+ * Everything else takes the general walk of va_replace_do().
+ *
  * Adjacent RESERVED ranges of one mode are merged (a map + unmap inside a
  * reservation gives back one range, so tiled-resource churn does not
  * fragment the tree); MAPPED ranges are never merged, as in drm_gpuvm:
@@ -51,18 +59,24 @@
  *            pointers handed out stay valid while the range lives.  A
  *            range is named by its record's index ("node") everywhere
  *            above the tree.
- *   leaves[] 384 bytes each: start[16], end[16], idx[16] (record), the
- *            previous leaf's last end, parent, chain links, count.
+ *   leaves[] 448 bytes each: start[16], end[16], idx[16] (record),
+ *            tag[16] (a mapping's object hash, so its hash slot can be
+ *            fetched without its record), kind[16] (state and
+ *            in-reservation, so walks classify without the records), the
+ *            previous leaf's last end, parent, chain links, count and
+ *            the cached hole summary.
  *   inners[] 512 bytes each: key[16] (least start of each child; key[0]
  *            unused), child[16], max[16] and max64[16] (the children's
  *            largest hole and 64 KiB-aligned hole piece), parent, count.
  *
- * Unused slots hold start/key UINT64_MAX, end/max 0 and index 0, so the
- * searches run over all 16 slots without branches.  leaves[] and inners[]
- * grow by doubling (copied: only indices refer to them); every growth
- * happens in the prepare half of an entry.  A record knows its leaf; a
- * leaf finds a record's slot by scanning idx[] (one line), so moving
- * entries between leaves (split, merge) rewrites the moved records' leaf.
+ * Unused slots hold start/key UINT64_MAX, end/max/tag/kind 0 and index
+ * 0, so the searches run over all 16 slots without branches.  leaves[]
+ * and inners[] grow by doubling (copied: only indices refer to them);
+ * every growth happens in the prepare half of an entry.  A record knows
+ * its leaf; a leaf finds a record's slot by scanning idx[] (one line), so
+ * moving entries between leaves (split, merge) rewrites the moved
+ * records' leaf.  The object hash has 8-byte slots (head record, tag);
+ * the object itself is read from the head record when tags agree.
  *
  * Fill: a split leaves 8 + 8; below 4 entries a node merges with a
  * sibling (or takes entries from it), so every non-root node holds 4..16
