@@ -39,8 +39,10 @@
  * that leaf's arrays in one pass (va_replace_leaf()); the leaf's kinds
  * and tags say what each range is and where its hash slot lies, so the
  * tree is edited before any record is read, and the records (which the
- * descent started fetching) are read, cut, unlinked and freed last.
- * Everything else takes the general walk of va_replace_do().
+ * descent started fetching) are read, cut, unlinked and freed last.  A
+ * reservation put into a hole, merged with equal neighbours in its leaf,
+ * is one pass too (va_reserve_leaf()).  Everything else takes the general
+ * walk of va_replace_do().
  *
  * Adjacent RESERVED ranges of one mode are merged (a map + unmap inside a
  * reservation gives back one range, so tiled-resource churn does not
@@ -178,16 +180,19 @@ static inline int va_backed(const struct vidmm_va_desc *d)
 }
 
 /* A range's class as its leaf keeps it (kind[]): the state, plus
- * VA_K_INRES for a mapping made in a reservation. */
+ * VA_K_INRES for a mapping made in a reservation and VA_K_ZERO for a
+ * ZERO reservation (so equal kinds of RESERVED ranges merge). */
 #define VA_K_INRES 4u
+#define VA_K_ZERO  8u
 static inline uint8_t va_kind(const struct vidmm_va_desc *d)
 {
-    return (uint8_t)(d->state | (d->state == VIDMM_VA_MAPPED && d->in_reservation ? VA_K_INRES : 0));
+    return (uint8_t)(d->state | (d->state == VIDMM_VA_MAPPED && d->in_reservation ? VA_K_INRES : 0) |
+                     (d->state == VIDMM_VA_RESERVED && d->mode == VIDMM_VA_ZERO ? VA_K_ZERO : 0));
 }
 
 static inline int va_kind_backed(unsigned k)
 {
-    return k == VIDMM_VA_RESERVED || k == (VIDMM_VA_MAPPED | VA_K_INRES);
+    return (k & 3u) == VIDMM_VA_RESERVED || k == (VIDMM_VA_MAPPED | VA_K_INRES);
 }
 
 /* ---- record storage ------------------------------------------------------ */
@@ -1505,6 +1510,90 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     return 1;
 }
 
+/* A RESERVED range [a, e) put into a hole of leaf lf, in front of slot s
+ * (the first range ending after a), merged with equal neighbours in the
+ * leaf, in one pass: the MAP step goes out after the merge, so its
+ * callback sees the final state.  Returns 0, having changed nothing, when
+ * the span is not a hole, a neighbour to merge with sits in another
+ * leaf, or the leaf would leave its fill; va_replace_do then walks. */
+static int va_reserve_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint64_t a, uint64_t e,
+                           const struct vidmm_va_desc *nd)
+{
+    va_leaf *l = &LF(lf);
+    unsigned c = l->count, kn = va_kind(nd);
+    if (l->start[s] < e)
+        return 0; /* not a hole */
+    int adj_l = s ? l->end[s - 1] == a : l->prev_end == a;
+    if (adj_l && !s)
+        return 0;
+    int ml = adj_l && l->kind[s - 1] == kn, mr = l->start[s] == e && l->kind[s] == kn;
+    if ((!ml && !mr && c == VA_LB) || (ml && mr && c - 1 < VA_LMIN && vs->height))
+        return 0;
+    if (ml && mr) {
+        /* The three become the left one; s's record goes. */
+        uint32_t gone = l->idx[s];
+        l->end[s - 1] = l->end[s];
+        D(l->idx[s - 1]).size = l->end[s] - l->start[s - 1];
+        unsigned rest = c - s - 1;
+        memmove(&l->start[s], &l->start[s + 1], rest * sizeof l->start[0]);
+        memmove(&l->end[s], &l->end[s + 1], rest * sizeof l->end[0]);
+        memmove(&l->idx[s], &l->idx[s + 1], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s], &l->tag[s + 1], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s], &l->kind[s + 1], rest * sizeof l->kind[0]);
+        l->start[c - 1] = UINT64_MAX;
+        l->end[c - 1] = 0;
+        l->idx[c - 1] = 0;
+        l->tag[c - 1] = 0;
+        l->kind[c - 1] = 0;
+        l->count = c - 1;
+        va_node_put(vs, gone);
+        vs->range_count--;
+    } else if (ml) {
+        l->end[s - 1] = e;
+        D(l->idx[s - 1]).size = e - l->start[s - 1];
+    } else if (mr) {
+        struct vidmm_va_desc *d = &D(l->idx[s]);
+        d->size += l->start[s] - a;
+        d->va = a;
+        l->start[s] = a;
+        if (s == 0)
+            va_key_up(vs, lf, a);
+    } else {
+        uint32_t n = va_node_get(vs);
+        struct vidmm_va_desc *d = &D(n);
+        *d = *nd;
+        d->va = a;
+        d->size = e - a;
+        va_rec(vs, n)->leaf = lf;
+        unsigned rest = c - s;
+        memmove(&l->start[s + 1], &l->start[s], rest * sizeof l->start[0]);
+        memmove(&l->end[s + 1], &l->end[s], rest * sizeof l->end[0]);
+        memmove(&l->idx[s + 1], &l->idx[s], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s + 1], &l->tag[s], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s + 1], &l->kind[s], rest * sizeof l->kind[0]);
+        l->start[s] = a;
+        l->end[s] = e;
+        l->idx[s] = n;
+        l->tag[s] = 0;
+        l->kind[s] = (uint8_t)kn;
+        l->count = c + 1;
+        if (s == 0)
+            va_key_up(vs, lf, a);
+        vs->range_count++;
+    }
+    /* The leaf's last range keeps its end, so the next leaf's prev_end
+     * stands. */
+    va_dirty(vs, lf);
+    va_flush(vs);
+    if (vs->step_fn) {
+        struct vidmm_va_desc d = *nd;
+        d.va = a;
+        d.size = e - a;
+        va_emit(vs, VIDMM_VA_STEP_MAP, NULL, &d, 0, 0);
+    }
+    return 1;
+}
+
 /* Cut everything in [a, e) out of the ranges there (UNMAP for whole ones,
  * REMAP for ones cut at an edge), then, if nd is not FREE, put the new
  * range nd ([a, e)) there and emit its MAP.  r: the first node ending
@@ -1517,20 +1606,21 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, const struct va
     if (!r) {
         r = va_first_from_span(vs, a, e, &pos);
         rp = &pos;
+    } else if (!rp) {
+        pos.lf = va_rec(vs, r)->leaf;
+        pos.slot = va_leaf_slot(&LF(pos.lf), r);
+        rp = &pos;
     }
-    /* Reserved already, in that mode (an UNMAP or COPY onto reserved VA):
-     * nothing changes, not even the PTEs, so no steps either. */
-    if (nd->state == VIDMM_VA_RESERVED && r != vs->end && D(r).state == VIDMM_VA_RESERVED &&
-        D(r).mode == nd->mode && VS(r) <= a && VE(r) >= e)
-        return;
-    if (nd->state != VIDMM_VA_RESERVED) {
-        if (!rp) {
-            pos.lf = va_rec(vs, r)->leaf;
-            pos.slot = va_leaf_slot(&LF(pos.lf), r);
-            rp = &pos;
-        }
-        if (va_replace_leaf(vs, rp->lf, rp->slot, a, e, nd, 0))
+    const va_leaf *rl = &LF(rp->lf);
+    if (nd->state == VIDMM_VA_RESERVED) {
+        /* Reserved already, in that mode (an UNMAP or COPY onto reserved
+         * VA): nothing changes, not even the PTEs, so no steps either. */
+        if (rl->kind[rp->slot] == va_kind(nd) && rl->start[rp->slot] <= a && rl->end[rp->slot] >= e)
             return;
+        if (va_reserve_leaf(vs, rp->lf, rp->slot, a, e, nd))
+            return;
+    } else if (va_replace_leaf(vs, rp->lf, rp->slot, a, e, nd, 0)) {
+        return;
     }
     while (r != vs->end && VS(r) < e) {
         uint32_t next = va_next_node(vs, r);

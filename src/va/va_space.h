@@ -87,7 +87,8 @@ struct vidmm_va_range {
  * to the old range list they give the new one, except that adjacent
  * RESERVED ranges of one mode are then merged silently (merging changes
  * no PTE).  The callback may read the space (lookup, iteration): at a MAP
- * step the new range is in it; at an UNMAP or REMAP step the cut may or
+ * step the new range is in it (a reservation possibly merged with equal
+ * neighbours already); at an UNMAP or REMAP step the cut may or
  * may not be applied yet, so what it reads over the released span is
  * either the old or the new state. */
 enum vidmm_va_step_op {

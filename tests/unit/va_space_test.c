@@ -731,7 +731,7 @@ static void s_step(void *ctx, const struct vidmm_va_step *s)
 }
 
 /* Workload G in small: random maps (replacing what they cover) and unmaps
- * of 1..32 pages over ~3 K ranges, so nearly every change takes the
+ * of 1..32 pages over ~2 K ranges, so nearly every change takes the
  * leaf-local path and its edge cases (spans that reach a leaf's end, with
  * the next leaf starting right at or past them; a full leaf or one about
  * to underflow falls back; head and tail cuts, splits, superset maps).
@@ -741,7 +741,7 @@ static void leaf_local(void)
 {
     struct vidmm_va_space vs;
     uint64_t seed = t_seed() ^ 0x1eaf, va, obj = 1;
-    const uint64_t pages_used = S_PAGES / 8; /* 64 MiB of the region */
+    const uint64_t pages_used = S_PAGES / 4; /* 128 MiB of the region: ~2 K ranges */
     T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
     vidmm_va_space_set_step_fn(&vs, s_step, &vs);
     memset(s_obj, 0, sizeof s_obj);
@@ -777,6 +777,104 @@ static void leaf_local(void)
     T_EQ(bad, 0);
     T_EQ(s_step_bad, 0);
     T_CHECK(vs.height >= 2);
+    T_CHECK(vs.range_count > 1000);
+    vidmm_va_space_fini(&vs);
+}
+
+/* Reservations in one leaf: reserve (at an address and anywhere) and
+ * free 64 KiB granules at random, two modes, ~2 K ranges, so reserves
+ * land in holes next to equal reservations on the left, the right, both
+ * or neither, in the same leaf and across a leaf boundary.  check() after
+ * every change (it also rejects unmerged equal neighbours); the ranges and
+ * the replayed steps against a granule model every 64. */
+#define R_GRANS 8192u /* 512 MiB at 1 GiB */
+static uint8_t r_model[R_GRANS], r_ptes[R_GRANS]; /* 0 free, 1 + mode */
+
+static void r_set(uint8_t *m, uint64_t va, uint64_t size, uint8_t v)
+{
+    for (uint64_t g = (va - GiB) / VIDMM_VA_GRANULE, i = 0; i < size / VIDMM_VA_GRANULE; i++)
+        m[g + i] = v;
+}
+
+static void r_step(void *ctx, const struct vidmm_va_step *s)
+{
+    (void)ctx;
+    if (s->op == VIDMM_VA_STEP_MAP)
+        r_set(r_ptes, s->new.va, s->new.size, (uint8_t)(1 + s->new.mode));
+    else if (s->op == VIDMM_VA_STEP_UNMAP)
+        r_set(r_ptes, s->old.va, s->old.size, 0);
+    else
+        r_set(r_ptes, s->old.va + s->prev_size, s->old.size - s->prev_size - s->next_size, 0);
+}
+
+static int r_compare(const struct vidmm_va_space *vs)
+{
+    static uint8_t img[R_GRANS];
+    memset(img, 0, sizeof img);
+    for (const struct vidmm_va_range *r = vidmm_va_first(vs); r; r = vidmm_va_next(vs, r)) {
+        if (r->d.state != VIDMM_VA_RESERVED || r->d.va < GiB || r->d.va + r->d.size > GiB + R_GRANS * VIDMM_VA_GRANULE)
+            return 1;
+        r_set(img, r->d.va, r->d.size, (uint8_t)(1 + r->d.mode));
+    }
+    return memcmp(img, r_model, sizeof img) != 0 || memcmp(r_ptes, r_model, sizeof img) != 0;
+}
+
+static void reserve_merge(void)
+{
+    struct vidmm_va_space vs;
+    uint64_t seed = t_seed() ^ 0x7e5, va;
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
+    vidmm_va_space_set_step_fn(&vs, r_step, NULL);
+    memset(r_model, 0, sizeof r_model);
+    memset(r_ptes, 0, sizeof r_ptes);
+    int bad = 0, ops = 20000 * (int)t_scale();
+    for (int i = 0; i < ops && !bad; i++) {
+        uint64_t g = t_rand_range(&seed, R_GRANS), n = 1 + t_rand_range(&seed, 4);
+        unsigned mode = (unsigned)t_rand_range(&seed, 2), k = (unsigned)t_rand_range(&seed, 10);
+        if (g + n > R_GRANS)
+            n = R_GRANS - g;
+        if (k < 4) { /* at g, as far as it is free */
+            uint64_t m = 0;
+            while (m < n && !r_model[g + m])
+                m++;
+            if (!m)
+                continue;
+            bad += vidmm_va_reserve(&vs, GiB + g * VIDMM_VA_GRANULE, 0, 0, m * VIDMM_VA_GRANULE, mode, &va) !=
+                   VIDMM_OK;
+            memset(&r_model[g], 1 + (int)mode, m);
+        } else if (k < 6) { /* anywhere in the region: the lowest fit */
+            uint64_t at = 0, run = 0, found = 0;
+            for (uint64_t q = 0; q < R_GRANS && !found; q++) {
+                run = r_model[q] ? 0 : run + 1;
+                if (run == n) {
+                    at = q + 1 - n;
+                    found = 1;
+                }
+            }
+            vidmm_status st = vidmm_va_reserve(&vs, 0, GiB, GiB + R_GRANS * VIDMM_VA_GRANULE,
+                                               n * VIDMM_VA_GRANULE, mode, &va);
+            if (!found) {
+                bad += st != VIDMM_E_NO_SEGMENT_SPACE;
+                continue;
+            }
+            bad += st != VIDMM_OK || va != GiB + at * VIDMM_VA_GRANULE;
+            memset(&r_model[at], 1 + (int)mode, n);
+        } else { /* free the reserved granules from g on */
+            uint64_t m = 0;
+            while (m < n && r_model[g + m])
+                m++;
+            if (!m)
+                continue;
+            bad += vidmm_va_free(&vs, GiB + g * VIDMM_VA_GRANULE, m * VIDMM_VA_GRANULE) != VIDMM_OK;
+            memset(&r_model[g], 0, m);
+        }
+        bad += vidmm_va_space_check(&vs) != 0;
+        if (i % 64 == 63)
+            bad += r_compare(&vs);
+    }
+    T_EQ(bad, 0);
+    T_EQ(r_compare(&vs), 0);
+    T_CHECK(vs.height >= 1);
     T_CHECK(vs.range_count > 1000);
     vidmm_va_space_fini(&vs);
 }
@@ -1268,6 +1366,7 @@ void suite_va_space(void)
     t_run("va_space.differential", differential);
     t_run("va_space.tree_shape", tree_shape);
     t_run("va_space.leaf_local", leaf_local);
+    t_run("va_space.reserve_merge", reserve_merge);
     t_run("va_space.object_hash_tags", object_hash_tags);
     t_run("va_space.fault_sweep", fault_sweep);
 }
