@@ -34,6 +34,16 @@
  * change: the commit half cannot fail, and a refused allocation leaves
  * the space untouched.
  *
+ * The common replace, where everything [a, e) touches sits in one leaf
+ * that neither fills up nor underflows and nothing merges, is done on
+ * that leaf's arrays in one pass (va_replace_leaf()); the leaf's kinds
+ * and tags say what each range is and where its hash slot lies, so the
+ * tree is edited before any record is read, and the records (which the
+ * descent started fetching) are read, cut, unlinked and freed last.  A
+ * reservation put into a hole, merged with equal neighbours in its leaf,
+ * is one pass too (va_reserve_leaf()).  Everything else takes the general
+ * walk of va_replace_do().
+ *
  * Adjacent RESERVED ranges of one mode are merged (a map + unmap inside a
  * reservation gives back one range, so tiled-resource churn does not
  * fragment the tree); MAPPED ranges are never merged, as in drm_gpuvm:
@@ -51,18 +61,24 @@
  *            pointers handed out stay valid while the range lives.  A
  *            range is named by its record's index ("node") everywhere
  *            above the tree.
- *   leaves[] 384 bytes each: start[16], end[16], idx[16] (record), the
- *            previous leaf's last end, parent, chain links, count.
+ *   leaves[] 448 bytes each: start[16], end[16], idx[16] (record),
+ *            tag[16] (a mapping's object hash, so its hash slot can be
+ *            fetched without its record), kind[16] (state and
+ *            in-reservation, so walks classify without the records), the
+ *            previous leaf's last end, parent, chain links, count and
+ *            the cached hole summary.
  *   inners[] 512 bytes each: key[16] (least start of each child; key[0]
  *            unused), child[16], max[16] and max64[16] (the children's
  *            largest hole and 64 KiB-aligned hole piece), parent, count.
  *
- * Unused slots hold start/key UINT64_MAX, end/max 0 and index 0, so the
- * searches run over all 16 slots without branches.  leaves[] and inners[]
- * grow by doubling (copied: only indices refer to them); every growth
- * happens in the prepare half of an entry.  A record knows its leaf; a
- * leaf finds a record's slot by scanning idx[] (one line), so moving
- * entries between leaves (split, merge) rewrites the moved records' leaf.
+ * Unused slots hold start/key UINT64_MAX, end/max/tag/kind 0 and index
+ * 0, so the searches run over all 16 slots without branches.  leaves[]
+ * and inners[] grow by doubling (copied: only indices refer to them);
+ * every growth happens in the prepare half of an entry.  A record knows
+ * its leaf; a leaf finds a record's slot by scanning idx[] (one line), so
+ * moving entries between leaves (split, merge) rewrites the moved
+ * records' leaf.  The object hash has 8-byte slots (head record, tag);
+ * the object itself is read from the head record when tags agree.
  *
  * Fill: a split leaves 8 + 8; below 4 entries a node merges with a
  * sibling (or takes entries from it), so every non-root node holds 4..16
@@ -87,12 +103,14 @@ struct vidmm_va_leaf {
     uint64_t start[VA_LB]; /* UINT64_MAX past count */
     uint64_t end[VA_LB];   /* 0 past count */
     uint32_t idx[VA_LB];   /* record; 0 past count */
+    uint32_t tag[VA_LB];   /* MAPPED: va_tag(object), where its hash slot is; else 0 */
     uint64_t prev_end;     /* end of the range before start[0] (base for the first leaf) */
     uint32_t parent;       /* inner node; 0 for the root */
     uint32_t next, prev;   /* leaf chain in address order (next: free-list link when free) */
     uint32_t count;
     uint64_t smax, smax64; /* this leaf's largest hole and 64 KiB-aligned hole piece (cached) */
-    uint64_t pad[3];
+    uint8_t kind[VA_LB];   /* va_kind() of each range: the walks classify without the records; 0 past count */
+    uint64_t pad;
 };
 
 struct vidmm_va_inner {
@@ -113,18 +131,29 @@ struct vidmm_va_chunk {
     uint64_t block_chunks; /* first chunk of a host block: its chunk count, else 0 */
 };
 
-_Static_assert(sizeof(struct vidmm_va_leaf) == 384, "leaf must be six cache lines");
+_Static_assert(sizeof(struct vidmm_va_leaf) == 448, "leaf must be seven cache lines");
 _Static_assert(sizeof(struct vidmm_va_inner) == 512, "inner node must be eight cache lines");
 _Static_assert(sizeof(struct vidmm_va_range) == 64, "record must be 64 bytes");
 
-/* One allocation's mappings.  object 0 marks an empty slot. */
+/* One allocation's mappings: the head of its list and the low 32 bits of
+ * the object's hash (the home slot is tag & mask).  The object itself is
+ * in the head record, read only when the tags agree.  head 0 marks an
+ * empty slot.  Eight bytes, so the table stays small. */
 struct vidmm_va_objrec {
-    uint64_t object;
     uint32_t head;   /* first mapping (node index) */
-    uint32_t count;
+    uint32_t tag;    /* (uint32_t)va_hash(object) */
 };
 
 typedef struct vidmm_va_leaf va_leaf;
+
+/* The 16-slot scans are short, fixed loops: unrolled, their compares run
+ * side by side instead of in a loop-carried chain. */
+#if defined(__GNUC__)
+#define VA_PRAGMA(x) _Pragma(#x)
+#define VA_UNROLL VA_PRAGMA(GCC unroll 16)
+#else
+#define VA_UNROLL
+#endif
 typedef struct vidmm_va_inner va_inner;
 
 #define D(i)  (va_rec(vs, (i))->d)
@@ -148,6 +177,22 @@ static inline uint64_t va_align_up(uint64_t x, uint64_t a) { return (x + a - 1) 
 static inline int va_backed(const struct vidmm_va_desc *d)
 {
     return d->state == VIDMM_VA_RESERVED || (d->state == VIDMM_VA_MAPPED && d->in_reservation);
+}
+
+/* A range's class as its leaf keeps it (kind[]): the state, plus
+ * VA_K_INRES for a mapping made in a reservation and VA_K_ZERO for a
+ * ZERO reservation (so equal kinds of RESERVED ranges merge). */
+#define VA_K_INRES 4u
+#define VA_K_ZERO  8u
+static inline uint8_t va_kind(const struct vidmm_va_desc *d)
+{
+    return (uint8_t)(d->state | (d->state == VIDMM_VA_MAPPED && d->in_reservation ? VA_K_INRES : 0) |
+                     (d->state == VIDMM_VA_RESERVED && d->mode == VIDMM_VA_ZERO ? VA_K_ZERO : 0));
+}
+
+static inline int va_kind_backed(unsigned k)
+{
+    return (k & 3u) == VIDMM_VA_RESERVED || k == (VIDMM_VA_MAPPED | VA_K_INRES);
 }
 
 /* ---- record storage ------------------------------------------------------ */
@@ -368,33 +413,48 @@ static inline uint64_t va_hash(uint64_t x)
     return x;
 }
 
+static inline uint32_t va_tag(uint64_t object) { return (uint32_t)va_hash(object); }
+
 static struct vidmm_va_objrec *va_obj_find(const struct vidmm_va_space *vs, uint64_t object)
 {
     uint64_t mask = vs->obj_cap - 1;
-    for (uint64_t i = va_hash(object) & mask;; i = (i + 1) & mask) {
-        if (vs->objs[i].object == object)
-            return &vs->objs[i];
-        if (vs->objs[i].object == 0)
+    uint32_t t = va_tag(object);
+    for (uint64_t i = t & mask;; i = (i + 1) & mask) {
+        struct vidmm_va_objrec *o = &vs->objs[i];
+        if (o->head == 0)
             return NULL;
+        if (o->tag == t && va_rec(vs, o->head)->d.object == object)
+            return o;
     }
 }
 
-static inline void va_obj_prefetch(const struct vidmm_va_space *vs, uint64_t object)
+/* The slot whose list starts at n (n is linked and heads its list). */
+static struct vidmm_va_objrec *va_obj_slot_of(const struct vidmm_va_space *vs, uint32_t n)
 {
-    __builtin_prefetch(&vs->objs[va_hash(object) & (vs->obj_cap - 1)]);
+    uint64_t mask = vs->obj_cap - 1;
+    for (uint64_t i = va_tag(va_rec(vs, n)->d.object) & mask;; i = (i + 1) & mask)
+        if (vs->objs[i].head == n)
+            return &vs->objs[i];
 }
 
+/* Prefetches are macros, not functions: GCC's IPA pure-const pass finds
+ * a function whose only effect is __builtin_prefetch "const" and deletes
+ * every call to it (GCC 12 dropped all of these when they were static
+ * inline functions). */
+#define VA_OBJ_PREFETCH(vs, object) __builtin_prefetch(&(vs)->objs[va_tag(object) & ((vs)->obj_cap - 1)])
+
 /* A mapping is about to be unlinked: start the misses of its hash slot
- * and its list neighbours. */
-static inline void va_unlink_prefetch(const struct vidmm_va_space *vs, uint32_t n)
-{
-    const struct vidmm_va_range *c = va_rec(vs, n);
-    va_obj_prefetch(vs, c->d.object);
-    if (c->obj_prev)
-        __builtin_prefetch(va_rec(vs, c->obj_prev));
-    if (c->obj_next)
-        __builtin_prefetch(va_rec(vs, c->obj_next));
-}
+ * (needed only when it heads its list) and its list neighbours. */
+#define VA_UNLINK_PREFETCH(vs, n)                                   \
+    do {                                                            \
+        const struct vidmm_va_range *c_ = va_rec((vs), (n));        \
+        if (!c_->obj_prev)                                          \
+            VA_OBJ_PREFETCH((vs), c_->d.object);                    \
+        else                                                        \
+            __builtin_prefetch(va_rec((vs), c_->obj_prev));         \
+        if (c_->obj_next)                                           \
+            __builtin_prefetch(va_rec((vs), c_->obj_next));         \
+    } while (0)
 
 /* Make room for `more` new objects at load <= 1/2. */
 static vidmm_status va_obj_reserve(struct vidmm_va_space *vs, uint64_t more)
@@ -412,10 +472,10 @@ static vidmm_status va_obj_reserve(struct vidmm_va_space *vs, uint64_t more)
         return VIDMM_E_NO_HOST_MEMORY;
     memset(t, 0, (size_t)cap * sizeof *t);
     for (uint64_t j = 0; j < vs->obj_cap; j++) {
-        if (!vs->objs[j].object)
+        if (!vs->objs[j].head)
             continue;
-        uint64_t i = va_hash(vs->objs[j].object) & (cap - 1);
-        while (t[i].object)
+        uint64_t i = vs->objs[j].tag & (cap - 1);
+        while (t[i].head)
             i = (i + 1) & (cap - 1);
         t[i] = vs->objs[j];
     }
@@ -430,18 +490,29 @@ static void va_obj_delete(struct vidmm_va_space *vs, struct vidmm_va_objrec *rec
 {
     uint64_t mask = vs->obj_cap - 1;
     uint64_t i = (uint64_t)(rec - vs->objs);
-    for (uint64_t j = (i + 1) & mask; vs->objs[j].object; j = (j + 1) & mask) {
-        uint64_t home = va_hash(vs->objs[j].object) & mask;
+    for (uint64_t j = (i + 1) & mask; vs->objs[j].head; j = (j + 1) & mask) {
+        uint64_t home = vs->objs[j].tag & mask;
         /* j's entry may move to i if its home is not in (i, j]. */
         if (((j - home) & mask) >= ((j - i) & mask)) {
             vs->objs[i] = vs->objs[j];
             i = j;
         }
     }
-    vs->objs[i].object = 0;
     vs->objs[i].head = 0;
-    vs->objs[i].count = 0;
+    vs->objs[i].tag = 0;
     vs->obj_count--;
+}
+
+/* Link n into its object's list right after p, a linked mapping of the
+ * same object: no hash access (the head stays). */
+static void va_obj_link_after(struct vidmm_va_space *vs, uint32_t n, uint32_t p)
+{
+    struct vidmm_va_range *c = va_rec(vs, n), *pc = va_rec(vs, p);
+    c->obj_prev = p;
+    c->obj_next = pc->obj_next;
+    if (pc->obj_next)
+        va_rec(vs, pc->obj_next)->obj_prev = n;
+    pc->obj_next = n;
 }
 
 /* Capacity was reserved by the caller when the object may be new. */
@@ -449,41 +520,42 @@ static void va_obj_link(struct vidmm_va_space *vs, uint32_t n)
 {
     struct vidmm_va_range *c = va_rec(vs, n);
     uint64_t object = c->d.object, mask = vs->obj_cap - 1;
-    struct vidmm_va_objrec *rec;
+    uint32_t t = va_tag(object);
     /* One probe sequence: the object's slot, or the empty one ending it. */
-    for (uint64_t i = va_hash(object) & mask;; i = (i + 1) & mask) {
-        rec = &vs->objs[i];
-        if (rec->object == object)
-            break;
-        if (rec->object == 0) {
-            rec->object = object;
-            rec->head = 0;
-            rec->count = 0;
+    for (uint64_t i = t & mask;; i = (i + 1) & mask) {
+        struct vidmm_va_objrec *rec = &vs->objs[i];
+        if (rec->head == 0) {
+            rec->head = n;
+            rec->tag = t;
+            c->obj_prev = c->obj_next = 0;
             vs->obj_count++;
-            break;
+            return;
+        }
+        if (rec->tag == t && va_rec(vs, rec->head)->d.object == object) {
+            va_obj_link_after(vs, n, rec->head);
+            return;
         }
     }
-    c->obj_prev = 0;
-    c->obj_next = rec->head;
-    if (rec->head)
-        va_rec(vs, rec->head)->obj_prev = n;
-    rec->head = n;
-    rec->count++;
 }
 
+/* Only a list head touches the hash. */
 static void va_obj_unlink(struct vidmm_va_space *vs, uint32_t n)
 {
     struct vidmm_va_range *c = va_rec(vs, n);
-    struct vidmm_va_objrec *rec = va_obj_find(vs, c->d.object);
-    if (c->obj_prev)
+    if (c->obj_prev) {
         va_rec(vs, c->obj_prev)->obj_next = c->obj_next;
-    else
-        rec->head = c->obj_next;
-    if (c->obj_next)
-        va_rec(vs, c->obj_next)->obj_prev = c->obj_prev;
+        if (c->obj_next)
+            va_rec(vs, c->obj_next)->obj_prev = c->obj_prev;
+    } else {
+        struct vidmm_va_objrec *rec = va_obj_slot_of(vs, n);
+        if (c->obj_next) {
+            rec->head = c->obj_next;
+            va_rec(vs, c->obj_next)->obj_prev = 0;
+        } else {
+            va_obj_delete(vs, rec);
+        }
+    }
     c->obj_prev = c->obj_next = 0;
-    if (--rec->count == 0)
-        va_obj_delete(vs, rec);
 }
 
 /* ---- B+-tree --------------------------------------------------------------- */
@@ -516,15 +588,21 @@ static inline unsigned va_child_slot(const va_inner *in, uint32_t c)
 /* Largest hole and 64 KiB-aligned hole piece of a leaf / an inner node. */
 static void va_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64)
 {
-    uint64_t pe = l->prev_end, mx = 0, mx64 = 0;
+    /* Addresses stay below 2^63, so the aligned piece hi - lo fits an
+     * int64_t; a negative one (no aligned piece) never beats the 0 that
+     * mx64 starts from, which saves the clamp of va_gap64(). */
+    const uint64_t g = VIDMM_VA_GRANULE - 1;
+    uint64_t pe = l->prev_end, mx = 0;
+    int64_t mx64 = 0;
     for (unsigned i = 0; i < l->count; i++) {
-        uint64_t s = l->start[i], g = s - pe;
-        mx = va_max(mx, g);
-        mx64 = va_max(mx64, va_gap64(s, g));
+        uint64_t s = l->start[i];
+        int64_t p64 = (int64_t)((s & ~g) - ((pe + g) & ~g));
+        mx = va_max(mx, s - pe);
+        mx64 = p64 > mx64 ? p64 : mx64;
         pe = l->end[i];
     }
     *m = mx;
-    *m64 = mx64;
+    *m64 = (uint64_t)mx64;
 }
 
 static void va_inner_sum(const va_inner *in, uint64_t *m, uint64_t *m64)
@@ -724,10 +802,14 @@ static uint32_t va_leaf_split(struct vidmm_va_space *vs, uint32_t lf)
         b->start[i] = a->start[h + i];
         b->end[i] = a->end[h + i];
         b->idx[i] = a->idx[h + i];
+        b->tag[i] = a->tag[h + i];
+        b->kind[i] = a->kind[h + i];
         va_rec(vs, b->idx[i])->leaf = r;
         a->start[h + i] = UINT64_MAX;
         a->end[h + i] = 0;
         a->idx[h + i] = 0;
+        a->tag[h + i] = 0;
+        a->kind[h + i] = 0;
     }
     a->count = b->count = h;
     b->prev_end = a->end[h - 1];
@@ -755,9 +837,13 @@ static void va_leaf_insert(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     memmove(&l->start[s + 1], &l->start[s], (c - s) * sizeof l->start[0]);
     memmove(&l->end[s + 1], &l->end[s], (c - s) * sizeof l->end[0]);
     memmove(&l->idx[s + 1], &l->idx[s], (c - s) * sizeof l->idx[0]);
+    memmove(&l->tag[s + 1], &l->tag[s], (c - s) * sizeof l->tag[0]);
+    memmove(&l->kind[s + 1], &l->kind[s], (c - s) * sizeof l->kind[0]);
     l->start[s] = VS(n);
     l->end[s] = VE(n);
     l->idx[s] = n;
+    l->tag[s] = D(n).state == VIDMM_VA_MAPPED ? va_tag(D(n).object) : 0;
+    l->kind[s] = va_kind(&D(n));
     l->count = c + 1;
     va_rec(vs, n)->leaf = lf;
     if (s == 0)
@@ -815,6 +901,8 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
             a->start[c + i] = b->start[i];
             a->end[c + i] = b->end[i];
             a->idx[c + i] = b->idx[i];
+            a->tag[c + i] = b->tag[i];
+            a->kind[c + i] = b->kind[i];
             va_rec(vs, b->idx[i])->leaf = L;
         }
         a->count = t;
@@ -833,30 +921,42 @@ static void va_leaf_underflow(struct vidmm_va_space *vs, uint32_t lf)
             a->start[c + i] = b->start[i];
             a->end[c + i] = b->end[i];
             a->idx[c + i] = b->idx[i];
+            a->tag[c + i] = b->tag[i];
+            a->kind[c + i] = b->kind[i];
             va_rec(vs, b->idx[i])->leaf = L;
         }
         unsigned rest = b->count - k;
         memmove(&b->start[0], &b->start[k], rest * sizeof b->start[0]);
         memmove(&b->end[0], &b->end[k], rest * sizeof b->end[0]);
         memmove(&b->idx[0], &b->idx[k], rest * sizeof b->idx[0]);
+        memmove(&b->tag[0], &b->tag[k], rest * sizeof b->tag[0]);
+        memmove(&b->kind[0], &b->kind[k], rest * sizeof b->kind[0]);
         for (unsigned i = rest; i < b->count; i++) {
             b->start[i] = UINT64_MAX;
             b->end[i] = 0;
             b->idx[i] = 0;
+            b->tag[i] = 0;
+            b->kind[i] = 0;
         }
     } else {
         unsigned k = a->count - nl, c = b->count;
         memmove(&b->start[k], &b->start[0], c * sizeof b->start[0]);
         memmove(&b->end[k], &b->end[0], c * sizeof b->end[0]);
         memmove(&b->idx[k], &b->idx[0], c * sizeof b->idx[0]);
+        memmove(&b->tag[k], &b->tag[0], c * sizeof b->tag[0]);
+        memmove(&b->kind[k], &b->kind[0], c * sizeof b->kind[0]);
         for (unsigned i = 0; i < k; i++) {
             b->start[i] = a->start[nl + i];
             b->end[i] = a->end[nl + i];
             b->idx[i] = a->idx[nl + i];
+            b->tag[i] = a->tag[nl + i];
+            b->kind[i] = a->kind[nl + i];
             va_rec(vs, b->idx[i])->leaf = R;
             a->start[nl + i] = UINT64_MAX;
             a->end[nl + i] = 0;
             a->idx[nl + i] = 0;
+            a->tag[nl + i] = 0;
+            a->kind[nl + i] = 0;
         }
     }
     b->count = t - nl;
@@ -949,9 +1049,13 @@ static void va_leaf_remove(struct vidmm_va_space *vs, uint32_t lf, unsigned s)
     memmove(&l->start[s], &l->start[s + 1], (c - s) * sizeof l->start[0]);
     memmove(&l->end[s], &l->end[s + 1], (c - s) * sizeof l->end[0]);
     memmove(&l->idx[s], &l->idx[s + 1], (c - s) * sizeof l->idx[0]);
+    memmove(&l->tag[s], &l->tag[s + 1], (c - s) * sizeof l->tag[0]);
+    memmove(&l->kind[s], &l->kind[s + 1], (c - s) * sizeof l->kind[0]);
     l->start[c] = UINT64_MAX;
     l->end[c] = 0;
     l->idx[c] = 0;
+    l->tag[c] = 0;
+    l->kind[c] = 0;
     l->count = c;
     if (s == c && l->next) {
         LF(l->next).prev_end = c ? l->end[c - 1] : l->prev_end;
@@ -984,16 +1088,35 @@ static uint32_t va_prev_node(const struct vidmm_va_space *vs, uint32_t n)
     return l->prev ? LF(l->prev).idx[LF(l->prev).count - 1] : 0;
 }
 
-/* First node (possibly the sentinel) ending after va.  The inner levels
- * mostly stay in cache; the leaf's lines are fetched together. */
-static uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
+/* First node (possibly the sentinel) ending after va, for a change of
+ * [va, e) (e = 0: a lookup).  The inner levels mostly stay in cache; the
+ * leaf's lines are fetched together.  Then the misses the change will
+ * take are started at once: the records of the ranges it covers (their
+ * steps read them) and, for the mappings it covers whole (it unlinks
+ * them), their hash slots, found from the leaf's tags, so they do not
+ * wait for the records. */
+/* Where a range sits in the tree: its leaf and slot.  The descent hands
+ * it on, so a change does not go through the range's record (one more
+ * miss) to find its leaf. */
+struct va_pos {
+    uint32_t lf;
+    unsigned slot;
+};
+
+static uint32_t va_first_from_span(const struct vidmm_va_space *vs, uint64_t va, uint64_t e, struct va_pos *p)
 {
-    if (va >= vs->limit)
+    if (va >= vs->limit) {
+        if (p) {
+            p->lf = va_rec(vs, vs->end)->leaf;
+            p->slot = LF(p->lf).count - 1;
+        }
         return vs->end;
+    }
     uint32_t n = vs->root;
     for (uint32_t h = vs->height; h; h--) {
         const va_inner *in = &IN(n);
         unsigned j = 0;
+        VA_UNROLL
         for (unsigned i = 1; i < VA_IB; i++)
             j += in->key[i] <= va;
         n = in->child[j];
@@ -1002,23 +1125,49 @@ static uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
     __builtin_prefetch(&l->end[0]);
     __builtin_prefetch(&l->end[8]);
     __builtin_prefetch(&l->idx[0]);
+    __builtin_prefetch(&l->tag[0]);
+    __builtin_prefetch(&l->prev_end);
     unsigned pos = 0;
+    VA_UNROLL
     for (unsigned i = 0; i < VA_LB; i++)
         pos += l->start[i] <= va;
     uint32_t r;
     unsigned s = pos;
-    if (pos && l->end[pos - 1] > va)
+    if (pos && l->end[pos - 1] > va) {
         r = l->idx[--s];
-    else if (pos < l->count)
+    } else if (pos < l->count) {
         r = l->idx[pos];
-    else
-        return LF(l->next).idx[0]; /* the sentinel starts past va, so there is a next leaf */
-    /* The record, and those of the next few ranges: a change that follows
-     * usually walks them, and their misses then overlap. */
+    } else {
+        /* The sentinel starts past va, so there is a next leaf. */
+        if (p) {
+            p->lf = l->next;
+            p->slot = 0;
+        }
+        return LF(l->next).idx[0];
+    }
+    if (p) {
+        p->lf = n;
+        p->slot = s;
+    }
     __builtin_prefetch(va_rec(vs, r));
-    for (unsigned k = s + 1; k < s + 4 && k < l->count; k++)
+    if (!e) {
+        /* A lookup: the next few records, which an iteration may walk. */
+        for (unsigned k = s + 1; k < s + 4 && k < l->count; k++)
+            __builtin_prefetch(va_rec(vs, l->idx[k]));
+        return r;
+    }
+    uint64_t mask = vs->obj_cap - 1;
+    for (unsigned k = s; k < l->count && l->start[k] < e; k++) {
         __builtin_prefetch(va_rec(vs, l->idx[k]));
+        if (l->tag[k] && l->start[k] >= va && l->end[k] <= e)
+            __builtin_prefetch(&vs->objs[l->tag[k] & mask]);
+    }
     return r;
+}
+
+static inline uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
+{
+    return va_first_from_span(vs, va, 0, NULL);
 }
 
 /* Link n (D(n) filled in) into the tree just before succ, its successor
@@ -1134,13 +1283,11 @@ static int va_find_hole_root(const struct vidmm_va_space *vs, uint64_t size, uin
 static void va_emit(struct vidmm_va_space *vs, enum vidmm_va_step_op op, const struct vidmm_va_desc *old,
                     const struct vidmm_va_desc *nw, uint64_t prev_size, uint64_t next_size)
 {
+    static const struct vidmm_va_desc none;
     struct vidmm_va_step s;
-    memset(&s, 0, sizeof s);
     s.op = op;
-    if (old)
-        s.old = *old;
-    if (nw)
-        s.new = *nw;
+    s.old = old ? *old : none;
+    s.new = nw ? *nw : none;
     s.prev_size = prev_size;
     s.next_size = next_size;
     vs->step_fn(vs->step_ctx, &s);
@@ -1180,21 +1327,301 @@ static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
     }
 }
 
+/* The common case of va_replace_do, done on one leaf's arrays in one
+ * pass: every range that [a, e) touches lies in leaf lf from slot s on
+ * (if they reach the leaf's end, the next leaf starts at or past e), the
+ * new range is not RESERVED (nothing merges) and the leaf stays within
+ * its fill.  Same steps, in the same order, as the general walk.  plain:
+ * apply only if every range covered is a mapping made outside
+ * reservations (an unmap, where such a span is simply cut to holes).
+ * Returns 0, having changed nothing, when it does not apply.
+ *
+ * The tree is edited first, from the leaf alone (its kinds say what each
+ * range is), and its summaries refreshed; only then are the covered
+ * ranges' records read (the descent started their misses, which this
+ * work overlaps), updated, unlinked and freed.  The steps go out last,
+ * from copies of the old descriptors, so every step callback of the
+ * change sees the space in its final state. */
+static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint64_t a, uint64_t e,
+                           const struct vidmm_va_desc *nd, int plain)
+{
+    va_leaf *l = &LF(lf);
+    unsigned c = l->count, k = s;
+    while (k < c && l->start[k] < e)
+        k++;
+    /* Up to the leaf's end: the next leaf must start at or past e (there
+     * is one, as the sentinel starts at limit >= e); its prev_end follows
+     * the new last end. */
+    if (k == c && LF(l->next).start[0] < e)
+        return 0;
+    if (plain)
+        for (unsigned i = s; i < k; i++)
+            if (l->kind[i] != VIDMM_VA_MAPPED)
+                return 0;
+    unsigned head = s < k && l->start[s] < a;
+    unsigned split = head && l->end[s] > e;
+    unsigned tail = split || (k > s && l->end[k - 1] > e);
+    unsigned neu = nd->state != VIDMM_VA_FREE;
+    unsigned m = head + neu + tail, nc = c - (k - s) + m, nk = k - s;
+    if (nc > VA_LB || (nc < VA_LMIN && vs->height))
+        return 0;
+    /* The covered entries, for the record half. */
+    uint32_t ci[VA_LB];
+    uint64_t cs[VA_LB], ce[VA_LB];
+    for (unsigned i = 0; i < nk; i++) {
+        ci[i] = l->idx[s + i];
+        cs[i] = l->start[s + i];
+        ce[i] = l->end[s + i];
+        unsigned kd = l->kind[s + i];
+        if (cs[i] >= a && ce[i] <= e) {
+            vs->range_count--;
+            if (kd & VIDMM_VA_MAPPED) {
+                vs->mapped_count--;
+                vs->inres_count -= (kd & VA_K_INRES) != 0;
+            }
+        }
+    }
+    /* The new entries at s: the kept head, the new range, the kept tail
+     * (a new record when the one range is split in two). */
+    uint64_t ns[3], ne[3], first = l->start[0];
+    uint32_t ni[3], nt[3], t = 0, n = 0;
+    uint8_t nkd[3];
+    unsigned j = 0;
+    if (head) {
+        ns[j] = l->start[s];
+        ne[j] = a;
+        ni[j] = l->idx[s];
+        nkd[j] = l->kind[s];
+        nt[j++] = l->tag[s];
+    }
+    if (neu) {
+        n = va_node_get(vs);
+        va_rec(vs, n)->leaf = lf;
+        ns[j] = a;
+        ne[j] = e;
+        ni[j] = n;
+        nkd[j] = va_kind(nd);
+        nt[j++] = nd->state == VIDMM_VA_MAPPED ? va_tag(nd->object) : 0;
+        vs->range_count++;
+        if (nd->state == VIDMM_VA_MAPPED) {
+            vs->mapped_count++;
+            vs->inres_count += nd->in_reservation;
+        }
+    }
+    if (tail) {
+        unsigned from = split ? s : k - 1;
+        ns[j] = e;
+        ne[j] = l->end[from];
+        ni[j] = l->idx[from];
+        nkd[j] = l->kind[from];
+        nt[j] = l->tag[from];
+        if (split) {
+            t = ni[j] = va_node_get(vs);
+            va_rec(vs, t)->leaf = lf;
+            vs->range_count++;
+            if (nkd[j] & VIDMM_VA_MAPPED) {
+                vs->mapped_count++;
+                vs->inres_count += (nkd[j] & VA_K_INRES) != 0;
+            }
+        }
+    }
+    /* The leaf: entries k.. move to s + m, the new ones go in front. */
+    if (k != s + m) {
+        unsigned rest = c - k;
+        memmove(&l->start[s + m], &l->start[k], rest * sizeof l->start[0]);
+        memmove(&l->end[s + m], &l->end[k], rest * sizeof l->end[0]);
+        memmove(&l->idx[s + m], &l->idx[k], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s + m], &l->tag[k], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s + m], &l->kind[k], rest * sizeof l->kind[0]);
+        for (unsigned i = nc; i < c; i++) {
+            l->start[i] = UINT64_MAX;
+            l->end[i] = 0;
+            l->idx[i] = 0;
+            l->tag[i] = 0;
+            l->kind[i] = 0;
+        }
+    }
+    for (unsigned i = 0; i < m; i++) {
+        l->start[s + i] = ns[i];
+        l->end[s + i] = ne[i];
+        l->idx[s + i] = ni[i];
+        l->tag[s + i] = nt[i];
+        l->kind[s + i] = nkd[i];
+    }
+    l->count = nc;
+    if (s == 0 && l->start[0] != first)
+        va_key_up(vs, lf, l->start[0]);
+    if (k == c && LF(l->next).prev_end != l->end[nc - 1]) {
+        LF(l->next).prev_end = l->end[nc - 1];
+        va_dirty(vs, l->next);
+    }
+    va_dirty(vs, lf);
+    va_flush(vs);
+    /* The records: copy the old descriptors for the steps, then cut,
+     * unlink and free. */
+    struct vidmm_va_desc old[VA_LB];
+    for (unsigned i = 0; i < nk; i++) {
+        uint32_t r = ci[i];
+        struct vidmm_va_desc *rd = &D(r);
+        uint64_t rs = cs[i], re = ce[i];
+        old[i] = *rd;
+        if (rs >= a && re <= e) {
+            if (rd->state == VIDMM_VA_MAPPED)
+                va_obj_unlink(vs, r);
+            va_node_put(vs, r); /* d stays intact: nothing is allocated below */
+        } else if (rs < a && re > e) {
+            struct vidmm_va_desc *td = &D(t);
+            *td = *rd;
+            td->va = e;
+            td->size = re - e;
+            rd->size = a - rs;
+            if (td->state == VIDMM_VA_MAPPED) {
+                td->object_offset += e - rs;
+                va_obj_link_after(vs, t, r); /* r's object: no hash access */
+            }
+        } else if (rs < a) {
+            rd->size = a - rs;
+        } else {
+            rd->va = e;
+            rd->size = re - e;
+            if (rd->state == VIDMM_VA_MAPPED)
+                rd->object_offset += e - rs;
+        }
+    }
+    if (neu) {
+        struct vidmm_va_desc *d = &D(n);
+        *d = *nd;
+        d->va = a;
+        d->size = e - a;
+        if (d->state == VIDMM_VA_MAPPED)
+            va_obj_link(vs, n);
+    }
+    if (vs->step_fn) {
+        for (unsigned i = 0; i < nk; i++) {
+            uint64_t rs = cs[i], re = ce[i];
+            if (rs >= a && re <= e)
+                va_emit(vs, VIDMM_VA_STEP_UNMAP, &old[i], NULL, 0, 0);
+            else
+                va_emit(vs, VIDMM_VA_STEP_REMAP, &old[i], NULL, rs < a ? a - rs : 0, re > e ? re - e : 0);
+        }
+        if (neu)
+            va_emit(vs, VIDMM_VA_STEP_MAP, NULL, &D(n), 0, 0);
+    }
+    return 1;
+}
+
+/* A RESERVED range [a, e) put into a hole of leaf lf, in front of slot s
+ * (the first range ending after a), merged with equal neighbours in the
+ * leaf, in one pass: the MAP step goes out after the merge, so its
+ * callback sees the final state.  Returns 0, having changed nothing, when
+ * the span is not a hole, a neighbour to merge with sits in another
+ * leaf, or the leaf would leave its fill; va_replace_do then walks. */
+static int va_reserve_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint64_t a, uint64_t e,
+                           const struct vidmm_va_desc *nd)
+{
+    va_leaf *l = &LF(lf);
+    unsigned c = l->count, kn = va_kind(nd);
+    if (l->start[s] < e)
+        return 0; /* not a hole */
+    int adj_l = s ? l->end[s - 1] == a : l->prev_end == a;
+    if (adj_l && !s)
+        return 0;
+    int ml = adj_l && l->kind[s - 1] == kn, mr = l->start[s] == e && l->kind[s] == kn;
+    if ((!ml && !mr && c == VA_LB) || (ml && mr && c - 1 < VA_LMIN && vs->height))
+        return 0;
+    if (ml && mr) {
+        /* The three become the left one; s's record goes. */
+        uint32_t gone = l->idx[s];
+        l->end[s - 1] = l->end[s];
+        D(l->idx[s - 1]).size = l->end[s] - l->start[s - 1];
+        unsigned rest = c - s - 1;
+        memmove(&l->start[s], &l->start[s + 1], rest * sizeof l->start[0]);
+        memmove(&l->end[s], &l->end[s + 1], rest * sizeof l->end[0]);
+        memmove(&l->idx[s], &l->idx[s + 1], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s], &l->tag[s + 1], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s], &l->kind[s + 1], rest * sizeof l->kind[0]);
+        l->start[c - 1] = UINT64_MAX;
+        l->end[c - 1] = 0;
+        l->idx[c - 1] = 0;
+        l->tag[c - 1] = 0;
+        l->kind[c - 1] = 0;
+        l->count = c - 1;
+        va_node_put(vs, gone);
+        vs->range_count--;
+    } else if (ml) {
+        l->end[s - 1] = e;
+        D(l->idx[s - 1]).size = e - l->start[s - 1];
+    } else if (mr) {
+        struct vidmm_va_desc *d = &D(l->idx[s]);
+        d->size += l->start[s] - a;
+        d->va = a;
+        l->start[s] = a;
+        if (s == 0)
+            va_key_up(vs, lf, a);
+    } else {
+        uint32_t n = va_node_get(vs);
+        struct vidmm_va_desc *d = &D(n);
+        *d = *nd;
+        d->va = a;
+        d->size = e - a;
+        va_rec(vs, n)->leaf = lf;
+        unsigned rest = c - s;
+        memmove(&l->start[s + 1], &l->start[s], rest * sizeof l->start[0]);
+        memmove(&l->end[s + 1], &l->end[s], rest * sizeof l->end[0]);
+        memmove(&l->idx[s + 1], &l->idx[s], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s + 1], &l->tag[s], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s + 1], &l->kind[s], rest * sizeof l->kind[0]);
+        l->start[s] = a;
+        l->end[s] = e;
+        l->idx[s] = n;
+        l->tag[s] = 0;
+        l->kind[s] = (uint8_t)kn;
+        l->count = c + 1;
+        if (s == 0)
+            va_key_up(vs, lf, a);
+        vs->range_count++;
+    }
+    /* The leaf's last range keeps its end, so the next leaf's prev_end
+     * stands. */
+    va_dirty(vs, lf);
+    va_flush(vs);
+    if (vs->step_fn) {
+        struct vidmm_va_desc d = *nd;
+        d.va = a;
+        d.size = e - a;
+        va_emit(vs, VIDMM_VA_STEP_MAP, NULL, &d, 0, 0);
+    }
+    return 1;
+}
+
 /* Cut everything in [a, e) out of the ranges there (UNMAP for whole ones,
  * REMAP for ones cut at an edge), then, if nd is not FREE, put the new
  * range nd ([a, e)) there and emit its MAP.  r: the first node ending
  * after a, if the caller has it (else 0).  Needs at most two nodes beyond
  * those it frees; the caller reserved them. */
-static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e,
-                          const struct vidmm_va_desc *nd)
+static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, const struct va_pos *rp, uint64_t a,
+                          uint64_t e, const struct vidmm_va_desc *nd)
 {
-    if (!r)
-        r = va_first_from_node(vs, a);
-    /* Reserved already, in that mode (an UNMAP or COPY onto reserved VA):
-     * nothing changes, not even the PTEs, so no steps either. */
-    if (nd->state == VIDMM_VA_RESERVED && r != vs->end && D(r).state == VIDMM_VA_RESERVED &&
-        D(r).mode == nd->mode && VS(r) <= a && VE(r) >= e)
+    struct va_pos pos;
+    if (!r) {
+        r = va_first_from_span(vs, a, e, &pos);
+        rp = &pos;
+    } else if (!rp) {
+        pos.lf = va_rec(vs, r)->leaf;
+        pos.slot = va_leaf_slot(&LF(pos.lf), r);
+        rp = &pos;
+    }
+    const va_leaf *rl = &LF(rp->lf);
+    if (nd->state == VIDMM_VA_RESERVED) {
+        /* Reserved already, in that mode (an UNMAP or COPY onto reserved
+         * VA): nothing changes, not even the PTEs, so no steps either. */
+        if (rl->kind[rp->slot] == va_kind(nd) && rl->start[rp->slot] <= a && rl->end[rp->slot] >= e)
+            return;
+        if (va_reserve_leaf(vs, rp->lf, rp->slot, a, e, nd))
+            return;
+    } else if (va_replace_leaf(vs, rp->lf, rp->slot, a, e, nd, 0)) {
         return;
+    }
     while (r != vs->end && VS(r) < e) {
         uint32_t next = va_next_node(vs, r);
         uint64_t rs = VS(r), re = VE(r);
@@ -1217,7 +1644,7 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uin
             va_set_end(vs, r, a);
             va_insert_before(vs, t, next);
             if (td->state == VIDMM_VA_MAPPED)
-                va_obj_link(vs, t);
+                va_obj_link_after(vs, t, r); /* r's object: no hash access */
             r = t;
             break;
         } else if (rs < a) {
@@ -1247,7 +1674,15 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uin
 
 static void va_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e, const struct vidmm_va_desc *nd)
 {
-    va_replace_do(vs, r, a, e, nd);
+    va_replace_do(vs, r, NULL, a, e, nd);
+    va_flush(vs);
+}
+
+/* The same, with r's place in the tree known. */
+static void va_replace_at(struct vidmm_va_space *vs, uint32_t r, const struct va_pos *rp, uint64_t a, uint64_t e,
+                          const struct vidmm_va_desc *nd)
+{
+    va_replace_do(vs, r, rp, a, e, nd);
     va_flush(vs);
 }
 
@@ -1264,7 +1699,15 @@ static void va_unmapped_desc(const struct vidmm_va_space *vs, uint32_t r, struct
 /* Unmap every MAPPED byte of [a, e). */
 static void va_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
 {
-    uint32_t r = va_first_from_node(vs, a);
+    struct va_pos pos;
+    uint32_t r = va_first_from_span(vs, a, e, &pos);
+    /* Only plain mappings (and holes) in one leaf: one cut to holes. */
+    struct vidmm_va_desc hole;
+    memset(&hole, 0, sizeof hole);
+    if (va_replace_leaf(vs, pos.lf, pos.slot, a, e, &hole, 1)) {
+        va_flush(vs);
+        return;
+    }
     while (r != vs->end && VS(r) < e) {
         if (D(r).state != VIDMM_VA_MAPPED) {
             r = va_next_node(vs, r);
@@ -1273,7 +1716,7 @@ static void va_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
         /* The next mapping in the span survives the replace (which frees
          * only r's span and merges RESERVED neighbours): walk on from it
          * instead of descending from the root again. */
-        va_unlink_prefetch(vs, r);
+        VA_UNLINK_PREFETCH(vs, r);
         uint32_t nm = va_next_node(vs, r);
         while (nm != vs->end && VS(nm) < e && D(nm).state != VIDMM_VA_MAPPED)
             nm = va_next_node(vs, nm);
@@ -1311,21 +1754,30 @@ static vidmm_status va_check_span(const struct vidmm_va_space *vs, uint64_t va, 
 #define VA_COV_PLAIN  0x4u  /* some mapping made outside reservations */
 
 static unsigned va_coverage(const struct vidmm_va_space *vs, uint64_t a, uint64_t e, uint64_t *nranges,
-                            uint32_t *first)
+                            uint32_t *first, struct va_pos *first_pos)
 {
     unsigned cov = 0;
     uint64_t cur = a, cnt = 0;
-    uint32_t r0 = va_first_from_node(vs, a);
+    struct va_pos pos;
+    uint32_t r0 = va_first_from_span(vs, a, e, &pos);
     if (first)
         *first = r0;
-    for (uint32_t r = r0; r != vs->end && VS(r) < e; r = va_next_node(vs, r)) {
-        if (VS(r) > cur)
+    if (first_pos)
+        *first_pos = pos;
+    /* Walk the leaves' arrays (the sentinel ends every walk). */
+    const va_leaf *l = &LF(pos.lf);
+    for (unsigned i = pos.slot;; i++) {
+        if (i == l->count) {
+            l = &LF(l->next);
+            i = 0;
+        }
+        if (l->start[i] >= e)
+            break;
+        unsigned k = l->kind[i];
+        if (l->start[i] > cur)
             cov |= VA_COV_HOLE;
-        const struct vidmm_va_desc *d = &D(r);
-        cov |= va_backed(d) ? VA_COV_BACKED : VA_COV_PLAIN;
-        if (d->state == VIDMM_VA_MAPPED) /* the replace that follows unlinks it */
-            va_unlink_prefetch(vs, r);
-        cur = VE(r);
+        cov |= va_kind_backed(k) ? VA_COV_BACKED : VA_COV_PLAIN;
+        cur = l->end[i];
         cnt++;
     }
     if (cur < e)
@@ -1447,10 +1899,11 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
         return VIDMM_E_INVALID_ARG;
     if (!va_aligned(object_offset, VIDMM_VA_PAGE))
         return VIDMM_E_ALIGNMENT;
-    va_obj_prefetch(vs, object); /* linked at the end; start the miss now */
+    VA_OBJ_PREFETCH(vs, object); /* linked at the end; start the miss now */
     vidmm_status st;
     struct vidmm_va_desc d;
     uint32_t first = 0;
+    struct va_pos fpos;
     memset(&d, 0, sizeof d);
     if (at) {
         if ((st = va_check_span(vs, at, size, VIDMM_VA_PAGE)) != VIDMM_OK)
@@ -1461,7 +1914,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
     if (object_offset + size < object_offset)
         return VIDMM_E_OVERFLOW;
     if (at) {
-        unsigned cov = va_coverage(vs, at, at + size, NULL, &first);
+        unsigned cov = va_coverage(vs, at, at + size, NULL, &first, &fpos);
         if ((cov & VA_COV_BACKED) && (cov & (VA_COV_HOLE | VA_COV_PLAIN)))
             return VIDMM_E_BUSY;
         if (cov & VA_COV_BACKED) {
@@ -1484,7 +1937,7 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
     d.object_offset = object_offset;
     d.prot = (uint8_t)prot;
     d.driver_protection = driver_protection;
-    va_replace(vs, first, at, at + size, &d);
+    va_replace_at(vs, first, first ? &fpos : NULL, at, at + size, &d);
     *va = at;
     return VIDMM_OK;
 }
@@ -1519,7 +1972,8 @@ vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size
     if (st != VIDMM_OK)
         return st;
     uint32_t first;
-    unsigned cov = va_coverage(vs, va, va + size, NULL, &first);
+    struct va_pos fpos;
+    unsigned cov = va_coverage(vs, va, va + size, NULL, &first, &fpos);
     if (cov & VA_COV_HOLE)
         return VIDMM_E_INVALID_ARG;
     if ((cov & VA_COV_BACKED) && (!va_aligned(va, VIDMM_VA_GRANULE) || !va_aligned(size, VIDMM_VA_GRANULE)))
@@ -1528,7 +1982,7 @@ vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size
         return st;
     struct vidmm_va_desc d;
     memset(&d, 0, sizeof d);
-    va_replace(vs, first, va, va + size, &d);
+    va_replace_at(vs, first, &fpos, va, va + size, &d);
     return VIDMM_OK;
 }
 
@@ -1540,7 +1994,10 @@ vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object)
     if (!orec)
         return VIDMM_OK;
     /* One insertion (the RESERVED piece) per mapping made in a reservation. */
-    vidmm_status st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + va_min(orec->count, vs->inres_count));
+    uint64_t inres = 0;
+    for (uint32_t m = orec->head; m; m = va_rec(vs, m)->obj_next)
+        inres += va_rec(vs, m)->d.in_reservation;
+    vidmm_status st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + inres);
     if (st != VIDMM_OK)
         return st;
     /* Each replace removes the head; the record goes with the last one. */
@@ -1596,9 +2053,9 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
      * one unbroken run of reservation-backed ranges.  No op of the batch
      * can break that run, so checking the starting state is enough. */
     uint64_t tranges, sranges = 0;
-    if (va_coverage(vs, tlo, thi, &tranges, NULL) != VA_COV_BACKED)
+    if (va_coverage(vs, tlo, thi, &tranges, NULL, NULL) != VA_COV_BACKED)
         return VIDMM_E_INVALID_ARG;
-    if (shi && va_coverage(vs, slo, shi, &sranges, NULL) != VA_COV_BACKED)
+    if (shi && va_coverage(vs, slo, shi, &sranges, NULL, NULL) != VA_COV_BACKED)
         return VIDMM_E_INVALID_ARG;
     /* Worst-case nodes: two per MAP/UNMAP; a COPY of p source pieces two
      * per piece, p bounded by the source's ranges now plus all that the
@@ -1698,7 +2155,10 @@ const struct vidmm_va_range *vidmm_va_next(const struct vidmm_va_space *vs, cons
 uint64_t vidmm_va_object_mapping_count(const struct vidmm_va_space *vs, uint64_t object)
 {
     const struct vidmm_va_objrec *rec = object ? va_obj_find(vs, object) : NULL;
-    return rec ? rec->count : 0;
+    uint64_t k = 0;
+    for (uint32_t m = rec ? rec->head : 0; m; m = va_rec(vs, m)->obj_next)
+        k++;
+    return k;
 }
 
 const struct vidmm_va_range *vidmm_va_object_first(const struct vidmm_va_space *vs, uint64_t object)
@@ -1747,7 +2207,8 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
         c->prev_leaf = n;
         for (unsigned i = 0; i < VA_LB; i++) {
             if (i >= l->count) {
-                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0)
+                if (l->start[i] != UINT64_MAX || l->end[i] != 0 || l->idx[i] != 0 || l->tag[i] != 0 ||
+                    l->kind[i] != 0)
                     c->errs++;
                 continue;
             }
@@ -1758,6 +2219,8 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
             }
             const struct vidmm_va_range *rec = va_rec(vs, r);
             if (rec->leaf != n || rec->node != r || rec->d.va != l->start[i] || rec->d.va + rec->d.size != l->end[i] ||
+                l->tag[i] != (rec->d.state == VIDMM_VA_MAPPED ? va_tag(rec->d.object) : 0) ||
+                l->kind[i] != va_kind(&rec->d) ||
                 l->end[i] < l->start[i] || (i && l->start[i] <= l->start[i - 1]))
                 c->errs++;
             c->entries++;
@@ -1813,6 +2276,9 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
         c.errs++;
     if (c.errs)
         return c.errs; /* the walks below trust the shape */
+    for (uint64_t i = 0; i < vs->obj_cap; i++)
+        if (vs->objs[i].head >= vs->node_cap)
+            return 1; /* the walks below follow the heads */
     int errs = 0;
     uint64_t prev_end = vs->base, count = 0, mapped = 0, inres = 0;
     uint32_t prev = 0;
@@ -1867,22 +2333,32 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
     uint64_t objs = 0, listed = 0;
     for (uint64_t i = 0; i < vs->obj_cap; i++) {
         const struct vidmm_va_objrec *rec = &vs->objs[i];
-        if (!rec->object)
+        if (!rec->head) {
+            if (rec->tag)
+                errs++;
             continue;
+        }
         objs++;
-        if (va_obj_find(vs, rec->object) != rec)
+        if (rec->head >= vs->node_cap) {
+            errs++;
+            continue;
+        }
+        /* The tag is the head's object's, and the object has no other slot
+         * (find returns the first one on its probe sequence). */
+        uint64_t object = va_rec(vs, rec->head)->d.object;
+        if (rec->tag != va_tag(object) || va_obj_find(vs, object) != rec)
             errs++;
         uint64_t k = 0;
         uint32_t p = 0;
         for (uint32_t mi = rec->head; mi && mi < vs->node_cap && k <= vs->mapped_count;
              mi = va_rec(vs, mi)->obj_next, k++) {
             const struct vidmm_va_range *mr = va_rec(vs, mi);
-            if (mr->obj_prev != p || mr->d.state != VIDMM_VA_MAPPED || mr->d.object != rec->object ||
+            if (mr->obj_prev != p || mr->d.state != VIDMM_VA_MAPPED || mr->d.object != object ||
                 vidmm_va_lookup(vs, mr->d.va) != mr)
                 errs++;
             p = mi;
         }
-        if (k != rec->count || k == 0)
+        if (k == 0 || k > vs->mapped_count)
             errs++;
         listed += k;
     }

@@ -86,7 +86,11 @@ struct vidmm_va_range {
  * order, then the MAP of the range it creates, if any.  Applied in order
  * to the old range list they give the new one, except that adjacent
  * RESERVED ranges of one mode are then merged silently (merging changes
- * no PTE). */
+ * no PTE).  The callback may read the space (lookup, iteration): at a MAP
+ * step the new range is in it (a reservation possibly merged with equal
+ * neighbours already); at an UNMAP or REMAP step the cut may or
+ * may not be applied yet, so what it reads over the released span is
+ * either the old or the new state. */
 enum vidmm_va_step_op {
     VIDMM_VA_STEP_MAP = 0,   /* new: a range appears (RESERVED or MAPPED) */
     VIDMM_VA_STEP_REMAP = 1, /* old is split: [old.va, old.va+prev_size) and the last next_size
@@ -234,7 +238,8 @@ const struct vidmm_va_range *vidmm_va_first_from(const struct vidmm_va_space *vs
 const struct vidmm_va_range *vidmm_va_first(const struct vidmm_va_space *vs);
 const struct vidmm_va_range *vidmm_va_next(const struct vidmm_va_space *vs,
                                            const struct vidmm_va_range *r);
-/* Number of live mappings of object. O(1) expected. */
+/* Number of live mappings of object: a walk of its list, O(its mappings)
+ * (one hash probe to find it). */
 uint64_t vidmm_va_object_mapping_count(const struct vidmm_va_space *vs, uint64_t object);
 /* Per-object iteration: every MAPPED range of object, first then next
  * until NULL, each step O(1) (first: one hash probe).  The order is

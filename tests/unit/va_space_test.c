@@ -700,6 +700,261 @@ static void tree_shape(void)
     vidmm_va_space_fini(&vs);
 }
 
+/* ---- the leaf-local replace and the object hash --------------------------------------------- */
+
+/* The page-table side of leaf_local: steps replayed onto pages. */
+static uint32_t s_pte_obj[S_PAGES], s_pte_off[S_PAGES];
+static int s_step_bad;
+
+static void s_pte_set(uint64_t va, uint64_t size, const struct vidmm_va_desc *d)
+{
+    for (uint64_t p = (va - GiB) / VIDMM_VA_PAGE, i = 0; i < size / VIDMM_VA_PAGE; i++, p++) {
+        s_pte_obj[p] = d ? (uint32_t)d->object : 0;
+        s_pte_off[p] = d ? (uint32_t)(d->object_offset / VIDMM_VA_PAGE + i) : 0;
+    }
+}
+
+static void s_step(void *ctx, const struct vidmm_va_step *s)
+{
+    const struct vidmm_va_space *vs = ctx;
+    if (s->op == VIDMM_VA_STEP_MAP) {
+        /* A MAP goes out once the range is in the space, its record filled. */
+        const struct vidmm_va_range *r = vidmm_va_lookup(vs, s->new.va);
+        if (!r || memcmp(&r->d, &s->new, sizeof r->d) != 0)
+            s_step_bad++;
+        s_pte_set(s->new.va, s->new.size, &s->new);
+    } else if (s->op == VIDMM_VA_STEP_UNMAP) {
+        s_pte_set(s->old.va, s->old.size, NULL);
+    } else {
+        s_pte_set(s->old.va + s->prev_size, s->old.size - s->prev_size - s->next_size, NULL);
+    }
+}
+
+/* Workload G in small: random maps (replacing what they cover) and unmaps
+ * of 1..32 pages over ~2 K ranges, so nearly every change takes the
+ * leaf-local path and its edge cases (spans that reach a leaf's end, with
+ * the next leaf starting right at or past them; a full leaf or one about
+ * to underflow falls back; head and tail cuts, splits, superset maps).
+ * check() after every change, the pages and the replayed steps against
+ * a model every 64. */
+static void leaf_local(void)
+{
+    struct vidmm_va_space vs;
+    uint64_t seed = t_seed() ^ 0x1eaf, va, obj = 1;
+    const uint64_t pages_used = S_PAGES / 4; /* 128 MiB of the region: ~2 K ranges */
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
+    vidmm_va_space_set_step_fn(&vs, s_step, &vs);
+    memset(s_obj, 0, sizeof s_obj);
+    memset(s_off, 0, sizeof s_off);
+    memset(s_pte_obj, 0, sizeof s_pte_obj);
+    memset(s_pte_off, 0, sizeof s_pte_off);
+    s_step_bad = 0;
+    int bad = 0, ops = 20000 * (int)t_scale();
+    for (int i = 0; i < ops && !bad; i++) {
+        uint64_t pages = 1 + t_rand_range(&seed, 32), p = t_rand_range(&seed, pages_used - pages + 1);
+        uint64_t off = t_rand_range(&seed, 4);
+        if (t_rand_range(&seed, 100) < 55) {
+            bad += vidmm_va_map(&vs, GiB + p * VIDMM_VA_PAGE, 0, 0, pages * VIDMM_VA_PAGE, obj, off * VIDMM_VA_PAGE, 0,
+                                0, &va) != VIDMM_OK;
+            for (uint64_t q = 0; q < pages; q++) {
+                s_obj[p + q] = (uint32_t)obj;
+                s_off[p + q] = (uint32_t)(off + q);
+            }
+            obj++;
+        } else {
+            bad += vidmm_va_unmap(&vs, GiB + p * VIDMM_VA_PAGE, pages * VIDMM_VA_PAGE) != VIDMM_OK;
+            for (uint64_t q = p; q < p + pages; q++)
+                s_obj[q] = 0;
+        }
+        bad += vidmm_va_space_check(&vs) != 0;
+        if (i % 64 == 63) {
+            bad += s_compare(&vs) != 0;
+            bad += memcmp(s_pte_obj, s_obj, sizeof s_obj) != 0;
+            for (uint64_t q = 0; q < pages_used; q++)
+                bad += s_obj[q] && s_pte_off[q] != s_off[q];
+        }
+    }
+    T_EQ(bad, 0);
+    T_EQ(s_step_bad, 0);
+    T_CHECK(vs.height >= 2);
+    T_CHECK(vs.range_count > 1000);
+    vidmm_va_space_fini(&vs);
+}
+
+/* Reservations in one leaf: reserve (at an address and anywhere) and
+ * free 64 KiB granules at random, two modes, ~2 K ranges, so reserves
+ * land in holes next to equal reservations on the left, the right, both
+ * or neither, in the same leaf and across a leaf boundary.  check() after
+ * every change (it also rejects unmerged equal neighbours); the ranges and
+ * the replayed steps against a granule model every 64. */
+#define R_GRANS 8192u /* 512 MiB at 1 GiB */
+static uint8_t r_model[R_GRANS], r_ptes[R_GRANS]; /* 0 free, 1 + mode */
+
+static void r_set(uint8_t *m, uint64_t va, uint64_t size, uint8_t v)
+{
+    for (uint64_t g = (va - GiB) / VIDMM_VA_GRANULE, i = 0; i < size / VIDMM_VA_GRANULE; i++)
+        m[g + i] = v;
+}
+
+static void r_step(void *ctx, const struct vidmm_va_step *s)
+{
+    (void)ctx;
+    if (s->op == VIDMM_VA_STEP_MAP)
+        r_set(r_ptes, s->new.va, s->new.size, (uint8_t)(1 + s->new.mode));
+    else if (s->op == VIDMM_VA_STEP_UNMAP)
+        r_set(r_ptes, s->old.va, s->old.size, 0);
+    else
+        r_set(r_ptes, s->old.va + s->prev_size, s->old.size - s->prev_size - s->next_size, 0);
+}
+
+static int r_compare(const struct vidmm_va_space *vs)
+{
+    static uint8_t img[R_GRANS];
+    memset(img, 0, sizeof img);
+    for (const struct vidmm_va_range *r = vidmm_va_first(vs); r; r = vidmm_va_next(vs, r)) {
+        if (r->d.state != VIDMM_VA_RESERVED || r->d.va < GiB || r->d.va + r->d.size > GiB + R_GRANS * VIDMM_VA_GRANULE)
+            return 1;
+        r_set(img, r->d.va, r->d.size, (uint8_t)(1 + r->d.mode));
+    }
+    return memcmp(img, r_model, sizeof img) != 0 || memcmp(r_ptes, r_model, sizeof img) != 0;
+}
+
+static void reserve_merge(void)
+{
+    struct vidmm_va_space vs;
+    uint64_t seed = t_seed() ^ 0x7e5, va;
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
+    vidmm_va_space_set_step_fn(&vs, r_step, NULL);
+    memset(r_model, 0, sizeof r_model);
+    memset(r_ptes, 0, sizeof r_ptes);
+    int bad = 0, ops = 20000 * (int)t_scale();
+    for (int i = 0; i < ops && !bad; i++) {
+        uint64_t g = t_rand_range(&seed, R_GRANS), n = 1 + t_rand_range(&seed, 4);
+        unsigned mode = (unsigned)t_rand_range(&seed, 2), k = (unsigned)t_rand_range(&seed, 10);
+        if (g + n > R_GRANS)
+            n = R_GRANS - g;
+        if (k < 4) { /* at g, as far as it is free */
+            uint64_t m = 0;
+            while (m < n && !r_model[g + m])
+                m++;
+            if (!m)
+                continue;
+            bad += vidmm_va_reserve(&vs, GiB + g * VIDMM_VA_GRANULE, 0, 0, m * VIDMM_VA_GRANULE, mode, &va) !=
+                   VIDMM_OK;
+            memset(&r_model[g], 1 + (int)mode, m);
+        } else if (k < 6) { /* anywhere in the region: the lowest fit */
+            uint64_t at = 0, run = 0, found = 0;
+            for (uint64_t q = 0; q < R_GRANS && !found; q++) {
+                run = r_model[q] ? 0 : run + 1;
+                if (run == n) {
+                    at = q + 1 - n;
+                    found = 1;
+                }
+            }
+            vidmm_status st = vidmm_va_reserve(&vs, 0, GiB, GiB + R_GRANS * VIDMM_VA_GRANULE,
+                                               n * VIDMM_VA_GRANULE, mode, &va);
+            if (!found) {
+                bad += st != VIDMM_E_NO_SEGMENT_SPACE;
+                continue;
+            }
+            bad += st != VIDMM_OK || va != GiB + at * VIDMM_VA_GRANULE;
+            memset(&r_model[at], 1 + (int)mode, n);
+        } else { /* free the reserved granules from g on */
+            uint64_t m = 0;
+            while (m < n && r_model[g + m])
+                m++;
+            if (!m)
+                continue;
+            bad += vidmm_va_free(&vs, GiB + g * VIDMM_VA_GRANULE, m * VIDMM_VA_GRANULE) != VIDMM_OK;
+            memset(&r_model[g], 0, m);
+        }
+        bad += vidmm_va_space_check(&vs) != 0;
+        if (i % 64 == 63)
+            bad += r_compare(&vs);
+    }
+    T_EQ(bad, 0);
+    T_EQ(r_compare(&vs), 0);
+    T_CHECK(vs.height >= 1);
+    T_CHECK(vs.range_count > 1000);
+    vidmm_va_space_fini(&vs);
+}
+
+/* va_space.c's object hash (a copy: the test needs two objects whose
+ * 32-bit tags, and so home slots, are equal). */
+static uint32_t h_tag(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+/* Two objects with one tag: each keeps its own list, found by comparing
+ * the object in the head record; deleting one slot keeps the other
+ * findable. */
+static void object_hash_tags(void)
+{
+    /* Birthday search over 1, 2, 3, ...: a collision within ~2^17. */
+    enum { HB = 1 << 20 };
+    uint32_t *tab = calloc(HB, sizeof *tab); /* tag -> object + 1 hint, open addressed on the tag */
+    uint64_t *obj_of = calloc(HB, sizeof *obj_of);
+    T_CHECK(tab && obj_of);
+    uint64_t a = 0, b = 0;
+    for (uint64_t o = 1; o < 4 * HB && !a && tab && obj_of; o++) {
+        uint32_t t = h_tag(o);
+        for (uint32_t i = t & (HB - 1);; i = (i + 1) & (HB - 1)) {
+            if (!obj_of[i]) {
+                tab[i] = t;
+                obj_of[i] = o;
+                break;
+            }
+            if (tab[i] == t) {
+                a = obj_of[i];
+                b = o;
+                break;
+            }
+        }
+    }
+    free(tab);
+    free(obj_of);
+    T_CHECK(a && b && a != b && h_tag(a) == h_tag(b));
+    if (!a)
+        return;
+    struct vidmm_va_space vs;
+    uint64_t va;
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
+    T_ST(vidmm_va_map(&vs, 1 * MiB, 0, 0, 64 * KiB, a, 0, 0, 0, &va), VIDMM_OK);
+    T_ST(vidmm_va_map(&vs, 2 * MiB, 0, 0, 64 * KiB, b, 0, 0, 0, &va), VIDMM_OK);
+    T_ST(vidmm_va_map(&vs, 3 * MiB, 0, 0, 64 * KiB, a, 64 * KiB, 0, 0, &va), VIDMM_OK);
+    T_ST(vidmm_va_map(&vs, 4 * MiB, 0, 0, 64 * KiB, b, 64 * KiB, 0, 0, &va), VIDMM_OK);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, a), 2);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, b), 2);
+    for (const struct vidmm_va_range *r = vidmm_va_object_first(&vs, a); r; r = vidmm_va_object_next(&vs, r))
+        T_EQ_U64(r->d.object, a);
+    for (const struct vidmm_va_range *r = vidmm_va_object_first(&vs, b); r; r = vidmm_va_object_next(&vs, r))
+        T_EQ_U64(r->d.object, b);
+    /* a's slot comes first on the shared probe sequence: empty it, then b
+     * must still be found, and a mapped anew gets a slot of its own. */
+    T_ST(vidmm_va_unmap_object(&vs, a), VIDMM_OK);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, a), 0);
+    T_CHECK(vidmm_va_object_first(&vs, a) == NULL);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, b), 2);
+    T_ST(vidmm_va_map(&vs, 5 * MiB, 0, 0, 64 * KiB, a, 0, 0, 0, &va), VIDMM_OK);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, a), 1);
+    /* Unlink b's head, then its last mapping; a stays. */
+    T_ST(vidmm_va_unmap(&vs, vidmm_va_object_first(&vs, b)->d.va, 64 * KiB), VIDMM_OK);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, b), 1);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    T_ST(vidmm_va_unmap(&vs, vidmm_va_object_first(&vs, b)->d.va, 64 * KiB), VIDMM_OK);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, b), 0);
+    T_EQ_U64(vidmm_va_object_mapping_count(&vs, a), 1);
+    T_EQ_U64(vs.obj_count, 1);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    vidmm_va_space_fini(&vs);
+}
+
 /* ---- differential test against a page-granular model -------------------------------------- */
 
 #define M_BITS 26                          /* 64 MiB space: [64 KiB, 64 MiB) */
@@ -1110,5 +1365,8 @@ void suite_va_space(void)
     t_run("va_space.object_iteration", object_iteration);
     t_run("va_space.differential", differential);
     t_run("va_space.tree_shape", tree_shape);
+    t_run("va_space.leaf_local", leaf_local);
+    t_run("va_space.reserve_merge", reserve_merge);
+    t_run("va_space.object_hash_tags", object_hash_tags);
     t_run("va_space.fault_sweep", fault_sweep);
 }
