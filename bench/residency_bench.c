@@ -4,10 +4,13 @@
  * An igpu adapter (IoMmu: system memory only, 4 KiB allocations, so a
  * million of them fit this machine) with N allocations alive, all on one
  * device's residency list.  Each timed call makes 1024 of them resident
- * again (lists walk the allocations in creation order, as an application
- * re-submits its heaps each frame); references just count up, so the
- * figure is the bookkeeping per allocation: handle lookup, reference
- * record, policy touch.  Median of 5 runs of N/1024 calls (at least 256).
+ * again; references just count up, so the figure is the bookkeeping per
+ * allocation: handle lookup, reference record, policy touch.  Two
+ * patterns: a hot list (the same 1024, spread over the N, every call: a
+ * frame's working set, in cache; shows whether N itself costs anything)
+ * and streaming lists (consecutive lists walk all N in creation order, so
+ * at large N every object comes from DRAM).  Median of 5 runs of N/1024
+ * calls (at least 256).
  */
 #include "bench.h"
 #include "residency_bench.h"
@@ -27,7 +30,7 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static double mr_run(uint32_t n)
+static double mr_run(uint32_t n, int stream)
 {
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -68,12 +71,19 @@ static double mr_run(uint32_t n)
             goto out;
     }
     uint32_t lists = n / MR_LIST;
+    vidmm_handle hot[MR_LIST];
+    for (uint32_t i = 0; i < MR_LIST; i++)
+        hot[i] = h[(uint64_t)i * (n / MR_LIST)];
     uint32_t calls = lists < 256 ? 256 : lists;
     uint64_t ns[5];
     for (int r = 0; r < 5; r++) {
         uint64_t t0 = bench_now_ns();
         for (uint32_t c = 0; c < calls; c++) {
-            m.allocations = h + (uint64_t)(c % lists) * MR_LIST;
+            /* stream: the lists walk all n allocations (cold objects);
+             * otherwise one list of 1024, spread over the n allocations,
+             * is made resident again each call (a frame's working set,
+             * warm), so only n's effect on the structures shows. */
+            m.allocations = stream ? h + (uint64_t)(c % lists) * MR_LIST : hot;
             if (vidmm_make_resident(a, d, &m) < 0)
                 goto out;
         }
@@ -95,14 +105,15 @@ void bench_residency(void)
     if (bench_opts.only && !strstr(bench_opts.only, "MR"))
         return;
     printf("\n== MR: make-resident per already-resident allocation (lists of %u) ==\n", MR_LIST);
-    printf("%10s %12s\n", "allocs", "ns/alloc");
+    printf("%10s %14s %16s\n", "allocs", "hot list", "streaming lists");
     static const uint32_t sizes[] = { 1000u, 10000u, 100000u, 1000000u };
     for (unsigned i = 0; i < 4; i++) {
         uint32_t n = sizes[i];
         if (bench_opts.quick && n > 100000u)
             break;
         n = (n + MR_LIST - 1) / MR_LIST * MR_LIST;
-        printf("%10u %12.1f\n", n, mr_run(n));
+        double hot = mr_run(n, 0);
+        printf("%10u %14.1f %16.1f\n", n, hot, mr_run(n, 1));
         fflush(stdout);
     }
 }
