@@ -249,7 +249,8 @@ int cli_demo(int argc, char **argv)
     for (int i = 0; i < 7; i++)
         print_alloc(a, &d[i]);
     vidmm_adapter_query_info(a, &ai);
-    static const char *const opname[17] = { "transfer", "fill", "discard", 0, 0, "map-aperture", "unmap-aperture" };
+    static const char *const opname[17] = { "transfer", "fill", "discard", 0, 0, "map-aperture", "unmap-aperture",
+                                            0, "transfer-virtual", "fill-virtual" };
     printf("\npaging: %llu buffers submitted, %llu restarts, fence %llu/%llu\n",
            (unsigned long long)ai.paging_buffers_submitted, (unsigned long long)ai.paging_restarts,
            (unsigned long long)ai.last_fence_completed, (unsigned long long)ai.last_fence_submitted);
