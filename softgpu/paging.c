@@ -608,7 +608,7 @@ void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end, str
             break;
         case VIDMM_PAGING_TRANSFER_VIRTUAL:
         case VIDMM_PAGING_FILL_VIRTUAL:
-            o += sg_exec_virtual(sg, buf + o, fault);
+            o += sg_exec_virtual(sg, buf + o, end - o, fault);
             break;
         default:
             o += h.size;   /* unreachable: validated at submission */

@@ -278,8 +278,9 @@ vidmm_status sg_mmu_run(struct softgpu *sg, const struct vidmm_physical_address 
 /* vpaging.c: TRANSFER_VIRTUAL and FILL_VIRTUAL (build, validate, execute). */
 vidmm_status sg_build_virtual(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args);
 uint32_t sg_validate_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left);
-/* Executes one validated command; returns its size. */
-uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, struct sg_fault *fault);
+/* Executes the validated command at p, merged with the following ones
+ * of the same operation (at most left bytes); returns the bytes used. */
+uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, struct sg_fault *fault);
 
 /* White-box access for tests. */
 /* The host page the GART entry points at (softgpu's dummy page for an

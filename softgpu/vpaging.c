@@ -15,18 +15,26 @@
  *
  * Execute (copy engine): the VAs are translated page by page through
  * the root with softgpu's own MMU walker (mmu.c), which re-checks every
- * entry it reads.  A command is checked whole first - every page of the
- * source readable, every page of the destination writable - and only
- * then copied run by run (sg_mmu_run merges pages that are contiguous in
- * host memory into one memcpy).  A fault in a paging command is a bug of
- * the manager or the driver, never a normal event: the command is
- * skipped without writing a byte, counted in stats.paging_faults, and
- * reported to vidmm as a page fault of the root's context (the paging
- * process's token) before the buffer's fence; later commands still run.
- * A walk that fails during the copy itself (the command overwrote page
- * tables it translates through) stops the command there: the walker
- * never yields a host pointer outside the device's memory or a mapped
- * system page, so memory cannot be corrupted either way.
+ * entry it reads.  Consecutive commands of one operation run as one (as
+ * a copy engine coalesces descriptors).  The operation is checked whole
+ * first - every page of the source readable, every page of the
+ * destination writable - and only then copied run by run: pages that are
+ * contiguous in host memory on both sides, across leaf tables too, are
+ * one memcpy, so a large move gets the same large copies as a physical
+ * TRANSFER.  A fault in a paging operation is a bug of the manager or
+ * the driver, never a normal event: the operation's commands in this
+ * buffer are skipped without writing a byte, counted in
+ * stats.paging_faults, and reported to vidmm as a page fault of the
+ * root's context (the paging process's token) before the buffer's
+ * fence; later commands still run.  A walk that fails during the copy
+ * itself (the operation overwrote page tables it translates through)
+ * stops it there: the walker never yields a host pointer outside the
+ * device's memory or a mapped system page, so memory cannot be corrupted
+ * either way.
+ *
+ * Build reads the root bindings without softgpu's lock: only
+ * set_root_page_table writes them, and vidmm calls both driver ops from
+ * one thread at a time (driver.h).
  */
 #include "softgpu_int.h"
 
@@ -150,27 +158,74 @@ uint32_t sg_validate_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left
     return c.hdr.size;
 }
 
-/* Does [va, va+size) translate for access?  On a fault, fills *f. */
+/* The longest host-contiguous run at va (up to len), across leaf tables:
+ * sg_mmu_run stops at the end of a leaf, the next one may well continue
+ * the same memory-segment range. */
+static vidmm_status sg_vrun(struct softgpu *sg, const struct vidmm_physical_address *root, uint32_t entries,
+                            uint64_t va, uint64_t len, uint32_t access, struct sg_run *r)
+{
+    vidmm_status st = sg_mmu_run(sg, root, entries, va, len, access, r);
+    while (st == VIDMM_OK && !r->zero && r->run < len) {
+        struct sg_run n;
+        if (sg_mmu_run(sg, root, entries, va + r->run, len - r->run, access, &n) != VIDMM_OK || n.zero ||
+            n.host != r->host + r->run)
+            break;
+        r->run += n.run;
+    }
+    return st;
+}
+
+/* Does [va, va+size) translate for access?  On a fault, fills *f.
+ * *first is the first run (often the whole range: one memory extent). */
 static int sg_vcheck(struct softgpu *sg, const struct vidmm_physical_address *root, const struct sg_cmd_virtual *c,
-                     uint64_t va, uint32_t access, struct sg_fault *f)
+                     uint64_t va, uint32_t access, struct sg_fault *f, struct sg_run *first)
 {
     for (uint64_t done = 0; done < c->size;) {
         struct sg_run r;
-        if (sg_mmu_run(sg, root, c->root_entries, va + done, c->size - done, access, &r) != VIDMM_OK) {
+        if (sg_vrun(sg, root, c->root_entries, va + done, c->size - done, access, &r) != VIDMM_OK) {
             f->context = c->context;
             f->va = va + done;
             f->flags = r.fault_flags;
             return 0;
         }
+        if (!done)
+            *first = r;
         done += r.run;
     }
     return 1;
 }
 
-uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, struct sg_fault *fault)
+/* Does command b continue command a (the next chunk of one operation)? */
+static int sg_vcontinues(const struct sg_cmd_virtual *a, const struct sg_cmd_virtual *b)
 {
-    struct sg_cmd_virtual c;
+    if (b->hdr.opcode != a->hdr.opcode || (b->hdr.flags & SG_CMDF_FIRST) || b->root_segment != a->root_segment ||
+        b->root != a->root || b->root_entries != a->root_entries || b->context != a->context ||
+        b->dst_va != a->dst_va + a->size)
+        return 0;
+    if (a->hdr.opcode == VIDMM_PAGING_TRANSFER_VIRTUAL)
+        return b->src == a->src + a->size;
+    return b->src == a->src && (a->size & 3u) == 0;   /* a fill keeps its pattern phase */
+}
+
+uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, struct sg_fault *fault)
+{
+    /* The commands of one operation that follow each other run as one,
+     * as a copy engine coalesces descriptors: one check, then copies as
+     * long as host memory is contiguous on both sides (so a large move
+     * gets large memcpy calls, like a physical TRANSFER). */
+    struct sg_cmd_virtual c, last, next;
     memcpy(&c, p, sizeof c);
+    last = c;
+    uint32_t used = c.hdr.size;
+    uint64_t ops = (c.hdr.flags & SG_CMDF_FIRST) != 0;
+    while (left - used >= sizeof next) {
+        memcpy(&next, p + used, sizeof next);
+        if (!sg_vcontinues(&last, &next))
+            break;
+        c.size += next.size;
+        last = next;
+        used += next.hdr.size;
+    }
     struct vidmm_physical_address root;
     memset(&root, 0, sizeof root);
     root.segment_id = c.root_segment;
@@ -178,19 +233,29 @@ uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, struct sg_fault *
     int copy = c.hdr.opcode == VIDMM_PAGING_TRANSFER_VIRTUAL;
     struct sg_fault f;
     memset(&f, 0, sizeof f);
-    int ok = (!copy || sg_vcheck(sg, &root, &c, c.src, SOFTGPU_ACCESS_READ, &f)) &&
-             sg_vcheck(sg, &root, &c, c.dst_va, SOFTGPU_ACCESS_WRITE, &f);
+    struct sg_run fs, fd;
+    memset(&fs, 0, sizeof fs);
+    memset(&fd, 0, sizeof fd);
+    int ok = (!copy || sg_vcheck(sg, &root, &c, c.src, SOFTGPU_ACCESS_READ, &f, &fs)) &&
+             sg_vcheck(sg, &root, &c, c.dst_va, SOFTGPU_ACCESS_WRITE, &f, &fd);
+    /* Both sides one run (the usual chunk: one extent each): the check's
+     * walk is the copy's, no second one. */
+    int single = ok && fd.run == c.size && (!copy || fs.run == c.size);
     uint32_t pattern = (uint32_t)c.src;
     for (uint64_t done = 0; ok && done < c.size;) {
         struct sg_run rs, rd;
         memset(&rs, 0, sizeof rs);
-        if (copy && sg_mmu_run(sg, &root, c.root_entries, c.src + done, c.size - done, SOFTGPU_ACCESS_READ, &rs) !=
+        if (single) {
+            rs = fs;
+            rd = fd;
+        } else if (copy && sg_vrun(sg, &root, c.root_entries, c.src + done, c.size - done, SOFTGPU_ACCESS_READ, &rs) !=
                         VIDMM_OK) {
             f.context = c.context, f.va = c.src + done, f.flags = rs.fault_flags, ok = 0;
             break;
         }
-        if (sg_mmu_run(sg, &root, c.root_entries, c.dst_va + done, c.size - done, SOFTGPU_ACCESS_WRITE, &rd) !=
-            VIDMM_OK) {
+        if (!single &&
+            sg_vrun(sg, &root, c.root_entries, c.dst_va + done, c.size - done, SOFTGPU_ACCESS_WRITE, &rd) !=
+                VIDMM_OK) {
             f.context = c.context, f.va = c.dst_va + done, f.flags = rd.fault_flags, ok = 0;
             break;
         }
@@ -209,8 +274,7 @@ uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, struct sg_fault *
         }
         done += n;
     }
-    if (c.hdr.flags & SG_CMDF_FIRST)
-        sg->stats.ops[c.hdr.opcode]++;
+    sg->stats.ops[c.hdr.opcode] += ops;
     if (ok) {
         sg->stats.bytes[c.hdr.opcode] += c.size;
     } else {
@@ -220,5 +284,5 @@ uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, struct sg_fault *
             fault->pending = 1;   /* the engine reports it to the job's adapter */
         }
     }
-    return c.hdr.size;
+    return used;
 }

@@ -851,6 +851,62 @@ static void paging_faults(void)
     paging_faults_mode(1);
 }
 
+/* An operation of two softgpu commands (they run merged) whose last page
+ * does not translate: neither command writes anything.  Once the page is
+ * mapped, the same operation moves every byte. */
+static void merged_fault(void)
+{
+    /* CPU-visible memory big enough for both (the CPU checks lock them). */
+    struct vp_cfg c = { "dgpu", { 0, AC_MIB(48), AC_MIB(16), AC_MIB(64) }, 0, 0, 0 };
+    struct vp_fx f;
+    if (vp_open(&f, &c))
+        return;
+    const uint64_t size = SG_CHUNK + AC_KIB(64);
+    vidmm_handle proc, src, dst;
+    T_ST(vidmm_process_create(f.a, &proc), VIDMM_OK);
+    T_ST(ac_create(f.a, B(1), 0, VIDMM_ALLOC_CPU_VISIBLE, size, &src), VIDMM_OK);
+    T_ST(ac_create(f.a, B(1), 0, VIDMM_ALLOC_CPU_VISIBLE, size, &dst), VIDMM_OK);
+    uint64_t seed = t_seed() ^ 0x3e6;
+    T_ST(ac_write(f.a, src, size, seed), VIDMM_OK);
+    T_ST(ac_write(f.a, dst, size, seed + 1), VIDMM_OK);
+    uint64_t vs = 0, vd = 0;
+    T_ST(vidmm_gpuva_map(f.a, proc, 0, 0, 0, src, 0, size, 0, 0, &vs), VIDMM_OK);
+    T_ST(vidmm_gpuva_reserve(f.a, proc, 0, 0, 0, 2 * size, VIDMM_GPUVA_RESERVE_NO_ACCESS, &vd), VIDMM_OK);
+    vd = (vd + AC_MIB(2) - 1) & ~(AC_MIB(2) - 1);
+    T_ST(vidmm_gpuva_map(f.a, proc, vd, 0, 0, dst, 0, SG_CHUNK, 0, 0, &vd), VIDMM_OK);
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(f.a, proc, &root), VIDMM_OK);
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    a.u.transfer_virtual.transfer_size_in_bytes = size;
+    a.u.transfer_virtual.source_virtual_address = vs;
+    a.u.transfer_virtual.destination_virtual_address = vd;
+    a.u.transfer_virtual.root_page_table_address = root;
+    submit_raw(&f, &a, VIDMM_OK);
+    struct softgpu_stats ss;
+    softgpu_get_stats(f.sg, &ss);
+    T_EQ_U64(ss.paging_faults, 1);
+    verify(&f, dst, size, seed + 1, "after the faulting operation");
+    /* The process heard of it; a fresh process does the good run. */
+    T_ST(vidmm_process_destroy(f.a, proc), VIDMM_OK);
+    T_ST(vidmm_process_create(f.a, &proc), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(f.a, proc, 0, 0, 0, src, 0, size, 0, 0, &vs), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(f.a, proc, 0, 0, 0, dst, 0, size, 0, 0, &vd), VIDMM_OK);
+    T_ST(vidmm_process_root_page_table(f.a, proc, &root), VIDMM_OK);
+    a.u.transfer_virtual.source_virtual_address = vs;
+    a.u.transfer_virtual.destination_virtual_address = vd;
+    a.u.transfer_virtual.root_page_table_address = root;
+    submit_raw(&f, &a, VIDMM_OK);
+    softgpu_get_stats(f.sg, &ss);
+    T_EQ_U64(ss.paging_faults, 1);
+    verify(&f, dst, size, seed, "after the good operation");
+    T_ST(vidmm_process_destroy(f.a, proc), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, src), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, dst), VIDMM_OK);
+    vp_close(&f);
+}
+
 /* ---- softgpu's encoding of the virtual ops -------------------------------- */
 
 struct vcmd {
@@ -979,4 +1035,5 @@ void suite_vpaging(void)
     t_run("vpaging.residency_chunked", residency_chunked);
     t_run("vpaging.host_oom_open", host_oom_open);
     t_run("vpaging.paging_faults", paging_faults);
+    t_run("vpaging.merged_fault", merged_fault);
 }
