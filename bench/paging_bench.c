@@ -8,10 +8,18 @@
  * through build_paging_buffer + submit_command like vidmm drives them.
  * One warm-up round, then the median of 5.  Targets: transfer/memcpy >=
  * 0.95 and fill/NT-fill >= 0.9 from 2 MiB up.
+ *
+ * A second table measures content moves the way vidmm issues them on a
+ * GpuMmu adapter: vidmm_allocation_move between the two memory segments
+ * of a prefaulted dgpu, which maps both sides into the system paging
+ * process's scratch windows and runs TRANSFER_VIRTUAL chunk by chunk,
+ * next to the same move on a dgpu told to advertise only the physical
+ * ops (TRANSFER) and to memcpy, interleaved the same way.
  */
 #include "bench.h"
 #include "paging_bench.h"
 #include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +146,139 @@ static int pb_cmp(const void *x, const void *y)
 
 enum { PB_MEMCPY, PB_SG_TRANSFER, PB_NTFILL, PB_SG_FILL, PB_N };
 
+/* ---- vidmm moves: virtual (scratch window) against physical ---------- */
+
+struct pv_dev {
+    struct softgpu *sg;
+    struct vidmm_adapter *a;
+    vidmm_handle h;
+    uint32_t at;               /* segment the allocation is in */
+    int failed;
+};
+
+static int pv_open(struct pv_dev *d, uint32_t paging_ops, uint64_t seg)
+{
+    memset(d, 0, sizeof *d);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = seg;
+    cfg.segment_size[2] = seg;
+    cfg.segment_size[3] = PB_MIB(64);
+    cfg.prefault = 1;
+    cfg.synchronous = 1;   /* the executor's own figures, as above */
+    cfg.paging_ops = paging_ops;
+    if (softgpu_create(&cfg, &d->sg) != VIDMM_OK)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(d->sg, &ci);
+    if (vidmm_adapter_open(&ci, &d->a) != VIDMM_OK) {
+        softgpu_destroy(d->sg);
+        return -1;
+    }
+    return 0;
+}
+
+static void pv_close(struct pv_dev *d)
+{
+    vidmm_adapter_close(d->a);
+    softgpu_destroy(d->sg);
+}
+
+/* A GPU-only allocation of size bytes in segment 1 (one extent). */
+static void pv_alloc(struct pv_dev *d, uint64_t size)
+{
+    struct softgpu_alloc_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_EXPLICIT;
+    desc.info.size = size;
+    desc.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
+    desc.info.preferred_segment = VIDMM_PREF(0, 1, 0);
+    if (vidmm_allocation_create(d->a, &desc, sizeof desc, &d->h) != VIDMM_OK)
+        d->failed = 1;
+    d->at = 1;
+}
+
+static void pv_move(struct pv_dev *d)
+{
+    uint32_t to = d->at == 1 ? 2 : 1;
+    if (vidmm_allocation_move(d->a, d->h, to) != VIDMM_OK)
+        d->failed = 1;
+    d->at = to;
+}
+
+static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t nsizes, uint64_t maxsz)
+{
+    struct pv_dev v, p;
+    /* 1 GiB segments give the windows dgpu's default 4 GiB segment gets
+     * (the 256 MiB cap: two windows of 128 MiB) when the host has room
+     * for the two prefaulted devices; else just room for the moves. */
+    long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t avail = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+    uint64_t seg = avail >= PB_MIB(6144) && !bench_opts.quick ? PB_MIB(1024) : maxsz + PB_MIB(64);
+    if (pv_open(&v, SOFTGPU_PAGING_PRESET, seg) || pv_open(&p, SOFTGPU_PAGING_PHYSICAL, seg)) {
+        printf("paging: vidmm adapters for the move benchmark failed to open\n");
+        return;
+    }
+    struct vidmm_paging_process_info pp;
+    memset(&pp, 0, sizeof pp);
+    vidmm_adapter_query_paging_process(v.a, &pp);
+    printf("\nvidmm_allocation_move, memory segment 1 <-> 2 (GB/s, median of %d after 1 warm-up): virtual = "
+           "TRANSFER_VIRTUAL through %llu MiB scratch windows, physical = TRANSFER\n",
+           PB_RUNS, (unsigned long long)(pp.window_size >> 20));
+    printf("%-8s %8s %9s %7s %9s %7s %9s %7s\n", "size", "memcpy", "virtual", "ratio", "physical", "ratio",
+           "chunks", "v/p");
+    uint64_t budget = bench_opts.quick ? PB_MIB(64) : PB_MIB(1024);
+    for (size_t si = 0; si < nsizes; si++) {
+        c->size = sizes[si];
+        if (c->size < PB_MIB(2))
+            continue;
+        pv_alloc(&v, c->size);
+        pv_alloc(&p, c->size);
+        uint64_t iters = budget / c->size ? budget / c->size : 1;
+        double gbps[3][PB_RUNS];
+        uint64_t chunks0 = 0, moves0 = 0;
+        for (int run = -1; run < PB_RUNS; run++) {
+            if (run == 0) {
+                vidmm_adapter_query_paging_process(v.a, &pp);
+                chunks0 = pp.chunks;
+                moves0 = pp.moves;
+            }
+            for (int f = 0; f < 3; f++) {
+                uint64_t t0 = pb_now_ns();
+                for (uint64_t i = 0; i < iters; i++) {
+                    if (f == 0)
+                        pb_memcpy(c);
+                    else
+                        pv_move(f == 1 ? &v : &p);
+                }
+                uint64_t dt = pb_now_ns() - t0;
+                if (run >= 0)
+                    gbps[f][run] = (double)(c->size * iters) / (double)(dt ? dt : 1);
+            }
+        }
+        vidmm_adapter_query_paging_process(v.a, &pp);
+        double med[3];
+        for (int f = 0; f < 3; f++) {
+            qsort(gbps[f], PB_RUNS, sizeof(double), pb_cmp);
+            med[f] = gbps[f][PB_RUNS / 2];
+        }
+        char label[16];
+        snprintf(label, sizeof label, "%lluM", (unsigned long long)(c->size >> 20));
+        printf("%-8s %8.2f %9.2f %7.3f %9.2f %7.3f %9.1f %7.3f\n", label, med[0],
+               med[1], med[1] / med[0], med[2], med[2] / med[0],
+               pp.moves > moves0 ? (double)(pp.chunks - chunks0) / (double)(pp.moves - moves0) : 0.0,
+               med[1] / med[2]);
+        vidmm_allocation_destroy(v.a, v.h);
+        vidmm_allocation_destroy(p.a, p.h);
+    }
+    if (v.failed || p.failed)
+        printf("paging: a vidmm move failed\n");
+    pv_close(&v);
+    pv_close(&p);
+}
+
 void bench_paging(void)
 {
     static void (*const fns[PB_N])(struct pb_ctx *) = { pb_memcpy, pb_sg_transfer, pb_ntfill, pb_sg_fill };
@@ -238,7 +379,9 @@ void bench_paging(void)
     softgpu_read_physical(c.sg, 2, PB_MIB(256), &probe, 1);
     if (c.failed)
         printf("paging: a build/submit call failed\n");
+    softgpu_destroy(c.sg);
+    c.sg = NULL;
+    bench_paging_moves(&c, sizes, nsizes, maxsz);
     free(c.src);
     free(c.dst);
-    softgpu_destroy(c.sg);
 }

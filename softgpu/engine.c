@@ -22,7 +22,8 @@
  * idle engine also means "every fence delivered".  Callbacks into vidmm
  * (fences, page faults) are made without softgpu's lock held: vidmm
  * takes its own paging lock inside them, and no lock order has to be
- * kept between the two.
+ * kept between the two.  A paging command that faulted (vpaging.c) is
+ * reported the same way, right before its buffer's fence.
  */
 #include "softgpu_int.h"
 
@@ -33,9 +34,14 @@ static struct sg_engine *sg_eng(const struct softgpu *sg)
     return (struct sg_engine *)&sg->engine;
 }
 
-/* Runs the observer (test hook) and tells vidmm the fence passed. */
-static void sg_signal(const struct sg_job *j, void (*observer)(void *, uint64_t), void *ctx)
+/* Reports a paging command's fault (before the fence, so vidmm sees it
+ * once the buffer is done), runs the observer (test hook) and tells
+ * vidmm the fence passed. */
+static void sg_signal(const struct sg_job *j, const struct sg_fault *f, void (*observer)(void *, uint64_t),
+                      void *ctx)
 {
+    if (f->pending && f->context && j->adapter)
+        vidmm_cb_notify_page_fault(j->adapter, f->context, f->va, f->flags);
     if (observer)
         observer(ctx, j->fence);
     vidmm_cb_notify_fence(j->adapter, j->fence);
@@ -60,8 +66,9 @@ static void *sg_engine_main(void *arg)
         pthread_cond_broadcast(&e->done);   /* an entry is free for a waiting submitter */
         pthread_mutex_unlock(&e->lock);
 
-        sg_execute_buffer(sg, j.buf, j.size);
-        sg_signal(&j, observer, ctx);
+        struct sg_fault f = { NULL, 0, 0, 0, 0 };
+        sg_execute_buffer(sg, j.buf, j.size, &f);
+        sg_signal(&j, &f, observer, ctx);
 
         pthread_mutex_lock(&e->lock);
         e->busy = 0;
@@ -127,9 +134,10 @@ vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
          * buffer whole or not at all. */
         void (*observer)(void *, uint64_t) = e->observer;
         void *ctx = e->observer_ctx;
-        sg_execute_buffer(sg, job->buf, job->size);
+        struct sg_fault f = { NULL, 0, 0, 0, 0 };
+        sg_execute_buffer(sg, job->buf, job->size, &f);
         pthread_mutex_unlock(&e->lock);
-        sg_signal(job, observer, ctx);
+        sg_signal(job, &f, observer, ctx);
         return VIDMM_OK;
     }
     while (e->count == SG_QUEUE_LEN) {

@@ -148,7 +148,8 @@ vidmm_status sg_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_a
     struct vidmm_gpummu_caps c;
     memset(&c, 0, sizeof c);
     c.flags = VIDMM_GPUMMU_READ_ONLY_MEMORY_SUPPORTED | VIDMM_GPUMMU_NO_EXECUTE_MEMORY_SUPPORTED |
-              VIDMM_GPUMMU_ZERO_IN_PTE_SUPPORTED | VIDMM_GPUMMU_CACHE_COHERENT_MEMORY_SUPPORTED;
+              VIDMM_GPUMMU_ZERO_IN_PTE_SUPPORTED | VIDMM_GPUMMU_CACHE_COHERENT_MEMORY_SUPPORTED |
+              (sg->virtual_paging ? VIDMM_GPUMMU_VIRTUAL_PAGING_OPS : 0u);
     c.page_table_update_mode = VIDMM_PAGE_TABLE_UPDATE_GPU_PHYSICAL;
     c.virtual_address_bit_count = m->va_bits;
     c.page_table_level_count = m->levels;
@@ -689,13 +690,19 @@ struct sg_walk {
     uint8_t *host;             /* host byte of va; NULL for a zero page */
     uint64_t run;              /* contiguous host bytes from va inside the page */
     int gart_unmapped;         /* aperture page the GART does not map */
+    /* The leaf entry that mapped va (not for a Zero entry above the
+     * leaf): lets sg_mmu_run read the next entries without a new walk. */
+    uint32_t leaf_seg;
+    uint64_t leaf_table, leaf_idx, leaf_entries;
+    uint64_t leaf_entry;
 };
 
 static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root);
 
-/* VIDMM_OK, VIDMM_E_PAGE_FAULT; the root is already checked. */
-static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
-                            uint32_t access, struct sg_walk *w)
+/* VIDMM_OK, VIDMM_E_PAGE_FAULT; the root is already checked.  The GPU
+ * faults on root indices at or past root_entries (the bound NumEntries). */
+static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
+                            uint64_t va, uint32_t access, struct sg_walk *w)
 {
     const struct sg_mmu *m = &sg->mmu;
     memset(w, 0, sizeof *w);
@@ -710,7 +717,7 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
         uint32_t bits = l64 ? m->leaf64_bits : m->bits[l];
         uint32_t shift = l64 ? 16u : m->shift[l];
         uint64_t idx = (va >> shift) & ((1ull << bits) - 1);
-        if (l == m->levels - 1 && idx >= sg_root_entries(sg, root))
+        if (l == m->levels - 1 && idx >= root_entries)
             return VIDMM_E_PAGE_FAULT;   /* past the root's NumEntries */
         if (table + idx * 8u + 8u > sg->seg[seg].size)
             return VIDMM_E_PAGE_FAULT;
@@ -747,6 +754,11 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
         uint64_t in = va & (psize - 1);
         if (e & SG_HWPTE_PT64K || eseg > sg->nb_segment || (l64 && (off & (SG_PAGE_64K - 1))))
             return VIDMM_E_PAGE_FAULT;
+        w->leaf_seg = seg;
+        w->leaf_table = table;
+        w->leaf_idx = idx;
+        w->leaf_entries = 1ull << bits;
+        w->leaf_entry = e;
         w->t.segment_id = eseg;
         w->t.page_size = (uint32_t)psize;
         w->t.offset = off + in;
@@ -831,13 +843,71 @@ static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_phy
     return 1ull << sg->mmu.bits[sg->mmu.levels - 1];
 }
 
-/* A GPU page fault to report to the manager (DxgkCbNotifyInterrupt
- * PAGE_FAULTED), found under the lock and sent after it is dropped. */
-struct sg_fault {
-    struct vidmm_adapter *adapter;    /* NULL: nothing to report */
-    uint64_t context, va;
-    uint32_t flags;
-};
+
+static uint32_t fault_flags(uint32_t access, int present)
+{
+    uint32_t f = present ? 0 : VIDMM_FAULT_NOT_PRESENT;
+    if (access & SOFTGPU_ACCESS_WRITE)
+        f |= VIDMM_FAULT_WRITE;
+    if (access & SOFTGPU_ACCESS_EXEC)
+        f |= VIDMM_FAULT_EXECUTE;
+    return f;
+}
+
+void sg_mmu_binding(const struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t *entries,
+                    uint64_t *context)
+{
+    *entries = 1ull << sg->mmu.bits[sg->mmu.levels - 1];
+    *context = 0;
+    for (uint32_t i = 0; i < sg->nroots; i++)
+        if (sg->roots[i].segment_id == root->segment_id && sg->roots[i].offset == root->segment_offset) {
+            if (sg->roots[i].num_entries)
+                *entries = sg->roots[i].num_entries;
+            *context = sg->roots[i].context;
+            return;
+        }
+}
+
+vidmm_status sg_mmu_run(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
+                        uint64_t va, uint64_t len, uint32_t access, struct sg_run *r)
+{
+    struct sg_walk w;
+    memset(r, 0, sizeof *r);
+    vidmm_status st = sg_walk(sg, root, root_entries, va, access, &w);
+    if (st != VIDMM_OK || w.gart_unmapped) {
+        /* Not present unless a read probe translates (then it was the
+         * protection, or an aperture page the GART does not map). */
+        struct sg_walk probe;
+        int present = st == VIDMM_OK || sg_walk(sg, root, root_entries, va, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+        r->fault_flags = fault_flags(access, present);
+        return VIDMM_E_PAGE_FAULT;
+    }
+    uint64_t n = w.run < len ? w.run : len;
+    r->host = w.t.zero ? NULL : w.host;
+    r->zero = w.t.zero;
+    if (w.t.zero || (w.t.segment_id && !sg->seg[w.t.segment_id].is_memory)) {
+        r->run = n;   /* a Zero span, or one aperture page: no longer host run */
+        return VIDMM_OK;
+    }
+    /* Extend over the following entries of the same leaf while they map
+     * the next page with the same flags and segment: host-contiguous
+     * (a memory segment is one mapping; system pages are host pages). */
+    const uint64_t mask = SG_HWPTE_FRAME_MASK;
+    uint64_t psize = w.t.page_size, e = w.leaf_entry;
+    const uint8_t *leaf = sg->seg[w.leaf_seg].mem + w.leaf_table;
+    uint64_t seg_size = w.t.segment_id ? sg->seg[w.t.segment_id].size : UINT64_MAX;
+    for (uint64_t idx = w.leaf_idx + 1; n < len && idx < w.leaf_entries; idx++) {
+        uint64_t e2;
+        memcpy(&e2, leaf + idx * 8u, 8);
+        uint64_t next = (e & mask) + psize;
+        if ((e2 & ~mask) != (e & ~mask) || (e2 & mask) != next || next > seg_size || psize > seg_size - next)
+            break;
+        e = e2;
+        n += psize < len - n ? psize : len - n;
+    }
+    r->run = n;
+    return VIDMM_OK;
+}
 
 /* A GPU access faulted: count it and find which context owns the root. */
 static void sg_note_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags,
@@ -856,15 +926,6 @@ static void sg_note_fault(struct softgpu *sg, const struct vidmm_physical_addres
         }
 }
 
-static uint32_t fault_flags(uint32_t access, int present)
-{
-    uint32_t f = present ? 0 : VIDMM_FAULT_NOT_PRESENT;
-    if (access & SOFTGPU_ACCESS_WRITE)
-        f |= VIDMM_FAULT_WRITE;
-    if (access & SOFTGPU_ACCESS_EXEC)
-        f |= VIDMM_FAULT_EXECUTE;
-    return f;
-}
 
 vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
                                uint32_t access, struct softgpu_translation *out)
@@ -874,7 +935,7 @@ vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_a
         return VIDMM_E_INVALID_ARG;
     struct sg_walk w;
     sg_lock_idle(sg);
-    vidmm_status st = sg_walk(sg, root, va, access, &w);
+    vidmm_status st = sg_walk(sg, root, sg_root_entries(sg, root), va, access, &w);
     if (st != VIDMM_OK) {
         /* Translation is a probe, not a GPU access: counted, not reported. */
         sg->stats.page_faults++;
@@ -897,12 +958,14 @@ static vidmm_status sg_virtual_locked(struct softgpu *sg, const struct vidmm_phy
         /* The MMU translated, but an aperture page the GART does not map
          * would reach softgpu's dummy page: fault instead, so a stray
          * access is reported rather than absorbed. */
-        vidmm_status ws = sg_walk(sg, root, va + done, access, &w);
+        uint64_t entries = sg_root_entries(sg, root);
+        vidmm_status ws = sg_walk(sg, root, entries, va + done, access, &w);
         if (ws != VIDMM_OK || w.gart_unmapped) {
             /* Present unless the walk found no valid entry: sg_walk tells
              * protection faults apart by succeeding a read probe. */
             struct sg_walk probe;
-            int present = ws == VIDMM_OK || sg_walk(sg, root, va + done, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+            int present =
+                ws == VIDMM_OK || sg_walk(sg, root, entries, va + done, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
             sg_note_fault(sg, root, va + done, fault_flags(access, present), f);
             return VIDMM_E_PAGE_FAULT;
         }

@@ -12,7 +12,8 @@
  * (GPU address - base_address), MDL sides hold the host address of the
  * first MDL page used.  docs/SOFTGPU.md has the byte-offset tables.
  * UPDATE_PAGE_TABLE and FLUSH_TLB are encoded, checked and executed by
- * mmu.c; this file only dispatches them.
+ * mmu.c, TRANSFER_VIRTUAL and FILL_VIRTUAL by vpaging.c; this file only
+ * dispatches them.
  *
  * Transfers and fills move at most SG_CHUNK bytes per command.  When a
  * buffer fills up before an operation is complete, the number of chunks
@@ -337,6 +338,8 @@ vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buff
     switch (args->operation) {
     case VIDMM_PAGING_TRANSFER: build = sg_build_transfer; break;
     case VIDMM_PAGING_FILL: build = sg_build_fill; break;
+    case VIDMM_PAGING_TRANSFER_VIRTUAL:
+    case VIDMM_PAGING_FILL_VIRTUAL: build = sg_build_virtual; break;
     case VIDMM_PAGING_DISCARD_CONTENT: build = sg_build_discard; break;
     case VIDMM_PAGING_MAP_APERTURE_SEGMENT: build = sg_build_map; break;
     case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT: build = sg_build_unmap; break;
@@ -482,6 +485,9 @@ static uint32_t sg_validate(struct softgpu *sg, const uint8_t *p, uint32_t left)
     case VIDMM_PAGING_UPDATE_PAGE_TABLE:
     case VIDMM_PAGING_FLUSH_TLB:
         return sg_mmu_validate_run(sg, p, left);   /* the whole run of MMU commands */
+    case VIDMM_PAGING_TRANSFER_VIRTUAL:
+    case VIDMM_PAGING_FILL_VIRTUAL:
+        return sg_validate_virtual(sg, p, left);
     default:
         return 0;
     }
@@ -530,7 +536,7 @@ static int sg_validate_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t e
     return 1;
 }
 
-void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end)
+void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end, struct sg_fault *fault)
 {
     for (uint32_t o = 0; o < end;) {
         struct sg_cmd_hdr h;
@@ -599,6 +605,10 @@ void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end)
         case VIDMM_PAGING_UPDATE_PAGE_TABLE:
         case VIDMM_PAGING_FLUSH_TLB:
             o += sg_mmu_exec_run(sg, buf + o, end - o);   /* the whole run of MMU commands */
+            break;
+        case VIDMM_PAGING_TRANSFER_VIRTUAL:
+        case VIDMM_PAGING_FILL_VIRTUAL:
+            o += sg_exec_virtual(sg, buf + o, end - o, fault);
             break;
         default:
             o += h.size;   /* unreachable: validated at submission */

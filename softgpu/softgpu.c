@@ -40,6 +40,7 @@ struct sg_preset {
     uint32_t caps, adapter_flags;
     uint32_t paging_buffer_segment_id;
     uint32_t vis_id, invis_id, ap_id, agp_id;
+    int virtual_paging;              /* advertises TRANSFER_VIRTUAL / FILL_VIRTUAL by default */
 };
 
 #define DGPU_VIS (VIDMM_SEGMENT_CPU_VISIBLE | VIDMM_SEGMENT_USE_64KB_PAGES | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP)
@@ -53,25 +54,25 @@ static const struct sg_preset sg_presets[] = {
         {DGPU_VIS, SG_PAGE_64K, SG_MIB(256), 0},
         {DGPU_INVIS, SG_PAGE_64K, SG_GIB(4), 256},
         {DGPU_AP, SG_PAGE_4K, SG_GIB(2), 0} },
-      GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 3, 1, 2, 3, 0 },
+      GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 3, 1, 2, 3, 0, 1 },
     { "igpu", 1,
       { {0, 0, 0, 0},
         {VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_CACHE_COHERENT | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP,
          SG_PAGE_4K, SG_GIB(2), 0} },
-      VIDMM_CAPS_IOMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING, 0, 1, 0, 0, 1, 0 },
+      VIDMM_CAPS_IOMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING, 0, 1, 0, 0, 1, 0, 0 },
     { "wddm1", 4,
       { {0, 0, 0, 0},
         {VIDMM_SEGMENT_CPU_VISIBLE, SG_PAGE_4K, SG_MIB(64), 0},
         {0, SG_PAGE_4K, SG_MIB(192), 0},
         {VIDMM_SEGMENT_AGP, SG_PAGE_4K, SG_MIB(64), 0},
         {VIDMM_SEGMENT_APERTURE, SG_PAGE_4K, SG_MIB(256), 0} },
-      GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 4, 1, 2, 4, 3 },
+      GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 4, 1, 2, 4, 3, 0 },
     { "big", 3,
       { {0, 0, 0, 0},
         {DGPU_VIS, SG_PAGE_64K, SG_MIB(256), 0},
         {DGPU_INVIS, SG_PAGE_64K, SG_GIB(80), 256},
         {DGPU_AP, SG_PAGE_4K, SG_GIB(2), 0} },
-      GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 3, 1, 2, 3, 0 },
+      GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 3, 1, 2, 3, 0, 1 },
 };
 #define SG_NB_PRESETS (sizeof sg_presets / sizeof sg_presets[0])
 
@@ -157,6 +158,13 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
         free(sg);
         return VIDMM_E_INVALID_ARG;           /* page-table levels on an IoMmu-only preset */
     }
+    if (config->paging_ops > SOFTGPU_PAGING_VIRTUAL ||
+        (config->paging_ops == SOFTGPU_PAGING_VIRTUAL && !(pr->caps & VIDMM_CAPS_GPUMMU))) {
+        free(sg);
+        return VIDMM_E_INVALID_ARG;           /* virtual ops need virtual addresses: a GpuMmu preset */
+    }
+    sg->virtual_paging = config->paging_ops == SOFTGPU_PAGING_PRESET ? pr->virtual_paging
+                                                                      : config->paging_ops == SOFTGPU_PAGING_VIRTUAL;
 
     /* Sizes. */
     uint64_t memory_total = 0;

@@ -154,6 +154,7 @@ struct softgpu {
     uint32_t paging_buffer_segment_id;
     uint32_t paging_buffer_size;
     struct vidmm_driver_caps caps;
+    int virtual_paging;           /* GPUMMUCAPS advertises TRANSFER_VIRTUAL / FILL_VIRTUAL */
     uint64_t agp_base, agp_size;  /* 0/0 without an AGP segment */
 
     /* Segment ids per role (0 = none), for describe_allocation. */
@@ -224,12 +225,24 @@ uint8_t *sg_resolve(struct softgpu *sg, const struct sg_segment *s, uint64_t off
 vidmm_status sg_query_adapter_info(void *driver, const struct vidmm_query_adapter_info_args *args);
 vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocation_args *args);
 
+/* A GPU page fault to report to the manager (DxgkCbNotifyInterrupt
+ * PAGE_FAULTED): found while softgpu's lock is held (or while the engine
+ * executes) and sent once it is dropped, before the buffer's fence. */
+struct sg_fault {
+    struct vidmm_adapter *adapter;    /* walker accessors: NULL = nothing to report */
+    uint64_t context, va;
+    uint32_t flags;
+    int pending;                      /* executor: a paging command faulted (adapter = the job's) */
+};
+
 /* paging.c */
 vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buffer_args *args);
 vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args);
 /* The executor, shared by both engine modes: runs a buffer that passed
- * validation at submission, and counts it. */
-void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t size);
+ * validation at submission, and counts it.  A paging command that
+ * faulted leaves its report in *fault (the first one; context 0 = no
+ * binding to report to); the caller sends it to adapter without locks. */
+void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t size, struct sg_fault *fault);
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
 
 /* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
@@ -244,6 +257,30 @@ vidmm_status sg_build_flush_tlb(struct softgpu *sg, struct vidmm_build_paging_bu
  * executes an already validated run and returns its bytes. */
 uint32_t sg_mmu_validate_run(struct softgpu *sg, const uint8_t *p, uint32_t left);
 uint32_t sg_mmu_exec_run(struct softgpu *sg, const uint8_t *p, uint32_t left);
+/* The binding of a root (set_root_page_table): its NumEntries (the full
+ * root when unbound) and context token (0 when unbound). */
+void sg_mmu_binding(const struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t *entries,
+                    uint64_t *context);
+/* One run of a GPU virtual access, for the copy engine: va translated
+ * through root (NumEntries root_entries) for access, and extended over
+ * the next entries of the same leaf while the host bytes stay
+ * contiguous, up to len.  VIDMM_E_PAGE_FAULT (fault_flags set, nothing
+ * touched) when va does not translate. */
+struct sg_run {
+    uint8_t *host;             /* NULL for a Zero page (reads 0, writes dropped) */
+    uint64_t run;              /* bytes from va, <= len */
+    int zero;
+    uint32_t fault_flags;      /* VIDMM_FAULT_* on a fault */
+};
+vidmm_status sg_mmu_run(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
+                        uint64_t va, uint64_t len, uint32_t access, struct sg_run *r);
+
+/* vpaging.c: TRANSFER_VIRTUAL and FILL_VIRTUAL (build, validate, execute). */
+vidmm_status sg_build_virtual(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args);
+uint32_t sg_validate_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left);
+/* Executes the validated command at p, merged with the following ones
+ * of the same operation (at most left bytes); returns the bytes used. */
+uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, struct sg_fault *fault);
 
 /* White-box access for tests. */
 /* The host page the GART entry points at (softgpu's dummy page for an

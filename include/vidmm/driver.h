@@ -166,6 +166,12 @@ struct vidmm_query_adapter_info_args {
 #define VIDMM_GPUMMU_UPDATE_REQUIRES_IDLE         0x20u
 #define VIDMM_GPUMMU_LARGE_PAGE_SUPPORTED         0x40u
 #define VIDMM_GPUMMU_DUAL_PTE_SUPPORTED           0x80u
+/* Not a DXGK_GPUMMUCAPS bit (kept in the unused high bits, like
+ * VIDMM_ALLOC_PRIMARY): the driver encodes TRANSFER_VIRTUAL and
+ * FILL_VIRTUAL.  vidmm then runs every content move in the system paging
+ * process through its scratch VA window; without it content moves stay
+ * physical TRANSFER / FILL (docs/DECISIONS.md D27). */
+#define VIDMM_GPUMMU_VIRTUAL_PAGING_OPS           0x80000000u
 
 /* DXGK_PAGETABLEUPDATEMODE. */
 enum vidmm_page_table_update_mode {
@@ -287,8 +293,10 @@ enum vidmm_paging_operation {
     VIDMM_PAGING_DISCARD_CONTENT = 2,
     VIDMM_PAGING_MAP_APERTURE_SEGMENT = 5,
     VIDMM_PAGING_UNMAP_APERTURE_SEGMENT = 6,
-    VIDMM_PAGING_VIRTUAL_TRANSFER = 8,
-    VIDMM_PAGING_VIRTUAL_FILL = 9,
+    VIDMM_PAGING_TRANSFER_VIRTUAL = 8,       /* DXGK_OPERATION_VIRTUAL_TRANSFER, arm TransferVirtual */
+    VIDMM_PAGING_FILL_VIRTUAL = 9,           /* DXGK_OPERATION_VIRTUAL_FILL, arm FillVirtual */
+    VIDMM_PAGING_VIRTUAL_TRANSFER = VIDMM_PAGING_TRANSFER_VIRTUAL, /* the WDK's spelling */
+    VIDMM_PAGING_VIRTUAL_FILL = VIDMM_PAGING_FILL_VIRTUAL,
     VIDMM_PAGING_UPDATE_PAGE_TABLE = 11,
     VIDMM_PAGING_FLUSH_TLB = 12,
     VIDMM_PAGING_SIGNAL_MONITORED_FENCE = 16
@@ -397,6 +405,55 @@ struct vidmm_paging_flush_tlb {
     uint64_t end_virtual_address;
 };
 
+/* DXGK_MEMORY_TRANSFER_DIRECTION (same values). */
+enum vidmm_memory_transfer_direction {
+    VIDMM_TRANSFER_LOCAL_TO_SYSTEM = 0,
+    VIDMM_TRANSFER_SYSTEM_TO_LOCAL = 1,
+    VIDMM_TRANSFER_LOCAL_TO_LOCAL = 2
+};
+
+/* DXGK_TRANSFERVIRTUALFLAGS bits: the source / destination VAs are mapped
+ * with 64 KB page-table entries.  vidmm's scratch window always uses
+ * 4 KB entries, so it sends 0. */
+#define VIDMM_TRANSFER_VIRTUAL_SRC_64KB_PAGES 0x1u
+#define VIDMM_TRANSFER_VIRTUAL_DST_64KB_PAGES 0x2u
+
+/* DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL.  Both addresses are GPU
+ * virtual addresses of the system paging process (its scratch window),
+ * translated through root_page_table_address; vidmm maps the source and
+ * destination pages there (UPDATE_PAGE_TABLE + FLUSH_TLB) right before.
+ * A move larger than the window is several of these, each after its own
+ * remapping (docs/DRIVER_INTERFACE.md). */
+struct vidmm_paging_transfer_virtual {
+    void *driver_allocation;               /* hAllocation; NULL: plain copy */
+    uint64_t allocation_offset_in_bytes;   /* where this chunk starts in the allocation: information only,
+                                            * never added to the addresses */
+    uint64_t transfer_size_in_bytes;
+    uint64_t source_virtual_address;
+    uint64_t destination_virtual_address;
+    /* SourcePageTable / DestinationPageTable: only meaningful with the
+     * LegacyBehaviors.SourcePageTableVaInTransfer cap, which vidmm does
+     * not model; always 0. */
+    uint64_t source_page_table;
+    uint64_t destination_page_table;
+    uint32_t transfer_direction;           /* enum vidmm_memory_transfer_direction */
+    uint32_t flags;                        /* VIDMM_TRANSFER_VIRTUAL_* */
+    /* Not in the DDI struct (there the driver knows its system context's
+     * root from DxgkDdiSetRootPageTable): the paging process's root. */
+    struct vidmm_physical_address root_page_table_address;
+};
+
+/* DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL. */
+struct vidmm_paging_fill_virtual {
+    void *driver_allocation;               /* hAllocation */
+    uint64_t allocation_offset_in_bytes;   /* information only, as above */
+    uint64_t fill_size_in_bytes;
+    uint32_t fill_pattern;                 /* 32-bit pattern repeated */
+    uint32_t reserved;
+    uint64_t destination_virtual_address;  /* in the paging process's scratch window */
+    struct vidmm_physical_address root_page_table_address; /* as in TRANSFER_VIRTUAL */
+};
+
 struct vidmm_build_paging_buffer_args {
     void *dma_buffer;                  /* in/out: where to write; the driver advances it past what it wrote */
     uint32_t dma_size;                 /* in/out: bytes left; the driver decreases it */
@@ -407,6 +464,8 @@ struct vidmm_build_paging_buffer_args {
     union {
         struct vidmm_paging_transfer transfer;
         struct vidmm_paging_fill fill;
+        struct vidmm_paging_transfer_virtual transfer_virtual;
+        struct vidmm_paging_fill_virtual fill_virtual;
         struct vidmm_paging_discard_content discard_content;
         struct vidmm_paging_map_aperture map_aperture_segment;
         struct vidmm_paging_unmap_aperture unmap_aperture_segment;

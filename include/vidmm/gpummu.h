@@ -28,6 +28,28 @@ struct vidmm_gpummu_info {
 /* VIDMM_E_NOT_SUPPORTED when the adapter does not use the GpuMmu model. */
 vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *adapter, struct vidmm_gpummu_info *out);
 
+/* The system paging process (wddm-facts 4.8): on a GpuMmu adapter whose
+ * driver takes TRANSFER_VIRTUAL / FILL_VIRTUAL, vidmm moves every
+ * allocation's content through a scratch VA window of its own GPU VA
+ * space (docs/ARCHITECTURE.md).  For tests and tools. */
+struct vidmm_paging_process_info {
+    struct vidmm_physical_address root;   /* its root page table */
+    uint32_t root_entries;                /* NumEntries it was bound with */
+    uint32_t page_tables;                 /* tables it owns (pinned) */
+    uint64_t page_table_bytes;            /* segment bytes of those tables */
+    uint64_t scratch_va;                  /* source window: [scratch_va, scratch_va + window_size) */
+    uint64_t window_size;                 /* destination window follows; the largest chunk */
+    uint64_t moves;                       /* content moves (copies and fills) run through it */
+    uint64_t chunks;                      /* window remappings: one virtual op each */
+    uint64_t faults;                      /* GPU page faults the driver reported for it (a vidmm or driver bug) */
+    uint64_t last_fault_va;
+};
+
+/* VIDMM_E_NOT_SUPPORTED when the adapter has no paging process (no
+ * GpuMmu, or the driver does not set VIDMM_GPUMMU_VIRTUAL_PAGING_OPS). */
+vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *adapter,
+                                                struct vidmm_paging_process_info *out);
+
 #ifdef __cplusplus
 }
 #endif

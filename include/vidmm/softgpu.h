@@ -62,9 +62,19 @@ struct softgpu_config {
      * executes the buffer and signals its fence before returning, on the
      * caller's thread (no engine thread is created). */
     int synchronous;
+    /* Which content-move operations softgpu advertises (the GPUMMUCAPS
+     * flag VIDMM_GPUMMU_VIRTUAL_PAGING_OPS): SOFTGPU_PAGING_PRESET keeps
+     * the preset's choice (dgpu and big advertise TRANSFER_VIRTUAL /
+     * FILL_VIRTUAL, wddm1 does not: a WDDM 1-style driver), PHYSICAL and
+     * VIRTUAL force it (VIRTUAL needs a GpuMmu preset).  softgpu executes
+     * both families whatever it advertises. */
+    uint32_t paging_ops;
 };
+#define SOFTGPU_PAGING_PRESET   0u
+#define SOFTGPU_PAGING_PHYSICAL 1u
+#define SOFTGPU_PAGING_VIRTUAL  2u
 
-/* VIDMM_E_INVALID_ARG for an unknown preset or a bad size,
+/* VIDMM_E_INVALID_ARG for an unknown preset, a bad size or paging_ops,
  * VIDMM_E_NO_HOST_MEMORY when the host refuses the reservation (or the
  * engine thread cannot be started). */
 vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu **out);
@@ -118,6 +128,10 @@ struct softgpu_stats {
     uint64_t host_aperture_pages_mapped; /* now */
     uint64_t ptes_written;           /* hardware PTEs stored by UPDATE_PAGE_TABLE */
     uint64_t page_faults;            /* softgpu_translate/read_virtual/write_virtual faults */
+    /* TRANSFER_VIRTUAL / FILL_VIRTUAL commands skipped because a page did
+     * not translate (a manager or driver bug; reported to vidmm as a page
+     * fault of the paging process). */
+    uint64_t paging_faults;
 };
 void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out);
 

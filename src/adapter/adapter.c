@@ -411,9 +411,15 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     st = vidmm_res_init(a);
     if (st < 0)
         goto fail_paging;
+    /* After paging: building the paging process's tables emits updates. */
+    st = vidmm_pp_init(a, ci->error_message, ci->error_message_size);
+    if (st < 0)
+        goto fail_res;
     *out = a;
     return VIDMM_OK;
 
+fail_res:
+    vidmm_res_fini(a);
 fail_paging:
     vidmm_paging_fini(a);
 fail_dummy:
@@ -444,6 +450,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
             (void)vidmm_allocation_destroy(a, h);
         }
     }
+    vidmm_pp_fini(a);
     vidmm_paging_fini(a);
     vidmm_res_fini(a);
     vidmm_handle_table_fini(a);

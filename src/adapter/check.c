@@ -145,6 +145,21 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         sum[s->id].used += vidmm_ra_node_size(&s->ra, a->paging.ap_node);
         sum[s->id].committed += a->paging.area_size;
     }
+    /* The system paging process's tables (pinned, in the paging-process
+     * segments) count like any page table. */
+    {
+        uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
+        char pmsg[160];
+        memset(bytes, 0, sizeof(bytes));
+        pmsg[0] = '\0';
+        int e = vidmm_pp_check(a, bytes, pmsg, sizeof(pmsg));
+        if (e)
+            bad(&r, "paging process: %d violations (%s)", e, pmsg);
+        for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
+            sum[id].used += bytes[id];
+            sum[id].committed += bytes[id];
+        }
+    }
     /* Page tables: implicit allocations in their levels' segments. */
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         const struct vidmm_process *p = a->procs[i];
@@ -161,6 +176,10 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         int e = vidmm_va_space_check(&p->vs);
         if (e)
             bad(&r, "process %u: VA space has %d violations", i, e);
+        char tmsg[160];
+        e = vidmm_pt_check_tree(a, p, tmsg, sizeof(tmsg));
+        if (e)
+            bad(&r, "process %u: page tables have %d violations (%s)", i, e, tmsg);
         for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {
             if (v->d.state != VIDMM_VA_MAPPED)
                 continue;

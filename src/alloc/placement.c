@@ -15,9 +15,15 @@
  * aperture and AGP segments last.  A segment that is full, or over its
  * commit limit, is skipped; there is no eviction at this level.
  *
- * Content moves are Transfer operations between the two placements, one
- * per run where both sides are contiguous; new allocations in memory
- * segments are initialised with Fill (zero), system pages by the CPU.
+ * Content moves: vidmm_copy_content and vidmm_fill_content are the one
+ * place that picks the operation family, for every caller (creation,
+ * moves, eviction and restore).  On a GpuMmu adapter whose driver takes
+ * the virtual ops they go through the system paging process
+ * (paging/paging_process.c: TRANSFER_VIRTUAL / FILL_VIRTUAL through its
+ * scratch window, docs/DECISIONS.md D27); otherwise they are physical:
+ * one TRANSFER per run where both placements are contiguous, one FILL
+ * per extent.  New allocations in memory segments are initialised with
+ * a fill (zero), system pages by the CPU in both models.
  */
 #include "core/vidmm_int.h"
 
@@ -322,12 +328,14 @@ static void set_side(struct vidmm_transfer_side *side, const struct vidmm_placem
 vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                 const struct vidmm_placement *src, const struct vidmm_placement *dst)
 {
+    if (src->sys && dst->sys)
+        return VIDMM_E_INVALID_ARG; /* same kind of memory: nothing to transfer */
+    if (a->pp)
+        return vidmm_pp_copy(a, al, src, dst);
     uint32_t si = 0, di = 0;
     uint64_t spos = 0, dpos = 0; /* offset inside the current piece */
     uint64_t done = 0;
     struct piece sp = piece_at(a, src, 0, 0), dp = piece_at(a, dst, 0, 0);
-    if (src->sys && dst->sys)
-        return VIDMM_E_INVALID_ARG; /* same kind of memory: nothing to transfer */
     while (done < al->size) {
         uint64_t n = sp.size - spos;
         if (dp.size - dpos < n)
@@ -381,6 +389,8 @@ vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation
         }
         return VIDMM_OK;
     }
+    if (a->pp)
+        return vidmm_pp_fill(a, al, pl, pattern);
     for (uint32_t i = 0; i < pl->pages.count; i++) {
         const struct vidmm_extent *e = &pl->pages.ext[i];
         struct vidmm_build_paging_buffer_args op;

@@ -150,6 +150,7 @@ struct vidmm_process {
     struct vidmm_page_table *root;  /* NULL in IoMmu mode */
     int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
     int no_va;                      /* neither model: no GPU VA (physical-mode contexts only) */
+    int paging_process;             /* the system paging process: tables in the paging-process segments */
     struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
     uint32_t pte_buf_len;
     vidmm_status step_error;        /* first failure inside a VA change (commit half) */
@@ -168,6 +169,20 @@ struct vidmm_process {
     uint64_t demand[2];
     uint64_t budget_override[2];
     uint64_t reservation[2];
+};
+
+/* The system paging process of a GpuMmu adapter whose driver takes the
+ * virtual paging ops (paging/paging_process.c).  Internal: it is not in
+ * procs[] and has no handle a caller could name; only its page tables
+ * are used (no VA-space bookkeeping: its layout is fixed). */
+struct vidmm_paging_process {
+    struct vidmm_process proc;      /* root, tables, PTE buffer; proc.self is its fault token */
+    uint64_t scratch_va;            /* source window [scratch_va, +window), destination window right after */
+    uint64_t window;                /* bytes of each window: the most one virtual op moves */
+    uint64_t mapped;                /* bytes of each window holding valid entries (0 between moves) */
+    uint64_t moves, chunks;         /* statistics */
+    uint64_t faults;                /* page faults reported for it (guarded by paging.lock) */
+    uint64_t fault_va;
 };
 
 /* ---- devices and contexts (device/device.c) ------------------------- */
@@ -257,6 +272,9 @@ struct vidmm_adapter {
     uint64_t aperture_mapped_bytes; /* against caps.aperture_segment_commit_limit */
     int has_gpummu;                 /* GpuMmu model: geometry below is valid */
     struct vidmm_gpummu_info gpummu;
+    /* Non-NULL: content moves are TRANSFER_VIRTUAL / FILL_VIRTUAL in the
+     * system paging process (D27); NULL: physical TRANSFER / FILL. */
+    struct vidmm_paging_process *pp;
     /* handle table */
     struct vidmm_allocation **slots;
     uint32_t slot_cap;
@@ -293,6 +311,7 @@ struct vidmm_adapter {
 #define VIDMM_HANDLE_TYPE_DEVICE 3u
 #define VIDMM_HANDLE_TYPE_CONTEXT 4u
 #define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
+#define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
 
 /* mmu/page_table.c */
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
@@ -318,6 +337,17 @@ int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_alloc
 vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
                             const struct vidmm_va_desc *d);
 vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p);
+/* Write valid 4 KB leaf entries mapping [va, va+size) onto bytes
+ * [off, off+size) of placement pl (page-aligned; the leaves must exist
+ * and hold 4 KB entries).  Never allocates. */
+vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va,
+                                    const struct vidmm_placement *pl, uint64_t off, uint64_t size,
+                                    void *driver_allocation);
+/* Does every leaf span of [va, va+size) have a 4 KB leaf? */
+int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size);
+/* Walk p's tables: levels, segments (the paging process's own), entry
+ * counts, allocator ranges, child counters.  Returns the violations. */
+int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_process *p, char *msg, size_t n);
 /* Sum the page-table bytes of a tree per segment (for the checker). */
 void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes_per_segment, uint64_t *tables);
 
@@ -406,6 +436,22 @@ vidmm_status vidmm_paging_flush(struct vidmm_adapter *a);
 /* Submit what is queued without waiting; *last_fence (may be NULL) is
  * the fence after which everything submitted so far is done. */
 vidmm_status vidmm_paging_submit(struct vidmm_adapter *a, uint64_t *last_fence);
+
+/* paging_process.c: the system paging process (GpuMmu adapters whose
+ * driver sets VIDMM_GPUMMU_VIRTUAL_PAGING_OPS; a no-op otherwise). */
+vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n);
+void vidmm_pp_fini(struct vidmm_adapter *a);
+/* Content moves through the scratch window, chunked by its size (called
+ * only from vidmm_copy_content / vidmm_fill_content). */
+vidmm_status vidmm_pp_copy(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *src,
+                           const struct vidmm_placement *dst);
+vidmm_status vidmm_pp_fill(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *pl,
+                           uint32_t pattern);
+/* A page fault for token t: 1 if it named the paging process (counted;
+ * called with paging.lock held). */
+int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va);
+/* For vidmm_adapter_check: its tables per segment, and its violations. */
+int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes_per_segment, char *msg, size_t n);
 
 /* placement.c */
 vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,

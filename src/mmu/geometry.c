@@ -66,6 +66,9 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
             return bad(msg, n, "GpuMmu: 2-level root of size 0 (resizable) needs the get_root_page_table_size op");
         if (resizable && d->page_table_segment_id == 0)
             return bad(msg, n, "GpuMmu: a resizable root must live in a memory segment");
+        if (resizable && d->paging_process_page_table_segment_id == 0 &&
+            (g->caps.flags & VIDMM_GPUMMU_VIRTUAL_PAGING_OPS))
+            return bad(msg, n, "GpuMmu: the paging process's resizable root must live in a memory segment");
         g->root_resizable |= (uint32_t)resizable;
         if ((!resizable && d->page_table_size_in_bytes == 0) || d->page_table_size_in_bytes % VIDMM_PAGE_4K)
             return bad(msg, n, "GpuMmu: level %u table size %llu is not a non-zero multiple of 4 KB", l,

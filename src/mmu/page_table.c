@@ -26,9 +26,16 @@
  *
  * Entry addresses (wddm-facts §4.4): a 4 KiB frame number - the segment
  * offset >> 12, or for system memory the host address >> 12.
+ *
+ * The system paging process (paging/paging_process.c) uses the same
+ * tables: its own are placed in each level's
+ * PagingProcessPageTableSegmentId, all created when the adapter opens,
+ * and its scratch window is written with vidmm_pt_map_placement, which
+ * maps bytes of a placement rather than a VA range's allocation.
  */
 #include "core/vidmm_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static uint32_t level_shift(const struct vidmm_gpummu_info *g, uint32_t level)
@@ -86,10 +93,11 @@ static int leaf64_supported(const struct vidmm_adapter *a)
            a->gpummu.level[0].page_table_index_bit_count > 4;
 }
 
-/* A table of level; entries/size 0 = the level's own (a resizable root
- * passes what the driver sized). */
-static vidmm_status table_new_sized(struct vidmm_adapter *a, uint32_t level, int is64k, uint32_t entries,
-                                    uint64_t size, struct vidmm_page_table **out)
+/* A table of level for p; entries/size 0 = the level's own (a resizable
+ * root passes what the driver sized).  The system paging process keeps
+ * its tables where the driver named for it (they are pinned there). */
+static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_process *p, uint32_t level,
+                                    int is64k, uint32_t entries, uint64_t size, struct vidmm_page_table **out)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     const struct vidmm_page_table_level_desc *d = &g->level[level];
@@ -97,7 +105,7 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, uint32_t level, int
     if (!pt)
         return VIDMM_E_NO_HOST_MEMORY;
     pt->level = level;
-    pt->segment_id = d->page_table_segment_id;
+    pt->segment_id = p->paging_process ? d->paging_process_page_table_segment_id : d->page_table_segment_id;
     pt->size = size ? size : d->page_table_size_in_bytes;
     pt->entries = entries ? entries : 1u << d->page_table_index_bit_count;
     if (level == 0 && is64k) {
@@ -145,9 +153,10 @@ fail:
     return st;
 }
 
-static vidmm_status table_new(struct vidmm_adapter *a, uint32_t level, int is64k, struct vidmm_page_table **out)
+static vidmm_status table_new(struct vidmm_adapter *a, const struct vidmm_process *p, uint32_t level, int is64k,
+                              struct vidmm_page_table **out)
 {
-    return table_new_sized(a, level, is64k, 0, 0, out);
+    return table_new_sized(a, p, level, is64k, 0, 0, out);
 }
 
 static vidmm_status link_child(struct vidmm_adapter *a, struct vidmm_page_table *parent, uint32_t idx,
@@ -155,7 +164,8 @@ static vidmm_status link_child(struct vidmm_adapter *a, struct vidmm_page_table 
 
 /* A resizable root holding at least `need` entries, as the driver sizes
  * it (never more than the VA width allows). */
-static vidmm_status root_new(struct vidmm_adapter *a, uint32_t need, struct vidmm_page_table **out)
+static vidmm_status root_new(struct vidmm_adapter *a, const struct vidmm_process *p, uint32_t need,
+                             struct vidmm_page_table **out)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     uint32_t max = 1u << g->level[g->level_count - 1].page_table_index_bit_count;
@@ -165,7 +175,7 @@ static vidmm_status root_new(struct vidmm_adapter *a, uint32_t need, struct vidm
         n = max;
     if (!size || n < need || (uint64_t)n * 8u > size * 64u)
         return VIDMM_E_DRIVER_FAILURE;
-    return table_new_sized(a, g->level_count - 1, 0, n, size, out);
+    return table_new_sized(a, p, g->level_count - 1, 0, n, size, out);
 }
 
 void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
@@ -194,8 +204,8 @@ void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (a->gpummu.root_resizable)
-        return root_new(a, 1, &p->root);   /* grows with the VA in use */
-    return table_new(a, a->gpummu.level_count - 1, 0, &p->root);
+        return root_new(a, p, 1, &p->root);   /* grows with the VA in use */
+    return table_new(a, p, a->gpummu.level_count - 1, 0, &p->root);
 }
 
 /* Grow a resizable root to hold index `need - 1`: a new root, the old
@@ -206,7 +216,7 @@ vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process 
 static vidmm_status root_grow(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t need)
 {
     struct vidmm_page_table *old = p->root, *n;
-    vidmm_status st = root_new(a, need, &n);
+    vidmm_status st = root_new(a, p, need, &n);
     if (st < 0)
         return st;
     const struct vidmm_gpummu_info *g = &a->gpummu;
@@ -259,7 +269,7 @@ static vidmm_status demote_leaf(struct vidmm_adapter *a, struct vidmm_process *p
 {
     uint64_t end = span + a->gpummu.leaf_span[0];
     struct vidmm_page_table *n;
-    vidmm_status st = table_new(a, 0, 0, &n);
+    vidmm_status st = table_new(a, p, 0, 0, &n);
     if (st < 0)
         return st;
     for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, span); r && r->d.va < end;
@@ -319,7 +329,7 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
                     t = NULL;
                     break;
                 }
-                vidmm_status st = table_new(a, l - 1, l == 1 && want64k && leaf64_supported(a), &c);
+                vidmm_status st = table_new(a, p, l - 1, l == 1 && want64k && leaf64_supported(a), &c);
                 if (st < 0)
                     return st;
                 c->epoch = p->epoch;
@@ -532,6 +542,68 @@ vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, ui
     return VIDMM_OK;
 }
 
+vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va,
+                                    const struct vidmm_placement *pl, uint64_t off, uint64_t size,
+                                    void *driver_allocation)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    if ((va | off | size) & (VIDMM_PAGE_4K - 1))
+        return VIDMM_E_STATE;
+    /* A cursor over the placement: the current contiguous run (segment,
+     * address of the next page, bytes left in it).  Found once, then
+     * advanced extent by extent, so a page set costs O(extents + pages). */
+    uint32_t seg, ext = 0;
+    uint64_t addr, left;
+    if (pl->sys) {
+        if (off + size > pl->mdl.page_count * VIDMM_PAGE_4K)
+            return VIDMM_E_STATE;
+        seg = 0;
+        addr = (uint64_t)(uintptr_t)pl->sys + off;
+        left = size;
+    } else {
+        uint64_t base = 0;
+        while (ext < pl->pages.count && off >= base + pl->pages.ext[ext].size)
+            base += pl->pages.ext[ext++].size;
+        if (ext == pl->pages.count)
+            return VIDMM_E_STATE;
+        seg = pl->segment_id;
+        addr = pl->pages.ext[ext].offset + (off - base);
+        left = pl->pages.ext[ext].size - (off - base);
+    }
+    uint64_t leaf_span = g->leaf_span[0];
+    uint64_t cur = va, end = va + size;
+    while (cur < end) {
+        uint64_t table_end = (cur & ~(leaf_span - 1)) + leaf_span;
+        uint64_t stop = table_end < end && table_end > cur ? table_end : end;
+        struct vidmm_page_table *leaf = leaf_of(a, p, cur);
+        if (!leaf || leaf->is64k)
+            return VIDMM_E_STATE;   /* the window's 4 KB leaves are made at open: a bug */
+        uint32_t n = (uint32_t)((stop - cur) >> 12);
+        for (uint32_t k = 0; k < n; k++) {
+            if (!left) {
+                if (pl->sys || ++ext >= pl->pages.count)
+                    return VIDMM_E_STATE;
+                addr = pl->pages.ext[ext].offset;
+                left = pl->pages.ext[ext].size;
+            }
+            p->pte_buf[k].flags = VIDMM_PTE_VALID | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+            p->pte_buf[k].page_address = frame_of(seg, addr);
+            addr += VIDMM_PAGE_4K;
+            left -= VIDMM_PAGE_4K;
+        }
+        vidmm_status st = emit_entries(a, leaf, index_of(g, 0, cur), n, p->pte_buf, 0, cur, driver_allocation,
+                                       off + (cur - va));
+        if (st < 0)
+            return st;
+        cur = stop;
+    }
+    if (va < p->flush_lo)
+        p->flush_lo = va;
+    if (end > p->flush_hi)
+        p->flush_hi = end;
+    return VIDMM_OK;
+}
+
 vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (p->flush_hi <= p->flush_lo)
@@ -545,6 +617,75 @@ vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
     p->flush_lo = UINT64_MAX;
     p->flush_hi = 0;
     return vidmm_paging_emit(a, &op);
+}
+
+int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size)
+{
+    uint64_t leaf_span = a->gpummu.leaf_span[0];
+    for (uint64_t cur = va & ~(leaf_span - 1); cur < va + size; cur += leaf_span) {
+        const struct vidmm_page_table *leaf = leaf_of(a, p, cur);
+        if (!leaf || leaf->is64k)
+            return 0;
+    }
+    return 1;
+}
+
+/* One table and its subtree; returns the violations, the last one named
+ * in msg. */
+static int check_table(const struct vidmm_adapter *a, const struct vidmm_process *p, const struct vidmm_page_table *t,
+                       uint32_t level, int is_root, char *msg, size_t n)
+{
+    const struct vidmm_gpummu_info *g = &a->gpummu;
+    const struct vidmm_page_table_level_desc *d = &g->level[level];
+    int e = 0;
+    uint32_t seg = p->paging_process ? d->paging_process_page_table_segment_id : d->page_table_segment_id;
+    uint32_t want = 1u << d->page_table_index_bit_count;
+    if (t->is64k)
+        want >>= 4;
+    if (is_root && g->root_resizable)
+        want = t->entries;   /* sized by the driver; checked against the VA width below */
+    if (t->level != level || t->segment_id != seg || t->entries != want || (t->is64k && level) ||
+        (is_root && g->root_resizable && t->entries > 1u << d->page_table_index_bit_count)) {
+        e++;
+        snprintf(msg, n, "page table at level %u: level %u, segment %u (want %u), %u entries (want %u)", level,
+                 t->level, t->segment_id, seg, t->entries, want);
+    }
+    if (seg) {
+        const struct vidmm_segment *s = &a->seg[seg];
+        if (!t->size || t->offset > s->size || t->size > s->size - t->offset ||
+            vidmm_ra_node_offset(&s->ra, t->ra_node) != t->offset) {
+            e++;
+            snprintf(msg, n, "page table at level %u: [0x%llx, +0x%llx) disagrees with segment %u's allocator",
+                     level, (unsigned long long)t->offset, (unsigned long long)t->size, seg);
+        }
+    } else if (!t->host || t->offset != (uint64_t)(uintptr_t)t->host) {
+        e++;
+        snprintf(msg, n, "page table at level %u: system-memory table without its host block", level);
+    }
+    if ((level > 0) != (t->child != NULL)) {
+        e++;
+        snprintf(msg, n, "page table at level %u: child array %s", level, t->child ? "on a leaf" : "missing");
+        return e;
+    }
+    uint32_t live = 0;
+    for (uint32_t i = 0; level > 0 && i < t->entries; i++) {
+        if (!t->child[i])
+            continue;
+        live++;
+        e += check_table(a, p, t->child[i], level - 1, 0, msg, n);
+    }
+    if (level > 0 && live != t->live_children) {
+        e++;
+        snprintf(msg, n, "page table at level %u: %u children, counter says %u", level, live, t->live_children);
+    }
+    return e;
+}
+
+int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_process *p, char *msg, size_t n)
+{
+    if (!p->root)
+        return 0;
+    return check_table(a, p, p->root, a->gpummu.level_count - 1, 1, msg, n);
 }
 
 void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes, uint64_t *tables)

@@ -2,7 +2,8 @@
  * paging.c - building and submitting paging buffers.
  *
  * vidmm asks the driver to encode each paging operation (transfer, fill,
- * discard, aperture map/unmap) into a paging buffer with
+ * their virtual forms, discard, aperture map/unmap, page-table updates
+ * and TLB flushes) into a paging buffer with
  * build_paging_buffer, and submits full buffers with submit_command.  The
  * restart protocol of DxgkDdiBuildPagingBuffer is implemented here: when
  * the driver answers VIDMM_E_INSUFFICIENT_DMA_BUFFER, what it wrote so far
@@ -129,6 +130,8 @@ static uint64_t op_bytes(const struct vidmm_build_paging_buffer_args *op)
     switch (op->operation) {
     case VIDMM_PAGING_TRANSFER: return op->u.transfer.transfer_size;
     case VIDMM_PAGING_FILL: return op->u.fill.fill_size;
+    case VIDMM_PAGING_TRANSFER_VIRTUAL: return op->u.transfer_virtual.transfer_size_in_bytes;
+    case VIDMM_PAGING_FILL_VIRTUAL: return op->u.fill_virtual.fill_size_in_bytes;
     case VIDMM_PAGING_DISCARD_CONTENT: return op->u.discard_content.size;
     case VIDMM_PAGING_MAP_APERTURE_SEGMENT: return op->u.map_aperture_segment.number_of_pages * VIDMM_PAGE_4K;
     case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT: return op->u.unmap_aperture_segment.number_of_pages * VIDMM_PAGE_4K;

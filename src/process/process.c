@@ -208,6 +208,10 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
     if (!a)
         return;
     pthread_mutex_lock(&a->paging.lock);
+    if (vidmm_pp_fault_locked(a, context, va)) {
+        pthread_mutex_unlock(&a->paging.lock);
+        return;   /* a paging operation faulted: counted for the paging process, no device to blame */
+    }
     struct vidmm_process *p = vidmm_device_fault_locked(a, context, va, flags);
     if (!p) {
         pthread_mutex_unlock(&a->paging.lock);

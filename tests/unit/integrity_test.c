@@ -10,6 +10,9 @@
  * where the GPU can address them, through softgpu_read_physical over the
  * physical ranges.  The same walks run again with
  * softgpu_inject_insufficient_dma() at random so paging buffers restart.
+ * dgpu's driver takes the virtual paging ops, so its walks move content
+ * through the system paging process (TRANSFER_VIRTUAL / FILL_VIRTUAL);
+ * wddm1's does not (TRANSFER / FILL): both families are walked.
  */
 #include "alloc_common.h"
 
@@ -341,6 +344,13 @@ static void run_walk(const struct walk_cfg *cfg, int inject)
     T_ST(vidmm_adapter_query_info(w->f.a, &ai), VIDMM_OK);
     if (inject)
         T_CHECK(ai.paging_restarts > 0);
+    /* dgpu moves content through the system paging process's scratch
+     * window; wddm1's driver does not take the virtual ops. */
+    int virt = strcmp(cfg->preset, "dgpu") == 0;
+    T_CHECK(ai.paging_ops[virt ? VIDMM_PAGING_TRANSFER_VIRTUAL : VIDMM_PAGING_TRANSFER] > 0);
+    T_CHECK(ai.paging_ops[virt ? VIDMM_PAGING_FILL_VIRTUAL : VIDMM_PAGING_FILL] > 0);
+    T_EQ_U64(ai.paging_ops[virt ? VIDMM_PAGING_TRANSFER : VIDMM_PAGING_TRANSFER_VIRTUAL], 0);
+    T_EQ_U64(ai.paging_ops[virt ? VIDMM_PAGING_FILL : VIDMM_PAGING_FILL_VIRTUAL], 0);
     T_CHECK(w->moves > 0);
     T_CHECK(w->max_extents > 1);
     printf("integrity.%s%s: %u steps, %llu moves (+%llu by lock), %llu MiB verified by CPU, %llu MiB by GPU reads, "

@@ -288,10 +288,19 @@ static uint32_t fill_segment(struct ac_fixture *f, uint32_t seg, uint64_t unit, 
         n++;
     T_CHECK(n < cap);
     /* An aperture's space is its commit: full reads COMMIT_LIMIT there. */
-    if (ac_seg(f->a, seg).kind == VIDMM_SEGMENT_KIND_MEMORY)
+    if (ac_seg(f->a, seg).kind == VIDMM_SEGMENT_KIND_MEMORY) {
         T_ST(st, VIDMM_E_NO_SEGMENT_SPACE);
-    else
+        /* What pinned objects (the paging process's page tables) leave
+         * over, in pages: the segment is then full. */
+        uint64_t page = ac_seg(f->a, seg).page_size;
+        while (n < cap && ac_seg(f->a, seg).free_bytes >= page &&
+               ac_create(f->a, VIDMM_SEGMENT_BIT(seg), 0, 0, page, &h[n]) == VIDMM_OK)
+            n++;
+        T_CHECK(n < cap);
+        T_EQ_U64(ac_seg(f->a, seg).free_bytes, 0);
+    } else {
         T_CHECK(st == VIDMM_E_NO_SEGMENT_SPACE || st == VIDMM_E_COMMIT_LIMIT);
+    }
     T_CHECK(ac_seg(f->a, seg).free_bytes < unit);
     return n;
 }
@@ -391,6 +400,22 @@ static void top_down(void)
         { 2, 0, VIDMM_ALLOC_PRIMARY | VIDMM_ALLOC_FROM_END_OF_SEGMENT, 1 },
         { 2, 0, VIDMM_ALLOC_PRIMARY, 0 },
     };
+    /* The lowest free byte of each memory segment: 0, except where the
+     * paging process's page tables are pinned (dgpu: segment 2). */
+    uint64_t low[3] = { 0, 0, 0 };
+    for (uint32_t seg = 1; seg <= 2; seg++) {
+        vidmm_handle p;
+        struct vidmm_physical_range r;
+        uint32_t n = 0;
+        T_ST(ac_create(f.a, VIDMM_SEGMENT_BIT(seg), 0, VIDMM_ALLOC_ACCESSED_PHYSICALLY, AC_KIB(64), &p), VIDMM_OK);
+        T_ST(vidmm_allocation_physical_ranges(f.a, p, &r, 1, &n), VIDMM_OK);
+        low[seg] = r.offset;
+        T_ST(vidmm_allocation_destroy(f.a, p), VIDMM_OK);
+    }
+    T_EQ_U64(low[1], 0);
+    struct vidmm_paging_process_info pp;
+    T_ST(vidmm_adapter_query_paging_process(f.a, &pp), VIDMM_OK);
+    T_EQ_U64(low[2], pp.page_table_bytes);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         vidmm_handle h;
         T_ST(ac_create(f.a, VIDMM_SEGMENT_BIT(rows[i].seg), rows[i].pref, rows[i].flags, SZ, &h), VIDMM_OK);
@@ -402,7 +427,7 @@ static void top_down(void)
         if (rows[i].top)
             T_EQ_U64(r.offset + r.size, segsize);
         else
-            T_EQ_U64(r.offset, 0);
+            T_EQ_U64(r.offset, low[rows[i].seg]);
         T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
     }
     /* The aperture: an AccessedPhysically allocation from the top. */

@@ -58,6 +58,18 @@ static int checked(struct rs_fx *f)
 static void fx_close(struct rs_fx *f)
 {
     T_EQ(checked(f), 0);
+    /* dgpu takes the virtual paging ops: every eviction and restore went
+     * through the system paging process, never a physical transfer. */
+    struct vidmm_adapter_info ai;
+    T_ST(vidmm_adapter_query_info(f->a, &ai), VIDMM_OK);
+    struct vidmm_gpummu_info g;
+    if (vidmm_adapter_query_gpummu(f->a, &g) == VIDMM_OK && (g.caps.flags & VIDMM_GPUMMU_VIRTUAL_PAGING_OPS)) {
+        T_EQ_U64(ai.paging_ops[VIDMM_PAGING_TRANSFER], 0);
+        T_EQ_U64(ai.paging_ops[VIDMM_PAGING_FILL], 0);
+    } else {   /* wddm1: physical operations only */
+        T_EQ_U64(ai.paging_ops[VIDMM_PAGING_TRANSFER_VIRTUAL], 0);
+        T_EQ_U64(ai.paging_ops[VIDMM_PAGING_FILL_VIRTUAL], 0);
+    }
     vidmm_adapter_close(f->a);
     T_EQ(f->fa.live_blocks, 0);
     softgpu_destroy(f->sg);

@@ -234,8 +234,11 @@ static void check_geometry(struct softgpu *sg, uint32_t want_levels, uint32_t se
     T_ST(q_caps(sg, &c), VIDMM_OK);
     T_EQ(c.page_table_level_count, want_levels);
     T_EQ(c.page_table_update_mode, VIDMM_PAGE_TABLE_UPDATE_GPU_PHYSICAL);
+    /* dgpu and big (64 KiB page tables) take the virtual paging ops;
+     * wddm1 (4 KiB) is a WDDM 1-style driver that does not. */
+    uint32_t virt = seg_page == 65536 ? VIDMM_GPUMMU_VIRTUAL_PAGING_OPS : 0u;
     T_EQ(c.flags, VIDMM_GPUMMU_READ_ONLY_MEMORY_SUPPORTED | VIDMM_GPUMMU_NO_EXECUTE_MEMORY_SUPPORTED |
-                      VIDMM_GPUMMU_ZERO_IN_PTE_SUPPORTED | VIDMM_GPUMMU_CACHE_COHERENT_MEMORY_SUPPORTED);
+                      VIDMM_GPUMMU_ZERO_IN_PTE_SUPPORTED | VIDMM_GPUMMU_CACHE_COHERENT_MEMORY_SUPPORTED | virt);
     T_EQ(c.leaf_page_table_size_for_64k_pages_in_bytes % seg_page, 0);
     uint32_t bits = 12;
     for (uint32_t l = 0; l < want_levels; l++) {

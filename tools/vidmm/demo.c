@@ -213,7 +213,7 @@ int cli_demo(int argc, char **argv)
     failures += verify_all(a, d, 7, &verified);
     printf("  %d allocations written and read back\n", 7);
 
-    printf("\n== moves between segments (paging: transfer, map/unmap aperture) ==\n");
+    printf("\n== moves between segments (paging: transfer-virtual through the paging process, map/unmap aperture) ==\n");
     failures += move(a, &d[0], vis);      /* invisible -> visible */
     failures += move(a, &d[0], 0);        /* evict to system memory */
     failures += move(a, &d[0], invis);    /* restore into invisible memory */
@@ -249,7 +249,8 @@ int cli_demo(int argc, char **argv)
     for (int i = 0; i < 7; i++)
         print_alloc(a, &d[i]);
     vidmm_adapter_query_info(a, &ai);
-    static const char *const opname[17] = { "transfer", "fill", "discard", 0, 0, "map-aperture", "unmap-aperture" };
+    static const char *const opname[17] = { "transfer", "fill", "discard", 0, 0, "map-aperture", "unmap-aperture",
+                                            0, "transfer-virtual", "fill-virtual" };
     printf("\npaging: %llu buffers submitted, %llu restarts, fence %llu/%llu\n",
            (unsigned long long)ai.paging_buffers_submitted, (unsigned long long)ai.paging_restarts,
            (unsigned long long)ai.last_fence_completed, (unsigned long long)ai.last_fence_submitted);
@@ -258,7 +259,14 @@ int cli_demo(int argc, char **argv)
             continue;
         char b[32];
         cli_format_size(ai.paging_bytes[k], b, sizeof b);
-        printf("  %-15s %6llu ops %12s\n", opname[k], (unsigned long long)ai.paging_ops[k], b);
+        printf("  %-17s %6llu ops %12s\n", opname[k], (unsigned long long)ai.paging_ops[k], b);
+    }
+    struct vidmm_paging_process_info pp;
+    if (vidmm_adapter_query_paging_process(a, &pp) == VIDMM_OK) {
+        char w[32];
+        cli_format_size(pp.window_size, w, sizeof w);
+        printf("  paging process: %llu content moves in %llu chunks through two %s scratch windows\n",
+               (unsigned long long)pp.moves, (unsigned long long)pp.chunks, w);
     }
     cli_print_segments(a, stdout);
     printf("\nintegrity: %d of %d read-backs matched; adapter check: %s\n", verified, 7 * 3,
