@@ -1108,7 +1108,9 @@ static void differential(void)
             uint64_t lo = 64 * KiB * t_rand_range(&seed, 256), hi = lo + 64 * KiB * (1 + t_rand_range(&seed, 256));
             unsigned mode = (unsigned)t_rand_range(&seed, 2);
             uint64_t at = 0;
-            if (!m_find(lo > base ? lo : base, hi, size, 64 * KiB, &at))
+            if (hi <= base)
+                want = VIDMM_E_INVALID_ARG;   /* the window lies in the guard (rows *_max_in_guard) */
+            else if (!m_find(lo > base ? lo : base, hi, size, 64 * KiB, &at))
                 want = VIDMM_E_NO_SEGMENT_SPACE;
             st = vidmm_va_reserve(&vs, 0, lo, hi, size, mode, &got);
             if (st == VIDMM_OK) {
@@ -1139,7 +1141,9 @@ static void differential(void)
             size = r_size(&seed, 4 * KiB, 32);
             uint64_t lo = 4 * KiB * t_rand_range(&seed, 4096), hi = lo + 4 * KiB * (1 + t_rand_range(&seed, 4096));
             uint64_t at = 0;
-            if (!m_find(lo > base ? lo : base, hi, size, 4 * KiB, &at))
+            if (hi <= base)
+                want = VIDMM_E_INVALID_ARG;   /* the window lies in the guard */
+            else if (!m_find(lo > base ? lo : base, hi, size, 4 * KiB, &at))
                 want = VIDMM_E_NO_SEGMENT_SPACE;
             struct vidmm_va_desc d = {.state = VIDMM_VA_MAPPED, .object = 1 + t_rand_range(&seed, 20)};
             st = vidmm_va_map(&vs, 0, lo, hi, size, d.object, 0, 0, 0, &got);
