@@ -411,6 +411,11 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     st = vidmm_res_init(a);
     if (st < 0)
         goto fail_paging;
+    st = vidmm_submit_init(a);
+    if (st < 0) {
+        vidmm_res_fini(a);
+        goto fail_paging;
+    }
     *out = a;
     return VIDMM_OK;
 
@@ -431,6 +436,9 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
 {
     if (!a)
         return;
+    /* Submitted work first: it uses allocations and contexts that go
+     * below; deferred destructions are completed there. */
+    vidmm_submit_fini(a);
     vidmm_process_destroy_all(a);
     for (uint32_t i = 0; i < a->slot_used; i++) {
         struct vidmm_allocation *al = a->slots[i];

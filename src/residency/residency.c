@@ -20,7 +20,9 @@
  *   3. anyone's - only when the requester's process is itself within its
  *      fair share (so one process cannot evict everyone else).
  * Never: allocations of the request being served (pinned by epoch),
- * locked or displayed ones, or ones of higher priority than the request
+ * locked or displayed ones, ones submitted GPU work still uses (busy;
+ * when no segment has room otherwise, the restore waits for that work
+ * and tries again), or ones of higher priority than the request
  * (MAXIMUM only by MAXIMUM).  When no victim is left the request tries
  * its next segment; priority therefore decides how hard a preference is
  * honoured.  A contiguous request (AccessedPhysically, primaries) that
@@ -200,6 +202,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 
 vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
+    vidmm_submit_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
     return evict_one(a, al, not_written);
 }
 
@@ -207,8 +210,8 @@ static int evictable(const struct vidmm_adapter *a, const struct vidmm_allocatio
                      const struct vidmm_allocation *req, uint32_t prio, int pass, const struct vidmm_process *rp,
                      uint64_t fair)
 {
-    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed)
-        return 0;
+    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed || v->busy)
+        return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
     if (v->offered)
@@ -455,15 +458,22 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
     uint32_t n = order_of(a, al, order, top);
     vidmm_status last = VIDMM_E_NO_SEGMENT_SPACE;
     vidmm_res_leave(a, al);
-    for (uint32_t i = 0; i < n; i++) {
-        vidmm_status st = restore_into(a, al, order[i], top[i]);
-        if (st >= 0) {
-            vidmm_res_enter(a, al);
-            return VIDMM_OK;
+    for (int again = 1; again;) {
+        again = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            vidmm_status st = restore_into(a, al, order[i], top[i]);
+            if (st >= 0) {
+                vidmm_res_enter(a, al);
+                return VIDMM_OK;
+            }
+            last = st;
+            if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE)
+                break;
         }
-        last = st;
-        if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE)
-            break;
+        /* No segment has room among idle allocations: wait for submitted
+         * work to end (what it used becomes evictable) and try again. */
+        if (last == VIDMM_E_NO_SEGMENT_SPACE && vidmm_submit_wait_some(a))
+            again = 1;
     }
     vidmm_res_enter(a, al);
     return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE ? VIDMM_E_NO_SEGMENT_SPACE : last;
