@@ -95,7 +95,8 @@ static vidmm_status sg_put(struct softgpu_cmdbuf *cb, uint16_t op, const uint64_
     uint8_t *p = (uint8_t *)cb->data + cb->size;
     struct sg_cmd_hdr h = { op, 0, size };
     memcpy(p, &h, sizeof h);
-    memcpy(p + 8, ops, 8u * n);
+    if (n)
+        memcpy(p + 8, ops, 8u * n);   /* NOP has no operands (and a NULL array) */
     cb->size += size;
     return VIDMM_OK;
 }
