@@ -1014,3 +1014,32 @@ vidmm_status softgpu_write_virtual(struct softgpu *sg, const struct vidmm_physic
         return VIDMM_E_INVALID_ARG;
     return sg_virtual(sg, root, va, NULL, src, size);
 }
+
+/* The command processor's view of one GPU virtual address (cmdproc.c):
+ * the host bytes behind va, valid for *run bytes (at most the rest of
+ * its page); *host is NULL for a zero page (reads 0, writes dropped).
+ * A fault is counted and its VIDMM_FAULT_* flags returned; reporting it
+ * is the caller's business (after the lock is dropped).  Runs with the
+ * lock held. */
+vidmm_status sg_mmu_access(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                           uint32_t access, uint8_t **host, uint64_t *run, uint32_t *fflags)
+{
+    if (!sg_root_ok(sg, root)) {
+        *fflags = fault_flags(access, 0);
+        sg->stats.page_faults++;
+        return VIDMM_E_PAGE_FAULT;
+    }
+    struct sg_walk w;
+    uint64_t entries = sg_root_entries(sg, root);   /* the bound root's NumEntries */
+    vidmm_status ws = sg_walk(sg, root, entries, va, access, &w);
+    if (ws != VIDMM_OK || w.gart_unmapped) {
+        struct sg_walk probe;
+        int present = ws == VIDMM_OK || sg_walk(sg, root, entries, va, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+        *fflags = fault_flags(access, present);
+        sg->stats.page_faults++;
+        return VIDMM_E_PAGE_FAULT;
+    }
+    *host = w.t.zero ? NULL : w.host;
+    *run = w.run;
+    return VIDMM_OK;
+}

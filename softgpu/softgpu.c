@@ -93,6 +93,9 @@ static const struct vidmm_driver_ops sg_ops = {
     .unmap_cpu_host_aperture = sg_unmap_cpu_host_aperture,
     .set_root_page_table = sg_set_root_page_table,
     .get_root_page_table_size = sg_get_root_page_table_size,
+    .submit_command_virtual = sg_submit_command_virtual,
+    .submit_command_physical = sg_submit_command_physical,
+    .patch = sg_patch,
 };
 
 const struct vidmm_driver_ops *softgpu_driver_ops(void)
@@ -148,6 +151,7 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     sg->caps.wddm_version = 0x2000;
     sg->caps.memory_management_caps = pr->caps;
     sg->caps.physical_adapter_flags = pr->adapter_flags;
+    sg->caps.node_count = SOFTGPU_NODES;
     sg->vis_id = pr->vis_id;
     sg->invis_id = pr->invis_id;
     sg->ap_id = pr->ap_id;
@@ -237,6 +241,8 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     /* The engine last: once its thread runs, the device must be whole. */
     if (st == VIDMM_OK)
         st = sg_engine_init(sg, config->synchronous);
+    if (st == VIDMM_OK)
+        st = sg_cmdproc_init(sg, config->synchronous);
     if (st != VIDMM_OK) {
         softgpu_destroy(sg);
         return st;
@@ -249,7 +255,9 @@ void softgpu_destroy(struct softgpu *sg)
 {
     if (!sg)
         return;
-    /* Drain first: queued buffers still read and write the segments. */
+    /* Drain first: queued buffers still read and write the segments.
+     * The nodes go before the copy engine, whose idleness they wait for. */
+    sg_cmdproc_fini(sg);
     sg_engine_fini(sg);
     for (uint32_t id = 1; id <= sg->nb_segment; id++) {
         struct sg_segment *s = &sg->seg[id];

@@ -176,6 +176,7 @@ struct softgpu {
     } roots[SG_MAX_ROOTS];
     uint32_t nroots;
     struct sg_engine engine;
+    struct sg_cmdproc *cp;        /* the engines that run contexts' command buffers (cmdproc.c) */
 };
 
 void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args);
@@ -281,6 +282,18 @@ uint32_t sg_validate_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left
 /* Executes the validated command at p, merged with the following ones
  * of the same operation (at most left bytes); returns the bytes used. */
 uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, struct sg_fault *fault);
+
+/* mmu.c: one GPU VA as the command processor reaches it (lock held). */
+vidmm_status sg_mmu_access(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                           uint32_t access, uint8_t **host, uint64_t *run, uint32_t *fflags);
+
+/* cmdproc.c: the nodes (engines) running contexts' command buffers.
+ * init after the copy engine, fini before it. */
+vidmm_status sg_cmdproc_init(struct softgpu *sg, int synchronous);
+void sg_cmdproc_fini(struct softgpu *sg);
+vidmm_status sg_submit_command_virtual(void *driver, const struct vidmm_submit_context_args *args);
+vidmm_status sg_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args);
+vidmm_status sg_patch(void *driver, const struct vidmm_patch_args *args);
 
 /* White-box access for tests. */
 /* The host page the GART entry points at (softgpu's dummy page for an

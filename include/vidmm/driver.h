@@ -13,7 +13,9 @@
  *
  * Required ops: query_adapter_info, build_paging_buffer, submit_command.
  * Optional ops (NULL = vidmm's default, see each member): describe_allocation,
- * destroy_allocation, map_cpu_host_aperture, unmap_cpu_host_aperture.
+ * destroy_allocation, map_cpu_host_aperture, unmap_cpu_host_aperture,
+ * set_root_page_table, get_root_page_table_size, submit_command_virtual,
+ * submit_command_physical and patch (command submission).
  *
  * Threading: vidmm calls the ops of one adapter from one thread at a time.
  * The driver reports completed paging buffers with vidmm_cb_notify_fence(),
@@ -526,6 +528,70 @@ struct vidmm_set_root_page_table_args {
 #define VIDMM_FAULT_EXECUTE     0x2u
 #define VIDMM_FAULT_NOT_PRESENT 0x4u   /* invalid entry; else a protection violation */
 
+/* ------------------------------------------------------------------ */
+/* Command submission (DxgkDdiSubmitCommandVirtual, DxgkDdiSubmitCommand, */
+/* DxgkDdiPatch, DXGK_ALLOCATIONLIST, D3DDDI_PATCHLOCATIONLIST)        */
+/* ------------------------------------------------------------------ */
+
+/* DXGK_ALLOCATIONLIST flag bits. */
+#define VIDMM_ALLOCATION_LIST_WRITE 0x1u   /* WriteOperation: the buffer may write it */
+
+/* DXGK_ALLOCATIONLIST, kernel form, as vidmm hands it to patch: where a
+ * listed allocation is now.  segment_id is a memory segment (contiguous
+ * there) or the aperture (its mapped range); never 0 - an
+ * AccessedPhysically allocation is resident before it is patched. */
+struct vidmm_allocation_list_entry {
+    void *driver_allocation;           /* hDeviceSpecificAllocation */
+    uint32_t flags;                    /* VIDMM_ALLOCATION_LIST_* */
+    uint32_t segment_id;               /* SegmentId */
+    uint64_t segment_offset;           /* PhysicalAddress, as an offset in the segment */
+    uint64_t size;                     /* bytes placed (not in the DDI struct; lets the driver bound patches) */
+};
+
+/* D3DDDI_PATCHLOCATIONLIST (24 bytes, same fields and order). */
+struct vidmm_patch_location {
+    uint32_t allocation_index;         /* into the allocation list */
+    uint32_t slot_id;                  /* split tracking (WDDM 1); carried, unused */
+    uint32_t driver_id;                /* the driver's tag for this reference */
+    uint32_t allocation_offset;        /* byte offset inside the allocation */
+    uint32_t patch_offset;             /* byte offset in the DMA buffer where the address goes */
+    uint32_t split_offset;             /* carried, unused */
+};
+
+/* DXGKARG_PATCH: write the addresses of the listed allocations into the
+ * DMA buffer at the patch locations (only the locations that need it:
+ * vidmm leaves out those whose allocation has not moved since the last
+ * patch of this buffer). */
+struct vidmm_patch_args {
+    uint64_t context;                  /* hContext token */
+    uint32_t node;
+    uint32_t reserved;
+    void *dma_buffer;
+    uint32_t dma_buffer_size;
+    uint32_t allocation_list_size;
+    const struct vidmm_allocation_list_entry *allocation_list;
+    const struct vidmm_patch_location *patch_location_list;
+    uint32_t patch_location_list_size;
+    uint32_t reserved2;
+    uint64_t submission_fence;         /* SubmissionFenceId */
+};
+
+/* DXGKARG_SUBMITCOMMANDVIRTUAL / DXGKARG_SUBMITCOMMAND for a context's
+ * (not paging) work.  The driver runs the buffer on engine `node` and,
+ * once it finished (or stopped at a fault), calls
+ * vidmm_cb_notify_context_fence(adapter, context, node, fence). */
+struct vidmm_submit_context_args {
+    struct vidmm_adapter *adapter;     /* pass back to the callbacks */
+    uint64_t context;                  /* hContext token (the one given to set_root_page_table) */
+    uint32_t node;                     /* NodeOrdinal */
+    uint32_t flags;                    /* reserved, 0 */
+    uint64_t dma_buffer_virtual_address; /* virtual: DmaBufferVirtualAddress in the context's address space */
+    const void *dma_buffer;            /* physical: the patched buffer, untouched by vidmm until the fence */
+    uint32_t dma_buffer_size;
+    uint32_t reserved;
+    uint64_t fence;                    /* SubmissionFenceId: the context's monitored fence value */
+};
+
 struct vidmm_driver_ops {
     /* DxgkDdiQueryAdapterInfo.  Required.  Fills args->output for
      * args->type; returns VIDMM_OK, VIDMM_E_NOT_SUPPORTED for an unknown
@@ -568,6 +634,17 @@ struct vidmm_driver_ops {
      * it to what the returned size holds.  Returns the root's size in
      * bytes (a multiple of the page-table segment's page), 0 to refuse. */
     uint64_t (*get_root_page_table_size)(void *driver, uint32_t *number_of_pte);
+
+    /* DxgkDdiSubmitCommandVirtual.  Optional (without it virtual-mode
+     * submission is VIDMM_E_NOT_SUPPORTED).  VIDMM_E_INVALID_ARG for a
+     * malformed request; the buffer is read through the context's root. */
+    vidmm_status (*submit_command_virtual)(void *driver, const struct vidmm_submit_context_args *args);
+    /* DxgkDdiSubmitCommand (no Paging flag).  Optional, as above, for
+     * physical-mode contexts. */
+    vidmm_status (*submit_command_physical)(void *driver, const struct vidmm_submit_context_args *args);
+    /* DxgkDdiPatch.  Required with submit_command_physical.  Any failure
+     * refuses the submission (VIDMM_E_INVALID_ARG to the caller). */
+    vidmm_status (*patch)(void *driver, const struct vidmm_patch_args *args);
 };
 
 /* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:
@@ -579,6 +656,12 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
  * invalid or protected virtual address while running for context (the
  * token of set_root_page_table).  vidmm puts that process's device in the
  * error state.  Thread-safe. */
+/* DxgkCbNotifyInterrupt(DXGK_INTERRUPT_DMA_COMPLETED) for a context's
+ * work: the context's monitored fence reached `fence` on engine `node`.
+ * Thread-safe; may be called from inside submit_command_*.  Paging
+ * buffers keep using vidmm_cb_notify_fence. */
+void vidmm_cb_notify_context_fence(struct vidmm_adapter *adapter, uint64_t context, uint32_t node, uint64_t fence);
+
 void vidmm_cb_notify_page_fault(struct vidmm_adapter *adapter, uint64_t context, uint64_t va, uint32_t flags);
 
 #ifdef __cplusplus

@@ -132,6 +132,10 @@ struct softgpu_stats {
      * not translate (a manager or driver bug; reported to vidmm as a page
      * fault of the paging process). */
     uint64_t paging_faults;
+    /* Command processor (contexts' work on the nodes). */
+    uint64_t command_buffers;        /* finished (run to the end or stopped at a fault) */
+    uint64_t commands;               /* executed */
+    uint64_t command_faults;         /* buffers stopped by a fault */
 };
 void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out);
 
@@ -174,6 +178,57 @@ vidmm_status softgpu_write_virtual(struct softgpu *sg, const struct vidmm_physic
 /* Invariants of the device (aperture table entries valid, host aperture
  * mappings consistent).  Returns the violation count. */
 int softgpu_check(const struct softgpu *sg);
+
+/* ---- engines and the command processor (docs/SOFTGPU.md) ------------ */
+
+/* softgpu has three engines (nodes); each runs virtual- and
+ * physical-mode contexts, one buffer at a time in submission order, on
+ * its own thread (inside the submit call in synchronous mode). */
+#define SOFTGPU_NODES 3u
+#define SOFTGPU_NODE_GRAPHICS 0u
+#define SOFTGPU_NODE_COMPUTE  1u
+#define SOFTGPU_NODE_COPY     2u
+
+/* Command opcodes.  Every command starts with an 8-byte header (opcode
+ * 16 bits, flags 16 bits = 0, size 32 bits) followed by 8-byte operands;
+ * an address operand is a GPU virtual address (virtual mode) or
+ * SOFTGPU_PADDR(segment, offset) (physical mode). */
+#define SOFTGPU_CMD_NOP      0x20u   /*  8 bytes */
+#define SOFTGPU_CMD_WRITE32  0x21u   /* 24: addr, value (low 32 bits) */
+#define SOFTGPU_CMD_WRITE64  0x22u   /* 24: addr, value */
+#define SOFTGPU_CMD_COPY     0x23u   /* 32: dst, src, size */
+#define SOFTGPU_CMD_FILL     0x24u   /* 32: dst, size, pattern (low 32 bits) */
+#define SOFTGPU_CMD_CHECKSUM 0x25u   /* 32: src, size, result: 8 bytes = softgpu_checksum */
+#define SOFTGPU_CMD_COMPARE  0x26u   /* 40: a, b, size, result: 8 bytes, 0 = equal, else 1 + first differing offset */
+#define SOFTGPU_CMD_SIGNAL   0x27u   /* 24: addr, value: 64-bit store of a fence value */
+#define SOFTGPU_CMD_WAIT     0x28u   /* 24: addr, value: stall until the 64-bit word at addr >= value */
+/* Byte offset of operand n (0-based) inside a command: where a patch
+ * location points. */
+#define SOFTGPU_CMD_OPERAND(n) (8u + 8u * (uint32_t)(n))
+/* A physical address operand: segment id in bits 56-60, offset below. */
+#define SOFTGPU_PADDR(segment, offset) (((uint64_t)(segment) << 56) | (uint64_t)(offset))
+
+/* A command buffer being written: data[0..size) of capacity bytes. */
+struct softgpu_cmdbuf {
+    void *data;
+    uint32_t size;
+    uint32_t capacity;
+};
+/* Append one command; VIDMM_E_INVALID_ARG when cb is NULL or full. */
+vidmm_status softgpu_cmd_nop(struct softgpu_cmdbuf *cb);
+vidmm_status softgpu_cmd_write32(struct softgpu_cmdbuf *cb, uint64_t addr, uint32_t value);
+vidmm_status softgpu_cmd_write64(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t value);
+vidmm_status softgpu_cmd_copy(struct softgpu_cmdbuf *cb, uint64_t dst, uint64_t src, uint64_t size);
+vidmm_status softgpu_cmd_fill(struct softgpu_cmdbuf *cb, uint64_t dst, uint64_t size, uint32_t pattern);
+/* src and size must be multiples of 8. */
+vidmm_status softgpu_cmd_checksum(struct softgpu_cmdbuf *cb, uint64_t src, uint64_t size, uint64_t result);
+vidmm_status softgpu_cmd_compare(struct softgpu_cmdbuf *cb, uint64_t a, uint64_t b, uint64_t size, uint64_t result);
+vidmm_status softgpu_cmd_signal(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t value);
+vidmm_status softgpu_cmd_wait(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t value);
+/* What CHECKSUM computes over size bytes (a multiple of 8): FNV-1a over
+ * 64-bit little-endian words, h = (h ^ w) * 0x100000001b3 from
+ * 0xcbf29ce484222325. */
+uint64_t softgpu_checksum(const void *data, uint64_t size);
 
 #ifdef __cplusplus
 }

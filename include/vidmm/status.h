@@ -41,7 +41,8 @@ typedef enum vidmm_status {
     VIDMM_E_DEVICE_LOST = -17,        /* STATUS_DEVICE_REMOVED */
     VIDMM_E_TIMEOUT = -18,            /* STATUS_TIMEOUT */
     VIDMM_E_PAGE_FAULT = -19,         /* a GPU access hit an invalid or protected GPU virtual address */
-    VIDMM_E_OVER_BUDGET = -20         /* E_OUTOFMEMORY of MakeResident: trim bytes_to_trim and retry */
+    VIDMM_E_OVER_BUDGET = -20,        /* E_OUTOFMEMORY of MakeResident: trim bytes_to_trim and retry */
+    VIDMM_E_NOT_ACCESSED_PHYSICALLY = -21 /* an allocation list names an allocation without AccessedPhysically */
 } vidmm_status;
 
 /* A short constant English name, e.g. "VIDMM_E_NO_SEGMENT_SPACE".  Never NULL. */

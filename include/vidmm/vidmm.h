@@ -20,5 +20,6 @@
 #include "vidmm/device.h"
 #include "vidmm/policy.h"
 #include "vidmm/residency.h"
+#include "vidmm/submit.h"
 
 #endif

@@ -415,9 +415,14 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     st = vidmm_pp_init(a, ci->error_message, ci->error_message_size);
     if (st < 0)
         goto fail_res;
+    st = vidmm_submit_init(a);
+    if (st < 0)
+        goto fail_pp;
     *out = a;
     return VIDMM_OK;
 
+fail_pp:
+    vidmm_pp_fini(a);
 fail_res:
     vidmm_res_fini(a);
 fail_paging:
@@ -437,6 +442,9 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
 {
     if (!a)
         return;
+    /* Submitted work first: it uses allocations and contexts that go
+     * below; deferred destructions are completed there. */
+    vidmm_submit_fini(a);
     vidmm_process_destroy_all(a);
     for (uint32_t i = 0; i < a->slot_used; i++) {
         struct vidmm_allocation *al = a->slots[i];

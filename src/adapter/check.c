@@ -183,7 +183,7 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {
             if (v->d.state != VIDMM_VA_MAPPED)
                 continue;
-            const struct vidmm_allocation *al = vidmm_handle_get(a, v->d.object);
+            const struct vidmm_allocation *al = vidmm_handle_get_any(a, v->d.object);
             if (!al)
                 bad(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
             else if (v->d.object_offset + v->d.size > al->size)
@@ -295,5 +295,8 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     de = vidmm_res_check(a, dmsg, sizeof(dmsg));
     if (de)
         bad(&r, "residency: %d violations (%s)", de, dmsg);
+    de = vidmm_submit_check(a, dmsg, sizeof(dmsg));
+    if (de)
+        bad(&r, "submission: %d violations (%s)", de, dmsg);
     return r.errors;
 }

@@ -194,14 +194,24 @@ vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
         return VIDMM_E_BUSY;
     if (al->displayed)
         undisplay_all(a, h, al);
+    /* GPU work still uses it: the handle goes now, the memory later. */
+    if (vidmm_submit_defer_destroy(a, al))
+        return VIDMM_OK;
+    vidmm_allocation_destroy_now(a, al);
+    return VIDMM_OK;
+}
+
+void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    vidmm_handle h = al->self;
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     vidmm_unplace(a, al, &al->pl);
     (void)vidmm_paging_flush(a);
     struct vidmm_destroy_allocation_args da = { al->info.driver_allocation };
     a->ops.destroy_allocation(a->driver, &da);
+    al->zombie = 0;
     vidmm_handle_release(a, h);
-    return VIDMM_OK;
 }
 
 vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
@@ -297,6 +307,8 @@ vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocat
 static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
 {
     uint32_t eff = effective_target(a, al, target);
+    if (eff != al->pl.segment_id)
+        vidmm_submit_wait_idle(a, al);   /* submitted work may still read or write it there */
     if (eff == al->pl.segment_id)
         return VIDMM_OK;
     vidmm_status st;
@@ -503,6 +515,7 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
         return VIDMM_OK;
     }
     al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
+    vidmm_submit_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */
     vidmm_status st = vidmm_paging_flush(a);

@@ -79,6 +79,12 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
 
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
+    struct vidmm_allocation *al = vidmm_handle_get_any(a, h);
+    return al && !al->zombie ? al : NULL;   /* a zombie (destroyed while in use) is gone for the API */
+}
+
+struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h)
+{
     if ((h >> 56) != VIDMM_HANDLE_TYPE_ALLOCATION || ((h >> 40) & 0xFFFFu) != a->handle_salt)
         return NULL;
     uint32_t idx = (uint32_t)h & (MAX_SLOTS - 1);

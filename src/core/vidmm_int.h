@@ -109,6 +109,11 @@ struct vidmm_allocation {
     uint32_t offer_priority;
     int content_lost;               /* discarded while offered: reads as zero */
     uint64_t evictions, restores;
+    /* Command submission (submit/submit.c): in-flight submissions that
+     * reference it; destroyed while busy = a zombie awaiting their end. */
+    uint32_t busy;
+    int zombie;
+    struct vidmm_allocation *zombie_next;
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -193,6 +198,11 @@ struct vidmm_context {
     struct vidmm_context *prev, *next;  /* in the device's list */
     uint32_t node, mode;
     int root_bound;                 /* set_root_page_table told the driver */
+    /* Monitored fence (submit/submit.c): submitted under the submission
+     * lock, completed under paging.lock (the driver reports it). */
+    uint64_t fence_submitted;
+    uint64_t fence_completed;
+    struct vidmm_patch_cache *patch_cache;  /* physical mode: recently patched buffers */
 };
 
 struct vidmm_device {
@@ -298,6 +308,7 @@ struct vidmm_adapter {
     struct vidmm_residency_stats res_stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
     struct vidmm_paging paging;
+    struct vidmm_submit_state *sub;  /* command submission (submit/submit.c) */
     void *dummy_page;               /* what unmapped aperture pages point at */
     /* statistics */
     uint64_t paging_buffers;
@@ -407,7 +418,31 @@ uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_proc
 uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
 
+/* submit/submit.c */
+struct vidmm_submit_state;
+vidmm_status vidmm_submit_init(struct vidmm_adapter *a);
+/* Wait for every submission, free deferred destructions, release. */
+void vidmm_submit_fini(struct vidmm_adapter *a);
+/* The submission lock (recursive), for entries that may run alongside
+ * submissions (make-resident, evict). */
+void vidmm_submit_lock(struct vidmm_adapter *a);
+void vidmm_submit_unlock(struct vidmm_adapter *a);
+/* A context goes: wait for its work, forget its patch cache. */
+void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c);
+/* Wait until no submitted work uses al (its fences passed). */
+void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* Eviction found nothing evictable: wait for the oldest in-flight
+ * submission and retire it.  1 if anything retired, 0 if none was in
+ * flight. */
+int vidmm_submit_wait_some(struct vidmm_adapter *a);
+/* Destroy while in use: hide the handle, keep the memory until the work
+ * finished.  1 if deferred (the caller is done), 0 if al is idle. */
+int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al);
+int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n);
+
 /* allocation.c */
+/* Release an allocation now (it is idle). */
+void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al);
 vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                    const struct vidmm_placement *pl);
 
@@ -423,6 +458,9 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n);
 vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h);
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h);
+/* The same, zombies included: for VA descriptors, which keep naming an
+ * allocation destroyed while in use until it is released. */
+struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h);
 vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation);
 void vidmm_handle_table_fini(struct vidmm_adapter *a);
 

@@ -67,6 +67,7 @@ vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, 
 static void context_free(struct vidmm_adapter *a, struct vidmm_context *c)
 {
     struct vidmm_device *d = c->device;
+    vidmm_submit_context_gone(a, c);   /* its submitted work finishes first */
     if (c->root_bound)
         vidmm_process_bind_root(a, d->process, c->self, 0);
     pthread_mutex_lock(&a->paging.lock);

@@ -462,7 +462,7 @@ static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p,
     struct vidmm_allocation *al = NULL;
     uint64_t flags = 0;
     if (d && d->state == VIDMM_VA_MAPPED) {
-        al = vidmm_handle_get(a, d->object);
+        al = vidmm_handle_get_any(a, d->object);
         if (!al)
             return VIDMM_E_INVALID_HANDLE;
         /* An evicted allocation keeps its VA, with invalid entries: a

@@ -165,7 +165,7 @@ static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vi
     return NULL;
 }
 
-vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
+static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
 {
     if (!a || !args || (args->count && !args->allocations) ||
         (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) ||
@@ -335,7 +335,7 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
 
 /* ---- evict ------------------------------------------------------------------ */
 
-vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
+static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
                          uint32_t flags, uint64_t *bytes_to_trim)
 {
     if (!a || (count && !allocs) || (flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO)))
@@ -551,5 +551,28 @@ vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vi
                 st = r;
         }
     }
+    return st;
+}
+
+/* make-resident and evict run under the submission lock, so threads that
+ * submit may also change their residency lists (vidmm/submit.h). */
+vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_submit_lock(a);
+    vidmm_status st = make_resident(a, device, args);
+    vidmm_submit_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
+                         uint32_t flags, uint64_t *bytes_to_trim)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_submit_lock(a);
+    vidmm_status st = evict(a, device, allocs, count, flags, bytes_to_trim);
+    vidmm_submit_unlock(a);
     return st;
 }

@@ -20,7 +20,9 @@
  *   3. anyone's - only when the requester's process is itself within its
  *      fair share (so one process cannot evict everyone else).
  * Never: allocations of the request being served (pinned by epoch),
- * locked or displayed ones, or ones of higher priority than the request
+ * locked or displayed ones, ones submitted GPU work still uses (busy;
+ * when no segment has room otherwise, the restore waits for that work
+ * and tries again), or ones of higher priority than the request
  * (MAXIMUM only by MAXIMUM).  When no victim is left the request tries
  * its next segment; priority therefore decides how hard a preference is
  * honoured.  A contiguous request (AccessedPhysically, primaries) that
@@ -200,6 +202,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 
 vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
+    vidmm_submit_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
     return evict_one(a, al, not_written);
 }
 
@@ -207,8 +210,8 @@ static int evictable(const struct vidmm_adapter *a, const struct vidmm_allocatio
                      const struct vidmm_allocation *req, uint32_t prio, int pass, const struct vidmm_process *rp,
                      uint64_t fair)
 {
-    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed)
-        return 0;
+    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed || v->busy)
+        return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
     if (v->offered)
@@ -243,11 +246,11 @@ static uint64_t fair_share(const struct vidmm_adapter *a, uint32_t id, const str
 
 /* Evict from segment id until `need` more bytes are free, or nothing
  * more may go.  VIDMM_E_NO_SEGMENT_SPACE when nothing was evicted. */
-static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint64_t need)
+static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint64_t need,
+                              uint32_t prio)
 {
     struct vidmm_segment *s = &a->seg[id];
     const struct vidmm_process *rp = owner_of(a, req);
-    uint32_t prio = req->pe.priority;
     uint64_t fair = fair_share(a, id, rp);
     uint64_t freed = 0;
     for (int pass = 0; pass < 4 && freed < need; pass++) {
@@ -327,7 +330,7 @@ unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_
  * candidates in policy order and pass order, then evict only the blocks
  * that overlap the hole it found.  VIDMM_E_NO_SEGMENT_SPACE when no hole
  * can be formed from what may be evicted. */
-static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req)
+static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint32_t prio)
 {
     struct vidmm_segment *s = &a->seg[id];
     uint64_t align = req->alignment > s->page_size ? req->alignment : s->page_size;
@@ -342,7 +345,7 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
         for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && !found;
              e = a->policy->next(a->policy_state, e)) {
             struct vidmm_allocation *v = ENTRY_OF(e);
-            if (!evictable(a, v, req, req->pe.priority, pass, rp, fair))
+            if (!evictable(a, v, req, prio, pass, rp, fair))
                 continue;
             /* Extents already added in an earlier pass answer
              * INVALID_HANDLE: nothing to do. */
@@ -364,7 +367,7 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
 
 /* Place al in memory segment id, evicting as needed. */
 static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
-                                   struct vidmm_placement *pl)
+                                   uint32_t prio, struct vidmm_placement *pl)
 {
     int contiguous = vidmm_needs_contiguous(a, al, &a->seg[id]);
     for (;;) {
@@ -372,7 +375,7 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
         if (st != VIDMM_E_NO_SEGMENT_SPACE)
             return st;
         if (contiguous) {
-            st = scan_room(a, id, al);
+            st = scan_room(a, id, al, prio);
             if (st >= 0)
                 continue;
             if (st != VIDMM_E_NO_HOST_MEMORY)
@@ -386,7 +389,7 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
          * order until a hole forms (one victim's worth at a time). */
         if (al->size <= free_bytes)
             need = 1;
-        st = make_room(a, id, al, need);
+        st = make_room(a, id, al, need, prio);
         if (st < 0)
             return VIDMM_E_NO_SEGMENT_SPACE;
     }
@@ -394,14 +397,15 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
 
 /* Restore an evicted allocation into memory segment id (evicting) or
  * map it where it is (aperture / system). */
-static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top)
+static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
+                                 uint32_t prio)
 {
     vidmm_status st;
     if (is_memory(a, id)) {
         if (al->lock_count)
             return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
         struct vidmm_placement dst;
-        st = place_evicting(a, al, id, top, &dst);
+        st = place_evicting(a, al, id, top, prio, &dst);
         if (st < 0)
             return st;
         st = vidmm_process_prepare_move(a, al, &dst);
@@ -455,15 +459,34 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
     uint32_t n = order_of(a, al, order, top);
     vidmm_status last = VIDMM_E_NO_SEGMENT_SPACE;
     vidmm_res_leave(a, al);
-    for (uint32_t i = 0; i < n; i++) {
-        vidmm_status st = restore_into(a, al, order[i], top[i]);
-        if (st >= 0) {
-            vidmm_res_enter(a, al);
-            return VIDMM_OK;
+    for (int again = 1; again;) {
+        again = 0;
+        /* First with priorities honoured: a request may only push out
+         * allocations of its priority or lower, else it takes its next
+         * choice.  When no supported segment takes it that way, priority
+         * is a hint, not a wall (wddm-facts 6.2): the memory segments are
+         * tried again evicting anything idle, rather than fail. */
+        for (int relax = 0; relax < 2 && !again; relax++) {
+            uint32_t prio = relax ? UINT32_MAX : al->pe.priority;
+            for (uint32_t i = 0; i < n; i++) {
+                if (relax && !is_memory(a, order[i]))
+                    continue;
+                vidmm_status st = restore_into(a, al, order[i], top[i], prio);
+                if (st >= 0) {
+                    vidmm_res_enter(a, al);
+                    return VIDMM_OK;
+                }
+                last = st;
+                if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE)
+                    break;
+            }
+            if (last != VIDMM_E_NO_SEGMENT_SPACE)
+                break;
         }
-        last = st;
-        if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE)
-            break;
+        /* No segment has room among idle allocations: wait for submitted
+         * work to end (what it used becomes evictable) and try again. */
+        if (last == VIDMM_E_NO_SEGMENT_SPACE && vidmm_submit_wait_some(a))
+            again = 1;
     }
     vidmm_res_enter(a, al);
     return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE ? VIDMM_E_NO_SEGMENT_SPACE : last;

@@ -351,7 +351,7 @@ static void bad_input(void)
     T_ST(vidmm_device_query(NULL, d, &di), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_device_query(a, d, NULL), VIDMM_E_INVALID_ARG);
     struct vidmm_context_desc bad[] = {
-        { 1, VIDMM_CONTEXT_VIRTUAL, 0, 0 },   /* softgpu declares one node so far */
+        { 3, VIDMM_CONTEXT_VIRTUAL, 0, 0 },   /* softgpu declares three nodes (0-2) */
         { 0, 2, 0, 0 },
         { 0, VIDMM_CONTEXT_PHYSICAL, 1, 0 },
         { 0, VIDMM_CONTEXT_PHYSICAL, 0, 1 },

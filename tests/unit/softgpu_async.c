@@ -413,7 +413,7 @@ static void destroy_drains(void)
     struct softgpu *sg = sa_create(0);
     if (!sg)
         return;
-    T_EQ(sa_count_dir("/proc/self/task"), tasks0 + 1);   /* the engine thread */
+    T_EQ(sa_count_dir("/proc/self/task"), tasks0 + 1 + (int)SOFTGPU_NODES);   /* the copy engine and the nodes */
     uint8_t *jobs = calloc(N, SA_JOB_BYTES);
     struct sa_log *l = calloc(1, sizeof *l);
     uint32_t *host = aligned_alloc(4096, (size_t)N * 4096);

@@ -1,0 +1,840 @@
+/*
+ * submit.c - command submission on virtual and physical engines, context
+ * fences, and the lifetimes of allocations that submitted work uses.
+ *
+ * Every submission becomes a record: its context, the context fence
+ * value that marks its end, and the allocations it references (the
+ * device's residency list in virtual mode, the allocation list in
+ * physical mode), each of which has its `busy` count raised.  The driver
+ * reports completion through vidmm_cb_notify_context_fence, which only
+ * moves the context's completed value (under paging.lock, from any
+ * thread); records are retired lazily on vidmm's side - at the next
+ * submission, wait, destroy or eviction that needs it - where the busy
+ * counts drop.  Eviction skips busy allocations (residency.c) and, when
+ * nothing idle may go, waits here for some record to retire; moves, CPU
+ * locks and explicit evictions wait for the allocation to go idle.
+ *
+ * Deferred destruction: destroying a busy allocation hides its handle at
+ * once (handle.c refuses zombies), drops it from every residency list,
+ * and queues it; it is released (destroy_now) at a later safe point -
+ * the start of a public entry, never inside a placement - once idle.
+ *
+ * Physical mode keeps, per context, a small cache of recently patched
+ * buffers: the address each allocation-list entry was patched with, so a
+ * buffer submitted again is patched only where an allocation moved.
+ *
+ * Locking: the submission lock (recursive: entries call helpers that take
+ * it again) serialises the submission entries with each other; lock
+ * order is submission lock -> paging.lock.  Waits for fences hold the
+ * submission lock only where the caller is already serialised anyway
+ * (placement, fini); vidmm_context_wait does not hold it.
+ */
+#include "core/vidmm_int.h"
+#include "vidmm/submit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct vidmm_submission {
+    struct vidmm_submission *next;     /* submission order */
+    struct vidmm_context *ctx;
+    uint64_t fence;
+    uint32_t count;
+    struct vidmm_allocation **list;    /* each allocation once; busy raised by one */
+};
+
+#define PATCH_CACHE_ENTRIES 4u
+
+struct vidmm_patch_entry {
+    const void *buffer;                /* NULL: unused */
+    uint32_t size;
+    uint32_t count;                    /* allocation-list entries */
+    uint32_t cap;                      /* of handles / addr */
+    uint64_t fence;                    /* its last submission */
+    uint64_t last_use;
+    vidmm_handle *handles;
+    uint64_t *addr;                    /* packed (segment << 56 | offset) patched last time */
+};
+
+struct vidmm_patch_cache {
+    struct vidmm_patch_entry e[PATCH_CACHE_ENTRIES];
+    uint64_t clock;
+};
+
+struct vidmm_submit_state {
+    pthread_mutex_t lock;
+    struct vidmm_submission *head;
+    uint64_t in_flight;
+    struct vidmm_allocation *zombies;
+    uint64_t zombie_count;
+    struct vidmm_submit_stats stats;
+    /* Patch scratch, grown as needed (host memory only when it grows). */
+    struct vidmm_allocation_list_entry *alist;
+    uint32_t alist_cap;
+    struct vidmm_patch_location *plist;
+    uint32_t plist_cap;
+};
+
+#define PACK_ADDR(seg, off) (((uint64_t)(seg) << 56) | (off))
+
+/* ---- state ------------------------------------------------------------ */
+
+vidmm_status vidmm_submit_init(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = vidmm_hzalloc(a->ha, sizeof(*s), _Alignof(struct vidmm_submit_state));
+    if (!s)
+        return VIDMM_E_NO_HOST_MEMORY;
+    pthread_mutexattr_t at;
+    if (pthread_mutexattr_init(&at) != 0) {
+        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
+    int rc = pthread_mutex_init(&s->lock, &at);
+    pthread_mutexattr_destroy(&at);
+    if (rc != 0) {
+        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    a->sub = s;
+    return VIDMM_OK;
+}
+
+void vidmm_submit_lock(struct vidmm_adapter *a)
+{
+    if (a->sub)
+        pthread_mutex_lock(&a->sub->lock);
+}
+
+void vidmm_submit_unlock(struct vidmm_adapter *a)
+{
+    if (a->sub)
+        pthread_mutex_unlock(&a->sub->lock);
+}
+
+static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, h);
+    pthread_mutex_unlock(&a->paging.lock);
+    return c;
+}
+
+static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    int l = d->lost;
+    pthread_mutex_unlock(&a->paging.lock);
+    return l;
+}
+
+static void free_record(struct vidmm_adapter *a, struct vidmm_submission *r)
+{
+    vidmm_hfree(a->ha, r->list, (size_t)r->count * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
+    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_submission));
+}
+
+/* Retire every record whose fence passed: its allocations' busy counts
+ * drop.  Submission lock held.  Returns the records retired. */
+static uint32_t retire(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = a->sub;
+    struct vidmm_submission *done = NULL;
+    pthread_mutex_lock(&a->paging.lock);
+    for (struct vidmm_submission **pp = &s->head; *pp;) {
+        struct vidmm_submission *r = *pp;
+        if (r->ctx->fence_completed >= r->fence) {
+            *pp = r->next;
+            r->next = done;
+            done = r;
+        } else {
+            pp = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&a->paging.lock);
+    uint32_t n = 0;
+    while (done) {
+        struct vidmm_submission *r = done;
+        done = r->next;
+        for (uint32_t i = 0; i < r->count; i++)
+            r->list[i]->busy--;
+        free_record(a, r);
+        s->in_flight--;
+        n++;
+    }
+    return n;
+}
+
+/* Release the zombies nothing uses any more.  Only at the start of a
+ * public entry: destroy_now pages and rewrites page tables. */
+static void reap(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = a->sub;
+    for (struct vidmm_allocation **pp = &s->zombies; *pp;) {
+        struct vidmm_allocation *al = *pp;
+        if (al->busy) {
+            pp = &al->zombie_next;
+            continue;
+        }
+        *pp = al->zombie_next;
+        al->zombie_next = NULL;
+        s->zombie_count--;
+        s->stats.deferred_freed++;
+        vidmm_allocation_destroy_now(a, al);
+    }
+}
+
+/* Is any in-flight record done?  Under paging.lock. */
+static int any_done_locked(const struct vidmm_submit_state *s)
+{
+    for (const struct vidmm_submission *r = s->head; r; r = r->next)
+        if (r->ctx->fence_completed >= r->fence)
+            return 1;
+    return 0;
+}
+
+/* Wait until some in-flight record is done (none in flight: return at
+ * once).  Submission lock held: the GPU finishes work on its own, and
+ * the driver's callbacks take only paging.lock. */
+static void wait_any(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = a->sub;
+    pthread_mutex_lock(&a->paging.lock);
+    while (s->head && !any_done_locked(s))
+        pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+void vidmm_submit_fini(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    while (s->head) {
+        wait_any(a);
+        retire(a);
+    }
+    reap(a);
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_destroy(&s->lock);
+    vidmm_hfree(a->ha, s->alist, (size_t)s->alist_cap * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
+    vidmm_hfree(a->ha, s->plist, (size_t)s->plist_cap * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
+    vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
+    a->sub = NULL;
+}
+
+static void patch_cache_free(struct vidmm_adapter *a, struct vidmm_context *c)
+{
+    struct vidmm_patch_cache *pc = c->patch_cache;
+    if (!pc)
+        return;
+    for (uint32_t i = 0; i < PATCH_CACHE_ENTRIES; i++) {
+        struct vidmm_patch_entry *e = &pc->e[i];
+        vidmm_hfree(a->ha, e->handles, (size_t)e->cap * sizeof(*e->handles), _Alignof(vidmm_handle));
+        vidmm_hfree(a->ha, e->addr, (size_t)e->cap * sizeof(*e->addr), _Alignof(uint64_t));
+    }
+    vidmm_hfree(a->ha, pc, sizeof(*pc), _Alignof(struct vidmm_patch_cache));
+    c->patch_cache = NULL;
+}
+
+void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (s) {
+        /* Its records point at it: wait for its work, then retire them. */
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+            pthread_mutex_lock(&a->paging.lock);
+            int idle = c->fence_completed >= c->fence_submitted;
+            pthread_mutex_unlock(&a->paging.lock);
+            if (idle)
+                break;
+            wait_any(a);
+            retire(a);
+        }
+        retire(a);
+        pthread_mutex_unlock(&s->lock);
+    }
+    patch_cache_free(a, c);
+}
+
+void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (!s || !al->busy)
+        return;
+    pthread_mutex_lock(&s->lock);
+    retire(a);
+    while (al->busy) {
+        wait_any(a);
+        retire(a);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+int vidmm_submit_wait_some(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    int r = 0;
+    if (retire(a)) {
+        r = 1;
+    } else if (s->head) {
+        wait_any(a);
+        r = retire(a) != 0;
+    }
+    if (r)
+        s->stats.eviction_waits++;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    retire(a);
+    reap(a);
+    int deferred = al->busy != 0;
+    if (deferred) {
+        /* Gone from the API now: no handle, on no residency list (so no
+         * later submission references it); memory and mappings stay for
+         * the work in flight. */
+        al->zombie = 1;
+        while (al->refs)
+            vidmm_res_unlink_ref(a, al->refs);
+        al->zombie_next = s->zombies;
+        s->zombies = al;
+        s->zombie_count++;
+        s->stats.deferred_destroys++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return deferred;
+}
+
+/* ---- the driver's completion callback ------------------------------------ */
+
+void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, uint32_t node, uint64_t fence)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->paging.lock);
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    /* A fence of another node, or beyond what was submitted, is a driver
+     * bug: ignored rather than letting it release memory in use. */
+    if (c && c->node == node && fence > c->fence_completed && fence <= c->fence_submitted)
+        c->fence_completed = fence;
+    pthread_cond_broadcast(&a->paging.cond);
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+/* ---- submission --------------------------------------------------------- */
+
+/* Make the pinned allocations of list resident (restore the evicted),
+ * then finish the paging so the engine sees them in place. */
+static vidmm_status make_list_resident(struct vidmm_adapter *a, struct vidmm_allocation **list, uint32_t n)
+{
+    vidmm_status st = VIDMM_OK;
+    for (uint32_t i = 0; i < n && st >= 0; i++)
+        if (!list[i]->resident)
+            st = vidmm_res_restore(a, list[i]);
+    if (st >= 0)
+        st = vidmm_paging_flush(a);
+    return st;
+}
+
+/* Hand the record over: raise busy counts, mark use for the eviction
+ * policy, publish the fence. */
+static void commit_record(struct vidmm_adapter *a, struct vidmm_context *c, struct vidmm_submission *r)
+{
+    struct vidmm_submit_state *s = a->sub;
+    uint64_t now = ++a->res_clock;
+    for (uint32_t i = 0; i < r->count; i++) {
+        struct vidmm_allocation *al = r->list[i];
+        al->busy++;
+        al->pe.last_use = now;
+        if (al->in_policy)
+            a->policy->touch(a->policy_state, &al->pe);
+    }
+    r->ctx = c;
+    r->next = s->head;   /* order does not matter: retire scans them all */
+    s->head = r;
+    s->in_flight++;
+}
+
+static struct vidmm_submission *new_record(struct vidmm_adapter *a, uint32_t n)
+{
+    struct vidmm_submission *r = vidmm_hzalloc(a->ha, sizeof(*r), _Alignof(struct vidmm_submission));
+    if (!r)
+        return NULL;
+    if (n) {
+        r->list = vidmm_halloc(a->ha, (size_t)n * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
+        if (!r->list) {
+            vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_submission));
+            return NULL;
+        }
+    }
+    r->count = n;
+    return r;
+}
+
+/* Common entry checks: the context in the mode wanted, its device alive. */
+static vidmm_status enter(struct vidmm_adapter *a, vidmm_handle context, uint32_t mode, struct vidmm_context **out)
+{
+    struct vidmm_context *c = ctx_get(a, context);
+    if (!c)
+        return VIDMM_E_INVALID_HANDLE;
+    if (c->mode != mode)
+        return VIDMM_E_STATE;
+    if (mode == VIDMM_CONTEXT_VIRTUAL ? !a->ops.submit_command_virtual || !c->root_bound
+                                      : !a->ops.submit_command_physical || !a->ops.patch)
+        return VIDMM_E_NOT_SUPPORTED;
+    if (dev_lost(a, c->device))
+        return VIDMM_E_DEVICE_LOST;
+    retire(a);
+    reap(a);
+    *out = c;
+    return VIDMM_OK;
+}
+
+static vidmm_status submit_to_driver(struct vidmm_adapter *a, struct vidmm_context *c, uint64_t va, const void *buf,
+                                     uint32_t size, uint64_t *fence)
+{
+    struct vidmm_submit_context_args sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.adapter = a;
+    sa.context = c->self;
+    sa.node = c->node;
+    sa.dma_buffer_virtual_address = va;
+    sa.dma_buffer = buf;
+    sa.dma_buffer_size = size;
+    /* Published before the driver runs it: a synchronous driver signals
+     * from inside the call, and the callback ignores values beyond it. */
+    pthread_mutex_lock(&a->paging.lock);
+    sa.fence = ++c->fence_submitted;
+    pthread_mutex_unlock(&a->paging.lock);
+    vidmm_status st = buf ? a->ops.submit_command_physical(a->driver, &sa)
+                          : a->ops.submit_command_virtual(a->driver, &sa);
+    if (st < 0) {
+        pthread_mutex_lock(&a->paging.lock);
+        c->fence_submitted--;   /* never ran: the value is handed out again */
+        pthread_mutex_unlock(&a->paging.lock);
+        return st == VIDMM_E_INVALID_ARG ? st : VIDMM_E_DRIVER_FAILURE;
+    }
+    *fence = sa.fence;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context, uint64_t gpu_va, uint32_t size,
+                                  uint64_t *fence)
+{
+    if (!a || !fence || !size || gpu_va > UINT64_MAX - size)
+        return VIDMM_E_INVALID_ARG;
+    *fence = 0;
+    struct vidmm_submit_state *s = a->sub;
+    pthread_mutex_lock(&s->lock);
+    struct vidmm_context *c = NULL;
+    vidmm_status st = enter(a, context, VIDMM_CONTEXT_VIRTUAL, &c);
+    if (st < 0)
+        goto out;
+    /* The device's residency list, as it is now: what the buffer may
+     * touch (vidmm does not look inside it). */
+    struct vidmm_device *d = c->device;
+    struct vidmm_submission *r = new_record(a, (uint32_t)d->ref_count);
+    if (!r) {
+        st = VIDMM_E_NO_HOST_MEMORY;
+        goto out;
+    }
+    uint64_t epoch = ++a->res_epoch;   /* pinned: restoring one never evicts another */
+    uint32_t n = 0;
+    for (struct vidmm_res_ref *ref = d->refs; ref; ref = ref->dev_next) {
+        ref->al->pin_epoch = epoch;
+        r->list[n++] = ref->al;
+    }
+    st = make_list_resident(a, r->list, n);
+    a->res_epoch++;   /* unpin */
+    if (st >= 0)
+        st = submit_to_driver(a, c, gpu_va, NULL, size, fence);
+    if (st < 0) {
+        free_record(a, r);
+        goto out;
+    }
+    r->fence = *fence;
+    commit_record(a, c, r);
+    s->stats.virtual_submissions++;
+out:
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static vidmm_status grow_scratch(struct vidmm_adapter *a, uint32_t nal, uint32_t npatch)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (nal > s->alist_cap) {
+        void *n = vidmm_halloc(a->ha, (size_t)nal * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
+        if (!n)
+            return VIDMM_E_NO_HOST_MEMORY;
+        vidmm_hfree(a->ha, s->alist, (size_t)s->alist_cap * sizeof(*s->alist),
+                    _Alignof(struct vidmm_allocation_list_entry));
+        s->alist = n;
+        s->alist_cap = nal;
+    }
+    if (npatch > s->plist_cap) {
+        void *n = vidmm_halloc(a->ha, (size_t)npatch * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
+        if (!n)
+            return VIDMM_E_NO_HOST_MEMORY;
+        vidmm_hfree(a->ha, s->plist, (size_t)s->plist_cap * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
+        s->plist = n;
+        s->plist_cap = npatch;
+    }
+    return VIDMM_OK;
+}
+
+/* The cache entry of buffer (NULL: none); *slot receives where a new
+ * entry would go (an empty one, else the least recently used). */
+static struct vidmm_patch_entry *cache_find(struct vidmm_patch_cache *pc, const void *buffer, uint32_t size,
+                                            struct vidmm_patch_entry **slot)
+{
+    struct vidmm_patch_entry *victim = &pc->e[0];
+    for (uint32_t i = 0; i < PATCH_CACHE_ENTRIES; i++) {
+        struct vidmm_patch_entry *e = &pc->e[i];
+        if (e->buffer == buffer && e->size == size)
+            return e;
+        if (!e->buffer ? victim->buffer != NULL || e < victim : victim->buffer && e->last_use < victim->last_use)
+            victim = e;
+    }
+    *slot = victim;
+    return NULL;
+}
+
+static vidmm_status cache_fit(struct vidmm_adapter *a, struct vidmm_patch_entry *e, uint32_t n)
+{
+    if (n <= e->cap)
+        return VIDMM_OK;
+    vidmm_handle *h = vidmm_halloc(a->ha, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
+    uint64_t *ad = vidmm_halloc(a->ha, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
+    if (!h || !ad) {
+        vidmm_hfree(a->ha, h, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
+        vidmm_hfree(a->ha, ad, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    vidmm_hfree(a->ha, e->handles, (size_t)e->cap * sizeof(*e->handles), _Alignof(vidmm_handle));
+    vidmm_hfree(a->ha, e->addr, (size_t)e->cap * sizeof(*e->addr), _Alignof(uint64_t));
+    e->handles = h;
+    e->addr = ad;
+    e->cap = n;
+    return VIDMM_OK;
+}
+
+/* Where the GPU reaches a resident AccessedPhysically allocation: one
+ * contiguous range of a memory segment, or its aperture mapping. */
+static int physical_address(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *seg,
+                            uint64_t *off)
+{
+    const struct vidmm_placement *pl = &al->pl;
+    if (pl->segment_id && a->seg[pl->segment_id].kind == VIDMM_SEGMENT_KIND_MEMORY && pl->pages.count == 1) {
+        *seg = pl->segment_id;
+        *off = pl->pages.ext[0].offset;
+        return 1;
+    }
+    if (pl->ap_mapped) {
+        *seg = pl->ap_segment;
+        *off = pl->ap_offset;
+        return 1;
+    }
+    return 0;
+}
+
+vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context,
+                                   struct vidmm_submit_physical_args *args)
+{
+    if (!a || !args || !args->buffer || !args->size || (args->flags & ~VIDMM_SUBMIT_REUSED) ||
+        (args->allocation_count && !args->allocations) ||
+        (args->patch_count && !args->patches))
+        return VIDMM_E_INVALID_ARG;
+    args->fence = 0;
+    args->patched = 0;
+    struct vidmm_submit_state *s = a->sub;
+    pthread_mutex_lock(&s->lock);
+    struct vidmm_context *c = NULL;
+    vidmm_status st = enter(a, context, VIDMM_CONTEXT_PHYSICAL, &c);
+    if (st < 0)
+        goto out;
+    uint32_t n = args->allocation_count;
+    /* Validate everything before anything changes. */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        if (!al) {
+            st = VIDMM_E_INVALID_HANDLE;
+            goto out;
+        }
+        if (args->allocations[i].flags & ~VIDMM_SUBMIT_WRITE || args->allocations[i].reserved) {
+            st = VIDMM_E_INVALID_ARG;
+            goto out;
+        }
+        if (!(al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY)) {
+            st = VIDMM_E_NOT_ACCESSED_PHYSICALLY;   /* seed 000: only these have physical references */
+            goto out;
+        }
+    }
+    for (uint32_t i = 0; i < args->patch_count; i++) {
+        const struct vidmm_patch_location *p = &args->patches[i];
+        if (p->allocation_index >= n || p->patch_offset >= args->size ||
+            p->allocation_offset >= vidmm_handle_get(a, args->allocations[p->allocation_index].allocation)->size) {
+            st = VIDMM_E_INVALID_ARG;
+            goto out;
+        }
+    }
+    if (!c->patch_cache) {
+        c->patch_cache = vidmm_hzalloc(a->ha, sizeof(*c->patch_cache), _Alignof(struct vidmm_patch_cache));
+        if (!c->patch_cache) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            goto out;
+        }
+    }
+    struct vidmm_patch_entry *slot = NULL;
+    struct vidmm_patch_entry *e = cache_find(c->patch_cache, args->buffer, args->size, &slot);
+    if (e) {
+        pthread_mutex_lock(&a->paging.lock);
+        int running = c->fence_completed < e->fence;
+        pthread_mutex_unlock(&a->paging.lock);
+        if (running) {
+            st = VIDMM_E_BUSY;   /* the GPU may still read it: no patching under its feet */
+            goto out;
+        }
+    }
+    struct vidmm_patch_entry *target = e ? e : slot;
+    st = grow_scratch(a, n, args->patch_count);
+    if (st >= 0)
+        st = cache_fit(a, target, n);
+    struct vidmm_submission *r = st >= 0 ? new_record(a, n) : NULL;
+    if (!r) {
+        st = st < 0 ? st : VIDMM_E_NO_HOST_MEMORY;
+        goto out;
+    }
+    /* Pin the listed allocations (each once) and make them resident. */
+    uint64_t epoch = ++a->res_epoch;
+    uint32_t distinct = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        if (al->pin_epoch != epoch) {
+            al->pin_epoch = epoch;
+            r->list[distinct++] = al;
+        }
+    }
+    r->count = distinct;
+    st = make_list_resident(a, r->list, distinct);
+    a->res_epoch++;
+    /* The allocation list as the driver sees it, and the patch locations
+     * whose allocation is not where this buffer last saw it. */
+    /* Only a buffer the caller says is unchanged may keep its patches. */
+    int same = e && e->count == n && (args->flags & VIDMM_SUBMIT_REUSED);
+    for (uint32_t i = 0; i < n && st >= 0; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        struct vidmm_allocation_list_entry *le = &s->alist[i];
+        uint32_t seg;
+        uint64_t off;
+        if (!physical_address(a, al, &seg, &off)) {
+            st = VIDMM_E_STATE;   /* resident, yet out of physical reach: cannot happen with D3/D6 */
+            break;
+        }
+        le->driver_allocation = al->info.driver_allocation;
+        le->flags = args->allocations[i].flags & VIDMM_SUBMIT_WRITE ? VIDMM_ALLOCATION_LIST_WRITE : 0;
+        le->segment_id = seg;
+        le->segment_offset = off;
+        le->size = al->size;
+    }
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < args->patch_count && st >= 0; i++) {
+        const struct vidmm_patch_location *p = &args->patches[i];
+        uint32_t k = p->allocation_index;
+        if (same && e->handles[k] == args->allocations[k].allocation &&
+            e->addr[k] == PACK_ADDR(s->alist[k].segment_id, s->alist[k].segment_offset))
+            continue;   /* patched with this address last time: still right */
+        s->plist[np++] = *p;
+    }
+    if (st >= 0 && np) {
+        struct vidmm_patch_args pa;
+        memset(&pa, 0, sizeof(pa));
+        pa.context = c->self;
+        pa.node = c->node;
+        pa.dma_buffer = args->buffer;
+        pa.dma_buffer_size = args->size;
+        pa.allocation_list = s->alist;
+        pa.allocation_list_size = n;
+        pa.patch_location_list = s->plist;
+        pa.patch_location_list_size = np;
+        pa.submission_fence = c->fence_submitted + 1;
+        if (a->ops.patch(a->driver, &pa) < 0) {
+            st = VIDMM_E_INVALID_ARG;
+            /* The buffer may be half patched: forget what it held. */
+            if (e)
+                e->buffer = NULL;
+        }
+    }
+    uint64_t fence = 0;
+    if (st >= 0)
+        st = submit_to_driver(a, c, 0, args->buffer, args->size, &fence);
+    if (st < 0) {
+        if (np && e)
+            e->buffer = NULL;   /* patched, not submitted: its content no longer matches the cache */
+        free_record(a, r);
+        goto out;
+    }
+    /* Remember what the buffer holds now. */
+    target->buffer = args->buffer;
+    target->size = args->size;
+    target->count = n;
+    target->fence = fence;
+    target->last_use = ++c->patch_cache->clock;
+    for (uint32_t i = 0; i < n; i++) {
+        target->handles[i] = args->allocations[i].allocation;
+        target->addr[i] = PACK_ADDR(s->alist[i].segment_id, s->alist[i].segment_offset);
+    }
+    /* A write makes the system copy stale: a later eviction copies. */
+    for (uint32_t i = 0; i < n; i++)
+        if (args->allocations[i].flags & VIDMM_SUBMIT_WRITE)
+            vidmm_handle_get(a, args->allocations[i].allocation)->backing_valid = 0;
+    r->fence = fence;
+    commit_record(a, c, r);
+    s->stats.physical_submissions++;
+    s->stats.patch_locations_written += np;
+    s->stats.patch_locations_skipped += args->patch_count - np;
+    args->fence = fence;
+    args->patched = np;
+out:
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+/* ---- fences ----------------------------------------------------------- */
+
+vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, uint64_t *submitted,
+                                 uint64_t *completed)
+{
+    if (!a || (!submitted && !completed))
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&a->paging.lock);
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    if (c) {
+        if (submitted)
+            *submitted = c->fence_submitted;
+        if (completed)
+            *completed = c->fence_completed;
+    }
+    pthread_mutex_unlock(&a->paging.lock);
+    return c ? VIDMM_OK : VIDMM_E_INVALID_HANDLE;
+}
+
+vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ns != UINT64_MAX) {
+        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
+        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+    }
+    vidmm_status st = VIDMM_OK;
+    pthread_mutex_lock(&a->paging.lock);
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    if (!c) {
+        st = VIDMM_E_INVALID_HANDLE;
+    } else if (value > c->fence_submitted) {
+        st = VIDMM_E_INVALID_ARG;   /* would never be signalled */
+    } else {
+        while (c->fence_completed < value) {
+            int rc = timeout_ns == UINT64_MAX ? pthread_cond_wait(&a->paging.cond, &a->paging.lock)
+                                              : pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &until);
+            if (rc == ETIMEDOUT && c->fence_completed < value) {
+                st = VIDMM_E_TIMEOUT;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&a->paging.lock);
+    return st;
+}
+
+vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit_stats *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_submit_state *s = a->sub;
+    pthread_mutex_lock(&s->lock);
+    retire(a);
+    *out = s->stats;
+    out->in_flight = s->in_flight;
+    pthread_mutex_unlock(&s->lock);
+    return VIDMM_OK;
+}
+
+/* ---- the checker ------------------------------------------------------------ */
+
+int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    const struct vidmm_submit_state *s = a->sub;
+    if (!s)
+        return 0;
+    int e = 0;
+    uint64_t records = 0, zombies = 0;
+    for (const struct vidmm_submission *r = s->head; r; r = r->next)
+        records++;
+    if (records != s->in_flight) {
+        e++;
+        snprintf(msg, n, "%llu records in flight, counter says %llu", (unsigned long long)records,
+                 (unsigned long long)s->in_flight);
+    }
+    for (const struct vidmm_allocation *al = s->zombies; al; al = al->zombie_next) {
+        zombies++;
+        if (!al->zombie || !al->live || al->refs) {
+            e++;
+            snprintf(msg, n, "deferred destruction list holds a live or listed allocation");
+        }
+    }
+    if (zombies != s->zombie_count || zombies != s->stats.deferred_destroys - s->stats.deferred_freed) {
+        e++;
+        snprintf(msg, n, "%llu deferred destructions listed, counters say %llu", (unsigned long long)zombies,
+                 (unsigned long long)s->zombie_count);
+    }
+    /* Busy counts = records naming each allocation. */
+    uint32_t *cnt = a->slot_used ? vidmm_hzalloc(a->ha, (size_t)a->slot_used * sizeof(uint32_t), _Alignof(uint32_t))
+                                 : NULL;
+    if (cnt) {
+        for (const struct vidmm_submission *r = s->head; r; r = r->next)
+            for (uint32_t i = 0; i < r->count; i++)
+                cnt[(uint32_t)r->list[i]->self & 0xFFFFFFu]++;
+        uint64_t z = 0;
+        for (uint32_t i = 0; i < a->slot_used; i++) {
+            const struct vidmm_allocation *al = a->slots[i];
+            if (!al->live) {
+                if (al->busy || al->zombie) {
+                    e++;
+                    snprintf(msg, n, "allocation slot %u: free yet busy or deferred", i);
+                }
+                continue;
+            }
+            z += al->zombie != 0;
+            if (al->busy != cnt[i]) {
+                e++;
+                snprintf(msg, n, "allocation %u: busy %u, in-flight records name it %u times", i, al->busy, cnt[i]);
+            }
+        }
+        if (z != zombies) {
+            e++;
+            snprintf(msg, n, "%llu zombies in the table, %llu listed", (unsigned long long)z,
+                     (unsigned long long)zombies);
+        }
+        vidmm_hfree(a->ha, cnt, (size_t)a->slot_used * sizeof(uint32_t), _Alignof(uint32_t));
+    }
+    return e;
+}
