@@ -2,6 +2,8 @@
 #
 #   make              libvidmm.a, libvidmm.so, libsoftgpu.a, the vidmm tool
 #   make test         build and run every test (prints "N passed, M failed")
+#   make html-check   the HTML report rendered by headless Chromium (skipped
+#                     when `chromium` is not installed; installs nothing)
 #   make demo         build and run the demo scenario on softgpu's dgpu preset
 #   make bench        build (-O2 -DNDEBUG) and run the benchmarks
 #   make install PREFIX=/usr/local
@@ -56,7 +58,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: all test demo bench install clean check-headers
+.PHONY: all test html-check demo bench install clean check-headers
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -88,6 +90,11 @@ $(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(PEERS)
 
 test: $(TESTS) $(TOOL)
 	sh tests/run.sh $(BUILD)
+
+# Not part of `make test`: it needs a browser (Debian's chromium package)
+# and takes about 15 s; .ci/run installs chromium and runs it.
+html-check: $(TOOL)
+	sh tests/html_render_test.sh $(TOOL)
 
 demo: $(TOOL)
 	$(TOOL) demo

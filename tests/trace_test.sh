@@ -1,7 +1,8 @@
 #!/bin/sh
 # trace_test.sh - end-to-end checks of `vidmm run` and `vidmm replay`:
 # every built-in scenario runs clean; record -> replay gives a
-# byte-identical report (and trace, snapshot, timeline); a tampered
+# byte-identical report (and trace, snapshot, timeline, HTML report); the
+# HTML report is well-formed, self-contained and has its charts; a tampered
 # result is detected; scenario files; the JSON outputs parse and agree
 # with the run; CSV has its header; bad input gives the documented exit
 # codes.  Usage: trace_test.sh path/to/vidmm.  Prints "trace: N passed,
@@ -30,7 +31,7 @@ has() { # name file pattern
 # ---- every built-in scenario: clean run, exact replay -------------------
 for s in desktop game compute igpu; do
   "$tool" run "$s" --record "$dir/$s.trace" --snapshot "$dir/$s.snap" --timeline "$dir/$s.tl" \
-    >"$dir/$s.run" 2>"$dir/$s.err"
+    --html "$dir/$s.html" >"$dir/$s.run" 2>"$dir/$s.err"
   rc=$?
   if [ "$rc" -eq 0 ]; then ok; else bad "run $s (rc $rc)"; cat "$dir/$s.err"; fi
   has "run $s: no mismatches" "$dir/$s.run" "read-backs: .* 0 mismatches"
@@ -38,13 +39,14 @@ for s in desktop game compute igpu; do
   has "trace $s has a header" "$dir/$s.trace" "^vidmm-trace 1$"
   "$tool" replay "$s" >/dev/null 2>&1 && bad "replay of a scenario name must fail" || ok
   "$tool" replay "$dir/$s.trace" --record "$dir/$s.retrace" --snapshot "$dir/$s.resnap" --timeline "$dir/$s.retl" \
-    >"$dir/$s.replay" 2>"$dir/$s.replay.err"
+    --html "$dir/$s.rehtml" >"$dir/$s.replay" 2>"$dir/$s.replay.err"
   rc=$?
   if [ "$rc" -eq 0 ]; then ok; else bad "replay $s (rc $rc)"; cat "$dir/$s.replay.err"; fi
   check "replay $s: report byte-identical" cmp "$dir/$s.run" "$dir/$s.replay"
   check "replay $s: re-recorded trace identical" cmp "$dir/$s.trace" "$dir/$s.retrace"
   check "replay $s: snapshot identical" cmp "$dir/$s.snap" "$dir/$s.resnap"
   check "replay $s: timeline identical" cmp "$dir/$s.tl" "$dir/$s.retl"
+  check "replay $s: HTML report identical" cmp "$dir/$s.html" "$dir/$s.rehtml"
   has "replay $s: verdict" "$dir/$s.replay.err" "0 differ (exact replay)"
 done
 has "desktop over-commits (evictions)" "$dir/desktop.run" "^evictions: [1-9]"
@@ -121,6 +123,25 @@ for t, sl in tracks.items():
         assert a + d <= b, t
 EOF
 fi
+
+# ---- HTML report: well-formed, self-contained, every chart drawn -----------
+# tests/html_check.py parses it with html.parser and checks the structure;
+# the headless-Chromium rendering check is tests/html_render_test.sh.
+if command -v python3 >/dev/null 2>&1; then
+  for s in desktop game compute igpu; do
+    check "HTML report $s: well-formed, charts present" python3 tests/html_check.py "$dir/$s.html" "$dir/$s.run"
+  done
+  # Names come from trace files: everything is escaped, bad bytes replaced.
+  printf 'scenario a<b>&"c'"'"'\nadapter dgpu\nprocess P1 name=<script>alert(1)</script>\nprocess P2 name=caf\303\251\377\001\ndevice D1 P1\nqueue Q1 D1\ncreate2 A1 kind=texture size=1M cpu=1 name=x<y&z\nmap V1 P1 A1\nmake-resident D1 Q1 A1 = OK\n' \
+    >"$dir/esc.scn"
+  rc_is 0 "HTML report of a scenario file with markup in its names" "$tool" run "$dir/esc.scn" --html "$dir/esc.html"
+  check "HTML report: names escaped" python3 tests/html_check.py "$dir/esc.html" "$dir/rc.out"
+  check "HTML report: no raw markup from names" sh -c "! grep -q '<script\\|<y&\\|<b>' '$dir/esc.html'"
+  has "HTML report: escaped process name" "$dir/esc.html" "P1 &lt;script&gt;alert(1)&lt;/script&gt;"
+  has "HTML report: escaped scenario name" "$dir/esc.html" "scenario a&lt;b&gt;&amp;&quot;c&#39;<"
+  has "HTML report: UTF-8 kept, bad bytes replaced" "$dir/esc.html" "P2 café&#xFFFD;&#xFFFD;<"
+fi
+rc_is 1 "--html to an unwritable path fails" "$tool" run igpu --frames 1 --html "$dir/no/such/dir/r.html"
 
 # ---- scenario files ---------------------------------------------------------
 cat >"$dir/small.scn" <<'EOF'

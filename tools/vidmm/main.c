@@ -51,6 +51,7 @@ static void usage(FILE *f)
             "  -o, --output FILE   write the report to FILE instead of stdout\n"
             "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
             "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
+            "  --html FILE         HTML report with SVG charts (opens from a file, no server)\n"
             "  --progress, --no-progress   replay: progress bar on stderr (default: if a terminal)\n"
             "  --version, --help\n");
 }

@@ -3,7 +3,7 @@
  * timeline file (see report.h).
  *
  * The numbers are gathered once into struct summary and then formatted,
- * so the three formats always agree.  Every number is either a vidmm
+ * so the formats (text, JSON, CSV, the HTML report's tables) always agree.  Every number is either a vidmm
  * query after the last call or a counter of the recording layer; the
  * replay of a synchronous run has the same calls and therefore the same
  * numbers.
@@ -11,6 +11,7 @@
 #include "report.h"
 
 #include "cli.h"
+#include "html.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -406,6 +407,158 @@ static void write_csv(struct tr *t, const struct summary *s, FILE *f)
     row(f, "integrity", "adapter", "adapter_checks", t->adapter_checks);
     row(f, "integrity", "adapter", "adapter_check_failures", t->adapter_check_failures);
     row(f, "integrity", "adapter", "final_check_violations", (uint64_t)s->final_check);
+}
+
+/* ---- HTML tables (the HTML report's summary) ------------------------ */
+
+/* A size cell: readable, with the exact byte count as its tooltip. */
+static void td_size(FILE *f, uint64_t v)
+{
+    char b[32];
+    fprintf(f, "<td class=\"n\" title=\"%" PRIu64 " bytes\">%s</td>", v, sz(v, b, sizeof b));
+}
+
+static void td_num(FILE *f, uint64_t v)
+{
+    fprintf(f, "<td class=\"n\">%" PRIu64 "</td>", v);
+}
+
+static void kv_num(FILE *f, const char *k, uint64_t v)
+{
+    fprintf(f, "<tr><th>%s</th>", k);
+    td_num(f, v);
+    fprintf(f, "</tr>\n");
+}
+
+static void kv_size(FILE *f, const char *k, uint64_t v)
+{
+    fprintf(f, "<tr><th>%s</th>", k);
+    td_size(f, v);
+    fprintf(f, "</tr>\n");
+}
+
+static void write_html(struct tr *t, const struct summary *s, FILE *f)
+{
+    char a[32];
+    fprintf(f, "<section id=\"summary\">\n<h2>Summary</h2>\n<p>Adapter: softgpu &#39;");
+    html_escape(f, t->hdr.preset);
+    fprintf(f, "&#39; (%s), %s paging, policy ", va_model(t), sync_name(t));
+    html_escape(f, t->hdr.policy);
+    fprintf(f, ", seed %" PRIu64 ", system memory %s.</p>\n", t->hdr.seed, sz(t->hdr.system_memory, a, sizeof a));
+
+    fprintf(f, "<table id=\"summary-calls\">\n<caption>Calls</caption>\n");
+    kv_num(f, "calls", t->calls);
+    kv_num(f, "failed", t->failed_calls);
+    kv_num(f, "frames", t->frames);
+    for (int i = 0; i < 128; i++) {
+        vidmm_status st = (vidmm_status)(i - 110);
+        if (!t->by_status[i] || st >= 0)
+            continue;
+        fprintf(f, "<tr><th>failed with %s</th>", tr_status_name(st));
+        td_num(f, t->by_status[i]);
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n");
+
+    fprintf(f, "<table id=\"summary-segments\">\n<caption>Segments</caption>\n<tr><th>id</th><th>kind</th>"
+               "<th>size</th><th>page</th><th>commit limit</th><th>committed</th><th>free</th><th>largest free</th>"
+               "<th>allocations</th><th>of them the tool&#39;s</th></tr>\n");
+    for (uint32_t id = 0; id < s->nseg; id++) {
+        const struct vidmm_segment_info *si = &s->seg[id].si;
+        fprintf(f, "<tr><td class=\"n\">%u</td><td>%s</td>", id, vidmm_segment_kind_str(si->kind));
+        td_size(f, si->size);
+        td_size(f, si->page_size);
+        td_size(f, si->commit_limit);
+        td_size(f, si->committed);
+        if (id) {
+            td_size(f, si->free_bytes);
+            td_size(f, si->largest_free);
+        } else {
+            fprintf(f, "<td class=\"n\">-</td><td class=\"n\">-</td>");
+        }
+        td_num(f, si->allocations);
+        td_num(f, s->seg[id].traced_allocations);
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n<p>Allocations: %" PRIu64 " live (%" PRIu64 " resident, %" PRIu64 " evicted, %" PRIu64
+               " offered).</p>\n",
+            s->live_allocations, s->resident_allocations, s->evicted_allocations, s->offered_allocations);
+
+    fprintf(f, "<table id=\"summary-processes\">\n<caption>Processes: usage against budget</caption>\n<tr>"
+               "<th>process</th><th>local</th><th>budget</th><th>reserved</th><th>non-local</th><th>budget</th>"
+               "<th>allocations</th><th>faults</th><th>devices lost</th></tr>\n");
+    for (uint32_t i = 0; s->proc && i < s->nproc; i++) {
+        const struct sum_process *p = &s->proc[i];
+        fprintf(f, "<tr><td>P%u ", p->id);
+        html_escape(f, p->name);
+        fprintf(f, "</td>");
+        if (!p->alive) {
+            fprintf(f, "<td colspan=\"8\">destroyed</td></tr>\n");
+            continue;
+        }
+        td_size(f, p->vmi[0].current_usage);
+        td_size(f, p->vmi[0].budget);
+        td_size(f, p->vmi[0].current_reservation);
+        td_size(f, p->vmi[1].current_usage);
+        td_size(f, p->vmi[1].budget);
+        td_num(f, p->allocations);
+        td_num(f, p->faults);
+        td_num(f, p->devices_lost);
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n");
+
+    const struct vidmm_residency_stats *r = &s->rs;
+    fprintf(f, "<table id=\"summary-residency\">\n<caption>Residency</caption>\n");
+    kv_num(f, "make-resident calls", r->make_resident_calls);
+    kv_num(f, "pending answers", t->pending);
+    kv_num(f, "over-budget answers", r->over_budget);
+    kv_num(f, "trim notifications", r->trim_notifications);
+    kv_num(f, "evictions", r->evictions);
+    kv_size(f, "bytes transferred by evictions", r->bytes_evicted);
+    kv_num(f, "of them discarded clean", r->discards);
+    kv_size(f, "bytes discarded", r->bytes_discarded);
+    kv_num(f, "restores", r->restores);
+    kv_size(f, "bytes restored", r->bytes_restored);
+    kv_num(f, "relocations", r->relocations);
+    kv_size(f, "bytes relocated", r->bytes_relocated);
+    fprintf(f, "</table>\n");
+
+    fprintf(f, "<table id=\"summary-paging\">\n<caption>Paging: %" PRIu64 " buffers submitted, %" PRIu64
+               " restarts, fence %" PRIu64 "/%" PRIu64 ", %" PRIu64 " fence waits</caption>\n"
+               "<tr><th>operation</th><th>ops</th><th>bytes</th></tr>\n",
+            s->ai.paging_buffers_submitted, s->ai.paging_restarts, s->ai.last_fence_completed,
+            s->ai.last_fence_submitted, t->fence_waits);
+    for (int k = 0; k < 17; k++) {
+        if (!s->ai.paging_ops[k])
+            continue;
+        const char *name = tr_paging_op_name(k);
+        fprintf(f, "<tr><td>%s</td>", name ? name : "other");
+        td_num(f, s->ai.paging_ops[k]);
+        td_size(f, s->ai.paging_bytes[k]);
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n");
+
+    fprintf(f, "<table id=\"summary-integrity\">\n<caption>Faults and integrity</caption>\n");
+    kv_num(f, "GPU accesses that faulted", t->gpu_faults);
+    kv_num(f, "page faults reported by processes", s->process_faults);
+    kv_num(f, "devices lost", s->devices_lost);
+    kv_num(f, "read-backs", t->checks);
+    kv_size(f, "bytes checked", t->check_bytes);
+    kv_num(f, "mismatches", t->check_failures);
+    kv_num(f, "adapter checks", t->adapter_checks);
+    kv_num(f, "adapter checks failed", t->adapter_check_failures);
+    fprintf(f, "<tr><th>after the last call</th><td>%s</td></tr>\n</table>\n</section>\n",
+            s->final_check ? "FAILED" : "clean");
+}
+
+void report_write_html(struct tr *t, FILE *f)
+{
+    struct summary s;
+    gather(t, &s);
+    write_html(t, &s, f);
+    gather_free(&s);
 }
 
 void report_write(struct tr *t, enum report_format fmt, FILE *f)

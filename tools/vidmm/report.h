@@ -20,6 +20,10 @@ enum report_format { REPORT_TEXT, REPORT_JSON, REPORT_CSV };
  * paging traffic by operation, faults, fence waits, integrity. */
 void report_write(struct tr *t, enum report_format fmt, FILE *f);
 
+/* The same summary as HTML tables, a <section id="summary"> for the
+ * HTML report (html.c). */
+void report_write_html(struct tr *t, FILE *f);
+
 /* A statistics snapshot in the GpuMemDump JSON layout (D3D12 Memory
  * Allocator / VMA's BuildStatsString, GpuMemDumpVis): one heap and one
  * default pool per segment, one block per segment with its allocations

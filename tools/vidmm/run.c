@@ -5,7 +5,7 @@
  *             [--frames N] [--async] [output options]
  *   vidmm replay TRACE [output options] [--progress|--no-progress]
  *   output options: --record FILE  --format text|json|csv  -o FILE
- *                   --snapshot FILE  --timeline FILE
+ *                   --snapshot FILE  --timeline FILE  --html FILE
  *
  * run executes a built-in scenario (scenarios.c) or a scenario file (the
  * trace format, results optional); replay re-executes a trace and checks
@@ -16,6 +16,7 @@
  * stderr for that reason.
  */
 #include "cli.h"
+#include "html.h"
 #include "replay.h"
 #include "report.h"
 #include "rmv.h"
@@ -38,7 +39,7 @@ struct run_options {
     int seed_given;
     uint32_t frames;
     int async;
-    const char *record, *output, *snapshot, *timeline;
+    const char *record, *output, *snapshot, *timeline, *html;
     enum report_format format;
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
 };
@@ -91,6 +92,9 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
         } else if (!strcmp(a, "--timeline")) {
             NEED_VALUE();
             o->timeline = v;
+        } else if (!strcmp(a, "--html")) {
+            NEED_VALUE();
+            o->html = v;
         } else if (replay && !strcmp(a, "--progress")) {
             o->progress = 1;
         } else if (replay && !strcmp(a, "--no-progress")) {
@@ -156,10 +160,25 @@ static int close_out(FILE *f, const char *path)
     return 0;
 }
 
-/* Report, snapshot and timeline after the last call; 1 if a file could
- * not be written. */
-static int outputs(struct tr *t, const struct run_options *o, struct tr_buf *timeline)
+/* What a run collects while its calls go by, for the outputs written
+ * after the last one. */
+struct collect {
+    struct tr_buf timeline;      /* --timeline: events */
+    struct html_series *series;  /* --html: time series */
+};
+
+static void collect_free(struct collect *c)
 {
+    tr_buf_free(&c->timeline);
+    html_series_free(c->series);
+    c->series = NULL;
+}
+
+/* Report, snapshot, timeline and HTML report after the last call; 1 if a
+ * file could not be written. */
+static int outputs(struct tr *t, const struct run_options *o, struct collect *c)
+{
+    struct tr_buf *timeline = &c->timeline;
     int bad = 0;
     FILE *f = open_out(o->output);
     if (f) {
@@ -188,13 +207,26 @@ static int outputs(struct tr *t, const struct run_options *o, struct tr_buf *tim
             bad = 1;
         }
     }
+    if (o->html) {
+        if (!c->series || html_series_oom(c->series)) {
+            fprintf(stderr, "vidmm: out of memory collecting the HTML report's series\n");
+            bad = 1;
+        } else if ((f = open_out(o->html)) != NULL) {
+            html_write(t, c->series, f);
+            bad |= close_out(f, o->html);
+        } else {
+            bad = 1;
+        }
+    }
     return bad;
 }
 
-/* Open the record file, the session and the timeline. */
+/* Open the record file, the session, the timeline and the HTML series,
+ * and start the clock. */
 static int start(struct tr *t, const struct tr_header *h, const struct run_options *o, FILE **rec,
-                 struct tr_buf *timeline)
+                 struct collect *c)
 {
+    memset(c, 0, sizeof(*c));
     *rec = NULL;
     if (o->record) {
         *rec = fopen(o->record, "w");
@@ -209,7 +241,15 @@ static int start(struct tr *t, const struct tr_header *h, const struct run_optio
         return 1;
     }
     if (o->timeline)
-        tr_enable_timeline(t, timeline);
+        tr_enable_timeline(t, &c->timeline);
+    if (o->html) {
+        /* Out of memory here is reported when the report is due, as for
+         * the timeline: the run itself goes on. */
+        c->series = html_series_new(t);
+        if (c->series)
+            tr_set_observer(t, html_observe, c->series);
+    }
+    tr_start(t);
     return 0;
 }
 
@@ -277,9 +317,8 @@ int cli_run(int argc, char **argv)
 
     struct tr t;
     FILE *rec;
-    struct tr_buf timeline;
-    memset(&timeline, 0, sizeof timeline);
-    if (start(&t, &h, &o, &rec, &timeline)) {
+    struct collect c;
+    if (start(&t, &h, &o, &rec, &c)) {
         replay_close(&r);
         return 1;
     }
@@ -295,12 +334,12 @@ int cli_run(int argc, char **argv)
             errors++;
         }
     }
-    int bad = outputs(&t, &o, &timeline);
+    int bad = outputs(&t, &o, &c);
     bad |= finish_record(&t, rec, o.record);
     if (t.check_failures || t.adapter_check_failures)
         errors++;
     tr_close(&t);
-    tr_buf_free(&timeline);
+    collect_free(&c);
     replay_close(&r);
     return errors || bad ? 1 : 0;
 }
@@ -319,9 +358,8 @@ static int replay_rmv(const struct run_options *o)
     }
     struct tr t;
     FILE *rec;
-    struct tr_buf timeline;
-    memset(&timeline, 0, sizeof timeline);
-    if (start(&t, &h, o, &rec, &timeline)) {
+    struct collect c;
+    if (start(&t, &h, o, &rec, &c)) {
         rmv_replay(NULL, imp, state);
         free(imp);
         return 1;
@@ -347,14 +385,14 @@ static int replay_rmv(const struct run_options *o)
     }
     struct run_options rest = *o;
     rest.output = NULL;
-    if (rest.snapshot || rest.timeline) {
-        /* Snapshot and timeline as for any run; the report is written. */
+    if (rest.snapshot || rest.timeline || rest.html) {
+        /* Snapshot, timeline and HTML as for any run; the report is written. */
         rest.output = "/dev/null";
-        bad |= outputs(&t, &rest, &timeline);
+        bad |= outputs(&t, &rest, &c);
     }
     bad |= finish_record(&t, rec, o->record);
     tr_close(&t);
-    tr_buf_free(&timeline);
+    collect_free(&c);
     free(imp);
     return failed || bad ? 1 : 0;
 }
@@ -374,14 +412,13 @@ int cli_replay(int argc, char **argv)
     r.progress = o.progress < 0 ? isatty(2) : o.progress;
     struct tr t;
     FILE *rec;
-    struct tr_buf timeline;
-    memset(&timeline, 0, sizeof timeline);
-    if (start(&t, &h, &o, &rec, &timeline)) {
+    struct collect c;
+    if (start(&t, &h, &o, &rec, &c)) {
         replay_close(&r);
         return 1;
     }
     int failed = replay_run(&r, &t);
-    int bad = outputs(&t, &o, &timeline);
+    int bad = outputs(&t, &o, &c);
     bad |= finish_record(&t, rec, o.record);
     if (!failed)
         fprintf(stderr, "vidmm replay: %" PRIu64 " calls re-executed, %" PRIu64 " results compared, %" PRIu64
@@ -392,7 +429,7 @@ int cli_replay(int argc, char **argv)
                 t.check_failures, t.adapter_check_failures);
     int result = failed || bad || r.mismatches || t.check_failures || t.adapter_check_failures ? 1 : 0;
     tr_close(&t);
-    tr_buf_free(&timeline);
+    collect_free(&c);
     replay_close(&r);
     return result;
 }

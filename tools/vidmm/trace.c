@@ -14,6 +14,8 @@
  * Each call takes 1 us plus the time its paging would take at 16 KiB/us
  * (about 16 GB/s); the paging it caused is read as the change of
  * vidmm_adapter_query_info's per-operation counters across the call.
+ * The same per-call numbers go to an observer (tr_set_observer: the HTML
+ * report's series), so its charts share the timeline's clock.
  */
 #include "trace.h"
 
@@ -348,9 +350,20 @@ void tr_enable_timeline(struct tr *t, struct tr_buf *buf)
     tl_meta(t, "thread_name", 0, 1, "paging engine");
     tl_meta(t, "thread_name", 0, 2, "residency");
     tl_meta(t, "thread_name", 0, 3, "display");
+}
+
+void tr_set_observer(struct tr *t, tr_observer_fn fn, void *ctx)
+{
+    t->observer = fn;
+    t->observer_ctx = ctx;
+}
+
+void tr_start(struct tr *t)
+{
     /* Opening the adapter already paged (the paging buffers' aperture
      * mapping): a first slice accounts for it, so the paging events add
-     * up to the adapter's counters. */
+     * up to the adapter's counters.  It is taken whether or not anything
+     * is collected, so every output sees the same clock. */
     t->line_len = (size_t)snprintf(t->line, sizeof t->line, "adapter open");
     t->track_pid = 0;
     t->track_tid = 0;
@@ -461,6 +474,24 @@ static void tl_call(struct tr *t, const char *name, const char *cat)
                                  ",\"args\":{\"bytes\":%" PRIu64 "}}",
                               id, ts + dur, si.committed);
         }
+    }
+    if (t->observer) {
+        struct tr_tick k;
+        memset(&k, 0, sizeof k);
+        k.ts = ts;
+        k.dur = dur;
+        k.verb = t->verb;
+        k.setup = !strcmp(cat, "setup");
+        uint64_t at = ts + 1;
+        for (int i = 0; i < 17; i++) {
+            if (!pd[i])
+                continue;
+            k.paging_at[i] = at;
+            k.paging_dur[i] = pd[i];
+            k.paging_bytes[i] = ai.paging_bytes[i] - t->last_ai.paging_bytes[i];
+            at += pd[i];
+        }
+        t->observer(t, &k, t->observer_ctx);
     }
     t->last_ai = ai;
     t->last_rs = rs;

@@ -8,7 +8,9 @@
  * its arguments, " = ", the status and the outputs.  The line is
  *   - appended to the record file when recording is on (--record);
  *   - compared by the replayer with the line it read (trace_replay.c);
- *   - turned into timeline events when a timeline is wanted (--timeline).
+ *   - turned into timeline events when a timeline is wanted (--timeline),
+ *     and handed with its place on the simulated clock to an observer
+ *     (the HTML report's series, --html).
  * Scenarios (scenarios.c) and the replayer use the same wrappers, so a
  * replay re-creates the run call for call, and the report (report.c) reads
  * only state that both have: vidmm's answers and the wrappers' counters.
@@ -84,6 +86,21 @@ void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
     ;
 void tr_buf_free(struct tr_buf *b);
 
+/* What one call did on the simulated clock, handed to an observer
+ * (tr_set_observer) after the call: the call's slice [ts, ts + dur) and,
+ * per paging operation (enum vidmm_paging_operation), the slice the
+ * timeline draws for it on the paging-engine track and its bytes.  The
+ * HTML report (html.c) builds its time series from these, so its charts
+ * and the timeline share one clock. */
+struct tr_tick {
+    uint64_t ts, dur;
+    enum tr_verb verb;
+    int setup;                   /* the adapter-open slice, not a call */
+    uint64_t paging_at[17], paging_dur[17], paging_bytes[17];   /* dur 0: none */
+};
+struct tr;
+typedef void (*tr_observer_fn)(struct tr *t, const struct tr_tick *k, void *ctx);
+
 /* Counter tracks emitted into the timeline, remembered so that a counter
  * is written only when its value changes. */
 struct tr_counter_state {
@@ -126,6 +143,8 @@ struct tr {
     struct vidmm_residency_stats last_rs;
     struct tr_counter_state *counters;   /* per process id */
     uint32_t counters_cap;
+    tr_observer_fn observer;     /* NULL = none */
+    void *observer_ctx;
 
     uint64_t *scratch;           /* read-back buffer */
     size_t scratch_size;
@@ -140,8 +159,16 @@ void tr_header_defaults(struct tr_header *h);
 int tr_open(struct tr *t, const struct tr_header *h, FILE *rec);
 /* Close the adapter and softgpu; free everything. */
 void tr_close(struct tr *t);
-/* Start collecting timeline events into buf (before the first call). */
+/* Start collecting timeline events into buf (before tr_start). */
 void tr_enable_timeline(struct tr *t, struct tr_buf *buf);
+/* Call fn after every call with what it did on the simulated clock
+ * (before tr_start). */
+void tr_set_observer(struct tr *t, tr_observer_fn fn, void *ctx);
+/* Start the simulated clock, after the outputs are enabled and before the
+ * first call: a first "adapter-open" slice accounts for the paging done
+ * when the adapter was opened, so the clock is the same whichever
+ * outputs (timeline, HTML) a run writes. */
+void tr_start(struct tr *t);
 /* Write the header lines of h to f. */
 void tr_write_header(FILE *f, const struct tr_header *h);
 /* Policy by name (NULL if unknown); the names the tool accepts. */
