@@ -4,7 +4,7 @@
 #   make test         build and run every test (prints "N passed, M failed")
 #   make html-check   the HTML report rendered by headless Chromium (skipped
 #                     when `chromium` is not installed; installs nothing)
-#   make demo         build and run the demo scenario on softgpu's dgpu preset
+#   make demo         build and run the demo and the default scenario (desktop) on softgpu
 #   make bench        build (-O2 -DNDEBUG) and run the benchmarks
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
@@ -98,6 +98,9 @@ html-check: $(TOOL)
 
 demo: $(TOOL)
 	$(TOOL) demo
+	@echo
+	@echo "== vidmm run desktop (the default scenario) =="
+	$(TOOL) run desktop
 
 bench:
 	rm -f build-bench/vidmm-bench
