@@ -9,8 +9,7 @@
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
 #   make CC=clang     any C11 compiler with gcc-style flags
-#   make BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests
-#                     ThreadSanitizer build of the tests (docs/TESTING.md)
+#   make tsan         the library tests under ThreadSanitizer (objects in build-tsan/)
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -58,7 +57,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: all test html-check demo bench install clean check-headers
+.PHONY: all test html-check demo bench install clean check-headers tsan
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -90,6 +89,12 @@ $(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(PEERS)
 
 test: $(TESTS) $(TOOL)
 	sh tests/run.sh $(BUILD)
+
+# ThreadSanitizer: softgpu's engine threads, fence and fault callbacks,
+# and submissions from several threads (docs/TESTING.md).
+tsan:
+	$(MAKE) BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/vidmm-tests
 
 # Not part of `make test`: it needs a browser (Debian's chromium package)
 # and takes about 15 s; .ci/run installs chromium and runs it.
