@@ -6,16 +6,19 @@
  *            frames of make-resident / GPU reads and writes / evict, a
  *            pinned small budget for the background process (trim and
  *            retry), a reservation for the compositor, offer/reclaim of
- *            the browser's caches, a primary on the display.
+ *            the browser's caches, a primary on the display; the
+ *            compositor submits physical-mode work on two rings.
  *   game     a frame loop: two primaries flipped every frame (the GPU
  *            renders into the back buffer, the display shows the front),
  *            render targets kept resident, three levels whose textures
- *            are streamed in and out every frame.
+ *            are streamed in and out every frame; GPU work submitted in
+ *            virtual mode per frame, its checksums verified.
  *   compute  a data set three times the memory segments streamed through
  *            the GPU chunk by chunk (with prefetch), weights pinned on the
  *            residency list, a result per chunk written by the GPU and
  *            evicted with its content, results checked by the CPU at the
- *            end, and one deliberate access to an evicted chunk (a fault).
+ *            end, and one deliberate access to an evicted chunk (a fault);
+ *            each chunk's work is a virtual-mode submission.
  *   igpu     an integrated GPU in IoMmu mode (softgpu's igpu preset): the
  *            GPU reaches system pages at their CPU addresses, residency is
  *            accounting against the non-local (system memory) budget - the
@@ -842,11 +845,11 @@ static int run_igpu(struct tr *t, const struct scenario_params *prm, FILE *log)
 /* ---- table ---------------------------------------------------------- */
 
 static const struct scenario sc_desktop = {
-    "desktop", "four processes over-committing a discrete GPU 2x (budgets, trim, offer/reclaim)", "dgpu",
+    "desktop", "four processes over-committing a discrete GPU 2x (budgets, trim, offer/reclaim, physical submission)", "dgpu",
     { 0, 32ull << 20, 64ull << 20 }, 12, run_desktop,
 };
 static const struct scenario sc_game = {
-    "game", "a frame loop flipping two primaries, render targets pinned, level textures streamed", "dgpu",
+    "game", "a frame loop flipping two primaries, render targets pinned, level textures streamed, GPU work submitted", "dgpu",
     { 0, 32ull << 20, 96ull << 20 }, 30, run_game,
 };
 static const struct scenario sc_compute = {
