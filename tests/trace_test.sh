@@ -59,6 +59,42 @@ has "compute: discards clean chunks" "$dir/compute.run" "discarded clean: [1-9]"
 has "igpu runs in IoMmu mode" "$dir/igpu.run" "(IoMmu)"
 if grep -q "va=" "$dir/igpu.trace" | grep -q "^map"; then bad "IoMmu maps record no VA"; else ok; fi
 
+# ---- command submission: recorded, replayed, results checked ---------------
+has "game: a virtual-mode context" "$dir/game.trace" "^context C1 D1 node=graphics mode=virtual = OK$"
+has "game: command buffers recorded" "$dir/game.trace" "^cmdbuf B1 cmds=fill:V[0-9]*:1048576:0x9e3779b9,checksum:.* to=A[0-9]* offset=0 = OK size=152 sum=0x"
+has "game: submits every frame" "$dir/game.trace" "^submit-virtual C1 va=V[0-9]* size=152 = OK fence=30$"
+has "game: waits on the context fence" "$dir/game.trace" "^context-wait C1 fence=30 = OK$"
+has "game: fence query" "$dir/game.trace" "^context-fence C1 = OK submitted=30 completed=30$"
+has "compute: submits its chunks" "$dir/compute.trace" "^submit-virtual C1 va=V[0-9]* size=96 = OK fence=[0-9]"
+has "desktop: a physical-mode context" "$dir/desktop.trace" "^context C1 D1 node=copy mode=physical = OK$"
+has "desktop: first physical submission patches everything" "$dir/desktop.trace" \
+  "^submit-physical C1 B1 allocs=A2,A3:write patches=1+4096@8,0+0@16,.* flags=- = OK fence=1 patched=6$"
+has "desktop: a reused buffer is not patched again" "$dir/desktop.trace" "flags=reused = OK fence=2 patched=0$"
+has "desktop: a moved ring is patched again" "$dir/desktop.trace" "flags=reused = OK fence=3 patched=2$"
+for s in game compute desktop; do
+  has "$s: GPU results all match" "$dir/$s.run" "^GPU results checked: [1-9][0-9]*, 0 mismatches$"
+  check "$s: every checksum result equals the CPU's expectation" sh -c \
+    "grep '^result ' '$dir/$s.trace' | awk '{ e=\$4; sub(/expect=/, \"\", e); v=\$NF; sub(/value=/, \"\", v);
+       n++; if (e != v || \$6 != \"OK\") bad++ } END { exit !(n > 0 && bad == 0) }'"
+done
+has "game: report counts submissions" "$dir/game.run" "^submissions: 30 virtual, 0 physical, 0 failed; 150 commands built$"
+has "desktop: report counts physical submissions" "$dir/desktop.run" "^submissions: 0 virtual, 12 physical, 0 failed"
+has "desktop: report counts context waits" "$dir/desktop.run" "^context fence waits: 12;"
+sed '0,/^submit-virtual \(.*\) = OK fence=3$/s//submit-virtual \1 = OK fence=4/' "$dir/game.trace" >"$dir/tsub.trace"
+check "submission tamper changed a line" sh -c "! cmp -s '$dir/game.trace' '$dir/tsub.trace'"
+rc_is 1 "replay detects a tampered submission fence" "$tool" replay "$dir/tsub.trace"
+has "replay names the tampered submission" "$dir/rc.out" "submit-virtual: recorded 'OK fence=4', replay gave 'OK fence=3'"
+sed '0,/flags=reused = OK fence=3 patched=2$/s//flags=reused = OK fence=3 patched=0/' "$dir/desktop.trace" >"$dir/tphys.trace"
+rc_is 1 "replay detects a tampered patch count" "$tool" replay "$dir/tphys.trace"
+has "replay names the tampered physical submission" "$dir/rc.out" "submit-physical: recorded 'OK fence=3 patched=0', replay gave 'OK fence=3 patched=2'"
+sed '0,/^result \(A[0-9]* offset=8 expect=0x[0-9a-f]*\) = OK value=0x[0-9a-f]*$/s//result \1 = OK value=0x1/' \
+  "$dir/compute.trace" >"$dir/tres.trace"
+rc_is 1 "replay detects a tampered checksum result" "$tool" replay "$dir/tres.trace"
+has "replay names the tampered result" "$dir/rc.out" "result: recorded 'OK value=0x1'"
+sed '0,/^\(cmdbuf B1 cmds=fill:V[0-9]*:1048576:\)0x9e3779b9/s//\10x9e3779ba/' "$dir/game.trace" >"$dir/tcmd.trace"
+rc_is 1 "replay detects a changed command (checksums differ)" "$tool" replay "$dir/tcmd.trace"
+has "a changed command gives other bytes" "$dir/rc.out" "cmdbuf: recorded 'OK size=152 sum=0x"
+
 # ---- JSON, snapshot and timeline: identical on replay, and they agree ----
 # The JSON report of a replay is the run's (same calls): check it against
 # the run's snapshot and timeline.
@@ -76,6 +112,10 @@ assert rep["format"] == "vidmm-report/1"
 assert rep["calls"]["total"] == sum(v["calls"] for v in rep["calls"]["by_verb"].values())
 assert rep["calls"]["total"] == sum(rep["calls"]["by_status"].values())
 assert rep["integrity"]["mismatches"] == 0 and rep["integrity"]["final_check"] == "clean"
+sub = rep["submission"]
+assert sub["physical"] == 12 and sub["virtual"] == 0 and sub["failed"] == 0
+assert sub["context_fence_waits"] == 12 and sub["gpu_results"] == 24 and sub["gpu_result_mismatches"] == 0
+assert sub["patch_locations_written"] + sub["patch_locations_skipped"] == 6 * 12
 assert rep["allocations"]["live"] == rep["allocations"]["resident"] + rep["allocations"]["evicted"]
 # Snapshot: GpuMemDump layout, one heap and pool per segment, blocks tile the segment.
 assert snap["General"]["API"] == "Direct3D 12"

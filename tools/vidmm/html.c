@@ -306,6 +306,7 @@ static int may_place(const struct tr_tick *k)
     switch (k->verb) {
     case TV_PROCESS_DESTROY: case TV_CREATE: case TV_CREATE2: case TV_DESTROY: case TV_MOVE: case TV_MOVE_DISCARD:
     case TV_FLIP: case TV_MAKE_RESIDENT: case TV_EVICT: case TV_OFFER: case TV_RECLAIM: case TV_WAIT:
+    case TV_SUBMIT_VIRTUAL: case TV_SUBMIT_PHYSICAL: case TV_CONTEXT_WAIT:
         return 1;
     default:
         return 0;

@@ -183,7 +183,7 @@ void replay_close(struct replay *r)
 
 /* ---- ids ------------------------------------------------------------ */
 
-static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V' };
+static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };
 
 /* The file id of token s for kind k ("A12" -> 12), 0 if not one. */
 static uint32_t file_id(enum tr_kind k, const char *s)
@@ -441,6 +441,140 @@ static void remember_fence(struct replay *r, uint32_t q, uint64_t fence)
     }
     if (fence)
         r->last_fence[q] = fence;
+}
+
+/* A command list: "-" or OP[:OPERAND...],... (malloc'ed). */
+static int parse_cmds(struct replay *r, const char *s, struct tr_cmd **out, uint32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!s)
+        return bad(r, "missing cmds=", NULL);
+    if (!strcmp(s, "-"))
+        return 0;
+    uint32_t count = 1;
+    for (const char *p = s; *p; p++)
+        count += *p == ',';
+    struct tr_cmd *cmds = calloc(count, sizeof(*cmds));
+    char *copy = strdup(s);
+    if (!cmds || !copy) {
+        free(cmds);
+        free(copy);
+        return bad(r, "out of memory", NULL);
+    }
+    uint32_t i = 0;
+    int err = 0;
+    for (char *save = NULL, *c = strtok_r(copy, ",", &save); c && !err; c = strtok_r(NULL, ",", &save), i++) {
+        char *fsave = NULL, *f = strtok_r(c, ":", &fsave);
+        if (!f || tr_cmd_parse_name(f, &cmds[i].op)) {
+            err = bad(r, "unknown command", f ? f : c);
+            break;
+        }
+        int want = tr_cmd_operands(cmds[i].op), got = 0;
+        for (f = strtok_r(NULL, ":", &fsave); f && !err; f = strtok_r(NULL, ":", &fsave), got++)
+            err = got >= want ? bad(r, "too many operands", f) : parse_addr(r, f, &cmds[i].arg[got]);
+        if (!err && got != want)
+            err = bad(r, "wrong operand count for command", tr_cmd_name(cmds[i].op));
+    }
+    free(copy);
+    if (err || i != count) {
+        free(cmds);
+        return err ? 1 : bad(r, "bad command list", s);
+    }
+    *out = cmds;
+    *n = count;
+    return 0;
+}
+
+/* A physical allocation list: "-" or A<n>[:write],... */
+static int parse_submit_allocs(struct replay *r, const char *s, uint32_t **ids, uint32_t **flags, uint32_t *n)
+{
+    *ids = NULL;
+    *flags = NULL;
+    *n = 0;
+    if (!s)
+        return bad(r, "missing allocs=", NULL);
+    if (!strcmp(s, "-"))
+        return 0;
+    uint32_t count = 1;
+    for (const char *p = s; *p; p++)
+        count += *p == ',';
+    uint32_t *a = calloc(count, sizeof(*a)), *fl = calloc(count, sizeof(*fl));
+    char *copy = strdup(s);
+    int err = !a || !fl || !copy ? bad(r, "out of memory", NULL) : 0;
+    uint32_t i = 0;
+    for (char *save = NULL, *c = err ? NULL : strtok_r(copy, ",", &save); c && !err;
+         c = strtok_r(NULL, ",", &save), i++) {
+        char *colon = strchr(c, ':');
+        if (colon) {
+            *colon++ = '\0';
+            for (char *fs = NULL, *f = strtok_r(colon, ":", &fs); f && !err; f = strtok_r(NULL, ":", &fs)) {
+                uint64_t v;
+                if (!strcmp(f, "write"))
+                    fl[i] |= VIDMM_SUBMIT_WRITE;
+                else if (!tr_parse_u64(f, &v) && v <= UINT32_MAX)
+                    fl[i] |= (uint32_t)v;
+                else
+                    err = bad(r, "unknown allocation flag", f);
+            }
+        }
+        if (!err)
+            err = ref(r, TR_ALLOC, c, &a[i]);
+    }
+    free(copy);
+    if (err || i != count) {
+        free(a);
+        free(fl);
+        return err ? 1 : bad(r, "bad allocation list", s);
+    }
+    *ids = a;
+    *flags = fl;
+    *n = count;
+    return 0;
+}
+
+/* Patch locations: "-" or INDEX+ALLOCATION_OFFSET@PATCH_OFFSET,... */
+static int parse_patches(struct replay *r, const char *s, struct tr_patch **out, uint32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!s)
+        return bad(r, "missing patches=", NULL);
+    if (!strcmp(s, "-"))
+        return 0;
+    uint32_t count = 1;
+    for (const char *p = s; *p; p++)
+        count += *p == ',';
+    struct tr_patch *pl = calloc(count, sizeof(*pl));
+    if (!pl)
+        return bad(r, "out of memory", NULL);
+    const char *p = s;
+    for (uint32_t i = 0; i < count; i++) {
+        char *end;
+        unsigned long long ix = strtoull(p, &end, 10), ao = 0, po = 0;
+        int ok = end != p && *end == '+';
+        if (ok) {
+            const char *q = end + 1;
+            ao = strtoull(q, &end, 0);
+            ok = end != q && *end == '@';
+        }
+        if (ok) {
+            const char *q = end + 1;
+            po = strtoull(q, &end, 0);
+            ok = end != q && (*end == ',' || !*end) && ix <= UINT32_MAX && ao <= UINT32_MAX && po <= UINT32_MAX;
+        }
+        if (!ok) {
+            free(pl);
+            return bad(r, "bad patch location (want INDEX+OFFSET@PATCH_OFFSET)", p);
+        }
+        pl[i].index = (uint32_t)ix;
+        pl[i].allocation_offset = (uint32_t)ao;
+        pl[i].patch_offset = (uint32_t)po;
+        p = *end ? end + 1 : end;
+    }
+    *out = pl;
+    *n = count;
+    return 0;
 }
 
 /* The default size of a GPU access at va: the rest of the VA range. */
@@ -737,6 +871,96 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     }
     case TV_CHECK_ADAPTER:
         tr_check_adapter(t);
+        break;
+    case TV_CONTEXT: {
+        if (want_pos(r, np, 2, "context C<n> D<n> node=N mode=virtual|physical") || def(r, TR_CTX, pos[0], &fid) ||
+            ref(r, TR_DEV, pos[1], &x))
+            return 1;
+        const char *ns = kv(&a, "node"), *ms = kv(&a, "mode");
+        uint32_t node = 0, mode = VIDMM_CONTEXT_VIRTUAL;
+        if (ns && !strcmp(ns, "graphics"))
+            node = SOFTGPU_NODE_GRAPHICS;
+        else if (ns && !strcmp(ns, "compute"))
+            node = SOFTGPU_NODE_COMPUTE;
+        else if (ns && !strcmp(ns, "copy"))
+            node = SOFTGPU_NODE_COPY;
+        else if (kv_u32(&a, "node", 0, 0, &node))
+            return 1;
+        if (ms && !strcmp(ms, "physical"))
+            mode = VIDMM_CONTEXT_PHYSICAL;
+        else if (ms && strcmp(ms, "virtual"))
+            return bad(r, "mode must be virtual or physical", ms);
+        tr_context_create(t, x, node, mode, &id);
+        if (map_set(r, TR_CTX, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    }
+    case TV_CONTEXT_DESTROY:
+        if (want_pos(r, np, 1, "context-destroy C<n>") || ref(r, TR_CTX, pos[0], &x))
+            return 1;
+        tr_context_destroy(t, x);
+        break;
+    case TV_CMDBUF: {
+        struct tr_cmd *cmds;
+        uint32_t cnt;
+        const char *to = kv(&a, "to");
+        if (want_pos(r, np, 1, "cmdbuf B<n> cmds=LIST [to=A<n> offset=N]") || def(r, TR_BUF, pos[0], &fid) ||
+            (to && ref(r, TR_ALLOC, to, &y)) || kv_u64(&a, "offset", 0, 0, &u) ||
+            parse_cmds(r, kv(&a, "cmds"), &cmds, &cnt))
+            return 1;
+        tr_cmdbuf(t, cmds, cnt, y, u, &id);
+        free(cmds);
+        if (map_set(r, TR_BUF, fid, id))
+            return bad(r, "out of memory", NULL);
+        break;
+    }
+    case TV_SUBMIT_VIRTUAL: {
+        struct tr_addr va;
+        if (want_pos(r, np, 1, "submit-virtual C<n> va=ADDR size=N") || ref(r, TR_CTX, pos[0], &x) ||
+            kv_addr(&a, "va", 1, &va) || kv_u32(&a, "size", 0, 1, &y))
+            return 1;
+        tr_submit_virtual(t, x, va, y, NULL);
+        break;
+    }
+    case TV_SUBMIT_PHYSICAL: {
+        uint32_t *ids, *fl, cnt, np2, flags = 0;
+        struct tr_patch *pl;
+        const char *fs = kv(&a, "flags");
+        if (fs && !strcmp(fs, "reused"))
+            flags = VIDMM_SUBMIT_REUSED;
+        else if (fs && parse_flags(r, fs, NULL, &flags))
+            return 1;
+        if (want_pos(r, np, 2, "submit-physical C<n> B<n> allocs=LIST patches=LIST [flags=reused]") ||
+            ref(r, TR_CTX, pos[0], &x) || ref(r, TR_BUF, pos[1], &y) ||
+            parse_submit_allocs(r, kv(&a, "allocs"), &ids, &fl, &cnt))
+            return 1;
+        if (parse_patches(r, kv(&a, "patches"), &pl, &np2)) {
+            free(ids);
+            free(fl);
+            return 1;
+        }
+        tr_submit_physical(t, x, y, ids, fl, cnt, pl, np2, flags, NULL, NULL);
+        free(ids);
+        free(fl);
+        free(pl);
+        break;
+    }
+    case TV_CONTEXT_WAIT:
+        if (want_pos(r, np, 1, "context-wait C<n> fence=N") || ref(r, TR_CTX, pos[0], &x) ||
+            kv_u64(&a, "fence", 0, 1, &u))
+            return 1;
+        tr_context_wait(t, x, u);
+        break;
+    case TV_CONTEXT_FENCE:
+        if (want_pos(r, np, 1, "context-fence C<n>") || ref(r, TR_CTX, pos[0], &x))
+            return 1;
+        tr_context_fence(t, x, NULL, NULL);
+        break;
+    case TV_RESULT:
+        if (want_pos(r, np, 1, "result A<n> offset=N expect=V") || ref(r, TR_ALLOC, pos[0], &x) ||
+            kv_u64(&a, "offset", 0, 0, &u) || kv_u64(&a, "expect", 0, 1, &w))
+            return 1;
+        tr_result(t, x, u, w, NULL);
         break;
     case TV_COUNT:
         break;

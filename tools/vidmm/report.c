@@ -42,6 +42,7 @@ struct summary {
     uint64_t live_allocations, resident_allocations, evicted_allocations, offered_allocations;
     uint64_t process_faults, devices_lost;
     int final_check;             /* violations found by a check after the last call */
+    struct vidmm_submit_stats ss;
 };
 
 static void gather(struct tr *t, struct summary *s)
@@ -49,6 +50,7 @@ static void gather(struct tr *t, struct summary *s)
     memset(s, 0, sizeof(*s));
     vidmm_adapter_query_info(t->adapter, &s->ai);
     vidmm_residency_get_stats(t->adapter, &s->rs);
+    vidmm_submit_get_stats(t->adapter, &s->ss);
     s->nseg = s->ai.segment_count < 16 ? s->ai.segment_count : 16;
     for (uint32_t id = 0; id < s->nseg; id++)
         vidmm_segment_query(t->adapter, id, &s->seg[id].si);
@@ -200,6 +202,17 @@ static void write_text(struct tr *t, const struct summary *s, FILE *f)
     }
     fprintf(f, "fence waits: %" PRIu64 "\n", t->fence_waits);
 
+    fprintf(f, "\n== submission ==\n");
+    fprintf(f, "submissions: %" PRIu64 " virtual, %" PRIu64 " physical, %" PRIu64 " failed; %" PRIu64
+               " commands built\n",
+            t->submits_virtual, t->submits_physical, t->submit_failed, t->commands_built);
+    fprintf(f, "patch locations: %" PRIu64 " written, %" PRIu64 " skipped (not moved)\n",
+            s->ss.patch_locations_written, s->ss.patch_locations_skipped);
+    fprintf(f, "context fence waits: %" PRIu64 "; eviction waits for GPU work: %" PRIu64 "\n", t->context_waits,
+            s->ss.eviction_waits);
+    fprintf(f, "GPU results checked: %" PRIu64 ", %" PRIu64 " mismatches\n", t->gpu_results,
+            t->gpu_result_failures);
+
     fprintf(f, "\n== faults ==\n");
     fprintf(f, "GPU accesses that faulted: %" PRIu64 "; page faults reported by processes: %" PRIu64
                "; devices lost: %" PRIu64 "\n",
@@ -321,6 +334,14 @@ static void write_json(struct tr *t, const struct summary *s, FILE *f)
     }
     fprintf(f, "}},\n");
     fprintf(f, "  \"fence_waits\": %" PRIu64 ",\n", t->fence_waits);
+    fprintf(f, "  \"submission\": {\"virtual\": %" PRIu64 ", \"physical\": %" PRIu64 ", \"failed\": %" PRIu64
+               ", \"commands_built\": %" PRIu64 ", \"patch_locations_written\": %" PRIu64
+               ", \"patch_locations_skipped\": %" PRIu64 ", \"context_fence_waits\": %" PRIu64
+               ", \"eviction_waits\": %" PRIu64 ", \"gpu_results\": %" PRIu64 ", \"gpu_result_mismatches\": %" PRIu64
+               "},\n",
+            t->submits_virtual, t->submits_physical, t->submit_failed, t->commands_built,
+            s->ss.patch_locations_written, s->ss.patch_locations_skipped, t->context_waits, s->ss.eviction_waits,
+            t->gpu_results, t->gpu_result_failures);
     fprintf(f, "  \"faults\": {\"gpu_accesses_faulted\": %" PRIu64 ", \"process_page_faults\": %" PRIu64
                ", \"devices_lost\": %" PRIu64 "},\n",
             t->gpu_faults, s->process_faults, s->devices_lost);
@@ -398,6 +419,16 @@ static void write_csv(struct tr *t, const struct summary *s, FILE *f)
             row(f, "paging", name ? name : "other", "bytes", s->ai.paging_bytes[k]);
         }
     row(f, "fences", "adapter", "waits", t->fence_waits);
+    row(f, "submission", "adapter", "virtual", t->submits_virtual);
+    row(f, "submission", "adapter", "physical", t->submits_physical);
+    row(f, "submission", "adapter", "failed", t->submit_failed);
+    row(f, "submission", "adapter", "commands_built", t->commands_built);
+    row(f, "submission", "adapter", "patch_locations_written", s->ss.patch_locations_written);
+    row(f, "submission", "adapter", "patch_locations_skipped", s->ss.patch_locations_skipped);
+    row(f, "submission", "adapter", "context_fence_waits", t->context_waits);
+    row(f, "submission", "adapter", "eviction_waits", s->ss.eviction_waits);
+    row(f, "submission", "adapter", "gpu_results", t->gpu_results);
+    row(f, "submission", "adapter", "gpu_result_mismatches", t->gpu_result_failures);
     row(f, "faults", "adapter", "gpu_accesses_faulted", t->gpu_faults);
     row(f, "faults", "adapter", "process_page_faults", s->process_faults);
     row(f, "faults", "adapter", "devices_lost", s->devices_lost);
@@ -538,6 +569,19 @@ static void write_html(struct tr *t, const struct summary *s, FILE *f)
         td_size(f, s->ai.paging_bytes[k]);
         fprintf(f, "</tr>\n");
     }
+    fprintf(f, "</table>\n");
+
+    fprintf(f, "<table id=\"summary-submission\">\n<caption>Command submission</caption>\n");
+    kv_num(f, "virtual submissions", t->submits_virtual);
+    kv_num(f, "physical submissions", t->submits_physical);
+    kv_num(f, "failed submissions", t->submit_failed);
+    kv_num(f, "commands built", t->commands_built);
+    kv_num(f, "patch locations written", s->ss.patch_locations_written);
+    kv_num(f, "patch locations skipped", s->ss.patch_locations_skipped);
+    kv_num(f, "context fence waits", t->context_waits);
+    kv_num(f, "eviction waits for GPU work", s->ss.eviction_waits);
+    kv_num(f, "GPU results checked", t->gpu_results);
+    kv_num(f, "GPU result mismatches", t->gpu_result_failures);
     fprintf(f, "</table>\n");
 
     fprintf(f, "<table id=\"summary-integrity\">\n<caption>Faults and integrity</caption>\n");

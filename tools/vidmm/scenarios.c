@@ -6,16 +6,19 @@
  *            frames of make-resident / GPU reads and writes / evict, a
  *            pinned small budget for the background process (trim and
  *            retry), a reservation for the compositor, offer/reclaim of
- *            the browser's caches, a primary on the display.
+ *            the browser's caches, a primary on the display; the
+ *            compositor submits physical-mode work on two rings.
  *   game     a frame loop: two primaries flipped every frame (the GPU
  *            renders into the back buffer, the display shows the front),
  *            render targets kept resident, three levels whose textures
- *            are streamed in and out every frame.
+ *            are streamed in and out every frame; GPU work submitted in
+ *            virtual mode per frame, its checksums verified.
  *   compute  a data set three times the memory segments streamed through
  *            the GPU chunk by chunk (with prefetch), weights pinned on the
  *            residency list, a result per chunk written by the GPU and
  *            evicted with its content, results checked by the CPU at the
- *            end, and one deliberate access to an evicted chunk (a fault).
+ *            end, and one deliberate access to an evicted chunk (a fault);
+ *            each chunk's work is a virtual-mode submission.
  *   igpu     an integrated GPU in IoMmu mode (softgpu's igpu preset): the
  *            GPU reaches system pages at their CPU addresses, residency is
  *            accounting against the non-local (system memory) budget - the
@@ -49,6 +52,7 @@ struct sc_alloc {
     uint64_t size, seed;         /* the pattern it holds now */
     int owner;                   /* index into sc.proc */
     int dirty;                   /* the GPU wrote it: evict without NOT_WRITTEN */
+    int nocheck;                 /* holds GPU results, not a pattern */
 };
 
 struct sc {
@@ -262,6 +266,52 @@ static void sc_check_adapter(struct sc *s)
         fprintf(s->log, "vidmm run: adapter check failed\n");
 }
 
+/* Submit a virtual-mode GPU program: build it into the command buffer
+ * allocation cb (mapped at cb's VA), submit it on context c, wait for
+ * its fence.  Returns the status of the first failing step. */
+static vidmm_status sc_submit_virtual(struct sc *s, uint32_t c, struct sc_alloc *cb, const struct tr_cmd *cmds,
+                                      uint32_t n)
+{
+    uint32_t b = 0;
+    uint64_t fence = 0;
+    vidmm_status st = tr_cmdbuf(s->t, cmds, n, cb->a, 0, &b);
+    if (st < 0) {
+        sc_unexpected(s, "cmdbuf", st);
+        return st;
+    }
+    struct tr_addr va = { cb->v, 0 };
+    st = tr_submit_virtual(s->t, c, va, (uint32_t)tr_get(s->t, TR_BUF, b)->size, &fence);
+    if (st < 0) {
+        sc_unexpected(s, "submit-virtual", st);
+        return st;
+    }
+    if ((st = tr_context_wait(s->t, c, fence)) < 0)
+        sc_unexpected(s, "context-wait", st);
+    return st;
+}
+
+/* The CPU checks a GPU-computed value against its own expectation. */
+static void sc_result(struct sc *s, struct sc_alloc *x, uint64_t offset, uint64_t expect)
+{
+    vidmm_status st = tr_result(s->t, x->a, offset, expect, NULL);
+    if (st < 0)
+        sc_unexpected(s, "result", st);
+}
+
+static struct tr_cmd sc_cmd(uint32_t op, uint32_t v0, uint64_t o0, uint32_t v1, uint64_t o1, uint32_t v2, uint64_t o2)
+{
+    struct tr_cmd c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.arg[0].v = v0;
+    c.arg[0].off = o0;
+    c.arg[1].v = v1;
+    c.arg[1].off = o1;
+    c.arg[2].v = v2;
+    c.arg[2].off = o2;
+    return c;
+}
+
 /* ---- desktop -------------------------------------------------------- */
 
 static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *log)
@@ -287,6 +337,31 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
     vidmm_status fst;
     if (prim >= 0 && (fst = tr_flip(t, 0, s->al[prim].a)) < 0)
         sc_unexpected(s, "flip", fst);
+    /* The compositor's copy engine runs a physical-mode context: two
+     * AccessedPhysically rings, a command buffer in host memory with an
+     * allocation list and patch locations for every address. */
+    int csrc = sc_alloc(s, -1, SOFTGPU_ALLOC_RING, 256u << 10, 0, "compose-src");
+    int cout = sc_alloc(s, -1, SOFTGPU_ALLOC_RING, 64u << 10, 0, "compose-out");
+    uint32_t pctx = 0, pbuf = 0;
+    if (csrc >= 0 && cout >= 0) {
+        s->al[cout].nocheck = 1;
+        vidmm_status cst = tr_context_create(t, s->proc[0].d, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL, &pctx);
+        if (cst < 0) {
+            sc_unexpected(s, "context", cst);
+            pctx = 0;
+        }
+        /* Addresses are 0 until patched: copy out+4096 <- src (4 KiB),
+         * checksum that copy into out+8, checksum src into out+0. */
+        struct tr_cmd prog[3] = {
+            sc_cmd(SOFTGPU_CMD_COPY, 0, 0, 0, 0, 0, 4096),
+            sc_cmd(SOFTGPU_CMD_CHECKSUM, 0, 0, 0, 4096, 0, 0),
+            sc_cmd(SOFTGPU_CMD_CHECKSUM, 0, 0, 0, 256u << 10, 0, 0),
+        };
+        if (pctx && (cst = tr_cmdbuf(t, prog, 3, 0, 0, &pbuf)) < 0) {
+            sc_unexpected(s, "cmdbuf", cst);
+            pctx = 0;
+        }
+    }
     /* Twice the memory segments in textures of 1-4 MiB. */
     uint64_t target = 2 * s->local;
     for (int i = 0; i < 4; i++) {
@@ -315,6 +390,34 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
     uint32_t offered[64], noffered = 0;
     for (uint32_t f = 0; f < frames; f++) {
         tr_frame(t, f);
+        if (pctx) {
+            /* Compose: the results are cleared, the buffer submitted again
+             * (after the first frame as reused: only the locations of a
+             * ring that moved are patched), and checked by the CPU. */
+            struct sc_alloc *src = &s->al[csrc], *out = &s->al[cout];
+            static const struct tr_patch patches[6] = {
+                { 1, 4096, 0 + SOFTGPU_CMD_OPERAND(0) }, { 0, 0, 0 + SOFTGPU_CMD_OPERAND(1) },
+                { 1, 4096, 32 + SOFTGPU_CMD_OPERAND(0) }, { 1, 8, 32 + SOFTGPU_CMD_OPERAND(2) },
+                { 0, 0, 64 + SOFTGPU_CMD_OPERAND(0) }, { 1, 0, 64 + SOFTGPU_CMD_OPERAND(2) },
+            };
+            uint32_t al[2] = { src->a, out->a }, alf[2] = { 0, VIDMM_SUBMIT_WRITE };
+            uint64_t fence = 0;
+            if ((st = tr_write(t, out->a, 0)) < 0)
+                sc_unexpected(s, "write", st);
+            /* Every fourth frame the source ring moves (to the aperture
+             * and back): its three locations are patched again. */
+            if (f % 4 == 2 && (st = tr_move(t, src->a, f % 8 == 2 ? 3 : 1, 0)) < 0)
+                sc_unexpected(s, "move", st);
+            st = tr_submit_physical(t, pctx, pbuf, al, alf, 2, patches, 6, f ? VIDMM_SUBMIT_REUSED : 0, &fence, NULL);
+            if (st < 0)
+                sc_unexpected(s, "submit-physical", st);
+            else if ((st = tr_context_wait(t, pctx, fence)) < 0)
+                sc_unexpected(s, "context-wait", st);
+            else {
+                sc_result(s, out, 0, tr_pattern_checksum(src->size, src->seed));
+                sc_result(s, out, 8, tr_pattern_checksum(4096, src->seed));
+            }
+        }
         for (int pi = 0; pi < 4; pi++) {
             uint32_t list[SC_MAX_ALLOCS], n = 0;
             uint64_t bytes = 0, cap = pi == 3 ? s->local * 3 / 32 : s->local / 3;
@@ -370,8 +473,10 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
     }
     /* Everyone's content, read back by the CPU wherever it is now. */
     for (int i = 0; i < s->nal; i++)
-        if (!in_list(offered, noffered, s->al[i].a))
+        if (!in_list(offered, noffered, s->al[i].a) && !s->al[i].nocheck)
             tr_check(t, s->al[i].a, s->al[i].seed);
+    if (pctx)
+        tr_context_fence(t, pctx, NULL, NULL);
     sc_check_adapter(s);
     int errors = s->errors;
     free(s);
@@ -400,11 +505,30 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
         free(s);
         return e;
     }
-    uint32_t pinned[5] = { s->al[prim[0]].a, s->al[prim[1]].a, s->al[rt[0]].a, s->al[rt[1]].a, s->al[rt[2]].a };
+    /* The GPU's command buffer and the results its programs write. */
+    int cmdb = sc_alloc(s, 0, SOFTGPU_ALLOC_CONSTANT, 64u << 10, 0, "commands");
+    int res = sc_alloc(s, 0, SOFTGPU_ALLOC_CONSTANT, 64u << 10, 0, "gpu-results");
+    if (cmdb < 0 || res < 0) {
+        int e = s->errors + 1;
+        free(s);
+        return e;
+    }
+    s->al[res].nocheck = 1;
+    uint32_t pinned[7] = { s->al[prim[0]].a, s->al[prim[1]].a, s->al[rt[0]].a, s->al[rt[1]].a, s->al[rt[2]].a,
+                           s->al[cmdb].a, s->al[res].a };
     /* The render targets stay on the residency list for the whole game. */
-    vidmm_status st = sc_make_resident(s, 0, pinned, 5);
+    vidmm_status st = sc_make_resident(s, 0, pinned, 7);
     if (st < 0)
         sc_unexpected(s, "make-resident", st);
+    /* A virtual-mode context on the graphics engine (none on an adapter
+     * without GPU virtual addressing: the frames then skip the GPU work). */
+    uint32_t ctx = 0;
+    st = tr_context_create(t, s->proc[0].d, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL, &ctx);
+    if (st < 0) {
+        if (st != VIDMM_E_NOT_SUPPORTED)
+            sc_unexpected(s, "context", st);
+        ctx = 0;
+    }
     /* The launcher idles in the background with a little memory. */
     for (int i = 0; i < 4; i++) {
         char name[32];
@@ -467,6 +591,26 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
         struct sc_alloc *back = &s->al[prim[f % 2]];
         sc_gpu_read_all(s, 0, &s->al[rt[2]].a, 1);
         sc_gpu_write(s, &s->al[rt[0]]);
+        if (ctx) {
+            /* GPU work: clear part of the G-buffer, resolve the depth
+             * buffer into it, checksum both and signal the frame. */
+            struct sc_alloc *g = &s->al[rt[1]], *dp = &s->al[rt[0]], *r = &s->al[res];
+            uint32_t pattern = 0x9E3779B9u * (f + 1);
+            struct tr_cmd prog[5] = {
+                sc_cmd(SOFTGPU_CMD_FILL, g->v, 0, 0, 1u << 20, 0, pattern),
+                sc_cmd(SOFTGPU_CMD_CHECKSUM, g->v, 0, 0, 1u << 20, r->v, 0),
+                sc_cmd(SOFTGPU_CMD_COPY, g->v, 0, dp->v, 0, 0, g->size),
+                sc_cmd(SOFTGPU_CMD_CHECKSUM, g->v, 0, 0, g->size, r->v, 8),
+                sc_cmd(SOFTGPU_CMD_SIGNAL, r->v, 16, 0, f + 1, 0, 0),
+            };
+            if (sc_submit_virtual(s, ctx, &s->al[cmdb], prog, 5) >= 0) {
+                g->seed = dp->seed;
+                g->dirty = 1;
+                sc_result(s, r, 0, tr_fill_checksum(1u << 20, pattern));
+                sc_result(s, r, 8, tr_pattern_checksum(g->size, dp->seed));
+                sc_result(s, r, 16, f + 1);
+            }
+        }
         sc_gpu_write(s, back);
         if ((st = tr_flip(t, 0, back->a)) < 0)
             sc_unexpected(s, "flip", st);
@@ -493,6 +637,11 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
     }
     for (int i = 0; i < 2; i++)
         tr_check(t, s->al[prim[i]].a, s->al[prim[i]].seed);
+    if (ctx) {
+        tr_context_fence(t, ctx, NULL, NULL);
+        if ((st = tr_context_destroy(t, ctx)) < 0)
+            sc_unexpected(s, "context-destroy", st);
+    }
     sc_check_adapter(s);
     int errors = s->errors;
     free(s);
@@ -514,16 +663,32 @@ static int run_compute(struct tr *t, const struct scenario_params *prm, FILE *lo
         free(s);
         return e;
     }
+    int kern = sc_alloc(s, 0, SOFTGPU_ALLOC_CONSTANT, 64u << 10, 0, "kernels");
+    int sums = sc_alloc(s, 0, SOFTGPU_ALLOC_CONSTANT, 64u << 10, 0, "checksums");
+    if (kern < 0 || sums < 0) {
+        int e = s->errors + 1;
+        free(s);
+        return e;
+    }
+    s->al[sums].nocheck = 1;
     uint32_t w = s->al[weights].a;
-    vidmm_status st = sc_make_resident(s, 0, &w, 1);
+    uint32_t pinned[3] = { w, s->al[kern].a, s->al[sums].a };
+    vidmm_status st = sc_make_resident(s, 0, pinned, 3);
     if (st < 0)
         sc_unexpected(s, "make-resident (weights)", st);
+    uint32_t ctx = 0;
+    st = tr_context_create(t, s->proc[0].d, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL, &ctx);
+    if (st < 0) {
+        if (st != VIDMM_E_NOT_SUPPORTED)
+            sc_unexpected(s, "context", st);
+        ctx = 0;
+    }
     /* The data set: three times the memory segments in 4 MiB chunks, each
      * with a 256 KiB result the GPU writes. */
     uint64_t chunk = 4u << 20;
     int nchunks = (int)(3 * s->local / chunk);
-    if (nchunks > (SC_MAX_ALLOCS - 8) / 2)
-        nchunks = (SC_MAX_ALLOCS - 8) / 2;
+    if (nchunks > (SC_MAX_ALLOCS - 12) / 2)
+        nchunks = (SC_MAX_ALLOCS - 12) / 2;
     int first_chunk = s->nal;
     for (int i = 0; i < nchunks; i++) {
         char name[32];
@@ -556,7 +721,24 @@ static int run_compute(struct tr *t, const struct scenario_params *prm, FILE *lo
             }
             sc_gpu_read_all(s, 0, list, 1);
             sc_gpu_read_all(s, 0, &w, 1);
-            sc_gpu_write(s, r);
+            if (ctx) {
+                /* The kernel: the result is the chunk's first 256 KiB;
+                 * checksums of the chunk and of the result. */
+                struct sc_alloc *k = &s->al[sums];
+                struct tr_cmd prog[3] = {
+                    sc_cmd(SOFTGPU_CMD_COPY, r->v, 0, c->v, 0, 0, r->size),
+                    sc_cmd(SOFTGPU_CMD_CHECKSUM, c->v, 0, 0, c->size, k->v, 16u * (uint64_t)i),
+                    sc_cmd(SOFTGPU_CMD_CHECKSUM, r->v, 0, 0, r->size, k->v, 16u * (uint64_t)i + 8),
+                };
+                if (sc_submit_virtual(s, ctx, &s->al[kern], prog, 3) >= 0) {
+                    r->seed = c->seed;
+                    r->dirty = 1;
+                    sc_result(s, k, 16u * (uint64_t)i, tr_pattern_checksum(c->size, c->seed));
+                    sc_result(s, k, 16u * (uint64_t)i + 8, tr_pattern_checksum(r->size, c->seed));
+                }
+            } else {
+                sc_gpu_write(s, r);
+            }
             /* The chunk is clean (discarded under pressure, its system
              * copy kept); the result goes out with its bytes. */
             sc_evict(s, 0, list, 3, 0);
@@ -578,6 +760,8 @@ static int run_compute(struct tr *t, const struct scenario_params *prm, FILE *lo
     /* The CPU collects every result. */
     for (int i = 0; i < nchunks; i++)
         tr_check(t, s->al[first_result + i].a, s->al[first_result + i].seed);
+    if (ctx)
+        tr_context_fence(t, ctx, NULL, NULL);
     sc_check_adapter(s);
     int errors = s->errors;
     free(s);
@@ -661,11 +845,11 @@ static int run_igpu(struct tr *t, const struct scenario_params *prm, FILE *log)
 /* ---- table ---------------------------------------------------------- */
 
 static const struct scenario sc_desktop = {
-    "desktop", "four processes over-committing a discrete GPU 2x (budgets, trim, offer/reclaim)", "dgpu",
+    "desktop", "four processes over-committing a discrete GPU 2x (budgets, trim, offer/reclaim, physical submission)", "dgpu",
     { 0, 32ull << 20, 64ull << 20 }, 12, run_desktop,
 };
 static const struct scenario sc_game = {
-    "game", "a frame loop flipping two primaries, render targets pinned, level textures streamed", "dgpu",
+    "game", "a frame loop flipping two primaries, render targets pinned, level textures streamed, GPU work submitted", "dgpu",
     { 0, 32ull << 20, 96ull << 20 }, 30, run_game,
 };
 static const struct scenario sc_compute = {

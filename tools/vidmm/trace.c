@@ -31,9 +31,11 @@ const char *const tr_verb_names[TV_COUNT] = {
     "make-resident", "evict", "wait", "offer", "reclaim",
     "budget", "reservation",
     "write", "check", "gpu-read", "gpu-write", "check-adapter",
+    "context", "context-destroy", "cmdbuf", "submit-virtual", "submit-physical",
+    "context-wait", "context-fence", "result",
 };
 
-static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V' };
+static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };
 
 /* Paging operation names, indexed by enum vidmm_paging_operation. */
 static const char *const paging_op_name[17] = {
@@ -230,8 +232,10 @@ static uint32_t process_of(struct tr *t, enum tr_kind k, uint32_t id)
     struct tr_obj *o = tr_get(t, k, id);
     if (!o)
         return 0;
-    if (k == TR_QUEUE)
+    if (k == TR_QUEUE || k == TR_CTX)
         return process_of(t, TR_DEV, o->parent);
+    if (k == TR_BUF)
+        return 0;
     return o->parent;
 }
 
@@ -611,6 +615,8 @@ void tr_close(struct tr *t)
     vidmm_adapter_close(t->adapter);
     if (t->gpu)
         softgpu_destroy(t->gpu);
+    for (uint32_t b = 1; b <= t->nobj[TR_BUF]; b++)
+        free(t->obj[TR_BUF][b].data);
     for (int k = 0; k < TR_KINDS; k++)
         free(t->obj[k]);
     free(t->counters);
@@ -664,7 +670,7 @@ vidmm_status tr_process_destroy(struct tr *t, uint32_t p)
     if (st >= 0) {
         t->obj[TR_PROC][p].alive = 0;
         /* Its devices, queues and VA ranges go with it. */
-        for (int k = TR_DEV; k <= TR_VA; k++) {
+        for (int k = TR_DEV; k <= TR_CTX; k++) {
             if (k == TR_ALLOC)
                 continue;
             for (uint32_t i = 1; i <= t->nobj[k]; i++)
@@ -709,6 +715,9 @@ vidmm_status tr_device_destroy(struct tr *t, uint32_t d)
         for (uint32_t q = 1; q <= t->nobj[TR_QUEUE]; q++)
             if (t->obj[TR_QUEUE][q].parent == d)
                 t->obj[TR_QUEUE][q].alive = 0;
+        for (uint32_t c = 1; c <= t->nobj[TR_CTX]; c++)
+            if (t->obj[TR_CTX][c].parent == d)
+                t->obj[TR_CTX][c].alive = 0;
     }
     line_end(t, st, NULL);
     return st;
@@ -1214,5 +1223,360 @@ vidmm_status tr_check_adapter(struct tr *t)
     if (bad)
         t->adapter_check_failures++;
     line_end(t, st, NULL);
+    return st;
+}
+
+/* ---- command submission ------------------------------------------------ */
+
+static const struct {
+    uint32_t op;
+    const char *name;
+    int operands;
+    unsigned addr_mask;          /* which operands are addresses */
+} cmd_table[] = {
+    { SOFTGPU_CMD_NOP, "nop", 0, 0 },
+    { SOFTGPU_CMD_WRITE32, "write32", 2, 1 },
+    { SOFTGPU_CMD_WRITE64, "write64", 2, 1 },
+    { SOFTGPU_CMD_COPY, "copy", 3, 3 },
+    { SOFTGPU_CMD_FILL, "fill", 3, 1 },
+    { SOFTGPU_CMD_CHECKSUM, "checksum", 3, 5 },
+    { SOFTGPU_CMD_COMPARE, "compare", 4, 11 },
+    { SOFTGPU_CMD_SIGNAL, "signal", 2, 1 },
+    { SOFTGPU_CMD_WAIT, "wait", 2, 1 },
+};
+#define CMD_KINDS (sizeof cmd_table / sizeof cmd_table[0])
+
+static int cmd_index(uint32_t op)
+{
+    for (unsigned i = 0; i < CMD_KINDS; i++)
+        if (cmd_table[i].op == op)
+            return (int)i;
+    return -1;
+}
+
+int tr_cmd_operands(uint32_t op)
+{
+    int i = cmd_index(op);
+    return i < 0 ? -1 : cmd_table[i].operands;
+}
+
+const char *tr_cmd_name(uint32_t op)
+{
+    int i = cmd_index(op);
+    return i < 0 ? NULL : cmd_table[i].name;
+}
+
+int tr_cmd_parse_name(const char *s, uint32_t *op)
+{
+    for (unsigned i = 0; i < CMD_KINDS; i++)
+        if (!strcmp(s, cmd_table[i].name)) {
+            *op = cmd_table[i].op;
+            return 0;
+        }
+    return -1;
+}
+
+uint64_t tr_pattern_checksum(uint64_t size, uint64_t seed)
+{
+    uint64_t h = 0xcbf29ce484222325ull, s = seed;
+    for (uint64_t i = 0; i < size / 8; i++)
+        h = (h ^ (seed ? pattern_next(&s) : 0)) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t tr_fill_checksum(uint64_t size, uint32_t pattern)
+{
+    uint64_t w = ((uint64_t)pattern << 32) | pattern, h = 0xcbf29ce484222325ull;
+    for (uint64_t i = 0; i < size / 8; i++)
+        h = (h ^ w) * 0x100000001b3ull;
+    return h;
+}
+
+static const char *node_name(uint32_t node)
+{
+    return node == SOFTGPU_NODE_GRAPHICS ? "graphics" : node == SOFTGPU_NODE_COMPUTE ? "compute"
+                                                      : node == SOFTGPU_NODE_COPY    ? "copy"
+                                                                                     : NULL;
+}
+
+vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t mode, uint32_t *id)
+{
+    uint32_t c = new_obj(t, TR_CTX);
+    if (!c)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_CTX][c];
+    o->parent = d;
+    o->kind = mode;
+    uint32_t p = process_of(t, TR_DEV, d);
+    line_begin(t, TV_CONTEXT, p, 2000 + c);
+    line_id(t, TR_CTX, c);
+    line_id(t, TR_DEV, d);
+    if (node_name(node))
+        line_add(t, " node=%s", node_name(node));
+    else
+        line_add(t, " node=%u", node);
+    line_add(t, " mode=%s", mode == VIDMM_CONTEXT_VIRTUAL ? "virtual" : mode == VIDMM_CONTEXT_PHYSICAL ? "physical" : "?");
+    struct vidmm_context_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.node = node;
+    cd.mode = mode;
+    vidmm_status st = vidmm_context_create(t->adapter, tr_handle(t, TR_DEV, d), &cd, &o->h);
+    if (st < 0)
+        o->h = VIDMM_HANDLE_NULL;
+    o->alive = st >= 0;
+    if (t->timeline) {
+        char label[48];
+        snprintf(label, sizeof label, "context C%u (%s, %s)", c, node_name(node) ? node_name(node) : "?",
+                 mode == VIDMM_CONTEXT_PHYSICAL ? "physical" : "virtual");
+        tl_meta(t, "thread_name", p, 2000 + c, label);
+    }
+    line_end(t, st, NULL);
+    *id = c;
+    return st;
+}
+
+vidmm_status tr_context_destroy(struct tr *t, uint32_t c)
+{
+    line_begin(t, TV_CONTEXT_DESTROY, process_of(t, TR_CTX, c), 2000 + c);
+    line_id(t, TR_CTX, c);
+    vidmm_status st = vidmm_context_destroy(t->adapter, tr_handle(t, TR_CTX, c));
+    if (st >= 0)
+        t->obj[TR_CTX][c].alive = 0;
+    line_end(t, st, NULL);
+    return st;
+}
+
+/* An operand as the trace writes it: V<n>[+0x..] or a number (addresses
+ * and the fill pattern in hex, the rest decimal). */
+static void line_operand(struct tr *t, struct tr_addr a, int hex)
+{
+    if (a.v && a.off)
+        line_add(t, "V%u+0x%" PRIx64, a.v, a.off);
+    else if (a.v)
+        line_add(t, "V%u", a.v);
+    else if (hex)
+        line_add(t, "0x%" PRIx64, a.off);
+    else
+        line_add(t, "%" PRIu64, a.off);
+}
+
+vidmm_status tr_cmdbuf(struct tr *t, const struct tr_cmd *cmds, uint32_t n, uint32_t to, uint64_t offset,
+                       uint32_t *id)
+{
+    uint32_t b = new_obj(t, TR_BUF);
+    if (!b)
+        return VIDMM_E_NO_HOST_MEMORY;
+    line_begin(t, TV_CMDBUF, process_of(t, TR_ALLOC, to), 0);
+    line_id(t, TR_BUF, b);
+    line_add(t, " cmds=");
+    uint64_t cap = 0;
+    int badop = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = cmd_index(cmds[i].op);
+        if (k < 0) {
+            line_add(t, "%s0x%x", i ? "," : "", cmds[i].op);
+            badop = 1;
+            continue;
+        }
+        line_add(t, "%s%s", i ? "," : "", cmd_table[k].name);
+        for (int j = 0; j < cmd_table[k].operands; j++) {
+            line_add(t, ":");
+            line_operand(t, cmds[i].arg[j],
+                         (cmd_table[k].addr_mask >> j & 1) || (cmds[i].op == SOFTGPU_CMD_FILL && j == 2));
+        }
+        cap += 8 + 8 * (uint64_t)cmd_table[k].operands;
+    }
+    if (!n)
+        line_add(t, "-");
+    if (to)
+        line_add(t, " to=A%u offset=%" PRIu64, to, offset);
+    vidmm_status st = badop || !n || cap > UINT32_MAX ? VIDMM_E_INVALID_ARG : VIDMM_OK;
+    void *data = st >= 0 ? calloc(1, (size_t)cap) : NULL;
+    if (st >= 0 && !data)
+        st = VIDMM_E_NO_HOST_MEMORY;
+    struct softgpu_cmdbuf cb = { data, 0, (uint32_t)cap };
+    for (uint32_t i = 0; i < n && st >= 0; i++) {
+        uint64_t v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = tr_addr_value(t, cmds[i].arg[j]);
+        switch (cmds[i].op) {
+        case SOFTGPU_CMD_NOP: st = softgpu_cmd_nop(&cb); break;
+        case SOFTGPU_CMD_WRITE32: st = softgpu_cmd_write32(&cb, v[0], (uint32_t)v[1]); break;
+        case SOFTGPU_CMD_WRITE64: st = softgpu_cmd_write64(&cb, v[0], v[1]); break;
+        case SOFTGPU_CMD_COPY: st = softgpu_cmd_copy(&cb, v[0], v[1], v[2]); break;
+        case SOFTGPU_CMD_FILL: st = softgpu_cmd_fill(&cb, v[0], v[1], (uint32_t)v[2]); break;
+        case SOFTGPU_CMD_CHECKSUM: st = softgpu_cmd_checksum(&cb, v[0], v[1], v[2]); break;
+        case SOFTGPU_CMD_COMPARE: st = softgpu_cmd_compare(&cb, v[0], v[1], v[2], v[3]); break;
+        case SOFTGPU_CMD_SIGNAL: st = softgpu_cmd_signal(&cb, v[0], v[1]); break;
+        case SOFTGPU_CMD_WAIT: st = softgpu_cmd_wait(&cb, v[0], v[1]); break;
+        default: st = VIDMM_E_INVALID_ARG; break;
+        }
+    }
+    if (st >= 0 && to) {
+        struct tr_obj *ao = tr_get(t, TR_ALLOC, to);
+        void *p = NULL;
+        if (!ao || offset > ao->size || ao->size - offset < cb.size)
+            st = VIDMM_E_INVALID_ARG;
+        else if ((st = vidmm_allocation_lock(t->adapter, ao->h, &p)) >= 0) {
+            memcpy((char *)p + offset, data, cb.size);
+            st = vidmm_allocation_unlock(t->adapter, ao->h);
+        }
+    }
+    struct tr_obj *o = &t->obj[TR_BUF][b];
+    if (st >= 0) {
+        o->data = data;
+        o->size = cb.size;
+        o->alive = 1;
+        t->commands_built += n;
+        line_end(t, st, " size=%u sum=0x%" PRIx64, cb.size, softgpu_checksum(data, cb.size));
+    } else {
+        free(data);
+        line_end(t, st, NULL);
+    }
+    *id = b;
+    return st;
+}
+
+vidmm_status tr_submit_virtual(struct tr *t, uint32_t c, struct tr_addr va, uint32_t size, uint64_t *fence)
+{
+    line_begin(t, TV_SUBMIT_VIRTUAL, process_of(t, TR_CTX, c), 2000 + c);
+    line_id(t, TR_CTX, c);
+    line_addr(t, "va", va);
+    line_add(t, " size=%u", size);
+    uint64_t fv = 0;
+    vidmm_status st = vidmm_submit_virtual(t->adapter, tr_handle(t, TR_CTX, c), tr_addr_value(t, va), size, &fv);
+    if (fence)
+        *fence = fv;
+    if (st >= 0) {
+        t->submits_virtual++;
+        line_end(t, st, " fence=%" PRIu64, fv);
+    } else {
+        t->submit_failed++;
+        line_end(t, st, NULL);
+    }
+    return st;
+}
+
+vidmm_status tr_submit_physical(struct tr *t, uint32_t c, uint32_t b, const uint32_t *allocs,
+                                const uint32_t *alloc_flags, uint32_t nalloc, const struct tr_patch *patches,
+                                uint32_t npatch, uint32_t flags, uint64_t *fence, uint32_t *patched)
+{
+    line_begin(t, TV_SUBMIT_PHYSICAL, process_of(t, TR_CTX, c), 2000 + c);
+    line_id(t, TR_CTX, c);
+    line_id(t, TR_BUF, b);
+    line_add(t, " allocs=");
+    for (uint32_t i = 0; i < nalloc; i++) {
+        line_add(t, "%sA%u", i ? "," : "", allocs[i]);
+        if (alloc_flags[i] & VIDMM_SUBMIT_WRITE)
+            line_add(t, ":write");
+        if (alloc_flags[i] & ~VIDMM_SUBMIT_WRITE)
+            line_add(t, ":0x%x", alloc_flags[i] & ~VIDMM_SUBMIT_WRITE);
+    }
+    if (!nalloc)
+        line_add(t, "-");
+    line_add(t, " patches=");
+    for (uint32_t i = 0; i < npatch; i++)
+        line_add(t, "%s%u+%u@%u", i ? "," : "", patches[i].index, patches[i].allocation_offset,
+                 patches[i].patch_offset);
+    if (!npatch)
+        line_add(t, "-");
+    line_add(t, " flags=%s", flags == VIDMM_SUBMIT_REUSED ? "reused" : flags ? "?" : "-");
+    if (flags & ~VIDMM_SUBMIT_REUSED)
+        line_add(t, "0x%x", flags);
+    struct vidmm_submit_allocation *al = calloc(nalloc ? nalloc : 1, sizeof(*al));
+    struct vidmm_patch_location *pl = calloc(npatch ? npatch : 1, sizeof(*pl));
+    struct tr_obj *bo = tr_get(t, TR_BUF, b);
+    struct vidmm_submit_physical_args pa;
+    memset(&pa, 0, sizeof pa);
+    vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
+    if (al && pl) {
+        for (uint32_t i = 0; i < nalloc; i++) {
+            al[i].allocation = tr_handle(t, TR_ALLOC, allocs[i]);
+            al[i].flags = alloc_flags[i];
+        }
+        for (uint32_t i = 0; i < npatch; i++) {
+            pl[i].allocation_index = patches[i].index;
+            pl[i].allocation_offset = patches[i].allocation_offset;
+            pl[i].patch_offset = patches[i].patch_offset;
+        }
+        pa.buffer = bo && bo->alive ? bo->data : NULL;
+        pa.size = bo && bo->alive ? (uint32_t)bo->size : 0;
+        pa.allocation_count = nalloc;
+        pa.allocations = al;
+        pa.patches = pl;
+        pa.patch_count = npatch;
+        pa.flags = flags;
+        st = vidmm_submit_physical(t->adapter, tr_handle(t, TR_CTX, c), &pa);
+    }
+    free(al);
+    free(pl);
+    if (fence)
+        *fence = pa.fence;
+    if (patched)
+        *patched = pa.patched;
+    if (st >= 0) {
+        t->submits_physical++;
+        t->patches_written += pa.patched;
+        line_end(t, st, " fence=%" PRIu64 " patched=%u", pa.fence, pa.patched);
+    } else {
+        t->submit_failed++;
+        line_end(t, st, NULL);
+    }
+    return st;
+}
+
+vidmm_status tr_context_wait(struct tr *t, uint32_t c, uint64_t fence)
+{
+    line_begin(t, TV_CONTEXT_WAIT, process_of(t, TR_CTX, c), 2000 + c);
+    line_id(t, TR_CTX, c);
+    line_add(t, " fence=%" PRIu64, fence);
+    vidmm_status st = vidmm_context_wait(t->adapter, tr_handle(t, TR_CTX, c), fence, UINT64_MAX);
+    t->context_waits++;
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_context_fence(struct tr *t, uint32_t c, uint64_t *submitted, uint64_t *completed)
+{
+    line_begin(t, TV_CONTEXT_FENCE, process_of(t, TR_CTX, c), 2000 + c);
+    line_id(t, TR_CTX, c);
+    uint64_t s = 0, d = 0;
+    vidmm_status st = vidmm_context_fence(t->adapter, tr_handle(t, TR_CTX, c), &s, &d);
+    if (submitted)
+        *submitted = s;
+    if (completed)
+        *completed = d;
+    if (st >= 0)
+        line_end(t, st, " submitted=%" PRIu64 " completed=%" PRIu64, s, d);
+    else
+        line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_result(struct tr *t, uint32_t a, uint64_t offset, uint64_t expect, uint64_t *value)
+{
+    line_begin(t, TV_RESULT, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    line_add(t, " offset=%" PRIu64 " expect=0x%" PRIx64, offset, expect);
+    struct tr_obj *o = tr_get(t, TR_ALLOC, a);
+    void *p = NULL;
+    uint64_t v = 0;
+    vidmm_status st = !o || offset > o->size || o->size - offset < 8 ? VIDMM_E_INVALID_ARG
+                                                                     : vidmm_allocation_lock(t->adapter, o->h, &p);
+    if (st >= 0) {
+        memcpy(&v, (char *)p + offset, 8);
+        st = vidmm_allocation_unlock(t->adapter, o->h);
+        if (st >= 0 && v != expect)
+            st = TR_MISMATCH;
+    }
+    if (value)
+        *value = v;
+    t->gpu_results++;
+    if (st == TR_MISMATCH)
+        t->gpu_result_failures++;
+    if (st >= 0 || st == TR_MISMATCH)
+        line_end(t, st, " value=0x%" PRIx64, v);
+    else
+        line_end(t, st, NULL);
     return st;
 }

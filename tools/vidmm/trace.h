@@ -34,7 +34,9 @@
 
 #define TR_STATUS_INDEX(st) ((int)(st) + 110 < 0 ? 0 : (int)(st) + 110 > 127 ? 127 : (int)(st) + 110)
 
-enum tr_kind { TR_PROC, TR_DEV, TR_QUEUE, TR_ALLOC, TR_VA, TR_KINDS };
+/* Contexts (C1) belong to a device; command buffers (B1) are host
+ * memory the tool built (struct tr_obj.data). */
+enum tr_kind { TR_PROC, TR_DEV, TR_QUEUE, TR_ALLOC, TR_VA, TR_CTX, TR_BUF, TR_KINDS };
 
 /* Everything a trace header says: enough to rebuild the same adapter. */
 struct tr_header {
@@ -59,6 +61,7 @@ struct tr_obj {
     uint64_t alloc;              /* VA ranges: the mapped allocation id (0 = reservation) */
     int alive;
     char name[32];
+    void *data;                  /* command buffers: the built bytes (size bytes) */
 };
 
 /* Verbs, also the index of the per-verb call counters. */
@@ -69,6 +72,8 @@ enum tr_verb {
     TV_MAKE_RESIDENT, TV_EVICT, TV_WAIT, TV_OFFER, TV_RECLAIM,
     TV_BUDGET, TV_RESERVATION,
     TV_WRITE, TV_CHECK, TV_GPU_READ, TV_GPU_WRITE, TV_CHECK_ADAPTER,
+    TV_CONTEXT, TV_CONTEXT_DESTROY, TV_CMDBUF, TV_SUBMIT_VIRTUAL, TV_SUBMIT_PHYSICAL,
+    TV_CONTEXT_WAIT, TV_CONTEXT_FENCE, TV_RESULT,
     TV_COUNT
 };
 extern const char *const tr_verb_names[TV_COUNT];
@@ -134,7 +139,13 @@ struct tr {
     uint64_t gpu_faults;         /* GPU accesses that faulted */
     uint64_t adapter_checks, adapter_check_failures;
     uint64_t over_budget;        /* E_OVER_BUDGET answers */
-    uint64_t by_status[128];     /* calls per status, index TR_STATUS_INDEX(st) */
+    uint64_t by_status[128];
+    /* Command submission. */
+    uint64_t submits_virtual, submits_physical, submit_failed;
+    uint64_t patches_written;    /* patch locations vidmm wrote (the "patched" outputs) */
+    uint64_t context_waits;      /* CPU waits on context fences */
+    uint64_t commands_built;     /* commands in the tool's command buffers */
+    uint64_t gpu_results, gpu_result_failures;   /* GPU-computed values checked by the CPU */     /* calls per status, index TR_STATUS_INDEX(st) */
 
     /* Timeline (NULL buffer = not collecting). */
     struct tr_buf *timeline;
@@ -238,6 +249,52 @@ vidmm_status tr_gpu_read(struct tr *t, uint32_t p, struct tr_addr va, uint64_t s
 vidmm_status tr_gpu_write(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
 /* vidmm_adapter_check and softgpu_check: TR_MISMATCH on a violation. */
 vidmm_status tr_check_adapter(struct tr *t);
+
+/* ---- command submission --------------------------------------------- */
+
+/* One command of a command buffer: a softgpu opcode (SOFTGPU_CMD_*) and
+ * its operands in the order of softgpu.h; an address operand is a VA
+ * range plus offset (virtual mode) or a literal (v == 0, physical mode:
+ * usually 0, patched). */
+struct tr_cmd {
+    uint32_t op;
+    struct tr_addr arg[4];
+};
+/* Operand count of an opcode, -1 if unknown; its name in traces. */
+int tr_cmd_operands(uint32_t op);
+const char *tr_cmd_name(uint32_t op);
+int tr_cmd_parse_name(const char *s, uint32_t *op);
+
+/* node: SOFTGPU_NODE_*, mode: VIDMM_CONTEXT_*. */
+vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t mode, uint32_t *id);
+vidmm_status tr_context_destroy(struct tr *t, uint32_t c);
+/* Build a command buffer B<id> of n commands in host memory; if to != 0
+ * the bytes are also written by the CPU into allocation to at offset
+ * (a virtual-mode buffer).  Outputs: size and softgpu_checksum of the
+ * bytes. */
+vidmm_status tr_cmdbuf(struct tr *t, const struct tr_cmd *cmds, uint32_t n, uint32_t to, uint64_t offset,
+                       uint32_t *id);
+/* vidmm_submit_virtual; *fence may be NULL. */
+vidmm_status tr_submit_virtual(struct tr *t, uint32_t c, struct tr_addr va, uint32_t size, uint64_t *fence);
+/* vidmm_submit_physical of command buffer b: allocations (ids) with
+ * VIDMM_SUBMIT_WRITE flags, patch locations (allocation_index,
+ * allocation_offset, patch_offset used), VIDMM_SUBMIT_REUSED flags. */
+struct tr_patch {
+    uint32_t index, allocation_offset, patch_offset;
+};
+vidmm_status tr_submit_physical(struct tr *t, uint32_t c, uint32_t b, const uint32_t *allocs,
+                                const uint32_t *alloc_flags, uint32_t nalloc, const struct tr_patch *patches,
+                                uint32_t npatch, uint32_t flags, uint64_t *fence, uint32_t *patched);
+vidmm_status tr_context_wait(struct tr *t, uint32_t c, uint64_t fence);
+vidmm_status tr_context_fence(struct tr *t, uint32_t c, uint64_t *submitted, uint64_t *completed);
+/* The CPU reads the 64-bit value at offset of allocation a (a GPU
+ * result) and compares it with expect: TR_MISMATCH when it differs.
+ * Output: the value. */
+vidmm_status tr_result(struct tr *t, uint32_t a, uint64_t offset, uint64_t expect, uint64_t *value);
+/* softgpu_checksum of the tool's seeded pattern (seed 0: zeros) of size
+ * bytes, and of size bytes filled with a 32-bit pattern. */
+uint64_t tr_pattern_checksum(uint64_t size, uint64_t seed);
+uint64_t tr_fill_checksum(uint64_t size, uint32_t pattern);
 
 /* A frame boundary (a comment-like line "frame N"; no vidmm call). */
 void tr_frame(struct tr *t, uint64_t n);
