@@ -5,11 +5,13 @@
  * million of them fit this machine) with N allocations alive, all on one
  * device's residency list.  Each timed call makes 1024 of them resident
  * again; references just count up, so the figure is the bookkeeping per
- * allocation: handle lookup, reference record, policy touch.  Two
- * patterns: a hot list (the same 1024, spread over the N, every call: a
- * frame's working set, in cache; shows whether N itself costs anything)
- * and streaming lists (consecutive lists walk all N in creation order, so
- * at large N every object comes from DRAM).  Median of 5 runs of N/1024
+ * allocation: handle lookup, reference record, policy touch.  Three
+ * patterns: a hot list of allocations created together (the first 1024:
+ * a frame's working set; shows whether N itself costs anything), a hot
+ * list spread over the N (every object, handle slot and reference record
+ * on its own page: TLB-bound at large N), and streaming lists
+ * (consecutive lists walk all N in creation order, so at large N every
+ * object comes from DRAM).  Median of 5 runs of N/1024
  * calls (at least 256).
  */
 #include "bench.h"
@@ -30,7 +32,7 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static double mr_run(uint32_t n, int stream)
+static double mr_run(uint32_t n, int pattern)
 {
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -83,7 +85,7 @@ static double mr_run(uint32_t n, int stream)
              * otherwise one list of 1024, spread over the n allocations,
              * is made resident again each call (a frame's working set,
              * warm), so only n's effect on the structures shows. */
-            m.allocations = stream ? h + (uint64_t)(c % lists) * MR_LIST : hot;
+            m.allocations = pattern == 2 ? h + (uint64_t)(c % lists) * MR_LIST : pattern == 1 ? hot : h;
             if (vidmm_make_resident(a, d, &m) < 0)
                 goto out;
         }
@@ -105,15 +107,15 @@ void bench_residency(void)
     if (bench_opts.only && !strstr(bench_opts.only, "MR"))
         return;
     printf("\n== MR: make-resident per already-resident allocation (lists of %u) ==\n", MR_LIST);
-    printf("%10s %14s %16s\n", "allocs", "hot list", "streaming lists");
+    printf("%10s %16s %16s %16s\n", "allocs", "hot, created together", "hot, spread", "streaming lists");
     static const uint32_t sizes[] = { 1000u, 10000u, 100000u, 1000000u };
     for (unsigned i = 0; i < 4; i++) {
         uint32_t n = sizes[i];
         if (bench_opts.quick && n > 100000u)
             break;
         n = (n + MR_LIST - 1) / MR_LIST * MR_LIST;
-        double hot = mr_run(n, 0);
-        printf("%10u %14.1f %16.1f\n", n, hot, mr_run(n, 1));
+        double together = mr_run(n, 0), spread = mr_run(n, 1);
+        printf("%10u %16.1f %16.1f %16.1f\n", n, together, spread, mr_run(n, 2));
         fflush(stdout);
     }
 }

@@ -74,8 +74,11 @@ struct vidmm_placement {
 };
 
 struct vidmm_allocation {
-    /* Hot in handle lookups and make-resident: the first cache line. */
-    uint32_t generation;
+    /* Hot in handle lookups and make-resident: the first cache line (the
+     * object is 64-byte aligned, so make-resident of an already resident,
+     * already referenced allocation reads this line and its reference
+     * record only). */
+    _Alignas(64) uint32_t generation;
     uint32_t live;
     int resident;                   /* has a GPU placement (else pl is its system backing) */
     int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
@@ -84,6 +87,8 @@ struct vidmm_allocation {
     struct vidmm_res_ref *scratch_ref; /* make-resident: this request's reference record */
     uint32_t ref_total;
     int offered;
+    uint64_t use_clock;             /* reference clock of the last use; pe.last_use follows it into the policy */
+    uint32_t owned;                 /* pe.process is set (kept here so the hot path need not read pe) */
     struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
     struct vidmm_allocation_info info;  /* as described by the driver (private data pointers cleared) */
     uint64_t size;                  /* placed size: requested rounded to the largest page size allowed */

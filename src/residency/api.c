@@ -260,9 +260,10 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->resident)
                 continue;
-            if (!al->pe.process) {   /* the first user owns it for accounting */
+            if (!al->owned) {   /* the first user owns it for accounting */
                 vidmm_res_leave(a, al);
                 al->pe.process = p->self;
+                al->owned = 1;
                 vidmm_res_enter(a, al);
             }
             st = vidmm_res_restore(a, al);
@@ -300,21 +301,28 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     }
     /* Commit: take the references and tell the policy; nothing fails. */
     uint64_t now = ++a->res_clock;
+    uint64_t mark = ++a->res_epoch;   /* committed in this call: duplicates see it */
     for (uint32_t i = 0; i < args->count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
         al->scratch_ref->count++;
         al->ref_total++;
         al->offered = 0;
-        if (al->pe.last_use == now)
+        if (al->pin_epoch == mark)
             continue;   /* a duplicate in the list */
-        if (!al->pe.process) {
+        al->pin_epoch = mark;
+        al->use_clock = now;
+        if (!al->owned) {
             vidmm_res_leave(a, al);
             al->pe.process = p->self;
+            al->owned = 1;
             vidmm_res_enter(a, al);
         }
-        al->pe.last_use = now;
-        if (al->in_policy)
+        /* Only the policy reads the clock of its entries; one not in a
+         * memory segment catches up when it enters one. */
+        if (al->in_policy) {
+            al->pe.last_use = now;
             a->policy->touch(a->policy_state, &al->pe);
+        }
     }
     a->res_epoch++;   /* unpin */
     vidmm_status ret = VIDMM_OK;

@@ -101,6 +101,8 @@ void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
     if (p && al->resident)
         p->seg_usage[al->pl.segment_id] += al->size;
     if (al->resident && is_memory(a, al->pl.segment_id)) {
+        if (al->use_clock > al->pe.last_use)
+            al->pe.last_use = al->use_clock;   /* uses while outside the policy */
         al->pe.segment_id = al->pl.segment_id;
         al->pe.size = al->size;
         a->policy->insert(a->policy_state, &al->pe);
@@ -542,6 +544,7 @@ void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
         if (al && al->live && al->pe.process == p->self) {
             vidmm_res_leave(a, al);
             al->pe.process = 0;
+            al->owned = 0;
             vidmm_res_enter(a, al);
         }
     }
@@ -582,6 +585,10 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
         if (al->backing.sys && !is_memory(a, al->pl.segment_id)) {
             e++;
             snprintf(msg, n, "allocation %u: backing copy outside a memory segment", i);
+        }
+        if (al->owned != (al->pe.process != 0)) {
+            e++;
+            snprintf(msg, n, "allocation %u: owned flag disagrees with the policy entry's owner", i);
         }
         if (al->pe.priority == 0) {
             e++;
