@@ -190,6 +190,7 @@ struct vidmm_paging_process {
     uint64_t scratch_va;            /* source window [scratch_va, +window), destination window right after */
     uint64_t window;                /* bytes of each window: the most one virtual op moves */
     uint64_t mapped;                /* bytes of each window holding valid entries (0 between moves) */
+    int unmap_owed;                 /* a driver failure stopped the last unmap: the next move retries it */
     uint64_t moves, chunks;         /* statistics */
     uint64_t faults;                /* page faults reported for it (guarded by paging.lock) */
     uint64_t fault_va;

@@ -216,13 +216,16 @@ static vidmm_status move(struct vidmm_adapter *a, struct vidmm_allocation *al, c
                          const struct vidmm_placement *dst, uint32_t pattern)
 {
     struct vidmm_paging_process *pp = a->pp;
-    vidmm_status st = VIDMM_OK;
+    /* A driver failure may have stopped the last move before its unmap:
+     * clear the windows first, as that move should have. */
+    vidmm_status st = unmap_windows(a, pp);
     for (uint64_t off = 0; off < al->size && st >= 0;) {
         uint64_t n = al->size - off < pp->window ? al->size - off : pp->window;
         st = emit_chunk(a, pp, al, src, dst, off, n, pattern);
         off += n;
     }
     vidmm_status u = unmap_windows(a, pp);
+    pp->unmap_owed = pp->mapped != 0;   /* the driver failed the unmap too */
     pp->moves++;
     return st < 0 ? st : u;
 }
@@ -285,7 +288,7 @@ int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, si
         e++;
         snprintf(msg, n, "paging process: a 4 KB leaf of the scratch area is missing");
     }
-    if (pp->mapped) {
+    if (pp->mapped && !pp->unmap_owed) {
         e++;
         snprintf(msg, n, "paging process: 0x%llx bytes of the windows still mapped between moves",
                  (unsigned long long)pp->mapped);

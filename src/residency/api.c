@@ -367,29 +367,45 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
         }
         r->pending++;
     }
-    for (uint32_t j = 0; j < i; j++) {
-        struct vidmm_res_ref *r = ref_of(vidmm_handle_get(a, allocs[j]), d);
-        r->pending = 0;
+    if (st >= 0) {
+        /* Evictions first, references after: an eviction the driver
+         * fails leaves every reference as it was (all or nothing).  An
+         * allocation goes when this call drops its last reference. */
+        uint64_t mark = ++a->res_epoch;
+        for (uint32_t j = 0; j < count && st >= 0; j++) {
+            struct vidmm_allocation *al = vidmm_handle_get(a, allocs[j]);
+            struct vidmm_res_ref *r = ref_of(al, d);
+            if (al->pin_epoch == mark)
+                continue;   /* a duplicate in the list */
+            al->pin_epoch = mark;
+            if (r->count != r->pending || al->ref_total != r->pending || !al->resident ||
+                (flags & VIDMM_EVICT_ONLY_IF_NECESSARY) || al->lock_count || al->displayed)
+                continue;
+            /* NOT_WRITTEN_TO: the GPU did not write since make-resident,
+             * so a backing copy stays current; otherwise it is stale. */
+            if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
+                al->backing_valid = 0;
+            st = vidmm_res_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
+        }
+        a->res_epoch++;
     }
-    if (st < 0)
+    if (st < 0) {
+        for (uint32_t j = 0; j < i && j < count; j++) {
+            struct vidmm_res_ref *r = ref_of(vidmm_handle_get(a, allocs[j]), d);
+            r->pending = 0;
+        }
         return st;
+    }
     for (i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
         struct vidmm_res_ref *r = ref_of(al, d);
-        /* NOT_WRITTEN_TO: the GPU did not write since make-resident, so a
-         * backing copy stays current; otherwise it is stale. */
         if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
             al->backing_valid = 0;
+        r->pending--;
         r->count--;
         al->ref_total--;
         if (r->count == 0)
             vidmm_res_unlink_ref(a, r);   /* it leaves the device's list */
-        if (al->ref_total == 0 && al->resident && !(flags & VIDMM_EVICT_ONLY_IF_NECESSARY) && !al->lock_count &&
-            !al->displayed) {
-            vidmm_status e = vidmm_res_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
-            if (e < 0 && st >= 0)
-                st = e;   /* the reference is gone anyway; the bytes stay resident */
-        }
     }
     if (bytes_to_trim) {
         uint64_t u = vidmm_res_usage(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);

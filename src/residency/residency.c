@@ -381,7 +381,7 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
             if (st >= 0)
                 continue;
             if (st != VIDMM_E_NO_HOST_MEMORY)
-                return VIDMM_E_NO_SEGMENT_SPACE;
+                return st == VIDMM_E_NO_SEGMENT_SPACE || st == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : st;
             /* No memory for the roster: fall back to evicting in order. */
         }
         const struct vidmm_segment *s = &a->seg[id];
@@ -392,8 +392,8 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
         if (al->size <= free_bytes)
             need = 1;
         st = make_room(a, id, al, need, prio);
-        if (st < 0)
-            return VIDMM_E_NO_SEGMENT_SPACE;
+        if (st < 0)   /* nothing could go, or the driver failed an eviction */
+            return st == VIDMM_E_NO_SEGMENT_SPACE || st == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : st;
     }
 }
 

@@ -635,28 +635,25 @@ static const struct row rows[] = {
     { S_OPEN2, OP_ROOT_SIZE, VOID(DF_), 0, NULL },
     /* describe: out of host memory passes through, anything else rejects the private data */
     { S_CREATE, OP_DESCRIBE, { IA_, NHM_, IA_, IA_, IA_, IA_, IA_ }, 0, NULL },
-    /* BUG-1: a failed build of a virtual content operation (FILL_VIRTUAL
-     * here) returns DRIVER_FAILURE but leaves the paging process's scratch
-     * windows mapped: vidmm_adapter_check() reports "bytes of the windows
-     * still mapped between moves". */
-    { S_CREATE, OP_BUILD, ONCE_OK(DF_), BUGS_ALL_BUT_ONCE, "BUG-1" },
+    /* A failed build of a virtual content operation (FILL_VIRTUAL here):
+     * DRIVER_FAILURE, and the paging process's windows are cleared by the
+     * next move (was BUG-1: the checker saw them still mapped). */
+    { S_CREATE, OP_BUILD, ONCE_OK(DF_), 0, NULL },
     { S_CREATE, OP_SUBMIT, ALL(DF_), 0, NULL },
     { S_DESTROY, OP_DESTROY, VOID(OK_), 0, NULL },
-    { S_MOVE, OP_BUILD, ONCE_OK(DF_), BUGS_ALL_BUT_ONCE, "BUG-1" },   /* TRANSFER_VIRTUAL */
+    { S_MOVE, OP_BUILD, ONCE_OK(DF_), 0, NULL },   /* TRANSFER_VIRTUAL */
     { S_MOVE, OP_SUBMIT, ALL(DF_), 0, NULL },
     { S_LOCK, OP_MAP_HAP, ALL(DF_), 0, NULL },
     /* unmap failures are ignored: unlock succeeds */
     { S_UNLOCK, OP_UNMAP_HAP, ALL(OK_), 0, NULL },
-    /* BUG-2: a driver failure while evicting to make room is reported as
-     * VIDMM_E_NO_SEGMENT_SPACE (the caller is told to trim, not that the
-     * driver failed); with build_paging_buffer also BUG-1's windows. */
-    { S_MAKE_RESIDENT, OP_BUILD, ONCE_OK(NSS_), BUGS_ALL_BUT_ONCE, "BUG-1, BUG-2" },
-    { S_MAKE_RESIDENT, OP_SUBMIT, { NSS_, NSS_, NSS_, NSS_, NSS_, NSS_, OK_ }, BUGS_ALL_BUT_ONCE, "BUG-2" },
-    /* BUG-3: vidmm_evict returns DRIVER_FAILURE but has already dropped the
-     * device's reference: the same call afterwards gives VIDMM_E_STATE (not
-     * all-or-nothing); with build_paging_buffer also BUG-1's windows. */
-    { S_EVICT, OP_BUILD, ONCE_OK(DF_), BUGS_ALL_BUT_ONCE, "BUG-1, BUG-3" },
-    { S_EVICT, OP_SUBMIT, ALL(DF_), BUGS_ALL, "BUG-3" },
+    /* A driver failure while evicting to make room is a driver failure,
+     * not "no room" (was BUG-2). */
+    { S_MAKE_RESIDENT, OP_BUILD, ONCE_OK(DF_), 0, NULL },
+    { S_MAKE_RESIDENT, OP_SUBMIT, ALL(DF_), 0, NULL },   /* submit has no restart protocol */
+    /* evict: the evictions run before any reference is dropped, so a
+     * failed one leaves the list as it was (was BUG-3). */
+    { S_EVICT, OP_BUILD, ONCE_OK(DF_), 0, NULL },
+    { S_EVICT, OP_SUBMIT, ALL(DF_), 0, NULL },
     { S_MAP, OP_BUILD, ONCE_OK(DF_), 0, NULL },                      /* UPDATE_PAGE_TABLE */
     { S_MAP, OP_SUBMIT, ALL(DF_), 0, NULL },
     { S_PROCESS, OP_BUILD, ONCE_OK(DF_), 0, NULL },
