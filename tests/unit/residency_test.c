@@ -796,6 +796,99 @@ static void contiguous_scan(void)
     fx_close(&f);
 }
 
+/* Bad input to every residency entry gets its status and changes
+ * nothing (no reference, no residency change, no host block). */
+static void bad_input(void)
+{
+    struct rs_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr;
+    proc_open(&f, &pr);
+    vidmm_handle h = make_alloc(&f, INVIS, 1 * MIB, 0);
+    T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
+    int64_t blocks = f.fa.live_blocks;
+    struct vidmm_residency_stats s0, s1;
+    T_ST(vidmm_residency_get_stats(f.a, &s0), VIDMM_OK);
+    /* create2: unknown flags. */
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = SOFTGPU_ALLOC_TEXTURE;
+    d.size = 4096;
+    vidmm_handle x = 7;
+    T_ST(vidmm_allocation_create2(f.a, &d, sizeof d, 0x2, &x), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_allocation_create2(NULL, &d, sizeof d, 0, &x), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_allocation_create2(f.a, &d, sizeof d, 0, NULL), VIDMM_E_INVALID_ARG);
+    /* Policies: NULL adapter, a table missing callbacks. */
+    struct vidmm_eviction_policy broken = vidmm_policy_lru;
+    broken.first = NULL;
+    T_ST(vidmm_adapter_set_eviction_policy(NULL, &vidmm_policy_lru), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_set_eviction_policy(f.a, &broken), VIDMM_E_INVALID_ARG);
+    /* Hints, priorities, state. */
+    T_ST(vidmm_allocation_set_next_use(f.a, pr.p, 5), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_allocation_set_next_use(NULL, h, 5), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_allocation_set_priority(f.a, pr.d, VIDMM_PRIORITY_LOW), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_allocation_set_priority(NULL, h, VIDMM_PRIORITY_LOW), VIDMM_E_INVALID_ARG);
+    struct vidmm_residency_state rs;
+    T_ST(vidmm_allocation_residency(f.a, h, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_allocation_residency(f.a, pr.q, &rs), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_residency_get_stats(f.a, NULL), VIDMM_E_INVALID_ARG);
+    T_EQ_U64(vidmm_residency_clock(NULL), 0);
+    /* Offer and reclaim. */
+    T_ST(vidmm_offer(NULL, pr.d, &h, 1, VIDMM_OFFER_LOW), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_offer(f.a, pr.d, NULL, 1, VIDMM_OFFER_LOW), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_offer(f.a, pr.d, &h, 1, 0), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_offer(f.a, pr.p, &h, 1, VIDMM_OFFER_LOW), VIDMM_E_INVALID_HANDLE);
+    vidmm_handle two[2] = { h, pr.d };
+    T_ST(vidmm_offer(f.a, pr.d, two, 2, VIDMM_OFFER_LOW), VIDMM_E_INVALID_HANDLE);
+    uint32_t res[2];
+    T_ST(vidmm_reclaim(f.a, pr.q, two, 2, res, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_reclaim(f.a, pr.d, &h, 1, res, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_reclaim(f.a, pr.q, &h, 1, NULL, NULL), VIDMM_E_INVALID_ARG);
+    /* Budgets and trim notifications. */
+    struct vidmm_video_memory_info vi;
+    T_ST(vidmm_change_video_memory_reservation(f.a, pr.p, (enum vidmm_segment_group)5, 0), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_change_video_memory_reservation(f.a, pr.d, VIDMM_SEGMENT_GROUP_LOCAL, 0), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_process_set_budget(NULL, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 1), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_process_set_budget(f.a, pr.q, VIDMM_SEGMENT_GROUP_LOCAL, 1), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_process_set_budget(f.a, pr.p, (enum vidmm_segment_group)2, 1), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_register_trim_notification(NULL, pr.d, NULL, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_register_trim_notification(f.a, pr.p, NULL, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, NULL), VIDMM_E_INVALID_ARG);
+    /* Paging queues. */
+    uint64_t v = 0;
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_paging_queue_wait(NULL, pr.q, 0, 0), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_paging_queue_wait(f.a, pr.d, 0, 0), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_paging_queue_create(f.a, pr.d, VIDMM_PAGING_QUEUE_NORMAL, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_paging_queue_destroy(NULL, pr.q), VIDMM_E_INVALID_ARG);
+    /* make-resident / evict. */
+    T_ST(vidmm_make_resident(f.a, pr.d, NULL), VIDMM_E_INVALID_ARG);
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.paging_queue = pr.q;
+    m.count = 1;   /* and no list */
+    T_ST(vidmm_make_resident(f.a, pr.d, &m), VIDMM_E_INVALID_ARG);
+    m.allocations = &h;
+    T_ST(vidmm_make_resident(f.a, pr.p, &m), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_evict(f.a, pr.d, NULL, 1, 0, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_evict(f.a, pr.q, &h, 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    /* Nothing changed. */
+    T_EQ(f.fa.live_blocks, blocks);
+    T_ST(vidmm_allocation_residency(f.a, h, &rs), VIDMM_OK);
+    T_EQ(rs.references, 1);
+    T_EQ(rs.resident, 1);
+    T_EQ(rs.offered, 0);
+    T_ST(vidmm_residency_get_stats(f.a, &s1), VIDMM_OK);
+    T_EQ_U64(s1.evictions, s0.evictions);
+    T_EQ_U64(s1.restores, s0.restores);
+    T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
+    T_EQ_U64(vi.current_reservation, 0);
+    T_ST(vidmm_paging_queue_fence(f.a, pr.q, &v), VIDMM_OK);
+    T_EQ(checked(&f), 0);
+    fx_close(&f);
+}
+
 void suite_residency(void);
 void suite_residency(void)
 {
@@ -810,5 +903,6 @@ void suite_residency(void)
     t_run("residency.queues", queues);
     t_run("residency.pending_fence", pending_fence);
     t_run("residency.contiguous_scan", contiguous_scan);
+    t_run("residency.bad_input", bad_input);
     t_run("residency.overcommit_integrity", overcommit_integrity);
 }
