@@ -152,21 +152,15 @@ static struct adp_proc *proc_slot(struct adp_state *s, uint64_t process)
 
 static vidmm_status adp_create(const struct vidmm_host_allocator *ha, uint32_t segment_count, void **out)
 {
-    size_t size;
-    if (!out)
-        return VIDMM_E_INVALID_ARG;
-    *out = NULL;
-    if (!ha || !ha->alloc || !ha->free || !segment_count || segment_count > VIDMM_POLICY_MAX_SEGMENTS)
-        return VIDMM_E_INVALID_ARG;
-    size = sizeof(struct adp_state) + (size_t)segment_count * sizeof(struct adp_seg);
-    struct adp_state *s = ha->alloc(ha->user_data, size, _Alignof(struct adp_state));
-    if (!s)
-        return VIDMM_E_NO_HOST_MEMORY;
-    memset(s, 0, size);
+    size_t size = 0;
+    vidmm_status st = vidmm_policy_state_alloc(ha, segment_count, sizeof(struct adp_state), sizeof(struct adp_seg),
+                                               _Alignof(struct adp_state), out, &size);
+    if (st < 0)
+        return st;
+    struct adp_state *s = *out;
     s->ha = *ha;
     s->alloc_size = size;
     s->segment_count = segment_count;
-    *out = s;
     return VIDMM_OK;
 }
 

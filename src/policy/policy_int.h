@@ -60,4 +60,10 @@ static inline uint32_t vidmm_policy_flags_seg(uint32_t flags)
     return flags >> VIDMM_POLICY_F_SEG_SHIFT;
 }
 
+/* create()'s common part (registry.c): validate the arguments and
+ * allocate a zeroed state of head bytes plus per_segment bytes for each
+ * segment; *size receives the block's size for the matching free. */
+vidmm_status vidmm_policy_state_alloc(const struct vidmm_host_allocator *ha, uint32_t segment_count, size_t head,
+                                      size_t per_segment, size_t align, void **out, size_t *size);
+
 #endif
