@@ -56,6 +56,8 @@ struct sg_node {
     struct sg_cjob queue[SG_NODE_QUEUE];
     uint32_t head, count;
     int stalled;                /* the head job waits (WAIT not satisfied) */
+    int executing;              /* the node's thread runs the head job outside cp->lock */
+    int dropped;                /* a reset emptied the queue while it ran */
     pthread_t thread;
     int running;
     pthread_cond_t work;
@@ -538,10 +540,11 @@ static void *sg_node_main(void *arg)
                 t.tv_nsec -= 1000000000;
             }
             pthread_cond_timedwait(&nd->work, &cp->lock, &t);
-            if (cp->stop)
-                continue;
+            if (cp->stop || nd->count == 0 || !nd->stalled)
+                continue;   /* stopping, or a reset took the stalled job away */
         }
         struct sg_cjob j = nd->queue[nd->head];
+        nd->executing = 1;
         pthread_mutex_unlock(&cp->lock);
 
         sg_lock_idle(sg);
@@ -553,6 +556,13 @@ static void *sg_node_main(void *arg)
         sg_unlock(sg);
 
         pthread_mutex_lock(&cp->lock);
+        nd->executing = 0;
+        pthread_cond_broadcast(&cp->space);   /* a reset may wait for the run to end */
+        if (nd->dropped) {
+            /* A reset dropped the queue while the job ran: it is over. */
+            nd->dropped = 0;
+            continue;
+        }
         if (x.signalled)
             sg_wake_all(cp);
         if (r == SG_RUN_STALLED) {
@@ -692,6 +702,69 @@ vidmm_status sg_patch(void *driver, const struct vidmm_patch_args *args)
         memcpy((uint8_t *)args->dma_buffer + p->patch_offset, &v, 8);
     }
     return VIDMM_OK;
+}
+
+/* ---- resets ------------------------------------------------------------------ */
+
+/* Wait until node's thread is not in the middle of a run.  cp->lock held. */
+static void sg_node_quiesce(struct sg_cmdproc *cp, struct sg_node *nd)
+{
+    while (nd->executing)
+        pthread_cond_wait(&cp->space, &cp->lock);
+}
+
+vidmm_status sg_reset_engine(void *driver, struct vidmm_reset_engine_args *args)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !args || args->node >= SOFTGPU_NODES)
+        return VIDMM_E_INVALID_ARG;
+    struct sg_cmdproc *cp = sg->cp;
+    struct sg_node *nd = &cp->node[args->node];
+    args->context = 0;
+    args->last_aborted_fence = 0;
+    pthread_mutex_lock(&cp->lock);
+    sg_node_quiesce(cp, nd);
+    /* Only a stalled head is stuck: anything else is running or about to. */
+    if (nd->count && nd->stalled) {
+        const struct sg_cjob *j = &nd->queue[nd->head];
+        args->context = j->context;
+        args->last_aborted_fence = j->fence;
+        nd->stalled = 0;
+        nd->head = (nd->head + 1) % SG_NODE_QUEUE;
+        nd->count--;
+        pthread_cond_broadcast(&cp->space);
+        pthread_cond_broadcast(&nd->work);
+    }
+    pthread_mutex_unlock(&cp->lock);
+    if (args->context) {
+        sg_lock(sg);
+        sg->reset_stats.engine_resets++;
+        sg_unlock(sg);
+        if (cp->synchronous)
+            sg_pump(sg);   /* what was queued behind it runs now */
+    }
+    return VIDMM_OK;
+}
+
+uint64_t sg_cmdproc_drop_all(struct softgpu *sg)
+{
+    struct sg_cmdproc *cp = sg->cp;
+    uint64_t n = 0;
+    pthread_mutex_lock(&cp->lock);
+    for (uint32_t id = 0; id < SOFTGPU_NODES; id++) {
+        struct sg_node *nd = &cp->node[id];
+        if (nd->executing)
+            nd->dropped = 1;   /* its thread forgets the job when the run ends */
+        n += nd->count;
+        nd->head = (nd->head + nd->count) % SG_NODE_QUEUE;
+        nd->count = 0;
+        nd->stalled = 0;
+    }
+    pthread_cond_broadcast(&cp->space);
+    for (uint32_t id = 0; id < SOFTGPU_NODES; id++)
+        sg_node_quiesce(cp, &cp->node[id]);
+    pthread_mutex_unlock(&cp->lock);
+    return n;
 }
 
 /* ---- lifetime ------------------------------------------------------------------ */

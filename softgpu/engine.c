@@ -47,6 +47,19 @@ static void sg_signal(const struct sg_job *j, const struct sg_fault *f, void (*o
     vidmm_cb_notify_fence(j->adapter, j->fence);
 }
 
+/* Is the job just taken the one to hang on?  Engine lock held. */
+static int sg_hang_now(struct sg_engine *e)
+{
+    if (!e->hang_armed)
+        return 0;
+    if (e->hang_after) {
+        e->hang_after--;
+        return 0;
+    }
+    e->hang_armed = 0;
+    return 1;
+}
+
 static void *sg_engine_main(void *arg)
 {
     struct softgpu *sg = arg;
@@ -64,6 +77,20 @@ static void *sg_engine_main(void *arg)
         e->count--;
         e->busy = 1;
         pthread_cond_broadcast(&e->done);   /* an entry is free for a waiting submitter */
+        if (sg_hang_now(e)) {
+            /* Injected hang: sit on the job until an adapter reset drops
+             * it (or the device goes); it never runs, its fence never
+             * comes. */
+            e->hung = 1;
+            while (!e->drop_current && !e->stop)
+                pthread_cond_wait(&e->work, &e->lock);
+            e->hung = 0;
+            e->drop_current = 0;
+            sg->reset_stats.buffers_dropped++;
+            e->busy = 0;
+            pthread_cond_broadcast(&e->done);
+            continue;
+        }
         pthread_mutex_unlock(&e->lock);
 
         struct sg_fault f = { NULL, 0, 0, 0, 0 };
@@ -129,6 +156,16 @@ vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
     pthread_mutex_lock(&e->lock);
     if (job->adapter)
         sg->adapter = job->adapter;   /* fault reports go to the adapter that submits */
+    if (e->synchronous && (e->hung || sg_hang_now(e))) {
+        /* Hung (injected): this buffer and any after it wait for the
+         * adapter reset that drops them. */
+        if (!e->hung)
+            e->hung_job = *job;
+        e->hung = 1;
+        e->count++;   /* counted as queued: dropped at the reset */
+        pthread_mutex_unlock(&e->lock);
+        return VIDMM_OK;
+    }
     if (e->synchronous) {
         /* Under the lock, so an accessor on another thread sees the
          * buffer whole or not at all. */
@@ -214,4 +251,40 @@ void softgpu_engine_queue(const struct softgpu *sg, uint32_t *queued, uint32_t *
         *queued = q;
     if (blocked)
         *blocked = b;
+}
+
+void softgpu_inject_paging_hang(struct softgpu *sg, uint32_t after)
+{
+    if (!sg)
+        return;
+    sg_lock(sg);
+    sg->engine.hang_armed = 1;
+    sg->engine.hang_after = after;
+    sg_unlock(sg);
+}
+
+uint64_t sg_engine_drop_all(struct softgpu *sg)
+{
+    struct sg_engine *e = &sg->engine;
+    pthread_mutex_lock(&e->lock);
+    uint64_t n = e->count;
+    if (e->synchronous) {
+        e->hung = 0;
+        e->count = 0;
+    } else {
+        e->head = (e->head + e->count) % SG_QUEUE_LEN;
+        e->count = 0;
+        if (e->hung) {
+            e->drop_current = 1;   /* counted by the engine thread */
+            pthread_cond_broadcast(&e->work);
+        }
+        pthread_cond_broadcast(&e->done);
+        /* A job being executed ends on its own (buffers are finite). */
+        while (e->busy)
+            pthread_cond_wait(&e->done, &e->lock);
+    }
+    e->hang_armed = 0;
+    sg->reset_stats.buffers_dropped += n;
+    pthread_mutex_unlock(&e->lock);
+    return n;
 }

@@ -96,6 +96,10 @@ static const struct vidmm_driver_ops sg_ops = {
     .submit_command_virtual = sg_submit_command_virtual,
     .submit_command_physical = sg_submit_command_physical,
     .patch = sg_patch,
+    .reset_engine = sg_reset_engine,
+    .reset_from_timeout = sg_reset_from_timeout,
+    .restart_from_timeout = sg_restart_from_timeout,
+    .set_power_state = sg_set_power_state,
 };
 
 const struct vidmm_driver_ops *softgpu_driver_ops(void)
@@ -182,6 +186,12 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
             return VIDMM_E_INVALID_ARG;
         }
         s->flags = t->flags;
+        if (!(t->flags & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP))) {
+            if ((config->standby_preserved | config->hibernate_preserved) & (1u << id))
+                s->flags |= VIDMM_SEGMENT_PRESERVED_DURING_STANDBY;
+            if (config->hibernate_preserved & (1u << id))
+                s->flags |= VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE;
+        }
         s->page_size = t->page_size;
         s->size = size;
         s->commit_limit = size;

@@ -145,6 +145,13 @@ struct sg_engine {
     void (*observer)(void *ctx, uint64_t fence);   /* test hook, called before each fence */
     void *observer_ctx;
     struct sg_job queue[SG_QUEUE_LEN];
+    /* Hang injection (softgpu_inject_paging_hang): hang_armed with
+     * hang_after buffers to go; hung while the engine sits on one. */
+    int hang_armed;
+    uint32_t hang_after;
+    int hung;
+    int drop_current;             /* adapter reset: the job being held is dropped */
+    struct sg_job hung_job;       /* synchronous mode: the job hung on */
 };
 
 struct softgpu {
@@ -163,6 +170,8 @@ struct softgpu {
     void *dummy_page;             /* 4 KiB of zeros */
     uint32_t inject_insufficient;
     struct softgpu_stats stats;
+    struct softgpu_reset_stats reset_stats;   /* guarded by the engine lock */
+    uint32_t power_state;
     struct sg_mmu mmu;
     /* Roots bound by set_root_page_table, so a fault can be reported to
      * the manager for the context that owns the root (DxgkCbNotifyInterrupt
@@ -294,6 +303,17 @@ void sg_cmdproc_fini(struct softgpu *sg);
 vidmm_status sg_submit_command_virtual(void *driver, const struct vidmm_submit_context_args *args);
 vidmm_status sg_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args);
 vidmm_status sg_patch(void *driver, const struct vidmm_patch_args *args);
+vidmm_status sg_reset_engine(void *driver, struct vidmm_reset_engine_args *args);
+/* cmdproc.c: drop every queued context buffer (adapter reset); returns how many. */
+uint64_t sg_cmdproc_drop_all(struct softgpu *sg);
+
+/* reset.c: adapter reset and power (DxgkDdiResetFromTimeout,
+ * DxgkDdiRestartFromTimeout, DxgkDdiSetPowerState). */
+vidmm_status sg_reset_from_timeout(void *driver);
+vidmm_status sg_restart_from_timeout(void *driver);
+vidmm_status sg_set_power_state(void *driver, uint32_t state);
+/* engine.c: drop the copy engine's queue and a hung buffer; returns how many. */
+uint64_t sg_engine_drop_all(struct softgpu *sg);
 
 /* White-box access for tests. */
 /* The host page the GART entry points at (softgpu's dummy page for an

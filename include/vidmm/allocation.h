@@ -77,6 +77,8 @@ struct vidmm_allocation_state {
     int displayed;
     uint32_t lock_count;
     uint64_t moves;               /* times moved since creation */
+    uint32_t content_lost;        /* adapter resets that lost its content (it then read as zero): vidmm/tdr.h */
+    uint32_t reserved;
 };
 
 vidmm_status vidmm_allocation_query(const struct vidmm_adapter *adapter, vidmm_handle h,

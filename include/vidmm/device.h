@@ -47,7 +47,8 @@ struct vidmm_device_info {
     uint64_t faults;             /* page faults raised by its contexts */
     uint64_t fault_va;           /* the first one */
     uint32_t fault_flags;        /* VIDMM_FAULT_* of the first one */
-    uint32_t reserved;
+    uint32_t reset_status;       /* VIDMM_RESET_* (tdr.h): the last reset that concerned it */
+    uint64_t resets;             /* resets that concerned it (guilty or innocent) */
 };
 vidmm_status vidmm_device_query(const struct vidmm_adapter *adapter, vidmm_handle device,
                                 struct vidmm_device_info *out);

@@ -71,11 +71,13 @@ enum vidmm_query_type {
 /* DXGK_PHYSICALADAPTERFLAGS bits. */
 #define VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED 0x4u /* can move content inside one memory segment */
 
+#define VIDMM_MAX_NODES 64u
+
 struct vidmm_driver_caps {
     uint32_t wddm_version;              /* DXGK_WDDMVERSION, e.g. 0x2000 for WDDM 2.0 */
     uint32_t memory_management_caps;    /* VIDMM_CAPS_* */
     uint32_t physical_adapter_flags;    /* VIDMM_ADAPTER_* */
-    uint32_t node_count;                /* engines (DXGK_DRIVERCAPS node count); 0 means 1 */
+    uint32_t node_count;                /* engines (DXGK_DRIVERCAPS node count); 0 means 1, at most VIDMM_MAX_NODES */
     /* Global cap on system memory mapped through aperture segments
      * (ApertureSegmentCommitLimit); 0 = no cap beyond the segments' own. */
     uint64_t aperture_segment_commit_limit;
@@ -592,6 +594,25 @@ struct vidmm_submit_context_args {
     uint64_t fence;                    /* SubmissionFenceId: the context's monitored fence value */
 };
 
+/* DXGKARG_RESETENGINE: abandon what engine `node` is stuck on.  The
+ * driver stops the buffer at the head of the node's queue if it has not
+ * finished, reports its context token and fence (LastAbortedFenceId), and
+ * lets the buffers queued behind it run.  context 0 = nothing was
+ * aborted (the engine was not stuck after all).  The aborted buffer's
+ * fence is not signalled by the driver: vidmm treats it as completed. */
+struct vidmm_reset_engine_args {
+    uint32_t node;                     /* in */
+    uint32_t reserved;
+    uint64_t context;                  /* out: token of the aborted buffer's context, 0 = none */
+    uint64_t last_aborted_fence;       /* out: that buffer's fence */
+};
+
+/* Power states of vidmm_adapter_set_power_state (power.h) as told to the
+ * driver (DxgkDdiSetPowerState with the device power state). */
+#define VIDMM_POWER_D0          0u     /* working */
+#define VIDMM_POWER_STANDBY     1u     /* S3: segments without PRESERVED_DURING_STANDBY lose their content */
+#define VIDMM_POWER_HIBERNATE   2u     /* S4 and hybrid sleep: only PRESERVED_DURING_HIBERNATE segments keep it */
+
 struct vidmm_driver_ops {
     /* DxgkDdiQueryAdapterInfo.  Required.  Fills args->output for
      * args->type; returns VIDMM_OK, VIDMM_E_NOT_SUPPORTED for an unknown
@@ -645,6 +666,26 @@ struct vidmm_driver_ops {
     /* DxgkDdiPatch.  Required with submit_command_physical.  Any failure
      * refuses the submission (VIDMM_E_INVALID_ARG to the caller). */
     vidmm_status (*patch)(void *driver, const struct vidmm_patch_args *args);
+
+    /* DxgkDdiResetEngine (per-engine TDR).  Optional: without it, or when
+     * it fails or reports a buffer that is not the one vidmm found stuck,
+     * a hang escalates to an adapter reset. */
+    vidmm_status (*reset_engine)(void *driver, struct vidmm_reset_engine_args *args);
+    /* DxgkDdiResetFromTimeout: stop every engine, drop every queued buffer
+     * (paging and contexts; their fences are not signalled), and make the
+     * adapter usable again.  Memory segments' content is then undefined.
+     * Optional: without it a hang cannot be recovered and every device is
+     * put in the error state. */
+    vidmm_status (*reset_from_timeout)(void *driver);
+    /* DxgkDdiRestartFromTimeout: called once vidmm has released what the
+     * aborted work held, before it rebuilds page tables and content.
+     * Optional. */
+    vidmm_status (*restart_from_timeout)(void *driver);
+    /* DxgkDdiSetPowerState: state is VIDMM_POWER_*.  Called with every
+     * engine idle; going down, vidmm has already saved what the segments
+     * that are not preserved for that state hold.  Optional (the state
+     * change then only concerns vidmm). */
+    vidmm_status (*set_power_state)(void *driver, uint32_t state);
 };
 
 /* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:

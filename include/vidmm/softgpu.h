@@ -69,6 +69,12 @@ struct softgpu_config {
      * VIRTUAL force it (VIRTUAL needs a GpuMmu preset).  softgpu executes
      * both families whatever it advertises. */
     uint32_t paging_ops;
+    /* Power transitions: bit id set = memory segment id is flagged
+     * PRESERVED_DURING_STANDBY (standby_preserved) or also
+     * PRESERVED_DURING_HIBERNATE (hibernate_preserved; implies standby).
+     * The presets preserve nothing: discrete VRAM without self refresh. */
+    uint32_t standby_preserved;
+    uint32_t hibernate_preserved;
 };
 #define SOFTGPU_PAGING_PRESET   0u
 #define SOFTGPU_PAGING_PHYSICAL 1u
@@ -138,6 +144,25 @@ struct softgpu_stats {
     uint64_t command_faults;         /* buffers stopped by a fault */
 };
 void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out);
+
+/* Fault injection for hang and reset tests (does not wait for idle).
+ * The copy engine hangs on the paging buffer submitted `after` buffers
+ * from now (0 = the next one): it neither runs it nor signals its fence
+ * until vidmm resets the adapter (DxgkDdiResetFromTimeout), which drops
+ * it.  Contexts' hangs need no hook: a WAIT on a word nobody writes
+ * stalls its node. */
+void softgpu_inject_paging_hang(struct softgpu *sg, uint32_t after);
+
+/* Resets and power transitions seen (reset_engine, reset_from_timeout,
+ * set_power_state), and buffers they dropped. */
+struct softgpu_reset_stats {
+    uint64_t engine_resets;          /* reset_engine calls that aborted a buffer */
+    uint64_t adapter_resets;
+    uint64_t buffers_dropped;        /* paging and context buffers dropped by resets */
+    uint64_t power_transitions;
+    uint64_t segments_lost;          /* memory segments whose content was destroyed */
+};
+void softgpu_get_reset_stats(const struct softgpu *sg, struct softgpu_reset_stats *out);
 
 /* Read/write device memory as the GPU sees it: a memory segment offset,
  * or an aperture/AGP offset translated through the aperture page table.

@@ -21,5 +21,7 @@
 #include "vidmm/policy.h"
 #include "vidmm/residency.h"
 #include "vidmm/submit.h"
+#include "vidmm/tdr.h"
+#include "vidmm/power.h"
 
 #endif

@@ -249,6 +249,10 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         st = fault(ci, "driver caps query failed: %s", vidmm_status_str(st));
         goto fail;
     }
+    if (a->caps.node_count > VIDMM_MAX_NODES) {
+        st = fault(ci, "driver reports %u nodes; at most %u", a->caps.node_count, VIDMM_MAX_NODES);
+        goto fail;
+    }
 
     /* Two-call segment query: first the count... */
     struct vidmm_query_segment_in qin;
@@ -405,6 +409,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         st = VIDMM_E_NO_HOST_MEMORY;
         goto fail_segments;
     }
+    a->tdr.timeout_ns = VIDMM_TDR_DEFAULT_TIMEOUT_NS;
     st = vidmm_paging_init(a, qout.paging_buffer_size, qout.paging_buffer_private_data_size);
     if (st < 0)
         goto fail_dummy;
@@ -541,8 +546,10 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
     if (!a)
         return;
     pthread_mutex_lock(&a->paging.lock);
-    if (fence > a->paging.completed_fence)
+    if (fence > a->paging.completed_fence && fence <= a->tdr.paging_submitted) {
         a->paging.completed_fence = fence;
+        a->tdr.paging_progress_ns = vidmm_tdr_now();
+    }
     pthread_cond_broadcast(&a->paging.cond);
     pthread_mutex_unlock(&a->paging.lock);
 }

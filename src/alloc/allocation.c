@@ -108,6 +108,8 @@ vidmm_status vidmm_allocation_create2(struct vidmm_adapter *a, const void *priv,
     if (!a || !out || (flags & ~VIDMM_CREATE_RESIDENT))
         return VIDMM_E_INVALID_ARG;
     *out = VIDMM_HANDLE_NULL;
+    if ((flags & VIDMM_CREATE_RESIDENT) && a->power_state != VIDMM_POWER_D0)
+        return VIDMM_E_STATE;   /* the GPU is powered down (power.h) */
     struct vidmm_allocation_info info;
     memset(&info, 0, sizeof(info));
     info.private_driver_data = priv;
@@ -241,6 +243,7 @@ vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle 
     out->displayed = al->displayed != 0;
     out->lock_count = al->lock_count;
     out->moves = al->moves;
+    out->content_lost = al->reset_lost;
     return VIDMM_OK;
 }
 
@@ -505,6 +508,8 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return VIDMM_E_INVALID_HANDLE;
+    if (a->power_state != VIDMM_POWER_D0)
+        return VIDMM_E_STATE;   /* powered down (power.h) */
     if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
         return VIDMM_E_NOT_SUPPORTED;
     if (al->lock_count == UINT32_MAX)

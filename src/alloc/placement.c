@@ -325,8 +325,8 @@ static void set_side(struct vidmm_transfer_side *side, const struct vidmm_placem
     }
 }
 
-vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                const struct vidmm_placement *src, const struct vidmm_placement *dst)
+static vidmm_status copy_ops(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *src,
+                             const struct vidmm_placement *dst)
 {
     if (src->sys && dst->sys)
         return VIDMM_E_INVALID_ARG; /* same kind of memory: nothing to transfer */
@@ -376,8 +376,8 @@ vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                const struct vidmm_placement *pl, uint32_t pattern)
+static vidmm_status fill_ops(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *pl,
+                             uint32_t pattern)
 {
     if (pl->sys) {
         if (pattern == 0) {
@@ -406,4 +406,35 @@ vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation
             return st;
     }
     return VIDMM_OK;
+}
+
+/* The content-move entries note the paging buffer that writes the
+ * allocation (an adapter reset that drops it loses the content) and,
+ * when a reset happened while the operations were being issued (recovery
+ * runs inside vidmm's waits), treat the destination as lost: its bytes
+ * are whatever the interrupted operations left. */
+vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                const struct vidmm_placement *src, const struct vidmm_placement *dst)
+{
+    uint64_t gen = a->tdr.generation;
+    vidmm_status st = copy_ops(a, al, src, dst);
+    vidmm_tdr_note_paging(a, al);
+    if (st >= 0 && gen != a->tdr.generation) {
+        st = fill_ops(a, al, dst, 0);
+        al->reset_lost++;
+        a->tdr.stats.allocations_lost++;
+    }
+    return st;
+}
+
+vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                const struct vidmm_placement *pl, uint32_t pattern)
+{
+    uint64_t gen = a->tdr.generation;
+    vidmm_status st = fill_ops(a, al, pl, pattern);
+    if (!pl->sys)
+        vidmm_tdr_note_paging(a, al);
+    if (st >= 0 && gen != a->tdr.generation)
+        st = fill_ops(a, al, pl, pattern);   /* the same operation again, after the reset */
+    return st;
 }

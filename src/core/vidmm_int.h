@@ -17,6 +17,8 @@
 #include "vidmm/residency.h"
 #include "vidmm/driver.h"
 #include "vidmm/segment.h"
+#include "vidmm/tdr.h"
+#include "vidmm/power.h"
 
 #include "core/objtab.h"
 #include "seg/evict_scan.h"
@@ -26,6 +28,7 @@
 #include "va/va_space.h"
 
 #include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 
 #define VIDMM_PAGE_4K 4096u
@@ -113,6 +116,10 @@ struct vidmm_allocation {
     int backing_valid;              /* backing holds the current content (not written since) */
     uint32_t offer_priority;
     int content_lost;               /* discarded while offered: reads as zero */
+    int offer_discarded;            /* discarded since the last offer: reclaim says DISCARDED */
+    uint64_t paging_fence;          /* paging fence of the last operation writing its content (tdr/tdr.c) */
+    uint32_t reset_lost;            /* adapter resets that lost its content */
+    int gpu_dirty;                  /* on a virtual submission's list since its system copy was made */
     uint64_t evictions, restores;
     /* Command submission (submit/submit.c): in-flight submissions that
      * reference it; destroyed while busy = a zombie awaiting their end. */
@@ -222,6 +229,8 @@ struct vidmm_device {
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
+    uint32_t reset_status;          /* VIDMM_RESET_* (guarded by paging.lock) */
+    uint64_t resets;
     /* Residency. */
     struct vidmm_res_ref *refs;     /* its residency requirement list */
     uint64_t ref_count;
@@ -273,6 +282,23 @@ struct vidmm_paging {
     int sync_ok;
 };
 
+/* ---- hang detection (tdr/tdr.c) --------------------------------------- */
+
+/* Progress of every engine, for hang detection.  The counters and times
+ * are guarded by paging.lock (the driver's callbacks move them); the
+ * rest by the submission lock. */
+struct vidmm_tdr {
+    uint64_t timeout_ns;            /* 0 = detection off */
+    uint64_t node_submitted[VIDMM_MAX_NODES];  /* context buffers handed to each node */
+    uint64_t node_completed[VIDMM_MAX_NODES];
+    uint64_t node_progress_ns[VIDMM_MAX_NODES]; /* CLOCK_MONOTONIC of the node's last progress */
+    uint64_t paging_submitted;      /* last paging fence handed to the driver */
+    uint64_t paging_progress_ns;
+    uint64_t generation;            /* adapter resets so far: content moves check it */
+    int in_recovery;
+    struct vidmm_tdr_stats stats;
+};
+
 /* ---- adapter -------------------------------------------------------- */
 
 struct vidmm_adapter {
@@ -315,6 +341,9 @@ struct vidmm_adapter {
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
     struct vidmm_paging paging;
     struct vidmm_submit_state *sub;  /* command submission (submit/submit.c) */
+    struct vidmm_tdr tdr;            /* hang detection and recovery (tdr/tdr.c) */
+    uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
+    struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
     /* statistics */
     uint64_t paging_buffers;
@@ -354,6 +383,10 @@ int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_alloc
 vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
                             const struct vidmm_va_desc *d);
 vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p);
+/* Write every table of p again (all entries invalid, children linked)
+ * after its memory lost its content; leaf entries then come from
+ * vidmm_process_remap_allocation. */
+vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p);
 /* Write valid 4 KB leaf entries mapping [va, va+size) onto bytes
  * [off, off+size) of placement pl (page-aligned; the leaves must exist
  * and hold 4 KB entries).  Never allocates. */
@@ -424,6 +457,20 @@ uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_proc
 uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
 
+/* tdr/tdr.c */
+uint64_t vidmm_tdr_now(void);
+/* Wait on paging.cond (paging.lock held) until woken, `until` passes
+ * (NULL = no deadline) or a slice of the hang timeout passes, in which
+ * case hangs are looked for and recovered (paging.lock is dropped
+ * meanwhile).  ETIMEDOUT once `until` passed, else 0. */
+int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until);
+/* Mark allocation al's content as written by the paging buffer being
+ * built (an adapter reset that drops that buffer loses the content). */
+void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* Write every page table again and every allocation's entries (their
+ * memory lost its content: adapter reset, resume from a power state). */
+vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a);
+
 /* submit/submit.c */
 struct vidmm_submit_state;
 vidmm_status vidmm_submit_init(struct vidmm_adapter *a);
@@ -433,6 +480,7 @@ void vidmm_submit_fini(struct vidmm_adapter *a);
  * submissions (make-resident, evict). */
 void vidmm_submit_lock(struct vidmm_adapter *a);
 void vidmm_submit_unlock(struct vidmm_adapter *a);
+int vidmm_submit_trylock(struct vidmm_adapter *a);   /* 0 when taken */
 /* A context goes: wait for its work, forget its patch cache. */
 void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c);
 /* Wait until no submitted work uses al (its fences passed). */
@@ -445,6 +493,13 @@ int vidmm_submit_wait_some(struct vidmm_adapter *a);
  * finished.  1 if deferred (the caller is done), 0 if al is idle. */
 int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al);
 int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n);
+/* The context of the oldest unfinished submission on node (NULL: none);
+ * *fence its fence value.  Submission lock held. */
+struct vidmm_context *vidmm_submit_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence);
+/* After an adapter reset made every fence pass: retire every record. */
+void vidmm_submit_retire_all(struct vidmm_adapter *a);
+/* Wait until no submitted work is in flight (hangs are reset meanwhile). */
+void vidmm_submit_wait_all(struct vidmm_adapter *a);
 
 /* allocation.c */
 /* Release an allocation now (it is idle). */

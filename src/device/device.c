@@ -133,6 +133,8 @@ vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle devi
     out->faults = d->faults;
     out->fault_va = d->fault_va;
     out->fault_flags = d->fault_flags;
+    out->reset_status = d->reset_status;
+    out->resets = d->resets;
     pthread_mutex_unlock(lock);
     return VIDMM_OK;
 }

@@ -698,3 +698,43 @@ void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes, uint64
         for (uint32_t i = 0; i < pt->entries; i++)
             vidmm_pt_account(pt->child[i], bytes, tables);
 }
+
+/* ---- rebuild after the tables' memory lost its content ------------------ */
+
+/* Every entry of t invalid again, then its children linked and rebuilt.
+ * va is the first address t covers. */
+static vidmm_status rebuild_table(struct vidmm_adapter *a, struct vidmm_page_table *t, uint64_t va)
+{
+    struct vidmm_pte invalid;
+    memset(&invalid, 0, sizeof(invalid));
+    vidmm_status st = emit_entries(a, t, 0, t->entries, &invalid,
+                                   VIDMM_UPDATE_PT_REPEAT | VIDMM_UPDATE_PT_INITIAL_UPDATE, va, NULL, 0);
+    if (st < 0 || !t->child)
+        return st;
+    uint32_t shift = level_shift(&a->gpummu, t->level);
+    for (uint32_t i = 0; i < t->entries; i++) {
+        struct vidmm_page_table *c = t->child[i];
+        if (!c)
+            continue;
+        uint64_t cva = va + ((uint64_t)i << shift);
+        st = link_child(a, t, i, c, cva);
+        if (st >= 0)
+            st = rebuild_table(a, c, cva);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (!p->root)
+        return VIDMM_OK;
+    vidmm_status st = rebuild_table(a, p->root, 0);
+    /* Leaf entries are written again by the caller from the allocations'
+     * placements (vidmm_process_remap_allocation); the whole VA range is
+     * flushed. */
+    p->flush_lo = 0;
+    p->flush_hi = (uint64_t)p->root->entries << level_shift(&a->gpummu, p->root->level);
+    return st;
+}

@@ -31,13 +31,14 @@
 /* Wait until the GPU finished fence.  No deadline: every caller frees or
  * reuses memory the GPU may still touch once this returns, so giving up
  * early would hand that memory out while the engine works on it.  A hung
- * engine is the reset path's business (TDR), not a paging wait's. */
+ * engine is found between the wait's slices and reset (tdr/tdr.c): the
+ * reset makes every fence pass. */
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     struct vidmm_paging *p = &a->paging;
     pthread_mutex_lock(&p->lock);
     while (p->completed_fence < fence)
-        pthread_cond_wait(&p->cond, &p->lock);
+        (void)vidmm_tdr_cond_wait(a, NULL);   /* looks for hangs between slices */
     pthread_mutex_unlock(&p->lock);
     return VIDMM_OK;
 }
@@ -109,8 +110,19 @@ static vidmm_status submit_current(struct vidmm_adapter *a)
     sub.dma_buffer_size = used;
     sub.flags = VIDMM_SUBMIT_PAGING;
     sub.fence = p->next_fence;
+    /* Published before the driver runs it (a synchronous driver signals
+     * from inside the call): hang detection times the engine from here
+     * when it was idle. */
+    pthread_mutex_lock(&p->lock);
+    if (a->tdr.paging_submitted <= p->completed_fence)
+        a->tdr.paging_progress_ns = vidmm_tdr_now();
+    a->tdr.paging_submitted = sub.fence;
+    pthread_mutex_unlock(&p->lock);
     vidmm_status st = a->ops.submit_command(a->driver, &sub);
     if (st < 0) {
+        pthread_mutex_lock(&p->lock);
+        a->tdr.paging_submitted = sub.fence - 1;
+        pthread_mutex_unlock(&p->lock);
         /* The buffer never ran: forget what it holds, keep it for reuse. */
         p->cursor = p->start;
         p->left = p->buffer_size;

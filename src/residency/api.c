@@ -144,8 +144,12 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
     vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&a->paging.lock);
     for (resolve(a, q); q->completed < value; resolve(a, q)) {
-        int rc = timeout_ns == UINT64_MAX ? pthread_cond_wait(&a->paging.cond, &a->paging.lock)
-                                          : pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &until);
+        int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);   /* hangs reset between slices */
+        q = vidmm_objtab_get(&a->queues, queue);
+        if (!q) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
         if (rc == ETIMEDOUT && q->completed < value) {
             st = VIDMM_E_TIMEOUT;
             break;
@@ -545,6 +549,7 @@ vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vid
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
         al->offered = 1;
+        al->offer_discarded = 0;
         al->offer_priority = offer_priority;
     }
     return VIDMM_OK;
@@ -566,8 +571,9 @@ vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vi
     vidmm_status st = VIDMM_OK;
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
-        results[i] = al->content_lost ? VIDMM_RECLAIM_DISCARDED : VIDMM_RECLAIM_OK;
+        results[i] = al->content_lost || al->offer_discarded ? VIDMM_RECLAIM_DISCARDED : VIDMM_RECLAIM_OK;
         al->offered = 0;
+        al->offer_discarded = 0;
         /* On a residency list: page it back in now. */
         if (!al->resident && al->ref_total) {
             vidmm_status r = vidmm_res_restore(a, al);
@@ -584,6 +590,8 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
+    if (a->power_state != VIDMM_POWER_D0)
+        return VIDMM_E_STATE;   /* powered down (power.h) */
     vidmm_submit_lock(a);
     vidmm_status st = make_resident(a, device, args);
     vidmm_submit_unlock(a);

@@ -144,6 +144,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
                 if (st >= 0)
                     memset(bk.sys, 0, (size_t)al->size);
                 al->content_lost = 1;
+                al->offer_discarded = 1;   /* reclaim reports it even if a submission restores it first */
             }
         } else {
             st = vidmm_copy_content(a, al, &al->pl, &bk);
@@ -422,6 +423,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
         /* The system pages stay as the backing copy. */
         al->backing = al->pl;
         al->backing_valid = !al->content_lost;
+        al->gpu_dirty = 0;
         al->pl = dst;
         if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
             al->pl.pages.ext = al->pl.pages.inline_ext;

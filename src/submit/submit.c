@@ -41,6 +41,7 @@ struct vidmm_submission {
     struct vidmm_submission *next;     /* submission order */
     struct vidmm_context *ctx;
     uint64_t fence;
+    uint64_t seq;                      /* submission order (hang recovery names the oldest) */
     uint32_t count;
     struct vidmm_allocation **list;    /* each allocation once; busy raised by one */
 };
@@ -67,6 +68,7 @@ struct vidmm_submit_state {
     pthread_mutex_t lock;
     struct vidmm_submission *head;
     uint64_t in_flight;
+    uint64_t seq;
     struct vidmm_allocation *zombies;
     uint64_t zombie_count;
     struct vidmm_submit_stats stats;
@@ -106,6 +108,11 @@ void vidmm_submit_lock(struct vidmm_adapter *a)
 {
     if (a->sub)
         pthread_mutex_lock(&a->sub->lock);
+}
+
+int vidmm_submit_trylock(struct vidmm_adapter *a)
+{
+    return a->sub ? pthread_mutex_trylock(&a->sub->lock) : 0;
 }
 
 void vidmm_submit_unlock(struct vidmm_adapter *a)
@@ -203,8 +210,39 @@ static void wait_any(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = a->sub;
     pthread_mutex_lock(&a->paging.lock);
     while (s->head && !any_done_locked(s))
-        pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+        (void)vidmm_tdr_cond_wait(a, NULL);   /* a hung engine is reset between slices */
     pthread_mutex_unlock(&a->paging.lock);
+}
+
+struct vidmm_context *vidmm_submit_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence)
+{
+    struct vidmm_context *c = NULL;
+    pthread_mutex_lock(&a->paging.lock);
+    uint64_t best = UINT64_MAX;
+    for (const struct vidmm_submission *r = a->sub ? a->sub->head : NULL; r; r = r->next) {
+        if (r->ctx->node == node && r->ctx->fence_completed < r->fence && r->seq < best) {
+            best = r->seq;
+            c = r->ctx;
+            *fence = r->fence;
+        }
+    }
+    pthread_mutex_unlock(&a->paging.lock);
+    return c;
+}
+
+void vidmm_submit_wait_all(struct vidmm_adapter *a)
+{
+    struct vidmm_submit_state *s = a->sub;
+    while (s && s->head) {
+        wait_any(a);
+        retire(a);
+    }
+}
+
+void vidmm_submit_retire_all(struct vidmm_adapter *a)
+{
+    if (a->sub)
+        (void)retire(a);
 }
 
 void vidmm_submit_fini(struct vidmm_adapter *a)
@@ -329,8 +367,11 @@ void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, ui
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     /* A fence of another node, or beyond what was submitted, is a driver
      * bug: ignored rather than letting it release memory in use. */
-    if (c && c->node == node && fence > c->fence_completed && fence <= c->fence_submitted)
+    if (c && c->node == node && fence > c->fence_completed && fence <= c->fence_submitted) {
+        a->tdr.node_completed[node] += fence - c->fence_completed;
+        a->tdr.node_progress_ns[node] = vidmm_tdr_now();
         c->fence_completed = fence;
+    }
     pthread_cond_broadcast(&a->paging.cond);
     pthread_mutex_unlock(&a->paging.lock);
 }
@@ -364,6 +405,7 @@ static void commit_record(struct vidmm_adapter *a, struct vidmm_context *c, stru
             a->policy->touch(a->policy_state, &al->pe);
     }
     r->ctx = c;
+    r->seq = ++s->seq;
     r->next = s->head;   /* order does not matter: retire scans them all */
     s->head = r;
     s->in_flight++;
@@ -419,12 +461,16 @@ static vidmm_status submit_to_driver(struct vidmm_adapter *a, struct vidmm_conte
      * from inside the call, and the callback ignores values beyond it. */
     pthread_mutex_lock(&a->paging.lock);
     sa.fence = ++c->fence_submitted;
+    if (a->tdr.node_submitted[c->node] == a->tdr.node_completed[c->node])
+        a->tdr.node_progress_ns[c->node] = vidmm_tdr_now();   /* hang timing starts on an idle node */
+    a->tdr.node_submitted[c->node]++;
     pthread_mutex_unlock(&a->paging.lock);
     vidmm_status st = buf ? a->ops.submit_command_physical(a->driver, &sa)
                           : a->ops.submit_command_virtual(a->driver, &sa);
     if (st < 0) {
         pthread_mutex_lock(&a->paging.lock);
         c->fence_submitted--;   /* never ran: the value is handed out again */
+        a->tdr.node_submitted[c->node]--;
         pthread_mutex_unlock(&a->paging.lock);
         return st == VIDMM_E_INVALID_ARG ? st : VIDMM_E_DRIVER_FAILURE;
     }
@@ -438,6 +484,8 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     if (!a || !fence || !size || gpu_va > UINT64_MAX - size)
         return VIDMM_E_INVALID_ARG;
     *fence = 0;
+    if (a->power_state != VIDMM_POWER_D0)
+        return VIDMM_E_STATE;   /* powered down (power.h) */
     struct vidmm_submit_state *s = a->sub;
     pthread_mutex_lock(&s->lock);
     struct vidmm_context *c = NULL;
@@ -456,6 +504,7 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     uint32_t n = 0;
     for (struct vidmm_res_ref *ref = d->refs; ref; ref = ref->dev_next) {
         ref->al->pin_epoch = epoch;
+        ref->al->gpu_dirty = 1;   /* the buffer may write it: its system copy is no proof after a reset */
         r->list[n++] = ref->al;
     }
     st = make_list_resident(a, r->list, n);
@@ -561,6 +610,8 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
         return VIDMM_E_INVALID_ARG;
     args->fence = 0;
     args->patched = 0;
+    if (a->power_state != VIDMM_POWER_D0)
+        return VIDMM_E_STATE;   /* powered down (power.h) */
     struct vidmm_submit_state *s = a->sub;
     pthread_mutex_lock(&s->lock);
     struct vidmm_context *c = NULL;
@@ -752,9 +803,15 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
     } else if (value > c->fence_submitted) {
         st = VIDMM_E_INVALID_ARG;   /* would never be signalled */
     } else {
+        vidmm_handle h = c->self;
         while (c->fence_completed < value) {
-            int rc = timeout_ns == UINT64_MAX ? pthread_cond_wait(&a->paging.cond, &a->paging.lock)
-                                              : pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &until);
+            int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
+            /* The lock was dropped to look for hangs: the context may be gone. */
+            c = vidmm_objtab_get(&a->contexts, h);
+            if (!c) {
+                st = VIDMM_E_INVALID_HANDLE;
+                break;
+            }
             if (rc == ETIMEDOUT && c->fence_completed < value) {
                 st = VIDMM_E_TIMEOUT;
                 break;

@@ -1,0 +1,111 @@
+/*
+ * power.c - adapter power transitions (vidmm/power.h).
+ *
+ * Going down, the rule of the DXGK_SEGMENTFLAGS table (wddm-facts 9.2)
+ * decides per memory segment whether its content survives: a segment
+ * flagged PRESERVED_DURING_STANDBY keeps it through standby,
+ * PRESERVED_DURING_HIBERNATE through hibernate.  Everything else that
+ * lives there is evicted to system memory through the ordinary eviction
+ * path (so it comes back through the ordinary restore path), after every
+ * engine went idle.  Eviction keeps what it can without a copy: offered
+ * allocations and those whose system copy is current are dropped, not
+ * transferred.  Page tables are not saved (the system paging process's
+ * tables are rebuilt after power transitions in WDDM too): on resume
+ * every table is written again from vidmm's own records.
+ */
+#include "core/vidmm_int.h"
+
+#include <string.h>
+
+static int preserved(const struct vidmm_adapter *a, uint32_t id, uint32_t state)
+{
+    uint32_t f = a->seg[id].flags;
+    if (a->seg[id].kind != VIDMM_SEGMENT_KIND_MEMORY)
+        return 1;   /* aperture and system pages live in system memory */
+    if (state == VIDMM_POWER_STANDBY)
+        return (f & VIDMM_SEGMENT_PRESERVED_DURING_STANDBY) != 0;
+    /* Partial preservation names a limit vidmm does not model: not kept. */
+    return (f & VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE) != 0;
+}
+
+static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
+{
+    /* Nothing may be locked where content will be lost: the CPU pointer
+     * would outlive the bytes.  Checked before anything changes. */
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        const struct vidmm_allocation *al = a->slots[i];
+        if (al && al->live && al->resident && al->lock_count && !preserved(a, al->pl.segment_id, state))
+            return VIDMM_E_BUSY;
+    }
+    vidmm_submit_wait_all(a);
+    vidmm_status st = vidmm_paging_flush(a);
+    for (uint32_t i = 0; i < a->slot_used && st >= 0; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (!al || !al->live || !al->resident || preserved(a, al->pl.segment_id, state))
+            continue;
+        int dropped = al->offered || (al->backing.sys && al->backing_valid);
+        uint64_t size = al->size;
+        st = vidmm_res_evict(a, al, 1);   /* "not written": a current system copy is enough */
+        if (st < 0)
+            break;
+        if (dropped) {
+            a->power_stats.allocations_discarded++;
+        } else {
+            a->power_stats.allocations_saved++;
+            a->power_stats.bytes_saved += size;
+        }
+    }
+    if (st >= 0)
+        st = vidmm_paging_flush(a);
+    if (st < 0)
+        return st;
+    if (a->ops.set_power_state && a->ops.set_power_state(a->driver, state) < 0)
+        return VIDMM_E_DRIVER_FAILURE;
+    a->power_state = state;
+    return VIDMM_OK;
+}
+
+static vidmm_status resume(struct vidmm_adapter *a)
+{
+    if (a->ops.set_power_state && a->ops.set_power_state(a->driver, VIDMM_POWER_D0) < 0)
+        return VIDMM_E_DRIVER_FAILURE;
+    a->power_state = VIDMM_POWER_D0;
+    vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
+    vidmm_status f = vidmm_paging_flush(a);
+    return st < 0 ? st : f;
+}
+
+vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t state)
+{
+    if (!a || state > VIDMM_POWER_HIBERNATE)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_submit_lock(a);
+    vidmm_status st = VIDMM_OK;
+    if (state == a->power_state) {
+        /* Already there. */
+    } else if (a->power_state != VIDMM_POWER_D0 && state != VIDMM_POWER_D0) {
+        st = VIDMM_E_STATE;   /* from one low-power state to another: resume first */
+    } else {
+        st = state == VIDMM_POWER_D0 ? resume(a) : go_down(a, state);
+        if (st >= 0)
+            a->power_stats.transitions++;
+    }
+    vidmm_submit_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *a, uint32_t *state)
+{
+    if (!a || !state)
+        return VIDMM_E_INVALID_ARG;
+    *state = a->power_state;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_adapter_get_power_stats(const struct vidmm_adapter *a, struct vidmm_power_stats *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    *out = a->power_stats;
+    return VIDMM_OK;
+}

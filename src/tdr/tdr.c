@@ -1,0 +1,400 @@
+/*
+ * tdr.c - timeout detection and recovery (vidmm/tdr.h).
+ *
+ * Detection.  Every engine's progress is tracked from the fences: a node
+ * (contexts' work) or the paging engine that holds unfinished work and
+ * completed nothing for the timeout is hung.  Nothing polls on its own:
+ * vidmm's waits (paging fences, in-flight submissions, context and
+ * paging-queue waits) sleep in slices of a quarter of the timeout and
+ * look for hangs between slices, and vidmm_adapter_detect_hangs lets the
+ * embedding OS layer look from its own timer.  A waiter that finds a hang
+ * recovers it if it can take the submission lock (recursive: a waiter
+ * inside an entry already holds it); otherwise the holder will, since
+ * whoever holds the lock and waits runs the same check.
+ *
+ * Recovery, submission lock held, never nested:
+ *  - engine reset: the driver abandons the buffer its node is stuck on
+ *    and names it; that buffer's fence is treated as passed and its
+ *    context's device is guilty (error state).  Memory is untouched.
+ *  - adapter reset when the engine reset is missing, fails, names a
+ *    buffer vidmm does not know, or the paging engine hung: the partly
+ *    written paging buffer is submitted first (so the reset drops it
+ *    with the rest: nothing half-built runs afterwards), the driver drops
+ *    all work, every fence passes, the records of submitted work retire,
+ *    the driver restarts, page tables are rebuilt (their memory lost its
+ *    content), and the content of every allocation is repaired by policy
+ *    D30: restored in place from a current system copy, otherwise zero-
+ *    filled and counted lost.  Devices whose work was dropped are told
+ *    (INNOCENT); the guilty one is in error.
+ *
+ * An allocation's content is "aborted" when the last paging operation
+ * that wrote it (paging_fence, noted by the content-move helpers) had not
+ * completed before the reset: its bytes are undefined wherever it lives.
+ */
+#include "core/vidmm_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+uint64_t vidmm_tdr_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    al->paging_fence = a->paging.next_fence;
+}
+
+static int is_memory(const struct vidmm_adapter *a, uint32_t id)
+{
+    return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
+}
+
+/* ---- detection ------------------------------------------------------------ */
+
+/* A hung engine, paging.lock held: 1 and *node (-1 = the paging engine). */
+static int find_hang_locked(const struct vidmm_adapter *a, uint64_t now, int *node)
+{
+    const struct vidmm_tdr *t = &a->tdr;
+    if (!t->timeout_ns || t->in_recovery)
+        return 0;
+    if (t->paging_submitted > a->paging.completed_fence && now - t->paging_progress_ns > t->timeout_ns) {
+        *node = -1;
+        return 1;
+    }
+    uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
+    for (uint32_t n = 0; n < nodes; n++) {
+        if (t->node_submitted[n] > t->node_completed[n] && now - t->node_progress_ns[n] > t->timeout_ns) {
+            *node = (int)n;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void recover(struct vidmm_adapter *a, int node);
+
+/* Look for a hang and recover it; paging.lock not held.  1 if recovered. */
+static int poll_hangs(struct vidmm_adapter *a)
+{
+    int node;
+    pthread_mutex_lock(&a->paging.lock);
+    int hung = find_hang_locked(a, vidmm_tdr_now(), &node);
+    pthread_mutex_unlock(&a->paging.lock);
+    if (!hung || !a->sub)
+        return 0;
+    if (vidmm_submit_trylock(a) != 0)
+        return 0;   /* its holder waits too and will recover */
+    /* Look again under the lock: another thread may have recovered. */
+    pthread_mutex_lock(&a->paging.lock);
+    hung = find_hang_locked(a, vidmm_tdr_now(), &node);
+    pthread_mutex_unlock(&a->paging.lock);
+    if (hung)
+        recover(a, node);
+    vidmm_submit_unlock(a);
+    return hung;
+}
+
+int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
+{
+    uint64_t slice = a->tdr.timeout_ns / 4;
+    if (!a->tdr.timeout_ns || a->tdr.in_recovery) {
+        if (!until) {
+            pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+            return 0;
+        }
+        return pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, until) == ETIMEDOUT ? ETIMEDOUT : 0;
+    }
+    if (slice < 1000000)
+        slice = 1000000;
+    if (slice > 100000000)
+        slice = 100000000;
+    struct timespec w;
+    clock_gettime(CLOCK_REALTIME, &w);
+    uint64_t ns = (uint64_t)w.tv_nsec + slice;
+    w.tv_sec += (time_t)(ns / 1000000000u);
+    w.tv_nsec = (long)(ns % 1000000000u);
+    int last = 0;
+    if (until && (until->tv_sec < w.tv_sec || (until->tv_sec == w.tv_sec && until->tv_nsec <= w.tv_nsec))) {
+        w = *until;
+        last = 1;
+    }
+    if (pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &w) != ETIMEDOUT)
+        return 0;
+    if (last)
+        return ETIMEDOUT;
+    pthread_mutex_unlock(&a->paging.lock);
+    (void)poll_hangs(a);
+    pthread_mutex_lock(&a->paging.lock);
+    return 0;
+}
+
+/* ---- devices ---------------------------------------------------------------- */
+
+/* paging.lock held. */
+static void device_guilty(struct vidmm_adapter *a, struct vidmm_device *d)
+{
+    if (d->reset_status != VIDMM_RESET_GUILTY || !d->lost)
+        a->tdr.stats.devices_guilty++;
+    d->lost = 1;
+    d->reset_status = VIDMM_RESET_GUILTY;
+    d->resets++;
+}
+
+static void device_innocent(struct vidmm_adapter *a, struct vidmm_device *d)
+{
+    if (d->reset_status == VIDMM_RESET_GUILTY && d->lost)
+        return;
+    d->reset_status = VIDMM_RESET_INNOCENT;
+    d->resets++;
+    a->tdr.stats.devices_innocent++;
+}
+
+/* ---- engine reset ---------------------------------------------------------- */
+
+static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
+{
+    if (!a->ops.reset_engine)
+        return VIDMM_E_NOT_SUPPORTED;
+    struct vidmm_reset_engine_args r;
+    memset(&r, 0, sizeof(r));
+    r.node = node;
+    vidmm_status st = a->ops.reset_engine(a->driver, &r);
+    if (st < 0)
+        return VIDMM_E_DRIVER_FAILURE;
+    pthread_mutex_lock(&a->paging.lock);
+    uint64_t now = vidmm_tdr_now();
+    if (!r.context) {
+        /* Nothing was stuck after all (it finished meanwhile). */
+        a->tdr.node_progress_ns[node] = now;
+        pthread_mutex_unlock(&a->paging.lock);
+        return VIDMM_OK;
+    }
+    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, r.context);
+    if (!c || c->node != node || r.last_aborted_fence != c->fence_completed + 1 ||
+        r.last_aborted_fence > c->fence_submitted) {
+        pthread_mutex_unlock(&a->paging.lock);
+        return VIDMM_E_DRIVER_FAILURE;   /* LastAbortedFenceId vidmm cannot place: escalate */
+    }
+    c->fence_completed = r.last_aborted_fence;
+    a->tdr.node_completed[node]++;
+    a->tdr.node_progress_ns[node] = now;
+    device_guilty(a, c->device);
+    pthread_cond_broadcast(&a->paging.cond);
+    pthread_mutex_unlock(&a->paging.lock);
+    a->tdr.stats.engine_resets++;
+    return VIDMM_OK;
+}
+
+/* ---- adapter reset ---------------------------------------------------------- */
+
+/* The driver cannot reset: every device is put in error (nothing of the
+ * adapter can be trusted). */
+static void adapter_dead(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
+        if (a->procs[i])
+            for (struct vidmm_device *d = a->procs[i]->devices; d; d = d->next)
+                device_guilty(a, d);
+    pthread_cond_broadcast(&a->paging.cond);
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+/* Rebuild every page table and write every allocation's entries again. */
+vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
+{
+    vidmm_status st = VIDMM_OK, r;
+    if (!a->has_gpummu)
+        return VIDMM_OK;
+    if (a->pp) {
+        r = vidmm_pt_rebuild(a, &a->pp->proc);
+        if (r < 0 && st >= 0)
+            st = r;
+        a->pp->mapped = 0;      /* its windows are invalid now */
+        a->pp->unmap_owed = 0;
+        r = vidmm_pt_flush(a, &a->pp->proc);
+        if (r < 0 && st >= 0)
+            st = r;
+    }
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        struct vidmm_process *p = a->procs[i];
+        if (p && p->root) {
+            r = vidmm_pt_rebuild(a, p);
+            if (r < 0 && st >= 0)
+                st = r;
+        }
+    }
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (al && (al->live || al->zombie)) {
+            r = vidmm_process_remap_allocation(a, al);
+            if (r < 0 && st >= 0)
+                st = r;
+        }
+    }
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        struct vidmm_process *p = a->procs[i];
+        if (p && p->root) {
+            r = vidmm_pt_flush(a, p);
+            if (r < 0 && st >= 0)
+                st = r;
+            vidmm_process_rebind_root(a, p);
+        }
+    }
+    return st;
+}
+
+/* Policy D30 for one allocation after the reset. */
+static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al, uint64_t done_before,
+                           int paging_hang)
+{
+    int aborted = al->paging_fence > done_before;
+    vidmm_status st = VIDMM_OK;
+    int lost = 0;
+    if (al->resident && is_memory(a, al->pl.segment_id)) {
+        if (!aborted && al->backing.sys && al->backing_valid && !al->gpu_dirty) {
+            st = vidmm_copy_content(a, al, &al->backing, &al->pl);
+            a->tdr.stats.allocations_restored++;
+        } else {
+            lost = 1;
+        }
+    } else if (aborted) {
+        lost = 1;
+    }
+    if (lost) {
+        if (al->backing.sys)
+            vidmm_res_drop_backing(a, al);
+        st = vidmm_fill_content(a, al, &al->pl, 0);
+        al->reset_lost++;
+        a->tdr.stats.allocations_lost++;
+        if (aborted && paging_hang && al->pe.process) {
+            /* WDDM: the devices owning what the hung paging touched. */
+            struct vidmm_process *p = vidmm_process_get(a, al->pe.process);
+            pthread_mutex_lock(&a->paging.lock);
+            for (struct vidmm_device *d = p ? p->devices : NULL; d; d = d->next)
+                device_guilty(a, d);
+            pthread_mutex_unlock(&a->paging.lock);
+        }
+    }
+    return st;
+}
+
+static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty, int paging_hang)
+{
+    a->tdr.stats.adapter_resets++;
+    /* What is half built goes to the engine so the reset drops it too. */
+    (void)vidmm_paging_submit(a, NULL);
+    if (!a->ops.reset_from_timeout || a->ops.reset_from_timeout(a->driver) < 0) {
+        adapter_dead(a);
+        return;
+    }
+    uint64_t now = vidmm_tdr_now();
+    pthread_mutex_lock(&a->paging.lock);
+    uint64_t done_before = a->paging.completed_fence;
+    if (a->paging.next_fence - 1 > a->paging.completed_fence)
+        a->paging.completed_fence = a->paging.next_fence - 1;
+    a->tdr.paging_submitted = a->paging.completed_fence;
+    a->tdr.paging_progress_ns = now;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+        if (!a->procs[i])
+            continue;
+        for (struct vidmm_device *d = a->procs[i]->devices; d; d = d->next) {
+            int dropped = 0;
+            for (struct vidmm_context *c = d->contexts; c; c = c->next) {
+                if (c->fence_completed < c->fence_submitted) {
+                    c->fence_completed = c->fence_submitted;
+                    dropped = 1;
+                }
+            }
+            if (guilty && guilty->device == d)
+                device_guilty(a, d);
+            else if (dropped)
+                device_innocent(a, d);
+        }
+    }
+    for (uint32_t n = 0; n < VIDMM_MAX_NODES; n++) {
+        a->tdr.node_completed[n] = a->tdr.node_submitted[n];
+        a->tdr.node_progress_ns[n] = now;
+    }
+    pthread_cond_broadcast(&a->paging.cond);
+    pthread_mutex_unlock(&a->paging.lock);
+
+    a->tdr.generation++;
+    vidmm_submit_retire_all(a);
+    (void)vidmm_paging_flush(a);   /* every fence passed: the ring empties */
+    if (a->ops.restart_from_timeout)
+        (void)a->ops.restart_from_timeout(a->driver);
+
+    /* Page tables first: virtual content moves go through them. */
+    (void)vidmm_tdr_rebuild_page_tables(a);
+    (void)vidmm_paging_flush(a);
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (al && (al->live || al->zombie))
+            (void)repair(a, al, done_before, paging_hang);
+    }
+    (void)vidmm_paging_flush(a);
+}
+
+static void recover(struct vidmm_adapter *a, int node)
+{
+    if (a->tdr.in_recovery)
+        return;
+    pthread_mutex_lock(&a->paging.lock);
+    a->tdr.in_recovery = 1;       /* read by waiters under paging.lock */
+    pthread_mutex_unlock(&a->paging.lock);
+    a->tdr.stats.hangs++;
+    if (node < 0) {
+        a->tdr.stats.paging_hangs++;
+        adapter_reset(a, NULL, 1);
+    } else {
+        uint64_t fence = 0;
+        struct vidmm_context *g = vidmm_submit_oldest_on_node(a, (uint32_t)node, &fence);
+        if (engine_reset(a, (uint32_t)node) < 0)
+            adapter_reset(a, g, 0);
+    }
+    pthread_mutex_lock(&a->paging.lock);
+    a->tdr.in_recovery = 0;
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+/* ---- public entries ---------------------------------------------------------- */
+
+vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t timeout_ns)
+{
+    if (!a || (timeout_ns && timeout_ns < 1000000))
+        return VIDMM_E_INVALID_ARG;
+    pthread_mutex_lock(&a->paging.lock);
+    a->tdr.timeout_ns = timeout_ns;
+    pthread_cond_broadcast(&a->paging.cond);   /* waiters pick the new slice */
+    pthread_mutex_unlock(&a->paging.lock);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    int r = poll_hangs(a);
+    if (recovered)
+        *recovered = r;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *a, struct vidmm_tdr_stats *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the locks are not part of the state */
+    vidmm_submit_lock(m);
+    pthread_mutex_lock(&m->paging.lock);
+    *out = a->tdr.stats;
+    out->timeout_ns = a->tdr.timeout_ns;
+    pthread_mutex_unlock(&m->paging.lock);
+    vidmm_submit_unlock(m);
+    return VIDMM_OK;
+}

@@ -1,0 +1,741 @@
+/*
+ * tdr_test.c - hangs, engine and adapter resets, power transitions
+ * (issue 5 item 6, vidmm/tdr.h, vidmm/power.h, docs/DECISIONS.md D30-D32).
+ *
+ * Hangs are real: a WAIT on a word nobody writes stalls a softgpu node,
+ * softgpu_inject_paging_hang stalls the copy engine on a paging buffer.
+ * vidmm must find them from its own waits (timeout 50 ms here), reset
+ * the engine or escalate to the adapter, and keep its promises: the
+ * guilty device is lost, innocent ones go on with the reset status that
+ * says what happened to their work, allocation content follows policy
+ * D30 (restored from a current system copy, otherwise zero and counted
+ * lost), page tables are rebuilt (later virtual work runs), every check
+ * walker is clean and nothing leaks.  Power: standby and hibernate save
+ * what the non-preserved segments hold; after resume every byte is back.
+ */
+#include "gpuva_common.h"
+#include "harness/fault_alloc.h"
+#include "harness/test.h"
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB (1ull << 20)
+#define KIB (1ull << 10)
+#define TDR_NS 50000000ull   /* 50 ms */
+#define SET12 (VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2))
+
+struct tx {
+    struct fault_alloc fa;
+    struct softgpu *sg;
+    struct vidmm_adapter *a;
+    struct vidmm_driver_ops ops;
+    int fail_power;          /* set_power_state wrapper answers DRIVER_FAILURE */
+};
+
+static struct tx *g_tx;      /* the wrapper's fixture (one test at a time) */
+
+static vidmm_status failing_power(void *drv, uint32_t state)
+{
+    if (g_tx && g_tx->fail_power)
+        return VIDMM_E_DRIVER_FAILURE;
+    return softgpu_driver_ops()->set_power_state(drv, state);
+}
+
+/* engine_reset: 0 = a driver without DxgkDdiResetEngine (hangs escalate
+ * to adapter resets). */
+static int tx_open(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep)
+{
+    memset(f, 0, sizeof(*f));
+    g_tx = f;
+    fault_alloc_init(&f->fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = 16 * MIB;
+    cfg.segment_size[2] = 32 * MIB;
+    cfg.synchronous = sync;
+    cfg.standby_preserved = standby_keep;
+    cfg.hibernate_preserved = hib_keep;
+    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
+    if (!f->sg)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof(ci));
+    softgpu_fill_adapter_create_info(f->sg, &ci);
+    f->ops = *softgpu_driver_ops();
+    if (!engine_reset)
+        f->ops.reset_engine = NULL;
+    f->ops.set_power_state = failing_power;
+    ci.ops = &f->ops;
+    ci.host_allocator = &f->fa.ha;
+    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
+    if (!f->a)
+        return -1;
+    T_ST(vidmm_adapter_set_tdr_timeout(f->a, TDR_NS), VIDMM_OK);
+    return 0;
+}
+
+static int checked(struct tx *f)
+{
+    char rep[2048];
+    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
+    if (e)
+        fprintf(stderr, "%s\n", rep);
+    return e;
+}
+
+static void tx_close(struct tx *f)
+{
+    T_EQ(checked(f), 0);
+    vidmm_adapter_close(f->a);
+    T_EQ(f->fa.live_blocks, 0);
+    softgpu_destroy(f->sg);
+    g_tx = NULL;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+struct tp {
+    vidmm_handle proc, dev, queue, ctx;
+};
+
+static void new_proc(struct tx *f, struct tp *p, uint32_t node)
+{
+    memset(p, 0, sizeof(*p));
+    T_ST(vidmm_process_create(f->a, &p->proc), VIDMM_OK);
+    T_ST(vidmm_device_create(f->a, p->proc, &p->dev), VIDMM_OK);
+    T_ST(vidmm_paging_queue_create(f->a, p->dev, VIDMM_PAGING_QUEUE_NORMAL, &p->queue), VIDMM_OK);
+    struct vidmm_context_desc cd = { node, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
+    T_ST(vidmm_context_create(f->a, p->dev, &cd, &p->ctx), VIDMM_OK);
+}
+
+/* A CPU-visible allocation of set, created evicted, holding seed's
+ * pattern (seed 0: zero). */
+static vidmm_handle new_alloc(struct tx *f, uint32_t set, uint64_t size, uint64_t seed)
+{
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.kind = SOFTGPU_ALLOC_EXPLICIT;
+    d.size = size;
+    d.cpu_visible = 1;
+    d.info.size = size;
+    d.info.supported_write_segment_set = set;
+    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    vidmm_handle h = 0;
+    T_ST(vidmm_allocation_create2(f->a, &d, sizeof(d), 0, &h), VIDMM_OK);
+    if (h && seed)
+        gv_pattern(f->a, h, seed);
+    return h;
+}
+
+static uint64_t map(struct tx *f, vidmm_handle proc, vidmm_handle h, uint64_t size)
+{
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f->a, proc, 0, 0, 0, h, 0, size, 0, 0, &va), VIDMM_OK);
+    return va;
+}
+
+static void make_resident(struct tx *f, const struct tp *p, const vidmm_handle *l, uint32_t n)
+{
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof(mr));
+    mr.paging_queue = p->queue;
+    mr.allocations = l;
+    mr.count = n;
+    mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
+    vidmm_status st = vidmm_make_resident(f->a, p->dev, &mr);
+    if (st != VIDMM_OK && st != VIDMM_PENDING)
+        fprintf(stderr, "make_resident: %s\n", vidmm_status_str(st));
+    T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
+    if (st == VIDMM_PENDING)
+        T_ST(vidmm_paging_queue_wait(f->a, p->queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
+}
+
+static void cpu_write(struct tx *f, vidmm_handle h, uint64_t off, const void *src, size_t n)
+{
+    void *p = NULL;
+    T_ST(vidmm_allocation_lock(f->a, h, &p), VIDMM_OK);
+    if (p)
+        memcpy((char *)p + off, src, n);
+    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
+}
+
+static uint64_t cpu_read64(struct tx *f, vidmm_handle h, uint64_t off)
+{
+    void *p = NULL;
+    uint64_t v = 0;
+    T_ST(vidmm_allocation_lock(f->a, h, &p), VIDMM_OK);
+    if (p)
+        memcpy(&v, (char *)p + off, 8);
+    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
+    return v;
+}
+
+/* Does h hold seed's pattern (seed 0: all zero)?  Through a CPU lock. */
+static int holds(struct tx *f, vidmm_handle h, uint64_t seed)
+{
+    struct vidmm_allocation_state st;
+    if (vidmm_allocation_query(f->a, h, &st) < 0)
+        return 0;
+    void *p = NULL;
+    if (vidmm_allocation_lock(f->a, h, &p) < 0 || !p)
+        return 0;
+    const uint64_t *w = p;
+    uint64_t s = seed;
+    int ok = 1;
+    for (uint64_t i = 0; i < st.size / 8 && ok; i++)
+        ok = w[i] == (seed ? t_rand(&s) : 0);
+    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
+    return ok;
+}
+
+static uint64_t pattern_sum(uint64_t size, uint64_t seed)
+{
+    uint64_t *w = malloc(size);
+    uint64_t s = seed, h = 0;
+    if (!w)
+        return 0;
+    for (uint64_t i = 0; i < size / 8; i++)
+        w[i] = seed ? t_rand(&s) : 0;
+    h = softgpu_checksum(w, size);
+    free(w);
+    return h;
+}
+
+/* Write a command buffer into cmd and submit it on p's context. */
+static uint64_t submit(struct tx *f, const struct tp *p, vidmm_handle cmd, uint64_t vcmd,
+                       const struct softgpu_cmdbuf *cb)
+{
+    cpu_write(f, cmd, 0, cb->data, cb->size);
+    uint64_t fence = 0;
+    T_ST(vidmm_submit_virtual(f->a, p->ctx, vcmd, cb->size, &fence), VIDMM_OK);
+    return fence;
+}
+
+/* A hanging buffer: (optionally) a write, then a WAIT on a word nobody
+ * writes, then a write that must never happen. */
+static uint64_t submit_hang(struct tx *f, const struct tp *p, vidmm_handle cmd, uint64_t vcmd, uint64_t vword,
+                            int work_first)
+{
+    uint8_t buf[256];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    if (work_first)
+        T_ST(softgpu_cmd_write64(&cb, vword + 8, 1), VIDMM_OK);
+    T_ST(softgpu_cmd_wait(&cb, vword, 1), VIDMM_OK);
+    T_ST(softgpu_cmd_write64(&cb, vword + 16, 2), VIDMM_OK);
+    return submit(f, p, cmd, vcmd, &cb);
+}
+
+static struct vidmm_device_info dev_info(struct tx *f, vidmm_handle dev)
+{
+    struct vidmm_device_info di;
+    memset(&di, 0, sizeof(di));
+    T_ST(vidmm_device_query(f->a, dev, &di), VIDMM_OK);
+    return di;
+}
+
+static uint32_t lost_count(struct tx *f, vidmm_handle h)
+{
+    struct vidmm_allocation_state st;
+    memset(&st, 0, sizeof(st));
+    T_ST(vidmm_allocation_query(f->a, h, &st), VIDMM_OK);
+    return st.content_lost;
+}
+
+static struct vidmm_tdr_stats tdr_stats(struct tx *f)
+{
+    struct vidmm_tdr_stats s;
+    memset(&s, 0, sizeof(s));
+    T_ST(vidmm_adapter_get_tdr_stats(f->a, &s), VIDMM_OK);
+    return s;
+}
+
+/* ---- engine reset -------------------------------------------------------- */
+
+/* P hangs its node (before any work, or after some); Q's buffer queued
+ * behind it on the same node runs once the engine is reset. */
+static void engine_reset_case(int sync, int work_first)
+{
+    struct tx f;
+    if (tx_open(&f, sync, 1, 0, 0))
+        return;
+    struct tp p, q;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    new_proc(&f, &q, SOFTGPU_NODE_GRAPHICS);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle cq = new_alloc(&f, SET12, 64 * KIB, 0), rq = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle dq = new_alloc(&f, SET12, 1 * MIB, 7);
+    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
+    uint64_t vcq = map(&f, q.proc, cq, 64 * KIB), vrq = map(&f, q.proc, rq, 64 * KIB);
+    uint64_t vdq = map(&f, q.proc, dq, 1 * MIB);
+    vidmm_handle lp[] = { cp, wp }, lq[] = { cq, rq, dq };
+    make_resident(&f, &p, lp, 2);
+    make_resident(&f, &q, lq, 3);
+
+    uint64_t fp = submit_hang(&f, &p, cp, vcp, vwp, work_first);
+    uint8_t buf[256];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_checksum(&cb, vdq, 1 * MIB, vrq), VIDMM_OK);
+    T_ST(softgpu_cmd_write64(&cb, vrq + 8, 5), VIDMM_OK);
+    uint64_t fq = submit(&f, &q, cq, vcq, &cb);
+    /* Q waits forever in principle: the hang is found and reset meanwhile. */
+    T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(cpu_read64(&f, rq, 0), pattern_sum(1 * MIB, 7));
+    T_EQ_U64(cpu_read64(&f, rq, 8), 5);
+    T_EQ_U64(cpu_read64(&f, wp, 8), work_first ? 1u : 0u);
+    T_EQ_U64(cpu_read64(&f, wp, 16), 0);   /* after the WAIT: never ran */
+    struct vidmm_device_info di = dev_info(&f, p.dev);
+    T_EQ(di.lost, 1);
+    T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
+    T_EQ_U64(di.resets, 1);
+    di = dev_info(&f, q.dev);
+    T_EQ(di.lost, 0);
+    T_EQ(di.reset_status, VIDMM_RESET_NONE);
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.hangs, 1);
+    T_EQ_U64(s.engine_resets, 1);
+    T_EQ_U64(s.adapter_resets, 0);
+    T_EQ_U64(s.timeout_ns, TDR_NS);
+    struct softgpu_reset_stats rs;
+    softgpu_get_reset_stats(f.sg, &rs);
+    T_EQ_U64(rs.engine_resets, 1);
+    T_EQ_U64(rs.adapter_resets, 0);
+    T_CHECK(holds(&f, dq, 7));   /* memory untouched by an engine reset */
+    T_EQ(lost_count(&f, dq), 0);
+    uint64_t fence;
+    T_ST(vidmm_submit_virtual(f.a, p.ctx, vcp, 8, &fence), VIDMM_E_DEVICE_LOST);
+    /* Q goes on. */
+    fq = submit(&f, &q, cq, vcq, &cb);
+    T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
+    T_EQ(checked(&f), 0);
+    tx_close(&f);
+}
+
+static void engine_reset_async(void) { engine_reset_case(0, 1); }
+static void engine_reset_sync(void) { engine_reset_case(1, 1); }
+static void hang_before_work(void) { engine_reset_case(0, 0); }
+static void hang_before_work_sync(void) { engine_reset_case(1, 0); }
+
+/* ---- adapter reset -------------------------------------------------------- */
+
+/* No engine reset in the driver: the hang escalates.  P guilty; Q's
+ * queued work dropped (INNOCENT, goes on); R idle (NONE).  Content per
+ * D30: R's clean copy restored, CPU-written ones lost, system-memory
+ * ones kept; GPU-used ones of Q lost (no proof of cleanliness). */
+static void adapter_reset_case(int sync)
+{
+    struct tx f;
+    if (tx_open(&f, sync, 0, 0, 0))
+        return;
+    struct tp p, q, r;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    new_proc(&f, &q, SOFTGPU_NODE_GRAPHICS);
+    new_proc(&f, &r, SOFTGPU_NODE_COMPUTE);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle cq = new_alloc(&f, SET12, 64 * KIB, 0), rq = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle dq = new_alloc(&f, SET12, 1 * MIB, 7);
+    vidmm_handle clean = new_alloc(&f, SET12, 1 * MIB, 11);       /* restored from its system copy */
+    vidmm_handle dirty = new_alloc(&f, SET12, 1 * MIB, 0);
+    vidmm_handle sys = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 256 * KIB, 13);   /* the aperture: system pages */
+    vidmm_handle cr = new_alloc(&f, SET12, 64 * KIB, 0), rr = new_alloc(&f, SET12, 64 * KIB, 0);
+    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
+    uint64_t vcq = map(&f, q.proc, cq, 64 * KIB), vrq = map(&f, q.proc, rq, 64 * KIB);
+    uint64_t vdq = map(&f, q.proc, dq, 1 * MIB);
+    uint64_t vcr = map(&f, r.proc, cr, 64 * KIB), vrr = map(&f, r.proc, rr, 64 * KIB);
+    uint64_t vclean = map(&f, r.proc, clean, 1 * MIB);
+    uint64_t vsys = map(&f, r.proc, sys, 256 * KIB);
+    vidmm_handle lp[] = { cp, wp }, lq[] = { cq, rq, dq };
+    make_resident(&f, &p, lp, 2);
+    make_resident(&f, &q, lq, 3);
+    vidmm_handle lr[] = { clean, dirty, sys };
+    make_resident(&f, &r, lr, 3);
+    gv_pattern(f.a, dirty, 17);   /* written by the CPU while resident: no system copy */
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(f.a, clean, &st), VIDMM_OK);
+    T_CHECK(st.segment_id == 1 || st.segment_id == 2);
+    T_ST(vidmm_allocation_query(f.a, dirty, &st), VIDMM_OK);
+    T_CHECK(st.segment_id == 1 || st.segment_id == 2);
+
+    uint64_t fp = submit_hang(&f, &p, cp, vcp, vwp, 1);
+    uint8_t buf[256];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_write64(&cb, vrq + 8, 5), VIDMM_OK);
+    uint64_t fq = submit(&f, &q, cq, vcq, &cb);   /* queued behind P's: dropped by the reset */
+    T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.hangs, 1);
+    T_EQ_U64(s.engine_resets, 0);
+    T_EQ_U64(s.adapter_resets, 1);
+    T_CHECK(s.allocations_restored >= 1);
+    T_CHECK(s.allocations_lost >= 2);
+    struct softgpu_reset_stats rs;
+    softgpu_get_reset_stats(f.sg, &rs);
+    T_EQ_U64(rs.adapter_resets, 1);
+    T_EQ_U64(rs.segments_lost, 2);
+    T_CHECK(rs.buffers_dropped >= 2);
+    T_EQ(checked(&f), 0);
+
+    struct vidmm_device_info di = dev_info(&f, p.dev);
+    T_EQ(di.lost, 1);
+    T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
+    di = dev_info(&f, q.dev);
+    T_EQ(di.lost, 0);
+    T_EQ(di.reset_status, VIDMM_RESET_INNOCENT);
+    di = dev_info(&f, r.dev);
+    T_EQ(di.lost, 0);
+    T_EQ(di.reset_status, VIDMM_RESET_NONE);
+    T_EQ_U64(cpu_read64(&f, rq, 8), 0);   /* Q's dropped buffer never ran */
+
+    /* Content by policy D30. */
+    T_EQ(lost_count(&f, clean), 0);
+    T_CHECK(holds(&f, clean, 11));
+    T_EQ(lost_count(&f, dirty), 1);
+    T_CHECK(holds(&f, dirty, 0));
+    T_EQ(lost_count(&f, sys), 0);
+    T_CHECK(holds(&f, sys, 13));
+    T_EQ(lost_count(&f, dq), 1);
+    T_CHECK(holds(&f, dq, 0));
+
+    /* Page tables were rebuilt: virtual work of the innocent runs, sees
+     * the restored and kept bytes, and nothing faults. */
+    cb.size = 0;
+    T_ST(softgpu_cmd_checksum(&cb, vclean, 1 * MIB, vrr), VIDMM_OK);
+    T_ST(softgpu_cmd_checksum(&cb, vsys, 256 * KIB, vrr + 8), VIDMM_OK);
+    vidmm_handle lr2[] = { cr, rr };
+    make_resident(&f, &r, lr2, 2);
+    uint64_t fr = submit(&f, &r, cr, vcr, &cb);
+    T_ST(vidmm_context_wait(f.a, r.ctx, fr, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(cpu_read64(&f, rr, 0), pattern_sum(1 * MIB, 11));
+    T_EQ_U64(cpu_read64(&f, rr, 8), pattern_sum(256 * KIB, 13));
+    cb.size = 0;
+    T_ST(softgpu_cmd_checksum(&cb, vdq, 1 * MIB, vrq), VIDMM_OK);
+    fq = submit(&f, &q, cq, vcq, &cb);
+    T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(cpu_read64(&f, rq, 0), pattern_sum(1 * MIB, 0));
+    T_EQ(dev_info(&f, q.dev).lost, 0);
+    T_EQ(dev_info(&f, r.dev).lost, 0);
+    struct softgpu_stats ss;
+    softgpu_get_stats(f.sg, &ss);
+    T_EQ_U64(ss.command_faults, 0);
+    tx_close(&f);
+}
+
+static void adapter_reset_async(void) { adapter_reset_case(0); }
+static void adapter_reset_sync(void) { adapter_reset_case(1); }
+
+/* ---- paging hangs ---------------------------------------------------------- */
+
+/* The copy engine hangs inside the paging buffer that restores P's
+ * allocation: adapter reset; P's allocation is lost and P's device in
+ * error (it owned what the hung paging touched); Q's clean copy is
+ * restored and Q goes on. */
+static void paging_hang_case(int sync)
+{
+    struct tx f;
+    if (tx_open(&f, sync, 1, 0, 0))
+        return;
+    struct tp p, q;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    vidmm_handle x = new_alloc(&f, SET12, 2 * MIB, 21);
+    vidmm_handle y = new_alloc(&f, SET12, 2 * MIB, 23);
+    make_resident(&f, &q, &y, 1);
+    softgpu_inject_paging_hang(f.sg, 0);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof(mr));
+    mr.paging_queue = p.queue;
+    mr.allocations = &x;
+    mr.count = 1;
+    vidmm_status rst = vidmm_make_resident(f.a, p.dev, &mr);
+    T_CHECK(rst == VIDMM_PENDING || rst == VIDMM_OK);
+    T_ST(vidmm_paging_queue_wait(f.a, p.queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
+    if (rst == VIDMM_OK)
+        T_ST(vidmm_adapter_detect_hangs(f.a, NULL), VIDMM_OK);
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.paging_hangs, 1);
+    T_EQ_U64(s.adapter_resets, 1);
+    T_EQ(checked(&f), 0);
+    T_EQ(lost_count(&f, x), 1);
+    T_CHECK(holds(&f, x, 0));
+    T_EQ(lost_count(&f, y), 0);
+    T_CHECK(holds(&f, y, 23));
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    T_EQ(dev_info(&f, p.dev).reset_status, VIDMM_RESET_GUILTY);
+    T_EQ(dev_info(&f, q.dev).lost, 0);
+    /* The adapter works again: paging runs. */
+    vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 25);
+    make_resident(&f, &q, &z, 1);
+    T_CHECK(holds(&f, z, 25));
+    tx_close(&f);
+}
+
+static void paging_hang_async(void) { paging_hang_case(0); }
+static void paging_hang_sync(void) { paging_hang_case(1); }
+
+/* A context hang holds the allocation another process's make-resident
+ * must evict: the eviction waits, the hang is reset, the eviction goes
+ * on and the content survives (an engine reset does not touch memory). */
+static void hang_during_eviction(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct tp p, q;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    const uint32_t s2 = VIDMM_SEGMENT_BIT(2);
+    vidmm_handle cp = new_alloc(&f, s2, 64 * KIB, 0), wp = new_alloc(&f, s2, 64 * KIB, 0);
+    vidmm_handle big = new_alloc(&f, s2, 24 * MIB, 31);
+    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
+    vidmm_handle lp[] = { cp, wp, big };
+    make_resident(&f, &p, lp, 3);
+    (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
+    vidmm_handle c = new_alloc(&f, s2, 16 * MIB, 33);
+    make_resident(&f, &q, &c, 1);   /* needs big's room: waits for the hang's reset */
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(f.a, big, &st), VIDMM_OK);
+    T_EQ(st.segment_id, 0);
+    T_EQ_U64(tdr_stats(&f).engine_resets, 1);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    T_CHECK(holds(&f, big, 31));
+    T_CHECK(holds(&f, c, 33));
+    T_EQ(checked(&f), 0);
+    tx_close(&f);
+}
+
+/* The copy engine hangs on the paging buffer that evicts P's written
+ * allocation for Q: adapter reset; what that buffer moved is lost, both
+ * owners are put in error (WDDM's rule for a hung paging buffer); the
+ * adapter and an unrelated process R go on. */
+static void paging_hang_during_eviction(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct tp p, q, r;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    new_proc(&f, &r, SOFTGPU_NODE_COPY);
+    const uint32_t s1 = VIDMM_SEGMENT_BIT(1);   /* CPU-visible: written through a lock */
+    vidmm_handle big = new_alloc(&f, s1, 12 * MIB, 0);
+    vidmm_handle keep = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 128 * KIB, 41);
+    make_resident(&f, &p, &big, 1);
+    make_resident(&f, &r, &keep, 1);
+    gv_pattern(f.a, big, 43);   /* CPU-written while resident: the eviction must transfer it */
+    softgpu_inject_paging_hang(f.sg, 0);
+    vidmm_handle c = new_alloc(&f, s1, 8 * MIB, 45);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof(mr));
+    mr.paging_queue = q.queue;
+    mr.allocations = &c;
+    mr.count = 1;
+    vidmm_status rst = vidmm_make_resident(f.a, q.dev, &mr);
+    T_CHECK(rst == VIDMM_PENDING);
+    T_ST(vidmm_paging_queue_wait(f.a, q.queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
+    T_EQ(checked(&f), 0);
+    T_EQ(lost_count(&f, big), 1);
+    T_CHECK(holds(&f, big, 0));
+    T_EQ(lost_count(&f, c), 1);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    T_EQ(dev_info(&f, q.dev).lost, 1);
+    T_EQ(dev_info(&f, r.dev).lost, 0);
+    T_CHECK(holds(&f, keep, 41));
+    tx_close(&f);
+}
+
+/* Nobody waits: the OS timer's poll finds the hang.  Then the adapter
+ * is closed with a node stuck: the close's own wait resets it. */
+static void poll_and_close_with_hang(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct tp p;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
+    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
+    vidmm_handle lp[] = { cp, wp };
+    make_resident(&f, &p, lp, 2);
+    (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
+    int rec = -1;
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);   /* not yet: the timeout has not passed */
+    struct timespec ts = { 0, 80000000 };
+    nanosleep(&ts, NULL);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 1);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    /* Another process hangs; the close (and the context destroy inside
+     * it) must not wait forever. */
+    struct tp q;
+    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    uint64_t vcq = map(&f, q.proc, cp, 64 * KIB), vwq = map(&f, q.proc, wp, 64 * KIB);
+    make_resident(&f, &q, lp, 2);
+    (void)submit_hang(&f, &q, cp, vcq, vwq, 0);
+    T_ST(vidmm_context_destroy(f.a, q.ctx), VIDMM_OK);
+    T_EQ(dev_info(&f, q.dev).lost, 1);
+    tx_close(&f);
+}
+
+static void bad_input(void)
+{
+    struct tx f;
+    if (tx_open(&f, 1, 1, 0, 0))
+        return;
+    struct vidmm_tdr_stats s;
+    T_ST(vidmm_adapter_set_tdr_timeout(NULL, TDR_NS), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, 999999), VIDMM_E_INVALID_ARG);
+    T_EQ_U64(tdr_stats(&f).timeout_ns, TDR_NS);
+    T_ST(vidmm_adapter_get_tdr_stats(NULL, &s), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_get_tdr_stats(f.a, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_detect_hangs(NULL, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, 0), VIDMM_OK);   /* detection off */
+    T_EQ_U64(tdr_stats(&f).timeout_ns, 0);
+    T_ST(vidmm_adapter_set_power_state(NULL, VIDMM_POWER_STANDBY), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_set_power_state(f.a, 3), VIDMM_E_INVALID_ARG);
+    uint32_t ps = 9;
+    T_ST(vidmm_adapter_get_power_state(NULL, &ps), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_get_power_state(f.a, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+    T_EQ(ps, VIDMM_POWER_D0);
+    struct vidmm_power_stats pst;
+    T_ST(vidmm_adapter_get_power_stats(NULL, &pst), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_get_power_stats(f.a, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);   /* already there */
+    tx_close(&f);
+}
+
+/* ---- power ------------------------------------------------------------------ */
+
+static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib_keep)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, standby_keep, hib_keep))
+        return;
+    struct tp p;
+    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    vidmm_handle a1 = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 2 * MIB, 51);
+    vidmm_handle a2 = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 4 * MIB, 53);
+    vidmm_handle ap = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 256 * KIB, 55);
+    vidmm_handle cmd = new_alloc(&f, SET12, 64 * KIB, 0), res = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle off = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 1 * MIB, 57);
+    uint64_t v1 = map(&f, p.proc, a1, 2 * MIB), v2 = map(&f, p.proc, a2, 4 * MIB);
+    uint64_t vap = map(&f, p.proc, ap, 256 * KIB);
+    uint64_t vc = map(&f, p.proc, cmd, 64 * KIB), vr = map(&f, p.proc, res, 64 * KIB);
+    vidmm_handle l[] = { a1, a2, ap, cmd, res, off };
+    make_resident(&f, &p, l, 6);
+    gv_pattern(f.a, a2, 59);   /* written while resident: must be transferred, not dropped */
+    gv_pattern(f.a, off, 61);  /* no current system copy: offered and dropped, its content goes */
+    T_ST(vidmm_offer(f.a, p.dev, &off, 1, VIDMM_OFFER_LOW), VIDMM_OK);
+    uint32_t keep = state == VIDMM_POWER_STANDBY ? (standby_keep | hib_keep) : hib_keep;
+
+    /* A locked allocation where content will be lost refuses the
+     * transition and changes nothing. */
+    void *cpu = NULL;
+    vidmm_handle locked = (keep & 4u) ? a1 : a2;
+    T_ST(vidmm_allocation_lock(f.a, locked, &cpu), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, state), VIDMM_E_BUSY);
+    T_ST(vidmm_allocation_unlock(f.a, locked), VIDMM_OK);
+    struct vidmm_power_stats pst;
+    T_ST(vidmm_adapter_get_power_stats(f.a, &pst), VIDMM_OK);
+    T_EQ_U64(pst.allocations_saved + pst.allocations_discarded, 0);   /* nothing moved */
+    /* A driver refusal leaves the adapter in D0. */
+    f.fail_power = 1;
+    T_ST(vidmm_adapter_set_power_state(f.a, state), VIDMM_E_DRIVER_FAILURE);
+    f.fail_power = 0;
+    uint32_t ps = 9;
+    T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+    T_EQ(ps, VIDMM_POWER_D0);
+    make_resident(&f, &p, l, 5);   /* what the refused transition evicted comes back */
+
+    T_ST(vidmm_adapter_set_power_state(f.a, state), VIDMM_OK);
+    T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+    T_EQ(ps, state);
+    T_EQ(checked(&f), 0);
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(f.a, a1, &st), VIDMM_OK);
+    T_EQ(st.segment_id, (keep & 2u) ? 1u : 0u);
+    T_ST(vidmm_allocation_query(f.a, a2, &st), VIDMM_OK);
+    T_EQ(st.segment_id, (keep & 4u) ? 2u : 0u);
+    T_ST(vidmm_adapter_get_power_stats(f.a, &pst), VIDMM_OK);
+    T_CHECK(pst.allocations_saved >= ((keep & 4u) ? 0u : 1u));
+    T_EQ_U64(pst.transitions, 1);
+    /* Down: GPU entries refuse, the rest works. */
+    uint64_t fence;
+    T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, 8, &fence), VIDMM_E_STATE);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof(mr));
+    mr.paging_queue = p.queue;
+    mr.allocations = l;
+    mr.count = 1;
+    T_ST(vidmm_make_resident(f.a, p.dev, &mr), VIDMM_E_STATE);
+    T_ST(vidmm_allocation_lock(f.a, a1, &cpu), VIDMM_E_STATE);
+    T_ST(vidmm_adapter_set_power_state(f.a, state == VIDMM_POWER_STANDBY ? VIDMM_POWER_HIBERNATE
+                                                                        : VIDMM_POWER_STANDBY),
+         VIDMM_E_STATE);
+    vidmm_handle extra = new_alloc(&f, SET12, 64 * KIB, 0);   /* created evicted: allowed */
+    T_ST(vidmm_allocation_destroy(f.a, extra), VIDMM_OK);
+    struct softgpu_reset_stats rs;
+    softgpu_get_reset_stats(f.sg, &rs);
+    T_EQ_U64(rs.power_transitions, 1);
+
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    T_EQ(checked(&f), 0);
+    make_resident(&f, &p, l, 5);
+    T_CHECK(holds(&f, a1, 51));
+    T_CHECK(holds(&f, a2, 59));
+    T_CHECK(holds(&f, ap, 55));
+    /* Through the GPU too: page tables were rebuilt after resume. */
+    uint8_t buf[256];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_checksum(&cb, v1, 2 * MIB, vr), VIDMM_OK);
+    T_ST(softgpu_cmd_checksum(&cb, v2, 4 * MIB, vr + 8), VIDMM_OK);
+    T_ST(softgpu_cmd_checksum(&cb, vap, 256 * KIB, vr + 16), VIDMM_OK);
+    uint64_t fr = submit(&f, &p, cmd, vc, &cb);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fr, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(cpu_read64(&f, res, 0), pattern_sum(2 * MIB, 51));
+    T_EQ_U64(cpu_read64(&f, res, 8), pattern_sum(4 * MIB, 59));
+    T_EQ_U64(cpu_read64(&f, res, 16), pattern_sum(256 * KIB, 55));
+    T_EQ(dev_info(&f, p.dev).lost, 0);
+    uint32_t result = 9;
+    uint64_t pf = 0;
+    vidmm_status rc = vidmm_reclaim(f.a, p.queue, &off, 1, &result, &pf);
+    T_CHECK(rc == VIDMM_OK || rc == VIDMM_PENDING);
+    /* Offered, without a current system copy, and evicted going down: dropped. */
+    T_EQ(result, (keep & 2u) ? VIDMM_RECLAIM_OK : VIDMM_RECLAIM_DISCARDED);
+    tx_close(&f);
+}
+
+static void power_standby(void) { power_cycle_case(VIDMM_POWER_STANDBY, 0, 0); }
+static void power_hibernate(void) { power_cycle_case(VIDMM_POWER_HIBERNATE, 0, 0); }
+static void power_standby_preserved(void) { power_cycle_case(VIDMM_POWER_STANDBY, 1u << 1, 0); }
+static void power_hibernate_preserved(void) { power_cycle_case(VIDMM_POWER_HIBERNATE, 1u << 1, 1u << 2); }
+
+void suite_tdr(void);
+void suite_tdr(void)
+{
+    t_run("tdr.engine_reset_async", engine_reset_async);
+    t_run("tdr.engine_reset_sync", engine_reset_sync);
+    t_run("tdr.hang_before_work", hang_before_work);
+    t_run("tdr.hang_before_work_sync", hang_before_work_sync);
+    t_run("tdr.adapter_reset_async", adapter_reset_async);
+    t_run("tdr.adapter_reset_sync", adapter_reset_sync);
+    t_run("tdr.paging_hang_async", paging_hang_async);
+    t_run("tdr.paging_hang_sync", paging_hang_sync);
+    t_run("tdr.hang_during_eviction", hang_during_eviction);
+    t_run("tdr.paging_hang_during_eviction", paging_hang_during_eviction);
+    t_run("tdr.poll_and_close_with_hang", poll_and_close_with_hang);
+    t_run("tdr.bad_input", bad_input);
+    t_run("power.standby", power_standby);
+    t_run("power.hibernate", power_hibernate);
+    t_run("power.standby_preserved", power_standby_preserved);
+    t_run("power.hibernate_preserved", power_hibernate_preserved);
+}
