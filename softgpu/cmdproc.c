@@ -746,6 +746,26 @@ vidmm_status sg_reset_engine(void *driver, struct vidmm_reset_engine_args *args)
     return VIDMM_OK;
 }
 
+/* A node is stuck only when its head job waits on a WAIT; the copy
+ * engine only when it sits on an injected hang. */
+vidmm_status sg_query_engine_status(void *driver, uint32_t node, uint32_t *responsive)
+{
+    struct softgpu *sg = driver;
+    if (!sg || !responsive || (node >= SOFTGPU_NODES && node != VIDMM_PAGING_ENGINE))
+        return VIDMM_E_INVALID_ARG;
+    if (node == VIDMM_PAGING_ENGINE) {
+        sg_lock(sg);
+        *responsive = !sg->engine.hung;
+        sg_unlock(sg);
+        return VIDMM_OK;
+    }
+    struct sg_cmdproc *cp = sg->cp;
+    pthread_mutex_lock(&cp->lock);
+    *responsive = !(cp->node[node].count && cp->node[node].stalled);
+    pthread_mutex_unlock(&cp->lock);
+    return VIDMM_OK;
+}
+
 uint64_t sg_cmdproc_drop_all(struct softgpu *sg)
 {
     struct sg_cmdproc *cp = sg->cp;

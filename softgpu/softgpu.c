@@ -97,6 +97,7 @@ static const struct vidmm_driver_ops sg_ops = {
     .submit_command_physical = sg_submit_command_physical,
     .patch = sg_patch,
     .reset_engine = sg_reset_engine,
+    .query_engine_status = sg_query_engine_status,
     .reset_from_timeout = sg_reset_from_timeout,
     .restart_from_timeout = sg_restart_from_timeout,
     .set_power_state = sg_set_power_state,

@@ -304,6 +304,7 @@ vidmm_status sg_submit_command_virtual(void *driver, const struct vidmm_submit_c
 vidmm_status sg_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args);
 vidmm_status sg_patch(void *driver, const struct vidmm_patch_args *args);
 vidmm_status sg_reset_engine(void *driver, struct vidmm_reset_engine_args *args);
+vidmm_status sg_query_engine_status(void *driver, uint32_t node, uint32_t *responsive);
 /* cmdproc.c: drop every queued context buffer (adapter reset); returns how many. */
 uint64_t sg_cmdproc_drop_all(struct softgpu *sg);
 

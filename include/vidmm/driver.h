@@ -72,6 +72,7 @@ enum vidmm_query_type {
 #define VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED 0x4u /* can move content inside one memory segment */
 
 #define VIDMM_MAX_NODES 64u
+#define VIDMM_PAGING_ENGINE 0xFFFFFFFFu   /* query_engine_status: the paging engine */
 
 struct vidmm_driver_caps {
     uint32_t wddm_version;              /* DXGK_WDDMVERSION, e.g. 0x2000 for WDDM 2.0 */
@@ -671,6 +672,14 @@ struct vidmm_driver_ops {
      * it fails or reports a buffer that is not the one vidmm found stuck,
      * a hang escalates to an adapter reset. */
     vidmm_status (*reset_engine)(void *driver, struct vidmm_reset_engine_args *args);
+    /* DxgkDdiQueryEngineStatus: *responsive = 0 when engine `node` (or
+     * VIDMM_PAGING_ENGINE, the engine running paging buffers) is stuck,
+     * 1 when it is making progress however slowly (a long buffer, a host
+     * that did not schedule the engine).  vidmm asks before resetting an
+     * engine it found without progress for the timeout: a responsive
+     * engine is given another timeout.  Optional: without it the timeout
+     * alone decides. */
+    vidmm_status (*query_engine_status)(void *driver, uint32_t node, uint32_t *responsive);
     /* DxgkDdiResetFromTimeout: stop every engine, drop every queued buffer
      * (paging and contexts; their fences are not signalled), and make the
      * adapter usable again.  Memory segments' content is then undefined.

@@ -344,6 +344,19 @@ static void recover(struct vidmm_adapter *a, int node)
 {
     if (a->tdr.in_recovery)
         return;
+    uint32_t responsive = 0;
+    if (a->ops.query_engine_status &&
+        a->ops.query_engine_status(a->driver, node < 0 ? VIDMM_PAGING_ENGINE : (uint32_t)node, &responsive) >= 0 &&
+        responsive) {
+        /* Slow, not stuck: another timeout from now. */
+        pthread_mutex_lock(&a->paging.lock);
+        if (node < 0)
+            a->tdr.paging_progress_ns = vidmm_tdr_now();
+        else
+            a->tdr.node_progress_ns[node] = vidmm_tdr_now();
+        pthread_mutex_unlock(&a->paging.lock);
+        return;
+    }
     pthread_mutex_lock(&a->paging.lock);
     a->tdr.in_recovery = 1;       /* read by waiters under paging.lock */
     pthread_mutex_unlock(&a->paging.lock);

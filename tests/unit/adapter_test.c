@@ -104,7 +104,7 @@ static uint64_t mut_root_size(void *drv, uint32_t *n)
 static const struct vidmm_driver_ops mut_ops = {
     mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap, mut_set_root,
     mut_root_size, NULL, NULL, NULL,  /* no command submission through this wrapper */
-    NULL, NULL, NULL, NULL            /* nor resets or power */
+    NULL, NULL, NULL, NULL, NULL      /* nor resets or power */
 };
 
 /* dgpu: [1] visible 64K pages, [2] invisible + host aperture, [3] aperture.
