@@ -228,6 +228,10 @@ static void mark_lost(struct vidmm_device *d, uint64_t va, uint32_t flags)
         d->lost = 1;
         d->fault_va = va;
         d->fault_flags = flags;
+        /* The faulted buffer was stopped: an engine reset of that buffer
+         * (WDDM resets the engine at a fault), the device guilty. */
+        d->reset_status = VIDMM_RESET_GUILTY;
+        d->resets++;
     }
     d->faults++;
 }

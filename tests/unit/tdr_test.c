@@ -317,6 +317,46 @@ static void engine_reset_case(int sync, int work_first)
     tx_close(&f);
 }
 
+/* An unrecoverable fault as the very first command: the buffer stops,
+ * the device is guilty and lost, the engine goes on with the next
+ * buffer (another process's), nothing is reset beyond that buffer. */
+static void fault_before_work(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct tp p, q;
+    new_proc(&f, &p, SOFTGPU_NODE_COMPUTE);
+    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), cq = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle rq = new_alloc(&f, SET12, 64 * KIB, 0), never = new_alloc(&f, SET12, 64 * KIB, 0);
+    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vnever = map(&f, p.proc, never, 64 * KIB);
+    uint64_t vcq = map(&f, q.proc, cq, 64 * KIB), vrq = map(&f, q.proc, rq, 64 * KIB);
+    make_resident(&f, &p, &cp, 1);   /* `never` is mapped, never resident: its PTEs are invalid */
+    vidmm_handle lq[] = { cq, rq };
+    make_resident(&f, &q, lq, 2);
+    uint8_t buf[128];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_write64(&cb, vnever, 1), VIDMM_OK);   /* faults: nothing of the buffer runs */
+    T_ST(softgpu_cmd_write64(&cb, vcp + 1024, 2), VIDMM_OK);
+    uint64_t fp = submit(&f, &p, cp, vcp, &cb);
+    cb.size = 0;
+    T_ST(softgpu_cmd_write64(&cb, vrq, 3), VIDMM_OK);
+    uint64_t fq = submit(&f, &q, cq, vcq, &cb);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(cpu_read64(&f, cp, 1024), 0);
+    T_EQ_U64(cpu_read64(&f, rq, 0), 3);
+    struct vidmm_device_info di = dev_info(&f, p.dev);
+    T_EQ(di.lost, 1);
+    T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
+    T_EQ_U64(di.fault_va, vnever);
+    T_EQ(dev_info(&f, q.dev).reset_status, VIDMM_RESET_NONE);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 0);
+    T_EQ(checked(&f), 0);
+    tx_close(&f);
+}
+
 static void engine_reset_async(void) { engine_reset_case(0, 1); }
 static void engine_reset_sync(void) { engine_reset_case(1, 1); }
 static void hang_before_work(void) { engine_reset_case(0, 0); }
@@ -726,6 +766,7 @@ void suite_tdr(void)
     t_run("tdr.engine_reset_sync", engine_reset_sync);
     t_run("tdr.hang_before_work", hang_before_work);
     t_run("tdr.hang_before_work_sync", hang_before_work_sync);
+    t_run("tdr.fault_before_work", fault_before_work);
     t_run("tdr.adapter_reset_async", adapter_reset_async);
     t_run("tdr.adapter_reset_sync", adapter_reset_sync);
     t_run("tdr.paging_hang_async", paging_hang_async);
