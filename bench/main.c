@@ -1,6 +1,6 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S]
+ * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR]
  */
 #include "bench.h"
 #include "evict_bench.h"
@@ -9,6 +9,7 @@
 #include "pte_bench.h"
 #include "residency_bench.h"
 #include "submit_bench.h"
+#include "tdr_bench.h"
 #include "policy_real_bench.h"
 #include "va_bench.h"
 
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR]\n", argv[0]);
             return 2;
         }
     }
@@ -50,5 +51,6 @@ int main(int argc, char **argv)
     bench_policy_real(); /* --only RP */
     bench_policy(); /* honours --only policy itself */
     bench_submit(); /* --only S */
+    bench_tdr(); /* --only TDR */
     return 0;
 }

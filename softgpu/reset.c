@@ -2,11 +2,10 @@
  * reset.c - softgpu's adapter reset (DxgkDdiResetFromTimeout /
  * DxgkDdiRestartFromTimeout) and power transitions (DxgkDdiSetPowerState).
  *
- * A real adapter reset loses video memory; so does softgpu: every
- * memory segment's bytes are destroyed - overwritten with a poison byte
- * when the segment is small, given back to the host (they then read as
- * zero) when it is large, so a simulated 80 GiB segment never gets
- * committed by a reset.  Page tables live there too, so a manager that
+ * A real adapter reset loses video memory; so does softgpu: every page of
+ * a memory segment the host has populated is overwritten with a poison
+ * byte (pages never touched read as zero and stay unpopulated, so a
+ * simulated 80 GiB segment never gets committed by a reset).  Page tables live there too, so a manager that
  * forgot to rebuild them faults (or walks poison) at the next virtual
  * access.  A power transition destroys the segments that are not flagged
  * preserved for the target state, the same way.  The GART (aperture
@@ -14,19 +13,43 @@
  */
 #include "softgpu_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #define SG_POISON 0xDB
-#define SG_POISON_LIMIT (64ull << 20)
+#define SG_WINDOW (1ull << 30)          /* mincore window: 1 GiB, 256 Ki pages */
 
+/* Poison every page of the segment the host has populated (mincore);
+ * pages never touched read as zero already and stay unpopulated, so a
+ * reset neither commits a huge lazily reserved segment nor makes every
+ * later access fault pages back in. */
 static void sg_destroy_content(struct softgpu *sg, uint32_t id)
 {
     struct sg_segment *s = &sg->seg[id];
     if (!s->is_memory || !s->mem)
         return;
-    if (s->size <= SG_POISON_LIMIT || madvise(s->mem, (size_t)s->size, MADV_REMOVE) != 0)
-        memset(s->mem, SG_POISON, (size_t)s->size);
+    const uint64_t page = 4096;
+    unsigned char *vec = malloc((size_t)(SG_WINDOW / page));
+    for (uint64_t off = 0; off < s->size; off += SG_WINDOW) {
+        uint64_t len = s->size - off < SG_WINDOW ? s->size - off : SG_WINDOW;
+        if (!vec || mincore(s->mem + off, (size_t)len, vec) != 0) {
+            memset(s->mem + off, SG_POISON, (size_t)len);   /* cannot tell: poison it all */
+            continue;
+        }
+        for (uint64_t i = 0; i < len / page;) {
+            if (!(vec[i] & 1)) {
+                i++;
+                continue;
+            }
+            uint64_t j = i;
+            while (j < len / page && (vec[j] & 1))
+                j++;
+            memset(s->mem + off + i * page, SG_POISON, (size_t)((j - i) * page));
+            i = j;
+        }
+    }
+    free(vec);
     sg->reset_stats.segments_lost++;
 }
 
