@@ -546,10 +546,8 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
     if (!a)
         return;
     pthread_mutex_lock(&a->paging.lock);
-    if (fence > a->paging.completed_fence && fence <= a->tdr.paging_submitted) {
+    if (fence > a->paging.completed_fence && fence <= a->tdr.paging_submitted)
         a->paging.completed_fence = fence;
-        a->tdr.paging_progress_ns = vidmm_tdr_now();
-    }
     pthread_cond_broadcast(&a->paging.cond);
     pthread_mutex_unlock(&a->paging.lock);
 }

@@ -284,16 +284,19 @@ struct vidmm_paging {
 
 /* ---- hang detection (tdr/tdr.c) --------------------------------------- */
 
-/* Progress of every engine, for hang detection.  The counters and times
- * are guarded by paging.lock (the driver's callbacks move them); the
- * rest by the submission lock. */
+/* Progress of every engine, for hang detection.  Submission and the
+ * driver's callbacks only move counters (no clock on those paths); the
+ * detector samples them and remembers when it last saw each engine idle
+ * or progressing.  Guarded by paging.lock, except what the comments say. */
 struct vidmm_tdr {
     uint64_t timeout_ns;            /* 0 = detection off */
     uint64_t node_submitted[VIDMM_MAX_NODES];  /* context buffers handed to each node */
     uint64_t node_completed[VIDMM_MAX_NODES];
-    uint64_t node_progress_ns[VIDMM_MAX_NODES]; /* CLOCK_MONOTONIC of the node's last progress */
+    uint64_t node_seen[VIDMM_MAX_NODES];       /* node_completed at the last sample that saw progress */
+    uint64_t node_seen_ns[VIDMM_MAX_NODES];    /* CLOCK_MONOTONIC of that sample */
     uint64_t paging_submitted;      /* last paging fence handed to the driver */
-    uint64_t paging_progress_ns;
+    uint64_t paging_seen;           /* paging completed fence at the last sample that saw progress */
+    uint64_t paging_seen_ns;
     uint64_t generation;            /* adapter resets so far: content moves check it */
     int in_recovery;
     struct vidmm_tdr_stats stats;

@@ -111,11 +111,9 @@ static vidmm_status submit_current(struct vidmm_adapter *a)
     sub.flags = VIDMM_SUBMIT_PAGING;
     sub.fence = p->next_fence;
     /* Published before the driver runs it (a synchronous driver signals
-     * from inside the call): hang detection times the engine from here
-     * when it was idle. */
+     * from inside the call); hang detection compares it with the
+     * completed fence. */
     pthread_mutex_lock(&p->lock);
-    if (a->tdr.paging_submitted <= p->completed_fence)
-        a->tdr.paging_progress_ns = vidmm_tdr_now();
     a->tdr.paging_submitted = sub.fence;
     pthread_mutex_unlock(&p->lock);
     vidmm_status st = a->ops.submit_command(a->driver, &sub);

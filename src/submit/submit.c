@@ -369,7 +369,6 @@ void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, ui
      * bug: ignored rather than letting it release memory in use. */
     if (c && c->node == node && fence > c->fence_completed && fence <= c->fence_submitted) {
         a->tdr.node_completed[node] += fence - c->fence_completed;
-        a->tdr.node_progress_ns[node] = vidmm_tdr_now();
         c->fence_completed = fence;
     }
     pthread_cond_broadcast(&a->paging.cond);
@@ -461,9 +460,7 @@ static vidmm_status submit_to_driver(struct vidmm_adapter *a, struct vidmm_conte
      * from inside the call, and the callback ignores values beyond it. */
     pthread_mutex_lock(&a->paging.lock);
     sa.fence = ++c->fence_submitted;
-    if (a->tdr.node_submitted[c->node] == a->tdr.node_completed[c->node])
-        a->tdr.node_progress_ns[c->node] = vidmm_tdr_now();   /* hang timing starts on an idle node */
-    a->tdr.node_submitted[c->node]++;
+    a->tdr.node_submitted[c->node]++;   /* counters only: no clock on the submission path */
     pthread_mutex_unlock(&a->paging.lock);
     vidmm_status st = buf ? a->ops.submit_command_physical(a->driver, &sa)
                           : a->ops.submit_command_virtual(a->driver, &sa);

@@ -3,7 +3,12 @@
  *
  * Detection.  Every engine's progress is tracked from the fences: a node
  * (contexts' work) or the paging engine that holds unfinished work and
- * completed nothing for the timeout is hung.  Nothing polls on its own:
+ * completed nothing for the timeout is hung.  Submissions and the
+ * driver's callbacks only move counters; the detector samples them and
+ * keeps, per engine, when it last saw it idle or progressing, so no clock
+ * is read on the submission path (a hang is thus found at most one
+ * timeout and two slices after the later of its start and the start of
+ * the wait that finds it).  Nothing polls on its own:
  * vidmm's waits (paging fences, in-flight submissions, context and
  * paging-queue waits) sleep in slices of a quarter of the timeout and
  * look for hangs between slices, and vidmm_adapter_detect_hangs lets the
@@ -55,24 +60,41 @@ static int is_memory(const struct vidmm_adapter *a, uint32_t id)
 
 /* ---- detection ------------------------------------------------------------ */
 
-/* A hung engine, paging.lock held: 1 and *node (-1 = the paging engine). */
-static int find_hang_locked(const struct vidmm_adapter *a, uint64_t now, int *node)
+/* One engine's sample: idle or progressed since the last one = seen now;
+ * busy without progress for the timeout = hung. */
+static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *seen_ns, uint64_t now,
+                  uint64_t timeout)
 {
-    const struct vidmm_tdr *t = &a->tdr;
+    if (!busy || completed != *seen || !*seen_ns) {
+        *seen = completed;
+        *seen_ns = now;
+        return 0;
+    }
+    return now - *seen_ns > timeout;
+}
+
+/* Sample every engine, paging.lock held: 1 and *node (-1 = the paging
+ * engine) for the first hung one. */
+static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
+{
+    struct vidmm_tdr *t = &a->tdr;
     if (!t->timeout_ns || t->in_recovery)
         return 0;
-    if (t->paging_submitted > a->paging.completed_fence && now - t->paging_progress_ns > t->timeout_ns) {
+    int hung = 0;
+    if (sample(t->paging_submitted > a->paging.completed_fence, a->paging.completed_fence, &t->paging_seen,
+               &t->paging_seen_ns, now, t->timeout_ns)) {
         *node = -1;
-        return 1;
+        hung = 1;
     }
     uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
     for (uint32_t n = 0; n < nodes; n++) {
-        if (t->node_submitted[n] > t->node_completed[n] && now - t->node_progress_ns[n] > t->timeout_ns) {
+        if (sample(t->node_submitted[n] > t->node_completed[n], t->node_completed[n], &t->node_seen[n],
+                   &t->node_seen_ns[n], now, t->timeout_ns) && !hung) {
             *node = (int)n;
-            return 1;
+            hung = 1;
         }
     }
-    return 0;
+    return hung;
 }
 
 static void recover(struct vidmm_adapter *a, int node);
@@ -169,7 +191,7 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
     uint64_t now = vidmm_tdr_now();
     if (!r.context) {
         /* Nothing was stuck after all (it finished meanwhile). */
-        a->tdr.node_progress_ns[node] = now;
+        a->tdr.node_seen_ns[node] = now;
         pthread_mutex_unlock(&a->paging.lock);
         return VIDMM_OK;
     }
@@ -181,7 +203,8 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
     }
     c->fence_completed = r.last_aborted_fence;
     a->tdr.node_completed[node]++;
-    a->tdr.node_progress_ns[node] = now;
+    a->tdr.node_seen[node] = a->tdr.node_completed[node];
+    a->tdr.node_seen_ns[node] = now;
     device_guilty(a, c->device);
     pthread_cond_broadcast(&a->paging.cond);
     pthread_mutex_unlock(&a->paging.lock);
@@ -298,7 +321,8 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     if (a->paging.next_fence - 1 > a->paging.completed_fence)
         a->paging.completed_fence = a->paging.next_fence - 1;
     a->tdr.paging_submitted = a->paging.completed_fence;
-    a->tdr.paging_progress_ns = now;
+    a->tdr.paging_seen = a->paging.completed_fence;
+    a->tdr.paging_seen_ns = now;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         if (!a->procs[i])
             continue;
@@ -318,7 +342,8 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     }
     for (uint32_t n = 0; n < VIDMM_MAX_NODES; n++) {
         a->tdr.node_completed[n] = a->tdr.node_submitted[n];
-        a->tdr.node_progress_ns[n] = now;
+        a->tdr.node_seen[n] = a->tdr.node_completed[n];
+        a->tdr.node_seen_ns[n] = now;
     }
     pthread_cond_broadcast(&a->paging.cond);
     pthread_mutex_unlock(&a->paging.lock);
@@ -351,9 +376,9 @@ static void recover(struct vidmm_adapter *a, int node)
         /* Slow, not stuck: another timeout from now. */
         pthread_mutex_lock(&a->paging.lock);
         if (node < 0)
-            a->tdr.paging_progress_ns = vidmm_tdr_now();
+            a->tdr.paging_seen_ns = vidmm_tdr_now();
         else
-            a->tdr.node_progress_ns[node] = vidmm_tdr_now();
+            a->tdr.node_seen_ns[node] = vidmm_tdr_now();
         pthread_mutex_unlock(&a->paging.lock);
         return;
     }
