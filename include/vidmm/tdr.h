@@ -13,8 +13,9 @@
  *    (reset_engine); that buffer's context is guilty: its device is put
  *    in the error state (VIDMM_E_DEVICE_LOST from then on, reset status
  *    GUILTY); the work queued behind it runs; memory is untouched.
- *  - adapter reset, when the engine reset is impossible or fails, or the
- *    paging engine hung: the driver drops all queued work
+ *  - adapter reset, when the engine reset is impossible or fails, the
+ *    paging engine hung, or a paging buffer faulted (reported for the
+ *    system paging process: reset at the next wait or poll, no timeout): the driver drops all queued work
  *    (reset_from_timeout), every fence is treated as passed, memory
  *    segments lose their content.  Then (docs/DECISIONS.md D30):
  *    allocations in memory segments whose system copy is current are
@@ -53,7 +54,7 @@ struct vidmm_tdr_stats {
     uint64_t hangs;                   /* hangs detected */
     uint64_t engine_resets;           /* resolved by resetting one engine */
     uint64_t adapter_resets;
-    uint64_t paging_hangs;            /* hangs of the paging engine */
+    uint64_t paging_hangs;            /* hangs of the paging engine, and paging buffers that faulted */
     uint64_t devices_guilty;          /* devices put in error by a reset */
     uint64_t devices_innocent;        /* devices whose work a reset dropped */
     uint64_t allocations_restored;    /* restored in place from a system copy after an adapter reset */

@@ -298,6 +298,8 @@ struct vidmm_tdr {
     uint64_t paging_seen;           /* paging completed fence at the last sample that saw progress */
     uint64_t paging_seen_ns;
     uint64_t generation;            /* adapter resets so far: content moves check it */
+    int paging_fault;               /* a paging buffer faulted: reset at the next wait or poll */
+    uint64_t paging_fault_before;   /* completed paging fence when it was reported */
     int in_recovery;
     struct vidmm_tdr_stats stats;
 };
@@ -467,6 +469,9 @@ uint64_t vidmm_tdr_now(void);
  * case hangs are looked for and recovered (paging.lock is dropped
  * meanwhile).  ETIMEDOUT once `until` passed, else 0. */
 int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until);
+/* Look for a hang (or a reported paging fault) now and recover it;
+ * paging.lock not held.  1 if a reset was made. */
+int vidmm_tdr_poll(struct vidmm_adapter *a);
 /* Mark allocation al's content as written by the paging buffer being
  * built (an adapter reset that drops that buffer loses the content). */
 void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al);

@@ -39,7 +39,10 @@ static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
     pthread_mutex_lock(&p->lock);
     while (p->completed_fence < fence)
         (void)vidmm_tdr_cond_wait(a, NULL);   /* looks for hangs between slices */
+    int fault = a->tdr.paging_fault;
     pthread_mutex_unlock(&p->lock);
+    if (fault)
+        (void)vidmm_tdr_poll(a);   /* a paging buffer faulted: reset before its results are used */
     return VIDMM_OK;
 }
 

@@ -248,10 +248,17 @@ int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va)
     if (!pp || t != pp->proc.self)
         return 0;
     /* A paging operation faulted: vidmm mapped less than it asked the
-     * driver to move, or the driver walked wrongly.  Either way a bug;
-     * it is counted (and queryable) rather than put on a device. */
+     * driver to move, or the driver walked wrongly.  Either way a bug and
+     * the content it moved is undefined: counted (and queryable), and
+     * treated as an unrecoverable paging fault - the next wait or poll
+     * resets the adapter (D31); what paging had not completed before
+     * this buffer counts as aborted. */
     pp->faults++;
     pp->fault_va = va;
+    if (!a->tdr.paging_fault) {
+        a->tdr.paging_fault = 1;
+        a->tdr.paging_fault_before = a->paging.completed_fence;
+    }
     return 1;
 }
 

@@ -78,7 +78,13 @@ static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *s
 static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 {
     struct vidmm_tdr *t = &a->tdr;
-    if (!t->timeout_ns || t->in_recovery)
+    if (t->in_recovery)
+        return 0;
+    if (t->paging_fault) {
+        *node = -1;   /* an unrecoverable paging fault: no timeout to wait */
+        return 1;
+    }
+    if (!t->timeout_ns)
         return 0;
     int hung = 0;
     if (sample(t->paging_submitted > a->paging.completed_fence, a->paging.completed_fence, &t->paging_seen,
@@ -100,7 +106,7 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 static void recover(struct vidmm_adapter *a, int node);
 
 /* Look for a hang and recover it; paging.lock not held.  1 if recovered. */
-static int poll_hangs(struct vidmm_adapter *a)
+int vidmm_tdr_poll(struct vidmm_adapter *a)
 {
     int node;
     pthread_mutex_lock(&a->paging.lock);
@@ -149,7 +155,7 @@ int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
     if (last)
         return ETIMEDOUT;
     pthread_mutex_unlock(&a->paging.lock);
-    (void)poll_hangs(a);
+    (void)vidmm_tdr_poll(a);
     pthread_mutex_lock(&a->paging.lock);
     return 0;
 }
@@ -318,6 +324,9 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     uint64_t now = vidmm_tdr_now();
     pthread_mutex_lock(&a->paging.lock);
     uint64_t done_before = a->paging.completed_fence;
+    if (a->tdr.paging_fault && a->tdr.paging_fault_before < done_before)
+        done_before = a->tdr.paging_fault_before;   /* the faulted buffer and what followed: undefined */
+    a->tdr.paging_fault = 0;
     if (a->paging.next_fence - 1 > a->paging.completed_fence)
         a->paging.completed_fence = a->paging.next_fence - 1;
     a->tdr.paging_submitted = a->paging.completed_fence;
@@ -370,7 +379,7 @@ static void recover(struct vidmm_adapter *a, int node)
     if (a->tdr.in_recovery)
         return;
     uint32_t responsive = 0;
-    if (a->ops.query_engine_status &&
+    if (!(node < 0 && a->tdr.paging_fault) && a->ops.query_engine_status &&
         a->ops.query_engine_status(a->driver, node < 0 ? VIDMM_PAGING_ENGINE : (uint32_t)node, &responsive) >= 0 &&
         responsive) {
         /* Slow, not stuck: another timeout from now. */
@@ -417,7 +426,7 @@ vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    int r = poll_hangs(a);
+    int r = vidmm_tdr_poll(a);
     if (recovered)
         *recovered = r;
     return VIDMM_OK;

@@ -68,6 +68,19 @@ static void w_set_root(void *d, const struct vidmm_set_root_page_table_args *a)
 {
     sgo()->set_root_page_table(sgof(d), a);
 }
+/* Resets (a paging fault resets the adapter, D31). */
+static vidmm_status w_reset_engine(void *d, struct vidmm_reset_engine_args *a)
+{
+    return sgo()->reset_engine(sgof(d), a);
+}
+static vidmm_status w_engine_status(void *d, uint32_t node, uint32_t *responsive)
+{
+    return sgo()->query_engine_status(sgof(d), node, responsive);
+}
+static vidmm_status w_reset(void *d) { return sgo()->reset_from_timeout(sgof(d)); }
+static vidmm_status w_restart(void *d) { return sgo()->restart_from_timeout(sgof(d)); }
+static vidmm_status w_power(void *d, uint32_t state) { return sgo()->set_power_state(sgof(d), state); }
+
 static uint64_t w_root_size(void *d, uint32_t *n)
 {
     return sgo()->get_root_page_table_size(sgof(d), n);
@@ -129,6 +142,15 @@ static vidmm_status vp_open_st(struct vp_fx *f, const struct vp_cfg *c)
     f->ops.unmap_cpu_host_aperture = w_unmap_hap;
     f->ops.set_root_page_table = w_set_root;
     f->ops.get_root_page_table_size = w_root_size;
+    f->ops.reset_engine = w_reset_engine;
+    f->ops.query_engine_status = w_engine_status;
+    f->ops.reset_from_timeout = w_reset;
+    f->ops.restart_from_timeout = w_restart;
+    f->ops.set_power_state = w_power;
+    /* Contexts' work is not used through this wrapper. */
+    f->ops.submit_command_virtual = NULL;
+    f->ops.submit_command_physical = NULL;
+    f->ops.patch = NULL;
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     softgpu_fill_adapter_create_info(f->sg, &ci);
@@ -764,6 +786,17 @@ static void paging_faults_mode(int synchronous)
     pp = pp_info(f.a);
     T_EQ_U64(pp.faults, 1);
     T_EQ_U64(pp.last_fault_va, pp.scratch_va);
+    /* An unrecoverable paging fault: the next poll (or wait) resets the
+     * adapter at once, no timeout (D31). */
+    int rec = 0;
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 1);
+    struct vidmm_tdr_stats ts;
+    T_ST(vidmm_adapter_get_tdr_stats(f.a, &ts), VIDMM_OK);
+    T_EQ_U64(ts.adapter_resets, 1);
+    T_EQ_U64(ts.paging_hangs, 1);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
 
     /* Through a process's root: the destination's last page is not
      * mapped.  The whole command is skipped - the mapped pages of the
