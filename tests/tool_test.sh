@@ -55,6 +55,11 @@ demo_has "demo over-commits 2x" "(2.0x) =="
 demo_has "demo over-commit integrity" ", 0 failures"
 demo_has "demo evicts and restores" "restores ("
 demo_has "demo budget refusals" "refused over budget"
+demo_has "demo engine reset" "1 hang found, 1 engine reset, 0 adapter resets"
+demo_has "demo adapter reset content" "editor's clean texture: restored; editor's CPU-written texture: lost, reads zero"
+demo_has "demo page tables rebuilt" "rebuilt page tables: ok"
+demo_has "demo standby and resume" "every byte back (GPU checksum and CPU read): yes"
+demo_has "demo recovery integrity" "recovery integrity: 0 failures; adapter check: clean"
 demo_has "demo final check" "adapter check after the demo: clean"
 rm -f /tmp/vidmm_demo_out.$$
 rm -f /tmp/vidmm_tool_out.$$

@@ -31,6 +31,8 @@ void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f);
 int cli_demo(int argc, char **argv);
 /* The over-commitment scenario of the demo; returns the failure count. */
 int cli_demo_overcommit(struct cli_session *s, uint32_t invis_segment);
+/* Hangs, engine and adapter reset, standby and resume; returns the failure count. */
+int cli_demo_recovery(struct cli_session *s);
 int cli_vamap(int argc, char **argv);
 /* run.c: vidmm run, vidmm replay, vidmm scenarios. */
 int cli_run(int argc, char **argv);

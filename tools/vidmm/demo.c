@@ -276,6 +276,7 @@ int cli_demo(int argc, char **argv)
     for (int i = 1; i < 8; i += 2)
         vidmm_allocation_destroy(a, filler[i].h);
     failures += cli_demo_overcommit(&s, invis);
+    failures += cli_demo_recovery(&s);
     printf("\nadapter check after the demo: %s\n", vidmm_adapter_check(a, NULL, 0) ? "FAILED" : "clean");
     cli_close(&s);
     return failures ? 1 : 0;
