@@ -570,7 +570,8 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     uint32_t n = args->allocation_count;
     /* Validate everything before anything changes. */
     for (uint32_t i = 0; i < n; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        const struct vidmm_allocation *al =
+            vidmm_handle_get_for(a, args->allocations[i].allocation, c->device->process->self);
         if (!al) {
             st = VIDMM_E_INVALID_HANDLE;
             goto out;
