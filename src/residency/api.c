@@ -546,6 +546,11 @@ vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vid
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
         al->offered = 1;
         al->offer_priority = offer_priority;
+        /* Still on a residency list: the GPU may have written it since
+         * its restore and no evict said otherwise, so a discard must not
+         * fall back on the backing copy and report the content kept. */
+        if (al->ref_total)
+            al->backing_valid = 0;
     }
     return VIDMM_OK;
 }
