@@ -21,262 +21,11 @@
  * alone; B's page tables map none of A's pages (softgpu's MMU walk); A's
  * device, context and queue handles are refused where B's are expected.
  */
-#include "harness/fault_alloc.h"
-#include "harness/test.h"
-#include "vidmm/softgpu.h"
-#include "vidmm/vidmm.h"
+#include "iso_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MIB (1ull << 20)
-#define KIB (1ull << 10)
-
-/* Layout of a process's auxiliary allocation (aperture, AccessedPhysically):
- * command buffers for virtual submissions, then 8-byte results. */
-#define AUX_SIZE (256 * KIB)
-#define AUX_RES (128 * KIB)
-#define MAX_ALLOCS 64u
-
-struct iso_fx {
-    struct fault_alloc fa;
-    struct softgpu *sg;
-    struct vidmm_adapter *a;
-    uint32_t ap;          /* aperture segment id */
-    int gpummu;
-};
-
-static int fx_open(struct iso_fx *f, const char *preset, uint32_t seg, uint64_t seg_size, int sync)
-{
-    memset(f, 0, sizeof(*f));
-    fault_alloc_init(&f->fa);
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = preset;
-    if (seg)
-        cfg.segment_size[seg] = seg_size;
-    cfg.synchronous = sync;
-    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
-    if (!f->sg)
-        return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    ci.system_memory_limit = 256 * MIB;
-    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
-    if (!f->a) {
-        softgpu_destroy(f->sg);
-        return -1;
-    }
-    struct vidmm_adapter_info ai;
-    T_ST(vidmm_adapter_query_info(f->a, &ai), VIDMM_OK);
-    f->ap = ai.aperture_segment_id;
-    struct vidmm_gpummu_info gi;
-    f->gpummu = vidmm_adapter_query_gpummu(f->a, &gi) == VIDMM_OK;
-    return 0;
-}
-
-static int checked(struct iso_fx *f)
-{
-    char rep[2048];
-    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
-    if (e)
-        fprintf(stderr, "adapter check: %s\n", rep);
-    e += softgpu_check(f->sg);
-    return e;
-}
-
-static void fx_close(struct iso_fx *f)
-{
-    T_EQ(checked(f), 0);
-    vidmm_adapter_close(f->a);
-    T_EQ(f->fa.live_blocks, 0);
-    T_EQ(f->fa.live_bytes, 0);
-    softgpu_destroy(f->sg);
-}
-
-/* ---- processes ---------------------------------------------------------- */
-
-struct iso_proc {
-    vidmm_handle proc, dev, queue, vctx, pctx;
-    vidmm_handle aux;
-    uint64_t aux_va;
-};
-
-static void mr(struct iso_fx *f, struct iso_proc *p, const vidmm_handle *l, uint32_t n, vidmm_status want)
-{
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof(m));
-    m.paging_queue = p->queue;
-    m.allocations = l;
-    m.count = n;
-    m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, p->dev, &m);
-    if (st == VIDMM_PENDING) {
-        T_ST(vidmm_paging_queue_wait(f->a, p->queue, m.paging_fence_value, UINT64_MAX), VIDMM_OK);
-        st = VIDMM_OK;
-    }
-    T_ST(st, want);
-}
-
-/* A private allocation of p: segments set, AccessedPhysically when ap,
- * CPU-visible when cpu; resident = created resident. */
-static vidmm_handle palloc(struct iso_fx *f, struct iso_proc *p, uint32_t set, uint64_t size, int ap, int cpu,
-                           int resident, vidmm_status want)
-{
-    struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = (ap ? VIDMM_ALLOC_ACCESSED_PHYSICALLY : 0) | (cpu ? VIDMM_ALLOC_CPU_VISIBLE : 0);
-    vidmm_handle h = 0;
-    T_ST(vidmm_device_allocation_create(f->a, p->dev, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h),
-         want);
-    return h;
-}
-
-static uint64_t map(struct iso_fx *f, struct iso_proc *p, vidmm_handle h, uint64_t size)
-{
-    uint64_t va = 0;
-    T_ST(vidmm_gpuva_map(f->a, p->proc, 0, 0, 0, h, 0, size, 0, 0, &va), VIDMM_OK);
-    return va;
-}
-
-static void new_proc(struct iso_fx *f, struct iso_proc *p)
-{
-    memset(p, 0, sizeof(*p));
-    T_ST(vidmm_process_create(f->a, &p->proc), VIDMM_OK);
-    T_ST(vidmm_device_create(f->a, p->proc, &p->dev), VIDMM_OK);
-    T_ST(vidmm_paging_queue_create(f->a, p->dev, VIDMM_PAGING_QUEUE_NORMAL, &p->queue), VIDMM_OK);
-    struct vidmm_context_desc cd = { SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL, 0, 0 };
-    T_ST(vidmm_context_create(f->a, p->dev, &cd, &p->pctx), VIDMM_OK);
-    if (f->gpummu) {
-        struct vidmm_context_desc vd = { SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
-        T_ST(vidmm_context_create(f->a, p->dev, &vd, &p->vctx), VIDMM_OK);
-    }
-    p->aux = palloc(f, p, VIDMM_SEGMENT_BIT(f->ap), AUX_SIZE, 1, 1, 1, VIDMM_OK);
-    mr(f, p, &p->aux, 1, VIDMM_OK);
-    if (f->gpummu)
-        p->aux_va = map(f, p, p->aux, AUX_SIZE);
-}
-
-static uint64_t aux_read(struct iso_fx *f, struct iso_proc *p, uint64_t off)
-{
-    void *c = NULL;
-    uint64_t v = 0;
-    T_ST(vidmm_device_lock(f->a, p->dev, p->aux, &c), VIDMM_OK);
-    if (c)
-        memcpy(&v, (char *)c + off, 8);
-    T_ST(vidmm_device_unlock(f->a, p->dev, p->aux), VIDMM_OK);
-    return v;
-}
-
-static void aux_write(struct iso_fx *f, struct iso_proc *p, uint64_t off, const void *src, size_t n)
-{
-    void *c = NULL;
-    T_ST(vidmm_device_lock(f->a, p->dev, p->aux, &c), VIDMM_OK);
-    if (c)
-        memcpy((char *)c + off, src, n);
-    T_ST(vidmm_device_unlock(f->a, p->dev, p->aux), VIDMM_OK);
-}
-
-/* Run a command buffer in p's virtual context (copied into its aux
- * allocation) and wait for it. */
-static void run_virtual(struct iso_fx *f, struct iso_proc *p, const struct softgpu_cmdbuf *cb)
-{
-    aux_write(f, p, 0, cb->data, cb->size);
-    uint64_t fence = 0;
-    T_ST(vidmm_submit_virtual(f->a, p->vctx, p->aux_va, cb->size, &fence), VIDMM_OK);
-    if (fence)
-        T_ST(vidmm_context_wait(f->a, p->vctx, fence, UINT64_MAX), VIDMM_OK);
-}
-
-static uint64_t zero_sum(uint64_t size)
-{
-    void *z = calloc(1, size);
-    uint64_t h = z ? softgpu_checksum(z, size) : 0;
-    free(z);
-    return h;
-}
-
-static uint64_t fill_sum(uint64_t size, uint32_t pattern)
-{
-    uint32_t *w = malloc(size);
-    for (uint64_t i = 0; w && i < size / 4; i++)
-        w[i] = pattern;
-    uint64_t h = w ? softgpu_checksum(w, size) : 0;
-    free(w);
-    return h;
-}
-
-/* CHECKSUM of each of h[0..n) (size bytes each) in p's contexts: virtual
- * at va[i] when va is given, physical through patched segment addresses
- * when phys (the allocations must be AccessedPhysically).  Each result
- * must equal want. */
-static void gpu_sums(struct iso_fx *f, struct iso_proc *p, const vidmm_handle *h, const uint64_t *va, uint32_t n,
-                     uint64_t size, int phys, uint64_t want)
-{
-    uint8_t buf[MAX_ALLOCS * 32 + 64];
-    if (va) {
-        aux_write(f, p, AUX_RES, (uint8_t[8 * MAX_ALLOCS]){ 0 }, 8 * n);
-        struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
-        for (uint32_t i = 0; i < n; i++)
-            T_ST(softgpu_cmd_checksum(&cb, va[i], size, p->aux_va + AUX_RES + 8 * i), VIDMM_OK);
-        run_virtual(f, p, &cb);
-        for (uint32_t i = 0; i < n; i++)
-            T_EQ_U64(aux_read(f, p, AUX_RES + 8 * i), want);
-    }
-    if (phys) {
-        aux_write(f, p, AUX_RES, (uint8_t[8 * MAX_ALLOCS]){ 0 }, 8 * n);
-        struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
-        struct vidmm_submit_allocation al[MAX_ALLOCS + 1];
-        struct vidmm_patch_location pl[2 * MAX_ALLOCS];
-        memset(al, 0, sizeof(al));
-        memset(pl, 0, sizeof(pl));
-        al[0].allocation = p->aux;
-        al[0].flags = VIDMM_SUBMIT_WRITE;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t at = cb.size;
-            T_ST(softgpu_cmd_checksum(&cb, 0, size, 0), VIDMM_OK);
-            al[1 + i].allocation = h[i];
-            pl[2 * i] = (struct vidmm_patch_location){ 1 + i, 0, 0, 0, at + SOFTGPU_CMD_OPERAND(0), 0 };
-            pl[2 * i + 1] =
-                (struct vidmm_patch_location){ 0, 0, 0, (uint32_t)(AUX_RES + 8 * i), at + SOFTGPU_CMD_OPERAND(2), 0 };
-        }
-        struct vidmm_submit_physical_args pa;
-        memset(&pa, 0, sizeof(pa));
-        pa.buffer = buf;
-        pa.size = cb.size;
-        pa.allocations = al;
-        pa.allocation_count = n + 1;
-        pa.patches = pl;
-        pa.patch_count = 2 * n;
-        T_ST(vidmm_submit_physical(f->a, p->pctx, &pa), VIDMM_OK);
-        if (pa.fence)
-            T_ST(vidmm_context_wait(f->a, p->pctx, pa.fence, UINT64_MAX), VIDMM_OK);
-        for (uint32_t i = 0; i < n; i++)
-            T_EQ_U64(aux_read(f, p, AUX_RES + 8 * i), want);
-    }
-}
-
-/* Every byte of h reads zero through p's CPU lock. */
-static void cpu_zero(struct iso_fx *f, struct iso_proc *p, vidmm_handle h, uint64_t size)
-{
-    void *c = NULL;
-    T_ST(vidmm_device_lock(f->a, p->dev, h, &c), VIDMM_OK);
-    if (!c)
-        return;
-    const uint8_t *b = c;
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < size; i++)
-        bad += b[i] != 0;
-    T_EQ_U64(bad, 0);
-    T_ST(vidmm_device_unlock(f->a, p->dev, h), VIDMM_OK);
-}
 
 /* Physical ranges of h (memory segments; aperture when mapped). */
 static uint32_t ranges_of(struct iso_fx *f, vidmm_handle h, struct vidmm_physical_range *r, uint32_t cap)
@@ -345,11 +94,11 @@ struct iso_cfg {
 static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
 {
     struct iso_fx f;
-    if (fx_open(&f, cfg->preset, cfg->aperture ? 0 : cfg->seg, cfg->seg_size, sync))
+    if (iso_open(&f, cfg->preset, cfg->aperture ? 0 : cfg->seg, cfg->seg_size, sync))
         return;
     struct iso_proc A, B;
-    new_proc(&f, &A);
-    new_proc(&f, &B);
+    iso_new_proc(&f, &A);
+    iso_new_proc(&f, &B);
     uint32_t set = VIDMM_SEGMENT_BIT(cfg->seg);
     struct vidmm_segment_info si;
     T_ST(vidmm_segment_query(f.a, cfg->seg, &si), VIDMM_OK);
@@ -360,17 +109,17 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
     vidmm_handle ah[MAX_ALLOCS];
     uint64_t ava[MAX_ALLOCS];
     for (uint32_t i = 0; i < na; i++) {
-        ah[i] = palloc(&f, &A, set, ASIZE, cfg->aperture, cfg->cpu, 0, VIDMM_OK);
-        ava[i] = f.gpummu ? map(&f, &A, ah[i], ASIZE) : 0;
+        ah[i] = iso_palloc(&f, &A, set, ASIZE, cfg->aperture, cfg->cpu, 0, VIDMM_OK);
+        ava[i] = f.gpummu ? iso_map(&f, &A, ah[i], ASIZE) : 0;
     }
-    mr(&f, &A, ah, na, VIDMM_OK);
+    iso_mr(&f, &A, ah, na, VIDMM_OK);
     /* A's content. */
     if (f.gpummu) {
         uint8_t buf[MAX_ALLOCS * 32];
         struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
         for (uint32_t i = 0; i < na; i++)
             T_ST(softgpu_cmd_fill(&cb, ava[i], ASIZE, 0xA5A50000u | i), VIDMM_OK);
-        run_virtual(&f, &A, &cb);
+        iso_run_virtual(&f, &A, &cb);
     } else {
         for (uint32_t i = 0; i < na; i++) {
             void *c = NULL;
@@ -390,7 +139,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
             T_CHECK(phys_holds(&f, ar[nar].segment_id, ar[nar].offset, ar[nar].size, 0xA5A50000u | i));
         nar += k;
     }
-    T_EQ(checked(&f), 0);
+    T_EQ(iso_checked(&f), 0);
 
     /* B within its fair share of the segment (D22): it takes half. */
     uint32_t nb = how == ISO_OVERCOMMIT || how == ISO_OFFER ? na / 2 : na;
@@ -417,10 +166,10 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
     vidmm_handle bh[MAX_ALLOCS];
     uint64_t bva[MAX_ALLOCS];
     for (uint32_t i = 0; i < nb; i++)
-        bh[i] = palloc(&f, &B, set, ASIZE, 1, cfg->cpu, created_resident, VIDMM_OK);
-    mr(&f, &B, bh, nb, VIDMM_OK);
+        bh[i] = iso_palloc(&f, &B, set, ASIZE, 1, cfg->cpu, created_resident, VIDMM_OK);
+    iso_mr(&f, &B, bh, nb, VIDMM_OK);
     for (uint32_t i = 0; i < nb; i++)
-        bva[i] = f.gpummu ? map(&f, &B, bh[i], ASIZE) : 0;
+        bva[i] = f.gpummu ? iso_map(&f, &B, bh[i], ASIZE) : 0;
     struct vidmm_physical_range br[MAX_ALLOCS * 4];
     uint32_t nbr = 0;
     for (uint32_t i = 0; i < nb; i++)
@@ -447,12 +196,12 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
     for (uint32_t i = 0; i < nb; i++)
         T_EQ(seg_of(&f, bh[i]), cfg->seg);
     /* B sees zeros: CPU, GPU virtual, GPU physical. */
-    uint64_t z = zero_sum(ASIZE);
-    gpu_sums(&f, &B, bh, f.gpummu ? bva : NULL, nb, ASIZE, 1, z);
+    uint64_t z = iso_zero_sum(ASIZE);
+    iso_gpu_sums(&f, &B, bh, f.gpummu ? bva : NULL, nb, ASIZE, 1, z);
     if (cfg->cpu)
         for (uint32_t i = 0; i < nb; i++)
-            cpu_zero(&f, &B, bh[i], ASIZE);
-    T_EQ(checked(&f), 0);
+            iso_cpu_zero(&f, &B, bh[i], ASIZE);
+    T_EQ(iso_checked(&f), 0);
 
     /* A's content where it still exists. */
     if (how == ISO_OVERCOMMIT || how == ISO_OFFER || how == ISO_RELOCATE) {
@@ -463,17 +212,17 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
             for (uint32_t i = 0; i < na; i++)   /* the offered ones B's pressure took are lost */
                 T_EQ(res[i], a_gone[i] ? VIDMM_RECLAIM_DISCARDED : VIDMM_RECLAIM_OK);
         }
-        mr(&f, &A, ah, na, VIDMM_OK);
+        iso_mr(&f, &A, ah, na, VIDMM_OK);
         for (uint32_t i = 0; i < na; i++) {
-            uint64_t want = how == ISO_OFFER && a_gone[i] ? z : fill_sum(ASIZE, 0xA5A50000u | i);
+            uint64_t want = how == ISO_OFFER && a_gone[i] ? z : iso_fill_sum(ASIZE, 0xA5A50000u | i);
             if (f.gpummu)
-                gpu_sums(&f, &A, &ah[i], &ava[i], 1, ASIZE, 0, want);
+                iso_gpu_sums(&f, &A, &ah[i], &ava[i], 1, ASIZE, 0, want);
             if (cfg->aperture)
-                gpu_sums(&f, &A, &ah[i], NULL, 1, ASIZE, 1, want);
+                iso_gpu_sums(&f, &A, &ah[i], NULL, 1, ASIZE, 1, want);
         }
     }
-    T_EQ(checked(&f), 0);
-    fx_close(&f);
+    T_EQ(iso_checked(&f), 0);
+    iso_close(&f);
 }
 
 static const struct iso_cfg cfgs[] = {
@@ -518,16 +267,16 @@ static void stale_pages_all(void)
 static void access_preset(const char *preset, int sync)
 {
     struct iso_fx f;
-    if (fx_open(&f, preset, 0, 0, sync))
+    if (iso_open(&f, preset, 0, 0, sync))
         return;
     struct iso_proc A, B;
-    new_proc(&f, &A);
-    new_proc(&f, &B);
+    iso_new_proc(&f, &A);
+    iso_new_proc(&f, &B);
     const uint32_t set = VIDMM_SEGMENT_BIT(f.ap);   /* system pages: the CPU and every mode reach them */
-    vidmm_handle x = palloc(&f, &A, set, 256 * KIB, 1, 1, 1, VIDMM_OK);
-    vidmm_handle y = palloc(&f, &B, set, 256 * KIB, 1, 1, 1, VIDMM_OK);
-    mr(&f, &A, &x, 1, VIDMM_OK);
-    mr(&f, &B, &y, 1, VIDMM_OK);
+    vidmm_handle x = iso_palloc(&f, &A, set, 256 * KIB, 1, 1, 1, VIDMM_OK);
+    vidmm_handle y = iso_palloc(&f, &B, set, 256 * KIB, 1, 1, 1, VIDMM_OK);
+    iso_mr(&f, &A, &x, 1, VIDMM_OK);
+    iso_mr(&f, &B, &y, 1, VIDMM_OK);
     void *pa = NULL;
     T_ST(vidmm_device_lock(f.a, A.dev, x, &pa), VIDMM_OK);
     for (uint64_t k = 0; pa && k < 256 * KIB / 4; k++)
@@ -538,7 +287,7 @@ static void access_preset(const char *preset, int sync)
     if (f.gpummu)
         T_ST(vidmm_gpuva_map(f.a, A.proc, A_VA, 0, 0, x, 0, 256 * KIB, 0, 0, &xva), VIDMM_OK);
     else
-        xva = map(&f, &A, x, 256 * KIB);   /* IoMmu: its CPU address */
+        xva = iso_map(&f, &A, x, 256 * KIB);   /* IoMmu: its CPU address */
 
     struct vidmm_process_info bi0, bi1;
     T_ST(vidmm_process_query(f.a, B.proc, &bi0), VIDMM_OK);
@@ -639,7 +388,7 @@ static void access_preset(const char *preset, int sync)
     T_EQ(rx1.resident, 1);
     T_ST(vidmm_submit_get_stats(f.a, &ss1), VIDMM_OK);
     T_EQ_U64(ss1.physical_submissions, ss0.physical_submissions);
-    T_EQ(checked(&f), 0);
+    T_EQ(iso_checked(&f), 0);
 
     /* Adapter-wide allocations stay shared: both may map and list one. */
     struct softgpu_alloc_desc d;
@@ -652,13 +401,13 @@ static void access_preset(const char *preset, int sync)
     T_ST(vidmm_allocation_create(f.a, &d, sizeof d, &sh), VIDMM_OK);
     void *pc = NULL;
     if (f.gpummu) {
-        (void)map(&f, &A, sh, 64 * KIB);
-        (void)map(&f, &B, sh, 64 * KIB);
+        (void)iso_map(&f, &A, sh, 64 * KIB);
+        (void)iso_map(&f, &B, sh, 64 * KIB);
     }
-    mr(&f, &A, &sh, 1, VIDMM_OK);
+    iso_mr(&f, &A, &sh, 1, VIDMM_OK);
     T_ST(vidmm_device_lock(f.a, B.dev, sh, &pc), VIDMM_OK);
     T_ST(vidmm_device_unlock(f.a, B.dev, sh), VIDMM_OK);
-    T_EQ(checked(&f), 0);
+    T_EQ(iso_checked(&f), 0);
     if (f.gpummu) {
         /* Page tables: B's root maps nothing at A's VA; A's does. */
         struct vidmm_physical_address ra, rb;
@@ -688,7 +437,7 @@ static void access_preset(const char *preset, int sync)
         cb.size = 0;
         T_ST(softgpu_cmd_write64(&cb, xva + 64, 0xBADBADull), VIDMM_OK);
         T_ST(softgpu_cmd_fill(&cb, xva, 4096, 0xBADBADu), VIDMM_OK);
-        aux_write(&f, &B, 0, cb.data, cb.size);
+        iso_aux_write(&f, &B, 0, cb.data, cb.size);
         uint64_t fence = 0;
         T_ST(vidmm_submit_virtual(f.a, B.vctx, B.aux_va, cb.size, &fence), VIDMM_OK);
         T_ST(vidmm_context_wait(f.a, B.vctx, fence, UINT64_MAX), VIDMM_OK);
@@ -700,11 +449,11 @@ static void access_preset(const char *preset, int sync)
         T_EQ(di.lost, 0);
         /* A reader process C: its CHECKSUM of A's VA faults too. */
         struct iso_proc C;
-        new_proc(&f, &C);
+        iso_new_proc(&f, &C);
         cb.size = 0;
         T_ST(softgpu_cmd_checksum(&cb, xva, 256 * KIB, C.aux_va + AUX_RES), VIDMM_OK);
-        aux_write(&f, &C, AUX_RES, (uint64_t[1]){ 0 }, 8);
-        aux_write(&f, &C, 0, cb.data, cb.size);
+        iso_aux_write(&f, &C, AUX_RES, (uint64_t[1]){ 0 }, 8);
+        iso_aux_write(&f, &C, 0, cb.data, cb.size);
         T_ST(vidmm_submit_virtual(f.a, C.vctx, C.aux_va, cb.size, &fence), VIDMM_OK);
         T_ST(vidmm_context_wait(f.a, C.vctx, fence, UINT64_MAX), VIDMM_OK);
         T_ST(vidmm_device_query(f.a, C.dev, &di), VIDMM_OK);
@@ -720,16 +469,16 @@ static void access_preset(const char *preset, int sync)
         /* The same VA number in C's own space is C's memory: its writes
          * land there, not in A's allocation. */
         T_ST(vidmm_process_destroy(f.a, C.proc), VIDMM_OK);
-        new_proc(&f, &C);
-        vidmm_handle z = palloc(&f, &C, set, 256 * KIB, 1, 1, 1, VIDMM_OK);
-        mr(&f, &C, &z, 1, VIDMM_OK);
+        iso_new_proc(&f, &C);
+        vidmm_handle z = iso_palloc(&f, &C, set, 256 * KIB, 1, 1, 1, VIDMM_OK);
+        iso_mr(&f, &C, &z, 1, VIDMM_OK);
         uint64_t zva = 0;
         T_ST(vidmm_gpuva_map(f.a, C.proc, A_VA, 0, 0, z, 0, 256 * KIB, 0, 0, &zva), VIDMM_OK);
         T_EQ_U64(zva, xva);
         cb.size = 0;
         T_ST(softgpu_cmd_fill(&cb, zva, 256 * KIB, 0xC0C0C0C0u), VIDMM_OK);
-        run_virtual(&f, &C, &cb);
-        gpu_sums(&f, &C, &z, &zva, 1, 256 * KIB, 0, fill_sum(256 * KIB, 0xC0C0C0C0u));
+        iso_run_virtual(&f, &C, &cb);
+        iso_gpu_sums(&f, &C, &z, &zva, 1, 256 * KIB, 0, iso_fill_sum(256 * KIB, 0xC0C0C0C0u));
         T_ST(vidmm_process_destroy(f.a, C.proc), VIDMM_OK);
         T_ST(vidmm_allocation_query(f.a, z, &xs), VIDMM_E_INVALID_HANDLE);   /* went with C */
     }
@@ -738,7 +487,7 @@ static void access_preset(const char *preset, int sync)
     if (pc)
         T_EQ_U64(softgpu_checksum(pc, 256 * KIB), xsum);
     T_ST(vidmm_device_unlock(f.a, A.dev, x), VIDMM_OK);
-    gpu_sums(&f, &A, &x, f.gpummu ? &xva : NULL, 1, 256 * KIB, 1, xsum);
+    iso_gpu_sums(&f, &A, &x, f.gpummu ? &xva : NULL, 1, 256 * KIB, 1, xsum);
     /* A's handles after A: all invalid, B unaffected. */
     T_ST(vidmm_process_destroy(f.a, A.proc), VIDMM_OK);
     T_ST(vidmm_allocation_query(f.a, x, &xs), VIDMM_E_INVALID_HANDLE);
@@ -746,9 +495,9 @@ static void access_preset(const char *preset, int sync)
     T_ST(vidmm_device_query(f.a, A.dev, &dq), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_paging_queue_fence(f.a, A.queue, &fs1), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_context_fence(f.a, A.pctx, &fs1, &fc1), VIDMM_E_INVALID_HANDLE);
-    T_EQ(checked(&f), 0);
+    T_EQ(iso_checked(&f), 0);
     T_ST(vidmm_allocation_destroy(f.a, sh), VIDMM_OK);
-    fx_close(&f);
+    iso_close(&f);
 }
 
 static void access_dgpu(void) { access_preset("dgpu", 0); }
