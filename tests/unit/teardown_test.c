@@ -395,6 +395,7 @@ struct rnd_proc {
     struct iso_proc p;
     vidmm_handle h[RA];
     uint64_t va[RA], size[RA];
+    int listed[RA];      /* on the device's residency list: its GPU work may touch it */
 };
 
 static void rnd_proc_new(struct iso_fx *f, struct rnd_proc *r)
@@ -429,6 +430,7 @@ static void random_once(uint64_t seed)
             if (!r->h[k]) {
                 r->size[k] = (1 + t_rand_range(&s, 4)) * MIB;
                 r->h[k] = iso_palloc(&f, &r->p, SETMEM, r->size[k], 0, 1, 0, VIDMM_OK);
+                r->listed[k] = 0;
                 r->va[k] = r->h[k] ? iso_map(&f, &r->p, r->h[k], r->size[k]) : 0;
             }
             break;
@@ -439,13 +441,14 @@ static void random_once(uint64_t seed)
             for (uint32_t i = 0; i < RA; i++)
                 if (r->h[i])
                     l[n++] = r->h[i];
-            if (n)
-                (void)mr_nowait(&f, r->p.dev, r->p.queue, l, n);
+            if (n && mr_nowait(&f, r->p.dev, r->p.queue, l, n) >= 0)
+                for (uint32_t i = 0; i < RA; i++)
+                    r->listed[i] = r->h[i] != 0;
             break;
         }
         case 4: { /* a long buffer over one allocation, not waited for */
-            if (!r->h[k])
-                break;
+            if (!r->h[k] || !r->listed[k])
+                break;   /* an allocation off the list would fault: the device would be lost */
             uint8_t buf[512];
             struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
             for (int j = 0; j < 6; j++) {
@@ -479,6 +482,11 @@ static void random_once(uint64_t seed)
             T_ST(vidmm_process_destroy(f.a, r->p.proc), VIDMM_OK);
             r->live = 0;
             break;
+        }
+        for (uint32_t i = 0; i < RP; i++) {   /* no work strayed off its list */
+            struct vidmm_device_info di;
+            if (rp[i].live && vidmm_device_query(f.a, rp[i].p.dev, &di) == VIDMM_OK)
+                T_EQ(di.lost, 0);
         }
         if (!checked_ok(&f)) {
             fprintf(stderr, "teardown random: seed %llu step %d\n", (unsigned long long)seed, step);
