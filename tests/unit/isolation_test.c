@@ -504,11 +504,58 @@ static void access_dgpu(void) { access_preset("dgpu", 0); }
 static void access_wddm1(void) { access_preset("wddm1", 1); }
 static void access_igpu(void) { access_preset("igpu", 0); }
 
+/* The private-allocation entries refuse bad input and change nothing. */
+static void private_bad_input(void)
+{
+    struct iso_fx f;
+    if (iso_open(&f, "dgpu", 0, 0, 1))
+        return;
+    struct iso_proc A;
+    iso_new_proc(&f, &A);
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.kind = SOFTGPU_ALLOC_EXPLICIT;
+    d.size = d.info.size = 64 * KIB;
+    d.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1);
+    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    struct vidmm_adapter_info a0, a1;
+    T_ST(vidmm_adapter_query_info(f.a, &a0), VIDMM_OK);
+    vidmm_handle h = 77;
+    T_ST(vidmm_device_allocation_create(NULL, A.dev, &d, sizeof d, 0, &h), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, 0, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, 0x80, &h), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_device_allocation_create(f.a, A.proc, &d, sizeof d, 0, &h), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_device_allocation_create(f.a, A.queue, &d, sizeof d, 0, &h), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_device_allocation_create(f.a, 0, &d, sizeof d, 0, &h), VIDMM_E_INVALID_HANDLE);
+    T_EQ_U64(h, 77);
+    void *c = (void *)&c;
+    T_ST(vidmm_device_lock(NULL, A.dev, A.aux, &c), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_device_lock(f.a, A.dev, A.aux, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_device_lock(f.a, A.dev, 0, &c), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_device_lock(f.a, A.pctx, A.aux, &c), VIDMM_E_INVALID_HANDLE);
+    T_CHECK(c == (void *)&c);
+    T_ST(vidmm_device_unlock(NULL, A.dev, A.aux), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_device_unlock(f.a, A.dev, A.aux), VIDMM_E_STATE);   /* not locked */
+    T_ST(vidmm_device_unlock(f.a, A.queue, A.aux), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_adapter_query_info(f.a, &a1), VIDMM_OK);
+    T_EQ_U64(a1.live_allocations, a0.live_allocations);
+    /* A destroyed private allocation's handle, and a destroyed device. */
+    vidmm_handle p = iso_palloc(&f, &A, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0, 1, 1, VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, p), VIDMM_OK);
+    T_ST(vidmm_device_lock(f.a, A.dev, p, &c), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_device_destroy(f.a, A.dev), VIDMM_OK);
+    T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, 0, &h), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_device_lock(f.a, A.dev, A.aux, &c), VIDMM_E_INVALID_HANDLE);
+    T_EQ(iso_checked(&f), 0);
+    iso_close(&f);
+}
+
 void suite_isolation(void);
 void suite_isolation(void)
 {
     stale_pages_all();
     t_run("isolation_access_dgpu", access_dgpu);
+    t_run("isolation_private_bad_input", private_bad_input);
     t_run("isolation_access_wddm1", access_wddm1);
     t_run("isolation_access_igpu", access_igpu);
 }
