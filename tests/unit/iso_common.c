@@ -10,13 +10,21 @@
 
 int iso_open(struct iso_fx *f, const char *preset, uint32_t seg, uint64_t seg_size, int sync)
 {
+    uint64_t sizes[SOFTGPU_MAX_SEGMENTS + 1] = { 0 };
+    if (seg <= SOFTGPU_MAX_SEGMENTS)
+        sizes[seg] = seg_size;
+    return iso_open_sizes(f, preset, sizes, sync);
+}
+
+int iso_open_sizes(struct iso_fx *f, const char *preset, const uint64_t *sizes, int sync)
+{
     memset(f, 0, sizeof(*f));
     fault_alloc_init(&f->fa);
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.preset = preset;
-    if (seg)
-        cfg.segment_size[seg] = seg_size;
+    for (uint32_t i = 1; i <= SOFTGPU_MAX_SEGMENTS; i++)
+        cfg.segment_size[i] = sizes[i];
     cfg.synchronous = sync;
     T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
     if (!f->sg)

@@ -26,16 +26,16 @@
 #include <string.h>
 
 #define BIG (12 * MIB)          /* larger than the scratch window: chunked virtual paging */
-#define NBIG 6u
+#define NBIG 8u
 #define SETMEM (VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2))
 
 static int open_dgpu(struct iso_fx *f)
 {
-    /* 32 + 64 MiB of memory: the window is 8 MiB, six BIG allocations
-     * and the bystander over-commit it. */
-    if (iso_open(f, "dgpu", 1, 32 * MIB, 0))
-        return -1;
-    return 0;
+    /* 32 + 64 MiB of memory: the paging process's window is 8 MiB (a
+     * quarter of the largest segment, halved), so BIG moves in chunks;
+     * eight BIG allocations and the bystander over-commit it. */
+    uint64_t sizes[SOFTGPU_MAX_SEGMENTS + 1] = { 0, 32 * MIB, 64 * MIB };
+    return iso_open_sizes(f, "dgpu", sizes, 0);
 }
 
 /* ---- segments back to where they started --------------------------------- */
@@ -268,6 +268,13 @@ static void pending_paging(void)
                  VIDMM_E_INVALID_HANDLE);
     }
     T_CHECK(pending > 0);   /* the paging really was in flight */
+    struct vidmm_residency_stats rs;
+    T_ST(vidmm_residency_get_stats(f.a, &rs), VIDMM_OK);
+    T_CHECK(rs.evictions > 0);
+    struct vidmm_paging_process_info pp;
+    T_ST(vidmm_adapter_query_paging_process(f.a, &pp), VIDMM_OK);
+    T_CHECK(pp.window_size < BIG);
+    T_CHECK(pp.chunks > pp.moves);   /* BIG ones moved in several windows */
     bystander_verify(&f, &v);
     T_ST(vidmm_process_destroy(f.a, v.p.proc), VIDMM_OK);
     base_expect(&f, &base);
