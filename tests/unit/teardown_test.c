@@ -163,23 +163,23 @@ static vidmm_status mr_nowait(struct iso_fx *f, vidmm_handle dev, vidmm_handle q
  * Returns the submissions still in flight right after. */
 static uint64_t load_submit(struct iso_fx *f, struct td_load *l, int physical)
 {
-    /* Two virtual buffers in the aux allocation: [0, 16K) and [16K, 32K). */
-    uint8_t buf[4096];
-    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    /* Two virtual buffers in the aux allocation, [0, 16K) and [16K, 32K),
+     * both written before either is submitted: a lock of the aux
+     * allocation waits for the work that uses it, and both nodes are
+     * to run at once. */
+    uint8_t buf[4096], buf2[4096];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf }, cb2 = { buf2, 0, sizeof buf2 };
     for (int k = 0; k < 8; k++) {
         T_ST(softgpu_cmd_copy(&cb, l->va[1], l->va[0], BIG), VIDMM_OK);
         T_ST(softgpu_cmd_checksum(&cb, l->va[1], BIG, l->p.aux_va + AUX_RES + 8 * (uint64_t)k), VIDMM_OK);
+        T_ST(softgpu_cmd_fill(&cb2, l->va[2], BIG, 0x11110000u | (uint32_t)k), VIDMM_OK);
+        T_ST(softgpu_cmd_copy(&cb2, l->va[3], l->va[2], BIG), VIDMM_OK);
     }
     iso_aux_write(f, &l->p, 0, cb.data, cb.size);
+    iso_aux_write(f, &l->p, 16 * KIB, cb2.data, cb2.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f->a, l->p.vctx, l->p.aux_va, cb.size, &fence), VIDMM_OK);
-    cb.size = 0;
-    for (int k = 0; k < 8; k++) {
-        T_ST(softgpu_cmd_fill(&cb, l->va[2], BIG, 0x11110000u | (uint32_t)k), VIDMM_OK);
-        T_ST(softgpu_cmd_copy(&cb, l->va[3], l->va[2], BIG), VIDMM_OK);
-    }
-    iso_aux_write(f, &l->p, 16 * KIB, cb.data, cb.size);
-    T_ST(vidmm_submit_virtual(f->a, l->cctx, l->p.aux_va + 16 * KIB, cb.size, &fence), VIDMM_OK);
+    T_ST(vidmm_submit_virtual(f->a, l->cctx, l->p.aux_va + 16 * KIB, cb2.size, &fence), VIDMM_OK);
     if (physical) {
         /* The host buffer must outlive the work: a static one, reused
          * only after its previous submission finished (vidmm refuses a
@@ -424,14 +424,14 @@ static void random_once(uint64_t seed)
     struct rnd_proc rp[RP];
     memset(rp, 0, sizeof(rp));
     uint64_t s = seed;
-    for (int step = 0; step < 60; step++) {
+    for (int step = 0; step < 80; step++) {
         struct rnd_proc *r = &rp[t_rand_range(&s, RP)];
         if (!r->live) {
             rnd_proc_new(&f, r);
             continue;
         }
         uint32_t k = (uint32_t)t_rand_range(&s, RA);
-        switch (t_rand_range(&s, 8)) {
+        switch (t_rand_range(&s, 9)) {
         case 0:
         case 1:   /* create (evicted) and map */
             if (!r->h[k]) {
@@ -483,6 +483,18 @@ static void random_once(uint64_t seed)
             struct vidmm_context_desc cd = { (uint32_t)t_rand_range(&s, SOFTGPU_NODES), VIDMM_CONTEXT_VIRTUAL, 0,
                                              0 };
             T_ST(vidmm_context_create(f.a, r->p.dev, &cd, &r->p.vctx), VIDMM_OK);
+            break;
+        }
+        case 7: { /* the device goes, whatever it was doing; a new one takes over */
+            T_ST(vidmm_device_destroy(f.a, r->p.dev), VIDMM_OK);
+            T_ST(vidmm_device_create(f.a, r->p.proc, &r->p.dev), VIDMM_OK);
+            T_ST(vidmm_paging_queue_create(f.a, r->p.dev, VIDMM_PAGING_QUEUE_NORMAL, &r->p.queue), VIDMM_OK);
+            struct vidmm_context_desc pd = { SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL, 0, 0 };
+            T_ST(vidmm_context_create(f.a, r->p.dev, &pd, &r->p.pctx), VIDMM_OK);
+            struct vidmm_context_desc vd = { SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
+            T_ST(vidmm_context_create(f.a, r->p.dev, &vd, &r->p.vctx), VIDMM_OK);
+            (void)mr_nowait(&f, r->p.dev, r->p.queue, &r->p.aux, 1);
+            memset(r->listed, 0, sizeof(r->listed));   /* the old list went with the device */
             break;
         }
         default:  /* the process goes, whatever it was doing */
