@@ -459,6 +459,9 @@ static void access_preset(const char *preset, int sync)
         T_ST(vidmm_device_query(f.a, C.dev, &di), VIDMM_OK);
         T_EQ(di.lost, 1);
         T_ST(vidmm_device_lock(f.a, C.dev, C.aux, &pc), VIDMM_E_DEVICE_LOST);   /* a lost device locks nothing */
+        vidmm_handle none = 0;
+        T_ST(vidmm_device_allocation_create(f.a, C.dev, &d, sizeof d, 0, &none), VIDMM_E_DEVICE_LOST);
+        T_EQ_U64(none, 0);
         pc = NULL;
         T_ST(vidmm_allocation_lock(f.a, C.aux, &pc), VIDMM_OK);   /* the kernel-side view */
         uint64_t csum = 1;

@@ -392,6 +392,46 @@ static void adapter_with_work(void)
     softgpu_destroy(f.sg);
 }
 
+/* A process that exits holding a CPU lock and showing a primary: its
+ * allocations go anyway, the display is blanked, the host aperture
+ * window is released. */
+static void locked_and_displayed(void)
+{
+    struct iso_fx f;
+    if (open_dgpu(&f))
+        return;
+    struct td_base base;
+    base_take(&f, &base);
+    struct iso_proc A;
+    iso_new_proc(&f, &A);
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.kind = SOFTGPU_ALLOC_PRIMARY;
+    d.size = 4 * MIB;
+    d.cpu_visible = 1;
+    vidmm_handle prim = 0;
+    T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, VIDMM_CREATE_RESIDENT, &prim), VIDMM_OK);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
+    /* Invisible memory, locked through the CPU host aperture. */
+    vidmm_handle tex = iso_palloc(&f, &A, VIDMM_SEGMENT_BIT(2), 1 * MIB, 0, 1, 1, VIDMM_OK);
+    void *c = NULL;
+    T_ST(vidmm_device_lock(f.a, A.dev, tex, &c), VIDMM_OK);
+    T_ST(vidmm_device_lock(f.a, A.dev, tex, &c), VIDMM_OK);   /* nested */
+    struct vidmm_segment_info s2;
+    T_ST(vidmm_segment_query(f.a, 2, &s2), VIDMM_OK);
+    T_CHECK(s2.host_aperture_free < s2.host_aperture_pages);
+    T_ST(vidmm_allocation_destroy(f.a, tex), VIDMM_E_BUSY);   /* a live process's lock pins it */
+    T_ST(vidmm_process_destroy(f.a, A.proc), VIDMM_OK);
+    T_ST(vidmm_allocation_query(f.a, tex, &(struct vidmm_allocation_state){ 0 }), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_allocation_query(f.a, prim, &(struct vidmm_allocation_state){ 0 }), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_segment_query(f.a, 2, &s2), VIDMM_OK);
+    T_EQ(s2.host_aperture_free, s2.host_aperture_pages);
+    T_ST(vidmm_adapter_flip(f.a, 0, VIDMM_HANDLE_NULL), VIDMM_OK);   /* the source was blanked already */
+    T_CHECK(checked_ok(&f));
+    base_expect(&f, &base);
+    iso_close(&f);
+}
+
 /* ---- randomised ------------------------------------------------------------ */
 
 #define RP 3u        /* process slots */
@@ -543,5 +583,6 @@ void suite_teardown(void)
     t_run("teardown_running_submissions", running_submissions);
     t_run("teardown_devices_and_contexts", devices_and_contexts);
     t_run("teardown_adapter_with_work", adapter_with_work);
+    t_run("teardown_locked_and_displayed", locked_and_displayed);
     t_run("teardown_randomised", randomised);
 }
