@@ -35,7 +35,8 @@ static uint32_t ranges_of(struct iso_fx *f, vidmm_handle h, struct vidmm_physica
     return n < cap ? n : cap;
 }
 
-/* Bytes of (seg, ranges b) that lie in the ranges a. */
+/* Bytes of the ranges x that lie in the ranges y (same segment; system
+ * memory, segment 0, never counts). */
 static uint64_t overlap(const struct vidmm_physical_range *x, uint32_t nx, const struct vidmm_physical_range *y,
                         uint32_t ny)
 {
