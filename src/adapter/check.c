@@ -200,7 +200,7 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
             bad(&r, "slot %u has no object", i);
             continue;
         }
-        if (al->live && al->private_process && !vidmm_process_get(a, al->private_process))
+        if (al->live && !al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
             bad(&r, "allocation %u: private to a dead process", i);
         if (!al->live) {
             if (al->retired)
