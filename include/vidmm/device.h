@@ -70,6 +70,32 @@ struct vidmm_context_info {
 vidmm_status vidmm_context_query(const struct vidmm_adapter *adapter, vidmm_handle context,
                                  struct vidmm_context_info *out);
 
+/* ---- process-private allocations (docs/DECISIONS.md D38) ------------ */
+
+/* D3DKMTCreateAllocation on a device: as vidmm_allocation_create2, but
+ * the allocation belongs to the device's process.  Its handle is then
+ * valid only in calls made for that process - GPU VA map and update,
+ * make-resident, evict, offer, reclaim, physical allocation lists,
+ * vidmm_device_lock - and VIDMM_E_INVALID_HANDLE in any other process's,
+ * as a D3DKMT handle from another process's handle table would be.
+ * Destroying the process destroys its allocations (unlocked and taken
+ * off the display first; memory freed once its GPU work finished).
+ * Allocations of vidmm_allocation_create/create2 stay adapter-wide:
+ * every process may name them (the shared and kernel-side case).
+ * VIDMM_E_INVALID_HANDLE for a bad device, VIDMM_E_DEVICE_LOST in the
+ * error state, else the statuses of vidmm_allocation_create2. */
+vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *adapter, vidmm_handle device,
+                                            const void *private_data, size_t private_data_size, uint32_t flags,
+                                            vidmm_handle *out);
+
+/* D3DKMTLock2 / D3DKMTUnlock2: vidmm_allocation_lock/unlock on behalf of
+ * the device's process; another process's private allocation is
+ * VIDMM_E_INVALID_HANDLE and *cpu_address is left untouched.
+ * (vidmm_allocation_lock itself is the adapter-wide, kernel-side view.) */
+vidmm_status vidmm_device_lock(struct vidmm_adapter *adapter, vidmm_handle device, vidmm_handle allocation,
+                               void **cpu_address);
+vidmm_status vidmm_device_unlock(struct vidmm_adapter *adapter, vidmm_handle device, vidmm_handle allocation);
+
 #ifdef __cplusplus
 }
 #endif

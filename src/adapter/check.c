@@ -188,6 +188,9 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
                 bad(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
             else if (v->d.object_offset + v->d.size > al->size)
                 bad(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
+            else if (al->private_process && al->private_process != p->self)
+                bad(&r, "process %u: VA 0x%llx maps another process's private allocation", i,
+                    (unsigned long long)v->d.va);
         }
     }
     uint64_t live = 0, free_slots = 0, retired = 0;
@@ -197,6 +200,8 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
             bad(&r, "slot %u has no object", i);
             continue;
         }
+        if (al->live && !al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
+            bad(&r, "allocation %u: private to a dead process", i);
         if (!al->live) {
             if (al->retired)
                 retired++;

@@ -616,3 +616,83 @@ vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_
     }
     return vidmm_paging_flush(a);
 }
+
+/* ---- process-private allocations (D38) ------------------------------- */
+
+/* The device's process, or 0 for a bad or lost device (*st says which). */
+static vidmm_handle device_process(struct vidmm_adapter *a, vidmm_handle device, vidmm_status *st)
+{
+    struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
+    if (!d) {
+        *st = VIDMM_E_INVALID_HANDLE;
+        return 0;
+    }
+    pthread_mutex_lock(&a->paging.lock);   /* the error state comes from driver threads */
+    int lost = d->lost;
+    pthread_mutex_unlock(&a->paging.lock);
+    if (lost) {
+        *st = VIDMM_E_DEVICE_LOST;
+        return 0;
+    }
+    *st = VIDMM_OK;
+    return d->process->self;
+}
+
+vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *a, vidmm_handle device, const void *priv,
+                                            size_t priv_size, uint32_t flags, vidmm_handle *out)
+{
+    if (!a || !out)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status st;
+    vidmm_handle proc = device_process(a, device, &st);
+    if (!proc)
+        return st;
+    st = vidmm_allocation_create2(a, priv, priv_size, flags, out);
+    if (st >= 0)
+        vidmm_handle_get(a, *out)->private_process = proc;
+    return st;
+}
+
+vidmm_status vidmm_device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
+{
+    if (!a || !cpu)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status st;
+    vidmm_handle proc = device_process(a, device, &st);
+    if (!proc)
+        return st;
+    if (!vidmm_handle_get_for(a, h, proc))
+        return VIDMM_E_INVALID_HANDLE;   /* never another process's pointer */
+    return vidmm_allocation_lock(a, h, cpu);
+}
+
+vidmm_status vidmm_device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
+    /* Unlock works on a lost device: it only gives the pointer back. */
+    if (!d || !vidmm_handle_get_for(a, h, d->process->self))
+        return VIDMM_E_INVALID_HANDLE;
+    return vidmm_allocation_unlock(a, h);
+}
+
+void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process)
+{
+    /* Process exit is rare: a walk of the handle table costs less than a
+     * per-process list kept on every create and destroy. */
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (!al || !al->live || al->zombie || al->private_process != process)
+            continue;
+        if (al->lock_count) {   /* its CPU mappings die with the process */
+            al->lock_count = 0;
+            host_ap_release(a, al);
+            al->lock_ptr = NULL;
+        }
+        if (al->displayed)
+            undisplay_all(a, al->self, al);
+        if (!vidmm_submit_defer_destroy(a, al))
+            vidmm_allocation_destroy_now(a, al);
+    }
+}

@@ -83,6 +83,12 @@ struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_h
     return al && !al->zombie ? al : NULL;   /* a zombie (destroyed while in use) is gone for the API */
 }
 
+struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process)
+{
+    struct vidmm_allocation *al = vidmm_handle_get(a, h);
+    return al && (!al->private_process || al->private_process == process) ? al : NULL;
+}
+
 struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h)
 {
     if ((h >> 56) != VIDMM_HANDLE_TYPE_ALLOCATION || ((h >> 40) & 0xFFFFu) != a->handle_salt)

@@ -126,6 +126,9 @@ struct vidmm_allocation {
     uint32_t busy;
     int zombie;
     struct vidmm_allocation *zombie_next;
+    /* Isolation (D38): the process it was created for through a device,
+     * whose calls alone may name it; 0 = adapter-wide (create/create2). */
+    vidmm_handle private_process;
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -512,6 +515,9 @@ void vidmm_submit_wait_all(struct vidmm_adapter *a);
 /* allocation.c */
 /* Release an allocation now (it is idle). */
 void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* A process goes: its private allocations go with it (unlocked,
+ * undisplayed, destroyed now or deferred while GPU work uses them). */
+void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process);
 vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                    const struct vidmm_placement *pl);
 
@@ -531,6 +537,9 @@ struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_h
  * allocation destroyed while in use until it is released. */
 struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h);
 vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation);
+/* vidmm_handle_get as seen from a process's call: another process's
+ * private allocation is not a handle there (D38). */
+struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process);
 void vidmm_handle_table_fini(struct vidmm_adapter *a);
 
 /* paging.c */

@@ -164,6 +164,7 @@ static void process_free(struct vidmm_adapter *a, uint32_t slot)
 {
     struct vidmm_process *p = a->procs[slot];
     vidmm_device_destroy_all(a, p);
+    vidmm_allocation_destroy_private(a, p->self);   /* process exit takes its allocations (D38) */
     vidmm_res_process_gone(a, p);
     (void)vidmm_paging_flush(a);
     vidmm_process_bind_root(a, p, p->self, 0);
@@ -366,7 +367,7 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
         return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
-    struct vidmm_allocation *al = vidmm_handle_get(a, allocation);
+    struct vidmm_allocation *al = vidmm_handle_get_for(a, allocation, p->self);
     if (!al)
         return VIDMM_E_INVALID_HANDLE;
     if (prot & ~(unsigned)(VIDMM_GPUVA_READ_ONLY | VIDMM_GPUVA_NO_EXECUTE))
@@ -486,7 +487,7 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
         v[i].mode = o->unmap_mode;
         v[i].src = o->source;
         if (o->type == VIDMM_GPUVA_UPDATE_MAP) {
-            const struct vidmm_allocation *al = vidmm_handle_get(a, o->allocation);
+            const struct vidmm_allocation *al = vidmm_handle_get_for(a, o->allocation, p->self);
             if (!al)
                 st = VIDMM_E_INVALID_HANDLE;
             else if (o->offset + o->size < o->offset)

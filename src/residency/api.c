@@ -193,7 +193,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     uint64_t need[2] = { 0, 0 };
     uint32_t missing_refs = 0, evicted = 0;
     for (uint32_t i = 0; i < args->count; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
+        struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
         if (!al) {
             a->res_epoch++;   /* unpin */
             return VIDMM_E_INVALID_HANDLE;
@@ -359,7 +359,7 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
     vidmm_status st = VIDMM_OK;
     uint32_t i;
     for (i = 0; i < count; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        struct vidmm_allocation *al = vidmm_handle_get_for(a, allocs[i], d->process->self);
         struct vidmm_res_ref *r = al ? ref_of(al, d) : NULL;
         if (!al) {
             st = VIDMM_E_INVALID_HANDLE;
@@ -540,7 +540,7 @@ vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vid
     if (!d)
         return VIDMM_E_INVALID_HANDLE;
     for (uint32_t i = 0; i < count; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        struct vidmm_allocation *al = vidmm_handle_get_for(a, allocs[i], d->process->self);
         if (!al)
             return VIDMM_E_INVALID_HANDLE;
         if (al->lock_count || al->displayed)
@@ -551,6 +551,11 @@ vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vid
         al->offered = 1;
         al->offer_discarded = 0;
         al->offer_priority = offer_priority;
+        /* Still on a residency list: the GPU may have written it since
+         * its restore and no evict said otherwise, so a discard must not
+         * fall back on the backing copy and report the content kept. */
+        if (al->ref_total)
+            al->backing_valid = 0;
     }
     return VIDMM_OK;
 }
@@ -564,7 +569,7 @@ vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vi
     if (!q)
         return VIDMM_E_INVALID_HANDLE;
     for (uint32_t i = 0; i < count; i++)
-        if (!vidmm_handle_get(a, allocs[i]))
+        if (!vidmm_handle_get_for(a, allocs[i], q->device->process->self))
             return VIDMM_E_INVALID_HANDLE;
     if (fence)
         *fence = 0;

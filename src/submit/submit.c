@@ -379,12 +379,26 @@ void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, ui
 
 /* Make the pinned allocations of list resident (restore the evicted),
  * then finish the paging so the engine sees them in place. */
-static vidmm_status make_list_resident(struct vidmm_adapter *a, struct vidmm_allocation **list, uint32_t n)
+static vidmm_status make_list_resident(struct vidmm_adapter *a, struct vidmm_allocation **list, uint32_t n,
+                                       int physical)
 {
     vidmm_status st = VIDMM_OK;
-    for (uint32_t i = 0; i < n && st >= 0; i++)
-        if (!list[i]->resident)
-            st = vidmm_res_restore(a, list[i]);
+    for (uint32_t i = 0; i < n && st >= 0; i++) {
+        struct vidmm_allocation *al = list[i];
+        if (!al->resident) {
+            st = vidmm_res_restore(a, al);
+        } else if (physical && al->pl.sys && !al->pl.ap_mapped && a->aperture_id &&
+                   (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) &&
+                   (al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(a->aperture_id))) {
+            /* Resident in plain system pages (moved to segment 0): a
+             * physical engine reaches it only through the aperture. */
+            vidmm_res_leave(a, al);
+            st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
+            if (st >= 0)
+                al->pl.segment_id = a->aperture_id;
+            vidmm_res_enter(a, al);
+        }
+    }
     if (st >= 0)
         st = vidmm_paging_flush(a);
     return st;
@@ -504,7 +518,7 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
         ref->al->gpu_dirty = 1;   /* the buffer may write it: its system copy is no proof after a reset */
         r->list[n++] = ref->al;
     }
-    st = make_list_resident(a, r->list, n);
+    st = make_list_resident(a, r->list, n, 0);
     a->res_epoch++;   /* unpin */
     if (st >= 0)
         st = submit_to_driver(a, c, gpu_va, NULL, size, fence);
@@ -618,7 +632,8 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     uint32_t n = args->allocation_count;
     /* Validate everything before anything changes. */
     for (uint32_t i = 0; i < n; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        const struct vidmm_allocation *al =
+            vidmm_handle_get_for(a, args->allocations[i].allocation, c->device->process->self);
         if (!al) {
             st = VIDMM_E_INVALID_HANDLE;
             goto out;
@@ -678,7 +693,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
         }
     }
     r->count = distinct;
-    st = make_list_resident(a, r->list, distinct);
+    st = make_list_resident(a, r->list, distinct, 1);
     a->res_epoch++;
     /* The allocation list as the driver sees it, and the patch locations
      * whose allocation is not where this buffer last saw it. */
