@@ -265,6 +265,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 al->pe.process = p->self;
                 al->owned = 1;
                 vidmm_res_enter(a, al);
+                al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
             st = vidmm_res_restore(a, al);
             restored += st >= 0;
@@ -273,6 +274,12 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
+                if (r->pending) {   /* owned by this call: unowned again (D35) */
+                    vidmm_res_leave(a, r->al);
+                    r->al->pe.process = 0;
+                    r->al->owned = 0;
+                    vidmm_res_enter(a, r->al);
+                }
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
             a->res_epoch++;
@@ -288,6 +295,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             struct vidmm_res_ref *r = fresh;
             fresh = r->dev_next;
             struct vidmm_allocation *al = r->al;
+            r->pending = 0;
             r->al_next = al->refs;
             al->refs = r;
             r->dev_prev = NULL;

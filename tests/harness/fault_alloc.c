@@ -3,9 +3,15 @@
  */
 #include "fault_alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static size_t header_pad(size_t alignment)
+{
+    return alignment > 16 ? alignment : 16;
+}
 
 static void *fa_alloc_common(struct fault_alloc *fa, size_t size, size_t alignment, uint32_t site)
 {
@@ -22,13 +28,22 @@ static void *fa_alloc_common(struct fault_alloc *fa, size_t size, size_t alignme
             fa->site_fails[site]++;
         return NULL;
     }
+    /* The site goes in a header just before the block; the block keeps
+     * its alignment. */
+    size_t pad = header_pad(alignment);
+    if (size > SIZE_MAX - pad)
+        return NULL;
     const struct vidmm_host_allocator *d = vidmm_default_host_allocator();
-    void *p = d->alloc(d->user_data, size, alignment);
-    if (p) {
-        fa->live_blocks++;
-        fa->live_bytes += (int64_t)size;
-    }
-    return p;
+    char *p = d->alloc(d->user_data, size + pad, pad);
+    if (!p)
+        return NULL;
+    uint32_t slot = site < FAULT_ALLOC_MAX_SITES ? site : FAULT_ALLOC_MAX_SITES;
+    memcpy(p + pad - sizeof slot, &slot, sizeof slot);
+    fa->site_live[slot]++;
+    fa->site_live_bytes[slot] += (int64_t)size;
+    fa->live_blocks++;
+    fa->live_bytes += (int64_t)size;
+    return p + pad;
 }
 
 static void *fa_alloc(void *ud, size_t size, size_t alignment)
@@ -46,8 +61,16 @@ static void fa_free(void *ud, void *ptr, size_t size, size_t alignment)
     struct fault_alloc *fa = ud;
     fa->live_blocks--;
     fa->live_bytes -= (int64_t)size;
+    size_t pad = header_pad(alignment);
+    char *p = (char *)ptr - pad;
+    uint32_t slot;
+    memcpy(&slot, p + pad - sizeof slot, sizeof slot);
+    if (slot <= FAULT_ALLOC_MAX_SITES) {
+        fa->site_live[slot]--;
+        fa->site_live_bytes[slot] -= (int64_t)size;
+    }
     const struct vidmm_host_allocator *d = vidmm_default_host_allocator();
-    d->free(d->user_data, ptr, size, alignment);
+    d->free(d->user_data, p, size + pad, pad);
 }
 
 void fault_alloc_init(struct fault_alloc *fa)

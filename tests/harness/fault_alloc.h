@@ -35,6 +35,10 @@ struct fault_alloc {
     uint64_t site_hits[FAULT_ALLOC_MAX_SITES];   /* calls per site */
     uint64_t site_fails[FAULT_ALLOC_MAX_SITES];  /* refusals per site */
     uint64_t plain_calls;            /* calls through alloc (no site id) */
+    /* Live blocks per site (index FAULT_ALLOC_MAX_SITES: plain alloc);
+     * each block carries its site in a header before it. */
+    int64_t site_live[FAULT_ALLOC_MAX_SITES + 1];
+    int64_t site_live_bytes[FAULT_ALLOC_MAX_SITES + 1];
 };
 
 void fault_alloc_init(struct fault_alloc *fa);
