@@ -84,6 +84,27 @@ static void on_trim(void *context, vidmm_handle device, uint32_t flags, uint64_t
     ((struct ox *)context)->trims++;
 }
 
+/* Variations of the presets (VIDMM_OOM_LONG runs the scenario on them;
+ * private_data makes the driver ask for paging-buffer private data,
+ * which softgpu does not). */
+static struct {
+    uint32_t mmu_levels;
+    uint32_t paging_ops;
+    int private_data;
+} variant;
+
+static vidmm_status query_with_private_data(void *driver, const struct vidmm_query_adapter_info_args *args)
+{
+    vidmm_status st = softgpu_driver_ops()->query_adapter_info(driver, args);
+    if (st >= 0 && args && args->type == VIDMM_QAI_QUERYSEGMENT && args->output &&
+        args->output_size >= sizeof(struct vidmm_query_segment_out)) {
+        struct vidmm_query_segment_out *o = args->output;
+        if (o->segment_descriptor)
+            o->paging_buffer_private_data_size = 64;
+    }
+    return st;
+}
+
 static int ox_open(struct ox *x, unsigned preset)
 {
     memset(x, 0, sizeof *x);
@@ -92,6 +113,8 @@ static int ox_open(struct ox *x, unsigned preset)
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.synchronous = 1;
+    cfg.mmu_levels = variant.mmu_levels;
+    cfg.paging_ops = variant.paging_ops;
     if (preset == PRESET_DGPU) {
         cfg.preset = "dgpu";
         cfg.segment_size[1] = 12 * MIB;
@@ -110,6 +133,12 @@ static int ox_open(struct ox *x, unsigned preset)
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     softgpu_fill_adapter_create_info(x->sg, &ci);
+    static struct vidmm_driver_ops ops;
+    if (variant.private_data) {
+        ops = *softgpu_driver_ops();
+        ops.query_adapter_info = query_with_private_data;
+        ci.ops = &ops;
+    }
     ci.host_allocator = &x->fa.ha;
     ci.system_memory_limit = 256 * MIB;
     T_ST(vidmm_adapter_open(&ci, &x->a), VIDMM_OK);
@@ -403,6 +432,25 @@ static vidmm_status s_create(struct ox *x, const struct step *s)
         x->al[s->a] = h;
     return st;
 }
+/* A resident allocation of kind b taking every free byte of segment c
+ * (slot a). */
+static vidmm_status s_fill(struct ox *x, const struct step *s)
+{
+    struct vidmm_segment_info si;
+    vidmm_status st = vidmm_segment_query(x->a, s->c, &si);
+    if (st < 0)
+        return st;
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = (enum softgpu_alloc_kind)s->b;
+    d.size = si.largest_free;
+    vidmm_handle h = 0;
+    st = vidmm_allocation_create(x->a, &d, sizeof d, &h);
+    if (st >= 0)
+        x->al[s->a] = h;
+    return st;
+}
+
 static vidmm_status s_priority(struct ox *x, const struct step *s)
 {
     return vidmm_allocation_set_priority(x->a, x->al[s->a], s->b);
@@ -712,7 +760,7 @@ static int residency_site(const char *name)
     return !strcmp(name, "placement.place_system.pages") || !strcmp(name, "page_pool.grow_ext.extents");
 }
 
-enum { NOT_REACHED, FAILED, ABSORBED };
+enum { NOT_REACHED, FAILED, ABSORBED, FAILED_GREW };
 
 /* One attempt with the k-th allocation armed: NOT_REACHED when the step
  * ran through without reaching it (its result is checked by the
@@ -759,13 +807,15 @@ static int attempt(struct ox *x, const struct step *s, uint64_t k, int forever, 
         T_EQ(bad, 0);
         return ABSORBED;
     }
-    int weak = residency_step(s);
+    int weak = residency_step(s), grew = 0;
     for (unsigned i = 0; i <= FAULT_ALLOC_MAX_SITES; i++) {
         if (x->fa.site_live[i] == live[i] && x->fa.site_live_bytes[i] == live_bytes[i])
             continue;
         const char *name = i < FAULT_ALLOC_MAX_SITES ? vidmm_host_alloc_site_name(i) : "(plain alloc)";
-        if (capacity_site(name) && x->fa.site_live[i] >= live[i] && x->fa.site_live_bytes[i] >= live_bytes[i])
+        if (capacity_site(name) && x->fa.site_live[i] >= live[i] && x->fa.site_live_bytes[i] >= live_bytes[i]) {
+            grew = 1;
             continue;
+        }
         if (weak && residency_site(name))
             continue;
         fprintf(stderr, "  %s: allocation %llu (%s, %s) failed: %s holds %lld blocks / %lld bytes, %lld / %lld before\n",
@@ -780,7 +830,7 @@ static int attempt(struct ox *x, const struct step *s, uint64_t k, int forever, 
         bad = 1;
     }
     T_EQ(bad, 0);
-    return FAILED;
+    return grew ? FAILED_GREW : FAILED;
 }
 
 static void run_step(struct ox *x, const struct step *s)
@@ -788,11 +838,23 @@ static void run_step(struct ox *x, const struct step *s)
     vidmm_status want = (vidmm_status)s->want[preset_index(x->preset)];
     vidmm_status st = VIDMM_OK;
     x->steps++;
+    /* A table grown by a failed attempt stays grown, so the next
+     * attempt's allocations are numbered differently: start again at 1
+     * (growth is bounded) so that no allocation of the new sequence is
+     * skipped. */
+    uint32_t restarts = 0;
     for (uint64_t k = 1; k < 100000; k++) {
         int r = attempt(x, s, k, 1, want, &st);
-        if (r == FAILED)
-            r = attempt(x, s, k, 0, want, &st);
-        if (r != FAILED) {
+        if (r == FAILED || r == FAILED_GREW) {
+            int r2 = attempt(x, s, k, 0, want, &st);
+            r = r2 == FAILED && r == FAILED_GREW ? FAILED_GREW : r2;
+        }
+        if (r == FAILED_GREW && restarts < 64) {
+            restarts++;
+            k = 0;
+            continue;
+        }
+        if (r != FAILED && r != FAILED_GREW) {
             x->absorbed += r == ABSORBED;
             break;
         }
@@ -824,6 +886,45 @@ static void run_scenario(unsigned preset, const struct step *steps, size_t n)
                (unsigned long long)x->absorbed);
     ox_close(x);
     free(x);
+}
+
+/* Every attempt from a fresh adapter: steps[0 .. n-2] run without
+ * injection, then the last one with its k-th allocation failed, for
+ * k = 1, 2, ... in both modes.  For targeted scenarios whose last step
+ * absorbs a failure (the main runner stops at a success) or reaches a
+ * site only from one exact state. */
+static void run_fresh(unsigned preset, const struct step *steps, size_t n)
+{
+    for (int forever = 1; forever >= 0; forever--)
+        for (uint64_t k = 1; k < 1000 && t_current_failures() <= 20; k++) {
+            struct ox *x = calloc(1, sizeof *x);
+            if (!x || ox_open(x, preset)) {
+                T_CHECK(0);
+                free(x);
+                return;
+            }
+            for (size_t i = 0; i + 1 < n; i++) {
+                vidmm_status st = steps[i].fn(x, &steps[i]);
+                if (st != (vidmm_status)steps[i].want[preset_index(preset)]) {
+                    char m[256];
+                    snprintf(m, sizeof m, "set-up step %s: %s", steps[i].name, vidmm_status_str(st));
+                    t_fail(__FILE__, __LINE__, m);
+                }
+            }
+            const struct step *last = &steps[n - 1];
+            vidmm_status want = (vidmm_status)last->want[preset_index(preset)], st = VIDMM_OK;
+            int r = attempt(x, last, k, forever, want, &st);
+            if (r == NOT_REACHED && st != want) {
+                char m[256];
+                snprintf(m, sizeof m, "step %s: %s, want %s", last->name, vidmm_status_str(st), vidmm_status_str(want));
+                t_fail(__FILE__, __LINE__, m);
+            }
+            T_EQ(checks_clean(x, last->name), 0);
+            ox_close(x);
+            free(x);
+            if (r == NOT_REACHED)
+                break;
+        }
 }
 
 /* ---- scenarios ---------------------------------------------------------- */
@@ -961,6 +1062,88 @@ static void oom_wddm1(void)
     run_scenario(PRESET_WDDM1, scenario, sizeof scenario / sizeof scenario[0]);
 }
 
+/* Targeted scenarios: sites the main scenario reaches only from states
+ * it does not hold at that moment. */
+enum { X0, X1, X2, X3, X4, X5, X6, X7, FILL, BIG };
+
+/* Locking a CPU-visible allocation in invisible memory maps it through
+ * the CPU host aperture. */
+static const struct step host_aperture[] = {
+    { "create cpu texture", s_create, ALL, HT, TEX, 1024, RES | CPU, 0, { 0 } },
+    { "lock host aperture", s_lock, ALL, HT, 0, 0, 0, 0, { 0 } },
+};
+
+/* A page set of more extents than it holds inline: four 64 KiB holes
+ * in a full invisible segment. */
+static const struct step extents[] = {
+    { "x0", s_create, ALL, X0, TEX, 64, RES, 0, { 0 } },
+    { "x1", s_create, ALL, X1, TEX, 64, RES, 0, { 0 } },
+    { "x2", s_create, ALL, X2, TEX, 64, RES, 0, { 0 } },
+    { "x3", s_create, ALL, X3, TEX, 64, RES, 0, { 0 } },
+    { "x4", s_create, ALL, X4, TEX, 64, RES, 0, { 0 } },
+    { "x5", s_create, ALL, X5, TEX, 64, RES, 0, { 0 } },
+    { "x6", s_create, ALL, X6, TEX, 64, RES, 0, { 0 } },
+    { "x7", s_create, ALL, X7, TEX, 64, RES, 0, { 0 } },
+    { "fill", s_fill, ALL, FILL, TEX, 2, 0, 0, { 0 } },
+    { "destroy x0", s_destroy_alloc, ALL, X0, 0, 0, 0, 0, { 0 } },
+    { "destroy x2", s_destroy_alloc, ALL, X2, 0, 0, 0, 0, { 0 } },
+    { "destroy x4", s_destroy_alloc, ALL, X4, 0, 0, 0, 0, { 0 } },
+    { "destroy x6", s_destroy_alloc, ALL, X6, 0, 0, 0, 0, { 0 } },
+    { "create in the holes", s_create, ALL, BIG, TEX, 256, RES, 0, { 0 } },
+};
+
+/* A contiguous make-resident in a fragmented CPU-visible segment plans
+ * with the eviction scan (its roster, victims and node map). */
+static const struct step scan[] = {
+    { "process_create", s_process, ALL, 0, 0, 0, 0, 0, { 0 } },
+    { "device_create", s_device, ALL, 0, 0, 0, 0, 0, { 0 } },
+    { "paging_queue_create", s_queue, ALL, 0, 0, 1, 0, 0, { 0 } },
+    { "x0", s_create, ALL, X0, CONST, 1024, RES, 0, { 0 } },
+    { "x1", s_create, ALL, X1, CONST, 1024, RES, 0, { 0 } },
+    { "x2", s_create, ALL, X2, CONST, 1024, RES, 0, { 0 } },
+    { "x3", s_create, ALL, X3, CONST, 1024, RES, 0, { 0 } },
+    { "fill", s_fill, ALL, FILL, CONST, 1, 0, 0, { 0 } },
+    { "destroy x0", s_destroy_alloc, ALL, X0, 0, 0, 0, 0, { 0 } },
+    { "destroy x2", s_destroy_alloc, ALL, X2, 0, 0, 0, 0, { 0 } },
+    { "create evicted", s_create, ALL, BIG, CONST, 2048, 0, 0, { 0 } },
+    { "make_resident contiguous", s_make_resident, ALL, 0, 0, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, 0, B(BIG),
+      { 0 } },
+};
+
+/* More allocations mapped in one process than its object table holds
+ * at half load (16 records: the ninth grows it). */
+static const struct step objects[] = {
+    { "process_create", s_process, ALL, 0, 0, 0, 0, 0, { 0 } },
+    { "x0", s_create, ALL, X0, TEX, 64, 0, 0, { 0 } },
+    { "x1", s_create, ALL, X1, TEX, 64, 0, 0, { 0 } },
+    { "x2", s_create, ALL, X2, TEX, 64, 0, 0, { 0 } },
+    { "x3", s_create, ALL, X3, TEX, 64, 0, 0, { 0 } },
+    { "x4", s_create, ALL, X4, TEX, 64, 0, 0, { 0 } },
+    { "x5", s_create, ALL, X5, TEX, 64, 0, 0, { 0 } },
+    { "x6", s_create, ALL, X6, TEX, 64, 0, 0, { 0 } },
+    { "x7", s_create, ALL, X7, TEX, 64, 0, 0, { 0 } },
+    { "x8", s_create, ALL, FILL, TEX, 64, 0, 0, { 0 } },
+    { "map x0", s_map, GPUVA, 0, 0, X0, 64, 0, { 0 } },
+    { "map x1", s_map, GPUVA, 1, 0, X1, 64, 0, { 0 } },
+    { "map x2", s_map, GPUVA, 2, 0, X2, 64, 0, { 0 } },
+    { "map x3", s_map, GPUVA, 3, 0, X3, 64, 0, { 0 } },
+    { "map x4", s_map, GPUVA, 4, 0, X4, 64, 0, { 0 } },
+    { "map x5", s_map, GPUVA, 5, 0, X5, 64, 0, { 0 } },
+    { "map x6", s_map, GPUVA, 6, 0, X6, 64, 0, { 0 } },
+    { "map x7", s_map, GPUVA, 7, 0, X7, 64, 0, { 0 } },
+    { "map x8", s_map, GPUVA, 8, 0, FILL, 64, 0, { 0 } },
+};
+
+#define RUN_FRESH(preset, steps) run_fresh(preset, steps, sizeof steps / sizeof steps[0])
+static void oom_targeted(void)
+{
+    RUN_FRESH(PRESET_DGPU, host_aperture);
+    RUN_FRESH(PRESET_DGPU, extents);
+    RUN_FRESH(PRESET_DGPU, scan);
+    RUN_FRESH(PRESET_WDDM1, scan);
+    RUN_FRESH(PRESET_DGPU, objects);
+}
+
 /* (d) adapter open and close themselves: every allocation of open
  * failed in turn, both modes: VIDMM_E_NO_HOST_MEMORY, nothing left
  * allocated, the driver's state sound, and open succeeds after. */
@@ -978,6 +1161,12 @@ static void open_preset(unsigned preset)
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     softgpu_fill_adapter_create_info(x->sg, &ci);
+    static struct vidmm_driver_ops ops;
+    if (variant.private_data) {
+        ops = *softgpu_driver_ops();
+        ops.query_adapter_info = query_with_private_data;
+        ci.ops = &ops;
+    }
     ci.host_allocator = &x->fa.ha;
     ci.system_memory_limit = 256 * MIB;
     uint64_t k;
@@ -1017,6 +1206,9 @@ static void oom_open(void)
     open_preset(PRESET_DGPU);
     open_preset(PRESET_IGPU);
     open_preset(PRESET_WDDM1);
+    variant.private_data = 1;   /* paging.init.private_data */
+    open_preset(PRESET_DGPU);
+    variant.private_data = 0;
 }
 
 /* vidmm_adapter_check allocates a scratch array of busy counts
@@ -1070,5 +1262,6 @@ void suite_oom(void)
     t_run("oom.dgpu", oom_dgpu);
     t_run("oom.igpu", oom_igpu);
     t_run("oom.wddm1", oom_wddm1);
+    t_run("oom.targeted", oom_targeted);
     t_run("oom.report", oom_report);
 }
