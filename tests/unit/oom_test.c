@@ -172,7 +172,8 @@ static void ox_close(struct ox *x)
  * submitted, operations, bytes), the paging process's move and chunk
  * counters, and the patch counters - a call may do paging work and then
  * undo it (a failed move copies nothing visible), which is not a state
- * change. */
+ * change - and make_resident_calls, which counts calls, failed ones
+ * included. */
 #define FP_MAX 8192
 struct fp {
     uint32_t n;
