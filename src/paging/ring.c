@@ -54,7 +54,7 @@ static vidmm_status grow_recs(struct vidmm_ring *ring)
     if ((uint64_t)cap * sizeof(struct vidmm_ring_rec) > (uint64_t)(SIZE_MAX >> 1))
         return VIDMM_E_NO_HOST_MEMORY;
     struct vidmm_ring_rec *r = vidmm_host_alloc_at(ring->ha, VIDMM_SITE_RING_RECORDS, (size_t)cap * sizeof *r,
-                                               _Alignof(struct vidmm_ring_rec));
+                                                   _Alignof(struct vidmm_ring_rec));
     if (!r)
         return VIDMM_E_NO_HOST_MEMORY;
     uint32_t mask = ring->rec_cap - 1;

@@ -937,9 +937,10 @@ static void run_scenario(unsigned preset, const struct step *steps, size_t n)
     (void)vidmm_adapter_query_paging_process(x->a, &pp);
     if (verbose())
         printf("  %llu evictions, %llu restores, %llu discards; paging process: %llu moves in %llu chunks; "
-               "%llu failures left D35 changes\n",
+               "%llu failures left D35 changes; %llu trim notifications\n",
                (unsigned long long)rs.evictions, (unsigned long long)rs.restores, (unsigned long long)rs.discards,
-               (unsigned long long)pp.moves, (unsigned long long)pp.chunks, (unsigned long long)x->d35);
+               (unsigned long long)pp.moves, (unsigned long long)pp.chunks, (unsigned long long)x->d35,
+               (unsigned long long)x->trims);
     if (verbose())
         printf("  %llu steps, %llu attempts, %llu injected failures, %llu steps absorbed one\n",
                (unsigned long long)x->steps, (unsigned long long)x->attempts, (unsigned long long)x->injected,
