@@ -18,18 +18,18 @@
 
 /* ---- host memory helpers ------------------------------------------ */
 
-void *vidmm_halloc(const struct vidmm_host_allocator *ha, size_t size, size_t align)
+void *vidmm_halloc(const struct vidmm_host_allocator *ha, enum vidmm_alloc_site site, size_t size, size_t align)
 {
     if (size == 0)
         size = 1;
     if (align < sizeof(void *))
         align = sizeof(void *);
-    return ha->alloc(ha->user_data, size, align);
+    return vidmm_host_alloc_at(ha, site, size, align);
 }
 
-void *vidmm_hzalloc(const struct vidmm_host_allocator *ha, size_t size, size_t align)
+void *vidmm_hzalloc(const struct vidmm_host_allocator *ha, enum vidmm_alloc_site site, size_t size, size_t align)
 {
-    void *p = vidmm_halloc(ha, size, align);
+    void *p = vidmm_halloc(ha, site, size, align);
     if (p)
         memset(p, 0, size ? size : 1);
     return p;
@@ -217,7 +217,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     if (!ha->alloc || !ha->free)
         return VIDMM_E_INVALID_ARG;
 
-    struct vidmm_adapter *a = vidmm_hzalloc(ha, sizeof(*a), _Alignof(struct vidmm_adapter));
+    struct vidmm_adapter *a = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_OBJECT, sizeof(*a), _Alignof(struct vidmm_adapter));
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
     a->ha = ha;
@@ -276,7 +276,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         goto fail;
     }
     /* ...then the descriptors. */
-    desc = vidmm_hzalloc(ha, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    desc = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_SEGMENT_DESC, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
     if (!desc) {
         st = VIDMM_E_NO_HOST_MEMORY;
         goto fail;
@@ -404,7 +404,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     st = init_segment_allocators(a);
     if (st < 0)
         goto fail_segments;
-    a->dummy_page = vidmm_hzalloc(ha, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+    a->dummy_page = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_DUMMY_PAGE, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     if (!a->dummy_page) {
         st = VIDMM_E_NO_HOST_MEMORY;
         goto fail_segments;

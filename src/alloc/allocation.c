@@ -441,8 +441,8 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
     vidmm_status st = vidmm_ra_alloc(&s->host_ap_ra, al->size, s->page_size, 0, &off, &node);
     if (st < 0)
         return st;
-    uint32_t *ap = vidmm_halloc(a->ha, count * sizeof(uint32_t), 4);
-    uint64_t *sp = vidmm_halloc(a->ha, count * sizeof(uint64_t), 8);
+    uint32_t *ap = vidmm_halloc(a->ha, VIDMM_SITE_ALLOC_HOST_AP_PAGES, count * sizeof(uint32_t), 4);
+    uint64_t *sp = vidmm_halloc(a->ha, VIDMM_SITE_ALLOC_HOST_AP_SEG, count * sizeof(uint64_t), 8);
     if (!ap || !sp) {
         vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
         vidmm_hfree(a->ha, sp, count * sizeof(uint64_t), 8);

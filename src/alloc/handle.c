@@ -25,7 +25,7 @@ static vidmm_status grow(struct vidmm_adapter *a)
         cap = MAX_SLOTS;
     if (cap <= a->slot_cap)
         return VIDMM_E_NO_HOST_MEMORY; /* 16 M live allocations per adapter */
-    struct vidmm_allocation **n = vidmm_halloc(a->ha, cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
+    struct vidmm_allocation **n = vidmm_halloc(a->ha, VIDMM_SITE_HANDLE_SLOTS, cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
     if (!n)
         return VIDMM_E_NO_HOST_MEMORY;
     if (a->slots)
@@ -59,7 +59,7 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
              * sit together, which keeps walks over lists of them (make-
              * resident, residency checks) in few cache lines and pages. */
             struct vidmm_allocation *chunk =
-                vidmm_hzalloc(a->ha, ALLOC_CHUNK * sizeof(*chunk), _Alignof(struct vidmm_allocation));
+                vidmm_hzalloc(a->ha, VIDMM_SITE_HANDLE_ALLOC_CHUNK, ALLOC_CHUNK * sizeof(*chunk), _Alignof(struct vidmm_allocation));
             if (!chunk)
                 return VIDMM_E_NO_HOST_MEMORY;
             for (uint32_t k = 0; k < ALLOC_CHUNK; k++)

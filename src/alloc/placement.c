@@ -89,7 +89,7 @@ static vidmm_status place_system(struct vidmm_adapter *a, struct vidmm_allocatio
         return VIDMM_E_COMMIT_LIMIT;
     if (al->size > SIZE_MAX)
         return VIDMM_E_TOO_LARGE;
-    pl->sys = vidmm_halloc(a->ha, (size_t)al->size, VIDMM_PAGE_4K);
+    pl->sys = vidmm_halloc(a->ha, VIDMM_SITE_PLACEMENT_SYSTEM, (size_t)al->size, VIDMM_PAGE_4K);
     if (!pl->sys)
         return VIDMM_E_NO_HOST_MEMORY;
     pl->mdl.base = pl->sys;

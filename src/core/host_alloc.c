@@ -2,9 +2,12 @@
  * host_alloc.c - the default host allocator.
  *
  * aligned_alloc wants the size to be a multiple of the alignment, so the
- * size is rounded up here; free() does not need the size back.
+ * size is rounded up here; free() does not need the size back.  The
+ * allocation site names come from src/core/alloc_sites.def.
  */
 #include "vidmm/host_alloc.h"
+
+#include "core/alloc_sites.h"
 
 #include <stdlib.h>
 
@@ -28,10 +31,26 @@ static void default_free(void *user_data, void *ptr, size_t size, size_t alignme
 }
 
 static const struct vidmm_host_allocator default_allocator = {
-    default_alloc, default_free, NULL
+    default_alloc, default_free, NULL, NULL
 };
 
 const struct vidmm_host_allocator *vidmm_default_host_allocator(void)
 {
     return &default_allocator;
+}
+
+static const char *const site_names[VIDMM_SITE_COUNT] = {
+#define VIDMM_ALLOC_SITE(id, name) [VIDMM_SITE_##id] = name,
+#include "core/alloc_sites.def"
+#undef VIDMM_ALLOC_SITE
+};
+
+unsigned vidmm_host_alloc_site_count(void)
+{
+    return VIDMM_SITE_COUNT;
+}
+
+const char *vidmm_host_alloc_site_name(unsigned site)
+{
+    return site < VIDMM_SITE_COUNT ? site_names[site] : "?";
 }

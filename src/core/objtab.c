@@ -36,9 +36,9 @@ static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocat
         cap = OT_MAX_SLOTS;
     if (cap <= t->cap)
         return VIDMM_E_NO_HOST_MEMORY;
-    void **o = vidmm_hzalloc(ha, (size_t)cap * sizeof(*o), _Alignof(void *));
-    uint16_t *g = vidmm_hzalloc(ha, (size_t)cap * sizeof(*g), _Alignof(uint16_t));
-    uint32_t *n = vidmm_hzalloc(ha, (size_t)cap * sizeof(*n), _Alignof(uint32_t));
+    void **o = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_OBJECTS, (size_t)cap * sizeof(*o), _Alignof(void *));
+    uint16_t *g = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_GENERATIONS, (size_t)cap * sizeof(*g), _Alignof(uint16_t));
+    uint32_t *n = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_FREE_LINKS, (size_t)cap * sizeof(*n), _Alignof(uint32_t));
     if (!o || !g || !n) {
         vidmm_hfree(ha, o, (size_t)cap * sizeof(*o), _Alignof(void *));
         vidmm_hfree(ha, g, (size_t)cap * sizeof(*g), _Alignof(uint16_t));

@@ -36,9 +36,8 @@
 
 /* ---- host memory ---------------------------------------------------- */
 
-void *vidmm_halloc(const struct vidmm_host_allocator *ha, size_t size, size_t align);
-void *vidmm_hzalloc(const struct vidmm_host_allocator *ha, size_t size, size_t align);
-void vidmm_hfree(const struct vidmm_host_allocator *ha, void *p, size_t size, size_t align);
+/* vidmm_halloc, vidmm_hzalloc, vidmm_hfree and the allocation site ids. */
+#include "core/alloc_sites.h"
 
 /* ---- segments ------------------------------------------------------- */
 

@@ -46,7 +46,7 @@ vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, 
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
-    struct vidmm_device *d = vidmm_hzalloc(a->ha, sizeof(*d), _Alignof(struct vidmm_device));
+    struct vidmm_device *d = vidmm_hzalloc(a->ha, VIDMM_SITE_DEVICE_OBJECT, sizeof(*d), _Alignof(struct vidmm_device));
     if (!d)
         return VIDMM_E_NO_HOST_MEMORY;
     vidmm_status st = vidmm_objtab_add(&a->devices, a->ha, d, &d->self);
@@ -155,7 +155,7 @@ vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device, 
         return VIDMM_E_NOT_SUPPORTED;
     if (dev_lost(a, d))
         return VIDMM_E_DEVICE_LOST;
-    struct vidmm_context *c = vidmm_hzalloc(a->ha, sizeof(*c), _Alignof(struct vidmm_context));
+    struct vidmm_context *c = vidmm_hzalloc(a->ha, VIDMM_SITE_CONTEXT_OBJECT, sizeof(*c), _Alignof(struct vidmm_context));
     if (!c)
         return VIDMM_E_NO_HOST_MEMORY;
     pthread_mutex_lock(&a->paging.lock);

@@ -101,7 +101,7 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
     const struct vidmm_page_table_level_desc *d = &g->level[level];
-    struct vidmm_page_table *pt = vidmm_hzalloc(a->ha, sizeof(*pt), _Alignof(struct vidmm_page_table));
+    struct vidmm_page_table *pt = vidmm_hzalloc(a->ha, VIDMM_SITE_PT_OBJECT, sizeof(*pt), _Alignof(struct vidmm_page_table));
     if (!pt)
         return VIDMM_E_NO_HOST_MEMORY;
     pt->level = level;
@@ -115,14 +115,14 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_
     }
     vidmm_status st;
     if (level > 0) {
-        pt->child = vidmm_hzalloc(a->ha, (size_t)pt->entries * sizeof(*pt->child), _Alignof(struct vidmm_page_table *));
+        pt->child = vidmm_hzalloc(a->ha, VIDMM_SITE_PT_CHILDREN, (size_t)pt->entries * sizeof(*pt->child), _Alignof(struct vidmm_page_table *));
         if (!pt->child) {
             st = VIDMM_E_NO_HOST_MEMORY;
             goto fail;
         }
     }
     if (pt->segment_id == 0) {
-        pt->host = vidmm_hzalloc(a->ha, (size_t)pt->size, VIDMM_PAGE_4K);
+        pt->host = vidmm_hzalloc(a->ha, VIDMM_SITE_PT_HOST_COPY, (size_t)pt->size, VIDMM_PAGE_4K);
         if (!pt->host) {
             st = VIDMM_E_NO_HOST_MEMORY;
             goto fail;

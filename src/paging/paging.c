@@ -236,14 +236,14 @@ vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, ui
         return VIDMM_E_NO_HOST_MEMORY;
     }
     p->sync_ok = 1;
-    p->area = vidmm_hzalloc(a->ha, p->area_size, VIDMM_PAGE_4K);
+    p->area = vidmm_hzalloc(a->ha, VIDMM_SITE_PAGING_BUFFERS, p->area_size, VIDMM_PAGE_4K);
     if (!p->area)
         goto nomem;
     /* No host allocator: the inline records (16) cover the ring's 8 buffers. */
     if (vidmm_ring_init(&p->ring, NULL, p->area_size, VIDMM_PAGE_4K) < 0)
         goto nomem;
     if (private_size) {
-        p->private_data = vidmm_hzalloc(a->ha, (size_t)private_size * VIDMM_RING_INLINE_RECS, 16);
+        p->private_data = vidmm_hzalloc(a->ha, VIDMM_SITE_PAGING_PRIVATE, (size_t)private_size * VIDMM_RING_INLINE_RECS, 16);
         if (!p->private_data)
             goto nomem;
         p->private_data_size = private_size;

@@ -108,7 +108,7 @@ vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n)
         return VIDMM_E_BAD_DRIVER_DESC;
     }
     struct vidmm_paging_process *pp =
-        vidmm_hzalloc(a->ha, sizeof(*pp), _Alignof(struct vidmm_paging_process));
+        vidmm_hzalloc(a->ha, VIDMM_SITE_PP_OBJECT, sizeof(*pp), _Alignof(struct vidmm_paging_process));
     if (!pp)
         return VIDMM_E_NO_HOST_MEMORY;
     struct vidmm_process *p = &pp->proc;
@@ -119,7 +119,7 @@ vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n)
     pp->scratch_va = base;
     pp->window = area / 2;
     p->pte_buf_len = 1u << g->level[0].page_table_index_bit_count;
-    p->pte_buf = vidmm_halloc(a->ha, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    p->pte_buf = vidmm_halloc(a->ha, VIDMM_SITE_PP_PTE_BUF, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     vidmm_status st = p->pte_buf ? VIDMM_OK : VIDMM_E_NO_HOST_MEMORY;
     if (st >= 0)
         st = vidmm_pt_create_root(a, p);

@@ -10,6 +10,8 @@
  */
 #include "paging/ring.h"
 
+#include "core/alloc_sites.h"
+
 #include <stddef.h>
 #include <string.h>
 
@@ -51,8 +53,8 @@ static vidmm_status grow_recs(struct vidmm_ring *ring)
     uint32_t cap = ring->rec_cap * 2;
     if ((uint64_t)cap * sizeof(struct vidmm_ring_rec) > (uint64_t)(SIZE_MAX >> 1))
         return VIDMM_E_NO_HOST_MEMORY;
-    struct vidmm_ring_rec *r = ring->ha->alloc(ring->ha->user_data, (size_t)cap * sizeof *r,
-                                               _Alignof(struct vidmm_ring_rec));
+    struct vidmm_ring_rec *r = vidmm_host_alloc_at(ring->ha, VIDMM_SITE_RING_RECORDS, (size_t)cap * sizeof *r,
+                                                   _Alignof(struct vidmm_ring_rec));
     if (!r)
         return VIDMM_E_NO_HOST_MEMORY;
     uint32_t mask = ring->rec_cap - 1;

@@ -5,6 +5,8 @@
  */
 #include "policy/policy_int.h"
 
+#include "core/alloc_sites.h"
+
 #include <stddef.h>
 #include <string.h>
 
@@ -26,7 +28,7 @@ vidmm_status vidmm_policy_state_alloc(const struct vidmm_host_allocator *ha, uin
     if (!ha || !ha->alloc || !ha->free || !segment_count || segment_count > VIDMM_POLICY_MAX_SEGMENTS)
         return VIDMM_E_INVALID_ARG;
     *size = head + (size_t)segment_count * per_segment;
-    void *s = ha->alloc(ha->user_data, *size, align);
+    void *s = vidmm_host_alloc_at(ha, VIDMM_SITE_POLICY_STATE, *size, align);
     if (!s)
         return VIDMM_E_NO_HOST_MEMORY;
     memset(s, 0, *size);

@@ -115,7 +115,7 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
         slot++;
     if (slot == VIDMM_MAX_PROCESSES)
         return VIDMM_E_BUSY;
-    struct vidmm_process *p = vidmm_hzalloc(a->ha, sizeof(*p), _Alignof(struct vidmm_process));
+    struct vidmm_process *p = vidmm_hzalloc(a->ha, VIDMM_SITE_PROCESS_OBJECT, sizeof(*p), _Alignof(struct vidmm_process));
     if (!p)
         return VIDMM_E_NO_HOST_MEMORY;
     p->adapter = a;
@@ -123,7 +123,7 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
     p->no_va = no_va;
     p->flush_lo = UINT64_MAX;
     p->pte_buf_len = iommu || no_va ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count;
-    p->pte_buf = vidmm_halloc(a->ha, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    p->pte_buf = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_PTE_BUF, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
     if (!p->pte_buf)
         goto fail;
@@ -470,7 +470,7 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
         return VIDMM_OK;
     if (count > 4096)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_va_update_op *v = vidmm_halloc(a->ha, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
+    struct vidmm_va_update_op *v = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_UPDATE_OPS, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
     if (!v)
         return VIDMM_E_NO_HOST_MEMORY;
     vidmm_status st = VIDMM_OK;

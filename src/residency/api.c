@@ -46,7 +46,7 @@ vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle dev
         return VIDMM_E_INVALID_ARG;
     if (lost(a, d))
         return VIDMM_E_DEVICE_LOST;
-    struct vidmm_paging_queue *q = vidmm_hzalloc(a->ha, sizeof(*q), _Alignof(struct vidmm_paging_queue));
+    struct vidmm_paging_queue *q = vidmm_hzalloc(a->ha, VIDMM_SITE_QUEUE_OBJECT, sizeof(*q), _Alignof(struct vidmm_paging_queue));
     if (!q)
         return VIDMM_E_NO_HOST_MEMORY;
     vidmm_status st = vidmm_objtab_add(&a->queues, a->ha, q, &q->self);
@@ -249,7 +249,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->scratch_ref)
                 continue;
-            struct vidmm_res_ref *r = vidmm_hzalloc(a->ha, sizeof(*r), _Alignof(struct vidmm_res_ref));
+            struct vidmm_res_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_res_ref));
             if (!r) {
                 st = VIDMM_E_NO_HOST_MEMORY;
                 break;
@@ -269,6 +269,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 al->pe.process = p->self;
                 al->owned = 1;
                 vidmm_res_enter(a, al);
+                al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
             st = vidmm_res_restore(a, al);
             restored += st >= 0;
@@ -277,6 +278,12 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
+                if (r->pending) {   /* owned by this call: unowned again (D35) */
+                    vidmm_res_leave(a, r->al);
+                    r->al->pe.process = 0;
+                    r->al->owned = 0;
+                    vidmm_res_enter(a, r->al);
+                }
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
             a->res_epoch++;
@@ -292,6 +299,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             struct vidmm_res_ref *r = fresh;
             fresh = r->dev_next;
             struct vidmm_allocation *al = r->al;
+            r->pending = 0;
             r->al_next = al->refs;
             al->refs = r;
             r->dev_prev = NULL;
@@ -492,7 +500,7 @@ vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const st
     for (uint32_t i = 0; i < a->slot_used; i++)
         n += a->slots[i] && a->slots[i]->live && a->slots[i]->in_policy;
     if (n) {
-        order = vidmm_halloc(a->ha, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
+        order = vidmm_halloc(a->ha, VIDMM_SITE_RES_POLICY_ORDER, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
         if (!order) {
             policy->destroy(state);
             return VIDMM_E_NO_HOST_MEMORY;

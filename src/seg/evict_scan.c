@@ -106,8 +106,8 @@ static vidmm_status reserve(struct vidmm_evict_scan *s, uint32_t cap, uint32_t m
         uint32_t n = s->ent_cap ? s->ent_cap : 64;
         while (n < cap)
             n = n > UINT32_MAX / 2 ? cap : n * 2;
-        struct vidmm_es_entry *e = vidmm_halloc(s->ha, (size_t)n * sizeof *e, 64);
-        struct vidmm_evict_victim *v = e ? vidmm_halloc(s->ha, (size_t)n * sizeof *v, 16) : NULL;
+        struct vidmm_es_entry *e = vidmm_halloc(s->ha, VIDMM_SITE_EVICT_SCAN_ENTRIES, (size_t)n * sizeof *e, 64);
+        struct vidmm_evict_victim *v = e ? vidmm_halloc(s->ha, VIDMM_SITE_EVICT_SCAN_VICTIMS, (size_t)n * sizeof *v, 16) : NULL;
         if (!v) {
             if (e)
                 vidmm_hfree(s->ha, e, (size_t)n * sizeof *e, 64);
@@ -120,7 +120,7 @@ static vidmm_status reserve(struct vidmm_evict_scan *s, uint32_t cap, uint32_t m
     }
     if (map_cap > s->map_cap) {
         /* Zeroed: stamp 0 names no scan. */
-        uint64_t *m = vidmm_hzalloc(s->ha, (size_t)map_cap * sizeof *m, 64);
+        uint64_t *m = vidmm_hzalloc(s->ha, VIDMM_SITE_EVICT_SCAN_MAP, (size_t)map_cap * sizeof *m, 64);
         if (!m)
             return VIDMM_E_NO_HOST_MEMORY;
         if (s->map)

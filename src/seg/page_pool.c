@@ -16,6 +16,8 @@
  */
 #include "seg/page_pool.h"
 
+#include "core/alloc_sites.h"
+
 #include <stddef.h>
 #include <string.h>
 
@@ -56,8 +58,8 @@ static vidmm_status grow_ext(const struct vidmm_range_alloc *ra, struct vidmm_pa
     uint32_t cap = set->cap <= 2 ? PP_FIRST_HEAP_CAP : set->cap * 2;
     if (set->cap > UINT32_MAX / 2 || (uint64_t)cap * sizeof(struct vidmm_extent) > (uint64_t)(SIZE_MAX >> 1))
         return VIDMM_E_NO_HOST_MEMORY;
-    struct vidmm_extent *e = ra->ha->alloc(ra->ha->user_data, (size_t)cap * sizeof *e,
-                                           _Alignof(struct vidmm_extent));
+    struct vidmm_extent *e = vidmm_host_alloc_at(ra->ha, VIDMM_SITE_PAGES_EXTENTS, (size_t)cap * sizeof *e,
+                                                 _Alignof(struct vidmm_extent));
     if (!e)
         return VIDMM_E_NO_HOST_MEMORY;
     memcpy(e, set->ext, (size_t)set->count * sizeof *e);

@@ -29,6 +29,8 @@
  */
 #include "seg/range_alloc.h"
 
+#include "core/alloc_sites.h"
+
 #include <stddef.h>
 #include <string.h>
 
@@ -171,7 +173,7 @@ static vidmm_status grow_nodes(struct vidmm_range_alloc *ra)
     uint32_t new_cap = old_cap ? old_cap * 2 : RA_INITIAL_NODES;
     if (old_cap > RA_MAX_NODES / 2 || (uint64_t)new_cap * sizeof(struct vidmm_ra_node) > (uint64_t)(SIZE_MAX >> 1))
         return VIDMM_E_NO_HOST_MEMORY;
-    struct vidmm_ra_node *nn = ra->ha->alloc(ra->ha->user_data, (size_t)new_cap * sizeof *nn, 64);
+    struct vidmm_ra_node *nn = vidmm_host_alloc_at(ra->ha, VIDMM_SITE_RA_NODES, (size_t)new_cap * sizeof *nn, 64);
     if (!nn)
         return VIDMM_E_NO_HOST_MEMORY;
     if (old_cap)
@@ -235,7 +237,7 @@ vidmm_status vidmm_ra_init(struct vidmm_range_alloc *ra, const struct vidmm_host
     unsigned fl, sl;
     mapping(size >> ra->chunk_shift, &fl, &sl);
     ra->fl_count = fl + 1;
-    void *tab = ha->alloc(ha->user_data, tab_bytes(ra->fl_count), 64);
+    void *tab = vidmm_host_alloc_at(ha, VIDMM_SITE_RA_BINS, tab_bytes(ra->fl_count), 64);
     if (!tab)
         return VIDMM_E_NO_HOST_MEMORY;
     ra->sl_bitmap = tab;

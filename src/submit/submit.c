@@ -85,7 +85,7 @@ struct vidmm_submit_state {
 
 vidmm_status vidmm_submit_init(struct vidmm_adapter *a)
 {
-    struct vidmm_submit_state *s = vidmm_hzalloc(a->ha, sizeof(*s), _Alignof(struct vidmm_submit_state));
+    struct vidmm_submit_state *s = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_STATE, sizeof(*s), _Alignof(struct vidmm_submit_state));
     if (!s)
         return VIDMM_E_NO_HOST_MEMORY;
     pthread_mutexattr_t at;
@@ -426,11 +426,11 @@ static void commit_record(struct vidmm_adapter *a, struct vidmm_context *c, stru
 
 static struct vidmm_submission *new_record(struct vidmm_adapter *a, uint32_t n)
 {
-    struct vidmm_submission *r = vidmm_hzalloc(a->ha, sizeof(*r), _Alignof(struct vidmm_submission));
+    struct vidmm_submission *r = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_RECORD, sizeof(*r), _Alignof(struct vidmm_submission));
     if (!r)
         return NULL;
     if (n) {
-        r->list = vidmm_halloc(a->ha, (size_t)n * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
+        r->list = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_RECORD_LIST, (size_t)n * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
         if (!r->list) {
             vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_submission));
             return NULL;
@@ -538,7 +538,7 @@ static vidmm_status grow_scratch(struct vidmm_adapter *a, uint32_t nal, uint32_t
 {
     struct vidmm_submit_state *s = a->sub;
     if (nal > s->alist_cap) {
-        void *n = vidmm_halloc(a->ha, (size_t)nal * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
+        void *n = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_SCRATCH_ALIST, (size_t)nal * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
         if (!n)
             return VIDMM_E_NO_HOST_MEMORY;
         vidmm_hfree(a->ha, s->alist, (size_t)s->alist_cap * sizeof(*s->alist),
@@ -547,7 +547,7 @@ static vidmm_status grow_scratch(struct vidmm_adapter *a, uint32_t nal, uint32_t
         s->alist_cap = nal;
     }
     if (npatch > s->plist_cap) {
-        void *n = vidmm_halloc(a->ha, (size_t)npatch * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
+        void *n = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_SCRATCH_PLIST, (size_t)npatch * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
         if (!n)
             return VIDMM_E_NO_HOST_MEMORY;
         vidmm_hfree(a->ha, s->plist, (size_t)s->plist_cap * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
@@ -578,8 +578,8 @@ static vidmm_status cache_fit(struct vidmm_adapter *a, struct vidmm_patch_entry 
 {
     if (n <= e->cap)
         return VIDMM_OK;
-    vidmm_handle *h = vidmm_halloc(a->ha, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
-    uint64_t *ad = vidmm_halloc(a->ha, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
+    vidmm_handle *h = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_CACHE_HANDLES, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
+    uint64_t *ad = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_CACHE_ADDRS, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
     if (!h || !ad) {
         vidmm_hfree(a->ha, h, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
         vidmm_hfree(a->ha, ad, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
@@ -656,7 +656,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
         }
     }
     if (!c->patch_cache) {
-        c->patch_cache = vidmm_hzalloc(a->ha, sizeof(*c->patch_cache), _Alignof(struct vidmm_patch_cache));
+        c->patch_cache = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_PATCH_CACHE, sizeof(*c->patch_cache), _Alignof(struct vidmm_patch_cache));
         if (!c->patch_cache) {
             st = VIDMM_E_NO_HOST_MEMORY;
             goto out;
@@ -876,7 +876,7 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
                  (unsigned long long)s->zombie_count);
     }
     /* Busy counts = records naming each allocation. */
-    uint32_t *cnt = a->slot_used ? vidmm_hzalloc(a->ha, (size_t)a->slot_used * sizeof(uint32_t), _Alignof(uint32_t))
+    uint32_t *cnt = a->slot_used ? vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_CHECK_COUNTS, (size_t)a->slot_used * sizeof(uint32_t), _Alignof(uint32_t))
                                  : NULL;
     if (cnt) {
         for (const struct vidmm_submission *r = s->head; r; r = r->next)

@@ -51,6 +51,8 @@
  */
 #include "va/va_space.h"
 
+#include "core/alloc_sites.h"
+
 #include <string.h>
 
 /*
@@ -225,9 +227,9 @@ static vidmm_status va_nodes_reserve(struct vidmm_va_space *vs, uint64_t want)
     uint64_t dir_cap = vs->cold_dir_cap;
     if (chunks > dir_cap) {
         dir_cap = chunks;
-        dir = ha->alloc(ha->user_data, (size_t)dir_cap * sizeof *dir, 16);
+        dir = vidmm_host_alloc_at(ha, VIDMM_SITE_VA_RANGE_DIR, (size_t)dir_cap * sizeof *dir, 16);
     }
-    struct vidmm_va_range *blk = dir ? ha->alloc(ha->user_data, (size_t)new_chunks * VA_CHUNK * sizeof *blk, 64)
+    struct vidmm_va_range *blk = dir ? vidmm_host_alloc_at(ha, VIDMM_SITE_VA_RANGES, (size_t)new_chunks * VA_CHUNK * sizeof *blk, 64)
                                      : NULL;
     if (!blk) {
         if (dir && dir != vs->cold)
@@ -287,14 +289,15 @@ static void va_node_put(struct vidmm_va_space *vs, uint32_t i)
 
 /* Grow an array of tree nodes (copied) to at least `need` entries; the new
  * ones go on the free list through *link(i).  All or nothing. */
-static void *va_grow_array(struct vidmm_va_space *vs, void *old_arr, uint32_t *cap_io, uint64_t need, size_t elem)
+static void *va_grow_array(struct vidmm_va_space *vs, enum vidmm_alloc_site site, void *old_arr, uint32_t *cap_io,
+                           uint64_t need, size_t elem)
 {
     uint64_t old = *cap_io, cap = old ? old : VA_TREE_FIRST;
     while (cap < need)
         cap *= 2;
     if (cap > VA_CAP_MAX - 1 || cap > SIZE_MAX / elem)
         return NULL;
-    char *arr = vs->ha->alloc(vs->ha->user_data, (size_t)cap * elem, 64);
+    char *arr = vidmm_host_alloc_at(vs->ha, site, (size_t)cap * elem, 64);
     if (!arr)
         return NULL;
     if (old) {
@@ -312,7 +315,7 @@ static vidmm_status va_leaves_reserve(struct vidmm_va_space *vs, uint64_t want)
         return VIDMM_OK;
     uint32_t old = vs->leaf_cap;
     uint64_t need = (uint64_t)vs->leaf_used + want + 1;
-    va_leaf *a = va_grow_array(vs, vs->leaves, &vs->leaf_cap, need, sizeof(va_leaf));
+    va_leaf *a = va_grow_array(vs, VIDMM_SITE_VA_LEAVES, vs->leaves, &vs->leaf_cap, need, sizeof(va_leaf));
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
     vs->leaves = a;
@@ -330,7 +333,7 @@ static vidmm_status va_inners_reserve(struct vidmm_va_space *vs, uint64_t want)
         return VIDMM_OK;
     uint32_t old = vs->inner_cap;
     uint64_t need = (uint64_t)vs->inner_used + want + 1;
-    va_inner *a = va_grow_array(vs, vs->inners, &vs->inner_cap, need, sizeof(va_inner));
+    va_inner *a = va_grow_array(vs, VIDMM_SITE_VA_INNERS, vs->inners, &vs->inner_cap, need, sizeof(va_inner));
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
     vs->inners = a;
@@ -467,7 +470,7 @@ static vidmm_status va_obj_reserve(struct vidmm_va_space *vs, uint64_t more)
             return VIDMM_E_NO_HOST_MEMORY;
         cap *= 2;
     }
-    struct vidmm_va_objrec *t = vs->ha->alloc(vs->ha->user_data, (size_t)cap * sizeof *t, 16);
+    struct vidmm_va_objrec *t = vidmm_host_alloc_at(vs->ha, VIDMM_SITE_VA_OBJRECS, (size_t)cap * sizeof *t, 16);
     if (!t)
         return VIDMM_E_NO_HOST_MEMORY;
     memset(t, 0, (size_t)cap * sizeof *t);
@@ -1811,7 +1814,7 @@ vidmm_status vidmm_va_space_init(struct vidmm_va_space *vs, const struct vidmm_h
     vs->ha = ha;
     vs->base = VIDMM_VA_GRANULE;
     vs->limit = UINT64_C(1) << va_bits;
-    vs->objs = ha->alloc(ha->user_data, VA_OBJ_MIN * sizeof *vs->objs, 16);
+    vs->objs = vidmm_host_alloc_at(ha, VIDMM_SITE_VA_OBJECTS, VA_OBJ_MIN * sizeof *vs->objs, 16);
     if (!vs->objs)
         return VIDMM_E_NO_HOST_MEMORY;
     memset(vs->objs, 0, VA_OBJ_MIN * sizeof *vs->objs);
@@ -2079,7 +2082,7 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
     if (scratch > vs->scratch_cap) {
         if (scratch > SIZE_MAX / sizeof *vs->scratch)
             return VIDMM_E_NO_HOST_MEMORY;
-        struct vidmm_va_desc *s = vs->ha->alloc(vs->ha->user_data, (size_t)scratch * sizeof *s, 16);
+        struct vidmm_va_desc *s = vidmm_host_alloc_at(vs->ha, VIDMM_SITE_VA_UPDATE_SCRATCH, (size_t)scratch * sizeof *s, 16);
         if (!s)
             return VIDMM_E_NO_HOST_MEMORY;
         if (vs->scratch)

@@ -334,7 +334,7 @@ static void open_bad_arguments(void)
     ci = f.ci;
     ci.agp_aperture_size = 4097;
     T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
-    struct vidmm_host_allocator broken = { NULL, NULL, NULL };
+    struct vidmm_host_allocator broken = { NULL, NULL, NULL, NULL };
     ci = f.ci;
     ci.host_allocator = &broken;
     T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
