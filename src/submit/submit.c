@@ -64,7 +64,6 @@ struct vidmm_patch_cache {
 };
 
 struct vidmm_submit_state {
-    pthread_mutex_t lock;
     struct vidmm_submission *head;
     uint64_t in_flight;
     struct vidmm_allocation *zombies;
@@ -86,32 +85,8 @@ vidmm_status vidmm_submit_init(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = vidmm_hzalloc(a->ha, sizeof(*s), _Alignof(struct vidmm_submit_state));
     if (!s)
         return VIDMM_E_NO_HOST_MEMORY;
-    pthread_mutexattr_t at;
-    if (pthread_mutexattr_init(&at) != 0) {
-        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
-        return VIDMM_E_NO_HOST_MEMORY;
-    }
-    pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
-    int rc = pthread_mutex_init(&s->lock, &at);
-    pthread_mutexattr_destroy(&at);
-    if (rc != 0) {
-        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
-        return VIDMM_E_NO_HOST_MEMORY;
-    }
     a->sub = s;
     return VIDMM_OK;
-}
-
-void vidmm_submit_lock(struct vidmm_adapter *a)
-{
-    if (a->sub)
-        pthread_mutex_lock(&a->sub->lock);
-}
-
-void vidmm_submit_unlock(struct vidmm_adapter *a)
-{
-    if (a->sub)
-        pthread_mutex_unlock(&a->sub->lock);
 }
 
 static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
@@ -212,14 +187,13 @@ void vidmm_submit_fini(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     while (s->head) {
         wait_any(a);
         retire(a);
     }
     reap(a);
-    pthread_mutex_unlock(&s->lock);
-    pthread_mutex_destroy(&s->lock);
+    vidmm_adapter_unlock(a);
     vidmm_hfree(a->ha, s->alist, (size_t)s->alist_cap * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
     vidmm_hfree(a->ha, s->plist, (size_t)s->plist_cap * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
     vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
@@ -245,7 +219,7 @@ void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
     struct vidmm_submit_state *s = a->sub;
     if (s) {
         /* Its records point at it: wait for its work, then retire them. */
-        pthread_mutex_lock(&s->lock);
+        vidmm_adapter_lock(a);
         for (;;) {
             pthread_mutex_lock(&a->paging.lock);
             int idle = c->fence_completed >= c->fence_submitted;
@@ -256,7 +230,7 @@ void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
             retire(a);
         }
         retire(a);
-        pthread_mutex_unlock(&s->lock);
+        vidmm_adapter_unlock(a);
     }
     patch_cache_free(a, c);
 }
@@ -266,13 +240,13 @@ void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al
     struct vidmm_submit_state *s = a->sub;
     if (!s || !al->busy)
         return;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     retire(a);
     while (al->busy) {
         wait_any(a);
         retire(a);
     }
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
 }
 
 int vidmm_submit_wait_some(struct vidmm_adapter *a)
@@ -280,7 +254,7 @@ int vidmm_submit_wait_some(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return 0;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     int r = 0;
     if (retire(a)) {
         r = 1;
@@ -290,7 +264,7 @@ int vidmm_submit_wait_some(struct vidmm_adapter *a)
     }
     if (r)
         s->stats.eviction_waits++;
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return r;
 }
 
@@ -299,7 +273,7 @@ int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation 
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return 0;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     retire(a);
     reap(a);
     int deferred = al->busy != 0;
@@ -315,7 +289,7 @@ int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation 
         s->zombie_count++;
         s->stats.deferred_destroys++;
     }
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return deferred;
 }
 
@@ -439,7 +413,7 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
         return VIDMM_E_INVALID_ARG;
     *fence = 0;
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     struct vidmm_context *c = NULL;
     vidmm_status st = enter(a, context, VIDMM_CONTEXT_VIRTUAL, &c);
     if (st < 0)
@@ -470,7 +444,7 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     commit_record(a, c, r);
     s->stats.virtual_submissions++;
 out:
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return st;
 }
 
@@ -562,7 +536,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     args->fence = 0;
     args->patched = 0;
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     struct vidmm_context *c = NULL;
     vidmm_status st = enter(a, context, VIDMM_CONTEXT_PHYSICAL, &c);
     if (st < 0)
@@ -710,7 +684,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     args->fence = fence;
     args->patched = np;
 out:
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return st;
 }
 
@@ -770,11 +744,11 @@ vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     retire(a);
     *out = s->stats;
     out->in_flight = s->in_flight;
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return VIDMM_OK;
 }
 
