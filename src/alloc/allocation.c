@@ -515,6 +515,10 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return VIDMM_OK;
     }
     al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
+    /* Discarded while offered: its system pages were zeroed and are the
+     * content from now on - a restore must copy what the CPU writes into
+     * them, not zero-fill again (the stress suite found this). */
+    al->content_lost = 0;
     vidmm_submit_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */

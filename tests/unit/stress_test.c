@@ -7,7 +7,7 @@
  * the segments hold.  Each worker has its own device, paging queue and
  * context(s); workers 0/1 and 2/3 share a process, the others have one
  * each.  Every worker runs a seeded random mix of VIDMM_STRESS_OPS
- * operations (default 150): create (create / create2, resident or not),
+ * operations (default 400): create (create / create2, resident or not),
  * lock + fill with a pattern, lock + verify, reserve + map or plain map,
  * unmap / free, make-resident (PENDING waited on the queue fence,
  * OVER_BUDGET answered by evicting its own list, then CANT_TRIM_FURTHER),
@@ -119,8 +119,9 @@ struct st_worker {
     uint64_t next_seed;
     /* outcome */
     uint64_t ops, submits, checks, copies, evictions, moves, offers, discarded, pending, over_budget, no_space;
+    const char *op;              /* the operation running (for failure messages) */
     int failures;
-    char first_failure[256];
+    char first_failure[512];
 };
 
 struct st_run {
@@ -133,6 +134,7 @@ struct st_run {
     atomic_int workers_left;
     atomic_uint_fast64_t trim_calls;
     atomic_uint_fast64_t adapter_checks;
+    atomic_uint_fast64_t live_bytes, peak_bytes;   /* of the workers' allocations */
     atomic_int check_failures;
     char check_report[1024];     /* first failing report (checker thread only) */
 };
@@ -144,7 +146,8 @@ static void w_fail(struct st_worker *w, int line, const char *fmt, ...) __attrib
 static void w_fail(struct st_worker *w, int line, const char *fmt, ...)
 {
     if (!w->failures++) {
-        int n = snprintf(w->first_failure, sizeof w->first_failure, "worker %u, line %d: ", w->index, line);
+        int n = snprintf(w->first_failure, sizeof w->first_failure, "worker %u, op %llu (%s), line %d: ", w->index,
+                         (unsigned long long)w->ops, w->op ? w->op : "setup", line);
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(w->first_failure + n, sizeof w->first_failure - (size_t)n, fmt, ap);
@@ -186,6 +189,10 @@ static vidmm_handle new_allocation(struct st_worker *w, uint64_t size, int resid
     d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
     vidmm_handle h = 0;
     vidmm_status st;
+    uint64_t live = atomic_fetch_add(&w->run->live_bytes, size) + size;
+    uint64_t peak = atomic_load(&w->run->peak_bytes);
+    while (live > peak && !atomic_compare_exchange_weak(&w->run->peak_bytes, &peak, live))
+        ;
     if (use_create2 || !resident)
         st = vidmm_allocation_create2(w->run->a, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h);
     else
@@ -196,8 +203,10 @@ static vidmm_handle new_allocation(struct st_worker *w, uint64_t size, int resid
         w->no_space++;
         st = vidmm_allocation_create2(w->run->a, &d, sizeof(d), 0, &h);
     }
-    if (!W_ST(w, st, VIDMM_OK))
+    if (!W_ST(w, st, VIDMM_OK)) {
+        atomic_fetch_sub(&w->run->live_bytes, size);
         return 0;
+    }
     return h;
 }
 
@@ -511,6 +520,7 @@ static void destroy_obj(struct st_worker *w, struct st_obj *o, int keep_mapping)
     /* Destroying a listed (or mapped) allocation drops its references
      * (and mappings) itself. */
     W_ST(w, vidmm_allocation_destroy(w->run->a, o->h), VIDMM_OK);
+    atomic_fetch_sub(&w->run->live_bytes, o->size);
     memset(o, 0, sizeof(*o));
 }
 
@@ -658,17 +668,26 @@ static void *worker_main(void *arg)
     struct st_worker *w = arg;
     uint64_t rng = w->seed;
     worker_setup(w);
-    /* Weights of the mix. */
-    static void (*const ops[])(struct st_worker *, uint64_t *) = {
-        op_create, op_create, op_fill, op_verify, op_map, op_map, op_unmap,
-        op_make_resident, op_make_resident, op_make_resident, op_submit, op_submit, op_submit,
-        op_evict, op_move, op_offer, op_reclaim, op_destroy,
+    /* The mix: an entry per unit of weight. */
+    static const struct {
+        const char *name;
+        void (*fn)(struct st_worker *, uint64_t *);
+    } ops[] = {
+        { "create", op_create }, { "create", op_create }, { "fill", op_fill }, { "verify", op_verify },
+        { "map", op_map }, { "map", op_map }, { "unmap", op_unmap },
+        { "make-resident", op_make_resident }, { "make-resident", op_make_resident },
+        { "make-resident", op_make_resident }, { "submit", op_submit }, { "submit", op_submit },
+        { "submit", op_submit }, { "evict", op_evict }, { "move", op_move }, { "offer", op_offer },
+        { "reclaim", op_reclaim }, { "destroy", op_destroy },
     };
     const uint32_t nops = (uint32_t)(sizeof ops / sizeof ops[0]);
     for (uint32_t i = 0; i < w->run->ops_per_thread && !w->failures; i++) {
         w->ops++;
-        ops[t_rand_range(&rng, nops)](w, &rng);
+        uint32_t k = (uint32_t)t_rand_range(&rng, nops);
+        w->op = ops[k].name;
+        ops[k].fn(w, &rng);
     }
+    w->op = "teardown";
     worker_teardown(w);
     atomic_fetch_sub(&w->run->workers_left, 1);
     return NULL;
@@ -703,7 +722,7 @@ static void mixed_operations(void)
     if (threads > ST_MAX_THREADS)
         threads = ST_MAX_THREADS;
     run.threads = (uint32_t)threads;
-    run.ops_per_thread = (uint32_t)env_u64("VIDMM_STRESS_OPS", 150);
+    run.ops_per_thread = (uint32_t)env_u64("VIDMM_STRESS_OPS", 400);
     uint64_t seed = t_seed();
     printf("  stress: seed %llu, %u threads, %u ops each (VIDMM_STRESS_THREADS, VIDMM_STRESS_OPS)\n",
            (unsigned long long)seed, run.threads, run.ops_per_thread);
@@ -836,6 +855,13 @@ static void mixed_operations(void)
         T_EQ_U64(si.allocations, base[s].allocations);
     }
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    uint64_t memory = 0;
+    for (uint32_t s = 1; s < ai.segment_count && s < 8; s++)
+        if (base[s].kind == VIDMM_SEGMENT_KIND_MEMORY)
+            memory += base[s].size;
+    printf("  stress: peak %.1f MiB allocated = %.2fx the %.0f MiB of memory segments\n",
+           (double)atomic_load(&run.peak_bytes) / (double)MIB, (double)atomic_load(&run.peak_bytes) / (double)memory,
+           (double)memory / (double)MIB);
     printf("  stress: %llu ops in %.2f s (%llu submissions, %llu CPU checks, %llu GPU copies, %llu evict calls,"
            " %llu moves, %llu offers, %llu discarded, %llu PENDING, %llu OVER_BUDGET, %llu NO_SEGMENT_SPACE);"
            " residency: %llu evictions, %llu restores; %llu trim notifications; %llu adapter checks\n",
