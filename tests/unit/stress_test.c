@@ -877,8 +877,76 @@ static void mixed_operations(void)
     softgpu_destroy(run.sg);
 }
 
+/* The first bug the mix found, replayed on one thread: an offered
+ * allocation discarded under pressure, reclaimed (DISCARDED), written by
+ * the CPU while still evicted, then made resident: the restore zero-filled
+ * it (content_lost outlived the write).  The write must survive. */
+static void reclaimed_write_survives_restore(void)
+{
+    struct fault_alloc fa;
+    fault_alloc_init(&fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = 4 * MIB;
+    cfg.segment_size[2] = 4 * MIB;
+    struct softgpu *sg = NULL;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+    if (!sg)
+        return;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof(ci));
+    softgpu_fill_adapter_create_info(sg, &ci);
+    ci.host_allocator = &fa.ha;
+    struct vidmm_adapter *a = NULL;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
+    if (!a) {
+        softgpu_destroy(sg);
+        return;
+    }
+    struct st_run run;
+    memset(&run, 0, sizeof(run));
+    run.a = a;
+    struct st_worker w;
+    memset(&w, 0, sizeof(w));
+    w.run = &run;
+    T_ST(vidmm_process_create(a, &w.proc), VIDMM_OK);
+    T_ST(vidmm_device_create(a, w.proc, &w.dev), VIDMM_OK);
+    T_ST(vidmm_paging_queue_create(a, w.dev, VIDMM_PAGING_QUEUE_NORMAL, &w.queue), VIDMM_OK);
+    struct st_obj *x = &w.obj[0];
+    x->size = 2 * MIB;
+    x->h = new_allocation(&w, x->size, 1, 1);                /* resident, no backing copy */
+    vidmm_handle big[2];
+    for (uint32_t i = 0; i < 2; i++)
+        big[i] = new_allocation(&w, 3 * MIB, 0, 1);
+    cpu_fill(&w, x, 11);
+    T_ST(vidmm_offer(a, w.dev, &x->h, 1, VIDMM_OFFER_LOW), VIDMM_OK);
+    T_EQ(make_resident(&w, big, 2, 1), 1);                   /* 6 of 8 MiB (and page tables): x is discarded */
+    uint32_t result = 0;
+    T_ST(vidmm_reclaim(a, w.queue, &x->h, 1, &result, NULL), VIDMM_OK);
+    T_EQ(result, VIDMM_RECLAIM_DISCARDED);
+    x->seed = 0;
+    cpu_verify(&w, x);                                       /* reads zero */
+    cpu_fill(&w, x, 12);                                     /* written while evicted */
+    T_ST(vidmm_evict(a, w.dev, big, 2, 0, NULL), VIDMM_OK);
+    T_EQ(make_resident(&w, &x->h, 1, 1), 1);                 /* restored: copied, not zero-filled */
+    struct vidmm_residency_state rs;
+    T_ST(vidmm_allocation_residency(a, x->h, &rs), VIDMM_OK);
+    T_EQ(rs.resident, 1);
+    cpu_verify(&w, x);
+    if (w.failures)
+        fprintf(stderr, "  %s\n", w.first_failure);
+    T_EQ(w.failures, 0);
+    char rep[512];
+    T_EQ(vidmm_adapter_check(a, rep, sizeof rep), 0);
+    vidmm_adapter_close(a);
+    T_EQ(fa.live_blocks, 0);
+    softgpu_destroy(sg);
+}
+
 void suite_stress(void);
 void suite_stress(void)
 {
+    t_run("stress.reclaimed_write_survives_restore", reclaimed_write_survives_restore);
     t_run("stress.mixed_operations", mixed_operations);
 }
