@@ -55,10 +55,14 @@ static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process,
         return st;
     }
     d->process = p;
+    /* Under paging.lock: a fault report for the process token walks the
+     * list from the driver's thread (vidmm_device_fault_locked). */
+    pthread_mutex_lock(&a->paging.lock);
     d->next = p->devices;
     if (p->devices)
         p->devices->prev = d;
     p->devices = d;
+    pthread_mutex_unlock(&a->paging.lock);
     p->device_count++;
     *out = d->self;
     return VIDMM_OK;
@@ -89,12 +93,14 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
         context_free(a, d->contexts);
     vidmm_res_device_gone(a, d);
     struct vidmm_process *p = d->process;
+    pthread_mutex_lock(&a->paging.lock);   /* see device_create */
     if (d->prev)
         d->prev->next = d->next;
     else
         p->devices = d->next;
     if (d->next)
         d->next->prev = d->prev;
+    pthread_mutex_unlock(&a->paging.lock);
     p->device_count--;
     vidmm_objtab_remove(&a->devices, d->self);
     vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
