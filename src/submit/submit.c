@@ -23,11 +23,11 @@
  * buffers: the address each allocation-list entry was patched with, so a
  * buffer submitted again is patched only where an allocation moved.
  *
- * Locking: the submission lock (recursive: entries call helpers that take
- * it again) serialises the submission entries with each other; lock
- * order is submission lock -> paging.lock.  Waits for fences hold the
- * submission lock only where the caller is already serialised anyway
- * (placement, fini); vidmm_context_wait does not hold it.
+ * Locking: the adapter lock (recursive: entries call helpers that take
+ * it again; it was this file's submission lock, docs/THREADING.md)
+ * serialises every public entry; lock order is adapter lock ->
+ * paging.lock.  Internal waits for fences hold the adapter lock (the
+ * engines progress without it); vidmm_context_wait does not hold it.
  */
 #include "core/vidmm_int.h"
 #include "vidmm/submit.h"
