@@ -944,9 +944,106 @@ static void reclaimed_write_survives_restore(void)
     softgpu_destroy(sg);
 }
 
+struct waiter {
+    struct vidmm_adapter *a;
+    vidmm_handle ctx;
+    uint64_t fence;
+    vidmm_status st;
+    atomic_int done;
+};
+
+static void *wait_main(void *arg)
+{
+    struct waiter *wt = arg;
+    /* Bounded: were the lock held while asleep, the other thread would
+     * stall until this times out, and the test fails instead of hanging. */
+    wt->st = vidmm_context_wait(wt->a, wt->ctx, wt->fence, 5000000000ull);
+    atomic_store(&wt->done, 1);
+    return NULL;
+}
+
+/* A CPU wait sleeps without the adapter lock: while one thread waits for
+ * a buffer stalled on a WAIT, another creates, destroys and checks; only
+ * then does the CPU release the WAIT. */
+static void cpu_wait_leaves_the_adapter_free(void)
+{
+    struct fault_alloc fa;
+    fault_alloc_init(&fa);
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = 8 * MIB;
+    cfg.segment_size[2] = 8 * MIB;
+    struct softgpu *sg = NULL;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+    if (!sg)
+        return;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof(ci));
+    softgpu_fill_adapter_create_info(sg, &ci);
+    ci.host_allocator = &fa.ha;
+    struct vidmm_adapter *a = NULL;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
+    if (!a) {
+        softgpu_destroy(sg);
+        return;
+    }
+    struct st_run run;
+    memset(&run, 0, sizeof(run));
+    run.a = a;
+    struct st_worker w;
+    memset(&w, 0, sizeof(w));
+    w.run = &run;
+    w.proc = 0;
+    T_ST(vidmm_process_create(a, &w.proc), VIDMM_OK);
+    worker_setup(&w);
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_wait(&cb, w.res_va + 1024, 1), VIDMM_OK);
+    T_ST(softgpu_cmd_write64(&cb, w.res_va + 8, 42), VIDMM_OK);
+    cpu_write(&w, w.cmd, buf, cb.size);
+    struct waiter wt = { a, w.ctx[0], 0, VIDMM_E_STATE, 0 };
+    T_ST(vidmm_submit_virtual(a, w.ctx[0], w.cmd_va, cb.size, &wt.fence), VIDMM_OK);
+    pthread_t tid;
+    T_EQ(pthread_create(&tid, NULL, wait_main, &wt), 0);
+    struct timespec ts = { 0, 20000000 };
+    nanosleep(&ts, NULL);
+    /* The waiter is asleep; the adapter answers this thread. */
+    for (int i = 0; i < 4; i++) {
+        vidmm_handle h = new_allocation(&w, 256 * KIB, 1, 1);
+        T_ST(vidmm_allocation_destroy(a, h), VIDMM_OK);
+        atomic_fetch_sub(&run.live_bytes, 256 * KIB);
+    }
+    char rep[512];
+    T_EQ(vidmm_adapter_check(a, rep, sizeof rep), 0);
+    uint64_t done = 0;
+    T_ST(vidmm_context_fence(a, w.ctx[0], NULL, &done), VIDMM_OK);
+    T_CHECK(done < wt.fence);
+    T_EQ(atomic_load(&wt.done), 0);
+    /* Release the WAIT through the GPU's view of the results. */
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(a, w.proc, &root), VIDMM_OK);
+    uint64_t one = 1;
+    T_ST(softgpu_write_virtual(sg, &root, w.res_va + 1024, &one, 8), VIDMM_OK);
+    pthread_join(tid, NULL);
+    T_ST(wt.st, VIDMM_OK);
+    uint64_t got[2];
+    cpu_read(&w, w.res, got, sizeof got);
+    T_EQ_U64(got[1], 42);
+    worker_teardown(&w);
+    T_ST(vidmm_process_destroy(a, w.proc), VIDMM_OK);
+    if (w.failures)
+        fprintf(stderr, "  %s\n", w.first_failure);
+    T_EQ(w.failures, 0);
+    vidmm_adapter_close(a);
+    T_EQ(fa.live_blocks, 0);
+    softgpu_destroy(sg);
+}
+
 void suite_stress(void);
 void suite_stress(void)
 {
+    t_run("stress.cpu_wait_leaves_the_adapter_free", cpu_wait_leaves_the_adapter_free);
     t_run("stress.reclaimed_write_survives_restore", reclaimed_write_survives_restore);
     t_run("stress.mixed_operations", mixed_operations);
 }
