@@ -26,6 +26,10 @@
  *
  * Failures in workers are recorded per worker (the harness's checks are
  * not thread-safe) and reported by the main thread after the join.
+ *
+ * Two deterministic cases go with it: a CPU wait leaves the adapter to
+ * other threads while it sleeps, and a one-thread replay of the bug the
+ * mix found (a CPU write after a discarded offer lost at the restore).
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
