@@ -9,7 +9,9 @@
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
 #   make CC=clang     any C11 compiler with gcc-style flags
-#   make tsan         the library tests under ThreadSanitizer (objects in build-tsan/)
+#   make tsan         the library tests under ThreadSanitizer (objects in build-tsan/;
+#                     TSAN_FILTER=suite runs one suite)
+#   make tsan-stress  the stress suite alone under ThreadSanitizer (CI runs it)
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -57,7 +59,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: all test html-check demo bench install clean check-headers tsan
+.PHONY: all test html-check demo bench install clean check-headers tsan tsan-stress
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -94,7 +96,12 @@ test: $(TESTS) $(TOOL)
 # and submissions from several threads (docs/TESTING.md).
 tsan:
 	$(MAKE) BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests
-	TSAN_OPTIONS=halt_on_error=1 build-tsan/vidmm-tests
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/vidmm-tests $(TSAN_FILTER)
+
+# Many threads on one adapter (tests/unit/stress_test.c, docs/THREADING.md):
+# the part of `make tsan` short enough for CI.
+tsan-stress:
+	$(MAKE) tsan TSAN_FILTER=stress
 
 # Not part of `make test`: it needs a browser (Debian's chromium package)
 # and takes about 15 s; .ci/run installs chromium and runs it.

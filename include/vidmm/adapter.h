@@ -9,8 +9,17 @@
  * VIDMM_E_BAD_DRIVER_DESC and a message that names the fault, written to
  * the caller's error buffer.
  *
- * An adapter is used from one thread at a time (the caller serialises);
- * only vidmm_cb_notify_fence() may come from another thread.
+ * Threading (docs/THREADING.md): every entry may be called from several
+ * threads at once.  Entries that read or change adapter state serialise
+ * on the adapter's one recursive lock, as WDDM's VidMm does on its
+ * device-wide lock; CPU fence waits (vidmm_context_wait,
+ * vidmm_paging_queue_wait) sleep without it.  The driver callbacks
+ * (vidmm_cb_notify_*) come from any thread and never take it.  User
+ * callbacks (trim notifications, eviction policies) run with it held and
+ * may call back in on the same thread.  Exceptions: vidmm_adapter_open
+ * makes a new adapter; vidmm_adapter_close requires that no other thread
+ * is inside the adapter.  Lock order: adapter lock -> paging lock -> the
+ * driver's own locks.
  */
 #ifndef VIDMM_ADAPTER_H
 #define VIDMM_ADAPTER_H
@@ -48,7 +57,8 @@ struct vidmm_adapter_create_info {
 vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *info,
                                 struct vidmm_adapter **adapter_out);
 
-/* Destroys every allocation still alive, then the adapter. NULL is a no-op. */
+/* Destroys every allocation still alive, then the adapter. NULL is a no-op.
+ * No other thread may be inside the adapter, or enter it afterwards. */
 void vidmm_adapter_close(struct vidmm_adapter *adapter);
 
 struct vidmm_adapter_info {

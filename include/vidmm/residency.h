@@ -159,7 +159,10 @@ vidmm_status vidmm_process_set_budget(struct vidmm_adapter *adapter, vidmm_handl
 #define VIDMM_TRIM_TO_BUDGET 0x4u
 /* Called (from the thread that caused it, never with vidmm state
  * half-changed) when a process is over its local budget; the callback
- * may call vidmm_evict on its own device.  NULL unregisters. */
+ * may call vidmm_evict on its own device.  NULL unregisters.  It runs
+ * with the adapter lock held (docs/THREADING.md): calls back into vidmm
+ * on the same thread are fine, waiting for another thread that calls
+ * vidmm is a deadlock; the thread may belong to another process. */
 typedef void (*vidmm_trim_callback)(void *context, vidmm_handle device, uint32_t flags, uint64_t bytes_to_trim);
 vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *adapter, vidmm_handle device,
                                               vidmm_trim_callback callback, void *context);

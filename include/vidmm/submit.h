@@ -33,11 +33,11 @@
  * destroying such an allocation is deferred - its handle is gone at once,
  * its memory is released once the work finished - without blocking.
  *
- * Threading: vidmm_submit_virtual, vidmm_submit_physical,
- * vidmm_context_fence and vidmm_context_wait may be called from several
- * threads at once (they serialise on the adapter's submission lock, and
- * waits do not hold it); the rest of the API keeps the adapter's
- * one-thread-at-a-time rule and must not overlap them.
+ * Threading: like every entry, these may be called from several threads
+ * at once (docs/THREADING.md); submission serialises on the adapter lock,
+ * vidmm_context_fence and vidmm_context_wait take only the fence lock and
+ * the wait sleeps without the adapter lock.  Destroying a context another
+ * thread waits on is the caller's error.
  */
 #ifndef VIDMM_SUBMIT_H
 #define VIDMM_SUBMIT_H

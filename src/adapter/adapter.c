@@ -202,6 +202,35 @@ static void release_segments(struct vidmm_adapter *a)
     }
 }
 
+/* ---- the adapter lock (docs/THREADING.md) ---------------------------- */
+
+static int init_adapter_lock(struct vidmm_adapter *a)
+{
+    pthread_mutexattr_t at;
+    if (pthread_mutexattr_init(&at) != 0)
+        return -1;
+    int rc = pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
+    if (rc == 0)
+        rc = pthread_mutex_init(&a->lock, &at);
+    pthread_mutexattr_destroy(&at);
+    return rc;
+}
+
+void vidmm_adapter_lock(const struct vidmm_adapter *a)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+}
+
+void vidmm_adapter_unlock(const struct vidmm_adapter *a)
+{
+    pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+}
+
+int vidmm_adapter_trylock(struct vidmm_adapter *a)
+{
+    return pthread_mutex_trylock(&a->lock);
+}
+
 vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
 {
     if (!ci || !out)
@@ -220,6 +249,12 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     struct vidmm_adapter *a = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_OBJECT, sizeof(*a), _Alignof(struct vidmm_adapter));
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
+    /* The adapter lock exists for the adapter's whole life (not lazily):
+     * a thread may call in as soon as open returned. */
+    if (init_adapter_lock(a) != 0) {
+        vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
     a->ha = ha;
     a->ops = *ci->ops;
     if (!a->ops.describe_allocation)
@@ -439,6 +474,7 @@ fail_segments:
 fail:
     if (desc)
         vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    pthread_mutex_destroy(&a->lock);
     vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
     return st;
 }
@@ -472,10 +508,11 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_objtab_fini(&a->contexts, a->ha);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+    pthread_mutex_destroy(&a->lock);
     vidmm_hfree(a->ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
 }
 
-vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
+static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -512,7 +549,7 @@ const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind)
     return "unknown";
 }
 
-vidmm_status vidmm_segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
+static vidmm_status segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
 {
     if (!a || !out || id >= a->segment_count)
         return VIDMM_E_INVALID_ARG;
@@ -550,4 +587,26 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
         a->paging.completed_fence = fence;
     pthread_cond_broadcast(&a->paging.cond);
     pthread_mutex_unlock(&a->paging.lock);
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = adapter_query_info(a, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = segment_query(a, id, out);
+    vidmm_adapter_unlock(a);
+    return st;
 }

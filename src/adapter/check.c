@@ -129,7 +129,7 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
     }
 }
 
-int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
+static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
 {
     struct report r = { buf, size, 0, 0 };
     if (buf && size)
@@ -304,4 +304,16 @@ int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     if (de)
         bad(&r, "submission: %d violations (%s)", de, dmsg);
     return r.errors;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+int vidmm_adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
+{
+    if (!a)
+        return adapter_check(a, buf, size);   /* reports the NULL adapter */
+    vidmm_adapter_lock(a);
+    int e = adapter_check(a, buf, size);
+    vidmm_adapter_unlock(a);
+    return e;
 }

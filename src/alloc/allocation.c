@@ -97,12 +97,12 @@ static vidmm_status validate_info(const struct vidmm_adapter *a, struct vidmm_al
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
+static vidmm_status allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
 {
     return vidmm_allocation_create2(a, priv, priv_size, VIDMM_CREATE_RESIDENT, out);
 }
 
-vidmm_status vidmm_allocation_create2(struct vidmm_adapter *a, const void *priv, size_t priv_size, uint32_t flags,
+static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv, size_t priv_size, uint32_t flags,
                                       vidmm_handle *out)
 {
     if (!a || !out || (flags & ~VIDMM_CREATE_RESIDENT))
@@ -185,7 +185,7 @@ static void undisplay_all(struct vidmm_adapter *a, vidmm_handle h, struct vidmm_
 
 static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
-vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
+static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -216,7 +216,7 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
     vidmm_handle_release(a, h);
 }
 
-vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
+static vidmm_status allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -247,7 +247,7 @@ vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle 
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,
+static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,
                                               struct vidmm_physical_range *r, uint32_t cap, uint32_t *count)
 {
     if (!a || !count || (cap && !r))
@@ -399,12 +399,12 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
     return st;
 }
 
-vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+static vidmm_status allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
 {
     return move_entry(a, h, segment_id, 0);
 }
 
-vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+static vidmm_status allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
 {
     return move_entry(a, h, segment_id, 1);
 }
@@ -501,7 +501,7 @@ static vidmm_status move_cpu_reachable(struct vidmm_adapter *a, struct vidmm_all
     return st;
 }
 
-vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
+static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
 {
     if (!a || !cpu)
         return VIDMM_E_INVALID_ARG;
@@ -520,6 +520,10 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
         return VIDMM_OK;
     }
     al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
+    /* Discarded while offered: its system pages were zeroed and are the
+     * content from now on - a restore must copy what the CPU writes into
+     * them, not zero-fill again (the stress suite found this). */
+    al->content_lost = 0;
     vidmm_submit_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */
@@ -559,7 +563,7 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
+static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -577,7 +581,7 @@ vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 
 /* ---- display -------------------------------------------------------- */
 
-vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
+static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
 {
     if (!a || source >= VIDMM_MAX_VIDPN_SOURCES)
         return VIDMM_E_INVALID_ARG;
@@ -638,10 +642,10 @@ static vidmm_handle device_process(struct vidmm_adapter *a, vidmm_handle device,
     return d->process->self;
 }
 
-vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *a, vidmm_handle device, const void *priv,
+static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_handle device, const void *priv,
                                             size_t priv_size, uint32_t flags, vidmm_handle *out)
 {
-    if (!a || !out)
+    if (!out)
         return VIDMM_E_INVALID_ARG;
     vidmm_status st;
     vidmm_handle proc = device_process(a, device, &st);
@@ -653,9 +657,9 @@ vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *a, vidmm_handl
     return st;
 }
 
-vidmm_status vidmm_device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
+static vidmm_status device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
 {
-    if (!a || !cpu)
+    if (!cpu)
         return VIDMM_E_INVALID_ARG;
     vidmm_status st;
     vidmm_handle proc = device_process(a, device, &st);
@@ -666,10 +670,8 @@ vidmm_status vidmm_device_lock(struct vidmm_adapter *a, vidmm_handle device, vid
     return vidmm_allocation_lock(a, h, cpu);
 }
 
-vidmm_status vidmm_device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
+static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
     struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
     /* Unlock works on a lost device: it only gives the pointer back. */
     if (!d || !vidmm_handle_get_for(a, h, d->process->self))
@@ -695,4 +697,139 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (!vidmm_submit_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = adapter_flip(a, source, h);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_create(a, priv, priv_size, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_create2(struct vidmm_adapter *a, const void *priv, size_t priv_size, uint32_t flags,
+                                      vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_create2(a, priv, priv_size, flags, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_destroy(a, h);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_lock(a, h, cpu);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_move(a, h, segment_id);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_move_discard(a, h, segment_id);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,
+                                              struct vidmm_physical_range *r, uint32_t cap, uint32_t *count)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_physical_ranges(a, h, r, cap, count);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_query(a, h, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_unlock(a, h);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *a, vidmm_handle device, const void *priv,
+                                            size_t priv_size, uint32_t flags, vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = device_allocation_create(a, device, priv, priv_size, flags, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = device_lock(a, device, h, cpu);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = device_unlock(a, device, h);
+    vidmm_adapter_unlock(a);
+    return st;
 }

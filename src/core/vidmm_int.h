@@ -309,6 +309,12 @@ struct vidmm_tdr {
 /* ---- adapter -------------------------------------------------------- */
 
 struct vidmm_adapter {
+    /* The adapter lock (recursive; docs/THREADING.md): every public entry
+     * that reads or changes adapter state holds it, so the state below is
+     * touched by one thread at a time.  Not held by the driver callbacks
+     * (they take paging.lock only) nor by CPU fence waits while asleep.
+     * Lock order: adapter lock -> paging.lock -> the driver's own locks. */
+    pthread_mutex_t lock;
     const struct vidmm_host_allocator *ha;
     struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
     void *driver;
@@ -358,6 +364,13 @@ struct vidmm_adapter {
     uint64_t paging_ops[17];
     uint64_t paging_bytes[17];
 };
+
+/* adapter.c: take / release the adapter lock (recursive: an entry may
+ * call another entry, or a user callback run under it may call back in on
+ * the same thread).  const: the lock is not part of the adapter's logical
+ * state, and read-only entries take it too. */
+void vidmm_adapter_lock(const struct vidmm_adapter *a);
+void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 
 #define VIDMM_HANDLE_TYPE_ALLOCATION 1u
 #define VIDMM_HANDLE_TYPE_PROCESS 2u
@@ -486,11 +499,12 @@ struct vidmm_submit_state;
 vidmm_status vidmm_submit_init(struct vidmm_adapter *a);
 /* Wait for every submission, free deferred destructions, release. */
 void vidmm_submit_fini(struct vidmm_adapter *a);
-/* The submission lock (recursive), for entries that may run alongside
- * submissions (make-resident, evict). */
-void vidmm_submit_lock(struct vidmm_adapter *a);
-void vidmm_submit_unlock(struct vidmm_adapter *a);
-int vidmm_submit_trylock(struct vidmm_adapter *a);   /* 0 when taken */
+/* The former submission lock is the adapter lock now (D36); the old
+ * names stay for their call sites. */
+static inline void vidmm_submit_lock(struct vidmm_adapter *a) { vidmm_adapter_lock(a); }
+static inline void vidmm_submit_unlock(struct vidmm_adapter *a) { vidmm_adapter_unlock(a); }
+/* 0 when taken (hang recovery from a wait that does not hold it). */
+int vidmm_adapter_trylock(struct vidmm_adapter *a);
 /* A context goes: wait for its work, forget its patch cache. */
 void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c);
 /* Wait until no submitted work uses al (its fences passed). */

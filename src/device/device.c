@@ -38,7 +38,7 @@ static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
     return lost;
 }
 
-vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
+static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -55,10 +55,14 @@ vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, 
         return st;
     }
     d->process = p;
+    /* Under paging.lock: a fault report for the process token walks the
+     * list from the driver's thread (vidmm_device_fault_locked). */
+    pthread_mutex_lock(&a->paging.lock);
     d->next = p->devices;
     if (p->devices)
         p->devices->prev = d;
     p->devices = d;
+    pthread_mutex_unlock(&a->paging.lock);
     p->device_count++;
     *out = d->self;
     return VIDMM_OK;
@@ -89,18 +93,20 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
         context_free(a, d->contexts);
     vidmm_res_device_gone(a, d);
     struct vidmm_process *p = d->process;
+    pthread_mutex_lock(&a->paging.lock);   /* see device_create */
     if (d->prev)
         d->prev->next = d->next;
     else
         p->devices = d->next;
     if (d->next)
         d->next->prev = d->prev;
+    pthread_mutex_unlock(&a->paging.lock);
     p->device_count--;
     vidmm_objtab_remove(&a->devices, d->self);
     vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
 }
 
-vidmm_status vidmm_device_destroy(struct vidmm_adapter *a, vidmm_handle device)
+static vidmm_status device_destroy(struct vidmm_adapter *a, vidmm_handle device)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -117,7 +123,7 @@ void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p)
         device_free(a, p->devices);
 }
 
-vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
+static vidmm_status device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -139,7 +145,7 @@ vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle devi
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device, const struct vidmm_context_desc *desc,
+static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device, const struct vidmm_context_desc *desc,
                                   vidmm_handle *out)
 {
     if (!a || !desc || !out)
@@ -190,7 +196,7 @@ void vidmm_process_rebind_root(struct vidmm_adapter *a, struct vidmm_process *p)
                 vidmm_process_bind_root(a, p, c->self, 1);
 }
 
-vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context)
+static vidmm_status context_destroy(struct vidmm_adapter *a, vidmm_handle context)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -203,7 +209,7 @@ vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
+static vidmm_status context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -302,4 +308,67 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
                  a->contexts.live, (unsigned long long)devices, (unsigned long long)contexts);
     }
     return e;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device,
+                                  const struct vidmm_context_desc *desc, vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = context_create(a, device, desc, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = context_destroy(a, context);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = context_query(a, context, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = device_create(a, process, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_device_destroy(struct vidmm_adapter *a, vidmm_handle device)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = device_destroy(a, device);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = device_query(a, device, out);
+    vidmm_adapter_unlock(a);
+    return st;
 }

@@ -105,7 +105,7 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *a, struct vidmm_gpummu_info *out)
+static vidmm_status adapter_query_gpummu(const struct vidmm_adapter *a, struct vidmm_gpummu_info *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -113,4 +113,16 @@ vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *a, struct vi
         return VIDMM_E_NOT_SUPPORTED;
     *out = a->gpummu;
     return VIDMM_OK;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *a, struct vidmm_gpummu_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = adapter_query_gpummu(a, out);
+    vidmm_adapter_unlock(a);
+    return st;
 }

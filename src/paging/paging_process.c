@@ -303,7 +303,7 @@ int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, si
     return e;
 }
 
-vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *a, struct vidmm_paging_process_info *out)
+static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, struct vidmm_paging_process_info *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -329,4 +329,16 @@ vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *a, s
     out->last_fault_va = pp->fault_va;
     pthread_mutex_unlock((pthread_mutex_t *)&a->paging.lock);
     return VIDMM_OK;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *a, struct vidmm_paging_process_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = adapter_query_paging_process(a, out);
+    vidmm_adapter_unlock(a);
+    return st;
 }

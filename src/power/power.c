@@ -98,7 +98,9 @@ vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *a, uint32
 {
     if (!a || !state)
         return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
     *state = a->power_state;
+    vidmm_adapter_unlock(a);
     return VIDMM_OK;
 }
 
@@ -106,6 +108,8 @@ vidmm_status vidmm_adapter_get_power_stats(const struct vidmm_adapter *a, struct
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
     *out = a->power_stats;
+    vidmm_adapter_unlock(a);
     return VIDMM_OK;
 }

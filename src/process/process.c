@@ -99,7 +99,7 @@ static void on_step(void *ctx, const struct vidmm_va_step *s)
         p->step_error = st;
 }
 
-vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
+static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -179,7 +179,7 @@ static void process_free(struct vidmm_adapter *a, uint32_t slot)
     a->proc_live--;
 }
 
-vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
+static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -227,7 +227,7 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
     pthread_mutex_unlock(&a->paging.lock);
 }
 
-vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
+static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -319,7 +319,7 @@ static vidmm_status settle(struct vidmm_adapter *a, struct vidmm_process *p, vid
     return finish(a, p, st);
 }
 
-vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
+static vidmm_status gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
                                  uint64_t size, unsigned mode, uint64_t *va)
 {
     if (!a || !va)
@@ -354,7 +354,7 @@ vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64
     return settle(a, p, st, va, size, vidmm_va_free);
 }
 
-vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
+static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
                              vidmm_handle allocation, uint64_t offset, uint64_t size, unsigned prot,
                              uint64_t driver_protection, uint64_t *va)
 {
@@ -442,17 +442,17 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
     return finish(a, p, st);
 }
 
-vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+static vidmm_status gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
     return cut(a, h, va, size, vidmm_va_unmap);
 }
 
-vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+static vidmm_status gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
     return cut(a, h, va, size, vidmm_va_free);
 }
 
-vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
+static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
                                 uint32_t count)
 {
     if (!a || (count && !ops))
@@ -543,7 +543,7 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
     return finish(a, p, st);
 }
 
-vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
+static vidmm_status process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
                                            struct vidmm_physical_address *root)
 {
     if (!a || !root)
@@ -559,7 +559,7 @@ vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, uint64_t va,
+static vidmm_status gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, uint64_t va,
                                struct vidmm_gpuva_range *out, uint32_t cap, uint32_t *count)
 {
     if (!a || !count || (cap && !out))
@@ -651,4 +651,111 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
         if (!p->iommu)
             (void)vidmm_pt_flush(a, p);
     }
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = gpuva_free(a, h, va, size);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
+                             vidmm_handle allocation, uint64_t offset, uint64_t size, unsigned prot, uint64_t driver_protection, uint64_t *va)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, uint64_t va,
+                               struct vidmm_gpuva_range *out, uint32_t cap, uint32_t *count)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = gpuva_query(a, h, va, out, cap, count);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min,
+                                 uint64_t max, uint64_t size, unsigned mode, uint64_t *va)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = gpuva_reserve(a, h, base, min, max, size, mode, va);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = gpuva_unmap(a, h, va, size);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
+                                uint32_t count)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = gpuva_update(a, h, ops, count);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = process_create(a, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = process_destroy(a, h);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = process_query(a, h, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
+                                           struct vidmm_physical_address *root)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = process_root_page_table(a, h, root);
+    vidmm_adapter_unlock(a);
+    return st;
 }

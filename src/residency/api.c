@@ -33,7 +33,7 @@ static int lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 
 /* ---- paging queues ------------------------------------------------------ */
 
-vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority,
+static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority,
                                        vidmm_handle *out)
 {
     if (!a || !out)
@@ -62,7 +62,7 @@ vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle dev
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
+static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -113,7 +113,7 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
     return v;
 }
 
-vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
+static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
 {
     if (!a || !completed)
         return VIDMM_E_INVALID_ARG;
@@ -131,7 +131,11 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
+    /* The lookup under the adapter lock, the sleep without it (a CPU wait
+     * must not stop other threads; the fence moves under paging.lock). */
+    vidmm_adapter_lock(a);
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
+    vidmm_adapter_unlock(a);
     if (!q)
         return VIDMM_E_INVALID_HANDLE;
     struct timespec until;
@@ -144,12 +148,9 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
     vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&a->paging.lock);
     for (resolve(a, q); q->completed < value; resolve(a, q)) {
-        int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);   /* hangs reset between slices */
-        q = vidmm_objtab_get(&a->queues, queue);
-        if (!q) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
+        /* Hangs are reset between slices.  The queue must outlive the
+         * wait (destroying it meanwhile is the caller's error, THREADING.md). */
+        int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
         if (rc == ETIMEDOUT && q->completed < value) {
             st = VIDMM_E_TIMEOUT;
             break;
@@ -429,7 +430,7 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
 
 /* ---- priorities, hints, state ------------------------------------------------ */
 
-vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
+static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
 {
     if (!a || priority == 0)
         return VIDMM_E_INVALID_ARG;
@@ -442,7 +443,7 @@ vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *a, vidmm_handle
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
+static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -455,12 +456,12 @@ vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle
     return VIDMM_OK;
 }
 
-uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
+static uint64_t residency_clock(const struct vidmm_adapter *a)
 {
     return a ? a->res_clock : 0;
 }
 
-vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_residency_state *out)
+static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_residency_state *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -478,7 +479,7 @@ vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *a, vidmm_han
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
+static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -529,7 +530,7 @@ vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const st
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
+static vidmm_status residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -539,7 +540,7 @@ vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *a, struct vid
 
 /* ---- offer / reclaim ---------------------------------------------------------- */
 
-vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
+static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
                          uint32_t offer_priority)
 {
     if (!a || (count && !allocs) || offer_priority < VIDMM_OFFER_LOW || offer_priority > VIDMM_OFFER_AUTO)
@@ -568,7 +569,7 @@ vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vid
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vidmm_handle *allocs, uint32_t count,
+static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vidmm_handle *allocs, uint32_t count,
                            uint32_t *results, uint64_t *fence)
 {
     if (!a || (count && (!allocs || !results)))
@@ -603,10 +604,9 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    if (a->power_state != VIDMM_POWER_D0)
-        return VIDMM_E_STATE;   /* powered down (power.h) */
     vidmm_submit_lock(a);
-    vidmm_status st = make_resident(a, device, args);
+    vidmm_status st = a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
+                                                       : make_resident(a, device, args);
     vidmm_submit_unlock(a);
     return st;
 }
@@ -619,5 +619,120 @@ vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vid
     vidmm_submit_lock(a);
     vidmm_status st = evict(a, device, allocs, count, flags, bytes_to_trim);
     vidmm_submit_unlock(a);
+    return st;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = adapter_set_eviction_policy(a, policy);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *a, vidmm_handle h,
+                                        struct vidmm_residency_state *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_residency(a, h, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_set_next_use(a, h, clock);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = allocation_set_priority(a, h, priority);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
+                         uint32_t offer_priority)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = offer(a, device, allocs, count, offer_priority);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vidmm_handle *allocs,
+                           uint32_t count, uint32_t *results, uint64_t *fence)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = reclaim(a, queue, allocs, count, results, fence);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority, vidmm_handle *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = paging_queue_create(a, device, priority, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = paging_queue_destroy(a, queue);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = paging_queue_fence(a, queue, completed);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
+{
+    if (!a)
+        return 0;
+    vidmm_adapter_lock(a);
+    uint64_t v = residency_clock(a);
+    vidmm_adapter_unlock(a);
+    return v;
+}
+
+vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = residency_get_stats(a, out);
+    vidmm_adapter_unlock(a);
     return st;
 }

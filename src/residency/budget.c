@@ -88,7 +88,7 @@ void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
     }
 }
 
-vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,
+static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,
                                            enum vidmm_segment_group group, struct vidmm_video_memory_info *out)
 {
     if (!a || !out || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
@@ -105,7 +105,7 @@ vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *a, vidmm_
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *a, vidmm_handle process,
+static vidmm_status change_video_memory_reservation(struct vidmm_adapter *a, vidmm_handle process,
                                                    enum vidmm_segment_group group, uint64_t reservation)
 {
     if (!a || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
@@ -121,7 +121,7 @@ vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *a, vidm
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_process_set_budget(struct vidmm_adapter *a, vidmm_handle process, enum vidmm_segment_group group,
+static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle process, enum vidmm_segment_group group,
                                       uint64_t budget)
 {
     if (!a || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
@@ -135,7 +135,7 @@ vidmm_status vidmm_process_set_budget(struct vidmm_adapter *a, vidmm_handle proc
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *a, vidmm_handle device,
+static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_handle device,
                                               vidmm_trim_callback callback, void *context)
 {
     if (!a)
@@ -146,4 +146,50 @@ vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *a, vidmm_han
     d->trim_cb = callback;
     d->trim_ctx = callback ? context : NULL;
     return VIDMM_OK;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *a, vidmm_handle process,
+                                                   enum vidmm_segment_group group, uint64_t reservation)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = change_video_memory_reservation(a, process, group, reservation);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_process_set_budget(struct vidmm_adapter *a, vidmm_handle process,
+                                      enum vidmm_segment_group group, uint64_t budget)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = process_set_budget(a, process, group, budget);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,
+                                           enum vidmm_segment_group group, struct vidmm_video_memory_info *out)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = query_video_memory_info(a, process, group, out);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *a, vidmm_handle device,
+                                              vidmm_trim_callback callback, void *context)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = register_trim_notification(a, device, callback, context);
+    vidmm_adapter_unlock(a);
+    return st;
 }

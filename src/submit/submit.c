@@ -23,11 +23,11 @@
  * buffers: the address each allocation-list entry was patched with, so a
  * buffer submitted again is patched only where an allocation moved.
  *
- * Locking: the submission lock (recursive: entries call helpers that take
- * it again) serialises the submission entries with each other; lock
- * order is submission lock -> paging.lock.  Waits for fences hold the
- * submission lock only where the caller is already serialised anyway
- * (placement, fini); vidmm_context_wait does not hold it.
+ * Locking: the adapter lock (recursive: entries call helpers that take
+ * it again; it was this file's submission lock, docs/THREADING.md)
+ * serialises every public entry; lock order is adapter lock ->
+ * paging.lock.  Internal waits for fences hold the adapter lock (the
+ * engines progress without it); vidmm_context_wait does not hold it.
  */
 #include "core/vidmm_int.h"
 #include "vidmm/submit.h"
@@ -65,7 +65,6 @@ struct vidmm_patch_cache {
 };
 
 struct vidmm_submit_state {
-    pthread_mutex_t lock;
     struct vidmm_submission *head;
     uint64_t in_flight;
     uint64_t seq;
@@ -88,37 +87,8 @@ vidmm_status vidmm_submit_init(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_STATE, sizeof(*s), _Alignof(struct vidmm_submit_state));
     if (!s)
         return VIDMM_E_NO_HOST_MEMORY;
-    pthread_mutexattr_t at;
-    if (pthread_mutexattr_init(&at) != 0) {
-        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
-        return VIDMM_E_NO_HOST_MEMORY;
-    }
-    pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
-    int rc = pthread_mutex_init(&s->lock, &at);
-    pthread_mutexattr_destroy(&at);
-    if (rc != 0) {
-        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
-        return VIDMM_E_NO_HOST_MEMORY;
-    }
     a->sub = s;
     return VIDMM_OK;
-}
-
-void vidmm_submit_lock(struct vidmm_adapter *a)
-{
-    if (a->sub)
-        pthread_mutex_lock(&a->sub->lock);
-}
-
-int vidmm_submit_trylock(struct vidmm_adapter *a)
-{
-    return a->sub ? pthread_mutex_trylock(&a->sub->lock) : 0;
-}
-
-void vidmm_submit_unlock(struct vidmm_adapter *a)
-{
-    if (a->sub)
-        pthread_mutex_unlock(&a->sub->lock);
 }
 
 static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
@@ -250,14 +220,13 @@ void vidmm_submit_fini(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     while (s->head) {
         wait_any(a);
         retire(a);
     }
     reap(a);
-    pthread_mutex_unlock(&s->lock);
-    pthread_mutex_destroy(&s->lock);
+    vidmm_adapter_unlock(a);
     vidmm_hfree(a->ha, s->alist, (size_t)s->alist_cap * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
     vidmm_hfree(a->ha, s->plist, (size_t)s->plist_cap * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
     vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
@@ -283,7 +252,7 @@ void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
     struct vidmm_submit_state *s = a->sub;
     if (s) {
         /* Its records point at it: wait for its work, then retire them. */
-        pthread_mutex_lock(&s->lock);
+        vidmm_adapter_lock(a);
         for (;;) {
             pthread_mutex_lock(&a->paging.lock);
             int idle = c->fence_completed >= c->fence_submitted;
@@ -294,7 +263,7 @@ void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
             retire(a);
         }
         retire(a);
-        pthread_mutex_unlock(&s->lock);
+        vidmm_adapter_unlock(a);
     }
     patch_cache_free(a, c);
 }
@@ -304,13 +273,13 @@ void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al
     struct vidmm_submit_state *s = a->sub;
     if (!s || !al->busy)
         return;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     retire(a);
     while (al->busy) {
         wait_any(a);
         retire(a);
     }
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
 }
 
 int vidmm_submit_wait_some(struct vidmm_adapter *a)
@@ -318,7 +287,7 @@ int vidmm_submit_wait_some(struct vidmm_adapter *a)
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return 0;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     int r = 0;
     if (retire(a)) {
         r = 1;
@@ -328,7 +297,7 @@ int vidmm_submit_wait_some(struct vidmm_adapter *a)
     }
     if (r)
         s->stats.eviction_waits++;
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return r;
 }
 
@@ -337,7 +306,7 @@ int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation 
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return 0;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     retire(a);
     reap(a);
     int deferred = al->busy != 0;
@@ -353,7 +322,7 @@ int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation 
         s->zombie_count++;
         s->stats.deferred_destroys++;
     }
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return deferred;
 }
 
@@ -495,12 +464,13 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     if (!a || !fence || !size || gpu_va > UINT64_MAX - size)
         return VIDMM_E_INVALID_ARG;
     *fence = 0;
-    if (a->power_state != VIDMM_POWER_D0)
-        return VIDMM_E_STATE;   /* powered down (power.h) */
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     struct vidmm_context *c = NULL;
-    vidmm_status st = enter(a, context, VIDMM_CONTEXT_VIRTUAL, &c);
+    vidmm_status st = VIDMM_E_STATE;   /* powered down (power.h) */
+    if (a->power_state != VIDMM_POWER_D0)
+        goto out;
+    st = enter(a, context, VIDMM_CONTEXT_VIRTUAL, &c);
     if (st < 0)
         goto out;
     /* The device's residency list, as it is now: what the buffer may
@@ -530,7 +500,7 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     commit_record(a, c, r);
     s->stats.virtual_submissions++;
 out:
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return st;
 }
 
@@ -621,12 +591,13 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
         return VIDMM_E_INVALID_ARG;
     args->fence = 0;
     args->patched = 0;
-    if (a->power_state != VIDMM_POWER_D0)
-        return VIDMM_E_STATE;   /* powered down (power.h) */
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     struct vidmm_context *c = NULL;
-    vidmm_status st = enter(a, context, VIDMM_CONTEXT_PHYSICAL, &c);
+    vidmm_status st = VIDMM_E_STATE;   /* powered down (power.h) */
+    if (a->power_state != VIDMM_POWER_D0)
+        goto out;
+    st = enter(a, context, VIDMM_CONTEXT_PHYSICAL, &c);
     if (st < 0)
         goto out;
     uint32_t n = args->allocation_count;
@@ -773,7 +744,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     args->fence = fence;
     args->patched = np;
 out:
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return st;
 }
 
@@ -839,11 +810,11 @@ vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&s->lock);
+    vidmm_adapter_lock(a);
     retire(a);
     *out = s->stats;
     out->in_flight = s->in_flight;
-    pthread_mutex_unlock(&s->lock);
+    vidmm_adapter_unlock(a);
     return VIDMM_OK;
 }
 

@@ -114,7 +114,7 @@ int vidmm_tdr_poll(struct vidmm_adapter *a)
     pthread_mutex_unlock(&a->paging.lock);
     if (!hung || !a->sub)
         return 0;
-    if (vidmm_submit_trylock(a) != 0)
+    if (vidmm_adapter_trylock(a) != 0)
         return 0;   /* its holder waits too and will recover */
     /* Look again under the lock: another thread may have recovered. */
     pthread_mutex_lock(&a->paging.lock);
