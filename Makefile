@@ -12,6 +12,7 @@
 #   make tsan         the library tests under ThreadSanitizer (objects in build-tsan/;
 #                     TSAN_FILTER=suite runs one suite)
 #   make tsan-stress  the stress suite alone under ThreadSanitizer (CI runs it)
+#   make long         the long-run tier (tests/long.sh; about half an hour; docs/TESTING.md)
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -59,7 +60,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: all test html-check demo bench install clean check-headers tsan tsan-stress
+.PHONY: all test html-check demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -100,6 +101,9 @@ tsan:
 
 # Many threads on one adapter (tests/unit/stress_test.c, docs/THREADING.md):
 # the part of `make tsan` short enough for CI.
+long: all $(TESTS)
+	sh tests/long.sh $(BUILD)
+
 tsan-stress:
 	$(MAKE) tsan TSAN_FILTER=stress
 

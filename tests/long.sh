@@ -1,0 +1,71 @@
+#!/bin/sh
+# long.sh - the long-run test tier (`make long`), for a quiet machine
+# before a release or after a risky change; `make test` is the per-commit
+# tier.  Everything is seeded and prints its seed: a failure replays with
+# VIDMM_TEST_SEED.  Prints the figures docs/TESTING.md records.
+#
+#   LONG_SCALE      random walks x this (default 10)
+#   FUZZ_SECONDS    per fuzzer (default 120; 0 skips fuzzing)
+#   STRESS_THREADS  threads of the TSan stress run (default 16)
+#   STRESS_OPS      operations per thread (default 2000)
+#   TDR_ROUNDS      repetitions of the hang/reset suites (default 20)
+set -u
+b=${1:-build}
+scale=${LONG_SCALE:-10}
+fuzz=${FUZZ_SECONDS:-120}
+threads=${STRESS_THREADS:-16}
+ops=${STRESS_OPS:-2000}
+rounds=${TDR_ROUNDS:-20}
+log=$(mktemp)
+fail=0
+step() { printf '\n== %s ==\n' "$1"; }
+now() { date +%s; }
+t0=$(now)
+
+step "library suites, random walks x$scale"
+VIDMM_TEST_SCALE=$scale "$b/vidmm-tests" > "$log.suites" 2>&1 || fail=1
+tail -n 1 "$log.suites"
+moves=$(grep -o '[0-9]* page moves verified' "$log.suites" | awk '{s+=$1} END {print s+0}')
+imoves=$(grep -E '^integrity\.' "$log.suites" | grep -o '[0-9]* moves' | awk '{s+=$1} END {print s+0}')
+
+step "out-of-memory injection through whole scenarios (VIDMM_OOM_LONG)"
+VIDMM_OOM_LONG=1 VIDMM_OOM_VERBOSE=1 "$b/vidmm-tests" oom > "$log.oom" 2>&1 || fail=1
+tail -n 1 "$log.oom"
+sites=$(grep -o 'sites hit [0-9]* / [0-9]*' "$log.oom" | tail -n 1)
+injected=$(grep -o '[0-9]* injected failures' "$log.oom" | awk '{s+=$1} END {print s+0}')
+
+step "hangs and resets, $rounds rounds"
+r=0
+while [ "$r" -lt "$rounds" ]; do
+  "$b/vidmm-tests" tdr > "$log.tdr" 2>&1 || { fail=1; tail -n 5 "$log.tdr"; }
+  "$b/vidmm-tests" power >> "$log.tdr" 2>&1 || { fail=1; tail -n 5 "$log.tdr"; }
+  r=$((r + 1))
+done
+echo "$rounds rounds done"
+
+step "TSan: stress, $threads threads x $ops operations"
+make -s BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests > /dev/null 2>&1
+VIDMM_STRESS_THREADS=$threads VIDMM_STRESS_OPS=$ops TSAN_OPTIONS=halt_on_error=1 \
+  build-tsan/vidmm-tests stress > "$log.tsan" 2>&1 || fail=1
+tail -n 1 "$log.tsan"
+grep -c 'WARNING: ThreadSanitizer' "$log.tsan" > /dev/null && { grep -m1 -A5 'WARNING: ThreadSanitizer' "$log.tsan"; fail=1; }
+
+execs=0
+if [ "$fuzz" -gt 0 ] && [ -f fuzz/Makefile.inc -o -d fuzz ]; then
+  step "fuzzing, $fuzz s per harness"
+  make -s fuzz FUZZ_SECONDS="$fuzz" > "$log.fuzz" 2>&1 || fail=1
+  grep -E 'execs|executions' "$log.fuzz" | tail -n 6
+  execs=$(grep -oE '(stat::number_of_executed_units|executions): *[0-9]+' "$log.fuzz" | grep -oE '[0-9]+$' | awk '{s+=$1} END {print s+0}')
+fi
+
+t1=$(now)
+printf '\n== long run summary (%s, %s s) ==\n' "$(date -u +%Y-%m-%d)" "$((t1 - t0))"
+echo "page moves verified (residency over-commitment): $moves"
+echo "integrity walk moves: $imoves"
+echo "oom: $sites, injected failures: $injected"
+echo "hang/reset rounds: $rounds"
+echo "tsan stress: $threads threads x $ops ops"
+echo "fuzz executions: $execs"
+rm -f "$log" "$log".*
+if [ "$fail" -eq 0 ]; then echo "long: passed"; else echo "long: FAILED"; fi
+exit "$fail"
