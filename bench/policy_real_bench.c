@@ -17,7 +17,9 @@
  *   drift  a working set of 0.8x that slides over a population of 3x,
  *          with Zipf-like popularity inside it;
  *   multi  three processes (LOW, NORMAL, HIGH priority), working sets of
- *          0.6x each, interleaved.
+ *          0.6x each, interleaved;
+ *   sweep  a working set of 1.2x that slides over a population of 3x,
+ *          walked in order (a drift that recency misleads).
  * Allocations may also live in the aperture (system memory): a request
  * that may not evict what holds memory (priorities) settles there, and
  * such a restore moves no bytes.
@@ -154,6 +156,36 @@ static int rp_make_drift(struct rp_trace *t, uint32_t nreq)
     return 0;
 }
 
+/* A drifting working set that recency misleads: a window of 1.2x the
+ * segment slides over a population of 3x, and the requests walk the
+ * window in order (1-3 consecutive allocations each), as a renderer
+ * streams a scene's visible set frame after frame while the camera
+ * moves.  Added beside drift (whose 0.8x window fits in memory, so its
+ * paging is almost all compulsory); drift is unchanged. */
+static int rp_make_sweep(struct rp_trace *t, uint32_t nreq)
+{
+    uint64_t s = 44;
+    if (rp_alloc_trace(t, 4096, nreq))
+        return -1;
+    uint32_t n = rp_population(t, RP_SEG * 3, &s, 0, 0, 4096);
+    t->nalloc = n;
+    uint64_t avg = RP_SEG * 3 / n;
+    uint32_t w = (uint32_t)(RP_SEG * 12 / 10 / (avg ? avg : 1));
+    if (w < 4)
+        w = 4;
+    uint32_t pos = 0;
+    for (uint32_t r = 0; r < nreq; r++) {
+        uint32_t base = (uint32_t)((uint64_t)r * (n - w) / nreq);
+        uint32_t len = 1 + (uint32_t)(rp_rand(&s) % 3);
+        t->req_len[r] = len;
+        for (uint32_t k = 0; k < len; k++)
+            t->req[r][k] = base + (pos + k) % w;
+        pos = (pos + len) % w;
+    }
+    rp_next_uses(t);
+    return 0;
+}
+
 static int rp_make_multi(struct rp_trace *t, uint32_t nreq)
 {
     uint64_t s = 33;
@@ -183,11 +215,13 @@ struct rp_result {
     uint64_t ops;
     double sim_ms;
     int ok;
+    uint64_t sys_refs[3], refs[3];
 };
 
-static struct rp_result rp_run(const struct rp_trace *t, const struct vidmm_eviction_policy *policy)
+static struct rp_result rp_run(const struct rp_trace *t, const struct vidmm_eviction_policy *policy, int class_major)
 {
-    struct rp_result res = { 0, 0, 0, 0 };
+    struct rp_result res;
+    memset(&res, 0, sizeof res);
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = "dgpu";
@@ -237,7 +271,13 @@ static struct rp_result rp_run(const struct rp_trace *t, const struct vidmm_evic
             list[k] = h[x];
             uint64_t nx = t->next[(size_t)r * RP_MAX_LIST + k];
             /* make-resident number r runs at clock0 + r + 1. */
-            vidmm_allocation_set_next_use(a, h[x], nx == UINT64_MAX ? VIDMM_NEXT_USE_NEVER : clock0 + nx + 1);
+            uint64_t hint = nx == UINT64_MAX ? VIDMM_NEXT_USE_NEVER : clock0 + nx + 1;
+            if (class_major) {
+                /* Lower class first, then Belady's order within a class. */
+                uint64_t c = multi ? (uint64_t)t->owner[x] : 1;
+                hint = (3 - c) << 56 | (hint < (1ull << 56) ? hint : (1ull << 56) - 1);
+            }
+            vidmm_allocation_set_next_use(a, h[x], hint);
         }
         struct vidmm_make_resident_args m;
         memset(&m, 0, sizeof m);
@@ -250,6 +290,12 @@ static struct rp_result rp_run(const struct rp_trace *t, const struct vidmm_evic
             st = vidmm_paging_queue_wait(a, q[p], m.paging_fence_value, UINT64_MAX);
         if (st < 0 || vidmm_evict(a, dev[p], list, m.count, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL) < 0)
             goto out;
+        for (uint32_t k = 0; k < m.count; k++) {
+            struct vidmm_allocation_state as;
+            if (vidmm_allocation_query(a, list[k], &as) == VIDMM_OK && as.segment_id != 2)
+                res.sys_refs[p]++;
+            res.refs[p]++;
+        }
     }
     struct vidmm_residency_stats after;
     vidmm_residency_get_stats(a, &after);
@@ -277,21 +323,50 @@ void bench_policy_real(void)
     printf("\n== RP: eviction policies on the real manager (64 MiB segment, %u requests; ratio to Belady) ==\n",
            nreq);
     const struct vidmm_eviction_policy *const *pol = vidmm_policies();
-    static const char *const wname[3] = { "loop", "drift", "multi" };
-    for (int w = 0; w < 3; w++) {
+    static const char *const wname[4] = { "loop", "drift", "multi", "sweep" };
+    for (int w = 0; w < 4; w++) {
         struct rp_trace t;
-        int rc = w == 0 ? rp_make_loop(&t, nreq) : w == 1 ? rp_make_drift(&t, nreq) : rp_make_multi(&t, nreq);
+        int rc = w == 0   ? rp_make_loop(&t, nreq)
+                 : w == 1 ? rp_make_drift(&t, nreq)
+                 : w == 2 ? rp_make_multi(&t, nreq)
+                          : rp_make_sweep(&t, nreq);
         if (rc) {
             rp_free_trace(&t);
             continue;
         }
-        struct rp_result opt = rp_run(&t, &vidmm_policy_belady);
-        printf("  %-6s %-10s %12s %10s %8s %8s\n", wname[w], "policy", "paging MiB", "sim ms", "bytes/B", "time/B");
-        for (int i = 0; pol[i]; i++) {
-            struct rp_result r = pol[i] == &vidmm_policy_belady ? opt : rp_run(&t, pol[i]);
-            printf("  %-6s %-10s %12.1f %10.1f %8.3f %8.3f%s\n", wname[w], pol[i]->name,
+        if (w != 2) {
+            /* A lower bound for any policy when every allocation must be
+             * in the memory segment (one NORMAL process: 0% system-memory
+             * references): each allocation named is restored at least
+             * once (all start evicted), and at the end at most the
+             * segment's size stays resident. */
+            uint64_t named = 0;
+            unsigned char *seen = calloc(t.nalloc, 1);
+            for (uint32_t r = 0; seen && r < t.nreq; r++)
+                for (uint32_t k = 0; k < t.req_len[r]; k++)
+                    if (!seen[t.req[r][k]]++)
+                        named += t.size[t.req[r][k]];
+            free(seen);
+            uint64_t cap = RP_SEG + (4ull << 20);
+            printf("  %-6s compulsory paging >= %.1f MiB (%.1f named, at most %.1f resident at the end)\n", wname[w],
+                   (double)(named + (named > cap ? named - cap : 0)) / (1 << 20), (double)named / (1 << 20),
+                   (double)cap / (1 << 20));
+        }
+        struct rp_result opt = rp_run(&t, &vidmm_policy_belady, 0);
+        struct rp_result cls = rp_run(&t, &vidmm_policy_belady, 1);
+        printf("  %-6s %-10s %12s %10s %8s %8s %8s %8s\n", wname[w], "policy", "paging MiB", "sim ms", "bytes/B",
+               "time/B", "bytes/Bc", "sys refs");
+        for (int i = 0; pol[i] || i == 0 || pol[i - 1]; i++) {
+            /* After the built-in policies: Belady with class-major hints. */
+            const struct vidmm_eviction_policy *p = pol[i];
+            struct rp_result r = !p ? cls : p == &vidmm_policy_belady ? opt : rp_run(&t, p, 0);
+            uint64_t sys = r.sys_refs[0] + r.sys_refs[1] + r.sys_refs[2], refs = r.refs[0] + r.refs[1] + r.refs[2];
+            printf("  %-6s %-10s %12.1f %10.1f %8.3f %8.3f %8.3f %7.1f%%%s\n", wname[w], p ? p->name : "belady/cls",
                    (double)r.bytes / (1 << 20), r.sim_ms, opt.bytes ? (double)r.bytes / (double)opt.bytes : 0.0,
-                   opt.sim_ms > 0 ? r.sim_ms / opt.sim_ms : 0.0, r.ok ? "" : "  CHECK FAILED");
+                   opt.sim_ms > 0 ? r.sim_ms / opt.sim_ms : 0.0, cls.bytes ? (double)r.bytes / (double)cls.bytes : 0.0,
+                   refs ? 100.0 * (double)sys / (double)refs : 0.0, r.ok ? "" : "  CHECK FAILED");
+            if (!p)
+                break;
         }
         rp_free_trace(&t);
         fflush(stdout);

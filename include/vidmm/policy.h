@@ -17,10 +17,12 @@
  * memory is the state made by create() and the entries' private fields.
  *
  * Built-in policies: vidmm_policy_lru (LRU within priority classes, the
- * default), vidmm_policy_adaptive (see its definition) and
- * vidmm_policy_belady (Belady's offline optimum: evicts what is used next
- * furthest in the future, from the next_use hints a trace replay gives;
- * it scores the other policies on the same trace).
+ * default), vidmm_policy_adaptive (see its definition),
+ * vidmm_policy_reuse (adaptive, robust to bursts and stray hits within a
+ * cycle: docs/POLICIES.md) and vidmm_policy_belady (Belady's offline
+ * optimum: evicts what is used next furthest in the future, from the
+ * next_use hints a trace replay gives; it scores the other policies on
+ * the same trace).
  */
 #ifndef VIDMM_POLICY_H
 #define VIDMM_POLICY_H
@@ -92,6 +94,7 @@ struct vidmm_eviction_policy {
 extern const struct vidmm_eviction_policy vidmm_policy_lru;
 extern const struct vidmm_eviction_policy vidmm_policy_adaptive;
 extern const struct vidmm_eviction_policy vidmm_policy_belady;
+extern const struct vidmm_eviction_policy vidmm_policy_reuse;
 
 /* The built-in policies, NULL-terminated (for tools: --policy NAME). */
 const struct vidmm_eviction_policy *const *vidmm_policies(void);

@@ -8,10 +8,10 @@
  *
  *   bit  0      RESIDENT: in the policy's resident structures
  *   bit  1      GHOST: evicted, its history kept in the private fields
- *               (adaptive only; linked nowhere)
+ *               (adaptive and reuse; linked nowhere)
  *   bits 2..4   priority class the entry was filed under (0..4)
- *   bits 5..15  policy-specific: AVL height in 5..11 (belady, adaptive),
- *               adaptive's PERIODIC in 12
+ *   bits 5..15  policy-specific: AVL height in 5..11 (belady, adaptive, reuse),
+ *               adaptive's and reuse's PERIODIC in 12
  *   bits 16..31 segment id the entry was filed under
  *
  * Segment ids therefore fit in 16 bits; create() refuses larger counts

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const struct vidmm_eviction_policy *const builtin[] = {
-    &vidmm_policy_lru, &vidmm_policy_adaptive, &vidmm_policy_belady, NULL
+    &vidmm_policy_lru, &vidmm_policy_adaptive, &vidmm_policy_belady, &vidmm_policy_reuse, NULL
 };
 
 const struct vidmm_eviction_policy *const *vidmm_policies(void)

@@ -41,7 +41,7 @@ static void usage(FILE *f)
             "  --prefault          info/demo/vamap: touch all simulated video memory at start\n"
             "  --json              info: print JSON instead of a table\n"
             "run options:\n"
-            "  --policy NAME       eviction policy (lru, adaptive, belady)\n"
+            "  --policy NAME       eviction policy (lru, adaptive, belady, reuse)\n"
             "  --seed N            the scenario's random seed (default 1)\n"
             "  --frames N          frames (compute: passes) instead of the scenario's default\n"
             "  --async             paging on softgpu's engine thread (not reproducible)\n"

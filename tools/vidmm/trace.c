@@ -155,7 +155,7 @@ const struct vidmm_eviction_policy *tr_policy_by_name(const char *name)
 
 const char *tr_policy_names(void)
 {
-    return "lru, adaptive, belady";
+    return "lru, adaptive, belady, reuse";
 }
 
 void tr_header_defaults(struct tr_header *h)
