@@ -122,8 +122,8 @@ uint64_t sg_map(struct vidmm_adapter *a, vidmm_handle proc, vidmm_handle h, uint
     return va;
 }
 
-void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
-                      uint32_t n)
+vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+                                     const vidmm_handle *l, uint32_t n, uint64_t *fence)
 {
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof(mr));
@@ -135,8 +135,17 @@ void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle qu
     if (st != VIDMM_OK && st != VIDMM_PENDING)
         fprintf(stderr, "make_resident: %s\n", vidmm_status_str(st));
     T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
-    if (st == VIDMM_PENDING)
-        T_ST(vidmm_paging_queue_wait(a, queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
+    if (fence)
+        *fence = mr.paging_fence_value;
+    return st;
+}
+
+void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
+                      uint32_t n)
+{
+    uint64_t fence = 0;
+    if (sg_make_resident_nowait(a, dev, queue, l, n, &fence) == VIDMM_PENDING)
+        T_ST(vidmm_paging_queue_wait(a, queue, fence, UINT64_MAX), VIDMM_OK);
 }
 
 void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n)

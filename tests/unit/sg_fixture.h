@@ -72,6 +72,10 @@ uint64_t sg_map(struct vidmm_adapter *a, vidmm_handle proc, vidmm_handle h, uint
  * paging fence when PENDING.  OK or PENDING is the only success. */
 void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
                       uint32_t n);
+/* The same without waiting: the paging it queued may still be running
+ * when it returns VIDMM_PENDING (the status returned). */
+vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+                                     const vidmm_handle *l, uint32_t n, uint64_t *fence);
 
 /* CPU access through vidmm_allocation_lock/unlock. */
 void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n);
