@@ -712,67 +712,60 @@ static vidmm_status s_context_wait(struct ox *x, const struct step *s)
 {
     return vidmm_context_wait(x->a, x->ctx[s->a], x->fence[s->a], UINT64_MAX);
 }
+/* A destroy's status; on success the handle is forgotten. */
+static vidmm_status forget(vidmm_status st, vidmm_handle *h)
+{
+    if (st >= 0)
+        *h = 0;
+    return st;
+}
 static vidmm_status s_destroy_alloc(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_allocation_destroy(x->a, x->al[s->a]);
-    if (st >= 0)
-        x->al[s->a] = 0;
-    return st;
+    return forget(vidmm_allocation_destroy(x->a, x->al[s->a]), &x->al[s->a]);
 }
 static vidmm_status s_destroy_context(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_context_destroy(x->a, x->ctx[s->a]);
-    if (st >= 0)
-        x->ctx[s->a] = 0;
-    return st;
+    return forget(vidmm_context_destroy(x->a, x->ctx[s->a]), &x->ctx[s->a]);
 }
 static vidmm_status s_destroy_queue(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_paging_queue_destroy(x->a, x->queue[s->a]);
-    if (st >= 0)
-        x->queue[s->a] = 0;
-    return st;
+    return forget(vidmm_paging_queue_destroy(x->a, x->queue[s->a]), &x->queue[s->a]);
+}
+/* Forget the children that went with a destroyed parent: devices (when
+ * devices), contexts and queues whose handles no longer resolve. */
+static void forget_orphans(struct ox *x, int devices)
+{
+    for (uint32_t i = 0; devices && i < NDEV; i++) {
+        struct vidmm_device_info di;
+        if (x->dev[i] && vidmm_device_query(x->a, x->dev[i], &di) == VIDMM_E_INVALID_HANDLE)
+            x->dev[i] = 0;
+    }
+    for (uint32_t i = 0; i < NCTX; i++) {
+        struct vidmm_context_info ci;
+        if (x->ctx[i] && vidmm_context_query(x->a, x->ctx[i], &ci) == VIDMM_E_INVALID_HANDLE)
+            x->ctx[i] = 0;
+    }
+    for (uint32_t i = 0; i < NQUEUE; i++) {
+        uint64_t v;
+        if (x->queue[i] && vidmm_paging_queue_fence(x->a, x->queue[i], &v) == VIDMM_E_INVALID_HANDLE)
+            x->queue[i] = 0;
+    }
 }
 /* The device's contexts and queues go with it. */
 static vidmm_status s_destroy_device(struct ox *x, const struct step *s)
 {
     vidmm_status st = vidmm_device_destroy(x->a, x->dev[s->a]);
     if (st >= 0) {
-        for (uint32_t i = 0; i < NCTX; i++) {
-            struct vidmm_context_info ci;
-            if (x->ctx[i] && vidmm_context_query(x->a, x->ctx[i], &ci) == VIDMM_E_INVALID_HANDLE)
-                x->ctx[i] = 0;
-        }
-        for (uint32_t i = 0; i < NQUEUE; i++) {
-            uint64_t v;
-            if (x->queue[i] && vidmm_paging_queue_fence(x->a, x->queue[i], &v) == VIDMM_E_INVALID_HANDLE)
-                x->queue[i] = 0;
-        }
+        forget_orphans(x, 0);
         x->dev[s->a] = 0;
     }
     return st;
 }
 static vidmm_status s_destroy_process(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_process_destroy(x->a, x->proc[s->a]);
-    if (st >= 0) {
-        x->proc[s->a] = 0;
-        for (uint32_t i = 0; i < NDEV; i++) {
-            struct vidmm_device_info di;
-            if (x->dev[i] && vidmm_device_query(x->a, x->dev[i], &di) == VIDMM_E_INVALID_HANDLE)
-                x->dev[i] = 0;
-        }
-        for (uint32_t i = 0; i < NCTX; i++) {
-            struct vidmm_context_info ci;
-            if (x->ctx[i] && vidmm_context_query(x->a, x->ctx[i], &ci) == VIDMM_E_INVALID_HANDLE)
-                x->ctx[i] = 0;
-        }
-        for (uint32_t i = 0; i < NQUEUE; i++) {
-            uint64_t v;
-            if (x->queue[i] && vidmm_paging_queue_fence(x->a, x->queue[i], &v) == VIDMM_E_INVALID_HANDLE)
-                x->queue[i] = 0;
-        }
-    }
+    vidmm_status st = forget(vidmm_process_destroy(x->a, x->proc[s->a]), &x->proc[s->a]);
+    if (st >= 0)
+        forget_orphans(x, 1);
     return st;
 }
 
