@@ -109,9 +109,7 @@ static uint32_t resident(struct sg_fx *f, vidmm_handle h)
 
 static uint32_t segment_of(struct sg_fx *f, vidmm_handle h)
 {
-    struct vidmm_allocation_state s;
-    T_ST(vidmm_allocation_query(f->a, h, &s), VIDMM_OK);
-    return s.segment_id;
+    return sg_alloc_state(f->a, h).segment_id;
 }
 
 #define MEM (VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2))

@@ -148,6 +148,14 @@ void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle qu
         T_ST(vidmm_paging_queue_wait(a, queue, fence, UINT64_MAX), VIDMM_OK);
 }
 
+struct vidmm_allocation_state sg_alloc_state(struct vidmm_adapter *a, vidmm_handle h)
+{
+    struct vidmm_allocation_state st;
+    memset(&st, 0, sizeof(st));
+    T_ST(vidmm_allocation_query(a, h, &st), VIDMM_OK);
+    return st;
+}
+
 void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n)
 {
     void *p = NULL;

@@ -77,6 +77,9 @@ void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle qu
 vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
                                      const vidmm_handle *l, uint32_t n, uint64_t *fence);
 
+/* vidmm_allocation_query of h (expected to succeed; zeros when not). */
+struct vidmm_allocation_state sg_alloc_state(struct vidmm_adapter *a, vidmm_handle h);
+
 /* CPU access through vidmm_allocation_lock/unlock. */
 void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n);
 uint64_t sg_cpu_read64(struct vidmm_adapter *a, vidmm_handle h, uint64_t off);

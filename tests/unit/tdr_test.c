@@ -132,14 +132,6 @@ static struct vidmm_device_info dev_info(struct tx *f, vidmm_handle dev)
     return di;
 }
 
-static uint32_t lost_count(struct tx *f, vidmm_handle h)
-{
-    struct vidmm_allocation_state st;
-    memset(&st, 0, sizeof(st));
-    T_ST(vidmm_allocation_query(f->a, h, &st), VIDMM_OK);
-    return st.content_lost;
-}
-
 static struct vidmm_tdr_stats tdr_stats(struct tx *f)
 {
     struct vidmm_tdr_stats s;
@@ -200,7 +192,7 @@ static void engine_reset_case(int sync, int work_first)
     T_EQ_U64(rs.engine_resets, 1);
     T_EQ_U64(rs.adapter_resets, 0);
     T_CHECK(holds(&f, dq, 7));   /* memory untouched by an engine reset */
-    T_EQ(lost_count(&f, dq), 0);
+    T_EQ(sg_alloc_state(f.a, dq).content_lost, 0);
     uint64_t fence;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vcp, 8, &fence), VIDMM_E_DEVICE_LOST);
     /* Q goes on. */
@@ -327,13 +319,13 @@ static void adapter_reset_case(int sync)
     T_EQ_U64(sg_cpu_read64(f.a, rq, 8), 0);   /* Q's dropped buffer never ran */
 
     /* Content by policy D30. */
-    T_EQ(lost_count(&f, clean), 0);
+    T_EQ(sg_alloc_state(f.a, clean).content_lost, 0);
     T_CHECK(holds(&f, clean, 11));
-    T_EQ(lost_count(&f, dirty), 1);
+    T_EQ(sg_alloc_state(f.a, dirty).content_lost, 1);
     T_CHECK(holds(&f, dirty, 0));
-    T_EQ(lost_count(&f, sys), 0);
+    T_EQ(sg_alloc_state(f.a, sys).content_lost, 0);
     T_CHECK(holds(&f, sys, 13));
-    T_EQ(lost_count(&f, dq), 1);
+    T_EQ(sg_alloc_state(f.a, dq).content_lost, 1);
     T_CHECK(holds(&f, dq, 0));
 
     /* Page tables were rebuilt: virtual work of the innocent runs, sees
@@ -395,9 +387,9 @@ static void paging_hang_case(int sync)
     T_EQ_U64(s.paging_hangs, 1);
     T_EQ_U64(s.adapter_resets, 1);
     T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(lost_count(&f, x), 1);
+    T_EQ(sg_alloc_state(f.a, x).content_lost, 1);
     T_CHECK(holds(&f, x, 0));
-    T_EQ(lost_count(&f, y), 0);
+    T_EQ(sg_alloc_state(f.a, y).content_lost, 0);
     T_CHECK(holds(&f, y, 23));
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, p.dev).reset_status, VIDMM_RESET_GUILTY);
@@ -432,9 +424,7 @@ static void hang_during_eviction(void)
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
     vidmm_handle c = new_alloc(&f, s2, 16 * MIB, 33);
     sg_make_resident(f.a, q.dev, q.queue, &c, 1);   /* needs big's room: waits for the hang's reset */
-    struct vidmm_allocation_state st;
-    T_ST(vidmm_allocation_query(f.a, big, &st), VIDMM_OK);
-    T_EQ(st.segment_id, 0);
+    T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
     T_EQ_U64(tdr_stats(&f).engine_resets, 1);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_CHECK(holds(&f, big, 31));
@@ -474,9 +464,9 @@ static void paging_hang_during_eviction(void)
     T_ST(vidmm_paging_queue_wait(f.a, q.queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
     T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
     T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(lost_count(&f, big), 1);
+    T_EQ(sg_alloc_state(f.a, big).content_lost, 1);
     T_CHECK(holds(&f, big, 0));
-    T_EQ(lost_count(&f, c), 1);
+    T_EQ(sg_alloc_state(f.a, c).content_lost, 1);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, q.dev).lost, 1);
     T_EQ(dev_info(&f, r.dev).lost, 0);
