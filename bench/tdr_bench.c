@@ -38,6 +38,17 @@ struct tb_env {
     uint32_t n;
 };
 
+/* A CPU-visible SZ-byte allocation in segment seg. */
+static void cpu_desc(struct softgpu_alloc_desc *sd, uint32_t seg)
+{
+    memset(sd, 0, sizeof *sd);
+    sd->kind = SOFTGPU_ALLOC_EXPLICIT;
+    sd->cpu_visible = 1;
+    sd->info.size = SZ;
+    sd->info.supported_write_segment_set = VIDMM_SEGMENT_BIT(seg);
+    sd->info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+}
+
 static int fill(struct tb_env *e, vidmm_handle h, uint32_t v)
 {
     void *p = NULL;
@@ -66,12 +77,7 @@ static int env_open(struct tb_env *e, uint32_t n)
     if (vidmm_context_create(e->a, e->hd, &cd, &e->hctx))
         return -1;
     struct softgpu_alloc_desc sd;
-    memset(&sd, 0, sizeof sd);
-    sd.kind = SOFTGPU_ALLOC_EXPLICIT;
-    sd.cpu_visible = 1;
-    sd.info.size = SZ;
-    sd.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(2);
-    sd.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    cpu_desc(&sd, 2);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t va;
         if (vidmm_allocation_create2(e->a, &sd, sizeof sd, 0, &e->h[i]) != VIDMM_OK || fill(e, e->h[i], i | 1u) ||
@@ -99,12 +105,7 @@ static void env_close(struct tb_env *e)
 static double recover_ns(struct tb_env *e)
 {
     struct softgpu_alloc_desc sd;
-    memset(&sd, 0, sizeof sd);
-    sd.kind = SOFTGPU_ALLOC_EXPLICIT;
-    sd.cpu_visible = 1;
-    sd.info.size = SZ;
-    sd.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1);
-    sd.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    cpu_desc(&sd, 1);
     vidmm_handle cmd;
     uint64_t va = 0, fence = 0;
     void *p = NULL;

@@ -61,6 +61,9 @@ void sg_fx_close(struct sg_fx *f);
 /* Process, device, paging queue and a context of mode on node. */
 void sg_new_proc(struct vidmm_adapter *a, struct sg_proc *p, uint32_t node, uint32_t mode);
 
+/* The softgpu description of a CPU-visible allocation of kind and size
+ * bytes in the segments of set. */
+void sg_cpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size);
 /* A CPU-visible softgpu allocation of kind in the segments of set,
  * created evicted (resident = 1: created resident), holding seed's
  * pattern (gv_pattern; seed 0: left as created). */

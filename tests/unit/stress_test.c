@@ -185,13 +185,7 @@ static uint64_t env_u64(const char *name, uint64_t def)
 static vidmm_handle new_allocation(struct st_worker *w, uint64_t size, int resident, int use_create2)
 {
     struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.cpu_visible = 1;
-    d.info.size = size;
-    d.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), size);
     vidmm_handle h = 0;
     vidmm_status st;
     uint64_t live = atomic_fetch_add(&w->run->live_bytes, size) + size;
