@@ -403,26 +403,11 @@ static void oom_sweep(void)
 static void resizable_root(void)
 {
     struct sg_fx f;
-    memset(&f, 0, sizeof f);
-    fault_alloc_init(&f.fa);
     struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.preset = "dgpu";
-    cfg.segment_size[1] = 64ull << 20;
-    cfg.segment_size[2] = 128ull << 20;
+    sg_config(&cfg, "dgpu", 64ull << 20, 128ull << 20, 0);
     cfg.mmu_levels = 2;
-    T_ST(softgpu_create(&cfg, &f.sg), VIDMM_OK);
-    if (!f.sg)
+    if (sg_open(&f.fa, &cfg, NULL, 0, &f.sg, &f.a))
         return;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(f.sg, &ci);
-    ci.host_allocator = &f.fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &f.a), VIDMM_OK);
-    if (!f.a) {
-        softgpu_destroy(f.sg);
-        return;
-    }
     struct vidmm_adapter *a = f.a;
     struct vidmm_gpummu_info g;
     T_ST(vidmm_adapter_query_gpummu(a, &g), VIDMM_OK);

@@ -549,27 +549,12 @@ static void overcommit_integrity_run(const char *preset, uint64_t factor_pct, in
 {
     int virt = !strcmp(preset, "dgpu");
     struct sg_fx f;
-    memset(&f, 0, sizeof(f));
-    fault_alloc_init(&f.fa);
     struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = preset;
-    cfg.segment_size[1] = virt ? 32 * MIB : 16 * MIB;
-    cfg.segment_size[2] = virt ? 64 * MIB : 32 * MIB;
+    sg_config(&cfg, preset, virt ? 32 * MIB : 16 * MIB, virt ? 64 * MIB : 32 * MIB, 0);
     uint64_t memory = cfg.segment_size[1] + cfg.segment_size[2];
     uint32_t ap = virt ? 3 : 4;
-    T_ST(softgpu_create(&cfg, &f.sg), VIDMM_OK);
-    if (!f.sg)
+    if (sg_open(&f.fa, &cfg, NULL, 0, &f.sg, &f.a))
         return;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f.sg, &ci);
-    ci.host_allocator = &f.fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &f.a), VIDMM_OK);
-    if (!f.a) {
-        softgpu_destroy(f.sg);
-        return;
-    }
     uint64_t seed = t_seed();
     struct proc pr[3];
     for (int i = 0; i < 3; i++)
