@@ -181,7 +181,8 @@ uint64_t sg_cpu_read64(struct vidmm_adapter *a, vidmm_handle h, uint64_t off)
     return v;
 }
 
-uint64_t *sg_pattern_bytes(uint64_t size, uint64_t seed)
+/* The bytes gv_pattern writes for seed; malloc'ed, NULL when out of memory. */
+static uint64_t *pattern_bytes(uint64_t size, uint64_t seed)
 {
     uint64_t *w = malloc(size);
     uint64_t s = seed;
@@ -192,7 +193,7 @@ uint64_t *sg_pattern_bytes(uint64_t size, uint64_t seed)
 
 uint64_t sg_pattern_sum(uint64_t size, uint64_t seed)
 {
-    uint64_t *w = sg_pattern_bytes(size, seed);
+    uint64_t *w = pattern_bytes(size, seed);
     uint64_t h = w ? softgpu_checksum(w, size) : 0;
     free(w);
     return h;

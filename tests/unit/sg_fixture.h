@@ -1,17 +1,21 @@
 /*
  * sg_fixture.h - the softgpu test fixture shared by the end-to-end suites
- * (submit, tdr, residency, device, gpuva_badinput, the iso_common
- * fixtures) and the submit/tdr benchmarks: a softgpu adapter opened over
- * a counting host allocator (fault_alloc, so closing can assert nothing
- * leaked), processes with a device, a paging queue and one context,
- * CPU-visible allocations holding a seeded pattern, make-resident that
- * waits for its paging fence, and CPU reads and writes through a lock.
+ * (submit, tdr, residency, device, process, gpuva_badinput, stress,
+ * teardown, and iso_common's isolation/teardown fixture): a softgpu
+ * adapter opened over a counting host allocator (fault_alloc, so closing
+ * can assert nothing leaked), processes with a device, a paging queue and
+ * one context, CPU-visible allocations holding a seeded pattern (the
+ * bytes gv_pattern writes, and their checksum for GPU CHECKSUM results),
+ * make-resident that waits for its paging fence (or not), and CPU reads
+ * and writes through a lock.  The benchmarks have their own, assert-free
+ * counterpart (bench/bench_softgpu.h).
  *
- * The helpers take the pieces (allocator, softgpu, adapter) rather than a
- * fixture struct so that a suite keeps its own fixture with whatever else
- * it needs (driver-op wrappers, a VA limit, counters).  Checks inside go
- * through the harness (T_*); a failed step leaves zero handles behind so
- * the test goes on failing cleanly rather than crashing.
+ * struct sg_fx is the whole fixture most suites need; the helpers take
+ * the pieces (allocator, softgpu, adapter) rather than it, so a suite can
+ * keep its own fixture with whatever else it needs (driver-op wrappers, a
+ * VA limit, counters).  Checks inside go through the harness (T_*); a
+ * failed step leaves zero handles behind so the test goes on failing
+ * cleanly rather than crashing.
  */
 #ifndef VIDMM_TEST_SG_FIXTURE_H
 #define VIDMM_TEST_SG_FIXTURE_H
@@ -76,7 +80,8 @@ uint64_t sg_map(struct vidmm_adapter *a, vidmm_handle proc, vidmm_handle h, uint
 void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
                       uint32_t n);
 /* The same without waiting: the paging it queued may still be running
- * when it returns VIDMM_PENDING (the status returned). */
+ * when it returns VIDMM_PENDING (the status returned; *fence, when
+ * given, is the paging fence value to wait for). */
 vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
                                      const vidmm_handle *l, uint32_t n, uint64_t *fence);
 
@@ -87,10 +92,8 @@ struct vidmm_allocation_state sg_alloc_state(struct vidmm_adapter *a, vidmm_hand
 void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n);
 uint64_t sg_cpu_read64(struct vidmm_adapter *a, vidmm_handle h, uint64_t off);
 
-/* The bytes gv_pattern writes for seed (size a multiple of 8; seed 0:
- * zeros); malloc'ed, NULL when out of memory. */
-uint64_t *sg_pattern_bytes(uint64_t size, uint64_t seed);
-/* softgpu_checksum of those bytes (what a GPU CHECKSUM must find). */
+/* softgpu_checksum of the bytes gv_pattern writes for seed (size a
+ * multiple of 8; seed 0: zeros): what a GPU CHECKSUM of them must find. */
 uint64_t sg_pattern_sum(uint64_t size, uint64_t seed);
 
 #endif
