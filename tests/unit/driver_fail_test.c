@@ -22,6 +22,7 @@
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
+#include "sg_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -251,16 +252,7 @@ static int new_proc(struct fx *f, uint32_t mode)
 /* make_resident, waiting for PENDING. */
 static vidmm_status make_res(struct fx *f, const vidmm_handle *l, uint32_t n)
 {
-    struct vidmm_make_resident_args mr;
-    memset(&mr, 0, sizeof(mr));
-    mr.paging_queue = f->queue;
-    mr.allocations = l;
-    mr.count = n;
-    mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, f->dev, &mr);
-    if (st == VIDMM_PENDING)
-        st = vidmm_paging_queue_wait(f->a, f->queue, mr.paging_fence_value, UINT64_MAX);
-    return st;
+    return sg_try_make_resident(f->a, f->dev, f->queue, l, n);
 }
 
 /* ---- scenarios: setup (all ops pass), then act (the call under test) ---- */

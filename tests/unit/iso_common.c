@@ -51,18 +51,7 @@ void iso_close(struct iso_fx *f)
 
 void iso_mr(struct iso_fx *f, struct iso_proc *p, const vidmm_handle *l, uint32_t n, vidmm_status want)
 {
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof(m));
-    m.paging_queue = p->queue;
-    m.allocations = l;
-    m.count = n;
-    m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, p->dev, &m);
-    if (st == VIDMM_PENDING) {
-        T_ST(vidmm_paging_queue_wait(f->a, p->queue, m.paging_fence_value, UINT64_MAX), VIDMM_OK);
-        st = VIDMM_OK;
-    }
-    T_ST(st, want);
+    T_ST(sg_try_make_resident(f->a, p->dev, p->queue, l, n), want);
 }
 
 /* A private allocation of p: segments set, AccessedPhysically when ap,

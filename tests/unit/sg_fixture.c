@@ -127,8 +127,9 @@ uint64_t sg_map(struct vidmm_adapter *a, vidmm_handle proc, vidmm_handle h, uint
     return va;
 }
 
-vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
-                                     const vidmm_handle *l, uint32_t n, uint64_t *fence)
+/* vidmm_make_resident with CantTrimFurther; *fence: its paging fence. */
+static vidmm_status make_resident_raw(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+                                      const vidmm_handle *l, uint32_t n, uint64_t *fence)
 {
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof(mr));
@@ -137,11 +138,30 @@ vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, 
     mr.count = n;
     mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
     vidmm_status st = vidmm_make_resident(a, dev, &mr);
+    *fence = mr.paging_fence_value;
+    return st;
+}
+
+vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+                                     const vidmm_handle *l, uint32_t n, uint64_t *fence)
+{
+    uint64_t f = 0;
+    vidmm_status st = make_resident_raw(a, dev, queue, l, n, &f);
     if (st != VIDMM_OK && st != VIDMM_PENDING)
         fprintf(stderr, "make_resident: %s\n", vidmm_status_str(st));
     T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
     if (fence)
-        *fence = mr.paging_fence_value;
+        *fence = f;
+    return st;
+}
+
+vidmm_status sg_try_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+                                  const vidmm_handle *l, uint32_t n)
+{
+    uint64_t fence = 0;
+    vidmm_status st = make_resident_raw(a, dev, queue, l, n, &fence);
+    if (st == VIDMM_PENDING)
+        st = vidmm_paging_queue_wait(a, queue, fence, UINT64_MAX);
     return st;
 }
 

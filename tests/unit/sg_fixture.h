@@ -84,6 +84,11 @@ void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle qu
  * given, is the paging fence value to wait for). */
 vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
                                      const vidmm_handle *l, uint32_t n, uint64_t *fence);
+/* Make-resident and wait, checking nothing (for calls expected to fail,
+ * or made under fault injection): the make-resident's status, or the
+ * wait's when it was PENDING. */
+vidmm_status sg_try_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+                                  const vidmm_handle *l, uint32_t n);
 
 /* vidmm_allocation_query of h (expected to succeed; zeros when not). */
 struct vidmm_allocation_state sg_alloc_state(struct vidmm_adapter *a, vidmm_handle h);
