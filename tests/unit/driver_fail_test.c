@@ -227,13 +227,8 @@ static void fx_close(struct fx *f)
 static vidmm_status new_alloc(struct fx *f, uint32_t set, uint64_t size, int resident, vidmm_handle *h)
 {
     struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
+    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size, VIDMM_ALLOC_CPU_VISIBLE);
     d.info.preferred_segment = VIDMM_PREF(0, set & VIDMM_SEGMENT_BIT(1) ? 1 : 2, 0);
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
     *h = 0;
     return vidmm_allocation_create2(f->a, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, h);
 }

@@ -60,12 +60,8 @@ vidmm_handle iso_palloc(struct iso_fx *f, struct iso_proc *p, uint32_t set, uint
                         int resident, vidmm_status want)
 {
     struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = (ap ? VIDMM_ALLOC_ACCESSED_PHYSICALLY : 0) | (cpu ? VIDMM_ALLOC_CPU_VISIBLE : 0);
+    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size,
+            (ap ? VIDMM_ALLOC_ACCESSED_PHYSICALLY : 0) | (cpu ? VIDMM_ALLOC_CPU_VISIBLE : 0));
     vidmm_handle h = 0;
     T_ST(vidmm_device_allocation_create(f->a, p->dev, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h),
          want);

@@ -97,15 +97,21 @@ void sg_new_proc(struct vidmm_adapter *a, struct sg_proc *p, uint32_t node, uint
     T_ST(vidmm_context_create(a, p->dev, &cd, &p->ctx), VIDMM_OK);
 }
 
-void sg_cpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size)
+void sg_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
+             uint32_t flags)
 {
     memset(d, 0, sizeof(*d));
     d->kind = kind;
     d->size = size;
-    d->cpu_visible = 1;
     d->info.size = size;
     d->info.supported_write_segment_set = set;
-    d->info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    d->info.flags = flags;
+}
+
+void sg_cpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size)
+{
+    sg_desc(d, kind, set, size, VIDMM_ALLOC_CPU_VISIBLE);
+    d->cpu_visible = 1;
 }
 
 vidmm_handle sg_new_alloc(struct vidmm_adapter *a, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,

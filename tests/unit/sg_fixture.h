@@ -65,8 +65,11 @@ void sg_fx_close(struct sg_fx *f);
 /* Process, device, paging queue and a context of mode on node. */
 void sg_new_proc(struct vidmm_adapter *a, struct sg_proc *p, uint32_t node, uint32_t mode);
 
-/* The softgpu description of a CPU-visible allocation of kind and size
- * bytes in the segments of set. */
+/* The softgpu description of an allocation of kind and size bytes in the
+ * segments of set with flags (VIDMM_ALLOC_*), the rest zero ... */
+void sg_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
+             uint32_t flags);
+/* ... and of a CPU-visible one. */
 void sg_cpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size);
 /* A CPU-visible softgpu allocation of kind in the segments of set,
  * created evicted (resident = 1: created resident), holding seed's
