@@ -14,6 +14,7 @@
  * The patch cost per location is (full - reused) / N.  Median of 5 runs.
  */
 #include "bench.h"
+#include "bench_softgpu.h"
 #include "submit_bench.h"
 
 #include "vidmm/softgpu.h"
@@ -56,19 +57,8 @@ static int env_open(struct sb_env *e, uint32_t n, int physical)
 {
     memset(e, 0, sizeof *e);
     e->n = n;
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.preset = "dgpu";
-    cfg.synchronous = 1;
-    if (softgpu_create(&cfg, &e->sg) != VIDMM_OK)
+    if (bench_sg_open(NULL, &e->sg, &e->a))
         return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(e->sg, &ci);
-    if (vidmm_adapter_open(&ci, &e->a) != VIDMM_OK) {
-        softgpu_destroy(e->sg);
-        return -1;
-    }
     e->h = calloc(n, sizeof *e->h);
     if (!e->h || vidmm_process_create(e->a, &e->p) || vidmm_device_create(e->a, e->p, &e->d) ||
         vidmm_paging_queue_create(e->a, e->d, 0, &e->q))
@@ -86,13 +76,7 @@ static int env_open(struct sb_env *e, uint32_t n, int physical)
         if (vidmm_allocation_create(e->a, &sd, sizeof sd, &e->h[i]) != VIDMM_OK)
             return -1;
     if (!physical) {
-        struct vidmm_make_resident_args mr;
-        memset(&mr, 0, sizeof mr);
-        mr.paging_queue = e->q;
-        mr.allocations = e->h;
-        mr.count = n;
-        mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-        if (vidmm_make_resident(e->a, e->d, &mr) < 0)
+        if (bench_make_resident(e->a, e->d, e->q, e->h, n))
             return -1;
         /* The buffer: one NOP in a CPU-visible allocation mapped in the VA space. */
         sd.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1);
@@ -104,9 +88,7 @@ static int env_open(struct sb_env *e, uint32_t n, int physical)
         struct softgpu_cmdbuf cb = { p, 0, 65536 };
         softgpu_cmd_nop(&cb);
         vidmm_allocation_unlock(e->a, cmd);
-        mr.allocations = &cmd;
-        mr.count = 1;
-        if (vidmm_make_resident(e->a, e->d, &mr) < 0 ||
+        if (bench_make_resident(e->a, e->d, e->q, &cmd, 1) ||
             vidmm_gpuva_map(e->a, e->p, 0, 0, 0, cmd, 0, 65536, 0, 0, &e->cmd_va))
             return -1;
         e->buf_size = cb.size;

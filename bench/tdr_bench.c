@@ -15,6 +15,7 @@
  * everything: saving and bringing back N x 64 KiB.
  */
 #include "bench.h"
+#include "bench_softgpu.h"
 #include "tdr_bench.h"
 
 #include "vidmm/softgpu.h"
@@ -37,18 +38,15 @@ struct tb_env {
     uint32_t n;
 };
 
-static int mr(struct tb_env *e, vidmm_handle dev, vidmm_handle q, const vidmm_handle *l, uint32_t n)
+/* A CPU-visible SZ-byte allocation in segment seg. */
+static void cpu_desc(struct softgpu_alloc_desc *sd, uint32_t seg)
 {
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof m);
-    m.paging_queue = q;
-    m.allocations = l;
-    m.count = n;
-    m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(e->a, dev, &m);
-    if (st == VIDMM_PENDING)
-        st = vidmm_paging_queue_wait(e->a, q, m.paging_fence_value, UINT64_MAX);
-    return st < 0;
+    memset(sd, 0, sizeof *sd);
+    sd->kind = SOFTGPU_ALLOC_EXPLICIT;
+    sd->cpu_visible = 1;
+    sd->info.size = SZ;
+    sd->info.supported_write_segment_set = VIDMM_SEGMENT_BIT(seg);
+    sd->info.flags = VIDMM_ALLOC_CPU_VISIBLE;
 }
 
 static int fill(struct tb_env *e, vidmm_handle h, uint32_t v)
@@ -64,19 +62,9 @@ static int env_open(struct tb_env *e, uint32_t n)
 {
     memset(e, 0, sizeof *e);
     e->n = n;
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.preset = "dgpu";
-    cfg.synchronous = 1;
-    if (softgpu_create(&cfg, &e->sg) != VIDMM_OK)
-        return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(e->sg, &ci);
     e->ops = *softgpu_driver_ops();
     e->ops.reset_engine = NULL;   /* every hang becomes an adapter reset */
-    ci.ops = &e->ops;
-    if (vidmm_adapter_open(&ci, &e->a) != VIDMM_OK)
+    if (bench_sg_open(&e->ops, &e->sg, &e->a))
         return -1;
     if (vidmm_adapter_set_tdr_timeout(e->a, 1000000) != VIDMM_OK)
         return -1;
@@ -89,19 +77,14 @@ static int env_open(struct tb_env *e, uint32_t n)
     if (vidmm_context_create(e->a, e->hd, &cd, &e->hctx))
         return -1;
     struct softgpu_alloc_desc sd;
-    memset(&sd, 0, sizeof sd);
-    sd.kind = SOFTGPU_ALLOC_EXPLICIT;
-    sd.cpu_visible = 1;
-    sd.info.size = SZ;
-    sd.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(2);
-    sd.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    cpu_desc(&sd, 2);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t va;
         if (vidmm_allocation_create2(e->a, &sd, sizeof sd, 0, &e->h[i]) != VIDMM_OK || fill(e, e->h[i], i | 1u) ||
             vidmm_gpuva_map(e->a, e->dp, 0, 0, 0, e->h[i], 0, SZ, 0, 0, &va))
             return -1;
     }
-    if (mr(e, e->dd, e->dq, e->h, n))
+    if (bench_make_resident(e->a, e->dd, e->dq, e->h, n))
         return -1;
     for (uint32_t i = 1; i < n; i += 2)
         if (fill(e, e->h[i], 0x5A))   /* written while resident: no current system copy */
@@ -122,17 +105,12 @@ static void env_close(struct tb_env *e)
 static double recover_ns(struct tb_env *e)
 {
     struct softgpu_alloc_desc sd;
-    memset(&sd, 0, sizeof sd);
-    sd.kind = SOFTGPU_ALLOC_EXPLICIT;
-    sd.cpu_visible = 1;
-    sd.info.size = SZ;
-    sd.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1);
-    sd.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    cpu_desc(&sd, 1);
     vidmm_handle cmd;
     uint64_t va = 0, fence = 0;
     void *p = NULL;
     if (vidmm_allocation_create(e->a, &sd, sizeof sd, &cmd) || vidmm_gpuva_map(e->a, e->hp, 0, 0, 0, cmd, 0, SZ, 0, 0, &va) ||
-        mr(e, e->hd, e->hq, &cmd, 1) || vidmm_allocation_lock(e->a, cmd, &p))
+        bench_make_resident(e->a, e->hd, e->hq, &cmd, 1) || vidmm_allocation_lock(e->a, cmd, &p))
         return -1;
     struct softgpu_cmdbuf cb = { p, 0, SZ };
     softgpu_cmd_wait(&cb, va + 4096, 1);   /* nobody writes it */
@@ -174,7 +152,8 @@ static double power_cycle_ns(struct tb_env *e)
 {
     uint64_t t0 = bench_now_ns();
     if (vidmm_adapter_set_power_state(e->a, VIDMM_POWER_STANDBY) != VIDMM_OK ||
-        vidmm_adapter_set_power_state(e->a, VIDMM_POWER_D0) != VIDMM_OK || mr(e, e->dd, e->dq, e->h, e->n))
+        vidmm_adapter_set_power_state(e->a, VIDMM_POWER_D0) != VIDMM_OK ||
+        bench_make_resident(e->a, e->dd, e->dq, e->h, e->n))
         return -1;
     return (double)(bench_now_ns() - t0);
 }

@@ -22,6 +22,7 @@
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
+#include "sg_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -226,13 +227,8 @@ static void fx_close(struct fx *f)
 static vidmm_status new_alloc(struct fx *f, uint32_t set, uint64_t size, int resident, vidmm_handle *h)
 {
     struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
+    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size, VIDMM_ALLOC_CPU_VISIBLE);
     d.info.preferred_segment = VIDMM_PREF(0, set & VIDMM_SEGMENT_BIT(1) ? 1 : 2, 0);
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
     *h = 0;
     return vidmm_allocation_create2(f->a, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, h);
 }
@@ -251,16 +247,7 @@ static int new_proc(struct fx *f, uint32_t mode)
 /* make_resident, waiting for PENDING. */
 static vidmm_status make_res(struct fx *f, const vidmm_handle *l, uint32_t n)
 {
-    struct vidmm_make_resident_args mr;
-    memset(&mr, 0, sizeof(mr));
-    mr.paging_queue = f->queue;
-    mr.allocations = l;
-    mr.count = n;
-    mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, f->dev, &mr);
-    if (st == VIDMM_PENDING)
-        st = vidmm_paging_queue_wait(f->a, f->queue, mr.paging_fence_value, UINT64_MAX);
-    return st;
+    return sg_try_make_resident(f->a, f->dev, f->queue, l, n);
 }
 
 /* ---- scenarios: setup (all ops pass), then act (the call under test) ---- */

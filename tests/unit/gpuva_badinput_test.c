@@ -25,6 +25,7 @@
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
+#include "sg_fixture.h"
 #include "vidmm/gpummu.h"
 #include "vidmm/process.h"
 #include "vidmm/softgpu.h"
@@ -54,27 +55,10 @@ struct gfx {
 static int gfx_open(struct gfx *f, const char *preset)
 {
     memset(f, 0, sizeof(*f));
-    fault_alloc_init(&f->fa);
     struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = preset;
-    if (strcmp(preset, "igpu")) {
-        cfg.segment_size[1] = MIB(64);
-        cfg.segment_size[2] = MIB(128);
-    }
-    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
-    if (!f->sg)
+    sg_config(&cfg, preset, strcmp(preset, "igpu") ? MIB(64) : 0, strcmp(preset, "igpu") ? MIB(128) : 0, 0);
+    if (sg_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a))
         return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
-    if (!f->a) {
-        softgpu_destroy(f->sg);
-        f->sg = NULL;
-        return -1;
-    }
     struct vidmm_gpummu_info gi;
     if (vidmm_adapter_query_gpummu(f->a, &gi) == VIDMM_OK)
         f->limit = gi.va_size;
@@ -85,15 +69,8 @@ static void gfx_close(struct gfx *f)
 {
     if (!f->a)
         return;
-    char rep[1024];
-    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
-    if (e)
-        fprintf(stderr, "%s", rep);
-    T_EQ(e, 0);
     T_EQ(softgpu_check(f->sg), 0);
-    vidmm_adapter_close(f->a);
-    T_EQ(f->fa.live_blocks, 0);
-    softgpu_destroy(f->sg);
+    sg_close(&f->fa, f->sg, f->a);
     f->a = NULL;
 }
 

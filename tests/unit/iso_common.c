@@ -3,6 +3,8 @@
  */
 #include "iso_common.h"
 
+#include "sg_fixture.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,26 +21,12 @@ int iso_open(struct iso_fx *f, const char *preset, uint32_t seg, uint64_t seg_si
 int iso_open_sizes(struct iso_fx *f, const char *preset, const uint64_t *sizes, int sync)
 {
     memset(f, 0, sizeof(*f));
-    fault_alloc_init(&f->fa);
     struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = preset;
+    sg_config(&cfg, preset, 0, 0, sync);
     for (uint32_t i = 1; i <= SOFTGPU_MAX_SEGMENTS; i++)
         cfg.segment_size[i] = sizes[i];
-    cfg.synchronous = sync;
-    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
-    if (!f->sg)
+    if (sg_open(&f->fa, &cfg, NULL, 256 * MIB, &f->sg, &f->a))
         return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    ci.system_memory_limit = 256 * MIB;
-    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
-    if (!f->a) {
-        softgpu_destroy(f->sg);
-        return -1;
-    }
     struct vidmm_adapter_info ai;
     T_ST(vidmm_adapter_query_info(f->a, &ai), VIDMM_OK);
     f->ap = ai.aperture_segment_id;
@@ -49,21 +37,13 @@ int iso_open_sizes(struct iso_fx *f, const char *preset, const uint64_t *sizes, 
 
 int iso_checked(struct iso_fx *f)
 {
-    char rep[2048];
-    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
-    if (e)
-        fprintf(stderr, "adapter check: %s\n", rep);
-    e += softgpu_check(f->sg);
-    return e;
+    return sg_checked(f->a, f->sg);
 }
 
 void iso_close(struct iso_fx *f)
 {
-    T_EQ(iso_checked(f), 0);
-    vidmm_adapter_close(f->a);
-    T_EQ(f->fa.live_blocks, 0);
-    T_EQ(f->fa.live_bytes, 0);
-    softgpu_destroy(f->sg);
+    T_EQ(softgpu_check(f->sg), 0);
+    sg_close(&f->fa, f->sg, f->a);
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -71,18 +51,7 @@ void iso_close(struct iso_fx *f)
 
 void iso_mr(struct iso_fx *f, struct iso_proc *p, const vidmm_handle *l, uint32_t n, vidmm_status want)
 {
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof(m));
-    m.paging_queue = p->queue;
-    m.allocations = l;
-    m.count = n;
-    m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, p->dev, &m);
-    if (st == VIDMM_PENDING) {
-        T_ST(vidmm_paging_queue_wait(f->a, p->queue, m.paging_fence_value, UINT64_MAX), VIDMM_OK);
-        st = VIDMM_OK;
-    }
-    T_ST(st, want);
+    T_ST(sg_try_make_resident(f->a, p->dev, p->queue, l, n), want);
 }
 
 /* A private allocation of p: segments set, AccessedPhysically when ap,
@@ -91,12 +60,8 @@ vidmm_handle iso_palloc(struct iso_fx *f, struct iso_proc *p, uint32_t set, uint
                         int resident, vidmm_status want)
 {
     struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = (ap ? VIDMM_ALLOC_ACCESSED_PHYSICALLY : 0) | (cpu ? VIDMM_ALLOC_CPU_VISIBLE : 0);
+    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size,
+            (ap ? VIDMM_ALLOC_ACCESSED_PHYSICALLY : 0) | (cpu ? VIDMM_ALLOC_CPU_VISIBLE : 0));
     vidmm_handle h = 0;
     T_ST(vidmm_device_allocation_create(f->a, p->dev, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h),
          want);

@@ -22,6 +22,7 @@
  * device, context and queue handles are refused where B's are expected.
  */
 #include "iso_common.h"
+#include "sg_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,14 +65,6 @@ static int phys_holds(struct iso_fx *f, uint32_t seg, uint64_t off, uint64_t siz
         ok = w[i] == pattern;
     free(w);
     return ok;
-}
-
-static uint32_t seg_of(struct iso_fx *f, vidmm_handle h)
-{
-    struct vidmm_allocation_state st;
-    memset(&st, 0, sizeof(st));
-    T_ST(vidmm_allocation_query(f->a, h, &st), VIDMM_OK);
-    return st.segment_id;
 }
 
 /* ---- stale pages ----------------------------------------------------------- */
@@ -195,7 +188,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
         T_CHECK(gone + 1 >= nb);   /* B's make-resident pushed A out */
     }
     for (uint32_t i = 0; i < nb; i++)
-        T_EQ(seg_of(&f, bh[i]), cfg->seg);
+        T_EQ(sg_alloc_state(f.a, bh[i]).segment_id, cfg->seg);
     /* B sees zeros: CPU, GPU virtual, GPU physical. */
     uint64_t z = iso_zero_sum(ASIZE);
     iso_gpu_sums(&f, &B, bh, f.gpummu ? bva : NULL, nb, ASIZE, 1, z);

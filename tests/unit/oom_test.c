@@ -112,6 +112,22 @@ static vidmm_status query_with_private_data(void *driver, const struct vidmm_que
     return st;
 }
 
+/* The create info for x's softgpu: its ops (wrapped for the
+ * private_data variant), x's fault_alloc, 256 MiB of system memory. */
+static void ox_create_info(struct ox *x, struct vidmm_adapter_create_info *ci)
+{
+    memset(ci, 0, sizeof *ci);
+    softgpu_fill_adapter_create_info(x->sg, ci);
+    static struct vidmm_driver_ops ops;
+    if (variant.private_data) {
+        ops = *softgpu_driver_ops();
+        ops.query_adapter_info = query_with_private_data;
+        ci->ops = &ops;
+    }
+    ci->host_allocator = &x->fa.ha;
+    ci->system_memory_limit = 256 * MIB;
+}
+
 static int ox_open(struct ox *x, unsigned preset)
 {
     memset(x, 0, sizeof *x);
@@ -138,18 +154,22 @@ static int ox_open(struct ox *x, unsigned preset)
     if (!x->sg)
         return -1;
     struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(x->sg, &ci);
-    static struct vidmm_driver_ops ops;
-    if (variant.private_data) {
-        ops = *softgpu_driver_ops();
-        ops.query_adapter_info = query_with_private_data;
-        ci.ops = &ops;
-    }
-    ci.host_allocator = &x->fa.ha;
-    ci.system_memory_limit = 256 * MIB;
+    ox_create_info(x, &ci);
     T_ST(vidmm_adapter_open(&ci, &x->a), VIDMM_OK);
     return x->a ? 0 : -1;
+}
+
+/* A fixture on the heap (it is large), opened on preset; NULL (and a
+ * failed check) when that fails. */
+static struct ox *ox_new(unsigned preset)
+{
+    struct ox *x = calloc(1, sizeof *x);
+    if (!x || ox_open(x, preset)) {
+        T_CHECK(0);
+        free(x);
+        return NULL;
+    }
+    return x;
 }
 
 static void ox_close(struct ox *x)
@@ -692,67 +712,60 @@ static vidmm_status s_context_wait(struct ox *x, const struct step *s)
 {
     return vidmm_context_wait(x->a, x->ctx[s->a], x->fence[s->a], UINT64_MAX);
 }
+/* A destroy's status; on success the handle is forgotten. */
+static vidmm_status forget(vidmm_status st, vidmm_handle *h)
+{
+    if (st >= 0)
+        *h = 0;
+    return st;
+}
 static vidmm_status s_destroy_alloc(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_allocation_destroy(x->a, x->al[s->a]);
-    if (st >= 0)
-        x->al[s->a] = 0;
-    return st;
+    return forget(vidmm_allocation_destroy(x->a, x->al[s->a]), &x->al[s->a]);
 }
 static vidmm_status s_destroy_context(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_context_destroy(x->a, x->ctx[s->a]);
-    if (st >= 0)
-        x->ctx[s->a] = 0;
-    return st;
+    return forget(vidmm_context_destroy(x->a, x->ctx[s->a]), &x->ctx[s->a]);
 }
 static vidmm_status s_destroy_queue(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_paging_queue_destroy(x->a, x->queue[s->a]);
-    if (st >= 0)
-        x->queue[s->a] = 0;
-    return st;
+    return forget(vidmm_paging_queue_destroy(x->a, x->queue[s->a]), &x->queue[s->a]);
+}
+/* Forget the children that went with a destroyed parent: devices (when
+ * devices), contexts and queues whose handles no longer resolve. */
+static void forget_orphans(struct ox *x, int devices)
+{
+    for (uint32_t i = 0; devices && i < NDEV; i++) {
+        struct vidmm_device_info di;
+        if (x->dev[i] && vidmm_device_query(x->a, x->dev[i], &di) == VIDMM_E_INVALID_HANDLE)
+            x->dev[i] = 0;
+    }
+    for (uint32_t i = 0; i < NCTX; i++) {
+        struct vidmm_context_info ci;
+        if (x->ctx[i] && vidmm_context_query(x->a, x->ctx[i], &ci) == VIDMM_E_INVALID_HANDLE)
+            x->ctx[i] = 0;
+    }
+    for (uint32_t i = 0; i < NQUEUE; i++) {
+        uint64_t v;
+        if (x->queue[i] && vidmm_paging_queue_fence(x->a, x->queue[i], &v) == VIDMM_E_INVALID_HANDLE)
+            x->queue[i] = 0;
+    }
 }
 /* The device's contexts and queues go with it. */
 static vidmm_status s_destroy_device(struct ox *x, const struct step *s)
 {
     vidmm_status st = vidmm_device_destroy(x->a, x->dev[s->a]);
     if (st >= 0) {
-        for (uint32_t i = 0; i < NCTX; i++) {
-            struct vidmm_context_info ci;
-            if (x->ctx[i] && vidmm_context_query(x->a, x->ctx[i], &ci) == VIDMM_E_INVALID_HANDLE)
-                x->ctx[i] = 0;
-        }
-        for (uint32_t i = 0; i < NQUEUE; i++) {
-            uint64_t v;
-            if (x->queue[i] && vidmm_paging_queue_fence(x->a, x->queue[i], &v) == VIDMM_E_INVALID_HANDLE)
-                x->queue[i] = 0;
-        }
+        forget_orphans(x, 0);
         x->dev[s->a] = 0;
     }
     return st;
 }
 static vidmm_status s_destroy_process(struct ox *x, const struct step *s)
 {
-    vidmm_status st = vidmm_process_destroy(x->a, x->proc[s->a]);
-    if (st >= 0) {
-        x->proc[s->a] = 0;
-        for (uint32_t i = 0; i < NDEV; i++) {
-            struct vidmm_device_info di;
-            if (x->dev[i] && vidmm_device_query(x->a, x->dev[i], &di) == VIDMM_E_INVALID_HANDLE)
-                x->dev[i] = 0;
-        }
-        for (uint32_t i = 0; i < NCTX; i++) {
-            struct vidmm_context_info ci;
-            if (x->ctx[i] && vidmm_context_query(x->a, x->ctx[i], &ci) == VIDMM_E_INVALID_HANDLE)
-                x->ctx[i] = 0;
-        }
-        for (uint32_t i = 0; i < NQUEUE; i++) {
-            uint64_t v;
-            if (x->queue[i] && vidmm_paging_queue_fence(x->a, x->queue[i], &v) == VIDMM_E_INVALID_HANDLE)
-                x->queue[i] = 0;
-        }
-    }
+    vidmm_status st = forget(vidmm_process_destroy(x->a, x->proc[s->a]), &x->proc[s->a]);
+    if (st >= 0)
+        forget_orphans(x, 1);
     return st;
 }
 
@@ -921,12 +934,9 @@ static void run_step(struct ox *x, const struct step *s)
 
 static void run_scenario(unsigned preset, const struct step *steps, size_t n)
 {
-    struct ox *x = calloc(1, sizeof *x);
-    if (!x || ox_open(x, preset)) {
-        T_CHECK(0);
-        free(x);
+    struct ox *x = ox_new(preset);
+    if (!x)
         return;
-    }
     for (size_t i = 0; i < n && t_current_failures() <= 20; i++)
         if (steps[i].presets & preset)
             run_step(x, &steps[i]);
@@ -978,12 +988,9 @@ static void run_fresh_at(unsigned preset, const struct step *steps, size_t n, si
     vidmm_status want = (vidmm_status)t->want[preset_index(preset)];
     for (int forever = 1; forever >= 0; forever--)
         for (uint64_t k = 1; k < 1000 && t_current_failures() <= 20; k++) {
-            struct ox *x = calloc(1, sizeof *x);
-            if (!x || ox_open(x, preset)) {
-                T_CHECK(0);
-                free(x);
+            struct ox *x = ox_new(preset);
+            if (!x)
                 return;
-            }
             run_plain(x, steps, 0, target, "set-up");
             vidmm_status st = VIDMM_OK;
             int r = attempt(x, t, k, forever, want, &st);
@@ -1269,26 +1276,14 @@ static void oom_targeted(void)
  * allocated, the driver's state sound, and open succeeds after. */
 static void open_preset(unsigned preset)
 {
-    struct ox *x = calloc(1, sizeof *x);
-    if (!x || ox_open(x, preset)) {
-        T_CHECK(0);
-        free(x);
+    struct ox *x = ox_new(preset);
+    if (!x)
         return;
-    }
     vidmm_adapter_close(x->a);
     x->a = NULL;
     T_EQ(x->fa.live_blocks, 0);
     struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(x->sg, &ci);
-    static struct vidmm_driver_ops ops;
-    if (variant.private_data) {
-        ops = *softgpu_driver_ops();
-        ops.query_adapter_info = query_with_private_data;
-        ci.ops = &ops;
-    }
-    ci.host_allocator = &x->fa.ha;
-    ci.system_memory_limit = 256 * MIB;
+    ox_create_info(x, &ci);
     uint64_t k;
     for (k = 1; k < 10000; k++) {
         int reached = 0;
@@ -1336,12 +1331,9 @@ static void oom_open(void)
  * reports no false violation, and frees what it took. */
 static void oom_check_walker(void)
 {
-    struct ox *x = calloc(1, sizeof *x);
-    if (!x || ox_open(x, PRESET_DGPU)) {
-        T_CHECK(0);
-        free(x);
+    struct ox *x = ox_new(PRESET_DGPU);
+    if (!x)
         return;
-    }
     static const struct step s = { "create", s_create, ALL, 0, TEX, 256, RES, 0, { 0 } };
     T_ST(s.fn(x, &s), VIDMM_OK);
     for (uint64_t k = 1; k < 100; k++) {

@@ -8,6 +8,7 @@
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
+#include "sg_fixture.h"
 #include "vidmm/process.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -20,51 +21,16 @@
 #define gpu_sees(f, proc, va, off, size, seed) gv_gpu_sees((f)->a, (f)->sg, proc, va, off, size, seed)
 #define gpu_faults(f, proc, va) gv_gpu_faults((f)->a, (f)->sg, proc, va)
 
-struct pt_fx {
-    struct fault_alloc fa;
-    struct softgpu *sg;
-    struct vidmm_adapter *a;
-};
-
-static int fx_open(struct pt_fx *f, const char *preset)
+static void fx_close(struct sg_fx *f)
 {
-    memset(f, 0, sizeof(*f));
-    fault_alloc_init(&f->fa);
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = preset;
-    if (strcmp(preset, "igpu")) {
-        cfg.segment_size[1] = 64ull << 20;
-        cfg.segment_size[2] = 128ull << 20;
-    }
-    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
-    if (!f->sg)
-        return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
-    return f->a ? 0 : -1;
-}
-
-static void fx_close(struct pt_fx *f)
-{
-    char rep[1024];
-    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
-    if (e)
-        fprintf(stderr, "%s", rep);
-    T_EQ(e, 0);
     T_EQ(softgpu_check(f->sg), 0);
-    vidmm_adapter_close(f->a);
-    T_EQ(f->fa.live_blocks, 0);
-    softgpu_destroy(f->sg);
+    sg_fx_close(f);
 }
 
 static void map_read_move_unmap(void)
 {
-    struct pt_fx f;
-    if (fx_open(&f, "dgpu") < 0)
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -118,8 +84,8 @@ static void map_read_move_unmap(void)
 
 static void reservations(void)
 {
-    struct pt_fx f;
-    if (fx_open(&f, "dgpu") < 0)
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -173,8 +139,8 @@ static void reservations(void)
  * own, and what one unmaps faults only there. */
 static void isolation(void)
 {
-    struct pt_fx f;
-    if (fx_open(&f, "dgpu") < 0)
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p1 = 0, p2 = 0;
@@ -238,8 +204,8 @@ static void walker_agrees(void)
 {
     const char *presets[] = { "dgpu", "wddm1" };
     for (int pi = 0; pi < 2; pi++) {
-        struct pt_fx f;
-        if (fx_open(&f, presets[pi]) < 0)
+        struct sg_fx f;
+        if (sg_fx_open_preset(&f, presets[pi]) < 0)
             continue;
         struct vidmm_adapter *a = f.a;
         uint64_t rs = t_seed() ^ (0x9A7E0000ull + (uint64_t)pi);
@@ -346,11 +312,11 @@ static void walker_agrees(void)
 
 static void no_gpummu_and_oom(void)
 {
-    struct pt_fx f;
+    struct sg_fx f;
     /* Every host-allocation failure of process creation and of a map. */
     int done = 0;
     for (uint64_t k = 1; k < 400 && !done; k++) {
-        if (fx_open(&f, "dgpu") < 0)
+        if (sg_fx_open_preset(&f, "dgpu") < 0)
             return;
         vidmm_handle h = alloc_in(f.a, VIDMM_SEGMENT_BIT(2), 128u << 10);
         uint64_t base = f.fa.calls;
@@ -383,8 +349,8 @@ static void no_gpummu_and_oom(void)
 /* D3DKMTUpdateGpuVirtualAddress-style batches (tiled resources). */
 static void update_batches(void)
 {
-    struct pt_fx f;
-    if (fx_open(&f, "dgpu") < 0)
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -432,7 +398,7 @@ static void update_batches(void)
     fx_close(&f);
 }
 
-static uint32_t gpu_page_size(struct pt_fx *f, vidmm_handle proc, uint64_t va)
+static uint32_t gpu_page_size(struct sg_fx *f, vidmm_handle proc, uint64_t va)
 {
     struct vidmm_physical_address root;
     struct softgpu_translation t;
@@ -446,8 +412,8 @@ static uint32_t gpu_page_size(struct pt_fx *f, vidmm_handle proc, uint64_t va)
  * switch to 4 KB entries when a 4 KB need appears in the leaf's span. */
 static void pages_64k(void)
 {
-    struct pt_fx f;
-    if (fx_open(&f, "dgpu") < 0)
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -502,8 +468,8 @@ static void pages_64k(void)
  * GPU page tables; only system memory is reachable. */
 static void iommu_mode(void)
 {
-    struct pt_fx f;
-    if (fx_open(&f, "igpu") < 0)
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "igpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0;

@@ -33,6 +33,7 @@
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
+#include "sg_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -184,13 +185,7 @@ static uint64_t env_u64(const char *name, uint64_t def)
 static vidmm_handle new_allocation(struct st_worker *w, uint64_t size, int resident, int use_create2)
 {
     struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.cpu_visible = 1;
-    d.info.size = size;
-    d.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), size);
     vidmm_handle h = 0;
     vidmm_status st;
     uint64_t live = atomic_fetch_add(&w->run->live_bytes, size) + size;
@@ -714,6 +709,15 @@ static void *checker_main(void *arg)
 
 /* ---- the test ----------------------------------------------------------------- */
 
+/* A dgpu adapter for the single-thread replays (no threads, no checker). */
+static int run_open(struct st_run *run, uint64_t seg1, uint64_t seg2)
+{
+    memset(run, 0, sizeof(*run));
+    struct softgpu_config cfg;
+    sg_config(&cfg, "dgpu", seg1, seg2, 0);
+    return sg_open(&run->fa, &cfg, NULL, 0, &run->sg, &run->a);
+}
+
 static void mixed_operations(void)
 {
     static struct st_run run;
@@ -739,25 +743,10 @@ static void mixed_operations(void)
         T_EQ_U64(pat_checksum(7, sizeof words), softgpu_checksum(words, sizeof words));
     }
 
-    fault_alloc_init(&run.fa);
     struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = "dgpu";
-    cfg.segment_size[1] = 8 * MIB;
-    cfg.segment_size[2] = 16 * MIB;
-    cfg.synchronous = 0;
-    T_ST(softgpu_create(&cfg, &run.sg), VIDMM_OK);
-    if (!run.sg)
+    sg_config(&cfg, "dgpu", 8 * MIB, 16 * MIB, 0);
+    if (sg_open(&run.fa, &cfg, NULL, 0, &run.sg, &run.a))
         return;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(run.sg, &ci);
-    ci.host_allocator = &run.fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &run.a), VIDMM_OK);
-    if (!run.a) {
-        softgpu_destroy(run.sg);
-        return;
-    }
     struct vidmm_adapter_info ai;
     T_ST(vidmm_adapter_query_info(run.a, &ai), VIDMM_OK);
     struct vidmm_segment_info base[8];
@@ -875,10 +864,7 @@ static void mixed_operations(void)
            (unsigned long long)over_budget, (unsigned long long)no_space, (unsigned long long)rs.evictions,
            (unsigned long long)rs.restores, (unsigned long long)atomic_load(&run.trim_calls),
            (unsigned long long)atomic_load(&run.adapter_checks));
-    vidmm_adapter_close(run.a);
-    T_EQ(run.fa.live_blocks, 0);
-    T_EQ(run.fa.live_bytes, 0);
-    softgpu_destroy(run.sg);
+    sg_close(&run.fa, run.sg, run.a);
 }
 
 /* The first bug the mix found, replayed on one thread: an offered
@@ -887,30 +873,10 @@ static void mixed_operations(void)
  * it (content_lost outlived the write).  The write must survive. */
 static void reclaimed_write_survives_restore(void)
 {
-    struct fault_alloc fa;
-    fault_alloc_init(&fa);
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = "dgpu";
-    cfg.segment_size[1] = 4 * MIB;
-    cfg.segment_size[2] = 4 * MIB;
-    struct softgpu *sg = NULL;
-    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
-    if (!sg)
-        return;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(sg, &ci);
-    ci.host_allocator = &fa.ha;
-    struct vidmm_adapter *a = NULL;
-    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
-    if (!a) {
-        softgpu_destroy(sg);
-        return;
-    }
     struct st_run run;
-    memset(&run, 0, sizeof(run));
-    run.a = a;
+    if (run_open(&run, 4 * MIB, 4 * MIB))
+        return;
+    struct vidmm_adapter *a = run.a;
     struct st_worker w;
     memset(&w, 0, sizeof(w));
     w.run = &run;
@@ -941,11 +907,7 @@ static void reclaimed_write_survives_restore(void)
     if (w.failures)
         fprintf(stderr, "  %s\n", w.first_failure);
     T_EQ(w.failures, 0);
-    char rep[512];
-    T_EQ(vidmm_adapter_check(a, rep, sizeof rep), 0);
-    vidmm_adapter_close(a);
-    T_EQ(fa.live_blocks, 0);
-    softgpu_destroy(sg);
+    sg_close(&run.fa, run.sg, run.a);
 }
 
 struct waiter {
@@ -971,30 +933,10 @@ static void *wait_main(void *arg)
  * then does the CPU release the WAIT. */
 static void cpu_wait_leaves_the_adapter_free(void)
 {
-    struct fault_alloc fa;
-    fault_alloc_init(&fa);
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = "dgpu";
-    cfg.segment_size[1] = 8 * MIB;
-    cfg.segment_size[2] = 8 * MIB;
-    struct softgpu *sg = NULL;
-    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
-    if (!sg)
-        return;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(sg, &ci);
-    ci.host_allocator = &fa.ha;
-    struct vidmm_adapter *a = NULL;
-    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
-    if (!a) {
-        softgpu_destroy(sg);
-        return;
-    }
     struct st_run run;
-    memset(&run, 0, sizeof(run));
-    run.a = a;
+    if (run_open(&run, 8 * MIB, 8 * MIB))
+        return;
+    struct vidmm_adapter *a = run.a;
     struct st_worker w;
     memset(&w, 0, sizeof(w));
     w.run = &run;
@@ -1028,7 +970,7 @@ static void cpu_wait_leaves_the_adapter_free(void)
     struct vidmm_physical_address root;
     T_ST(vidmm_process_root_page_table(a, w.proc, &root), VIDMM_OK);
     uint64_t one = 1;
-    T_ST(softgpu_write_virtual(sg, &root, w.res_va + 1024, &one, 8), VIDMM_OK);
+    T_ST(softgpu_write_virtual(run.sg, &root, w.res_va + 1024, &one, 8), VIDMM_OK);
     pthread_join(tid, NULL);
     T_ST(wt.st, VIDMM_OK);
     uint64_t got[2];
@@ -1039,9 +981,7 @@ static void cpu_wait_leaves_the_adapter_free(void)
     if (w.failures)
         fprintf(stderr, "  %s\n", w.first_failure);
     T_EQ(w.failures, 0);
-    vidmm_adapter_close(a);
-    T_EQ(fa.live_blocks, 0);
-    softgpu_destroy(sg);
+    sg_close(&run.fa, run.sg, run.a);
 }
 
 void suite_stress(void);

@@ -8,6 +8,7 @@
  * vidmm_adapter_check() after the steps.
  */
 #include "gpuva_common.h"
+#include "sg_fixture.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "softgpu_int.h"
@@ -23,167 +24,27 @@
 #define MIB (1ull << 20)
 #define KIB (1ull << 10)
 
-struct sb_fx {
-    struct fault_alloc fa;
-    struct softgpu *sg;
-    struct vidmm_adapter *a;
-};
-
-static int fx_open(struct sb_fx *f, uint64_t seg1, uint64_t seg2, int sync)
-{
-    memset(f, 0, sizeof(*f));
-    fault_alloc_init(&f->fa);
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = "dgpu";
-    cfg.segment_size[1] = seg1;
-    cfg.segment_size[2] = seg2;
-    cfg.synchronous = sync;
-    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
-    if (!f->sg)
-        return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
-    return f->a ? 0 : -1;
-}
-
-static int checked(struct sb_fx *f)
-{
-    char rep[2048];
-    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
-    if (e)
-        fprintf(stderr, "%s\n", rep);
-    return e;
-}
-
-static void fx_close(struct sb_fx *f)
-{
-    T_EQ(checked(f), 0);
-    vidmm_adapter_close(f->a);
-    T_EQ(f->fa.live_blocks, 0);
-    softgpu_destroy(f->sg);
-}
-
-/* The bytes gv_pattern writes for seed (size a multiple of 8). */
-static uint64_t *pattern_bytes(uint64_t size, uint64_t seed)
-{
-    uint64_t *w = malloc(size);
-    uint64_t s = seed;
-    for (uint64_t i = 0; w && i < size / 8; i++)
-        w[i] = t_rand(&s);
-    return w;
-}
-
-static uint64_t pattern_sum(uint64_t size, uint64_t seed)
-{
-    uint64_t *w = pattern_bytes(size, seed);
-    uint64_t h = softgpu_checksum(w, size);
-    free(w);
-    return h;
-}
-
-/* A CPU-visible allocation of segments set, created evicted (set
- * resident=1 for created resident), filled with seed's pattern. */
-static vidmm_handle new_alloc(struct sb_fx *f, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
-                              uint64_t seed, int resident)
-{
-    struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = kind;
-    d.size = size;
-    d.cpu_visible = 1;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
-    vidmm_handle h = 0;
-    T_ST(vidmm_allocation_create2(f->a, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h), VIDMM_OK);
-    if (h && seed)
-        gv_pattern(f->a, h, seed);
-    return h;
-}
-
-static uint64_t map(struct sb_fx *f, vidmm_handle proc, vidmm_handle h, uint64_t size)
-{
-    uint64_t va = 0;
-    T_ST(vidmm_gpuva_map(f->a, proc, 0, 0, 0, h, 0, size, 0, 0, &va), VIDMM_OK);
-    return va;
-}
-
-static void cpu_write(struct sb_fx *f, vidmm_handle h, uint64_t off, const void *src, size_t n)
-{
-    void *p = NULL;
-    T_ST(vidmm_allocation_lock(f->a, h, &p), VIDMM_OK);
-    if (p)
-        memcpy((char *)p + off, src, n);
-    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
-}
-
-static uint64_t cpu_read64(struct sb_fx *f, vidmm_handle h, uint64_t off)
-{
-    void *p = NULL;
-    uint64_t v = 0;
-    T_ST(vidmm_allocation_lock(f->a, h, &p), VIDMM_OK);
-    if (p)
-        memcpy(&v, (char *)p + off, 8);
-    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
-    return v;
-}
-
-static void make_resident(struct sb_fx *f, vidmm_handle dev, vidmm_handle q, const vidmm_handle *l, uint32_t n)
-{
-    struct vidmm_make_resident_args mr;
-    memset(&mr, 0, sizeof(mr));
-    mr.paging_queue = q;
-    mr.allocations = l;
-    mr.count = n;
-    mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, dev, &mr);
-    if (st != VIDMM_OK && st != VIDMM_PENDING)
-        fprintf(stderr, "make_resident: %s\n", vidmm_status_str(st));
-    T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
-    if (st == VIDMM_PENDING)
-        T_ST(vidmm_paging_queue_wait(f->a, q, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
-}
-
-/* A process with one device, a paging queue and one context. */
-struct sb_proc {
-    vidmm_handle proc, dev, queue, ctx;
-};
-
-static void new_proc(struct sb_fx *f, struct sb_proc *p, uint32_t node, uint32_t mode)
-{
-    memset(p, 0, sizeof(*p));
-    T_ST(vidmm_process_create(f->a, &p->proc), VIDMM_OK);
-    T_ST(vidmm_device_create(f->a, p->proc, &p->dev), VIDMM_OK);
-    T_ST(vidmm_paging_queue_create(f->a, p->dev, VIDMM_PAGING_QUEUE_NORMAL, &p->queue), VIDMM_OK);
-    struct vidmm_context_desc cd = { node, mode, 0, 0 };
-    T_ST(vidmm_context_create(f->a, p->dev, &cd, &p->ctx), VIDMM_OK);
-}
-
 /* ---- virtual mode ------------------------------------------------------ */
 
 static void virtual_program(void)
 {
-    struct sb_fx f;
-    if (fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct sg_fx f;
+    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sb_proc p;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle src = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 11, 0);
-    vidmm_handle dst = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 0, 0);
-    vidmm_handle res = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle cmd = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    uint64_t vs = map(&f, p.proc, src, 1 * MIB), vd = map(&f, p.proc, dst, 1 * MIB);
-    uint64_t vr = map(&f, p.proc, res, 64 * KIB), vc = map(&f, p.proc, cmd, 64 * KIB);
+    vidmm_handle src = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 11, 0);
+    vidmm_handle dst = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 0, 0);
+    vidmm_handle res = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    uint64_t vs = sg_map(f.a, p.proc, src, 1 * MIB), vd = sg_map(f.a, p.proc, dst, 1 * MIB);
+    uint64_t vr = sg_map(f.a, p.proc, res, 64 * KIB), vc = sg_map(f.a, p.proc, cmd, 64 * KIB);
     vidmm_handle list[] = { src, dst, res, cmd };
-    make_resident(&f, p.dev, p.queue, list, 4);
+    sg_make_resident(f.a, p.dev, p.queue, list, 4);
     /* Evict one: submission must bring it back. */
     T_ST(vidmm_evict(f.a, p.dev, &src, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
-    make_resident(&f, p.dev, p.queue, &src, 1);
+    sg_make_resident(f.a, p.dev, p.queue, &src, 1);
     T_ST(vidmm_allocation_move(f.a, src, 0), VIDMM_OK);   /* evicted behind the list's back */
 
     uint8_t buf[1024];
@@ -198,8 +59,8 @@ static void virtual_program(void)
     T_ST(softgpu_cmd_signal(&cb, vr + 40, 7), VIDMM_OK);
     T_ST(softgpu_cmd_wait(&cb, vr + 40, 7), VIDMM_OK);
     T_ST(softgpu_cmd_nop(&cb), VIDMM_OK);
-    cpu_write(&f, cmd, 0, buf, cb.size);
-    T_EQ(checked(&f), 0);
+    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
+    T_EQ(sg_checked(f.a, NULL), 0);
 
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
@@ -209,18 +70,18 @@ static void virtual_program(void)
     T_ST(vidmm_context_fence(f.a, p.ctx, &sub, &done), VIDMM_OK);
     T_EQ_U64(sub, 1);
     T_EQ_U64(done, 1);
-    T_EQ_U64(cpu_read64(&f, res, 0), pattern_sum(1 * MIB, 11));
-    T_EQ_U64(cpu_read64(&f, res, 8), 0);
-    T_EQ_U64(cpu_read64(&f, res, 16), 4096 + 1);
-    T_EQ_U64(cpu_read64(&f, res, 24), 0x1122334455667788ull);
-    T_EQ_U64(cpu_read64(&f, res, 32) & 0xFFFFFFFFu, 0xCAFEu);
-    T_EQ_U64(cpu_read64(&f, res, 40), 7);
+    T_EQ_U64(sg_cpu_read64(f.a, res, 0), sg_pattern_sum(1 * MIB, 11));
+    T_EQ_U64(sg_cpu_read64(f.a, res, 8), 0);
+    T_EQ_U64(sg_cpu_read64(f.a, res, 16), 4096 + 1);
+    T_EQ_U64(sg_cpu_read64(f.a, res, 24), 0x1122334455667788ull);
+    T_EQ_U64(sg_cpu_read64(f.a, res, 32) & 0xFFFFFFFFu, 0xCAFEu);
+    T_EQ_U64(sg_cpu_read64(f.a, res, 40), 7);
     struct softgpu_stats ss;
     softgpu_get_stats(f.sg, &ss);
     T_EQ_U64(ss.command_buffers, 1);
     T_EQ_U64(ss.commands, 10);
     T_EQ_U64(ss.command_faults, 0);
-    T_EQ(checked(&f), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
 
     /* Bad arguments. */
     T_ST(vidmm_submit_virtual(NULL, p.ctx, vc, 8, &fence), VIDMM_E_INVALID_ARG);
@@ -234,32 +95,32 @@ static void virtual_program(void)
     pa.buffer = buf;
     pa.size = 8;
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_E_STATE);
-    fx_close(&f);
+    sg_fx_close(&f);
 }
 
 static void virtual_fault(void)
 {
-    struct sb_fx f;
-    if (fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct sg_fx f;
+    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sb_proc p, q;
-    new_proc(&f, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle cmd = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle other = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 3, 0);
-    uint64_t vc = map(&f, p.proc, cmd, 64 * KIB);
-    uint64_t vo = map(&f, p.proc, other, 64 * KIB);
-    uint64_t vc2 = map(&f, q.proc, cmd, 64 * KIB);
-    make_resident(&f, p.dev, p.queue, &cmd, 1);
-    make_resident(&f, q.dev, q.queue, &cmd, 1);
+    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle other = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 3, 0);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB);
+    uint64_t vo = sg_map(f.a, p.proc, other, 64 * KIB);
+    uint64_t vc2 = sg_map(f.a, q.proc, cmd, 64 * KIB);
+    sg_make_resident(f.a, p.dev, p.queue, &cmd, 1);
+    sg_make_resident(f.a, q.dev, q.queue, &cmd, 1);
     /* other is mapped but never made resident: its PTEs are invalid. */
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, vc + 128, 1), VIDMM_OK);
     T_ST(softgpu_cmd_write64(&cb, vo + 8, 2), VIDMM_OK);   /* faults */
     T_ST(softgpu_cmd_write64(&cb, vc + 136, 3), VIDMM_OK); /* never runs */
-    cpu_write(&f, cmd, 0, buf, cb.size);
+    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);   /* the faulted packet is over */
@@ -267,8 +128,8 @@ static void virtual_fault(void)
     T_ST(vidmm_device_query(f.a, p.dev, &di), VIDMM_OK);
     T_EQ(di.lost, 1);
     T_EQ_U64(di.fault_va, vo + 8);
-    T_EQ_U64(cpu_read64(&f, cmd, 128), 1);
-    T_EQ_U64(cpu_read64(&f, cmd, 136), 0);
+    T_EQ_U64(sg_cpu_read64(f.a, cmd, 128), 1);
+    T_EQ_U64(sg_cpu_read64(f.a, cmd, 136), 0);
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_E_DEVICE_LOST);
     /* The other process goes on (its buffer: the first command only). */
     T_ST(vidmm_submit_virtual(f.a, q.ctx, vc2, 24, &fence), VIDMM_OK);
@@ -276,31 +137,31 @@ static void virtual_fault(void)
     T_ST(vidmm_device_query(f.a, q.dev, &di), VIDMM_OK);
     T_EQ(di.lost, 0);
     /* A malformed command in a virtual buffer is an execute fault. */
-    struct sb_proc r;
-    new_proc(&f, &r, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    uint64_t vc3 = map(&f, r.proc, cmd, 64 * KIB);
-    make_resident(&f, r.dev, r.queue, &cmd, 1);
+    struct sg_proc r;
+    sg_new_proc(f.a, &r, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    uint64_t vc3 = sg_map(f.a, r.proc, cmd, 64 * KIB);
+    sg_make_resident(f.a, r.dev, r.queue, &cmd, 1);
     uint64_t junk[2] = { 0x0000001800000099ull, 0 };
-    cpu_write(&f, cmd, 512, junk, sizeof junk);
+    sg_cpu_write(f.a, cmd, 512, junk, sizeof junk);
     T_ST(vidmm_submit_virtual(f.a, r.ctx, vc3 + 512, 16, &fence), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, r.ctx, fence, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_device_query(f.a, r.dev, &di), VIDMM_OK);
     T_EQ(di.lost, 1);
     T_EQ(di.fault_flags & VIDMM_FAULT_EXECUTE, VIDMM_FAULT_EXECUTE);
-    fx_close(&f);
+    sg_fx_close(&f);
 }
 
 /* ---- physical mode ---------------------------------------------------- */
 
 static void physical_patch_and_repatch(void)
 {
-    struct sb_fx f;
-    if (fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct sg_fx f;
+    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sb_proc p;
-    new_proc(&f, &p, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL);
-    vidmm_handle ring = new_alloc(&f, SOFTGPU_ALLOC_RING, 0, 256 * KIB, 5, 1);
-    vidmm_handle out = new_alloc(&f, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL);
+    vidmm_handle ring = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 256 * KIB, 5, 1);
+    vidmm_handle out = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     struct vidmm_patch_location pl[5];
@@ -332,18 +193,18 @@ static void physical_patch_and_repatch(void)
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 6);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    uint64_t want = pattern_sum(256 * KIB, 5);
-    T_EQ_U64(cpu_read64(&f, out, 0), want);
-    T_EQ_U64(cpu_read64(&f, out, 8), 0);
-    T_EQ(checked(&f), 0);
+    uint64_t want = sg_pattern_sum(256 * KIB, 5);
+    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
+    T_EQ_U64(sg_cpu_read64(f.a, out, 8), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
 
     /* Again, nothing moved: nothing to patch. */
-    cpu_write(&f, out, 0, &(uint64_t){ 0 }, 8);
+    sg_cpu_write(f.a, out, 0, &(uint64_t){ 0 }, 8);
     pa.flags = VIDMM_SUBMIT_REUSED;
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 0);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, out, 0), want);
+    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
 
     /* The ring moves (to the aperture, then back to memory elsewhere):
      * exactly its three locations are patched again. */
@@ -353,17 +214,17 @@ static void physical_patch_and_repatch(void)
     T_ST(vidmm_allocation_query(f.a, ring, &s1), VIDMM_OK);
     T_EQ(s1.segment_id, 3);
     T_EQ(s1.aperture_mapped, 1);
-    cpu_write(&f, out, 0, &(uint64_t){ 0 }, 8);
+    sg_cpu_write(f.a, out, 0, &(uint64_t){ 0 }, 8);
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 3);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, out, 0), want);
-    T_EQ_U64(cpu_read64(&f, out, 8), 0);
+    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
+    T_EQ_U64(sg_cpu_read64(f.a, out, 8), 0);
     T_ST(vidmm_allocation_move(f.a, ring, 1), VIDMM_OK);
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 3);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, out, 0), want);
+    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
     struct vidmm_submit_stats st;
     T_ST(vidmm_submit_get_stats(f.a, &st), VIDMM_OK);
     T_EQ_U64(st.physical_submissions, 4);
@@ -375,20 +236,19 @@ static void physical_patch_and_repatch(void)
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 6);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ(checked(&f), 0);
-    fx_close(&f);
+    sg_fx_close(&f);
 }
 
 static void physical_rejects(void)
 {
-    struct sb_fx f;
-    if (fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct sg_fx f;
+    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sb_proc p, v;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_PHYSICAL);
-    new_proc(&f, &v, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);   /* one node runs both modes */
-    vidmm_handle ring = new_alloc(&f, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
-    vidmm_handle tex = new_alloc(&f, SOFTGPU_ALLOC_TEXTURE, 0, 64 * KIB, 0, 1);
+    struct sg_proc p, v;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_PHYSICAL);
+    sg_new_proc(f.a, &v, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);   /* one node runs both modes */
+    vidmm_handle ring = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
+    vidmm_handle tex = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 64 * KIB, 0, 1);
     uint8_t buf[64];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, 0, 1), VIDMM_OK);
@@ -437,9 +297,8 @@ static void physical_rejects(void)
     T_EQ_U64(sub, 0);   /* nothing was submitted */
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, ring, 0), 1);
-    T_EQ(checked(&f), 0);
-    fx_close(&f);
+    T_EQ_U64(sg_cpu_read64(f.a, ring, 0), 1);
+    sg_fx_close(&f);
 }
 
 /* ---- lifetimes ---------------------------------------------------------- */
@@ -448,22 +307,22 @@ static void physical_rejects(void)
  * so its allocations stay in use while the test acts. */
 static void deferred_destroy(void)
 {
-    struct sb_fx f;
-    if (fx_open(&f, 32 * MIB, 64 * MIB, 0))
+    struct sg_fx f;
+    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 0))
         return;
-    struct sb_proc p;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle cmd = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle data = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 9, 0);
-    uint64_t vc = map(&f, p.proc, cmd, 64 * KIB), vd = map(&f, p.proc, data, 1 * MIB);
+    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle data = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 9, 0);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vd = sg_map(f.a, p.proc, data, 1 * MIB);
     vidmm_handle list[] = { cmd, data };
-    make_resident(&f, p.dev, p.queue, list, 2);
+    sg_make_resident(f.a, p.dev, p.queue, list, 2);
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_wait(&cb, vc + 1024, 1), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vd, 1 * MIB, vc + 2048), VIDMM_OK);
-    cpu_write(&f, cmd, 0, buf, cb.size);
+    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, 20000000), VIDMM_E_TIMEOUT);   /* stalled on the WAIT */
@@ -479,22 +338,21 @@ static void deferred_destroy(void)
     struct vidmm_adapter_info ai;
     T_ST(vidmm_adapter_query_info(f.a, &ai), VIDMM_OK);
     T_EQ_U64(ai.live_allocations, 2);   /* its memory is still there */
-    T_EQ(checked(&f), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
     /* Release the WAIT through the GPU's view of the word. */
     struct vidmm_physical_address root;
     T_ST(vidmm_process_root_page_table(f.a, p.proc, &root), VIDMM_OK);
     uint64_t one = 1;
     T_ST(softgpu_write_virtual(f.sg, &root, vc + 1024, &one, 8), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, cmd, 2048), pattern_sum(1 * MIB, 9));
+    T_EQ_U64(sg_cpu_read64(f.a, cmd, 2048), sg_pattern_sum(1 * MIB, 9));
     /* The next entry that reaps frees it. */
     T_ST(vidmm_allocation_destroy(f.a, cmd), VIDMM_OK);
     T_ST(vidmm_submit_get_stats(f.a, &st), VIDMM_OK);
     T_EQ_U64(st.deferred_freed, 1);
     T_ST(vidmm_adapter_query_info(f.a, &ai), VIDMM_OK);
     T_EQ_U64(ai.live_allocations, 0);
-    T_EQ(checked(&f), 0);
-    fx_close(&f);
+    sg_fx_close(&f);
 }
 
 /* ---- several processes at once under 2x over-commitment --------------------- */
@@ -512,8 +370,8 @@ static void deferred_destroy(void)
  * result slot, and it leaves the list again.  Physical: per iteration a
  * buffer checksums two of its rings, listed with the result ring. */
 struct cc_thread {
-    struct sb_fx *f;
-    struct sb_proc p;
+    struct sg_fx *f;
+    struct sg_proc p;
     int physical;
     uint64_t cmd_va;                 /* virtual: iteration i's buffer at cmd_va + i * 4096 */
     uint32_t cmd_size;
@@ -582,10 +440,10 @@ static void *cc_main(void *arg)
 
 static void concurrent_overcommit_mode(int sync)
 {
-    struct sb_fx f;
+    struct sg_fx f;
     /* 8 + 16 MiB of memory segments; the virtual processes own 48 MiB,
      * the physical ones 16 MiB of rings competing for segment 1. */
-    if (fx_open(&f, 8 * MIB, 16 * MIB, sync))
+    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, sync))
         return;
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
     struct cc_thread th[CC_VPROCS + CC_PPROCS];
@@ -594,36 +452,36 @@ static void concurrent_overcommit_mode(int sync)
     for (uint32_t i = 0; i < CC_VPROCS; i++) {
         struct cc_thread *t = &th[i];
         t->f = &f;
-        new_proc(&f, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_VIRTUAL);
+        sg_new_proc(f.a, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_VIRTUAL);
         uint64_t va[CC_ALLOCS];
         for (uint32_t k = 0; k < CC_ALLOCS; k++) {
-            t->data[k] = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, CC_ASIZE, 100 * i + k + 1, 0);
-            va[k] = map(&f, t->p.proc, t->data[k], CC_ASIZE);
+            t->data[k] = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, CC_ASIZE, 100 * i + k + 1, 0);
+            va[k] = sg_map(f.a, t->p.proc, t->data[k], CC_ASIZE);
         }
-        res[i] = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-        uint64_t vr = map(&f, t->p.proc, res[i], 64 * KIB);
-        vidmm_handle cmd = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-        t->cmd_va = map(&f, t->p.proc, cmd, 64 * KIB);
+        res[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+        uint64_t vr = sg_map(f.a, t->p.proc, res[i], 64 * KIB);
+        vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+        t->cmd_va = sg_map(f.a, t->p.proc, cmd, 64 * KIB);
         for (uint32_t it = 0; it < CC_ITERS; it++) {
             uint8_t buf[32];
             struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
             T_ST(softgpu_cmd_checksum(&cb, va[it % CC_ALLOCS], CC_ASIZE, vr + it * 8), VIDMM_OK);
-            cpu_write(&f, cmd, it * 4096u, buf, cb.size);
+            sg_cpu_write(f.a, cmd, it * 4096u, buf, cb.size);
             t->cmd_size = cb.size;
         }
         vidmm_handle list[2] = { res[i], cmd };
-        make_resident(&f, t->p.dev, t->p.queue, list, 2);
+        sg_make_resident(f.a, t->p.dev, t->p.queue, list, 2);
     }
     for (uint32_t i = CC_VPROCS; i < CC_VPROCS + CC_PPROCS; i++) {
         struct cc_thread *t = &th[i];
         t->f = &f;
         t->physical = 1;
-        new_proc(&f, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_PHYSICAL);
+        sg_new_proc(f.a, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_PHYSICAL);
         for (uint32_t k = 0; k < CC_RINGS; k++)
-            t->rings[k] = new_alloc(&f, SOFTGPU_ALLOC_RING, 0, CC_RSIZE, 1000 * i + k + 1, 0);
-        t->out = new_alloc(&f, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 0);
+            t->rings[k] = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, CC_RSIZE, 1000 * i + k + 1, 0);
+        t->out = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 0);
     }
-    T_EQ(checked(&f), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
     pthread_t tid[CC_VPROCS + CC_PPROCS];
     for (uint32_t i = 0; i < CC_VPROCS + CC_PPROCS; i++)
         T_EQ(pthread_create(&tid[i], NULL, cc_main, &th[i]), 0);
@@ -637,16 +495,16 @@ static void concurrent_overcommit_mode(int sync)
             fprintf(stderr, "process %u lost: fault at 0x%llx flags %u\n", i, (unsigned long long)di.fault_va,
                     di.fault_flags);
     }
-    T_EQ(checked(&f), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
     /* Every checksum the GPU took matches the CPU's. */
     for (uint32_t i = 0; i < CC_VPROCS; i++)
         for (uint32_t it = 0; it < CC_ITERS; it++)
-            T_EQ_U64(cpu_read64(&f, res[i], it * 8), pattern_sum(CC_ASIZE, 100 * i + it % CC_ALLOCS + 1));
+            T_EQ_U64(sg_cpu_read64(f.a, res[i], it * 8), sg_pattern_sum(CC_ASIZE, 100 * i + it % CC_ALLOCS + 1));
     for (uint32_t i = CC_VPROCS; i < CC_VPROCS + CC_PPROCS; i++)
         for (uint32_t it = 0; it < CC_ITERS; it++)
             for (uint32_t k = 0; k < 2; k++)
-                T_EQ_U64(cpu_read64(&f, th[i].out, (it * 2 + k) * 8),
-                         pattern_sum(CC_RSIZE, 1000 * i + (2 * it + k) % CC_RINGS + 1));
+                T_EQ_U64(sg_cpu_read64(f.a, th[i].out, (it * 2 + k) * 8),
+                         sg_pattern_sum(CC_RSIZE, 1000 * i + (2 * it + k) % CC_RINGS + 1));
     struct vidmm_residency_stats rs;
     T_ST(vidmm_residency_get_stats(f.a, &rs), VIDMM_OK);
     T_CHECK(rs.evictions > 0 && rs.restores > 0);   /* it really was over-committed */
@@ -654,7 +512,7 @@ static void concurrent_overcommit_mode(int sync)
     softgpu_get_stats(f.sg, &ss);
     T_EQ_U64(ss.command_buffers, (CC_VPROCS + CC_PPROCS) * CC_ITERS);
     T_EQ_U64(ss.command_faults, 0);
-    fx_close(&f);
+    sg_fx_close(&f);
 }
 
 static void concurrent_overcommit_async(void)
@@ -689,28 +547,28 @@ static void *release_later(void *arg)
  * one must wait for the buffer, and evict the first only after it. */
 static void eviction_waits_for_work(void)
 {
-    struct sb_fx f;
-    if (fx_open(&f, 4 * MIB, 4 * MIB, 0))
+    struct sg_fx f;
+    if (sg_fx_open(&f, 4 * MIB, 4 * MIB, 0))
         return;
-    struct sb_proc p, q;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle big = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 21, 0);
-    vidmm_handle cmd = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle big2 = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 22, 0);
-    vidmm_handle cmd2 = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle big3 = new_alloc(&f, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 23, 0);
-    uint64_t vb = map(&f, p.proc, big, 3 * MIB), vc = map(&f, p.proc, cmd, 64 * KIB);
-    uint64_t vb2 = map(&f, q.proc, big2, 3 * MIB), vb3 = map(&f, q.proc, big3, 3 * MIB);
-    uint64_t vc2 = map(&f, q.proc, cmd2, 64 * KIB);
+    vidmm_handle big = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 21, 0);
+    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle big2 = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 22, 0);
+    vidmm_handle cmd2 = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle big3 = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 23, 0);
+    uint64_t vb = sg_map(f.a, p.proc, big, 3 * MIB), vc = sg_map(f.a, p.proc, cmd, 64 * KIB);
+    uint64_t vb2 = sg_map(f.a, q.proc, big2, 3 * MIB), vb3 = sg_map(f.a, q.proc, big3, 3 * MIB);
+    uint64_t vc2 = sg_map(f.a, q.proc, cmd2, 64 * KIB);
     vidmm_handle l1[] = { big, cmd };
-    make_resident(&f, p.dev, p.queue, l1, 2);
+    sg_make_resident(f.a, p.dev, p.queue, l1, 2);
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_wait(&cb, vc + 1024, 1), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vb, 3 * MIB, vc + 2048), VIDMM_OK);
-    cpu_write(&f, cmd, 0, buf, cb.size);
+    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
     /* q's list needs 6 MiB of the 8: big (busy) may only go once p's
@@ -720,7 +578,7 @@ static void eviction_waits_for_work(void)
     pthread_t tid;
     T_EQ(pthread_create(&tid, NULL, release_later, &rl), 0);
     vidmm_handle l2[] = { big2, big3, cmd2 };
-    make_resident(&f, q.dev, q.queue, l2, 3);
+    sg_make_resident(f.a, q.dev, q.queue, l2, 3);
     pthread_join(tid, NULL);
     struct vidmm_submit_stats sst;
     T_ST(vidmm_submit_get_stats(f.a, &sst), VIDMM_OK);
@@ -731,16 +589,15 @@ static void eviction_waits_for_work(void)
     cb.size = 0;
     T_ST(softgpu_cmd_checksum(&cb, vb2, 3 * MIB, vc2 + 2048), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vb3, 3 * MIB, vc2 + 2056), VIDMM_OK);
-    cpu_write(&f, cmd2, 0, buf, cb.size);
+    sg_cpu_write(f.a, cmd2, 0, buf, cb.size);
     uint64_t f2 = 0;
     T_ST(vidmm_submit_virtual(f.a, q.ctx, vc2, cb.size, &f2), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, q.ctx, f2, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, cmd, 2048), pattern_sum(3 * MIB, 21));
-    T_EQ_U64(cpu_read64(&f, cmd2, 2048), pattern_sum(3 * MIB, 22));
-    T_EQ_U64(cpu_read64(&f, cmd2, 2056), pattern_sum(3 * MIB, 23));
-    T_EQ(checked(&f), 0);
-    fx_close(&f);
+    T_EQ_U64(sg_cpu_read64(f.a, cmd, 2048), sg_pattern_sum(3 * MIB, 21));
+    T_EQ_U64(sg_cpu_read64(f.a, cmd2, 2048), sg_pattern_sum(3 * MIB, 22));
+    T_EQ_U64(sg_cpu_read64(f.a, cmd2, 2056), sg_pattern_sum(3 * MIB, 23));
+    sg_fx_close(&f);
 }
 
 void suite_submit(void);

@@ -14,6 +14,7 @@
  * what the non-preserved segments hold; after resume every byte is back.
  */
 #include "gpuva_common.h"
+#include "sg_fixture.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
@@ -52,128 +53,33 @@ static int tx_open(struct tx *f, int sync, int engine_reset, uint32_t standby_ke
 {
     memset(f, 0, sizeof(*f));
     g_tx = f;
-    fault_alloc_init(&f->fa);
     struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.preset = "dgpu";
-    cfg.segment_size[1] = 16 * MIB;
-    cfg.segment_size[2] = 32 * MIB;
-    cfg.synchronous = sync;
+    sg_config(&cfg, "dgpu", 16 * MIB, 32 * MIB, sync);
     cfg.standby_preserved = standby_keep;
     cfg.hibernate_preserved = hib_keep;
-    T_ST(softgpu_create(&cfg, &f->sg), VIDMM_OK);
-    if (!f->sg)
-        return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof(ci));
-    softgpu_fill_adapter_create_info(f->sg, &ci);
     f->ops = *softgpu_driver_ops();
     if (!engine_reset)
         f->ops.reset_engine = NULL;
     f->ops.set_power_state = failing_power;
-    ci.ops = &f->ops;
-    ci.host_allocator = &f->fa.ha;
-    T_ST(vidmm_adapter_open(&ci, &f->a), VIDMM_OK);
-    if (!f->a)
+    if (sg_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
     T_ST(vidmm_adapter_set_tdr_timeout(f->a, TDR_NS), VIDMM_OK);
     return 0;
 }
 
-static int checked(struct tx *f)
-{
-    char rep[2048];
-    int e = vidmm_adapter_check(f->a, rep, sizeof rep);
-    if (e)
-        fprintf(stderr, "%s\n", rep);
-    return e;
-}
-
 static void tx_close(struct tx *f)
 {
-    T_EQ(checked(f), 0);
-    vidmm_adapter_close(f->a);
-    T_EQ(f->fa.live_blocks, 0);
-    softgpu_destroy(f->sg);
+    sg_close(&f->fa, f->sg, f->a);
     g_tx = NULL;
 }
 
 /* ---- helpers ----------------------------------------------------------- */
 
-struct tp {
-    vidmm_handle proc, dev, queue, ctx;
-};
-
-static void new_proc(struct tx *f, struct tp *p, uint32_t node)
-{
-    memset(p, 0, sizeof(*p));
-    T_ST(vidmm_process_create(f->a, &p->proc), VIDMM_OK);
-    T_ST(vidmm_device_create(f->a, p->proc, &p->dev), VIDMM_OK);
-    T_ST(vidmm_paging_queue_create(f->a, p->dev, VIDMM_PAGING_QUEUE_NORMAL, &p->queue), VIDMM_OK);
-    struct vidmm_context_desc cd = { node, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
-    T_ST(vidmm_context_create(f->a, p->dev, &cd, &p->ctx), VIDMM_OK);
-}
-
 /* A CPU-visible allocation of set, created evicted, holding seed's
  * pattern (seed 0: zero). */
 static vidmm_handle new_alloc(struct tx *f, uint32_t set, uint64_t size, uint64_t seed)
 {
-    struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.size = size;
-    d.cpu_visible = 1;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
-    vidmm_handle h = 0;
-    T_ST(vidmm_allocation_create2(f->a, &d, sizeof(d), 0, &h), VIDMM_OK);
-    if (h && seed)
-        gv_pattern(f->a, h, seed);
-    return h;
-}
-
-static uint64_t map(struct tx *f, vidmm_handle proc, vidmm_handle h, uint64_t size)
-{
-    uint64_t va = 0;
-    T_ST(vidmm_gpuva_map(f->a, proc, 0, 0, 0, h, 0, size, 0, 0, &va), VIDMM_OK);
-    return va;
-}
-
-static void make_resident(struct tx *f, const struct tp *p, const vidmm_handle *l, uint32_t n)
-{
-    struct vidmm_make_resident_args mr;
-    memset(&mr, 0, sizeof(mr));
-    mr.paging_queue = p->queue;
-    mr.allocations = l;
-    mr.count = n;
-    mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, p->dev, &mr);
-    if (st != VIDMM_OK && st != VIDMM_PENDING)
-        fprintf(stderr, "make_resident: %s\n", vidmm_status_str(st));
-    T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
-    if (st == VIDMM_PENDING)
-        T_ST(vidmm_paging_queue_wait(f->a, p->queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
-}
-
-static void cpu_write(struct tx *f, vidmm_handle h, uint64_t off, const void *src, size_t n)
-{
-    void *p = NULL;
-    T_ST(vidmm_allocation_lock(f->a, h, &p), VIDMM_OK);
-    if (p)
-        memcpy((char *)p + off, src, n);
-    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
-}
-
-static uint64_t cpu_read64(struct tx *f, vidmm_handle h, uint64_t off)
-{
-    void *p = NULL;
-    uint64_t v = 0;
-    T_ST(vidmm_allocation_lock(f->a, h, &p), VIDMM_OK);
-    if (p)
-        memcpy(&v, (char *)p + off, 8);
-    T_ST(vidmm_allocation_unlock(f->a, h), VIDMM_OK);
-    return v;
+    return sg_new_alloc(f->a, SOFTGPU_ALLOC_EXPLICIT, set, size, seed, 0);
 }
 
 /* Does h hold seed's pattern (seed 0: all zero)?  Through a CPU lock. */
@@ -194,24 +100,11 @@ static int holds(struct tx *f, vidmm_handle h, uint64_t seed)
     return ok;
 }
 
-static uint64_t pattern_sum(uint64_t size, uint64_t seed)
-{
-    uint64_t *w = malloc(size);
-    uint64_t s = seed, h = 0;
-    if (!w)
-        return 0;
-    for (uint64_t i = 0; i < size / 8; i++)
-        w[i] = seed ? t_rand(&s) : 0;
-    h = softgpu_checksum(w, size);
-    free(w);
-    return h;
-}
-
 /* Write a command buffer into cmd and submit it on p's context. */
-static uint64_t submit(struct tx *f, const struct tp *p, vidmm_handle cmd, uint64_t vcmd,
+static uint64_t submit(struct tx *f, const struct sg_proc *p, vidmm_handle cmd, uint64_t vcmd,
                        const struct softgpu_cmdbuf *cb)
 {
-    cpu_write(f, cmd, 0, cb->data, cb->size);
+    sg_cpu_write(f->a, cmd, 0, cb->data, cb->size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f->a, p->ctx, vcmd, cb->size, &fence), VIDMM_OK);
     return fence;
@@ -219,7 +112,7 @@ static uint64_t submit(struct tx *f, const struct tp *p, vidmm_handle cmd, uint6
 
 /* A hanging buffer: (optionally) a write, then a WAIT on a word nobody
  * writes, then a write that must never happen. */
-static uint64_t submit_hang(struct tx *f, const struct tp *p, vidmm_handle cmd, uint64_t vcmd, uint64_t vword,
+static uint64_t submit_hang(struct tx *f, const struct sg_proc *p, vidmm_handle cmd, uint64_t vcmd, uint64_t vword,
                             int work_first)
 {
     uint8_t buf[256];
@@ -239,14 +132,6 @@ static struct vidmm_device_info dev_info(struct tx *f, vidmm_handle dev)
     return di;
 }
 
-static uint32_t lost_count(struct tx *f, vidmm_handle h)
-{
-    struct vidmm_allocation_state st;
-    memset(&st, 0, sizeof(st));
-    T_ST(vidmm_allocation_query(f->a, h, &st), VIDMM_OK);
-    return st.content_lost;
-}
-
 static struct vidmm_tdr_stats tdr_stats(struct tx *f)
 {
     struct vidmm_tdr_stats s;
@@ -264,18 +149,18 @@ static void engine_reset_case(int sync, int work_first)
     struct tx f;
     if (tx_open(&f, sync, 1, 0, 0))
         return;
-    struct tp p, q;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
-    new_proc(&f, &q, SOFTGPU_NODE_GRAPHICS);
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle cq = new_alloc(&f, SET12, 64 * KIB, 0), rq = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle dq = new_alloc(&f, SET12, 1 * MIB, 7);
-    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
-    uint64_t vcq = map(&f, q.proc, cq, 64 * KIB), vrq = map(&f, q.proc, rq, 64 * KIB);
-    uint64_t vdq = map(&f, q.proc, dq, 1 * MIB);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcq = sg_map(f.a, q.proc, cq, 64 * KIB), vrq = sg_map(f.a, q.proc, rq, 64 * KIB);
+    uint64_t vdq = sg_map(f.a, q.proc, dq, 1 * MIB);
     vidmm_handle lp[] = { cp, wp }, lq[] = { cq, rq, dq };
-    make_resident(&f, &p, lp, 2);
-    make_resident(&f, &q, lq, 3);
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    sg_make_resident(f.a, q.dev, q.queue, lq, 3);
 
     uint64_t fp = submit_hang(&f, &p, cp, vcp, vwp, work_first);
     uint8_t buf[256];
@@ -286,10 +171,10 @@ static void engine_reset_case(int sync, int work_first)
     /* Q waits forever in principle: the hang is found and reset meanwhile. */
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, rq, 0), pattern_sum(1 * MIB, 7));
-    T_EQ_U64(cpu_read64(&f, rq, 8), 5);
-    T_EQ_U64(cpu_read64(&f, wp, 8), work_first ? 1u : 0u);
-    T_EQ_U64(cpu_read64(&f, wp, 16), 0);   /* after the WAIT: never ran */
+    T_EQ_U64(sg_cpu_read64(f.a, rq, 0), sg_pattern_sum(1 * MIB, 7));
+    T_EQ_U64(sg_cpu_read64(f.a, rq, 8), 5);
+    T_EQ_U64(sg_cpu_read64(f.a, wp, 8), work_first ? 1u : 0u);
+    T_EQ_U64(sg_cpu_read64(f.a, wp, 16), 0);   /* after the WAIT: never ran */
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
     T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
@@ -307,13 +192,12 @@ static void engine_reset_case(int sync, int work_first)
     T_EQ_U64(rs.engine_resets, 1);
     T_EQ_U64(rs.adapter_resets, 0);
     T_CHECK(holds(&f, dq, 7));   /* memory untouched by an engine reset */
-    T_EQ(lost_count(&f, dq), 0);
+    T_EQ(sg_alloc_state(f.a, dq).content_lost, 0);
     uint64_t fence;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vcp, 8, &fence), VIDMM_E_DEVICE_LOST);
     /* Q goes on. */
     fq = submit(&f, &q, cq, vcq, &cb);
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
-    T_EQ(checked(&f), 0);
     tx_close(&f);
 }
 
@@ -325,16 +209,16 @@ static void fault_before_work(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct tp p, q;
-    new_proc(&f, &p, SOFTGPU_NODE_COMPUTE);
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), cq = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle rq = new_alloc(&f, SET12, 64 * KIB, 0), never = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vnever = map(&f, p.proc, never, 64 * KIB);
-    uint64_t vcq = map(&f, q.proc, cq, 64 * KIB), vrq = map(&f, q.proc, rq, 64 * KIB);
-    make_resident(&f, &p, &cp, 1);   /* `never` is mapped, never resident: its PTEs are invalid */
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vnever = sg_map(f.a, p.proc, never, 64 * KIB);
+    uint64_t vcq = sg_map(f.a, q.proc, cq, 64 * KIB), vrq = sg_map(f.a, q.proc, rq, 64 * KIB);
+    sg_make_resident(f.a, p.dev, p.queue, &cp, 1);   /* `never` is mapped, never resident: its PTEs are invalid */
     vidmm_handle lq[] = { cq, rq };
-    make_resident(&f, &q, lq, 2);
+    sg_make_resident(f.a, q.dev, q.queue, lq, 2);
     uint8_t buf[128];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, vnever, 1), VIDMM_OK);   /* faults: nothing of the buffer runs */
@@ -345,15 +229,14 @@ static void fault_before_work(void)
     uint64_t fq = submit(&f, &q, cq, vcq, &cb);
     T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, cp, 1024), 0);
-    T_EQ_U64(cpu_read64(&f, rq, 0), 3);
+    T_EQ_U64(sg_cpu_read64(f.a, cp, 1024), 0);
+    T_EQ_U64(sg_cpu_read64(f.a, rq, 0), 3);
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
     T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
     T_EQ_U64(di.fault_va, vnever);
     T_EQ(dev_info(&f, q.dev).reset_status, VIDMM_RESET_NONE);
     T_EQ_U64(tdr_stats(&f).adapter_resets, 0);
-    T_EQ(checked(&f), 0);
     tx_close(&f);
 }
 
@@ -373,10 +256,10 @@ static void adapter_reset_case(int sync)
     struct tx f;
     if (tx_open(&f, sync, 0, 0, 0))
         return;
-    struct tp p, q, r;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
-    new_proc(&f, &q, SOFTGPU_NODE_GRAPHICS);
-    new_proc(&f, &r, SOFTGPU_NODE_COMPUTE);
+    struct sg_proc p, q, r;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &r, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle cq = new_alloc(&f, SET12, 64 * KIB, 0), rq = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle dq = new_alloc(&f, SET12, 1 * MIB, 7);
@@ -384,17 +267,17 @@ static void adapter_reset_case(int sync)
     vidmm_handle dirty = new_alloc(&f, SET12, 1 * MIB, 0);
     vidmm_handle sys = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 256 * KIB, 13);   /* the aperture: system pages */
     vidmm_handle cr = new_alloc(&f, SET12, 64 * KIB, 0), rr = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
-    uint64_t vcq = map(&f, q.proc, cq, 64 * KIB), vrq = map(&f, q.proc, rq, 64 * KIB);
-    uint64_t vdq = map(&f, q.proc, dq, 1 * MIB);
-    uint64_t vcr = map(&f, r.proc, cr, 64 * KIB), vrr = map(&f, r.proc, rr, 64 * KIB);
-    uint64_t vclean = map(&f, r.proc, clean, 1 * MIB);
-    uint64_t vsys = map(&f, r.proc, sys, 256 * KIB);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcq = sg_map(f.a, q.proc, cq, 64 * KIB), vrq = sg_map(f.a, q.proc, rq, 64 * KIB);
+    uint64_t vdq = sg_map(f.a, q.proc, dq, 1 * MIB);
+    uint64_t vcr = sg_map(f.a, r.proc, cr, 64 * KIB), vrr = sg_map(f.a, r.proc, rr, 64 * KIB);
+    uint64_t vclean = sg_map(f.a, r.proc, clean, 1 * MIB);
+    uint64_t vsys = sg_map(f.a, r.proc, sys, 256 * KIB);
     vidmm_handle lp[] = { cp, wp }, lq[] = { cq, rq, dq };
-    make_resident(&f, &p, lp, 2);
-    make_resident(&f, &q, lq, 3);
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    sg_make_resident(f.a, q.dev, q.queue, lq, 3);
     vidmm_handle lr[] = { clean, dirty, sys };
-    make_resident(&f, &r, lr, 3);
+    sg_make_resident(f.a, r.dev, r.queue, lr, 3);
     gv_pattern(f.a, dirty, 17);   /* written by the CPU while resident: no system copy */
     struct vidmm_allocation_state st;
     T_ST(vidmm_allocation_query(f.a, clean, &st), VIDMM_OK);
@@ -420,7 +303,7 @@ static void adapter_reset_case(int sync)
     T_EQ_U64(rs.adapter_resets, 1);
     T_EQ_U64(rs.segments_lost, 2);
     T_CHECK(rs.buffers_dropped >= 2);
-    T_EQ(checked(&f), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
 
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
@@ -431,16 +314,16 @@ static void adapter_reset_case(int sync)
     di = dev_info(&f, r.dev);
     T_EQ(di.lost, 0);
     T_EQ(di.reset_status, VIDMM_RESET_NONE);
-    T_EQ_U64(cpu_read64(&f, rq, 8), 0);   /* Q's dropped buffer never ran */
+    T_EQ_U64(sg_cpu_read64(f.a, rq, 8), 0);   /* Q's dropped buffer never ran */
 
     /* Content by policy D30. */
-    T_EQ(lost_count(&f, clean), 0);
+    T_EQ(sg_alloc_state(f.a, clean).content_lost, 0);
     T_CHECK(holds(&f, clean, 11));
-    T_EQ(lost_count(&f, dirty), 1);
+    T_EQ(sg_alloc_state(f.a, dirty).content_lost, 1);
     T_CHECK(holds(&f, dirty, 0));
-    T_EQ(lost_count(&f, sys), 0);
+    T_EQ(sg_alloc_state(f.a, sys).content_lost, 0);
     T_CHECK(holds(&f, sys, 13));
-    T_EQ(lost_count(&f, dq), 1);
+    T_EQ(sg_alloc_state(f.a, dq).content_lost, 1);
     T_CHECK(holds(&f, dq, 0));
 
     /* Page tables were rebuilt: virtual work of the innocent runs, sees
@@ -449,16 +332,16 @@ static void adapter_reset_case(int sync)
     T_ST(softgpu_cmd_checksum(&cb, vclean, 1 * MIB, vrr), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vsys, 256 * KIB, vrr + 8), VIDMM_OK);
     vidmm_handle lr2[] = { cr, rr };
-    make_resident(&f, &r, lr2, 2);
+    sg_make_resident(f.a, r.dev, r.queue, lr2, 2);
     uint64_t fr = submit(&f, &r, cr, vcr, &cb);
     T_ST(vidmm_context_wait(f.a, r.ctx, fr, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, rr, 0), pattern_sum(1 * MIB, 11));
-    T_EQ_U64(cpu_read64(&f, rr, 8), pattern_sum(256 * KIB, 13));
+    T_EQ_U64(sg_cpu_read64(f.a, rr, 0), sg_pattern_sum(1 * MIB, 11));
+    T_EQ_U64(sg_cpu_read64(f.a, rr, 8), sg_pattern_sum(256 * KIB, 13));
     cb.size = 0;
     T_ST(softgpu_cmd_checksum(&cb, vdq, 1 * MIB, vrq), VIDMM_OK);
     fq = submit(&f, &q, cq, vcq, &cb);
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, rq, 0), pattern_sum(1 * MIB, 0));
+    T_EQ_U64(sg_cpu_read64(f.a, rq, 0), sg_pattern_sum(1 * MIB, 0));
     T_EQ(dev_info(&f, q.dev).lost, 0);
     T_EQ(dev_info(&f, r.dev).lost, 0);
     struct softgpu_stats ss;
@@ -481,12 +364,12 @@ static void paging_hang_case(int sync)
     struct tx f;
     if (tx_open(&f, sync, 1, 0, 0))
         return;
-    struct tp p, q;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle x = new_alloc(&f, SET12, 2 * MIB, 21);
     vidmm_handle y = new_alloc(&f, SET12, 2 * MIB, 23);
-    make_resident(&f, &q, &y, 1);
+    sg_make_resident(f.a, q.dev, q.queue, &y, 1);
     softgpu_inject_paging_hang(f.sg, 0);
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof(mr));
@@ -501,17 +384,17 @@ static void paging_hang_case(int sync)
     struct vidmm_tdr_stats s = tdr_stats(&f);
     T_EQ_U64(s.paging_hangs, 1);
     T_EQ_U64(s.adapter_resets, 1);
-    T_EQ(checked(&f), 0);
-    T_EQ(lost_count(&f, x), 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(sg_alloc_state(f.a, x).content_lost, 1);
     T_CHECK(holds(&f, x, 0));
-    T_EQ(lost_count(&f, y), 0);
+    T_EQ(sg_alloc_state(f.a, y).content_lost, 0);
     T_CHECK(holds(&f, y, 23));
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, p.dev).reset_status, VIDMM_RESET_GUILTY);
     T_EQ(dev_info(&f, q.dev).lost, 0);
     /* The adapter works again: paging runs. */
     vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 25);
-    make_resident(&f, &q, &z, 1);
+    sg_make_resident(f.a, q.dev, q.queue, &z, 1);
     T_CHECK(holds(&f, z, 25));
     tx_close(&f);
 }
@@ -527,26 +410,23 @@ static void hang_during_eviction(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct tp p, q;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t s2 = VIDMM_SEGMENT_BIT(2);
     vidmm_handle cp = new_alloc(&f, s2, 64 * KIB, 0), wp = new_alloc(&f, s2, 64 * KIB, 0);
     vidmm_handle big = new_alloc(&f, s2, 24 * MIB, 31);
-    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
     vidmm_handle lp[] = { cp, wp, big };
-    make_resident(&f, &p, lp, 3);
+    sg_make_resident(f.a, p.dev, p.queue, lp, 3);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
     vidmm_handle c = new_alloc(&f, s2, 16 * MIB, 33);
-    make_resident(&f, &q, &c, 1);   /* needs big's room: waits for the hang's reset */
-    struct vidmm_allocation_state st;
-    T_ST(vidmm_allocation_query(f.a, big, &st), VIDMM_OK);
-    T_EQ(st.segment_id, 0);
+    sg_make_resident(f.a, q.dev, q.queue, &c, 1);   /* needs big's room: waits for the hang's reset */
+    T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
     T_EQ_U64(tdr_stats(&f).engine_resets, 1);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_CHECK(holds(&f, big, 31));
     T_CHECK(holds(&f, c, 33));
-    T_EQ(checked(&f), 0);
     tx_close(&f);
 }
 
@@ -559,15 +439,15 @@ static void paging_hang_during_eviction(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct tp p, q, r;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
-    new_proc(&f, &r, SOFTGPU_NODE_COPY);
+    struct sg_proc p, q, r;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &r, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t s1 = VIDMM_SEGMENT_BIT(1);   /* CPU-visible: written through a lock */
     vidmm_handle big = new_alloc(&f, s1, 12 * MIB, 0);
     vidmm_handle keep = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 128 * KIB, 41);
-    make_resident(&f, &p, &big, 1);
-    make_resident(&f, &r, &keep, 1);
+    sg_make_resident(f.a, p.dev, p.queue, &big, 1);
+    sg_make_resident(f.a, r.dev, r.queue, &keep, 1);
     gv_pattern(f.a, big, 43);   /* CPU-written while resident: the eviction must transfer it */
     softgpu_inject_paging_hang(f.sg, 0);
     vidmm_handle c = new_alloc(&f, s1, 8 * MIB, 45);
@@ -580,10 +460,10 @@ static void paging_hang_during_eviction(void)
     T_CHECK(rst == VIDMM_PENDING);
     T_ST(vidmm_paging_queue_wait(f.a, q.queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
     T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
-    T_EQ(checked(&f), 0);
-    T_EQ(lost_count(&f, big), 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(sg_alloc_state(f.a, big).content_lost, 1);
     T_CHECK(holds(&f, big, 0));
-    T_EQ(lost_count(&f, c), 1);
+    T_EQ(sg_alloc_state(f.a, c).content_lost, 1);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, q.dev).lost, 1);
     T_EQ(dev_info(&f, r.dev).lost, 0);
@@ -598,12 +478,12 @@ static void poll_and_close_with_hang(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct tp p;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vcp = map(&f, p.proc, cp, 64 * KIB), vwp = map(&f, p.proc, wp, 64 * KIB);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
     vidmm_handle lp[] = { cp, wp };
-    make_resident(&f, &p, lp, 2);
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
     int rec = -1;
     T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
@@ -615,10 +495,10 @@ static void poll_and_close_with_hang(void)
     T_EQ(dev_info(&f, p.dev).lost, 1);
     /* Another process hangs; the close (and the context destroy inside
      * it) must not wait forever. */
-    struct tp q;
-    new_proc(&f, &q, SOFTGPU_NODE_COMPUTE);
-    uint64_t vcq = map(&f, q.proc, cp, 64 * KIB), vwq = map(&f, q.proc, wp, 64 * KIB);
-    make_resident(&f, &q, lp, 2);
+    struct sg_proc q;
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    uint64_t vcq = sg_map(f.a, q.proc, cp, 64 * KIB), vwq = sg_map(f.a, q.proc, wp, 64 * KIB);
+    sg_make_resident(f.a, q.dev, q.queue, lp, 2);
     (void)submit_hang(&f, &q, cp, vcq, vwq, 0);
     T_ST(vidmm_context_destroy(f.a, q.ctx), VIDMM_OK);
     T_EQ(dev_info(&f, q.dev).lost, 1);
@@ -660,18 +540,18 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     struct tx f;
     if (tx_open(&f, 0, 1, standby_keep, hib_keep))
         return;
-    struct tp p;
-    new_proc(&f, &p, SOFTGPU_NODE_GRAPHICS);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle a1 = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 2 * MIB, 51);
     vidmm_handle a2 = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 4 * MIB, 53);
     vidmm_handle ap = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 256 * KIB, 55);
     vidmm_handle cmd = new_alloc(&f, SET12, 64 * KIB, 0), res = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle off = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 1 * MIB, 57);
-    uint64_t v1 = map(&f, p.proc, a1, 2 * MIB), v2 = map(&f, p.proc, a2, 4 * MIB);
-    uint64_t vap = map(&f, p.proc, ap, 256 * KIB);
-    uint64_t vc = map(&f, p.proc, cmd, 64 * KIB), vr = map(&f, p.proc, res, 64 * KIB);
+    uint64_t v1 = sg_map(f.a, p.proc, a1, 2 * MIB), v2 = sg_map(f.a, p.proc, a2, 4 * MIB);
+    uint64_t vap = sg_map(f.a, p.proc, ap, 256 * KIB);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vr = sg_map(f.a, p.proc, res, 64 * KIB);
     vidmm_handle l[] = { a1, a2, ap, cmd, res, off };
-    make_resident(&f, &p, l, 6);
+    sg_make_resident(f.a, p.dev, p.queue, l, 6);
     gv_pattern(f.a, a2, 59);   /* written while resident: must be transferred, not dropped */
     gv_pattern(f.a, off, 61);  /* no current system copy: offered and dropped, its content goes */
     T_ST(vidmm_offer(f.a, p.dev, &off, 1, VIDMM_OFFER_LOW), VIDMM_OK);
@@ -694,12 +574,12 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     uint32_t ps = 9;
     T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
     T_EQ(ps, VIDMM_POWER_D0);
-    make_resident(&f, &p, l, 5);   /* what the refused transition evicted comes back */
+    sg_make_resident(f.a, p.dev, p.queue, l, 5);   /* what the refused transition evicted comes back */
 
     T_ST(vidmm_adapter_set_power_state(f.a, state), VIDMM_OK);
     T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
     T_EQ(ps, state);
-    T_EQ(checked(&f), 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
     struct vidmm_allocation_state st;
     T_ST(vidmm_allocation_query(f.a, a1, &st), VIDMM_OK);
     T_EQ(st.segment_id, (keep & 2u) ? 1u : 0u);
@@ -728,8 +608,8 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     T_EQ_U64(rs.power_transitions, 1);
 
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
-    T_EQ(checked(&f), 0);
-    make_resident(&f, &p, l, 5);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    sg_make_resident(f.a, p.dev, p.queue, l, 5);
     T_CHECK(holds(&f, a1, 51));
     T_CHECK(holds(&f, a2, 59));
     T_CHECK(holds(&f, ap, 55));
@@ -741,9 +621,9 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     T_ST(softgpu_cmd_checksum(&cb, vap, 256 * KIB, vr + 16), VIDMM_OK);
     uint64_t fr = submit(&f, &p, cmd, vc, &cb);
     T_ST(vidmm_context_wait(f.a, p.ctx, fr, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(cpu_read64(&f, res, 0), pattern_sum(2 * MIB, 51));
-    T_EQ_U64(cpu_read64(&f, res, 8), pattern_sum(4 * MIB, 59));
-    T_EQ_U64(cpu_read64(&f, res, 16), pattern_sum(256 * KIB, 55));
+    T_EQ_U64(sg_cpu_read64(f.a, res, 0), sg_pattern_sum(2 * MIB, 51));
+    T_EQ_U64(sg_cpu_read64(f.a, res, 8), sg_pattern_sum(4 * MIB, 59));
+    T_EQ_U64(sg_cpu_read64(f.a, res, 16), sg_pattern_sum(256 * KIB, 55));
     T_EQ(dev_info(&f, p.dev).lost, 0);
     uint32_t result = 9;
     uint64_t pf = 0;

@@ -20,6 +20,7 @@
  * would block context destruction until reset exists).
  */
 #include "iso_common.h"
+#include "sg_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,15 +147,7 @@ static void load_start(struct iso_fx *f, struct td_load *l)
 static vidmm_status mr_nowait(struct iso_fx *f, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
                               uint32_t n)
 {
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof(m));
-    m.paging_queue = queue;
-    m.allocations = l;
-    m.count = n;
-    m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-    vidmm_status st = vidmm_make_resident(f->a, dev, &m);
-    T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
-    return st;
+    return sg_make_resident_nowait(f->a, dev, queue, l, n, NULL);
 }
 
 /* Long virtual work on the graphics and compute nodes over big[0..3]
@@ -226,6 +219,27 @@ static int checked_ok(struct iso_fx *f)
     return iso_checked(f) == 0;
 }
 
+/* Every case but adapter_with_work: open, note the segments, start the
+ * bystander (seeded) ... */
+static int case_begin(struct iso_fx *f, struct td_base *base, struct td_bystander *v, uint64_t seed)
+{
+    if (open_dgpu(f))
+        return -1;
+    base_take(f, base);
+    bystander_start(f, v, seed);
+    return 0;
+}
+
+/* ... and, the case's processes gone, the bystander intact, the segments
+ * back to the base, the adapter clean and nothing leaked. */
+static void case_end(struct iso_fx *f, const struct td_base *base, struct td_bystander *v)
+{
+    bystander_verify(f, v);
+    T_ST(vidmm_process_destroy(f->a, v->p.proc), VIDMM_OK);
+    base_expect(f, base);
+    iso_close(f);
+}
+
 /* ---- cases ------------------------------------------------------------------ */
 
 /* Destroy right after make-resident returned PENDING: evictions of the
@@ -234,12 +248,10 @@ static int checked_ok(struct iso_fx *f)
 static void pending_paging(void)
 {
     struct iso_fx f;
-    if (open_dgpu(&f))
-        return;
     struct td_base base;
-    base_take(&f, &base);
     struct td_bystander v;
-    bystander_start(&f, &v, t_seed());
+    if (case_begin(&f, &base, &v, t_seed()))
+        return;
     uint32_t pending = 0;
     for (int round = 0; round < 3; round++) {
         struct td_load l;
@@ -251,14 +263,7 @@ static void pending_paging(void)
             pending++;
         if (round == 2) {
             /* ... and the bystander comes back, evicting them. */
-            struct vidmm_make_resident_args m;
-            memset(&m, 0, sizeof(m));
-            m.paging_queue = v.p.queue;
-            m.allocations = v.h;
-            m.count = NV;
-            m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
-            vidmm_status st = vidmm_make_resident(f.a, v.p.dev, &m);
-            T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
+            (void)mr_nowait(&f, v.p.dev, v.p.queue, v.h, NV);
             T_ST(vidmm_evict(f.a, v.p.dev, v.h, NV, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
         }
         T_ST(vidmm_process_destroy(f.a, l.p.proc), VIDMM_OK);
@@ -275,10 +280,7 @@ static void pending_paging(void)
     T_ST(vidmm_adapter_query_paging_process(f.a, &pp), VIDMM_OK);
     T_CHECK(pp.window_size < BIG);
     T_CHECK(pp.chunks > pp.moves);   /* BIG ones moved in several windows */
-    bystander_verify(&f, &v);
-    T_ST(vidmm_process_destroy(f.a, v.p.proc), VIDMM_OK);
-    base_expect(&f, &base);
-    iso_close(&f);
+    case_end(&f, &base, &v);
 }
 
 /* Destroy with long command buffers still running on all three nodes,
@@ -286,12 +288,10 @@ static void pending_paging(void)
 static void running_submissions(void)
 {
     struct iso_fx f;
-    if (open_dgpu(&f))
-        return;
     struct td_base base;
-    base_take(&f, &base);
     struct td_bystander v;
-    bystander_start(&f, &v, t_seed() + 1);
+    if (case_begin(&f, &base, &v, t_seed() + 1))
+        return;
     uint64_t in_flight = 0, deferred = 0;
     for (int round = 0; round < 3; round++) {
         struct td_load l;
@@ -316,22 +316,17 @@ static void running_submissions(void)
     printf("teardown: %llu submissions in flight at process destroy, %llu destructions deferred\n",
            (unsigned long long)in_flight, (unsigned long long)deferred);
     T_CHECK(in_flight > 0);
-    bystander_verify(&f, &v);
-    T_ST(vidmm_process_destroy(f.a, v.p.proc), VIDMM_OK);
-    base_expect(&f, &base);
-    iso_close(&f);
+    case_end(&f, &base, &v);
 }
 
 /* Devices and contexts go in the middle; the process goes on. */
 static void devices_and_contexts(void)
 {
     struct iso_fx f;
-    if (open_dgpu(&f))
-        return;
     struct td_base base;
-    base_take(&f, &base);
     struct td_bystander v;
-    bystander_start(&f, &v, t_seed() + 2);
+    if (case_begin(&f, &base, &v, t_seed() + 2))
+        return;
     struct td_load l;
     load_start(&f, &l);
     iso_mr(&f, &l.p, l.big, 4, VIDMM_OK);
@@ -365,10 +360,7 @@ static void devices_and_contexts(void)
     T_ST(vidmm_device_destroy(f.a, l.p.dev), VIDMM_OK);
     T_CHECK(checked_ok(&f));
     T_ST(vidmm_process_destroy(f.a, l.p.proc), VIDMM_OK);
-    bystander_verify(&f, &v);
-    T_ST(vidmm_process_destroy(f.a, v.p.proc), VIDMM_OK);
-    base_expect(&f, &base);
-    iso_close(&f);
+    case_end(&f, &base, &v);
 }
 
 /* The adapter closes with submissions running and paging pending. */
@@ -455,12 +447,10 @@ static void rnd_proc_new(struct iso_fx *f, struct rnd_proc *r)
 static void random_once(uint64_t seed)
 {
     struct iso_fx f;
-    if (open_dgpu(&f))
-        return;
     struct td_base base;
-    base_take(&f, &base);
     struct td_bystander v;
-    bystander_start(&f, &v, seed);
+    if (case_begin(&f, &base, &v, seed))
+        return;
     struct rnd_proc rp[RP];
     memset(rp, 0, sizeof(rp));
     uint64_t s = seed;
@@ -556,10 +546,7 @@ static void random_once(uint64_t seed)
         if (rp[i].live)
             T_ST(vidmm_process_destroy(f.a, rp[i].p.proc), VIDMM_OK);
     T_CHECK(checked_ok(&f));
-    bystander_verify(&f, &v);
-    T_ST(vidmm_process_destroy(f.a, v.p.proc), VIDMM_OK);
-    base_expect(&f, &base);
-    iso_close(&f);
+    case_end(&f, &base, &v);
 }
 
 static void randomised(void)
