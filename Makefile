@@ -141,7 +141,7 @@ FUZZ_HARNESSES := api_stream driver_desc cmdbuf
 FUZZ_SECONDS   ?= 60
 FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
 FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
-FUZZ_DEPS      := $(BUILD)/tests/harness/fault_alloc.o $(SOFTGPU) $(STATIC)
+FUZZ_DEPS      := $(SOFTGPU) $(STATIC)
 $(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz
 
 $(BUILD)/fuzz/%-replay: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay_main.o $(FUZZ_DEPS)

@@ -21,7 +21,6 @@
  * waits for a context's work before destroying it.
  */
 #include "fuzz.h"
-#include "harness/fault_alloc.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -37,7 +36,7 @@ enum { H_ALLOC, H_PROC, H_DEV, H_CTX, H_QUEUE, H_TYPES };
 
 struct fz {
     struct fz_in in;
-    struct fault_alloc fa;
+    struct fz_alloc fa;
     struct softgpu *sg;
     struct vidmm_adapter *a;
     vidmm_handle h[H_TYPES][TAB];
@@ -752,7 +751,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.paging_buffer_size = (opt & 0x80) ? 4096u * (1u + ((opt >> 5) & 3)) : 0;
     if (softgpu_create(&cfg, &f->sg) != VIDMM_OK)
         return 0;
-    fault_alloc_init(&f->fa);
+    fz_alloc_init(&f->fa);
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     softgpu_fill_adapter_create_info(f->sg, &ci);

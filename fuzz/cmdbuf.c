@@ -33,7 +33,6 @@
  *    always point into the harness's own host arena.
  */
 #include "fuzz.h"
-#include "harness/fault_alloc.h"
 #include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -52,7 +51,7 @@ struct region {
 
 struct cf {
     struct fz_in in;
-    struct fault_alloc fa;
+    struct fz_alloc fa;
     struct softgpu *sg;
     struct vidmm_adapter *a;
     int gpummu;
@@ -524,7 +523,7 @@ static int setup(struct cf *f, uint8_t preset, uint8_t opt)
         cfg.mmu_levels = (opt & 7) < 2 || (opt & 7) > 6 ? 0 : opt & 7;
     if (softgpu_create(&cfg, &f->sg) != VIDMM_OK)
         return -1;
-    fault_alloc_init(&f->fa);
+    fz_alloc_init(&f->fa);
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     softgpu_fill_adapter_create_info(f->sg, &ci);

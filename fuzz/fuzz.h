@@ -43,6 +43,74 @@ static inline uint64_t fz_u64(struct fz_in *in)
     return v | (uint64_t)fz_u32(in) << 32;
 }
 
+
+/* The harnesses' host allocator: counts live blocks and bytes, can refuse
+ * call number fail_at (1-based, 0 = never), and checks every free
+ * against its allocation - a header in front of each block records size
+ * and alignment, so a free with another size (which would unbalance a
+ * byte count only much later) aborts at the faulty call site. */
+#include "vidmm/host_alloc.h"
+
+struct fz_alloc {
+    struct vidmm_host_allocator ha;
+    uint64_t calls, fail_at, failures;
+    int64_t live_blocks, live_bytes;
+};
+
+struct fz_alloc_hdr {
+    uint64_t magic, size, alignment, reserved;
+};
+#define FZ_ALLOC_MAGIC 0x7669646d6d667a21ull
+
+static inline void *fz_alloc_alloc(void *ud, size_t size, size_t alignment)
+{
+    struct fz_alloc *fa = ud;
+    fa->calls++;
+    if (fa->fail_at && fa->calls == fa->fail_at) {
+        fa->failures++;
+        return NULL;
+    }
+    size_t pre = alignment > sizeof(struct fz_alloc_hdr) ? alignment : sizeof(struct fz_alloc_hdr);
+    if ((alignment & (alignment - 1)) || alignment < sizeof(void *) || size > SIZE_MAX - pre - 2 * alignment - 16)
+        return NULL;
+    size_t al = alignment < 16 ? 16 : alignment;   /* pre (32 or alignment) keeps the block aligned */
+    size_t total = (pre + size + al - 1) & ~(al - 1);  /* aligned_alloc wants a multiple of al */
+    uint8_t *base = aligned_alloc(al, total);
+    if (!base)
+        return NULL;
+    struct fz_alloc_hdr h = { FZ_ALLOC_MAGIC, size, alignment, 0 };
+    memcpy(base + pre - sizeof h, &h, sizeof h);
+    fa->live_blocks++;
+    fa->live_bytes += (int64_t)size;
+    return base + pre;
+}
+
+static inline void fz_alloc_free(void *ud, void *ptr, size_t size, size_t alignment)
+{
+    struct fz_alloc *fa = ud;
+    size_t pre = alignment > sizeof(struct fz_alloc_hdr) ? alignment : sizeof(struct fz_alloc_hdr);
+    struct fz_alloc_hdr h;
+    memcpy(&h, (uint8_t *)ptr - sizeof h, sizeof h);
+    if (h.magic != FZ_ALLOC_MAGIC || h.size != size || h.alignment != alignment) {
+        fprintf(stderr, "fuzz: host free of %p with size %zu alignment %zu; allocated with size %llu alignment %llu%s\n",
+                ptr, size, alignment, (unsigned long long)h.size, (unsigned long long)h.alignment,
+                h.magic != FZ_ALLOC_MAGIC ? " (no header: not ours, or corrupted)" : "");
+        abort();
+    }
+    memset((uint8_t *)ptr - sizeof h, 0, sizeof h);
+    fa->live_blocks--;
+    fa->live_bytes -= (int64_t)size;
+    free((uint8_t *)ptr - pre);
+}
+
+static inline void fz_alloc_init(struct fz_alloc *fa)
+{
+    memset(fa, 0, sizeof *fa);
+    fa->ha.alloc = fz_alloc_alloc;
+    fa->ha.free = fz_alloc_free;
+    fa->ha.user_data = fa;
+}
+
 #define FUZZ_REQUIRE(cond, ...)                                                    \
     do {                                                                           \
         if (!(cond)) {                                                             \

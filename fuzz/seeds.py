@@ -67,6 +67,36 @@ def cmdbuf():
         pt += bytes([2, 8, 8, 0, 0, 0, 0]) + struct.pack("<I", 0x11223344) + b"\0" * 8
         put("cmdbuf", "p%d-pagetables" % preset, pt)
 
+def driver_desc():
+    # caps byte (bit2 VA, bit3 GpuMmu, bit4 IoMmu, bit6 move paging), node count,
+    # commit-limit flag, query-failure byte, segment count, second count
+    def caps(b, nb, fail=0):
+        return bytes([b, 3, 0, fail, nb, 0])
+    def seg(k, p, size, extra=b""):
+        return bytes([k, p, size]) + extra
+    leaf64 = b"\0\1" + struct.pack("<I", 65536) + b"\0\0\0"   # VA bits as computed, 64 KB leaf 64 KiB
+    def mmu(g, pt_seg, lvl=bytes([0x10, 0x01]) * 7, tail=leaf64):
+        return bytes([g, pt_seg]) + lvl + tail
+    allocs = bytes([4, 0x48, 3, 0x40, 7, 0x08, 15, 0x50, 1, 1, 2, 3, 0])
+    dgpu = (caps(0x4c, 3) + seg(0, 2, 0x23) + seg(1, 2, 0x27, bytes([16])) + seg(2, 1, 0x2f) +
+            bytes([3]) + mmu(0x21, 2))
+    put("driver_desc", "dgpu-4level", dgpu + allocs)
+    put("driver_desc", "dgpu-2level-resizable",
+        caps(0x4c, 3) + seg(0, 2, 0x23) + seg(1, 2, 0x27, bytes([16])) + seg(2, 1, 0x2f) + bytes([3]) +
+        bytes([0x01, 2, 2, 0x10, 0x01, 0x14, 0x01]) + bytes([0x10, 0x01]) * 5 + leaf64 + allocs)
+    put("driver_desc", "igpu-iommu", caps(0x14, 1) + seg(3, 1, 0x2f) + bytes([1]) + mmu(0, 0) + allocs)
+    put("driver_desc", "wddm1-like",
+        caps(0x40, 4) + seg(4, 1, 0x23) + seg(5, 1, 0x27) + seg(6, 1, 0x23) + seg(7, 1, 0x2f) + bytes([4]) +
+        mmu(0, 0, tail=b"\0\0\0\0\1") + allocs)
+    for fail in range(1, 7):
+        put("driver_desc", "fail%d" % fail, caps(0x4c, 3, fail) + dgpu[6:] + allocs)
+    put("driver_desc", "too-many-segments", bytes([0x4c, 3, 0, 0, 0xff, 0, 32]) + dgpu[6:])
+    put("driver_desc", "second-count-differs", bytes([0x4c, 3, 0, 0, 3, 0xff, 5]) + dgpu[6:] + allocs)
+    r = random.Random(7)
+    for k in range(6):
+        put("driver_desc", "random%d" % k, bytes(r.randrange(256) for _ in range(120)))
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["api_stream", "driver_desc", "cmdbuf"]
     for w in which:
