@@ -339,7 +339,8 @@ static void decode(struct mock *m, struct vidmm_adapter_create_info *ci)
         ld->page_table_index_bit_count = c & 0x80 ? fz_u8(in) : 9u + (c & 1);
         ld->page_table_segment_id = c & 0x40 ? fz_u8(in) % 8 : pt_seg;
         ld->paging_process_page_table_segment_id = c & 0x20 ? fz_u8(in) % 8 : pt_seg;
-        ld->page_table_size_in_bytes = c & 0x10 ? pick_size(in) : (8ull << ld->page_table_index_bit_count);
+        ld->page_table_size_in_bytes =
+            c & 0x10 ? pick_size(in) : ld->page_table_index_bit_count < 48 ? 8ull << ld->page_table_index_bit_count : 0;
         if (ld->page_table_size_in_bytes < 4096u && !(c & 0x10))
             ld->page_table_size_in_bytes = 4096u;
         ld->page_table_alignment_in_bytes = c & 8 ? pick_size(in) : 0;
@@ -350,7 +351,10 @@ static void decode(struct mock *m, struct vidmm_adapter_create_info *ci)
     }
     m->mmu.virtual_address_bit_count = fz_u8(in) == 0xff ? fz_u8(in) : bits_total;
     m->mmu.leaf_page_table_size_for_64k_pages_in_bytes =
-        fz_u8(in) & 1 ? fz_u32(in) : (uint32_t)((8ull << m->lvl[0].page_table_index_bit_count) / 16u + 4095u) & ~4095u;
+        fz_u8(in) & 1 ? fz_u32(in)
+                      : m->lvl[0].page_table_index_bit_count < 28
+                          ? (uint32_t)((8ull << m->lvl[0].page_table_index_bit_count) / 16u + 4095u) & ~4095u
+                          : 0;
     m->root_size = fz_u8(in) & 1 ? pick_size(in) : 64 * KIB;
     m->root_pte_max = fz_u8(in) & 1 ? fz_u32(in) : 0;
 
