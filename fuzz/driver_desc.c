@@ -48,6 +48,7 @@ struct mock {
     size_t map_len[2 * MAX_DESC];
     uint32_t nmap;
     uint64_t paging_ops;
+    uint64_t agp_base, agp_size;  /* the OS's AGP aperture: an AGP segment's range, whatever its descriptor says */
     char report[1024];
 };
 
@@ -127,10 +128,18 @@ static void require_in_segment(struct mock *m, const char *what, uint32_t id, ui
 {
     FUZZ_REQUIRE(id >= 1 && id <= m->nb, "%s: segment %u of %u", what, id, m->nb);
     const struct vidmm_segment_descriptor *d = &m->d[id - 1];
-    FUZZ_REQUIRE(address >= d->base_address && address - d->base_address <= d->size &&
-                     size <= d->size - (address - d->base_address),
+    uint64_t base = d->flags & VIDMM_SEGMENT_AGP ? m->agp_base : d->base_address;
+    uint64_t bytes = d->flags & VIDMM_SEGMENT_AGP ? m->agp_size : d->size;
+    FUZZ_REQUIRE(address >= base && address - base <= bytes && size <= bytes - (address - base),
                  "%s: [%#llx, +%#llx) outside segment %u [%#llx, +%#llx)", what, (unsigned long long)address,
-                 (unsigned long long)size, id, (unsigned long long)d->base_address, (unsigned long long)d->size);
+                 (unsigned long long)size, id, (unsigned long long)base, (unsigned long long)bytes);
+}
+
+static uint64_t seg_base(const struct mock *m, uint32_t id)
+{
+    if (id < 1 || id > m->nb || id > MAX_DESC)
+        return 0;
+    return m->d[id - 1].flags & VIDMM_SEGMENT_AGP ? m->agp_base : m->d[id - 1].base_address;
 }
 
 static void require_side(struct mock *m, const char *what, const struct vidmm_transfer_side *s, uint64_t size,
@@ -169,9 +178,7 @@ static vidmm_status mock_build(void *driver, struct vidmm_build_paging_buffer_ar
         FUZZ_REQUIRE(p->number_of_pages <= UINT64_MAX / 4096u && p->offset_in_pages <= UINT64_MAX / 4096u,
                      "map aperture: page counts overflow");
         require_in_segment(m, "map aperture", p->segment_id,
-                           p->segment_id >= 1 && p->segment_id <= m->nb
-                               ? m->d[p->segment_id - 1].base_address + p->offset_in_pages * 4096u
-                               : 0,
+                           seg_base(m, p->segment_id) + p->offset_in_pages * 4096u,
                            p->number_of_pages * 4096u);
         FUZZ_REQUIRE(p->mdl && p->mdl_offset + p->number_of_pages <= p->mdl->page_count, "map aperture: MDL");
         break;
@@ -179,9 +186,7 @@ static vidmm_status mock_build(void *driver, struct vidmm_build_paging_buffer_ar
     case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT: {
         const struct vidmm_paging_unmap_aperture *p = &args->u.unmap_aperture_segment;
         require_in_segment(m, "unmap aperture", p->segment_id,
-                           p->segment_id >= 1 && p->segment_id <= m->nb
-                               ? m->d[p->segment_id - 1].base_address + p->offset_in_pages * 4096u
-                               : 0,
+                           seg_base(m, p->segment_id) + p->offset_in_pages * 4096u,
                            p->number_of_pages * 4096u);
         break;
     }
@@ -190,7 +195,7 @@ static vidmm_status mock_build(void *driver, struct vidmm_build_paging_buffer_ar
         FUZZ_REQUIRE(u->page_table_entries && u->num_page_table_entries, "update page table: no entries");
         if (u->page_table_address.segment_id != 0)
             require_in_segment(m, "page table", u->page_table_address.segment_id,
-                               m->d[u->page_table_address.segment_id - 1].base_address +
+                               seg_base(m, u->page_table_address.segment_id) +
                                    u->page_table_address.segment_offset,
                                4096u);
         break;
@@ -363,6 +368,8 @@ static void decode(struct mock *m, struct vidmm_adapter_create_info *ci)
         ci->agp_aperture_base = agp & 2 ? fz_u64(in) : 0xE0000000u;
         ci->agp_aperture_size = agp & 4 ? pick_size(in) : 64 * MIB;
     }
+    m->agp_base = ci->agp_aperture_base;
+    m->agp_size = ci->agp_aperture_size;
 }
 
 /* ---- after a successful open ------------------------------------------------- */
