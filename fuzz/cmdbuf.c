@@ -199,21 +199,28 @@ static void require_done(struct cf *f, vidmm_handle ctx, uint64_t fence, const c
 static void submit_virtual(struct cf *f, uint32_t len)
 {
     uint32_t slots[32], nslots;
-    uint32_t walked = sanitise(f, f->cmdbuf, len, 0, slots, &nslots);
-    (void)walked;
+    uint8_t b = fz_u8(&f->in);
+    uint64_t va = f->va_cmd, size = len;
+    uint32_t start = 0;
+    if (b == 0xff) {           /* start inside a command, or run off the mapping */
+        start = (fz_u8(&f->in) & 0x3f) * 8u % len;
+        va += start;
+        size = len - start;
+    } else if (b == 0xfe) {
+        size = 64 * KIB + fz_u16(&f->in);
+    }
+    /* Sanitise the view the engine decodes: from where it starts. */
+    sanitise(f, f->cmdbuf + start, len - start, 0, slots, &nslots);
     void *p = NULL;
     vidmm_status st = vidmm_allocation_lock(f->a, f->cmd, &p);
     checks(f, st, "lock cmd");
     if (st != VIDMM_OK)
         return;
+    /* Zeros after the commands (opcode 0 is malformed: the engine stops
+     * there), never bytes a physical-mode write left behind. */
+    memset(p, 0, 64 * KIB);
     memcpy(p, f->cmdbuf, len);
     checks(f, vidmm_allocation_unlock(f->a, f->cmd), "unlock cmd");
-    uint8_t b = fz_u8(&f->in);
-    uint64_t va = f->va_cmd, size = len;
-    if (b == 0xff)             /* start inside a command, or run off the mapping */
-        va += (fz_u8(&f->in) & 0x3f) * 8u;
-    else if (b == 0xfe)
-        size = 64 * KIB + fz_u16(&f->in);
     uint64_t fence = 0;
     st = vidmm_submit_virtual(f->a, f->vctx, va, (uint32_t)size, &fence);
     checks(f, st, "submit_virtual");
