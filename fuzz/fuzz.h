@@ -61,6 +61,7 @@ struct fz_alloc_hdr {
     uint64_t magic, size, alignment, reserved;
 };
 #define FZ_ALLOC_MAGIC 0x7669646d6d667a21ull
+#define FZ_ALLOC_MAX ((size_t)256 << 20)
 
 static inline void *fz_alloc_alloc(void *ud, size_t size, size_t alignment)
 {
@@ -71,8 +72,14 @@ static inline void *fz_alloc_alloc(void *ud, size_t size, size_t alignment)
         return NULL;
     }
     size_t pre = alignment > sizeof(struct fz_alloc_hdr) ? alignment : sizeof(struct fz_alloc_hdr);
-    if ((alignment & (alignment - 1)) || alignment < sizeof(void *) || size > SIZE_MAX - pre - 2 * alignment - 16)
+    /* A host with 256 MiB to give: larger requests (a driver describing
+     * page tables of 2^28 entries makes vidmm ask for gigabytes) are
+     * refused, as under memory pressure, instead of exhausting the
+     * fuzzer's memory limit. */
+    if ((alignment & (alignment - 1)) || alignment < sizeof(void *) || size > FZ_ALLOC_MAX) {
+        fa->failures++;
         return NULL;
+    }
     size_t al = alignment < 16 ? 16 : alignment;   /* pre (32 or alignment) keeps the block aligned */
     size_t total = (pre + size + al - 1) & ~(al - 1);  /* aligned_alloc wants a multiple of al */
     uint8_t *base = aligned_alloc(al, total);
