@@ -22,7 +22,7 @@ for h in "$@"; do
     grep -E 'ERROR|fuzz: |SUMMARY' "$log" | head -n 5
     rc=1
   else
-    echo "fuzz $h: ${execs:-?} executions in ${secs}s (${rate:-?} exec/s), cov ${cov:-?} edges, ft ${ft:-?}"
+    echo "fuzz $h: executions: ${execs:-?} in ${secs} s (${rate:-?} exec/s), cov ${cov:-?} edges, ft ${ft:-?}"
   fi
 done
 exit $rc
