@@ -140,6 +140,35 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' vidmm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/vidmm.pc
 
 clean:
-	rm -rf build build-san build-bench build-clang build-tsan
+	rm -rf build build-san build-bench build-clang build-tsan build-fuzz
 
 -include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)
+
+# ---- fuzzing (fuzz/, docs/FUZZING.md) -------------------------------------
+# `make test` builds the replayers (plain main(), any compiler) and replays
+# every checked-in corpus; `make fuzz` builds the libFuzzer harnesses with
+# clang (objects in build-fuzz/) and runs each for FUZZ_SECONDS.
+FUZZ_HARNESSES := api_stream driver_desc cmdbuf
+FUZZ_SECONDS   ?= 60
+FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
+FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
+FUZZ_DEPS      := $(SOFTGPU) $(STATIC)
+$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz
+
+$(BUILD)/fuzz/%-replay: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay_main.o $(FUZZ_DEPS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/fuzz/%-fuzzer: $(BUILD)/fuzz/%.o $(FUZZ_DEPS)
+	$(CC) $(LDFLAGS_ALL) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+test: $(FUZZ_REPLAY)
+fuzz-replay: $(FUZZ_REPLAY)
+	sh tests/fuzz_replay.sh $(BUILD)
+
+FUZZ_CFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -g" CFLAGS="$(FUZZ_CFLAGS)" \
+	  LDFLAGS="-fsanitize=address,undefined" $(FUZZ_HARNESSES:%=build-fuzz/fuzz/%-fuzzer)
+	sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+
+.PHONY: fuzz fuzz-replay

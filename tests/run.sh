@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh - run the unit/integration test binary, the tool tests and the
-# run/replay tests (trace_test.sh), then
+# run/replay tests (trace_test.sh), the fuzz corpora (fuzz_replay.sh), then
 # print one combined summary line "N passed, M failed".
 # Usage: tests/run.sh BUILD_DIR
 b=${1:-build}
@@ -11,9 +11,11 @@ sh tests/tool_test.sh "$b/vidmm" | tee -a "$out"
 rc2=$?
 sh tests/trace_test.sh "$b/vidmm" | tee -a "$out"
 rc3=$?
+sh tests/fuzz_replay.sh "$b" | tee -a "$out"
+rc4=$?
 p=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$3} END {print s+0}')
 rm -f "$out"
 echo "total: $p passed, $f failed"
 echo "$p passed, $f failed"
-[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$f" -eq 0 ]
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$f" -eq 0 ]

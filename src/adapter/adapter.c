@@ -446,6 +446,9 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     }
     a->tdr.timeout_ns = VIDMM_TDR_DEFAULT_TIMEOUT_NS;
     st = vidmm_paging_init(a, qout.paging_buffer_size, qout.paging_buffer_private_data_size);
+    if (st == VIDMM_E_BAD_DRIVER_DESC)
+        fault(ci, "paging buffers (%u bytes each) do not fit in segment %u's space or commit limits",
+              qout.paging_buffer_size, a->paging_segment_id);
     if (st < 0)
         goto fail_dummy;
     st = vidmm_res_init(a);

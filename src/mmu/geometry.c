@@ -84,11 +84,18 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
                 return bad(msg, n, "GpuMmu: level %u page tables in segment %u, which is not a memory segment", l, id);
             if (id == 0 && d->page_table_size_in_bytes > VIDMM_PAGE_4K)
                 return bad(msg, n, "GpuMmu: level %u tables in system memory must be at most 4 KB", l);
-            if (id && a->seg[id].page_size > d->page_table_size_in_bytes &&
-                d->page_table_size_in_bytes % a->seg[id].page_size)
+            if (id && d->page_table_size_in_bytes % a->seg[id].page_size)
                 return bad(msg, n, "GpuMmu: level %u table size %llu is not a multiple of segment %u's %u-byte page", l,
                            (unsigned long long)d->page_table_size_in_bytes, id, a->seg[id].page_size);
         }
+        /* The 64 KB-entry leaf lives where level 0's tables do: the
+         * segment allocates whole pages, so a size that is not a multiple
+         * of them would be accounted short (found by fuzz/driver_desc). */
+        uint32_t leaf64 = g->caps.leaf_page_table_size_for_64k_pages_in_bytes;
+        for (int k = 0; l == 0 && leaf64 && k < 2; k++)
+            if (segs[k] && leaf64 % a->seg[segs[k]].page_size)
+                return bad(msg, n, "GpuMmu: 64 KB leaf table size %u is not a multiple of segment %u's %u-byte page",
+                           leaf64, segs[k], a->seg[segs[k]].page_size);
         if (g->caps.page_table_update_mode == VIDMM_PAGE_TABLE_UPDATE_CPU_VIRTUAL && d->page_table_segment_id &&
             !a->seg[d->page_table_segment_id].cpu_base)
             return bad(msg, n, "GpuMmu: CPU_VIRTUAL page-table updates need level %u's tables where the CPU reaches them", l);

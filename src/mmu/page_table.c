@@ -173,7 +173,11 @@ static vidmm_status root_new(struct vidmm_adapter *a, const struct vidmm_process
     uint64_t size = a->ops.get_root_page_table_size(a->driver, &n);
     if (n > max)
         n = max;
-    if (!size || n < need || (uint64_t)n * 8u > size * 64u)
+    uint32_t seg = p->paging_process ? g->level[g->level_count - 1].paging_process_page_table_segment_id
+                                     : g->level[g->level_count - 1].page_table_segment_id;
+    /* The size must be whole pages of the root's segment (driver.h), or
+     * the segment's accounting would be short (found by fuzz/driver_desc). */
+    if (!size || n < need || (uint64_t)n * 8u > size * 64u || (seg && size % a->seg[seg].page_size))
         return VIDMM_E_DRIVER_FAILURE;
     return table_new_sized(a, p, g->level_count - 1, 0, n, size, out);
 }

@@ -252,6 +252,15 @@ vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, ui
         /* Map the ring into the paging-buffer aperture. */
         struct vidmm_segment *s = &a->seg[a->paging_segment_id];
         uint64_t off;
+        /* The buffers count against the aperture's commit limits like any
+         * mapping (placement.c): a driver whose limits cannot hold them
+         * described its paging-buffer segment wrongly (fuzz/driver_desc). */
+        if (s->committed + p->area_size > s->commit_limit ||
+            (a->caps.aperture_segment_commit_limit &&
+             a->aperture_mapped_bytes + p->area_size > a->caps.aperture_segment_commit_limit)) {
+            vidmm_paging_fini(a);
+            return VIDMM_E_BAD_DRIVER_DESC;
+        }
         vidmm_status st = vidmm_ra_alloc(&s->ra, p->area_size, VIDMM_PAGE_4K, 0, &off, &p->ap_node);
         if (st < 0) {
             vidmm_paging_fini(a);

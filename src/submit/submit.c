@@ -43,6 +43,7 @@ struct vidmm_submission {
     uint64_t fence;
     uint64_t seq;                      /* submission order (hang recovery names the oldest) */
     uint32_t count;
+    uint32_t list_cap;                 /* entries allocated: count drops to the distinct ones */
     struct vidmm_allocation **list;    /* each allocation once; busy raised by one */
 };
 
@@ -109,7 +110,7 @@ static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 
 static void free_record(struct vidmm_adapter *a, struct vidmm_submission *r)
 {
-    vidmm_hfree(a->ha, r->list, (size_t)r->count * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
+    vidmm_hfree(a->ha, r->list, (size_t)r->list_cap * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
     vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_submission));
 }
 
@@ -405,7 +406,7 @@ static struct vidmm_submission *new_record(struct vidmm_adapter *a, uint32_t n)
             return NULL;
         }
     }
-    r->count = n;
+    r->count = r->list_cap = n;
     return r;
 }
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""seeds.py - write the hand-made seed inputs of fuzz/corpus/<harness>/
+(seed-*).  Deterministic (fixed random seeds), so re-running it rewrites
+the same files.  Usage: python3 fuzz/seeds.py [api_stream|driver_desc|cmdbuf]..."""
+import os, random, struct, sys
+
+def put(h, name, data):
+    d = os.path.join(os.path.dirname(__file__), "corpus", h)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(bytes(data))
+
+def api_stream():
+    # header: preset, softgpu options, fail flag, 16-bit fail delay; then calls.
+    SCEN = 43
+    for preset in range(3):
+        r = random.Random(preset)
+        # scenario steps, then submissions and residency on what they made
+        body = []
+        for _ in range(3):
+            body += [SCEN, r.randrange(3), r.randrange(2), r.randrange(5), r.randrange(16)]
+        for op in (22, 33, 34, 23, 24, 25, 13, 14, 11, 12, 16, 17, 19, 20, 21, 31, 28, 26, 35, 36, 1, 10):
+            body += [op] + [r.randrange(256) for _ in range(24)]
+        put("api_stream", "preset%d" % preset, [preset, 0, 0, 0, 0] + body)
+        for k in range(4):
+            put("api_stream", "preset%d-random%d" % (preset, k),
+                [preset, r.randrange(256), r.randrange(256) & ~1, 0, 0] + [r.randrange(256) for _ in range(600)])
+        put("api_stream", "preset%d-hostfail" % preset, [preset, 0, 1, 40, 0] + body)
+
+
+def _cmd(op, *operands):
+    return struct.pack("<HHI", op, 0, 8 + 8 * len(operands)) + b"".join(struct.pack("<Q", o & (2**64 - 1)) for o in operands)
+
+def _reg(i, off):
+    """An address operand the harness relocates into region i at off."""
+    return (0xF << 60) | (i << 56) | off
+
+def cmdbuf():
+    NOP, W32, W64, COPY, FILL, CSUM, CMP, SIG, WAIT = range(0x20, 0x29)
+    prog = (_cmd(W64, _reg(0, 0), 0x1122334455667788) + _cmd(W32, _reg(1, 8), 0xcafe) +
+            _cmd(FILL, _reg(0, 4096), 8192, 0xa5a5a5a5) + _cmd(COPY, _reg(1, 0), _reg(0, 0), 4096) +
+            _cmd(CSUM, _reg(0, 0), 4096, _reg(2, 64)) + _cmd(CMP, _reg(0, 0), _reg(1, 0), 4096, _reg(2, 128)) +
+            _cmd(SIG, _reg(2, 256), 7) + _cmd(WAIT, _reg(2, 256), 7) + _cmd(NOP))
+    faults = (_cmd(W64, _reg(3, 0), 1) + _cmd(W64, _reg(4, 0), 1) + _cmd(W64, _reg(5, 0), 1) +
+              _cmd(W64, _reg(6, 0), 1) + _cmd(COPY, _reg(0, 0), 0x123456789000, 64) + _cmd(0x99))
+    def sub(mode, body, extra=b""):
+        return bytes([mode, len(body) // 8 - 1]) + body + extra
+    for preset in range(3):
+        for opt in (0, 0x2b):
+            put("cmdbuf", "p%d-o%02x-virtual" % (preset, opt),
+                bytes([preset, opt]) + sub(0, prog, b"\0") + sub(0, faults, b"\0"))
+            phys = (_cmd(W64, _reg(0, 0), 5) + _cmd(FILL, _reg(1, 0), 4096, 0x01020304) +
+                    _cmd(COPY, _reg(2, 0), _reg(0, 0), 4096) + _cmd(CSUM, _reg(0, 0), 64, _reg(1, 64)) +
+                    _cmd(W64, (1 << 56) | 0x7fffffff000, 1) + _cmd(W64, 0, 1) + _cmd(W64, (9 << 56), 1))
+            patches = bytes([3, 0, 0, 0, 1, 2, 0, 1, 0x41, 0, 0, 3])
+            put("cmdbuf", "p%d-o%02x-physical" % (preset, opt), bytes([preset, opt]) + sub(1, phys, patches))
+        r = random.Random(100 + preset)
+        # paging requests: one of each kind, arguments random
+        pg = bytearray([preset, 0])
+        for kind in range(9):
+            pg += bytes([2, r.randrange(64), kind]) + bytes(r.randrange(256) for _ in range(40))
+        put("cmdbuf", "p%d-paging" % preset, pg)
+        # a little page-table build: a leaf entry, an upper entry, then a virtual fill through them
+        pt = bytearray([preset, 0])
+        for lvl in range(6):
+            pt += bytes([2, 8, 5, lvl, 0, 0, lvl, 0]) + struct.pack("<HBI", 0x1 | (2 << 5), 0, 16) + b"\0\0" + b"\0\x10"
+        pt += bytes([2, 8, 8, 0, 0, 0, 0]) + struct.pack("<I", 0x11223344) + b"\0" * 8
+        put("cmdbuf", "p%d-pagetables" % preset, pt)
+
+def driver_desc():
+    # caps byte (bit2 VA, bit3 GpuMmu, bit4 IoMmu, bit6 move paging), node count,
+    # commit-limit flag, query-failure byte, segment count, second count
+    def caps(b, nb, fail=0):
+        return bytes([b, 3, 0, fail, nb, 0])
+    def seg(k, p, size, extra=b""):
+        return bytes([k, p, size]) + extra
+    leaf64 = b"\0\1" + struct.pack("<I", 65536) + b"\0\0\0"   # VA bits as computed, 64 KB leaf 64 KiB
+    def mmu(g, pt_seg, lvl=bytes([0x10, 0x01]) * 7, tail=leaf64):
+        return bytes([g, pt_seg]) + lvl + tail
+    allocs = bytes([4, 0x48, 3, 0x40, 7, 0x08, 15, 0x50, 1, 1, 2, 3, 0])
+    dgpu = (caps(0x4c, 3) + seg(0, 2, 0x23) + seg(1, 2, 0x27, bytes([16])) + seg(2, 1, 0x2f) +
+            bytes([3]) + mmu(0x21, 2))
+    put("driver_desc", "dgpu-4level", dgpu + allocs)
+    put("driver_desc", "dgpu-2level-resizable",
+        caps(0x4c, 3) + seg(0, 2, 0x23) + seg(1, 2, 0x27, bytes([16])) + seg(2, 1, 0x2f) + bytes([3]) +
+        bytes([0x01, 2, 2, 0x10, 0x01, 0x14, 0x01]) + bytes([0x10, 0x01]) * 5 + leaf64 + allocs)
+    put("driver_desc", "igpu-iommu", caps(0x14, 1) + seg(3, 1, 0x2f) + bytes([1]) + mmu(0, 0) + allocs)
+    put("driver_desc", "wddm1-like",
+        caps(0x40, 4) + seg(4, 1, 0x23) + seg(5, 1, 0x27) + seg(6, 1, 0x23) + seg(7, 1, 0x2f) + bytes([4]) +
+        mmu(0, 0, tail=b"\0\0\0\0\1") + allocs)
+    for fail in range(1, 7):
+        put("driver_desc", "fail%d" % fail, caps(0x4c, 3, fail) + dgpu[6:] + allocs)
+    put("driver_desc", "too-many-segments", bytes([0x4c, 3, 0, 0, 0xff, 0, 32]) + dgpu[6:])
+    put("driver_desc", "second-count-differs", bytes([0x4c, 3, 0, 0, 3, 0xff, 5]) + dgpu[6:] + allocs)
+    r = random.Random(7)
+    for k in range(6):
+        put("driver_desc", "random%d" % k, bytes(r.randrange(256) for _ in range(120)))
+
+
+if __name__ == "__main__":
+    which = sys.argv[1:] or ["api_stream", "driver_desc", "cmdbuf"]
+    for w in which:
+        globals()[w]()
