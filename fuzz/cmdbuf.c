@@ -454,8 +454,9 @@ static void paging_op(struct cf *f)
         break;
     }
     }
-    if (fz_u8(&f->in) == 0xff)
-        ba.operation = (enum vidmm_paging_operation)fz_u8(&f->in);   /* an operation softgpu does not know */
+    if (fz_u8(&f->in) == 0xff)   /* an operation softgpu does not know (never a known one: its union
+                                    would hold another operation's fields, pointers vidmm always sets) */
+        ba.operation = (enum vidmm_paging_operation)(17u + fz_u8(&f->in));
     uint32_t cap = 64 + (uint32_t)(fz_u8(&f->in) & 0x3f) * 1024u;   /* small buffers: the restart protocol */
     for (int pass = 0; pass < 64; pass++) {
         ba.dma_buffer = dma;
