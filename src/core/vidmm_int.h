@@ -284,6 +284,9 @@ struct vidmm_paging {
     int sync_ok;
 };
 
+/* Is segment id a memory segment (not 0, the aperture or AGP)? */
+static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id);
+
 /* ---- hang detection (tdr/tdr.c) --------------------------------------- */
 
 /* Progress of every engine, for hang detection.  Submission and the
@@ -596,5 +599,10 @@ vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation
 void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
 int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                            const struct vidmm_segment *s);
+
+static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id)
+{
+    return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
+}
 
 #endif

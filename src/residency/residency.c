@@ -52,14 +52,9 @@
 
 #define ENTRY_OF(e) ((struct vidmm_allocation *)((char *)(e) - offsetof(struct vidmm_allocation, pe)))
 
-static int is_memory(const struct vidmm_adapter *a, uint32_t id)
-{
-    return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
-}
-
 static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
 {
-    return is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    return vidmm_seg_is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
 }
 
 /* ---- policy state ---------------------------------------------------- */
@@ -100,7 +95,7 @@ void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
     struct vidmm_process *p = owner_of(a, al);
     if (p && al->resident)
         p->seg_usage[al->pl.segment_id] += al->size;
-    if (al->resident && is_memory(a, al->pl.segment_id)) {
+    if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
         if (al->use_clock > al->pe.last_use)
             al->pe.last_use = al->use_clock;   /* uses while outside the policy */
         al->pe.segment_id = al->pl.segment_id;
@@ -126,7 +121,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 {
     vidmm_status st;
     int discard = al->offered || (not_written && al->backing.sys && al->backing_valid);
-    if (is_memory(a, al->pl.segment_id)) {
+    if (vidmm_seg_is_memory(a, al->pl.segment_id)) {
         struct vidmm_placement bk = al->backing;
         int fresh = !bk.sys;
         if (fresh) {
@@ -311,7 +306,7 @@ static uint32_t order_of(const struct vidmm_adapter *a, const struct vidmm_alloc
         for (uint32_t id = 1; id < a->segment_count; id++) {
             if (!(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(id)) || (taken & VIDMM_SEGMENT_BIT(id)))
                 continue;
-            if ((pass == 0) != is_memory(a, id))
+            if ((pass == 0) != vidmm_seg_is_memory(a, id))
                 continue;
             taken |= VIDMM_SEGMENT_BIT(id);
             top[n] = from_end;
@@ -404,7 +399,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
                                  uint32_t prio)
 {
     vidmm_status st;
-    if (is_memory(a, id)) {
+    if (vidmm_seg_is_memory(a, id)) {
         if (al->lock_count)
             return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
         struct vidmm_placement dst;
@@ -473,7 +468,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
         for (int relax = 0; relax < 2 && !again; relax++) {
             uint32_t prio = relax ? UINT32_MAX : al->pe.priority;
             for (uint32_t i = 0; i < n; i++) {
-                if (relax && !is_memory(a, order[i]))
+                if (relax && !vidmm_seg_is_memory(a, order[i]))
                     continue;
                 vidmm_status st = restore_into(a, al, order[i], top[i], prio);
                 if (st >= 0) {
@@ -575,7 +570,7 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             e++;
             snprintf(msg, n, "allocation %u: %u references, counter says %u", i, total, al->ref_total);
         }
-        int want = al->resident && is_memory(a, al->pl.segment_id);
+        int want = al->resident && vidmm_seg_is_memory(a, al->pl.segment_id);
         if (want != al->in_policy) {
             e++;
             snprintf(msg, n, "allocation %u: policy membership %d, expected %d", i, al->in_policy, want);
@@ -584,7 +579,7 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             e++;
             snprintf(msg, n, "allocation %u: evicted but not in plain system pages", i);
         }
-        if (al->backing.sys && !is_memory(a, al->pl.segment_id)) {
+        if (al->backing.sys && !vidmm_seg_is_memory(a, al->pl.segment_id)) {
             e++;
             snprintf(msg, n, "allocation %u: backing copy outside a memory segment", i);
         }

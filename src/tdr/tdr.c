@@ -53,11 +53,6 @@ void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
     al->paging_fence = a->paging.next_fence;
 }
 
-static int is_memory(const struct vidmm_adapter *a, uint32_t id)
-{
-    return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
-}
-
 /* ---- detection ------------------------------------------------------------ */
 
 /* One engine's sample: idle or progressed since the last one = seen now;
@@ -284,7 +279,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
     int aborted = al->paging_fence > done_before;
     vidmm_status st = VIDMM_OK;
     int lost = 0;
-    if (al->resident && is_memory(a, al->pl.segment_id)) {
+    if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
         if (!aborted && al->backing.sys && al->backing_valid && !al->gpu_dirty) {
             st = vidmm_copy_content(a, al, &al->backing, &al->pl);
             a->tdr.stats.allocations_restored++;
