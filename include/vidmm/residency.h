@@ -157,9 +157,15 @@ vidmm_status vidmm_process_set_budget(struct vidmm_adapter *adapter, vidmm_handl
 /* D3DDDI_TRIMRESIDENCYSET_FLAGS. */
 #define VIDMM_TRIM_PERIODIC  0x1u
 #define VIDMM_TRIM_TO_BUDGET 0x4u
+/* vidmm's own bit: the bytes to trim are of the non-local segment group
+ * (without it, of the local group). */
+#define VIDMM_TRIM_NON_LOCAL 0x100u
 /* Called (from the thread that caused it, never with vidmm state
- * half-changed) when a process is over its local budget; the callback
- * may call vidmm_evict on its own device.  NULL unregisters.  It runs
+ * half-changed) when a process is over its budget in a group - after
+ * its own make-resident, another process's (whose demand lowered every
+ * budget), or a budget change - once per device and group in each walk.
+ * The callback may call back into anything: evict, destroy this or
+ * another device, or the process.  NULL unregisters.  It runs
  * with the adapter lock held (docs/THREADING.md): calls back into vidmm
  * on the same thread are fine, waiting for another thread that calls
  * vidmm is a deadlock; the thread may belong to another process. */

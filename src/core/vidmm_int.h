@@ -128,6 +128,12 @@ struct vidmm_allocation {
     /* Isolation (D38): the process it was created for through a device,
      * whose calls alone may name it; 0 = adapter-wide (create/create2). */
     vidmm_handle private_process;
+    /* Make-resident undo (residency/api.c): set while a call's undo
+     * epoch is open; undo_kind 1 = a victim it evicted from undo_seg,
+     * 2 = a list member it made resident (undo_lost: content was lost). */
+    uint64_t undo_epoch;
+    uint32_t undo_seg;
+    uint8_t undo_kind, undo_top, undo_lost;
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -188,6 +194,12 @@ struct vidmm_process {
     uint64_t demand[2];
     uint64_t budget_override[2];
     uint64_t reservation[2];
+    /* A successful make-resident with CANT_TRIM_FURTHER left the group
+     * over budget: the rules allow usage > budget until it drops. */
+    int over_budget_allowed[2];
+    /* "Over budget" cached for one eviction round (res_over_epoch). */
+    uint64_t over_epoch[2];
+    int over_val[2];
 };
 
 /* The system paging process of a GpuMmu adapter whose driver takes the
@@ -239,6 +251,7 @@ struct vidmm_device {
     struct vidmm_paging_queue *queues;
     vidmm_trim_callback trim_cb;
     void *trim_ctx;
+    uint64_t trim_round[2];         /* notified in this walk (budget.c) */
 };
 
 /* A device's paging queue and its monitored fence (guarded by paging.lock). */
@@ -353,6 +366,10 @@ struct vidmm_adapter {
     void *policy_state;
     uint64_t res_clock;             /* reference clock */
     uint64_t res_epoch;             /* request being served (pins) */
+    uint64_t res_undo_epoch;        /* != 0: a make-resident records what it changes */
+    uint64_t res_over_epoch;        /* eviction round: processes' over-budget cache */
+    uint64_t trim_round;            /* trim-notification walks */
+    uint32_t trim_depth;            /* a walk is running (callbacks may call back in) */
     struct vidmm_residency_stats res_stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
     struct vidmm_paging paging;
@@ -479,6 +496,22 @@ unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_
 uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
+/* Every process over its budget in either group gets a trim notification
+ * on each of its devices (budget.c); safe against callbacks that destroy
+ * devices or processes. */
+void vidmm_res_notify_all(struct vidmm_adapter *a);
+/* Free size bytes (aligned) in memory segment id for a page table by
+ * evicting offered and unreferenced allocations (never listed ones). */
+/* Bytes of memory segment id that eviction may free for a request. */
+uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id);
+vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
+/* A failed make-resident: put back what the call changed (epoch = its
+ * undo epoch): evict what it restored, restore what it evicted where it
+ * was when there is room without evicting anything else. */
+void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch);
+/* Supported segments of al in placement order; the count. */
+uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                         uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS]);
 
 /* tdr/tdr.c */
 uint64_t vidmm_tdr_now(void);

@@ -170,6 +170,72 @@ static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vi
     return NULL;
 }
 
+/* Bytes of the list, resident but not yet owned, that the commit gives
+ * the caller in group g (each allocation once: pin_epoch marks). */
+static uint64_t owned_need(const struct vidmm_adapter *a, const vidmm_handle *list, uint32_t count, unsigned g)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
+        if (al->owned || !al->resident)
+            continue;
+        int dup = 0;
+        for (uint32_t j = 0; j < i && !dup; j++)
+            dup = list[j] == list[i];
+        unsigned grp = vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
+                                                                  : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+        if (!dup && grp == g)
+            n += al->size;
+    }
+    return n;
+}
+
+/* Could the evicted members of the list fit?  Necessary, not sufficient
+ * (fragmentation and contiguity are ignored; the restores find out and a
+ * failure is undone): those that only memory segments take must fit in
+ * the free bytes of their segments plus what the eviction rules let go
+ * for this device.  Cheap when there is room; walks the segments'
+ * resident allocations only when there is not. */
+static int list_may_fit(struct vidmm_adapter *a, const vidmm_handle *list, uint32_t count, uint64_t epoch)
+{
+    uint64_t need = 0;
+    uint32_t segs = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
+        if (al->resident || al->undo_epoch == epoch + 1)
+            continue;
+        al->undo_epoch = epoch + 1;   /* counted once (the undo epoch is epoch itself) */
+        uint32_t order[VIDMM_MAX_SEGMENTS];
+        int top[VIDMM_MAX_SEGMENTS];
+        uint32_t n = vidmm_res_order(a, al, order, top), memsegs = 0;
+        int elsewhere = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            if (vidmm_seg_is_memory(a, order[k]))
+                memsegs |= VIDMM_SEGMENT_BIT(order[k]);
+            else
+                elsewhere = 1;
+        }
+        if (!elsewhere) {
+            need += al->size;
+            segs |= memsegs;
+        }
+    }
+    for (uint32_t i = 0; i < count; i++)
+        vidmm_handle_get(a, list[i])->undo_epoch = 0;
+    if (!need)
+        return 1;
+    uint64_t room = 0;
+    for (uint32_t id = 1; id < a->segment_count; id++)
+        if (segs & VIDMM_SEGMENT_BIT(id))
+            room += a->seg[id].size - a->seg[id].committed;
+    if (room >= need)
+        return 1;
+    for (uint32_t id = 1; id < a->segment_count && room < need; id++)
+        if (segs & VIDMM_SEGMENT_BIT(id))
+            room += vidmm_res_evictable_bytes(a, id);
+    return room >= need;
+}
+
 static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
 {
     if (!a || !args || (args->count && !args->allocations) ||
@@ -191,7 +257,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     const vidmm_handle *list = args->allocations;
     /* Pass 1: validate, pin, find each one's reference record, and count
      * what must come in (each allocation once). */
-    uint64_t need[2] = { 0, 0 };
+    uint64_t need[2] = { 0, 0 }, add_demand[2] = { 0, 0 };
     uint32_t missing_refs = 0, evicted = 0;
     for (uint32_t i = 0; i < args->count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
@@ -223,22 +289,54 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             r = r->al_next;
         al->scratch_ref = r;
         missing_refs += r == NULL;
+        unsigned home = r && al->resident ? 0 : vidmm_res_home_group(a, al);
+        if (!r)
+            add_demand[home] += al->size;
         if (!al->resident) {
             evicted++;
-            need[vidmm_res_home_group(a, al)] += al->size;
+            need[home] += al->size;
+        } else if (!al->owned) {
+            need[vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
+                                                            : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
         }
     }
-    /* The budget: usage plus what comes in. */
-    uint64_t usage = 0, budget = 0;
-    if (need[0]) {
-        usage = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
-        budget = vidmm_res_budget(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
-        if (usage + need[0] > budget && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
-            args->bytes_to_trim = usage + need[0] - budget;
-            a->res_stats.over_budget++;
-            a->res_epoch++;
-            return VIDMM_E_OVER_BUDGET;
+    /* Demand first: this request's own references count toward the
+     * pressure that sets every budget, so the caller is checked against
+     * the budget it will have once the call succeeded. */
+    for (unsigned g = 0; g < 2; g++)
+        p->demand[g] += add_demand[g];
+    uint64_t usage[2] = { 0, 0 }, budget[2] = { 0, 0 };
+    for (unsigned g = 0; g < 2; g++) {
+        usage[g] = vidmm_res_usage(a, p, g);
+        budget[g] = vidmm_res_budget(a, p, g);
+    }
+    if (!(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
+        for (unsigned g = 0; g < 2; g++) {
+            if (need[g] && usage[g] + need[g] > budget[g]) {
+                /* The local group's excess when both are over (the
+                 * caller trims, retries, and learns the other next). */
+                args->bytes_to_trim = usage[g] + need[g] - budget[g];
+                for (unsigned h = 0; h < 2; h++)
+                    p->demand[h] -= add_demand[h];
+                a->res_stats.over_budget++;
+                a->res_epoch++;
+                return VIDMM_E_OVER_BUDGET;
+            }
         }
+    }
+    /* Decide up front whether the list can fit at all (optimistic: free
+     * bytes plus what may be evicted, fragmentation ignored): a list that
+     * cannot is refused before any paging. */
+    if (evicted && !list_may_fit(a, list, args->count, epoch)) {
+        for (unsigned h = 0; h < 2; h++)
+            p->demand[h] -= add_demand[h];
+        a->res_epoch++;
+        if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
+            pthread_mutex_lock(&a->paging.lock);
+            d->lost = 1;
+            pthread_mutex_unlock(&a->paging.lock);
+        }
+        return VIDMM_E_NO_SEGMENT_SPACE;
     }
     vidmm_status st = VIDMM_OK;
     uint64_t restored = 0;
@@ -261,6 +359,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             fresh = r;
             al->scratch_ref = r;   /* duplicates in the list find it */
         }
+        a->res_undo_epoch = epoch;
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->resident)
@@ -272,10 +371,32 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 vidmm_res_enter(a, al);
                 al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
+            int lost = al->content_lost;
             st = vidmm_res_restore(a, al);
-            restored += st >= 0;
+            if (st >= 0) {
+                restored++;
+                al->undo_epoch = epoch;
+                al->undo_kind = 2;
+                al->undo_lost = (uint8_t)lost;
+            }
+        }
+        if (st >= 0 && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
+            /* Where the list landed decides the groups: one that fell
+             * back to the other group must fit that group's budget too. */
+            for (unsigned g = 0; g < 2 && st >= 0; g++) {
+                uint64_t u = vidmm_res_usage(a, p, g) + owned_need(a, list, args->count, g);
+                uint64_t b = vidmm_res_budget(a, p, g);
+                if (u > b && u > usage[g]) {
+                    args->bytes_to_trim = u - b;
+                    a->res_stats.over_budget++;
+                    st = VIDMM_E_OVER_BUDGET;
+                }
+            }
         }
         if (st < 0) {
+            vidmm_res_undo(a, epoch);   /* all or nothing: nothing another call can see changed */
+            for (unsigned h = 0; h < 2; h++)
+                p->demand[h] -= add_demand[h];
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
@@ -295,7 +416,11 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             }
             return st;
         }
-        /* Link the new records into both lists. */
+        a->res_undo_epoch = 0;
+        /* Link the new records into both lists (the demand is counted
+         * again as each is linked). */
+        for (unsigned h = 0; h < 2; h++)
+            p->demand[h] -= add_demand[h];
         while (fresh) {
             struct vidmm_res_ref *r = fresh;
             fresh = r->dev_next;
@@ -349,8 +474,19 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         args->paging_fence_value = signal_on(a, q, f);
         ret = args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
     }
-    if (need[0] && usage + need[0] > budget)
-        vidmm_res_notify_trim(a, p);
+    /* The rules after the call: over budget only with CANT_TRIM_FURTHER,
+     * which the rules checker allows until usage drops again. */
+    for (unsigned g = 0; g < 2; g++) {
+        int over = vidmm_res_usage(a, p, g) > vidmm_res_budget(a, p, g);
+        if (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)
+            p->over_budget_allowed[g] = over;
+        else if (!over)
+            p->over_budget_allowed[g] = 0;
+    }
+    /* This request's demand may have lowered every budget: whoever is
+     * now over it is told, in each group. */
+    if (add_demand[0] || add_demand[1] || need[0] || need[1])
+        vidmm_res_notify_all(a);
     return ret;
 }
 

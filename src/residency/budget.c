@@ -13,8 +13,11 @@
  *                         capacity without pressure, else the fair share
  *                         (never below the process's reservation);
  *   available for reservation = the fair share (<= budget).
- * A process whose usage exceeds its budget gets TRIM_TO_BUDGET
- * notifications on its devices' callbacks, with the excess.
+ * A process whose usage exceeds its budget in a group gets TRIM_TO_BUDGET
+ * notifications on its devices' callbacks, with the excess (and
+ * VIDMM_TRIM_NON_LOCAL for the non-local group): after every
+ * make-resident that changes the demand, every process is looked at, not
+ * only the caller, since one process's demand lowers every budget.
  */
 #include "core/vidmm_int.h"
 
@@ -64,28 +67,53 @@ uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_proc
     return f > p->reservation[group] ? f : p->reservation[group];
 }
 
+/* Notify process ph's devices, group by group, while it is over budget.
+ * A callback may evict, destroy its own or another device, or the
+ * process: nothing is held across it but handles and the walk's round
+ * mark, and the device list is searched again from its head each time
+ * (the first device not yet told in this round). */
+static void notify_process(struct vidmm_adapter *a, vidmm_handle ph, uint64_t round)
+{
+    for (unsigned g = 0; g < 2; g++) {
+        for (;;) {
+            struct vidmm_process *p = vidmm_process_get(a, ph);
+            if (!p)
+                return;
+            uint64_t u = vidmm_res_usage(a, p, g), b = vidmm_res_budget(a, p, g);
+            if (u <= b)
+                break;
+            struct vidmm_device *d = p->devices;
+            while (d && (!d->trim_cb || d->trim_round[g] == round))
+                d = d->next;
+            if (!d)
+                break;
+            d->trim_round[g] = round;
+            a->res_stats.trim_notifications++;
+            uint32_t flags = VIDMM_TRIM_TO_BUDGET | (g == VIDMM_SEGMENT_GROUP_NON_LOCAL ? VIDMM_TRIM_NON_LOCAL : 0u);
+            d->trim_cb(d->trim_ctx, d->self, flags, u - b);
+        }
+    }
+}
+
 void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    uint64_t u = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
-    uint64_t b = vidmm_res_budget(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
-    if (u <= b)
+    if (a->trim_depth)
+        return;   /* called back from a callback: the running walk looks again */
+    a->trim_depth++;
+    notify_process(a, p->self, ++a->trim_round);
+    a->trim_depth--;
+}
+
+void vidmm_res_notify_all(struct vidmm_adapter *a)
+{
+    if (a->trim_depth)
         return;
-    vidmm_handle self = p->self;
-    for (struct vidmm_device *d = p->devices; d;) {
-        /* The callback may evict (or destroy things): take the next
-         * device first and stop if the process went away. */
-        struct vidmm_device *next = d->next;
-        if (d->trim_cb) {
-            a->res_stats.trim_notifications++;
-            d->trim_cb(d->trim_ctx, d->self, VIDMM_TRIM_TO_BUDGET, u - b);
-            if (!vidmm_process_get(a, self))
-                return;
-            u = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
-            if (u <= b)
-                return;
-        }
-        d = next;
-    }
+    a->trim_depth++;
+    uint64_t round = ++a->trim_round;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
+        if (a->procs[i])
+            notify_process(a, a->procs[i]->self, round);
+    a->trim_depth--;
 }
 
 static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,
@@ -130,8 +158,7 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     p->budget_override[group] = budget;
-    if (group == VIDMM_SEGMENT_GROUP_LOCAL)
-        vidmm_res_notify_trim(a, p);
+    vidmm_res_notify_trim(a, p);
     return VIDMM_OK;
 }
 

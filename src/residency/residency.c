@@ -121,6 +121,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 {
     vidmm_status st;
     int discard = al->offered || (not_written && al->backing.sys && al->backing_valid);
+    uint32_t from = al->pl.segment_id;
     if (vidmm_seg_is_memory(a, al->pl.segment_id)) {
         struct vidmm_placement bk = al->backing;
         int fresh = !bk.sys;
@@ -194,6 +195,14 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         }
     }
     al->evictions++;
+    if (a->res_undo_epoch && al->undo_epoch != a->res_undo_epoch) {
+        /* A victim of a make-resident that may still fail: remember
+         * where it was so the failure can put it back. */
+        al->undo_epoch = a->res_undo_epoch;
+        al->undo_kind = 1;
+        al->undo_seg = from;
+        al->undo_top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
+    }
     vidmm_res_enter(a, al);
     return VIDMM_OK;
 }
@@ -204,64 +213,69 @@ vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *a
     return evict_one(a, al, not_written);
 }
 
-static int evictable(const struct vidmm_adapter *a, const struct vidmm_allocation *v,
-                     const struct vidmm_allocation *req, uint32_t prio, int pass, const struct vidmm_process *rp,
-                     uint64_t fair)
+/* Is process p over its budget in group g?  Cached for one eviction
+ * round (res_over_epoch): the budget walks every process. */
+static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g)
+{
+    if (p->over_epoch[g] != a->res_over_epoch) {
+        p->over_epoch[g] = a->res_over_epoch;
+        p->over_val[g] = vidmm_res_usage(a, p, g) > vidmm_res_budget(a, p, g);
+    }
+    return p->over_val[g];
+}
+
+/* May v go to make room for req (NULL: a page table) at priority prio in
+ * pass `pass`?  Passes (D22, revised by D41):
+ *   0 offered allocations (their content may be dropped);
+ *   1 allocations no device lists;
+ *   2 listed allocations whose every listing process is over its budget
+ *     in v's segment group: a process within its budget keeps what its
+ *     devices made resident (their submissions rely on it), and a device
+ *     never loses its own list to its own request unless its budget
+ *     requires it. */
+static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_allocation *req,
+                     uint32_t prio, int pass)
 {
     if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed || v->busy)
         return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
     if (v->offered)
-        return 1;                  /* pass 0 on: content may simply be dropped */
+        return 1;
     if (pass == 0)
         return 0;
     if (v->ref_total == 0)
-        return 1;                  /* no device needs it */
+        return 1;
     if (pass == 1)
         return 0;
-    const struct vidmm_process *o = owner_of(a, v);
-    if (!o || o == rp || o->seg_usage[v->pl.segment_id] > fair)
-        return 1;
-    if (pass == 2)
-        return 0;
-    return !rp || rp->seg_usage[v->pl.segment_id] < fair;
-}
-
-/* Processes holding bytes in segment id (plus the requester). */
-static uint64_t fair_share(const struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *rp)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = a->procs[i];
-        if (p && (p->seg_usage[id] || p == rp))
-            n++;
-    }
-    return a->seg[id].size / (n ? n : 1);
+    unsigned g = group_of(a, v->pl.segment_id);
+    for (const struct vidmm_res_ref *r = v->refs; r; r = r->al_next)
+        if (!over_budget(a, r->dev->process, g))
+            return 0;
+    return 1;
 }
 
 #define VICTIM_BATCH 32u
 
 /* Evict from segment id until `need` more bytes are free, or nothing
- * more may go.  VIDMM_E_NO_SEGMENT_SPACE when nothing was evicted. */
+ * more may go (passes 0..max_pass).  VIDMM_E_NO_SEGMENT_SPACE when
+ * nothing was evicted. */
 static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint64_t need,
-                              uint32_t prio)
+                              uint32_t prio, int max_pass)
 {
-    struct vidmm_segment *s = &a->seg[id];
-    const struct vidmm_process *rp = owner_of(a, req);
-    uint64_t fair = fair_share(a, id, rp);
     uint64_t freed = 0;
-    for (int pass = 0; pass < 4 && freed < need; pass++) {
+    for (int pass = 0; pass <= max_pass && freed < need; pass++) {
         for (;;) {
             /* Collect a batch first: the policy's order must not change
              * under the iteration. */
             struct vidmm_allocation *batch[VICTIM_BATCH];
             uint32_t n = 0;
             uint64_t bytes = 0;
+            a->res_over_epoch++;   /* budgets move as victims leave */
             for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && n < VICTIM_BATCH;
                  e = a->policy->next(a->policy_state, e)) {
                 struct vidmm_allocation *v = ENTRY_OF(e);
-                if (!evictable(a, v, req, prio, pass, rp, fair))
+                if (!evictable(a, v, req, prio, pass))
                     continue;
                 batch[n++] = v;
                 bytes += v->size;
@@ -280,14 +294,13 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
                 break;
         }
     }
-    (void)s;
     return freed ? VIDMM_OK : VIDMM_E_NO_SEGMENT_SPACE;
 }
 
 /* ---- placement with eviction ------------------------------------------ */
 
 /* Supported segments in placement order (as placement.c orders them). */
-static uint32_t order_of(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                          uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS])
 {
     uint32_t n = 0, taken = 0;
@@ -320,30 +333,31 @@ unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_
 {
     uint32_t order[VIDMM_MAX_SEGMENTS];
     int top[VIDMM_MAX_SEGMENTS];
-    return order_of(a, al, order, top) ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    return vidmm_res_order(a, al, order, top) ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
 }
 
-/* A contiguous request that free space cannot hold: plan with the
- * eviction scan (src/seg/evict_scan.c, drm_mm_scan style) over the
- * candidates in policy order and pass order, then evict only the blocks
- * that overlap the hole it found.  VIDMM_E_NO_SEGMENT_SPACE when no hole
- * can be formed from what may be evicted. */
-static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint32_t prio)
+/* A contiguous request of size/align that free space cannot hold: plan
+ * with the eviction scan (src/seg/evict_scan.c, drm_mm_scan style) over
+ * the candidates in policy order and pass order, then evict only the
+ * blocks that overlap the hole it found.  VIDMM_E_NO_SEGMENT_SPACE when
+ * no hole can be formed from what may be evicted. */
+static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_allocation *req, uint64_t size,
+                              uint64_t align, uint32_t prio, int max_pass)
 {
     struct vidmm_segment *s = &a->seg[id];
-    uint64_t align = req->alignment > s->page_size ? req->alignment : s->page_size;
-    vidmm_status st = vidmm_evict_scan_begin(&a->evict_scan, &s->ra, req->size, align, 0, 0,
+    if (align < s->page_size)
+        align = s->page_size;
+    vidmm_status st = vidmm_evict_scan_begin(&a->evict_scan, &s->ra, size, align, 0, 0,
                                              (uint32_t)(s->ra.live_count < UINT32_MAX ? s->ra.live_count : UINT32_MAX));
     if (st < 0)
         return st;
-    const struct vidmm_process *rp = owner_of(a, req);
-    uint64_t fair = fair_share(a, id, rp);
     int found = 0;
-    for (int pass = 0; pass < 4 && !found; pass++)
+    a->res_over_epoch++;
+    for (int pass = 0; pass <= max_pass && !found; pass++)
         for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && !found;
              e = a->policy->next(a->policy_state, e)) {
             struct vidmm_allocation *v = ENTRY_OF(e);
-            if (!evictable(a, v, req, prio, pass, rp, fair))
+            if (!evictable(a, v, req, prio, pass))
                 continue;
             /* Extents already added in an earlier pass answer
              * INVALID_HANDLE: nothing to do. */
@@ -363,17 +377,47 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     return st;
 }
 
-/* Place al in memory segment id, evicting as needed. */
+uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id)
+{
+    uint64_t n = 0;
+    a->res_over_epoch++;
+    for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e; e = a->policy->next(a->policy_state, e)) {
+        struct vidmm_allocation *v = ENTRY_OF(e);
+        /* Busy counts: a restore waits for submitted work to end. */
+        uint32_t busy = v->busy;
+        v->busy = 0;
+        if (evictable(a, v, NULL, UINT32_MAX, 2))
+            n += v->size;
+        v->busy = busy;
+    }
+    return n;
+}
+
+vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align)
+{
+    if (!vidmm_seg_is_memory(a, id))
+        return VIDMM_E_NO_SEGMENT_SPACE;
+    vidmm_status st = scan_room(a, id, NULL, size, align, UINT32_MAX, 1);
+    if (st == VIDMM_E_NO_HOST_MEMORY) {   /* no memory for the roster: evict in order */
+        const struct vidmm_segment *s = &a->seg[id];
+        uint64_t free_bytes = s->size - s->committed;
+        st = make_room(a, id, NULL, size > free_bytes ? size - free_bytes : 1, UINT32_MAX, 1);
+    }
+    return st == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : st;
+}
+
+/* Place al in memory segment id, evicting as needed (passes 0..max_pass;
+ * max_pass < 0: free space only). */
 static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
-                                   uint32_t prio, struct vidmm_placement *pl)
+                                   uint32_t prio, int max_pass, struct vidmm_placement *pl)
 {
     int contiguous = vidmm_needs_contiguous(a, al, &a->seg[id]);
     for (;;) {
         vidmm_status st = vidmm_place(a, al, id, top, pl);
-        if (st != VIDMM_E_NO_SEGMENT_SPACE)
+        if (st != VIDMM_E_NO_SEGMENT_SPACE || max_pass < 0)
             return st;
         if (contiguous) {
-            st = scan_room(a, id, al, prio);
+            st = scan_room(a, id, al, al->size, al->alignment, prio, max_pass);
             if (st >= 0)
                 continue;
             if (st != VIDMM_E_NO_HOST_MEMORY)
@@ -387,23 +431,24 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
          * order until a hole forms (one victim's worth at a time). */
         if (al->size <= free_bytes)
             need = 1;
-        st = make_room(a, id, al, need, prio);
+        st = make_room(a, id, al, need, prio, max_pass);
         if (st < 0)   /* nothing could go, or the driver failed an eviction */
             return st == VIDMM_E_NO_SEGMENT_SPACE || st == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : st;
     }
 }
 
 /* Restore an evicted allocation into memory segment id (evicting) or
- * map it where it is (aperture / system). */
+ * map it where it is (aperture / system).  Everything that can fail
+ * comes before the allocation is marked resident. */
 static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
-                                 uint32_t prio)
+                                 uint32_t prio, int max_pass)
 {
     vidmm_status st;
     if (vidmm_seg_is_memory(a, id)) {
         if (al->lock_count)
             return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
         struct vidmm_placement dst;
-        st = place_evicting(a, al, id, top, prio, &dst);
+        st = place_evicting(a, al, id, top, prio, max_pass, &dst);
         if (st < 0)
             return st;
         st = vidmm_process_prepare_move(a, al, &dst);
@@ -427,6 +472,12 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
         const struct vidmm_segment *s = &a->seg[id];
         int map = s->kind == VIDMM_SEGMENT_KIND_AGP ||
                   (s->kind == VIDMM_SEGMENT_KIND_APERTURE && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY));
+        /* Page tables first, as a move does: system pages cannot keep
+         * 64 KB leaf entries, so split them while failing changes
+         * nothing. */
+        st = vidmm_process_prepare_move(a, al, &al->pl);
+        if (st < 0)
+            return st;
         if (map && !al->pl.ap_mapped) {
             st = vidmm_aperture_map(a, al, &al->pl, id);
             if (st < 0)
@@ -455,7 +506,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
         return VIDMM_OK;
     uint32_t order[VIDMM_MAX_SEGMENTS];
     int top[VIDMM_MAX_SEGMENTS];
-    uint32_t n = order_of(a, al, order, top);
+    uint32_t n = vidmm_res_order(a, al, order, top);
     vidmm_status last = VIDMM_E_NO_SEGMENT_SPACE;
     vidmm_res_leave(a, al);
     for (int again = 1; again;) {
@@ -463,32 +514,71 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
         /* First with priorities honoured: a request may only push out
          * allocations of its priority or lower, else it takes its next
          * choice.  When no supported segment takes it that way, priority
-         * is a hint, not a wall (wddm-facts 6.2): the memory segments are
-         * tried again evicting anything idle, rather than fail. */
+         * is a hint, not a wall: the memory segments are tried again
+         * evicting anything idle, rather than fail.  Within each, every
+         * supported segment is tried in preference order taking only
+         * what no device lists (passes 0-1) before anything listed is
+         * evicted (pass 2) anywhere. */
         for (int relax = 0; relax < 2 && !again; relax++) {
             uint32_t prio = relax ? UINT32_MAX : al->pe.priority;
-            for (uint32_t i = 0; i < n; i++) {
-                if (relax && !vidmm_seg_is_memory(a, order[i]))
-                    continue;
-                vidmm_status st = restore_into(a, al, order[i], top[i], prio);
-                if (st >= 0) {
-                    vidmm_res_enter(a, al);
-                    return VIDMM_OK;
+            int stop = 0;
+            for (int max_pass = 1; max_pass <= 2 && !stop; max_pass++) {
+                for (uint32_t i = 0; i < n; i++) {
+                    if ((relax || max_pass == 2) && !vidmm_seg_is_memory(a, order[i]))
+                        continue;   /* nothing to evict there: tried already */
+                    vidmm_status st = restore_into(a, al, order[i], top[i], prio, max_pass);
+                    if (st >= 0) {
+                        vidmm_res_enter(a, al);
+                        return VIDMM_OK;
+                    }
+                    last = st;
+                    if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE) {
+                        stop = 1;
+                        break;
+                    }
                 }
-                last = st;
-                if (st == VIDMM_E_NO_HOST_MEMORY || st == VIDMM_E_DRIVER_FAILURE)
-                    break;
             }
-            if (last != VIDMM_E_NO_SEGMENT_SPACE)
+            if (last != VIDMM_E_NO_SEGMENT_SPACE && last != VIDMM_E_BUSY && last != VIDMM_E_TOO_LARGE &&
+                last != VIDMM_E_COMMIT_LIMIT)
                 break;
         }
         /* No segment has room among idle allocations: wait for submitted
          * work to end (what it used becomes evictable) and try again. */
-        if (last == VIDMM_E_NO_SEGMENT_SPACE && vidmm_submit_wait_some(a))
+        if ((last == VIDMM_E_NO_SEGMENT_SPACE || last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE ||
+             last == VIDMM_E_COMMIT_LIMIT) && vidmm_submit_wait_some(a))
             again = 1;
     }
     vidmm_res_enter(a, al);
-    return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE ? VIDMM_E_NO_SEGMENT_SPACE : last;
+    return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE || last == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : last;
+}
+
+void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
+{
+    a->res_undo_epoch = 0;
+    /* What the call made resident goes back out: its system copy is
+     * current (nothing ran on it), so this discards, no transfer. */
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (!al || !al->live || al->undo_epoch != epoch || al->undo_kind != 2 || !al->resident)
+            continue;
+        int lost = al->undo_lost;
+        if (evict_one(a, al, 1) >= 0 && lost)
+            al->content_lost = 1;
+        al->evictions--;   /* not an eviction anyone asked for: the counts stay as they were */
+        al->restores--;
+    }
+    /* Then the victims, where they were, if that needs no eviction. */
+    for (uint32_t i = 0; i < a->slot_used; i++) {
+        struct vidmm_allocation *al = a->slots[i];
+        if (!al || !al->live || al->undo_epoch != epoch || al->undo_kind != 1 || al->resident)
+            continue;
+        vidmm_res_leave(a, al);
+        if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1) >= 0) {
+            al->evictions--;
+            al->restores--;
+        }
+        vidmm_res_enter(a, al);
+    }
 }
 
 /* ---- teardown hooks ------------------------------------------------------ */

@@ -135,11 +135,14 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
     }
     T_EQ(iso_checked(&f), 0);
 
-    /* B within its fair share of the segment (D22): it takes half. */
+    /* B takes half of the segment. */
     uint32_t nb = how == ISO_OVERCOMMIT || how == ISO_OFFER ? na / 2 : na;
     switch (how) {
     case ISO_OVERCOMMIT:
-        break;   /* B's make-resident below evicts A */
+        /* The OS lowers A's budget: A's listed allocations may then be
+         * trimmed (D41), and B's make-resident below evicts them. */
+        T_ST(vidmm_process_set_budget(f.a, A.proc, VIDMM_SEGMENT_GROUP_LOCAL, ASIZE), VIDMM_OK);
+        break;
     case ISO_DESTROY:
         T_ST(vidmm_process_destroy(f.a, A.proc), VIDMM_OK);
         for (uint32_t i = 0; i < na; i++)

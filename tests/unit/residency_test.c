@@ -100,6 +100,19 @@ static vidmm_status mres(struct sg_fx *f, const struct proc *pr, const vidmm_han
     return st;
 }
 
+/* Use one allocation and keep it cached: make it resident, then drop
+ * the reference with EVICT_ONLY_IF_NECESSARY, as an application that
+ * is done with it for now.  A device's listed allocations are never
+ * pushed out for its own later requests (within its budget); cached
+ * ones are. */
+static vidmm_status use1(struct sg_fx *f, const struct proc *pr, const vidmm_handle *h)
+{
+    vidmm_status st = mres(f, pr, h, 1, 0, NULL);
+    if (st >= 0)
+        T_ST(vidmm_evict(f->a, pr->d, h, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    return st;
+}
+
 static uint32_t resident(struct sg_fx *f, vidmm_handle h)
 {
     struct vidmm_residency_state r;
@@ -182,7 +195,7 @@ static void pressure_evicts_lru(void)
     vidmm_handle h[20];
     for (int i = 0; i < 20; i++) {
         h[i] = make_alloc(&f, INVIS, 4 * MIB, 100 + (uint64_t)i);
-        T_ST(mres(&f, &pr, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_ST(use1(&f, &pr, &h[i]), VIDMM_OK);
         T_EQ(sg_checked(f.a, NULL), 0);
     }
     /* 64 MiB (less the page tables) hold 15 or 16: the oldest went. */
@@ -191,8 +204,8 @@ static void pressure_evicts_lru(void)
     T_CHECK(n == 15 || n == 16);
     int first = 20 - n;   /* the oldest resident one */
     /* Touch it: the next victim is the one after it. */
-    T_ST(mres(&f, &pr, &h[first], 1, 0, NULL), VIDMM_OK);
-    T_ST(mres(&f, &pr, &h[0], 1, 0, NULL), VIDMM_OK);
+    T_ST(use1(&f, &pr, &h[first]), VIDMM_OK);
+    T_ST(use1(&f, &pr, &h[0]), VIDMM_OK);
     T_EQ(resident(&f, h[first]), 1);
     T_EQ(resident(&f, h[first + 1]), 0);
     T_EQ(resident(&f, h[0]), 1);
@@ -202,7 +215,7 @@ static void pressure_evicts_lru(void)
         T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, h[i], 0, 4 * MIB, 0, 0, &va), VIDMM_OK);
         if (!resident(&f, h[i]))
             T_CHECK(gv_gpu_faults(f.a, f.sg, pr.p, va));
-        T_ST(mres(&f, &pr, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_ST(use1(&f, &pr, &h[i]), VIDMM_OK);
         T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 100 + (uint64_t)i));
     }
     fx_close(&f);
@@ -274,14 +287,14 @@ static void priority_honoured(void)
     for (int i = 0; i < 17; i++) {
         hi[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
         T_ST(vidmm_allocation_set_priority(f.a, hi[i], VIDMM_PRIORITY_HIGH), VIDMM_OK);
-        T_ST(mres(&f, &pr, &hi[i], 1, 0, NULL), VIDMM_OK);
+        T_ST(use1(&f, &pr, &hi[i]), VIDMM_OK);
     }
     int n = 0;
     T_CHECK(resident_suffix(&f, hi, 17, &n));   /* segment 2 is full of HIGH allocations */
     T_CHECK(n < 17);
     vidmm_handle lo = make_alloc(&f, VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(1), 4 * MIB, 9);
     T_ST(vidmm_allocation_set_priority(f.a, lo, VIDMM_PRIORITY_LOW), VIDMM_OK);
-    T_ST(mres(&f, &pr, &lo, 1, 0, NULL), VIDMM_OK);
+    T_ST(use1(&f, &pr, &lo), VIDMM_OK);
     T_EQ(segment_of(&f, lo), 1);
     int n2 = 0;
     (void)resident_suffix(&f, hi, 17, &n2);
@@ -298,8 +311,11 @@ static void priority_honoured(void)
     fx_close(&f);
 }
 
-/* Fair share: a process within its share gets memory by evicting one
- * above its share; a process above its share then only evicts its own. */
+/* A device's list is kept while its process is within its budget: a
+ * second process's request that finds no other room fails and changes
+ * nothing.  Once the first is over its budget (the OS lowered it), its
+ * listed allocations are trimmed for the second; the first, asking for
+ * them back, may evict only its own (it is the one over budget). */
 static void fair_share(void)
 {
     struct sg_fx f;
@@ -313,17 +329,42 @@ static void fair_share(void)
         a1[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
     for (int i = 0; i < 6; i++)
         a2[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+    /* The page tables take part of the segment: the 16th may not fit,
+     * and p1 (within its budget) never pushes out its own list for it. */
+    for (int i = 0; i < 16; i++) {
+        vidmm_status st = mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL);
+        T_CHECK(st == VIDMM_OK || (i == 15 && st == VIDMM_E_NO_SEGMENT_SPACE));
+    }
+    int held = 0;
     for (int i = 0; i < 16; i++)
-        T_ST(mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
-    /* p2 (24 MiB, within its 32 MiB share) gets in by evicting p1's. */
+        held += (int)resident(&f, a1[i]);
+    struct vidmm_residency_stats s0, s1;
+    T_ST(vidmm_residency_get_stats(f.a, &s0), VIDMM_OK);
+    /* p1 within its budget: its list stays, p2 gets no room. */
+    T_ST(mres(&f, &p2, a2, 6, 0, NULL), VIDMM_E_NO_SEGMENT_SPACE);
+    T_ST(vidmm_residency_get_stats(f.a, &s1), VIDMM_OK);
+    T_EQ_U64(s1.evictions, s0.evictions);
+    int still = 0;
+    for (int i = 0; i < 16; i++)
+        still += (int)resident(&f, a1[i]);
+    T_EQ(still, held);
+    for (int i = 0; i < 6; i++) {
+        struct vidmm_residency_state r;
+        T_ST(vidmm_allocation_residency(f.a, a2[i], &r), VIDMM_OK);
+        T_EQ(r.references, 0);
+        T_EQ(r.resident, 0);
+    }
+    /* The OS lowers p1's budget to 32 MiB: p2 (24 MiB) gets in by
+     * evicting p1's. */
+    T_ST(vidmm_process_set_budget(f.a, p1.p, VIDMM_SEGMENT_GROUP_LOCAL, 32 * MIB), VIDMM_OK);
     for (int i = 0; i < 6; i++)
-        T_ST(mres(&f, &p2, &a2[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+        T_ST(mres(&f, &p2, &a2[i], 1, 0, NULL), VIDMM_OK);
     for (int i = 0; i < 6; i++)
         T_EQ(resident(&f, a2[i]), 1);
-    /* p1 (about 40 MiB, over its share) asks for its evicted ones back:
-     * it may only evict its own, so p2's all stay. */
+    /* p1 (over its budget) asks for its evicted ones back: it may only
+     * evict its own, so p2's all stay. */
     for (int round = 0; round < 2; round++)
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < 15; i++)
             if (!resident(&f, a1[i]))
                 T_ST(mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
     for (int i = 0; i < 6; i++)
@@ -422,7 +463,7 @@ static void offer_reclaim(void)
     T_ST(vidmm_reclaim(f.a, pr.q, both, 2, res, NULL), VIDMM_OK);
     T_EQ(res[0], VIDMM_RECLAIM_OK);
     T_EQ(res[1], VIDMM_RECLAIM_DISCARDED);
-    T_ST(mres(&f, &pr, &off, 1, 0, NULL), VIDMM_OK);
+    T_ST(use1(&f, &pr, &off), VIDMM_OK);
     uint64_t va = 0;
     T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, off, 0, 24 * MIB, 0, 0, &va), VIDMM_OK);
     T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 24 * MIB, 0));
@@ -732,7 +773,7 @@ static void contiguous_scan(void)
     T_CHECK(s1.evictions - s0.evictions >= 1 && s1.evictions - s0.evictions <= 3);
     /* Everyone's bytes survived. */
     for (int i = 0; i < N; i++) {
-        T_ST(mres(&f, &pr, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_ST(use1(&f, &pr, &h[i]), VIDMM_OK);
         T_CHECK(physical_sees(&f, h[i], 1 * MIB, 300 + (uint64_t)i));
     }
     fx_close(&f);

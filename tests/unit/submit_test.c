@@ -571,6 +571,10 @@ static void eviction_waits_for_work(void)
     sg_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
+    /* p is done with its list once the buffer is submitted: cached, so
+     * another process's request may take it (a listed allocation of a
+     * process within its budget is never taken). */
+    T_ST(vidmm_evict(f.a, p.dev, l1, 2, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
     /* q's list needs 6 MiB of the 8: big (busy) may only go once p's
      * buffer ended, which a helper thread allows after a while. */
     struct releaser rl = { f.sg, { 0, 0, 0 }, vc + 1024 };

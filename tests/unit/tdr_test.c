@@ -420,6 +420,9 @@ static void hang_during_eviction(void)
     vidmm_handle lp[] = { cp, wp, big };
     sg_make_resident(f.a, p.dev, p.queue, lp, 3);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
+    /* p is done with big (cached, no longer listed): the hung buffer
+     * still holds it, so the eviction must wait for the reset. */
+    T_ST(vidmm_evict(f.a, p.dev, &big, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
     vidmm_handle c = new_alloc(&f, s2, 16 * MIB, 33);
     sg_make_resident(f.a, q.dev, q.queue, &c, 1);   /* needs big's room: waits for the hang's reset */
     T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
@@ -449,6 +452,8 @@ static void paging_hang_during_eviction(void)
     sg_make_resident(f.a, p.dev, p.queue, &big, 1);
     sg_make_resident(f.a, r.dev, r.queue, &keep, 1);
     gv_pattern(f.a, big, 43);   /* CPU-written while resident: the eviction must transfer it */
+    /* Cached, not listed: Q's request may take its room. */
+    T_ST(vidmm_evict(f.a, p.dev, &big, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
     softgpu_inject_paging_hang(f.sg, 0);
     vidmm_handle c = new_alloc(&f, s1, 8 * MIB, 45);
     struct vidmm_make_resident_args mr;

@@ -259,6 +259,9 @@ static void pending_paging(void)
         /* Half resident and written, then the other half pushes them out. */
         if (mr_nowait(&f, l.p.dev, l.p.queue, l.big, NBIG / 2) == VIDMM_PENDING)
             pending++;
+        /* Cached, not listed: its own later request may push them out
+         * (a device never loses its listed allocations to itself). */
+        T_ST(vidmm_evict(f.a, l.p.dev, l.big, NBIG / 2, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
         if (round > 0 && mr_nowait(&f, l.p.dev, l.p.queue, l.big + NBIG / 2, NBIG / 2) == VIDMM_PENDING)
             pending++;
         if (round == 2) {
