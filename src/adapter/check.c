@@ -62,7 +62,8 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
         bad(r, "allocation %u: segment %u out of range", idx, pl->segment_id);
         return;
     }
-    if (pl->segment_id && !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(pl->segment_id)))
+    if (pl->segment_id && !al->display_mapped &&
+        !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(pl->segment_id)))
         bad(r, "allocation %u: lives in segment %u outside its supported set 0x%x", idx, pl->segment_id,
             al->info.supported_write_segment_set);
     if (pl->sys) {
@@ -77,8 +78,13 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
             bad(r, "allocation %u: in aperture segment %u but not mapped", idx, pl->segment_id);
         if (must_map && !pl->ap_mapped)
             bad(r, "allocation %u: AccessedPhysically and resident in the aperture but unmapped", idx);
-        if (pl->segment_id == 0 && pl->ap_mapped && !al->displayed)
-            bad(r, "allocation %u: in system memory, mapped into the aperture, yet not displayed", idx);
+        if (pl->segment_id == 0 && pl->ap_mapped)
+            bad(r, "allocation %u: mapped into the aperture yet reported in segment 0", idx);
+        if (al->display_mapped && !al->displayed)
+            bad(r, "allocation %u: mapped into the aperture for scan-out, yet not displayed", idx);
+        if (al->resident && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && !pl->ap_mapped)
+            bad(r, "allocation %u: AccessedPhysically, resident in system memory, not mapped into the aperture",
+                idx);
         if (pl->ap_mapped) {
             const struct vidmm_segment *s = &a->seg[pl->ap_segment];
             if (s->kind != VIDMM_SEGMENT_KIND_APERTURE && s->kind != VIDMM_SEGMENT_KIND_AGP)

@@ -171,6 +171,20 @@ undo_driver:
     return st;
 }
 
+/* The aperture mapping made only for scan-out goes: the allocation is
+ * back in plain system memory (segment 0). */
+static void display_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    if (!al->display_mapped)
+        return;
+    vidmm_res_leave(a, al);
+    vidmm_aperture_unmap(a, al, &al->pl);
+    if (!al->pl.ap_mapped)
+        al->pl.segment_id = 0;
+    al->display_mapped = 0;
+    vidmm_res_enter(a, al);
+}
+
 /* Undisplay on every source showing it; unmap the aperture if only the
  * display needed the mapping. */
 static void undisplay_all(struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation *al)
@@ -179,8 +193,7 @@ static void undisplay_all(struct vidmm_adapter *a, vidmm_handle h, struct vidmm_
         if (a->displayed[s] == h)
             a->displayed[s] = VIDMM_HANDLE_NULL;
     al->displayed = 0;
-    if (al->pl.ap_mapped && al->pl.segment_id == 0)
-        vidmm_aperture_unmap(a, al, &al->pl);
+    display_unmap(a, al);
 }
 
 static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al);
@@ -280,10 +293,31 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
 
 /* Effective location of a placement request: a non-AccessedPhysically
  * allocation "in the aperture" lives in system memory (segment 0). */
+/* Where a move to id really goes.  Plain system pages and the aperture
+ * are one place for an allocation the GPU reaches through its page
+ * tables (0); an AccessedPhysically one is resident in system memory
+ * only through the aperture, so "system memory" means the aperture
+ * (D42: an aperture-mapped allocation reports the aperture's id). */
+/* The aperture (or else an AGP segment) through which an
+ * AccessedPhysically allocation can live in system memory; 0: none. */
+static uint32_t system_window(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+{
+    uint32_t set = al->info.supported_write_segment_set;
+    if (a->aperture_id && (set & VIDMM_SEGMENT_BIT(a->aperture_id)))
+        return a->aperture_id;
+    for (uint32_t id = 1; id < a->segment_count; id++)
+        if (a->seg[id].kind == VIDMM_SEGMENT_KIND_AGP && (set & VIDMM_SEGMENT_BIT(id)))
+            return id;
+    return 0;
+}
+
 static uint32_t effective_target(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t id)
 {
-    if (a->seg[id].kind == VIDMM_SEGMENT_KIND_APERTURE && !(al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
+    int ap = (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) != 0;
+    if (a->seg[id].kind == VIDMM_SEGMENT_KIND_APERTURE && !ap)
         return 0;
+    if (id == 0 && ap)
+        return al->pl.sys && al->pl.ap_mapped ? al->pl.segment_id : system_window(a, al);
     return id;
 }
 
@@ -388,10 +422,12 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
         return VIDMM_E_INVALID_ARG;
     if (segment_id != 0 && !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(segment_id)))
         return VIDMM_E_BAD_SEGMENT_SET;
+    if (!al->resident)   /* evicted: its bytes are in system memory already */
+        return segment_id == 0 ? VIDMM_OK : VIDMM_E_STATE;
+    if (segment_id == 0 && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && !system_window(a, al))
+        return VIDMM_E_BAD_SEGMENT_SET;   /* the GPU could not reach it in system memory */
     if (al->lock_count || al->displayed)
         return VIDMM_E_BUSY;
-    if (!al->resident)
-        return VIDMM_E_STATE;   /* evicted: make it resident first */
     vidmm_res_leave(a, al);
     vidmm_res_drop_backing(a, al);
     vidmm_status st = move_to(a, al, segment_id, discard);
@@ -606,7 +642,15 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
         /* A primary in system memory is scanned out through the aperture:
          * map it for as long as some source shows it. */
         if (al->pl.sys && !al->pl.ap_mapped) {
+            if (!a->aperture_id)
+                return VIDMM_E_NOT_SUPPORTED;   /* no aperture to scan out system memory through */
+            vidmm_res_leave(a, al);
             vidmm_status st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
+            if (st >= 0) {
+                al->pl.segment_id = a->aperture_id;   /* D42: mapped = in the aperture */
+                al->display_mapped = 1;
+            }
+            vidmm_res_enter(a, al);
             if (st < 0)
                 return st;
         }
@@ -615,8 +659,8 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
     a->displayed[source] = h;
     if (old != VIDMM_HANDLE_NULL) {
         struct vidmm_allocation *o = vidmm_handle_get(a, old);
-        if (o && --o->displayed == 0 && o->pl.ap_mapped && o->pl.segment_id == 0)
-            vidmm_aperture_unmap(a, o, &o->pl);
+        if (o && --o->displayed == 0)
+            display_unmap(a, o);
     }
     return vidmm_paging_flush(a);
 }

@@ -105,6 +105,7 @@ struct vidmm_allocation {
     uint64_t host_ap_count;
     uint32_t *host_ap_list;         /* aperture page indices, kept for the unmap at unlock */
     int displayed;
+    int display_mapped;             /* system pages mapped into the aperture only for scan-out */
     uint32_t vidpn_source;
     uint64_t moves;
     uint32_t next_free;             /* free-slot list link while !live */

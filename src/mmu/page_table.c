@@ -132,6 +132,11 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_
         struct vidmm_segment *s = &a->seg[pt->segment_id];
         uint64_t align = d->page_table_alignment_in_bytes ? d->page_table_alignment_in_bytes : s->page_size;
         st = vidmm_ra_alloc(&s->ra, pt->size, align, 0, &pt->offset, &pt->ra_node);
+        /* Page tables displace data: offered and unreferenced allocations
+         * are evicted to make room (never what a device lists). */
+        while (st == VIDMM_E_NO_SEGMENT_SPACE && !p->paging_process &&
+               vidmm_res_make_room(a, pt->segment_id, pt->size, align) >= 0)
+            st = vidmm_ra_alloc(&s->ra, pt->size, align, 0, &pt->offset, &pt->ra_node);
         if (st < 0)
             goto fail;
         s->committed += pt->size;

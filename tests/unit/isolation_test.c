@@ -152,8 +152,13 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
         T_ST(vidmm_offer(f.a, A.dev, ah, na, VIDMM_OFFER_LOW), VIDMM_OK);
         break;
     case ISO_RELOCATE:
-        for (uint32_t i = 0; i < na; i++)
-            T_ST(vidmm_allocation_move(f.a, ah[i], 0), VIDMM_OK);
+        /* An AccessedPhysically allocation in system memory stays in the
+         * aperture (D42): there, A's leave the aperture by eviction. */
+        if (cfg->aperture)
+            T_ST(vidmm_evict(f.a, A.dev, ah, na, 0, NULL), VIDMM_OK);
+        else
+            for (uint32_t i = 0; i < na; i++)
+                T_ST(vidmm_allocation_move(f.a, ah[i], 0), VIDMM_OK);
         break;
     }
     /* B's allocations on those pages: created evicted and made resident

@@ -161,7 +161,7 @@ static void primary_scanout(struct ac_fixture *f, const struct matrix_row *r, vi
 {
     uint32_t ap = f->ai.aperture_segment_id;
     struct vidmm_allocation_state s = ac_state(f->a, h);
-    int resident_mapped = r->ap && r->target == SEG_AP;
+    int resident_mapped = r->ap;   /* AccessedPhysically: in the aperture while resident */
     T_EQ(s.aperture_mapped, resident_mapped);
     T_ST(vidmm_adapter_flip(f->a, 0, h), VIDMM_OK);
     s = ac_state(f->a, h);
@@ -227,7 +227,7 @@ static void matrix_aperture(struct ac_fixture *f, const struct matrix_row *r)
         T_EQ(ac_state(f->a, h).moves, 1);
     }
     struct vidmm_allocation_state s = ac_state(f->a, h);
-    int mapped = r->ap && r->target == SEG_AP;
+    int mapped = r->ap;   /* AccessedPhysically in system memory lives in the aperture */
     T_EQ(s.segment_id, mapped ? SEG_AP : SYS);
     T_EQ(s.aperture_mapped, mapped);
     T_EQ(s.displayed, 0);
@@ -477,12 +477,15 @@ static void wddm1_agp(void)
         check_ranges(&f, h, 3, 1);
         unsigned char b[4096];
         T_ST(softgpu_read_physical(f.sg, 3, s.aperture_offset, b, sizeof b), VIDMM_OK);
-        /* Evict to system memory: unmapped; back: mapped again. */
+        /* To system memory: unmapped; back: mapped again.  System
+         * memory is the AGP mapping for an AccessedPhysically
+         * allocation: a move to 0 leaves it where it is. */
+        int ap = (flag_rows[i] & VIDMM_ALLOC_ACCESSED_PHYSICALLY) != 0;
         T_ST(vidmm_allocation_move(f.a, h, SYS), VIDMM_OK);
         s = ac_state(f.a, h);
-        T_EQ(s.segment_id, SYS);
-        T_EQ(s.aperture_mapped, 0);
-        T_EQ_U64(ac_seg(f.a, 3).free_bytes, free0);
+        T_EQ(s.segment_id, ap ? 3u : SYS);
+        T_EQ(s.aperture_mapped, ap);
+        T_EQ_U64(ac_seg(f.a, 3).free_bytes, ap ? free0 - SZ : free0);
         CHECK_ADAPTER(f.a);
         T_ST(vidmm_allocation_move(f.a, h, 3), VIDMM_OK);
         T_EQ(ac_state(f.a, h).aperture_mapped, 1);

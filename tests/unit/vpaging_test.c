@@ -627,7 +627,8 @@ static void families_one(const struct vp_cfg *c, int virt, uint32_t ap)
         T_CHECK(seg == 1 || seg == 2);   /* in memory: restored by a transfer */
     }
     T_ST(vidmm_evict(f.a, dev, h, 3, 0, NULL), VIDMM_OK);
-    T_ST(vidmm_allocation_move(f.a, h[0], 0), VIDMM_E_STATE);   /* evicted */
+    T_ST(vidmm_allocation_move(f.a, h[0], 0), VIDMM_OK);      /* evicted: in system memory already */
+    T_ST(vidmm_allocation_move(f.a, h[0], 1), VIDMM_E_STATE); /* evicted: make it resident first */
     st = vidmm_make_resident(f.a, dev, &mr);
     T_CHECK(st == VIDMM_OK || st == VIDMM_PENDING);
     if (st == VIDMM_PENDING)
