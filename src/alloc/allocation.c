@@ -310,10 +310,11 @@ vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocat
 static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
 {
     uint32_t eff = effective_target(a, al, target);
-    if (eff != al->pl.segment_id)
-        vidmm_submit_wait_idle(a, al);   /* submitted work may still read or write it there */
     if (eff == al->pl.segment_id)
         return VIDMM_OK;
+    vidmm_submit_wait_idle(a, al);   /* submitted work may still read or write it there */
+    if (al->busy)
+        return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     vidmm_status st;
     int top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
     if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY) {
@@ -525,6 +526,8 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
      * them, not zero-fill again (the stress suite found this). */
     al->content_lost = 0;
     vidmm_submit_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
+    if (al->busy)
+        return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */
     vidmm_status st = vidmm_paging_flush(a);

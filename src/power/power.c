@@ -38,6 +38,8 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
             return VIDMM_E_BUSY;
     }
     vidmm_submit_wait_all(a);
+    if (vidmm_tdr_pending(a))
+        return VIDMM_E_TIMEOUT;   /* an engine hung: reset as the call returns, the adapter stays in D0 */
     vidmm_status st = vidmm_paging_flush(a);
     for (uint32_t i = 0; i < a->slot_used && st >= 0; i++) {
         struct vidmm_allocation *al = a->slots[i];

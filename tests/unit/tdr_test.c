@@ -1,6 +1,7 @@
 /*
  * tdr_test.c - hangs, engine and adapter resets, power transitions
- * (issue 5 item 6, vidmm/tdr.h, vidmm/power.h, docs/DECISIONS.md D30-D32).
+ * (vidmm/tdr.h, vidmm/power.h, docs/DECISIONS.md D30-D32,
+ * docs/RESET_AND_POWER.md).
  *
  * Hangs are real: a WAIT on a word nobody writes stalls a softgpu node,
  * softgpu_inject_paging_hang stalls the copy engine on a paging buffer.
@@ -36,6 +37,7 @@ struct tx {
     struct vidmm_adapter *a;
     struct vidmm_driver_ops ops;
     int fail_power;          /* set_power_state wrapper answers DRIVER_FAILURE */
+    int responsive;          /* query_engine_status wrapper: 1 = "slow, not stuck" */
 };
 
 static struct tx *g_tx;      /* the wrapper's fixture (one test at a time) */
@@ -47,9 +49,26 @@ static vidmm_status failing_power(void *drv, uint32_t state)
     return softgpu_driver_ops()->set_power_state(drv, state);
 }
 
+static vidmm_status wrapped_query_engine(void *drv, uint32_t node, uint32_t *responsive)
+{
+    if (g_tx && g_tx->responsive) {
+        *responsive = 1;
+        return VIDMM_OK;
+    }
+    return softgpu_driver_ops()->query_engine_status(drv, node, responsive);
+}
+
 /* engine_reset: 0 = a driver without DxgkDdiResetEngine (hangs escalate
- * to adapter resets). */
+ * to adapter resets).  query: 0 = without query_engine_status, 2 = the
+ * wrapper above. */
+static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep, int query);
+
 static int tx_open(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep)
+{
+    return tx_open_q(f, sync, engine_reset, standby_keep, hib_keep, 1);
+}
+
+static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep, int query)
 {
     memset(f, 0, sizeof(*f));
     g_tx = f;
@@ -60,6 +79,10 @@ static int tx_open(struct tx *f, int sync, int engine_reset, uint32_t standby_ke
     f->ops = *softgpu_driver_ops();
     if (!engine_reset)
         f->ops.reset_engine = NULL;
+    if (query == 0)
+        f->ops.query_engine_status = NULL;
+    else if (query == 2)
+        f->ops.query_engine_status = wrapped_query_engine;
     f->ops.set_power_state = failing_power;
     if (sg_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
@@ -505,6 +528,205 @@ static void poll_and_close_with_hang(void)
     tx_close(&f);
 }
 
+/* ---- resets below a public entry -------------------------------------------- */
+
+#define TDR_SHORT_NS 2000000ull   /* 2 ms: the hang is found within the entry's own wait */
+
+static vidmm_status evict1(struct tx *f, vidmm_handle dev, vidmm_handle h)
+{
+    uint64_t trim = 0;
+    return vidmm_evict(f->a, dev, &h, 1, 0, &trim);
+}
+
+/* An offered allocation is evicted (or the adapter goes to standby)
+ * while the paging engine hangs on the eviction's own buffer.  The hang
+ * is found by the eviction's wait; the adapter reset, which frees the
+ * allocation's system copies, must not run under the eviction that still
+ * holds them: the eviction backs out with VIDMM_E_TIMEOUT, the reset
+ * runs as the entry returns, the discarded content reads zero, a
+ * bystander's clean copy comes back, and the eviction then succeeds. */
+static void offered_evict_across_reset_case(int standby)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    const uint32_t s1 = VIDMM_SEGMENT_BIT(1);   /* CPU-visible */
+    vidmm_handle x = new_alloc(&f, s1, 1 * MIB, 71), y = new_alloc(&f, s1, 1 * MIB, 73);
+    vidmm_handle l[] = { x, y };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_EQ(sg_alloc_state(f.a, x).segment_id, 1);
+    T_ST(vidmm_offer(f.a, p.dev, &x, 1, VIDMM_OFFER_LOW), VIDMM_OK);
+    softgpu_inject_paging_hang(f.sg, 0);
+    if (standby) {
+        T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_E_TIMEOUT);
+        uint32_t ps = 9;
+        T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+        T_EQ(ps, VIDMM_POWER_D0);
+    } else {
+        T_ST(evict1(&f, p.dev, x), VIDMM_E_TIMEOUT);
+    }
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.paging_hangs, 1);
+    T_EQ_U64(s.adapter_resets, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(sg_alloc_state(f.a, y).content_lost, 0);
+    T_CHECK(holds(&f, y, 73));
+    /* The adapter works again: the eviction (or the transition) goes through. */
+    if (standby) {
+        T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+        T_EQ(sg_checked(f.a, NULL), 0);
+        T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    } else {
+        T_ST(evict1(&f, p.dev, x), VIDMM_OK);
+        T_EQ(sg_alloc_state(f.a, x).segment_id, 0);
+    }
+    T_EQ(sg_checked(f.a, NULL), 0);
+    uint32_t result = 9;
+    uint64_t pf = 0;
+    vidmm_status rc = vidmm_reclaim(f.a, p.queue, &x, 1, &result, &pf);
+    T_CHECK(rc == VIDMM_OK || rc == VIDMM_PENDING);
+    T_EQ(result, VIDMM_RECLAIM_DISCARDED);
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_CHECK(holds(&f, x, 0));
+    T_CHECK(holds(&f, y, 73));
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
+static void offered_evict_across_reset(void) { offered_evict_across_reset_case(0); }
+static void offered_standby_across_reset(void) { offered_evict_across_reset_case(1); }
+
+/* A command buffer in video memory (restored from system memory, whose
+ * pages stay its backing copy), mapped in a process and used by a
+ * submission that has completed, is destroyed while the paging engine
+ * hangs.  The reset runs after the destruction, not inside it (where it
+ * dropped the backing copy the destruction was releasing): system
+ * memory is released once (segment 0's commitment back to its value,
+ * the checker clean), and the adapter goes on. */
+static void destroy_across_reset(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
+    struct vidmm_segment_info s0;
+    T_ST(vidmm_segment_query(f.a, 0, &s0), VIDMM_OK);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cmd = new_alloc(&f, SET12, 128 * KIB, 0), res = new_alloc(&f, SET12, 64 * KIB, 0);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 128 * KIB), vr = sg_map(f.a, p.proc, res, 64 * KIB);
+    vidmm_handle l[] = { cmd, res };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_write64(&cb, vr, 81), VIDMM_OK);
+    uint64_t fence = submit(&f, &p, cmd, vc, &cb);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
+    softgpu_inject_paging_hang(f.sg, 0);
+    T_ST(vidmm_allocation_destroy(f.a, cmd), VIDMM_OK);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(f.a, cmd, &st), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_allocation_destroy(f.a, res), VIDMM_OK);
+    T_ST(vidmm_process_destroy(f.a, p.proc), VIDMM_OK);
+    struct vidmm_segment_info s0b;
+    T_ST(vidmm_segment_query(f.a, 0, &s0b), VIDMM_OK);
+    T_EQ_U64(s0b.committed, s0.committed);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* The adapter works again. */
+    vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 83);
+    T_CHECK(holds(&f, z, 83));
+    tx_close(&f);
+}
+
+/* The paging engine hangs while the adapter closes (on the first paging
+ * buffer of the teardown): the close resets it and returns, leaking
+ * nothing (tx_close checks the allocator). */
+static void close_with_paging_hang(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle x = new_alloc(&f, SET12, 1 * MIB, 85);
+    (void)sg_map(f.a, p.proc, x, 1 * MIB);
+    sg_make_resident(f.a, p.dev, p.queue, &x, 1);
+    softgpu_inject_paging_hang(f.sg, 0);
+    tx_close(&f);
+}
+
+/* Fresh work after an idle gap longer than the timeout is not hung:
+ * the detector saw the engine idle, so the buffer's timeout starts at
+ * the first sample that sees it busy.  The buffer waits on a word the
+ * CPU writes later; without query_engine_status (nothing to ask) it must
+ * not be aborted.  And a hang the driver calls slow is not reported as
+ * recovered. */
+static void idle_gap_no_false_hang(void)
+{
+    struct tx f;
+    if (tx_open_q(&f, 0, 1, 0, 0, 0))
+        return;
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), w = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vw = sg_map(f.a, p.proc, w, 64 * KIB);
+    sg_make_resident(f.a, p.dev, p.queue, &cp, 1);
+    sg_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident, not on P's list: the CPU may write it meanwhile */
+    int rec = -1;
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);   /* sees every engine idle */
+    T_EQ(rec, 0);
+    struct timespec gap = { 0, 80000000 };   /* > the 50 ms timeout */
+    nanosleep(&gap, NULL);
+    uint64_t fp = submit_hang(&f, &p, cp, vcp, vw, 1);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
+    uint64_t one = 1;
+    sg_cpu_write(f.a, w, 0, &one, sizeof one);   /* releases the WAIT */
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(sg_cpu_read64(f.a, w, 16), 2);   /* the write after the WAIT ran */
+    T_EQ(dev_info(&f, p.dev).lost, 0);
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.hangs, 0);
+    T_EQ_U64(s.engine_resets + s.adapter_resets, 0);
+    tx_close(&f);
+
+    /* The driver says "slow, not stuck": no reset, and none reported. */
+    if (tx_open_q(&f, 0, 1, 0, 0, 2))
+        return;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    cp = new_alloc(&f, SET12, 64 * KIB, 0);
+    w = new_alloc(&f, SET12, 64 * KIB, 0);
+    vcp = sg_map(f.a, p.proc, cp, 64 * KIB);
+    vw = sg_map(f.a, p.proc, w, 64 * KIB);
+    vidmm_handle lp[] = { cp, w };
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    fp = submit_hang(&f, &p, cp, vcp, vw, 0);
+    f.responsive = 1;
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    nanosleep(&gap, NULL);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
+    T_EQ_U64(tdr_stats(&f).engine_resets, 0);
+    T_EQ(dev_info(&f, p.dev).lost, 0);
+    f.responsive = 0;
+    nanosleep(&gap, NULL);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 1);
+    T_EQ_U64(tdr_stats(&f).engine_resets, 1);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    tx_close(&f);
+}
+
 static void bad_input(void)
 {
     struct tx f;
@@ -654,6 +876,11 @@ void suite_tdr(void)
     t_run("tdr.hang_during_eviction", hang_during_eviction);
     t_run("tdr.paging_hang_during_eviction", paging_hang_during_eviction);
     t_run("tdr.poll_and_close_with_hang", poll_and_close_with_hang);
+    t_run("tdr.offered_evict_across_reset", offered_evict_across_reset);
+    t_run("tdr.offered_standby_across_reset", offered_standby_across_reset);
+    t_run("tdr.destroy_across_reset", destroy_across_reset);
+    t_run("tdr.close_with_paging_hang", close_with_paging_hang);
+    t_run("tdr.idle_gap_no_false_hang", idle_gap_no_false_hang);
     t_run("tdr.bad_input", bad_input);
     t_run("power.standby", power_standby);
     t_run("power.hibernate", power_hibernate);
