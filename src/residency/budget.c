@@ -64,6 +64,11 @@ uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_proc
     return f > p->reservation[group] ? f : p->reservation[group];
 }
 
+/* Callbacks may call back into anything - destroy devices (their own or
+ * others'), the process, change budgets - so the walk keeps no pointer
+ * across a call: each round marks the devices it notified, and after
+ * every callback the process is looked up again by handle and its list
+ * walked from the start for the next device not yet notified. */
 void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     uint64_t u = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
@@ -71,20 +76,23 @@ void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
     if (u <= b)
         return;
     vidmm_handle self = p->self;
-    for (struct vidmm_device *d = p->devices; d;) {
-        /* The callback may evict (or destroy things): take the next
-         * device first and stop if the process went away. */
-        struct vidmm_device *next = d->next;
-        if (d->trim_cb) {
-            a->res_stats.trim_notifications++;
-            d->trim_cb(d->trim_ctx, d->self, VIDMM_TRIM_TO_BUDGET, u - b);
-            if (!vidmm_process_get(a, self))
-                return;
-            u = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
-            if (u <= b)
-                return;
-        }
-        d = next;
+    uint64_t round = ++a->trim_round;
+    for (;;) {
+        struct vidmm_device *d = p->devices;
+        while (d && (!d->trim_cb || d->trim_round == round))
+            d = d->next;
+        if (!d)
+            return;
+        d->trim_round = round;
+        a->res_stats.trim_notifications++;
+        d->trim_cb(d->trim_ctx, d->self, VIDMM_TRIM_TO_BUDGET, u - b);
+        p = vidmm_process_get(a, self);
+        if (!p)
+            return;
+        u = vidmm_res_usage(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
+        b = vidmm_res_budget(a, p, VIDMM_SEGMENT_GROUP_LOCAL);
+        if (u <= b)
+            return;
     }
 }
 
