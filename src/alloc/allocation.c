@@ -709,7 +709,7 @@ vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = adapter_flip(a, source, h);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : adapter_flip(a, source, h);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -760,7 +760,7 @@ vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = allocation_move(a, h, segment_id);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -770,7 +770,7 @@ vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = allocation_move_discard(a, h, segment_id);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id);
     vidmm_adapter_unlock(a);
     return st;
 }

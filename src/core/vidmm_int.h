@@ -624,6 +624,14 @@ void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, 
 int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                            const struct vidmm_segment *s);
 
+/* Entries that hand work to the GPU (paging buffers, root bindings,
+ * command buffers) answer VIDMM_E_STATE while the adapter is in standby
+ * or hibernate and change nothing (vidmm/power.h). */
+static inline int vidmm_powered_down(const struct vidmm_adapter *a)
+{
+    return a->power_state != VIDMM_POWER_D0;
+}
+
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id)
 {
     return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;

@@ -30,11 +30,16 @@ static int preserved(const struct vidmm_adapter *a, uint32_t id, uint32_t state)
 
 static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
 {
-    /* Nothing may be locked where content will be lost: the CPU pointer
-     * would outlive the bytes.  Checked before anything changes. */
+    /* Nothing may be locked or shown where content will be lost: the
+     * CPU pointer would outlive the bytes, and scan-out would read
+     * memory that no longer holds the primary (evicting it would leave
+     * the source showing unmapped system pages).  The caller blanks the
+     * source first (a flip to no allocation) and shows it again after
+     * resume (docs/DECISIONS.md D41).  Checked before anything changes. */
     for (uint32_t i = 0; i < a->slot_used; i++) {
         const struct vidmm_allocation *al = a->slots[i];
-        if (al && al->live && al->resident && al->lock_count && !preserved(a, al->pl.segment_id, state))
+        if (al && al->live && al->resident && (al->lock_count || al->displayed) &&
+            !preserved(a, al->pl.segment_id, state))
             return VIDMM_E_BUSY;
     }
     vidmm_submit_wait_all(a);

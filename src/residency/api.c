@@ -631,7 +631,7 @@ vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vid
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_submit_lock(a);
-    vidmm_status st = evict(a, device, allocs, count, flags, bytes_to_trim);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim);
     vidmm_submit_unlock(a);
     return st;
 }
@@ -696,7 +696,7 @@ vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vi
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = reclaim(a, queue, allocs, count, results, fence);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence);
     vidmm_adapter_unlock(a);
     return st;
 }

@@ -861,6 +861,115 @@ static void power_hibernate(void) { power_cycle_case(VIDMM_POWER_HIBERNATE, 0, 0
 static void power_standby_preserved(void) { power_cycle_case(VIDMM_POWER_STANDBY, 1u << 1, 0); }
 static void power_hibernate_preserved(void) { power_cycle_case(VIDMM_POWER_HIBERNATE, 1u << 1, 1u << 2); }
 
+/* While down, every entry that would hand work to the GPU answers
+ * VIDMM_E_STATE and changes nothing: no paging buffer reaches the
+ * driver, every allocation stays where it was.  After resume the same
+ * calls work and the bytes are intact. */
+static void power_down_refuses_gpu_work(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle sys = new_alloc(&f, VIDMM_SEGMENT_BIT(3) | SET12, 256 * KIB, 93);   /* stays in system memory while down */
+    vidmm_handle mem = new_alloc(&f, SET12, 1 * MIB, 95);
+    vidmm_handle other = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle prim = sg_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
+    uint64_t vmem = sg_map(f.a, p.proc, mem, 1 * MIB);
+    T_ST(vidmm_allocation_move(f.a, sys, 3), VIDMM_E_STATE);   /* evicted: not yet */
+    vidmm_handle l[] = { sys, mem };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_ST(vidmm_allocation_move(f.a, sys, 3), VIDMM_OK);
+    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_EQ(sg_alloc_state(f.a, mem).segment_id, 0);
+    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+
+    struct vidmm_adapter_info before, after;
+    T_ST(vidmm_adapter_query_info(f.a, &before), VIDMM_OK);
+    struct softgpu_stats sb, sa;
+    softgpu_get_stats(f.sg, &sb);
+    T_ST(vidmm_allocation_move(f.a, sys, 1), VIDMM_E_STATE);
+    T_ST(vidmm_allocation_move(f.a, sys, 0), VIDMM_E_STATE);
+    T_ST(vidmm_allocation_move_discard(f.a, sys, 2), VIDMM_E_STATE);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_E_STATE);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, p.proc, 0, 0, 0, other, 0, 64 * KIB, 0, 0,
+                         &va),
+         VIDMM_E_STATE);
+    T_ST(vidmm_gpuva_unmap(f.a, p.proc, vmem, 1 * MIB), VIDMM_E_STATE);
+    T_ST(vidmm_gpuva_free(f.a, p.proc, vmem, 1 * MIB), VIDMM_E_STATE);
+    vidmm_handle proc2 = 0, ctx2 = 0;
+    T_ST(vidmm_process_create(f.a, &proc2), VIDMM_E_STATE);
+    struct vidmm_context_desc cd;
+    memset(&cd, 0, sizeof(cd));
+    cd.node = SOFTGPU_NODE_COMPUTE;
+    cd.mode = VIDMM_CONTEXT_VIRTUAL;
+    T_ST(vidmm_context_create(f.a, p.dev, &cd, &ctx2), VIDMM_E_STATE);
+    T_ST(evict1(&f, p.dev, sys), VIDMM_E_STATE);
+    uint32_t result = 9;
+    uint64_t pf = 0;
+    T_ST(vidmm_reclaim(f.a, p.queue, &sys, 1, &result, &pf), VIDMM_E_STATE);
+    T_ST(vidmm_adapter_query_info(f.a, &after), VIDMM_OK);
+    softgpu_get_stats(f.sg, &sa);
+    T_EQ_U64(after.paging_buffers_submitted, before.paging_buffers_submitted);
+    T_EQ_U64(sa.paging_buffers, sb.paging_buffers);
+    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_EQ(sg_alloc_state(f.a, mem).segment_id, 0);
+    T_EQ(sg_alloc_state(f.a, prim).displayed, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    T_ST(vidmm_allocation_move(f.a, sys, 1), VIDMM_OK);
+    T_CHECK(holds(&f, sys, 93));
+    T_EQ(sg_alloc_state(f.a, sys).content_lost, 0);
+    sg_make_resident(f.a, p.dev, p.queue, &mem, 1);
+    T_CHECK(holds(&f, mem, 95));
+    T_ST(vidmm_gpuva_unmap(f.a, p.proc, vmem, 1 * MIB), VIDMM_OK);
+    T_ST(vidmm_process_create(f.a, &proc2), VIDMM_OK);
+    T_ST(vidmm_process_destroy(f.a, proc2), VIDMM_OK);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
+/* A primary shown from a memory segment that loses its content refuses
+ * the transition (as a lock there does) and nothing changes; blanked,
+ * the adapter goes down and back, and the primary is shown again with
+ * its bytes. */
+static void power_displayed_primary(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    vidmm_handle prim = sg_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
+    uint32_t seg = sg_alloc_state(f.a, prim).segment_id;
+    T_CHECK(seg == 1 || seg == 2);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_E_BUSY);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_HIBERNATE), VIDMM_E_BUSY);
+    uint32_t ps = 9;
+    T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+    T_EQ(ps, VIDMM_POWER_D0);
+    struct vidmm_power_stats pst;
+    T_ST(vidmm_adapter_get_power_stats(f.a, &pst), VIDMM_OK);
+    T_EQ_U64(pst.transitions + pst.allocations_saved + pst.allocations_discarded, 0);
+    T_EQ(sg_alloc_state(f.a, prim).segment_id, seg);
+    T_EQ(sg_alloc_state(f.a, prim).displayed, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Blank, go down, come back, show it again. */
+    T_ST(vidmm_adapter_flip(f.a, 0, VIDMM_HANDLE_NULL), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
+    T_EQ(sg_alloc_state(f.a, prim).displayed, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_CHECK(holds(&f, prim, 97));
+    tx_close(&f);
+}
+
 void suite_tdr(void);
 void suite_tdr(void)
 {
@@ -886,4 +995,6 @@ void suite_tdr(void)
     t_run("power.hibernate", power_hibernate);
     t_run("power.standby_preserved", power_standby_preserved);
     t_run("power.hibernate_preserved", power_hibernate_preserved);
+    t_run("power.down_refuses_gpu_work", power_down_refuses_gpu_work);
+    t_run("power.displayed_primary", power_displayed_primary);
 }
