@@ -50,9 +50,13 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
         struct vidmm_allocation *al = a->slots[i];
         if (!al || !al->live || !al->resident || preserved(a, al->pl.segment_id, state))
             continue;
-        int dropped = al->offered || (al->backing.sys && al->backing_valid);
+        /* A system copy is current only if neither the CPU (a lock
+         * clears backing_valid) nor the GPU (a submission listing it sets
+         * gpu_dirty) may have written since it was made. */
+        int clean = al->backing.sys && al->backing_valid && !al->gpu_dirty;
+        int dropped = al->offered || clean;
         uint64_t size = al->size;
-        st = vidmm_res_evict(a, al, 1);   /* "not written": a current system copy is enough */
+        st = vidmm_res_evict(a, al, clean);
         if (st < 0)
             break;
         if (dropped) {

@@ -970,6 +970,35 @@ static void power_displayed_primary(void)
     tx_close(&f);
 }
 
+/* An allocation restored from system memory keeps that copy; the GPU
+ * then writes it.  Going down must transfer it, not fall back on the
+ * stale copy: after resume the GPU's bytes are there. */
+static void power_keeps_gpu_writes(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cmd = new_alloc(&f, SET12, 64 * KIB, 0), x = new_alloc(&f, SET12, 64 * KIB, 99);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vx = sg_map(f.a, p.proc, x, 64 * KIB);
+    vidmm_handle l[] = { cmd, x };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_write64(&cb, vx + 8, 0x1234), VIDMM_OK);
+    uint64_t fence = submit(&f, &p, cmd, vc, &cb);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_EQ_U64(sg_cpu_read64(f.a, x, 8), 0x1234);
+    uint64_t s = 99;
+    T_EQ_U64(sg_cpu_read64(f.a, x, 0), t_rand(&s));   /* the rest is the CPU's pattern */
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
 void suite_tdr(void);
 void suite_tdr(void)
 {
@@ -997,4 +1026,5 @@ void suite_tdr(void)
     t_run("power.hibernate_preserved", power_hibernate_preserved);
     t_run("power.down_refuses_gpu_work", power_down_refuses_gpu_work);
     t_run("power.displayed_primary", power_displayed_primary);
+    t_run("power.keeps_gpu_writes", power_keeps_gpu_writes);
 }
