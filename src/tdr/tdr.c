@@ -13,11 +13,14 @@
  * paging-queue waits) sleep in slices of a quarter of the timeout and
  * look for hangs between slices, and vidmm_adapter_detect_hangs lets the
  * embedding OS layer look from its own timer.  A waiter that finds a hang
- * recovers it if it can take the submission lock (recursive: a waiter
+ * recovers it if it can take the adapter lock (recursive: a waiter
  * inside an entry already holds it); otherwise the holder will, since
- * whoever holds the lock and waits runs the same check.
+ * whoever holds the lock and waits runs the same check.  An adapter
+ * reset is never run below a public entry: there it is left pending,
+ * the holder's waits fail, and the outermost entry runs it as it
+ * unwinds (docs/RESET_AND_POWER.md "Where a reset runs").
  *
- * Recovery, submission lock held, never nested:
+ * Recovery, adapter lock held, never nested:
  *  - engine reset: the driver abandons the buffer its node is stuck on
  *    and names it; that buffer's fence is treated as passed and its
  *    context's device is guilty (error state).  Memory is untouched.
