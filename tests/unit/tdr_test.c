@@ -679,11 +679,14 @@ static void idle_gap_no_false_hang(void)
     uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vw = sg_map(f.a, p.proc, w, 64 * KIB);
     sg_make_resident(f.a, p.dev, p.queue, &cp, 1);
     sg_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident, not on P's list: the CPU may write it meanwhile */
+    /* 200 ms: the released buffer must end well within it even on a
+     * loaded machine, as nothing asks the driver before a reset. */
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, 4 * TDR_NS), VIDMM_OK);
     int rec = -1;
     T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);   /* sees every engine idle */
     T_EQ(rec, 0);
-    struct timespec gap = { 0, 80000000 };   /* > the 50 ms timeout */
-    nanosleep(&gap, NULL);
+    struct timespec idle = { 0, 250000000 };   /* > the timeout */
+    nanosleep(&idle, NULL);
     uint64_t fp = submit_hang(&f, &p, cp, vcp, vw, 1);
     T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
     T_EQ(rec, 0);
@@ -700,6 +703,7 @@ static void idle_gap_no_false_hang(void)
     tx_close(&f);
 
     /* The driver says "slow, not stuck": no reset, and none reported. */
+    struct timespec gap = { 0, 80000000 };   /* > the 50 ms timeout */
     if (tx_open_q(&f, 0, 1, 0, 0, 2))
         return;
     sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
