@@ -678,7 +678,7 @@ static void idle_gap_no_false_hang(void)
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), w = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
     uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vw = sg_map(f.a, p.proc, w, 64 * KIB);
     sg_make_resident(f.a, p.dev, p.queue, &cp, 1);
-    sg_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident, not on P's list: the CPU may write it meanwhile */
+    sg_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident through Q: mapped at vw in P */
     /* 200 ms: the released buffer must end well within it even on a
      * loaded machine, as nothing asks the driver before a reset. */
     T_ST(vidmm_adapter_set_tdr_timeout(f.a, 4 * TDR_NS), VIDMM_OK);
@@ -692,8 +692,12 @@ static void idle_gap_no_false_hang(void)
     T_EQ(rec, 0);
     T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
     T_EQ(rec, 0);
+    /* Release the WAIT as the GPU sees memory (softgpu's lock orders it
+     * with the engine's reads). */
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(f.a, p.proc, &root), VIDMM_OK);
     uint64_t one = 1;
-    sg_cpu_write(f.a, w, 0, &one, sizeof one);   /* releases the WAIT */
+    T_ST(softgpu_write_virtual(f.sg, &root, vw, &one, sizeof one), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
     T_EQ_U64(sg_cpu_read64(f.a, w, 16), 2);   /* the write after the WAIT ran */
     T_EQ(dev_info(&f, p.dev).lost, 0);
