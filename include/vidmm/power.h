@@ -11,8 +11,9 @@
  * and tells the driver (set_power_state).  Page tables are not saved:
  * they are rebuilt on resume.  While the adapter is down, entries that
  * need the GPU (make-resident, submissions, CPU locks, creating resident
- * allocations) answer VIDMM_E_STATE; creating, destroying and querying
- * work.  Back in VIDMM_POWER_D0 the page tables are rebuilt and evicted
+ * allocations, moves, flips, GPU VA map/unmap/update/free, process and
+ * context creation, evict, reclaim) answer VIDMM_E_STATE and change
+ * nothing; creating, destroying and querying work.  Back in VIDMM_POWER_D0 the page tables are rebuilt and evicted
  * allocations come back on their next make-resident or submission, with
  * their content.
  */
@@ -29,7 +30,11 @@ extern "C" {
 
 /* state: VIDMM_POWER_D0 / STANDBY / HIBERNATE (driver.h).  Going down is
  * allowed only from D0 and resuming only to D0 (VIDMM_E_STATE otherwise);
- * VIDMM_E_INVALID_ARG for an unknown state.  A failure going down
+ * VIDMM_E_INVALID_ARG for an unknown state.  VIDMM_E_BUSY, changing
+ * nothing, while an allocation is CPU-locked or displayed in a segment
+ * that loses its content (blank the source first: docs/DECISIONS.md D41);
+ * VIDMM_E_TIMEOUT when an engine hung on the way (it is reset before the
+ * call returns; the adapter stays in D0).  A failure going down
  * (host memory for the system copies, a driver failure) leaves the
  * adapter in D0 with what was already evicted evicted. */
 vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *adapter, uint32_t state);

@@ -218,17 +218,28 @@ static int init_adapter_lock(struct vidmm_adapter *a)
 
 void vidmm_adapter_lock(const struct vidmm_adapter *a)
 {
-    pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the lock is not part of the state */
+    pthread_mutex_lock(&m->lock);
+    m->lock_depth++;
 }
 
 void vidmm_adapter_unlock(const struct vidmm_adapter *a)
 {
-    pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;
+    /* The outermost entry unwinds: nothing above it holds adapter state,
+     * so an adapter reset found below it runs now. */
+    if (m->lock_depth == 1 && m->tdr.reset_pending)
+        vidmm_tdr_run_pending(m);
+    m->lock_depth--;
+    pthread_mutex_unlock(&m->lock);
 }
 
 int vidmm_adapter_trylock(struct vidmm_adapter *a)
 {
-    return pthread_mutex_trylock(&a->lock);
+    int r = pthread_mutex_trylock(&a->lock);
+    if (r == 0)
+        a->lock_depth++;
+    return r;
 }
 
 vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
@@ -486,10 +497,16 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
 {
     if (!a)
         return;
+    /* One entry from here on: a hang found below is reset at the
+     * recovery points between the steps (docs/RESET_AND_POWER.md), never
+     * inside a step that holds an object it is tearing down. */
+    vidmm_adapter_lock(a);
     /* Submitted work first: it uses allocations and contexts that go
      * below; deferred destructions are completed there. */
     vidmm_submit_fini(a);
+    vidmm_tdr_run_pending(a);
     vidmm_process_destroy_all(a);
+    vidmm_tdr_run_pending(a);
     for (uint32_t i = 0; i < a->slot_used; i++) {
         struct vidmm_allocation *al = a->slots[i];
         if (al && al->live) {
@@ -500,9 +517,11 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
             if (al->lock_count)
                 (void)vidmm_allocation_unlock(a, h);
             (void)vidmm_allocation_destroy(a, h);
+            vidmm_tdr_run_pending(a);
         }
     }
     vidmm_pp_fini(a);
+    vidmm_tdr_run_pending(a);
     vidmm_paging_fini(a);
     vidmm_res_fini(a);
     vidmm_handle_table_fini(a);
@@ -511,6 +530,8 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_objtab_fini(&a->contexts, a->ha);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+    a->lock_depth--;   /* nothing can be pending: the ring is gone */
+    pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(a->ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
 }

@@ -344,10 +344,11 @@ vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocat
 static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
 {
     uint32_t eff = effective_target(a, al, target);
-    if (eff != al->pl.segment_id)
-        vidmm_submit_wait_idle(a, al);   /* submitted work may still read or write it there */
     if (eff == al->pl.segment_id)
         return VIDMM_OK;
+    vidmm_submit_wait_idle(a, al);   /* submitted work may still read or write it there */
+    if (al->busy)
+        return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     vidmm_status st;
     int top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
     if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY) {
@@ -561,6 +562,8 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
      * them, not zero-fill again (the stress suite found this). */
     al->content_lost = 0;
     vidmm_submit_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
+    if (al->busy)
+        return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */
     vidmm_status st = vidmm_paging_flush(a);
@@ -750,7 +753,7 @@ vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = adapter_flip(a, source, h);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : adapter_flip(a, source, h);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -801,7 +804,7 @@ vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = allocation_move(a, h, segment_id);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -811,7 +814,7 @@ vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = allocation_move_discard(a, h, segment_id);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id);
     vidmm_adapter_unlock(a);
     return st;
 }

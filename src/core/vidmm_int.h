@@ -316,10 +316,22 @@ struct vidmm_tdr {
     uint64_t paging_submitted;      /* last paging fence handed to the driver */
     uint64_t paging_seen;           /* paging completed fence at the last sample that saw progress */
     uint64_t paging_seen_ns;
+    /* Was the engine busy at the last sample?  Work found busy right
+     * after an idle sample starts its timeout at that sample, not at the
+     * last progress seen before the idle gap. */
+    int node_busy[VIDMM_MAX_NODES];
+    int paging_busy;
     uint64_t generation;            /* adapter resets so far: content moves check it */
     int paging_fault;               /* a paging buffer faulted: reset at the next wait or poll */
     uint64_t paging_fault_before;   /* completed paging fence when it was reported */
     int in_recovery;
+    /* An adapter reset found below a public entry waits for the
+     * outermost entry to unwind (docs/RESET_AND_POWER.md "Where a reset
+     * runs"): pending_owner, the thread holding the adapter lock, sees
+     * its waits fail with VIDMM_E_TIMEOUT meanwhile. */
+    int reset_pending;
+    int pending_node;               /* -1: the paging engine */
+    pthread_t pending_owner;
     struct vidmm_tdr_stats stats;
 };
 
@@ -332,6 +344,8 @@ struct vidmm_adapter {
      * (they take paging.lock only) nor by CPU fence waits while asleep.
      * Lock order: adapter lock -> paging.lock -> the driver's own locks. */
     pthread_mutex_t lock;
+    uint32_t lock_depth;            /* nesting of the adapter lock (its holder reads and writes it) */
+    uint64_t trim_round;            /* trim notification walks so far (budget.c) */
     const struct vidmm_host_allocator *ha;
     struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
     void *driver;
@@ -369,7 +383,6 @@ struct vidmm_adapter {
     uint64_t res_epoch;             /* request being served (pins) */
     uint64_t res_undo_epoch;        /* != 0: a make-resident records what it changes */
     uint64_t res_over_epoch;        /* eviction round: processes' over-budget cache */
-    uint64_t trim_round;            /* trim-notification walks */
     uint32_t trim_depth;            /* a walk is running (callbacks may call back in) */
     struct vidmm_residency_stats res_stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
@@ -524,6 +537,15 @@ int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until);
 /* Look for a hang (or a reported paging fault) now and recover it;
  * paging.lock not held.  1 if a reset was made. */
 int vidmm_tdr_poll(struct vidmm_adapter *a);
+/* Is an adapter reset pending for the calling thread (it holds the
+ * adapter lock)?  Its waits then return at once: the engines will not
+ * progress before the reset.  _locked: paging.lock held. */
+int vidmm_tdr_pending_locked(const struct vidmm_adapter *a);
+int vidmm_tdr_pending(struct vidmm_adapter *a);
+/* A recovery point: run the pending reset now.  Only where the caller
+ * and every caller above it hold nothing a reset frees or rewrites
+ * (the outermost entry unwinding, a context destroy, the close). */
+void vidmm_tdr_run_pending(struct vidmm_adapter *a);
 /* Mark allocation al's content as written by the paging buffer being
  * built (an adapter reset that drops that buffer loses the content). */
 void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al);
@@ -633,6 +655,14 @@ vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation
 void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
 int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                            const struct vidmm_segment *s);
+
+/* Entries that hand work to the GPU (paging buffers, root bindings,
+ * command buffers) answer VIDMM_E_STATE while the adapter is in standby
+ * or hibernate and change nothing (vidmm/power.h). */
+static inline int vidmm_powered_down(const struct vidmm_adapter *a)
+{
+    return a->power_state != VIDMM_POWER_D0;
+}
 
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id)
 {

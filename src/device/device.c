@@ -318,7 +318,7 @@ vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device,
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = context_create(a, device, desc, out);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : context_create(a, device, desc, out);
     vidmm_adapter_unlock(a);
     return st;
 }

@@ -31,19 +31,22 @@
 /* Wait until the GPU finished fence.  No deadline: every caller frees or
  * reuses memory the GPU may still touch once this returns, so giving up
  * early would hand that memory out while the engine works on it.  A hung
- * engine is found between the wait's slices and reset (tdr/tdr.c): the
- * reset makes every fence pass. */
+ * engine is found between the wait's slices (tdr/tdr.c).  Below a public
+ * entry the adapter reset is left pending and the wait fails with
+ * VIDMM_E_TIMEOUT: the engine is stuck and everything queued will be
+ * dropped by that reset, so the caller backs out (nothing it frees is
+ * touched again by the GPU) and the reset runs as the entry unwinds. */
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     struct vidmm_paging *p = &a->paging;
     pthread_mutex_lock(&p->lock);
-    while (p->completed_fence < fence)
+    while (p->completed_fence < fence && !vidmm_tdr_pending_locked(a))
         (void)vidmm_tdr_cond_wait(a, NULL);   /* looks for hangs between slices */
-    int fault = a->tdr.paging_fault;
+    int fault = a->tdr.paging_fault && !a->tdr.in_recovery;
     pthread_mutex_unlock(&p->lock);
     if (fault)
         (void)vidmm_tdr_poll(a);   /* a paging buffer faulted: reset before its results are used */
-    return VIDMM_OK;
+    return vidmm_tdr_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;
 }
 
 static uint64_t completed(struct vidmm_adapter *a)
@@ -291,6 +294,17 @@ nomem:
     return VIDMM_E_NO_HOST_MEMORY;
 }
 
+/* The ring goes: nothing may stay queued on it.  A hang found here is
+ * reset at once (only the close and a failed open get here, and they
+ * hold nothing a reset frees); the reset makes every fence pass. */
+static void drain(struct vidmm_adapter *a)
+{
+    if (vidmm_paging_flush(a) < 0 && vidmm_tdr_pending(a)) {
+        vidmm_tdr_run_pending(a);
+        (void)vidmm_paging_flush(a);
+    }
+}
+
 void vidmm_paging_fini(struct vidmm_adapter *a)
 {
     struct vidmm_paging *p = &a->paging;
@@ -305,13 +319,13 @@ void vidmm_paging_fini(struct vidmm_adapter *a)
         op.u.unmap_aperture_segment.number_of_pages = p->area_size / VIDMM_PAGE_4K;
         op.u.unmap_aperture_segment.dummy_page = a->dummy_page;
         if (vidmm_paging_emit(a, &op) >= 0)
-            (void)vidmm_paging_flush(a);
+            drain(a);
         vidmm_ra_free(&s->ra, p->ap_node);
         s->committed -= p->area_size;
         a->aperture_mapped_bytes -= p->area_size;
         p->ap_mapped = 0;
     } else if (p->area) {
-        (void)vidmm_paging_flush(a);
+        drain(a);
     }
     vidmm_hfree(a->ha, p->private_data, (size_t)p->private_data_size * VIDMM_RING_INLINE_RECS, 16);
     if (p->ring.size)

@@ -30,22 +30,33 @@ static int preserved(const struct vidmm_adapter *a, uint32_t id, uint32_t state)
 
 static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
 {
-    /* Nothing may be locked where content will be lost: the CPU pointer
-     * would outlive the bytes.  Checked before anything changes. */
+    /* Nothing may be locked or shown where content will be lost: the
+     * CPU pointer would outlive the bytes, and scan-out would read
+     * memory that no longer holds the primary (evicting it would leave
+     * the source showing unmapped system pages).  The caller blanks the
+     * source first (a flip to no allocation) and shows it again after
+     * resume (docs/DECISIONS.md D41).  Checked before anything changes. */
     for (uint32_t i = 0; i < a->slot_used; i++) {
         const struct vidmm_allocation *al = a->slots[i];
-        if (al && al->live && al->resident && al->lock_count && !preserved(a, al->pl.segment_id, state))
+        if (al && al->live && al->resident && (al->lock_count || al->displayed) &&
+            !preserved(a, al->pl.segment_id, state))
             return VIDMM_E_BUSY;
     }
     vidmm_submit_wait_all(a);
+    if (vidmm_tdr_pending(a))
+        return VIDMM_E_TIMEOUT;   /* an engine hung: reset as the call returns, the adapter stays in D0 */
     vidmm_status st = vidmm_paging_flush(a);
     for (uint32_t i = 0; i < a->slot_used && st >= 0; i++) {
         struct vidmm_allocation *al = a->slots[i];
         if (!al || !al->live || !al->resident || preserved(a, al->pl.segment_id, state))
             continue;
-        int dropped = al->offered || (al->backing.sys && al->backing_valid);
+        /* A system copy is current only if neither the CPU (a lock
+         * clears backing_valid) nor the GPU (a submission listing it sets
+         * gpu_dirty) may have written since it was made. */
+        int clean = al->backing.sys && al->backing_valid && !al->gpu_dirty;
+        int dropped = al->offered || clean;
         uint64_t size = al->size;
-        st = vidmm_res_evict(a, al, 1);   /* "not written": a current system copy is enough */
+        st = vidmm_res_evict(a, al, clean);
         if (st < 0)
             break;
         if (dropped) {

@@ -660,7 +660,7 @@ vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = gpuva_free(a, h, va, size);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_free(a, h, va, size);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -671,7 +671,7 @@ vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t b
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -703,7 +703,7 @@ vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = gpuva_unmap(a, h, va, size);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_unmap(a, h, va, size);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -714,7 +714,7 @@ vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const s
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = gpuva_update(a, h, ops, count);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_update(a, h, ops, count);
     vidmm_adapter_unlock(a);
     return st;
 }
@@ -724,7 +724,7 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = process_create(a, out);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : process_create(a, out);
     vidmm_adapter_unlock(a);
     return st;
 }

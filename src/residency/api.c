@@ -101,8 +101,18 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
         return 0;
     }
     while (q->pend_count == VIDMM_QUEUE_PENDING) {
-        /* Too many values in flight: wait for the oldest. */
-        pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+        /* Too many values in flight: wait for the oldest (hangs are
+         * found between slices). */
+        if (vidmm_tdr_pending_locked(a)) {
+            /* The engine is stuck and the pending reset passes every
+             * fence before this entry returns: the oldest value is as
+             * good as done. */
+            q->completed = q->pend_value[q->pend_first];
+            q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
+            q->pend_count--;
+            break;
+        }
+        (void)vidmm_tdr_cond_wait(a, NULL);
         resolve(a, q);
     }
     uint32_t i = (q->pend_first + q->pend_count) % VIDMM_QUEUE_PENDING;
@@ -150,6 +160,10 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
     for (resolve(a, q); q->completed < value; resolve(a, q)) {
         /* Hangs are reset between slices.  The queue must outlive the
          * wait (destroying it meanwhile is the caller's error, THREADING.md). */
+        if (vidmm_tdr_pending_locked(a)) {
+            st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
+            break;
+        }
         int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
         if (rc == ETIMEDOUT && q->completed < value) {
             st = VIDMM_E_TIMEOUT;
@@ -753,7 +767,7 @@ vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vid
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_submit_lock(a);
-    vidmm_status st = evict(a, device, allocs, count, flags, bytes_to_trim);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim);
     vidmm_submit_unlock(a);
     return st;
 }
@@ -818,7 +832,7 @@ vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vi
     if (!a)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
-    vidmm_status st = reclaim(a, queue, allocs, count, results, fence);
+    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence);
     vidmm_adapter_unlock(a);
     return st;
 }

@@ -210,6 +210,8 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
     vidmm_submit_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
+    if (al->busy)
+        return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     return evict_one(a, al, not_written);
 }
 

@@ -180,7 +180,7 @@ static void wait_any(struct vidmm_adapter *a)
 {
     struct vidmm_submit_state *s = a->sub;
     pthread_mutex_lock(&a->paging.lock);
-    while (s->head && !any_done_locked(s))
+    while (s->head && !any_done_locked(s) && !vidmm_tdr_pending_locked(a))
         (void)vidmm_tdr_cond_wait(a, NULL);   /* a hung engine is reset between slices */
     pthread_mutex_unlock(&a->paging.lock);
 }
@@ -204,7 +204,7 @@ struct vidmm_context *vidmm_submit_oldest_on_node(struct vidmm_adapter *a, uint3
 void vidmm_submit_wait_all(struct vidmm_adapter *a)
 {
     struct vidmm_submit_state *s = a->sub;
-    while (s && s->head) {
+    while (s && s->head && !vidmm_tdr_pending(a)) {
         wait_any(a);
         retire(a);
     }
@@ -224,6 +224,7 @@ void vidmm_submit_fini(struct vidmm_adapter *a)
     vidmm_adapter_lock(a);
     while (s->head) {
         wait_any(a);
+        vidmm_tdr_run_pending(a);   /* the close holds nothing a reset frees here */
         retire(a);
     }
     reap(a);
@@ -261,6 +262,11 @@ void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
             if (idle)
                 break;
             wait_any(a);
+            /* Its records name it: it cannot go before the engine lets
+             * them retire.  A recovery point: a context destroy and its
+             * callers (device and process destruction, the close) hold
+             * nothing a reset frees. */
+            vidmm_tdr_run_pending(a);
             retire(a);
         }
         retire(a);
@@ -276,11 +282,11 @@ void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al
         return;
     vidmm_adapter_lock(a);
     retire(a);
-    while (al->busy) {
+    while (al->busy && !vidmm_tdr_pending(a)) {
         wait_any(a);
         retire(a);
     }
-    vidmm_adapter_unlock(a);
+    vidmm_adapter_unlock(a);   /* still busy: a reset is pending, the caller backs out */
 }
 
 int vidmm_submit_wait_some(struct vidmm_adapter *a)
@@ -789,6 +795,10 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
     } else {
         vidmm_handle h = c->self;
         while (c->fence_completed < value) {
+            if (vidmm_tdr_pending_locked(a)) {
+                st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
+                break;
+            }
             int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
             /* The lock was dropped to look for hangs: the context may be gone. */
             c = vidmm_objtab_get(&a->contexts, h);

@@ -13,11 +13,14 @@
  * paging-queue waits) sleep in slices of a quarter of the timeout and
  * look for hangs between slices, and vidmm_adapter_detect_hangs lets the
  * embedding OS layer look from its own timer.  A waiter that finds a hang
- * recovers it if it can take the submission lock (recursive: a waiter
+ * recovers it if it can take the adapter lock (recursive: a waiter
  * inside an entry already holds it); otherwise the holder will, since
- * whoever holds the lock and waits runs the same check.
+ * whoever holds the lock and waits runs the same check.  An adapter
+ * reset is never run below a public entry: there it is left pending,
+ * the holder's waits fail, and the outermost entry runs it as it
+ * unwinds (docs/RESET_AND_POWER.md "Where a reset runs").
  *
- * Recovery, submission lock held, never nested:
+ * Recovery, adapter lock held, never nested:
  *  - engine reset: the driver abandons the buffer its node is stuck on
  *    and names it; that buffer's fence is treated as passed and its
  *    context's device is guilty (error state).  Memory is untouched.
@@ -56,13 +59,17 @@ void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
 /* ---- detection ------------------------------------------------------------ */
 
 /* One engine's sample: idle or progressed since the last one = seen now;
- * busy without progress for the timeout = hung. */
-static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *seen_ns, uint64_t now,
+ * busy without progress for the timeout = hung.  Busy now but idle at
+ * the last sample: the work started since, so its timeout starts now
+ * (the last progress may be older than the timeout after an idle gap,
+ * and the fresh buffer is not hung for that). */
+static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *seen_ns, int *was_busy, uint64_t now,
                   uint64_t timeout)
 {
-    if (!busy || completed != *seen || !*seen_ns) {
+    if (!busy || !*was_busy || completed != *seen || !*seen_ns) {
         *seen = completed;
         *seen_ns = now;
+        *was_busy = busy != 0;
         return 0;
     }
     return now - *seen_ns > timeout;
@@ -73,8 +80,8 @@ static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *s
 static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 {
     struct vidmm_tdr *t = &a->tdr;
-    if (t->in_recovery)
-        return 0;
+    if (t->in_recovery || t->reset_pending)
+        return 0;   /* already being dealt with */
     if (t->paging_fault) {
         *node = -1;   /* an unrecoverable paging fault: no timeout to wait */
         return 1;
@@ -83,14 +90,14 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
         return 0;
     int hung = 0;
     if (sample(t->paging_submitted > a->paging.completed_fence, a->paging.completed_fence, &t->paging_seen,
-               &t->paging_seen_ns, now, t->timeout_ns)) {
+               &t->paging_seen_ns, &t->paging_busy, now, t->timeout_ns)) {
         *node = -1;
         hung = 1;
     }
     uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
     for (uint32_t n = 0; n < nodes; n++) {
         if (sample(t->node_submitted[n] > t->node_completed[n], t->node_completed[n], &t->node_seen[n],
-                   &t->node_seen_ns[n], now, t->timeout_ns) && !hung) {
+                   &t->node_seen_ns[n], &t->node_busy[n], now, t->timeout_ns) && !hung) {
             *node = (int)n;
             hung = 1;
         }
@@ -98,16 +105,18 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
     return hung;
 }
 
-static void recover(struct vidmm_adapter *a, int node);
+static int recover(struct vidmm_adapter *a, int node);
 
-/* Look for a hang and recover it; paging.lock not held.  1 if recovered. */
+/* Look for a hang and recover it; paging.lock not held.  1 if a reset
+ * (engine or adapter) was made.  Also without submission state (the
+ * close tears it down first): a paging hang must still be reset. */
 int vidmm_tdr_poll(struct vidmm_adapter *a)
 {
     int node;
     pthread_mutex_lock(&a->paging.lock);
     int hung = find_hang_locked(a, vidmm_tdr_now(), &node);
     pthread_mutex_unlock(&a->paging.lock);
-    if (!hung || !a->sub)
+    if (!hung)
         return 0;
     if (vidmm_adapter_trylock(a) != 0)
         return 0;   /* its holder waits too and will recover */
@@ -115,10 +124,24 @@ int vidmm_tdr_poll(struct vidmm_adapter *a)
     pthread_mutex_lock(&a->paging.lock);
     hung = find_hang_locked(a, vidmm_tdr_now(), &node);
     pthread_mutex_unlock(&a->paging.lock);
-    if (hung)
-        recover(a, node);
+    int done = hung ? recover(a, node) : 0;
+    /* At the outermost level this unlock also runs a reset recover()
+     * left pending (none is: it ran it in place). */
     vidmm_submit_unlock(a);
-    return hung;
+    return done;
+}
+
+int vidmm_tdr_pending_locked(const struct vidmm_adapter *a)
+{
+    return a->tdr.reset_pending && pthread_equal(a->tdr.pending_owner, pthread_self());
+}
+
+int vidmm_tdr_pending(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    int r = vidmm_tdr_pending_locked(a);
+    pthread_mutex_unlock(&a->paging.lock);
+    return r;
 }
 
 int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
@@ -149,6 +172,8 @@ int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
         return 0;
     if (last)
         return ETIMEDOUT;
+    if (vidmm_tdr_pending_locked(a))
+        return 0;   /* the caller sees it and returns */
     pthread_mutex_unlock(&a->paging.lock);
     (void)vidmm_tdr_poll(a);
     pthread_mutex_lock(&a->paging.lock);
@@ -369,10 +394,33 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     (void)vidmm_paging_flush(a);
 }
 
-static void recover(struct vidmm_adapter *a, int node)
+static void run_adapter_reset(struct vidmm_adapter *a, int node)
 {
-    if (a->tdr.in_recovery)
-        return;
+    pthread_mutex_lock(&a->paging.lock);
+    a->tdr.in_recovery = 1;       /* read by waiters under paging.lock */
+    pthread_mutex_unlock(&a->paging.lock);
+    if (node < 0) {
+        adapter_reset(a, NULL, 1);
+    } else {
+        uint64_t fence = 0;
+        adapter_reset(a, vidmm_submit_oldest_on_node(a, (uint32_t)node, &fence), 0);
+    }
+    pthread_mutex_lock(&a->paging.lock);
+    a->tdr.in_recovery = 0;
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+/* Adapter lock held.  An engine reset runs in place: it only makes one
+ * fence pass and puts one device in error, freeing nothing.  An adapter
+ * reset frees and rewrites state (system copies, submission records,
+ * page tables, the paging ring) that a suspended caller may hold, so
+ * below a public entry it is left pending for the outermost entry to
+ * run as it unwinds (vidmm_adapter_unlock); meanwhile the waits of the
+ * thread that holds the lock fail at once.  1 if a reset was made now. */
+static int recover(struct vidmm_adapter *a, int node)
+{
+    if (a->tdr.in_recovery || a->tdr.reset_pending)
+        return 0;
     uint32_t responsive = 0;
     if (!(node < 0 && a->tdr.paging_fault) && a->ops.query_engine_status &&
         a->ops.query_engine_status(a->driver, node < 0 ? VIDMM_PAGING_ENGINE : (uint32_t)node, &responsive) >= 0 &&
@@ -384,24 +432,44 @@ static void recover(struct vidmm_adapter *a, int node)
         else
             a->tdr.node_seen_ns[node] = vidmm_tdr_now();
         pthread_mutex_unlock(&a->paging.lock);
-        return;
+        return 0;
     }
-    pthread_mutex_lock(&a->paging.lock);
-    a->tdr.in_recovery = 1;       /* read by waiters under paging.lock */
-    pthread_mutex_unlock(&a->paging.lock);
     a->tdr.stats.hangs++;
     if (node < 0) {
         a->tdr.stats.paging_hangs++;
-        adapter_reset(a, NULL, 1);
     } else {
-        uint64_t fence = 0;
-        struct vidmm_context *g = vidmm_submit_oldest_on_node(a, (uint32_t)node, &fence);
-        if (engine_reset(a, (uint32_t)node) < 0)
-            adapter_reset(a, g, 0);
+        pthread_mutex_lock(&a->paging.lock);
+        a->tdr.in_recovery = 1;
+        pthread_mutex_unlock(&a->paging.lock);
+        vidmm_status st = engine_reset(a, (uint32_t)node);
+        pthread_mutex_lock(&a->paging.lock);
+        a->tdr.in_recovery = 0;
+        pthread_mutex_unlock(&a->paging.lock);
+        if (st >= 0)
+            return 1;
     }
+    if (a->lock_depth > 1) {
+        pthread_mutex_lock(&a->paging.lock);
+        a->tdr.reset_pending = 1;
+        a->tdr.pending_node = node;
+        a->tdr.pending_owner = pthread_self();
+        pthread_cond_broadcast(&a->paging.cond);   /* the owner's waits return */
+        pthread_mutex_unlock(&a->paging.lock);
+        return 0;
+    }
+    run_adapter_reset(a, node);
+    return 1;
+}
+
+void vidmm_tdr_run_pending(struct vidmm_adapter *a)
+{
     pthread_mutex_lock(&a->paging.lock);
-    a->tdr.in_recovery = 0;
+    int pending = vidmm_tdr_pending_locked(a);
+    int node = a->tdr.pending_node;
+    a->tdr.reset_pending = pending ? 0 : a->tdr.reset_pending;
     pthread_mutex_unlock(&a->paging.lock);
+    if (pending)
+        run_adapter_reset(a, node);
 }
 
 /* ---- public entries ---------------------------------------------------------- */

@@ -435,6 +435,66 @@ static void budgets(void)
     fx_close(&f);
 }
 
+/* Trim callbacks that destroy the other device (or the whole process):
+ * the notification walk keeps nothing across a call, so lowering the
+ * budget below usage notifies what is left and changes nothing else. */
+struct killer {
+    struct vidmm_adapter *a;
+    vidmm_handle victim;      /* device to destroy; 0 = the process below */
+    vidmm_handle process;
+    int calls;
+};
+
+static void on_trim_kill(void *ctx, vidmm_handle device, uint32_t flags, uint64_t bytes)
+{
+    struct killer *k = ctx;
+    (void)device;
+    (void)flags;
+    (void)bytes;
+    k->calls++;
+    if (k->victim)
+        (void)vidmm_device_destroy(k->a, k->victim);
+    else
+        (void)vidmm_process_destroy(k->a, k->process);
+}
+
+static void trim_callbacks_destroy(void)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        struct sg_fx f;
+        if (fx_open(&f) < 0)
+            return;
+        struct proc pr;
+        proc_open(&f, &pr);
+        vidmm_handle d1;
+        T_ST(vidmm_device_create(f.a, pr.p, &d1), VIDMM_OK);
+        struct killer k0 = { f.a, mode ? 0 : d1, pr.p, 0 }, k1 = { f.a, mode ? 0 : pr.d, pr.p, 0 };
+        T_ST(vidmm_register_trim_notification(f.a, pr.d, on_trim_kill, &k0), VIDMM_OK);
+        T_ST(vidmm_register_trim_notification(f.a, d1, on_trim_kill, &k1), VIDMM_OK);
+        vidmm_handle h[2] = { make_alloc(&f, INVIS, 4 * MIB, 0), make_alloc(&f, INVIS, 4 * MIB, 0) };
+        T_ST(mres(&f, &pr, h, 2, 0, NULL), VIDMM_OK);
+        T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 4 * MIB), VIDMM_OK);
+        /* The first device notified destroyed the other (or the process):
+         * one call in all, nobody left to notify. */
+        T_EQ(k0.calls + k1.calls, 1);
+        T_EQ(sg_checked(f.a, NULL), 0);
+        struct vidmm_device_info di;
+        if (mode) {
+            T_ST(vidmm_device_query(f.a, pr.d, &di), VIDMM_E_INVALID_HANDLE);
+            T_ST(vidmm_device_query(f.a, d1, &di), VIDMM_E_INVALID_HANDLE);
+        } else {
+            /* Exactly one of the two survives, and it still works. */
+            int alive = (vidmm_device_query(f.a, pr.d, &di) == VIDMM_OK) + (vidmm_device_query(f.a, d1, &di) == VIDMM_OK);
+            T_EQ(alive, 1);
+            T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 2 * MIB), VIDMM_OK);
+            T_EQ(sg_checked(f.a, NULL), 0);
+        }
+        T_ST(vidmm_allocation_destroy(f.a, h[0]), VIDMM_OK);
+        T_ST(vidmm_allocation_destroy(f.a, h[1]), VIDMM_OK);
+        fx_close(&f);
+    }
+}
+
 /* Offered allocations are discarded under pressure; reclaim says so and
  * the content reads as zero.  Not-offered ones keep their bytes. */
 static void offer_reclaim(void)
@@ -880,6 +940,7 @@ void suite_residency(void)
     t_run("residency.priority_honoured", priority_honoured);
     t_run("residency.fair_share", fair_share);
     t_run("residency.budgets", budgets);
+    t_run("residency.trim_callbacks_destroy", trim_callbacks_destroy);
     t_run("residency.offer_reclaim", offer_reclaim);
     t_run("residency.clean_discard", clean_discard);
     t_run("residency.queues", queues);

@@ -1,6 +1,7 @@
 /*
  * tdr_test.c - hangs, engine and adapter resets, power transitions
- * (issue 5 item 6, vidmm/tdr.h, vidmm/power.h, docs/DECISIONS.md D30-D32).
+ * (vidmm/tdr.h, vidmm/power.h, docs/DECISIONS.md D30-D32,
+ * docs/RESET_AND_POWER.md).
  *
  * Hangs are real: a WAIT on a word nobody writes stalls a softgpu node,
  * softgpu_inject_paging_hang stalls the copy engine on a paging buffer.
@@ -36,6 +37,7 @@ struct tx {
     struct vidmm_adapter *a;
     struct vidmm_driver_ops ops;
     int fail_power;          /* set_power_state wrapper answers DRIVER_FAILURE */
+    int responsive;          /* query_engine_status wrapper: 1 = "slow, not stuck" */
 };
 
 static struct tx *g_tx;      /* the wrapper's fixture (one test at a time) */
@@ -47,9 +49,26 @@ static vidmm_status failing_power(void *drv, uint32_t state)
     return softgpu_driver_ops()->set_power_state(drv, state);
 }
 
+static vidmm_status wrapped_query_engine(void *drv, uint32_t node, uint32_t *responsive)
+{
+    if (g_tx && g_tx->responsive) {
+        *responsive = 1;
+        return VIDMM_OK;
+    }
+    return softgpu_driver_ops()->query_engine_status(drv, node, responsive);
+}
+
 /* engine_reset: 0 = a driver without DxgkDdiResetEngine (hangs escalate
- * to adapter resets). */
+ * to adapter resets).  query: 0 = without query_engine_status, 2 = the
+ * wrapper above. */
+static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep, int query);
+
 static int tx_open(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep)
+{
+    return tx_open_q(f, sync, engine_reset, standby_keep, hib_keep, 1);
+}
+
+static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_keep, uint32_t hib_keep, int query)
 {
     memset(f, 0, sizeof(*f));
     g_tx = f;
@@ -60,6 +79,10 @@ static int tx_open(struct tx *f, int sync, int engine_reset, uint32_t standby_ke
     f->ops = *softgpu_driver_ops();
     if (!engine_reset)
         f->ops.reset_engine = NULL;
+    if (query == 0)
+        f->ops.query_engine_status = NULL;
+    else if (query == 2)
+        f->ops.query_engine_status = wrapped_query_engine;
     f->ops.set_power_state = failing_power;
     if (sg_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
@@ -510,6 +533,213 @@ static void poll_and_close_with_hang(void)
     tx_close(&f);
 }
 
+/* ---- resets below a public entry -------------------------------------------- */
+
+#define TDR_SHORT_NS 2000000ull   /* 2 ms: the hang is found within the entry's own wait */
+
+static vidmm_status evict1(struct tx *f, vidmm_handle dev, vidmm_handle h)
+{
+    uint64_t trim = 0;
+    return vidmm_evict(f->a, dev, &h, 1, 0, &trim);
+}
+
+/* An offered allocation is evicted (or the adapter goes to standby)
+ * while the paging engine hangs on the eviction's own buffer.  The hang
+ * is found by the eviction's wait; the adapter reset, which frees the
+ * allocation's system copies, must not run under the eviction that still
+ * holds them: the eviction backs out with VIDMM_E_TIMEOUT, the reset
+ * runs as the entry returns, the discarded content reads zero, a
+ * bystander's clean copy comes back, and the eviction then succeeds. */
+static void offered_evict_across_reset_case(int standby)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    const uint32_t s1 = VIDMM_SEGMENT_BIT(1);   /* CPU-visible */
+    vidmm_handle x = new_alloc(&f, s1, 1 * MIB, 71), y = new_alloc(&f, s1, 1 * MIB, 73);
+    vidmm_handle l[] = { x, y };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_EQ(sg_alloc_state(f.a, x).segment_id, 1);
+    T_ST(vidmm_offer(f.a, p.dev, &x, 1, VIDMM_OFFER_LOW), VIDMM_OK);
+    softgpu_inject_paging_hang(f.sg, 0);
+    if (standby) {
+        T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_E_TIMEOUT);
+        uint32_t ps = 9;
+        T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+        T_EQ(ps, VIDMM_POWER_D0);
+    } else {
+        T_ST(evict1(&f, p.dev, x), VIDMM_E_TIMEOUT);
+    }
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.paging_hangs, 1);
+    T_EQ_U64(s.adapter_resets, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(sg_alloc_state(f.a, y).content_lost, 0);
+    T_CHECK(holds(&f, y, 73));
+    /* The adapter works again: the eviction (or the transition) goes through. */
+    if (standby) {
+        T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+        T_EQ(sg_checked(f.a, NULL), 0);
+        T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    } else {
+        T_ST(evict1(&f, p.dev, x), VIDMM_OK);
+        T_EQ(sg_alloc_state(f.a, x).segment_id, 0);
+    }
+    T_EQ(sg_checked(f.a, NULL), 0);
+    uint32_t result = 9;
+    uint64_t pf = 0;
+    vidmm_status rc = vidmm_reclaim(f.a, p.queue, &x, 1, &result, &pf);
+    T_CHECK(rc == VIDMM_OK || rc == VIDMM_PENDING);
+    T_EQ(result, VIDMM_RECLAIM_DISCARDED);
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_CHECK(holds(&f, x, 0));
+    T_CHECK(holds(&f, y, 73));
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
+static void offered_evict_across_reset(void) { offered_evict_across_reset_case(0); }
+static void offered_standby_across_reset(void) { offered_evict_across_reset_case(1); }
+
+/* A command buffer in video memory (restored from system memory, whose
+ * pages stay its backing copy), mapped in a process and used by a
+ * submission that has completed, is destroyed while the paging engine
+ * hangs.  The reset runs after the destruction, not inside it (where it
+ * dropped the backing copy the destruction was releasing): system
+ * memory is released once (segment 0's commitment back to its value,
+ * the checker clean), and the adapter goes on. */
+static void destroy_across_reset(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
+    struct vidmm_segment_info s0;
+    T_ST(vidmm_segment_query(f.a, 0, &s0), VIDMM_OK);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cmd = new_alloc(&f, SET12, 128 * KIB, 0), res = new_alloc(&f, SET12, 64 * KIB, 0);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 128 * KIB), vr = sg_map(f.a, p.proc, res, 64 * KIB);
+    vidmm_handle l[] = { cmd, res };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_write64(&cb, vr, 81), VIDMM_OK);
+    uint64_t fence = submit(&f, &p, cmd, vc, &cb);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
+    softgpu_inject_paging_hang(f.sg, 0);
+    T_ST(vidmm_allocation_destroy(f.a, cmd), VIDMM_OK);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    struct vidmm_allocation_state st;
+    T_ST(vidmm_allocation_query(f.a, cmd, &st), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_allocation_destroy(f.a, res), VIDMM_OK);
+    T_ST(vidmm_process_destroy(f.a, p.proc), VIDMM_OK);
+    struct vidmm_segment_info s0b;
+    T_ST(vidmm_segment_query(f.a, 0, &s0b), VIDMM_OK);
+    T_EQ_U64(s0b.committed, s0.committed);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* The adapter works again. */
+    vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 83);
+    T_CHECK(holds(&f, z, 83));
+    tx_close(&f);
+}
+
+/* The paging engine hangs while the adapter closes (on the first paging
+ * buffer of the teardown): the close resets it and returns, leaking
+ * nothing (tx_close checks the allocator). */
+static void close_with_paging_hang(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle x = new_alloc(&f, SET12, 1 * MIB, 85);
+    (void)sg_map(f.a, p.proc, x, 1 * MIB);
+    sg_make_resident(f.a, p.dev, p.queue, &x, 1);
+    softgpu_inject_paging_hang(f.sg, 0);
+    tx_close(&f);
+}
+
+/* Fresh work after an idle gap longer than the timeout is not hung:
+ * the detector saw the engine idle, so the buffer's timeout starts at
+ * the first sample that sees it busy.  The buffer waits on a word the
+ * CPU writes later; without query_engine_status (nothing to ask) it must
+ * not be aborted.  And a hang the driver calls slow is not reported as
+ * recovered. */
+static void idle_gap_no_false_hang(void)
+{
+    struct tx f;
+    if (tx_open_q(&f, 0, 1, 0, 0, 0))
+        return;
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), w = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vw = sg_map(f.a, p.proc, w, 64 * KIB);
+    sg_make_resident(f.a, p.dev, p.queue, &cp, 1);
+    sg_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident through Q: mapped at vw in P */
+    /* 200 ms: the released buffer must end well within it even on a
+     * loaded machine, as nothing asks the driver before a reset. */
+    T_ST(vidmm_adapter_set_tdr_timeout(f.a, 4 * TDR_NS), VIDMM_OK);
+    int rec = -1;
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);   /* sees every engine idle */
+    T_EQ(rec, 0);
+    struct timespec idle = { 0, 250000000 };   /* > the timeout */
+    nanosleep(&idle, NULL);
+    uint64_t fp = submit_hang(&f, &p, cp, vcp, vw, 1);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
+    /* Release the WAIT as the GPU sees memory (softgpu's lock orders it
+     * with the engine's reads). */
+    struct vidmm_physical_address root;
+    T_ST(vidmm_process_root_page_table(f.a, p.proc, &root), VIDMM_OK);
+    uint64_t one = 1;
+    T_ST(softgpu_write_virtual(f.sg, &root, vw, &one, sizeof one), VIDMM_OK);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    T_EQ_U64(sg_cpu_read64(f.a, w, 16), 2);   /* the write after the WAIT ran */
+    T_EQ(dev_info(&f, p.dev).lost, 0);
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.hangs, 0);
+    T_EQ_U64(s.engine_resets + s.adapter_resets, 0);
+    tx_close(&f);
+
+    /* The driver says "slow, not stuck": no reset, and none reported. */
+    struct timespec gap = { 0, 80000000 };   /* > the 50 ms timeout */
+    if (tx_open_q(&f, 0, 1, 0, 0, 2))
+        return;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    cp = new_alloc(&f, SET12, 64 * KIB, 0);
+    w = new_alloc(&f, SET12, 64 * KIB, 0);
+    vcp = sg_map(f.a, p.proc, cp, 64 * KIB);
+    vw = sg_map(f.a, p.proc, w, 64 * KIB);
+    vidmm_handle lp[] = { cp, w };
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    fp = submit_hang(&f, &p, cp, vcp, vw, 0);
+    f.responsive = 1;
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    nanosleep(&gap, NULL);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 0);
+    T_EQ_U64(tdr_stats(&f).engine_resets, 0);
+    T_EQ(dev_info(&f, p.dev).lost, 0);
+    f.responsive = 0;
+    nanosleep(&gap, NULL);
+    T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
+    T_EQ(rec, 1);
+    T_EQ_U64(tdr_stats(&f).engine_resets, 1);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
+    tx_close(&f);
+}
+
 static void bad_input(void)
 {
     struct tx f;
@@ -644,6 +874,144 @@ static void power_hibernate(void) { power_cycle_case(VIDMM_POWER_HIBERNATE, 0, 0
 static void power_standby_preserved(void) { power_cycle_case(VIDMM_POWER_STANDBY, 1u << 1, 0); }
 static void power_hibernate_preserved(void) { power_cycle_case(VIDMM_POWER_HIBERNATE, 1u << 1, 1u << 2); }
 
+/* While down, every entry that would hand work to the GPU answers
+ * VIDMM_E_STATE and changes nothing: no paging buffer reaches the
+ * driver, every allocation stays where it was.  After resume the same
+ * calls work and the bytes are intact. */
+static void power_down_refuses_gpu_work(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle sys = new_alloc(&f, VIDMM_SEGMENT_BIT(3) | SET12, 256 * KIB, 93);   /* stays in system memory while down */
+    vidmm_handle mem = new_alloc(&f, SET12, 1 * MIB, 95);
+    vidmm_handle other = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle prim = sg_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
+    uint64_t vmem = sg_map(f.a, p.proc, mem, 1 * MIB);
+    T_ST(vidmm_allocation_move(f.a, sys, 3), VIDMM_E_STATE);   /* evicted: not yet */
+    vidmm_handle l[] = { sys, mem };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_ST(vidmm_allocation_move(f.a, sys, 3), VIDMM_OK);
+    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_EQ(sg_alloc_state(f.a, mem).segment_id, 0);
+    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+
+    struct vidmm_adapter_info before, after;
+    T_ST(vidmm_adapter_query_info(f.a, &before), VIDMM_OK);
+    struct softgpu_stats sb, sa;
+    softgpu_get_stats(f.sg, &sb);
+    T_ST(vidmm_allocation_move(f.a, sys, 1), VIDMM_E_STATE);
+    T_ST(vidmm_allocation_move(f.a, sys, 0), VIDMM_E_STATE);
+    T_ST(vidmm_allocation_move_discard(f.a, sys, 2), VIDMM_E_STATE);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_E_STATE);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, p.proc, 0, 0, 0, other, 0, 64 * KIB, 0, 0,
+                         &va),
+         VIDMM_E_STATE);
+    T_ST(vidmm_gpuva_unmap(f.a, p.proc, vmem, 1 * MIB), VIDMM_E_STATE);
+    T_ST(vidmm_gpuva_free(f.a, p.proc, vmem, 1 * MIB), VIDMM_E_STATE);
+    vidmm_handle proc2 = 0, ctx2 = 0;
+    T_ST(vidmm_process_create(f.a, &proc2), VIDMM_E_STATE);
+    struct vidmm_context_desc cd;
+    memset(&cd, 0, sizeof(cd));
+    cd.node = SOFTGPU_NODE_COMPUTE;
+    cd.mode = VIDMM_CONTEXT_VIRTUAL;
+    T_ST(vidmm_context_create(f.a, p.dev, &cd, &ctx2), VIDMM_E_STATE);
+    T_ST(evict1(&f, p.dev, sys), VIDMM_E_STATE);
+    uint32_t result = 9;
+    uint64_t pf = 0;
+    T_ST(vidmm_reclaim(f.a, p.queue, &sys, 1, &result, &pf), VIDMM_E_STATE);
+    T_ST(vidmm_adapter_query_info(f.a, &after), VIDMM_OK);
+    softgpu_get_stats(f.sg, &sa);
+    T_EQ_U64(after.paging_buffers_submitted, before.paging_buffers_submitted);
+    T_EQ_U64(sa.paging_buffers, sb.paging_buffers);
+    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_EQ(sg_alloc_state(f.a, mem).segment_id, 0);
+    T_EQ(sg_alloc_state(f.a, prim).displayed, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    T_ST(vidmm_allocation_move(f.a, sys, 1), VIDMM_OK);
+    T_CHECK(holds(&f, sys, 93));
+    T_EQ(sg_alloc_state(f.a, sys).content_lost, 0);
+    sg_make_resident(f.a, p.dev, p.queue, &mem, 1);
+    T_CHECK(holds(&f, mem, 95));
+    T_ST(vidmm_gpuva_unmap(f.a, p.proc, vmem, 1 * MIB), VIDMM_OK);
+    T_ST(vidmm_process_create(f.a, &proc2), VIDMM_OK);
+    T_ST(vidmm_process_destroy(f.a, proc2), VIDMM_OK);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
+/* A primary shown from a memory segment that loses its content refuses
+ * the transition (as a lock there does) and nothing changes; blanked,
+ * the adapter goes down and back, and the primary is shown again with
+ * its bytes. */
+static void power_displayed_primary(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    vidmm_handle prim = sg_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
+    uint32_t seg = sg_alloc_state(f.a, prim).segment_id;
+    T_CHECK(seg == 1 || seg == 2);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_E_BUSY);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_HIBERNATE), VIDMM_E_BUSY);
+    uint32_t ps = 9;
+    T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
+    T_EQ(ps, VIDMM_POWER_D0);
+    struct vidmm_power_stats pst;
+    T_ST(vidmm_adapter_get_power_stats(f.a, &pst), VIDMM_OK);
+    T_EQ_U64(pst.transitions + pst.allocations_saved + pst.allocations_discarded, 0);
+    T_EQ(sg_alloc_state(f.a, prim).segment_id, seg);
+    T_EQ(sg_alloc_state(f.a, prim).displayed, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Blank, go down, come back, show it again. */
+    T_ST(vidmm_adapter_flip(f.a, 0, VIDMM_HANDLE_NULL), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
+    T_EQ(sg_alloc_state(f.a, prim).displayed, 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_CHECK(holds(&f, prim, 97));
+    tx_close(&f);
+}
+
+/* An allocation restored from system memory keeps that copy; the GPU
+ * then writes it.  Going down must transfer it, not fall back on the
+ * stale copy: after resume the GPU's bytes are there. */
+static void power_keeps_gpu_writes(void)
+{
+    struct tx f;
+    if (tx_open(&f, 0, 1, 0, 0))
+        return;
+    struct sg_proc p;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cmd = new_alloc(&f, SET12, 64 * KIB, 0), x = new_alloc(&f, SET12, 64 * KIB, 99);
+    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vx = sg_map(f.a, p.proc, x, 64 * KIB);
+    vidmm_handle l[] = { cmd, x };
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_write64(&cb, vx + 8, 0x1234), VIDMM_OK);
+    uint64_t fence = submit(&f, &p, cmd, vc, &cb);
+    T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
+    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_EQ_U64(sg_cpu_read64(f.a, x, 8), 0x1234);
+    uint64_t s = 99;
+    T_EQ_U64(sg_cpu_read64(f.a, x, 0), t_rand(&s));   /* the rest is the CPU's pattern */
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
 void suite_tdr(void);
 void suite_tdr(void)
 {
@@ -659,9 +1027,17 @@ void suite_tdr(void)
     t_run("tdr.hang_during_eviction", hang_during_eviction);
     t_run("tdr.paging_hang_during_eviction", paging_hang_during_eviction);
     t_run("tdr.poll_and_close_with_hang", poll_and_close_with_hang);
+    t_run("tdr.offered_evict_across_reset", offered_evict_across_reset);
+    t_run("tdr.offered_standby_across_reset", offered_standby_across_reset);
+    t_run("tdr.destroy_across_reset", destroy_across_reset);
+    t_run("tdr.close_with_paging_hang", close_with_paging_hang);
+    t_run("tdr.idle_gap_no_false_hang", idle_gap_no_false_hang);
     t_run("tdr.bad_input", bad_input);
     t_run("power.standby", power_standby);
     t_run("power.hibernate", power_hibernate);
     t_run("power.standby_preserved", power_standby_preserved);
     t_run("power.hibernate_preserved", power_hibernate_preserved);
+    t_run("power.down_refuses_gpu_work", power_down_refuses_gpu_work);
+    t_run("power.displayed_primary", power_displayed_primary);
+    t_run("power.keeps_gpu_writes", power_keeps_gpu_writes);
 }
