@@ -598,6 +598,24 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
     return st;
 }
 
+/* After a successful make-resident: remember, per segment group its
+ * list is resident in, whether it said CantTrimFurther, and the budgets
+ * it left (the rules checker, src/adapter/rules.c, reads both). */
+static void note_cant_trim(struct vidmm_adapter *a, vidmm_handle device, const struct vidmm_make_resident_args *args)
+{
+    struct vidmm_device *d = device_of(a, device);
+    if (!d || !args->allocations)
+        return;
+    int cant = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
+    for (uint32_t i = 0; i < args->count; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
+        if (al && al->resident)
+            d->process->last_mr_cant_trim[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] = cant;
+    }
+    for (unsigned g = 0; g < 2; g++)
+        d->process->budget_after_mr[g] = vidmm_res_budget(a, d->process, g);
+}
+
 /* make-resident and evict run under the submission lock, so threads that
  * submit may also change their residency lists (vidmm/submit.h). */
 vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
@@ -607,6 +625,8 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
     vidmm_submit_lock(a);
     vidmm_status st = a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
                                                        : make_resident(a, device, args);
+    if (st >= 0)
+        note_cant_trim(a, device, args);
     vidmm_submit_unlock(a);
     return st;
 }
