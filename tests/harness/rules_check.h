@@ -79,8 +79,8 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
 int rc_check_rules(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);
 /* call.failed_make_resident_no_trace: before and after a make-resident
  * that failed with status st (< 0).  Counters of the call itself (the
- * over-budget refusals, the reference clock) may change.  Returns the
- * violations. */
+ * over-budget refusals, the reference clock) may change, and out of host
+ * memory what D35 allows (docs/DECISIONS.md).  Returns the violations. */
 int rc_check_failed_make_resident(const struct rc_fp *before, const struct rc_fp *after, vidmm_status st,
                                   char *report, size_t n);
 
