@@ -281,6 +281,16 @@ static int finish_record(struct tr *t, FILE *rec, const char *path)
     return bad;
 }
 
+/* On stderr, so a run's report stays the replay's. */
+static void rules_summary(const struct tr *t)
+{
+    if (t->rules)
+        fprintf(stderr, "vidmm: rules checked after %" PRIu64 " calls (%" PRIu64 " with an MMU walk), %" PRIu64
+                        " violations%s\n",
+                t->rules_checks, t->rules_gpu_walks, t->rules_violations,
+                t->rules_violations ? " (the run stopped checking at the first)" : "");
+}
+
 int cli_run(int argc, char **argv)
 {
     struct run_options o;
@@ -354,6 +364,7 @@ int cli_run(int argc, char **argv)
     bad |= finish_record(&t, rec, o.record);
     if (t.check_failures || t.adapter_check_failures || t.rules_violations)
         errors++;
+    rules_summary(&t);
     tr_close(&t);
     collect_free(&c);
     replay_close(&r);
@@ -443,8 +454,7 @@ int cli_replay(int argc, char **argv)
     if (t.check_failures || t.adapter_check_failures)
         fprintf(stderr, "vidmm replay: integrity checks failed (%" PRIu64 " read-backs, %" PRIu64 " adapter checks)\n",
                 t.check_failures, t.adapter_check_failures);
-    if (t.rules_violations)
-        fprintf(stderr, "vidmm replay: rules violated after call %" PRIu64 "\n", t.rules_failed_call);
+    rules_summary(&t);
     int result = failed || bad || r.mismatches || t.check_failures || t.adapter_check_failures || t.rules_violations
                      ? 1 : 0;
     tr_close(&t);
