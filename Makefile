@@ -79,8 +79,12 @@ $(SOFTGPU): $(SOFTGPU_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(TOOL): $(TOOL_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+# The harness side of the rules checker (tests/harness/rules_check.c):
+# one object linked into the tool, the tests and the fuzzers.
+RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o
+$(TOOL_OBJ): CFLAGS_ALL += -Itests
+$(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
 
 $(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
 $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
@@ -152,7 +156,7 @@ FUZZ_HARNESSES := api_stream driver_desc cmdbuf
 FUZZ_SECONDS   ?= 60
 FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
 FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
-FUZZ_DEPS      := $(SOFTGPU) $(STATIC)
+FUZZ_DEPS      := $(RULES_OBJ) $(SOFTGPU) $(STATIC)
 $(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz
 
 $(BUILD)/fuzz/%-replay: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay_main.o $(FUZZ_DEPS)

@@ -21,6 +21,7 @@
  * waits for a context's work before destroying it.
  */
 #include "fuzz.h"
+#include "harness/rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -49,7 +50,36 @@ struct fz {
     uint32_t trim_calls;
     uint8_t phys_buf[512];      /* physical command buffer: valid until its fence (synchronous: the call) */
     char report[1024];
+    struct rc_fp fp[2];         /* before / after a make-resident (the failed-call rule) */
+    uint32_t rule_violations;   /* counted instead of fatal when FUZZ_RULES_KNOWN is set */
 };
+
+/* The WDDM rules (harness/rules_check.h) after every call.  A violation
+ * aborts, unless FUZZ_RULES_KNOWN is set: tests/fuzz_replay.sh sets it
+ * while tests/known_defects lists fuzz.api_stream.rules, and the
+ * violations are then printed and counted. */
+static void rules_objects(struct fz *f, struct rc_objects *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->proc = f->h[H_PROC], o->nproc = f->n[H_PROC];
+    o->dev = f->h[H_DEV], o->ndev = f->n[H_DEV];
+    o->ctx = f->h[H_CTX], o->nctx = f->n[H_CTX];
+    o->queue = f->h[H_QUEUE], o->nqueue = f->n[H_QUEUE];
+    o->alloc = f->h[H_ALLOC], o->nalloc = f->n[H_ALLOC];
+}
+
+static void rules_violated(struct fz *f, const char *what, int e)
+{
+    static int known = -1;
+    if (known < 0)
+        known = getenv("FUZZ_RULES_KNOWN") && *getenv("FUZZ_RULES_KNOWN");
+    if (known) {
+        if (!f->rule_violations++)
+            fprintf(stderr, "fuzz: known defect: %s: %d rule violations\n%s", what, e, f->report);
+        return;
+    }
+    FUZZ_REQUIRE(e == 0, "%s: %d rule violations\n%s", what, e, f->report);
+}
 
 static const char *const presets[] = { "dgpu", "igpu", "wddm1" };
 
@@ -67,6 +97,11 @@ static void st_ok(struct fz *f, vidmm_status st, const char *what)
     FUZZ_REQUIRE(e == 0, "%s (%s): adapter check: %d violations\n%s", what, vidmm_status_str(st), e, f->report);
     int s = softgpu_check(f->sg);
     FUZZ_REQUIRE(s == 0, "%s: softgpu check: %d violations", what, s);
+    struct rc_objects o;
+    rules_objects(f, &o);
+    e = rc_check_rules(f->a, f->sg, &o, f->report, sizeof f->report);
+    if (e)
+        rules_violated(f, what, e);
 }
 
 static void add(struct fz *f, int type, vidmm_handle h)
@@ -310,7 +345,17 @@ static void op_make_resident(struct fz *f)
     mr.allocations = n || fz_u8(&f->in) & 1 ? list : NULL;
     mr.count = n;
     mr.flags = fz_u8(&f->in) & 7;
+    struct rc_objects o;
+    rules_objects(f, &o);
+    if (f->fp[0].cap)
+        rc_fp_take(&f->fp[0], f->a, &o);
     vidmm_status st = vidmm_make_resident(f->a, pick(f, H_DEV), &mr);
+    if (f->fp[0].cap && st < 0) {
+        rc_fp_take(&f->fp[1], f->a, &o);
+        int e = rc_check_failed_make_resident(&f->fp[0], &f->fp[1], st, f->report, sizeof f->report);
+        if (e)
+            rules_violated(f, "make_resident", e);
+    }
     st_ok(f, st, "make_resident");
     if (st == VIDMM_PENDING) {
         /* Synchronous softgpu: the paging is done already. */
@@ -724,7 +769,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct fz fs;     /* large (the tables): not on the stack; one run at a time */
     struct fz *f = &fs;
+    /* The fingerprints outlive the runs (allocated once, by the harness's
+     * own malloc: not counted against vidmm). */
+    struct rc_fp fp0 = fs.fp[0], fp1 = fs.fp[1];
     memset(f, 0, sizeof *f);
+    f->fp[0] = fp0, f->fp[1] = fp1;
+    if (!f->fp[0].cap && (rc_fp_init(&f->fp[0], 1u << 14) || rc_fp_init(&f->fp[1], 1u << 14)))
+        FUZZ_REQUIRE(0, "no memory for the fingerprints");
     f->in.p = data;
     f->in.n = size;
 

@@ -9,6 +9,8 @@
 #   STRESS_THREADS  threads of the TSan stress run (default 16)
 #   STRESS_OPS      operations per thread (default 2000)
 #   TDR_ROUNDS      repetitions of the hang/reset suites (default 20)
+#   SWEEP_SEEDS     seeds of the built-in scenario sweep (default 500)
+#   GEN_SECONDS     the scenario generator with the rules checker (default 600)
 set -u
 b=${1:-build}
 scale=${LONG_SCALE:-10}
@@ -16,6 +18,8 @@ fuzz=${FUZZ_SECONDS:-120}
 threads=${STRESS_THREADS:-16}
 ops=${STRESS_OPS:-2000}
 rounds=${TDR_ROUNDS:-20}
+sweep_seeds=${SWEEP_SEEDS:-500}
+gen_seconds=${GEN_SECONDS:-600}
 log=$(mktemp)
 fail=0
 step() { printf '\n== %s ==\n' "$1"; }
@@ -50,6 +54,20 @@ VIDMM_STRESS_THREADS=$threads VIDMM_STRESS_OPS=$ops TSAN_OPTIONS=halt_on_error=1
 tail -n 1 "$log.tsan"
 grep -c 'WARNING: ThreadSanitizer' "$log.tsan" > /dev/null && { grep -m1 -A5 'WARNING: ThreadSanitizer' "$log.tsan"; fail=1; }
 
+step "seed sweep: built-in scenarios x policies x seeds 1..$sweep_seeds, rules after every call"
+sh tests/sweep.sh "$b/vidmm" "$sweep_seeds" > "$log.sweep" 2>&1 || fail=1
+grep -v '^sweep: FAIL' "$log.sweep" | tail -n 40
+sweep=$(grep -E '^sweep: [0-9]+ runs' "$log.sweep")
+
+step "generated scenarios, $gen_seconds s, rules after every call (failures shrunk into $b/long-scenarios/)"
+"$b/vidmm" fuzz-scenarios --seconds "$gen_seconds" --seed "$(date +%s)" --save "$b/long-scenarios" > "$log.gen" 2>&1
+grep -E '^fuzz-scenarios: ([0-9]+ scenarios|  |minimal)' "$log.gen"
+gen=$(grep -E '^fuzz-scenarios: [0-9]+ scenarios' "$log.gen")
+# Failures of a known defect (gen:RULE in tests/known_defects) do not fail the tier.
+for what in $(sed -n 's/^fuzz-scenarios: seed [0-9]* fails: //p' "$log.gen" | sort -u); do
+  grep -q "^gen:$what\b" tests/known_defects || { echo "unknown failure: $what"; fail=1; }
+done
+
 execs=0
 if [ "$fuzz" -gt 0 ] && [ -f fuzz/Makefile.inc -o -d fuzz ]; then
   step "fuzzing, $fuzz s per harness"
@@ -66,6 +84,8 @@ echo "oom: $sites, injected failures: $injected"
 echo "hang/reset rounds: $rounds"
 echo "tsan stress: $threads threads x $ops ops"
 echo "fuzz executions: $execs"
+echo "${sweep:-sweep: not run}"
+echo "generator: ${gen:-not run}"
 rm -f "$log" "$log".*
 if [ "$fail" -eq 0 ]; then echo "long: passed"; else echo "long: FAILED"; fi
 exit "$fail"

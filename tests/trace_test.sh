@@ -29,19 +29,26 @@ has() { # name file pattern
 }
 
 # ---- every built-in scenario: clean run, exact replay -------------------
+# A scenario that breaks a WDDM rule today (sweep:SCENARIO:lru in
+# tests/known_defects) runs without the rules checker here, so its run and
+# replay still go to the end and can be compared; its check-adapter lines
+# (which always check the rules) may answer MISMATCH, and its exit status
+# may be 1.  tests/sweep.sh is where the rules are swept.
+want_rc() { if grep -q "^sweep:$1:lru\b" tests/known_defects 2>/dev/null; then echo 1; else echo 0; fi; }
+rules_opt() { if [ "$(want_rc "$1")" -eq 1 ]; then echo --no-rules; fi; }
 for s in desktop game compute igpu; do
-  "$tool" run "$s" --record "$dir/$s.trace" --snapshot "$dir/$s.snap" --timeline "$dir/$s.tl" \
+  "$tool" run "$s" $(rules_opt "$s") --record "$dir/$s.trace" --snapshot "$dir/$s.snap" --timeline "$dir/$s.tl" \
     --html "$dir/$s.html" >"$dir/$s.run" 2>"$dir/$s.err"
   rc=$?
-  if [ "$rc" -eq 0 ]; then ok; else bad "run $s (rc $rc)"; cat "$dir/$s.err"; fi
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq "$(want_rc "$s")" ]; then ok; else bad "run $s (rc $rc)"; cat "$dir/$s.err"; fi
   has "run $s: no mismatches" "$dir/$s.run" "read-backs: .* 0 mismatches"
   has "run $s: adapter clean" "$dir/$s.run" "after the last call: clean"
   has "trace $s has a header" "$dir/$s.trace" "^vidmm-trace 1$"
   "$tool" replay "$s" >/dev/null 2>&1 && bad "replay of a scenario name must fail" || ok
-  "$tool" replay "$dir/$s.trace" --record "$dir/$s.retrace" --snapshot "$dir/$s.resnap" --timeline "$dir/$s.retl" \
-    --html "$dir/$s.rehtml" >"$dir/$s.replay" 2>"$dir/$s.replay.err"
+  "$tool" replay "$dir/$s.trace" $(rules_opt "$s") --record "$dir/$s.retrace" --snapshot "$dir/$s.resnap" \
+    --timeline "$dir/$s.retl" --html "$dir/$s.rehtml" >"$dir/$s.replay" 2>"$dir/$s.replay.err"
   rc=$?
-  if [ "$rc" -eq 0 ]; then ok; else bad "replay $s (rc $rc)"; cat "$dir/$s.replay.err"; fi
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq "$(want_rc "$s")" ]; then ok; else bad "replay $s (rc $rc)"; cat "$dir/$s.replay.err"; fi
   check "replay $s: report byte-identical" cmp "$dir/$s.run" "$dir/$s.replay"
   check "replay $s: re-recorded trace identical" cmp "$dir/$s.trace" "$dir/$s.retrace"
   check "replay $s: snapshot identical" cmp "$dir/$s.snap" "$dir/$s.resnap"
@@ -100,8 +107,8 @@ has "a changed command gives other bytes" "$dir/rc.out" "cmdbuf: recorded 'OK si
 # the run's snapshot and timeline.
 "$tool" replay "$dir/desktop.trace" --format json -o "$dir/d.json" 2>/dev/null
 check "json report written" test -s "$dir/d.json"
-"$tool" replay "$dir/igpu.trace" --format json -o "$dir/i1.json" 2>/dev/null
-"$tool" run igpu --format json -o "$dir/i2.json" 2>/dev/null
+"$tool" replay "$dir/igpu.trace" $(rules_opt igpu) --format json -o "$dir/i1.json" 2>/dev/null
+"$tool" run igpu $(rules_opt igpu) --format json -o "$dir/i2.json" 2>/dev/null
 check "json report identical on replay" cmp "$dir/i1.json" "$dir/i2.json"
 if command -v python3 >/dev/null 2>&1; then
   check "JSON outputs parse and agree with the run" python3 - "$dir/d.json" "$dir/desktop.snap" "$dir/desktop.tl" <<'EOF'

@@ -23,5 +23,6 @@
 #include "vidmm/submit.h"
 #include "vidmm/tdr.h"
 #include "vidmm/power.h"
+#include "vidmm/rules.h"
 
 #endif

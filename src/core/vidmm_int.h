@@ -195,12 +195,17 @@ struct vidmm_process {
     uint64_t demand[2];
     uint64_t budget_override[2];
     uint64_t reservation[2];
-    /* A successful make-resident with CANT_TRIM_FURTHER left the group
-     * over budget: the rules allow usage > budget until it drops. */
-    int over_budget_allowed[2];
     /* "Over budget" cached for one eviction round (res_over_epoch). */
     uint64_t over_epoch[2];
     int over_val[2];
+    /* For the rules checker (adapter/rules.c), per segment group:
+     * whether its last successful make-resident that left something
+     * resident in the group said CantTrimFurther (then its usage may
+     * exceed its budget), and its budget right after its last successful
+     * make-resident (a budget that dropped since - another process's
+     * demand, the OS - owes it a trim notification, not a refusal). */
+    int last_mr_cant_trim[2];
+    uint64_t budget_after_mr[2];
 };
 
 /* The system paging process of a GpuMmu adapter whose driver takes the
@@ -447,6 +452,8 @@ vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p);
 vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va,
                                     const struct vidmm_placement *pl, uint64_t off, uint64_t size,
                                     void *driver_allocation);
+/* The leaf covering va: 0 = none, 4 = 4 KB entries, 64 = 64 KB entries. */
+int vidmm_pt_leaf_kind(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va);
 /* Does every leaf span of [va, va+size) have a 4 KB leaf? */
 int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size);
 /* Walk p's tables: levels, segments (the paging process's own), entry

@@ -434,6 +434,16 @@ static struct vidmm_page_table *leaf_of(const struct vidmm_adapter *a, const str
     return t;
 }
 
+/* The leaf covering va for the rules checker (src/adapter/rules.c):
+ * 0 = none, 4 = 4 KB entries, 64 = 64 KB entries.  Read-only. */
+int vidmm_pt_leaf_kind(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va)
+{
+    if (!p->root)
+        return 0;
+    const struct vidmm_page_table *t = leaf_of(a, p, va);
+    return !t ? 0 : t->is64k ? 64 : 4;
+}
+
 /* Where byte `off` of the allocation is, and how many bytes from there
  * are contiguous. */
 static void locate(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint64_t off,

@@ -272,6 +272,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     /* Pass 1: validate, pin, find each one's reference record, and count
      * what must come in (each allocation once). */
     uint64_t need[2] = { 0, 0 }, add_demand[2] = { 0, 0 };
+    int touched[2] = { 0, 0 };   /* groups the list is (or will be) resident in */
     uint32_t missing_refs = 0, evicted = 0;
     for (uint32_t i = 0; i < args->count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
@@ -304,6 +305,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         al->scratch_ref = r;
         missing_refs += r == NULL;
         unsigned home = r && al->resident ? 0 : vidmm_res_home_group(a, al);
+        touched[al->resident ? (vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
+                                                                           : VIDMM_SEGMENT_GROUP_NON_LOCAL)
+                             : home] = 1;
         if (!r)
             add_demand[home] += al->size;
         if (!al->resident) {
@@ -326,7 +330,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     }
     if (!(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
         for (unsigned g = 0; g < 2; g++) {
-            if (need[g] && usage[g] + need[g] > budget[g]) {
+            /* Also when nothing comes in: a caller already over its
+             * budget in a group its list lives in is told to trim. */
+            if (touched[g] && usage[g] + need[g] > budget[g]) {
                 /* The local group's excess when both are over (the
                  * caller trims, retries, and learns the other next). */
                 args->bytes_to_trim = usage[g] + need[g] - budget[g];
@@ -487,15 +493,6 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             return st;
         args->paging_fence_value = signal_on(a, q, f);
         ret = args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
-    }
-    /* The rules after the call: over budget only with CANT_TRIM_FURTHER,
-     * which the rules checker allows until usage drops again. */
-    for (unsigned g = 0; g < 2; g++) {
-        int over = vidmm_res_usage(a, p, g) > vidmm_res_budget(a, p, g);
-        if (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)
-            p->over_budget_allowed[g] = over;
-        else if (!over)
-            p->over_budget_allowed[g] = 0;
     }
     /* This request's demand may have lowered every budget: whoever is
      * now over it is told, in each group. */
@@ -748,6 +745,24 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
     return st;
 }
 
+/* After a successful make-resident: remember, per segment group its
+ * list is resident in, whether it said CantTrimFurther, and the budgets
+ * it left (the rules checker, src/adapter/rules.c, reads both). */
+static void note_cant_trim(struct vidmm_adapter *a, vidmm_handle device, const struct vidmm_make_resident_args *args)
+{
+    struct vidmm_device *d = device_of(a, device);
+    if (!d || !args->allocations)
+        return;
+    int cant = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
+    for (uint32_t i = 0; i < args->count; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
+        if (al && al->resident)
+            d->process->last_mr_cant_trim[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] = cant;
+    }
+    for (unsigned g = 0; g < 2; g++)
+        d->process->budget_after_mr[g] = vidmm_res_budget(a, d->process, g);
+}
+
 /* make-resident and evict run under the submission lock, so threads that
  * submit may also change their residency lists (vidmm/submit.h). */
 vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
@@ -757,6 +772,8 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
     vidmm_submit_lock(a);
     vidmm_status st = a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
                                                        : make_resident(a, device, args);
+    if (st >= 0)
+        note_cant_trim(a, device, args);
     vidmm_submit_unlock(a);
     return st;
 }

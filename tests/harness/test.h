@@ -25,6 +25,9 @@ int t_current_failures(void);
 /* VIDMM_TEST_NO_BIG=1: skip the 80 GiB "big" preset (valgrind cannot
  * reserve that much address space). */
 int t_no_big(void);
+/* 1 when id is listed in tests/known_defects (VIDMM_KNOWN_DEFECTS):
+ * a check expected to fail until a known defect is fixed. */
+int t_known_defect(const char *id);
 
 #define T_CHECK(cond) \
     do { if (!(cond)) t_fail(__FILE__, __LINE__, #cond); } while (0)

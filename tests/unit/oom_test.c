@@ -36,6 +36,7 @@
  * step's attempts.
  */
 #include "harness/fault_alloc.h"
+#include "harness/rules_check.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -187,217 +188,41 @@ static void ox_close(struct ox *x)
 
 /* ---- the state fingerprint -------------------------------------------- */
 
-/* Everything the public API says about the objects the scenario knows,
- * as labelled numbers.  Left out on purpose: paging statistics (buffers
- * submitted, operations, bytes), the paging process's move and chunk
- * counters, and the patch counters - a call may do paging work and then
- * undo it (a failed move copies nothing visible), which is not a state
- * change - and make_resident_calls, which counts calls, failed ones
- * included. */
+/* The shared fingerprint (harness/rules_check.h: every query the public
+ * API offers about the objects the scenario knows), plus the trim
+ * callbacks this fixture counted. */
 #define FP_MAX 8192
-struct fp {
-    uint32_t n;
-    uint64_t v[FP_MAX];
-    const char *lab[FP_MAX];
-    uint32_t idx[FP_MAX];
-};
 
-static void put(struct fp *f, const char *lab, uint32_t idx, uint64_t v)
+static void fp_take(const struct ox *x, struct rc_fp *f)
 {
-    if (f->n < FP_MAX) {
-        f->lab[f->n] = lab;
-        f->idx[f->n] = idx;
-        f->v[f->n++] = v;
-    }
+    struct rc_objects o = { x->proc, x->dev, x->ctx, x->queue, x->al, NPROC, NDEV, NCTX, NQUEUE, NALLOC };
+    rc_fp_take(f, x->a, &o);
+    rc_fp_put(f, "trim callbacks", 0, x->trims);
 }
 
-/* Where allocations are, and the counters and sums that follow from it:
- * what a failed make-resident or submission may leave changed
- * (docs/DECISIONS.md D35: victims evicted and allocations restored
- * before the failure stay so).  References, ownership, offers,
- * priorities, budgets, reservations, VA maps, page tables, fences and
- * handles stay strict. */
-static int residency_label(const char *lab)
+/* 0 when equal (with weak, residency labels may differ - D35); else
+ * names the first difference. */
+static int fp_diff(const struct rc_fp *p, const struct rc_fp *q, const char *step, int weak)
 {
-    static const char *const weak[] = {
-        "segment.committed", "segment.free_bytes", "segment.largest_free", "segment.allocations",
-        "segment.host_aperture_free", "rs.evictions", "rs.restores", "rs.discards", "rs.relocations",
-        "vmi.current_usage", "alloc.segment_id", "alloc.layout", "alloc.extent_count", "alloc.aperture_mapped",
-        "alloc.aperture_offset", "res.resident", "res.evictions", "res.restores", "ranges.hash",
-    };
-    for (size_t i = 0; i < sizeof weak / sizeof weak[0]; i++)
-        if (!strcmp(weak[i], lab))
-            return 1;
-    return 0;
-}
-
-static void fp_take(const struct ox *x, struct fp *f)
-{
-    const struct vidmm_adapter *a = x->a;
-    f->n = 0;
-    struct vidmm_adapter_info ai;
-    put(f, "adapter_query_info", 0, (uint64_t)vidmm_adapter_query_info(a, &ai));
-    put(f, "live_allocations", 0, ai.live_allocations);
-    for (uint32_t s = 0; s < ai.segment_count; s++) {
-        struct vidmm_segment_info si;
-        put(f, "segment_query", s, (uint64_t)vidmm_segment_query(a, s, &si));
-        put(f, "segment.committed", s, si.committed);
-        put(f, "segment.free_bytes", s, si.free_bytes);
-        put(f, "segment.largest_free", s, si.largest_free);
-        put(f, "segment.allocations", s, si.allocations);
-        put(f, "segment.host_aperture_free", s, si.host_aperture_free);
-    }
-    struct vidmm_paging_process_info pp;
-    if (vidmm_adapter_query_paging_process(a, &pp) == VIDMM_OK) {
-        put(f, "pp.page_tables", 0, pp.page_tables);
-        put(f, "pp.page_table_bytes", 0, pp.page_table_bytes);
-        put(f, "pp.faults", 0, pp.faults);
-    }
-    put(f, "residency_clock", 0, vidmm_residency_clock(a));
-    struct vidmm_residency_stats rs;
-    put(f, "residency_get_stats", 0, (uint64_t)vidmm_residency_get_stats(a, &rs));
-    put(f, "rs.evictions", 0, rs.evictions);
-    put(f, "rs.restores", 0, rs.restores);
-    put(f, "rs.discards", 0, rs.discards);
-    put(f, "rs.relocations", 0, rs.relocations);
-    put(f, "rs.over_budget", 0, rs.over_budget);
-    put(f, "rs.trim_notifications", 0, rs.trim_notifications);
-    put(f, "trim callbacks", 0, x->trims);
-    struct vidmm_submit_stats ss;
-    put(f, "submit_get_stats", 0, (uint64_t)vidmm_submit_get_stats((struct vidmm_adapter *)a, &ss));
-    put(f, "ss.virtual_submissions", 0, ss.virtual_submissions);
-    put(f, "ss.physical_submissions", 0, ss.physical_submissions);
-    put(f, "ss.in_flight", 0, ss.in_flight);
-    put(f, "ss.deferred_destroys", 0, ss.deferred_destroys);
-    put(f, "ss.deferred_freed", 0, ss.deferred_freed);
-    for (uint32_t i = 0; i < NPROC; i++) {
-        if (!x->proc[i])
-            continue;
-        struct vidmm_process_info pi;
-        put(f, "process_query", i, (uint64_t)vidmm_process_query(a, x->proc[i], &pi));
-        put(f, "process.faulted", i, (uint64_t)pi.faulted);
-        put(f, "process.ranges", i, pi.ranges);
-        put(f, "process.page_table_bytes", i, pi.page_table_bytes);
-        put(f, "process.page_tables", i, pi.page_tables);
-        put(f, "process.root_entries", i, pi.root_entries);
-        put(f, "process.root_grows", i, pi.root_grows);
-        for (int g = 0; g < 2; g++) {
-            struct vidmm_video_memory_info vi;
-            put(f, "query_video_memory_info", i, (uint64_t)vidmm_query_video_memory_info(
-                                                     a, x->proc[i], (enum vidmm_segment_group)g, &vi));
-            put(f, "vmi.budget", i * 2 + (uint32_t)g, vi.budget);
-            put(f, "vmi.current_usage", i * 2 + (uint32_t)g, vi.current_usage);
-            put(f, "vmi.current_reservation", i * 2 + (uint32_t)g, vi.current_reservation);
-            put(f, "vmi.available_for_reservation", i * 2 + (uint32_t)g, vi.available_for_reservation);
-        }
-        struct vidmm_gpuva_range r[64];
-        uint32_t cnt = 0;
-        put(f, "gpuva_query", i, (uint64_t)vidmm_gpuva_query(a, x->proc[i], 0, r, 64, &cnt));
-        put(f, "gpuva.count", i, cnt);
-        for (uint32_t k = 0; k < cnt; k++) {
-            put(f, "gpuva.va", i, r[k].va);
-            put(f, "gpuva.size", i, r[k].size);
-            put(f, "gpuva.state", i, r[k].state | (uint64_t)r[k].mode << 8 | (uint64_t)r[k].protection << 16);
-            put(f, "gpuva.allocation", i, r[k].allocation);
-            put(f, "gpuva.offset", i, r[k].offset);
-        }
-        struct vidmm_physical_address root;
-        memset(&root, 0, sizeof root);
-        put(f, "process_root_page_table", i, (uint64_t)vidmm_process_root_page_table(a, x->proc[i], &root));
-        put(f, "root.segment", i, root.segment_id);
-        put(f, "root.address", i, root.segment_offset);
-    }
-    for (uint32_t i = 0; i < NDEV; i++) {
-        if (!x->dev[i])
-            continue;
-        struct vidmm_device_info di;
-        put(f, "device_query", i, (uint64_t)vidmm_device_query(a, x->dev[i], &di));
-        put(f, "device.lost", i, di.lost);
-        put(f, "device.contexts", i, di.contexts);
-        put(f, "device.faults", i, di.faults);
-    }
-    for (uint32_t i = 0; i < NCTX; i++) {
-        if (!x->ctx[i])
-            continue;
-        struct vidmm_context_info ci;
-        put(f, "context_query", i, (uint64_t)vidmm_context_query(a, x->ctx[i], &ci));
-        put(f, "context.root_bound", i, ci.root_bound);
-        uint64_t sub = 0, done = 0;
-        put(f, "context_fence", i, (uint64_t)vidmm_context_fence((struct vidmm_adapter *)a, x->ctx[i], &sub, &done));
-        put(f, "context.submitted", i, sub);
-        put(f, "context.completed", i, done);
-    }
-    for (uint32_t i = 0; i < NQUEUE; i++) {
-        if (!x->queue[i])
-            continue;
-        uint64_t v = 0;
-        put(f, "paging_queue_fence", i, (uint64_t)vidmm_paging_queue_fence((struct vidmm_adapter *)a, x->queue[i], &v));
-        put(f, "queue.completed", i, v);
-    }
-    for (uint32_t i = 0; i < NALLOC; i++) {
-        if (!x->al[i])
-            continue;
-        struct vidmm_allocation_state s;
-        put(f, "allocation_query", i, (uint64_t)vidmm_allocation_query(a, x->al[i], &s));
-        put(f, "alloc.segment_id", i, s.segment_id);
-        put(f, "alloc.size", i, s.size);
-        put(f, "alloc.layout", i, (uint64_t)s.layout);
-        put(f, "alloc.extent_count", i, s.extent_count);
-        put(f, "alloc.aperture_mapped", i, (uint64_t)s.aperture_mapped);
-        put(f, "alloc.aperture_offset", i, s.aperture_offset);
-        put(f, "alloc.displayed", i, (uint64_t)s.displayed);
-        put(f, "alloc.lock_count", i, s.lock_count);
-        put(f, "alloc.moves", i, s.moves);
-        struct vidmm_residency_state r;
-        put(f, "allocation_residency", i, (uint64_t)vidmm_allocation_residency(a, x->al[i], &r));
-        put(f, "res.resident", i, r.resident);
-        put(f, "res.priority", i, r.priority);
-        put(f, "res.references", i, r.references);
-        put(f, "res.offered", i, r.offered);
-        put(f, "res.owner", i, r.owner);
-        put(f, "res.evictions", i, r.evictions);
-        put(f, "res.restores", i, r.restores);
-        struct vidmm_physical_range pr[16];
-        uint32_t cnt = 0;
-        put(f, "allocation_physical_ranges", i, (uint64_t)vidmm_allocation_physical_ranges(a, x->al[i], pr, 16, &cnt));
-        uint64_t h = cnt;
-        for (uint32_t k = 0; k < cnt && k < 16; k++)
-            h = (h * 31 + pr[k].segment_id) * 31 + pr[k].offset * 7 + pr[k].size;
-        put(f, "ranges.hash", i, h);
-    }
-}
-
-/* 0 when equal (with weak, residency labels may differ); else names
- * the first difference. */
-static int fp_diff(const struct fp *p, const struct fp *q, const char *step, int weak)
-{
-    if (p->n != q->n) {
-        if (step)
-            fprintf(stderr, "  %s: fingerprint has %u entries, %u before\n", step, q->n, p->n);
-        return 1;
-    }
-    for (uint32_t i = 0; i < p->n; i++)
-        if (p->lab[i] != q->lab[i] || (p->v[i] != q->v[i] && !(weak && residency_label(p->lab[i])))) {
-            if (!step)
-                return 1;
-            fprintf(stderr, "  %s: %s[%u] = %llu, was %llu\n", step, q->lab[i], q->idx[i],
-                    (unsigned long long)q->v[i], (unsigned long long)p->v[i]);
-            return 1;
-        }
-    return 0;
+    char msg[200];
+    if (!rc_fp_diff(p, q, weak, NULL, msg, sizeof msg))
+        return 0;
+    if (step)
+        fprintf(stderr, "  %s: %s\n", step, msg);
+    return 1;
 }
 
 /* D35's rule for a failed make-resident or submission: an allocation
  * whose residency changed was either evicted (resident 1 -> 0, one
  * more eviction) or restored (0 -> 1, one more restore); one whose
  * residency did not change has the same counts. */
-static int d35_rule(const struct fp *p, const struct fp *q, const char *step)
+static int d35_rule(const struct rc_fp *p, const struct rc_fp *q, const char *step)
 {
     uint64_t res[2][NALLOC], ev[2][NALLOC], rs[2][NALLOC];
     memset(res, 0, sizeof res);
     memset(ev, 0, sizeof ev);
     memset(rs, 0, sizeof rs);
-    const struct fp *f[2] = { p, q };
+    const struct rc_fp *f[2] = { p, q };
     for (int w = 0; w < 2; w++)
         for (uint32_t i = 0; i < f[w]->n; i++) {
             uint32_t k = f[w]->idx[i] % NALLOC;
@@ -831,7 +656,12 @@ enum { NOT_REACHED, FAILED, ABSORBED, FAILED_GREW };
 static int attempt(struct ox *x, const struct step *s, uint64_t k, int forever, vidmm_status want,
                    vidmm_status *out)
 {
-    static struct fp before, after;
+    /* Kept across steps (allocated once): the fingerprint is large. */
+    static struct rc_fp before, after;
+    if (!before.cap && (rc_fp_init(&before, FP_MAX) || rc_fp_init(&after, FP_MAX))) {
+        T_CHECK(0);
+        return FAILED;
+    }
     fp_take(x, &before);
     static int64_t live[FAULT_ALLOC_MAX_SITES + 1], live_bytes[FAULT_ALLOC_MAX_SITES + 1];
     static uint64_t fails[FAULT_ALLOC_MAX_SITES];

@@ -142,6 +142,8 @@ struct st_run {
     atomic_uint_fast64_t live_bytes, peak_bytes;   /* of the workers' allocations */
     atomic_int check_failures;
     char check_report[1024];     /* first failing report (checker thread only) */
+    atomic_int rule_failures;    /* vidmm_adapter_check_rules (vidmm/rules.h) */
+    char rule_report[1024];
 };
 
 #define W_FAIL(w, ...) w_fail((w), __LINE__, __VA_ARGS__)
@@ -700,6 +702,12 @@ static void *checker_main(void *arg)
         int e = vidmm_adapter_check(r->a, rep, sizeof rep);
         if (e && atomic_fetch_add(&r->check_failures, 1) == 0)
             memcpy(r->check_report, rep, sizeof rep);
+        /* The WDDM rules on the same state.  Only the library's: the GPU
+         * walk and the failed-call rule need a state no other thread
+         * changes between their queries. */
+        e = vidmm_adapter_check_rules(r->a, rep, sizeof rep);
+        if (e && atomic_fetch_add(&r->rule_failures, 1) == 0)
+            memcpy(r->rule_report, rep, sizeof rep);
         atomic_fetch_add(&r->adapter_checks, 1);
         struct timespec ts = { 0, 2000000 };
         nanosleep(&ts, NULL);
@@ -808,6 +816,13 @@ static void mixed_operations(void)
     if (atomic_load(&run.check_failures))
         fprintf(stderr, "  vidmm_adapter_check: %s\n", run.check_report);
     T_EQ(atomic_load(&run.check_failures), 0);
+    if (atomic_load(&run.rule_failures)) {
+        int known = t_known_defect("stress.rules");
+        fprintf(stderr, "  vidmm_adapter_check_rules%s: %s\n",
+                known ? " (known defect: stress.rules in tests/known_defects)" : "", run.rule_report);
+        if (!known)
+            T_EQ(atomic_load(&run.rule_failures), 0);
+    }
     T_CHECK(atomic_load(&run.adapter_checks) > 0);
 
     /* It was over-committed, and the GPU really ran the checks. */

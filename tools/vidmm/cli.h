@@ -38,5 +38,9 @@ int cli_vamap(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_replay(int argc, char **argv);
 int cli_scenarios(void);
+/* gen.c: the scenario generator, its fuzzing loop and the shrinker. */
+int cli_gen(int argc, char **argv);
+int cli_fuzz_scenarios(int argc, char **argv);
+int cli_shrink(int argc, char **argv);
 
 #endif

@@ -7,6 +7,7 @@
  *   vidmm run SCENARIO|FILE [options]      (run.c)
  *   vidmm replay TRACE [options]           (run.c, replay.c, rmv.c)
  *   vidmm scenarios | presets
+ *   vidmm gen | fuzz-scenarios | shrink FILE   (gen.c)
  *   vidmm --version | --help
  *
  * The tool drives libvidmm on softgpu; it is a client of the public
@@ -33,6 +34,10 @@ static void usage(FILE *f)
             "  run SCENARIO|FILE run a built-in scenario or a scenario file, print a report\n"
             "  replay TRACE      re-execute a recorded trace (or import an .rmv), check, print the report\n"
             "  scenarios         list the built-in scenarios\n"
+            "  gen               write a random multi-process scenario file (--seed N, --calls K)\n"
+            "  fuzz-scenarios    run generated scenarios with the rules checker, shrink failures\n"
+            "                    (--seconds S | --count N, --seed N, --calls K, --save DIR)\n"
+            "  shrink FILE       reduce a failing scenario file to a minimal one (stdout)\n"
             "  presets           list the softgpu presets\n"
             "\n"
             "adapter options (info, demo, vamap, run):\n"
@@ -53,6 +58,8 @@ static void usage(FILE *f)
             "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
             "  --html FILE         HTML report with SVG charts (opens from a file, no server)\n"
             "  --progress, --no-progress   replay: progress bar on stderr (default: if a terminal)\n"
+            "  --rules, --no-rules         the WDDM rules checker after every call (default on;\n"
+            "                              the first violation fails the run)\n"
             "  --version, --help\n");
 }
 
@@ -354,6 +361,12 @@ int main(int argc, char **argv)
         return cli_replay(argc, argv);
     if (!strcmp(cmd, "scenarios"))
         return cli_scenarios();
+    if (!strcmp(cmd, "gen"))
+        return cli_gen(argc, argv);
+    if (!strcmp(cmd, "fuzz-scenarios"))
+        return cli_fuzz_scenarios(argc, argv);
+    if (!strcmp(cmd, "shrink"))
+        return cli_shrink(argc, argv);
     fprintf(stderr, "vidmm: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

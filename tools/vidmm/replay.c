@@ -1014,6 +1014,14 @@ int replay_run(struct replay *r, struct tr *t)
                 fputc('\n', stderr);
             return 1;
         }
+        if (t->rules_violations) {
+            /* The first violation ends the run: what follows would be
+             * built on a state WDDM does not allow. */
+            if (r->progress && last_pct >= 0)
+                fputc('\n', stderr);
+            fprintf(stderr, "%s:%" PRIu64 ": stopped at the first rule violation\n", r->path, r->lineno);
+            return 0;
+        }
         if (r->progress && (r->lineno & 255) == 0)
             progress(r, &last_pct);
     }

@@ -4,6 +4,9 @@
  *   vidmm run SCENARIO|FILE [adapter options] [--policy NAME] [--seed N]
  *             [--frames N] [--async] [output options]
  *   vidmm replay TRACE [output options] [--progress|--no-progress]
+ *   both: --rules (default) | --no-rules: the WDDM rules checker after
+ *         every call; the first violation fails the run (a replay or a
+ *         scenario file stops there)
  *   output options: --record FILE  --format text|json|csv  -o FILE
  *                   --snapshot FILE  --timeline FILE  --html FILE
  *
@@ -42,6 +45,7 @@ struct run_options {
     const char *record, *output, *snapshot, *timeline, *html;
     enum report_format format;
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    int rules;                   /* the rules checker after every call (--rules, the default) */
 };
 
 static int usage_error(const char *cmd, const char *msg, const char *arg)
@@ -55,6 +59,7 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
 {
     memset(o, 0, sizeof(*o));
     o->progress = -1;
+    o->rules = 1;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -95,6 +100,10 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
         } else if (!strcmp(a, "--html")) {
             NEED_VALUE();
             o->html = v;
+        } else if (!strcmp(a, "--rules")) {
+            o->rules = 1;
+        } else if (!strcmp(a, "--no-rules")) {
+            o->rules = 0;
         } else if (replay && !strcmp(a, "--progress")) {
             o->progress = 1;
         } else if (replay && !strcmp(a, "--no-progress")) {
@@ -240,6 +249,13 @@ static int start(struct tr *t, const struct tr_header *h, const struct run_optio
             fclose(*rec);
         return 1;
     }
+    if (tr_enable_rules(t, o->rules)) {
+        fprintf(stderr, "vidmm: out of memory for the rules checker\n");
+        tr_close(t);
+        if (*rec)
+            fclose(*rec);
+        return 1;
+    }
     if (o->timeline)
         tr_enable_timeline(t, &c->timeline);
     if (o->html) {
@@ -263,6 +279,16 @@ static int finish_record(struct tr *t, FILE *rec, const char *path)
     if (bad)
         fprintf(stderr, "vidmm: error writing the record file '%s'\n", path);
     return bad;
+}
+
+/* On stderr, so a run's report stays the replay's. */
+static void rules_summary(const struct tr *t)
+{
+    if (t->rules)
+        fprintf(stderr, "vidmm: rules checked after %" PRIu64 " calls (%" PRIu64 " with an MMU walk), %" PRIu64
+                        " violations%s\n",
+                t->rules_checks, t->rules_gpu_walks, t->rules_violations,
+                t->rules_violations ? " (the run stopped checking at the first)" : "");
 }
 
 int cli_run(int argc, char **argv)
@@ -336,8 +362,9 @@ int cli_run(int argc, char **argv)
     }
     int bad = outputs(&t, &o, &c);
     bad |= finish_record(&t, rec, o.record);
-    if (t.check_failures || t.adapter_check_failures)
+    if (t.check_failures || t.adapter_check_failures || t.rules_violations)
         errors++;
+    rules_summary(&t);
     tr_close(&t);
     collect_free(&c);
     replay_close(&r);
@@ -427,7 +454,9 @@ int cli_replay(int argc, char **argv)
     if (t.check_failures || t.adapter_check_failures)
         fprintf(stderr, "vidmm replay: integrity checks failed (%" PRIu64 " read-backs, %" PRIu64 " adapter checks)\n",
                 t.check_failures, t.adapter_check_failures);
-    int result = failed || bad || r.mismatches || t.check_failures || t.adapter_check_failures ? 1 : 0;
+    rules_summary(&t);
+    int result = failed || bad || r.mismatches || t.check_failures || t.adapter_check_failures || t.rules_violations
+                     ? 1 : 0;
     tr_close(&t);
     collect_free(&c);
     replay_close(&r);

@@ -502,6 +502,132 @@ static void tl_call(struct tr *t, const char *name, const char *cat)
     t->clock_us += dur;
 }
 
+/* ---- the rules checker --------------------------------------------- */
+
+int tr_rules_objects(struct tr *t, struct rc_objects *o)
+{
+    static const enum tr_kind kinds[5] = { TR_PROC, TR_DEV, TR_CTX, TR_QUEUE, TR_ALLOC };
+    uint32_t need = 0;
+    for (int i = 0; i < 5; i++)
+        need += t->nobj[kinds[i]];
+    if (need > t->rules_handles_cap) {
+        uint32_t cap = need + 256;
+        vidmm_handle *h = realloc(t->rules_handles, (size_t)cap * sizeof(*h));
+        if (!h)
+            return -1;
+        t->rules_handles = h;
+        t->rules_handles_cap = cap;
+    }
+    const vidmm_handle *arr[5];
+    uint32_t cnt[5], at = 0;
+    for (int i = 0; i < 5; i++) {
+        enum tr_kind k = kinds[i];
+        arr[i] = t->rules_handles + at;
+        cnt[i] = t->nobj[k];
+        for (uint32_t id = 1; id <= t->nobj[k]; id++)
+            t->rules_handles[at++] = t->obj[k][id].alive ? t->obj[k][id].h : VIDMM_HANDLE_NULL;
+    }
+    memset(o, 0, sizeof(*o));
+    o->proc = arr[0], o->nproc = cnt[0];
+    o->dev = arr[1], o->ndev = cnt[1];
+    o->ctx = arr[2], o->nctx = cnt[2];
+    o->queue = arr[3], o->nqueue = cnt[3];
+    o->alloc = arr[4], o->nalloc = cnt[4];
+    return 0;
+}
+
+int tr_check_rules_now(struct tr *t, char *report, size_t n)
+{
+    struct rc_objects o;
+    if (tr_rules_objects(t, &o)) {
+        if (report && n)
+            snprintf(report, n, "rules: out of host memory");
+        return 1;
+    }
+    return rc_check_rules(t->adapter, t->gpummu ? t->gpu : NULL, &o, report, n);
+}
+
+int tr_enable_rules(struct tr *t, int on)
+{
+    t->rules = 0;
+    if (on && !t->rules_fp[0].cap &&
+        (rc_fp_init(&t->rules_fp[0], 1u << 16) || rc_fp_init(&t->rules_fp[1], 1u << 16)))
+        return -1;
+    t->rules = on;
+    return 0;
+}
+
+static void rules_fail(struct tr *t, int n)
+{
+    t->rules_violations += (uint64_t)n;
+    t->rules_failed_call = t->calls;
+    snprintf(t->rules_line, sizeof t->rules_line, "%.*s", (int)t->line_len, t->line);
+    fprintf(stderr, "vidmm: rules: %d violation%s after call %" PRIu64 " '%s':\n%s", n, n == 1 ? "" : "s",
+            t->calls, t->rules_line, t->rules_report);
+}
+
+/* Before a make-resident: the fingerprint the failed-call rule compares
+ * with. */
+static void rules_before_make_resident(struct tr *t)
+{
+    struct rc_objects o;
+    if (t->rules && !t->rules_violations && !tr_rules_objects(t, &o))
+        rc_fp_take(&t->rules_fp[0], t->adapter, &o);
+}
+
+static void rules_after_make_resident(struct tr *t, vidmm_status st)
+{
+    struct rc_objects o;
+    if (!t->rules || t->rules_violations || st >= 0 || tr_rules_objects(t, &o))
+        return;
+    rc_fp_take(&t->rules_fp[1], t->adapter, &o);
+    t->rules_pending = rc_check_failed_make_resident(&t->rules_fp[0], &t->rules_fp[1], st, t->rules_report,
+                                                     sizeof t->rules_report);
+}
+
+/* What the GPU's view depends on: page tables and placements change only
+ * through paging operations, residency through evictions, restores and
+ * discards, mappings through UPDATE_PAGE_TABLE.  While this signature
+ * stays, the MMU walk would find what it found last time, so it is
+ * skipped (the walk is most of the checker's cost). */
+static uint64_t gpu_view_signature(struct tr *t)
+{
+    struct vidmm_adapter_info ai;
+    struct vidmm_residency_stats rs;
+    if (vidmm_adapter_query_info(t->adapter, &ai) < 0 || vidmm_residency_get_stats(t->adapter, &rs) < 0)
+        return 0;
+    uint64_t h = ai.paging_buffers_submitted * 31 + ai.live_allocations;
+    for (int k = 0; k < 17; k++)
+        h = h * 1000003 + ai.paging_ops[k];
+    h = h * 31 + rs.evictions;
+    h = h * 31 + rs.restores;
+    h = h * 31 + rs.discards;
+    h = h * 31 + rs.relocations;
+    h = h * 31 + t->nobj[TR_VA];
+    return h ? h : 1;
+}
+
+static void rules_after_call(struct tr *t)
+{
+    if (!t->rules || t->rules_violations)
+        return;
+    t->rules_checks++;
+    int n = t->rules_pending;
+    t->rules_pending = 0;
+    if (!n) {
+        uint64_t sig = gpu_view_signature(t);
+        if (sig && sig == t->rules_gpu_sig) {
+            n = vidmm_adapter_check_rules(t->adapter, t->rules_report, sizeof t->rules_report);
+        } else {
+            n = tr_check_rules_now(t, t->rules_report, sizeof t->rules_report);
+            t->rules_gpu_sig = sig;
+            t->rules_gpu_walks++;
+        }
+    }
+    if (n)
+        rules_fail(t, n);
+}
+
 /* Finish the line: status and outputs (printf-style, may be NULL), count
  * the call, record it, emit its timeline events. */
 static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
@@ -539,6 +665,7 @@ static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
     if (t->rec && fprintf(t->rec, "%s\n", t->line) < 0)
         t->rec_error = 1;
     tl_call(t, tr_verb_names[t->verb], "call");
+    rules_after_call(t);
 }
 
 const char *tr_last_result(const struct tr *t)
@@ -621,6 +748,10 @@ void tr_close(struct tr *t)
         free(t->obj[k]);
     free(t->counters);
     free(t->scratch);
+    free(t->rules_handles);
+    rc_fp_free(&t->rules_fp[0]);
+    rc_fp_free(&t->rules_fp[1]);
+    t->rules_handles = NULL;
     t->adapter = NULL;
     t->gpu = NULL;
     memset(t->obj, 0, sizeof t->obj);
@@ -966,7 +1097,9 @@ vidmm_status tr_make_resident(struct tr *t, uint32_t d, uint32_t q, const uint32
     mr.allocations = h;
     mr.count = n;
     mr.flags = flags;
+    rules_before_make_resident(t);
     vidmm_status st = h ? vidmm_make_resident(t->adapter, tr_handle(t, TR_DEV, d), &mr) : VIDMM_E_NO_HOST_MEMORY;
+    rules_after_make_resident(t, st);
     free(h);
     if (fence)
         *fence = mr.paging_fence_value;
@@ -1217,7 +1350,13 @@ vidmm_status tr_gpu_write(struct tr *t, uint32_t p, struct tr_addr va, uint64_t 
 vidmm_status tr_check_adapter(struct tr *t)
 {
     line_begin(t, TV_CHECK_ADAPTER, 0, 0);
+    /* The structure walkers and, whatever --rules says, the rules. */
+    char rep[1024];
     int bad = vidmm_adapter_check(t->adapter, NULL, 0) + softgpu_check(t->gpu);
+    int rules = tr_check_rules_now(t, rep, sizeof rep);
+    if (rules)
+        fprintf(stderr, "vidmm: check-adapter: %d rule violation%s:\n%s", rules, rules == 1 ? "" : "s", rep);
+    bad += rules;
     vidmm_status st = bad ? TR_MISMATCH : VIDMM_OK;
     t->adapter_checks++;
     if (bad)

@@ -21,6 +21,7 @@
 #ifndef VIDMM_TOOL_TRACE_H
 #define VIDMM_TOOL_TRACE_H
 
+#include "harness/rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -157,6 +158,24 @@ struct tr {
     tr_observer_fn observer;     /* NULL = none */
     void *observer_ctx;
 
+    /* The WDDM rules checker (harness/rules_check.h), on by default:
+     * after every call the library's rules and the GPU's view are
+     * checked, around a make-resident the failed-call rule.  The first
+     * violation is kept (and said on stderr); checking stops there, so a
+     * replayer or a scenario can stop too. */
+    int rules;                   /* check after every call */
+    uint64_t rules_checks;       /* calls checked */
+    uint64_t rules_violations;   /* violations found (0 or those of the first failing call) */
+    uint64_t rules_failed_call;  /* the call (1-based) after which they were found */
+    int rules_pending;           /* the failed-call rule's violations, reported after the call */
+    uint64_t rules_gpu_sig;      /* what the GPU's view depended on at the last MMU walk */
+    uint64_t rules_gpu_walks;    /* checks that walked the MMU */
+    char rules_report[1024];     /* the first violations, one a line */
+    char rules_line[512];        /* the call line they followed */
+    struct rc_fp rules_fp[2];    /* before / after a make-resident */
+    vidmm_handle *rules_handles; /* rc_objects' arrays, rebuilt per check */
+    uint32_t rules_handles_cap;
+
     uint64_t *scratch;           /* read-back buffer */
     size_t scratch_size;
     char error[256];
@@ -168,6 +187,15 @@ void tr_header_defaults(struct tr_header *h);
  * receives the header now and one line per call.  Returns 0, or 1 with
  * a message on stderr. */
 int tr_open(struct tr *t, const struct tr_header *h, FILE *rec);
+/* Turn the rules checker on or off (after tr_open, before the first
+ * call).  0, or -1 when the host is out of memory. */
+int tr_enable_rules(struct tr *t, int on);
+/* The objects the trace knows, for the harness checkers (arrays owned
+ * by t, valid until the next call). */
+int tr_rules_objects(struct tr *t, struct rc_objects *o);
+/* The rules now: library rules plus the GPU's view; report as
+ * vidmm/rules.h.  Returns the violations. */
+int tr_check_rules_now(struct tr *t, char *report, size_t n);
 /* Close the adapter and softgpu; free everything. */
 void tr_close(struct tr *t);
 /* Start collecting timeline events into buf (before tr_start). */
