@@ -85,9 +85,14 @@ static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct
         if (vi.current_reservation > vi.budget)
             bad(r, "budget.reservation_le_budget: process %u %s reservation %s > budget %s", i, group_name[g],
                 sz(b1, sizeof b1, vi.current_reservation), sz(b2, sizeof b2, vi.budget));
-        if (vi.current_usage > vi.budget && !p->last_mr_cant_trim[g] && vi.budget >= p->budget_after_mr[g])
-            bad(r, "budget.usage_le_budget: process %u %s usage %s > budget %s", i, group_name[g],
-                sz(b1, sizeof b1, vi.current_usage), sz(b2, sizeof b2, vi.budget));
+        /* The rule binds make-resident: what the process's last
+         * successful one without CantTrimFurther left.  Usage that grew
+         * since by other means (an explicit move) or a budget that
+         * dropped since (another process's demand, the OS) owes it a
+         * trim notification, not a refusal. */
+        if (!p->last_mr_cant_trim[g] && p->usage_after_mr[g] > p->budget_after_mr[g])
+            bad(r, "budget.usage_le_budget: process %u %s usage %s > budget %s after its make-resident", i,
+                group_name[g], sz(b1, sizeof b1, p->usage_after_mr[g]), sz(b2, sizeof b2, p->budget_after_mr[g]));
     }
 }
 

@@ -206,6 +206,8 @@ struct vidmm_process {
      * demand, the OS - owes it a trim notification, not a refusal). */
     int last_mr_cant_trim[2];
     uint64_t budget_after_mr[2];
+    uint64_t usage_after_mr[2];
+    unsigned mr_touched;            /* groups (bit g) the last make-resident's list lives in or adds demand to */
 };
 
 /* The system paging process of a GpuMmu adapter whose driver takes the

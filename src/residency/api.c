@@ -308,8 +308,10 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         touched[al->resident ? (vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
                                                                            : VIDMM_SEGMENT_GROUP_NON_LOCAL)
                              : home] = 1;
-        if (!r)
+        if (!r) {
             add_demand[home] += al->size;
+            touched[home] = 1;   /* its demand lowers that group's budget */
+        }
         if (!al->resident) {
             evicted++;
             need[home] += al->size;
@@ -380,6 +382,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             al->scratch_ref = r;   /* duplicates in the list find it */
         }
         a->res_undo_epoch = epoch;
+        struct vidmm_residency_stats stats_before = a->res_stats;
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->resident)
@@ -415,6 +418,10 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         }
         if (st < 0) {
             vidmm_res_undo(a, epoch);   /* all or nothing: nothing another call can see changed */
+            /* The undone paging is not counted either; the refusal is. */
+            uint64_t over = a->res_stats.over_budget;
+            a->res_stats = stats_before;
+            a->res_stats.over_budget = over;
             for (unsigned h = 0; h < 2; h++)
                 p->demand[h] -= add_demand[h];
             while (fresh) {
@@ -494,6 +501,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         args->paging_fence_value = signal_on(a, q, f);
         ret = args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
     }
+    p->mr_touched = (touched[0] ? 1u : 0u) | (touched[1] ? 2u : 0u);
     /* This request's demand may have lowered every budget: whoever is
      * now over it is told, in each group. */
     if (add_demand[0] || add_demand[1] || need[0] || need[1])
@@ -754,13 +762,32 @@ static void note_cant_trim(struct vidmm_adapter *a, vidmm_handle device, const s
     if (!d || !args->allocations)
         return;
     int cant = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
+    if (cant) {
+        /* Its own demand may have lowered the budget of a group its list
+         * did not land in: CantTrimFurther covers both. */
+        d->process->last_mr_cant_trim[0] = d->process->last_mr_cant_trim[1] = 1;
+        for (unsigned g = 0; g < 2; g++) {
+            d->process->budget_after_mr[g] = vidmm_res_budget(a, d->process, g);
+            d->process->usage_after_mr[g] = vidmm_res_usage(a, d->process, g);
+        }
+        return;
+    }
+    unsigned touched = d->process->mr_touched;
     for (uint32_t i = 0; i < args->count; i++) {
         const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
         if (al && al->resident)
-            d->process->last_mr_cant_trim[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] = cant;
+            touched |= 1u << (vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1);
     }
-    for (unsigned g = 0; g < 2; g++)
+    /* Only the groups the call was checked against: another group's
+     * usage over a budget that dropped since is a trim notification's
+     * business. */
+    for (unsigned g = 0; g < 2; g++) {
+        if (!(touched & (1u << g)))
+            continue;
+        d->process->last_mr_cant_trim[g] = cant;
         d->process->budget_after_mr[g] = vidmm_res_budget(a, d->process, g);
+        d->process->usage_after_mr[g] = vidmm_res_usage(a, d->process, g);
+    }
 }
 
 /* make-resident and evict run under the submission lock, so threads that
