@@ -111,8 +111,13 @@ vidmm_status vidmm_allocation_lock(struct vidmm_adapter *adapter, vidmm_handle h
 vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *adapter, vidmm_handle h);
 
 /* Move the allocation to segment_id (in its supported set, or 0 =
- * system memory, i.e. evicted) with paging operations, keeping its bytes.
- * Moving to where it already is does nothing. */
+ * system memory) with paging operations, keeping its bytes.  Moving to
+ * where it already is does nothing; an evicted allocation is in system
+ * memory already (0: VIDMM_OK, elsewhere: VIDMM_E_STATE, make it
+ * resident first).  An AccessedPhysically allocation in system memory
+ * is mapped into the aperture (or an AGP segment) and reports that
+ * segment's id; VIDMM_E_BAD_SEGMENT_SET when it supports neither
+ * (docs/DECISIONS.md D43). */
 vidmm_status vidmm_allocation_move(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
 
 /* The same move when the content is no longer needed: the source leaves

@@ -297,7 +297,7 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
  * are one place for an allocation the GPU reaches through its page
  * tables (0); an AccessedPhysically one is resident in system memory
  * only through the aperture, so "system memory" means the aperture
- * (D42: an aperture-mapped allocation reports the aperture's id). */
+ * (D43: an aperture-mapped allocation reports the aperture's id). */
 /* The aperture (or else an AGP segment) through which an
  * AccessedPhysically allocation can live in system memory; 0: none. */
 static uint32_t system_window(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
@@ -650,7 +650,7 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
             vidmm_res_leave(a, al);
             vidmm_status st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
             if (st >= 0) {
-                al->pl.segment_id = a->aperture_id;   /* D42: mapped = in the aperture */
+                al->pl.segment_id = a->aperture_id;   /* D43: mapped = in the aperture */
                 al->display_mapped = 1;
             }
             vidmm_res_enter(a, al);

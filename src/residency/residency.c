@@ -12,13 +12,14 @@
  * Eviction under pressure.  When a memory segment cannot hold an
  * allocation being placed or restored, make_room() asks the eviction
  * policy for the segment's resident allocations in eviction order and
- * evicts, in four passes, what it may:
+ * evicts, in three passes, what it may (D42):
  *   0. offered allocations (their content is simply dropped);
- *   1. allocations no device needs (no references);
- *   2. the requester's own, those of processes above their fair share of
- *      the segment, and unowned ones;
- *   3. anyone's - only when the requester's process is itself within its
- *      fair share (so one process cannot evict everyone else).
+ *   1. allocations no device lists;
+ *   2. listed allocations whose every listing process is over its budget
+ *      in the segment's group: a process within its budget keeps its
+ *      devices' lists, also against its own later requests.
+ * Every supported segment is tried with passes 0-1 before pass 2 runs
+ * anywhere.
  * Never: allocations of the request being served (pinned by epoch),
  * locked or displayed ones, ones submitted GPU work still uses (busy;
  * when no segment has room otherwise, the restore waits for that work
@@ -227,7 +228,7 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
 }
 
 /* May v go to make room for req (NULL: a page table) at priority prio in
- * pass `pass`?  Passes (D22, revised by D41):
+ * pass `pass`?  Passes (D22, revised by D42):
  *   0 offered allocations (their content may be dropped);
  *   1 allocations no device lists;
  *   2 listed allocations whose every listing process is over its budget

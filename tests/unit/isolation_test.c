@@ -140,7 +140,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
     switch (how) {
     case ISO_OVERCOMMIT:
         /* The OS lowers A's budget: A's listed allocations may then be
-         * trimmed (D41), and B's make-resident below evicts them. */
+         * trimmed (D42), and B's make-resident below evicts them. */
         T_ST(vidmm_process_set_budget(f.a, A.proc, VIDMM_SEGMENT_GROUP_LOCAL, ASIZE), VIDMM_OK);
         break;
     case ISO_DESTROY:
@@ -153,7 +153,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
         break;
     case ISO_RELOCATE:
         /* An AccessedPhysically allocation in system memory stays in the
-         * aperture (D42): there, A's leave the aperture by eviction. */
+         * aperture (D43): there, A's leave the aperture by eviction. */
         if (cfg->aperture)
             T_ST(vidmm_evict(f.a, A.dev, ah, na, 0, NULL), VIDMM_OK);
         else
