@@ -372,6 +372,76 @@ static void fair_share(void)
     fx_close(&f);
 }
 
+/* One process's demand lowers every budget: the process pushed over its
+ * budget by another's make-resident is told, with the bytes to trim, and
+ * the caller itself is within the budget its request left it. */
+struct trim_log {
+    vidmm_handle dev;
+    uint32_t calls, flags;
+    uint64_t bytes;
+};
+static void log_trim(void *ctx, vidmm_handle device, uint32_t flags, uint64_t bytes)
+{
+    struct trim_log *l = ctx;
+    l->dev = device;
+    l->calls++;
+    l->flags = flags;
+    l->bytes = bytes;
+}
+
+static void demand_notifies_others(void)
+{
+    struct sg_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc p1, p2;
+    proc_open(&f, &p1);
+    proc_open(&f, &p2);
+    struct trim_log l1 = { 0, 0, 0, 0 }, l2 = { 0, 0, 0, 0 };
+    T_ST(vidmm_register_trim_notification(f.a, p1.d, log_trim, &l1), VIDMM_OK);
+    T_ST(vidmm_register_trim_notification(f.a, p2.d, log_trim, &l2), VIDMM_OK);
+    const uint32_t mem_then_ap = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(3);
+    /* p1: 80 of the 96 MiB of memory segments, alone: no pressure. */
+    vidmm_handle a1[20];
+    for (int i = 0; i < 20; i++)
+        a1[i] = make_alloc_pref(&f, mem_then_ap, VIDMM_PREF(2, 1, 0), 4 * MIB, 0);
+    T_ST(mres(&f, &p1, a1, 20, 0, NULL), VIDMM_OK);
+    T_EQ(l1.calls, 0);
+    /* p2 lists 24 MiB meant for memory: the demand (104 MiB) passes the
+     * capacity, every budget drops to the fair share (48 MiB), and p1 at
+     * 80 MiB is told to trim 32 MiB. */
+    vidmm_handle a2[6];
+    for (int i = 0; i < 6; i++)
+        a2[i] = make_alloc_pref(&f, mem_then_ap, VIDMM_PREF(2, 1, 0), 4 * MIB, 0);
+    T_ST(mres(&f, &p2, a2, 6, 0, NULL), VIDMM_OK);
+    struct vidmm_video_memory_info v1, v2;
+    T_ST(vidmm_query_video_memory_info(f.a, p1.p, VIDMM_SEGMENT_GROUP_LOCAL, &v1), VIDMM_OK);
+    T_ST(vidmm_query_video_memory_info(f.a, p2.p, VIDMM_SEGMENT_GROUP_LOCAL, &v2), VIDMM_OK);
+    T_EQ_U64(v1.budget, 48 * MIB);
+    T_CHECK(v2.current_usage <= v2.budget);   /* the caller: within the budget it left itself */
+    T_CHECK(l1.calls >= 1);
+    T_EQ(l1.dev, p1.d);
+    T_EQ(l1.flags, VIDMM_TRIM_TO_BUDGET);
+    T_EQ_U64(l1.bytes, v1.current_usage - v1.budget);
+    T_EQ(l2.calls, 0);
+    /* A pinned non-local budget is enforced too, and its notification
+     * carries the group. */
+    struct vidmm_video_memory_info n2;
+    T_ST(vidmm_query_video_memory_info(f.a, p2.p, VIDMM_SEGMENT_GROUP_NON_LOCAL, &n2), VIDMM_OK);
+    if (n2.current_usage > 4 * MIB) {
+        T_ST(vidmm_process_set_budget(f.a, p2.p, VIDMM_SEGMENT_GROUP_NON_LOCAL, 4 * MIB), VIDMM_OK);
+        T_CHECK(l2.calls >= 1);
+        T_EQ(l2.flags, VIDMM_TRIM_TO_BUDGET | VIDMM_TRIM_NON_LOCAL);
+    }
+    vidmm_handle ap = make_alloc(&f, VIDMM_SEGMENT_BIT(3), 8 * MIB, 0);
+    uint64_t trim = 0;
+    T_ST(vidmm_process_set_budget(f.a, p1.p, VIDMM_SEGMENT_GROUP_NON_LOCAL, 4 * MIB), VIDMM_OK);
+    T_ST(mres(&f, &p1, &ap, 1, 0, &trim), VIDMM_E_OVER_BUDGET);
+    T_EQ_U64(trim, 4 * MIB);
+    T_ST(mres(&f, &p1, &ap, 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    fx_close(&f);
+}
+
 static uint64_t trim_calls, trim_bytes;
 static void on_trim(void *ctx, vidmm_handle device, uint32_t flags, uint64_t bytes)
 {
@@ -939,6 +1009,7 @@ void suite_residency(void)
     t_run("residency.all_or_nothing", all_or_nothing);
     t_run("residency.priority_honoured", priority_honoured);
     t_run("residency.fair_share", fair_share);
+    t_run("residency.demand_notifies_others", demand_notifies_others);
     t_run("residency.budgets", budgets);
     t_run("residency.trim_callbacks_destroy", trim_callbacks_destroy);
     t_run("residency.offer_reclaim", offer_reclaim);
