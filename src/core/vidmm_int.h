@@ -134,7 +134,7 @@ struct vidmm_allocation {
      * 2 = a list member it made resident (undo_lost: content was lost). */
     uint64_t undo_epoch;
     uint32_t undo_seg;
-    uint8_t undo_kind, undo_top, undo_lost;
+    uint8_t undo_kind, undo_top, undo_lost, undo_fresh;
 };
 
 /* One device's references to one allocation (an entry of the device's

@@ -123,6 +123,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
     vidmm_status st;
     int discard = al->offered || (not_written && al->backing.sys && al->backing_valid);
     uint32_t from = al->pl.segment_id;
+    int had_backing = al->backing.sys != NULL;
     if (vidmm_seg_is_memory(a, al->pl.segment_id)) {
         struct vidmm_placement bk = al->backing;
         int fresh = !bk.sys;
@@ -203,6 +204,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         al->undo_kind = 1;
         al->undo_seg = from;
         al->undo_top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
+        al->undo_fresh = !had_backing;   /* its system pages were made for this eviction */
     }
     vidmm_res_enter(a, al);
     return VIDMM_OK;
@@ -579,6 +581,8 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
         if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1) >= 0) {
             al->evictions--;
             al->restores--;
+            if (al->undo_fresh)   /* it had no system copy before: none now */
+                vidmm_res_drop_backing(a, al);
         }
         vidmm_res_enter(a, al);
     }
