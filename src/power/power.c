@@ -43,9 +43,13 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
         struct vidmm_allocation *al = a->slots[i];
         if (!al || !al->live || !al->resident || preserved(a, al->pl.segment_id, state))
             continue;
-        int dropped = al->offered || (al->backing.sys && al->backing_valid);
+        /* A system copy is current only if no virtual submission could
+         * have written the allocation since it was made (gpu_dirty: such
+         * buffers name no allocations, so any on a list may be written). */
+        int clean = !al->gpu_dirty;
+        int dropped = al->offered || (clean && al->backing.sys && al->backing_valid);
         uint64_t size = al->size;
-        st = vidmm_res_evict(a, al, 1);   /* "not written": a current system copy is enough */
+        st = vidmm_res_evict(a, al, clean);   /* "not written": a current system copy is enough */
         if (st < 0)
             break;
         if (dropped) {
