@@ -251,7 +251,10 @@ static void alloc_desc(struct fz *f, struct softgpu_alloc_desc *d)
 static uint64_t cmd_addr(struct fz *f, int physical, vidmm_handle *alloc_out)
 {
     if (!physical)
-        return pick_va(f) + (fz_u8(&f->in) & 0xf8u);
+    {
+        uint64_t va = pick_va(f);
+        return va + (fz_u8(&f->in) & 0xf8u);
+    }
     uint8_t b = fz_u8(&f->in);
     if (alloc_out)
         *alloc_out = 0;
@@ -305,7 +308,10 @@ static void op_submit_virtual(struct fz *f)
     }
     uint64_t fence = 0;
     uint32_t size = fz_u8(&f->in) & 1 ? cb.size : fz_u32(&f->in);
-    st = vidmm_submit_virtual(f->a, pick(f, H_CTX), pick_va(f), size, fz_u8(&f->in) == 0xff ? NULL : &fence);
+    vidmm_handle ctx = pick(f, H_CTX);
+    uint64_t va = pick_va(f);
+    int no_fence = fz_u8(&f->in) == 0xff;
+    st = vidmm_submit_virtual(f->a, ctx, va, size, no_fence ? NULL : &fence);
     st_ok(f, st, "submit_virtual");
     if (st >= 0)
         f->last_fence = fence;
@@ -442,7 +448,9 @@ static void one_call(struct fz *f, uint8_t op)
             kill(f, H_DEV, h);
         break;
     case 4: {
-        struct vidmm_context_desc cd = { fz_u8(&f->in) % 4, fz_u8(&f->in) % 3, 0, 0 };
+        struct vidmm_context_desc cd = { 0, 0, 0, 0 };
+        cd.node = fz_u8(&f->in) % 4;
+        cd.mode = fz_u8(&f->in) % 3;
         if (fz_u8(&f->in) == 0xff)
             cd.flags = 1;
         st = vidmm_context_create(f->a, pick(f, H_DEV), &cd, &h);
@@ -459,7 +467,8 @@ static void one_call(struct fz *f, uint8_t op)
             kill(f, H_CTX, h);
         break;
     case 6:
-        st = vidmm_paging_queue_create(f->a, pick(f, H_DEV), (int)(fz_u8(&f->in) % 5) - 2, &h);
+        h = pick(f, H_DEV);
+        st = vidmm_paging_queue_create(f->a, h, (int)(fz_u8(&f->in) % 5) - 2, &h);
         st_ok(f, st, "paging_queue_create");
         if (st == VIDMM_OK)
             add(f, H_QUEUE, h);
@@ -514,19 +523,27 @@ static void one_call(struct fz *f, uint8_t op)
         st_ok(f, vidmm_allocation_unlock(f->a, pick(f, H_ALLOC)), "unlock");
         break;
     case 13:
-        st_ok(f, vidmm_allocation_move(f->a, pick(f, H_ALLOC), fz_u8(&f->in) % 6), "move");
+        h = pick(f, H_ALLOC);
+        st_ok(f, vidmm_allocation_move(f->a, h, fz_u8(&f->in) % 6), "move");
         break;
     case 14:
-        st_ok(f, vidmm_allocation_move_discard(f->a, pick(f, H_ALLOC), fz_u8(&f->in) % 6), "move_discard");
+        h = pick(f, H_ALLOC);
+        st_ok(f, vidmm_allocation_move_discard(f->a, h, fz_u8(&f->in) % 6), "move_discard");
         break;
     case 15:
-        st_ok(f, vidmm_adapter_flip(f->a, fz_u8(&f->in) % 10, fz_u8(&f->in) & 1 ? 0 : pick(f, H_ALLOC)), "flip");
+    {
+        uint32_t source = fz_u8(&f->in) % 10;
+        h = fz_u8(&f->in) & 1 ? 0 : pick(f, H_ALLOC);
+        st_ok(f, vidmm_adapter_flip(f->a, source, h), "flip");
+    }
         break;
     case 16: {
         uint64_t base = fz_u8(&f->in) & 1 ? pick_va(f) & ~0xffffull : 0;
         uint64_t size = pick_size(f);
-        st = vidmm_gpuva_reserve(f->a, pick(f, H_PROC), base, fz_u8(&f->in) & 1 ? pick_va(f) : 0,
-                                 fz_u8(&f->in) & 1 ? pick_va(f) : 0, size, fz_u8(&f->in) % 3, &v);
+        h = pick(f, H_PROC);
+        uint64_t lo = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+        uint64_t hi = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+        st = vidmm_gpuva_reserve(f->a, h, base, lo, hi, size, fz_u8(&f->in) % 3, &v);
         st_ok(f, st, "gpuva_reserve");
         if (st == VIDMM_OK)
             note_va(f, v, size);
@@ -544,17 +561,27 @@ static void one_call(struct fz *f, uint8_t op)
                 size = (s.requested_size + 4095u) & ~4095ull;
             }
         }
-        st = vidmm_gpuva_map(f->a, proc, base, 0, 0, al, off, size, fz_u8(&f->in) & 3, fz_u8(&f->in), &v);
+        uint32_t prot = fz_u8(&f->in) & 3;
+        uint32_t mflags = fz_u8(&f->in);
+        st = vidmm_gpuva_map(f->a, proc, base, 0, 0, al, off, size, prot, mflags, &v);
         st_ok(f, st, "gpuva_map");
         if (st == VIDMM_OK)
             note_va(f, v, size);
         break;
     }
     case 19:
-        st_ok(f, vidmm_gpuva_unmap(f->a, pick(f, H_PROC), pick_va(f), pick_size(f)), "gpuva_unmap");
+    {
+        h = pick(f, H_PROC);
+        uint64_t va = pick_va(f);
+        st_ok(f, vidmm_gpuva_unmap(f->a, h, va, pick_size(f)), "gpuva_unmap");
+    }
         break;
     case 20:
-        st_ok(f, vidmm_gpuva_free(f->a, pick(f, H_PROC), pick_va(f), pick_size(f)), "gpuva_free");
+    {
+        h = pick(f, H_PROC);
+        uint64_t va = pick_va(f);
+        st_ok(f, vidmm_gpuva_free(f->a, h, va, pick_size(f)), "gpuva_free");
+    }
         break;
     case 21:
         op_gpuva_update(f);
@@ -568,8 +595,9 @@ static void one_call(struct fz *f, uint8_t op)
         for (uint32_t i = 0; i < n; i++)
             list[i] = pick(f, H_ALLOC);
         uint64_t trim = 0;
-        st_ok(f, vidmm_evict(f->a, pick(f, H_DEV), list, n, fz_u8(&f->in) & 7, fz_u8(&f->in) & 1 ? &trim : NULL),
-              "evict");
+        h = pick(f, H_DEV);
+        uint32_t flags = fz_u8(&f->in) & 7;
+        st_ok(f, vidmm_evict(f->a, h, list, n, flags, fz_u8(&f->in) & 1 ? &trim : NULL), "evict");
         break;
     }
     case 24: {
@@ -577,7 +605,8 @@ static void one_call(struct fz *f, uint8_t op)
         uint32_t n = fz_u8(&f->in) % 5;
         for (uint32_t i = 0; i < n; i++)
             list[i] = pick(f, H_ALLOC);
-        st_ok(f, vidmm_offer(f->a, pick(f, H_DEV), list, n, fz_u8(&f->in) % 6), "offer");
+        h = pick(f, H_DEV);
+        st_ok(f, vidmm_offer(f->a, h, list, n, fz_u8(&f->in) % 6), "offer");
         break;
     }
     case 25: {
@@ -595,21 +624,22 @@ static void one_call(struct fz *f, uint8_t op)
     }
     case 26: {
         struct vidmm_video_memory_info mi;
-        st_ok(f, vidmm_query_video_memory_info(f->a, pick(f, H_PROC), (enum vidmm_segment_group)(fz_u8(&f->in) % 3),
-                                               &mi),
+        h = pick(f, H_PROC);
+        st_ok(f, vidmm_query_video_memory_info(f->a, h, (enum vidmm_segment_group)(fz_u8(&f->in) % 3), &mi),
               "query_video_memory_info");
         break;
     }
     case 27:
-        st_ok(f, vidmm_change_video_memory_reservation(f->a, pick(f, H_PROC),
-                                                       (enum vidmm_segment_group)(fz_u8(&f->in) % 3), pick_size(f)),
-              "change_reservation");
+    case 28: {
+        h = pick(f, H_PROC);
+        enum vidmm_segment_group g = (enum vidmm_segment_group)(fz_u8(&f->in) % 3);
+        uint64_t bytes = pick_size(f);
+        if (op % (f->ext ? 56 : 44) == 27)
+            st_ok(f, vidmm_change_video_memory_reservation(f->a, h, g, bytes), "change_reservation");
+        else
+            st_ok(f, vidmm_process_set_budget(f->a, h, g, bytes), "set_budget");
         break;
-    case 28:
-        st_ok(f, vidmm_process_set_budget(f->a, pick(f, H_PROC), (enum vidmm_segment_group)(fz_u8(&f->in) % 3),
-                                          pick_size(f)),
-              "set_budget");
-        break;
+    }
     case 29: {
         uint8_t b = fz_u8(&f->in);
         uint32_t prio = b & 1 ? fz_u32(&f->in) : (uint32_t)(b >> 1) << 25;
@@ -617,14 +647,16 @@ static void one_call(struct fz *f, uint8_t op)
         break;
     }
     case 30:
-        st_ok(f, vidmm_allocation_set_next_use(f->a, pick(f, H_ALLOC), vidmm_residency_clock(f->a) + fz_u8(&f->in)),
+        h = pick(f, H_ALLOC);
+        st_ok(f, vidmm_allocation_set_next_use(f->a, h, vidmm_residency_clock(f->a) + fz_u8(&f->in)),
               "set_next_use");
         break;
     case 31:
         st_ok(f, vidmm_adapter_set_eviction_policy(f->a, pick_policy(f)), "set_eviction_policy");
         break;
     case 32:
-        st_ok(f, vidmm_register_trim_notification(f->a, pick(f, H_DEV), fz_u8(&f->in) & 1 ? trim_cb : NULL, f),
+        h = pick(f, H_DEV);
+        st_ok(f, vidmm_register_trim_notification(f->a, h, fz_u8(&f->in) & 1 ? trim_cb : NULL, f),
               "register_trim_notification");
         break;
     case 33:
@@ -672,7 +704,8 @@ static void one_call(struct fz *f, uint8_t op)
         h = pick(f, H_PROC);
         st_ok(f, vidmm_process_query(f->a, h, &pi), "process_query");
         st_ok(f, vidmm_process_root_page_table(f->a, h, &root), "root_page_table");
-        st_ok(f, vidmm_gpuva_query(f->a, h, pick_va(f), r, fz_u8(&f->in) % 5, &cnt), "gpuva_query");
+        v = pick_va(f);
+        st_ok(f, vidmm_gpuva_query(f->a, h, v, r, fz_u8(&f->in) % 5, &cnt), "gpuva_query");
         break;
     }
     case 40: {
@@ -767,7 +800,8 @@ static void one_call(struct fz *f, uint8_t op)
         break;
     }
     case 52:
-        st_ok(f, vidmm_device_unlock(f->a, pick(f, H_DEV), pick(f, H_ALLOC)), "device_unlock");
+        h = pick(f, H_DEV);
+        st_ok(f, vidmm_device_unlock(f->a, h, pick(f, H_ALLOC)), "device_unlock");
         break;
     case 53:
         f->trim_mode = fz_u8(&f->in);
@@ -780,9 +814,18 @@ static void one_call(struct fz *f, uint8_t op)
             st_ok(f, vidmm_context_wait(f->a, pick(f, H_CTX), val, wait_ns(f)), "context_wait (timeout)");
         } else {
             vidmm_handle q = pick(f, H_QUEUE);
-            if (vidmm_paging_queue_fence(f->a, q, &v) == VIDMM_OK && (b & 4))
-                val = v;
-            st_ok(f, vidmm_paging_queue_wait(f->a, q, val, wait_ns(f)), "paging_queue_wait (timeout)");
+            uint64_t ns = wait_ns(f);
+            if (vidmm_paging_queue_fence(f->a, q, &v) == VIDMM_OK) {
+                if (b & 4)
+                    val = v;
+                /* Past the completed value (paging_queue_fence): most
+                 * likely never submitted, and nothing on this thread
+                 * submits while the wait lasts - do not sit out the
+                 * whole bound (a short wait, E_TIMEOUT is fine). */
+                if (val > v)
+                    ns = 1000000;
+            }
+            st_ok(f, vidmm_paging_queue_wait(f->a, q, val, ns), "paging_queue_wait (timeout)");
         }
         break;
     }
@@ -793,7 +836,8 @@ static void one_call(struct fz *f, uint8_t op)
         uint8_t byte[8];
         softgpu_get_stats(f->sg, &ss);
         softgpu_get_reset_stats(f->sg, &rs);
-        (void)softgpu_read_physical(f->sg, 1 + fz_u8(&f->in) % 4, (uint64_t)fz_u16(&f->in) * 4096u, byte, sizeof byte);
+        uint32_t seg = 1 + fz_u8(&f->in) % 4;
+        (void)softgpu_read_physical(f->sg, seg, (uint64_t)fz_u16(&f->in) * 4096u, byte, sizeof byte);
         st_ok(f, VIDMM_OK, "softgpu accessors");
         break;
     }
@@ -809,7 +853,9 @@ static void one_call(struct fz *f, uint8_t op)
         add(f, H_DEV, d);
         st_ok(f, vidmm_paging_queue_create(f->a, d, 0, &q), "queue_create (scenario)");
         add(f, H_QUEUE, q);
-        struct vidmm_context_desc cd = { fz_u8(&f->in) % 3, fz_u8(&f->in) & 1, 0, 0 };
+        struct vidmm_context_desc cd = { 0, 0, 0, 0 };
+        cd.node = fz_u8(&f->in) % 3;
+        cd.mode = fz_u8(&f->in) & 1;
         st = vidmm_context_create(f->a, d, &cd, &h);
         st_ok(f, st, "context_create (scenario)");
         if (st == VIDMM_OK)
