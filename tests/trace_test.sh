@@ -286,7 +286,8 @@ rc_is 1 "a truncated rmv file is refused" "$tool" replay "$dir/short.rmv"
 if command -v python3 >/dev/null 2>&1; then
   # A SystemInfo chunk that ends inside a heap object, with the heap's
   # fields just after it in the file: the importer reads the chunk only
-  # (the default local heap, 256 MiB at 0, stays).
+  # (the default local heap, 256 MiB at 0, stays).  No RmtData chunk: an
+  # import of no event at all (UBSan: no qsort of a NULL array).
   python3 - "$dir/sysinfo.rmv" <<'EOF'
 import struct, sys
 js = b'{"local":{ '

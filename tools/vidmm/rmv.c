@@ -410,7 +410,8 @@ int rmv_load(const char *path, struct rmv_import *imp, struct tr_header *h, void
             most = imp->stream[s].tokens[TK_VIRTUAL_ALLOCATE];
             imp->app_pid = imp->stream[s].process_id;
         }
-    qsort(v->e, v->n, sizeof(*v->e), ev_cmp);
+    if (v->n)
+        qsort(v->e, v->n, sizeof(*v->e), ev_cmp);   /* no event: no array (qsort wants one even for 0) */
     *state = v;
 
     tr_header_defaults(h);
