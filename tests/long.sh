@@ -45,7 +45,7 @@ done
 echo "$rounds rounds done"
 
 step "stress with power transitions, $threads threads x $ops operations"
-VIDMM_STRESS_POWER_THREADS=$threads VIDMM_STRESS_POWER_OPS=$ops \
+VIDMM_STRESS_POWER=1 VIDMM_STRESS_POWER_THREADS=$threads VIDMM_STRESS_POWER_OPS=$ops \
   "$b/vidmm-tests" stress > "$log.power" 2>&1 || { fail=1; grep -E 'FAIL|worker|power thread' "$log.power" | head -n 5; }
 grep -E 'stress \(power\): [0-9]+ transitions' "$log.power"
 tail -n 1 "$log.power"
