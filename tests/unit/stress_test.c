@@ -467,7 +467,11 @@ static void op_map(struct st_worker *w, uint64_t *rng)
             return;
         uint64_t got = 0;
         if (!W_ST(w, vidmm_gpuva_map(a, w->proc, va, 0, 0, o->h, 0, o->size, 0, 0, &got), VIDMM_OK)) {
-            W_ST(w, vidmm_gpuva_free(a, w->proc, va, o->size), VIDMM_OK);   /* refused while down */
+            /* Refused while down: give the reservation back (after D0,
+             * if freeing is refused too). */
+            vidmm_status st;
+            DOWN_RETRY(w, st, vidmm_gpuva_free(a, w->proc, va, o->size));
+            W_ST(w, st, VIDMM_OK);
             return;
         }
         if (got != va)
