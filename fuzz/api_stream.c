@@ -48,6 +48,10 @@ struct fz {
     uint32_t nva;
     uint64_t last_fence;
     uint32_t trim_calls;
+    int ext;                    /* revision 2 stream: the recovery, power and private-allocation opcodes */
+    int async;                  /* softgpu's engine threads run the work */
+    int tearing_down;           /* trim callbacks leave the tables alone */
+    uint8_t trim_mode;          /* what a trim callback does (opcode 53) */
     uint8_t phys_buf[512];      /* physical command buffer: valid until its fence (synchronous: the call) */
     char report[1024];
     struct rc_fp fp[2];         /* before / after a make-resident (the failed-call rule) */
@@ -191,19 +195,62 @@ static void note_va(struct fz *f, uint64_t va, uint64_t size)
         f->nva++;
 }
 
+/* CPU waits: synchronous softgpu has finished every buffer when the call
+ * returns (0 is enough); with engine threads, hangs or TDR the wait must
+ * last, bounded all the same (a wait that never ends is a finding). */
+static uint64_t wait_ns(const struct fz *f)
+{
+    return f->ext ? 5000000000ull : 0;
+}
+
 static void trim_cb(void *context, vidmm_handle device, uint32_t flags, uint64_t bytes_to_trim)
 {
     struct fz *f = context;
     (void)flags;
     (void)bytes_to_trim;
     f->trim_calls++;
-    /* What an application does: evict something of its own (it may well
-     * not be on the list: the status is checked, not required). */
-    if (f->n[H_ALLOC] && f->trim_calls < 64) {
-        vidmm_handle h = f->h[H_ALLOC][f->trim_calls % f->n[H_ALLOC]];
-        vidmm_status st = vidmm_evict(f->a, device, &h, 1, 0, NULL);
-        FUZZ_REQUIRE(st >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st <= VIDMM_PENDING, "trim evict: %d", (int)st);
+    if (f->trim_calls >= 64 || f->tearing_down)
+        return;
+    vidmm_status st = VIDMM_OK;
+    vidmm_handle h;
+    /* Callbacks may call back in (residency.h).  Mode 0 is what an
+     * application does: evict something of its own (it may well not be
+     * on the list: the status is checked, not required).  The others
+     * (revision 2) are hostile: destroy another device, an allocation,
+     * or the very device being notified. */
+    switch (f->ext ? f->trim_mode % 4 : 0) {
+    case 0:
+        if (!f->n[H_ALLOC])
+            return;
+        h = f->h[H_ALLOC][f->trim_calls % f->n[H_ALLOC]];
+        st = vidmm_evict(f->a, device, &h, 1, 0, NULL);
+        break;
+    case 1:
+        for (uint32_t i = 0; i < f->n[H_DEV]; i++) {
+            if (f->h[H_DEV][i] != device) {
+                h = f->h[H_DEV][i];
+                st = vidmm_device_destroy(f->a, h);
+                if (st == VIDMM_OK)
+                    kill(f, H_DEV, h);
+                break;
+            }
+        }
+        break;
+    case 2:
+        if (!f->n[H_ALLOC])
+            return;
+        h = f->h[H_ALLOC][f->trim_calls % f->n[H_ALLOC]];
+        st = vidmm_allocation_destroy(f->a, h);
+        if (st == VIDMM_OK)
+            kill(f, H_ALLOC, h);
+        break;
+    default:
+        st = vidmm_device_destroy(f->a, device);
+        if (st == VIDMM_OK)
+            kill(f, H_DEV, device);
+        break;
     }
+    FUZZ_REQUIRE(st >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st <= VIDMM_PENDING, "trim callback: %d", (int)st);
 }
 
 static void alloc_desc(struct fz *f, struct softgpu_alloc_desc *d)
@@ -239,19 +286,24 @@ static void alloc_desc(struct fz *f, struct softgpu_alloc_desc *d)
 static uint64_t cmd_addr(struct fz *f, int physical, vidmm_handle *alloc_out)
 {
     if (!physical)
-        return pick_va(f) + (fz_u8(&f->in) & 0xf8u);
+    {
+        uint64_t va = pick_va(f);
+        return va + (fz_u8(&f->in) & 0xf8u);
+    }
     uint8_t b = fz_u8(&f->in);
     if (alloc_out)
         *alloc_out = 0;
     return SOFTGPU_PADDR(b & 7, (uint64_t)fz_u16(&f->in) * 8u);
 }
 
-/* Append 1..6 commands (no WAIT: see the overview). */
+/* Append 1..6 commands.  No WAIT in a revision-1 stream (see the
+ * overview); revision 2 sets a TDR timeout of milliseconds, so a WAIT
+ * nobody satisfies is a context hang that vidmm must detect and reset. */
 static void gen_cmds(struct fz *f, struct softgpu_cmdbuf *cb, int physical)
 {
     uint32_t n = 1 + fz_u8(&f->in) % 6;
     for (uint32_t i = 0; i < n; i++) {
-        uint8_t op = fz_u8(&f->in) % 8;
+        uint8_t op = fz_u8(&f->in) % (f->ext ? 9 : 8);
         uint64_t sz = (uint64_t)(fz_u8(&f->in) + 1) * 64u;
         uint64_t a0 = cmd_addr(f, physical, NULL), a1, a2;
         switch (op) {
@@ -266,7 +318,8 @@ static void gen_cmds(struct fz *f, struct softgpu_cmdbuf *cb, int physical)
             a2 = cmd_addr(f, physical, NULL);
             softgpu_cmd_compare(cb, a0, a1, sz, a2);
             break;
-        default: softgpu_cmd_signal(cb, a0, fz_u64(&f->in)); break;
+        case 7: softgpu_cmd_signal(cb, a0, fz_u64(&f->in)); break;
+        default: softgpu_cmd_wait(cb, a0 & ~7ull, fz_u64(&f->in)); break;
         }
     }
 }
@@ -290,7 +343,10 @@ static void op_submit_virtual(struct fz *f)
     }
     uint64_t fence = 0;
     uint32_t size = fz_u8(&f->in) & 1 ? cb.size : fz_u32(&f->in);
-    st = vidmm_submit_virtual(f->a, pick(f, H_CTX), pick_va(f), size, fz_u8(&f->in) == 0xff ? NULL : &fence);
+    vidmm_handle ctx = pick(f, H_CTX);
+    uint64_t va = pick_va(f);
+    int no_fence = fz_u8(&f->in) == 0xff;
+    st = vidmm_submit_virtual(f->a, ctx, va, size, no_fence ? NULL : &fence);
     st_ok(f, st, "submit_virtual");
     if (st >= 0)
         f->last_fence = fence;
@@ -327,10 +383,16 @@ static void op_submit_physical(struct fz *f)
     pa.patches = pl;
     pa.patch_count = npl;
     pa.flags = fz_u8(&f->in) & 3;
-    vidmm_status st = vidmm_submit_physical(f->a, pick(f, H_CTX), &pa);
+    vidmm_handle ctx = pick(f, H_CTX);
+    vidmm_status st = vidmm_submit_physical(f->a, ctx, &pa);
     st_ok(f, st, "submit_physical");
-    if (st >= 0)
+    if (st >= 0) {
         f->last_fence = pa.fence;
+        /* The buffer stays untouched until its fence passed (submit.h):
+         * with engine threads, wait before the next submission reuses it. */
+        if (f->async)
+            st_ok(f, vidmm_context_wait(f->a, ctx, pa.fence, wait_ns(f)), "context_wait (physical buffer)");
+    }
 }
 
 static void op_make_resident(struct fz *f)
@@ -358,10 +420,12 @@ static void op_make_resident(struct fz *f)
     }
     st_ok(f, st, "make_resident");
     if (st == VIDMM_PENDING) {
-        /* Synchronous softgpu: the paging is done already. */
-        st = vidmm_paging_queue_wait(f->a, mr.paging_queue, mr.paging_fence_value, 0);
+        /* Synchronous softgpu: the paging is done already - unless a
+         * revision-2 stream hung the paging engine (the wait then finds
+         * the hang and resets) or runs the engine threads. */
+        st = vidmm_paging_queue_wait(f->a, mr.paging_queue, mr.paging_fence_value, wait_ns(f));
         st_ok(f, st, "paging_queue_wait after make_resident");
-        FUZZ_REQUIRE(st == VIDMM_OK, "pending make-resident not done on a synchronous device: %s",
+        FUZZ_REQUIRE(f->ext || st == VIDMM_OK, "pending make-resident not done on a synchronous device: %s",
                      vidmm_status_str(st));
     }
 }
@@ -399,7 +463,7 @@ static void one_call(struct fz *f, uint8_t op)
     vidmm_status st;
     vidmm_handle h = 0;
     uint64_t v = 0;
-    switch (op % 44) {
+    switch (op % (f->ext ? 56 : 44)) {
     case 0:
         st = vidmm_process_create(f->a, &h);
         st_ok(f, st, "process_create");
@@ -429,7 +493,9 @@ static void one_call(struct fz *f, uint8_t op)
             kill(f, H_DEV, h);
         break;
     case 4: {
-        struct vidmm_context_desc cd = { fz_u8(&f->in) % 4, fz_u8(&f->in) % 3, 0, 0 };
+        struct vidmm_context_desc cd = { 0, 0, 0, 0 };
+        cd.node = fz_u8(&f->in) % 4;
+        cd.mode = fz_u8(&f->in) % 3;
         if (fz_u8(&f->in) == 0xff)
             cd.flags = 1;
         st = vidmm_context_create(f->a, pick(f, H_DEV), &cd, &h);
@@ -446,7 +512,8 @@ static void one_call(struct fz *f, uint8_t op)
             kill(f, H_CTX, h);
         break;
     case 6:
-        st = vidmm_paging_queue_create(f->a, pick(f, H_DEV), (int)(fz_u8(&f->in) % 5) - 2, &h);
+        h = pick(f, H_DEV);
+        st = vidmm_paging_queue_create(f->a, h, (int)(fz_u8(&f->in) % 5) - 2, &h);
         st_ok(f, st, "paging_queue_create");
         if (st == VIDMM_OK)
             add(f, H_QUEUE, h);
@@ -463,7 +530,7 @@ static void one_call(struct fz *f, uint8_t op)
         struct softgpu_alloc_desc d;
         alloc_desc(f, &d);
         size_t dsz = fz_u8(&f->in) == 0xfe ? sizeof d - 8 : sizeof d;
-        if (op % 44 == 8)
+        if (op % (f->ext ? 56 : 44) == 8)
             st = vidmm_allocation_create(f->a, &d, dsz, &h);
         else
             st = vidmm_allocation_create2(f->a, &d, dsz, fz_u8(&f->in) % 3, &h);
@@ -501,19 +568,27 @@ static void one_call(struct fz *f, uint8_t op)
         st_ok(f, vidmm_allocation_unlock(f->a, pick(f, H_ALLOC)), "unlock");
         break;
     case 13:
-        st_ok(f, vidmm_allocation_move(f->a, pick(f, H_ALLOC), fz_u8(&f->in) % 6), "move");
+        h = pick(f, H_ALLOC);
+        st_ok(f, vidmm_allocation_move(f->a, h, fz_u8(&f->in) % 6), "move");
         break;
     case 14:
-        st_ok(f, vidmm_allocation_move_discard(f->a, pick(f, H_ALLOC), fz_u8(&f->in) % 6), "move_discard");
+        h = pick(f, H_ALLOC);
+        st_ok(f, vidmm_allocation_move_discard(f->a, h, fz_u8(&f->in) % 6), "move_discard");
         break;
     case 15:
-        st_ok(f, vidmm_adapter_flip(f->a, fz_u8(&f->in) % 10, fz_u8(&f->in) & 1 ? 0 : pick(f, H_ALLOC)), "flip");
+    {
+        uint32_t source = fz_u8(&f->in) % 10;
+        h = fz_u8(&f->in) & 1 ? 0 : pick(f, H_ALLOC);
+        st_ok(f, vidmm_adapter_flip(f->a, source, h), "flip");
+    }
         break;
     case 16: {
         uint64_t base = fz_u8(&f->in) & 1 ? pick_va(f) & ~0xffffull : 0;
         uint64_t size = pick_size(f);
-        st = vidmm_gpuva_reserve(f->a, pick(f, H_PROC), base, fz_u8(&f->in) & 1 ? pick_va(f) : 0,
-                                 fz_u8(&f->in) & 1 ? pick_va(f) : 0, size, fz_u8(&f->in) % 3, &v);
+        h = pick(f, H_PROC);
+        uint64_t lo = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+        uint64_t hi = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+        st = vidmm_gpuva_reserve(f->a, h, base, lo, hi, size, fz_u8(&f->in) % 3, &v);
         st_ok(f, st, "gpuva_reserve");
         if (st == VIDMM_OK)
             note_va(f, v, size);
@@ -531,17 +606,27 @@ static void one_call(struct fz *f, uint8_t op)
                 size = (s.requested_size + 4095u) & ~4095ull;
             }
         }
-        st = vidmm_gpuva_map(f->a, proc, base, 0, 0, al, off, size, fz_u8(&f->in) & 3, fz_u8(&f->in), &v);
+        uint32_t prot = fz_u8(&f->in) & 3;
+        uint32_t mflags = fz_u8(&f->in);
+        st = vidmm_gpuva_map(f->a, proc, base, 0, 0, al, off, size, prot, mflags, &v);
         st_ok(f, st, "gpuva_map");
         if (st == VIDMM_OK)
             note_va(f, v, size);
         break;
     }
     case 19:
-        st_ok(f, vidmm_gpuva_unmap(f->a, pick(f, H_PROC), pick_va(f), pick_size(f)), "gpuva_unmap");
+    {
+        h = pick(f, H_PROC);
+        uint64_t va = pick_va(f);
+        st_ok(f, vidmm_gpuva_unmap(f->a, h, va, pick_size(f)), "gpuva_unmap");
+    }
         break;
     case 20:
-        st_ok(f, vidmm_gpuva_free(f->a, pick(f, H_PROC), pick_va(f), pick_size(f)), "gpuva_free");
+    {
+        h = pick(f, H_PROC);
+        uint64_t va = pick_va(f);
+        st_ok(f, vidmm_gpuva_free(f->a, h, va, pick_size(f)), "gpuva_free");
+    }
         break;
     case 21:
         op_gpuva_update(f);
@@ -555,8 +640,9 @@ static void one_call(struct fz *f, uint8_t op)
         for (uint32_t i = 0; i < n; i++)
             list[i] = pick(f, H_ALLOC);
         uint64_t trim = 0;
-        st_ok(f, vidmm_evict(f->a, pick(f, H_DEV), list, n, fz_u8(&f->in) & 7, fz_u8(&f->in) & 1 ? &trim : NULL),
-              "evict");
+        h = pick(f, H_DEV);
+        uint32_t flags = fz_u8(&f->in) & 7;
+        st_ok(f, vidmm_evict(f->a, h, list, n, flags, fz_u8(&f->in) & 1 ? &trim : NULL), "evict");
         break;
     }
     case 24: {
@@ -564,7 +650,8 @@ static void one_call(struct fz *f, uint8_t op)
         uint32_t n = fz_u8(&f->in) % 5;
         for (uint32_t i = 0; i < n; i++)
             list[i] = pick(f, H_ALLOC);
-        st_ok(f, vidmm_offer(f->a, pick(f, H_DEV), list, n, fz_u8(&f->in) % 6), "offer");
+        h = pick(f, H_DEV);
+        st_ok(f, vidmm_offer(f->a, h, list, n, fz_u8(&f->in) % 6), "offer");
         break;
     }
     case 25: {
@@ -577,26 +664,27 @@ static void one_call(struct fz *f, uint8_t op)
         st = vidmm_reclaim(f->a, q, list, n, res, &v);
         st_ok(f, st, "reclaim");
         if (st == VIDMM_PENDING)
-            st_ok(f, vidmm_paging_queue_wait(f->a, q, v, 0), "paging_queue_wait after reclaim");
+            st_ok(f, vidmm_paging_queue_wait(f->a, q, v, wait_ns(f)), "paging_queue_wait after reclaim");
         break;
     }
     case 26: {
         struct vidmm_video_memory_info mi;
-        st_ok(f, vidmm_query_video_memory_info(f->a, pick(f, H_PROC), (enum vidmm_segment_group)(fz_u8(&f->in) % 3),
-                                               &mi),
+        h = pick(f, H_PROC);
+        st_ok(f, vidmm_query_video_memory_info(f->a, h, (enum vidmm_segment_group)(fz_u8(&f->in) % 3), &mi),
               "query_video_memory_info");
         break;
     }
     case 27:
-        st_ok(f, vidmm_change_video_memory_reservation(f->a, pick(f, H_PROC),
-                                                       (enum vidmm_segment_group)(fz_u8(&f->in) % 3), pick_size(f)),
-              "change_reservation");
+    case 28: {
+        h = pick(f, H_PROC);
+        enum vidmm_segment_group g = (enum vidmm_segment_group)(fz_u8(&f->in) % 3);
+        uint64_t bytes = pick_size(f);
+        if (op % (f->ext ? 56 : 44) == 27)
+            st_ok(f, vidmm_change_video_memory_reservation(f->a, h, g, bytes), "change_reservation");
+        else
+            st_ok(f, vidmm_process_set_budget(f->a, h, g, bytes), "set_budget");
         break;
-    case 28:
-        st_ok(f, vidmm_process_set_budget(f->a, pick(f, H_PROC), (enum vidmm_segment_group)(fz_u8(&f->in) % 3),
-                                          pick_size(f)),
-              "set_budget");
-        break;
+    }
     case 29: {
         uint8_t b = fz_u8(&f->in);
         uint32_t prio = b & 1 ? fz_u32(&f->in) : (uint32_t)(b >> 1) << 25;
@@ -604,14 +692,16 @@ static void one_call(struct fz *f, uint8_t op)
         break;
     }
     case 30:
-        st_ok(f, vidmm_allocation_set_next_use(f->a, pick(f, H_ALLOC), vidmm_residency_clock(f->a) + fz_u8(&f->in)),
+        h = pick(f, H_ALLOC);
+        st_ok(f, vidmm_allocation_set_next_use(f->a, h, vidmm_residency_clock(f->a) + fz_u8(&f->in)),
               "set_next_use");
         break;
     case 31:
         st_ok(f, vidmm_adapter_set_eviction_policy(f->a, pick_policy(f)), "set_eviction_policy");
         break;
     case 32:
-        st_ok(f, vidmm_register_trim_notification(f->a, pick(f, H_DEV), fz_u8(&f->in) & 1 ? trim_cb : NULL, f),
+        h = pick(f, H_DEV);
+        st_ok(f, vidmm_register_trim_notification(f->a, h, fz_u8(&f->in) & 1 ? trim_cb : NULL, f),
               "register_trim_notification");
         break;
     case 33:
@@ -659,7 +749,8 @@ static void one_call(struct fz *f, uint8_t op)
         h = pick(f, H_PROC);
         st_ok(f, vidmm_process_query(f->a, h, &pi), "process_query");
         st_ok(f, vidmm_process_root_page_table(f->a, h, &root), "root_page_table");
-        st_ok(f, vidmm_gpuva_query(f->a, h, pick_va(f), r, fz_u8(&f->in) % 5, &cnt), "gpuva_query");
+        v = pick_va(f);
+        st_ok(f, vidmm_gpuva_query(f->a, h, v, r, fz_u8(&f->in) % 5, &cnt), "gpuva_query");
         break;
     }
     case 40: {
@@ -687,6 +778,114 @@ static void one_call(struct fz *f, uint8_t op)
         st_ok(f, vidmm_submit_get_stats(f->a, &ss), "submit_stats");
         break;
     }
+    /* ---- revision 2: power, TDR, injected hangs and faults, private
+     * allocations, hostile trim callbacks, bounded waits ---------------- */
+    case 44:
+        st_ok(f, vidmm_adapter_set_power_state(f->a, fz_u8(&f->in) % 4), "set_power_state");
+        break;
+    case 45: {
+        uint32_t ps = 99;
+        struct vidmm_power_stats pws;
+        struct vidmm_tdr_stats ts;
+        st = vidmm_adapter_get_power_state(f->a, &ps);
+        st_ok(f, st, "get_power_state");
+        FUZZ_REQUIRE(st == VIDMM_OK && ps <= VIDMM_POWER_HIBERNATE, "power state %u (%s)", ps, vidmm_status_str(st));
+        st_ok(f, vidmm_adapter_get_power_stats(f->a, &pws), "get_power_stats");
+        st_ok(f, vidmm_adapter_get_tdr_stats(f->a, &ts), "get_tdr_stats");
+        break;
+    }
+    case 46: {
+        static const uint64_t tdr[] = { 1000000, 2000000, 20000000, 999999 };
+        uint8_t k = fz_u8(&f->in) % 4;
+        st = vidmm_adapter_set_tdr_timeout(f->a, tdr[k]);
+        st_ok(f, st, "set_tdr_timeout");
+        FUZZ_REQUIRE(k == 3 ? st == VIDMM_E_INVALID_ARG : st == VIDMM_OK, "set_tdr_timeout %llu: %s",
+                     (unsigned long long)tdr[k], vidmm_status_str(st));
+        break;
+    }
+    case 47: {
+        int rec = -1;
+        st = vidmm_adapter_detect_hangs(f->a, fz_u8(&f->in) & 1 ? &rec : NULL);
+        st_ok(f, st, "detect_hangs");
+        break;
+    }
+    case 48:
+        softgpu_inject_paging_hang(f->sg, fz_u8(&f->in) % 4);
+        st_ok(f, VIDMM_OK, "inject_paging_hang");
+        break;
+    case 49:
+        softgpu_inject_insufficient_dma(f->sg, fz_u8(&f->in) % 4);
+        st_ok(f, VIDMM_OK, "inject_insufficient_dma");
+        break;
+    case 50: {
+        struct softgpu_alloc_desc d;
+        alloc_desc(f, &d);
+        vidmm_handle dev = pick(f, H_DEV);
+        st = vidmm_device_allocation_create(f->a, dev, &d, sizeof d, fz_u8(&f->in) % 3, &h);
+        st_ok(f, st, "device_allocation_create");
+        if (st == VIDMM_OK)
+            add(f, H_ALLOC, h);
+        break;
+    }
+    case 51: {
+        void *p = NULL;
+        vidmm_handle dev = pick(f, H_DEV);
+        h = pick(f, H_ALLOC);
+        st = vidmm_device_lock(f->a, dev, h, &p);
+        st_ok(f, st, "device_lock");
+        if (st == VIDMM_OK) {
+            struct vidmm_allocation_state as;
+            FUZZ_REQUIRE(p != NULL, "device_lock OK without a pointer");
+            st_ok(f, vidmm_allocation_query(f->a, h, &as), "query after device_lock");
+            ((volatile uint8_t *)p)[0] = 0x5a;
+            ((volatile uint8_t *)p)[as.requested_size - 1] = 0xa5;
+            if (fz_u8(&f->in) & 1)
+                st_ok(f, vidmm_device_unlock(f->a, dev, h), "device_unlock");
+        }
+        break;
+    }
+    case 52:
+        h = pick(f, H_DEV);
+        st_ok(f, vidmm_device_unlock(f->a, h, pick(f, H_ALLOC)), "device_unlock");
+        break;
+    case 53:
+        f->trim_mode = fz_u8(&f->in);
+        st_ok(f, vidmm_register_trim_notification(f->a, pick(f, H_DEV), trim_cb, f), "register_trim (hostile)");
+        break;
+    case 54: {
+        uint8_t b = fz_u8(&f->in);
+        uint64_t val = b & 1 ? f->last_fence : (uint64_t)(b >> 1);
+        if (b & 2) {
+            st_ok(f, vidmm_context_wait(f->a, pick(f, H_CTX), val, wait_ns(f)), "context_wait (timeout)");
+        } else {
+            vidmm_handle q = pick(f, H_QUEUE);
+            uint64_t ns = wait_ns(f);
+            if (vidmm_paging_queue_fence(f->a, q, &v) == VIDMM_OK) {
+                if (b & 4)
+                    val = v;
+                /* Past the completed value (paging_queue_fence): most
+                 * likely never submitted, and nothing on this thread
+                 * submits while the wait lasts - do not sit out the
+                 * whole bound (a short wait, E_TIMEOUT is fine). */
+                if (val > v)
+                    ns = 1000000;
+            }
+            st_ok(f, vidmm_paging_queue_wait(f->a, q, val, ns), "paging_queue_wait (timeout)");
+        }
+        break;
+    }
+    case 55: {
+        /* softgpu's accessors answer while an engine is hung. */
+        struct softgpu_stats ss;
+        struct softgpu_reset_stats rs;
+        uint8_t byte[8];
+        softgpu_get_stats(f->sg, &ss);
+        softgpu_get_reset_stats(f->sg, &rs);
+        uint32_t seg = 1 + fz_u8(&f->in) % 4;
+        (void)softgpu_read_physical(f->sg, seg, (uint64_t)fz_u16(&f->in) * 4096u, byte, sizeof byte);
+        st_ok(f, VIDMM_OK, "softgpu accessors");
+        break;
+    }
     default: {
         /* A little scenario in one opcode: process, device, queue, a
          * created-evicted texture made resident and mapped.  Shortens the
@@ -699,7 +898,9 @@ static void one_call(struct fz *f, uint8_t op)
         add(f, H_DEV, d);
         st_ok(f, vidmm_paging_queue_create(f->a, d, 0, &q), "queue_create (scenario)");
         add(f, H_QUEUE, q);
-        struct vidmm_context_desc cd = { fz_u8(&f->in) % 3, fz_u8(&f->in) & 1, 0, 0 };
+        struct vidmm_context_desc cd = { 0, 0, 0, 0 };
+        cd.node = fz_u8(&f->in) % 3;
+        cd.mode = fz_u8(&f->in) & 1;
         st = vidmm_context_create(f->a, d, &cd, &h);
         st_ok(f, st, "context_create (scenario)");
         if (st == VIDMM_OK)
@@ -732,6 +933,11 @@ static void one_call(struct fz *f, uint8_t op)
 static void teardown(struct fz *f)
 {
     vidmm_status st;
+    f->tearing_down = 1;
+    /* Back to D0 (a no-op, VIDMM_E_STATE, when already there): destroying
+     * works while down, but the teardown should also cover resume. */
+    if (f->ext)
+        st_ok(f, vidmm_adapter_set_power_state(f->a, VIDMM_POWER_D0), "set_power_state D0 (teardown)");
     /* Unlock what is still locked (locks nest), then destroy in an order
      * that mixes parents and children. */
     for (uint32_t i = 0; i < f->n[H_ALLOC]; i++)
@@ -781,10 +987,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     uint8_t preset = fz_u8(&f->in) % 3, opt = fz_u8(&f->in), failb = fz_u8(&f->in);
     uint16_t fail_after = fz_u16(&f->in);
+    /* Revision byte: 0 = the revision-1 stream (44 opcodes, synchronous,
+     * default TDR timeout); else revision 2: bit 0 asynchronous softgpu,
+     * bits 1-2 the TDR timeout, 56 opcodes. */
+    uint8_t rev = fz_u8(&f->in);
+    f->ext = rev != 0;
+    f->async = rev & 1;
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = presets[preset];
-    cfg.synchronous = 1;
+    cfg.synchronous = !f->async;
     switch (preset) {
     case 0: cfg.segment_size[1] = 4 * MIB; cfg.segment_size[2] = 8 * MIB; cfg.segment_size[3] = 16 * MIB; break;
     case 1: cfg.segment_size[1] = 16 * MIB; break;
@@ -810,6 +1022,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ci.system_memory_limit = 64 * MIB;
     vidmm_status st = vidmm_adapter_open(&ci, &f->a);
     FUZZ_REQUIRE(st == VIDMM_OK, "adapter_open on softgpu %s: %s", cfg.preset, vidmm_status_str(st));
+    if (f->ext) {
+        /* Milliseconds, not the default 2 s: hangs are resolved within
+         * the fuzzer's time per input. */
+        static const uint64_t tdr[] = { 2000000, 1000000, 5000000, 20000000 };
+        st_ok(f, vidmm_adapter_set_tdr_timeout(f->a, tdr[(rev >> 1) & 3]), "set_tdr_timeout (open)");
+    }
     /* One host-allocation refusal somewhere in the stream. */
     if (failb & 1)
         f->fa.fail_at = f->fa.calls + 1 + fail_after;

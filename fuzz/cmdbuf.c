@@ -322,7 +322,10 @@ static uint64_t pg_size(struct cf *f)
 static void pg_entries(struct cf *f, const struct pg_geo *g, uint32_t level, struct vidmm_pte *e, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t fl = fz_u16(&f->in) | (uint64_t)(fz_u8(&f->in) & 2) << 16;   /* PAGE_TABLE_64KB sometimes */
+        /* One read per statement: the order of operands is unspecified
+         * in C, and gcc and clang differ (docs/FUZZING.md). */
+        uint64_t fl = fz_u16(&f->in);
+        fl |= (uint64_t)(fz_u8(&f->in) & 2) << 16;   /* PAGE_TABLE_64KB sometimes */
         uint64_t x = fz_u32(&f->in);
         uint32_t seg = (uint32_t)((fl & VIDMM_PTE_SEGMENT_MASK) >> VIDMM_PTE_SEGMENT_SHIFT);
         if (level > 0) {
@@ -440,7 +443,8 @@ static void paging_op(struct cf *f)
             ba.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
             ba.u.transfer_virtual.transfer_size_in_bytes = size;
             ba.u.transfer_virtual.source_virtual_address = va;
-            ba.u.transfer_virtual.destination_virtual_address = (uint64_t)fz_u32(&f->in) * 4096u + (fz_u8(&f->in) & 7);
+            ba.u.transfer_virtual.destination_virtual_address = (uint64_t)fz_u32(&f->in) * 4096u;
+            ba.u.transfer_virtual.destination_virtual_address += fz_u8(&f->in) & 7;
             ba.u.transfer_virtual.transfer_direction = fz_u8(&f->in) % 4;
             ba.u.transfer_virtual.flags = fz_u8(&f->in) & 3;
             ba.u.transfer_virtual.root_page_table_address = root;

@@ -51,10 +51,13 @@ static inline uint64_t fz_u64(struct fz_in *in)
  * byte count only much later) aborts at the faulty call site. */
 #include "vidmm/host_alloc.h"
 
+/* Atomic: with softgpu's engine threads (api_stream's asynchronous
+ * mode) vidmm may allocate and free on a fence callback while the
+ * harness thread calls in. */
 struct fz_alloc {
     struct vidmm_host_allocator ha;
-    uint64_t calls, fail_at, failures;
-    int64_t live_blocks, live_bytes;
+    _Atomic uint64_t calls, fail_at, failures;
+    _Atomic int64_t live_blocks, live_bytes;
 };
 
 struct fz_alloc_hdr {
@@ -66,8 +69,8 @@ struct fz_alloc_hdr {
 static inline void *fz_alloc_alloc(void *ud, size_t size, size_t alignment)
 {
     struct fz_alloc *fa = ud;
-    fa->calls++;
-    if (fa->fail_at && fa->calls == fa->fail_at) {
+    uint64_t call = ++fa->calls;
+    if (fa->fail_at && call == fa->fail_at) {
         fa->failures++;
         return NULL;
     }

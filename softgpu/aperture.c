@@ -104,7 +104,7 @@ const void *softgpu_aperture_entry(const struct softgpu *sg, uint32_t segment_id
     if (!s->gart || page >= s->gart_pages)
         return NULL;
     /* The engine writes the table: read it between buffers. */
-    sg_lock_idle(sg);
+    sg_lock_access(sg);
     const void *p = s->gart[page] ? s->gart[page] : sg->dummy_page;
     sg_unlock(sg);
     return p;

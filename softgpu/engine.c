@@ -202,6 +202,21 @@ void sg_lock_idle(const struct softgpu *sg)
         pthread_cond_wait(&e->done, &e->lock);
 }
 
+/* The test accessors' lock: as sg_lock_idle, except that nothing is
+ * waited for that cannot end on its own.  A hung engine (injected, until
+ * an adapter reset drops its buffer) and a held one leave the queue as it
+ * is for good; the hung buffer sits unexecuted and the engine thread, if
+ * any, sleeps on the condition variable, so under the lock memory is
+ * stable: the accessor runs at once and sees the device without the hung
+ * or held buffers. */
+void sg_lock_access(const struct softgpu *sg)
+{
+    struct sg_engine *e = sg_eng(sg);
+    pthread_mutex_lock(&e->lock);
+    while (!e->hung && ((e->count && !e->hold) || e->busy))
+        pthread_cond_wait(&e->done, &e->lock);
+}
+
 void sg_unlock(const struct softgpu *sg)
 {
     pthread_mutex_unlock(&sg_eng(sg)->lock);
@@ -211,11 +226,19 @@ vidmm_status softgpu_wait_idle(struct softgpu *sg)
 {
     if (!sg)
         return VIDMM_E_INVALID_ARG;
-    if (sg->engine.synchronous)
-        return VIDMM_OK;   /* every submit finished its buffer before returning */
-    sg_lock_idle(sg);
-    sg_unlock(sg);
-    return VIDMM_OK;
+    struct sg_engine *e = &sg->engine;
+    vidmm_status st = VIDMM_OK;
+    pthread_mutex_lock(&e->lock);
+    /* Synchronous mode: every submit finished its buffer before returning,
+     * unless the engine hung on it.  Waiting for a hung or held engine
+     * would never end: say so instead. */
+    if (!e->synchronous)
+        while (!e->hung && !(e->hold && !e->busy) && (e->count || e->busy))
+            pthread_cond_wait(&e->done, &e->lock);
+    if (e->hung || (e->hold && e->count))
+        st = VIDMM_E_STATE;
+    pthread_mutex_unlock(&e->lock);
+    return st;
 }
 
 void softgpu_set_fence_observer(struct softgpu *sg, void (*fn)(void *ctx, uint64_t fence), void *ctx)

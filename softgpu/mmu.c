@@ -934,7 +934,7 @@ vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_a
     if (!sg_root_ok(sg, root) || !out || access == 0 || (access & ~all))
         return VIDMM_E_INVALID_ARG;
     struct sg_walk w;
-    sg_lock_idle(sg);
+    sg_lock_access(sg);
     vidmm_status st = sg_walk(sg, root, sg_root_entries(sg, root), va, access, &w);
     if (st != VIDMM_OK) {
         /* Translation is a probe, not a GPU access: counted, not reported. */
@@ -990,7 +990,7 @@ static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_a
         return VIDMM_E_INVALID_ARG;
     struct sg_fault f;
     memset(&f, 0, sizeof f);
-    sg_lock_idle(sg);
+    sg_lock_access(sg);
     vidmm_status st = sg_virtual_locked(sg, root, va, dst, src, size, &f);
     sg_unlock(sg);
     /* Outside softgpu's lock: vidmm takes its own inside the callback. */

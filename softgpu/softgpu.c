@@ -15,8 +15,9 @@
  * updates, the walker) and host_aperture.c.
  *
  * The test accessors here (stats, read/write_physical, check) run
- * between sg_lock_idle and sg_unlock: after every submitted buffer has
- * executed, and with the engine kept from starting another meanwhile.
+ * between sg_lock_access and sg_unlock: after every submitted buffer has
+ * executed (except those a hung or held engine will not run), and with
+ * the engine kept from starting another meanwhile.
  */
 #include "softgpu_int.h"
 
@@ -300,7 +301,7 @@ void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out)
         memset(out, 0, sizeof *out);
         return;
     }
-    sg_lock_idle(sg);
+    sg_lock_access(sg);
     *out = sg->stats;
     sg_unlock(sg);
 }
@@ -335,7 +336,7 @@ static vidmm_status sg_physical(struct softgpu *sg, uint32_t segment_id, uint64_
     struct sg_segment *s = &sg->seg[segment_id];
     if (offset > s->size || size > s->size - offset)
         return VIDMM_E_INVALID_ARG;
-    sg_lock_idle(sg);
+    sg_lock_access(sg);
     /* Check the whole range first so a refused call changes nothing. */
     if (!s->is_memory)
         for (uint64_t p = offset / SG_PAGE_4K; size && p <= (offset + size - 1) / SG_PAGE_4K; p++)
@@ -381,7 +382,7 @@ int softgpu_check(const struct softgpu *sg)
     uint64_t gart_mapped = 0, host_mapped = 0;
     if (sg->nb_segment == 0 || sg->nb_segment > SOFTGPU_MAX_SEGMENTS)
         return 1;
-    sg_lock_idle(sg);
+    sg_lock_access(sg);
     for (uint32_t id = 1; id <= sg->nb_segment; id++) {
         const struct sg_segment *s = &sg->seg[id];
         if (s->size == 0 || s->size % s->page_size)

@@ -194,12 +194,15 @@ uint64_t sg_get_root_page_table_size(void *driver, uint32_t *number_of_pte);
 /* engine.c: the copy engine.  init starts the thread (unless
  * synchronous); fini executes what is queued, then joins it.  submit
  * takes an already validated buffer.  sg_lock_idle takes the lock once
- * the engine is idle (queue empty, nothing executing); every test
- * accessor runs between it and sg_unlock. */
+ * the engine is idle (queue empty, nothing executing): execution on the
+ * nodes and power transitions run between it and sg_unlock. */
 vidmm_status sg_engine_init(struct softgpu *sg, int synchronous);
 void sg_engine_fini(struct softgpu *sg);
 vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job);
 void sg_lock_idle(const struct softgpu *sg);
+/* The test accessors' variant: does not wait for a hung or held engine
+ * (engine.c). */
+void sg_lock_access(const struct softgpu *sg);
 void sg_lock(const struct softgpu *sg);
 void sg_unlock(const struct softgpu *sg);
 

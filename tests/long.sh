@@ -7,7 +7,8 @@
 #   LONG_SCALE      random walks x this (default 10)
 #   FUZZ_SECONDS    per fuzzer (default 120; 0 skips fuzzing)
 #   STRESS_THREADS  threads of the TSan stress run (default 16)
-#   STRESS_OPS      operations per thread (default 2000)
+#   STRESS_OPS      operations per thread (default 2000; also the
+#                   power-transition stress run, with STRESS_THREADS)
 #   TDR_ROUNDS      repetitions of the hang/reset suites (default 20)
 #   SWEEP_SEEDS     seeds of the built-in scenario sweep (default 500)
 #   GEN_SECONDS     the scenario generator with the rules checker (default 600)
@@ -47,6 +48,12 @@ while [ "$r" -lt "$rounds" ]; do
 done
 echo "$rounds rounds done"
 
+step "stress with power transitions, $threads threads x $ops operations"
+VIDMM_STRESS_POWER=1 VIDMM_STRESS_POWER_THREADS=$threads VIDMM_STRESS_POWER_OPS=$ops \
+  "$b/vidmm-tests" stress > "$log.power" 2>&1 || { fail=1; grep -E 'FAIL|worker|power thread' "$log.power" | head -n 5; }
+grep -E 'stress \(power\): [0-9]+ transitions' "$log.power"
+tail -n 1 "$log.power"
+
 step "TSan: stress, $threads threads x $ops operations"
 make -s BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests > /dev/null 2>&1
 VIDMM_STRESS_THREADS=$threads VIDMM_STRESS_OPS=$ops TSAN_OPTIONS=halt_on_error=1 \
@@ -83,6 +90,7 @@ echo "integrity walk moves: $imoves"
 echo "oom: $sites, injected failures: $injected"
 echo "hang/reset rounds: $rounds"
 echo "tsan stress: $threads threads x $ops ops"
+echo "power stress: $(grep -oE '[0-9]+ transitions down and back' "$log.power" | head -n 1)"
 echo "fuzz executions: $execs"
 echo "${sweep:-sweep: not run}"
 echo "generator: ${gen:-not run}"

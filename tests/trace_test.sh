@@ -290,6 +290,23 @@ EOF
 fi
 printf 'AMD_RDF \003\000\000\000' >"$dir/short.rmv"
 rc_is 1 "a truncated rmv file is refused" "$tool" replay "$dir/short.rmv"
+if command -v python3 >/dev/null 2>&1; then
+  # A SystemInfo chunk that ends inside a heap object, with the heap's
+  # fields just after it in the file: the importer reads the chunk only
+  # (the default local heap, 256 MiB at 0, stays).  No RmtData chunk: an
+  # import of no event at all (UBSan: no qsort of a NULL array).
+  python3 - "$dir/sysinfo.rmv" <<'EOF'
+import struct, sys
+js = b'{"local":{ '
+after = b'"physicalAddress":4096,"size":1048576}"gpus":["name":"AMD Outside"]'
+hdr = b'AMD_RDF ' + struct.pack('<II', 3, 0) + struct.pack('<QQ', 32, 64)
+ent = b'SystemInfo'.ljust(16, b'\0') + bytes(8) + struct.pack('<QQQQ', 0, 0, 96, len(js)) + bytes(8)
+open(sys.argv[1], 'wb').write(hdr + ent + js + after)
+EOF
+  rc_is 0 "rmv: an unterminated SystemInfo chunk imports" "$tool" replay "$dir/sysinfo.rmv"
+  has "rmv: SystemInfo is read inside its chunk only" "$dir/rc.out" "heaps: local 256 MiB at 0x0,"
+  check "rmv: no adapter name from outside the chunk" sh -c "! grep -q Outside '$dir/rc.out'"
+fi
 
 # ---- options and errors -----------------------------------------------------
 rc_is 0 "scenarios lists" "$tool" scenarios
@@ -300,6 +317,37 @@ rc_is 2 "bad --format" "$tool" run game --format xml
 rc_is 2 "replay refuses adapter options" "$tool" replay "$dir/game.trace" --adapter big
 rc_is 1 "replay of a non-trace" "$tool" replay "$dir/small.scn"
 rc_is 1 "replay of a missing file" "$tool" replay "$dir/nosuch.trace"
+# Inputs that are no trace are refused while reading the header, before
+# an adapter runs (no --record output is written), naming the cause.
+mkdir -p "$dir/adir"
+for cmd in run replay; do
+  rc_is 1 "$cmd of a directory" "$tool" $cmd "$dir/adir" --record "$dir/adir.trace"
+  has "$cmd of a directory names it" "$dir/rc.out" "is a directory"
+  check "$cmd of a directory starts no adapter" test ! -e "$dir/adir.trace"
+  rc_is 1 "$cmd of /dev/zero" "$tool" $cmd /dev/zero
+  has "$cmd of /dev/zero names binary data" "$dir/rc.out" "binary data"
+done
+head -c 1100000 /dev/zero | tr '\0' a >"$dir/longline.trace"
+rc_is 1 "run of a 1.1 MB line" "$tool" run "$dir/longline.trace" --record "$dir/longline.out"
+has "a line over 1 MiB is named" "$dir/rc.out" "line longer than 1 MiB"
+check "a line over 1 MiB starts no adapter" test ! -e "$dir/longline.out"
+# Under an address-space limit (skipped where the tool cannot run under
+# one, as with ASan's shadow memory) /dev/zero still fails cleanly.
+if sh -c 'ulimit -v 1000000 && exec "$0" info >/dev/null 2>&1' "$tool"; then
+  rc_is 1 "replay of /dev/zero under a memory limit" sh -c 'ulimit -v 1000000 && exec "$0" replay /dev/zero' "$tool"
+  has "replay of /dev/zero under a memory limit names the cause" "$dir/rc.out" "binary data"
+fi
+# A header error closes the file (valgrind lists descriptors open at exit).
+printf 'vidmm-trace 99\n' >"$dir/badver.trace"
+printf 'vidmm-trace 1\nsegment 99 1M\n' >"$dir/badseg.trace"
+rc_is 1 "unsupported trace version" "$tool" replay "$dir/badver.trace"
+has "unsupported trace version named" "$dir/rc.out" "unsupported trace format version"
+if command -v valgrind >/dev/null 2>&1; then
+  for t in badver badseg; do
+    valgrind -q --track-fds=yes "$tool" replay "$dir/$t.trace" >"$dir/vg.out" 2>&1
+    check "header error in $t.trace leaves no file open" sh -c "! grep -q 'descriptor.*$t.trace' '$dir/vg.out'"
+  done
+fi
 rc_is 1 "unknown policy" "$tool" run game --policy nosuch
 rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu
 rc_is 0 "game on wddm1" "$tool" run game --adapter wddm1 --frames 3

@@ -42,12 +42,15 @@ struct vidmm_adapter_create_info {
     void *driver;                           /* first argument of every op */
     const struct vidmm_host_allocator *host_allocator; /* NULL = vidmm_default_host_allocator() */
     /* The AGP aperture the OS found (DXGK_QUERYSEGMENTIN); 0/0 = none, and
-     * then a driver that reports an AGP segment fails to start. */
+     * then a driver that reports an AGP segment fails to start.  Base and
+     * size are 4 KB multiples and the range ends at or below 2^64 - 1
+     * (VIDMM_E_INVALID_ARG otherwise). */
     uint64_t agp_aperture_base;
     uint64_t agp_aperture_size;
     /* Bytes of system memory vidmm may commit for allocations (segment 0);
      * 0 = half of the host's physical memory, at least 64 MiB (the WDDM
-     * TotalSystemMemoryAvailableForGraphics rule). */
+     * TotalSystemMemoryAvailableForGraphics rule); a limit below 4 KB is
+     * refused (VIDMM_E_INVALID_ARG), others are rounded down to 4 KB. */
     uint64_t system_memory_limit;
     /* Optional: receives a message naming the fault when open fails. */
     char *error_message;

@@ -32,7 +32,13 @@
  * virtual reads/writes, translate, check) first wait until the engine is
  * idle and hold softgpu's lock while they run, so they always see every
  * buffer submitted before the call finished, and never a half-executed
- * one.  The driver ops follow driver.h: one thread at a time per device.
+ * one.  The wait is bounded: an engine that will not get idle by itself
+ * - hung on an injected paging hang (until vidmm's adapter reset drops
+ * the buffer) or held (softgpu_engine_hold) - is not waited for; the
+ * accessor runs at once and sees the device without the hung or held
+ * buffers (they have not run).  So a test or tool can inspect a device
+ * while an engine is hung.  The driver ops follow driver.h: one thread at
+ * a time per device.
  */
 #ifndef VIDMM_SOFTGPU_H
 #define VIDMM_SOFTGPU_H
@@ -90,7 +96,9 @@ void softgpu_destroy(struct softgpu *sg);
 
 /* Waits until every buffer submitted so far has executed and its fence
  * has been signalled.  Returns at once in synchronous mode.
- * VIDMM_E_INVALID_ARG for NULL.  Must not be called from the thread that
+ * VIDMM_E_STATE, at once, when the engine is hung (an injected paging
+ * hang not yet dropped by a reset) or held with buffers queued: nothing
+ * would make it idle.  VIDMM_E_INVALID_ARG for NULL.  Must not be called from the thread that
  * signals fences (inside vidmm_cb_notify_fence): it would wait for
  * itself. */
 vidmm_status softgpu_wait_idle(struct softgpu *sg);
@@ -124,7 +132,8 @@ struct softgpu_alloc_desc {
 
 /* Test and tool access to the device.  Every accessor from here on
  * (except softgpu_inject_insufficient_dma) waits for the engine to be
- * idle and runs under softgpu's lock (see "Threading" above). */
+ * idle, unless it is hung or held, and runs under softgpu's lock (see
+ * "Threading" above). */
 struct softgpu_stats {
     uint64_t paging_buffers;         /* executed */
     uint64_t ops[17];                /* executed per vidmm_paging_operation */

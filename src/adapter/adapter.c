@@ -253,6 +253,22 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         return VIDMM_E_INVALID_ARG;
     if (ci->agp_aperture_size && (ci->agp_aperture_size % VIDMM_PAGE_4K || ci->agp_aperture_base % VIDMM_PAGE_4K))
         return VIDMM_E_INVALID_ARG;
+    /* An aperture running past 2^64 would wrap to low addresses, where
+     * the overlap test (which compares ends) cannot see it cover other
+     * segments. */
+    if (ci->agp_aperture_size && ci->agp_aperture_base + ci->agp_aperture_size < ci->agp_aperture_base) {
+        (void)fault(ci, "AGP aperture [0x%llx, +0x%llx) runs past the end of the GPU physical address space",
+                    (unsigned long long)ci->agp_aperture_base, (unsigned long long)ci->agp_aperture_size);
+        return VIDMM_E_INVALID_ARG;
+    }
+    /* Segment 0 is counted in whole 4 KB pages: a smaller limit would
+     * make it 0 bytes, and every allocation would fail for no visible
+     * reason. */
+    if (ci->system_memory_limit && ci->system_memory_limit < VIDMM_PAGE_4K) {
+        (void)fault(ci, "system-memory limit %llu bytes is below one 4 KB page",
+                    (unsigned long long)ci->system_memory_limit);
+        return VIDMM_E_INVALID_ARG;
+    }
     const struct vidmm_host_allocator *ha = ci->host_allocator ? ci->host_allocator : vidmm_default_host_allocator();
     if (!ha->alloc || !ha->free)
         return VIDMM_E_INVALID_ARG;

@@ -492,11 +492,16 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     uint32_t n = 0;
     for (struct vidmm_res_ref *ref = d->refs; ref; ref = ref->dev_next) {
         ref->al->pin_epoch = epoch;
-        ref->al->gpu_dirty = 1;   /* the buffer may write it: its system copy is no proof after a reset */
         r->list[n++] = ref->al;
     }
     st = make_list_resident(a, r->list, n, 0);
     a->res_epoch++;   /* unpin */
+    /* The buffer may write them: their system copies are no proof of the
+     * content after a reset or for standby.  Marked after the restores,
+     * which start an allocation clean: one this submission brought back
+     * is written by it all the same. */
+    for (uint32_t i = 0; st >= 0 && i < n; i++)
+        r->list[i]->gpu_dirty = 1;
     if (st >= 0)
         st = submit_to_driver(a, c, gpu_va, NULL, size, fence);
     if (st < 0) {

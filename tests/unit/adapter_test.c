@@ -311,6 +311,55 @@ static void query_protocol_faults(void)
     }
 }
 
+/* The OS's AGP aperture must not run past 2^64 (a wrapped range covers
+ * the segments at low addresses without the overlap test seeing it), and
+ * a system-memory limit below one page must not become a 0-byte
+ * segment 0. */
+static void open_bad_aperture_and_limit(void)
+{
+    struct fixture f;
+    if (fixture_init(&f, "wddm1") != 0)
+        return;
+    struct vidmm_adapter *a = NULL;
+    struct vidmm_adapter_create_info ci = f.ci;
+    ci.agp_aperture_base = 0xfffffffffffff000ull;       /* wraps to [0, 0x0ffff000): segment 1 */
+    ci.agp_aperture_size = 0x10000000ull;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    T_CHECK(a == NULL);
+    T_CHECK(strstr(f.msg, "AGP aperture") != NULL);
+    ci.agp_aperture_base = 0xfffffffff0000000ull;       /* ends exactly at 2^64: wraps to 0 */
+    ci.agp_aperture_size = 0x10000000ull;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    ci.agp_aperture_base = 0xffffffffe0000000ull;       /* ends just below 2^64: a valid range */
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
+    struct vidmm_segment_info si;
+    struct vidmm_adapter_info ai;
+    T_ST(vidmm_adapter_query_info(a, &ai), VIDMM_OK);
+    T_CHECK(ai.agp_segment_id != 0);
+    T_ST(vidmm_segment_query(a, ai.agp_segment_id, &si), VIDMM_OK);
+    T_EQ(si.base_address, 0xffffffffe0000000ull);
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    vidmm_adapter_close(a);
+    a = NULL;
+
+    static const uint64_t tiny[] = { 1, 4095 };
+    for (size_t i = 0; i < 2; i++) {
+        ci = f.ci;
+        ci.system_memory_limit = tiny[i];
+        f.msg[0] = 0;
+        T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+        T_CHECK(a == NULL);
+        T_CHECK(strstr(f.msg, "system-memory limit") != NULL);
+    }
+    ci = f.ci;
+    ci.system_memory_limit = 4096 + 100;                /* one page, rounded down */
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
+    T_ST(vidmm_segment_query(a, 0, &si), VIDMM_OK);
+    T_EQ(si.size, 4096);
+    vidmm_adapter_close(a);
+    fixture_fini(&f);
+}
+
 static void open_bad_arguments(void)
 {
     struct fixture f;
@@ -544,6 +593,7 @@ void suite_adapter(void)
     t_run("adapter.bad_descriptions", bad_descriptions);
     t_run("adapter.query_protocol_faults", query_protocol_faults);
     t_run("adapter.open_bad_arguments", open_bad_arguments);
+    t_run("adapter.open_bad_aperture_and_limit", open_bad_aperture_and_limit);
     t_run("adapter.open_out_of_host_memory", open_out_of_host_memory);
     t_run("adapter.default_describe_op", default_describe_op);
     t_run("adapter.fuzz_descriptions", fuzz_descriptions);

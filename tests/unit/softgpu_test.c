@@ -8,6 +8,8 @@
 #include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -907,6 +909,90 @@ static vidmm_status build1(struct softgpu *sg, struct vidmm_build_paging_buffer_
     return st;
 }
 
+/* The accessors of a device whose copy engine is hung (an injected paging
+ * hang that no reset has dropped yet) must return: the hung buffer never
+ * runs by itself.  They run on a helper thread so that a regression fails
+ * the test (after 5 s) instead of hanging the suite: the reset that
+ * follows releases the helper either way. */
+struct hung_probe {
+    struct softgpu *sg;
+    atomic_int done;
+    struct softgpu_stats stats;
+    uint8_t byte;
+    vidmm_status read_st, wait_st;
+    int check;
+};
+
+static void *hung_probe_main(void *arg)
+{
+    struct hung_probe *p = arg;
+    softgpu_get_stats(p->sg, &p->stats);
+    p->read_st = softgpu_read_physical(p->sg, 1, 0, &p->byte, 1);
+    p->check = softgpu_check(p->sg);
+    (void)softgpu_aperture_entry(p->sg, 3, 0);
+    p->wait_st = softgpu_wait_idle(p->sg);
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+static void accessors_while_hung(void)
+{
+    for (int sync = 0; sync < 2; sync++) {
+        struct softgpu_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.preset = "wddm1";
+        cfg.synchronous = sync;
+        struct softgpu *sg = NULL;
+        T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+        if (!sg)
+            return;
+        ops = softgpu_driver_ops();
+        uint8_t zero = 0;
+        T_ST(softgpu_write_physical(sg, 1, 0, &zero, 1), VIDMM_OK);
+        softgpu_inject_paging_hang(sg, 0);
+        /* A FILL of segment 1's first page: the engine hangs on it. */
+        static uint64_t buf[512];
+        struct vidmm_build_paging_buffer_args a;
+        memset(&a, 0, sizeof a);
+        a.operation = VIDMM_PAGING_FILL;
+        a.u.fill.fill_size = 4096;
+        a.u.fill.fill_pattern = 0xabababab;
+        a.u.fill.destination_segment_id = 1;
+        a.dma_buffer = buf;
+        a.dma_size = sizeof buf;
+        T_ST(ops->build_paging_buffer(sg, &a), VIDMM_OK);
+        struct vidmm_submit_command_args sc = { NULL, buf, (uint32_t)(sizeof buf - a.dma_size), VIDMM_SUBMIT_PAGING, 1 };
+        T_ST(ops->submit_command(sg, &sc), VIDMM_OK);
+
+        struct hung_probe p;
+        memset(&p, 0, sizeof p);
+        p.sg = sg;
+        atomic_init(&p.done, 0);
+        pthread_t th;
+        int started = pthread_create(&th, NULL, hung_probe_main, &p) == 0;
+        T_CHECK(started);
+        for (int i = 0; started && i < 500 && !atomic_load(&p.done); i++) {
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        T_EQ(atomic_load(&p.done), 1);
+        /* The reset drops the hung buffer (and frees a stuck probe). */
+        T_ST(ops->reset_from_timeout(sg), VIDMM_OK);
+        if (started)
+            pthread_join(th, NULL);
+        T_ST(p.read_st, VIDMM_OK);
+        T_EQ(p.byte, 0);                          /* the hung FILL never ran */
+        T_EQ_U64(p.stats.paging_buffers, 0);
+        T_EQ(p.check, 0);
+        T_ST(p.wait_st, VIDMM_E_STATE);           /* it would never get idle */
+        T_ST(softgpu_wait_idle(sg), VIDMM_OK);    /* after the reset it is */
+        struct softgpu_reset_stats rs;
+        softgpu_get_reset_stats(sg, &rs);
+        T_EQ_U64(rs.buffers_dropped, 1);
+        softgpu_destroy(sg);
+    }
+}
+
 static void bad_args(void)
 {
     struct softgpu *sg = mk("dgpu");
@@ -1060,4 +1146,5 @@ void suite_softgpu(void)
     t_run("softgpu.host_aperture", host_aperture);
     t_run("softgpu.restart_protocol", restart_protocol);
     t_run("softgpu.bad_args", bad_args);
+    t_run("softgpu.accessors_while_hung", accessors_while_hung);
 }

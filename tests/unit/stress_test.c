@@ -30,6 +30,18 @@
  * Two deterministic cases go with it: a CPU wait leaves the adapter to
  * other threads while it sleeps, and a one-thread replay of the bug the
  * mix found (a CPU write after a discarded offer lost at the restore).
+ *
+ * The power variant (on by default; VIDMM_STRESS_POWER=0 skips it) runs the same mix (VIDMM_STRESS_POWER_THREADS
+ * workers, default 4, VIDMM_STRESS_POWER_OPS each, default 300) while one
+ * more thread cycles the adapter through standby and hibernate back to
+ * D0 every few milliseconds.  While the adapter is down, what needs the
+ * GPU answers VIDMM_E_STATE (power.h): a worker takes that as a refusal
+ * that changed nothing, and the few steps that must happen (unmapping,
+ * reading results) wait for D0 and retry.  Content survives the
+ * transitions; an allocation whose content a reset lost
+ * (vidmm_allocation_query: content_lost) must read zero, every other one
+ * its pattern.  The power thread stops and leaves the adapter in D0
+ * before the workers tear down.
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
@@ -110,6 +122,7 @@ struct st_obj {
     int listed;                  /* on the worker's residency list (one reference) */
     int offered;
     int gpu_written;             /* written by a submission since the CPU last filled it */
+    uint32_t content_lost;       /* vidmm_allocation_query's count last seen (power variant) */
 };
 
 struct st_worker {
@@ -124,6 +137,8 @@ struct st_worker {
     uint64_t next_seed;
     /* outcome */
     uint64_t ops, submits, checks, copies, evictions, moves, offers, discarded, pending, over_budget, no_space;
+    uint64_t down_refusals;      /* VIDMM_E_STATE answers while the adapter was down (power variant) */
+    uint64_t lost;               /* allocations found content_lost (power variant) */
     const char *op;              /* the operation running (for failure messages) */
     int failures;
     char first_failure[512];
@@ -144,6 +159,13 @@ struct st_run {
     char check_report[1024];     /* first failing report (checker thread only) */
     atomic_int rule_failures;    /* vidmm_adapter_check_rules (vidmm/rules.h) */
     char rule_report[1024];
+    /* Power variant: a thread cycles the power state. */
+    int power;
+    atomic_int setups_left;      /* workers still setting up (in D0: the power thread waits) */
+    atomic_int ops_left;         /* workers still in their operation loop */
+    atomic_int power_done;       /* the power thread stopped, the adapter is in D0 */
+    uint64_t transitions, refused_busy;
+    char power_failure[256];
 };
 
 #define W_FAIL(w, ...) w_fail((w), __LINE__, __VA_ARGS__)
@@ -170,6 +192,11 @@ static int w_st(struct st_worker *w, int line, const char *what, vidmm_status st
 {
     if (st == want)
         return 1;
+    if (st == VIDMM_E_STATE && w->run->power) {
+        /* Powered down: a refusal that changed nothing (power.h). */
+        w->down_refusals++;
+        return 0;
+    }
     w_fail(w, line, "%s -> %s, want %s", what, vidmm_status_str(st), vidmm_status_str(want));
     return 0;
 }
@@ -183,6 +210,37 @@ static uint64_t env_u64(const char *name, uint64_t def)
 }
 
 /* ---- per-worker helpers -------------------------------------------------- */
+
+static void nap_us(long us)
+{
+    struct timespec ts = { 0, us * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Power variant: an entry answering VIDMM_E_STATE while the adapter is
+ * down is retried (at most about 10 s) where the worker's model needs the
+ * call to happen. */
+#define DOWN_RETRY(w, st, expr)                                                                      \
+    do {                                                                                             \
+        for (int try_ = 0; ((st) = (expr)) == VIDMM_E_STATE && (w)->run->power && try_ < 20000; try_++) \
+            nap_us(500);                                                                             \
+    } while (0)
+
+/* Power variant: has o's content been lost by a reset since last seen?
+ * Then the worker expects zeros from now on. */
+static int content_lost(struct st_worker *w, struct st_obj *o)
+{
+    struct vidmm_allocation_state as;
+    if (!w->run->power || vidmm_allocation_query(w->run->a, o->h, &as) != VIDMM_OK ||
+        as.content_lost == o->content_lost)
+        return 0;
+    o->content_lost = as.content_lost;
+    o->seed = 0;
+    o->sum = pat_checksum(0, o->size);
+    o->gpu_written = 0;
+    w->lost++;
+    return 1;
+}
 
 static vidmm_handle new_allocation(struct st_worker *w, uint64_t size, int resident, int use_create2)
 {
@@ -235,7 +293,9 @@ static void cpu_verify(struct st_worker *w, struct st_obj *o)
         return;
     const uint64_t *q = p;
     for (uint64_t i = 0; i < o->size / 8; i++)
-        if (q[i] != pat_word(o->seed, i)) {
+        if (q[i] != pat_word(o->seed, i) && !(content_lost(w, o) && q[i] == 0)) {
+            /* (A lost allocation must read zero: from the word that
+             * differed on, which the loop goes on checking against 0.) */
             W_FAIL(w, "allocation 0x%llx word %llu: 0x%llx, want 0x%llx (seed %llu)", (unsigned long long)o->h,
                    (unsigned long long)i, (unsigned long long)q[i], (unsigned long long)pat_word(o->seed, i),
                    (unsigned long long)o->seed);
@@ -245,20 +305,23 @@ static void cpu_verify(struct st_worker *w, struct st_obj *o)
     w->checks++;
 }
 
-static void cpu_write(struct st_worker *w, vidmm_handle h, const void *src, size_t n)
+static int cpu_write(struct st_worker *w, vidmm_handle h, const void *src, size_t n)
 {
     void *p = NULL;
     if (!W_ST(w, vidmm_allocation_lock(w->run->a, h, &p), VIDMM_OK))
-        return;
+        return -1;
     memcpy(p, src, n);
     W_ST(w, vidmm_allocation_unlock(w->run->a, h), VIDMM_OK);
+    return 0;
 }
 
 static void cpu_read(struct st_worker *w, vidmm_handle h, void *dst, size_t n)
 {
     void *p = NULL;
     memset(dst, 0, n);
-    if (!W_ST(w, vidmm_allocation_lock(w->run->a, h, &p), VIDMM_OK))
+    vidmm_status st;
+    DOWN_RETRY(w, st, vidmm_allocation_lock(w->run->a, h, &p));
+    if (!W_ST(w, st, VIDMM_OK))
         return;
     memcpy(dst, p, n);
     W_ST(w, vidmm_allocation_unlock(w->run->a, h), VIDMM_OK);
@@ -405,8 +468,14 @@ static void op_map(struct st_worker *w, uint64_t *rng)
                   VIDMM_OK))
             return;
         uint64_t got = 0;
-        if (!W_ST(w, vidmm_gpuva_map(a, w->proc, va, 0, 0, o->h, 0, o->size, 0, 0, &got), VIDMM_OK))
+        if (!W_ST(w, vidmm_gpuva_map(a, w->proc, va, 0, 0, o->h, 0, o->size, 0, 0, &got), VIDMM_OK)) {
+            /* Refused while down: give the reservation back (after D0,
+             * if freeing is refused too). */
+            vidmm_status st;
+            DOWN_RETRY(w, st, vidmm_gpuva_free(a, w->proc, va, o->size));
+            W_ST(w, st, VIDMM_OK);
             return;
+        }
         if (got != va)
             W_FAIL(w, "map at 0x%llx landed at 0x%llx", (unsigned long long)va, (unsigned long long)got);
         o->reserved = 1;
@@ -418,23 +487,32 @@ static void op_map(struct st_worker *w, uint64_t *rng)
     o->va = va;
 }
 
-static void unmap_obj(struct st_worker *w, struct st_obj *o)
+/* 0, or -1 when (power variant) the unlisting eviction was refused while
+ * the adapter was down: o stays mapped and listed. */
+static int unmap_obj(struct st_worker *w, struct st_obj *o)
 {
     struct vidmm_adapter *a = w->run->a;
+    vidmm_status st;
     if (o->listed)
         evict_obj(w, o, 1);   /* a listed allocation is what buffers may touch: keep it mapped */
-    W_ST(w, vidmm_gpuva_unmap(a, w->proc, o->va, o->size), VIDMM_OK);
-    if (o->reserved)
-        W_ST(w, vidmm_gpuva_free(a, w->proc, o->va, o->size), VIDMM_OK);
+    if (o->listed)
+        return -1;
+    DOWN_RETRY(w, st, vidmm_gpuva_unmap(a, w->proc, o->va, o->size));
+    W_ST(w, st, VIDMM_OK);
+    if (o->reserved) {
+        DOWN_RETRY(w, st, vidmm_gpuva_free(a, w->proc, o->va, o->size));
+        W_ST(w, st, VIDMM_OK);
+    }
     o->va = 0;
     o->reserved = 0;
+    return 0;
 }
 
 static void op_unmap(struct st_worker *w, uint64_t *rng)
 {
     struct st_obj *o = pick(w, rng, is_mapped);
     if (o)
-        unmap_obj(w, o);
+        (void)unmap_obj(w, o);
 }
 
 static void op_make_resident(struct st_worker *w, uint64_t *rng)
@@ -463,6 +541,8 @@ static void op_move(struct st_worker *w, uint64_t *rng)
     vidmm_status st = vidmm_allocation_move(w->run->a, o->h, seg);
     if (st == VIDMM_E_NO_SEGMENT_SPACE) {
         w->no_space++;
+    } else if (st == VIDMM_E_STATE && w->run->power) {
+        w->down_refusals++;   /* down, or evicted by the transition */
     } else if (st == VIDMM_E_STATE) {
         /* Evicted (by anyone's pressure): only this worker brings its
          * allocations back, so it must still be out. */
@@ -516,8 +596,8 @@ static void destroy_obj(struct st_worker *w, struct st_obj *o, int keep_mapping)
         W_ST(w, vidmm_reclaim(w->run->a, w->queue, &o->h, 1, &r, NULL), VIDMM_OK);
         o->offered = 0;
     }
-    if (o->va && (!keep_mapping || o->reserved))
-        unmap_obj(w, o);
+    if (o->va && (!keep_mapping || o->reserved) && unmap_obj(w, o))
+        return;   /* power variant: refused while down; the allocation goes later */
     /* Destroying a listed (or mapped) allocation drops its references
      * (and mappings) itself. */
     W_ST(w, vidmm_allocation_destroy(w->run->a, o->h), VIDMM_OK);
@@ -567,7 +647,8 @@ static void op_submit(struct st_worker *w, uint64_t *rng)
             softgpu_cmd_copy(&cb, cy->va, cx->va, cx->size);
     }
     softgpu_cmd_write64(&cb, w->res_va + ST_MAX_CHECKS * 8, w->ops);   /* a token: the buffer ran to the end */
-    cpu_write(w, w->cmd, buf, cb.size);
+    if (cpu_write(w, w->cmd, buf, cb.size))
+        return;
     vidmm_handle ctx = w->ctx[t_rand_range(rng, w->nctx)];
     uint64_t fence = 0;
     vidmm_status st = vidmm_submit_virtual(a, ctx, w->cmd_va, cb.size, &fence);
@@ -580,6 +661,7 @@ static void op_submit(struct st_worker *w, uint64_t *rng)
     }
     if (!W_ST(w, st, VIDMM_OK))
         return;
+    w->submits++;
     uint64_t sub = 0, done = 0;
     W_ST(w, vidmm_context_fence(a, ctx, &sub, &done), VIDMM_OK);
     if (sub < fence)
@@ -588,6 +670,13 @@ static void op_submit(struct st_worker *w, uint64_t *rng)
         return;
     uint64_t got[ST_MAX_CHECKS + 1];
     cpu_read(w, w->res, got, sizeof got);
+    /* Power variant: a reset that lost a listed allocation's content
+     * (reported lost, now zeros) makes this buffer's results moot. */
+    int moot = 0;
+    for (uint32_t i = 0; i < n; i++)
+        moot |= content_lost(w, l[i]);
+    if (moot)
+        return;
     for (uint32_t i = 0; i < nres; i++)
         if (got[i] != want[i])
             W_FAIL(w, "buffer result %u: 0x%llx, want 0x%llx", i, (unsigned long long)got[i],
@@ -600,7 +689,6 @@ static void op_submit(struct st_worker *w, uint64_t *rng)
         cy->gpu_written = 1;
         w->copies++;
     }
-    w->submits++;
 }
 
 /* Runs on whatever thread pushed the process over its budget, with the
@@ -669,6 +757,7 @@ static void *worker_main(void *arg)
     struct st_worker *w = arg;
     uint64_t rng = w->seed;
     worker_setup(w);
+    atomic_fetch_sub(&w->run->setups_left, 1);
     /* The mix: an entry per unit of weight. */
     static const struct {
         const char *name;
@@ -688,9 +777,46 @@ static void *worker_main(void *arg)
         w->op = ops[k].name;
         ops[k].fn(w, &rng);
     }
+    /* Power variant: tear down in D0, once the power thread stopped. */
+    atomic_fetch_sub(&w->run->ops_left, 1);
+    while (w->run->power && !atomic_load(&w->run->power_done))
+        nap_us(1000);
     w->op = "teardown";
     worker_teardown(w);
     atomic_fetch_sub(&w->run->workers_left, 1);
+    return NULL;
+}
+
+/* Cycles standby / hibernate / D0 until the workers are done with their
+ * operations, then leaves the adapter in D0. */
+static void *power_main(void *arg)
+{
+    struct st_run *r = arg;
+    uint64_t rng = 0x5eed;
+    while (atomic_load(&r->setups_left) > 0)
+        nap_us(200);
+    while (atomic_load(&r->ops_left) > 0 && !r->power_failure[0]) {
+        nap_us(500 + (long)t_rand_range(&rng, 2500));
+        uint32_t state = t_rand_range(&rng, 3) ? VIDMM_POWER_STANDBY : VIDMM_POWER_HIBERNATE;
+        vidmm_status st = vidmm_adapter_set_power_state(r->a, state);
+        if (st == VIDMM_E_BUSY) {
+            r->refused_busy++;   /* a CPU lock on content the state would lose */
+            continue;
+        }
+        if (st != VIDMM_OK) {
+            snprintf(r->power_failure, sizeof r->power_failure, "set_power_state(%u): %s", state,
+                     vidmm_status_str(st));
+            break;
+        }
+        r->transitions++;
+        nap_us(200 + (long)t_rand_range(&rng, 1500));
+        st = vidmm_adapter_set_power_state(r->a, VIDMM_POWER_D0);
+        if (st != VIDMM_OK) {
+            snprintf(r->power_failure, sizeof r->power_failure, "resume to D0: %s", vidmm_status_str(st));
+            break;
+        }
+    }
+    atomic_store(&r->power_done, 1);
     return NULL;
 }
 
@@ -726,22 +852,25 @@ static int run_open(struct st_run *run, uint64_t seg1, uint64_t seg2)
     return sg_open(&run->fa, &cfg, NULL, 0, &run->sg, &run->a);
 }
 
-static void mixed_operations(void)
+static void run_mix(int power)
 {
     static struct st_run run;
     static struct st_worker wk[ST_MAX_THREADS];
     memset(&run, 0, sizeof(run));
     memset(wk, 0, sizeof(wk));
-    uint64_t threads = env_u64("VIDMM_STRESS_THREADS", 8);
+    const char *tn = power ? "VIDMM_STRESS_POWER_THREADS" : "VIDMM_STRESS_THREADS";
+    const char *on = power ? "VIDMM_STRESS_POWER_OPS" : "VIDMM_STRESS_OPS";
+    uint64_t threads = env_u64(tn, power ? 4 : 8);
     if (threads < 2)
         threads = 2;
     if (threads > ST_MAX_THREADS)
         threads = ST_MAX_THREADS;
     run.threads = (uint32_t)threads;
-    run.ops_per_thread = (uint32_t)env_u64("VIDMM_STRESS_OPS", 400);
+    run.ops_per_thread = (uint32_t)env_u64(on, power ? 300 : 400);
+    run.power = power;
     uint64_t seed = t_seed();
-    printf("  stress: seed %llu, %u threads, %u ops each (VIDMM_STRESS_THREADS, VIDMM_STRESS_OPS)\n",
-           (unsigned long long)seed, run.threads, run.ops_per_thread);
+    printf("  stress%s: seed %llu, %u threads, %u ops each (%s, %s)\n", power ? " (power)" : "",
+           (unsigned long long)seed, run.threads, run.ops_per_thread, tn, on);
 
     /* Check the CPU's checksum against softgpu's once. */
     {
@@ -775,27 +904,43 @@ static void mixed_operations(void)
         }
     }
     atomic_store(&run.workers_left, (int)run.threads);
+    atomic_store(&run.ops_left, (int)run.threads);
+    atomic_store(&run.setups_left, (int)run.threads);
+    atomic_store(&run.power_done, !power);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    pthread_t tid[ST_MAX_THREADS], checker;
+    pthread_t tid[ST_MAX_THREADS], checker, pw;
     int checker_started = pthread_create(&checker, NULL, checker_main, &run) == 0;
     T_CHECK(checker_started);
     int ok[ST_MAX_THREADS];
     for (uint32_t i = 0; i < run.threads; i++) {
         ok[i] = pthread_create(&tid[i], NULL, worker_main, &wk[i]) == 0;
         T_CHECK(ok[i]);
-        if (!ok[i])
+        if (!ok[i]) {
             atomic_fetch_sub(&run.workers_left, 1);
+            atomic_fetch_sub(&run.ops_left, 1);
+            atomic_fetch_sub(&run.setups_left, 1);
+        }
+    }
+    int pw_started = power && pthread_create(&pw, NULL, power_main, &run) == 0;
+    if (power && !pw_started) {
+        T_CHECK(pw_started);
+        atomic_store(&run.power_done, 1);
     }
     for (uint32_t i = 0; i < run.threads; i++)
         if (ok[i])
             pthread_join(tid[i], NULL);
+    if (pw_started)
+        pthread_join(pw, NULL);
     if (checker_started)
         pthread_join(checker, NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (run.power_failure[0])
+        fprintf(stderr, "  power thread: %s\n", run.power_failure);
+    T_CHECK(run.power_failure[0] == 0);
 
     uint64_t total = 0, submits = 0, checks = 0, copies = 0, evictions = 0, moves = 0, offers = 0, discarded = 0;
-    uint64_t pending = 0, over_budget = 0, no_space = 0;
+    uint64_t pending = 0, over_budget = 0, no_space = 0, refusals = 0, lost = 0;
     for (uint32_t i = 0; i < run.threads; i++) {
         struct st_worker *w = &wk[i];
         if (w->failures)
@@ -812,6 +957,8 @@ static void mixed_operations(void)
         pending += w->pending;
         over_budget += w->over_budget;
         no_space += w->no_space;
+        refusals += w->down_refusals;
+        lost += w->lost;
     }
     if (atomic_load(&run.check_failures))
         fprintf(stderr, "  vidmm_adapter_check: %s\n", run.check_report);
@@ -879,7 +1026,39 @@ static void mixed_operations(void)
            (unsigned long long)over_budget, (unsigned long long)no_space, (unsigned long long)rs.evictions,
            (unsigned long long)rs.restores, (unsigned long long)atomic_load(&run.trim_calls),
            (unsigned long long)atomic_load(&run.adapter_checks));
+    if (power) {
+        struct vidmm_power_stats ps;
+        T_ST(vidmm_adapter_get_power_stats(run.a, &ps), VIDMM_OK);
+        uint32_t state = 99;
+        T_ST(vidmm_adapter_get_power_state(run.a, &state), VIDMM_OK);
+        T_EQ(state, VIDMM_POWER_D0);
+        T_EQ_U64(ps.transitions, 2 * run.transitions);
+        if (run.ops_per_thread >= 100)
+            T_CHECK(run.transitions > 0);
+        printf("  stress (power): %llu transitions down and back (%llu refused: locked), %llu allocations saved,"
+               " %llu discarded; %llu calls refused while down; %llu allocations found content-lost\n",
+               (unsigned long long)run.transitions, (unsigned long long)run.refused_busy,
+               (unsigned long long)ps.allocations_saved, (unsigned long long)ps.allocations_discarded,
+               (unsigned long long)refusals, (unsigned long long)lost);
+    }
     sg_close(&run.fa, run.sg, run.a);
+}
+
+static void mixed_operations(void)
+{
+    run_mix(0);
+}
+
+/* The mix with a thread cycling the power state: every entry that needs
+ * the GPU answers VIDMM_E_STATE while down (power.h), so nothing may
+ * lose bytes or devices.  VIDMM_STRESS_POWER=0 skips it. */
+static void power_transitions(void)
+{
+    if (getenv("VIDMM_STRESS_POWER") && env_u64("VIDMM_STRESS_POWER", 1) == 0) {
+        printf("  stress (power): skipped (VIDMM_STRESS_POWER=0)\n");
+        return;
+    }
+    run_mix(1);
 }
 
 /* The first bug the mix found, replayed on one thread: an offered
@@ -932,6 +1111,71 @@ struct waiter {
     vidmm_status st;
     atomic_int done;
 };
+
+/* What the power variant found, on one thread: an allocation restored
+ * from system memory keeps that copy as its backing; a virtual submission
+ * then writes it on the GPU (no allocation list: vidmm cannot know which
+ * bytes, only that the buffer could).  Going to standby must save it, not
+ * discard it in favour of the stale copy. */
+static void gpu_write_survives_standby(void)
+{
+    struct st_run run;
+    if (run_open(&run, 4 * MIB, 4 * MIB))
+        return;
+    struct vidmm_adapter *a = run.a;
+    struct st_worker w;
+    memset(&w, 0, sizeof(w));
+    w.run = &run;
+    T_ST(vidmm_process_create(a, &w.proc), VIDMM_OK);
+    worker_setup(&w);
+    struct st_obj *x = &w.obj[0];
+    x->size = 256 * KIB;
+    x->h = new_allocation(&w, x->size, 0, 1);                /* created evicted: in system memory */
+    cpu_fill(&w, x, 21);
+    T_ST(vidmm_gpuva_map(a, w.proc, 0, 0, 0, x->h, 0, x->size, 0, 0, &x->va), VIDMM_OK);
+    T_EQ(make_resident(&w, &x->h, 1, 0), 1);                 /* restored; the system pages stay its backing */
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_fill(&cb, x->va, x->size, 0x5a5a5a5au), VIDMM_OK);
+    T_EQ(cpu_write(&w, w.cmd, buf, cb.size), 0);
+    uint64_t fence = 0;
+    T_ST(vidmm_submit_virtual(a, w.ctx[0], w.cmd_va, cb.size, &fence), VIDMM_OK);
+    T_ST(vidmm_context_wait(a, w.ctx[0], fence, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(a, VIDMM_POWER_STANDBY), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(a, VIDMM_POWER_D0), VIDMM_OK);
+    uint8_t got[16] = { 0 };
+    cpu_read(&w, x->h, got, sizeof got);
+    T_EQ(got[0], 0x5a);                                      /* the GPU's bytes, not the CPU's older ones */
+    T_EQ(got[15], 0x5a);
+    /* Standby evicted it (and the command buffer): the next submission
+     * restores both, keeping the system pages as backing again, and its
+     * buffer writes x.  That write must survive the next standby too. */
+    struct vidmm_residency_state rs;
+    T_ST(vidmm_allocation_residency(a, x->h, &rs), VIDMM_OK);
+    T_EQ(rs.resident, 0);
+    cb.size = 0;
+    T_ST(softgpu_cmd_fill(&cb, x->va, x->size, 0x6b6b6b6bu), VIDMM_OK);
+    T_EQ(cpu_write(&w, w.cmd, buf, cb.size), 0);
+    T_ST(vidmm_submit_virtual(a, w.ctx[0], w.cmd_va, cb.size, &fence), VIDMM_OK);
+    T_ST(vidmm_context_wait(a, w.ctx[0], fence, UINT64_MAX), VIDMM_OK);
+    T_ST(vidmm_allocation_residency(a, x->h, &rs), VIDMM_OK);
+    T_EQ(rs.resident, 1);
+    T_ST(vidmm_adapter_set_power_state(a, VIDMM_POWER_HIBERNATE), VIDMM_OK);
+    T_ST(vidmm_adapter_set_power_state(a, VIDMM_POWER_D0), VIDMM_OK);
+    cpu_read(&w, x->h, got, sizeof got);
+    T_EQ(got[0], 0x6b);
+    T_EQ(got[15], 0x6b);
+    T_ST(vidmm_gpuva_unmap(a, w.proc, x->va, x->size), VIDMM_OK);
+    x->va = 0;
+    x->listed = 1;
+    destroy_obj(&w, x, 0);
+    worker_teardown(&w);
+    if (w.failures)
+        fprintf(stderr, "  %s\n", w.first_failure);
+    T_EQ(w.failures, 0);
+    T_ST(vidmm_process_destroy(a, w.proc), VIDMM_OK);
+    sg_close(&run.fa, run.sg, run.a);
+}
 
 static void *wait_main(void *arg)
 {
@@ -1004,5 +1248,7 @@ void suite_stress(void)
 {
     t_run("stress.cpu_wait_leaves_the_adapter_free", cpu_wait_leaves_the_adapter_free);
     t_run("stress.reclaimed_write_survives_restore", reclaimed_write_survives_restore);
+    t_run("stress.gpu_write_survives_standby", gpu_write_survives_standby);
     t_run("stress.mixed_operations", mixed_operations);
+    t_run("stress.power_transitions", power_transitions);
 }

@@ -12,6 +12,7 @@
  */
 #include "replay.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,60 @@ int tr_parse_u64(const char *s, uint64_t *out)
 
 /* ---- reading lines -------------------------------------------------- */
 
+/* The longest line read.  Real trace lines are well under 1 KiB; the cap
+ * keeps a file that is no trace (a device such as /dev/zero, a binary, a
+ * text without newlines) from growing the line buffer until the host
+ * runs out of memory, and names the real cause instead. */
+#define TR_MAX_LINE (1u << 20)
+
+static int line_fault(struct replay *r, const char *what)
+{
+    fprintf(stderr, "%s:%" PRIu64 ": %s\n", r->path, r->lineno + 1, what);
+    r->failed = 1;
+    return -1;
+}
+
+/* One raw line into r->buf (newline kept, NUL-terminated): its length,
+ * or -1 at the end of the file or on a fault (r->failed, reported). */
+static long read_line(struct replay *r)
+{
+    size_t len = 0;
+    for (;;) {
+        if (r->buf_cap - len < 2) {
+            if (r->buf_cap >= TR_MAX_LINE)
+                return line_fault(r, "line longer than 1 MiB: not a vidmm trace");
+            size_t cap = r->buf_cap ? r->buf_cap * 2 : 256;
+            if (cap > TR_MAX_LINE)
+                cap = TR_MAX_LINE;
+            char *nb = realloc(r->buf, cap);
+            if (!nb)
+                return line_fault(r, "out of memory for the line buffer");
+            r->buf = nb;
+            r->buf_cap = cap;
+        }
+        int c = getc(r->f);
+        if (c == EOF)
+            break;
+        if (c == '\0')
+            return line_fault(r, "binary data (a NUL byte): not a vidmm trace");
+        r->buf[len++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (ferror(r->f)) {
+        char m[160];
+        snprintf(m, sizeof m, "read error: %s", strerror(errno));
+        return line_fault(r, m);
+    }
+    if (len == 0)
+        return -1;
+    r->buf[len] = '\0';
+    return (long)len;
+}
+
 /* The next non-blank, non-comment line, stripped of its newline and of a
- * trailing comment; NULL at the end of the file. */
+ * trailing comment; NULL at the end of the file or on a fault (then
+ * r->failed is set and the fault reported). */
 static char *next_line(struct replay *r)
 {
     if (r->pending) {
@@ -55,8 +108,7 @@ static char *next_line(struct replay *r)
         return r->buf;
     }
     for (;;) {
-        ssize_t n = getline(&r->buf, &r->buf_cap, r->f);
-        if (n < 0)
+        if (read_line(r) < 0)
             return NULL;
         r->lineno++;
         char *hash = strchr(r->buf, '#');
@@ -99,6 +151,8 @@ static int bad(struct replay *r, const char *what, const char *tok)
     return 1;
 }
 
+static int read_header(struct replay *r, struct tr_header *h);
+
 int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict)
 {
     memset(r, 0, sizeof(*r));
@@ -106,12 +160,32 @@ int replay_open(struct replay *r, const char *path, struct tr_header *h, int str
     r->strict = strict;
     r->f = fopen(path, "r");
     if (!r->f) {
-        fprintf(stderr, "vidmm: cannot open '%s'\n", path);
+        fprintf(stderr, "vidmm: cannot open '%s': %s\n", path, strerror(errno));
         return 1;
     }
     struct stat sb;
-    if (fstat(fileno(r->f), &sb) == 0)
+    if (fstat(fileno(r->f), &sb) == 0) {
+        /* fopen accepts a directory; its first read fails.  Say so before
+         * the caller starts an adapter for it. */
+        if (S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "vidmm: '%s' is a directory, not a trace\n", path);
+            replay_close(r);
+            return 1;
+        }
         r->file_size = (uint64_t)sb.st_size;
+    }
+    /* On a fault nothing stays open: the caller has nothing to close. */
+    if (read_header(r, h)) {
+        replay_close(r);
+        return 1;
+    }
+    return 0;
+}
+
+/* The header lines, up to "begin" or the first call line.  0, or 1 with
+ * a message on stderr. */
+static int read_header(struct replay *r, struct tr_header *h)
+{
     tr_header_defaults(h);
     snprintf(h->scenario, sizeof h->scenario, "file");
     int seen_version = 0;
@@ -165,6 +239,8 @@ int replay_open(struct replay *r, const char *path, struct tr_header *h, int str
             return 0;
         }
     }
+    if (r->failed)
+        return 1;
     if (r->strict && !seen_version)
         return bad(r, "not a vidmm trace (no 'vidmm-trace 1' header)", NULL);
     return 0;
@@ -1027,9 +1103,7 @@ int replay_run(struct replay *r, struct tr *t)
     }
     if (r->progress && last_pct >= 0)
         fprintf(stderr, "\r%*s\r", 70, "");
-    if (ferror(r->f)) {
-        fprintf(stderr, "%s: read error\n", r->path);
-        return 1;
-    }
+    if (r->failed)
+        return 1;   /* reported by next_line */
     return 0;
 }

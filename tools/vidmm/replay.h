@@ -23,8 +23,9 @@ struct replay {
     int progress;                /* draw a progress bar on stderr */
     uint64_t file_size;
 
-    char *buf;                   /* getline buffer */
+    char *buf;                   /* line buffer, at most TR_MAX_LINE (replay.c) */
     size_t buf_cap;
+    int failed;                  /* a read fault ended the input (reported) */
     int pending;                 /* buf holds a body line read while looking for the header's end */
     uint64_t lineno;
 
@@ -41,7 +42,9 @@ struct replay {
 };
 
 /* Open path and read the header into h (defaults for what it omits).
- * Returns 0, or 1 with a message on stderr. */
+ * Returns 0, or 1 with a message on stderr and nothing left open (a
+ * directory, a line over 1 MiB, binary data and read errors are refused
+ * here, before any adapter is started). */
 int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict);
 /* Execute every remaining line against t.  Returns 0 when every line ran
  * (mismatches are counted in r->mismatches, not failures), 1 on a

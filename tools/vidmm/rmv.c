@@ -262,7 +262,8 @@ int rmv_is_rmv_file(const char *path)
     return (got == 8 && !memcmp(m, "AMD_RDF ", 8)) || (got >= 4 && rd32(m) == 0x494e494du);
 }
 
-/* "key":{"physicalAddress":N,"size":N} in the SystemInfo JSON. */
+/* "key":{"physicalAddress":N,"size":N} in the SystemInfo JSON (js[n] is
+ * its terminating NUL: the searches end with the chunk). */
 static void json_heap(const char *js, size_t n, const char *key, uint64_t *base, uint64_t *size)
 {
     char pat[48];
@@ -329,16 +330,29 @@ int rmv_load(const char *path, struct rmv_import *imp, struct tr_header *h, void
                 break;
             }
             if (!strcmp(id, "SystemInfo")) {
-                json_heap((const char *)d + dof, ds, "local", &imp->local_base, &imp->local_size);
-                json_heap((const char *)d + dof, ds, "invisible", &imp->invisible_base, &imp->invisible_size);
-                const char *nm = strstr((const char *)d + dof, "\"gpus\":[");
+                /* The JSON is not NUL-terminated in the file: the string
+                 * searches below run on a terminated copy, so they stop at
+                 * the chunk's end instead of reading the bytes after it
+                 * (or past the file). */
+                char *js = malloc(ds + 1);
+                if (!js) {
+                    fprintf(stderr, "rmv: %s: out of memory for the SystemInfo chunk\n", path);
+                    bad = 1;
+                    break;
+                }
+                memcpy(js, d + dof, ds);
+                js[ds] = '\0';
+                json_heap(js, ds, "local", &imp->local_base, &imp->local_size);
+                json_heap(js, ds, "invisible", &imp->invisible_base, &imp->invisible_size);
+                const char *nm = strstr(js, "\"gpus\":[");
                 const char *q = nm ? strstr(nm, "\"name\":\"AMD") : NULL;
-                if (q && (size_t)(q - (const char *)d) < dof + ds) {
+                if (q) {
                     size_t k = 0;
                     for (q += 8; *q && *q != '"' && k + 1 < sizeof imp->adapter; q++)
                         imp->adapter[k++] = *q;
                     imp->adapter[k] = '\0';
                 }
+                free(js);
             } else if (!strcmp(id, "RmtData") && hs >= 24 && imp->streams < RMV_MAX_STREAMS) {
                 struct rmv_stream_info *si = &imp->stream[imp->streams++];
                 const uint8_t *sh = d + ho;
@@ -396,7 +410,8 @@ int rmv_load(const char *path, struct rmv_import *imp, struct tr_header *h, void
             most = imp->stream[s].tokens[TK_VIRTUAL_ALLOCATE];
             imp->app_pid = imp->stream[s].process_id;
         }
-    qsort(v->e, v->n, sizeof(*v->e), ev_cmp);
+    if (v->n)
+        qsort(v->e, v->n, sizeof(*v->e), ev_cmp);   /* no event: no array (qsort wants one even for 0) */
     *state = v;
 
     tr_header_defaults(h);
