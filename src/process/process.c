@@ -391,11 +391,12 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     }
     vidmm_pt_begin(p);
     if (fixed_target(p, base, size, VIDMM_VA_PAGE)) {
-        /* The VA space accepts a target that is all free, all
-         * reservation-backed, or all plain mappings; anything else is
-         * refused, and then nothing may be prepared. */
-        unsigned c = coverage(p, base, size) & ~COVER_MAPPED;
-        if (c == COVER_HOLE || c == COVER_RESERVED || c == COVER_PLAIN) {
+        /* The VA space refuses a target that mixes reservation-backed
+         * bytes with free or plain-mapped ones (and then nothing may be
+         * prepared); it accepts every other, free and plain-mapped bytes
+         * mixed included. */
+        unsigned c = coverage(p, base, size);
+        if (!((c & COVER_RESERVED) && (c & (COVER_HOLE | COVER_PLAIN)))) {
             vidmm_status st = vidmm_pt_ensure(a, p, base, size,
                                               vidmm_pt_can_use_64k(a, al, &al->pl, base, offset, size));
             if (st < 0) {

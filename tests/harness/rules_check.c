@@ -407,6 +407,12 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
         report[0] = '\0';
     if (!a || !sg)
         return 0;
+    /* Powered down, the GPU's page tables are gone until resume rebuilds
+     * them (power.h): there is no GPU view to check, and every entry that
+     * would use it answers VIDMM_E_STATE. */
+    uint32_t power = VIDMM_POWER_D0;
+    if (vidmm_adapter_get_power_state(a, &power) == VIDMM_OK && power != VIDMM_POWER_D0)
+        return 0;
     for (uint32_t i = 0; i < o->nproc; i++) {
         struct vidmm_physical_address root;
         if (!o->proc[i] || vidmm_process_root_page_table(a, o->proc[i], &root) != VIDMM_OK)

@@ -10,6 +10,7 @@
 #include "harness/test.h"
 #include "sg_fixture.h"
 #include "vidmm/process.h"
+#include "vidmm/rules.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -464,6 +465,39 @@ static void pages_64k(void)
     fx_close(&f);
 }
 
+/* A fixed-address map over a range that is partly free and partly a
+ * plain mapping held by a 64 KB leaf, starting inside a 64 KB page: the
+ * VA space accepts it, so the prepare must switch the leaf to 4 KB
+ * entries first (the old mapping's cut and the new pages are 4 KB
+ * granular).  Both mappings then read right and the rules hold. */
+static void map_over_mixed_64k(void)
+{
+    struct sg_fx f;
+    if (sg_fx_open_preset(&f, "dgpu") < 0)
+        return;
+    struct vidmm_adapter *a = f.a;
+    vidmm_handle proc = 0;
+    T_ST(vidmm_process_create(a, &proc), VIDMM_OK);
+    uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(3);
+    vidmm_handle old = alloc_in(a, set, 128u << 10), nw = alloc_in(a, set, 1u << 20);
+    pattern(a, old, 71);
+    pattern(a, nw, 72);
+    uint64_t va = 0x10000, out;
+    T_ST(vidmm_gpuva_map(a, proc, va, 0, 0, old, 0, 128u << 10, 0, 0, &out), VIDMM_OK);
+    T_EQ(gpu_page_size(&f, proc, va), 65536);
+    /* From 0x12000 (8 KiB into the old mapping) through free space. */
+    T_ST(vidmm_gpuva_map(a, proc, va + 8192, 0, 0, nw, 0, 640u << 10, 0, 0, &out), VIDMM_OK);
+    T_EQ_U64(out, va + 8192);
+    T_EQ(gpu_page_size(&f, proc, va), 4096);
+    T_CHECK(gpu_sees(&f, proc, va, 0, 8192, 71));
+    T_CHECK(gpu_sees(&f, proc, va + 8192, 0, 640u << 10, 72));
+    T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
+    T_EQ(vidmm_adapter_check_rules(a, NULL, 0), 0);
+    vidmm_allocation_destroy(a, old);
+    vidmm_allocation_destroy(a, nw);
+    fx_close(&f);
+}
+
 /* IoMmu (igpu): the GPU uses the CPU's address of the system pages; no
  * GPU page tables; only system memory is reachable. */
 static void iommu_mode(void)
@@ -514,6 +548,7 @@ void suite_process(void)
     t_run("process.walker_agrees", walker_agrees);
     t_run("process.update_batches", update_batches);
     t_run("process.pages_64k", pages_64k);
+    t_run("process.map_over_mixed_64k", map_over_mixed_64k);
     t_run("process.iommu_mode", iommu_mode);
     t_run("process.no_gpummu_and_oom", no_gpummu_and_oom);
 }
