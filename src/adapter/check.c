@@ -8,37 +8,12 @@
  * checkers; it checks the handle table and the display table.  It is
  * O(allocations + ranges) and meant for tests, after every step.
  */
+#include "core/report.h"
 #include "core/vidmm_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-struct report {
-    char *buf;
-    size_t size, used;
-    int errors;
-};
-
-static void bad(struct report *r, const char *fmt, ...)
-{
-    r->errors++;
-    if (!r->buf || r->used + 1 >= r->size)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(r->buf + r->used, r->size - r->used, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        r->used += (size_t)n;
-        if (r->used >= r->size)
-            r->used = r->size - 1;
-        else if (r->used + 1 < r->size) {
-            r->buf[r->used++] = '\n';
-            r->buf[r->used] = '\0';
-        }
-    }
-}
 
 struct seg_sum {
     uint64_t used;        /* address space in use */
@@ -48,7 +23,7 @@ struct seg_sum {
 };
 
 static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const struct vidmm_allocation *al,
-                             struct seg_sum *sum, struct report *r)
+                             struct seg_sum *sum, struct vidmm_report *r)
 {
     const struct vidmm_placement *pl = &al->pl;
     if (al->backing.sys) {   /* the system copy kept while resident in memory */
@@ -56,42 +31,42 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
         sum[0].allocations++;
     }
     if (al->size == 0 || al->size < al->info.size)
-        bad(r, "allocation %u: size 0x%llx below requested 0x%llx", idx, (unsigned long long)al->size,
+        vidmm_report_add(r, "allocation %u: size 0x%llx below requested 0x%llx", idx, (unsigned long long)al->size,
             (unsigned long long)al->info.size);
     if (pl->segment_id >= a->segment_count) {
-        bad(r, "allocation %u: segment %u out of range", idx, pl->segment_id);
+        vidmm_report_add(r, "allocation %u: segment %u out of range", idx, pl->segment_id);
         return;
     }
     if (pl->segment_id && !al->display_mapped &&
         !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(pl->segment_id)))
-        bad(r, "allocation %u: lives in segment %u outside its supported set 0x%x", idx, pl->segment_id,
+        vidmm_report_add(r, "allocation %u: lives in segment %u outside its supported set 0x%x", idx, pl->segment_id,
             al->info.supported_write_segment_set);
     if (pl->sys) {
         if (pl->pages.count)
-            bad(r, "allocation %u: both system pages and segment extents", idx);
+            vidmm_report_add(r, "allocation %u: both system pages and segment extents", idx);
         if (pl->mdl.base != pl->sys || pl->mdl.page_count * VIDMM_PAGE_4K != al->size)
-            bad(r, "allocation %u: MDL does not describe its system pages", idx);
+            vidmm_report_add(r, "allocation %u: MDL does not describe its system pages", idx);
         sum[0].committed += al->size;
         sum[0].allocations++;
         int must_map = (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && pl->segment_id != 0;
         if (pl->segment_id != 0 && !pl->ap_mapped)
-            bad(r, "allocation %u: in aperture segment %u but not mapped", idx, pl->segment_id);
+            vidmm_report_add(r, "allocation %u: in aperture segment %u but not mapped", idx, pl->segment_id);
         if (must_map && !pl->ap_mapped)
-            bad(r, "allocation %u: AccessedPhysically and resident in the aperture but unmapped", idx);
+            vidmm_report_add(r, "allocation %u: AccessedPhysically and resident in the aperture but unmapped", idx);
         if (pl->segment_id == 0 && pl->ap_mapped)
-            bad(r, "allocation %u: mapped into the aperture yet reported in segment 0", idx);
+            vidmm_report_add(r, "allocation %u: mapped into the aperture yet reported in segment 0", idx);
         if (al->display_mapped && !al->displayed)
-            bad(r, "allocation %u: mapped into the aperture for scan-out, yet not displayed", idx);
+            vidmm_report_add(r, "allocation %u: mapped into the aperture for scan-out, yet not displayed", idx);
         if (al->resident && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && !pl->ap_mapped)
-            bad(r, "allocation %u: AccessedPhysically, resident in system memory, not mapped into the aperture",
+            vidmm_report_add(r, "allocation %u: AccessedPhysically, resident in system memory, not mapped into the aperture",
                 idx);
         if (pl->ap_mapped) {
             const struct vidmm_segment *s = &a->seg[pl->ap_segment];
             if (s->kind != VIDMM_SEGMENT_KIND_APERTURE && s->kind != VIDMM_SEGMENT_KIND_AGP)
-                bad(r, "allocation %u: aperture mapping in non-aperture segment %u", idx, pl->ap_segment);
+                vidmm_report_add(r, "allocation %u: aperture mapping in non-aperture segment %u", idx, pl->ap_segment);
             else if (vidmm_ra_node_offset(&s->ra, pl->ap_node) != pl->ap_offset ||
                      vidmm_ra_node_size(&s->ra, pl->ap_node) < al->size)
-                bad(r, "allocation %u: aperture range disagrees with the aperture allocator", idx);
+                vidmm_report_add(r, "allocation %u: aperture range disagrees with the aperture allocator", idx);
             sum[pl->ap_segment].used += vidmm_ra_node_size(&s->ra, pl->ap_node);
             sum[pl->ap_segment].committed += al->size;
             sum[pl->ap_segment].allocations++;
@@ -100,48 +75,48 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
     }
     const struct vidmm_segment *s = &a->seg[pl->segment_id];
     if (s->kind != VIDMM_SEGMENT_KIND_MEMORY) {
-        bad(r, "allocation %u: extents in non-memory segment %u", idx, pl->segment_id);
+        vidmm_report_add(r, "allocation %u: extents in non-memory segment %u", idx, pl->segment_id);
         return;
     }
     if (pl->pages.count == 0) {
-        bad(r, "allocation %u: no placement", idx);
+        vidmm_report_add(r, "allocation %u: no placement", idx);
         return;
     }
     if (vidmm_pages_check(&s->ra, &pl->pages))
-        bad(r, "allocation %u: page set inconsistent", idx);
+        vidmm_report_add(r, "allocation %u: page set inconsistent", idx);
     uint64_t total = 0;
     for (uint32_t i = 0; i < pl->pages.count; i++) {
         const struct vidmm_extent *e = &pl->pages.ext[i];
         if (e->offset % s->page_size || e->size % s->page_size || e->offset + e->size > s->size)
-            bad(r, "allocation %u: extent %u [0x%llx,+0x%llx) not page-aligned or outside segment %u", idx, i,
+            vidmm_report_add(r, "allocation %u: extent %u [0x%llx,+0x%llx) not page-aligned or outside segment %u", idx, i,
                 (unsigned long long)e->offset, (unsigned long long)e->size, s->id);
         total += e->size;
     }
     if (total != al->size)
-        bad(r, "allocation %u: extents cover 0x%llx bytes, allocation is 0x%llx", idx, (unsigned long long)total,
+        vidmm_report_add(r, "allocation %u: extents cover 0x%llx bytes, allocation is 0x%llx", idx, (unsigned long long)total,
             (unsigned long long)al->size);
     if (vidmm_needs_contiguous(a, al, s) && pl->pages.count != 1)
-        bad(r, "allocation %u: must be contiguous in segment %u but has %u extents", idx, s->id, pl->pages.count);
+        vidmm_report_add(r, "allocation %u: must be contiguous in segment %u but has %u extents", idx, s->id, pl->pages.count);
     if (pl->pages.count == 1 && (al->info.flags & (VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_PRIMARY)) &&
         pl->pages.ext[0].offset % al->alignment)
-        bad(r, "allocation %u: contiguous placement misaligned", idx);
+        vidmm_report_add(r, "allocation %u: contiguous placement misaligned", idx);
     sum[s->id].used += total;
     sum[s->id].committed += al->size;
     sum[s->id].allocations++;
     if (al->host_ap_mapped) {
         if (!al->lock_count)
-            bad(r, "allocation %u: host aperture mapped while unlocked", idx);
+            vidmm_report_add(r, "allocation %u: host aperture mapped while unlocked", idx);
         sum[s->id].host_ap_used += al->host_ap_count * s->page_size;
     }
 }
 
 static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
 {
-    struct report r = { buf, size, 0, 0 };
+    struct vidmm_report r = { buf, size, 0, 0 };
     if (buf && size)
         buf[0] = '\0';
     if (!a) {
-        bad(&r, "adapter is NULL");
+        vidmm_report_add(&r, "adapter is NULL");
         return r.errors;
     }
     struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
@@ -160,7 +135,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         pmsg[0] = '\0';
         int e = vidmm_pp_check(a, bytes, pmsg, sizeof(pmsg));
         if (e)
-            bad(&r, "paging process: %d violations (%s)", e, pmsg);
+            vidmm_report_add(&r, "paging process: %d violations (%s)", e, pmsg);
         for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
             sum[id].used += bytes[id];
             sum[id].committed += bytes[id];
@@ -181,21 +156,21 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         }
         int e = vidmm_va_space_check(&p->vs);
         if (e)
-            bad(&r, "process %u: VA space has %d violations", i, e);
+            vidmm_report_add(&r, "process %u: VA space has %d violations", i, e);
         char tmsg[160];
         e = vidmm_pt_check_tree(a, p, tmsg, sizeof(tmsg));
         if (e)
-            bad(&r, "process %u: page tables have %d violations (%s)", i, e, tmsg);
+            vidmm_report_add(&r, "process %u: page tables have %d violations (%s)", i, e, tmsg);
         for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {
             if (v->d.state != VIDMM_VA_MAPPED)
                 continue;
             const struct vidmm_allocation *al = vidmm_handle_get_any(a, v->d.object);
             if (!al)
-                bad(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
+                vidmm_report_add(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
             else if (v->d.object_offset + v->d.size > al->size)
-                bad(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
+                vidmm_report_add(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
             else if (al->private_process && al->private_process != p->self)
-                bad(&r, "process %u: VA 0x%llx maps another process's private allocation", i,
+                vidmm_report_add(&r, "process %u: VA 0x%llx maps another process's private allocation", i,
                     (unsigned long long)v->d.va);
         }
     }
@@ -203,11 +178,11 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     for (uint32_t i = 0; i < a->slot_used; i++) {
         const struct vidmm_allocation *al = a->slots[i];
         if (!al) {
-            bad(&r, "slot %u has no object", i);
+            vidmm_report_add(&r, "slot %u has no object", i);
             continue;
         }
         if (al->live && !al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
-            bad(&r, "allocation %u: private to a dead process", i);
+            vidmm_report_add(&r, "allocation %u: private to a dead process", i);
         if (!al->live) {
             if (al->retired)
                 retired++;
@@ -219,34 +194,34 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         check_allocation(a, i, al, sum, &r);
     }
     if (live != a->live)
-        bad(&r, "handle table: %llu live objects, counter says %llu", (unsigned long long)live,
+        vidmm_report_add(&r, "handle table: %llu live objects, counter says %llu", (unsigned long long)live,
             (unsigned long long)a->live);
     uint64_t chain = 0;
     for (uint32_t i = a->free_head; i != UINT32_MAX && chain <= a->slot_used; i = a->slots[i]->next_free) {
         if (i >= a->slot_used || a->slots[i]->live) {
-            bad(&r, "handle table: free list reaches live or invalid slot %u", i);
+            vidmm_report_add(&r, "handle table: free list reaches live or invalid slot %u", i);
             break;
         }
         chain++;
     }
     if (retired != a->slots_retired)
-        bad(&r, "handle table: %llu retired slots, counter says %llu", (unsigned long long)retired,
+        vidmm_report_add(&r, "handle table: %llu retired slots, counter says %llu", (unsigned long long)retired,
             (unsigned long long)a->slots_retired);
     if (chain != free_slots)
-        bad(&r, "handle table: %llu free slots, free list holds %llu", (unsigned long long)free_slots,
+        vidmm_report_add(&r, "handle table: %llu free slots, free list holds %llu", (unsigned long long)free_slots,
             (unsigned long long)chain);
 
     uint64_t ap_mapped = 0;
     for (uint32_t id = 0; id < a->segment_count; id++) {
         const struct vidmm_segment *s = &a->seg[id];
         if (s->committed != sum[id].committed)
-            bad(&r, "segment %u: committed 0x%llx, allocations add up to 0x%llx", id,
+            vidmm_report_add(&r, "segment %u: committed 0x%llx, allocations add up to 0x%llx", id,
                 (unsigned long long)s->committed, (unsigned long long)sum[id].committed);
         if (s->committed > s->commit_limit)
-            bad(&r, "segment %u: committed 0x%llx over its limit 0x%llx", id, (unsigned long long)s->committed,
+            vidmm_report_add(&r, "segment %u: committed 0x%llx over its limit 0x%llx", id, (unsigned long long)s->committed,
                 (unsigned long long)s->commit_limit);
         if (s->allocations != sum[id].allocations)
-            bad(&r, "segment %u: %llu allocations counted, %llu found", id, (unsigned long long)s->allocations,
+            vidmm_report_add(&r, "segment %u: %llu allocations counted, %llu found", id, (unsigned long long)s->allocations,
                 (unsigned long long)sum[id].allocations);
         if (s->kind == VIDMM_SEGMENT_KIND_APERTURE || s->kind == VIDMM_SEGMENT_KIND_AGP)
             ap_mapped += s->committed;
@@ -254,61 +229,61 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
             continue;
         int e = vidmm_ra_check(&s->ra);
         if (e)
-            bad(&r, "segment %u: range allocator has %d violations", id, e);
+            vidmm_report_add(&r, "segment %u: range allocator has %d violations", id, e);
         if (s->size - s->ra.free_bytes != sum[id].used)
-            bad(&r, "segment %u: 0x%llx bytes in use, placements cover 0x%llx", id,
+            vidmm_report_add(&r, "segment %u: 0x%llx bytes in use, placements cover 0x%llx", id,
                 (unsigned long long)(s->size - s->ra.free_bytes), (unsigned long long)sum[id].used);
         if (s->has_host_ap_ra) {
             e = vidmm_ra_check(&s->host_ap_ra);
             if (e)
-                bad(&r, "segment %u: host aperture allocator has %d violations", id, e);
+                vidmm_report_add(&r, "segment %u: host aperture allocator has %d violations", id, e);
             if (s->host_ap_ra.size - s->host_ap_ra.free_bytes != sum[id].host_ap_used)
-                bad(&r, "segment %u: host aperture pages in use disagree with locked allocations", id);
+                vidmm_report_add(&r, "segment %u: host aperture pages in use disagree with locked allocations", id);
         }
     }
     /* Paging: the ring is sound, holds at most the buffers in flight plus
      * the one being written, and their fences increase. */
     int e = vidmm_ring_check(&a->paging.ring);
     if (e)
-        bad(&r, "paging ring has %d violations", e);
+        vidmm_report_add(&r, "paging ring has %d violations", e);
     uint32_t inflight = a->paging.ring.count - (a->paging.have_buffer ? 1u : 0u);
     for (uint32_t i = 0; i < inflight; i++) {
         uint64_t f = a->paging.fence_fifo[(a->paging.fence_first + i) & (VIDMM_RING_INLINE_RECS - 1)];
         uint64_t prev = i ? a->paging.fence_fifo[(a->paging.fence_first + i - 1) & (VIDMM_RING_INLINE_RECS - 1)] : 0;
         if (f <= prev || f >= a->paging.next_fence)
-            bad(&r, "paging fence FIFO out of order at %u", i);
+            vidmm_report_add(&r, "paging fence FIFO out of order at %u", i);
     }
     if (a->paging.ring.count > VIDMM_RING_INLINE_RECS)
-        bad(&r, "paging ring holds %u buffers", a->paging.ring.count);
+        vidmm_report_add(&r, "paging ring holds %u buffers", a->paging.ring.count);
     if (ap_mapped != a->aperture_mapped_bytes)
-        bad(&r, "aperture mapped bytes 0x%llx, segments say 0x%llx", (unsigned long long)a->aperture_mapped_bytes,
+        vidmm_report_add(&r, "aperture mapped bytes 0x%llx, segments say 0x%llx", (unsigned long long)a->aperture_mapped_bytes,
             (unsigned long long)ap_mapped);
     if (a->caps.aperture_segment_commit_limit && a->aperture_mapped_bytes > a->caps.aperture_segment_commit_limit)
-        bad(&r, "aperture mapped bytes over the global aperture commit limit");
+        vidmm_report_add(&r, "aperture mapped bytes over the global aperture commit limit");
     for (uint32_t src = 0; src < VIDMM_MAX_VIDPN_SOURCES; src++) {
         vidmm_handle h = a->displayed[src];
         if (h == VIDMM_HANDLE_NULL)
             continue;
         const struct vidmm_allocation *al = vidmm_handle_get(a, h);
         if (!al)
-            bad(&r, "source %u displays a dead allocation", src);
+            vidmm_report_add(&r, "source %u displays a dead allocation", src);
         else if (!al->displayed)
-            bad(&r, "source %u displays an allocation not marked displayed", src);
+            vidmm_report_add(&r, "source %u displays an allocation not marked displayed", src);
         else if (al->pl.sys && !al->pl.ap_mapped)
-            bad(&r, "source %u displays a system-memory primary that is not mapped into the aperture", src);
+            vidmm_report_add(&r, "source %u displays a system-memory primary that is not mapped into the aperture", src);
     }
     char dmsg[160];
     int de = vidmm_device_check(a, dmsg, sizeof(dmsg));
     if (de)
-        bad(&r, "devices: %d violations (%s)", de, dmsg);
+        vidmm_report_add(&r, "devices: %d violations (%s)", de, dmsg);
     if (vidmm_objtab_check(&a->queues))
-        bad(&r, "paging-queue handle table inconsistent");
+        vidmm_report_add(&r, "paging-queue handle table inconsistent");
     de = vidmm_res_check(a, dmsg, sizeof(dmsg));
     if (de)
-        bad(&r, "residency: %d violations (%s)", de, dmsg);
+        vidmm_report_add(&r, "residency: %d violations (%s)", de, dmsg);
     de = vidmm_submit_check(a, dmsg, sizeof(dmsg));
     if (de)
-        bad(&r, "submission: %d violations (%s)", de, dmsg);
+        vidmm_report_add(&r, "submission: %d violations (%s)", de, dmsg);
     return r.errors;
 }
 

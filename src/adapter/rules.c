@@ -13,43 +13,13 @@
  * Read-only and O(processes + allocations + mapped leaf spans), so a
  * scenario can run it after every call.
  */
+#include "core/report.h"
 #include "core/vidmm_int.h"
 #include "vidmm/rules.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-struct report {
-    char *buf;
-    size_t size, used;
-    int errors;
-};
-
-static void bad(struct report *r, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void bad(struct report *r, const char *fmt, ...)
-{
-    r->errors++;
-    if (!r->buf || r->used + 1 >= r->size)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(r->buf + r->used, r->size - r->used, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    r->used += (size_t)n;
-    if (r->used >= r->size)
-        r->used = r->size - 1;
-    else if (r->used + 1 < r->size) {
-        r->buf[r->used++] = '\n';
-        r->buf[r->used] = '\0';
-    }
-}
 
 /* Sizes in reports: whole MiB when exact, else KiB, else bytes. */
 static const char *sz(char *b, size_t n, uint64_t v)
@@ -70,20 +40,20 @@ static const char *const group_name[2] = { "local", "non-local" };
  * make-resident used CantTrimFurther or its budget dropped since then
  * (the drop owes it a trim notification; it is not over budget by its
  * own request). */
-static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct vidmm_process *p, struct report *r)
+static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct vidmm_process *p, struct vidmm_report *r)
 {
     for (unsigned g = 0; g < 2; g++) {
         struct vidmm_video_memory_info vi;
         if (vidmm_query_video_memory_info(a, p->self, (enum vidmm_segment_group)g, &vi) != VIDMM_OK) {
-            bad(r, "budget.query: process %u %s group query fails", i, group_name[g]);
+            vidmm_report_add(r, "budget.query: process %u %s group query fails", i, group_name[g]);
             continue;
         }
         char b1[32], b2[32];
         if (vi.available_for_reservation > vi.budget)
-            bad(r, "budget.available_le_budget: process %u %s available for reservation %s > budget %s", i,
+            vidmm_report_add(r, "budget.available_le_budget: process %u %s available for reservation %s > budget %s", i,
                 group_name[g], sz(b1, sizeof b1, vi.available_for_reservation), sz(b2, sizeof b2, vi.budget));
         if (vi.current_reservation > vi.budget)
-            bad(r, "budget.reservation_le_budget: process %u %s reservation %s > budget %s", i, group_name[g],
+            vidmm_report_add(r, "budget.reservation_le_budget: process %u %s reservation %s > budget %s", i, group_name[g],
                 sz(b1, sizeof b1, vi.current_reservation), sz(b2, sizeof b2, vi.budget));
         /* The rule binds make-resident: what the process's last
          * successful one without CantTrimFurther left.  Usage that grew
@@ -91,7 +61,7 @@ static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct
          * dropped since (another process's demand, the OS) owes it a
          * trim notification, not a refusal. */
         if (!p->last_mr_cant_trim[g] && p->usage_after_mr[g] > p->budget_after_mr[g])
-            bad(r, "budget.usage_le_budget: process %u %s usage %s > budget %s after its make-resident", i,
+            vidmm_report_add(r, "budget.usage_le_budget: process %u %s usage %s > budget %s after its make-resident", i,
                 group_name[g], sz(b1, sizeof b1, p->usage_after_mr[g]), sz(b2, sizeof b2, p->budget_after_mr[g]));
     }
 }
@@ -101,7 +71,7 @@ static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct
  * 64 KB pages (a 64 KB-page memory segment, aligned).  This is vidmm's
  * own view of its page tables; what the GPU sees is the harness's
  * gpu.* rules. */
-static void pte_rules(const struct vidmm_adapter *a, uint32_t i, const struct vidmm_process *p, struct report *r)
+static void pte_rules(const struct vidmm_adapter *a, uint32_t i, const struct vidmm_process *p, struct vidmm_report *r)
 {
     if (!p->root || !a->has_gpummu)
         return;
@@ -120,12 +90,12 @@ static void pte_rules(const struct vidmm_adapter *a, uint32_t i, const struct vi
             int kind = vidmm_pt_leaf_kind(a, p, cur);
             uint64_t off = v->d.object_offset + (cur - v->d.va);
             if (!kind) {
-                bad(r, "pte.mapping_has_leaf: process %u VA 0x%llx of a resident allocation has no leaf table", i,
+                vidmm_report_add(r, "pte.mapping_has_leaf: process %u VA 0x%llx of a resident allocation has no leaf table", i,
                     (unsigned long long)cur);
                 return;
             }
             if (kind == 64 && !vidmm_pt_can_use_64k(a, al, &al->pl, cur, off, next - cur)) {
-                bad(r, "pte.leaf_fits_placement: process %u VA 0x%llx has 64 KB entries but its allocation is "
+                vidmm_report_add(r, "pte.leaf_fits_placement: process %u VA 0x%llx has 64 KB entries but its allocation is "
                        "placed in segment %u (%s)", i, (unsigned long long)cur, al->pl.segment_id,
                     al->pl.sys ? "system pages" : "4 KB pages or misaligned");
                 return;
@@ -136,23 +106,23 @@ static void pte_rules(const struct vidmm_adapter *a, uint32_t i, const struct vi
 }
 
 static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
-                             struct report *r)
+                             struct vidmm_report *r)
 {
     const struct vidmm_placement *pl = &al->pl;
     if (al->resident && pl->sys && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && !pl->ap_mapped)
-        bad(r, "aperture.accessed_physically_mapped: allocation %u is AccessedPhysically, resident in system "
+        vidmm_report_add(r, "aperture.accessed_physically_mapped: allocation %u is AccessedPhysically, resident in system "
                "memory (segment %u) and not mapped into the aperture", idx, pl->segment_id);
     if ((al->info.flags & VIDMM_ALLOC_PRIMARY) && pl->sys && pl->segment_id == 0 &&
         !(al->resident && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY)) && !pl->ap_mapped != !al->displayed)
-        bad(r, "display.system_primary_mapped_iff_displayed: primary %u in system memory is %s the aperture "
+        vidmm_report_add(r, "display.system_primary_mapped_iff_displayed: primary %u in system memory is %s the aperture "
                "while %s", idx, pl->ap_mapped ? "mapped into" : "not mapped into",
             al->displayed ? "displayed" : "not displayed");
     if (al->busy && !al->resident)
-        bad(r, "submit.busy_is_resident: allocation %u is referenced by %u in-flight submission%s and evicted", idx,
+        vidmm_report_add(r, "submit.busy_is_resident: allocation %u is referenced by %u in-flight submission%s and evicted", idx,
             al->busy, al->busy == 1 ? "" : "s");
 }
 
-static int check_rules(const struct vidmm_adapter *a, struct report *r)
+static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         const struct vidmm_process *p = a->procs[i];
@@ -171,11 +141,11 @@ static int check_rules(const struct vidmm_adapter *a, struct report *r)
 
 int vidmm_adapter_check_rules(const struct vidmm_adapter *a, char *report, size_t report_size)
 {
-    struct report r = { report, report_size, 0, 0 };
+    struct vidmm_report r = { report, report_size, 0, 0 };
     if (report && report_size)
         report[0] = '\0';
     if (!a) {
-        bad(&r, "rules.adapter: adapter is NULL");
+        vidmm_report_add(&r, "rules.adapter: adapter is NULL");
         return r.errors;
     }
     vidmm_adapter_lock(a);
