@@ -207,7 +207,6 @@ struct vidmm_process {
     int last_mr_cant_trim[2];
     uint64_t budget_after_mr[2];
     uint64_t usage_after_mr[2];
-    unsigned mr_touched;            /* groups (bit g) the last make-resident's list lives in or adds demand to */
 };
 
 /* The system paging process of a GpuMmu adapter whose driver takes the
@@ -515,6 +514,9 @@ vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *a
 vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al);
 int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n);
 unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
+/* The same, and in *only_memory the memory segments it may use when no
+ * other segment takes it (else 0). */
+unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
 /* Effective budget of a process in a group (budget.c). */
 uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);

@@ -184,66 +184,18 @@ static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vi
     return NULL;
 }
 
-/* Bytes of the list, resident but not yet owned, that the commit gives
- * the caller in group g (each allocation once: pin_epoch marks). */
-static uint64_t owned_need(const struct vidmm_adapter *a, const vidmm_handle *list, uint32_t count, unsigned g)
+/* Could the evicted members that only memory segments take (need bytes,
+ * segments segs) fit?  Necessary, not sufficient (fragmentation and
+ * contiguity are ignored; the restores find out and a failure is
+ * undone): free bytes plus what the eviction rules may free for a
+ * request.  Cheap when there is room; walks the segments' resident
+ * allocations only when there is not. */
+static int memory_may_fit(struct vidmm_adapter *a, uint64_t need, uint32_t segs)
 {
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
-        if (al->owned || !al->resident)
-            continue;
-        int dup = 0;
-        for (uint32_t j = 0; j < i && !dup; j++)
-            dup = list[j] == list[i];
-        unsigned grp = vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
-                                                                  : VIDMM_SEGMENT_GROUP_NON_LOCAL;
-        if (!dup && grp == g)
-            n += al->size;
-    }
-    return n;
-}
-
-/* Could the evicted members of the list fit?  Necessary, not sufficient
- * (fragmentation and contiguity are ignored; the restores find out and a
- * failure is undone): those that only memory segments take must fit in
- * the free bytes of their segments plus what the eviction rules let go
- * for this device.  Cheap when there is room; walks the segments'
- * resident allocations only when there is not. */
-static int list_may_fit(struct vidmm_adapter *a, const vidmm_handle *list, uint32_t count, uint64_t epoch)
-{
-    uint64_t need = 0;
-    uint32_t segs = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
-        if (al->resident || al->undo_epoch == epoch + 1)
-            continue;
-        al->undo_epoch = epoch + 1;   /* counted once (the undo epoch is epoch itself) */
-        uint32_t order[VIDMM_MAX_SEGMENTS];
-        int top[VIDMM_MAX_SEGMENTS];
-        uint32_t n = vidmm_res_order(a, al, order, top), memsegs = 0;
-        int elsewhere = 0;
-        for (uint32_t k = 0; k < n; k++) {
-            if (vidmm_seg_is_memory(a, order[k]))
-                memsegs |= VIDMM_SEGMENT_BIT(order[k]);
-            else
-                elsewhere = 1;
-        }
-        if (!elsewhere) {
-            need += al->size;
-            segs |= memsegs;
-        }
-    }
-    for (uint32_t i = 0; i < count; i++)
-        vidmm_handle_get(a, list[i])->undo_epoch = 0;
-    if (!need)
-        return 1;
     uint64_t room = 0;
-    for (uint32_t id = 1; id < a->segment_count; id++)
+    for (uint32_t id = 1; id < a->segment_count && room < need; id++)
         if (segs & VIDMM_SEGMENT_BIT(id))
             room += a->seg[id].size - a->seg[id].committed;
-    if (room >= need)
-        return 1;
     for (uint32_t id = 1; id < a->segment_count && room < need; id++)
         if (segs & VIDMM_SEGMENT_BIT(id))
             room += vidmm_res_evictable_bytes(a, id);
@@ -272,6 +224,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     /* Pass 1: validate, pin, find each one's reference record, and count
      * what must come in (each allocation once). */
     uint64_t need[2] = { 0, 0 }, add_demand[2] = { 0, 0 };
+    uint64_t unowned[2] = { 0, 0 };   /* resident, not owned: the commit gives them to the caller */
+    uint64_t mem_need = 0;            /* evicted members only memory segments take ... */
+    uint32_t mem_segs = 0;            /* ... and those segments */
     int touched[2] = { 0, 0 };   /* groups the list is (or will be) resident in */
     uint32_t missing_refs = 0, evicted = 0;
     for (uint32_t i = 0; i < args->count; i++) {
@@ -304,9 +259,11 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             r = r->al_next;
         al->scratch_ref = r;
         missing_refs += r == NULL;
-        unsigned home = r && al->resident ? 0 : vidmm_res_home_group(a, al);
-        touched[al->resident ? (vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
-                                                                           : VIDMM_SEGMENT_GROUP_NON_LOCAL)
+        uint32_t only_mem = 0;
+        unsigned home = r && al->resident ? 0 : vidmm_res_home(a, al, &only_mem);
+        /* in_policy (first cache line) says "resident in a memory
+         * segment": the placement is not read on the hot path. */
+        touched[al->resident ? (al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL)
                              : home] = 1;
         if (!r) {
             add_demand[home] += al->size;
@@ -315,16 +272,21 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         if (!al->resident) {
             evicted++;
             need[home] += al->size;
+            if (only_mem) {
+                mem_need += al->size;
+                mem_segs |= only_mem;
+            }
         } else if (!al->owned) {
-            need[vidmm_seg_is_memory(a, al->pl.segment_id) ? VIDMM_SEGMENT_GROUP_LOCAL
-                                                            : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
+            unowned[al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
         }
     }
     /* Demand first: this request's own references count toward the
      * pressure that sets every budget, so the caller is checked against
      * the budget it will have once the call succeeded. */
-    for (unsigned g = 0; g < 2; g++)
+    for (unsigned g = 0; g < 2; g++) {
         p->demand[g] += add_demand[g];
+        need[g] += unowned[g];
+    }
     uint64_t usage[2] = { 0, 0 }, budget[2] = { 0, 0 };
     for (unsigned g = 0; g < 2; g++) {
         usage[g] = vidmm_res_usage(a, p, g);
@@ -349,7 +311,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     /* Decide up front whether the list can fit at all (optimistic: free
      * bytes plus what may be evicted, fragmentation ignored): a list that
      * cannot is refused before any paging. */
-    if (evicted && !list_may_fit(a, list, args->count, epoch)) {
+    if (mem_need && !memory_may_fit(a, mem_need, mem_segs)) {
         for (unsigned h = 0; h < 2; h++)
             p->demand[h] -= add_demand[h];
         a->res_epoch++;
@@ -407,7 +369,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             /* Where the list landed decides the groups: one that fell
              * back to the other group must fit that group's budget too. */
             for (unsigned g = 0; g < 2 && st >= 0; g++) {
-                uint64_t u = vidmm_res_usage(a, p, g) + owned_need(a, list, args->count, g);
+                uint64_t u = vidmm_res_usage(a, p, g) + unowned[g];
                 uint64_t b = vidmm_res_budget(a, p, g);
                 if (u > b && u > usage[g]) {
                     args->bytes_to_trim = u - b;
@@ -501,7 +463,19 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         args->paging_fence_value = signal_on(a, q, f);
         ret = args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
     }
-    p->mr_touched = (touched[0] ? 1u : 0u) | (touched[1] ? 2u : 0u);
+    /* For the rules checker (src/adapter/rules.c): per group this call
+     * was checked against, whether it said CantTrimFurther and what
+     * usage and budget it left.  CantTrimFurther covers both groups: its
+     * own demand may lower the budget of a group its list did not land
+     * in. */
+    int cant = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
+    for (unsigned g = 0; g < 2; g++) {
+        if (!cant && !touched[g])
+            continue;
+        p->last_mr_cant_trim[g] = cant;
+        p->budget_after_mr[g] = vidmm_res_budget(a, p, g);
+        p->usage_after_mr[g] = vidmm_res_usage(a, p, g);
+    }
     /* This request's demand may have lowered every budget: whoever is
      * now over it is told, in each group. */
     if (add_demand[0] || add_demand[1] || need[0] || need[1])
@@ -753,43 +727,6 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
     return st;
 }
 
-/* After a successful make-resident: remember, per segment group its
- * list is resident in, whether it said CantTrimFurther, and the budgets
- * it left (the rules checker, src/adapter/rules.c, reads both). */
-static void note_cant_trim(struct vidmm_adapter *a, vidmm_handle device, const struct vidmm_make_resident_args *args)
-{
-    struct vidmm_device *d = device_of(a, device);
-    if (!d || !args->allocations)
-        return;
-    int cant = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
-    if (cant) {
-        /* Its own demand may have lowered the budget of a group its list
-         * did not land in: CantTrimFurther covers both. */
-        d->process->last_mr_cant_trim[0] = d->process->last_mr_cant_trim[1] = 1;
-        for (unsigned g = 0; g < 2; g++) {
-            d->process->budget_after_mr[g] = vidmm_res_budget(a, d->process, g);
-            d->process->usage_after_mr[g] = vidmm_res_usage(a, d->process, g);
-        }
-        return;
-    }
-    unsigned touched = d->process->mr_touched;
-    for (uint32_t i = 0; i < args->count; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i]);
-        if (al && al->resident)
-            touched |= 1u << (vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1);
-    }
-    /* Only the groups the call was checked against: another group's
-     * usage over a budget that dropped since is a trim notification's
-     * business. */
-    for (unsigned g = 0; g < 2; g++) {
-        if (!(touched & (1u << g)))
-            continue;
-        d->process->last_mr_cant_trim[g] = cant;
-        d->process->budget_after_mr[g] = vidmm_res_budget(a, d->process, g);
-        d->process->usage_after_mr[g] = vidmm_res_usage(a, d->process, g);
-    }
-}
-
 /* make-resident and evict run under the submission lock, so threads that
  * submit may also change their residency lists (vidmm/submit.h). */
 vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
@@ -799,8 +736,6 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
     vidmm_submit_lock(a);
     vidmm_status st = a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
                                                        : make_resident(a, device, args);
-    if (st >= 0)
-        note_cant_trim(a, device, args);
     vidmm_submit_unlock(a);
     return st;
 }

@@ -238,10 +238,12 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
  *     devices made resident (their submissions rely on it), and a device
  *     never loses its own list to its own request unless its budget
  *     requires it. */
+/* count_busy: planning, not evicting - allocations submitted work still
+ * uses count (a restore waits for that work). */
 static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_allocation *req,
-                     uint32_t prio, int pass)
+                     uint32_t prio, int pass, int count_busy)
 {
-    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed || v->busy)
+    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
         return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
@@ -280,7 +282,7 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
             for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && n < VICTIM_BATCH;
                  e = a->policy->next(a->policy_state, e)) {
                 struct vidmm_allocation *v = ENTRY_OF(e);
-                if (!evictable(a, v, req, prio, pass))
+                if (!evictable(a, v, req, prio, pass, 0))
                     continue;
                 batch[n++] = v;
                 bytes += v->size;
@@ -333,12 +335,27 @@ uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_alloc
     return n;
 }
 
-/* The group an allocation is meant for: that of its first choice. */
-unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory)
 {
     uint32_t order[VIDMM_MAX_SEGMENTS];
     int top[VIDMM_MAX_SEGMENTS];
-    return vidmm_res_order(a, al, order, top) ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    uint32_t n = vidmm_res_order(a, al, order, top), mem = 0;
+    for (uint32_t k = 0; k < n && only_memory; k++) {
+        if (!vidmm_seg_is_memory(a, order[k])) {
+            mem = 0;
+            break;
+        }
+        mem |= VIDMM_SEGMENT_BIT(order[k]);
+    }
+    if (only_memory)
+        *only_memory = mem;
+    return n ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+}
+
+/* The group an allocation is meant for: that of its first choice. */
+unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+{
+    return vidmm_res_home(a, al, NULL);
 }
 
 /* A contiguous request of size/align that free space cannot hold: plan
@@ -362,7 +379,7 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
         for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && !found;
              e = a->policy->next(a->policy_state, e)) {
             struct vidmm_allocation *v = ENTRY_OF(e);
-            if (!evictable(a, v, req, prio, pass))
+            if (!evictable(a, v, req, prio, pass, 0))
                 continue;
             /* Extents already added in an earlier pass answer
              * INVALID_HANDLE: nothing to do. */
@@ -388,12 +405,8 @@ uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id)
     a->res_over_epoch++;
     for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e; e = a->policy->next(a->policy_state, e)) {
         struct vidmm_allocation *v = ENTRY_OF(e);
-        /* Busy counts: a restore waits for submitted work to end. */
-        uint32_t busy = v->busy;
-        v->busy = 0;
-        if (evictable(a, v, NULL, UINT32_MAX, 2))
+        if (evictable(a, v, NULL, UINT32_MAX, 2, 1))
             n += v->size;
-        v->busy = busy;
     }
     return n;
 }
@@ -566,9 +579,9 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
         struct vidmm_allocation *al = a->slots[i];
         if (!al || !al->live || al->undo_epoch != epoch || al->undo_kind != 2 || !al->resident)
             continue;
-        int lost = al->undo_lost;
-        if (evict_one(a, al, 1) >= 0 && lost)
-            al->content_lost = 1;
+        if (evict_one(a, al, 1) < 0)
+            continue;   /* the driver failed it: it stays resident, its content intact */
+        al->content_lost = al->undo_lost;
         al->evictions--;   /* not an eviction anyone asked for: the counts stay as they were */
         al->restores--;
     }
