@@ -554,6 +554,36 @@ static void wddm1_failed_move_keeps_mapping(void)
     ac_close(&f);
 }
 
+/* An AccessedPhysically allocation that supports neither the aperture
+ * nor an AGP segment cannot live in system memory: a move to 0 answers
+ * VIDMM_E_BAD_SEGMENT_SET and changes nothing.  One that supports the
+ * aperture goes there, mapped (D43). */
+static void accessed_physically_to_system(void)
+{
+    struct ac_fixture f;
+    if (ac_open(&f, "dgpu", NULL, AC_MIB(128)))
+        return;
+    vidmm_handle h, g;
+    T_ST(ac_create(f.a, VIDMM_SEGMENT_BIT(SEG_VIS), 0, VIDMM_ALLOC_ACCESSED_PHYSICALLY, SZ, &h), VIDMM_OK);
+    T_ST(ac_create(f.a, VIDMM_SEGMENT_BIT(SEG_VIS) | VIDMM_SEGMENT_BIT(SEG_AP), 0, VIDMM_ALLOC_ACCESSED_PHYSICALLY,
+                   SZ, &g), VIDMM_OK);
+    struct ac_snapshot snap;
+    ac_snap(&f, &snap, &h, 1);
+    T_ST(vidmm_allocation_move(f.a, h, SYS), VIDMM_E_BAD_SEGMENT_SET);
+    T_CHECK(ac_snap_unchanged(&f, &snap, "refused move to system memory"));
+    T_EQ(ac_state(f.a, h).segment_id, SEG_VIS);
+    T_ST(vidmm_allocation_move(f.a, g, SYS), VIDMM_OK);
+    T_EQ(ac_state(f.a, g).segment_id, SEG_AP);
+    T_EQ(ac_state(f.a, g).aperture_mapped, 1);
+    T_ST(vidmm_allocation_move(f.a, g, SYS), VIDMM_OK);   /* already there */
+    T_EQ(ac_state(f.a, g).moves, 1);
+    CHECK_ADAPTER(f.a);
+    T_EQ(softgpu_check(f.sg), 0);
+    T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, g), VIDMM_OK);
+    ac_close(&f);
+}
+
 void suite_placement(void);
 void suite_placement(void)
 {
@@ -563,4 +593,5 @@ void suite_placement(void)
     t_run("placement.top_down", top_down);
     t_run("placement.wddm1_agp", wddm1_agp);
     t_run("placement.wddm1_failed_move_keeps_mapping", wddm1_failed_move_keeps_mapping);
+    t_run("placement.accessed_physically_to_system", accessed_physically_to_system);
 }
