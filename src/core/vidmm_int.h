@@ -389,6 +389,7 @@ struct vidmm_adapter {
     uint64_t res_epoch;             /* request being served (pins) */
     uint64_t res_undo_epoch;        /* != 0: a make-resident records what it changes */
     uint64_t res_over_epoch;        /* eviction round: processes' over-budget cache */
+    uint64_t demand_total[2];       /* sum of the processes' demand per group (budgets read it) */
     uint32_t trim_depth;            /* a walk is running (callbacks may call back in) */
     struct vidmm_residency_stats res_stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
@@ -517,6 +518,18 @@ unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_
 /* The same, and in *only_memory the memory segments it may use when no
  * other segment takes it (else 0). */
 unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
+/* A process's demand (bytes on its devices' lists) changes: keep the
+ * adapter's total with it, so a budget needs no walk of every process. */
+static inline void vidmm_res_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
+{
+    p->demand[g] += n;
+    a->demand_total[g] += n;
+}
+static inline void vidmm_res_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
+{
+    p->demand[g] -= n;
+    a->demand_total[g] -= n;
+}
 /* Effective budget of a process in a group (budget.c). */
 uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);

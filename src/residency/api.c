@@ -284,7 +284,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
      * pressure that sets every budget, so the caller is checked against
      * the budget it will have once the call succeeded. */
     for (unsigned g = 0; g < 2; g++) {
-        p->demand[g] += add_demand[g];
+        vidmm_res_demand_add(a, p, g, add_demand[g]);
         need[g] += unowned[g];
     }
     uint64_t usage[2] = { 0, 0 }, budget[2] = { 0, 0 };
@@ -301,7 +301,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                  * caller trims, retries, and learns the other next). */
                 args->bytes_to_trim = usage[g] + need[g] - budget[g];
                 for (unsigned h = 0; h < 2; h++)
-                    p->demand[h] -= add_demand[h];
+                    vidmm_res_demand_sub(a, p, h, add_demand[h]);
                 a->res_stats.over_budget++;
                 a->res_epoch++;
                 return VIDMM_E_OVER_BUDGET;
@@ -313,7 +313,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
      * cannot is refused before any paging. */
     if (mem_need && !memory_may_fit(a, mem_need, mem_segs)) {
         for (unsigned h = 0; h < 2; h++)
-            p->demand[h] -= add_demand[h];
+            vidmm_res_demand_sub(a, p, h, add_demand[h]);
         a->res_epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
             pthread_mutex_lock(&a->paging.lock);
@@ -385,7 +385,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             a->res_stats = stats_before;
             a->res_stats.over_budget = over;
             for (unsigned h = 0; h < 2; h++)
-                p->demand[h] -= add_demand[h];
+                vidmm_res_demand_sub(a, p, h, add_demand[h]);
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
@@ -409,7 +409,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         /* Link the new records into both lists (the demand is counted
          * again as each is linked). */
         for (unsigned h = 0; h < 2; h++)
-            p->demand[h] -= add_demand[h];
+            vidmm_res_demand_sub(a, p, h, add_demand[h]);
         while (fresh) {
             struct vidmm_res_ref *r = fresh;
             fresh = r->dev_next;
@@ -423,7 +423,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 d->refs->dev_prev = r;
             d->refs = r;
             d->ref_count++;
-            p->demand[vidmm_res_home_group(a, al)] += al->size;
+            vidmm_res_demand_add(a, p, vidmm_res_home_group(a, al), al->size);
         }
     }
     /* Commit: take the references and tell the policy; nothing fails. */

@@ -57,11 +57,8 @@ uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_proc
 {
     if (p->budget_override[group])
         return p->budget_override[group];
-    uint64_t cap = capacity(a, group), demand = 0;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (a->procs[i])
-            demand += a->procs[i]->demand[group];
-    if (demand <= cap)
+    uint64_t cap = capacity(a, group);
+    if (a->demand_total[group] <= cap)
         return cap;
     uint64_t f = fair(a, group);
     return f > p->reservation[group] ? f : p->reservation[group];

@@ -619,7 +619,7 @@ void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
         r->dev_next->dev_prev = r->dev_prev;
     al->ref_total -= r->count;
     d->ref_count--;
-    d->process->demand[vidmm_res_home_group(a, al)] -= al->size;
+    vidmm_res_demand_sub(a, d->process, vidmm_res_home_group(a, al), al->size);
     vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
 }
 
@@ -711,10 +711,13 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             }
         }
     }
+    uint64_t demand[2] = { 0, 0 };
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         const struct vidmm_process *p = a->procs[i];
         if (!p)
             continue;
+        demand[0] += p->demand[0];
+        demand[1] += p->demand[1];
         for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
             if (p->seg_usage[id] != usage[i][id]) {
                 e++;
@@ -742,5 +745,11 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
         e++;
         snprintf(msg, n, "eviction policy %s: state inconsistent", a->policy->name);
     }
+    for (unsigned g = 0; g < 2; g++)
+        if (demand[g] != a->demand_total[g]) {
+            e++;
+            snprintf(msg, n, "demand of group %u: processes hold %llu, the adapter's total says %llu", g,
+                     (unsigned long long)demand[g], (unsigned long long)a->demand_total[g]);
+        }
     return e;
 }
