@@ -202,6 +202,13 @@ static int memory_may_fit(struct vidmm_adapter *a, uint64_t need, uint32_t segs)
     return room >= need;
 }
 
+/* Take back the demand a make-resident added for its new references. */
+static void drop_demand(struct vidmm_adapter *a, struct vidmm_process *p, const uint64_t add[2])
+{
+    vidmm_res_demand_sub(a, p, VIDMM_SEGMENT_GROUP_LOCAL, add[VIDMM_SEGMENT_GROUP_LOCAL]);
+    vidmm_res_demand_sub(a, p, VIDMM_SEGMENT_GROUP_NON_LOCAL, add[VIDMM_SEGMENT_GROUP_NON_LOCAL]);
+}
+
 static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
 {
     if (!a || !args || (args->count && !args->allocations) ||
@@ -300,8 +307,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 /* The local group's excess when both are over (the
                  * caller trims, retries, and learns the other next). */
                 args->bytes_to_trim = usage[g] + need[g] - budget[g];
-                for (unsigned h = 0; h < 2; h++)
-                    vidmm_res_demand_sub(a, p, h, add_demand[h]);
+                drop_demand(a, p, add_demand);
                 a->res_stats.over_budget++;
                 a->res_epoch++;
                 return VIDMM_E_OVER_BUDGET;
@@ -312,8 +318,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
      * bytes plus what may be evicted, fragmentation ignored): a list that
      * cannot is refused before any paging. */
     if (mem_need && !memory_may_fit(a, mem_need, mem_segs)) {
-        for (unsigned h = 0; h < 2; h++)
-            vidmm_res_demand_sub(a, p, h, add_demand[h]);
+        drop_demand(a, p, add_demand);
         a->res_epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
             pthread_mutex_lock(&a->paging.lock);
@@ -384,8 +389,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             uint64_t over = a->res_stats.over_budget;
             a->res_stats = stats_before;
             a->res_stats.over_budget = over;
-            for (unsigned h = 0; h < 2; h++)
-                vidmm_res_demand_sub(a, p, h, add_demand[h]);
+            drop_demand(a, p, add_demand);
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
@@ -408,8 +412,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         a->res_undo_epoch = 0;
         /* Link the new records into both lists (the demand is counted
          * again as each is linked). */
-        for (unsigned h = 0; h < 2; h++)
-            vidmm_res_demand_sub(a, p, h, add_demand[h]);
+        drop_demand(a, p, add_demand);
         while (fresh) {
             struct vidmm_res_ref *r = fresh;
             fresh = r->dev_next;
