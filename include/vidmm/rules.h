@@ -7,16 +7,17 @@
  * violations (0 = none) and, when report is not NULL, one line per
  * violation naming the rule first:
  *
- *   budget.usage_le_budget: process 3 local usage 72 MiB > budget 64 MiB
+ *   budget.usage_le_budget: process 3 local usage 72 MiB > budget 64 MiB after its make-resident
  *
  * Rules, per process and segment group (local, non-local):
  *   budget.available_le_budget    AvailableForReservation <= Budget
  *   budget.reservation_le_budget  CurrentReservation <= Budget
- *   budget.usage_le_budget        CurrentUsage <= Budget, unless the
- *                                 process's last successful make-resident
- *                                 in the group said CantTrimFurther, or its
- *                                 budget dropped since that call (it is
- *                                 then owed a trim notification)
+ *   budget.usage_le_budget        after the process's last successful
+ *                                 make-resident checked against the group:
+ *                                 CurrentUsage <= Budget, unless it said
+ *                                 CantTrimFurther (usage that grew since by
+ *                                 other means, or a budget that dropped
+ *                                 since, is owed a trim notification)
  * per mapping of a resident allocation (GpuMmu):
  *   pte.mapping_has_leaf          every leaf span has a leaf table
  *   pte.leaf_fits_placement       64 KB entries only over a placement in a
