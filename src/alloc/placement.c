@@ -80,6 +80,36 @@ static vidmm_status place_memory(struct vidmm_adapter *a, struct vidmm_allocatio
     return VIDMM_OK;
 }
 
+vidmm_status vidmm_place_at(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
+                            const uint64_t *off, const uint64_t *len, uint32_t n, struct vidmm_placement *pl)
+{
+    memset(pl, 0, sizeof(*pl));
+    struct vidmm_segment *s = &a->seg[segment_id];
+    if (s->kind != VIDMM_SEGMENT_KIND_MEMORY || n == 0 || n > 2)
+        return VIDMM_E_INVALID_ARG;
+    pl->pages.cap = 2;
+    pl->pages.ext = pl->pages.inline_ext;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t node;
+        vidmm_status st = vidmm_ra_alloc_at(&s->ra, off[i], len[i], &node);
+        if (st < 0) {
+            while (i--)
+                vidmm_ra_free(&s->ra, pl->pages.inline_ext[i].node);
+            memset(pl, 0, sizeof(*pl));
+            return st;
+        }
+        pl->pages.inline_ext[i].offset = off[i];
+        pl->pages.inline_ext[i].size = len[i];
+        pl->pages.inline_ext[i].node = node;
+        pl->pages.size += len[i];
+    }
+    pl->pages.count = n;
+    s->committed += al->size;
+    s->allocations++;
+    pl->segment_id = segment_id;
+    return VIDMM_OK;
+}
+
 static vidmm_status place_system(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
 {
     struct vidmm_segment *s0 = &a->seg[0];

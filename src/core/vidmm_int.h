@@ -135,6 +135,9 @@ struct vidmm_allocation {
     uint64_t undo_epoch;
     uint32_t undo_seg;
     uint8_t undo_kind, undo_top, undo_lost, undo_fresh;
+    uint8_t undo_extents;           /* victim: its extents (at most 2) kept to go back exactly; 0: not kept */
+    enum vidmm_layout undo_layout;
+    uint64_t undo_off[2], undo_len[2];
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -670,6 +673,11 @@ vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, u
                          int top_down, struct vidmm_placement *pl);
 void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
 vidmm_status vidmm_place_first_fit(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+/* Place al in memory segment segment_id on exactly the n (1 or 2)
+ * extents [off[i], off[i]+len[i]) - where an undone eviction puts it
+ * back.  VIDMM_E_NO_SEGMENT_SPACE (nothing taken) if any is in use. */
+vidmm_status vidmm_place_at(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
+                            const uint64_t *off, const uint64_t *len, uint32_t n, struct vidmm_placement *pl);
 vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                 const struct vidmm_placement *src, const struct vidmm_placement *dst);
 vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,

@@ -124,6 +124,13 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
     int discard = al->offered || (not_written && al->backing.sys && al->backing_valid);
     uint32_t from = al->pl.segment_id;
     int had_backing = al->backing.sys != NULL;
+    uint32_t extents = !al->pl.sys && al->pl.pages.count <= 2 ? al->pl.pages.count : 0;
+    uint64_t ext_off[2] = { 0, 0 }, ext_len[2] = { 0, 0 };
+    for (uint32_t i = 0; i < extents; i++) {
+        ext_off[i] = al->pl.pages.ext[i].offset;
+        ext_len[i] = al->pl.pages.ext[i].size;
+    }
+    enum vidmm_layout layout = al->layout;
     if (vidmm_seg_is_memory(a, al->pl.segment_id)) {
         struct vidmm_placement bk = al->backing;
         int fresh = !bk.sys;
@@ -205,6 +212,12 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         al->undo_seg = from;
         al->undo_top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
         al->undo_fresh = !had_backing;   /* its system pages were made for this eviction */
+        al->undo_extents = (uint8_t)extents;   /* to go back on the very same pages */
+        al->undo_layout = layout;
+        for (uint32_t i = 0; i < extents; i++) {
+            al->undo_off[i] = ext_off[i];
+            al->undo_len[i] = ext_len[i];
+        }
     }
     vidmm_res_enter(a, al);
     return VIDMM_OK;
@@ -459,16 +472,20 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
  * map it where it is (aperture / system).  Everything that can fail
  * comes before the allocation is marked resident. */
 static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
-                                 uint32_t prio, int max_pass)
+                                 uint32_t prio, int max_pass, int exact)
 {
     vidmm_status st;
     if (vidmm_seg_is_memory(a, id)) {
         if (al->lock_count)
             return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
         struct vidmm_placement dst;
-        st = place_evicting(a, al, id, top, prio, max_pass, &dst);
+        /* exact: back on the pages an undone eviction took it from. */
+        st = exact ? vidmm_place_at(a, al, id, al->undo_off, al->undo_len, al->undo_extents, &dst)
+                   : place_evicting(a, al, id, top, prio, max_pass, &dst);
         if (st < 0)
             return st;
+        if (exact)
+            al->layout = al->undo_layout;
         st = vidmm_process_prepare_move(a, al, &dst);
         if (st >= 0)
             st = al->content_lost ? vidmm_fill_content(a, al, &dst, 0) : vidmm_copy_content(a, al, &al->pl, &dst);
@@ -544,7 +561,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
                 for (uint32_t i = 0; i < n; i++) {
                     if ((relax || max_pass == 2) && !vidmm_seg_is_memory(a, order[i]))
                         continue;   /* nothing to evict there: tried already */
-                    vidmm_status st = restore_into(a, al, order[i], top[i], prio, max_pass);
+                    vidmm_status st = restore_into(a, al, order[i], top[i], prio, max_pass, 0);
                     if (st >= 0) {
                         vidmm_res_enter(a, al);
                         return VIDMM_OK;
@@ -591,7 +608,7 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
         if (!al || !al->live || al->undo_epoch != epoch || al->undo_kind != 1 || al->resident)
             continue;
         vidmm_res_leave(a, al);
-        if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1) >= 0) {
+        if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1, al->undo_extents != 0) >= 0) {
             al->evictions--;
             al->restores--;
             if (al->undo_fresh)   /* it had no system copy before: none now */

@@ -1,0 +1,9 @@
+build-chk/softgpu/cmdproc.o: softgpu/cmdproc.c softgpu/softgpu_int.h \
+ include/vidmm/softgpu.h include/vidmm/adapter.h include/vidmm/driver.h \
+ include/vidmm/status.h include/vidmm/host_alloc.h
+softgpu/softgpu_int.h:
+include/vidmm/softgpu.h:
+include/vidmm/adapter.h:
+include/vidmm/driver.h:
+include/vidmm/status.h:
+include/vidmm/host_alloc.h:
