@@ -14,7 +14,7 @@
 #include "bench.h"
 #include "peers.h"
 
-#include "paging/ring.h"
+#include "seg/ring.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 

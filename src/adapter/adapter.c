@@ -9,42 +9,12 @@
  * and the "Initializing use of memory segments" page; where the documents
  * are silent the choice is in docs/DECISIONS.md.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* ---- host memory helpers ------------------------------------------ */
-
-void *vidmm_halloc(const struct vidmm_host_allocator *ha, enum vidmm_alloc_site site, size_t size, size_t align)
-{
-    if (size == 0)
-        size = 1;
-    if (align < sizeof(void *))
-        align = sizeof(void *);
-    return vidmm_host_alloc_at(ha, site, size, align);
-}
-
-void *vidmm_hzalloc(const struct vidmm_host_allocator *ha, enum vidmm_alloc_site site, size_t size, size_t align)
-{
-    void *p = vidmm_halloc(ha, site, size, align);
-    if (p)
-        memset(p, 0, size ? size : 1);
-    return p;
-}
-
-void vidmm_hfree(const struct vidmm_host_allocator *ha, void *p, size_t size, size_t align)
-{
-    if (!p)
-        return;
-    if (size == 0)
-        size = 1;
-    if (align < sizeof(void *))
-        align = sizeof(void *);
-    ha->free(ha->user_data, p, size, align);
-}
 
 /* ---- validation ----------------------------------------------------- */
 
@@ -131,18 +101,6 @@ static vidmm_status check_descriptor(const struct vidmm_adapter_create_info *ci,
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
-                                void *out, size_t out_size)
-{
-    struct vidmm_query_adapter_info_args q;
-    q.type = type;
-    q.input = in;
-    q.input_size = in_size;
-    q.output = out;
-    q.output_size = out_size;
-    return a->ops.query_adapter_info(a->driver, &q);
-}
-
 static vidmm_status default_describe(void *driver, struct vidmm_describe_allocation_args *args)
 {
     (void)driver;
@@ -216,31 +174,6 @@ static int init_adapter_lock(struct vidmm_adapter *a)
     return rc;
 }
 
-void vidmm_adapter_lock(const struct vidmm_adapter *a)
-{
-    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the lock is not part of the state */
-    pthread_mutex_lock(&m->lock);
-    m->lock_depth++;
-}
-
-void vidmm_adapter_unlock(const struct vidmm_adapter *a)
-{
-    struct vidmm_adapter *m = (struct vidmm_adapter *)a;
-    /* The outermost entry unwinds: nothing above it holds adapter state,
-     * so an adapter reset found below it runs now. */
-    if (m->lock_depth == 1 && m->tdr.reset_pending)
-        vidmm_tdr_run_pending(m);
-    m->lock_depth--;
-    pthread_mutex_unlock(&m->lock);
-}
-
-int vidmm_adapter_trylock(struct vidmm_adapter *a)
-{
-    int r = pthread_mutex_trylock(&a->lock);
-    if (r == 0)
-        a->lock_depth++;
-    return r;
-}
 
 vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
 {
@@ -276,6 +209,12 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     struct vidmm_adapter *a = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_OBJECT, sizeof(*a), _Alignof(struct vidmm_adapter));
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
+    /* The upcalls first: every layer may need them from here on. */
+    a->up.make_room = vidmm_res_make_room;
+    a->up.root_moved = vidmm_process_rebind_root;
+    a->up.recover = vidmm_tdr_recover;
+    a->up.run_pending = vidmm_tdr_run_pending;
+    a->up.destroy_now = vidmm_allocation_destroy_now;
     /* The adapter lock exists for the adapter's whole life (not lazily):
      * a thread may call in as soon as open returned. */
     if (init_adapter_lock(a) != 0) {
@@ -485,7 +424,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     st = vidmm_pp_init(a, ci->error_message, ci->error_message_size);
     if (st < 0)
         goto fail_res;
-    st = vidmm_submit_init(a);
+    st = vidmm_inflight_init(a);
     if (st < 0)
         goto fail_pp;
     *out = a;
@@ -519,7 +458,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_adapter_lock(a);
     /* Submitted work first: it uses allocations and contexts that go
      * below; deferred destructions are completed there. */
-    vidmm_submit_fini(a);
+    vidmm_inflight_fini(a);
     vidmm_tdr_run_pending(a);
     vidmm_process_destroy_all(a);
     vidmm_tdr_run_pending(a);

@@ -9,7 +9,7 @@
  * O(allocations + ranges) and meant for tests, after every step.
  */
 #include "core/report.h"
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdio.h>
 #include <string.h>

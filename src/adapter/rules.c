@@ -14,7 +14,7 @@
  * scenario can run it after every call.
  */
 #include "core/report.h"
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 #include "vidmm/rules.h"
 
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * another (1 chance in 65536 of two adapters sharing a salt).  Lookups are
  * O(1); the table grows geometrically through the host allocator.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <string.h>
 

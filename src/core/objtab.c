@@ -6,7 +6,7 @@
  * reuses of it, which is cheaper than widening every handle.
  */
 #include "core/objtab.h"
-#include "core/vidmm_int.h"
+#include "core/alloc_sites.h"
 
 #include <string.h>
 

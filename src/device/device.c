@@ -20,7 +20,7 @@
  * from a driver thread, so contexts are added, removed and looked up
  * under paging.lock, and the error fields are written under it.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdio.h>
 #include <string.h>

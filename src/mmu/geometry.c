@@ -10,7 +10,7 @@
  * levels' index bits, and a table of level L covers 4 KiB << (bits of
  * levels 0..L).
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -33,7 +33,7 @@
  * and its scratch window is written with vidmm_pt_map_placement, which
  * maps bytes of a placement rather than a VA range's allocation.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -135,7 +135,7 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_
         /* Page tables displace data: offered and unreferenced allocations
          * are evicted to make room (never what a device lists). */
         while (st == VIDMM_E_NO_SEGMENT_SPACE && !p->paging_process &&
-               vidmm_res_make_room(a, pt->segment_id, pt->size, align) >= 0)
+               a->up.make_room(a, pt->segment_id, pt->size, align) >= 0)
             st = vidmm_ra_alloc(&s->ra, pt->size, align, 0, &pt->offset, &pt->ra_node);
         if (st < 0)
             goto fail;
@@ -246,7 +246,7 @@ static vidmm_status root_grow(struct vidmm_adapter *a, struct vidmm_process *p, 
     }
     n->live_children = old->live_children;
     p->root = n;
-    vidmm_process_rebind_root(a, p);
+    a->up.root_moved(a, p);
     /* The old root: children moved, storage freed (later paging
      * operations only, which run after the ones above). */
     vidmm_hfree(a->ha, old->child, (size_t)old->entries * sizeof(*old->child), _Alignof(struct vidmm_page_table *));
@@ -756,4 +756,22 @@ vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p)
     p->flush_lo = 0;
     p->flush_hi = (uint64_t)p->root->entries << level_shift(&a->gpummu, p->root->level);
     return st;
+}
+
+/* ---- root binding ---------------------------------------------------- */
+
+/* Bind (or unbind) p's root page table for a context or process token. */
+void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind)
+{
+    if (!a->ops.set_root_page_table || !p->root)
+        return;
+    struct vidmm_set_root_page_table_args r;
+    memset(&r, 0, sizeof(r));
+    r.context = token;
+    if (bind) {
+        r.address.segment_id = p->root->segment_id;
+        r.address.segment_offset = p->root->offset;
+        r.num_entries = p->root->entries;
+    }
+    a->ops.set_root_page_table(a->driver, &r);
 }

@@ -22,7 +22,7 @@
  * ring is mapped into the aperture at start-up (MAP_APERTURE_SEGMENT with
  * no allocation), so the GPU reaches it at a contiguous aperture range.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <string.h>
 
@@ -300,7 +300,7 @@ nomem:
 static void drain(struct vidmm_adapter *a)
 {
     if (vidmm_paging_flush(a) < 0 && vidmm_tdr_pending(a)) {
-        vidmm_tdr_run_pending(a);
+        a->up.run_pending(a);
         (void)vidmm_paging_flush(a);
     }
 }

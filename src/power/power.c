@@ -13,7 +13,7 @@
  * tables are rebuilt after power transitions in WDDM too): on resume
  * every table is written again from vidmm's own records.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <string.h>
 
@@ -42,7 +42,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
             !preserved(a, al->pl.segment_id, state))
             return VIDMM_E_BUSY;
     }
-    vidmm_submit_wait_all(a);
+    vidmm_inflight_wait_all(a);
     if (vidmm_tdr_pending(a))
         return VIDMM_E_TIMEOUT;   /* an engine hung: reset as the call returns, the adapter stays in D0 */
     vidmm_status st = vidmm_paging_flush(a);

@@ -32,7 +32,7 @@
  * Process handles: type 2, a slot of a fixed table of VIDMM_MAX_PROCESSES,
  * a 16-bit generation, and the adapter salt, like allocation handles.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <string.h>
 
@@ -40,21 +40,6 @@ static vidmm_handle make_handle(const struct vidmm_adapter *a, uint32_t slot)
 {
     return ((vidmm_handle)VIDMM_HANDLE_TYPE_PROCESS << 56) | ((vidmm_handle)a->handle_salt << 40) |
            ((vidmm_handle)a->proc_gen[slot] << 24) | slot;
-}
-
-void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind)
-{
-    if (!a->ops.set_root_page_table || !p->root)
-        return;
-    struct vidmm_set_root_page_table_args r;
-    memset(&r, 0, sizeof(r));
-    r.context = token;
-    if (bind) {
-        r.address.segment_id = p->root->segment_id;
-        r.address.segment_offset = p->root->offset;
-        r.num_entries = p->root->entries;
-    }
-    a->ops.set_root_page_table(a->driver, &r);
 }
 
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h)
@@ -160,71 +145,12 @@ fail:
     return st;
 }
 
-static void process_free(struct vidmm_adapter *a, uint32_t slot)
-{
-    struct vidmm_process *p = a->procs[slot];
-    vidmm_device_destroy_all(a, p);
-    vidmm_allocation_destroy_private(a, p->self);   /* process exit takes its allocations (D38) */
-    vidmm_res_process_gone(a, p);
-    (void)vidmm_paging_flush(a);
-    vidmm_process_bind_root(a, p, p->self, 0);
-    vidmm_pt_destroy(a, p->root);
-    vidmm_va_space_fini(&p->vs);
-    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
-    /* Under paging.lock: a fault report may be looking the slot up. */
-    pthread_mutex_lock(&a->paging.lock);
-    a->procs[slot] = NULL;
-    pthread_mutex_unlock(&a->paging.lock);
-    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
-    a->proc_live--;
-}
-
-static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
-{
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    if (!vidmm_process_get(a, h))
-        return VIDMM_E_INVALID_HANDLE;
-    process_free(a, (uint32_t)h & 0xFFFFFFu);
-    return VIDMM_OK;
-}
-
-void vidmm_process_destroy_all(struct vidmm_adapter *a)
-{
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (a->procs[i])
-            process_free(a, i);
-}
-
 static int faulted(struct vidmm_adapter *a, const struct vidmm_process *p)
 {
     pthread_mutex_lock(&a->paging.lock);
     int f = p->faulted;
     pthread_mutex_unlock(&a->paging.lock);
     return f;
-}
-
-void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint64_t va, uint32_t flags)
-{
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->paging.lock);
-    if (vidmm_pp_fault_locked(a, context, va)) {
-        pthread_mutex_unlock(&a->paging.lock);
-        return;   /* a paging operation faulted: counted for the paging process, no device to blame */
-    }
-    struct vidmm_process *p = vidmm_device_fault_locked(a, context, va, flags);
-    if (!p) {
-        pthread_mutex_unlock(&a->paging.lock);
-        return; /* the context or process is gone: nothing to put in error */
-    }
-    if (!p->faulted) {
-        p->faulted = 1;
-        p->fault_va = va;
-        p->fault_flags = flags;
-    }
-    p->faults++;
-    pthread_mutex_unlock(&a->paging.lock);
 }
 
 static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
@@ -726,16 +652,6 @@ vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
         return VIDMM_E_INVALID_ARG;
     vidmm_adapter_lock(a);
     vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : process_create(a, out);
-    vidmm_adapter_unlock(a);
-    return st;
-}
-
-vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
-{
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = process_destroy(a, h);
     vidmm_adapter_unlock(a);
     return st;
 }

@@ -12,7 +12,7 @@
  * Allocations restored before the failure stay resident, which is
  * harmless (they are on no new list and may be evicted again).
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <errno.h>
 #include <string.h>

@@ -19,7 +19,7 @@
  * make-resident that changes the demand, every process is looked at, not
  * only the caller, since one process's demand lowers every budget.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <string.h>
 

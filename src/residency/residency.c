@@ -46,7 +46,7 @@
  * CPU access waits: lock, destroy and every freeing of system pages drain
  * the paging queue first.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -225,7 +225,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 
 vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
-    vidmm_submit_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
+    vidmm_inflight_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
     if (al->busy)
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     return evict_one(a, al, not_written);
@@ -580,7 +580,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
         /* No segment has room among idle allocations: wait for submitted
          * work to end (what it used becomes evictable) and try again. */
         if ((last == VIDMM_E_NO_SEGMENT_SPACE || last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE ||
-             last == VIDMM_E_COMMIT_LIMIT) && vidmm_submit_wait_some(a))
+             last == VIDMM_E_COMMIT_LIMIT) && vidmm_inflight_wait_some(a))
             again = 1;
     }
     vidmm_res_enter(a, al);

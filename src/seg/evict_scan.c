@@ -43,7 +43,7 @@
  */
 #include "seg/evict_scan.h"
 
-#include "core/vidmm_int.h"
+#include "core/alloc_sites.h"
 
 #include <string.h>
 

@@ -29,23 +29,13 @@
  * paging.lock.  Internal waits for fences hold the adapter lock (the
  * engines progress without it); vidmm_context_wait does not hold it.
  */
-#include "core/vidmm_int.h"
+#include "fence/inflight.h"
 #include "vidmm/submit.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-struct vidmm_submission {
-    struct vidmm_submission *next;     /* submission order */
-    struct vidmm_context *ctx;
-    uint64_t fence;
-    uint64_t seq;                      /* submission order (hang recovery names the oldest) */
-    uint32_t count;
-    uint32_t list_cap;                 /* entries allocated: count drops to the distinct ones */
-    struct vidmm_allocation **list;    /* each allocation once; busy raised by one */
-};
 
 #define PATCH_CACHE_ENTRIES 4u
 
@@ -65,32 +55,7 @@ struct vidmm_patch_cache {
     uint64_t clock;
 };
 
-struct vidmm_submit_state {
-    struct vidmm_submission *head;
-    uint64_t in_flight;
-    uint64_t seq;
-    struct vidmm_allocation *zombies;
-    uint64_t zombie_count;
-    struct vidmm_submit_stats stats;
-    /* Patch scratch, grown as needed (host memory only when it grows). */
-    struct vidmm_allocation_list_entry *alist;
-    uint32_t alist_cap;
-    struct vidmm_patch_location *plist;
-    uint32_t plist_cap;
-};
-
 #define PACK_ADDR(seg, off) (((uint64_t)(seg) << 56) | (off))
-
-/* ---- state ------------------------------------------------------------ */
-
-vidmm_status vidmm_submit_init(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_STATE, sizeof(*s), _Alignof(struct vidmm_submit_state));
-    if (!s)
-        return VIDMM_E_NO_HOST_MEMORY;
-    a->sub = s;
-    return VIDMM_OK;
-}
 
 static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
 {
@@ -108,132 +73,6 @@ static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
     return l;
 }
 
-static void free_record(struct vidmm_adapter *a, struct vidmm_submission *r)
-{
-    vidmm_hfree(a->ha, r->list, (size_t)r->list_cap * sizeof(*r->list), _Alignof(struct vidmm_allocation *));
-    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_submission));
-}
-
-/* Retire every record whose fence passed: its allocations' busy counts
- * drop.  Submission lock held.  Returns the records retired. */
-static uint32_t retire(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = a->sub;
-    struct vidmm_submission *done = NULL;
-    pthread_mutex_lock(&a->paging.lock);
-    for (struct vidmm_submission **pp = &s->head; *pp;) {
-        struct vidmm_submission *r = *pp;
-        if (r->ctx->fence_completed >= r->fence) {
-            *pp = r->next;
-            r->next = done;
-            done = r;
-        } else {
-            pp = &r->next;
-        }
-    }
-    pthread_mutex_unlock(&a->paging.lock);
-    uint32_t n = 0;
-    while (done) {
-        struct vidmm_submission *r = done;
-        done = r->next;
-        for (uint32_t i = 0; i < r->count; i++)
-            r->list[i]->busy--;
-        free_record(a, r);
-        s->in_flight--;
-        n++;
-    }
-    return n;
-}
-
-/* Release the zombies nothing uses any more.  Only at the start of a
- * public entry: destroy_now pages and rewrites page tables. */
-static void reap(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = a->sub;
-    for (struct vidmm_allocation **pp = &s->zombies; *pp;) {
-        struct vidmm_allocation *al = *pp;
-        if (al->busy) {
-            pp = &al->zombie_next;
-            continue;
-        }
-        *pp = al->zombie_next;
-        al->zombie_next = NULL;
-        s->zombie_count--;
-        s->stats.deferred_freed++;
-        vidmm_allocation_destroy_now(a, al);
-    }
-}
-
-/* Is any in-flight record done?  Under paging.lock. */
-static int any_done_locked(const struct vidmm_submit_state *s)
-{
-    for (const struct vidmm_submission *r = s->head; r; r = r->next)
-        if (r->ctx->fence_completed >= r->fence)
-            return 1;
-    return 0;
-}
-
-/* Wait until some in-flight record is done (none in flight: return at
- * once).  Submission lock held: the GPU finishes work on its own, and
- * the driver's callbacks take only paging.lock. */
-static void wait_any(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&a->paging.lock);
-    while (s->head && !any_done_locked(s) && !vidmm_tdr_pending_locked(a))
-        (void)vidmm_tdr_cond_wait(a, NULL);   /* a hung engine is reset between slices */
-    pthread_mutex_unlock(&a->paging.lock);
-}
-
-struct vidmm_context *vidmm_submit_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence)
-{
-    struct vidmm_context *c = NULL;
-    pthread_mutex_lock(&a->paging.lock);
-    uint64_t best = UINT64_MAX;
-    for (const struct vidmm_submission *r = a->sub ? a->sub->head : NULL; r; r = r->next) {
-        if (r->ctx->node == node && r->ctx->fence_completed < r->fence && r->seq < best) {
-            best = r->seq;
-            c = r->ctx;
-            *fence = r->fence;
-        }
-    }
-    pthread_mutex_unlock(&a->paging.lock);
-    return c;
-}
-
-void vidmm_submit_wait_all(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = a->sub;
-    while (s && s->head && !vidmm_tdr_pending(a)) {
-        wait_any(a);
-        retire(a);
-    }
-}
-
-void vidmm_submit_retire_all(struct vidmm_adapter *a)
-{
-    if (a->sub)
-        (void)retire(a);
-}
-
-void vidmm_submit_fini(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = a->sub;
-    if (!s)
-        return;
-    vidmm_adapter_lock(a);
-    while (s->head) {
-        wait_any(a);
-        vidmm_tdr_run_pending(a);   /* the close holds nothing a reset frees here */
-        retire(a);
-    }
-    reap(a);
-    vidmm_adapter_unlock(a);
-    vidmm_hfree(a->ha, s->alist, (size_t)s->alist_cap * sizeof(*s->alist), _Alignof(struct vidmm_allocation_list_entry));
-    vidmm_hfree(a->ha, s->plist, (size_t)s->plist_cap * sizeof(*s->plist), _Alignof(struct vidmm_patch_location));
-    vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_submit_state));
-    a->sub = NULL;
-}
 
 static void patch_cache_free(struct vidmm_adapter *a, struct vidmm_context *c)
 {
@@ -251,104 +90,8 @@ static void patch_cache_free(struct vidmm_adapter *a, struct vidmm_context *c)
 
 void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
 {
-    struct vidmm_submit_state *s = a->sub;
-    if (s) {
-        /* Its records point at it: wait for its work, then retire them. */
-        vidmm_adapter_lock(a);
-        for (;;) {
-            pthread_mutex_lock(&a->paging.lock);
-            int idle = c->fence_completed >= c->fence_submitted;
-            pthread_mutex_unlock(&a->paging.lock);
-            if (idle)
-                break;
-            wait_any(a);
-            /* Its records name it: it cannot go before the engine lets
-             * them retire.  A recovery point: a context destroy and its
-             * callers (device and process destruction, the close) hold
-             * nothing a reset frees. */
-            vidmm_tdr_run_pending(a);
-            retire(a);
-        }
-        retire(a);
-        vidmm_adapter_unlock(a);
-    }
+    vidmm_inflight_context_gone(a, c);
     patch_cache_free(a, c);
-}
-
-void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al)
-{
-    struct vidmm_submit_state *s = a->sub;
-    if (!s || !al->busy)
-        return;
-    vidmm_adapter_lock(a);
-    retire(a);
-    while (al->busy && !vidmm_tdr_pending(a)) {
-        wait_any(a);
-        retire(a);
-    }
-    vidmm_adapter_unlock(a);   /* still busy: a reset is pending, the caller backs out */
-}
-
-int vidmm_submit_wait_some(struct vidmm_adapter *a)
-{
-    struct vidmm_submit_state *s = a->sub;
-    if (!s)
-        return 0;
-    vidmm_adapter_lock(a);
-    int r = 0;
-    if (retire(a)) {
-        r = 1;
-    } else if (s->head) {
-        wait_any(a);
-        r = retire(a) != 0;
-    }
-    if (r)
-        s->stats.eviction_waits++;
-    vidmm_adapter_unlock(a);
-    return r;
-}
-
-int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al)
-{
-    struct vidmm_submit_state *s = a->sub;
-    if (!s)
-        return 0;
-    vidmm_adapter_lock(a);
-    retire(a);
-    reap(a);
-    int deferred = al->busy != 0;
-    if (deferred) {
-        /* Gone from the API now: no handle, on no residency list (so no
-         * later submission references it); memory and mappings stay for
-         * the work in flight. */
-        al->zombie = 1;
-        while (al->refs)
-            vidmm_res_unlink_ref(a, al->refs);
-        al->zombie_next = s->zombies;
-        s->zombies = al;
-        s->zombie_count++;
-        s->stats.deferred_destroys++;
-    }
-    vidmm_adapter_unlock(a);
-    return deferred;
-}
-
-/* ---- the driver's completion callback ------------------------------------ */
-
-void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, uint32_t node, uint64_t fence)
-{
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->paging.lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
-    /* A fence of another node, or beyond what was submitted, is a driver
-     * bug: ignored rather than letting it release memory in use. */
-    if (c && c->node == node && fence > c->fence_completed && fence <= c->fence_submitted) {
-        a->tdr.node_completed[node] += fence - c->fence_completed;
-        c->fence_completed = fence;
-    }
-    pthread_cond_broadcast(&a->paging.cond);
-    pthread_mutex_unlock(&a->paging.lock);
 }
 
 /* ---- submission --------------------------------------------------------- */
@@ -429,8 +172,8 @@ static vidmm_status enter(struct vidmm_adapter *a, vidmm_handle context, uint32_
         return VIDMM_E_NOT_SUPPORTED;
     if (dev_lost(a, c->device))
         return VIDMM_E_DEVICE_LOST;
-    retire(a);
-    reap(a);
+    vidmm_inflight_retire(a);
+    vidmm_inflight_reap(a);
     *out = c;
     return VIDMM_OK;
 }
@@ -505,7 +248,7 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     if (st >= 0)
         st = submit_to_driver(a, c, gpu_va, NULL, size, fence);
     if (st < 0) {
-        free_record(a, r);
+        vidmm_inflight_free_record(a, r);
         goto out;
     }
     r->fence = *fence;
@@ -731,7 +474,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     if (st < 0) {
         if (np && e)
             e->buffer = NULL;   /* patched, not submitted: its content no longer matches the cache */
-        free_record(a, r);
+        vidmm_inflight_free_record(a, r);
         goto out;
     }
     /* Remember what the buffer holds now. */
@@ -827,7 +570,7 @@ vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit
         return VIDMM_E_INVALID_ARG;
     struct vidmm_submit_state *s = a->sub;
     vidmm_adapter_lock(a);
-    retire(a);
+    vidmm_inflight_retire(a);
     *out = s->stats;
     out->in_flight = s->in_flight;
     vidmm_adapter_unlock(a);

@@ -6,7 +6,7 @@
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
-#include "paging/ring.h"
+#include "seg/ring.h"
 
 #include <string.h>
 

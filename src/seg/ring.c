@@ -8,7 +8,7 @@
  * fresh burst gets the whole ring contiguously.  The records form a
  * power-of-two circular FIFO so push and pop are a mask, not a division.
  */
-#include "paging/ring.h"
+#include "seg/ring.h"
 
 #include "core/alloc_sites.h"
 

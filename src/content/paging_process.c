@@ -45,7 +45,7 @@
  * made invalid again and flushed, so no stale scratch translation can
  * reach system pages that are freed later.
  */
-#include "core/vidmm_int.h"
+#include "model/objects.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * queues paging operations ends with a flush: in this foundation layer
  * every public call is synchronous with the GPU.
  */
-#include "core/vidmm_int.h"
+#include "fence/inflight.h"
 
 #include <string.h>
 
@@ -198,6 +198,33 @@ static void undisplay_all(struct vidmm_adapter *a, vidmm_handle h, struct vidmm_
 
 static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
+/* Destroy while in use: hide the handle, keep the memory until the work
+ * finished.  1 if deferred (the caller is done), 0 if al is idle. */
+int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    struct vidmm_submit_state *s = a->sub;
+    if (!s)
+        return 0;
+    vidmm_adapter_lock(a);
+    vidmm_inflight_retire(a);
+    vidmm_inflight_reap(a);
+    int deferred = al->busy != 0;
+    if (deferred) {
+        /* Gone from the API now: no handle, on no residency list (so no
+         * later submission references it); memory and mappings stay for
+         * the work in flight. */
+        al->zombie = 1;
+        while (al->refs)
+            vidmm_res_unlink_ref(a, al->refs);
+        al->zombie_next = s->zombies;
+        s->zombies = al;
+        s->zombie_count++;
+        s->stats.deferred_destroys++;
+    }
+    vidmm_adapter_unlock(a);
+    return deferred;
+}
+
 static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
@@ -210,7 +237,7 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
     if (al->displayed)
         undisplay_all(a, h, al);
     /* GPU work still uses it: the handle goes now, the memory later. */
-    if (vidmm_submit_defer_destroy(a, al))
+    if (vidmm_allocation_defer_destroy(a, al))
         return VIDMM_OK;
     vidmm_allocation_destroy_now(a, al);
     return VIDMM_OK;
@@ -321,32 +348,12 @@ static uint32_t effective_target(const struct vidmm_adapter *a, const struct vid
     return id;
 }
 
-/* Tell the driver the source extents leave without a copy-back. */
-vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                    const struct vidmm_placement *pl)
-{
-    for (uint32_t i = 0; i < pl->pages.count && !pl->sys; i++) {
-        struct vidmm_build_paging_buffer_args op;
-        memset(&op, 0, sizeof(op));
-        op.operation = VIDMM_PAGING_DISCARD_CONTENT;
-        op.u.discard_content.driver_allocation = al->info.driver_allocation;
-        op.u.discard_content.flags = VIDMM_DISCARD_ALLOCATION_IS_IDLE;
-        op.u.discard_content.segment_id = pl->segment_id;
-        op.u.discard_content.segment_address = a->seg[pl->segment_id].base_address + pl->pages.ext[i].offset;
-        op.u.discard_content.size = pl->pages.ext[i].size;
-        vidmm_status st = vidmm_paging_emit(a, &op);
-        if (st < 0)
-            return st;
-    }
-    return VIDMM_OK;
-}
-
 static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
 {
     uint32_t eff = effective_target(a, al, target);
     if (eff == al->pl.segment_id)
         return VIDMM_OK;
-    vidmm_submit_wait_idle(a, al);   /* submitted work may still read or write it there */
+    vidmm_inflight_wait_idle(a, al);   /* submitted work may still read or write it there */
     if (al->busy)
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     vidmm_status st;
@@ -561,7 +568,7 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
      * content from now on - a restore must copy what the CPU writes into
      * them, not zero-fill again (the stress suite found this). */
     al->content_lost = 0;
-    vidmm_submit_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
+    vidmm_inflight_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
     if (al->busy)
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     /* Paging may still be moving its bytes (make-resident and evict do
@@ -741,7 +748,7 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         }
         if (al->displayed)
             undisplay_all(a, al->self, al);
-        if (!vidmm_submit_defer_destroy(a, al))
+        if (!vidmm_allocation_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
 }

@@ -24,7 +24,7 @@
 #include "seg/evict_scan.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
-#include "paging/ring.h"
+#include "seg/ring.h"
 #include "va/va_space.h"
 
 #include <pthread.h>
@@ -346,6 +346,27 @@ struct vidmm_tdr {
 
 /* ---- adapter -------------------------------------------------------- */
 
+/* Upcalls: the only way a lower layer reaches a higher one
+ * (docs/ARCHITECTURE.md "Layers").  Installed by vidmm_adapter_open
+ * before anything can call them; never NULL afterwards. */
+struct vidmm_upcalls {
+    /* Page tables need room in a memory segment: evict offered and
+     * unreferenced allocations (residency; never what a device lists). */
+    vidmm_status (*make_room)(struct vidmm_adapter *a, uint32_t segment_id, uint64_t size, uint64_t align);
+    /* A process's root page table moved: bind it again for the process
+     * and every context bound to it (devices). */
+    void (*root_moved)(struct vidmm_adapter *a, struct vidmm_process *p);
+    /* A hang was found (node, -1 = the paging engine): recover it (tdr).
+     * 1 if a reset was made now. */
+    int (*recover)(struct vidmm_adapter *a, int node);
+    /* The outermost entry unwinds, or a recovery point: run the adapter
+     * reset left pending (tdr). */
+    void (*run_pending)(struct vidmm_adapter *a);
+    /* A deferred-destroyed allocation went idle: release it now
+     * (allocation lifetime). */
+    void (*destroy_now)(struct vidmm_adapter *a, struct vidmm_allocation *al);
+};
+
 struct vidmm_adapter {
     /* The adapter lock (recursive; docs/THREADING.md): every public entry
      * that reads or changes adapter state holds it, so the state below is
@@ -355,6 +376,7 @@ struct vidmm_adapter {
     pthread_mutex_t lock;
     uint32_t lock_depth;            /* nesting of the adapter lock (its holder reads and writes it) */
     uint64_t trim_round;            /* trim notification walks so far (budget.c) */
+    struct vidmm_upcalls up;
     const struct vidmm_host_allocator *ha;
     struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
     void *driver;
@@ -573,6 +595,9 @@ int vidmm_tdr_pending(struct vidmm_adapter *a);
  * and every caller above it hold nothing a reset frees or rewrites
  * (the outermost entry unwinding, a context destroy, the close). */
 void vidmm_tdr_run_pending(struct vidmm_adapter *a);
+/* Recover a hang found on node (-1 = paging engine): the upcall the
+ * fence waits call.  1 if a reset was made now. */
+int vidmm_tdr_recover(struct vidmm_adapter *a, int node);
 /* Mark allocation al's content as written by the paging buffer being
  * built (an adapter reset that drops that buffer loses the content). */
 void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al);
@@ -582,9 +607,9 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a);
 
 /* submit/submit.c */
 struct vidmm_submit_state;
-vidmm_status vidmm_submit_init(struct vidmm_adapter *a);
+vidmm_status vidmm_inflight_init(struct vidmm_adapter *a);
 /* Wait for every submission, free deferred destructions, release. */
-void vidmm_submit_fini(struct vidmm_adapter *a);
+void vidmm_inflight_fini(struct vidmm_adapter *a);
 /* The former submission lock is the adapter lock now (D36); the old
  * names stay for their call sites. */
 static inline void vidmm_submit_lock(struct vidmm_adapter *a) { vidmm_adapter_lock(a); }
@@ -594,22 +619,22 @@ int vidmm_adapter_trylock(struct vidmm_adapter *a);
 /* A context goes: wait for its work, forget its patch cache. */
 void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c);
 /* Wait until no submitted work uses al (its fences passed). */
-void vidmm_submit_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_inflight_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al);
 /* Eviction found nothing evictable: wait for the oldest in-flight
  * submission and retire it.  1 if anything retired, 0 if none was in
  * flight. */
-int vidmm_submit_wait_some(struct vidmm_adapter *a);
+int vidmm_inflight_wait_some(struct vidmm_adapter *a);
 /* Destroy while in use: hide the handle, keep the memory until the work
  * finished.  1 if deferred (the caller is done), 0 if al is idle. */
-int vidmm_submit_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al);
+int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al);
 int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n);
 /* The context of the oldest unfinished submission on node (NULL: none);
  * *fence its fence value.  Submission lock held. */
-struct vidmm_context *vidmm_submit_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence);
+struct vidmm_context *vidmm_inflight_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence);
 /* After an adapter reset made every fence pass: retire every record. */
-void vidmm_submit_retire_all(struct vidmm_adapter *a);
+void vidmm_inflight_retire_all(struct vidmm_adapter *a);
 /* Wait until no submitted work is in flight (hangs are reset meanwhile). */
-void vidmm_submit_wait_all(struct vidmm_adapter *a);
+void vidmm_inflight_wait_all(struct vidmm_adapter *a);
 
 /* allocation.c */
 /* Release an allocation now (it is idle). */
@@ -620,9 +645,18 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
 vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                    const struct vidmm_placement *pl);
 
-/* adapter.c: one DxgkDdiQueryAdapterInfo call. */
-vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
-                                void *out, size_t out_size);
+/* One DxgkDdiQueryAdapterInfo call. */
+static inline vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
+                                void *out, size_t out_size)
+{
+    struct vidmm_query_adapter_info_args q;
+    q.type = type;
+    q.input = in;
+    q.input_size = in_size;
+    q.output = out;
+    q.output_size = out_size;
+    return a->ops.query_adapter_info(a->driver, &q);
+}
 
 /* mmu/geometry.c: query and validate the GpuMmu geometry (after the
  * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */

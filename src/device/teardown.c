@@ -1,0 +1,84 @@
+/*
+ * teardown.c - a process's end, and page faults.
+ *
+ * A process goes as WDDM tears one down: its devices (and their contexts,
+ * whose work is waited for), its private allocations (docs/DECISIONS.md
+ * D38), its residency references, then its page tables and VA space.
+ * That order needs every layer below, so it lives here, above them
+ * (docs/ARCHITECTURE.md "Layers").
+ *
+ * A page fault the driver reports names a context token, a process token
+ * or the system paging process: the paging process only counts it; a
+ * device (or every device of the process) enters the error state.
+ */
+#include "model/objects.h"
+
+static void process_free(struct vidmm_adapter *a, uint32_t slot)
+{
+    struct vidmm_process *p = a->procs[slot];
+    vidmm_device_destroy_all(a, p);
+    vidmm_allocation_destroy_private(a, p->self);   /* process exit takes its allocations (D38) */
+    vidmm_res_process_gone(a, p);
+    (void)vidmm_paging_flush(a);
+    vidmm_process_bind_root(a, p, p->self, 0);
+    vidmm_pt_destroy(a, p->root);
+    vidmm_va_space_fini(&p->vs);
+    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    /* Under paging.lock: a fault report may be looking the slot up. */
+    pthread_mutex_lock(&a->paging.lock);
+    a->procs[slot] = NULL;
+    pthread_mutex_unlock(&a->paging.lock);
+    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
+    a->proc_live--;
+}
+
+static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    if (!vidmm_process_get(a, h))
+        return VIDMM_E_INVALID_HANDLE;
+    process_free(a, (uint32_t)h & 0xFFFFFFu);
+    return VIDMM_OK;
+}
+
+void vidmm_process_destroy_all(struct vidmm_adapter *a)
+{
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
+        if (a->procs[i])
+            process_free(a, i);
+}
+
+void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint64_t va, uint32_t flags)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->paging.lock);
+    if (vidmm_pp_fault_locked(a, context, va)) {
+        pthread_mutex_unlock(&a->paging.lock);
+        return;   /* a paging operation faulted: counted for the paging process, no device to blame */
+    }
+    struct vidmm_process *p = vidmm_device_fault_locked(a, context, va, flags);
+    if (!p) {
+        pthread_mutex_unlock(&a->paging.lock);
+        return; /* the context or process is gone: nothing to put in error */
+    }
+    if (!p->faulted) {
+        p->faulted = 1;
+        p->fault_va = va;
+        p->fault_flags = flags;
+    }
+    p->faults++;
+    pthread_mutex_unlock(&a->paging.lock);
+}
+
+vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
+{
+    if (!a)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_adapter_lock(a);
+    vidmm_status st = process_destroy(a, h);
+    vidmm_adapter_unlock(a);
+    return st;
+}
+

@@ -1,0 +1,158 @@
+/*
+ * hang.c - fence waits and hang detection (docs/RESET_AND_POWER.md).
+ *
+ * Every engine's progress is tracked from the fences: a node (contexts'
+ * work) or the paging engine that holds unfinished work and completed
+ * nothing for the timeout is hung.  Submissions and the driver's
+ * callbacks only move counters; the detector samples them and keeps, per
+ * engine, when it last saw it idle or progressing, so no clock is read
+ * on the submission path.  Nothing polls on its own: vidmm's waits
+ * (paging fences, in-flight submissions, context and paging-queue
+ * waits) sleep in slices of a quarter of the timeout and look for hangs
+ * between slices, and vidmm_adapter_detect_hangs lets the embedding OS
+ * layer look from its own timer.
+ *
+ * Recovery is the tdr layer's (tdr/tdr.c), far above this one: a hang
+ * found here is handed to it through the adapter's upcall table
+ * (model/objects.h), which runs an engine reset in place and leaves an
+ * adapter reset pending for the outermost entry to run as it unwinds.
+ */
+#include "model/objects.h"
+
+#include <errno.h>
+#include <string.h>
+
+uint64_t vidmm_tdr_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    al->paging_fence = a->paging.next_fence;
+}
+
+/* ---- detection ------------------------------------------------------------ */
+
+/* One engine's sample: idle or progressed since the last one = seen now;
+ * busy without progress for the timeout = hung.  Busy now but idle at
+ * the last sample: the work started since, so its timeout starts now
+ * (the last progress may be older than the timeout after an idle gap,
+ * and the fresh buffer is not hung for that). */
+static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *seen_ns, int *was_busy, uint64_t now,
+                  uint64_t timeout)
+{
+    if (!busy || !*was_busy || completed != *seen || !*seen_ns) {
+        *seen = completed;
+        *seen_ns = now;
+        *was_busy = busy != 0;
+        return 0;
+    }
+    return now - *seen_ns > timeout;
+}
+
+/* Sample every engine, paging.lock held: 1 and *node (-1 = the paging
+ * engine) for the first hung one. */
+static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
+{
+    struct vidmm_tdr *t = &a->tdr;
+    if (t->in_recovery || t->reset_pending)
+        return 0;   /* already being dealt with */
+    if (t->paging_fault) {
+        *node = -1;   /* an unrecoverable paging fault: no timeout to wait */
+        return 1;
+    }
+    if (!t->timeout_ns)
+        return 0;
+    int hung = 0;
+    if (sample(t->paging_submitted > a->paging.completed_fence, a->paging.completed_fence, &t->paging_seen,
+               &t->paging_seen_ns, &t->paging_busy, now, t->timeout_ns)) {
+        *node = -1;
+        hung = 1;
+    }
+    uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
+    for (uint32_t n = 0; n < nodes; n++) {
+        if (sample(t->node_submitted[n] > t->node_completed[n], t->node_completed[n], &t->node_seen[n],
+                   &t->node_seen_ns[n], &t->node_busy[n], now, t->timeout_ns) && !hung) {
+            *node = (int)n;
+            hung = 1;
+        }
+    }
+    return hung;
+}
+
+/* Look for a hang and recover it; paging.lock not held.  1 if a reset
+ * (engine or adapter) was made.  Also without submission state (the
+ * close tears it down first): a paging hang must still be reset. */
+int vidmm_tdr_poll(struct vidmm_adapter *a)
+{
+    int node;
+    pthread_mutex_lock(&a->paging.lock);
+    int hung = find_hang_locked(a, vidmm_tdr_now(), &node);
+    pthread_mutex_unlock(&a->paging.lock);
+    if (!hung)
+        return 0;
+    if (vidmm_adapter_trylock(a) != 0)
+        return 0;   /* its holder waits too and will recover */
+    /* Look again under the lock: another thread may have recovered. */
+    pthread_mutex_lock(&a->paging.lock);
+    hung = find_hang_locked(a, vidmm_tdr_now(), &node);
+    pthread_mutex_unlock(&a->paging.lock);
+    int done = hung ? a->up.recover(a, node) : 0;
+    /* At the outermost level this unlock also runs a reset the
+     * recovery left pending (none is: it ran it in place). */
+    vidmm_adapter_unlock(a);
+    return done;
+}
+
+int vidmm_tdr_pending_locked(const struct vidmm_adapter *a)
+{
+    return a->tdr.reset_pending && pthread_equal(a->tdr.pending_owner, pthread_self());
+}
+
+int vidmm_tdr_pending(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->paging.lock);
+    int r = vidmm_tdr_pending_locked(a);
+    pthread_mutex_unlock(&a->paging.lock);
+    return r;
+}
+
+int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
+{
+    uint64_t slice = a->tdr.timeout_ns / 4;
+    if (!a->tdr.timeout_ns || a->tdr.in_recovery) {
+        if (!until) {
+            pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+            return 0;
+        }
+        return pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, until) == ETIMEDOUT ? ETIMEDOUT : 0;
+    }
+    if (slice < 1000000)
+        slice = 1000000;
+    if (slice > 100000000)
+        slice = 100000000;
+    struct timespec w;
+    clock_gettime(CLOCK_REALTIME, &w);
+    uint64_t ns = (uint64_t)w.tv_nsec + slice;
+    w.tv_sec += (time_t)(ns / 1000000000u);
+    w.tv_nsec = (long)(ns % 1000000000u);
+    int last = 0;
+    if (until && (until->tv_sec < w.tv_sec || (until->tv_sec == w.tv_sec && until->tv_nsec <= w.tv_nsec))) {
+        w = *until;
+        last = 1;
+    }
+    if (pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &w) != ETIMEDOUT)
+        return 0;
+    if (last)
+        return ETIMEDOUT;
+    if (vidmm_tdr_pending_locked(a))
+        return 0;   /* the caller sees it and returns */
+    pthread_mutex_unlock(&a->paging.lock);
+    (void)vidmm_tdr_poll(a);
+    pthread_mutex_lock(&a->paging.lock);
+    return 0;
+}
+

@@ -1,0 +1,74 @@
+#!/bin/sh
+# layering.sh - the layering rule of src/LAYERS, checked on the built
+# objects and the sources.
+#
+# A call counts when an object of module M has an undefined symbol that
+# an object of module N defines; an include counts when a file of M
+# names "N/...".  Either must go to a module on an earlier line of
+# src/LAYERS.  Every folder of src/ must be listed.  With --graph it
+# prints the module graph instead (docs/ARCHITECTURE.md embeds it; the
+# check also fails when that copy is stale).
+# Usage: tests/layering.sh BUILD_DIR [--graph]
+b=${1:-build}
+mode=${2:-check}
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+# rank per module
+grep -v '^#' src/LAYERS | grep -v '^$' | awk '{for (i = 1; i <= NF; i++) print $i, NR}' > "$t/rank"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "layering: FAIL $*"; }
+for d in src/*/; do
+  m=$(basename "$d")
+  if grep -q "^$m " "$t/rank"; then ok; else bad "src/$m is in no layer of src/LAYERS"; fi
+done
+# symbols: defined (symbol module) and used (symbol module file)
+for o in "$b"/src/*/*.o; do
+  m=$(basename "$(dirname "$o")")
+  nm -g --defined-only "$o" | awk -v m="$m" 'NF == 3 {print $3, m}'
+done | sort -u > "$t/def"
+for o in "$b"/src/*/*.o; do
+  m=$(basename "$(dirname "$o")")
+  f=$(basename "$o" .o)
+  nm -u "$o" | awk -v m="$m" -v f="$f" '{print $NF, m, f}'
+done | sort > "$t/use"
+join "$t/use" "$t/def" | awk '$2 != $4 {print $2, $4, $3, $1}' | sort -u > "$t/calls"
+# includes: (module module file header)
+for f in src/*/*.[ch]; do
+  m=$(basename "$(dirname "$f")")
+  sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)\/\([^"]*\)".*/\1 \2/p' "$f" |
+    while read -r n h; do
+      [ "$n" = vidmm ] && continue
+      [ "$n" = "$m" ] && continue
+      echo "$m $n $(basename "$f") $n/$h"
+    done
+done | sort -u > "$t/incs"
+rank() { awk -v m="$1" '$1 == m {print $2}' "$t/rank"; }
+if [ "$mode" = --graph ]; then
+  # One line per module, lowest first: what it uses (calls or includes).
+  cat "$t/calls" "$t/incs" | awk '{print $1, $2}' | sort -u > "$t/edges"
+  grep -v '^#' src/LAYERS | grep -v '^$' | while read -r line; do
+    for m in $line; do
+      uses=$(awk -v m="$m" '$1 == m {print $2}' "$t/edges" | tr '\n' ' ' | sed 's/ $//')
+      printf '%-10s -> %s\n' "$m" "${uses:-(nothing)}"
+    done
+  done
+  exit 0
+fi
+while read -r m n f s; do
+  rm_=$(rank "$m"); rn=$(rank "$n")
+  if [ -z "$rm_" ] || [ -z "$rn" ] || [ "$rn" -ge "$rm_" ]; then bad "call $m -> $n: $f.o uses $s"; else ok; fi
+done < "$t/calls"
+while read -r m n f h; do
+  rm_=$(rank "$m"); rn=$(rank "$n")
+  if [ -z "$rm_" ] || [ -z "$rn" ] || [ "$rn" -ge "$rm_" ]; then bad "include $m -> $n: $f includes $h"; else ok; fi
+done < "$t/incs"
+# The graph in docs/ARCHITECTURE.md is this one.
+if [ -f docs/ARCHITECTURE.md ]; then
+  sh "$0" "$b" --graph > "$t/graph"
+  sed -n '/<!-- layers:begin -->/,/<!-- layers:end -->/p' docs/ARCHITECTURE.md | sed '1,2d;$d' | sed '$d' > "$t/doc"
+  if cmp -s "$t/graph" "$t/doc"; then ok; else bad "docs/ARCHITECTURE.md's module graph is stale (tests/layering.sh $b --graph)"; fi
+fi
+echo "layering: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
