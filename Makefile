@@ -8,6 +8,8 @@
 #   make bench        build (-O2 -DNDEBUG) and run the benchmarks
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
+#   make DEBUG=1 test the same tests with invariant assertions and the checkers
+#                     run at every public entry (objects in build-dbg/)
 #   make CC=clang     any C11 compiler with gcc-style flags
 #   make tsan         the library tests under ThreadSanitizer (objects in build-tsan/;
 #                     TSAN_FILTER=suite runs one suite)
@@ -23,6 +25,18 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 CSTD    := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 OPT     ?= -O2 -g
 
+# DEBUG=1: VIDMM_BUG_ON stops at the first violated invariant, and every
+# public entry runs the structure and rules checkers as it returns
+# (src/model/entry.h); objects in build-dbg/.
+DEBUG   ?= 0
+ifeq ($(DEBUG),1)
+BUILD   := build-dbg
+DBGFLAGS := -DVIDMM_DEBUG
+OPT     := -O1 -g
+else
+DBGFLAGS :=
+endif
+
 ifeq ($(SAN),1)
 BUILD   := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -32,7 +46,7 @@ BUILD   ?= build
 SANFLAGS :=
 endif
 
-CFLAGS_ALL  = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -fPIC -Iinclude -Isrc $(CFLAGS)
+CFLAGS_ALL  = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(DBGFLAGS) -fPIC -Iinclude -Isrc $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 LIBS        = -lpthread -lm
 

@@ -42,7 +42,8 @@ typedef enum vidmm_status {
     VIDMM_E_TIMEOUT = -18,            /* STATUS_TIMEOUT */
     VIDMM_E_PAGE_FAULT = -19,         /* a GPU access hit an invalid or protected GPU virtual address */
     VIDMM_E_OVER_BUDGET = -20,        /* E_OUTOFMEMORY of MakeResident: trim bytes_to_trim and retry */
-    VIDMM_E_NOT_ACCESSED_PHYSICALLY = -21 /* an allocation list names an allocation without AccessedPhysically */
+    VIDMM_E_NOT_ACCESSED_PHYSICALLY = -21, /* an allocation list names an allocation without AccessedPhysically */
+    VIDMM_E_INTERNAL = -22            /* an internal invariant failed (a vidmm defect): the call stopped there */
 } vidmm_status;
 
 /* A short constant English name, e.g. "VIDMM_E_NO_SEGMENT_SPACE".  Never NULL. */

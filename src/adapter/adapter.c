@@ -10,11 +10,31 @@
  * are silent the choice is in docs/DECISIONS.md.
  */
 #include "model/objects.h"
+#include "vidmm/rules.h"
+#include "alloc/alloc.h"
+#include "allocation/allocation.h"
+#include "content/content.h"
+#include "device/device.h"
+#include "fence/inflight.h"
+#include "mmu/mmu.h"
+#include "paging/paging.h"
+#include "residency/residency.h"
+#include "tdr/tdr.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Debug builds run this at every entry boundary (model/entry.h): the
+ * structures and the WDDM rules, as the tests do after every step. */
+static int debug_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = vidmm_adapter_check(a, msg, n);
+    if (!e)
+        e = vidmm_adapter_check_rules(a, msg, n);
+    return e;
+}
 
 /* ---- validation ----------------------------------------------------- */
 
@@ -215,6 +235,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     a->up.recover = vidmm_tdr_recover;
     a->up.run_pending = vidmm_tdr_run_pending;
     a->up.destroy_now = vidmm_allocation_destroy_now;
+    a->up.debug_check = debug_check;
     /* The adapter lock exists for the adapter's whole life (not lazily):
      * a thread may call in as soon as open returned. */
     if (init_adapter_lock(a) != 0) {
@@ -511,9 +532,9 @@ static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vid
     memcpy(out->paging_ops, a->paging_ops, sizeof(out->paging_ops));
     memcpy(out->paging_bytes, a->paging_bytes, sizeof(out->paging_bytes));
     out->last_fence_submitted = a->paging.next_fence - 1;
-    pthread_mutex_lock((pthread_mutex_t *)&a->paging.lock);
+    pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
     out->last_fence_completed = a->paging.completed_fence;
-    pthread_mutex_unlock((pthread_mutex_t *)&a->paging.lock);
+    pthread_mutex_unlock((pthread_mutex_t *)&a->fence_lock);
     return VIDMM_OK;
 }
 
@@ -561,31 +582,23 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     if (!a)
         return;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     if (fence > a->paging.completed_fence && fence <= a->tdr.paging_submitted)
         a->paging.completed_fence = fence;
-    pthread_cond_broadcast(&a->paging.cond);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_cond_broadcast(&a->fence_cond);
+    pthread_mutex_unlock(&a->fence_lock);
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
 
 vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = adapter_query_info(a, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, adapter_query_info(a, out));
 }
 
 vidmm_status vidmm_segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = segment_query(a, id, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, segment_query(a, id, out));
 }

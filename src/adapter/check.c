@@ -10,6 +10,13 @@
  */
 #include "core/report.h"
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "content/content.h"
+#include "device/device.h"
+#include "mmu/mmu.h"
+#include "process/process.h"
+#include "residency/residency.h"
+#include "submit/submit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +126,8 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "adapter is NULL");
         return r.errors;
     }
+    if (a->bugs)
+        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)a->bugs, a->bug_msg);
     struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
     memset(sum, 0, sizeof(sum));
     if (a->paging.ap_mapped) {

@@ -15,6 +15,8 @@
  */
 #include "core/report.h"
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "mmu/mmu.h"
 #include "vidmm/rules.h"
 
 #include <stdio.h>

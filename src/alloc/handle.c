@@ -11,6 +11,7 @@
  * O(1); the table grows geometrically through the host allocator.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
 
 #include <string.h>
 
@@ -39,6 +40,7 @@ static vidmm_status grow(struct vidmm_adapter *a)
 
 vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h)
 {
+    VIDMM_ASSERT_LOCKED(a);
     uint32_t idx;
     struct vidmm_allocation *al;
     if (a->free_head != UINT32_MAX) {

@@ -17,6 +17,8 @@
  * Content moves live in src/content/.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "paging/paging.h"
 
 #include <string.h>
 
@@ -196,6 +198,7 @@ void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, 
 vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id, int top_down,
                          struct vidmm_placement *pl)
 {
+    VIDMM_ASSERT_LOCKED(a);
     memset(pl, 0, sizeof(*pl));
     struct vidmm_segment *s = &a->seg[segment_id];
     vidmm_status st;

@@ -8,6 +8,12 @@
  * every public call is synchronous with the GPU.
  */
 #include "fence/inflight.h"
+#include "alloc/alloc.h"
+#include "allocation/allocation.h"
+#include "content/content.h"
+#include "paging/paging.h"
+#include "process/process.h"
+#include "residency/residency.h"
 
 #include <string.h>
 
@@ -685,9 +691,9 @@ static vidmm_handle device_process(struct vidmm_adapter *a, vidmm_handle device,
         *st = VIDMM_E_INVALID_HANDLE;
         return 0;
     }
-    pthread_mutex_lock(&a->paging.lock);   /* the error state comes from driver threads */
+    pthread_mutex_lock(&a->fence_lock);   /* the error state comes from driver threads */
     int lost = d->lost;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     if (lost) {
         *st = VIDMM_E_DEVICE_LOST;
         return 0;
@@ -757,133 +763,81 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
 
 vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : adapter_flip(a, source, h);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : adapter_flip(a, source, h));
 }
 
 vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_create(a, priv, priv_size, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_create(a, priv, priv_size, out));
 }
 
 vidmm_status vidmm_allocation_create2(struct vidmm_adapter *a, const void *priv, size_t priv_size, uint32_t flags,
                                       vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_create2(a, priv, priv_size, flags, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_create2(a, priv, priv_size, flags, out));
 }
 
 vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_destroy(a, h);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_destroy(a, h));
 }
 
 vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_lock(a, h, cpu);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_lock(a, h, cpu));
 }
 
 vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id));
 }
 
 vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id));
 }
 
 vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,
                                               struct vidmm_physical_range *r, uint32_t cap, uint32_t *count)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_physical_ranges(a, h, r, cap, count);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_physical_ranges(a, h, r, cap, count));
 }
 
 vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_query(a, h, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_query(a, h, out));
 }
 
 vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_unlock(a, h);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_unlock(a, h));
 }
 
 vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *a, vidmm_handle device, const void *priv,
                                             size_t priv_size, uint32_t flags, vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = device_allocation_create(a, device, priv, priv_size, flags, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, device_allocation_create(a, device, priv, priv_size, flags, out));
 }
 
 vidmm_status vidmm_device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = device_lock(a, device, h, cpu);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, device_lock(a, device, h, cpu));
 }
 
 vidmm_status vidmm_device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = device_unlock(a, device, h);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, device_unlock(a, device, h));
 }

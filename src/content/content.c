@@ -13,6 +13,9 @@
  * extents leave without a copy-back.
  */
 #include "model/objects.h"
+#include "content/content.h"
+#include "fence/hang.h"
+#include "paging/paging.h"
 
 #include <string.h>
 
@@ -163,9 +166,10 @@ static vidmm_status fill_ops(struct vidmm_adapter *a, struct vidmm_allocation *a
 vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                 const struct vidmm_placement *src, const struct vidmm_placement *dst)
 {
+    VIDMM_ASSERT_LOCKED(a);
     uint64_t gen = a->tdr.generation;
     vidmm_status st = copy_ops(a, al, src, dst);
-    vidmm_tdr_note_paging(a, al);
+    vidmm_fence_note_paging(a, al);
     if (st >= 0 && gen != a->tdr.generation) {
         st = fill_ops(a, al, dst, 0);
         al->reset_lost++;
@@ -180,7 +184,7 @@ vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation
     uint64_t gen = a->tdr.generation;
     vidmm_status st = fill_ops(a, al, pl, pattern);
     if (!pl->sys)
-        vidmm_tdr_note_paging(a, al);
+        vidmm_fence_note_paging(a, al);
     if (st >= 0 && gen != a->tdr.generation)
         st = fill_ops(a, al, pl, pattern);   /* the same operation again, after the reset */
     return st;

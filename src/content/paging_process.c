@@ -46,6 +46,9 @@
  * reach system pages that are freed later.
  */
 #include "model/objects.h"
+#include "content/content.h"
+#include "mmu/mmu.h"
+#include "paging/paging.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -324,10 +327,10 @@ static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, 
     out->window_size = pp->window;
     out->moves = pp->moves;
     out->chunks = pp->chunks;
-    pthread_mutex_lock((pthread_mutex_t *)&a->paging.lock);
+    pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
     out->faults = pp->faults;
     out->last_fault_va = pp->fault_va;
-    pthread_mutex_unlock((pthread_mutex_t *)&a->paging.lock);
+    pthread_mutex_unlock((pthread_mutex_t *)&a->fence_lock);
     return VIDMM_OK;
 }
 
@@ -335,10 +338,6 @@ static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, 
 
 vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *a, struct vidmm_paging_process_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = adapter_query_paging_process(a, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, adapter_query_paging_process(a, out));
 }

@@ -29,6 +29,7 @@ const char *vidmm_status_str(vidmm_status st)
     case VIDMM_E_PAGE_FAULT: return "VIDMM_E_PAGE_FAULT";
     case VIDMM_E_OVER_BUDGET: return "VIDMM_E_OVER_BUDGET";
     case VIDMM_E_NOT_ACCESSED_PHYSICALLY: return "VIDMM_E_NOT_ACCESSED_PHYSICALLY";
+    case VIDMM_E_INTERNAL: return "VIDMM_E_INTERNAL";
     }
     return "VIDMM_E_UNKNOWN";
 }

@@ -18,9 +18,14 @@
  *
  * Locking: the context table is read by fault reports, which may come
  * from a driver thread, so contexts are added, removed and looked up
- * under paging.lock, and the error fields are written under it.
+ * under the fence lock, and the error fields are written under it.
  */
 #include "model/objects.h"
+#include "device/device.h"
+#include "mmu/mmu.h"
+#include "process/process.h"
+#include "residency/residency.h"
+#include "submit/submit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -32,9 +37,9 @@ static struct vidmm_device *dev_get(const struct vidmm_adapter *a, vidmm_handle 
 
 static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     int lost = d->lost;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return lost;
 }
 
@@ -55,14 +60,14 @@ static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process,
         return st;
     }
     d->process = p;
-    /* Under paging.lock: a fault report for the process token walks the
+    /* Under the fence lock: a fault report for the process token walks the
      * list from the driver's thread (vidmm_device_fault_locked). */
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     d->next = p->devices;
     if (p->devices)
         p->devices->prev = d;
     p->devices = d;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     p->device_count++;
     *out = d->self;
     return VIDMM_OK;
@@ -74,9 +79,9 @@ static void context_free(struct vidmm_adapter *a, struct vidmm_context *c)
     vidmm_submit_context_gone(a, c);   /* its submitted work finishes first */
     if (c->root_bound)
         vidmm_process_bind_root(a, d->process, c->self, 0);
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     vidmm_objtab_remove(&a->contexts, c->self);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -93,14 +98,14 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
         context_free(a, d->contexts);
     vidmm_res_device_gone(a, d);
     struct vidmm_process *p = d->process;
-    pthread_mutex_lock(&a->paging.lock);   /* see device_create */
+    pthread_mutex_lock(&a->fence_lock);   /* see device_create */
     if (d->prev)
         d->prev->next = d->next;
     else
         p->devices = d->next;
     if (d->next)
         d->next->prev = d->prev;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     p->device_count--;
     vidmm_objtab_remove(&a->devices, d->self);
     vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
@@ -133,7 +138,7 @@ static vidmm_status device_query(const struct vidmm_adapter *a, vidmm_handle dev
     memset(out, 0, sizeof(*out));
     out->process = d->process->self;
     out->contexts = d->context_count;
-    pthread_mutex_t *lock = (pthread_mutex_t *)&a->paging.lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&a->fence_lock;
     pthread_mutex_lock(lock);
     out->lost = (uint32_t)d->lost;
     out->faults = d->faults;
@@ -164,9 +169,9 @@ static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device,
     struct vidmm_context *c = vidmm_hzalloc(a->ha, VIDMM_SITE_CONTEXT_OBJECT, sizeof(*c), _Alignof(struct vidmm_context));
     if (!c)
         return VIDMM_E_NO_HOST_MEMORY;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     vidmm_status st = vidmm_objtab_add(&a->contexts, a->ha, c, &c->self);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     if (st < 0) {
         vidmm_hfree(a->ha, c, sizeof(*c), _Alignof(struct vidmm_context));
         return st;
@@ -200,9 +205,9 @@ static vidmm_status context_destroy(struct vidmm_adapter *a, vidmm_handle contex
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     if (!c)
         return VIDMM_E_INVALID_HANDLE;
     context_free(a, c);
@@ -213,7 +218,7 @@ static vidmm_status context_query(const struct vidmm_adapter *a, vidmm_handle co
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_t *lock = (pthread_mutex_t *)&a->paging.lock;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&a->fence_lock;
     pthread_mutex_lock(lock);
     const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     pthread_mutex_unlock(lock);
@@ -315,60 +320,36 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
 vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device,
                                   const struct vidmm_context_desc *desc, vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : context_create(a, device, desc, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : context_create(a, device, desc, out));
 }
 
 vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = context_destroy(a, context);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, context_destroy(a, context));
 }
 
 vidmm_status vidmm_context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = context_query(a, context, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, context_query(a, context, out));
 }
 
 vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = device_create(a, process, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, device_create(a, process, out));
 }
 
 vidmm_status vidmm_device_destroy(struct vidmm_adapter *a, vidmm_handle device)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = device_destroy(a, device);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, device_destroy(a, device));
 }
 
 vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = device_query(a, device, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, device_query(a, device, out));
 }

@@ -12,6 +12,13 @@
  * device (or every device of the process) enters the error state.
  */
 #include "model/objects.h"
+#include "allocation/allocation.h"
+#include "content/content.h"
+#include "device/device.h"
+#include "mmu/mmu.h"
+#include "paging/paging.h"
+#include "process/process.h"
+#include "residency/residency.h"
 
 static void process_free(struct vidmm_adapter *a, uint32_t slot)
 {
@@ -24,10 +31,10 @@ static void process_free(struct vidmm_adapter *a, uint32_t slot)
     vidmm_pt_destroy(a, p->root);
     vidmm_va_space_fini(&p->vs);
     vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
-    /* Under paging.lock: a fault report may be looking the slot up. */
-    pthread_mutex_lock(&a->paging.lock);
+    /* Under the fence lock: a fault report may be looking the slot up. */
+    pthread_mutex_lock(&a->fence_lock);
     a->procs[slot] = NULL;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
     a->proc_live--;
 }
@@ -53,14 +60,14 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
 {
     if (!a)
         return;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     if (vidmm_pp_fault_locked(a, context, va)) {
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         return;   /* a paging operation faulted: counted for the paging process, no device to blame */
     }
     struct vidmm_process *p = vidmm_device_fault_locked(a, context, va, flags);
     if (!p) {
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         return; /* the context or process is gone: nothing to put in error */
     }
     if (!p->faulted) {
@@ -69,16 +76,12 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
         p->fault_flags = flags;
     }
     p->faults++;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
 }
 
 vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = process_destroy(a, h);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, process_destroy(a, h));
 }
 

@@ -18,18 +18,19 @@
  * adapter reset pending for the outermost entry to run as it unwinds.
  */
 #include "model/objects.h"
+#include "fence/hang.h"
 
 #include <errno.h>
 #include <string.h>
 
-uint64_t vidmm_tdr_now(void)
+uint64_t vidmm_fence_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
+void vidmm_fence_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     al->paging_fence = a->paging.next_fence;
 }
@@ -53,7 +54,7 @@ static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *s
     return now - *seen_ns > timeout;
 }
 
-/* Sample every engine, paging.lock held: 1 and *node (-1 = the paging
+/* Sample every engine, the fence lock held: 1 and *node (-1 = the paging
  * engine) for the first hung one. */
 static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 {
@@ -83,23 +84,23 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
     return hung;
 }
 
-/* Look for a hang and recover it; paging.lock not held.  1 if a reset
+/* Look for a hang and recover it; the fence lock not held.  1 if a reset
  * (engine or adapter) was made.  Also without submission state (the
  * close tears it down first): a paging hang must still be reset. */
-int vidmm_tdr_poll(struct vidmm_adapter *a)
+int vidmm_hang_poll(struct vidmm_adapter *a)
 {
     int node;
-    pthread_mutex_lock(&a->paging.lock);
-    int hung = find_hang_locked(a, vidmm_tdr_now(), &node);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
+    int hung = find_hang_locked(a, vidmm_fence_now(), &node);
+    pthread_mutex_unlock(&a->fence_lock);
     if (!hung)
         return 0;
     if (vidmm_adapter_trylock(a) != 0)
         return 0;   /* its holder waits too and will recover */
     /* Look again under the lock: another thread may have recovered. */
-    pthread_mutex_lock(&a->paging.lock);
-    hung = find_hang_locked(a, vidmm_tdr_now(), &node);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
+    hung = find_hang_locked(a, vidmm_fence_now(), &node);
+    pthread_mutex_unlock(&a->fence_lock);
     int done = hung ? a->up.recover(a, node) : 0;
     /* At the outermost level this unlock also runs a reset the
      * recovery left pending (none is: it ran it in place). */
@@ -107,28 +108,28 @@ int vidmm_tdr_poll(struct vidmm_adapter *a)
     return done;
 }
 
-int vidmm_tdr_pending_locked(const struct vidmm_adapter *a)
+int vidmm_reset_pending_locked(const struct vidmm_adapter *a)
 {
     return a->tdr.reset_pending && pthread_equal(a->tdr.pending_owner, pthread_self());
 }
 
-int vidmm_tdr_pending(struct vidmm_adapter *a)
+int vidmm_reset_pending(struct vidmm_adapter *a)
 {
-    pthread_mutex_lock(&a->paging.lock);
-    int r = vidmm_tdr_pending_locked(a);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
+    int r = vidmm_reset_pending_locked(a);
+    pthread_mutex_unlock(&a->fence_lock);
     return r;
 }
 
-int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
+int vidmm_fence_wait(struct vidmm_adapter *a, const struct timespec *until)
 {
     uint64_t slice = a->tdr.timeout_ns / 4;
     if (!a->tdr.timeout_ns || a->tdr.in_recovery) {
         if (!until) {
-            pthread_cond_wait(&a->paging.cond, &a->paging.lock);
+            pthread_cond_wait(&a->fence_cond, &a->fence_lock);
             return 0;
         }
-        return pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, until) == ETIMEDOUT ? ETIMEDOUT : 0;
+        return pthread_cond_timedwait(&a->fence_cond, &a->fence_lock, until) == ETIMEDOUT ? ETIMEDOUT : 0;
     }
     if (slice < 1000000)
         slice = 1000000;
@@ -144,15 +145,15 @@ int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until)
         w = *until;
         last = 1;
     }
-    if (pthread_cond_timedwait(&a->paging.cond, &a->paging.lock, &w) != ETIMEDOUT)
+    if (pthread_cond_timedwait(&a->fence_cond, &a->fence_lock, &w) != ETIMEDOUT)
         return 0;
     if (last)
         return ETIMEDOUT;
-    if (vidmm_tdr_pending_locked(a))
+    if (vidmm_reset_pending_locked(a))
         return 0;   /* the caller sees it and returns */
-    pthread_mutex_unlock(&a->paging.lock);
-    (void)vidmm_tdr_poll(a);
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
+    (void)vidmm_hang_poll(a);
+    pthread_mutex_lock(&a->fence_lock);
     return 0;
 }
 

@@ -7,7 +7,7 @@
  * device's residency list in virtual mode, the allocation list in
  * physical mode), each of which has its `busy` count raised.  The driver
  * reports completion through vidmm_cb_notify_context_fence, which only
- * moves the context's completed value (under paging.lock, from any
+ * moves the context's completed value (under the fence lock, from any
  * thread); records are retired lazily on vidmm's side - at the next
  * submission, wait, destroy or eviction that needs it - where the busy
  * counts drop.  Eviction skips busy allocations (residency) and, when
@@ -19,9 +19,10 @@
  * public entry through the destroy upcall.
  *
  * Locking: internal waits hold the adapter lock (the engines progress
- * without it); the driver's callbacks take only paging.lock.
+ * without it); the driver's callbacks take only the fence lock.
  */
 #include "fence/inflight.h"
+#include "fence/hang.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,9 +50,10 @@ void vidmm_inflight_free_record(struct vidmm_adapter *a, struct vidmm_submission
  * drop.  Submission lock held.  Returns the records retired. */
 uint32_t vidmm_inflight_retire(struct vidmm_adapter *a)
 {
+    VIDMM_ASSERT_LOCKED(a);
     struct vidmm_submit_state *s = a->sub;
     struct vidmm_submission *done = NULL;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     for (struct vidmm_submission **pp = &s->head; *pp;) {
         struct vidmm_submission *r = *pp;
         if (r->ctx->fence_completed >= r->fence) {
@@ -62,13 +64,14 @@ uint32_t vidmm_inflight_retire(struct vidmm_adapter *a)
             pp = &r->next;
         }
     }
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     uint32_t n = 0;
     while (done) {
         struct vidmm_submission *r = done;
         done = r->next;
         for (uint32_t i = 0; i < r->count; i++)
-            r->list[i]->busy--;
+            if (!VIDMM_BUG_ON(a, r->list[i]->busy == 0))   /* a record names each allocation once */
+                r->list[i]->busy--;
         vidmm_inflight_free_record(a, r);
         s->in_flight--;
         n++;
@@ -95,7 +98,7 @@ void vidmm_inflight_reap(struct vidmm_adapter *a)
     }
 }
 
-/* Is any in-flight record done?  Under paging.lock. */
+/* Is any in-flight record done?  Under the fence lock. */
 static int any_done_locked(const struct vidmm_submit_state *s)
 {
     for (const struct vidmm_submission *r = s->head; r; r = r->next)
@@ -106,20 +109,20 @@ static int any_done_locked(const struct vidmm_submit_state *s)
 
 /* Wait until some in-flight record is done (none in flight: return at
  * once).  Submission lock held: the GPU finishes work on its own, and
- * the driver's callbacks take only paging.lock. */
+ * the driver's callbacks take only the fence lock. */
 static void wait_any(struct vidmm_adapter *a)
 {
     struct vidmm_submit_state *s = a->sub;
-    pthread_mutex_lock(&a->paging.lock);
-    while (s->head && !any_done_locked(s) && !vidmm_tdr_pending_locked(a))
-        (void)vidmm_tdr_cond_wait(a, NULL);   /* a hung engine is reset between slices */
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
+    while (s->head && !any_done_locked(s) && !vidmm_reset_pending_locked(a))
+        (void)vidmm_fence_wait(a, NULL);   /* a hung engine is reset between slices */
+    pthread_mutex_unlock(&a->fence_lock);
 }
 
 struct vidmm_context *vidmm_inflight_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence)
 {
     struct vidmm_context *c = NULL;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     uint64_t best = UINT64_MAX;
     for (const struct vidmm_submission *r = a->sub ? a->sub->head : NULL; r; r = r->next) {
         if (r->ctx->node == node && r->ctx->fence_completed < r->fence && r->seq < best) {
@@ -128,14 +131,14 @@ struct vidmm_context *vidmm_inflight_oldest_on_node(struct vidmm_adapter *a, uin
             *fence = r->fence;
         }
     }
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return c;
 }
 
 void vidmm_inflight_wait_all(struct vidmm_adapter *a)
 {
     struct vidmm_submit_state *s = a->sub;
-    while (s && s->head && !vidmm_tdr_pending(a)) {
+    while (s && s->head && !vidmm_reset_pending(a)) {
         wait_any(a);
         vidmm_inflight_retire(a);
     }
@@ -173,7 +176,7 @@ void vidmm_inflight_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *
         return;
     vidmm_adapter_lock(a);
     vidmm_inflight_retire(a);
-    while (al->busy && !vidmm_tdr_pending(a)) {
+    while (al->busy && !vidmm_reset_pending(a)) {
         wait_any(a);
         vidmm_inflight_retire(a);
     }
@@ -205,7 +208,7 @@ void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, ui
 {
     if (!a)
         return;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     /* A fence of another node, or beyond what was submitted, is a driver
      * bug: ignored rather than letting it release memory in use. */
@@ -213,8 +216,8 @@ void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, ui
         a->tdr.node_completed[node] += fence - c->fence_completed;
         c->fence_completed = fence;
     }
-    pthread_cond_broadcast(&a->paging.cond);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_cond_broadcast(&a->fence_cond);
+    pthread_mutex_unlock(&a->fence_lock);
 }
 
 /* A context goes: its records point at it, so wait for its work and
@@ -228,9 +231,9 @@ void vidmm_inflight_context_gone(struct vidmm_adapter *a, struct vidmm_context *
         return;
     vidmm_adapter_lock(a);
     for (;;) {
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         int idle = c->fence_completed >= c->fence_submitted;
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         if (idle)
             break;
         wait_any(a);

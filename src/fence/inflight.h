@@ -46,4 +46,27 @@ void vidmm_inflight_free_record(struct vidmm_adapter *a, struct vidmm_submission
 /* A context goes: wait for its work and retire its records. */
 void vidmm_inflight_context_gone(struct vidmm_adapter *a, struct vidmm_context *c);
 
+vidmm_status vidmm_inflight_init(struct vidmm_adapter *a);
+
+/* Wait for every submission, free deferred destructions, release. */
+void vidmm_inflight_fini(struct vidmm_adapter *a);
+
+/* Wait until no submitted work uses al (its fences passed). */
+void vidmm_inflight_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+/* Eviction found nothing evictable: wait for the oldest in-flight
+ * submission and retire it.  1 if anything retired, 0 if none was in
+ * flight. */
+int vidmm_inflight_wait_some(struct vidmm_adapter *a);
+
+/* The context of the oldest unfinished submission on node (NULL: none);
+ * *fence its fence value.  Submission lock held. */
+struct vidmm_context *vidmm_inflight_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence);
+
+/* After an adapter reset made every fence pass: retire every record. */
+void vidmm_inflight_retire_all(struct vidmm_adapter *a);
+
+/* Wait until no submitted work is in flight (hangs are reset meanwhile). */
+void vidmm_inflight_wait_all(struct vidmm_adapter *a);
+
 #endif

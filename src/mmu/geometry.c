@@ -11,6 +11,7 @@
  * levels 0..L).
  */
 #include "model/objects.h"
+#include "mmu/mmu.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,10 +127,6 @@ static vidmm_status adapter_query_gpummu(const struct vidmm_adapter *a, struct v
 
 vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *a, struct vidmm_gpummu_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = adapter_query_gpummu(a, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, adapter_query_gpummu(a, out));
 }

@@ -34,6 +34,9 @@
  * maps bytes of a placement rather than a VA range's allocation.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "mmu/mmu.h"
+#include "paging/paging.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -539,6 +542,7 @@ static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p,
 vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
                             const struct vidmm_va_desc *d)
 {
+    VIDMM_ASSERT_LOCKED(a);
     const struct vidmm_gpummu_info *g = &a->gpummu;
     int valid = d && (d->state == VIDMM_VA_MAPPED || d->mode == VIDMM_VA_ZERO);
     uint64_t end = va + size;

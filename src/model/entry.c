@@ -9,11 +9,15 @@
  */
 #include "model/objects.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 void vidmm_adapter_lock(const struct vidmm_adapter *a)
 {
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the lock is not part of the state */
     pthread_mutex_lock(&m->lock);
-    m->lock_depth++;
+    if (m->lock_depth++ == 0)
+        m->lock_owner = pthread_self();
 }
 
 void vidmm_adapter_unlock(const struct vidmm_adapter *a)
@@ -30,7 +34,43 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a)
 int vidmm_adapter_trylock(struct vidmm_adapter *a)
 {
     int r = pthread_mutex_trylock(&a->lock);
-    if (r == 0)
-        a->lock_depth++;
+    if (r == 0 && a->lock_depth++ == 0)
+        a->lock_owner = pthread_self();
     return r;
+}
+
+int vidmm_adapter_held(const struct vidmm_adapter *a)
+{
+    return a->lock_depth > 0 && pthread_equal(a->lock_owner, pthread_self());
+}
+
+vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st)
+{
+#ifdef VIDMM_DEBUG
+    /* The boundary of the outermost entry: the state must be whole. */
+    if (a->lock_depth == 1 && !a->tdr.reset_pending && a->up.debug_check) {
+        char msg[512];
+        msg[0] = 0;
+        if (a->up.debug_check(a, msg, sizeof(msg)) > 0)
+            (void)vidmm_bug(a, msg, "an entry boundary", 0);
+    }
+#endif
+    vidmm_adapter_unlock(a);
+    return st;
+}
+
+int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file, int line)
+{
+#ifdef VIDMM_DEBUG
+    (void)a;
+    fprintf(stderr, "vidmm: BUG at %s:%d: %s\n", file, line, what);
+    abort();
+#else
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* diagnostics, not logical state */
+    if (m) {
+        if (!m->bugs++)
+            snprintf(m->bug_msg, sizeof(m->bug_msg), "%s:%d: %s", file, line, what);
+    }
+    return 1;
+#endif
 }

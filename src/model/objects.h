@@ -186,7 +186,7 @@ struct vidmm_process {
     uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
     uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
     uint64_t root_grows;            /* times a resizable root grew */
-    /* Device error state after a GPU page fault (guarded by paging.lock:
+    /* Device error state after a GPU page fault (guarded by the fence lock:
      * the report may come from a driver thread). */
     int faulted;
     uint32_t fault_flags;
@@ -223,7 +223,7 @@ struct vidmm_paging_process {
     uint64_t mapped;                /* bytes of each window holding valid entries (0 between moves) */
     int unmap_owed;                 /* a driver failure stopped the last unmap: the next move retries it */
     uint64_t moves, chunks;         /* statistics */
-    uint64_t faults;                /* page faults reported for it (guarded by paging.lock) */
+    uint64_t faults;                /* page faults reported for it (guarded by the fence lock) */
     uint64_t fault_va;
 };
 
@@ -236,7 +236,7 @@ struct vidmm_context {
     uint32_t node, mode;
     int root_bound;                 /* set_root_page_table told the driver */
     /* Monitored fence (submit/submit.c): submitted under the submission
-     * lock, completed under paging.lock (the driver reports it). */
+     * lock, completed under the fence lock (the driver reports it). */
     uint64_t fence_submitted;
     uint64_t fence_completed;
     struct vidmm_patch_cache *patch_cache;  /* physical mode: recently patched buffers */
@@ -248,12 +248,12 @@ struct vidmm_device {
     struct vidmm_device *prev, *next;   /* in the process's list */
     struct vidmm_context *contexts;
     uint32_t context_count;
-    /* Error state (guarded by paging.lock: faults come from driver threads). */
+    /* Error state (guarded by the fence lock: faults come from driver threads). */
     int lost;
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
-    uint32_t reset_status;          /* VIDMM_RESET_* (guarded by paging.lock) */
+    uint32_t reset_status;          /* VIDMM_RESET_* (guarded by the fence lock) */
     uint64_t resets;
     /* Residency. */
     struct vidmm_res_ref *refs;     /* its residency requirement list */
@@ -264,7 +264,7 @@ struct vidmm_device {
     uint64_t trim_round[2];         /* notified in this walk (budget.c) */
 };
 
-/* A device's paging queue and its monitored fence (guarded by paging.lock). */
+/* A device's paging queue and its monitored fence (guarded by the fence lock). */
 struct vidmm_paging_queue {
     struct vidmm_device *device;
     vidmm_handle self;
@@ -301,10 +301,8 @@ struct vidmm_paging {
     int ap_mapped;                  /* area mapped into the paging-buffer aperture */
     uint32_t ap_node;
     uint64_t next_fence;
-    uint64_t completed_fence;       /* guarded by lock */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int sync_ok;
+    uint64_t completed_fence;       /* guarded by the adapter's fence_lock */
+    int sync_ok;                    /* fence_lock and fence_cond exist */
 };
 
 /* Is segment id a memory segment (not 0, the aperture or AGP)? */
@@ -315,7 +313,7 @@ static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id
 /* Progress of every engine, for hang detection.  Submission and the
  * driver's callbacks only move counters (no clock on those paths); the
  * detector samples them and remembers when it last saw each engine idle
- * or progressing.  Guarded by paging.lock, except what the comments say. */
+ * or progressing.  Guarded by the fence lock, except what the comments say. */
 struct vidmm_tdr {
     uint64_t timeout_ns;            /* 0 = detection off */
     uint64_t node_submitted[VIDMM_MAX_NODES];  /* context buffers handed to each node */
@@ -365,16 +363,24 @@ struct vidmm_upcalls {
     /* A deferred-destroyed allocation went idle: release it now
      * (allocation lifetime). */
     void (*destroy_now)(struct vidmm_adapter *a, struct vidmm_allocation *al);
+    /* Debug builds, at every entry boundary: the structure and rules
+     * checkers (adapter).  Violations, with the first in msg. */
+    int (*debug_check)(const struct vidmm_adapter *a, char *msg, size_t n);
 };
 
 struct vidmm_adapter {
     /* The adapter lock (recursive; docs/THREADING.md): every public entry
      * that reads or changes adapter state holds it, so the state below is
      * touched by one thread at a time.  Not held by the driver callbacks
-     * (they take paging.lock only) nor by CPU fence waits while asleep.
-     * Lock order: adapter lock -> paging.lock -> the driver's own locks. */
+     * (they take the fence lock only) nor by CPU fence waits while asleep.
+     * Lock order: adapter lock -> the fence lock -> the driver's own locks. */
     pthread_mutex_t lock;
     uint32_t lock_depth;            /* nesting of the adapter lock (its holder reads and writes it) */
+    pthread_t lock_owner;           /* valid while lock_depth > 0 */
+    /* Violated invariants found by VIDMM_BUG_ON in a release build
+     * (model/entry.h); vidmm_adapter_check reports them. */
+    uint64_t bugs;
+    char bug_msg[160];
     uint64_t trim_round;            /* trim notification walks so far (budget.c) */
     struct vidmm_upcalls up;
     const struct vidmm_host_allocator *ha;
@@ -405,7 +411,7 @@ struct vidmm_adapter {
     uint16_t proc_gen[VIDMM_MAX_PROCESSES];
     uint32_t proc_live;
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
-    struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under paging.lock */
+    struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
     /* Residency (residency/residency.c). */
     const struct vidmm_eviction_policy *policy;
@@ -419,6 +425,16 @@ struct vidmm_adapter {
     struct vidmm_residency_stats res_stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
     struct vidmm_paging paging;
+    /* The fence lock: what the driver's callbacks and the lock-free
+     * waits touch - fence values (paging, contexts, paging queues), the
+     * hang detector's counters, device and process error states, and the
+     * context and process lookups a callback makes.  fence_cond is
+     * broadcast whenever a fence moves.  A function named *_locked
+     * expects the caller to hold it (and only that: every internal
+     * function may assume the adapter lock).  Created with the paging
+     * state (paging/paging.c). */
+    pthread_mutex_t fence_lock;
+    pthread_cond_t fence_cond;
     struct vidmm_submit_state *sub;  /* command submission (submit/submit.c) */
     struct vidmm_tdr tdr;            /* hang detection and recovery (tdr/tdr.c) */
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
@@ -438,6 +454,8 @@ struct vidmm_adapter {
 void vidmm_adapter_lock(const struct vidmm_adapter *a);
 void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 
+#include "model/entry.h"
+
 #define VIDMM_HANDLE_TYPE_ALLOCATION 1u
 #define VIDMM_HANDLE_TYPE_PROCESS 2u
 #define VIDMM_HANDLE_TYPE_DEVICE 3u
@@ -445,205 +463,8 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 #define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
 #define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
 
-/* mmu/page_table.c */
-vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
-void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt);
-/* Make sure every table covering [va, va+size) exists (may allocate).
- * New leaves hold 64 KB entries when want64k; existing 64 KB leaves are
- * switched to 4 KB entries (one way) when !want64k. */
-vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
-                             int want64k);
-/* Undo the tables created since the last vidmm_pt_begin: the change they
- * were prepared for was refused, so nothing must remain of it. */
-void vidmm_pt_begin(struct vidmm_process *p);
-vidmm_status vidmm_pt_rollback(struct vidmm_adapter *a, struct vidmm_process *p);
-/* Switch the existing 64 KB leaves of [va, va+size) to 4 KB entries. */
-vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size);
-/* Can [va, va+size) map bytes [off, off+size) of al, placed as pl, with
- * 64 KB entries? */
-int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
-                         const struct vidmm_placement *pl, uint64_t va, uint64_t off, uint64_t size);
-/* Write the leaf entries of [va, va+size) for what d says is there
- * (mapped pages, zero, or invalid); tables must exist for valid entries.
- * Never allocates. */
-vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
-                            const struct vidmm_va_desc *d);
-vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p);
-/* Write every table of p again (all entries invalid, children linked)
- * after its memory lost its content; leaf entries then come from
- * vidmm_process_remap_allocation. */
-vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p);
-/* Write valid 4 KB leaf entries mapping [va, va+size) onto bytes
- * [off, off+size) of placement pl (page-aligned; the leaves must exist
- * and hold 4 KB entries).  Never allocates. */
-vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va,
-                                    const struct vidmm_placement *pl, uint64_t off, uint64_t size,
-                                    void *driver_allocation);
-/* The leaf covering va: 0 = none, 4 = 4 KB entries, 64 = 64 KB entries. */
-int vidmm_pt_leaf_kind(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va);
-/* Does every leaf span of [va, va+size) have a 4 KB leaf? */
-int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size);
-/* Walk p's tables: levels, segments (the paging process's own), entry
- * counts, allocator ranges, child counters.  Returns the violations. */
-int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_process *p, char *msg, size_t n);
-/* Sum the page-table bytes of a tree per segment (for the checker). */
-void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes_per_segment, uint64_t *tables);
-
-/* process/process.c */
-/* The allocation moved or changed: rewrite its PTEs in every process. */
-vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* Before al's bytes go to dst: switch to 4 KB entries wherever a mapping
- * of al could not keep 64 KB entries there (may allocate). */
-vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                        const struct vidmm_placement *dst);
-/* The allocation is being destroyed: unmap it everywhere. */
-void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
-void vidmm_process_destroy_all(struct vidmm_adapter *a);
-/* The live process of a handle, or NULL. */
-struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
-/* Bind (or unbind) p's root page table for a context token. */
-void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind);
-/* The root moved (a resizable root grew): bind it again everywhere. */
-void vidmm_process_rebind_root(struct vidmm_adapter *a, struct vidmm_process *p);
-
-/* device/device.c */
-void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p);
-/* A page fault for a context token: the context's device, or with a
- * process token every device of it, enters the error state.  Called with
- * paging.lock held. Returns the process, or NULL for an unknown token. */
-struct vidmm_process *vidmm_device_fault_locked(struct vidmm_adapter *a, uint64_t token, uint64_t va,
-                                                uint32_t flags);
-int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n);
-
-/* residency/residency.c */
-vidmm_status vidmm_res_init(struct vidmm_adapter *a);
-void vidmm_res_fini(struct vidmm_adapter *a);
-/* Around every change of an allocation's placement or residency: take it
- * out of the accounting and the policy, then put it back. */
-void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al);
-void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* The allocation is going away: drop its references and backing. */
-void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* The backing copy is stale (the allocation moved or was written). */
-void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* Free a reference record, unlinked from its allocation and device; its
- * remaining count leaves the allocation's total. */
-void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r);
-/* A device goes: its references and queues go with it. */
-void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
-/* A process goes: allocations it owned become unowned. */
-void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
-/* Evict a resident allocation now (content kept unless offered, or
- * not_written with a current backing copy). */
-vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written);
-/* Make a non-resident allocation resident (restore). */
-vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al);
-int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n);
-unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
-/* The same, and in *only_memory the memory segments it may use when no
- * other segment takes it (else 0). */
-unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
-/* A process's demand (bytes on its devices' lists) changes: keep the
- * adapter's total with it, so a budget needs no walk of every process. */
-static inline void vidmm_res_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
-{
-    p->demand[g] += n;
-    a->demand_total[g] += n;
-}
-static inline void vidmm_res_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
-{
-    p->demand[g] -= n;
-    a->demand_total[g] -= n;
-}
-/* Effective budget of a process in a group (budget.c). */
-uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
-uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
-void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
-/* Every process over its budget in either group gets a trim notification
- * on each of its devices (budget.c); safe against callbacks that destroy
- * devices or processes. */
-void vidmm_res_notify_all(struct vidmm_adapter *a);
-/* Free size bytes (aligned) in memory segment id for a page table by
- * evicting offered and unreferenced allocations (never listed ones). */
-/* Bytes of memory segment id that eviction may free for a request. */
-uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id);
-vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
-/* A failed make-resident: put back what the call changed (epoch = its
- * undo epoch): evict what it restored, restore what it evicted where it
- * was when there is room without evicting anything else. */
-void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch);
-/* Supported segments of al in placement order; the count. */
-uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
-                         uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS]);
-
-/* tdr/tdr.c */
-uint64_t vidmm_tdr_now(void);
-/* Wait on paging.cond (paging.lock held) until woken, `until` passes
- * (NULL = no deadline) or a slice of the hang timeout passes, in which
- * case hangs are looked for and recovered (paging.lock is dropped
- * meanwhile).  ETIMEDOUT once `until` passed, else 0. */
-int vidmm_tdr_cond_wait(struct vidmm_adapter *a, const struct timespec *until);
-/* Look for a hang (or a reported paging fault) now and recover it;
- * paging.lock not held.  1 if a reset was made. */
-int vidmm_tdr_poll(struct vidmm_adapter *a);
-/* Is an adapter reset pending for the calling thread (it holds the
- * adapter lock)?  Its waits then return at once: the engines will not
- * progress before the reset.  _locked: paging.lock held. */
-int vidmm_tdr_pending_locked(const struct vidmm_adapter *a);
-int vidmm_tdr_pending(struct vidmm_adapter *a);
-/* A recovery point: run the pending reset now.  Only where the caller
- * and every caller above it hold nothing a reset frees or rewrites
- * (the outermost entry unwinding, a context destroy, the close). */
-void vidmm_tdr_run_pending(struct vidmm_adapter *a);
-/* Recover a hang found on node (-1 = paging engine): the upcall the
- * fence waits call.  1 if a reset was made now. */
-int vidmm_tdr_recover(struct vidmm_adapter *a, int node);
-/* Mark allocation al's content as written by the paging buffer being
- * built (an adapter reset that drops that buffer loses the content). */
-void vidmm_tdr_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* Write every page table again and every allocation's entries (their
- * memory lost its content: adapter reset, resume from a power state). */
-vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a);
-
-/* submit/submit.c */
-struct vidmm_submit_state;
-vidmm_status vidmm_inflight_init(struct vidmm_adapter *a);
-/* Wait for every submission, free deferred destructions, release. */
-void vidmm_inflight_fini(struct vidmm_adapter *a);
-/* The former submission lock is the adapter lock now (D36); the old
- * names stay for their call sites. */
-static inline void vidmm_submit_lock(struct vidmm_adapter *a) { vidmm_adapter_lock(a); }
-static inline void vidmm_submit_unlock(struct vidmm_adapter *a) { vidmm_adapter_unlock(a); }
 /* 0 when taken (hang recovery from a wait that does not hold it). */
 int vidmm_adapter_trylock(struct vidmm_adapter *a);
-/* A context goes: wait for its work, forget its patch cache. */
-void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c);
-/* Wait until no submitted work uses al (its fences passed). */
-void vidmm_inflight_wait_idle(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* Eviction found nothing evictable: wait for the oldest in-flight
- * submission and retire it.  1 if anything retired, 0 if none was in
- * flight. */
-int vidmm_inflight_wait_some(struct vidmm_adapter *a);
-/* Destroy while in use: hide the handle, keep the memory until the work
- * finished.  1 if deferred (the caller is done), 0 if al is idle. */
-int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al);
-int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n);
-/* The context of the oldest unfinished submission on node (NULL: none);
- * *fence its fence value.  Submission lock held. */
-struct vidmm_context *vidmm_inflight_oldest_on_node(struct vidmm_adapter *a, uint32_t node, uint64_t *fence);
-/* After an adapter reset made every fence pass: retire every record. */
-void vidmm_inflight_retire_all(struct vidmm_adapter *a);
-/* Wait until no submitted work is in flight (hangs are reset meanwhile). */
-void vidmm_inflight_wait_all(struct vidmm_adapter *a);
-
-/* allocation.c */
-/* Release an allocation now (it is idle). */
-void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al);
-/* A process goes: its private allocations go with it (unlocked,
- * undisplayed, destroyed now or deferred while GPU work uses them). */
-void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process);
-vidmm_status vidmm_discard_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                   const struct vidmm_placement *pl);
 
 /* One DxgkDdiQueryAdapterInfo call. */
 static inline vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
@@ -657,70 +478,6 @@ static inline vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidm
     q.output_size = out_size;
     return a->ops.query_adapter_info(a->driver, &q);
 }
-
-/* mmu/geometry.c: query and validate the GpuMmu geometry (after the
- * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */
-vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n);
-
-/* handle.c */
-vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);
-void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h);
-struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h);
-/* The same, zombies included: for VA descriptors, which keep naming an
- * allocation destroyed while in use until it is released. */
-struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h);
-vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation);
-/* vidmm_handle_get as seen from a process's call: another process's
- * private allocation is not a handle there (D38). */
-struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process);
-void vidmm_handle_table_fini(struct vidmm_adapter *a);
-
-/* paging.c */
-vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, uint32_t private_size);
-void vidmm_paging_fini(struct vidmm_adapter *a);
-/* Encode one operation, restarting in a fresh buffer as the driver asks. */
-vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_paging_buffer_args *op);
-/* Submit what is queued and wait until the GPU finished everything. */
-vidmm_status vidmm_paging_flush(struct vidmm_adapter *a);
-/* Submit what is queued without waiting; *last_fence (may be NULL) is
- * the fence after which everything submitted so far is done. */
-vidmm_status vidmm_paging_submit(struct vidmm_adapter *a, uint64_t *last_fence);
-
-/* paging_process.c: the system paging process (GpuMmu adapters whose
- * driver sets VIDMM_GPUMMU_VIRTUAL_PAGING_OPS; a no-op otherwise). */
-vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n);
-void vidmm_pp_fini(struct vidmm_adapter *a);
-/* Content moves through the scratch window, chunked by its size (called
- * only from vidmm_copy_content / vidmm_fill_content). */
-vidmm_status vidmm_pp_copy(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *src,
-                           const struct vidmm_placement *dst);
-vidmm_status vidmm_pp_fill(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *pl,
-                           uint32_t pattern);
-/* A page fault for token t: 1 if it named the paging process (counted;
- * called with paging.lock held). */
-int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va);
-/* For vidmm_adapter_check: its tables per segment, and its violations. */
-int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes_per_segment, char *msg, size_t n);
-
-/* placement.c */
-vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
-                         int top_down, struct vidmm_placement *pl);
-void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
-vidmm_status vidmm_place_first_fit(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
-/* Place al in memory segment segment_id on exactly the n (1 or 2)
- * extents [off[i], off[i]+len[i]) - where an undone eviction puts it
- * back.  VIDMM_E_NO_SEGMENT_SPACE (nothing taken) if any is in use. */
-vidmm_status vidmm_place_at(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
-                            const uint64_t *off, const uint64_t *len, uint32_t n, struct vidmm_placement *pl);
-vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                const struct vidmm_placement *src, const struct vidmm_placement *dst);
-vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
-                                const struct vidmm_placement *pl, uint32_t pattern);
-vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl,
-                                uint32_t ap_segment);
-void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
-int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
-                           const struct vidmm_segment *s);
 
 /* Entries that hand work to the GPU (paging buffers, root bindings,
  * command buffers) answer VIDMM_E_STATE while the adapter is in standby

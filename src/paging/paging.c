@@ -23,6 +23,8 @@
  * no allocation), so the GPU reaches it at a contiguous aperture range.
  */
 #include "model/objects.h"
+#include "fence/hang.h"
+#include "paging/paging.h"
 
 #include <string.h>
 
@@ -39,21 +41,21 @@
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     struct vidmm_paging *p = &a->paging;
-    pthread_mutex_lock(&p->lock);
-    while (p->completed_fence < fence && !vidmm_tdr_pending_locked(a))
-        (void)vidmm_tdr_cond_wait(a, NULL);   /* looks for hangs between slices */
+    pthread_mutex_lock(&a->fence_lock);
+    while (p->completed_fence < fence && !vidmm_reset_pending_locked(a))
+        (void)vidmm_fence_wait(a, NULL);   /* looks for hangs between slices */
     int fault = a->tdr.paging_fault && !a->tdr.in_recovery;
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&a->fence_lock);
     if (fault)
-        (void)vidmm_tdr_poll(a);   /* a paging buffer faulted: reset before its results are used */
-    return vidmm_tdr_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;
+        (void)vidmm_hang_poll(a);   /* a paging buffer faulted: reset before its results are used */
+    return vidmm_reset_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;
 }
 
 static uint64_t completed(struct vidmm_adapter *a)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     uint64_t c = a->paging.completed_fence;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return c;
 }
 
@@ -119,14 +121,14 @@ static vidmm_status submit_current(struct vidmm_adapter *a)
     /* Published before the driver runs it (a synchronous driver signals
      * from inside the call); hang detection compares it with the
      * completed fence. */
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(&a->fence_lock);
     a->tdr.paging_submitted = sub.fence;
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&a->fence_lock);
     vidmm_status st = a->ops.submit_command(a->driver, &sub);
     if (st < 0) {
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&a->fence_lock);
         a->tdr.paging_submitted = sub.fence - 1;
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&a->fence_lock);
         /* The buffer never ran: forget what it holds, keep it for reuse. */
         p->cursor = p->start;
         p->left = p->buffer_size;
@@ -157,6 +159,7 @@ static uint64_t op_bytes(const struct vidmm_build_paging_buffer_args *op)
 
 vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_paging_buffer_args *op)
 {
+    VIDMM_ASSERT_LOCKED(a);
     struct vidmm_paging *p = &a->paging;
     unsigned fruitless = 0;
     op->multipass_offset = 0;
@@ -232,10 +235,10 @@ vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, ui
     p->buffer_size = buffer_size;
     p->area_size = (size_t)buffer_size * VIDMM_PAGING_SLOTS;
     p->next_fence = 1;
-    if (pthread_mutex_init(&p->lock, NULL) != 0)
+    if (pthread_mutex_init(&a->fence_lock, NULL) != 0)
         return VIDMM_E_NO_HOST_MEMORY;
-    if (pthread_cond_init(&p->cond, NULL) != 0) {
-        pthread_mutex_destroy(&p->lock);
+    if (pthread_cond_init(&a->fence_cond, NULL) != 0) {
+        pthread_mutex_destroy(&a->fence_lock);
         return VIDMM_E_NO_HOST_MEMORY;
     }
     p->sync_ok = 1;
@@ -299,7 +302,7 @@ nomem:
  * hold nothing a reset frees); the reset makes every fence pass. */
 static void drain(struct vidmm_adapter *a)
 {
-    if (vidmm_paging_flush(a) < 0 && vidmm_tdr_pending(a)) {
+    if (vidmm_paging_flush(a) < 0 && vidmm_reset_pending(a)) {
         a->up.run_pending(a);
         (void)vidmm_paging_flush(a);
     }
@@ -334,8 +337,8 @@ void vidmm_paging_fini(struct vidmm_adapter *a)
     p->area = NULL;
     p->private_data = NULL;
     if (p->sync_ok) {
-        pthread_cond_destroy(&p->cond);
-        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&a->fence_cond);
+        pthread_mutex_destroy(&a->fence_lock);
         p->sync_ok = 0;
     }
 }

@@ -14,6 +14,11 @@
  * every table is written again from vidmm's own records.
  */
 #include "model/objects.h"
+#include "fence/hang.h"
+#include "fence/inflight.h"
+#include "paging/paging.h"
+#include "residency/residency.h"
+#include "tdr/tdr.h"
 
 #include <string.h>
 
@@ -43,7 +48,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
             return VIDMM_E_BUSY;
     }
     vidmm_inflight_wait_all(a);
-    if (vidmm_tdr_pending(a))
+    if (vidmm_reset_pending(a))
         return VIDMM_E_TIMEOUT;   /* an engine hung: reset as the call returns, the adapter stays in D0 */
     vidmm_status st = vidmm_paging_flush(a);
     for (uint32_t i = 0; i < a->slot_used && st >= 0; i++) {
@@ -90,7 +95,7 @@ vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t sta
 {
     if (!a || state > VIDMM_POWER_HIBERNATE)
         return VIDMM_E_INVALID_ARG;
-    vidmm_submit_lock(a);
+    vidmm_adapter_lock(a);
     vidmm_status st = VIDMM_OK;
     if (state == a->power_state) {
         /* Already there. */
@@ -101,7 +106,7 @@ vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t sta
         if (st >= 0)
             a->power_stats.transitions++;
     }
-    vidmm_submit_unlock(a);
+    vidmm_adapter_unlock(a);
     return st;
 }
 

@@ -33,6 +33,10 @@
  * a 16-bit generation, and the adapter salt, like allocation handles.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "mmu/mmu.h"
+#include "paging/paging.h"
+#include "process/process.h"
 
 #include <string.h>
 
@@ -127,9 +131,9 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     }
     a->proc_gen[slot] = (uint16_t)(a->proc_gen[slot] + 1);
     p->self = make_handle(a, slot);
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     a->procs[slot] = p;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     a->proc_live++;
     vidmm_process_bind_root(a, p, p->self, 1);
     *out = p->self;
@@ -147,9 +151,9 @@ fail:
 
 static int faulted(struct vidmm_adapter *a, const struct vidmm_process *p)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     int f = p->faulted;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return f;
 }
 
@@ -161,12 +165,12 @@ static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h,
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     memset(out, 0, sizeof(*out));
-    pthread_mutex_lock((pthread_mutex_t *)&a->paging.lock);
+    pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
     out->faulted = p->faulted;
     out->fault_flags = p->fault_flags;
     out->fault_va = p->fault_va;
     out->faults = p->faults;
-    pthread_mutex_unlock((pthread_mutex_t *)&a->paging.lock);
+    pthread_mutex_unlock((pthread_mutex_t *)&a->fence_lock);
     out->ranges = p->vs.range_count;
     uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
     memset(bytes, 0, sizeof(bytes));
@@ -584,95 +588,59 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
 
 vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_free(a, h, va, size);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_free(a, h, va, size));
 }
 
 vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
                              vidmm_handle allocation, uint64_t offset, uint64_t size, unsigned prot, uint64_t driver_protection, uint64_t *va)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va));
 }
 
 vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, uint64_t va,
                                struct vidmm_gpuva_range *out, uint32_t cap, uint32_t *count)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = gpuva_query(a, h, va, out, cap, count);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, gpuva_query(a, h, va, out, cap, count));
 }
 
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min,
                                  uint64_t max, uint64_t size, unsigned mode, uint64_t *va)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = gpuva_reserve(a, h, base, min, max, size, mode, va);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, gpuva_reserve(a, h, base, min, max, size, mode, va));
 }
 
 vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_unmap(a, h, va, size);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_unmap(a, h, va, size));
 }
 
 vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
                                 uint32_t count)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_update(a, h, ops, count);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_update(a, h, ops, count));
 }
 
 vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : process_create(a, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : process_create(a, out));
 }
 
 vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = process_query(a, h, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, process_query(a, h, out));
 }
 
 vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
                                            struct vidmm_physical_address *root)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = process_root_page_table(a, h, root);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, process_root_page_table(a, h, root));
 }

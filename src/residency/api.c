@@ -13,6 +13,10 @@
  * harmless (they are on no new list and may be evicted again).
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "fence/hang.h"
+#include "paging/paging.h"
+#include "residency/residency.h"
 
 #include <errno.h>
 #include <string.h>
@@ -25,9 +29,9 @@ static struct vidmm_device *device_of(const struct vidmm_adapter *a, vidmm_handl
 
 static int lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     int l = d->lost;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return l;
 }
 
@@ -78,7 +82,7 @@ static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle q
     return VIDMM_OK;
 }
 
-/* Under paging.lock: move the fence past the values whose paging work
+/* Under the fence lock: move the fence past the values whose paging work
  * the adapter finished. */
 static void resolve(const struct vidmm_adapter *a, struct vidmm_paging_queue *q)
 {
@@ -92,18 +96,18 @@ static void resolve(const struct vidmm_adapter *a, struct vidmm_paging_queue *q)
 /* A new value for paging work that finishes with adapter fence f. */
 static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q, uint64_t f)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     resolve(a, q);
     uint64_t v = ++q->submitted;
     if (f <= a->paging.completed_fence) {
         q->completed = v;   /* already done */
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         return 0;
     }
     while (q->pend_count == VIDMM_QUEUE_PENDING) {
         /* Too many values in flight: wait for the oldest (hangs are
          * found between slices). */
-        if (vidmm_tdr_pending_locked(a)) {
+        if (vidmm_reset_pending_locked(a)) {
             /* The engine is stuck and the pending reset passes every
              * fence before this entry returns: the oldest value is as
              * good as done. */
@@ -112,14 +116,14 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
             q->pend_count--;
             break;
         }
-        (void)vidmm_tdr_cond_wait(a, NULL);
+        (void)vidmm_fence_wait(a, NULL);
         resolve(a, q);
     }
     uint32_t i = (q->pend_first + q->pend_count) % VIDMM_QUEUE_PENDING;
     q->pend_value[i] = v;
     q->pend_fence[i] = f;
     q->pend_count++;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return v;
 }
 
@@ -130,10 +134,10 @@ static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle que
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
         return VIDMM_E_INVALID_HANDLE;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     resolve(a, q);
     *completed = q->completed;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return VIDMM_OK;
 }
 
@@ -142,7 +146,7 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
     if (!a)
         return VIDMM_E_INVALID_ARG;
     /* The lookup under the adapter lock, the sleep without it (a CPU wait
-     * must not stop other threads; the fence moves under paging.lock). */
+     * must not stop other threads; the fence moves under the fence lock). */
     vidmm_adapter_lock(a);
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     vidmm_adapter_unlock(a);
@@ -156,21 +160,21 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
         until.tv_nsec = (long)(ns % 1000000000u);
     }
     vidmm_status st = VIDMM_OK;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     for (resolve(a, q); q->completed < value; resolve(a, q)) {
         /* Hangs are reset between slices.  The queue must outlive the
          * wait (destroying it meanwhile is the caller's error, THREADING.md). */
-        if (vidmm_tdr_pending_locked(a)) {
+        if (vidmm_reset_pending_locked(a)) {
             st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
             break;
         }
-        int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
+        int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
         if (rc == ETIMEDOUT && q->completed < value) {
             st = VIDMM_E_TIMEOUT;
             break;
         }
     }
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return st;
 }
 
@@ -321,9 +325,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         drop_demand(a, p, add_demand);
         a->res_epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
-            pthread_mutex_lock(&a->paging.lock);
+            pthread_mutex_lock(&a->fence_lock);
             d->lost = 1;
-            pthread_mutex_unlock(&a->paging.lock);
+            pthread_mutex_unlock(&a->fence_lock);
         }
         return VIDMM_E_NO_SEGMENT_SPACE;
     }
@@ -403,9 +407,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             }
             a->res_epoch++;
             if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
-                pthread_mutex_lock(&a->paging.lock);
+                pthread_mutex_lock(&a->fence_lock);
                 d->lost = 1;
-                pthread_mutex_unlock(&a->paging.lock);
+                pthread_mutex_unlock(&a->fence_lock);
             }
             return st;
         }
@@ -734,119 +738,75 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
  * submit may also change their residency lists (vidmm/submit.h). */
 vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_submit_lock(a);
-    vidmm_status st = a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
-                                                       : make_resident(a, device, args);
-    vidmm_submit_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
+                                                       : make_resident(a, device, args));
 }
 
 vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
                          uint32_t flags, uint64_t *bytes_to_trim)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_submit_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim);
-    vidmm_submit_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim));
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
 
 vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = adapter_set_eviction_policy(a, policy);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, adapter_set_eviction_policy(a, policy));
 }
 
 vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *a, vidmm_handle h,
                                         struct vidmm_residency_state *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_residency(a, h, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_residency(a, h, out));
 }
 
 vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_set_next_use(a, h, clock);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_set_next_use(a, h, clock));
 }
 
 vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = allocation_set_priority(a, h, priority);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, allocation_set_priority(a, h, priority));
 }
 
 vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
                          uint32_t offer_priority)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = offer(a, device, allocs, count, offer_priority);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, offer(a, device, allocs, count, offer_priority));
 }
 
 vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vidmm_handle *allocs,
                            uint32_t count, uint32_t *results, uint64_t *fence)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence));
 }
 
 vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority, vidmm_handle *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = paging_queue_create(a, device, priority, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, paging_queue_create(a, device, priority, out));
 }
 
 vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = paging_queue_destroy(a, queue);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, paging_queue_destroy(a, queue));
 }
 
 vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = paging_queue_fence(a, queue, completed);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, paging_queue_fence(a, queue, completed));
 }
 
 uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
@@ -861,10 +821,6 @@ uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
 
 vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = residency_get_stats(a, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, residency_get_stats(a, out));
 }

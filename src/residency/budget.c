@@ -20,6 +20,8 @@
  * only the caller, since one process's demand lowers every budget.
  */
 #include "model/objects.h"
+#include "process/process.h"
+#include "residency/residency.h"
 
 #include <string.h>
 
@@ -155,6 +157,10 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
     if (!p)
         return VIDMM_E_INVALID_HANDLE;
     p->budget_override[group] = budget;
+    /* A budget is never below the reservation (docs/DECISIONS.md D44):
+     * the OS taking the budget lower takes the reservation with it. */
+    if (budget && p->reservation[group] > budget)
+        p->reservation[group] = budget;
     vidmm_res_notify_trim(a, p);
     return VIDMM_OK;
 }
@@ -177,43 +183,27 @@ static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_ha
 vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *a, vidmm_handle process,
                                                    enum vidmm_segment_group group, uint64_t reservation)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = change_video_memory_reservation(a, process, group, reservation);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, change_video_memory_reservation(a, process, group, reservation));
 }
 
 vidmm_status vidmm_process_set_budget(struct vidmm_adapter *a, vidmm_handle process,
                                       enum vidmm_segment_group group, uint64_t budget)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = process_set_budget(a, process, group, budget);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, process_set_budget(a, process, group, budget));
 }
 
 vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,
                                            enum vidmm_segment_group group, struct vidmm_video_memory_info *out)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = query_video_memory_info(a, process, group, out);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, query_video_memory_info(a, process, group, out));
 }
 
 vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *a, vidmm_handle device,
                                               vidmm_trim_callback callback, void *context)
 {
-    if (!a)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    vidmm_status st = register_trim_notification(a, device, callback, context);
-    vidmm_adapter_unlock(a);
-    return st;
+    VIDMM_ENTER(a);
+    return vidmm_entry_leave(a, register_trim_notification(a, device, callback, context));
 }

@@ -47,6 +47,12 @@
  * the paging queue first.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
+#include "content/content.h"
+#include "fence/inflight.h"
+#include "paging/paging.h"
+#include "process/process.h"
+#include "residency/residency.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -225,6 +231,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
 
 vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
+    VIDMM_ASSERT_LOCKED(a);
     vidmm_inflight_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
     if (al->busy)
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
@@ -537,6 +544,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
 
 vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
+    VIDMM_ASSERT_LOCKED(a);
     if (al->resident)
         return VIDMM_OK;
     uint32_t order[VIDMM_MAX_SEGMENTS];

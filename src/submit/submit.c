@@ -7,7 +7,7 @@
  * device's residency list in virtual mode, the allocation list in
  * physical mode), each of which has its `busy` count raised.  The driver
  * reports completion through vidmm_cb_notify_context_fence, which only
- * moves the context's completed value (under paging.lock, from any
+ * moves the context's completed value (under the fence lock, from any
  * thread); records are retired lazily on vidmm's side - at the next
  * submission, wait, destroy or eviction that needs it - where the busy
  * counts drop.  Eviction skips busy allocations (residency.c) and, when
@@ -26,10 +26,15 @@
  * Locking: the adapter lock (recursive: entries call helpers that take
  * it again; it was this file's submission lock, docs/THREADING.md)
  * serialises every public entry; lock order is adapter lock ->
- * paging.lock.  Internal waits for fences hold the adapter lock (the
+ * the fence lock.  Internal waits for fences hold the adapter lock (the
  * engines progress without it); vidmm_context_wait does not hold it.
  */
 #include "fence/inflight.h"
+#include "alloc/alloc.h"
+#include "fence/hang.h"
+#include "paging/paging.h"
+#include "residency/residency.h"
+#include "submit/submit.h"
 #include "vidmm/submit.h"
 
 #include <errno.h>
@@ -59,17 +64,17 @@ struct vidmm_patch_cache {
 
 static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, h);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return c;
 }
 
 static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     int l = d->lost;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return l;
 }
 
@@ -191,17 +196,17 @@ static vidmm_status submit_to_driver(struct vidmm_adapter *a, struct vidmm_conte
     sa.dma_buffer_size = size;
     /* Published before the driver runs it: a synchronous driver signals
      * from inside the call, and the callback ignores values beyond it. */
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     sa.fence = ++c->fence_submitted;
     a->tdr.node_submitted[c->node]++;   /* counters only: no clock on the submission path */
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     vidmm_status st = buf ? a->ops.submit_command_physical(a->driver, &sa)
                           : a->ops.submit_command_virtual(a->driver, &sa);
     if (st < 0) {
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         c->fence_submitted--;   /* never ran: the value is handed out again */
         a->tdr.node_submitted[c->node]--;
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         return st == VIDMM_E_INVALID_ARG ? st : VIDMM_E_DRIVER_FAILURE;
     }
     *fence = sa.fence;
@@ -391,9 +396,9 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     struct vidmm_patch_entry *slot = NULL;
     struct vidmm_patch_entry *e = cache_find(c->patch_cache, args->buffer, args->size, &slot);
     if (e) {
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         int running = c->fence_completed < e->fence;
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         if (running) {
             st = VIDMM_E_BUSY;   /* the GPU may still read it: no patching under its feet */
             goto out;
@@ -510,7 +515,7 @@ vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, 
 {
     if (!a || (!submitted && !completed))
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     if (c) {
         if (submitted)
@@ -518,7 +523,7 @@ vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, 
         if (completed)
             *completed = c->fence_completed;
     }
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return c ? VIDMM_OK : VIDMM_E_INVALID_HANDLE;
 }
 
@@ -534,7 +539,7 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
         until.tv_nsec = (long)(ns % 1000000000u);
     }
     vidmm_status st = VIDMM_OK;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     if (!c) {
         st = VIDMM_E_INVALID_HANDLE;
@@ -543,11 +548,11 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
     } else {
         vidmm_handle h = c->self;
         while (c->fence_completed < value) {
-            if (vidmm_tdr_pending_locked(a)) {
+            if (vidmm_reset_pending_locked(a)) {
                 st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
                 break;
             }
-            int rc = vidmm_tdr_cond_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
+            int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
             /* The lock was dropped to look for hangs: the context may be gone. */
             c = vidmm_objtab_get(&a->contexts, h);
             if (!c) {
@@ -560,7 +565,7 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
             }
         }
     }
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     return st;
 }
 

@@ -40,13 +40,22 @@
  * completed before the reset: its bytes are undefined wherever it lives.
  */
 #include "model/objects.h"
+#include "content/content.h"
+#include "device/device.h"
+#include "fence/hang.h"
+#include "fence/inflight.h"
+#include "mmu/mmu.h"
+#include "paging/paging.h"
+#include "process/process.h"
+#include "residency/residency.h"
+#include "tdr/tdr.h"
 
 #include <errno.h>
 #include <string.h>
 
 /* ---- devices ---------------------------------------------------------------- */
 
-/* paging.lock held. */
+/* the fence lock held. */
 static void device_guilty(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     if (d->reset_status != VIDMM_RESET_GUILTY || !d->lost)
@@ -77,18 +86,18 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
     vidmm_status st = a->ops.reset_engine(a->driver, &r);
     if (st < 0)
         return VIDMM_E_DRIVER_FAILURE;
-    pthread_mutex_lock(&a->paging.lock);
-    uint64_t now = vidmm_tdr_now();
+    pthread_mutex_lock(&a->fence_lock);
+    uint64_t now = vidmm_fence_now();
     if (!r.context) {
         /* Nothing was stuck after all (it finished meanwhile). */
         a->tdr.node_seen_ns[node] = now;
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         return VIDMM_OK;
     }
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, r.context);
     if (!c || c->node != node || r.last_aborted_fence != c->fence_completed + 1 ||
         r.last_aborted_fence > c->fence_submitted) {
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         return VIDMM_E_DRIVER_FAILURE;   /* LastAbortedFenceId vidmm cannot place: escalate */
     }
     c->fence_completed = r.last_aborted_fence;
@@ -96,8 +105,8 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
     a->tdr.node_seen[node] = a->tdr.node_completed[node];
     a->tdr.node_seen_ns[node] = now;
     device_guilty(a, c->device);
-    pthread_cond_broadcast(&a->paging.cond);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_cond_broadcast(&a->fence_cond);
+    pthread_mutex_unlock(&a->fence_lock);
     a->tdr.stats.engine_resets++;
     return VIDMM_OK;
 }
@@ -108,13 +117,13 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
  * adapter can be trusted). */
 static void adapter_dead(struct vidmm_adapter *a)
 {
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
         if (a->procs[i])
             for (struct vidmm_device *d = a->procs[i]->devices; d; d = d->next)
                 device_guilty(a, d);
-    pthread_cond_broadcast(&a->paging.cond);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_cond_broadcast(&a->fence_cond);
+    pthread_mutex_unlock(&a->fence_lock);
 }
 
 /* Rebuild every page table and write every allocation's entries again. */
@@ -187,10 +196,10 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
         if (aborted && paging_hang && al->pe.process) {
             /* WDDM: the devices owning what the hung paging touched. */
             struct vidmm_process *p = vidmm_process_get(a, al->pe.process);
-            pthread_mutex_lock(&a->paging.lock);
+            pthread_mutex_lock(&a->fence_lock);
             for (struct vidmm_device *d = p ? p->devices : NULL; d; d = d->next)
                 device_guilty(a, d);
-            pthread_mutex_unlock(&a->paging.lock);
+            pthread_mutex_unlock(&a->fence_lock);
         }
     }
     return st;
@@ -205,8 +214,8 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
         adapter_dead(a);
         return;
     }
-    uint64_t now = vidmm_tdr_now();
-    pthread_mutex_lock(&a->paging.lock);
+    uint64_t now = vidmm_fence_now();
+    pthread_mutex_lock(&a->fence_lock);
     uint64_t done_before = a->paging.completed_fence;
     if (a->tdr.paging_fault && a->tdr.paging_fault_before < done_before)
         done_before = a->tdr.paging_fault_before;   /* the faulted buffer and what followed: undefined */
@@ -238,8 +247,8 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
         a->tdr.node_seen[n] = a->tdr.node_completed[n];
         a->tdr.node_seen_ns[n] = now;
     }
-    pthread_cond_broadcast(&a->paging.cond);
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_cond_broadcast(&a->fence_cond);
+    pthread_mutex_unlock(&a->fence_lock);
 
     a->tdr.generation++;
     vidmm_inflight_retire_all(a);
@@ -260,18 +269,18 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
 
 static void run_adapter_reset(struct vidmm_adapter *a, int node)
 {
-    pthread_mutex_lock(&a->paging.lock);
-    a->tdr.in_recovery = 1;       /* read by waiters under paging.lock */
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
+    a->tdr.in_recovery = 1;       /* read by waiters under the fence lock */
+    pthread_mutex_unlock(&a->fence_lock);
     if (node < 0) {
         adapter_reset(a, NULL, 1);
     } else {
         uint64_t fence = 0;
         adapter_reset(a, vidmm_inflight_oldest_on_node(a, (uint32_t)node, &fence), 0);
     }
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     a->tdr.in_recovery = 0;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
 }
 
 /* Adapter lock held.  An engine reset runs in place: it only makes one
@@ -290,35 +299,35 @@ int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
         a->ops.query_engine_status(a->driver, node < 0 ? VIDMM_PAGING_ENGINE : (uint32_t)node, &responsive) >= 0 &&
         responsive) {
         /* Slow, not stuck: another timeout from now. */
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         if (node < 0)
-            a->tdr.paging_seen_ns = vidmm_tdr_now();
+            a->tdr.paging_seen_ns = vidmm_fence_now();
         else
-            a->tdr.node_seen_ns[node] = vidmm_tdr_now();
-        pthread_mutex_unlock(&a->paging.lock);
+            a->tdr.node_seen_ns[node] = vidmm_fence_now();
+        pthread_mutex_unlock(&a->fence_lock);
         return 0;
     }
     a->tdr.stats.hangs++;
     if (node < 0) {
         a->tdr.stats.paging_hangs++;
     } else {
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         a->tdr.in_recovery = 1;
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         vidmm_status st = engine_reset(a, (uint32_t)node);
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         a->tdr.in_recovery = 0;
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_mutex_unlock(&a->fence_lock);
         if (st >= 0)
             return 1;
     }
     if (a->lock_depth > 1) {
-        pthread_mutex_lock(&a->paging.lock);
+        pthread_mutex_lock(&a->fence_lock);
         a->tdr.reset_pending = 1;
         a->tdr.pending_node = node;
         a->tdr.pending_owner = pthread_self();
-        pthread_cond_broadcast(&a->paging.cond);   /* the owner's waits return */
-        pthread_mutex_unlock(&a->paging.lock);
+        pthread_cond_broadcast(&a->fence_cond);   /* the owner's waits return */
+        pthread_mutex_unlock(&a->fence_lock);
         return 0;
     }
     run_adapter_reset(a, node);
@@ -327,11 +336,11 @@ int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
 
 void vidmm_tdr_run_pending(struct vidmm_adapter *a)
 {
-    pthread_mutex_lock(&a->paging.lock);
-    int pending = vidmm_tdr_pending_locked(a);
+    pthread_mutex_lock(&a->fence_lock);
+    int pending = vidmm_reset_pending_locked(a);
     int node = a->tdr.pending_node;
     a->tdr.reset_pending = pending ? 0 : a->tdr.reset_pending;
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_mutex_unlock(&a->fence_lock);
     if (pending)
         run_adapter_reset(a, node);
 }
@@ -342,10 +351,10 @@ vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t tim
 {
     if (!a || (timeout_ns && timeout_ns < 1000000))
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&a->paging.lock);
+    pthread_mutex_lock(&a->fence_lock);
     a->tdr.timeout_ns = timeout_ns;
-    pthread_cond_broadcast(&a->paging.cond);   /* waiters pick the new slice */
-    pthread_mutex_unlock(&a->paging.lock);
+    pthread_cond_broadcast(&a->fence_cond);   /* waiters pick the new slice */
+    pthread_mutex_unlock(&a->fence_lock);
     return VIDMM_OK;
 }
 
@@ -353,7 +362,7 @@ vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    int r = vidmm_tdr_poll(a);
+    int r = vidmm_hang_poll(a);
     if (recovered)
         *recovered = r;
     return VIDMM_OK;
@@ -364,11 +373,11 @@ vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *a, struct v
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the locks are not part of the state */
-    vidmm_submit_lock(m);
-    pthread_mutex_lock(&m->paging.lock);
+    vidmm_adapter_lock(m);
+    pthread_mutex_lock(&m->fence_lock);
     *out = a->tdr.stats;
     out->timeout_ns = a->tdr.timeout_ns;
-    pthread_mutex_unlock(&m->paging.lock);
-    vidmm_submit_unlock(m);
+    pthread_mutex_unlock(&m->fence_lock);
+    vidmm_adapter_unlock(m);
     return VIDMM_OK;
 }

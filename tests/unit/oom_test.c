@@ -628,7 +628,10 @@ static int capacity_site(const char *name)
  * progress and tries again. */
 static int absorbable_site(const char *name)
 {
-    return !strncmp(name, "evict_scan.reserve.", 19) || !strcmp(name, "placement.place_system.pages");
+    /* The checkers' scratch (".check."): a debug build runs them inside
+     * every entry, and they skip a count when host memory is short. */
+    return !strncmp(name, "evict_scan.reserve.", 19) || !strcmp(name, "placement.place_system.pages") ||
+           strstr(name, ".check.") != NULL;
 }
 
 /* Steps that page allocations in and out (D35: what they evicted or
@@ -681,7 +684,7 @@ static int attempt(struct ox *x, const struct step *s, uint64_t k, int forever, 
     const char *mode = forever ? "forever" : "once";
     if (verbose())
         printf("    %s k=%llu %s: %s at %s\n", s->name, (unsigned long long)k, mode, vidmm_status_str(st), site);
-    int bad = 0, absorbed = st == want && st >= 0;
+    int bad = 0, absorbed = st == want;
     for (unsigned i = 0; i < FAULT_ALLOC_MAX_SITES && absorbed; i++)
         if (x->fa.site_fails[i] != fails[i] && !absorbable_site(vidmm_host_alloc_site_name(i)))
             absorbed = 0;

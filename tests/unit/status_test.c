@@ -8,7 +8,7 @@
 
 static void names_distinct(void)
 {
-    for (int a = -21; a <= 1; a++)
+    for (int a = -22; a <= 1; a++)
         for (int b = a + 1; b <= 1; b++)
             T_CHECK(strcmp(vidmm_status_str((vidmm_status)a), vidmm_status_str((vidmm_status)b)) != 0);
     T_CHECK(strcmp(vidmm_status_str((vidmm_status)1234), "VIDMM_E_UNKNOWN") == 0);

@@ -1,30 +1,9 @@
 build-dbg/src/seg/evict_scan.o: src/seg/evict_scan.c src/seg/evict_scan.h \
  src/seg/range_alloc.h include/vidmm/host_alloc.h include/vidmm/status.h \
- src/core/vidmm_int.h include/vidmm/allocation.h include/vidmm/adapter.h \
- include/vidmm/driver.h include/vidmm/gpummu.h include/vidmm/process.h \
- include/vidmm/device.h include/vidmm/policy.h include/vidmm/residency.h \
- include/vidmm/segment.h include/vidmm/tdr.h include/vidmm/power.h \
- src/core/objtab.h src/seg/page_pool.h src/paging/ring.h \
- src/va/va_space.h src/core/alloc_sites.h src/core/alloc_sites.def
+ src/core/alloc_sites.h src/core/alloc_sites.def
 src/seg/evict_scan.h:
 src/seg/range_alloc.h:
 include/vidmm/host_alloc.h:
 include/vidmm/status.h:
-src/core/vidmm_int.h:
-include/vidmm/allocation.h:
-include/vidmm/adapter.h:
-include/vidmm/driver.h:
-include/vidmm/gpummu.h:
-include/vidmm/process.h:
-include/vidmm/device.h:
-include/vidmm/policy.h:
-include/vidmm/residency.h:
-include/vidmm/segment.h:
-include/vidmm/tdr.h:
-include/vidmm/power.h:
-src/core/objtab.h:
-src/seg/page_pool.h:
-src/paging/ring.h:
-src/va/va_space.h:
 src/core/alloc_sites.h:
 src/core/alloc_sites.def:

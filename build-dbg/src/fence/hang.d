@@ -1,13 +1,13 @@
-build-dbg/src/alloc/allocation.o: src/alloc/allocation.c \
- src/core/vidmm_int.h include/vidmm/allocation.h include/vidmm/adapter.h \
+build-dbg/src/fence/hang.o: src/fence/hang.c src/model/objects.h \
+ include/vidmm/allocation.h include/vidmm/adapter.h \
  include/vidmm/driver.h include/vidmm/status.h include/vidmm/host_alloc.h \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/segment.h \
  include/vidmm/tdr.h include/vidmm/power.h src/core/objtab.h \
  src/seg/evict_scan.h src/seg/range_alloc.h src/seg/page_pool.h \
- src/paging/ring.h src/va/va_space.h src/core/alloc_sites.h \
- src/core/alloc_sites.def
-src/core/vidmm_int.h:
+ src/seg/ring.h src/va/va_space.h src/core/alloc_sites.h \
+ src/core/alloc_sites.def src/model/entry.h src/fence/hang.h
+src/model/objects.h:
 include/vidmm/allocation.h:
 include/vidmm/adapter.h:
 include/vidmm/driver.h:
@@ -25,7 +25,9 @@ src/core/objtab.h:
 src/seg/evict_scan.h:
 src/seg/range_alloc.h:
 src/seg/page_pool.h:
-src/paging/ring.h:
+src/seg/ring.h:
 src/va/va_space.h:
 src/core/alloc_sites.h:
 src/core/alloc_sites.def:
+src/model/entry.h:
+src/fence/hang.h:

@@ -1,7 +1,7 @@
-build-dbg/src/paging/ring.o: src/paging/ring.c src/paging/ring.h \
+build-dbg/src/seg/ring.o: src/seg/ring.c src/seg/ring.h \
  include/vidmm/host_alloc.h include/vidmm/status.h src/core/alloc_sites.h \
  src/core/alloc_sites.def
-src/paging/ring.h:
+src/seg/ring.h:
 include/vidmm/host_alloc.h:
 include/vidmm/status.h:
 src/core/alloc_sites.h:

@@ -1,0 +1,2 @@
+build-dbg/tests/harness/test.o: tests/harness/test.c tests/harness/test.h
+tests/harness/test.h:

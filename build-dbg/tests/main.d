@@ -1,0 +1,4 @@
+build-dbg/tests/main.o: tests/main.c tests/harness/test.h \
+ tests/suites.def
+tests/harness/test.h:
+tests/suites.def:

@@ -1,0 +1,11 @@
+build-dbg/tests/unit/softgpu_mmu_test.o: tests/unit/softgpu_mmu_test.c \
+ tests/harness/test.h softgpu/softgpu_int.h include/vidmm/softgpu.h \
+ include/vidmm/adapter.h include/vidmm/driver.h include/vidmm/status.h \
+ include/vidmm/host_alloc.h
+tests/harness/test.h:
+softgpu/softgpu_int.h:
+include/vidmm/softgpu.h:
+include/vidmm/adapter.h:
+include/vidmm/driver.h:
+include/vidmm/status.h:
+include/vidmm/host_alloc.h:

@@ -1,0 +1,48 @@
+/*
+ * alloc.h - the allocation handle table and placement (internal, never installed).
+ */
+#ifndef VIDMM_ALLOC_ALLOC_H
+#define VIDMM_ALLOC_ALLOC_H
+
+#include "model/objects.h"
+
+vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);
+
+void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h);
+
+struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h);
+
+/* The same, zombies included: for VA descriptors, which keep naming an
+ * allocation destroyed while in use until it is released. */
+struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h);
+
+vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation);
+
+/* vidmm_handle_get as seen from a process's call: another process's
+ * private allocation is not a handle there (D38). */
+struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process);
+
+void vidmm_handle_table_fini(struct vidmm_adapter *a);
+
+vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
+                         int top_down, struct vidmm_placement *pl);
+
+void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+
+vidmm_status vidmm_place_first_fit(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+
+/* Place al in memory segment segment_id on exactly the n (1 or 2)
+ * extents [off[i], off[i]+len[i]) - where an undone eviction puts it
+ * back.  VIDMM_E_NO_SEGMENT_SPACE (nothing taken) if any is in use. */
+vidmm_status vidmm_place_at(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
+                            const uint64_t *off, const uint64_t *len, uint32_t n, struct vidmm_placement *pl);
+
+vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl,
+                                uint32_t ap_segment);
+
+void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
+
+int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                           const struct vidmm_segment *s);
+
+#endif

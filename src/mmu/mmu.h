@@ -1,0 +1,73 @@
+/*
+ * mmu.h - GpuMmu geometry, page tables and root binding (internal, never installed).
+ */
+#ifndef VIDMM_MMU_MMU_H
+#define VIDMM_MMU_MMU_H
+
+#include "model/objects.h"
+
+vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
+
+void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt);
+
+/* Make sure every table covering [va, va+size) exists (may allocate).
+ * New leaves hold 64 KB entries when want64k; existing 64 KB leaves are
+ * switched to 4 KB entries (one way) when !want64k. */
+vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                             int want64k);
+
+/* Undo the tables created since the last vidmm_pt_begin: the change they
+ * were prepared for was refused, so nothing must remain of it. */
+void vidmm_pt_begin(struct vidmm_process *p);
+
+vidmm_status vidmm_pt_rollback(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* Switch the existing 64 KB leaves of [va, va+size) to 4 KB entries. */
+vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size);
+
+/* Can [va, va+size) map bytes [off, off+size) of al, placed as pl, with
+ * 64 KB entries? */
+int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                         const struct vidmm_placement *pl, uint64_t va, uint64_t off, uint64_t size);
+
+/* Write the leaf entries of [va, va+size) for what d says is there
+ * (mapped pages, zero, or invalid); tables must exist for valid entries.
+ * Never allocates. */
+vidmm_status vidmm_pt_write(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
+                            const struct vidmm_va_desc *d);
+
+vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* Write every table of p again (all entries invalid, children linked)
+ * after its memory lost its content; leaf entries then come from
+ * vidmm_process_remap_allocation. */
+vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* Write valid 4 KB leaf entries mapping [va, va+size) onto bytes
+ * [off, off+size) of placement pl (page-aligned; the leaves must exist
+ * and hold 4 KB entries).  Never allocates. */
+vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va,
+                                    const struct vidmm_placement *pl, uint64_t off, uint64_t size,
+                                    void *driver_allocation);
+
+/* The leaf covering va: 0 = none, 4 = 4 KB entries, 64 = 64 KB entries. */
+int vidmm_pt_leaf_kind(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va);
+
+/* Does every leaf span of [va, va+size) have a 4 KB leaf? */
+int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size);
+
+/* Walk p's tables: levels, segments (the paging process's own), entry
+ * counts, allocator ranges, child counters.  Returns the violations. */
+int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_process *p, char *msg, size_t n);
+
+/* Sum the page-table bytes of a tree per segment (for the checker). */
+void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes_per_segment, uint64_t *tables);
+
+/* Bind (or unbind) p's root page table for a context token. */
+void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind);
+
+/* query and validate the GpuMmu geometry (after the
+ * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */
+vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n);
+
+#endif

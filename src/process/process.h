@@ -1,0 +1,23 @@
+/*
+ * process.h - processes and their GPU VA spaces (internal, never installed).
+ */
+#ifndef VIDMM_PROCESS_PROCESS_H
+#define VIDMM_PROCESS_PROCESS_H
+
+#include "model/objects.h"
+
+/* The allocation moved or changed: rewrite its PTEs in every process. */
+vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+/* Before al's bytes go to dst: switch to 4 KB entries wherever a mapping
+ * of al could not keep 64 KB entries there (may allocate). */
+vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                        const struct vidmm_placement *dst);
+
+/* The allocation is being destroyed: unmap it everywhere. */
+void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+/* The live process of a handle, or NULL. */
+struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
+
+#endif

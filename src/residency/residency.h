@@ -1,0 +1,92 @@
+/*
+ * residency.h - residency lists, eviction and restore, budgets (internal, never installed).
+ */
+#ifndef VIDMM_RESIDENCY_RESIDENCY_H
+#define VIDMM_RESIDENCY_RESIDENCY_H
+
+#include "model/objects.h"
+
+vidmm_status vidmm_res_init(struct vidmm_adapter *a);
+
+void vidmm_res_fini(struct vidmm_adapter *a);
+
+/* Around every change of an allocation's placement or residency: take it
+ * out of the accounting and the policy, then put it back. */
+void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+/* The allocation is going away: drop its references and backing. */
+void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+/* The backing copy is stale (the allocation moved or was written). */
+void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+/* Free a reference record, unlinked from its allocation and device; its
+ * remaining count leaves the allocation's total. */
+void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r);
+
+/* A device goes: its references and queues go with it. */
+void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
+
+/* A process goes: allocations it owned become unowned. */
+void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* Evict a resident allocation now (content kept unless offered, or
+ * not_written with a current backing copy). */
+vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written);
+
+/* Make a non-resident allocation resident (restore). */
+vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
+int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n);
+
+unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
+
+/* The same, and in *only_memory the memory segments it may use when no
+ * other segment takes it (else 0). */
+unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
+
+/* A process's demand (bytes on its devices' lists) changes: keep the
+ * adapter's total with it, so a budget needs no walk of every process. */
+static inline void vidmm_res_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
+{
+    p->demand[g] += n;
+    a->demand_total[g] += n;
+}
+
+static inline void vidmm_res_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
+{
+    p->demand[g] -= n;
+    a->demand_total[g] -= n;
+}
+
+/* Effective budget of a process in a group (budget.c). */
+uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
+
+uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
+
+void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* Every process over its budget in either group gets a trim notification
+ * on each of its devices (budget.c); safe against callbacks that destroy
+ * devices or processes. */
+void vidmm_res_notify_all(struct vidmm_adapter *a);
+
+/* Free size bytes (aligned) in memory segment id for a page table by
+ * evicting offered and unreferenced allocations (never listed ones). */
+/* Bytes of memory segment id that eviction may free for a request. */
+uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id);
+
+vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
+
+/* A failed make-resident: put back what the call changed (epoch = its
+ * undo epoch): evict what it restored, restore what it evicted where it
+ * was when there is room without evicting anything else. */
+void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch);
+
+/* Supported segments of al in placement order; the count. */
+uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                         uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS]);
+
+#endif
