@@ -14,7 +14,7 @@
 #   make tsan         the library tests under ThreadSanitizer (objects in build-tsan/;
 #                     TSAN_FILTER=suite runs one suite)
 #   make tsan-stress  the stress suite alone under ThreadSanitizer (CI runs it)
-#   make long         the long-run tier (tests/long.sh; about half an hour; docs/TESTING.md)
+#   make long         the long-run tier (tests/long.sh; about 27 minutes on 2 cores; docs/TESTING.md)
 
 CC      ?= cc
 PREFIX  ?= /usr/local

@@ -1,5 +1,5 @@
 /*
- * alloc_bench.c - workloads A, B2, C and D of perf-anchors.md §3 for the
+ * alloc_bench.c - workloads A, B2, C and D of docs/PERFORMANCE.md for the
  * range allocator, the page pool and the ring.
  *
  * The traces are generated once from a fixed seed and replayed, unchanged,
@@ -31,7 +31,8 @@
 #define SEED UINT64_C(0x5eed2026)
 #define NO_COOKIE UINT64_MAX
 
-/* Peer anchors (perf-anchors.md §4.1, middle of the measured ranges). */
+/* Peer figures (ns/op, middle of the ranges measured for the peers with
+ * the same workloads; docs/PERFORMANCE.md). */
 #define ANCHOR_VMA_MINMEM_A 33.0
 #define ANCHOR_VMA_MINMEM_C 42.0
 #define ANCHOR_GPU_BUDDY_A 150.0
@@ -102,7 +103,8 @@ static void tr_push(struct trace *t, uint32_t slot, uint32_t arg)
 static uint64_t op_size(uint32_t arg) { return (uint64_t)(arg & OP_SIZE) * CHUNK; }
 static uint64_t op_align(uint32_t arg) { return (arg & OP_A64K) ? 64 * KiB : CHUNK; }
 
-/* The "power-of-two-ish" distribution of §3. */
+/* The "power-of-two-ish" size distribution of workload A
+ * (docs/PERFORMANCE.md). */
 static uint32_t pick_size(uint64_t *s)
 {
     unsigned k = 12 + (unsigned)(rnd(s) % 10);
@@ -907,7 +909,7 @@ static void b2_one(const struct bench_allocator *a, const struct trace *t, const
     *un_out = un;
 }
 
-/* B2 depends on the seed by about +-0.006, so the trace of §3 (seed 0)
+/* B2 depends on the seed by about +-0.006, so the B2 trace (seed 0)
  * is followed by four more seeds for vidmm_range and the mean is given. */
 static void workload_b2(void)
 {

@@ -1,5 +1,5 @@
 /*
- * evict_bench.c - workload E of perf-anchors.md §3: eviction under
+ * evict_bench.c - workload E of docs/PERFORMANCE.md: eviction under
  * over-commitment, over vidmm's range allocator.
  *
  * A 4 GiB range (4 KiB chunk) is filled with A-distribution requests until
@@ -35,7 +35,7 @@
  * stream (sizes and touch draws) is pre-generated per seed and identical
  * for every mode; a touch draw r picks live[r % live count].  One
  * discarded warm-up run, then SEEDS seeds (5; 3 with --quick), the modes
- * interleaved per seed; medians over the seeds, as perf-anchors §4.3.
+ * interleaved per seed; medians over the seeds, as for the peers.
  * Table 1 runs naive and compact over R = 200 K requests (50 K with
  * --quick); table 2 runs all four over the first R2 = 50 K (20 K), since
  * scan and walk cost tens of microseconds per request.
@@ -68,7 +68,7 @@
 #define E_SEED UINT64_C(0x5eed2026)
 #define E_NIL 0xFFFFFFFFu
 
-/* Anchors (perf-anchors.md §4.3 and §6 row 7). */
+/* Peer figures on workload E (docs/PERFORMANCE.md). */
 #define ANCHOR_NAIVE_NS 124.0     /* naive LRU + VMA MIN_MEMORY */
 #define ANCHOR_NAIVE_OCC 0.922
 #define ANCHOR_SCAN_NS 7011.0     /* drm_mm_scan roster */
@@ -103,7 +103,7 @@ struct ereq {
 static uint64_t rq_size(uint32_t arg) { return (uint64_t)(arg & ~RQ_A64K) * E_CHUNK; }
 static uint64_t rq_align(uint32_t arg) { return (arg & RQ_A64K) ? 64 * KiB : E_CHUNK; }
 
-/* The A distribution of §3 (as alloc_bench.c's pick_size). */
+/* The size distribution of workload A (as alloc_bench.c's pick_size). */
 static uint32_t pick_a(uint64_t *s)
 {
     unsigned k = 12 + (unsigned)(rnd(s) % 10);

@@ -1,5 +1,5 @@
 /*
- * evict_bench.h - workload E of perf-anchors.md §3: eviction under
+ * evict_bench.h - workload E of docs/PERFORMANCE.md: eviction under
  * over-commitment (bench/evict_bench.c).
  */
 #ifndef VIDMM_EVICT_BENCH_H

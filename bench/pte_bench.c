@@ -14,8 +14,9 @@
  *           argument block reused (a second row clears it per update).
  * Each is timed next to its raw baseline (sequential / random 8-byte
  * stores over the same footprint); median of 5 after one warm-up.
- * Targets (perf-anchors §4.4): <= 1 ns/PTE for runs >= 512; random
- * <= 2 x 21 ns.
+ * Targets (docs/PERFORMANCE.md, against the machine's memory bandwidth):
+ * <= 1 ns/PTE for runs >= 512; random <= 2 x 21 ns (21 ns: a random
+ * 8-byte store on the reference machine).
  */
 #include "bench.h"
 #include "pte_bench.h"

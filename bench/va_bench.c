@@ -1,13 +1,13 @@
 /*
  * va_bench.c - per-process GPU VA bookkeeping (src/va/va_space.c).
  *
- * G: perf-anchors.md §3 workload G, the drm_gpuvm sm_map / sm_unmap
+ * G: workload G of docs/PERFORMANCE.md, the drm_gpuvm sm_map / sm_unmap
  * figure: random 64 KiB..2 MiB ranges, 64 KiB granular, inside a 64 GiB
  * window of a 2^47 VA space.  A map replaces whatever mappings it covers
  * (REMAP for the ones cut at its edges, UNMAP for the ones inside; it is
  * vidmm_va_map at a fixed address outside reservations), an unmap cuts
  * what it covers.  The map share of the trace is set so the steady state
- * holds about 60 K live mappings, as in the anchor.  Bookkeeping only: a
+ * holds about 60 K live mappings, as in the drm_gpuvm peer run.  Bookkeeping only: a
  * step callback is installed (as the page-table code will) but writes no
  * PTEs.
  *
@@ -34,8 +34,8 @@
 #define VB_GiB (UINT64_C(1) << 30)
 #define VB_SEED UINT64_C(0x5eed2026)
 #define VB_RUNS 5
-#define VB_ANCHOR_GPUVM_G 886.0   /* drm_gpuvm, perf-anchors.md §4.1 */
-#define VB_TARGET_G 0.5           /* issue 3 item 10 */
+#define VB_ANCHOR_GPUVM_G 886.0   /* drm_gpuvm's ns/op on workload G (docs/PERFORMANCE.md) */
+#define VB_TARGET_G 0.5           /* at most half of drm_gpuvm's time (docs/PERFORMANCE.md) */
 
 static uint64_t vb_rnd(uint64_t *s)
 {

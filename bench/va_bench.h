@@ -4,7 +4,7 @@
 #ifndef VIDMM_VA_BENCH_H
 #define VIDMM_VA_BENCH_H
 
-/* Prints two tables: workload G of perf-anchors.md §3 (map/unmap with
+/* Prints two tables: workload G of docs/PERFORMANCE.md (map/unmap with
  * splits, against drm_gpuvm's 886 ns/op) and reserve/free "anywhere" at
  * 10^3 and 10^6 live reservations (the growth factor must stay
  * logarithmic).  Honours bench_opts.quick and bench_opts.check. */

@@ -6,7 +6,7 @@
  * user-mode driver's private data, then placed: vidmm walks the ordered
  * preferred segments, then the rest of the supported set (memory segments
  * in id order, the aperture/system memory last; docs/DECISIONS.md).  How
- * it is laid out follows seed 000:
+ * it is laid out follows Microsoft's 'GPU segments' page:
  *
  *                  AccessedPhysically=0   AccessedPhysically=1   Primary, AP=0
  *   memory seg.    set of pages           contiguous             contiguous

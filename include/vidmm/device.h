@@ -24,7 +24,8 @@
 extern "C" {
 #endif
 
-/* Context modes (seed 004: physical and virtual engines). */
+/* Context modes (physical and virtual engines, as in Microsoft's
+ * 'GPU virtual memory in WDDM 2.0' page). */
 #define VIDMM_CONTEXT_VIRTUAL  0u
 #define VIDMM_CONTEXT_PHYSICAL 1u
 

@@ -28,7 +28,7 @@ struct vidmm_gpummu_info {
 /* VIDMM_E_NOT_SUPPORTED when the adapter does not use the GpuMmu model. */
 vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *adapter, struct vidmm_gpummu_info *out);
 
-/* The system paging process (wddm-facts 4.8): on a GpuMmu adapter whose
+/* The system paging process (Microsoft's 'System paging process' page): on a GpuMmu adapter whose
  * driver takes TRANSFER_VIRTUAL / FILL_VIRTUAL, vidmm moves every
  * allocation's content through a scratch VA window of its own GPU VA
  * space (docs/ARCHITECTURE.md).  For tests and tools. */

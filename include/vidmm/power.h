@@ -4,8 +4,9 @@
  * Going to VIDMM_POWER_STANDBY or VIDMM_POWER_HIBERNATE, vidmm waits for
  * every engine to go idle, then evicts to system memory every allocation
  * that lives in a memory segment not preserved for that state (the
- * DXGK_SEGMENTFLAGS table, wddm-facts 9.2: PRESERVED_DURING_STANDBY keeps
- * a segment through standby, PRESERVED_DURING_HIBERNATE through
+ * table in the remarks of the DXGK_SEGMENTFLAGS reference page:
+ * PRESERVED_DURING_STANDBY keeps a segment through standby,
+ * PRESERVED_DURING_HIBERNATE through
  * hibernate; PARTIALLY_PRESERVED_DURING_HIBERNATE is treated as not
  * preserved), discarding what has a current system copy or was offered,
  * and tells the driver (set_power_state).  Page tables are not saved:

@@ -9,7 +9,8 @@
  * paging operations.  An allocation's GPU virtual address stays the same
  * while vidmm moves its bytes: moves rewrite the page-table entries.
  *
- * Rules (wddm-facts §5.2): reservations are 64 KiB aligned and sized;
+ * Rules (the D3DKMTReserveGpuVirtualAddress and D3DKMTMapGpuVirtualAddress
+ * reference pages): reservations are 64 KiB aligned and sized;
  * mappings are 4 KiB granular; VA [0, 64 KiB) is never valid; destroying
  * an allocation removes its mappings from every process.
  */

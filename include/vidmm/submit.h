@@ -3,7 +3,7 @@
  * context fences, and the lifetimes of allocations used by GPU work.
  *
  * A context (vidmm/device.h) runs on one engine (node) in one of two
- * modes (seed 004):
+ * modes (Microsoft's 'GPU virtual memory in WDDM 2.0' page):
  *
  *   virtual   the command buffer lives at a GPU virtual address of the
  *             process and uses GPU virtual addresses throughout; vidmm

@@ -1,6 +1,6 @@
 /*
- * driver_fail_test.c - driver failure injection (issue 7 item 2), in the
- * manner of TTM's mock managers.
+ * driver_fail_test.c - driver failure injection, in the manner of TTM's
+ * mock managers.
  *
  * A wrapping driver ("fdrv") forwards every op to softgpu; each op can be
  * switched to fail with a given status (a "bad" driver: always; a "busy"

@@ -1,6 +1,5 @@
 /*
- * isolation_test.c - process isolation (issue 7 item 6, docs/DECISIONS.md
- * D38): what one process leaves in GPU memory never reaches another, and
+ * isolation_test.c - process isolation (docs/DECISIONS.md D38): what one process leaves in GPU memory never reaches another, and
  * no process reaches another's memory through its VA space, an
  * allocation list, a lock or a handle.
  *

@@ -1,6 +1,6 @@
 /*
- * oom_test.c - host out-of-memory injection through whole scenarios
- * (issue 7 item 1), in the manner of SQLite's and Lua's countdown tests.
+ * oom_test.c - host out-of-memory injection through whole scenarios,
+ * in the manner of SQLite's and Lua's countdown tests.
  *
  * A scenario is a list of steps, each one public call with its arguments.
  * The runner takes each step in turn and, for k = 1, 2, ..., fails the

@@ -1,7 +1,7 @@
 /*
  * placement_test.c - where allocations go and how they are laid out.
  *
- * The placement matrix of seed 000 as a table (AccessedPhysically x
+ * The placement matrix of Microsoft's 'GPU segments' page as a table (AccessedPhysically x
  * Primary x memory segment / aperture / system memory) on softgpu's dgpu
  * preset: segment id, aperture mapping, layout (set of pages against
  * contiguous, proved on a fragmented segment), the physical (segment id,

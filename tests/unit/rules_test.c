@@ -4,8 +4,8 @@
  * (harness/rules_check.h), on states whose answer is known: a clean
  * adapter, the exemptions the budget rule allows, a failed call that
  * changes nothing, and the fingerprint naming what a call changed.
- * What the checker finds in today's defects is in tests/scenarios/pending
- * (docs/TESTING.md "Rules").
+ * Minimal repros of open defects the checker finds go to
+ * tests/scenarios/pending/ (none today; docs/TESTING.md "Rules").
  */
 #include "harness/rules_check.h"
 #include "harness/test.h"

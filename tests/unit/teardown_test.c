@@ -1,6 +1,6 @@
 /*
  * teardown_test.c - destroying processes, devices, contexts and the
- * adapter in the middle of GPU work (issue 7 item 7), on softgpu's
+ * adapter in the middle of GPU work, on softgpu's
  * asynchronous engines.
  *
  * Each case starts work that is still running when the object goes:
