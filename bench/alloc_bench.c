@@ -1017,7 +1017,7 @@ static int want(const char *w)
 void bench_alloc(void)
 {
     uint64_t t0 = bench_now_ns();
-    printf("== allocators (perf-anchors.md §3; median of %d after 1 warm-up run; seed 0x%" PRIx64
+    printf("== allocators (docs/PERFORMANCE.md workloads; median of %d after 1 warm-up run; seed 0x%" PRIx64
            "%s) ==\n", nruns(), SEED, bench_opts.check ? "; --check" : "");
     if (want("A"))
         workload_a();

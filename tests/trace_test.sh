@@ -254,10 +254,10 @@ rc_is 1 "replay with other bytes fails the read-backs" "$tool" replay "$dir/tamp
 has "the read-back reports MISMATCH" "$dir/rc.out" "replay gave 'MISMATCH'"
 
 # ---- AMD Radeon Memory Visualizer import -------------------------------------
-# VIDMM_RMV_SAMPLE: AMD's RMV sample capture (sample_trace.rmv, an RX 6600
-# session with 489 virtual allocations); without it the import counts are
-# not checked.
-rmv=${VIDMM_RMV_SAMPLE:-}
+# AMD's RMV sample capture (an RX 6600 session with 489 virtual
+# allocations; MIT licence, tests/data/rmv/LICENSE.txt), or another
+# capture named by VIDMM_RMV_SAMPLE.
+rmv=${VIDMM_RMV_SAMPLE:-tests/data/rmv/sample_trace.rmv}
 if [ -f "$rmv" ] && command -v python3 >/dev/null 2>&1; then
   "$tool" replay "$rmv" --format json -o "$dir/rmv.json" --record "$dir/rmv.trace" 2>"$dir/rmv.err"
   rc=$?

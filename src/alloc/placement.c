@@ -212,7 +212,7 @@ vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, u
         st = place_system(a, al, pl);
         if (st < 0)
             return st;
-        /* Seed 000: AccessedPhysically allocations are mapped into the
+        /* The "GPU segments" page: AccessedPhysically allocations are mapped into the
          * aperture while resident; others are reached through GPU page
          * tables only.  AGP has no page-table path: always mapped. */
         if ((al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) || s->kind == VIDMM_SEGMENT_KIND_AGP) {

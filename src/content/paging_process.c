@@ -1,6 +1,6 @@
 /*
  * paging_process.c - the system paging process: how content moves in
- * GpuMmu mode (wddm-facts 3.4, 4.8).
+ * GpuMmu mode (the DXGK_BUILDPAGINGBUFFER_OPERATION reference page; docs/DECISIONS.md D27).
  *
  * In WDDM 2 virtual mode the memory manager does not hand the driver
  * segment addresses or MDLs to copy between: it maps the source and the

@@ -4,7 +4,7 @@
  * DXGKQAITYPE_PAGETABLELEVELDESC per level) and validated, because every
  * later page-table operation computes indices and table sizes from it.
  *
- * Translation (wddm-facts §4.3): VA bits 0-11 are the byte in a 4 KiB
+ * Translation (the DXGK_PAGE_TABLE_LEVEL_DESC reference page): VA bits 0-11 are the byte in a 4 KiB
  * page, the next bits index the leaf (level 0), then level 1, and so on;
  * the root is the top level.  So the VA width is 12 + the sum of the
  * levels' index bits, and a table of level L covers 4 KiB << (bits of
@@ -61,7 +61,7 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
             return bad(msg, n, "GpuMmu: level %u indexes %u VA bits (1..30 allowed)", l,
                        d->page_table_index_bit_count);
         /* A 2-level root may report size 0: it is resizable, sized by
-         * the driver's get_root_page_table_size (wddm-facts 4.3). */
+         * the driver's get_root_page_table_size (docs/DECISIONS.md D26). */
         int resizable = levels == 2 && l == 1 && d->page_table_size_in_bytes == 0;
         if (resizable && !a->ops.get_root_page_table_size)
             return bad(msg, n, "GpuMmu: 2-level root of size 0 (resizable) needs the get_root_page_table_size op");

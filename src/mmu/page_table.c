@@ -13,7 +13,7 @@
  * becomes empty is not freed: fewer page-table moves, and an unmap never
  * needs memory).
  *
- * 64 KB pages (wddm-facts §4.6): a leaf table holds either 4 KB or 64 KB
+ * 64 KB pages (docs/DECISIONS.md D13): a leaf table holds either 4 KB or 64 KB
  * entries, told apart by the level-1 entry that points at it.  A leaf is
  * made with 64 KB entries when the mapping that first needs it is 64 KB
  * aligned in VA, offset and size and its allocation lives in a 64 KB-page
@@ -24,7 +24,7 @@
  * The switch happens while preparing a change, so the commit never needs
  * memory.
  *
- * Entry addresses (wddm-facts §4.4): a 4 KiB frame number - the segment
+ * Entry addresses (the DXGK_PTE reference page; D14): a 4 KiB frame number - the segment
  * offset >> 12, or for system memory the host address >> 12.
  *
  * The system paging process (paging/paging_process.c) uses the same

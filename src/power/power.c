@@ -1,7 +1,7 @@
 /*
  * power.c - adapter power transitions (vidmm/power.h).
  *
- * Going down, the rule of the DXGK_SEGMENTFLAGS table (wddm-facts 9.2)
+ * Going down, the rule in the remarks of the DXGK_SEGMENTFLAGS reference page (D32)
  * decides per memory segment whether its content survives: a segment
  * flagged PRESERVED_DURING_STANDBY keeps it through standby,
  * PRESERVED_DURING_HIBERNATE through hibernate.  Everything else that

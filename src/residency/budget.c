@@ -2,7 +2,7 @@
  * budget.c - per-process budgets and reservations per segment group, and
  * trim notifications.
  *
- * WDDM leaves the budget formula to the OS (wddm-facts 6.3: NOT FOUND);
+ * WDDM leaves the budget formula to the OS (no published formula);
  * vidmm's choice (docs/DECISIONS.md D21):
  *   capacity(local)     = bytes of the memory segments;
  *   capacity(non-local) = the system-memory commit limit;

@@ -19,7 +19,7 @@
  * take the first fitting range of the non-empty larger bins found through
  * the two bitmaps.  Taking the smallest class that fits, rather than TLSF's
  * usual "next class up, guaranteed fit", is what keeps big holes whole
- * after churn (perf-anchors §4.2: 0.97 vs 0.19 of the free space usable).
+ * after churn (workload B2, docs/PERFORMANCE.md: 0.97 vs 0.19 of the free space usable).
  *
  * The used/free state hides in prev_free (RA_USED / RA_SLOT markers) so a
  * node is 32 bytes, two per cache line.  The hot paths have no division and

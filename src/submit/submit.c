@@ -374,7 +374,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
             goto out;
         }
         if (!(al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY)) {
-            st = VIDMM_E_NOT_ACCESSED_PHYSICALLY;   /* seed 000: only these have physical references */
+            st = VIDMM_E_NOT_ACCESSED_PHYSICALLY;   /* the "GPU segments" page: only these have physical references */
             goto out;
         }
     }

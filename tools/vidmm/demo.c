@@ -2,7 +2,7 @@
  * demo.c - `vidmm demo`: a short scenario that shows the foundation at
  * work on softgpu.
  *
- * It creates one allocation of every placement class of seed 000, writes
+ * It creates one allocation of every placement class of the "GPU segments" page, writes
  * a seeded pattern into each through the CPU (directly, or through the
  * CPU host aperture for invisible memory), moves them between segments
  * with paging operations, flips a system-memory primary onto the display,
@@ -203,7 +203,7 @@ int cli_demo(int argc, char **argv)
     /* The texture has its pages now; release the tail so moves have room. */
     vidmm_allocation_destroy(a, tail.h);
 
-    printf("\n== allocations: one per placement class (seed 000) ==\n");
+    printf("\n== allocations: one per placement class ==\n");
     for (int i = 0; i < 7; i++)
         print_alloc(a, &d[i]);
 
