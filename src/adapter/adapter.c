@@ -483,10 +483,10 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_tdr_run_pending(a);
     vidmm_process_destroy_all(a);
     vidmm_tdr_run_pending(a);
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (al && al->live) {
-            vidmm_handle h = vidmm_handle_make(a, i, al->generation);
+    uint32_t it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        {
+            vidmm_handle h = vidmm_handle_make(a, it - 1, al->generation);
             al->lock_count = 0;
             if (al->host_ap_mapped)
                 al->lock_count = 1; /* let unlock release the host aperture */

@@ -133,11 +133,9 @@ static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
         budget_rules(a, i, p, r);
         pte_rules(a, i, p, r);
     }
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        const struct vidmm_allocation *al = a->slots[i];
-        if (al && (al->live || al->zombie))
-            allocation_rules(i, al, r);
-    }
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
+        allocation_rules(it - 1, al, r);
     return r->errors;
 }
 

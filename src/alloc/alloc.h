@@ -45,4 +45,21 @@ void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, 
 int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                            const struct vidmm_segment *s);
 
+/* The live allocations of the adapter (deferred destructions included),
+ * in slot order - the one walk of the handle table outside handle.c:
+ *
+ *     uint32_t it = 0;
+ *     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
+ *
+ * it - 1 is al's slot.  The body may destroy al: slots are never freed. */
+static inline struct vidmm_allocation *vidmm_alloc_next(const struct vidmm_adapter *a, uint32_t *it)
+{
+    while (*it < a->slot_used) {
+        struct vidmm_allocation *al = a->slots[(*it)++];
+        if (al && al->live)
+            return al;
+    }
+    return NULL;
+}
+
 #endif

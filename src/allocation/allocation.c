@@ -743,9 +743,9 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
 {
     /* Process exit is rare: a walk of the handle table costs less than a
      * per-process list kept on every create and destroy. */
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (!al || !al->live || al->zombie || al->private_process != process)
+    uint32_t it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        if (al->zombie || al->private_process != process)
             continue;
         if (al->lock_count) {   /* its CPU mappings die with the process */
             al->lock_count = 0;

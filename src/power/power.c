@@ -14,6 +14,7 @@
  * every table is written again from vidmm's own records.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
 #include "fence/hang.h"
 #include "fence/inflight.h"
 #include "paging/paging.h"
@@ -41,9 +42,9 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
      * the source showing unmapped system pages).  The caller blanks the
      * source first (a flip to no allocation) and shows it again after
      * resume (docs/DECISIONS.md D41).  Checked before anything changes. */
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        const struct vidmm_allocation *al = a->slots[i];
-        if (al && al->live && al->resident && (al->lock_count || al->displayed) &&
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        if (al->resident && (al->lock_count || al->displayed) &&
             !preserved(a, al->pl.segment_id, state))
             return VIDMM_E_BUSY;
     }
@@ -51,9 +52,9 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
     if (vidmm_reset_pending(a))
         return VIDMM_E_TIMEOUT;   /* an engine hung: reset as the call returns, the adapter stays in D0 */
     vidmm_status st = vidmm_paging_flush(a);
-    for (uint32_t i = 0; i < a->slot_used && st >= 0; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (!al || !al->live || !al->resident || preserved(a, al->pl.segment_id, state))
+    it = 0;
+    for (struct vidmm_allocation *al; st >= 0 && (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        if (!al->resident || preserved(a, al->pl.segment_id, state))
             continue;
         /* A system copy is current only if neither the CPU (a lock
          * clears backing_valid) nor the GPU (a submission listing it sets

@@ -634,8 +634,9 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
     void *old_state = a->policy_state;
     struct vidmm_allocation **order = NULL;
     uint64_t n = 0;
-    for (uint32_t i = 0; i < a->slot_used; i++)
-        n += a->slots[i] && a->slots[i]->live && a->slots[i]->in_policy;
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
+        n += al->in_policy;
     if (n) {
         order = vidmm_halloc(a->ha, VIDMM_SITE_RES_POLICY_ORDER, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
         if (!order) {
@@ -647,9 +648,9 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
     for (uint32_t id = 1; id < a->segment_count; id++)
         for (struct vidmm_policy_entry *e = old->first(old_state, id); e && k < n; e = old->next(old_state, e))
             order[k++] = (struct vidmm_allocation *)((char *)e - offsetof(struct vidmm_allocation, pe));
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (al && al->live) {
+    it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        {
             memset(al->pe.link, 0, sizeof(al->pe.link));
             memset(al->pe.key, 0, sizeof(al->pe.key));
             al->pe.flags = 0;

@@ -600,9 +600,9 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
     a->res_undo_epoch = 0;
     /* What the call made resident goes back out: its system copy is
      * current (nothing ran on it), so this discards, no transfer. */
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (!al || !al->live || al->undo_epoch != epoch || al->undo_kind != 2 || !al->resident)
+    uint32_t it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        if (al->undo_epoch != epoch || al->undo_kind != 2 || !al->resident)
             continue;
         if (evict_one(a, al, 1) < 0)
             continue;   /* the driver failed it: it stays resident, its content intact */
@@ -611,9 +611,9 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
         al->restores--;
     }
     /* Then the victims, where they were, if that needs no eviction. */
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (!al || !al->live || al->undo_epoch != epoch || al->undo_kind != 1 || al->resident)
+    it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        if (al->undo_epoch != epoch || al->undo_kind != 1 || al->resident)
             continue;
         vidmm_res_leave(a, al);
         if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1, al->undo_extents != 0) >= 0) {
@@ -671,9 +671,9 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 
 void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (al && al->live && al->pe.process == p->self) {
+    uint32_t it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        if (al->pe.process == p->self) {
             vidmm_res_leave(a, al);
             al->pe.process = 0;
             al->owned = 0;
@@ -689,10 +689,9 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
     int e = 0;
     uint64_t usage[VIDMM_MAX_PROCESSES][VIDMM_MAX_SEGMENTS + 1];
     memset(usage, 0, sizeof(usage));
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        const struct vidmm_allocation *al = a->slots[i];
-        if (!al || !al->live)
-            continue;
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        uint32_t i = it - 1;
         uint32_t total = 0;
         for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
             total += r->count;

@@ -40,6 +40,7 @@
  * completed before the reset: its bytes are undefined wherever it lives.
  */
 #include "model/objects.h"
+#include "alloc/alloc.h"
 #include "content/content.h"
 #include "device/device.h"
 #include "fence/hang.h"
@@ -150,13 +151,11 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
                 st = r;
         }
     }
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (al && (al->live || al->zombie)) {
-            r = vidmm_process_remap_allocation(a, al);
-            if (r < 0 && st >= 0)
-                st = r;
-        }
+    uint32_t it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        r = vidmm_process_remap_allocation(a, al);
+        if (r < 0 && st >= 0)
+            st = r;
     }
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         struct vidmm_process *p = a->procs[i];
@@ -259,11 +258,9 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     /* Page tables first: virtual content moves go through them. */
     (void)vidmm_tdr_rebuild_page_tables(a);
     (void)vidmm_paging_flush(a);
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        struct vidmm_allocation *al = a->slots[i];
-        if (al && (al->live || al->zombie))
-            (void)repair(a, al, done_before, paging_hang);
-    }
+    uint32_t it = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
+        (void)repair(a, al, done_before, paging_hang);
     (void)vidmm_paging_flush(a);
 }
 
