@@ -593,12 +593,10 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
 
 vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, adapter_query_info(a, out));
+    VIDMM_ENTRY(a, adapter_query_info(a, out));
 }
 
 vidmm_status vidmm_segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, segment_query(a, id, out));
+    VIDMM_ENTRY(a, segment_query(a, id, out));
 }

@@ -763,81 +763,68 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
 
 vidmm_status vidmm_adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : adapter_flip(a, source, h));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : adapter_flip(a, source, h));
 }
 
 vidmm_status vidmm_allocation_create(struct vidmm_adapter *a, const void *priv, size_t priv_size, vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_create(a, priv, priv_size, out));
+    VIDMM_ENTRY(a, allocation_create(a, priv, priv_size, out));
 }
 
 vidmm_status vidmm_allocation_create2(struct vidmm_adapter *a, const void *priv, size_t priv_size, uint32_t flags,
                                       vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_create2(a, priv, priv_size, flags, out));
+    VIDMM_ENTRY(a, allocation_create2(a, priv, priv_size, flags, out));
 }
 
 vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_destroy(a, h));
+    VIDMM_ENTRY(a, allocation_destroy(a, h));
 }
 
 vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_lock(a, h, cpu));
+    VIDMM_ENTRY(a, allocation_lock(a, h, cpu));
 }
 
 vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id));
 }
 
 vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id));
 }
 
 vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,
                                               struct vidmm_physical_range *r, uint32_t cap, uint32_t *count)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_physical_ranges(a, h, r, cap, count));
+    VIDMM_ENTRY(a, allocation_physical_ranges(a, h, r, cap, count));
 }
 
 vidmm_status vidmm_allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_query(a, h, out));
+    VIDMM_ENTRY(a, allocation_query(a, h, out));
 }
 
 vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_unlock(a, h));
+    VIDMM_ENTRY(a, allocation_unlock(a, h));
 }
 
 vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *a, vidmm_handle device, const void *priv,
                                             size_t priv_size, uint32_t flags, vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, device_allocation_create(a, device, priv, priv_size, flags, out));
+    VIDMM_ENTRY(a, device_allocation_create(a, device, priv, priv_size, flags, out));
 }
 
 vidmm_status vidmm_device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, device_lock(a, device, h, cpu));
+    VIDMM_ENTRY(a, device_lock(a, device, h, cpu));
 }
 
 vidmm_status vidmm_device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, device_unlock(a, device, h));
+    VIDMM_ENTRY(a, device_unlock(a, device, h));
 }

@@ -338,6 +338,5 @@ static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, 
 
 vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *a, struct vidmm_paging_process_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, adapter_query_paging_process(a, out));
+    VIDMM_ENTRY(a, adapter_query_paging_process(a, out));
 }

@@ -320,36 +320,30 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
 vidmm_status vidmm_context_create(struct vidmm_adapter *a, vidmm_handle device,
                                   const struct vidmm_context_desc *desc, vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : context_create(a, device, desc, out));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : context_create(a, device, desc, out));
 }
 
 vidmm_status vidmm_context_destroy(struct vidmm_adapter *a, vidmm_handle context)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, context_destroy(a, context));
+    VIDMM_ENTRY(a, context_destroy(a, context));
 }
 
 vidmm_status vidmm_context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, context_query(a, context, out));
+    VIDMM_ENTRY(a, context_query(a, context, out));
 }
 
 vidmm_status vidmm_device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, device_create(a, process, out));
+    VIDMM_ENTRY(a, device_create(a, process, out));
 }
 
 vidmm_status vidmm_device_destroy(struct vidmm_adapter *a, vidmm_handle device)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, device_destroy(a, device));
+    VIDMM_ENTRY(a, device_destroy(a, device));
 }
 
 vidmm_status vidmm_device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, device_query(a, device, out));
+    VIDMM_ENTRY(a, device_query(a, device, out));
 }

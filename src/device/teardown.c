@@ -81,7 +81,6 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
 
 vidmm_status vidmm_process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, process_destroy(a, h));
+    VIDMM_ENTRY(a, process_destroy(a, h));
 }
 

@@ -84,8 +84,8 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
     return hung;
 }
 
-/* Look for a hang and recover it; the fence lock not held.  1 if a reset
- * (engine or adapter) was made.  Also without submission state (the
+/* Look for a hang; the fence lock not held.  1 if a reset (engine or
+ * adapter) was made now (see below).  Also without submission state (the
  * close tears it down first): a paging hang must still be reset. */
 int vidmm_hang_poll(struct vidmm_adapter *a)
 {
@@ -101,9 +101,14 @@ int vidmm_hang_poll(struct vidmm_adapter *a)
     pthread_mutex_lock(&a->fence_lock);
     hung = find_hang_locked(a, vidmm_fence_now(), &node);
     pthread_mutex_unlock(&a->fence_lock);
-    int done = hung ? a->up.recover(a, node) : 0;
-    /* At the outermost level this unlock also runs a reset the
-     * recovery left pending (none is: it ran it in place). */
+    int done = 0;
+    /* The reset is left pending.  If this poll took the adapter lock
+     * itself (a wait outside any entry, or the hang-detection entry), it
+     * is the entry boundary: nothing above it holds adapter state, so
+     * the reset runs now.  Inside an entry the holder's waits return and
+     * the entry runs it as it unwinds. */
+    if (hung && a->up.recover(a, node) && a->lock_depth == 1)
+        done = a->up.run_pending(a) != 0;
     vidmm_adapter_unlock(a);
     return done;
 }

@@ -127,6 +127,5 @@ static vidmm_status adapter_query_gpummu(const struct vidmm_adapter *a, struct v
 
 vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *a, struct vidmm_gpummu_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, adapter_query_gpummu(a, out));
+    VIDMM_ENTRY(a, adapter_query_gpummu(a, out));
 }

@@ -39,6 +39,15 @@ int vidmm_adapter_trylock(struct vidmm_adapter *a)
     return r;
 }
 
+int vidmm_entry_recover(const struct vidmm_adapter *a)
+{
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* recovery is not the caller's state */
+    if (m->lock_depth != 1 || !m->tdr.reset_pending || !pthread_equal(m->tdr.pending_owner, pthread_self()) ||
+        m->tdr.pending_node < 0)
+        return 0;
+    return m->up.run_pending(m) == 1;
+}
+
 int vidmm_adapter_held(const struct vidmm_adapter *a)
 {
     return a->lock_depth > 0 && pthread_equal(a->lock_owner, pthread_self());

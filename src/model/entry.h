@@ -4,15 +4,18 @@
  *
  * Every public entry that reads or changes adapter state is written
  *
- *     VIDMM_ENTER(a);                           adapter checked, lock taken
- *     return vidmm_entry_leave(a, op(a, ...));  run, then unlock
+ *     VIDMM_ENTRY(a, op(a, ...));
  *
- * op's own validation comes first inside it and changes nothing on bad
- * input.  The argument of vidmm_entry_leave is evaluated before the call,
- * so op runs with the lock held and the lock is released after it.  The
- * outermost leave is the entry boundary: a reset a hang left pending
- * runs there (model/entry.c), and a debug build (make DEBUG=1) runs the
- * structure and rules checkers there and stops at the first violation.
+ * which checks the adapter, takes the lock, runs op (whose own
+ * validation comes first and changes nothing on bad input) and releases
+ * the lock.  The outermost release is the entry boundary: a reset a hang
+ * left pending runs there - never inside op, whose callers may hold
+ * pointers into what a reset rewrites.  When op backed out with
+ * VIDMM_E_TIMEOUT because an engine hung, the engine reset runs at the
+ * boundary and op runs again, so a caller sees an engine reset only as
+ * its guilty device's error state; after an adapter reset it sees the
+ * timeout.  A debug build (make DEBUG=1) runs the structure and rules
+ * checkers at the boundary and stops at the first violation.
  *
  * Locks: every internal function may assume the adapter lock is held
  * (debug builds assert it where state changes: VIDMM_ASSERT_LOCKED); a
@@ -31,14 +34,27 @@
 
 struct vidmm_adapter;
 
-#define VIDMM_ENTER(a)                                                                                       \
+#define VIDMM_ENTRY(a, call)                                                                                 \
     do {                                                                                                     \
         if (!(a))                                                                                            \
             return VIDMM_E_INVALID_ARG;                                                                      \
         vidmm_adapter_lock(a);                                                                               \
+        vidmm_status vidmm_entry_st_ = (call);                                                               \
+        for (int vidmm_entry_n_ = 0; vidmm_entry_st_ == VIDMM_E_TIMEOUT && vidmm_entry_n_ < 4 &&             \
+                                     vidmm_entry_recover(a);                                                 \
+             vidmm_entry_n_++)                                                                               \
+            vidmm_entry_st_ = (call);                                                                        \
+        return vidmm_entry_leave(a, vidmm_entry_st_);                                                        \
     } while (0)
 
-/* Release the lock VIDMM_ENTER took; st passes through. */
+/* At the boundary of the outermost entry, after its operation backed out
+ * with VIDMM_E_TIMEOUT: run the reset a hang left pending.  1 if it was
+ * an engine reset, after which the operation runs again (the hung work
+ * is abandoned, nothing else changed); 0 otherwise (an adapter reset
+ * runs as the lock is released, and the caller sees the timeout). */
+int vidmm_entry_recover(const struct vidmm_adapter *a);
+
+/* Release the lock VIDMM_ENTRY took; st passes through. */
 vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st);
 
 /* 1 after reporting a violated invariant (see above). */

@@ -354,12 +354,12 @@ struct vidmm_upcalls {
     /* A process's root page table moved: bind it again for the process
      * and every context bound to it (devices). */
     void (*root_moved)(struct vidmm_adapter *a, struct vidmm_process *p);
-    /* A hang was found (node, -1 = the paging engine): recover it (tdr).
-     * 1 if a reset was made now. */
+    /* A hang was found (node, -1 = the paging engine): confirm it and
+     * leave its reset pending (tdr).  1 if a reset is pending. */
     int (*recover)(struct vidmm_adapter *a, int node);
-    /* The outermost entry unwinds, or a recovery point: run the adapter
-     * reset left pending (tdr). */
-    void (*run_pending)(struct vidmm_adapter *a);
+    /* An entry boundary, or a recovery point: run the reset left pending
+     * (tdr).  0: none; 1: an engine reset ran; 2: an adapter reset ran. */
+    int (*run_pending)(struct vidmm_adapter *a);
     /* A deferred-destroyed allocation went idle: release it now
      * (allocation lifetime). */
     void (*destroy_now)(struct vidmm_adapter *a, struct vidmm_allocation *al);

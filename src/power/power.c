@@ -92,11 +92,10 @@ static vidmm_status resume(struct vidmm_adapter *a)
     return st < 0 ? st : f;
 }
 
-vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t state)
+static vidmm_status set_power_state(struct vidmm_adapter *a, uint32_t state)
 {
-    if (!a || state > VIDMM_POWER_HIBERNATE)
+    if (state > VIDMM_POWER_HIBERNATE)
         return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
     vidmm_status st = VIDMM_OK;
     if (state == a->power_state) {
         /* Already there. */
@@ -107,8 +106,12 @@ vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t sta
         if (st >= 0)
             a->power_stats.transitions++;
     }
-    vidmm_adapter_unlock(a);
     return st;
+}
+
+vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t state)
+{
+    VIDMM_ENTRY(a, set_power_state(a, state));
 }
 
 vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *a, uint32_t *state)

@@ -588,59 +588,50 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
 
 vidmm_status vidmm_gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_free(a, h, va, size));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_free(a, h, va, size));
 }
 
 vidmm_status vidmm_gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
                              vidmm_handle allocation, uint64_t offset, uint64_t size, unsigned prot, uint64_t driver_protection, uint64_t *va)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_map(a, h, base, min, max, allocation, offset, size, prot, driver_protection, va));
 }
 
 vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, uint64_t va,
                                struct vidmm_gpuva_range *out, uint32_t cap, uint32_t *count)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, gpuva_query(a, h, va, out, cap, count));
+    VIDMM_ENTRY(a, gpuva_query(a, h, va, out, cap, count));
 }
 
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min,
                                  uint64_t max, uint64_t size, unsigned mode, uint64_t *va)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, gpuva_reserve(a, h, base, min, max, size, mode, va));
+    VIDMM_ENTRY(a, gpuva_reserve(a, h, base, min, max, size, mode, va));
 }
 
 vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_unmap(a, h, va, size));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_unmap(a, h, va, size));
 }
 
 vidmm_status vidmm_gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
                                 uint32_t count)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_update(a, h, ops, count));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : gpuva_update(a, h, ops, count));
 }
 
 vidmm_status vidmm_process_create(struct vidmm_adapter *a, vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : process_create(a, out));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : process_create(a, out));
 }
 
 vidmm_status vidmm_process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, process_query(a, h, out));
+    VIDMM_ENTRY(a, process_query(a, h, out));
 }
 
 vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_handle h,
                                            struct vidmm_physical_address *root)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, process_root_page_table(a, h, root));
+    VIDMM_ENTRY(a, process_root_page_table(a, h, root));
 }

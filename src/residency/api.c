@@ -739,75 +739,64 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
  * submit may also change their residency lists (vidmm/submit.h). */
 vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
+    VIDMM_ENTRY(a, a->power_state != VIDMM_POWER_D0 ? VIDMM_E_STATE   /* powered down (power.h) */
                                                        : make_resident(a, device, args));
 }
 
 vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
                          uint32_t flags, uint64_t *bytes_to_trim)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim));
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
 
 vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, adapter_set_eviction_policy(a, policy));
+    VIDMM_ENTRY(a, adapter_set_eviction_policy(a, policy));
 }
 
 vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *a, vidmm_handle h,
                                         struct vidmm_residency_state *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_residency(a, h, out));
+    VIDMM_ENTRY(a, allocation_residency(a, h, out));
 }
 
 vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_set_next_use(a, h, clock));
+    VIDMM_ENTRY(a, allocation_set_next_use(a, h, clock));
 }
 
 vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, allocation_set_priority(a, h, priority));
+    VIDMM_ENTRY(a, allocation_set_priority(a, h, priority));
 }
 
 vidmm_status vidmm_offer(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
                          uint32_t offer_priority)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, offer(a, device, allocs, count, offer_priority));
+    VIDMM_ENTRY(a, offer(a, device, allocs, count, offer_priority));
 }
 
 vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vidmm_handle *allocs,
                            uint32_t count, uint32_t *results, uint64_t *fence)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence));
+    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence));
 }
 
 vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority, vidmm_handle *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, paging_queue_create(a, device, priority, out));
+    VIDMM_ENTRY(a, paging_queue_create(a, device, priority, out));
 }
 
 vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, paging_queue_destroy(a, queue));
+    VIDMM_ENTRY(a, paging_queue_destroy(a, queue));
 }
 
 vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, paging_queue_fence(a, queue, completed));
+    VIDMM_ENTRY(a, paging_queue_fence(a, queue, completed));
 }
 
 uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
@@ -822,6 +811,5 @@ uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)
 
 vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, residency_get_stats(a, out));
+    VIDMM_ENTRY(a, residency_get_stats(a, out));
 }

@@ -183,27 +183,23 @@ static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_ha
 vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *a, vidmm_handle process,
                                                    enum vidmm_segment_group group, uint64_t reservation)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, change_video_memory_reservation(a, process, group, reservation));
+    VIDMM_ENTRY(a, change_video_memory_reservation(a, process, group, reservation));
 }
 
 vidmm_status vidmm_process_set_budget(struct vidmm_adapter *a, vidmm_handle process,
                                       enum vidmm_segment_group group, uint64_t budget)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, process_set_budget(a, process, group, budget));
+    VIDMM_ENTRY(a, process_set_budget(a, process, group, budget));
 }
 
 vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,
                                            enum vidmm_segment_group group, struct vidmm_video_memory_info *out)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, query_video_memory_info(a, process, group, out));
+    VIDMM_ENTRY(a, query_video_memory_info(a, process, group, out));
 }
 
 vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *a, vidmm_handle device,
                                               vidmm_trim_callback callback, void *context)
 {
-    VIDMM_ENTER(a);
-    return vidmm_entry_leave(a, register_trim_notification(a, device, callback, context));
+    VIDMM_ENTRY(a, register_trim_notification(a, device, callback, context));
 }

@@ -49,6 +49,7 @@
 #include "model/objects.h"
 #include "alloc/alloc.h"
 #include "content/content.h"
+#include "fence/hang.h"
 #include "fence/inflight.h"
 #include "paging/paging.h"
 #include "process/process.h"
@@ -592,6 +593,10 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
             again = 1;
     }
     vidmm_res_enter(a, al);
+    /* The wait for submitted work stopped on a hang: its reset runs at
+     * the entry boundary, which then tries the call again. */
+    if (last < 0 && vidmm_reset_pending(a))
+        return VIDMM_E_TIMEOUT;
     return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE || last == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : last;
 }
 

@@ -213,14 +213,13 @@ static vidmm_status submit_to_driver(struct vidmm_adapter *a, struct vidmm_conte
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context, uint64_t gpu_va, uint32_t size,
-                                  uint64_t *fence)
+static vidmm_status submit_virtual(struct vidmm_adapter *a, vidmm_handle context, uint64_t gpu_va, uint32_t size,
+                              uint64_t *fence)
 {
     if (!a || !fence || !size || gpu_va > UINT64_MAX - size)
         return VIDMM_E_INVALID_ARG;
     *fence = 0;
     struct vidmm_submit_state *s = a->sub;
-    vidmm_adapter_lock(a);
     struct vidmm_context *c = NULL;
     vidmm_status st = VIDMM_E_STATE;   /* powered down (power.h) */
     if (a->power_state != VIDMM_POWER_D0)
@@ -260,8 +259,13 @@ vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context,
     commit_record(a, c, r);
     s->stats.virtual_submissions++;
 out:
-    vidmm_adapter_unlock(a);
     return st;
+}
+
+vidmm_status vidmm_submit_virtual(struct vidmm_adapter *a, vidmm_handle context, uint64_t gpu_va, uint32_t size,
+                                  uint64_t *fence)
+{
+    VIDMM_ENTRY(a, submit_virtual(a, context, gpu_va, size, fence));
 }
 
 static vidmm_status grow_scratch(struct vidmm_adapter *a, uint32_t nal, uint32_t npatch)
@@ -342,7 +346,7 @@ static int physical_address(const struct vidmm_adapter *a, const struct vidmm_al
     return 0;
 }
 
-vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context,
+static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle context,
                                    struct vidmm_submit_physical_args *args)
 {
     if (!a || !args || !args->buffer || !args->size || (args->flags & ~VIDMM_SUBMIT_REUSED) ||
@@ -352,7 +356,6 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     args->fence = 0;
     args->patched = 0;
     struct vidmm_submit_state *s = a->sub;
-    vidmm_adapter_lock(a);
     struct vidmm_context *c = NULL;
     vidmm_status st = VIDMM_E_STATE;   /* powered down (power.h) */
     if (a->power_state != VIDMM_POWER_D0)
@@ -504,8 +507,13 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
     args->fence = fence;
     args->patched = np;
 out:
-    vidmm_adapter_unlock(a);
     return st;
+}
+
+vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context,
+                                   struct vidmm_submit_physical_args *args)
+{
+    VIDMM_ENTRY(a, submit_physical(a, context, args));
 }
 
 /* ---- fences ----------------------------------------------------------- */

@@ -280,13 +280,14 @@ static void run_adapter_reset(struct vidmm_adapter *a, int node)
     pthread_mutex_unlock(&a->fence_lock);
 }
 
-/* Adapter lock held.  An engine reset runs in place: it only makes one
- * fence pass and puts one device in error, freeing nothing.  An adapter
- * reset frees and rewrites state (system copies, submission records,
- * page tables, the paging ring) that a suspended caller may hold, so
- * below a public entry it is left pending for the outermost entry to
- * run as it unwinds (vidmm_adapter_unlock); meanwhile the waits of the
- * thread that holds the lock fail at once.  1 if a reset was made now. */
+/* Adapter lock held (the hang detector in a fence wait, or the
+ * hang-detection entry).  Confirms the hang on node (-1 = the paging
+ * engine) unless the driver calls the engine responsive, and leaves the
+ * reset pending: it runs at the entry boundary (vidmm_tdr_run_pending),
+ * never under a caller that may hold pointers into what a reset frees
+ * or rewrites.  Meanwhile every wait of the lock's holder returns at
+ * once (the engines will not progress before the reset) and its
+ * operation backs out with VIDMM_E_TIMEOUT.  1 if a reset is pending. */
 int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
 {
     if (a->tdr.in_recovery || a->tdr.reset_pending)
@@ -305,9 +306,35 @@ int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
         return 0;
     }
     a->tdr.stats.hangs++;
-    if (node < 0) {
+    if (node < 0)
         a->tdr.stats.paging_hangs++;
-    } else {
+    pthread_mutex_lock(&a->fence_lock);
+    a->tdr.reset_pending = 1;
+    a->tdr.pending_node = node;
+    a->tdr.pending_owner = pthread_self();
+    pthread_cond_broadcast(&a->fence_cond);   /* the owner's waits return */
+    pthread_mutex_unlock(&a->fence_lock);
+    return 1;
+}
+
+/* At an entry boundary: the outermost entry as it unwinds (the entry
+ * mechanism, model/entry.c), the hang-detection poll when it took the
+ * adapter lock itself, and the recovery points of the close and of a
+ * context destroy, whose callers hold nothing a reset frees.  An engine
+ * hang gets an engine reset (one fence passes, one device in error,
+ * nothing freed) and, when that is missing or fails, an adapter reset,
+ * as a paging hang does.  0: nothing was pending; VIDMM_TDR_RAN_ENGINE or
+ * VIDMM_TDR_RAN_ADAPTER: what ran. */
+int vidmm_tdr_run_pending(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->fence_lock);
+    int pending = vidmm_reset_pending_locked(a);
+    int node = a->tdr.pending_node;
+    a->tdr.reset_pending = pending ? 0 : a->tdr.reset_pending;
+    pthread_mutex_unlock(&a->fence_lock);
+    if (!pending)
+        return 0;
+    if (node >= 0) {
         pthread_mutex_lock(&a->fence_lock);
         a->tdr.in_recovery = 1;
         pthread_mutex_unlock(&a->fence_lock);
@@ -316,30 +343,10 @@ int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
         a->tdr.in_recovery = 0;
         pthread_mutex_unlock(&a->fence_lock);
         if (st >= 0)
-            return 1;
-    }
-    if (a->lock_depth > 1) {
-        pthread_mutex_lock(&a->fence_lock);
-        a->tdr.reset_pending = 1;
-        a->tdr.pending_node = node;
-        a->tdr.pending_owner = pthread_self();
-        pthread_cond_broadcast(&a->fence_cond);   /* the owner's waits return */
-        pthread_mutex_unlock(&a->fence_lock);
-        return 0;
+            return VIDMM_TDR_RAN_ENGINE;
     }
     run_adapter_reset(a, node);
-    return 1;
-}
-
-void vidmm_tdr_run_pending(struct vidmm_adapter *a)
-{
-    pthread_mutex_lock(&a->fence_lock);
-    int pending = vidmm_reset_pending_locked(a);
-    int node = a->tdr.pending_node;
-    a->tdr.reset_pending = pending ? 0 : a->tdr.reset_pending;
-    pthread_mutex_unlock(&a->fence_lock);
-    if (pending)
-        run_adapter_reset(a, node);
+    return VIDMM_TDR_RAN_ADAPTER;
 }
 
 /* ---- public entries ---------------------------------------------------------- */

@@ -6,13 +6,14 @@
 
 #include "model/objects.h"
 
-/* A recovery point: run the pending reset now.  Only where the caller
- * and every caller above it hold nothing a reset frees or rewrites
- * (the outermost entry unwinding, a context destroy, the close). */
-void vidmm_tdr_run_pending(struct vidmm_adapter *a);
+/* Run the reset a hang left pending (entry boundaries and recovery
+ * points only): 0 none, else what ran. */
+#define VIDMM_TDR_RAN_ENGINE 1
+#define VIDMM_TDR_RAN_ADAPTER 2
+int vidmm_tdr_run_pending(struct vidmm_adapter *a);
 
-/* Recover a hang found on node (-1 = paging engine): the upcall the
- * fence waits call.  1 if a reset was made now. */
+/* A hang found on node (-1 = paging engine): confirm it and leave its
+ * reset pending (the upcall the fence waits call).  1 if pending. */
 int vidmm_tdr_recover(struct vidmm_adapter *a, int node);
 
 /* Write every page table again and every allocation's entries (their
