@@ -182,7 +182,6 @@ struct vidmm_process {
     int paging_process;             /* the system paging process: tables in the paging-process segments */
     struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
     uint32_t pte_buf_len;
-    vidmm_status step_error;        /* first failure inside a VA change (commit half) */
     uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
     uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
     uint64_t root_grows;            /* times a resizable root grew */

@@ -1864,10 +1864,21 @@ void vidmm_va_space_set_step_fn(struct vidmm_va_space *vs, vidmm_va_step_fn fn, 
     vs->step_ctx = ctx;
 }
 
-vidmm_status vidmm_va_reserve(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
-                              uint64_t size, unsigned mode, uint64_t *va)
+/* Prepare halves: validate, resolve the address, and obtain every record,
+ * tree node, hash slot and scratch entry the change can need; the space is
+ * not changed.  vidmm_va_commit() then applies the prepared change and
+ * cannot fail (docs/VA_SPACE.md, "Prepare and commit"). */
+
+static void va_prep_init(struct vidmm_va_prep *op, uint32_t kind)
 {
-    if (!vs || !va || size == 0 || mode > VIDMM_VA_ZERO)
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+}
+
+vidmm_status vidmm_va_reserve_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                                      uint64_t size, unsigned mode, struct vidmm_va_prep *op)
+{
+    if (!vs || !op || size == 0 || mode > VIDMM_VA_ZERO)
         return VIDMM_E_INVALID_ARG;
     vidmm_status st;
     if (at) {
@@ -1885,29 +1896,27 @@ vidmm_status vidmm_va_reserve(struct vidmm_va_space *vs, uint64_t at, uint64_t m
     }
     if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL)) != VIDMM_OK)
         return st;
-    struct vidmm_va_desc d;
-    memset(&d, 0, sizeof d);
-    d.state = VIDMM_VA_RESERVED;
-    d.mode = (uint8_t)mode;
-    va_replace(vs, 0, at, at + size, &d);
-    *va = at;
+    va_prep_init(op, VIDMM_VA_PREP_RESERVE);
+    op->va = at;
+    op->size = size;
+    op->d.state = VIDMM_VA_RESERVED;
+    op->d.mode = (uint8_t)mode;
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
-                          uint64_t size, uint64_t object, uint64_t object_offset, unsigned prot,
-                          uint64_t driver_protection, uint64_t *va)
+vidmm_status vidmm_va_map_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                                  uint64_t size, uint64_t object, uint64_t object_offset, unsigned prot,
+                                  uint64_t driver_protection, struct vidmm_va_prep *op)
 {
-    if (!vs || !va || size == 0 || object == 0 || (prot & ~VIDMM_VA_PROT_MASK))
+    if (!vs || !op || size == 0 || object == 0 || (prot & ~VIDMM_VA_PROT_MASK))
         return VIDMM_E_INVALID_ARG;
     if (!va_aligned(object_offset, VIDMM_VA_PAGE))
         return VIDMM_E_ALIGNMENT;
     VA_OBJ_PREFETCH(vs, object); /* linked at the end; start the miss now */
     vidmm_status st;
-    struct vidmm_va_desc d;
     uint32_t first = 0;
-    struct va_pos fpos;
-    memset(&d, 0, sizeof d);
+    struct va_pos fpos = { 0, 0 };
+    uint8_t inres = 0, mode = 0;
     if (at) {
         if ((st = va_check_span(vs, at, size, VIDMM_VA_PAGE)) != VIDMM_OK)
             return st;
@@ -1923,8 +1932,8 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
         if (cov & VA_COV_BACKED) {
             /* The mapping remembers the mode of the reservation under its
              * first page: unmap gives the whole mapping back in it. */
-            d.in_reservation = 1;
-            d.mode = D(first).mode;
+            inres = 1;
+            mode = D(first).mode;
         }
     } else {
         if ((st = va_window(vs, &min, &max, VIDMM_VA_PAGE)) != VIDMM_OK)
@@ -1935,19 +1944,25 @@ vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, 
     if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL)) != VIDMM_OK ||
         (st = va_obj_reserve(vs, 1)) != VIDMM_OK)
         return st;
-    d.state = VIDMM_VA_MAPPED;
-    d.object = object;
-    d.object_offset = object_offset;
-    d.prot = (uint8_t)prot;
-    d.driver_protection = driver_protection;
-    va_replace_at(vs, first, first ? &fpos : NULL, at, at + size, &d);
-    *va = at;
+    va_prep_init(op, VIDMM_VA_PREP_MAP);
+    op->va = at;
+    op->size = size;
+    op->first = first;
+    op->first_leaf = fpos.lf;
+    op->first_slot = fpos.slot;
+    op->d.in_reservation = inres;
+    op->d.mode = mode;
+    op->d.state = VIDMM_VA_MAPPED;
+    op->d.object = object;
+    op->d.object_offset = object_offset;
+    op->d.prot = (uint8_t)prot;
+    op->d.driver_protection = driver_protection;
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_va_unmap(struct vidmm_va_space *vs, uint64_t va, uint64_t size)
+vidmm_status vidmm_va_unmap_prepare(struct vidmm_va_space *vs, uint64_t va, uint64_t size, struct vidmm_va_prep *op)
 {
-    if (!vs)
+    if (!vs || !op)
         return VIDMM_E_INVALID_ARG;
     vidmm_status st = va_check_span(vs, va, size, VIDMM_VA_PAGE);
     if (st != VIDMM_OK)
@@ -1963,13 +1978,15 @@ vidmm_status vidmm_va_unmap(struct vidmm_va_space *vs, uint64_t va, uint64_t siz
     }
     if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + ins)) != VIDMM_OK)
         return st;
-    va_unmap_span(vs, va, va + size);
+    va_prep_init(op, VIDMM_VA_PREP_UNMAP);
+    op->va = va;
+    op->size = size;
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size)
+vidmm_status vidmm_va_free_prepare(struct vidmm_va_space *vs, uint64_t va, uint64_t size, struct vidmm_va_prep *op)
 {
-    if (!vs)
+    if (!vs || !op)
         return VIDMM_E_INVALID_ARG;
     vidmm_status st = va_check_span(vs, va, size, VIDMM_VA_PAGE);
     if (st != VIDMM_OK)
@@ -1983,74 +2000,97 @@ vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size
         return VIDMM_E_ALIGNMENT;
     if ((st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL)) != VIDMM_OK)
         return st;
-    struct vidmm_va_desc d;
-    memset(&d, 0, sizeof d);
-    va_replace_at(vs, first, &fpos, va, va + size, &d);
+    va_prep_init(op, VIDMM_VA_PREP_FREE);
+    op->va = va;
+    op->size = size;
+    op->first = first;
+    op->first_leaf = fpos.lf;
+    op->first_slot = fpos.slot;
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object)
+/* Needs nothing: the commit unmaps each mapping in place (see
+ * va_unmap_in_place), so destroying an allocation cannot fail for want of
+ * host memory. */
+vidmm_status vidmm_va_unmap_object_prepare(struct vidmm_va_space *vs, uint64_t object, struct vidmm_va_prep *op)
 {
-    if (!vs || object == 0)
+    if (!vs || !op || object == 0)
         return VIDMM_E_INVALID_ARG;
-    const struct vidmm_va_objrec *orec = va_obj_find(vs, object);
-    if (!orec)
-        return VIDMM_OK;
-    /* One insertion (the RESERVED piece) per mapping made in a reservation. */
-    uint64_t inres = 0;
-    for (uint32_t m = orec->head; m; m = va_rec(vs, m)->obj_next)
-        inres += va_rec(vs, m)->d.in_reservation;
-    vidmm_status st = va_reserve(vs, VA_NODES_PER_CALL, VA_INS_PER_CALL + inres);
-    if (st != VIDMM_OK)
-        return st;
-    /* Each replace removes the head; the record goes with the last one. */
-    struct vidmm_va_objrec *rec;
-    while ((rec = va_obj_find(vs, object)) != NULL) {
-        uint32_t r = rec->head;
-        struct vidmm_va_desc d;
-        va_unmapped_desc(vs, r, &d);
-        va_replace(vs, r, VS(r), VE(r), &d);
-    }
+    va_prep_init(op, va_obj_find(vs, object) ? VIDMM_VA_PREP_UNMAP_OBJECT : VIDMM_VA_PREP_NONE);
+    op->d.object = object;
     return VIDMM_OK;
+}
+
+/* Unmap the whole mapping r without taking a record or a tree slot: a
+ * mapping made outside reservations is cut out (a removal), one made in a
+ * reservation becomes RESERVED in the same record and slot, then merges
+ * with equal neighbours (removals again).  Removals only free, so this
+ * needs nothing reserved.  Steps: UNMAP of the mapping, MAP of the
+ * reservation, as the general replace emits them. */
+static void va_unmap_in_place(struct vidmm_va_space *vs, uint32_t r)
+{
+    struct vidmm_va_desc old = D(r), nd;
+    va_unmapped_desc(vs, r, &nd);
+    if (nd.state == VIDMM_VA_FREE) {
+        va_replace(vs, r, VS(r), VE(r), &nd);
+        return;
+    }
+    va_obj_unlink(vs, r);
+    vs->mapped_count--;
+    vs->inres_count--;
+    nd.va = old.va;
+    nd.size = old.size;
+    D(r) = nd;
+    uint32_t lf = va_rec(vs, r)->leaf;
+    va_leaf *l = &LF(lf);
+    unsigned s = va_leaf_slot(l, r);
+    l->tag[s] = 0;
+    l->kind[s] = va_kind(&nd);
+    VA_EMIT(vs, VIDMM_VA_STEP_UNMAP, &old, NULL, 0, 0);
+    VA_EMIT(vs, VIDMM_VA_STEP_MAP, NULL, &D(r), 0, 0);
+    va_merge_reserved(vs, r);
+    va_flush(vs);
 }
 
 /* Saturating add for node bounds. */
 static inline uint64_t va_sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
-vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n)
+vidmm_status vidmm_va_update_prepare(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n,
+                                     struct vidmm_va_prep *op)
 {
-    if (!vs || (!ops && n))
+    if (!vs || !op || (!ops && n))
         return VIDMM_E_INVALID_ARG;
+    va_prep_init(op, VIDMM_VA_PREP_NONE);
     if (n == 0)
         return VIDMM_OK;
-    /* Phase 1: validate every op on its own, and the target / source hulls. */
+    /* Validate every op on its own, and the target / source hulls. */
     uint64_t tlo = UINT64_MAX, thi = 0, slo = UINT64_MAX, shi = 0, maps = 0;
     vidmm_status st;
     for (size_t i = 0; i < n; i++) {
-        const struct vidmm_va_update_op *op = &ops[i];
-        if (op->type > VIDMM_VA_UPDATE_COPY || op->size == 0)
+        const struct vidmm_va_update_op *o = &ops[i];
+        if (o->type > VIDMM_VA_UPDATE_COPY || o->size == 0)
             return VIDMM_E_INVALID_ARG;
-        if (op->type == VIDMM_VA_UPDATE_MAP && (op->object == 0 || (op->prot & ~VIDMM_VA_PROT_MASK)))
+        if (o->type == VIDMM_VA_UPDATE_MAP && (o->object == 0 || (o->prot & ~VIDMM_VA_PROT_MASK)))
             return VIDMM_E_INVALID_ARG;
-        if (op->type == VIDMM_VA_UPDATE_UNMAP && op->mode > VIDMM_VA_ZERO)
+        if (o->type == VIDMM_VA_UPDATE_UNMAP && o->mode > VIDMM_VA_ZERO)
             return VIDMM_E_INVALID_ARG;
-        if (op->type == VIDMM_VA_UPDATE_MAP) {
-            if (!va_aligned(op->object_offset, VIDMM_VA_PAGE))
+        if (o->type == VIDMM_VA_UPDATE_MAP) {
+            if (!va_aligned(o->object_offset, VIDMM_VA_PAGE))
                 return VIDMM_E_ALIGNMENT;
-            if (op->object_offset + op->size < op->object_offset)
+            if (o->object_offset + o->size < o->object_offset)
                 return VIDMM_E_OVERFLOW;
             maps++;
         }
-        if (op->type == VIDMM_VA_UPDATE_COPY) {
-            if ((st = va_check_span(vs, op->src, op->size, VIDMM_VA_PAGE)) != VIDMM_OK)
+        if (o->type == VIDMM_VA_UPDATE_COPY) {
+            if ((st = va_check_span(vs, o->src, o->size, VIDMM_VA_PAGE)) != VIDMM_OK)
                 return st;
-            slo = va_min(slo, op->src);
-            shi = va_max(shi, op->src + op->size);
+            slo = va_min(slo, o->src);
+            shi = va_max(shi, o->src + o->size);
         }
-        if ((st = va_check_span(vs, op->va, op->size, VIDMM_VA_PAGE)) != VIDMM_OK)
+        if ((st = va_check_span(vs, o->va, o->size, VIDMM_VA_PAGE)) != VIDMM_OK)
             return st;
-        tlo = va_min(tlo, op->va);
-        thi = va_max(thi, op->va + op->size);
+        tlo = va_min(tlo, o->va);
+        thi = va_max(thi, o->va + o->size);
     }
     /* "Every target inside one reserved range": the targets' hull must be
      * one unbroken run of reservation-backed ranges.  No op of the batch
@@ -2090,7 +2130,17 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
         vs->scratch = s;
         vs->scratch_cap = scratch;
     }
-    /* Phase 2: apply in order; nothing below can fail. */
+    op->kind = VIDMM_VA_PREP_UPDATE;
+    op->va = tlo;
+    op->size = thi - tlo;
+    op->ops = ops;
+    op->n = n;
+    return VIDMM_OK;
+}
+
+/* The commit half of vidmm_va_update: apply in order; nothing can fail. */
+static void va_update_commit(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         const struct vidmm_va_update_op *op = &ops[i];
         struct vidmm_va_desc d;
@@ -2127,7 +2177,104 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
                 va_replace(vs, 0, vs->scratch[k].va, vs->scratch[k].va + vs->scratch[k].size, &vs->scratch[k]);
         }
     }
+}
+
+void vidmm_va_commit(struct vidmm_va_space *vs, const struct vidmm_va_prep *op)
+{
+    if (!vs || !op)
+        return;
+    struct va_pos fpos = { op->first_leaf, op->first_slot };
+    switch (op->kind) {
+    case VIDMM_VA_PREP_RESERVE:
+        va_replace(vs, 0, op->va, op->va + op->size, &op->d);
+        break;
+    case VIDMM_VA_PREP_MAP:
+    case VIDMM_VA_PREP_FREE:
+        va_replace_at(vs, op->first, op->first ? &fpos : NULL, op->va, op->va + op->size, &op->d);
+        break;
+    case VIDMM_VA_PREP_UNMAP:
+        va_unmap_span(vs, op->va, op->va + op->size);
+        break;
+    case VIDMM_VA_PREP_UNMAP_OBJECT: {
+        /* Each unmap takes the head off; the hash record goes with the last one. */
+        struct vidmm_va_objrec *rec;
+        while ((rec = va_obj_find(vs, op->d.object)) != NULL)
+            va_unmap_in_place(vs, rec->head);
+        break;
+    }
+    case VIDMM_VA_PREP_UPDATE:
+        va_update_commit(vs, op->ops, op->n);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The one-call entries: prepare, then commit. */
+
+vidmm_status vidmm_va_reserve(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                              uint64_t size, unsigned mode, uint64_t *va)
+{
+    if (!va)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_reserve_prepare(vs, at, min, max, size, mode, &op);
+    if (st != VIDMM_OK)
+        return st;
+    vidmm_va_commit(vs, &op);
+    *va = op.va;
     return VIDMM_OK;
+}
+
+vidmm_status vidmm_va_map(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                          uint64_t size, uint64_t object, uint64_t object_offset, unsigned prot,
+                          uint64_t driver_protection, uint64_t *va)
+{
+    if (!va)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_map_prepare(vs, at, min, max, size, object, object_offset, prot, driver_protection, &op);
+    if (st != VIDMM_OK)
+        return st;
+    vidmm_va_commit(vs, &op);
+    *va = op.va;
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_va_unmap(struct vidmm_va_space *vs, uint64_t va, uint64_t size)
+{
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_unmap_prepare(vs, va, size, &op);
+    if (st == VIDMM_OK)
+        vidmm_va_commit(vs, &op);
+    return st;
+}
+
+vidmm_status vidmm_va_free(struct vidmm_va_space *vs, uint64_t va, uint64_t size)
+{
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_free_prepare(vs, va, size, &op);
+    if (st == VIDMM_OK)
+        vidmm_va_commit(vs, &op);
+    return st;
+}
+
+vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object)
+{
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_unmap_object_prepare(vs, object, &op);
+    if (st == VIDMM_OK)
+        vidmm_va_commit(vs, &op);
+    return st;
+}
+
+vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n)
+{
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_update_prepare(vs, ops, n, &op);
+    if (st == VIDMM_OK)
+        vidmm_va_commit(vs, &op);
+    return st;
 }
 
 /* ---- queries ------------------------------------------------------------------ */

@@ -230,6 +230,53 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
  * INVALID_ARG for object 0; OK when it has no mapping. */
 vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object);
 
+/* Prepare and commit (docs/VA_SPACE.md, "Prepare and commit").  Each
+ * change above is the pair *_prepare + vidmm_va_commit.  Prepare
+ * validates (same statuses as the one-call entry), resolves the address
+ * (op->va, op->size: the span the change creates or cuts; UPDATE: the
+ * hull of its targets) and obtains from the host allocator every record,
+ * tree node, hash slot and scratch entry the change can need; it changes
+ * no range and emits no step.  Commit applies the change, emitting its
+ * steps; it cannot fail.  Between the two the caller may read the space
+ * (to prepare page tables for op->va..op->size) but must not change it;
+ * an UPDATE's ops must stay alive until commit.  A prepared op that is
+ * not committed needs no release (the reserve is kept for later calls). */
+enum vidmm_va_prep_kind {
+    VIDMM_VA_PREP_NONE = 0,   /* nothing to do (update of 0 ops, unmap_object of an unmapped object) */
+    VIDMM_VA_PREP_RESERVE,
+    VIDMM_VA_PREP_MAP,
+    VIDMM_VA_PREP_UNMAP,
+    VIDMM_VA_PREP_FREE,
+    VIDMM_VA_PREP_UPDATE,
+    VIDMM_VA_PREP_UNMAP_OBJECT
+};
+
+struct vidmm_va_prep {
+    uint32_t kind;                        /* enum vidmm_va_prep_kind */
+    uint32_t first;                       /* MAP/FREE at a fixed place: the first range it cuts (0 = none) */
+    uint32_t first_leaf, first_slot;      /* ... and its place in the tree (va/va_int.h: struct va_pos) */
+    uint64_t va, size;                    /* the resolved target (UPDATE: the targets' hull) */
+    struct vidmm_va_desc d;               /* RESERVE/MAP/FREE: what commit puts at [va, va + size);
+                                           * UNMAP_OBJECT: d.object names the object */
+    const struct vidmm_va_update_op *ops; /* UPDATE: the batch (the caller's) */
+    size_t n;
+};
+
+vidmm_status vidmm_va_reserve_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                                      uint64_t size, unsigned mode, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_map_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                                  uint64_t size, uint64_t object, uint64_t object_offset, unsigned prot,
+                                  uint64_t driver_protection, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_unmap_prepare(struct vidmm_va_space *vs, uint64_t va, uint64_t size, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_free_prepare(struct vidmm_va_space *vs, uint64_t va, uint64_t size, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_update_prepare(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n,
+                                     struct vidmm_va_prep *op);
+vidmm_status vidmm_va_unmap_object_prepare(struct vidmm_va_space *vs, uint64_t object, struct vidmm_va_prep *op);
+/* Apply a prepared change: emits its steps; cannot fail.  op must come
+ * from a *_prepare on vs that returned VIDMM_OK, with no change to vs
+ * since. */
+void vidmm_va_commit(struct vidmm_va_space *vs, const struct vidmm_va_prep *op);
+
 /* The range holding va, or NULL in a hole. */
 const struct vidmm_va_range *vidmm_va_lookup(const struct vidmm_va_space *vs, uint64_t va);
 /* The first range ending after va (the one holding va, or the next). */
