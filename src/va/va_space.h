@@ -71,9 +71,9 @@ struct vidmm_va_desc {
 };
 
 /* One range as the caller sees it: a 64-byte record holding the public
- * descriptor d.  Fields other than d are private to va_space.c.  The
+ * descriptor d.  Fields other than d are private to src/va/.  The
  * record stays at one address for as long as the range lives (the tree
- * holds copies of its start and end, see va_space.c). */
+ * holds copies of its start and end, see va_tree.c). */
 struct vidmm_va_range {
     struct vidmm_va_desc d;
     uint32_t obj_prev, obj_next; /* MAPPED: the object's mapping list (node indices, 0 = none) */
@@ -127,10 +127,10 @@ struct vidmm_va_update_op {
     uint64_t src;               /* COPY: the source */
 };
 
-struct vidmm_va_leaf;     /* private to va_space.c: up to 16 ranges' starts, ends and record indices */
-struct vidmm_va_inner;    /* private to va_space.c: up to 16 children with their keys and hole maxima */
-struct vidmm_va_chunk;    /* private to va_space.c: one chunk of range records */
-struct vidmm_va_objrec;   /* private to va_space.c */
+struct vidmm_va_leaf;     /* private to src/va (va_int.h): up to 16 ranges' starts, ends and record indices */
+struct vidmm_va_inner;    /* private to src/va (va_int.h): up to 16 children with their keys and hole maxima */
+struct vidmm_va_chunk;    /* private to src/va (va_int.h): one chunk of range records */
+struct vidmm_va_objrec;   /* private to src/va (va_int.h): one object index slot */
 
 struct vidmm_va_space {
     const struct vidmm_host_allocator *ha;
@@ -139,7 +139,7 @@ struct vidmm_va_space {
     uint64_t mapped_count;        /* live MAPPED ranges */
     vidmm_va_step_fn step_fn;     /* NULL: no steps */
     void *step_ctx;
-    /* Implementation state; see va_space.c.  A B+-tree: leaves[] and
+    /* Implementation state; see va_int.h.  A B+-tree: leaves[] and
      * inners[] are arrays indexed by 32-bit numbers (0 = none); the public
      * records live in fixed chunks reached through cold[], numbered the
      * same way ("nodes"). */
@@ -158,7 +158,7 @@ struct vidmm_va_space {
     uint64_t free_node_count;
     uint64_t inres_count;         /* live MAPPED ranges with in_reservation */
     uint32_t dirty_count;         /* leaves whose hole summaries await va_flush() */
-    uint32_t dirty[7];            /* (va_space.c: va_dirty, va_flush) */
+    uint32_t dirty[7];            /* (va_int.h: va_dirty; va_tree.c: flush) */
     struct vidmm_va_objrec *objs; /* open-addressed hash: object -> mapping list */
     uint64_t obj_cap, obj_count;
     struct vidmm_va_desc *scratch; /* COPY source snapshots */
@@ -307,5 +307,14 @@ const struct vidmm_va_range *vidmm_va_object_next(const struct vidmm_va_space *v
  * with the MAPPED ranges.  Returns the number of
  * violations (0 = sound); prints nothing.  O(n). */
 int vidmm_va_space_check(const struct vidmm_va_space *vs);
+
+/* Verify that a prepared change can be committed without failing: a
+ * known kind; a span inside the space, aligned as its kind requires; the
+ * position hint (first, first_leaf, first_slot) naming that range's real
+ * place in the tree; enough free records, and for a MAP a free object
+ * slot at the hash's load bound, for the commit's worst case; an UPDATE
+ * with its ops.  Returns the number of violations (0 = sound); prints
+ * nothing.  O(1) except UPDATE (O(its ops)). */
+int vidmm_va_prep_check(const struct vidmm_va_space *vs, const struct vidmm_va_prep *op);
 
 #endif
