@@ -20,9 +20,9 @@
  *            adapter reset rebuilds the page tables from it
  *            (docs/DECISIONS.md D44).
  *
- * Allocations are named by handle
- * in every VA space, so a move rewrites their PTEs in each process and
- * their GPU virtual addresses never change.
+ * Allocations are named by handle in every VA space, so a move rewrites
+ * their PTEs in each process and their GPU virtual addresses never
+ * change.
  *
  * An adapter with neither model (WDDM 1 style, e.g. softgpu's wddm1)
  * still has processes - for devices, residency lists and physical-mode

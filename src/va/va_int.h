@@ -175,6 +175,8 @@ struct va_pos {
     unsigned slot;
 };
 
+/* ---- functions one file defines for the others (see the top) ---------- */
+
 /* va_pool.c */
 void vidmm_vai_free_blocks(const struct vidmm_va_space *vs, struct vidmm_va_chunk *dir, uint64_t from, uint64_t to);
 uint32_t vidmm_vai_inner_get(struct vidmm_va_space *vs);
@@ -215,6 +217,10 @@ void vidmm_vai_replace_at(struct vidmm_va_space *vs, uint32_t r, const struct va
 void vidmm_vai_unmap_in_place(struct vidmm_va_space *vs, uint32_t r);
 void vidmm_vai_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e);
 
+/* ---- small hot helpers, inline in every file ------------------------------ */
+
+/* The object index's hash (a 64-bit finaliser) and the tag kept in leaves
+ * and hash slots (va_objidx.c). */
 static inline uint64_t va_hash(uint64_t x)
 {
     x ^= x >> 33;
@@ -261,6 +267,11 @@ static inline unsigned va_leaf_slot(const va_leaf *l, uint32_t n)
     return s;
 }
 
+/* Leaf lf's holes changed: note it; vidmm_vai_flush() (va_tree.c)
+ * refreshes the summaries once per change (a cut and the insertion that
+ * fills the hole again mostly cancel out), and before any split or merge,
+ * which assume the summaries above the leaves they move entries between
+ * are current. */
 static inline void va_dirty(struct vidmm_va_space *vs, uint32_t lf)
 {
     uint32_t n = vs->dirty_count;
@@ -275,6 +286,7 @@ static inline void va_dirty(struct vidmm_va_space *vs, uint32_t lf)
     vs->dirty_count = n + 1;
 }
 
+/* The first range (possibly the sentinel) ending after va: a lookup. */
 static inline uint32_t va_first_from_node(const struct vidmm_va_space *vs, uint64_t va)
 {
     return vidmm_vai_first_from_span(vs, va, 0, NULL);

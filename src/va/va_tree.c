@@ -136,10 +136,7 @@ static void va_fix(struct vidmm_va_space *vs, uint32_t lf)
     }
 }
 
-/* Leaf lf's holes changed: note it; vidmm_vai_flush() refreshes the summaries
- * once per change (a cut and the insertion that fills the hole again
- * mostly cancel out), and before any split or merge, which assume the
- * summaries above the leaves they move entries between are current. */
+/* Refresh the hole summaries of the leaves va_dirty() (va_int.h) noted. */
 void vidmm_vai_flush(struct vidmm_va_space *vs)
 {
     for (uint32_t i = 0; i < vs->dirty_count; i++)
