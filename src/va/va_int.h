@@ -184,8 +184,6 @@ void vidmm_vai_inner_put(struct vidmm_va_space *vs, uint32_t i);
 uint32_t vidmm_vai_leaf_get(struct vidmm_va_space *vs);
 void vidmm_vai_leaf_put(struct vidmm_va_space *vs, uint32_t i);
 vidmm_status vidmm_vai_leaves_reserve(struct vidmm_va_space *vs, uint64_t want);
-uint32_t vidmm_vai_node_get(struct vidmm_va_space *vs);
-void vidmm_vai_node_put(struct vidmm_va_space *vs, uint32_t i);
 vidmm_status vidmm_vai_nodes_reserve(struct vidmm_va_space *vs, uint64_t want);
 vidmm_status vidmm_vai_reserve(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins);
 
@@ -284,6 +282,29 @@ static inline void va_dirty(struct vidmm_va_space *vs, uint32_t lf)
     }
     vs->dirty[n] = lf;
     vs->dirty_count = n + 1;
+}
+
+/* Records from the free list (va_pool.c): only after
+ * vidmm_vai_nodes_reserve(), so it never fails.  The caller fills D(i). */
+static inline uint32_t va_node_get(struct vidmm_va_space *vs)
+{
+    uint32_t i = vs->free_nodes;
+    struct vidmm_va_range *c = va_rec(vs, i);
+    vs->free_nodes = c->obj_next;
+    vs->free_node_count--;
+    c->obj_prev = c->obj_next = 0;
+    c->leaf = 0;
+    return i;
+}
+
+static inline void va_node_put(struct vidmm_va_space *vs, uint32_t i)
+{
+    struct vidmm_va_range *c = va_rec(vs, i);
+    c->obj_prev = 0;
+    c->leaf = 0;
+    c->obj_next = vs->free_nodes;
+    vs->free_nodes = i;
+    vs->free_node_count++;
 }
 
 /* The first range (possibly the sentinel) ending after va: a lookup. */

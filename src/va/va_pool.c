@@ -78,27 +78,8 @@ vidmm_status vidmm_vai_nodes_reserve(struct vidmm_va_space *vs, uint64_t want)
     return VIDMM_OK;
 }
 
-/* Only after vidmm_vai_nodes_reserve(): never fails.  The caller fills D(i). */
-uint32_t vidmm_vai_node_get(struct vidmm_va_space *vs)
-{
-    uint32_t i = vs->free_nodes;
-    struct vidmm_va_range *c = va_rec(vs, i);
-    vs->free_nodes = c->obj_next;
-    vs->free_node_count--;
-    c->obj_prev = c->obj_next = 0;
-    c->leaf = 0;
-    return i;
-}
-
-void vidmm_vai_node_put(struct vidmm_va_space *vs, uint32_t i)
-{
-    struct vidmm_va_range *c = va_rec(vs, i);
-    c->obj_prev = 0;
-    c->leaf = 0;
-    c->obj_next = vs->free_nodes;
-    vs->free_nodes = i;
-    vs->free_node_count++;
-}
+/* Records are taken and given back by va_node_get() / va_node_put()
+ * (va_int.h: inline, they run several times per change). */
 
 /* ---- tree node storage ------------------------------------------------------ */
 

@@ -104,7 +104,7 @@ vidmm_status vidmm_va_space_init(struct vidmm_va_space *vs, const struct vidmm_h
         vidmm_va_space_fini(vs);
         return VIDMM_E_NO_HOST_MEMORY;
     }
-    uint32_t end = vidmm_vai_node_get(vs), lf = vidmm_vai_leaf_get(vs);
+    uint32_t end = va_node_get(vs), lf = vidmm_vai_leaf_get(vs);
     memset(&D(end), 0, sizeof D(end));
     D(end).va = vs->limit;
     va_leaf *l = &LF(lf);

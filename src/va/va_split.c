@@ -56,7 +56,7 @@ static void va_remove(struct vidmm_va_space *vs, uint32_t n)
     if (D(n).state == VIDMM_VA_MAPPED)
         vidmm_vai_obj_unlink(vs, n);
     vidmm_vai_erase(vs, n);
-    vidmm_vai_node_put(vs, n);
+    va_node_put(vs, n);
 }
 
 /* Merge a RESERVED range with RESERVED neighbours of its mode (no steps:
@@ -146,7 +146,7 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         nt[j++] = l->tag[s];
     }
     if (neu) {
-        n = vidmm_vai_node_get(vs);
+        n = va_node_get(vs);
         va_rec(vs, n)->leaf = lf;
         ns[j] = a;
         ne[j] = e;
@@ -167,7 +167,7 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         nkd[j] = l->kind[from];
         nt[j] = l->tag[from];
         if (split) {
-            t = ni[j] = vidmm_vai_node_get(vs);
+            t = ni[j] = va_node_get(vs);
             va_rec(vs, t)->leaf = lf;
             vs->range_count++;
             if (nkd[j] & VIDMM_VA_MAPPED) {
@@ -219,7 +219,7 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         if (rs >= a && re <= e) {
             if (rd->state == VIDMM_VA_MAPPED)
                 vidmm_vai_obj_unlink(vs, r);
-            vidmm_vai_node_put(vs, r); /* d stays intact: nothing is allocated below */
+            va_node_put(vs, r); /* d stays intact: nothing is allocated below */
         } else if (rs < a && re > e) {
             struct vidmm_va_desc *td = &D(t);
             *td = *rd;
@@ -297,7 +297,7 @@ static int va_reserve_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         l->tag[c - 1] = 0;
         l->kind[c - 1] = 0;
         l->count = c - 1;
-        vidmm_vai_node_put(vs, gone);
+        va_node_put(vs, gone);
         vs->range_count--;
     } else if (ml) {
         l->end[s - 1] = e;
@@ -310,7 +310,7 @@ static int va_reserve_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         if (s == 0)
             vidmm_vai_key_up(vs, lf, a);
     } else {
-        uint32_t n = vidmm_vai_node_get(vs);
+        uint32_t n = va_node_get(vs);
         struct vidmm_va_desc *d = &D(n);
         *d = *nd;
         d->va = a;
@@ -385,7 +385,7 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, const struct va
         } else if (rs < a && re > e) {
             /* Split: r keeps the head, a new node takes the tail. */
             VA_EMIT(vs, VIDMM_VA_STEP_REMAP, rd, NULL, a - rs, re - e);
-            uint32_t t = vidmm_vai_node_get(vs);
+            uint32_t t = va_node_get(vs);
             struct vidmm_va_desc *td = &D(t);
             *td = *rd;
             td->va = e;
@@ -410,7 +410,7 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, const struct va
     }
     if (nd->state == VIDMM_VA_FREE)
         return;
-    uint32_t n = vidmm_vai_node_get(vs);
+    uint32_t n = va_node_get(vs);
     struct vidmm_va_desc *d = &D(n);
     *d = *nd;
     d->va = a;
