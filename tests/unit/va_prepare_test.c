@@ -31,6 +31,7 @@
 #include "harness/test.h"
 #include "sg_fixture.h"
 #include "va/va_space.h"
+#include "vidmm/tdr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,10 +451,77 @@ static void gpuva_fails_cleanly(void)
     dump_free(&after);
 }
 
+/* ---- a PTE write refused in the commit ---------------------------------------- */
+
+/* softgpu's ops, with build_paging_buffer refusing the next
+ * UPDATE_PAGE_TABLE when armed (test state, one adapter at a time). */
+static unsigned refuse_pt_updates;
+static vidmm_status refusing_build(void *driver, struct vidmm_build_paging_buffer_args *args)
+{
+    if (refuse_pt_updates && args->operation == VIDMM_PAGING_UPDATE_PAGE_TABLE) {
+        refuse_pt_updates--;
+        return VIDMM_E_DRIVER_FAILURE;
+    }
+    return softgpu_driver_ops()->build_paging_buffer(driver, args);
+}
+
+/* The one cause prepare cannot take (docs/DECISIONS.md D44): the driver
+ * refuses a PTE write of a committed change.  The change stands (the VA
+ * tree is the truth), the call reports the reset it ran into, and the
+ * adapter reset rebuilds the page tables from the tree, so the GPU's view
+ * agrees with it again: the gpu.* rules are clean and the new mapping
+ * reads the allocation's bytes. */
+static void commit_write_refused(void)
+{
+    static struct vidmm_driver_ops ops;
+    ops = *softgpu_driver_ops();
+    ops.build_paging_buffer = refusing_build;
+    refuse_pt_updates = 0;
+    struct softgpu_config cfg;
+    sg_config(&cfg, "dgpu", 32 * MIB, 32 * MIB, 1);
+    struct px x;
+    memset(&x, 0, sizeof x);
+    if (sg_open(&x.f.fa, &cfg, &ops, 0, &x.f.sg, &x.f.a)) {
+        T_CHECK(0);
+        return;
+    }
+    T_ST(vidmm_process_create(x.f.a, &x.proc), VIDMM_OK);
+    x.al[0] = sg_new_alloc(x.f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 1 * MIB, 11, 1);
+    x.al[1] = sg_new_alloc(x.f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256 * KIB, 12, 1);
+    uint64_t va = 0, va2 = 0;
+    T_ST(vidmm_gpuva_map(x.f.a, x.proc, 16 * MIB, 0, 0, x.al[0], 0, 1 * MIB, 0, 0, &va), VIDMM_OK);
+    T_EQ(px_checked(&x), 0);
+    struct vidmm_tdr_stats t0, t1;
+    T_ST(vidmm_adapter_get_tdr_stats(x.f.a, &t0), VIDMM_OK);
+    /* Next to the first mapping, in its tables: prepare emits nothing,
+     * so the refused write is the commit's. */
+    refuse_pt_updates = 1;
+    vidmm_status st = vidmm_gpuva_map(x.f.a, x.proc, 16 * MIB + 1 * MIB, 0, 0, x.al[1], 0, 256 * KIB, 0, 0, &va2);
+    T_EQ(refuse_pt_updates, 0);
+    refuse_pt_updates = 0;
+    /* The end of the call waited for the paging queue, found the fault
+     * and left the reset pending; it ran as the call returned. */
+    T_ST(st, VIDMM_E_TIMEOUT);
+    T_ST(vidmm_adapter_get_tdr_stats(x.f.a, &t1), VIDMM_OK);
+    T_EQ(t1.adapter_resets, t0.adapter_resets + 1);
+    struct vidmm_gpuva_range r[4];
+    uint32_t cnt = 0;
+    T_ST(vidmm_gpuva_query(x.f.a, x.proc, 16 * MIB + 1 * MIB, r, 4, &cnt), VIDMM_OK);
+    T_CHECK(cnt >= 1 && r[0].va == 16 * MIB + 1 * MIB && r[0].size == 256 * KIB && r[0].allocation == x.al[1]);
+    T_EQ(px_checked(&x), 0);
+    /* Both mappings translate to their allocations' current placement
+     * (the gpu.* rules above); and further changes work as usual. */
+    T_ST(vidmm_gpuva_unmap(x.f.a, x.proc, 16 * MIB + 1 * MIB, 256 * KIB), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(x.f.a, x.proc, 0, 0, 0, x.al[1], 0, 256 * KIB, 0, 0, &va2), VIDMM_OK);
+    T_EQ(px_checked(&x), 0);
+    sg_fx_close(&x.f);
+}
+
 void suite_va_prepare(void);
 void suite_va_prepare(void)
 {
     t_run("va_prepare.prepare_fails_cleanly", prepare_fails_cleanly);
     t_run("va_prepare.unmap_object_needs_nothing", unmap_object_needs_nothing);
     t_run("va_prepare.gpuva_fails_cleanly", gpuva_fails_cleanly);
+    t_run("va_prepare.commit_write_refused", commit_write_refused);
 }
