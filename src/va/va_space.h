@@ -22,10 +22,14 @@
  * per-object mapping lists so destroying an allocation costs O(its
  * mappings), not O(all ranges).
  *
- * Every entry validates first and changes nothing when it fails; anything
- * it may need (nodes, hash slots, scratch) is obtained before the first
- * change, so the commit half cannot fail.  See docs/VA_SPACE.md for the
- * rules of every overlap case, with diagrams.
+ * Every change is a prepare half, which validates, places, and obtains
+ * anything it may need (records, nodes, hash slots, scratch) and changes
+ * nothing when it fails, and a commit half, which cannot fail; both are
+ * public (vidmm_va_*_prepare, vidmm_va_commit) so that the caller can make
+ * its page tables in between.  See docs/VA_SPACE.md for the rules of every
+ * overlap case, with diagrams.  The implementation is split by concept
+ * over the .c files of src/va; va_int.h, private to the folder, lists
+ * them.
  */
 #ifndef VIDMM_VA_SPACE_H
 #define VIDMM_VA_SPACE_H
