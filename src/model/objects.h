@@ -1,13 +1,16 @@
 /*
- * vidmm_int.h - the adapter, segment and allocation objects shared by the
- * core modules (internal, never installed).
+ * objects.h - the object model every layer above the leaf allocators
+ * shares: adapter, segment, allocation, process, device, context, paging
+ * queue, and the adapter's upcall table (internal, never installed).
  *
  * Ownership: the adapter owns its segments (a fixed array, id = index),
- * its handle table of allocations, and the paging state.  Everything is
- * reached from the adapter; there is no global state.
+ * its handle tables, and every module's state.  Everything is reached
+ * from the adapter; there is no global state.  Functions live in the
+ * owning module's own header (src/<module>/<module>.h); only the entry
+ * mechanism (model/entry.h) and a few inline accessors are here.
  */
-#ifndef VIDMM_INT_H
-#define VIDMM_INT_H
+#ifndef VIDMM_MODEL_OBJECTS_H
+#define VIDMM_MODEL_OBJECTS_H
 
 #include "vidmm/allocation.h"
 #include "vidmm/gpummu.h"
@@ -182,7 +185,6 @@ struct vidmm_process {
     int paging_process;             /* the system paging process: tables in the paging-process segments */
     struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
     uint32_t pte_buf_len;
-    vidmm_status step_error;        /* first failure inside a VA change (commit half) */
     uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
     uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
     uint64_t root_grows;            /* times a resizable root grew */

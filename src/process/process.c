@@ -1,21 +1,28 @@
 /*
  * process.c - processes and the public GPU VA entries (GpuMmu model).
  *
- * A process pairs a VA-space bookkeeping structure (va/va_space.c) with
- * its page tables (mmu/page_table.c).  Every VA change is two-phase:
+ * A process pairs a VA-space bookkeeping structure (va/) with its page
+ * tables (mmu/page_table.c).  Every VA change is two-phase
+ * (docs/VA_SPACE.md, "Prepare and commit"):
  *
- *   prepare: validate, and create the page tables the target span needs
- *            (this is where host memory or segment space can run out);
- *   commit:  apply the change to the VA space, whose MAP/REMAP/UNMAP
+ *   prepare: the VA space validates, picks the address when vidmm chooses
+ *            it, and obtains every record and tree node it will need
+ *            (vidmm_va_*_prepare); then the page tables of the resolved
+ *            span are created or switched to 4 KB entries.  Whatever can
+ *            run out - host memory, page-table segment space - runs out
+ *            here, and a failure leaves the VA space and the page tables
+ *            as they were.
+ *   commit:  vidmm_va_commit applies the change; its MAP/REMAP/UNMAP
  *            steps on_step() turns into UPDATE_PAGE_TABLE operations,
- *            then one FLUSH_TLB.
+ *            then one FLUSH_TLB.  It cannot fail.  A PTE write the driver
+ *            or a hung GPU refuses there is the one cause that cannot be
+ *            moved into prepare: the VA tree stays the truth and the
+ *            adapter reset rebuilds the page tables from it
+ *            (docs/DECISIONS.md D45).
  *
- * When vidmm chooses the VA ("anywhere in [min, max]") the span is not
- * known before the commit, so its tables are created in the step and a
- * failure there is undone by releasing the span again (which needs no
- * memory: the span was a hole before).  Allocations are named by handle
- * in every VA space, so a move rewrites their PTEs in each process and
- * their GPU virtual addresses never change.
+ * Allocations are named by handle in every VA space, so a move rewrites
+ * their PTEs in each process and their GPU virtual addresses never
+ * change.
  *
  * An adapter with neither model (WDDM 1 style, e.g. softgpu's wddm1)
  * still has processes - for devices, residency lists and physical-mode
@@ -33,6 +40,7 @@
  * a 16-bit generation, and the adapter salt, like allocation handles.
  */
 #include "model/objects.h"
+#include "fence/hang.h"
 #include "alloc/alloc.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
@@ -56,13 +64,32 @@ struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_han
     return a->procs[slot];
 }
 
-/* Commit half: every step of a VA change becomes page-table writes. */
+/* A PTE write of a committed change was refused (the driver would not
+ * encode it, a paging buffer could not be submitted, or a paging wait
+ * found the engine hung): the page tables no longer say what the VA tree
+ * says, and the change cannot be taken back.  Treated as an unrecoverable
+ * paging fault (D31): the next paging wait or hang poll resets the
+ * adapter, whose page-table rebuild (vidmm_tdr_rebuild_page_tables)
+ * writes every entry again from the VA trees (D45).  A hang found by the
+ * write itself has left that reset pending already. */
+static void pte_write_lost(struct vidmm_adapter *a)
+{
+    if (vidmm_reset_pending(a))
+        return;
+    pthread_mutex_lock(&a->fence_lock);
+    if (!a->tdr.paging_fault) {
+        a->tdr.paging_fault = 1;
+        a->tdr.paging_fault_before = a->paging.completed_fence;
+    }
+    pthread_mutex_unlock(&a->fence_lock);
+}
+
+/* Commit half: every step of a VA change becomes page-table writes.  The
+ * tables they need were made in prepare, so nothing here needs memory. */
 static void on_step(void *ctx, const struct vidmm_va_step *s)
 {
     struct vidmm_process *p = ctx;
     struct vidmm_adapter *a = p->adapter;
-    if (p->step_error < 0)
-        return;
     vidmm_status st = VIDMM_OK;
     switch (s->op) {
     case VIDMM_VA_STEP_UNMAP:
@@ -72,20 +99,11 @@ static void on_step(void *ctx, const struct vidmm_va_step *s)
         st = vidmm_pt_write(a, p, s->old.va + s->prev_size, s->old.size - s->prev_size - s->next_size, NULL);
         break;
     case VIDMM_VA_STEP_MAP:
-        if (s->new.state == VIDMM_VA_MAPPED) {
-            const struct vidmm_allocation *al = vidmm_handle_get(a, s->new.object);
-            int big = al && vidmm_pt_can_use_64k(a, al, &al->pl, s->new.va, s->new.object_offset, s->new.size);
-            st = vidmm_pt_ensure(a, p, s->new.va, s->new.size, big);
-        } else if (s->new.mode == VIDMM_VA_ZERO) {
-            int big = ((s->new.va | s->new.size) & (VIDMM_PAGE_64K - 1)) == 0;
-            st = vidmm_pt_ensure(a, p, s->new.va, s->new.size, big);
-        }
-        if (st >= 0)
-            st = vidmm_pt_write(a, p, s->new.va, s->new.size, &s->new);
+        st = vidmm_pt_write(a, p, s->new.va, s->new.size, &s->new);
         break;
     }
     if (st < 0)
-        p->step_error = st;
+        pte_write_lost(a);
 }
 
 static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
@@ -197,17 +215,8 @@ static vidmm_status finish(struct vidmm_adapter *a, struct vidmm_process *p, vid
 
 static int aligned(uint64_t x, uint64_t al) { return (x & (al - 1)) == 0; }
 
-/* Is [va, va+size) a plausible fixed target (so tables can be made before
- * the change)?  The VA space does the real validation. */
-static int fixed_target(const struct vidmm_process *p, uint64_t va, uint64_t size, uint64_t granule)
-{
-    return va && size && aligned(va, granule) && aligned(size, granule) && va + size > va && va >= p->vs.base &&
-           va + size <= p->vs.limit;
-}
-
-/* What [va, va+size) holds now, as a mask: prepare only acts (makes or
- * switches page tables) when the change is going to be accepted, so a
- * refused call leaves the page tables as they were. */
+/* What [va, va+size) holds now, as a mask (a cut demotes 64 KB leaves
+ * only where it cuts through a mapping). */
 #define COVER_HOLE     0x1u  /* some byte is free */
 #define COVER_RESERVED 0x2u  /* reservation-backed: reserved, or mapped inside a reservation */
 #define COVER_PLAIN    0x4u  /* mapped outside any reservation */
@@ -232,20 +241,17 @@ static unsigned coverage(const struct vidmm_process *p, uint64_t va, uint64_t si
     return m;
 }
 
-/* Commit tail of a change whose VA vidmm may have chosen: a step that
- * could not make its page tables is undone by releasing the span (it was
- * a hole, so that needs no memory), and the tables prepared for a refused
- * change are rolled back. */
-static vidmm_status settle(struct vidmm_adapter *a, struct vidmm_process *p, vidmm_status st, uint64_t *va,
-                           uint64_t size, vidmm_status (*undo)(struct vidmm_va_space *, uint64_t, uint64_t))
+/* A prepare that failed after making page tables: the tables made for
+ * this change (this epoch) are unlinked and freed again, so the page
+ * tables are as before.  Unlinking writes invalid entries; if the driver
+ * refuses those, the new tables stay linked, holding only invalid
+ * entries - for the GPU the same as no table - and are kept like any
+ * table an unmap emptied (mmu/page_table.c), so the state is sound either
+ * way and the prepare's own failure is what the caller hears. */
+static vidmm_status unprepare(struct vidmm_adapter *a, struct vidmm_process *p, vidmm_status st)
 {
-    if (st >= 0 && p->step_error < 0) {
-        (void)undo(&p->vs, *va, size);
-        st = p->step_error;
-        *va = 0;
-    }
-    if (st < 0)
-        (void)vidmm_pt_rollback(a, p);
+    vidmm_status r = vidmm_pt_rollback(a, p);
+    (void)r; /* see above: a refused unlink leaves empty tables, which are sound */
     return finish(a, p, st);
 }
 
@@ -265,23 +271,22 @@ static vidmm_status gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint6
         return VIDMM_E_NOT_SUPPORTED; /* the CPU's address space is the OS's */
     if (mode > VIDMM_GPUVA_RESERVE_ZERO)
         return VIDMM_E_INVALID_ARG;
-    /* Prepare: a ZERO reservation at a known place needs its tables. */
-    if (mode == VIDMM_GPUVA_RESERVE_ZERO && fixed_target(p, base, size, VIDMM_VA_GRANULE)) {
-        const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, base);
-        if (r && r->d.va < base + size)
-            return VIDMM_E_BUSY;
-        vidmm_pt_begin(p);
-        vidmm_status st = vidmm_pt_ensure(a, p, base, size, 1);
-        if (st < 0) {
-            (void)vidmm_pt_rollback(a, p);
-            return finish(a, p, st);
-        }
-    } else {
-        vidmm_pt_begin(p);
+    /* Prepare: the VA space places and validates; a ZERO reservation
+     * needs its tables (64 KB entries: reservations are 64 KiB granular). */
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_reserve_prepare(&p->vs, base, min, max, size, mode, &op);
+    if (st < 0)
+        return finish(a, p, st);
+    vidmm_pt_begin(p);
+    if (mode == VIDMM_GPUVA_RESERVE_ZERO) {
+        st = vidmm_pt_ensure(a, p, op.va, op.size, ((op.va | op.size) & (VIDMM_PAGE_64K - 1)) == 0);
+        if (st < 0)
+            return unprepare(a, p, st);
     }
-    p->step_error = VIDMM_OK;
-    vidmm_status st = vidmm_va_reserve(&p->vs, base, min, max, size, mode, va);
-    return settle(a, p, st, va, size, vidmm_va_free);
+    /* Commit: cannot fail. */
+    vidmm_va_commit(&p->vs, &op);
+    *va = op.va;
+    return finish(a, p, VIDMM_OK);
 }
 
 static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min, uint64_t max,
@@ -319,31 +324,29 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
             return VIDMM_E_NO_SEGMENT_SPACE;
         return vidmm_va_map(&p->vs, cpu, 0, 0, size, allocation, offset, prot, driver_protection, va);
     }
+    /* Prepare: the VA space places and validates (a fixed target that
+     * mixes reservation-backed bytes with free or plain-mapped ones is
+     * BUSY, before any table is made), then the span gets its tables. */
+    struct vidmm_va_prep op;
+    vidmm_status st = vidmm_va_map_prepare(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection,
+                                           &op);
+    if (st < 0)
+        return finish(a, p, st);
     vidmm_pt_begin(p);
-    if (fixed_target(p, base, size, VIDMM_VA_PAGE)) {
-        /* The VA space refuses a target that mixes reservation-backed
-         * bytes with free or plain-mapped ones (and then nothing may be
-         * prepared); it accepts every other, free and plain-mapped bytes
-         * mixed included. */
-        unsigned c = coverage(p, base, size);
-        if (!((c & COVER_RESERVED) && (c & (COVER_HOLE | COVER_PLAIN)))) {
-            vidmm_status st = vidmm_pt_ensure(a, p, base, size,
-                                              vidmm_pt_can_use_64k(a, al, &al->pl, base, offset, size));
-            if (st < 0) {
-                (void)vidmm_pt_rollback(a, p);
-                return finish(a, p, st);
-            }
-        }
-    }
-    p->step_error = VIDMM_OK;
-    vidmm_status st = vidmm_va_map(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection, va);
-    return settle(a, p, st, va, size, vidmm_va_unmap);
+    st = vidmm_pt_ensure(a, p, op.va, op.size, vidmm_pt_can_use_64k(a, al, &al->pl, op.va, offset, size));
+    if (st < 0)
+        return unprepare(a, p, st);
+    /* Commit: cannot fail. */
+    vidmm_va_commit(&p->vs, &op);
+    *va = op.va;
+    return finish(a, p, VIDMM_OK);
 }
 
-/* Unmap and free share their shape: prepare (a cut inside a 64 KB page
- * needs 4 KB entries there), change the VA space, finish. */
-static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size,
-                        vidmm_status (*change)(struct vidmm_va_space *, uint64_t, uint64_t))
+/* Unmap and free share their shape: prepare (the VA space validates and
+ * reserves; a cut inside a 64 KB page then needs 4 KB entries there),
+ * commit, finish. */
+typedef vidmm_status (*cut_prepare_fn)(struct vidmm_va_space *, uint64_t, uint64_t, struct vidmm_va_prep *);
+static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size, cut_prepare_fn prepare)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -354,33 +357,31 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
         return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
-    if (fixed_target(p, va, size, VIDMM_VA_PAGE) && ((va | size) & (VIDMM_PAGE_64K - 1))) {
-        /* Only a cut through a mapping needs 4 KB entries, and only if
-         * the change will be accepted: free needs every byte in use and
-         * 64 KiB granularity on reservations (so it never cuts there). */
-        unsigned c = coverage(p, va, size);
-        int accepted = change == vidmm_va_unmap || !(c & (COVER_HOLE | COVER_RESERVED));
-        if (accepted && (c & COVER_MAPPED)) {
-            vidmm_status st = vidmm_pt_demote(a, p, va, size);
-            if (st < 0)
-                return finish(a, p, st);
-        }
+    struct vidmm_va_prep op;
+    vidmm_status st = prepare(&p->vs, va, size, &op);
+    if (st < 0)
+        return finish(a, p, st);
+    /* Only a cut through a mapping needs 4 KB entries.  A demotion keeps
+     * every translation (a 64 KB leaf is replaced by a 4 KB one saying the
+     * same), so one that fails half-way changes nothing the GPU sees. */
+    if (!p->iommu && ((va | size) & (VIDMM_PAGE_64K - 1)) && (coverage(p, va, size) & COVER_MAPPED)) {
+        st = vidmm_pt_demote(a, p, va, size);
+        if (st < 0)
+            return finish(a, p, st);
     }
-    p->step_error = VIDMM_OK;
-    vidmm_status st = change(&p->vs, va, size);
-    if (st >= 0 && p->step_error < 0)
-        st = p->step_error;
-    return finish(a, p, st);
+    /* Commit: cannot fail. */
+    vidmm_va_commit(&p->vs, &op);
+    return finish(a, p, VIDMM_OK);
 }
 
 static vidmm_status gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    return cut(a, h, va, size, vidmm_va_unmap);
+    return cut(a, h, va, size, vidmm_va_unmap_prepare);
 }
 
 static vidmm_status gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)
 {
-    return cut(a, h, va, size, vidmm_va_free);
+    return cut(a, h, va, size, vidmm_va_free_prepare);
 }
 
 static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
@@ -405,7 +406,6 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
     if (!v)
         return VIDMM_E_NO_HOST_MEMORY;
     vidmm_status st = VIDMM_OK;
-    uint64_t lo = UINT64_MAX, hi = 0;
     for (uint32_t i = 0; i < count && st >= 0; i++) {
         const struct vidmm_gpuva_update_op *o = &ops[i];
         memset(&v[i], 0, sizeof(v[i]));
@@ -429,47 +429,23 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
         } else if (o->type > VIDMM_GPUVA_UPDATE_COPY) {
             st = VIDMM_E_INVALID_ARG;
         }
-        if (o->va < lo)
-            lo = o->va;
-        if (o->va + o->size > hi && o->va + o->size > o->va)
-            hi = o->va + o->size;
     }
-    /* Prepare, only for a batch the VA space will take: every op well
-     * formed, every target in reservation-backed VA, every COPY source
-     * too.  The tables of the targets' span are then all it can need. */
-    int acceptable = st >= 0 && fixed_target(p, lo, hi - lo, VIDMM_VA_PAGE) &&
-                     (coverage(p, lo, hi - lo) & (COVER_HOLE | COVER_PLAIN)) == 0;
-    uint64_t slo = UINT64_MAX, shi = 0;
-    for (uint32_t i = 0; i < count && acceptable; i++) {
-        const struct vidmm_va_update_op *o = &v[i];
-        if (o->type == VIDMM_GPUVA_UPDATE_COPY) {
-            slo = o->src < slo ? o->src : slo;
-            shi = o->src + o->size > shi ? o->src + o->size : shi;
-        }
-        uint64_t m = VIDMM_VA_PAGE - 1;
-        if (!o->size || ((o->va | o->size | o->object_offset | o->src) & m) || (o->prot & ~VIDMM_VA_PROT_MASK) ||
-            o->mode > VIDMM_VA_ZERO)
-            acceptable = 0;
-        else if (o->type == VIDMM_GPUVA_UPDATE_COPY &&
-                 (!fixed_target(p, o->src, o->size, VIDMM_VA_PAGE) ||
-                  (coverage(p, o->src, o->size) & (COVER_HOLE | COVER_PLAIN))))
-            acceptable = 0;
-    }
-    /* All sources lie in one reservation-backed run, too. */
-    if (acceptable && shi > slo &&
-        (!fixed_target(p, slo, shi - slo, VIDMM_VA_PAGE) || (coverage(p, slo, shi - slo) & (COVER_HOLE | COVER_PLAIN))))
-        acceptable = 0;
-    vidmm_pt_begin(p);
-    if (acceptable)
-        st = vidmm_pt_ensure(a, p, lo, hi - lo, 0); /* tiles: 4 KB entries */
+    /* Prepare: the VA space validates the whole batch (every target in
+     * reservation-backed VA, every COPY source too) and reserves; the
+     * tables of the targets' hull are then all it can need. */
+    struct vidmm_va_prep op;
+    if (st >= 0)
+        st = vidmm_va_update_prepare(&p->vs, v, count, &op);
     if (st >= 0) {
-        p->step_error = VIDMM_OK;
-        st = vidmm_va_update(&p->vs, v, count);
-        if (st >= 0 && p->step_error < 0)
-            st = p->step_error;
+        vidmm_pt_begin(p);
+        st = vidmm_pt_ensure(a, p, op.va, op.size, 0); /* tiles: 4 KB entries */
+        if (st < 0) {
+            vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
+            return unprepare(a, p, st);
+        }
+        /* Commit: cannot fail. */
+        vidmm_va_commit(&p->vs, &op);
     }
-    if (st < 0)
-        (void)vidmm_pt_rollback(a, p);
     vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
     return finish(a, p, st);
 }
@@ -577,8 +553,11 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
         struct vidmm_process *p = a->procs[i];
         if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
-        p->step_error = VIDMM_OK;
-        (void)vidmm_va_unmap_object(&p->vs, al->self);
+        /* Needs no memory (the VA space unmaps in place), so it is
+         * prepared and committed at once and cannot fail. */
+        struct vidmm_va_prep op;
+        if (vidmm_va_unmap_object_prepare(&p->vs, al->self, &op) == VIDMM_OK)
+            vidmm_va_commit(&p->vs, &op);
         if (!p->iommu)
             (void)vidmm_pt_flush(a, p);
     }

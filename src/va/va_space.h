@@ -22,10 +22,14 @@
  * per-object mapping lists so destroying an allocation costs O(its
  * mappings), not O(all ranges).
  *
- * Every entry validates first and changes nothing when it fails; anything
- * it may need (nodes, hash slots, scratch) is obtained before the first
- * change, so the commit half cannot fail.  See docs/VA_SPACE.md for the
- * rules of every overlap case, with diagrams.
+ * Every change is a prepare half, which validates, places, and obtains
+ * anything it may need (records, nodes, hash slots, scratch) and changes
+ * nothing when it fails, and a commit half, which cannot fail; both are
+ * public (vidmm_va_*_prepare, vidmm_va_commit) so that the caller can make
+ * its page tables in between.  See docs/VA_SPACE.md for the rules of every
+ * overlap case, with diagrams.  The implementation is split by concept
+ * over the .c files of src/va; va_int.h, private to the folder, lists
+ * them.
  */
 #ifndef VIDMM_VA_SPACE_H
 #define VIDMM_VA_SPACE_H
@@ -71,9 +75,9 @@ struct vidmm_va_desc {
 };
 
 /* One range as the caller sees it: a 64-byte record holding the public
- * descriptor d.  Fields other than d are private to va_space.c.  The
+ * descriptor d.  Fields other than d are private to src/va/.  The
  * record stays at one address for as long as the range lives (the tree
- * holds copies of its start and end, see va_space.c). */
+ * holds copies of its start and end, see va_tree.c). */
 struct vidmm_va_range {
     struct vidmm_va_desc d;
     uint32_t obj_prev, obj_next; /* MAPPED: the object's mapping list (node indices, 0 = none) */
@@ -127,10 +131,10 @@ struct vidmm_va_update_op {
     uint64_t src;               /* COPY: the source */
 };
 
-struct vidmm_va_leaf;     /* private to va_space.c: up to 16 ranges' starts, ends and record indices */
-struct vidmm_va_inner;    /* private to va_space.c: up to 16 children with their keys and hole maxima */
-struct vidmm_va_chunk;    /* private to va_space.c: one chunk of range records */
-struct vidmm_va_objrec;   /* private to va_space.c */
+struct vidmm_va_leaf;     /* private to src/va (va_int.h): up to 16 ranges' starts, ends and record indices */
+struct vidmm_va_inner;    /* private to src/va (va_int.h): up to 16 children with their keys and hole maxima */
+struct vidmm_va_chunk;    /* private to src/va (va_int.h): one chunk of range records */
+struct vidmm_va_objrec;   /* private to src/va (va_int.h): one object index slot */
 
 struct vidmm_va_space {
     const struct vidmm_host_allocator *ha;
@@ -139,7 +143,7 @@ struct vidmm_va_space {
     uint64_t mapped_count;        /* live MAPPED ranges */
     vidmm_va_step_fn step_fn;     /* NULL: no steps */
     void *step_ctx;
-    /* Implementation state; see va_space.c.  A B+-tree: leaves[] and
+    /* Implementation state; see va_int.h.  A B+-tree: leaves[] and
      * inners[] are arrays indexed by 32-bit numbers (0 = none); the public
      * records live in fixed chunks reached through cold[], numbered the
      * same way ("nodes"). */
@@ -157,8 +161,8 @@ struct vidmm_va_space {
     uint32_t free_nodes;
     uint64_t free_node_count;
     uint64_t inres_count;         /* live MAPPED ranges with in_reservation */
-    uint32_t dirty_count;         /* leaves whose hole summaries await va_flush() */
-    uint32_t dirty[7];            /* (va_space.c: va_dirty, va_flush) */
+    uint32_t dirty_count;         /* leaves whose hole summaries await a refresh (va_tree.c) */
+    uint32_t dirty[7];            /* (va_int.h: va_dirty; va_tree.c: flush) */
     struct vidmm_va_objrec *objs; /* open-addressed hash: object -> mapping list */
     uint64_t obj_cap, obj_count;
     struct vidmm_va_desc *scratch; /* COPY source snapshots */
@@ -230,6 +234,53 @@ vidmm_status vidmm_va_update(struct vidmm_va_space *vs, const struct vidmm_va_up
  * INVALID_ARG for object 0; OK when it has no mapping. */
 vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object);
 
+/* Prepare and commit (docs/VA_SPACE.md, "Prepare and commit").  Each
+ * change above is the pair *_prepare + vidmm_va_commit.  Prepare
+ * validates (same statuses as the one-call entry), resolves the address
+ * (op->va, op->size: the span the change creates or cuts; UPDATE: the
+ * hull of its targets) and obtains from the host allocator every record,
+ * tree node, hash slot and scratch entry the change can need; it changes
+ * no range and emits no step.  Commit applies the change, emitting its
+ * steps; it cannot fail.  Between the two the caller may read the space
+ * (to prepare page tables for op->va..op->size) but must not change it;
+ * an UPDATE's ops must stay alive until commit.  A prepared op that is
+ * not committed needs no release (the reserve is kept for later calls). */
+enum vidmm_va_prep_kind {
+    VIDMM_VA_PREP_NONE = 0,   /* nothing to do (update of 0 ops, unmap_object of an unmapped object) */
+    VIDMM_VA_PREP_RESERVE,
+    VIDMM_VA_PREP_MAP,
+    VIDMM_VA_PREP_UNMAP,
+    VIDMM_VA_PREP_FREE,
+    VIDMM_VA_PREP_UPDATE,
+    VIDMM_VA_PREP_UNMAP_OBJECT
+};
+
+struct vidmm_va_prep {
+    uint32_t kind;                        /* enum vidmm_va_prep_kind */
+    uint32_t first;                       /* MAP/FREE at a fixed place: the first range it cuts (0 = none) */
+    uint32_t first_leaf, first_slot;      /* ... and its place in the tree (va/va_int.h: struct va_pos) */
+    uint64_t va, size;                    /* the resolved target (UPDATE: the targets' hull) */
+    struct vidmm_va_desc d;               /* RESERVE/MAP/FREE: what commit puts at [va, va + size);
+                                           * UNMAP_OBJECT: d.object names the object */
+    const struct vidmm_va_update_op *ops; /* UPDATE: the batch (the caller's) */
+    size_t n;
+};
+
+vidmm_status vidmm_va_reserve_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                                      uint64_t size, unsigned mode, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_map_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,
+                                  uint64_t size, uint64_t object, uint64_t object_offset, unsigned prot,
+                                  uint64_t driver_protection, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_unmap_prepare(struct vidmm_va_space *vs, uint64_t va, uint64_t size, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_free_prepare(struct vidmm_va_space *vs, uint64_t va, uint64_t size, struct vidmm_va_prep *op);
+vidmm_status vidmm_va_update_prepare(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n,
+                                     struct vidmm_va_prep *op);
+vidmm_status vidmm_va_unmap_object_prepare(struct vidmm_va_space *vs, uint64_t object, struct vidmm_va_prep *op);
+/* Apply a prepared change: emits its steps; cannot fail.  op must come
+ * from a *_prepare on vs that returned VIDMM_OK, with no change to vs
+ * since. */
+void vidmm_va_commit(struct vidmm_va_space *vs, const struct vidmm_va_prep *op);
+
 /* The range holding va, or NULL in a hole. */
 const struct vidmm_va_range *vidmm_va_lookup(const struct vidmm_va_space *vs, uint64_t va);
 /* The first range ending after va (the one holding va, or the next). */
@@ -260,5 +311,14 @@ const struct vidmm_va_range *vidmm_va_object_next(const struct vidmm_va_space *v
  * with the MAPPED ranges.  Returns the number of
  * violations (0 = sound); prints nothing.  O(n). */
 int vidmm_va_space_check(const struct vidmm_va_space *vs);
+
+/* Verify that a prepared change can be committed without failing: a
+ * known kind; a span inside the space, aligned as its kind requires; the
+ * position hint (first, first_leaf, first_slot) naming that range's real
+ * place in the tree; enough free records, and for a MAP a free object
+ * slot at the hash's load bound, for the commit's worst case; an UPDATE
+ * with its ops.  Returns the number of violations (0 = sound); prints
+ * nothing.  O(1) except UPDATE (O(its ops)). */
+int vidmm_va_prep_check(const struct vidmm_va_space *vs, const struct vidmm_va_prep *op);
 
 #endif
