@@ -33,6 +33,11 @@ tail -n 1 "$log.suites"
 moves=$(grep -o '[0-9]* page moves verified' "$log.suites" | awk '{s+=$1} END {print s+0}')
 imoves=$(grep -E '^integrity\.' "$log.suites" | grep -o '[0-9]* moves' | awk '{s+=$1} END {print s+0}')
 
+step "debug build: assertions, and the checkers at every entry boundary (make DEBUG=1)"
+make -s DEBUG=1 build-dbg/vidmm-tests > "$log.dbgbuild" 2>&1 || { fail=1; tail -n 5 "$log.dbgbuild"; }
+build-dbg/vidmm-tests > "$log.dbg" 2>&1 || fail=1
+tail -n 1 "$log.dbg"
+
 step "out-of-memory injection through whole scenarios (VIDMM_OOM_LONG)"
 VIDMM_OOM_LONG=1 VIDMM_OOM_VERBOSE=1 "$b/vidmm-tests" oom > "$log.oom" 2>&1 || fail=1
 tail -n 1 "$log.oom"

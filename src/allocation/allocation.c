@@ -147,7 +147,7 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
     al->pe.allocation = h;
     al->pe.priority = info.priority ? info.priority : VIDMM_PRIORITY_NORMAL;
     al->pe.next_use = VIDMM_NEXT_USE_NEVER;
-    al->pe.last_use = a->res_clock;
+    al->pe.last_use = vidmm_res_clock(a);
     /* Creation takes free space only: it never evicts (make-resident
      * does), so a full adapter refuses new allocations it cannot place
      * in any supported segment (docs/DECISIONS.md D20). */

@@ -172,6 +172,7 @@ struct vidmm_page_table {
 };
 
 struct vidmm_device;
+struct vidmm_res_state;
 
 struct vidmm_process {
     struct vidmm_adapter *adapter;
@@ -383,7 +384,6 @@ struct vidmm_adapter {
      * (model/entry.h); vidmm_adapter_check reports them. */
     uint64_t bugs;
     char bug_msg[160];
-    uint64_t trim_round;            /* trim notification walks so far (budget.c) */
     struct vidmm_upcalls up;
     const struct vidmm_host_allocator *ha;
     struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
@@ -415,17 +415,9 @@ struct vidmm_adapter {
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
-    /* Residency (residency/residency.c). */
-    const struct vidmm_eviction_policy *policy;
-    void *policy_state;
-    uint64_t res_clock;             /* reference clock */
-    uint64_t res_epoch;             /* request being served (pins) */
-    uint64_t res_undo_epoch;        /* != 0: a make-resident records what it changes */
-    uint64_t res_over_epoch;        /* eviction round: processes' over-budget cache */
-    uint64_t demand_total[2];       /* sum of the processes' demand per group (budgets read it) */
-    uint32_t trim_depth;            /* a walk is running (callbacks may call back in) */
-    struct vidmm_residency_stats res_stats;
-    struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
+    /* Residency: eviction policy, clocks, budgets' totals, statistics
+     * (opaque: src/residency/res_state.h). */
+    struct vidmm_res_state *res;
     struct vidmm_paging paging;
     /* The fence lock: what the driver's callbacks and the lock-free
      * waits touch - fence values (paging, contexts, paging queues), the

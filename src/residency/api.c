@@ -17,6 +17,7 @@
 #include "fence/hang.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
+#include "residency/res_state.h"
 
 #include <errno.h>
 #include <string.h>
@@ -227,8 +228,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         return VIDMM_E_DEVICE_LOST;
     args->paging_fence_value = 0;
     args->bytes_to_trim = 0;
-    a->res_stats.make_resident_calls++;
-    uint64_t epoch = ++a->res_epoch;
+    a->res->stats.make_resident_calls++;
+    uint64_t epoch = ++a->res->epoch;
     uint64_t buffers_before = a->paging_buffers + (a->paging.have_buffer ? 1u : 0u);
     struct vidmm_process *p = d->process;
     const vidmm_handle *list = args->allocations;
@@ -243,7 +244,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     for (uint32_t i = 0; i < args->count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
         if (!al) {
-            a->res_epoch++;   /* unpin */
+            a->res->epoch++;   /* unpin */
             return VIDMM_E_INVALID_HANDLE;
         }
         /* Lists stream through objects that are rarely in cache: fetch
@@ -312,8 +313,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                  * caller trims, retries, and learns the other next). */
                 args->bytes_to_trim = usage[g] + need[g] - budget[g];
                 drop_demand(a, p, add_demand);
-                a->res_stats.over_budget++;
-                a->res_epoch++;
+                a->res->stats.over_budget++;
+                a->res->epoch++;
                 return VIDMM_E_OVER_BUDGET;
             }
         }
@@ -323,7 +324,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
      * cannot is refused before any paging. */
     if (mem_need && !memory_may_fit(a, mem_need, mem_segs)) {
         drop_demand(a, p, add_demand);
-        a->res_epoch++;
+        a->res->epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
             pthread_mutex_lock(&a->fence_lock);
             d->lost = 1;
@@ -352,8 +353,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             fresh = r;
             al->scratch_ref = r;   /* duplicates in the list find it */
         }
-        a->res_undo_epoch = epoch;
-        struct vidmm_residency_stats stats_before = a->res_stats;
+        a->res->undo_epoch = epoch;
+        struct vidmm_residency_stats stats_before = a->res->stats;
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->resident)
@@ -382,7 +383,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 uint64_t b = vidmm_res_budget(a, p, g);
                 if (u > b && u > usage[g]) {
                     args->bytes_to_trim = u - b;
-                    a->res_stats.over_budget++;
+                    a->res->stats.over_budget++;
                     st = VIDMM_E_OVER_BUDGET;
                 }
             }
@@ -390,9 +391,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         if (st < 0) {
             vidmm_res_undo(a, epoch);   /* all or nothing: nothing another call can see changed */
             /* The undone paging is not counted either; the refusal is. */
-            uint64_t over = a->res_stats.over_budget;
-            a->res_stats = stats_before;
-            a->res_stats.over_budget = over;
+            uint64_t over = a->res->stats.over_budget;
+            a->res->stats = stats_before;
+            a->res->stats.over_budget = over;
             drop_demand(a, p, add_demand);
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
@@ -405,7 +406,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 }
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
-            a->res_epoch++;
+            a->res->epoch++;
             if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
                 pthread_mutex_lock(&a->fence_lock);
                 d->lost = 1;
@@ -413,7 +414,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             }
             return st;
         }
-        a->res_undo_epoch = 0;
+        a->res->undo_epoch = 0;
         /* Link the new records into both lists (the demand is counted
          * again as each is linked). */
         drop_demand(a, p, add_demand);
@@ -434,8 +435,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         }
     }
     /* Commit: take the references and tell the policy; nothing fails. */
-    uint64_t now = ++a->res_clock;
-    uint64_t mark = ++a->res_epoch;   /* committed in this call: duplicates see it */
+    uint64_t now = ++a->res->clock;
+    uint64_t mark = ++a->res->epoch;   /* committed in this call: duplicates see it */
     for (uint32_t i = 0; i < args->count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
         al->scratch_ref->count++;
@@ -455,10 +456,10 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
          * memory segment catches up when it enters one. */
         if (al->in_policy) {
             al->pe.last_use = now;
-            a->policy->touch(a->policy_state, &al->pe);
+            a->res->policy->touch(a->res->policy_state, &al->pe);
         }
     }
-    a->res_epoch++;   /* unpin */
+    a->res->epoch++;   /* unpin */
     vidmm_status ret = VIDMM_OK;
     if (restored || a->paging_buffers + (a->paging.have_buffer ? 1u : 0u) != buffers_before) {
         /* Paging work was queued: the caller waits for this value of the
@@ -520,7 +521,7 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
         /* Evictions first, references after: an eviction the driver
          * fails leaves every reference as it was (all or nothing).  An
          * allocation goes when this call drops its last reference. */
-        uint64_t mark = ++a->res_epoch;
+        uint64_t mark = ++a->res->epoch;
         for (uint32_t j = 0; j < count && st >= 0; j++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, allocs[j]);
             struct vidmm_res_ref *r = ref_of(al, d);
@@ -536,7 +537,7 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
                 al->backing_valid = 0;
             st = vidmm_res_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
         }
-        a->res_epoch++;
+        a->res->epoch++;
     }
     if (st < 0) {
         for (uint32_t j = 0; j < i && j < count; j++) {
@@ -588,13 +589,13 @@ static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handl
         return VIDMM_E_INVALID_HANDLE;
     al->pe.next_use = clock;
     if (al->in_policy)
-        a->policy->touch(a->policy_state, &al->pe);
+        a->res->policy->touch(a->res->policy_state, &al->pe);
     return VIDMM_OK;
 }
 
 static uint64_t residency_clock(const struct vidmm_adapter *a)
 {
-    return a ? a->res_clock : 0;
+    return a ? a->res->clock : 0;
 }
 
 static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_residency_state *out)
@@ -630,8 +631,8 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
         return st;
     /* Entries' private fields belong to the old policy: clear them before
      * the new one sees them. */
-    const struct vidmm_eviction_policy *old = a->policy;
-    void *old_state = a->policy_state;
+    const struct vidmm_eviction_policy *old = a->res->policy;
+    void *old_state = a->res->policy_state;
     struct vidmm_allocation **order = NULL;
     uint64_t n = 0;
     uint32_t it = 0;
@@ -657,8 +658,8 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
         }
     }
     old->destroy(old_state);
-    a->policy = policy;
-    a->policy_state = state;
+    a->res->policy = policy;
+    a->res->policy_state = state;
     /* In the old eviction order, so the new policy starts with the same
      * history (an insert counts as the latest use). */
     for (uint64_t j = 0; j < k; j++)
@@ -671,7 +672,7 @@ static vidmm_status residency_get_stats(const struct vidmm_adapter *a, struct vi
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
-    *out = a->res_stats;
+    *out = a->res->stats;
     return VIDMM_OK;
 }
 

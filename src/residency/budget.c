@@ -22,6 +22,7 @@
 #include "model/objects.h"
 #include "process/process.h"
 #include "residency/residency.h"
+#include "residency/res_state.h"
 
 #include <string.h>
 
@@ -60,7 +61,7 @@ uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_proc
     if (p->budget_override[group])
         return p->budget_override[group];
     uint64_t cap = capacity(a, group);
-    if (a->demand_total[group] <= cap)
+    if (a->res->demand_total[group] <= cap)
         return cap;
     uint64_t f = fair(a, group);
     return f > p->reservation[group] ? f : p->reservation[group];
@@ -87,7 +88,7 @@ static void notify_process(struct vidmm_adapter *a, vidmm_handle ph, uint64_t ro
             if (!d)
                 break;
             d->trim_round[g] = round;
-            a->res_stats.trim_notifications++;
+            a->res->stats.trim_notifications++;
             uint32_t flags = VIDMM_TRIM_TO_BUDGET | (g == VIDMM_SEGMENT_GROUP_NON_LOCAL ? VIDMM_TRIM_NON_LOCAL : 0u);
             d->trim_cb(d->trim_ctx, d->self, flags, u - b);
         }
@@ -96,23 +97,23 @@ static void notify_process(struct vidmm_adapter *a, vidmm_handle ph, uint64_t ro
 
 void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (a->trim_depth)
+    if (a->res->trim_depth)
         return;   /* called back from a callback: the running walk looks again */
-    a->trim_depth++;
-    notify_process(a, p->self, ++a->trim_round);
-    a->trim_depth--;
+    a->res->trim_depth++;
+    notify_process(a, p->self, ++a->res->trim_round);
+    a->res->trim_depth--;
 }
 
 void vidmm_res_notify_all(struct vidmm_adapter *a)
 {
-    if (a->trim_depth)
+    if (a->res->trim_depth)
         return;
-    a->trim_depth++;
-    uint64_t round = ++a->trim_round;
+    a->res->trim_depth++;
+    uint64_t round = ++a->res->trim_round;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
         if (a->procs[i])
             notify_process(a, a->procs[i]->self, round);
-    a->trim_depth--;
+    a->res->trim_depth--;
 }
 
 static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm_handle process,

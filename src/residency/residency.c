@@ -54,6 +54,7 @@
 #include "paging/paging.h"
 #include "process/process.h"
 #include "residency/residency.h"
+#include "residency/res_state.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,17 +70,55 @@ static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
 
 vidmm_status vidmm_res_init(struct vidmm_adapter *a)
 {
-    vidmm_evict_scan_init(&a->evict_scan, a->ha);
-    a->policy = &vidmm_policy_lru;
-    return a->policy->create(a->ha, a->segment_count, &a->policy_state);
+    struct vidmm_res_state *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_STATE, sizeof(*r), _Alignof(struct vidmm_res_state));
+    if (!r)
+        return VIDMM_E_NO_HOST_MEMORY;
+    a->res = r;
+    vidmm_evict_scan_init(&r->evict_scan, a->ha);
+    r->policy = &vidmm_policy_lru;
+    vidmm_status st = r->policy->create(a->ha, a->segment_count, &r->policy_state);
+    if (st < 0)
+        vidmm_res_fini(a);
+    return st;
 }
 
 void vidmm_res_fini(struct vidmm_adapter *a)
 {
-    vidmm_evict_scan_fini(&a->evict_scan);
-    if (a->policy && a->policy_state)
-        a->policy->destroy(a->policy_state);
-    a->policy_state = NULL;
+    struct vidmm_res_state *r = a->res;
+    if (!r)
+        return;
+    vidmm_evict_scan_fini(&r->evict_scan);
+    if (r->policy && r->policy_state)
+        r->policy->destroy(r->policy_state);
+    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_state));
+    a->res = NULL;
+}
+
+uint64_t vidmm_res_clock(const struct vidmm_adapter *a)
+{
+    return a->res->clock;
+}
+
+void vidmm_res_use(struct vidmm_adapter *a, struct vidmm_allocation *const *list, uint32_t n)
+{
+    struct vidmm_res_state *r = a->res;
+    uint64_t now = ++r->clock;
+    for (uint32_t i = 0; i < n; i++) {
+        struct vidmm_allocation *al = list[i];
+        al->pe.last_use = now;
+        if (al->in_policy)
+            r->policy->touch(r->policy_state, &al->pe);
+    }
+}
+
+uint64_t vidmm_res_pin(struct vidmm_adapter *a)
+{
+    return ++a->res->epoch;
+}
+
+void vidmm_res_unpin(struct vidmm_adapter *a)
+{
+    a->res->epoch++;
 }
 
 static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
@@ -90,7 +129,7 @@ static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struc
 void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     if (al->in_policy) {
-        a->policy->remove(a->policy_state, &al->pe, VIDMM_POLICY_EVICTED);
+        a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_EVICTED);
         al->in_policy = 0;
     }
     struct vidmm_process *p = owner_of(a, al);
@@ -108,7 +147,7 @@ void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
             al->pe.last_use = al->use_clock;   /* uses while outside the policy */
         al->pe.segment_id = al->pl.segment_id;
         al->pe.size = al->size;
-        a->policy->insert(a->policy_state, &al->pe);
+        a->res->policy->insert(a->res->policy_state, &al->pe);
         al->in_policy = 1;
     }
 }
@@ -183,12 +222,12 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         al->pl = bk;
         memset(&al->backing, 0, sizeof(al->backing));
         al->backing_valid = 0;
-        a->res_stats.evictions++;
+        a->res->stats.evictions++;
         if (discard) {
-            a->res_stats.discards++;
-            a->res_stats.bytes_discarded += al->size;
+            a->res->stats.discards++;
+            a->res->stats.bytes_discarded += al->size;
         } else {
-            a->res_stats.bytes_evicted += al->size;
+            a->res->stats.bytes_evicted += al->size;
         }
     } else {
         /* System pages: nothing moves; the aperture mapping (kept only
@@ -203,7 +242,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         vidmm_status f = vidmm_paging_submit(a, NULL);
         if (st >= 0)
             st = f;
-        a->res_stats.evictions++;
+        a->res->stats.evictions++;
         if (st < 0) {
             al->resident = 1;
             vidmm_res_enter(a, al);
@@ -211,10 +250,10 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         }
     }
     al->evictions++;
-    if (a->res_undo_epoch && al->undo_epoch != a->res_undo_epoch) {
+    if (a->res->undo_epoch && al->undo_epoch != a->res->undo_epoch) {
         /* A victim of a make-resident that may still fail: remember
          * where it was so the failure can put it back. */
-        al->undo_epoch = a->res_undo_epoch;
+        al->undo_epoch = a->res->undo_epoch;
         al->undo_kind = 1;
         al->undo_seg = from;
         al->undo_top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
@@ -243,8 +282,8 @@ vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *a
  * round (res_over_epoch): the budget walks every process. */
 static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g)
 {
-    if (p->over_epoch[g] != a->res_over_epoch) {
-        p->over_epoch[g] = a->res_over_epoch;
+    if (p->over_epoch[g] != a->res->over_epoch) {
+        p->over_epoch[g] = a->res->over_epoch;
         p->over_val[g] = vidmm_res_usage(a, p, g) > vidmm_res_budget(a, p, g);
     }
     return p->over_val[g];
@@ -264,7 +303,7 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
 static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_allocation *req,
                      uint32_t prio, int pass, int count_busy)
 {
-    if (v == req || v->pin_epoch == a->res_epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
+    if (v == req || v->pin_epoch == a->res->epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
         return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
@@ -299,9 +338,9 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
             struct vidmm_allocation *batch[VICTIM_BATCH];
             uint32_t n = 0;
             uint64_t bytes = 0;
-            a->res_over_epoch++;   /* budgets move as victims leave */
-            for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && n < VICTIM_BATCH;
-                 e = a->policy->next(a->policy_state, e)) {
+            a->res->over_epoch++;   /* budgets move as victims leave */
+            for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && n < VICTIM_BATCH;
+                 e = a->res->policy->next(a->res->policy_state, e)) {
                 struct vidmm_allocation *v = ENTRY_OF(e);
                 if (!evictable(a, v, req, prio, pass, 0))
                     continue;
@@ -390,41 +429,41 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     struct vidmm_segment *s = &a->seg[id];
     if (align < s->page_size)
         align = s->page_size;
-    vidmm_status st = vidmm_evict_scan_begin(&a->evict_scan, &s->ra, size, align, 0, 0,
+    vidmm_status st = vidmm_evict_scan_begin(&a->res->evict_scan, &s->ra, size, align, 0, 0,
                                              (uint32_t)(s->ra.live_count < UINT32_MAX ? s->ra.live_count : UINT32_MAX));
     if (st < 0)
         return st;
     int found = 0;
-    a->res_over_epoch++;
+    a->res->over_epoch++;
     for (int pass = 0; pass <= max_pass && !found; pass++)
-        for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e && !found;
-             e = a->policy->next(a->policy_state, e)) {
+        for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && !found;
+             e = a->res->policy->next(a->res->policy_state, e)) {
             struct vidmm_allocation *v = ENTRY_OF(e);
             if (!evictable(a, v, req, prio, pass, 0))
                 continue;
             /* Extents already added in an earlier pass answer
              * INVALID_HANDLE: nothing to do. */
             for (uint32_t x = 0; x < v->pl.pages.count && !found; x++)
-                found = vidmm_evict_scan_add(&a->evict_scan, v->pl.pages.ext[x].node, (uint64_t)(uintptr_t)v) == 1;
+                found = vidmm_evict_scan_add(&a->res->evict_scan, v->pl.pages.ext[x].node, (uint64_t)(uintptr_t)v) == 1;
         }
     st = VIDMM_E_NO_SEGMENT_SPACE;
     if (found) {
         st = VIDMM_OK;
-        for (uint32_t i = 0; i < a->evict_scan.victim_count && st >= 0; i++) {
-            struct vidmm_allocation *v = (struct vidmm_allocation *)(uintptr_t)a->evict_scan.victims[i].tag;
+        for (uint32_t i = 0; i < a->res->evict_scan.victim_count && st >= 0; i++) {
+            struct vidmm_allocation *v = (struct vidmm_allocation *)(uintptr_t)a->res->evict_scan.victims[i].tag;
             if (v->resident && v->pl.segment_id == id)   /* listed once per extent: evict once */
                 st = evict_one(a, v, 0);
         }
     }
-    vidmm_evict_scan_end(&a->evict_scan);
+    vidmm_evict_scan_end(&a->res->evict_scan);
     return st;
 }
 
 uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id)
 {
     uint64_t n = 0;
-    a->res_over_epoch++;
-    for (struct vidmm_policy_entry *e = a->policy->first(a->policy_state, id); e; e = a->policy->next(a->policy_state, e)) {
+    a->res->over_epoch++;
+    for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e; e = a->res->policy->next(a->res->policy_state, e)) {
         struct vidmm_allocation *v = ENTRY_OF(e);
         if (evictable(a, v, NULL, UINT32_MAX, 2, 1))
             n += v->size;
@@ -510,7 +549,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
         al->pl = dst;
         if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
             al->pl.pages.ext = al->pl.pages.inline_ext;
-        a->res_stats.bytes_restored += al->size;
+        a->res->stats.bytes_restored += al->size;
     } else {
         const struct vidmm_segment *s = &a->seg[id];
         int map = s->kind == VIDMM_SEGMENT_KIND_AGP ||
@@ -539,7 +578,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
     st = vidmm_process_remap_allocation(a, al);
     vidmm_status f = vidmm_paging_submit(a, NULL);
     al->restores++;
-    a->res_stats.restores++;
+    a->res->stats.restores++;
     return st < 0 ? st : f;
 }
 
@@ -602,7 +641,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
 
 void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
 {
-    a->res_undo_epoch = 0;
+    a->res->undo_epoch = 0;
     /* What the call made resident goes back out: its system copy is
      * current (nothing ran on it), so this discards, no transfer. */
     uint32_t it = 0;
@@ -658,7 +697,7 @@ void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocatio
     while (al->refs)
         vidmm_res_unlink_ref(a, al->refs);
     vidmm_res_leave(a, al);
-    a->policy->remove(a->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
+    a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
     vidmm_res_drop_backing(a, al);
 }
 
@@ -770,15 +809,15 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             }
         }
     }
-    if (a->policy->check && a->policy->check(a->policy_state)) {
+    if (a->res->policy->check && a->res->policy->check(a->res->policy_state)) {
         e++;
-        snprintf(msg, n, "eviction policy %s: state inconsistent", a->policy->name);
+        snprintf(msg, n, "eviction policy %s: state inconsistent", a->res->policy->name);
     }
     for (unsigned g = 0; g < 2; g++)
-        if (demand[g] != a->demand_total[g]) {
+        if (demand[g] != a->res->demand_total[g]) {
             e++;
             snprintf(msg, n, "demand of group %u: processes hold %llu, the adapter's total says %llu", g,
-                     (unsigned long long)demand[g], (unsigned long long)a->demand_total[g]);
+                     (unsigned long long)demand[g], (unsigned long long)a->res->demand_total[g]);
         }
     return e;
 }

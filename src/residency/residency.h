@@ -47,19 +47,6 @@ unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_
  * other segment takes it (else 0). */
 unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
 
-/* A process's demand (bytes on its devices' lists) changes: keep the
- * adapter's total with it, so a budget needs no walk of every process. */
-static inline void vidmm_res_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
-{
-    p->demand[g] += n;
-    a->demand_total[g] += n;
-}
-
-static inline void vidmm_res_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
-{
-    p->demand[g] -= n;
-    a->demand_total[g] -= n;
-}
 
 /* Effective budget of a process in a group (budget.c). */
 uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
@@ -88,5 +75,15 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch);
 /* Supported segments of al in placement order; the count. */
 uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                          uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS]);
+
+/* The reference clock (the eviction policy's notion of "now"). */
+uint64_t vidmm_res_clock(const struct vidmm_adapter *a);
+/* A submission uses these allocations: one clock tick, and each one's
+ * last use is now (the policy is told). */
+void vidmm_res_use(struct vidmm_adapter *a, struct vidmm_allocation *const *list, uint32_t n);
+/* Pin what the request being served makes resident: restoring one of
+ * them never evicts another until vidmm_res_unpin.  The request's epoch. */
+uint64_t vidmm_res_pin(struct vidmm_adapter *a);
+void vidmm_res_unpin(struct vidmm_adapter *a);
 
 #endif

@@ -133,14 +133,9 @@ static vidmm_status make_list_resident(struct vidmm_adapter *a, struct vidmm_all
 static void commit_record(struct vidmm_adapter *a, struct vidmm_context *c, struct vidmm_submission *r)
 {
     struct vidmm_submit_state *s = a->sub;
-    uint64_t now = ++a->res_clock;
-    for (uint32_t i = 0; i < r->count; i++) {
-        struct vidmm_allocation *al = r->list[i];
-        al->busy++;
-        al->pe.last_use = now;
-        if (al->in_policy)
-            a->policy->touch(a->policy_state, &al->pe);
-    }
+    for (uint32_t i = 0; i < r->count; i++)
+        r->list[i]->busy++;
+    vidmm_res_use(a, r->list, r->count);
     r->ctx = c;
     r->seq = ++s->seq;
     r->next = s->head;   /* order does not matter: retire scans them all */
@@ -235,14 +230,14 @@ static vidmm_status submit_virtual(struct vidmm_adapter *a, vidmm_handle context
         st = VIDMM_E_NO_HOST_MEMORY;
         goto out;
     }
-    uint64_t epoch = ++a->res_epoch;   /* pinned: restoring one never evicts another */
+    uint64_t epoch = vidmm_res_pin(a);   /* pinned: restoring one never evicts another */
     uint32_t n = 0;
     for (struct vidmm_res_ref *ref = d->refs; ref; ref = ref->dev_next) {
         ref->al->pin_epoch = epoch;
         r->list[n++] = ref->al;
     }
     st = make_list_resident(a, r->list, n, 0);
-    a->res_epoch++;   /* unpin */
+    vidmm_res_unpin(a);   /* unpin */
     /* The buffer may write them: their system copies are no proof of the
      * content after a reset or for standby.  Marked after the restores,
      * which start an allocation clean: one this submission brought back
@@ -417,7 +412,7 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
         goto out;
     }
     /* Pin the listed allocations (each once) and make them resident. */
-    uint64_t epoch = ++a->res_epoch;
+    uint64_t epoch = vidmm_res_pin(a);
     uint32_t distinct = 0;
     for (uint32_t i = 0; i < n; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
@@ -428,7 +423,7 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
     }
     r->count = distinct;
     st = make_list_resident(a, r->list, distinct, 1);
-    a->res_epoch++;
+    vidmm_res_unpin(a);
     /* The allocation list as the driver sees it, and the patch locations
      * whose allocation is not where this buffer last saw it. */
     /* Only a buffer the caller says is unchanged may keep its patches. */
