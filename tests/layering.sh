@@ -24,11 +24,18 @@ for d in src/*/; do
   if grep -q "^$m " "$t/rank"; then ok; else bad "src/$m is in no layer of src/LAYERS"; fi
 done
 # symbols: defined (symbol module) and used (symbol module file)
+# The objects of today's sources only (a build directory keeps the
+# objects of files since moved or removed).
+objs=""
 for o in "$b"/src/*/*.o; do
+  s=${o#"$b"/}
+  [ -f "${s%.o}.c" ] && objs="$objs $o"
+done
+for o in $objs; do
   m=$(basename "$(dirname "$o")")
   nm -g --defined-only "$o" | awk -v m="$m" 'NF == 3 {print $3, m}'
 done | sort -u > "$t/def"
-for o in "$b"/src/*/*.o; do
+for o in $objs; do
   m=$(basename "$(dirname "$o")")
   f=$(basename "$o" .o)
   nm -u "$o" | awk -v m="$m" -v f="$f" '{print $NF, m, f}'

@@ -257,6 +257,8 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     vidmm_objtab_init(&a->devices, VIDMM_HANDLE_TYPE_DEVICE, a->handle_salt);
     vidmm_objtab_init(&a->contexts, VIDMM_HANDLE_TYPE_CONTEXT, a->handle_salt);
     vidmm_objtab_init(&a->queues, VIDMM_HANDLE_TYPE_PAGING_QUEUE, a->handle_salt);
+    vidmm_objtab_init(&a->processes, VIDMM_HANDLE_TYPE_PROCESS, a->handle_salt);
+    vidmm_objtab_set_limit(&a->processes, VIDMM_MAX_PROCESSES);
 
     vidmm_status st;
     struct vidmm_segment_descriptor *desc = NULL;
@@ -504,6 +506,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_objtab_fini(&a->queues, a->ha);
     vidmm_objtab_fini(&a->devices, a->ha);
     vidmm_objtab_fini(&a->contexts, a->ha);
+    vidmm_objtab_fini(&a->processes, a->ha);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     a->lock_depth--;   /* nothing can be pending: the ring is gone */

@@ -152,7 +152,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     }
     /* Page tables: implicit allocations in their levels' segments. */
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = a->procs[i];
+        const struct vidmm_process *p = vidmm_process_at(a, i);
         if (!p)
             continue;
         uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
@@ -287,6 +287,8 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "devices: %d violations (%s)", de, dmsg);
     if (vidmm_objtab_check(&a->queues))
         vidmm_report_add(&r, "paging-queue handle table inconsistent");
+    if (vidmm_objtab_check(&a->processes) || a->processes.used > VIDMM_MAX_PROCESSES)
+        vidmm_report_add(&r, "process handle table inconsistent");
     de = vidmm_res_check(a, dmsg, sizeof(dmsg));
     if (de)
         vidmm_report_add(&r, "residency: %d violations (%s)", de, dmsg);

@@ -127,7 +127,7 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
 static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = a->procs[i];
+        const struct vidmm_process *p = vidmm_process_at(a, i);
         if (!p)
             continue;
         budget_rules(a, i, p, r);

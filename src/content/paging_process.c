@@ -279,7 +279,7 @@ int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, si
         return 1;
     }
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (a->procs[i] == p) {
+        if (vidmm_process_at(a, i) == p) {
             e++;
             snprintf(msg, n, "paging process: listed in the process table (slot %u)", i);
         }

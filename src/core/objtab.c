@@ -19,6 +19,18 @@ void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt)
     t->type = type;
     t->salt = salt;
     t->free_head = UINT32_MAX;
+    t->max_slots = OT_MAX_SLOTS;
+}
+
+int vidmm_objtab_full(const struct vidmm_objtab *t)
+{
+    return t->free_head == UINT32_MAX && t->used >= t->max_slots;
+}
+
+void vidmm_objtab_set_limit(struct vidmm_objtab *t, uint32_t max)
+{
+    if (max && max <= OT_MAX_SLOTS && max >= t->used)
+        t->max_slots = max;
 }
 
 void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha)
@@ -26,16 +38,18 @@ void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator
     vidmm_hfree(ha, t->obj, (size_t)t->cap * sizeof(*t->obj), _Alignof(void *));
     vidmm_hfree(ha, t->gen, (size_t)t->cap * sizeof(*t->gen), _Alignof(uint16_t));
     vidmm_hfree(ha, t->next_free, (size_t)t->cap * sizeof(*t->next_free), _Alignof(uint32_t));
+    uint32_t max = t->max_slots;
     vidmm_objtab_init(t, t->type, t->salt);
+    t->max_slots = max;
 }
 
 static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha)
 {
     uint32_t cap = t->cap ? t->cap * 2 : 16;
-    if (cap > OT_MAX_SLOTS)
-        cap = OT_MAX_SLOTS;
+    if (cap > t->max_slots)
+        cap = t->max_slots;
     if (cap <= t->cap)
-        return VIDMM_E_NO_HOST_MEMORY;
+        return VIDMM_E_BUSY;   /* at its limit */
     void **o = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_OBJECTS, (size_t)cap * sizeof(*o), _Alignof(void *));
     uint16_t *g = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_GENERATIONS, (size_t)cap * sizeof(*g), _Alignof(uint16_t));
     uint32_t *n = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_FREE_LINKS, (size_t)cap * sizeof(*n), _Alignof(uint32_t));
@@ -133,7 +147,7 @@ int vidmm_objtab_check(const struct vidmm_objtab *t)
             break;
         }
     }
-    if (live != t->live || chain != free_slots || retired != t->retired || t->used > t->cap)
+    if (live != t->live || chain != free_slots || retired != t->retired || t->used > t->cap || t->used > t->max_slots)
         e++;
     return e;
 }

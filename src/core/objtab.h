@@ -25,11 +25,18 @@ struct vidmm_objtab {
     uint32_t cap, used;          /* slots allocated / ever handed out */
     uint32_t free_head;          /* UINT32_MAX = none */
     uint32_t live, retired;
+    uint32_t max_slots;          /* the table never grows beyond */
 };
 
 void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt);
+/* At most max slots (default: the 24 bits of a handle's slot field);
+ * a full table answers VIDMM_E_BUSY. */
+void vidmm_objtab_set_limit(struct vidmm_objtab *t, uint32_t max);
+/* Would an add answer VIDMM_E_BUSY (no free slot, at the limit)? */
+int vidmm_objtab_full(const struct vidmm_objtab *t);
 void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha);
-/* Take a slot for obj; VIDMM_E_NO_HOST_MEMORY when the table cannot grow. */
+/* Take a slot for obj; VIDMM_E_NO_HOST_MEMORY when the host allocator
+ * refuses the growth, VIDMM_E_BUSY when the table is at its limit. */
 vidmm_status vidmm_objtab_add(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha, void *obj,
                               uint64_t *handle);
 /* The object of a live handle of this table's type, or NULL. */

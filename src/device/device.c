@@ -274,7 +274,7 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
         snprintf(msg, n, "context handle table inconsistent");
     }
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = a->procs[i];
+        const struct vidmm_process *p = vidmm_process_at(a, i);
         if (!p)
             continue;
         uint32_t nd = 0;

@@ -20,9 +20,8 @@
 #include "process/process.h"
 #include "residency/residency.h"
 
-static void process_free(struct vidmm_adapter *a, uint32_t slot)
+static void process_free(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    struct vidmm_process *p = a->procs[slot];
     vidmm_device_destroy_all(a, p);
     vidmm_allocation_destroy_private(a, p->self);   /* process exit takes its allocations (D38) */
     vidmm_res_process_gone(a, p);
@@ -33,27 +32,27 @@ static void process_free(struct vidmm_adapter *a, uint32_t slot)
     vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     /* Under the fence lock: a fault report may be looking the slot up. */
     pthread_mutex_lock(&a->fence_lock);
-    a->procs[slot] = NULL;
+    vidmm_objtab_remove(&a->processes, p->self);
     pthread_mutex_unlock(&a->fence_lock);
     vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
-    a->proc_live--;
 }
 
 static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    if (!vidmm_process_get(a, h))
+    struct vidmm_process *p = vidmm_process_get(a, h);
+    if (!p)
         return VIDMM_E_INVALID_HANDLE;
-    process_free(a, (uint32_t)h & 0xFFFFFFu);
+    process_free(a, p);
     return VIDMM_OK;
 }
 
 void vidmm_process_destroy_all(struct vidmm_adapter *a)
 {
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (a->procs[i])
-            process_free(a, i);
+        if (vidmm_process_at(a, i))
+            process_free(a, vidmm_process_at(a, i));
 }
 
 void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint64_t va, uint32_t flags)

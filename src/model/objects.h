@@ -217,7 +217,7 @@ struct vidmm_process {
 
 /* The system paging process of a GpuMmu adapter whose driver takes the
  * virtual paging ops (paging/paging_process.c).  Internal: it is not in
- * procs[] and has no handle a caller could name; only its page tables
+ * the process table and has no handle a caller could name; only its page tables
  * are used (no VA-space bookkeeping: its layout is fixed). */
 struct vidmm_paging_process {
     struct vidmm_process proc;      /* root, tables, PTE buffer; proc.self is its fault token */
@@ -409,9 +409,9 @@ struct vidmm_adapter {
     uint64_t live;
     uint64_t slots_retired;
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
-    struct vidmm_process *procs[VIDMM_MAX_PROCESSES];
-    uint16_t proc_gen[VIDMM_MAX_PROCESSES];
-    uint32_t proc_live;
+    /* VIDMM_HANDLE_TYPE_PROCESS, at most VIDMM_MAX_PROCESSES slots;
+     * add/remove under the fence lock (a fault report looks one up). */
+    struct vidmm_objtab processes;
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
@@ -456,6 +456,13 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 #define VIDMM_HANDLE_TYPE_CONTEXT 4u
 #define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
 #define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
+
+/* The process in handle-table slot `slot` (< VIDMM_MAX_PROCESSES), or
+ * NULL: the walk over every process is a loop over the slots. */
+static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
+{
+    return slot < a->processes.used ? (struct vidmm_process *)a->processes.obj[slot] : NULL;
+}
 
 /* 0 when taken (hang recovery from a wait that does not hold it). */
 int vidmm_adapter_trylock(struct vidmm_adapter *a);

@@ -36,8 +36,8 @@
  * reachable: mapping an allocation that lives in a memory segment, or
  * moving a mapped one there, is VIDMM_E_NOT_SUPPORTED.
  *
- * Process handles: type 2, a slot of a fixed table of VIDMM_MAX_PROCESSES,
- * a 16-bit generation, and the adapter salt, like allocation handles.
+ * Process handles: type 2 of the adapter's typed handle tables
+ * (core/objtab.h), at most VIDMM_MAX_PROCESSES slots.
  */
 #include "model/objects.h"
 #include "fence/hang.h"
@@ -48,20 +48,9 @@
 
 #include <string.h>
 
-static vidmm_handle make_handle(const struct vidmm_adapter *a, uint32_t slot)
-{
-    return ((vidmm_handle)VIDMM_HANDLE_TYPE_PROCESS << 56) | ((vidmm_handle)a->handle_salt << 40) |
-           ((vidmm_handle)a->proc_gen[slot] << 24) | slot;
-}
-
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if (!a || (h >> 56) != VIDMM_HANDLE_TYPE_PROCESS || ((h >> 40) & 0xFFFFu) != a->handle_salt)
-        return NULL;
-    uint32_t slot = (uint32_t)h & 0xFFFFFFu;
-    if (slot >= VIDMM_MAX_PROCESSES || !a->procs[slot] || ((h >> 24) & 0xFFFFu) != a->proc_gen[slot])
-        return NULL;
-    return a->procs[slot];
+    return a ? vidmm_objtab_get(&a->processes, h) : NULL;
 }
 
 /* A PTE write of a committed change was refused (the driver would not
@@ -115,12 +104,9 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     /* An adapter with neither model still has processes and devices
      * (residency lists, physical-mode contexts); only GPU VA is missing. */
     int no_va = !a->has_gpummu && !iommu;
-    uint32_t slot = 0;
-    /* A slot that served generation 0xFFFF is retired: reusing it would
-     * bring an old handle back to life. */
-    while (slot < VIDMM_MAX_PROCESSES && (a->procs[slot] || a->proc_gen[slot] == 0xFFFFu))
-        slot++;
-    if (slot == VIDMM_MAX_PROCESSES)
+    /* VIDMM_MAX_PROCESSES slots; one that served generation 0xFFFF is
+     * retired (reusing it would bring an old handle back to life). */
+    if (vidmm_objtab_full(&a->processes))
         return VIDMM_E_BUSY;
     struct vidmm_process *p = vidmm_hzalloc(a->ha, VIDMM_SITE_PROCESS_OBJECT, sizeof(*p), _Alignof(struct vidmm_process));
     if (!p)
@@ -147,12 +133,12 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
             goto fail_root;
         vidmm_va_space_set_step_fn(&p->vs, on_step, p);
     }
-    a->proc_gen[slot] = (uint16_t)(a->proc_gen[slot] + 1);
-    p->self = make_handle(a, slot);
+    /* Under the fence lock: a fault report may be looking a process up. */
     pthread_mutex_lock(&a->fence_lock);
-    a->procs[slot] = p;
+    st = vidmm_objtab_add(&a->processes, a->ha, p, &p->self);
     pthread_mutex_unlock(&a->fence_lock);
-    a->proc_live++;
+    if (st < 0)
+        goto fail_root;
     vidmm_process_bind_root(a, p, p->self, 1);
     *out = p->self;
     return VIDMM_OK;
@@ -507,12 +493,12 @@ static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, c
 
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!a->proc_live)
+    if (!a->processes.live)
         return VIDMM_OK;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        if (!a->procs[i])
+        if (!vidmm_process_at(a, i))
             continue;
-        vidmm_status st = remap_in(a, a->procs[i], al);
+        vidmm_status st = remap_in(a, vidmm_process_at(a, i), al);
         if (st < 0)
             return st;
     }
@@ -522,10 +508,10 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
-    if (!a->proc_live)
+    if (!a->processes.live)
         return VIDMM_OK;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = a->procs[i];
+        struct vidmm_process *p = vidmm_process_at(a, i);
         if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
         if (p->iommu) {
@@ -547,10 +533,10 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!a->proc_live)
+    if (!a->processes.live)
         return;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = a->procs[i];
+        struct vidmm_process *p = vidmm_process_at(a, i);
         if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
         /* Needs no memory (the VA space unmaps in place), so it is

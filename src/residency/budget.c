@@ -41,7 +41,7 @@ static uint64_t fair(const struct vidmm_adapter *a, unsigned group)
 {
     uint64_t n = 0;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        n += a->procs[i] && a->procs[i]->devices;
+        n += vidmm_process_at(a, i) && vidmm_process_at(a, i)->devices;
     return capacity(a, group) / (n ? n : 1);
 }
 
@@ -111,8 +111,8 @@ void vidmm_res_notify_all(struct vidmm_adapter *a)
     a->res->trim_depth++;
     uint64_t round = ++a->res->trim_round;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (a->procs[i])
-            notify_process(a, a->procs[i]->self, round);
+        if (vidmm_process_at(a, i))
+            notify_process(a, vidmm_process_at(a, i)->self, round);
     a->res->trim_depth--;
 }
 

@@ -781,7 +781,7 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
     }
     uint64_t demand[2] = { 0, 0 };
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = a->procs[i];
+        const struct vidmm_process *p = vidmm_process_at(a, i);
         if (!p)
             continue;
         demand[0] += p->demand[0];

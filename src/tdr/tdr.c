@@ -120,8 +120,8 @@ static void adapter_dead(struct vidmm_adapter *a)
 {
     pthread_mutex_lock(&a->fence_lock);
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (a->procs[i])
-            for (struct vidmm_device *d = a->procs[i]->devices; d; d = d->next)
+        if (vidmm_process_at(a, i))
+            for (struct vidmm_device *d = vidmm_process_at(a, i)->devices; d; d = d->next)
                 device_guilty(a, d);
     pthread_cond_broadcast(&a->fence_cond);
     pthread_mutex_unlock(&a->fence_lock);
@@ -144,7 +144,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
             st = r;
     }
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = a->procs[i];
+        struct vidmm_process *p = vidmm_process_at(a, i);
         if (p && p->root) {
             r = vidmm_pt_rebuild(a, p);
             if (r < 0 && st >= 0)
@@ -158,7 +158,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
             st = r;
     }
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = a->procs[i];
+        struct vidmm_process *p = vidmm_process_at(a, i);
         if (p && p->root) {
             r = vidmm_pt_flush(a, p);
             if (r < 0 && st >= 0)
@@ -225,9 +225,9 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     a->tdr.paging_seen = a->paging.completed_fence;
     a->tdr.paging_seen_ns = now;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        if (!a->procs[i])
+        if (!vidmm_process_at(a, i))
             continue;
-        for (struct vidmm_device *d = a->procs[i]->devices; d; d = d->next) {
+        for (struct vidmm_device *d = vidmm_process_at(a, i)->devices; d; d = d->next) {
             int dropped = 0;
             for (struct vidmm_context *c = d->contexts; c; c = c->next) {
                 if (c->fence_completed < c->fence_submitted) {

@@ -308,14 +308,15 @@ static int gb_setup(struct gb *c)
     pattern(a, c->h, 11);
     pattern(a, c->hs, 12);
     /* Processes: p slot 0, pf slot 1, x slot 2, y slot 3; x's slot is
-     * reused by p2, y's is not. */
+     * reused by p2, y's is not (the handle table hands out the slot
+     * freed last first, so y goes first). */
     vidmm_handle x = 0, y = 0;
     T_ST(vidmm_process_create(a, &c->p), VIDMM_OK);
     T_ST(vidmm_process_create(a, &c->pf), VIDMM_OK);
     T_ST(vidmm_process_create(a, &x), VIDMM_OK);
     T_ST(vidmm_process_create(a, &y), VIDMM_OK);
-    T_ST(vidmm_process_destroy(a, x), VIDMM_OK);
     T_ST(vidmm_process_destroy(a, y), VIDMM_OK);
+    T_ST(vidmm_process_destroy(a, x), VIDMM_OK);
     T_ST(vidmm_process_create(a, &c->p2), VIDMM_OK);
     T_EQ(c->p2 & 0xFFFFFFu, x & 0xFFFFFFu);
     T_CHECK(c->p2 != x);
