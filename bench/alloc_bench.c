@@ -17,6 +17,7 @@
 #include "paging/ring.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,14 +46,6 @@ static void *xmalloc(size_t n)
         exit(1);
     }
     return p;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
 }
 
 /* ------------------------------------------------------------------ */
@@ -105,9 +98,9 @@ static uint64_t op_align(uint32_t arg) { return (arg & OP_A64K) ? 64 * KiB : CHU
 /* The "power-of-two-ish" distribution of §3. */
 static uint32_t pick_size(uint64_t *s)
 {
-    unsigned k = 12 + (unsigned)(rnd(s) % 10);
+    unsigned k = 12 + (unsigned)(splitmix64_next(s) % 10);
     uint64_t size = UINT64_C(1) << k;
-    if (k >= 13 && k <= 20 && (rnd(s) & 1))
+    if (k >= 13 && k <= 20 && (splitmix64_next(s) & 1))
         size += size / 2;
     uint32_t arg = (uint32_t)(size / CHUNK);
     if (size % (64 * KiB) == 0)
@@ -181,11 +174,11 @@ static void gen_a(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
     t->warm = t->n;
     for (size_t i = 0; i < ops; i++) {
         int below = l.bytes < range / 2;
-        int do_alloc = (rnd(&s) % 4 != 0) == below; /* 75% toward 50% live */
+        int do_alloc = (splitmix64_next(&s) % 4 != 0) == below; /* 75% toward 50% live */
         if (do_alloc || !l.n)
             gen_alloc(t, &l, pick_size(&s));
         else
-            gen_free_at(t, &l, (uint32_t)(rnd(&s) % l.n));
+            gen_free_at(t, &l, (uint32_t)(splitmix64_next(&s) % l.n));
     }
     t->live_end = l.bytes;
     ls_fini(&l);
@@ -206,7 +199,7 @@ static void gen_c(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
     t->warm = t->n;
     for (size_t i = 0; i + 512 <= ops; i += 512) {
         for (int k = 0; k < 256; k++)
-            gen_free_at(t, &l, (uint32_t)(rnd(&s) % l.n));
+            gen_free_at(t, &l, (uint32_t)(splitmix64_next(&s) % l.n));
         for (int k = 0; k < 256; k++)
             gen_alloc(t, &l, arg);
     }
@@ -229,7 +222,7 @@ static void gen_d(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
     int warming = 1;
     size_t timed = 0;
     while (timed < ops) {
-        uint32_t arg = (uint32_t)(1 + rnd(&s) % 64);
+        uint32_t arg = (uint32_t)(1 + splitmix64_next(&s) % 64);
         uint64_t size = op_size(arg);
         while (live + size > limit) {
             tr_push(t, fifo[head], OP_FREE);

@@ -52,6 +52,7 @@
 
 #include "seg/evict_scan.h"
 #include "seg/range_alloc.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -84,14 +85,6 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* A request: size in chunks, bit 31 = 64 KiB alignment; touch draw
  * (0 = no touch this time). */
 #define RQ_A64K 0x80000000u
@@ -106,9 +99,9 @@ static uint64_t rq_align(uint32_t arg) { return (arg & RQ_A64K) ? 64 * KiB : E_C
 /* The A distribution of §3 (as alloc_bench.c's pick_size). */
 static uint32_t pick_a(uint64_t *s)
 {
-    unsigned k = 12 + (unsigned)(rnd(s) % 10);
+    unsigned k = 12 + (unsigned)(splitmix64_next(s) % 10);
     uint64_t size = UINT64_C(1) << k;
-    if (k >= 13 && k <= 20 && (rnd(s) & 1))
+    if (k >= 13 && k <= 20 && (splitmix64_next(s) & 1))
         size += size / 2;
     uint32_t arg = (uint32_t)(size / E_CHUNK);
     if (size % (64 * KiB) == 0)
@@ -120,7 +113,7 @@ static uint32_t pick_a(uint64_t *s)
 static uint32_t pick_surface(uint64_t *s, int granular)
 {
     uint64_t steps = (28 * MiB) / (64 * KiB) + 1;
-    uint64_t size = granular ? 4 * MiB + (rnd(s) % steps) * 64 * KiB : (4 * MiB) << (rnd(s) % 4);
+    uint64_t size = granular ? 4 * MiB + (splitmix64_next(s) % steps) * 64 * KiB : (4 * MiB) << (splitmix64_next(s) % 4);
     return (uint32_t)(size / E_CHUNK) | RQ_A64K;
 }
 
@@ -129,8 +122,8 @@ static struct ereq *gen_requests(size_t n, uint64_t seed, int granular)
     struct ereq *r = xmalloc(n * sizeof *r);
     uint64_t s = seed;
     for (size_t i = 0; i < n; i++) {
-        r[i].arg = rnd(&s) % 5 == 0 ? pick_surface(&s, granular) : pick_a(&s);
-        uint64_t t = rnd(&s);
+        r[i].arg = splitmix64_next(&s) % 5 == 0 ? pick_surface(&s, granular) : pick_a(&s);
+        uint64_t t = splitmix64_next(&s);
         r[i].touch = (t & 1) ? (uint32_t)(t >> 33) | 1u : 0;
     }
     return r;

@@ -46,6 +46,7 @@
 #include "policy_bench.h"
 
 #include "vidmm/policy.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -68,16 +69,8 @@
 #define PB_POLICIES vidmm_policies()
 #endif
 
-static uint64_t pb_rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t pb_range(uint64_t *s, uint64_t n) { return n ? pb_rnd(s) % n : 0; }
-static double pb_unit(uint64_t *s) { return (double)(pb_rnd(s) >> 11) * (1.0 / 9007199254740992.0); }
+static uint64_t pb_range(uint64_t *s, uint64_t n) { return n ? splitmix64_next(s) % n : 0; }
+static double pb_unit(uint64_t *s) { return (double)(splitmix64_next(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 static void *pb_xmalloc(size_t n)
 {

@@ -24,6 +24,7 @@
 #include "va_bench.h"
 
 #include "va/va_space.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,14 +37,6 @@
 #define VB_RUNS 5
 #define VB_ANCHOR_GPUVM_G 886.0   /* drm_gpuvm, perf-anchors.md §4.1 */
 #define VB_TARGET_G 0.5           /* issue 3 item 10 */
-
-static uint64_t vb_rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static void *vb_xmalloc(size_t n)
 {
@@ -100,10 +93,10 @@ static void vb_workload_g(void)
     struct vb_gop *ops = vb_xmalloc((size_t)total * sizeof *ops);
     uint64_t seed = VB_SEED;
     for (uint64_t i = 0; i < total; i++) {
-        uint64_t units = 1 + vb_rnd(&seed) % 32;
+        uint64_t units = 1 + splitmix64_next(&seed) % 32;
         ops[i].size = units * gran;
-        ops[i].va = win_base + gran * (vb_rnd(&seed) % (window / gran - units + 1));
-        ops[i].map = vb_rnd(&seed) % 100 < map_pct;
+        ops[i].va = win_base + gran * (splitmix64_next(&seed) % (window / gran - units + 1));
+        ops[i].map = splitmix64_next(&seed) % 100 < map_pct;
     }
     struct vidmm_va_space vs;
     uint64_t steps = 0, va;
@@ -175,7 +168,7 @@ static double vb_reserve_free(uint64_t live, uint64_t seg, double *lo_out, doubl
     /* Fill, then one round of random frees and refills so the holes are
      * scattered over the whole used part of the space. */
     for (uint64_t i = 0; i < live; i++) {
-        sizes[i] = 64 * VB_KiB * (1 + vb_rnd(&seed) % 16);
+        sizes[i] = 64 * VB_KiB * (1 + splitmix64_next(&seed) % 16);
         if ((st = vidmm_va_reserve(&vs, 0, 0, 0, sizes[i], VIDMM_VA_NO_ACCESS, &vas[i])) != VIDMM_OK)
             vb_fail("R fill", st);
     }
@@ -192,15 +185,15 @@ static double vb_reserve_free(uint64_t live, uint64_t seg, double *lo_out, doubl
         }
     }
     for (uint64_t i = n; i < live; i++) {
-        sizes[i] = 64 * VB_KiB * (1 + vb_rnd(&seed) % 16);
+        sizes[i] = 64 * VB_KiB * (1 + splitmix64_next(&seed) % 16);
         if ((st = vidmm_va_reserve(&vs, 0, 0, 0, sizes[i], VIDMM_VA_ZERO, &vas[i])) != VIDMM_OK)
             vb_fail("R refill", st);
     }
     uint64_t total = seg * (VB_RUNS + 1);
     uint64_t *victim = vb_xmalloc((size_t)total * sizeof *victim), *rsz = vb_xmalloc((size_t)total * sizeof *rsz);
     for (uint64_t i = 0; i < total; i++) {
-        victim[i] = vb_rnd(&seed) % live;
-        rsz[i] = 64 * VB_KiB * (1 + vb_rnd(&seed) % 16);
+        victim[i] = splitmix64_next(&seed) % live;
+        rsz[i] = 64 * VB_KiB * (1 + splitmix64_next(&seed) % 16);
     }
     double ns[VB_RUNS];
     for (int r = -1; r < VB_RUNS; r++) {

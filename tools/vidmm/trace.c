@@ -18,6 +18,7 @@
  * report's series), so its charts share the timeline's clock.
  */
 #include "trace.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -94,28 +95,18 @@ void tr_buf_free(struct tr_buf *b)
     memset(b, 0, sizeof(*b));
 }
 
-/* splitmix64: the pattern generator of the demo, so a seed means the same
- * bytes everywhere in the tool. */
-static uint64_t pattern_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static void pattern_fill(uint64_t *w, uint64_t size, uint64_t seed)
 {
     uint64_t s = seed;
     for (uint64_t i = 0; i < size / 8; i++)
-        w[i] = seed ? pattern_next(&s) : 0;
+        w[i] = seed ? splitmix64_next(&s) : 0;
 }
 
 static int pattern_matches(const uint64_t *w, uint64_t size, uint64_t seed)
 {
     uint64_t s = seed;
     for (uint64_t i = 0; i < size / 8; i++)
-        if (w[i] != (seed ? pattern_next(&s) : 0))
+        if (w[i] != (seed ? splitmix64_next(&s) : 0))
             return 0;
     return 1;
 }
@@ -1419,7 +1410,7 @@ uint64_t tr_pattern_checksum(uint64_t size, uint64_t seed)
 {
     uint64_t h = 0xcbf29ce484222325ull, s = seed;
     for (uint64_t i = 0; i < size / 8; i++)
-        h = (h ^ (seed ? pattern_next(&s) : 0)) * 0x100000001b3ull;
+        h = (h ^ (seed ? splitmix64_next(&s) : 0)) * 0x100000001b3ull;
     return h;
 }
 
