@@ -662,28 +662,530 @@ static uint64_t range_rest(struct tr *t, struct tr_addr va)
 
 /* ---- one line ------------------------------------------------------- */
 
+/* A call line being executed: what every verb's handler reads. */
+struct call {
+    struct replay *r;
+    struct tr *t;
+    struct args a;               /* key=value arguments */
+    const char **pos;            /* positional arguments after the verb */
+    int np;
+    enum tr_verb v;              /* lets one handler serve a pair of verbs */
+};
+
+/* Each handler parses its line's arguments and runs the recording-layer
+ * wrapper of its verb.  Returns 0, or 1 after reporting a bad line. */
+typedef int (*verb_fn)(struct call *c);
+
+/* Bind file id fid of kind k to the id the wrapper just gave. */
+static int def_done(struct replay *r, enum tr_kind k, uint32_t fid, uint32_t id)
+{
+    return map_set(r, k, fid, id) ? bad(r, "out of memory", NULL) : 0;
+}
+
+static int do_process(struct call *c)
+{
+    uint32_t fid, id = 0;
+    if (def(c->r, TR_PROC, c->pos[0], &fid))
+        return 1;
+    tr_process_create(c->t, kv(&c->a, "name"), &id);
+    return def_done(c->r, TR_PROC, fid, id);
+}
+
+static int do_process_destroy(struct call *c)
+{
+    uint32_t x;
+    if (ref(c->r, TR_PROC, c->pos[0], &x))
+        return 1;
+    tr_process_destroy(c->t, x);
+    return 0;
+}
+
+static int do_device(struct call *c)
+{
+    uint32_t fid, x, id = 0;
+    if (def(c->r, TR_DEV, c->pos[0], &fid) || ref(c->r, TR_PROC, c->pos[1], &x))
+        return 1;
+    tr_device_create(c->t, x, &id);
+    return def_done(c->r, TR_DEV, fid, id);
+}
+
+static int do_device_destroy(struct call *c)
+{
+    uint32_t x;
+    if (ref(c->r, TR_DEV, c->pos[0], &x))
+        return 1;
+    tr_device_destroy(c->t, x);
+    return 0;
+}
+
+static int do_queue(struct call *c)
+{
+    uint32_t fid, x, id = 0;
+    if (def(c->r, TR_QUEUE, c->pos[0], &fid) || ref(c->r, TR_DEV, c->pos[1], &x))
+        return 1;
+    const char *ps = kv(&c->a, "priority");
+    long prio = ps ? strtol(ps, NULL, 10) : 0;
+    tr_queue_create(c->t, x, (int)prio, &id);
+    return def_done(c->r, TR_QUEUE, fid, id);
+}
+
+static int do_queue_destroy(struct call *c)
+{
+    uint32_t x;
+    if (ref(c->r, TR_QUEUE, c->pos[0], &x))
+        return 1;
+    tr_queue_destroy(c->t, x);
+    return 0;
+}
+
+/* create and create2 (which adds flags=). */
+static int do_create(struct call *c)
+{
+    struct replay *r = c->r;
+    const struct args *a = &c->a;
+    uint32_t fid, id = 0;
+    if (def(r, TR_ALLOC, c->pos[0], &fid))
+        return 1;
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof d);
+    if (parse_kind(r, kv(a, "kind"), &d.kind))
+        return 1;
+    uint32_t cflags = 0;
+    if (c->v == TV_CREATE2) {
+        if (parse_flags(r, kv(a, "flags"), tr_create_flag_names, &cflags))
+            return 1;
+    }
+    if (d.kind == SOFTGPU_ALLOC_EXPLICIT) {
+        if (kv_u64(a, "size", 0, 1, &d.info.size) || kv_u64(a, "align", 0, 0, &d.info.alignment) ||
+            kv_u32(a, "write-set", 0, 1, &d.info.supported_write_segment_set) ||
+            kv_u32(a, "read-set", 0, 0, &d.info.supported_read_segment_set) ||
+            kv_u32(a, "evict-set", 0, 0, &d.info.eviction_segment_set) ||
+            kv_u32(a, "pref", 0, 0, &d.info.preferred_segment) ||
+            kv_u32(a, "alloc-flags", 0, 0, &d.info.flags) || kv_u32(a, "priority", 0, 0, &d.info.priority))
+            return 1;
+    } else {
+        if (kv_u64(a, "size", 0, 1, &d.size) || kv_u64(a, "align", 0, 0, &d.alignment) ||
+            kv_u32(a, "cpu", 0, 0, &d.cpu_visible))
+            return 1;
+    }
+    tr_create(c->t, &d, c->v == TV_CREATE2, cflags, kv(a, "name"), &id);
+    return def_done(r, TR_ALLOC, fid, id);
+}
+
+static int do_destroy(struct call *c)
+{
+    uint32_t x;
+    if (ref(c->r, TR_ALLOC, c->pos[0], &x))
+        return 1;
+    tr_destroy(c->t, x);
+    return 0;
+}
+
+static int do_priority(struct call *c)
+{
+    uint32_t x;
+    uint64_t u;
+    if (ref(c->r, TR_ALLOC, c->pos[0], &x) || tr_parse_u64(c->pos[1], &u) || u > UINT32_MAX)
+        return bad(c->r, "usage", "priority A<n> VALUE");
+    tr_priority(c->t, x, (uint32_t)u);
+    return 0;
+}
+
+/* move and move-discard. */
+static int do_move(struct call *c)
+{
+    uint32_t x, y;
+    if (ref(c->r, TR_ALLOC, c->pos[0], &x) || kv_u32(&c->a, "segment", 0, 1, &y))
+        return 1;
+    tr_move(c->t, x, y, c->v == TV_MOVE_DISCARD);
+    return 0;
+}
+
+static int do_flip(struct call *c)
+{
+    uint32_t x = 0;
+    uint64_t u;
+    if (tr_parse_u64(c->pos[0], &u) || u > UINT32_MAX)
+        return bad(c->r, "usage", "flip SOURCE A<n>|-");
+    if (strcmp(c->pos[1], "-") && ref(c->r, TR_ALLOC, c->pos[1], &x))
+        return 1;
+    tr_flip(c->t, (uint32_t)u, x);
+    return 0;
+}
+
+static int do_reserve(struct call *c)
+{
+    struct replay *r = c->r;
+    struct tr_addr base;
+    uint32_t fid, x, id = 0;
+    uint64_t min, max, size;
+    if (def(r, TR_VA, c->pos[0], &fid) || ref(r, TR_PROC, c->pos[1], &x) || kv_addr(&c->a, "base", 0, &base) ||
+        kv_u64(&c->a, "min", 0, 0, &min) || kv_u64(&c->a, "max", 0, 0, &max) || kv_u64(&c->a, "size", 0, 1, &size))
+        return 1;
+    const char *m = kv(&c->a, "mode");
+    unsigned mode = m && !strcmp(m, "zero") ? VIDMM_GPUVA_RESERVE_ZERO : VIDMM_GPUVA_RESERVE_NO_ACCESS;
+    if (m && strcmp(m, "zero") && strcmp(m, "no-access"))
+        return bad(r, "mode must be zero or no-access", m);
+    tr_reserve(c->t, x, base, min, max, size, mode, &id);
+    return def_done(r, TR_VA, fid, id);
+}
+
+static int do_map(struct call *c)
+{
+    struct replay *r = c->r;
+    const struct args *a = &c->a;
+    struct tr_addr base;
+    uint64_t min, max, off, dprot, size;
+    uint32_t fid, x, y, prot, id = 0;
+    if (def(r, TR_VA, c->pos[0], &fid) || ref(r, TR_PROC, c->pos[1], &x) || ref(r, TR_ALLOC, c->pos[2], &y) ||
+        kv_addr(a, "base", 0, &base) || kv_u64(a, "min", 0, 0, &min) || kv_u64(a, "max", 0, 0, &max) ||
+        kv_u64(a, "offset", 0, 0, &off) || kv_u32(a, "protection", 0, 0, &prot) ||
+        kv_u64(a, "driver-protection", 0, 0, &dprot))
+        return 1;
+    struct tr_obj *ao = tr_get(c->t, TR_ALLOC, y);
+    uint64_t rest = ao && ao->size > off ? ao->size - off : 0;
+    if (kv_u64(a, "size", rest, 0, &size))
+        return 1;
+    tr_map(c->t, x, base, min, max, y, off, size, prot, dprot, &id);
+    return def_done(r, TR_VA, fid, id);
+}
+
+/* unmap and free. */
+static int do_unmap(struct call *c)
+{
+    struct tr_addr va;
+    uint32_t x;
+    uint64_t size;
+    if (ref(c->r, TR_PROC, c->pos[0], &x) || kv_addr(&c->a, "va", 1, &va) ||
+        kv_u64(&c->a, "size", range_rest(c->t, va), 0, &size))
+        return 1;
+    if (c->v == TV_UNMAP)
+        tr_unmap(c->t, x, va, size);
+    else
+        tr_free(c->t, x, va, size);
+    return 0;
+}
+
+static int do_make_resident(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t *list, cnt, flags, x, y;
+    uint64_t fence = 0;
+    if (ref(r, TR_DEV, c->pos[0], &x) || ref(r, TR_QUEUE, c->pos[1], &y) ||
+        parse_flags(r, kv(&c->a, "flags"), tr_make_resident_flag_names, &flags) ||
+        parse_list(r, c->pos[2], &list, &cnt))
+        return 1;
+    if (tr_make_resident(c->t, x, y, list, cnt, flags, &fence, NULL) == VIDMM_PENDING)
+        remember_fence(r, y, fence);
+    free(list);
+    return 0;
+}
+
+static int do_evict(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t *list, cnt, flags, x;
+    if (ref(r, TR_DEV, c->pos[0], &x) || parse_flags(r, kv(&c->a, "flags"), tr_evict_flag_names, &flags) ||
+        parse_list(r, c->pos[1], &list, &cnt))
+        return 1;
+    tr_evict(c->t, x, list, cnt, flags, NULL);
+    free(list);
+    return 0;
+}
+
+static int do_wait(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t x;
+    uint64_t fence;
+    if (ref(r, TR_QUEUE, c->pos[0], &x))
+        return 1;
+    const char *fs = kv(&c->a, "fence");
+    if (fs && !strcmp(fs, "last"))
+        fence = x < r->last_fence_cap ? r->last_fence[x] : 0;
+    else if (kv_u64(&c->a, "fence", 0, 1, &fence))
+        return 1;
+    tr_wait(c->t, x, fence);
+    return 0;
+}
+
+static int do_offer(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t *list, cnt, x, prio = VIDMM_OFFER_NORMAL;
+    uint64_t u;
+    static const char *const pn[] = { "low", "normal", "high", "auto" };
+    const char *ps = kv(&c->a, "priority");
+    if (ps) {
+        prio = 0;
+        for (uint32_t i = 0; i < 4; i++)
+            if (!strcmp(ps, pn[i]))
+                prio = i + 1;
+        if (!prio && (tr_parse_u64(ps, &u) || u > UINT32_MAX))
+            return bad(r, "offer priority: low, normal, high, auto", ps);
+        if (!prio)
+            prio = (uint32_t)u;
+    }
+    if (ref(r, TR_DEV, c->pos[0], &x) || parse_list(r, c->pos[1], &list, &cnt))
+        return 1;
+    tr_offer(c->t, x, list, cnt, prio);
+    free(list);
+    return 0;
+}
+
+static int do_reclaim(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t *list, cnt, x;
+    uint64_t fence = 0;
+    if (ref(r, TR_QUEUE, c->pos[0], &x) || parse_list(r, c->pos[1], &list, &cnt))
+        return 1;
+    if (tr_reclaim(c->t, x, list, cnt, NULL, &fence) == VIDMM_PENDING)
+        remember_fence(r, x, fence);
+    free(list);
+    return 0;
+}
+
+/* budget and reservation. */
+static int do_budget(struct call *c)
+{
+    struct replay *r = c->r;
+    enum vidmm_segment_group g = VIDMM_SEGMENT_GROUP_LOCAL;
+    uint32_t x;
+    uint64_t bytes;
+    if (ref(r, TR_PROC, c->pos[0], &x) || parse_group(r, c->pos[1], &g))
+        return 1;
+    if (tr_parse_u64(c->pos[2], &bytes))
+        return bad(r, "bad byte count", c->pos[2]);
+    if (c->v == TV_BUDGET)
+        tr_budget(c->t, x, g, bytes);
+    else
+        tr_reservation(c->t, x, g, bytes);
+    return 0;
+}
+
+/* write and check. */
+static int do_write(struct call *c)
+{
+    uint32_t x;
+    uint64_t seed;
+    if (ref(c->r, TR_ALLOC, c->pos[0], &x) || kv_u64(&c->a, "seed", 0, 1, &seed))
+        return 1;
+    if (c->v == TV_WRITE)
+        tr_write(c->t, x, seed);
+    else
+        tr_check(c->t, x, seed);
+    return 0;
+}
+
+/* gpu-read and gpu-write. */
+static int do_gpu_access(struct call *c)
+{
+    struct tr_addr va;
+    uint32_t x;
+    uint64_t size, seed;
+    if (ref(c->r, TR_PROC, c->pos[0], &x) || kv_addr(&c->a, "va", 1, &va) ||
+        kv_u64(&c->a, "size", range_rest(c->t, va), 0, &size) || kv_u64(&c->a, "seed", 0, 1, &seed))
+        return 1;
+    if (size % 8)
+        return bad(c->r, "GPU access size must be a multiple of 8", NULL);
+    if (c->v == TV_GPU_READ)
+        tr_gpu_read(c->t, x, va, size, seed);
+    else
+        tr_gpu_write(c->t, x, va, size, seed);
+    return 0;
+}
+
+static int do_check_adapter(struct call *c)
+{
+    tr_check_adapter(c->t);
+    return 0;
+}
+
+static int do_context(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t fid, x, id = 0;
+    if (def(r, TR_CTX, c->pos[0], &fid) || ref(r, TR_DEV, c->pos[1], &x))
+        return 1;
+    const char *ns = kv(&c->a, "node"), *ms = kv(&c->a, "mode");
+    uint32_t node = 0, mode = VIDMM_CONTEXT_VIRTUAL;
+    if (ns && !strcmp(ns, "graphics"))
+        node = SOFTGPU_NODE_GRAPHICS;
+    else if (ns && !strcmp(ns, "compute"))
+        node = SOFTGPU_NODE_COMPUTE;
+    else if (ns && !strcmp(ns, "copy"))
+        node = SOFTGPU_NODE_COPY;
+    else if (kv_u32(&c->a, "node", 0, 0, &node))
+        return 1;
+    if (ms && !strcmp(ms, "physical"))
+        mode = VIDMM_CONTEXT_PHYSICAL;
+    else if (ms && strcmp(ms, "virtual"))
+        return bad(r, "mode must be virtual or physical", ms);
+    tr_context_create(c->t, x, node, mode, &id);
+    return def_done(r, TR_CTX, fid, id);
+}
+
+static int do_context_destroy(struct call *c)
+{
+    uint32_t x;
+    if (ref(c->r, TR_CTX, c->pos[0], &x))
+        return 1;
+    tr_context_destroy(c->t, x);
+    return 0;
+}
+
+static int do_cmdbuf(struct call *c)
+{
+    struct replay *r = c->r;
+    struct tr_cmd *cmds;
+    uint32_t cnt, fid, y = 0, id = 0;
+    uint64_t offset;
+    const char *to = kv(&c->a, "to");
+    if (def(r, TR_BUF, c->pos[0], &fid) || (to && ref(r, TR_ALLOC, to, &y)) ||
+        kv_u64(&c->a, "offset", 0, 0, &offset) || parse_cmds(r, kv(&c->a, "cmds"), &cmds, &cnt))
+        return 1;
+    tr_cmdbuf(c->t, cmds, cnt, y, offset, &id);
+    free(cmds);
+    return def_done(r, TR_BUF, fid, id);
+}
+
+static int do_submit_virtual(struct call *c)
+{
+    struct tr_addr va;
+    uint32_t x, size;
+    if (ref(c->r, TR_CTX, c->pos[0], &x) || kv_addr(&c->a, "va", 1, &va) || kv_u32(&c->a, "size", 0, 1, &size))
+        return 1;
+    tr_submit_virtual(c->t, x, va, size, NULL);
+    return 0;
+}
+
+static int do_submit_physical(struct call *c)
+{
+    struct replay *r = c->r;
+    uint32_t *ids, *fl, cnt, np2, x, y, flags = 0;
+    struct tr_patch *pl;
+    const char *fs = kv(&c->a, "flags");
+    if (fs && !strcmp(fs, "reused"))
+        flags = VIDMM_SUBMIT_REUSED;
+    else if (fs && parse_flags(r, fs, NULL, &flags))
+        return 1;
+    if (ref(r, TR_CTX, c->pos[0], &x) || ref(r, TR_BUF, c->pos[1], &y) ||
+        parse_submit_allocs(r, kv(&c->a, "allocs"), &ids, &fl, &cnt))
+        return 1;
+    if (parse_patches(r, kv(&c->a, "patches"), &pl, &np2)) {
+        free(ids);
+        free(fl);
+        return 1;
+    }
+    tr_submit_physical(c->t, x, y, ids, fl, cnt, pl, np2, flags, NULL, NULL);
+    free(ids);
+    free(fl);
+    free(pl);
+    return 0;
+}
+
+static int do_context_wait(struct call *c)
+{
+    uint32_t x;
+    uint64_t fence;
+    if (ref(c->r, TR_CTX, c->pos[0], &x) || kv_u64(&c->a, "fence", 0, 1, &fence))
+        return 1;
+    tr_context_wait(c->t, x, fence);
+    return 0;
+}
+
+static int do_context_fence(struct call *c)
+{
+    uint32_t x;
+    if (ref(c->r, TR_CTX, c->pos[0], &x))
+        return 1;
+    tr_context_fence(c->t, x, NULL, NULL);
+    return 0;
+}
+
+static int do_result(struct call *c)
+{
+    uint32_t x;
+    uint64_t offset, expect;
+    if (ref(c->r, TR_ALLOC, c->pos[0], &x) || kv_u64(&c->a, "offset", 0, 0, &offset) ||
+        kv_u64(&c->a, "expect", 0, 1, &expect))
+        return 1;
+    tr_result(c->t, x, offset, expect, NULL);
+    return 0;
+}
+
+/* Every verb the replay executes: how many positional arguments it needs
+ * (checked before its handler runs, so a handler may read pos[0..npos-1]
+ * freely), the usage line shown when they are missing, and its handler.
+ * Indexed by verb, so the names stay those of the format (tr_verb_names). */
+static const struct verb_entry {
+    int npos;
+    const char *usage;
+    verb_fn fn;
+} verb_table[TV_COUNT] = {
+    [TV_PROCESS]         = { 1, "process P<n> [name=NAME]", do_process },
+    [TV_PROCESS_DESTROY] = { 1, "process-destroy P<n>", do_process_destroy },
+    [TV_DEVICE]          = { 2, "device D<n> P<n>", do_device },
+    [TV_DEVICE_DESTROY]  = { 1, "device-destroy D<n>", do_device_destroy },
+    [TV_QUEUE]           = { 2, "queue Q<n> D<n> [priority=N]", do_queue },
+    [TV_QUEUE_DESTROY]   = { 1, "queue-destroy Q<n>", do_queue_destroy },
+    [TV_CREATE]          = { 1, "create A<n> kind=K size=N ...", do_create },
+    [TV_CREATE2]         = { 1, "create A<n> kind=K size=N ...", do_create },
+    [TV_DESTROY]         = { 1, "destroy A<n>", do_destroy },
+    [TV_PRIORITY]        = { 2, "priority A<n> VALUE", do_priority },
+    [TV_MOVE]            = { 1, "move A<n> segment=ID", do_move },
+    [TV_MOVE_DISCARD]    = { 1, "move A<n> segment=ID", do_move },
+    [TV_FLIP]            = { 2, "flip SOURCE A<n>|-", do_flip },
+    [TV_RESERVE]         = { 2, "reserve V<n> P<n> size=N ...", do_reserve },
+    [TV_MAP]             = { 3, "map V<n> P<n> A<n> ...", do_map },
+    [TV_UNMAP]           = { 1, "unmap|free P<n> va=ADDR [size=N]", do_unmap },
+    [TV_FREE]            = { 1, "unmap|free P<n> va=ADDR [size=N]", do_unmap },
+    [TV_MAKE_RESIDENT]   = { 3, "make-resident D<n> Q<n> LIST [flags=F]", do_make_resident },
+    [TV_EVICT]           = { 2, "evict D<n> LIST [flags=F]", do_evict },
+    [TV_WAIT]            = { 1, "wait Q<n> fence=N|last", do_wait },
+    [TV_OFFER]           = { 2, "offer D<n> LIST [priority=P]", do_offer },
+    [TV_RECLAIM]         = { 2, "reclaim Q<n> LIST", do_reclaim },
+    [TV_BUDGET]          = { 3, "budget|reservation P<n> local|non-local BYTES", do_budget },
+    [TV_RESERVATION]     = { 3, "budget|reservation P<n> local|non-local BYTES", do_budget },
+    [TV_WRITE]           = { 1, "write|check A<n> seed=N", do_write },
+    [TV_CHECK]           = { 1, "write|check A<n> seed=N", do_write },
+    [TV_GPU_READ]        = { 1, "gpu-read|gpu-write P<n> va=ADDR seed=N [size=N]", do_gpu_access },
+    [TV_GPU_WRITE]       = { 1, "gpu-read|gpu-write P<n> va=ADDR seed=N [size=N]", do_gpu_access },
+    [TV_CHECK_ADAPTER]   = { 0, "check-adapter", do_check_adapter },
+    [TV_CONTEXT]         = { 2, "context C<n> D<n> node=N mode=virtual|physical", do_context },
+    [TV_CONTEXT_DESTROY] = { 1, "context-destroy C<n>", do_context_destroy },
+    [TV_CMDBUF]          = { 1, "cmdbuf B<n> cmds=LIST [to=A<n> offset=N]", do_cmdbuf },
+    [TV_SUBMIT_VIRTUAL]  = { 1, "submit-virtual C<n> va=ADDR size=N", do_submit_virtual },
+    [TV_SUBMIT_PHYSICAL] = { 2, "submit-physical C<n> B<n> allocs=LIST patches=LIST [flags=reused]",
+                             do_submit_physical },
+    [TV_CONTEXT_WAIT]    = { 1, "context-wait C<n> fence=N", do_context_wait },
+    [TV_CONTEXT_FENCE]   = { 1, "context-fence C<n>", do_context_fence },
+    [TV_RESULT]          = { 1, "result A<n> offset=N expect=V", do_result },
+};
+
 static int exec_line(struct replay *r, struct tr *t, char *line)
 {
     char *tok[MAX_TOKENS];
     int n = tokenize(line, tok, MAX_TOKENS);
     if (n < 0)
         return bad(r, "too many tokens", NULL);
+    if (n == 0)
+        return 0;   /* next_line gives no blank line; this keeps tok[0] defined for the compiler */
     int eq = n;
     for (int i = 0; i < n; i++)
         if (!strcmp(tok[i], "=")) {
             eq = i;
             break;
         }
-    struct args a = { tok, eq, r };
     const char *pos[8];
-    int np = positional(&a, pos, 8);
+    struct call c = { r, t, { tok, eq, r }, pos, 0, TV_COUNT };
+    c.np = positional(&c.a, pos, 8);
     const char *verb = tok[0];
-    uint32_t fid = 0, id = 0, x = 0, y = 0;
-    uint64_t u = 0, w = 0, z = 0;
-    vidmm_status st;
 
     if (!strcmp(verb, "frame")) {
-        if (np < 1 || tr_parse_u64(pos[0], &u))
+        uint64_t u;
+        if (c.np < 1 || tr_parse_u64(pos[0], &u))
             return bad(r, "usage", "frame N");
         tr_frame(t, u);
         return 0;
@@ -692,355 +1194,15 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     for (v = 0; v < TV_COUNT; v++)
         if (!strcmp(verb, tr_verb_names[v]))
             break;
-    if (v == TV_COUNT)
+    if (v == TV_COUNT || !verb_table[v].fn)
         return bad(r, "unknown verb", verb);
     if (r->strict && eq == n)
         return bad(r, "call line without a recorded result", verb);
 
-    switch ((enum tr_verb)v) {
-    case TV_PROCESS:
-        if (want_pos(r, np, 1, "process P<n> [name=NAME]") || def(r, TR_PROC, pos[0], &fid))
-            return 1;
-        tr_process_create(t, kv(&a, "name"), &id);
-        if (map_set(r, TR_PROC, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    case TV_PROCESS_DESTROY:
-        if (want_pos(r, np, 1, "process-destroy P<n>") || ref(r, TR_PROC, pos[0], &x))
-            return 1;
-        tr_process_destroy(t, x);
-        break;
-    case TV_DEVICE:
-        if (want_pos(r, np, 2, "device D<n> P<n>") || def(r, TR_DEV, pos[0], &fid) || ref(r, TR_PROC, pos[1], &x))
-            return 1;
-        tr_device_create(t, x, &id);
-        if (map_set(r, TR_DEV, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    case TV_DEVICE_DESTROY:
-        if (want_pos(r, np, 1, "device-destroy D<n>") || ref(r, TR_DEV, pos[0], &x))
-            return 1;
-        tr_device_destroy(t, x);
-        break;
-    case TV_QUEUE: {
-        if (want_pos(r, np, 2, "queue Q<n> D<n> [priority=N]") || def(r, TR_QUEUE, pos[0], &fid) ||
-            ref(r, TR_DEV, pos[1], &x))
-            return 1;
-        const char *ps = kv(&a, "priority");
-        long prio = ps ? strtol(ps, NULL, 10) : 0;
-        tr_queue_create(t, x, (int)prio, &id);
-        if (map_set(r, TR_QUEUE, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    }
-    case TV_QUEUE_DESTROY:
-        if (want_pos(r, np, 1, "queue-destroy Q<n>") || ref(r, TR_QUEUE, pos[0], &x))
-            return 1;
-        tr_queue_destroy(t, x);
-        break;
-    case TV_CREATE:
-    case TV_CREATE2: {
-        if (want_pos(r, np, 1, "create A<n> kind=K size=N ...") || def(r, TR_ALLOC, pos[0], &fid))
-            return 1;
-        struct softgpu_alloc_desc d;
-        memset(&d, 0, sizeof d);
-        if (parse_kind(r, kv(&a, "kind"), &d.kind))
-            return 1;
-        uint32_t cflags = 0;
-        if (v == TV_CREATE2) {
-            if (parse_flags(r, kv(&a, "flags"), tr_create_flag_names, &cflags))
-                return 1;
-        }
-        if (d.kind == SOFTGPU_ALLOC_EXPLICIT) {
-            if (kv_u64(&a, "size", 0, 1, &d.info.size) || kv_u64(&a, "align", 0, 0, &d.info.alignment) ||
-                kv_u32(&a, "write-set", 0, 1, &d.info.supported_write_segment_set) ||
-                kv_u32(&a, "read-set", 0, 0, &d.info.supported_read_segment_set) ||
-                kv_u32(&a, "evict-set", 0, 0, &d.info.eviction_segment_set) ||
-                kv_u32(&a, "pref", 0, 0, &d.info.preferred_segment) ||
-                kv_u32(&a, "alloc-flags", 0, 0, &d.info.flags) || kv_u32(&a, "priority", 0, 0, &d.info.priority))
-                return 1;
-        } else {
-            if (kv_u64(&a, "size", 0, 1, &d.size) || kv_u64(&a, "align", 0, 0, &d.alignment) ||
-                kv_u32(&a, "cpu", 0, 0, &d.cpu_visible))
-                return 1;
-        }
-        tr_create(t, &d, v == TV_CREATE2, cflags, kv(&a, "name"), &id);
-        if (map_set(r, TR_ALLOC, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    }
-    case TV_DESTROY:
-        if (want_pos(r, np, 1, "destroy A<n>") || ref(r, TR_ALLOC, pos[0], &x))
-            return 1;
-        tr_destroy(t, x);
-        break;
-    case TV_PRIORITY:
-        if (want_pos(r, np, 2, "priority A<n> VALUE") || ref(r, TR_ALLOC, pos[0], &x) || tr_parse_u64(pos[1], &u) ||
-            u > UINT32_MAX)
-            return bad(r, "usage", "priority A<n> VALUE");
-        tr_priority(t, x, (uint32_t)u);
-        break;
-    case TV_MOVE:
-    case TV_MOVE_DISCARD:
-        if (want_pos(r, np, 1, "move A<n> segment=ID") || ref(r, TR_ALLOC, pos[0], &x) ||
-            kv_u32(&a, "segment", 0, 1, &y))
-            return 1;
-        tr_move(t, x, y, v == TV_MOVE_DISCARD);
-        break;
-    case TV_FLIP:
-        if (want_pos(r, np, 2, "flip SOURCE A<n>|-") || tr_parse_u64(pos[0], &u) || u > UINT32_MAX)
-            return bad(r, "usage", "flip SOURCE A<n>|-");
-        if (strcmp(pos[1], "-") && ref(r, TR_ALLOC, pos[1], &x))
-            return 1;
-        tr_flip(t, (uint32_t)u, x);
-        break;
-    case TV_RESERVE: {
-        struct tr_addr base;
-        if (want_pos(r, np, 2, "reserve V<n> P<n> size=N ...") || def(r, TR_VA, pos[0], &fid) ||
-            ref(r, TR_PROC, pos[1], &x) || kv_addr(&a, "base", 0, &base) || kv_u64(&a, "min", 0, 0, &u) ||
-            kv_u64(&a, "max", 0, 0, &w) || kv_u64(&a, "size", 0, 1, &z))
-            return 1;
-        const char *m = kv(&a, "mode");
-        unsigned mode = m && !strcmp(m, "zero") ? VIDMM_GPUVA_RESERVE_ZERO : VIDMM_GPUVA_RESERVE_NO_ACCESS;
-        if (m && strcmp(m, "zero") && strcmp(m, "no-access"))
-            return bad(r, "mode must be zero or no-access", m);
-        tr_reserve(t, x, base, u, w, z, mode, &id);
-        if (map_set(r, TR_VA, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    }
-    case TV_MAP: {
-        struct tr_addr base;
-        uint64_t off, dprot;
-        uint32_t prot;
-        if (want_pos(r, np, 3, "map V<n> P<n> A<n> ...") || def(r, TR_VA, pos[0], &fid) ||
-            ref(r, TR_PROC, pos[1], &x) || ref(r, TR_ALLOC, pos[2], &y) || kv_addr(&a, "base", 0, &base) ||
-            kv_u64(&a, "min", 0, 0, &u) || kv_u64(&a, "max", 0, 0, &w) || kv_u64(&a, "offset", 0, 0, &off) ||
-            kv_u32(&a, "protection", 0, 0, &prot) || kv_u64(&a, "driver-protection", 0, 0, &dprot))
-            return 1;
-        struct tr_obj *ao = tr_get(t, TR_ALLOC, y);
-        uint64_t rest = ao && ao->size > off ? ao->size - off : 0;
-        if (kv_u64(&a, "size", rest, 0, &z))
-            return 1;
-        tr_map(t, x, base, u, w, y, off, z, prot, dprot, &id);
-        if (map_set(r, TR_VA, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    }
-    case TV_UNMAP:
-    case TV_FREE: {
-        struct tr_addr va;
-        if (want_pos(r, np, 1, "unmap|free P<n> va=ADDR [size=N]") || ref(r, TR_PROC, pos[0], &x) ||
-            kv_addr(&a, "va", 1, &va) || kv_u64(&a, "size", range_rest(t, va), 0, &z))
-            return 1;
-        if (v == TV_UNMAP)
-            tr_unmap(t, x, va, z);
-        else
-            tr_free(t, x, va, z);
-        break;
-    }
-    case TV_MAKE_RESIDENT: {
-        uint32_t *list, cnt, flags;
-        uint64_t fence = 0;
-        if (want_pos(r, np, 3, "make-resident D<n> Q<n> LIST [flags=F]") || ref(r, TR_DEV, pos[0], &x) ||
-            ref(r, TR_QUEUE, pos[1], &y) ||
-            parse_flags(r, kv(&a, "flags"), tr_make_resident_flag_names, &flags) ||
-            parse_list(r, pos[2], &list, &cnt))
-            return 1;
-        st = tr_make_resident(t, x, y, list, cnt, flags, &fence, NULL);
-        if (st == VIDMM_PENDING)
-            remember_fence(r, y, fence);
-        free(list);
-        break;
-    }
-    case TV_EVICT: {
-        uint32_t *list, cnt, flags;
-        if (want_pos(r, np, 2, "evict D<n> LIST [flags=F]") || ref(r, TR_DEV, pos[0], &x) ||
-            parse_flags(r, kv(&a, "flags"), tr_evict_flag_names, &flags) || parse_list(r, pos[1], &list, &cnt))
-            return 1;
-        tr_evict(t, x, list, cnt, flags, NULL);
-        free(list);
-        break;
-    }
-    case TV_WAIT: {
-        if (want_pos(r, np, 1, "wait Q<n> fence=N|last") || ref(r, TR_QUEUE, pos[0], &x))
-            return 1;
-        const char *fs = kv(&a, "fence");
-        if (fs && !strcmp(fs, "last"))
-            u = x < r->last_fence_cap ? r->last_fence[x] : 0;
-        else if (kv_u64(&a, "fence", 0, 1, &u))
-            return 1;
-        tr_wait(t, x, u);
-        break;
-    }
-    case TV_OFFER: {
-        uint32_t *list, cnt, prio = VIDMM_OFFER_NORMAL;
-        static const char *const pn[] = { "low", "normal", "high", "auto" };
-        const char *ps = kv(&a, "priority");
-        if (ps) {
-            prio = 0;
-            for (uint32_t i = 0; i < 4; i++)
-                if (!strcmp(ps, pn[i]))
-                    prio = i + 1;
-            if (!prio && (tr_parse_u64(ps, &u) || u > UINT32_MAX))
-                return bad(r, "offer priority: low, normal, high, auto", ps);
-            if (!prio)
-                prio = (uint32_t)u;
-        }
-        if (want_pos(r, np, 2, "offer D<n> LIST [priority=P]") || ref(r, TR_DEV, pos[0], &x) ||
-            parse_list(r, pos[1], &list, &cnt))
-            return 1;
-        tr_offer(t, x, list, cnt, prio);
-        free(list);
-        break;
-    }
-    case TV_RECLAIM: {
-        uint32_t *list, cnt;
-        uint64_t fence = 0;
-        if (want_pos(r, np, 2, "reclaim Q<n> LIST") || ref(r, TR_QUEUE, pos[0], &x) ||
-            parse_list(r, pos[1], &list, &cnt))
-            return 1;
-        st = tr_reclaim(t, x, list, cnt, NULL, &fence);
-        if (st == VIDMM_PENDING)
-            remember_fence(r, x, fence);
-        free(list);
-        break;
-    }
-    case TV_BUDGET:
-    case TV_RESERVATION: {
-        enum vidmm_segment_group g = VIDMM_SEGMENT_GROUP_LOCAL;
-        if (want_pos(r, np, 3, "budget|reservation P<n> local|non-local BYTES") || ref(r, TR_PROC, pos[0], &x) ||
-            parse_group(r, pos[1], &g))
-            return 1;
-        if (tr_parse_u64(pos[2], &u))
-            return bad(r, "bad byte count", pos[2]);
-        if (v == TV_BUDGET)
-            tr_budget(t, x, g, u);
-        else
-            tr_reservation(t, x, g, u);
-        break;
-    }
-    case TV_WRITE:
-    case TV_CHECK:
-        if (want_pos(r, np, 1, "write|check A<n> seed=N") || ref(r, TR_ALLOC, pos[0], &x) ||
-            kv_u64(&a, "seed", 0, 1, &u))
-            return 1;
-        if (v == TV_WRITE)
-            tr_write(t, x, u);
-        else
-            tr_check(t, x, u);
-        break;
-    case TV_GPU_READ:
-    case TV_GPU_WRITE: {
-        struct tr_addr va;
-        if (want_pos(r, np, 1, "gpu-read|gpu-write P<n> va=ADDR seed=N [size=N]") || ref(r, TR_PROC, pos[0], &x) ||
-            kv_addr(&a, "va", 1, &va) || kv_u64(&a, "size", range_rest(t, va), 0, &z) ||
-            kv_u64(&a, "seed", 0, 1, &u))
-            return 1;
-        if (z % 8)
-            return bad(r, "GPU access size must be a multiple of 8", NULL);
-        if (v == TV_GPU_READ)
-            tr_gpu_read(t, x, va, z, u);
-        else
-            tr_gpu_write(t, x, va, z, u);
-        break;
-    }
-    case TV_CHECK_ADAPTER:
-        tr_check_adapter(t);
-        break;
-    case TV_CONTEXT: {
-        if (want_pos(r, np, 2, "context C<n> D<n> node=N mode=virtual|physical") || def(r, TR_CTX, pos[0], &fid) ||
-            ref(r, TR_DEV, pos[1], &x))
-            return 1;
-        const char *ns = kv(&a, "node"), *ms = kv(&a, "mode");
-        uint32_t node = 0, mode = VIDMM_CONTEXT_VIRTUAL;
-        if (ns && !strcmp(ns, "graphics"))
-            node = SOFTGPU_NODE_GRAPHICS;
-        else if (ns && !strcmp(ns, "compute"))
-            node = SOFTGPU_NODE_COMPUTE;
-        else if (ns && !strcmp(ns, "copy"))
-            node = SOFTGPU_NODE_COPY;
-        else if (kv_u32(&a, "node", 0, 0, &node))
-            return 1;
-        if (ms && !strcmp(ms, "physical"))
-            mode = VIDMM_CONTEXT_PHYSICAL;
-        else if (ms && strcmp(ms, "virtual"))
-            return bad(r, "mode must be virtual or physical", ms);
-        tr_context_create(t, x, node, mode, &id);
-        if (map_set(r, TR_CTX, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    }
-    case TV_CONTEXT_DESTROY:
-        if (want_pos(r, np, 1, "context-destroy C<n>") || ref(r, TR_CTX, pos[0], &x))
-            return 1;
-        tr_context_destroy(t, x);
-        break;
-    case TV_CMDBUF: {
-        struct tr_cmd *cmds;
-        uint32_t cnt;
-        const char *to = kv(&a, "to");
-        if (want_pos(r, np, 1, "cmdbuf B<n> cmds=LIST [to=A<n> offset=N]") || def(r, TR_BUF, pos[0], &fid) ||
-            (to && ref(r, TR_ALLOC, to, &y)) || kv_u64(&a, "offset", 0, 0, &u) ||
-            parse_cmds(r, kv(&a, "cmds"), &cmds, &cnt))
-            return 1;
-        tr_cmdbuf(t, cmds, cnt, y, u, &id);
-        free(cmds);
-        if (map_set(r, TR_BUF, fid, id))
-            return bad(r, "out of memory", NULL);
-        break;
-    }
-    case TV_SUBMIT_VIRTUAL: {
-        struct tr_addr va;
-        if (want_pos(r, np, 1, "submit-virtual C<n> va=ADDR size=N") || ref(r, TR_CTX, pos[0], &x) ||
-            kv_addr(&a, "va", 1, &va) || kv_u32(&a, "size", 0, 1, &y))
-            return 1;
-        tr_submit_virtual(t, x, va, y, NULL);
-        break;
-    }
-    case TV_SUBMIT_PHYSICAL: {
-        uint32_t *ids, *fl, cnt, np2, flags = 0;
-        struct tr_patch *pl;
-        const char *fs = kv(&a, "flags");
-        if (fs && !strcmp(fs, "reused"))
-            flags = VIDMM_SUBMIT_REUSED;
-        else if (fs && parse_flags(r, fs, NULL, &flags))
-            return 1;
-        if (want_pos(r, np, 2, "submit-physical C<n> B<n> allocs=LIST patches=LIST [flags=reused]") ||
-            ref(r, TR_CTX, pos[0], &x) || ref(r, TR_BUF, pos[1], &y) ||
-            parse_submit_allocs(r, kv(&a, "allocs"), &ids, &fl, &cnt))
-            return 1;
-        if (parse_patches(r, kv(&a, "patches"), &pl, &np2)) {
-            free(ids);
-            free(fl);
-            return 1;
-        }
-        tr_submit_physical(t, x, y, ids, fl, cnt, pl, np2, flags, NULL, NULL);
-        free(ids);
-        free(fl);
-        free(pl);
-        break;
-    }
-    case TV_CONTEXT_WAIT:
-        if (want_pos(r, np, 1, "context-wait C<n> fence=N") || ref(r, TR_CTX, pos[0], &x) ||
-            kv_u64(&a, "fence", 0, 1, &u))
-            return 1;
-        tr_context_wait(t, x, u);
-        break;
-    case TV_CONTEXT_FENCE:
-        if (want_pos(r, np, 1, "context-fence C<n>") || ref(r, TR_CTX, pos[0], &x))
-            return 1;
-        tr_context_fence(t, x, NULL, NULL);
-        break;
-    case TV_RESULT:
-        if (want_pos(r, np, 1, "result A<n> offset=N expect=V") || ref(r, TR_ALLOC, pos[0], &x) ||
-            kv_u64(&a, "offset", 0, 0, &u) || kv_u64(&a, "expect", 0, 1, &w))
-            return 1;
-        tr_result(t, x, u, w, NULL);
-        break;
-    case TV_COUNT:
-        break;
-    }
+    const struct verb_entry *e = &verb_table[v];
+    c.v = (enum tr_verb)v;
+    if (want_pos(r, c.np, e->npos, e->usage) || e->fn(&c))
+        return 1;
     r->executed++;
 
     /* Compare what the call gave with what the line says it gave. */
