@@ -33,6 +33,7 @@
  *    always point into the harness's own host arena.
  */
 #include "fuzz.h"
+#include "harness/softgpu_cmds.h"
 #include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -92,36 +93,11 @@ static void checks(struct cf *f, vidmm_status st, const char *what)
 
 /* ---- command buffers ------------------------------------------------------- */
 
-static uint32_t cmd_size(uint16_t op)
-{
-    switch (op) {
-    case SOFTGPU_CMD_NOP: return 8;
-    case SOFTGPU_CMD_WRITE32:
-    case SOFTGPU_CMD_WRITE64:
-    case SOFTGPU_CMD_SIGNAL:
-    case SOFTGPU_CMD_WAIT: return 24;
-    case SOFTGPU_CMD_COPY:
-    case SOFTGPU_CMD_FILL:
-    case SOFTGPU_CMD_CHECKSUM: return 32;
-    case SOFTGPU_CMD_COMPARE: return 40;
-    default: return 0;
-    }
-}
-
-/* Bit n set: operand n is an address. */
+/* Bit n set: operand n is an address (the shared command table). */
 static uint32_t addr_operands(uint16_t op)
 {
-    switch (op) {
-    case SOFTGPU_CMD_WRITE32:
-    case SOFTGPU_CMD_WRITE64:
-    case SOFTGPU_CMD_SIGNAL:
-    case SOFTGPU_CMD_WAIT:
-    case SOFTGPU_CMD_FILL: return 0x1;
-    case SOFTGPU_CMD_COPY: return 0x3;
-    case SOFTGPU_CMD_CHECKSUM: return 0x5;
-    case SOFTGPU_CMD_COMPARE: return 0xb;
-    default: return 0;
-    }
+    const struct cmd_kind *k = cmd_kind_of(op);
+    return k ? k->addr_mask : 0;
 }
 
 static uint64_t relocate(struct cf *f, uint64_t v, int physical)
@@ -151,7 +127,7 @@ static uint32_t sanitise(struct cf *f, uint8_t *b, uint32_t size, int physical, 
     while (pos + 8 <= size) {
         struct sg_cmd_hdr h;
         memcpy(&h, b + pos, sizeof h);
-        uint32_t n = cmd_size(h.opcode);
+        uint32_t n = cmd_kind_size(h.opcode);
         if (n == 0 || h.size != n || h.flags != 0 || n > size - pos)
             break;
         uint32_t am = addr_operands(h.opcode);

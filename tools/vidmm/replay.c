@@ -259,12 +259,10 @@ void replay_close(struct replay *r)
 
 /* ---- ids ------------------------------------------------------------ */
 
-static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };
-
 /* The file id of token s for kind k ("A12" -> 12), 0 if not one. */
 static uint32_t file_id(enum tr_kind k, const char *s)
 {
-    if (s[0] != kind_prefix[k] || !s[1])
+    if (s[0] != tr_kind_prefix[k] || !s[1])
         return 0;
     char *end;
     unsigned long v = strtoul(s + 1, &end, 10);
@@ -296,7 +294,7 @@ static int ref(struct replay *r, enum tr_kind k, const char *s, uint32_t *id)
     uint32_t fid = file_id(k, s);
     if (!fid || fid >= r->map_cap[k] || !r->map[k][fid]) {
         char what[48];
-        snprintf(what, sizeof what, "expected a known %c id", kind_prefix[k]);
+        snprintf(what, sizeof what, "expected a known %c id", tr_kind_prefix[k]);
         return bad(r, what, s);
     }
     *id = r->map[k][fid];
@@ -309,7 +307,7 @@ static int def(struct replay *r, enum tr_kind k, const char *s, uint32_t *fid)
     *fid = file_id(k, s);
     if (!*fid) {
         char what[48];
-        snprintf(what, sizeof what, "expected a new %c id", kind_prefix[k]);
+        snprintf(what, sizeof what, "expected a new %c id", tr_kind_prefix[k]);
         return bad(r, what, s);
     }
     if (*fid < r->map_cap[k] && r->map[k][*fid])

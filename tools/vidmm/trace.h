@@ -7,13 +7,18 @@
  * formats one line of the trace format (docs/TRACE_FORMAT.md): the verb,
  * its arguments, " = ", the status and the outputs.  The line is
  *   - appended to the record file when recording is on (--record);
- *   - compared by the replayer with the line it read (trace_replay.c);
+ *   - compared by the replayer with the line it read (replay.c);
  *   - turned into timeline events when a timeline is wanted (--timeline),
  *     and handed with its place on the simulated clock to an observer
  *     (the HTML report's series, --html).
  * Scenarios (scenarios.c) and the replayer use the same wrappers, so a
  * replay re-creates the run call for call, and the report (report.c) reads
  * only state that both have: vidmm's answers and the wrappers' counters.
+ *
+ * The layer is four files: trace_format.c (names and definitions of the
+ * format), trace_write.c (the wrappers and their lines), trace_timeline.c
+ * (the Chrome trace JSON) and trace_read.c (reading a trace back; its
+ * execution is replay.c).
  *
  * Raw vidmm handles never leave this layer: they embed an address-derived
  * salt and would differ between a run and its replay.
@@ -334,6 +339,12 @@ extern const char *const tr_create_flag_names[2];
 extern const char *const tr_make_resident_flag_names[2];
 extern const char *const tr_evict_flag_names[2];
 const char *tr_paging_op_name(int op);
+/* The letter of an object kind's ids (P1, D1, Q1, A1, V1, C1, B1). */
+extern const char tr_kind_prefix[TR_KINDS];
+/* "local", "non-local" ("?" for anything else). */
+const char *tr_group_name(enum vidmm_segment_group g);
+/* "graphics", "compute", "copy"; NULL for another node. */
+const char *tr_node_name(uint32_t node);
 
 /* The result part of the last call's line (after " = "). */
 const char *tr_last_result(const struct tr *t);
