@@ -38,16 +38,6 @@
 #define ANCHOR_GPU_BUDDY_A 150.0
 #define ANCHOR_VMA_LINEAR_D 18.5
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------------ */
 /* Traces                                                              */
 /* ------------------------------------------------------------------ */
@@ -122,10 +112,10 @@ static void ls_init(struct liveset *l, uint32_t cap)
 {
     memset(l, 0, sizeof *l);
     l->cap = cap;
-    l->slot = xmalloc(cap * sizeof *l->slot);
-    l->size_of = xmalloc(cap * sizeof *l->size_of);
-    l->pos_of = xmalloc(cap * sizeof *l->pos_of);
-    l->free_ids = xmalloc(cap * sizeof *l->free_ids);
+    l->slot = bench_xmalloc(cap * sizeof *l->slot);
+    l->size_of = bench_xmalloc(cap * sizeof *l->size_of);
+    l->pos_of = bench_xmalloc(cap * sizeof *l->pos_of);
+    l->free_ids = bench_xmalloc(cap * sizeof *l->free_ids);
 }
 
 static void ls_fini(struct liveset *l)
@@ -212,8 +202,8 @@ static void gen_d(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
 {
     uint64_t s = seed;
     uint32_t cap = (uint32_t)(range / CHUNK) + 1;
-    uint32_t *fifo = xmalloc(cap * sizeof *fifo);
-    uint64_t *fsize = xmalloc(cap * sizeof *fsize);
+    uint32_t *fifo = bench_xmalloc(cap * sizeof *fifo);
+    uint64_t *fsize = bench_xmalloc(cap * sizeof *fsize);
     uint32_t head = 0, n = 0, next_id = 0;
     uint64_t live = 0, limit = range / 4 * 3;
     memset(t, 0, sizeof *t);
@@ -269,7 +259,7 @@ static void null_free(void *p, uint64_t cookie) { (void)p; (void)cookie; }
 /* vidmm_range: contiguous placement. */
 static void *vr_create(uint64_t range, uint64_t chunk)
 {
-    struct vidmm_range_alloc *ra = xmalloc(sizeof *ra);
+    struct vidmm_range_alloc *ra = bench_xmalloc(sizeof *ra);
     if (vidmm_ra_init(ra, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
         free(ra);
         return NULL;
@@ -313,7 +303,7 @@ struct vp {
 };
 static void *vp_create_any(uint64_t range, uint64_t chunk, int compact)
 {
-    struct vp *v = xmalloc(sizeof *v);
+    struct vp *v = bench_xmalloc(sizeof *v);
     memset(v, 0, sizeof *v);
     v->compact = compact;
     if (vidmm_ra_init(&v->ra, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
@@ -321,9 +311,9 @@ static void *vp_create_any(uint64_t range, uint64_t chunk, int compact)
         return NULL;
     }
     v->nblocks = (uint32_t)(range / chunk / VP_BLOCK) + 1;
-    v->blocks = xmalloc(v->nblocks * sizeof *v->blocks);
+    v->blocks = bench_xmalloc(v->nblocks * sizeof *v->blocks);
     memset(v->blocks, 0, v->nblocks * sizeof *v->blocks);
-    v->free_ids = xmalloc((size_t)v->nblocks * VP_BLOCK * sizeof *v->free_ids);
+    v->free_ids = bench_xmalloc((size_t)v->nblocks * VP_BLOCK * sizeof *v->free_ids);
     return v;
 }
 static void *vp_create(uint64_t range, uint64_t chunk) { return vp_create_any(range, chunk, 1); }
@@ -358,7 +348,7 @@ static int vp_new_id(struct vp *v, uint32_t *id)
     if (*id / VP_BLOCK >= v->nblocks)
         return 1;
     if (!v->blocks[*id / VP_BLOCK]) {
-        struct vidmm_page_set *b = xmalloc(VP_BLOCK * sizeof *b);
+        struct vidmm_page_set *b = bench_xmalloc(VP_BLOCK * sizeof *b);
         for (uint32_t j = 0; j < VP_BLOCK; j++)
             vidmm_pages_init(&b[j]);
         v->blocks[*id / VP_BLOCK] = b;
@@ -434,7 +424,7 @@ static void vp_extents(void *p, uint64_t cookie, void (*fn)(void *, uint64_t, ui
 /* vidmm_ring: FIFO only; free() always retires the oldest. */
 static void *vg_create(uint64_t range, uint64_t chunk)
 {
-    struct vidmm_ring *r = xmalloc(sizeof *r);
+    struct vidmm_ring *r = bench_xmalloc(sizeof *r);
     if (vidmm_ring_init(r, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
         free(r);
         return NULL;
@@ -502,7 +492,7 @@ static void nv_del(struct nv *v, uint32_t i)
 }
 static void *nv_create(uint64_t range, uint64_t chunk)
 {
-    struct nv *v = xmalloc(sizeof *v);
+    struct nv *v = bench_xmalloc(sizeof *v);
     memset(v, 0, sizeof *v);
     v->free_head = NV_NIL;
     v->shift = 0;
@@ -699,14 +689,14 @@ static void replay(const struct bench_allocator *a, void *ctx, const struct trac
 static void rs_init(struct run_state *rs, const struct trace *t)
 {
     memset(rs, 0, sizeof *rs);
-    rs->cookie = xmalloc(t->slots * sizeof *rs->cookie);
+    rs->cookie = bench_xmalloc(t->slots * sizeof *rs->cookie);
     for (uint32_t i = 0; i < t->slots; i++)
         rs->cookie[i] = NO_COOKIE;
     if (bench_opts.check) {
         size_t words = (size_t)(t->range / CHUNK / 64) + 1;
-        rs->coff = xmalloc(t->slots * sizeof *rs->coff);
-        rs->csize = xmalloc(t->slots * sizeof *rs->csize);
-        rs->chk.bits = xmalloc(words * sizeof *rs->chk.bits);
+        rs->coff = bench_xmalloc(t->slots * sizeof *rs->coff);
+        rs->csize = bench_xmalloc(t->slots * sizeof *rs->csize);
+        rs->chk.bits = bench_xmalloc(words * sizeof *rs->chk.bits);
         memset(rs->chk.bits, 0, words * sizeof *rs->chk.bits);
         rs->chk.range = t->range;
     }
@@ -718,12 +708,6 @@ static void rs_fini(struct run_state *rs)
     free(rs->coff);
     free(rs->csize);
     free(rs->chk.bits);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 struct result {
@@ -778,7 +762,7 @@ static void measure(const struct bench_allocator *const *ads, const size_t *max_
                 v[i][run] = x;
         }
     for (size_t i = 0; i < n; i++) {
-        qsort(v[i], (size_t)runs, sizeof v[i][0], cmp_double);
+        qsort(v[i], (size_t)runs, sizeof v[i][0], bench_cmp_double);
         res[i].ns = v[i][runs / 2];
         res[i].lo = v[i][0];
         res[i].hi = v[i][runs - 1];
@@ -987,36 +971,18 @@ static void workload_d(void)
     free(t.ops);
 }
 
-/* Is workload w selected by --only (a comma-separated list)? */
-static int want(const char *w)
-{
-    const char *p = bench_opts.only;
-    size_t n = strlen(w);
-    if (!p)
-        return 1;
-    while (*p) {
-        if (!strncmp(p, w, n) && (p[n] == ',' || !p[n]))
-            return 1;
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
-    }
-    return 0;
-}
-
 void bench_alloc(void)
 {
     uint64_t t0 = bench_now_ns();
     printf("== allocators (perf-anchors.md §3; median of %d after 1 warm-up run; seed 0x%" PRIx64
            "%s) ==\n", nruns(), SEED, bench_opts.check ? "; --check" : "");
-    if (want("A"))
+    if (bench_only("A"))
         workload_a();
-    if (want("B2"))
+    if (bench_only("B2"))
         workload_b2();
-    if (want("C"))
+    if (bench_only("C"))
         workload_c();
-    if (want("D"))
+    if (bench_only("D"))
         workload_d();
     printf("\nallocator benchmarks took %.1f s\n", (double)(bench_now_ns() - t0) / 1e9);
 }
