@@ -223,6 +223,16 @@ const char *tr_policy_names(void);
 struct tr_obj *tr_get(struct tr *t, enum tr_kind k, uint32_t id);
 vidmm_handle tr_handle(struct tr *t, enum tr_kind k, uint32_t id);
 
+/* One physical extent of a live allocation the trace made. */
+struct tr_extent {
+    uint32_t segment, alloc;     /* segment id (0: system memory), allocation id */
+    uint64_t offset, size;
+};
+/* Every extent of every live allocation, allocation by allocation
+ * (malloc'ed, *count of them; NULL and 0 when the host is out of memory).
+ * The snapshot and the HTML report's memory maps are drawn from it. */
+struct tr_extent *tr_extents(struct tr *t, size_t *count);
+
 /* Status names as the trace writes them: "OK", "PENDING", "E_OVER_BUDGET",
  * "MISMATCH".  tr_status_parse returns 0 and the status, or -1. */
 const char *tr_status_name(vidmm_status st);

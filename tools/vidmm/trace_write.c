@@ -106,6 +106,40 @@ static uint32_t process_of(struct tr *t, enum tr_kind k, uint32_t id)
     return o->parent;
 }
 
+struct tr_extent *tr_extents(struct tr *t, size_t *count)
+{
+    size_t n = 0, cap = 256;
+    struct tr_extent *ex = malloc(cap * sizeof(*ex));
+    for (uint32_t a = 1; ex && a <= t->nobj[TR_ALLOC]; a++) {
+        const struct tr_obj *o = &t->obj[TR_ALLOC][a];
+        if (!o->alive)
+            continue;
+        /* First the count, then the ranges. */
+        uint32_t c = 0;
+        struct vidmm_physical_range one;
+        if (vidmm_allocation_physical_ranges(t->adapter, o->h, &one, 1, &c) < 0 || !c)
+            continue;
+        struct vidmm_physical_range *r = malloc((size_t)c * sizeof(*r));
+        if (!r || vidmm_allocation_physical_ranges(t->adapter, o->h, r, c, &c) < 0) {
+            free(r);
+            continue;
+        }
+        for (uint32_t i = 0; i < c; i++) {
+            if (n == cap) {
+                struct tr_extent *nx = realloc(ex, cap * 2 * sizeof(*ex));
+                if (!nx)
+                    break;
+                ex = nx;
+                cap *= 2;
+            }
+            ex[n++] = (struct tr_extent){ r[i].segment_id, a, r[i].offset, r[i].size };
+        }
+        free(r);
+    }
+    *count = ex ? n : 0;
+    return ex;
+}
+
 /* ---- line building -------------------------------------------------- */
 
 static void line_add(struct tr *t, const char *fmt, ...)
