@@ -87,16 +87,9 @@ static void rules_violated(struct fz *f, const char *what, int e)
 
 static const char *const presets[] = { "dgpu", "igpu", "wddm1" };
 
-static int trace = -1;   /* FUZZ_TRACE=1: print every call and its status (debugging a reproducer) */
-
 static void st_ok(struct fz *f, vidmm_status st, const char *what)
 {
-    if (trace < 0)
-        trace = getenv("FUZZ_TRACE") != NULL;
-    if (trace)
-        fprintf(stderr, "  %-36s %s\n", what, vidmm_status_str(st));
-    FUZZ_REQUIRE(st >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st <= VIDMM_PENDING, "%s: unknown status %d", what,
-                 (int)st);
+    FZ_STEP(st, what, 36);
     int e = vidmm_adapter_check(f->a, f->report, sizeof f->report);
     FUZZ_REQUIRE(e == 0, "%s (%s): adapter check: %d violations\n%s", what, vidmm_status_str(st), e, f->report);
     int s = softgpu_check(f->sg);

@@ -76,16 +76,9 @@ static uint8_t dma[64 * 1024] __attribute__((aligned(4096)));
 
 static const char *const presets[] = { "dgpu", "wddm1", "igpu" };
 
-static int trace = -1;   /* FUZZ_TRACE=1: print every step and its status */
-
 static void checks(struct cf *f, vidmm_status st, const char *what)
 {
-    if (trace < 0)
-        trace = getenv("FUZZ_TRACE") != NULL;
-    if (trace)
-        fprintf(stderr, "  %-24s %s\n", what, vidmm_status_str(st));
-    FUZZ_REQUIRE(st >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st <= VIDMM_PENDING, "%s: unknown status %d", what,
-                 (int)st);
+    FZ_STEP(st, what, 24);
     int e = vidmm_adapter_check(f->a, f->report, sizeof f->report);
     FUZZ_REQUIRE(e == 0, "%s: adapter check: %d\n%s", what, e, f->report);
     FUZZ_REQUIRE(softgpu_check(f->sg) == 0, "%s: softgpu check", what);
@@ -442,7 +435,7 @@ static void paging_op(struct cf *f)
         ba.dma_buffer = dma;
         ba.dma_size = cap;
         vidmm_status st = ops->build_paging_buffer(pg, &ba);
-        if (trace)
+        if (fz_tracing())
             fprintf(stderr, "  paging op %d build: %s\n", (int)ba.operation, vidmm_status_str(st));
         FUZZ_REQUIRE(st == VIDMM_OK || st == VIDMM_E_INSUFFICIENT_DMA_BUFFER || st == VIDMM_E_INVALID_ARG,
                      "build_paging_buffer: %s", vidmm_status_str(st));
@@ -587,7 +580,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else
             submit_physical(f, len);
     }
-    if (trace) {
+    if (fz_tracing()) {
         struct softgpu_stats ss;
         softgpu_get_stats(f->sg, &ss);
         fprintf(stderr, "  softgpu: %llu command buffers, %llu commands, %llu faulted\n",

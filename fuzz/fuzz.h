@@ -50,6 +50,7 @@ static inline uint64_t fz_u64(struct fz_in *in)
  * and alignment, so a free with another size (which would unbalance a
  * byte count only much later) aborts at the faulty call site. */
 #include "vidmm/host_alloc.h"
+#include "vidmm/vidmm.h"
 
 /* Atomic: with softgpu's engine threads (api_stream's asynchronous
  * mode) vidmm may allocate and free on a fence callback while the
@@ -129,6 +130,27 @@ static inline void fz_alloc_init(struct fz_alloc *fa)
             fprintf(stderr, "\n");                                                 \
             abort();                                                               \
         }                                                                          \
+    } while (0)
+
+/* FUZZ_TRACE set: a harness prints every step and its status (debugging
+ * a reproducer).  Read once. */
+static inline int fz_tracing(void)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("FUZZ_TRACE") != NULL;
+    return on;
+}
+
+/* The first check of every step of a harness: the step printed when
+ * tracing (its name padded to width), then a status vidmm defines. */
+#define FZ_STEP(st, what, width)                                                                  \
+    do {                                                                                          \
+        vidmm_status st_ = (st);                                                                  \
+        if (fz_tracing())                                                                         \
+            fprintf(stderr, "  %-*s %s\n", (width), (what), vidmm_status_str(st_));               \
+        FUZZ_REQUIRE(st_ >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st_ <= VIDMM_PENDING,              \
+                     "%s: unknown status %d", (what), (int)st_);                                  \
     } while (0)
 
 #endif
