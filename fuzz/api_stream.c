@@ -1211,13 +1211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.paging_buffer_size = (opt & 0x80) ? 4096u * (1u + ((opt >> 5) & 3)) : 0;
     if (softgpu_create(&cfg, &f->sg) != VIDMM_OK)
         return 0;
-    fz_alloc_init(&f->fa);
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    ci.system_memory_limit = 64 * MIB;
-    vidmm_status st = vidmm_adapter_open(&ci, &f->a);
+    vidmm_status st = fz_open_on_softgpu(f->sg, &f->fa, &f->a);
     FUZZ_REQUIRE(st == VIDMM_OK, "adapter_open on softgpu %s: %s", cfg.preset, vidmm_status_str(st));
     if (f->ext) {
         /* Milliseconds, not the default 2 s: hangs are resolved within

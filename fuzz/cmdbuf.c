@@ -504,13 +504,7 @@ static int setup(struct cf *f, uint8_t preset, uint8_t opt)
         cfg.mmu_levels = (opt & 7) < 2 || (opt & 7) > 6 ? 0 : opt & 7;
     if (softgpu_create(&cfg, &f->sg) != VIDMM_OK)
         return -1;
-    fz_alloc_init(&f->fa);
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    ci.system_memory_limit = 64 * MIB;
-    vidmm_status st = vidmm_adapter_open(&ci, &f->a);
+    vidmm_status st = fz_open_on_softgpu(f->sg, &f->fa, &f->a);
     FUZZ_REQUIRE(st == VIDMM_OK, "adapter_open: %s", vidmm_status_str(st));
     struct vidmm_gpummu_info gi;
     f->gpummu = vidmm_adapter_query_gpummu(f->a, &gi) == VIDMM_OK;

@@ -587,15 +587,24 @@ vidmm_status tr_queue_create(struct tr *t, uint32_t d, int priority, uint32_t *i
     return st;
 }
 
-vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
+/* The destroy of an object nothing else depends on (a paging queue, a
+ * context): the line, the call, the id marked dead.  tid: its timeline
+ * track. */
+static vidmm_status destroy_leaf(struct tr *t, enum tr_verb v, enum tr_kind k, uint32_t id, uint32_t tid,
+                                 vidmm_status (*destroy)(struct vidmm_adapter *, vidmm_handle))
 {
-    line_begin(t, TV_QUEUE_DESTROY, process_of(t, TR_QUEUE, q), 1000 + q);
-    line_id(t, TR_QUEUE, q);
-    vidmm_status st = vidmm_paging_queue_destroy(t->adapter, tr_handle(t, TR_QUEUE, q));
+    line_begin(t, v, process_of(t, k, id), tid);
+    line_id(t, k, id);
+    vidmm_status st = destroy(t->adapter, tr_handle(t, k, id));
     if (st >= 0)
-        t->obj[TR_QUEUE][q].alive = 0;
+        t->obj[k][id].alive = 0;
     line_end(t, st, NULL);
     return st;
+}
+
+vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
+{
+    return destroy_leaf(t, TV_QUEUE_DESTROY, TR_QUEUE, q, 1000 + q, vidmm_paging_queue_destroy);
 }
 
 /* ---- allocations ---------------------------------------------------- */
@@ -1107,13 +1116,7 @@ vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t
 
 vidmm_status tr_context_destroy(struct tr *t, uint32_t c)
 {
-    line_begin(t, TV_CONTEXT_DESTROY, process_of(t, TR_CTX, c), 2000 + c);
-    line_id(t, TR_CTX, c);
-    vidmm_status st = vidmm_context_destroy(t->adapter, tr_handle(t, TR_CTX, c));
-    if (st >= 0)
-        t->obj[TR_CTX][c].alive = 0;
-    line_end(t, st, NULL);
-    return st;
+    return destroy_leaf(t, TV_CONTEXT_DESTROY, TR_CTX, c, 2000 + c, vidmm_context_destroy);
 }
 
 /* An operand as the trace writes it: V<n>[+0x..] or a number (addresses
