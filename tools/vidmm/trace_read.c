@@ -390,6 +390,15 @@ int rd_kv_addr(const struct rd_args *a, const char *key, int required, struct tr
     return parse_addr(a->r, v, out);
 }
 
+/* The entries of a comma-separated list: one more than its commas. */
+static uint32_t list_entries(const char *s)
+{
+    uint32_t count = 1;
+    for (const char *p = s; *p; p++)
+        count += *p == ',';
+    return count;
+}
+
 /* Flags: "-", a number, or names joined by ','. */
 int rd_flags(struct replay *r, const char *s, const char *const names[2], uint32_t *out)
 {
@@ -421,9 +430,7 @@ int rd_list(struct replay *r, const char *s, uint32_t **out, uint32_t *n)
         return rd_bad(r, "missing allocation list", NULL);
     if (!strcmp(s, "-"))
         return 0;
-    uint32_t count = 1;
-    for (const char *p = s; *p; p++)
-        count += *p == ',';
+    uint32_t count = list_entries(s);
     uint32_t *list = malloc((size_t)count * sizeof(*list));
     if (!list)
         return rd_bad(r, "out of memory", NULL);
@@ -513,9 +520,7 @@ int rd_cmds(struct replay *r, const char *s, struct tr_cmd **out, uint32_t *n)
         return rd_bad(r, "missing cmds=", NULL);
     if (!strcmp(s, "-"))
         return 0;
-    uint32_t count = 1;
-    for (const char *p = s; *p; p++)
-        count += *p == ',';
+    uint32_t count = list_entries(s);
     struct tr_cmd *cmds = calloc(count, sizeof(*cmds));
     char *copy = strdup(s);
     if (!cmds || !copy) {
@@ -557,9 +562,7 @@ int rd_submit_allocs(struct replay *r, const char *s, uint32_t **ids, uint32_t *
         return rd_bad(r, "missing allocs=", NULL);
     if (!strcmp(s, "-"))
         return 0;
-    uint32_t count = 1;
-    for (const char *p = s; *p; p++)
-        count += *p == ',';
+    uint32_t count = list_entries(s);
     uint32_t *a = calloc(count, sizeof(*a)), *fl = calloc(count, sizeof(*fl));
     char *copy = strdup(s);
     int err = !a || !fl || !copy ? rd_bad(r, "out of memory", NULL) : 0;
@@ -603,9 +606,7 @@ int rd_patches(struct replay *r, const char *s, struct tr_patch **out, uint32_t 
         return rd_bad(r, "missing patches=", NULL);
     if (!strcmp(s, "-"))
         return 0;
-    uint32_t count = 1;
-    for (const char *p = s; *p; p++)
-        count += *p == ',';
+    uint32_t count = list_entries(s);
     struct tr_patch *pl = calloc(count, sizeof(*pl));
     if (!pl)
         return rd_bad(r, "out of memory", NULL);
