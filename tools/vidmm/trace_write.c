@@ -755,30 +755,30 @@ vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min,
     return st;
 }
 
-vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
+/* unmap and free: the same arguments; a range given back whole ends
+ * its V id. */
+static vidmm_status unmap_or_free(struct tr *t, enum tr_verb v, uint32_t p, struct tr_addr va, uint64_t size,
+                                  vidmm_status (*fn)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t))
 {
-    line_begin(t, TV_UNMAP, p, 0);
+    line_begin(t, v, p, 0);
     line_id(t, TR_PROC, p);
     line_addr(t, "va", va);
     line_add(t, " size=%" PRIu64, size);
-    vidmm_status st = vidmm_gpuva_unmap(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
+    vidmm_status st = fn(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
     if (st >= 0 && va.v && !va.off && size == t->obj[TR_VA][va.v].size)
         t->obj[TR_VA][va.v].alive = 0;
     line_end(t, st, NULL);
     return st;
 }
 
+vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
+{
+    return unmap_or_free(t, TV_UNMAP, p, va, size, vidmm_gpuva_unmap);
+}
+
 vidmm_status tr_free(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
 {
-    line_begin(t, TV_FREE, p, 0);
-    line_id(t, TR_PROC, p);
-    line_addr(t, "va", va);
-    line_add(t, " size=%" PRIu64, size);
-    vidmm_status st = vidmm_gpuva_free(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
-    if (st >= 0 && va.v && !va.off && size == t->obj[TR_VA][va.v].size)
-        t->obj[TR_VA][va.v].alive = 0;
-    line_end(t, st, NULL);
-    return st;
+    return unmap_or_free(t, TV_FREE, p, va, size, vidmm_gpuva_free);
 }
 
 /* ---- residency ------------------------------------------------------ */
