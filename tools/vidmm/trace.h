@@ -96,6 +96,10 @@ void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
 #endif
     ;
 void tr_buf_free(struct tr_buf *b);
+/* Character c as it stands inside a JSON string (quote and backslash
+ * escaped, control characters as \u00XX), written to out; returns out.
+ * The report's JSON and the timeline escape alike through it. */
+const char *tr_json_char(char c, char out[8]);
 
 /* What one call did on the simulated clock, handed to an observer
  * (tr_set_observer) after the call: the call's slice [ts, ts + dur) and,

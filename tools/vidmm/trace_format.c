@@ -11,6 +11,7 @@
 #include "harness/splitmix.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,4 +197,15 @@ void tr_buf_free(struct tr_buf *b)
 {
     free(b->p);
     memset(b, 0, sizeof(*b));
+}
+
+const char *tr_json_char(char c, char out[8])
+{
+    if (c == '"' || c == '\\')
+        snprintf(out, 8, "\\%c", c);
+    else if ((unsigned char)c < 0x20)
+        snprintf(out, 8, "\\u%04x", (unsigned)(unsigned char)c);
+    else
+        out[0] = c, out[1] = '\0';   /* the common case, without a printf */
+    return out;
 }

@@ -17,14 +17,9 @@
 
 static void json_escape(struct tr_buf *b, const char *s)
 {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            tr_buf_printf(b, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            tr_buf_printf(b, "\\u%04x", (unsigned)(unsigned char)*s);
-        else
-            tr_buf_printf(b, "%c", *s);
-    }
+    char e[8];
+    for (; *s; s++)
+        tr_buf_printf(b, "%s", tr_json_char(*s, e));
 }
 
 void tl_meta(struct tr *t, const char *what, uint32_t pid, uint32_t tid, const char *name)
