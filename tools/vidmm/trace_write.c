@@ -845,17 +845,25 @@ vidmm_status tr_evict(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n
     return st;
 }
 
-vidmm_status tr_wait(struct tr *t, uint32_t q, uint64_t fence)
+/* A CPU wait for fence on a paging queue or a context (tid: its timeline
+ * track), counted in *waits.  No deadline: in synchronous mode the fence
+ * has already signalled; otherwise a hang is the reset path's business. */
+static vidmm_status wait_fence(struct tr *t, enum tr_verb v, enum tr_kind k, uint32_t id, uint32_t tid, uint64_t fence,
+                               vidmm_status (*wait)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t),
+                               uint64_t *waits)
 {
-    line_begin(t, TV_WAIT, process_of(t, TR_QUEUE, q), 1000 + q);
-    line_id(t, TR_QUEUE, q);
+    line_begin(t, v, process_of(t, k, id), tid);
+    line_id(t, k, id);
     line_add(t, " fence=%" PRIu64, fence);
-    /* No deadline: in synchronous mode the fence has already signalled;
-     * otherwise a paging hang is the reset path's business. */
-    vidmm_status st = vidmm_paging_queue_wait(t->adapter, tr_handle(t, TR_QUEUE, q), fence, UINT64_MAX);
-    t->fence_waits++;
+    vidmm_status st = wait(t->adapter, tr_handle(t, k, id), fence, UINT64_MAX);
+    (*waits)++;
     line_end(t, st, NULL);
     return st;
+}
+
+vidmm_status tr_wait(struct tr *t, uint32_t q, uint64_t fence)
+{
+    return wait_fence(t, TV_WAIT, TR_QUEUE, q, 1000 + q, fence, vidmm_paging_queue_wait, &t->fence_waits);
 }
 
 vidmm_status tr_offer(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n, uint32_t priority)
@@ -1300,13 +1308,7 @@ vidmm_status tr_submit_physical(struct tr *t, uint32_t c, uint32_t b, const uint
 
 vidmm_status tr_context_wait(struct tr *t, uint32_t c, uint64_t fence)
 {
-    line_begin(t, TV_CONTEXT_WAIT, process_of(t, TR_CTX, c), 2000 + c);
-    line_id(t, TR_CTX, c);
-    line_add(t, " fence=%" PRIu64, fence);
-    vidmm_status st = vidmm_context_wait(t->adapter, tr_handle(t, TR_CTX, c), fence, UINT64_MAX);
-    t->context_waits++;
-    line_end(t, st, NULL);
-    return st;
+    return wait_fence(t, TV_CONTEXT_WAIT, TR_CTX, c, 2000 + c, fence, vidmm_context_wait, &t->context_waits);
 }
 
 vidmm_status tr_context_fence(struct tr *t, uint32_t c, uint64_t *submitted, uint64_t *completed)
