@@ -104,7 +104,7 @@ $(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
 $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(TEST_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
 
-$(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu
+$(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu -Itests
 $(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(PEERS)
 	$(CC) $(CFLAGS_ALL) -Ibench $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(PEERS) $(SOFTGPU) $(STATIC) $(LIBS)
 

@@ -17,6 +17,7 @@
 #include "seg/ring.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -37,24 +38,6 @@
 #define ANCHOR_VMA_MINMEM_C 42.0
 #define ANCHOR_GPU_BUDDY_A 150.0
 #define ANCHOR_VMA_LINEAR_D 18.5
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* ------------------------------------------------------------------ */
 /* Traces                                                              */
@@ -107,9 +90,9 @@ static uint64_t op_align(uint32_t arg) { return (arg & OP_A64K) ? 64 * KiB : CHU
  * (docs/PERFORMANCE.md). */
 static uint32_t pick_size(uint64_t *s)
 {
-    unsigned k = 12 + (unsigned)(rnd(s) % 10);
+    unsigned k = 12 + (unsigned)(splitmix64_next(s) % 10);
     uint64_t size = UINT64_C(1) << k;
-    if (k >= 13 && k <= 20 && (rnd(s) & 1))
+    if (k >= 13 && k <= 20 && (splitmix64_next(s) & 1))
         size += size / 2;
     uint32_t arg = (uint32_t)(size / CHUNK);
     if (size % (64 * KiB) == 0)
@@ -131,10 +114,10 @@ static void ls_init(struct liveset *l, uint32_t cap)
 {
     memset(l, 0, sizeof *l);
     l->cap = cap;
-    l->slot = xmalloc(cap * sizeof *l->slot);
-    l->size_of = xmalloc(cap * sizeof *l->size_of);
-    l->pos_of = xmalloc(cap * sizeof *l->pos_of);
-    l->free_ids = xmalloc(cap * sizeof *l->free_ids);
+    l->slot = bench_xmalloc(cap * sizeof *l->slot);
+    l->size_of = bench_xmalloc(cap * sizeof *l->size_of);
+    l->pos_of = bench_xmalloc(cap * sizeof *l->pos_of);
+    l->free_ids = bench_xmalloc(cap * sizeof *l->free_ids);
 }
 
 static void ls_fini(struct liveset *l)
@@ -183,11 +166,11 @@ static void gen_a(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
     t->warm = t->n;
     for (size_t i = 0; i < ops; i++) {
         int below = l.bytes < range / 2;
-        int do_alloc = (rnd(&s) % 4 != 0) == below; /* 75% toward 50% live */
+        int do_alloc = (splitmix64_next(&s) % 4 != 0) == below; /* 75% toward 50% live */
         if (do_alloc || !l.n)
             gen_alloc(t, &l, pick_size(&s));
         else
-            gen_free_at(t, &l, (uint32_t)(rnd(&s) % l.n));
+            gen_free_at(t, &l, (uint32_t)(splitmix64_next(&s) % l.n));
     }
     t->live_end = l.bytes;
     ls_fini(&l);
@@ -208,7 +191,7 @@ static void gen_c(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
     t->warm = t->n;
     for (size_t i = 0; i + 512 <= ops; i += 512) {
         for (int k = 0; k < 256; k++)
-            gen_free_at(t, &l, (uint32_t)(rnd(&s) % l.n));
+            gen_free_at(t, &l, (uint32_t)(splitmix64_next(&s) % l.n));
         for (int k = 0; k < 256; k++)
             gen_alloc(t, &l, arg);
     }
@@ -221,8 +204,8 @@ static void gen_d(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
 {
     uint64_t s = seed;
     uint32_t cap = (uint32_t)(range / CHUNK) + 1;
-    uint32_t *fifo = xmalloc(cap * sizeof *fifo);
-    uint64_t *fsize = xmalloc(cap * sizeof *fsize);
+    uint32_t *fifo = bench_xmalloc(cap * sizeof *fifo);
+    uint64_t *fsize = bench_xmalloc(cap * sizeof *fsize);
     uint32_t head = 0, n = 0, next_id = 0;
     uint64_t live = 0, limit = range / 4 * 3;
     memset(t, 0, sizeof *t);
@@ -231,7 +214,7 @@ static void gen_d(struct trace *t, uint64_t range, size_t ops, uint64_t seed)
     int warming = 1;
     size_t timed = 0;
     while (timed < ops) {
-        uint32_t arg = (uint32_t)(1 + rnd(&s) % 64);
+        uint32_t arg = (uint32_t)(1 + splitmix64_next(&s) % 64);
         uint64_t size = op_size(arg);
         while (live + size > limit) {
             tr_push(t, fifo[head], OP_FREE);
@@ -278,7 +261,7 @@ static void null_free(void *p, uint64_t cookie) { (void)p; (void)cookie; }
 /* vidmm_range: contiguous placement. */
 static void *vr_create(uint64_t range, uint64_t chunk)
 {
-    struct vidmm_range_alloc *ra = xmalloc(sizeof *ra);
+    struct vidmm_range_alloc *ra = bench_xmalloc(sizeof *ra);
     if (vidmm_ra_init(ra, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
         free(ra);
         return NULL;
@@ -322,7 +305,7 @@ struct vp {
 };
 static void *vp_create_any(uint64_t range, uint64_t chunk, int compact)
 {
-    struct vp *v = xmalloc(sizeof *v);
+    struct vp *v = bench_xmalloc(sizeof *v);
     memset(v, 0, sizeof *v);
     v->compact = compact;
     if (vidmm_ra_init(&v->ra, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
@@ -330,9 +313,9 @@ static void *vp_create_any(uint64_t range, uint64_t chunk, int compact)
         return NULL;
     }
     v->nblocks = (uint32_t)(range / chunk / VP_BLOCK) + 1;
-    v->blocks = xmalloc(v->nblocks * sizeof *v->blocks);
+    v->blocks = bench_xmalloc(v->nblocks * sizeof *v->blocks);
     memset(v->blocks, 0, v->nblocks * sizeof *v->blocks);
-    v->free_ids = xmalloc((size_t)v->nblocks * VP_BLOCK * sizeof *v->free_ids);
+    v->free_ids = bench_xmalloc((size_t)v->nblocks * VP_BLOCK * sizeof *v->free_ids);
     return v;
 }
 static void *vp_create(uint64_t range, uint64_t chunk) { return vp_create_any(range, chunk, 1); }
@@ -367,7 +350,7 @@ static int vp_new_id(struct vp *v, uint32_t *id)
     if (*id / VP_BLOCK >= v->nblocks)
         return 1;
     if (!v->blocks[*id / VP_BLOCK]) {
-        struct vidmm_page_set *b = xmalloc(VP_BLOCK * sizeof *b);
+        struct vidmm_page_set *b = bench_xmalloc(VP_BLOCK * sizeof *b);
         for (uint32_t j = 0; j < VP_BLOCK; j++)
             vidmm_pages_init(&b[j]);
         v->blocks[*id / VP_BLOCK] = b;
@@ -443,7 +426,7 @@ static void vp_extents(void *p, uint64_t cookie, void (*fn)(void *, uint64_t, ui
 /* vidmm_ring: FIFO only; free() always retires the oldest. */
 static void *vg_create(uint64_t range, uint64_t chunk)
 {
-    struct vidmm_ring *r = xmalloc(sizeof *r);
+    struct vidmm_ring *r = bench_xmalloc(sizeof *r);
     if (vidmm_ring_init(r, vidmm_default_host_allocator(), range, chunk) != VIDMM_OK) {
         free(r);
         return NULL;
@@ -511,7 +494,7 @@ static void nv_del(struct nv *v, uint32_t i)
 }
 static void *nv_create(uint64_t range, uint64_t chunk)
 {
-    struct nv *v = xmalloc(sizeof *v);
+    struct nv *v = bench_xmalloc(sizeof *v);
     memset(v, 0, sizeof *v);
     v->free_head = NV_NIL;
     v->shift = 0;
@@ -708,14 +691,14 @@ static void replay(const struct bench_allocator *a, void *ctx, const struct trac
 static void rs_init(struct run_state *rs, const struct trace *t)
 {
     memset(rs, 0, sizeof *rs);
-    rs->cookie = xmalloc(t->slots * sizeof *rs->cookie);
+    rs->cookie = bench_xmalloc(t->slots * sizeof *rs->cookie);
     for (uint32_t i = 0; i < t->slots; i++)
         rs->cookie[i] = NO_COOKIE;
     if (bench_opts.check) {
         size_t words = (size_t)(t->range / CHUNK / 64) + 1;
-        rs->coff = xmalloc(t->slots * sizeof *rs->coff);
-        rs->csize = xmalloc(t->slots * sizeof *rs->csize);
-        rs->chk.bits = xmalloc(words * sizeof *rs->chk.bits);
+        rs->coff = bench_xmalloc(t->slots * sizeof *rs->coff);
+        rs->csize = bench_xmalloc(t->slots * sizeof *rs->csize);
+        rs->chk.bits = bench_xmalloc(words * sizeof *rs->chk.bits);
         memset(rs->chk.bits, 0, words * sizeof *rs->chk.bits);
         rs->chk.range = t->range;
     }
@@ -727,12 +710,6 @@ static void rs_fini(struct run_state *rs)
     free(rs->coff);
     free(rs->csize);
     free(rs->chk.bits);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 struct result {
@@ -787,7 +764,7 @@ static void measure(const struct bench_allocator *const *ads, const size_t *max_
                 v[i][run] = x;
         }
     for (size_t i = 0; i < n; i++) {
-        qsort(v[i], (size_t)runs, sizeof v[i][0], cmp_double);
+        qsort(v[i], (size_t)runs, sizeof v[i][0], bench_cmp_double);
         res[i].ns = v[i][runs / 2];
         res[i].lo = v[i][0];
         res[i].hi = v[i][runs - 1];
@@ -996,36 +973,18 @@ static void workload_d(void)
     free(t.ops);
 }
 
-/* Is workload w selected by --only (a comma-separated list)? */
-static int want(const char *w)
-{
-    const char *p = bench_opts.only;
-    size_t n = strlen(w);
-    if (!p)
-        return 1;
-    while (*p) {
-        if (!strncmp(p, w, n) && (p[n] == ',' || !p[n]))
-            return 1;
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
-    }
-    return 0;
-}
-
 void bench_alloc(void)
 {
     uint64_t t0 = bench_now_ns();
     printf("== allocators (docs/PERFORMANCE.md workloads; median of %d after 1 warm-up run; seed 0x%" PRIx64
            "%s) ==\n", nruns(), SEED, bench_opts.check ? "; --check" : "");
-    if (want("A"))
+    if (bench_only("A"))
         workload_a();
-    if (want("B2"))
+    if (bench_only("B2"))
         workload_b2();
-    if (want("C"))
+    if (bench_only("C"))
         workload_c();
-    if (want("D"))
+    if (bench_only("D"))
         workload_d();
     printf("\nallocator benchmarks took %.1f s\n", (double)(bench_now_ns() - t0) / 1e9);
 }

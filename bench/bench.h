@@ -8,6 +8,7 @@
 #ifndef VIDMM_BENCH_H
 #define VIDMM_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct bench_options {
@@ -33,8 +34,23 @@ struct bench_allocator {
                     void *ctx);
 };
 
+/* ---- helpers (bench_util.c) ---- */
+
 /* Monotonic time in nanoseconds. */
 uint64_t bench_now_ns(void);
+/* malloc, calloc (zeroed) and realloc that end the program with a message
+ * when the host is out of memory; a size of 0 still gives a block. */
+void *bench_xmalloc(size_t n);
+void *bench_xcalloc(size_t n);
+void *bench_xrealloc(void *p, size_t n);
+/* qsort comparators (ascending). */
+int bench_cmp_double(const void *a, const void *b);
+int bench_cmp_u64(const void *a, const void *b);
+/* Sort v[0..n) in place and return its median (the upper one for even n). */
+double bench_median(double *v, int n);
+/* Is workload name selected: no --only, or name is one of its
+ * comma-separated entries (exactly). */
+int bench_only(const char *name);
 
 void bench_alloc(void);
 

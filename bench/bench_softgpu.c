@@ -43,3 +43,16 @@ int bench_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle 
         st = vidmm_paging_queue_wait(a, queue, m.paging_fence_value, UINT64_MAX);
     return st < 0 ? -1 : 0;
 }
+
+void bench_sg_segments(struct softgpu *sg, struct vidmm_segment_descriptor *d)
+{
+    const struct vidmm_driver_ops *ops = softgpu_driver_ops();
+    struct vidmm_query_segment_out out;
+    memset(&out, 0, sizeof out);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &out, sizeof out };
+    /* First the count, then the descriptors (the driver model's two calls). */
+    ops->query_adapter_info(sg, &q);
+    out.segment_descriptor = d;
+    out.segment_descriptor_stride = sizeof d[0];
+    ops->query_adapter_info(sg, &q);
+}

@@ -52,6 +52,7 @@
 
 #include "seg/evict_scan.h"
 #include "seg/range_alloc.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -74,24 +75,6 @@
 #define ANCHOR_SCAN_NS 7011.0     /* drm_mm_scan roster */
 #define ANCHOR_SCAN_OCC 0.999
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* A request: size in chunks, bit 31 = 64 KiB alignment; touch draw
  * (0 = no touch this time). */
 #define RQ_A64K 0x80000000u
@@ -106,9 +89,9 @@ static uint64_t rq_align(uint32_t arg) { return (arg & RQ_A64K) ? 64 * KiB : E_C
 /* The size distribution of workload A (as alloc_bench.c's pick_size). */
 static uint32_t pick_a(uint64_t *s)
 {
-    unsigned k = 12 + (unsigned)(rnd(s) % 10);
+    unsigned k = 12 + (unsigned)(splitmix64_next(s) % 10);
     uint64_t size = UINT64_C(1) << k;
-    if (k >= 13 && k <= 20 && (rnd(s) & 1))
+    if (k >= 13 && k <= 20 && (splitmix64_next(s) & 1))
         size += size / 2;
     uint32_t arg = (uint32_t)(size / E_CHUNK);
     if (size % (64 * KiB) == 0)
@@ -120,17 +103,17 @@ static uint32_t pick_a(uint64_t *s)
 static uint32_t pick_surface(uint64_t *s, int granular)
 {
     uint64_t steps = (28 * MiB) / (64 * KiB) + 1;
-    uint64_t size = granular ? 4 * MiB + (rnd(s) % steps) * 64 * KiB : (4 * MiB) << (rnd(s) % 4);
+    uint64_t size = granular ? 4 * MiB + (splitmix64_next(s) % steps) * 64 * KiB : (4 * MiB) << (splitmix64_next(s) % 4);
     return (uint32_t)(size / E_CHUNK) | RQ_A64K;
 }
 
 static struct ereq *gen_requests(size_t n, uint64_t seed, int granular)
 {
-    struct ereq *r = xmalloc(n * sizeof *r);
+    struct ereq *r = bench_xmalloc(n * sizeof *r);
     uint64_t s = seed;
     for (size_t i = 0; i < n; i++) {
-        r[i].arg = rnd(&s) % 5 == 0 ? pick_surface(&s, granular) : pick_a(&s);
-        uint64_t t = rnd(&s);
+        r[i].arg = splitmix64_next(&s) % 5 == 0 ? pick_surface(&s, granular) : pick_a(&s);
+        uint64_t t = splitmix64_next(&s);
         r[i].touch = (t & 1) ? (uint32_t)(t >> 33) | 1u : 0;
     }
     return r;
@@ -175,10 +158,10 @@ static void es_init(struct estate *st)
     }
     vidmm_evict_scan_init(&st->scan, vidmm_default_host_allocator());
     st->cap = (uint32_t)(E_RANGE / E_CHUNK) + 1;
-    st->id = xmalloc(st->cap * sizeof *st->id);
-    st->live = xmalloc(st->cap * sizeof *st->live);
-    st->free_ids = xmalloc(st->cap * sizeof *st->free_ids);
-    st->bytes = bench_opts.check ? xmalloc(st->cap * sizeof *st->bytes) : NULL;
+    st->id = bench_xmalloc(st->cap * sizeof *st->id);
+    st->live = bench_xmalloc(st->cap * sizeof *st->live);
+    st->free_ids = bench_xmalloc(st->cap * sizeof *st->free_ids);
+    st->bytes = bench_opts.check ? bench_xmalloc(st->cap * sizeof *st->bytes) : NULL;
     st->head = st->tail = E_NIL;
     for (int c = 0; c < E_CLASSES; c++)
         st->chead[c] = st->ctail[c] = E_NIL;
@@ -514,34 +497,6 @@ static void run_once(int mode, const struct ereq *rq, size_t n, uint64_t seed, s
     es_fini(&st);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
-/* Is "E" in the comma-separated --only list? */
-static int want_e(void)
-{
-    const char *p = bench_opts.only;
-    if (!p)
-        return 1;
-    while (p) {
-        if (p[0] == 'E' && (p[1] == ',' || !p[1]))
-            return 1;
-        p = strchr(p, ',');
-        if (p)
-            p++;
-    }
-    return 0;
-}
-
 enum { MAXSEEDS = 5, NF = 6 };
 
 static void print_head(void)
@@ -598,12 +553,12 @@ static void run_table(unsigned mask, size_t n, int seeds, int granular, struct e
             v[5][k] = res[k][m].roster;
         }
         memset(&med[m], 0, sizeof med[m]);
-        med[m].ns = median(v[0], seeds);
-        med[m].cpu_ns = median(v[1], seeds);
-        med[m].occupancy = median(v[2], seeds);
-        med[m].evictions = median(v[3], seeds);
-        med[m].scans = median(v[4], seeds);
-        med[m].roster = median(v[5], seeds);
+        med[m].ns = bench_median(v[0], seeds);
+        med[m].cpu_ns = bench_median(v[1], seeds);
+        med[m].occupancy = bench_median(v[2], seeds);
+        med[m].evictions = bench_median(v[3], seeds);
+        med[m].scans = bench_median(v[4], seeds);
+        med[m].roster = bench_median(v[5], seeds);
         for (int k = 0; k < seeds; k++)
             if (res[k][m].max_roster > med[m].max_roster)
                 med[m].max_roster = res[k][m].max_roster;
@@ -613,7 +568,7 @@ static void run_table(unsigned mask, size_t n, int seeds, int granular, struct e
 
 void bench_evict(void)
 {
-    if (!want_e())
+    if (!bench_only("E"))
         return;
     int seeds = bench_opts.quick ? 3 : MAXSEEDS;
     size_t n = bench_opts.quick ? 50000 : 200000;
@@ -639,7 +594,7 @@ void bench_evict(void)
     printf(" table 3: %zu requests, surfaces 4..32 MiB in 64 KiB steps instead (seed 0 only)\n", n);
     run_table(1u << MODE_NAIVE | 1u << MODE_COMPACT, n, 1, 1, medg, ratiog, &errors);
 
-    double r1 = median(ratio1, seeds);
+    double r1 = bench_median(ratio1, seeds);
     printf("  compact / naive, ns per request, same run (table 1): median %.1fx (%.1f..%.1fx)\n", r1, ratio1[0],
            ratio1[seeds - 1]);
     printf("  table 2, same run: scan / compact %.1fx, walk / compact %.1fx, scan / naive %.0fx\n",

@@ -15,16 +15,8 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 struct bench_options bench_opts;
-
-uint64_t bench_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

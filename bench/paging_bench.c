@@ -17,6 +17,7 @@
  * ops (TRANSFER) and to memcpy, interleaved the same way.
  */
 #include "bench.h"
+#include "bench_softgpu.h"
 #include "paging_bench.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -33,13 +34,6 @@
 
 #define PB_MIB(x) ((uint64_t)(x) << 20)
 #define PB_RUNS 5
-
-static uint64_t pb_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void pb_nt_fill(void *dst, uint64_t size, uint32_t pattern)
 {
@@ -136,12 +130,6 @@ static void pb_sg_fill(struct pb_ctx *c)
     a.u.fill.destination_segment_id = 2;
     a.u.fill.destination_segment_address = c->seg2_base + PB_MIB(256);
     pb_run_paging(c, &a);
-}
-
-static int pb_cmp(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
 }
 
 enum { PB_MEMCPY, PB_SG_TRANSFER, PB_NTFILL, PB_SG_FILL, PB_N };
@@ -246,14 +234,14 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
                 moves0 = pp.moves;
             }
             for (int f = 0; f < 3; f++) {
-                uint64_t t0 = pb_now_ns();
+                uint64_t t0 = bench_now_ns();
                 for (uint64_t i = 0; i < iters; i++) {
                     if (f == 0)
                         pb_memcpy(c);
                     else
                         pv_move(f == 1 ? &v : &p);
                 }
-                uint64_t dt = pb_now_ns() - t0;
+                uint64_t dt = bench_now_ns() - t0;
                 if (run >= 0)
                     gbps[f][run] = (double)(c->size * iters) / (double)(dt ? dt : 1);
             }
@@ -261,7 +249,7 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
         vidmm_adapter_query_paging_process(v.a, &pp);
         double med[3];
         for (int f = 0; f < 3; f++) {
-            qsort(gbps[f], PB_RUNS, sizeof(double), pb_cmp);
+            qsort(gbps[f], PB_RUNS, sizeof(double), bench_cmp_double);
             med[f] = gbps[f][PB_RUNS / 2];
         }
         char label[16];
@@ -312,13 +300,7 @@ void bench_paging(void)
     c.ops = softgpu_driver_ops();
     {
         struct vidmm_segment_descriptor d[3];
-        struct vidmm_query_segment_out out;
-        memset(&out, 0, sizeof out);
-        struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &out, sizeof out };
-        c.ops->query_adapter_info(c.sg, &q);
-        out.segment_descriptor = d;
-        out.segment_descriptor_stride = sizeof d[0];
-        c.ops->query_adapter_info(c.sg, &q);
+        bench_sg_segments(c.sg, d);
         c.seg2_base = d[1].base_address;
     }
     c.src = aligned_alloc(4096, (size_t)maxsz);
@@ -352,17 +334,17 @@ void bench_paging(void)
         double gbps[PB_N][PB_RUNS];
         for (int run = -1; run < PB_RUNS; run++) {
             for (int f = 0; f < PB_N; f++) {
-                uint64_t t0 = pb_now_ns();
+                uint64_t t0 = bench_now_ns();
                 for (uint64_t i = 0; i < iters; i++)
                     fns[f](&c);
-                uint64_t dt = pb_now_ns() - t0;
+                uint64_t dt = bench_now_ns() - t0;
                 if (run >= 0)
                     gbps[f][run] = (double)(c.size * iters) / (double)(dt ? dt : 1);
             }
         }
         double med[PB_N];
         for (int f = 0; f < PB_N; f++) {
-            qsort(gbps[f], PB_RUNS, sizeof(double), pb_cmp);
+            qsort(gbps[f], PB_RUNS, sizeof(double), bench_cmp_double);
             med[f] = gbps[f][PB_RUNS / 2];
         }
         char label[16];

@@ -46,6 +46,7 @@
 #include "policy_bench.h"
 
 #include "vidmm/policy.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -68,36 +69,8 @@
 #define PB_POLICIES vidmm_policies()
 #endif
 
-static uint64_t pb_rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t pb_range(uint64_t *s, uint64_t n) { return n ? pb_rnd(s) % n : 0; }
-static double pb_unit(uint64_t *s) { return (double)(pb_rnd(s) >> 11) * (1.0 / 9007199254740992.0); }
-
-static void *pb_xmalloc(size_t n)
-{
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static void *pb_xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
+static uint64_t pb_range(uint64_t *s, uint64_t n) { return n ? splitmix64_next(s) % n : 0; }
+static double pb_unit(uint64_t *s) { return (double)(splitmix64_next(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* 64 KiB .. 16 MiB, log-uniform, a multiple of 64 KiB. */
 static uint64_t pb_size(uint64_t *s)
@@ -129,10 +102,10 @@ struct pb_workload {
 static uint32_t pb_add_alloc(struct pb_workload *w, uint64_t size, uint32_t proc, uint32_t prio, uint32_t hot)
 {
     uint32_t i = w->nalloc++;
-    w->size = pb_xrealloc(w->size, (size_t)w->nalloc * sizeof *w->size);
-    w->proc = pb_xrealloc(w->proc, (size_t)w->nalloc * sizeof *w->proc);
-    w->prio = pb_xrealloc(w->prio, (size_t)w->nalloc * sizeof *w->prio);
-    w->hot = pb_xrealloc(w->hot, (size_t)w->nalloc * sizeof *w->hot);
+    w->size = bench_xrealloc(w->size, (size_t)w->nalloc * sizeof *w->size);
+    w->proc = bench_xrealloc(w->proc, (size_t)w->nalloc * sizeof *w->proc);
+    w->prio = bench_xrealloc(w->prio, (size_t)w->nalloc * sizeof *w->prio);
+    w->hot = bench_xrealloc(w->hot, (size_t)w->nalloc * sizeof *w->hot);
     w->size[i] = size;
     w->proc[i] = proc;
     w->prio[i] = prio;
@@ -145,13 +118,13 @@ static void pb_begin_req(struct pb_workload *w)
 {
     if (!w->req_off) {
         w->req_cap = 1024;
-        w->req_off = pb_xmalloc(w->req_cap * sizeof *w->req_off);
+        w->req_off = bench_xcalloc(w->req_cap * sizeof *w->req_off);
         w->req_off[0] = 0;
-        w->mark = pb_xmalloc((size_t)w->nalloc * sizeof *w->mark);
+        w->mark = bench_xcalloc((size_t)w->nalloc * sizeof *w->mark);
     }
     if (w->nreq + 2 > w->req_cap) {
         w->req_cap *= 2;
-        w->req_off = pb_xrealloc(w->req_off, w->req_cap * sizeof *w->req_off);
+        w->req_off = bench_xrealloc(w->req_off, w->req_cap * sizeof *w->req_off);
     }
 }
 
@@ -163,7 +136,7 @@ static void pb_ref(struct pb_workload *w, uint32_t a)
     w->mark[a] = w->nreq + 1;
     if (w->nref == w->ref_cap) {
         w->ref_cap = w->ref_cap ? w->ref_cap * 2 : 4096;
-        w->ref = pb_xrealloc(w->ref, w->ref_cap * sizeof *w->ref);
+        w->ref = bench_xrealloc(w->ref, w->ref_cap * sizeof *w->ref);
     }
     w->ref[w->nref++] = a;
 }
@@ -177,10 +150,10 @@ static void pb_end_req(struct pb_workload *w)
 /* next-use clocks: one backward pass. */
 static void pb_finish(struct pb_workload *w)
 {
-    uint64_t *seen = pb_xmalloc((size_t)w->nalloc * sizeof *seen);
+    uint64_t *seen = bench_xcalloc((size_t)w->nalloc * sizeof *seen);
     for (uint32_t a = 0; a < w->nalloc; a++)
         seen[a] = VIDMM_NEXT_USE_NEVER;
-    w->next = pb_xmalloc((size_t)w->nref * sizeof *w->next);
+    w->next = bench_xcalloc((size_t)w->nref * sizeof *w->next);
     for (uint32_t r = w->nreq; r-- > 0;)
         for (uint32_t i = w->req_off[r]; i < w->req_off[r + 1]; i++) {
             w->next[i] = seen[w->ref[i]];
@@ -402,8 +375,8 @@ static uint64_t pb_class_hint(uint32_t priority, uint64_t next_use)
 static void pb_simulate(const struct pb_workload *w, const struct vidmm_eviction_policy *p, int class_hints,
                         struct pb_result *res)
 {
-    struct pb_alloc *al = pb_xmalloc((size_t)w->nalloc * sizeof *al);
-    struct pb_alloc **victim = pb_xmalloc((size_t)w->nalloc * sizeof *victim);
+    struct pb_alloc *al = bench_xcalloc((size_t)w->nalloc * sizeof *al);
+    struct pb_alloc **victim = bench_xcalloc((size_t)w->nalloc * sizeof *victim);
     void *st;
     uint64_t resident = 0, nres = 0;
     memset(res, 0, sizeof *res);
@@ -504,27 +477,15 @@ static void pb_simulate(const struct pb_workload *w, const struct vidmm_eviction
 
 /* ---- callback cost -------------------------------------------------- */
 
-static int pb_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pb_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, pb_cmp);
-    return v[n / 2];
-}
-
 /* ns per touch and per miss at n resident entries. */
 static void pb_cost(const struct vidmm_eviction_policy *p, uint32_t n, uint32_t ops, double *touch_ns,
                     double *miss_ns, double *null_ns, int *errors)
 {
     uint32_t extra = n / 4 ? n / 4 : 1, total = n + extra;
-    struct vidmm_policy_entry *ent = pb_xmalloc((size_t)total * sizeof *ent);
-    uint32_t *pool = pb_xmalloc((size_t)extra * sizeof *pool); /* evicted entries */
-    uint32_t *idx = pb_xmalloc((size_t)ops * sizeof *idx);
-    uint64_t *nu = pb_xmalloc((size_t)ops * sizeof *nu);
+    struct vidmm_policy_entry *ent = bench_xcalloc((size_t)total * sizeof *ent);
+    uint32_t *pool = bench_xcalloc((size_t)extra * sizeof *pool); /* evicted entries */
+    uint32_t *idx = bench_xcalloc((size_t)ops * sizeof *idx);
+    uint64_t *nu = bench_xcalloc((size_t)ops * sizeof *nu);
     uint64_t s = PB_SEED ^ n, clock = 0;
     double t[PB_RUNS], m[PB_RUNS], z[PB_RUNS];
     void *st;
@@ -591,9 +552,9 @@ static void pb_cost(const struct vidmm_eviction_policy *p, uint32_t n, uint32_t 
     if (bench_opts.check && p->check && p->check(st) != 0)
         (*errors)++;
     p->destroy(st);
-    *touch_ns = pb_median(t, PB_RUNS);
-    *miss_ns = pb_median(m, PB_RUNS);
-    *null_ns = pb_median(z, PB_RUNS);
+    *touch_ns = bench_median(t, PB_RUNS);
+    *miss_ns = bench_median(m, PB_RUNS);
+    *null_ns = bench_median(z, PB_RUNS);
 out:
     free(ent);
     free(pool);
@@ -602,22 +563,6 @@ out:
 }
 
 /* ---- the report ----------------------------------------------------- */
-
-static int pb_selected(void)
-{
-    const char *p = bench_opts.only;
-    if (!p)
-        return 1;
-    while (*p) {
-        if (!strncmp(p, "policy", 6) && (p[6] == ',' || !p[6]))
-            return 1;
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
-    }
-    return 0;
-}
 
 /* A row of the simulation table: a policy, or Belady fed class-major hints. */
 struct pb_row {
@@ -628,7 +573,7 @@ struct pb_row {
 
 void bench_policy(void)
 {
-    if (!pb_selected())
+    if (!bench_only("policy"))
         return;
     const struct vidmm_eviction_policy *const *pol = PB_POLICIES;
     struct pb_row rows[16];

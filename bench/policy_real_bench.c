@@ -29,6 +29,7 @@
 
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
+#include "harness/splitmix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,14 +47,6 @@ struct rp_trace {
     uint32_t (*req)[RP_MAX_LIST];   /* allocation indices */
     uint64_t *next;          /* [request * RP_MAX_LIST + k]: request index of next use, or UINT64_MAX */
 };
-
-static uint64_t rp_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static int rp_alloc_trace(struct rp_trace *t, uint32_t nalloc, uint32_t nreq)
 {
@@ -79,7 +72,7 @@ static void rp_free_trace(struct rp_trace *t)
 
 static uint64_t rp_size(uint64_t *s)
 {
-    return (64ull << 10) << (rp_rand(s) % 5);   /* 64 KiB .. 1 MiB */
+    return (64ull << 10) << (splitmix64_next(s) % 5);   /* 64 KiB .. 1 MiB */
 }
 
 /* Sizes until the population holds `bytes`. */
@@ -143,11 +136,11 @@ static int rp_make_drift(struct rp_trace *t, uint32_t nreq)
         w = 4;
     for (uint32_t r = 0; r < nreq; r++) {
         uint32_t base = (uint32_t)((uint64_t)r * (n - w) / nreq);   /* slides across the population */
-        uint32_t len = 1 + (uint32_t)(rp_rand(&s) % 3);
+        uint32_t len = 1 + (uint32_t)(splitmix64_next(&s) % 3);
         t->req_len[r] = len;
         for (uint32_t k = 0; k < len; k++) {
             /* Zipf-ish: a uniform pick squared leans to the window's front. */
-            uint64_t u = rp_rand(&s) % 1024;
+            uint64_t u = splitmix64_next(&s) % 1024;
             uint32_t off = (uint32_t)(u * u * w / (1024 * 1024));
             t->req[r][k] = base + off;
         }
@@ -176,7 +169,7 @@ static int rp_make_sweep(struct rp_trace *t, uint32_t nreq)
     uint32_t pos = 0;
     for (uint32_t r = 0; r < nreq; r++) {
         uint32_t base = (uint32_t)((uint64_t)r * (n - w) / nreq);
-        uint32_t len = 1 + (uint32_t)(rp_rand(&s) % 3);
+        uint32_t len = 1 + (uint32_t)(splitmix64_next(&s) % 3);
         t->req_len[r] = len;
         for (uint32_t k = 0; k < len; k++)
             t->req[r][k] = base + (pos + k) % w;
@@ -197,12 +190,12 @@ static int rp_make_multi(struct rp_trace *t, uint32_t nreq)
     t->nalloc = b3;
     uint32_t base[3] = { b0, b1, b2 }, count[3] = { b1 - b0, b2 - b1, b3 - b2 };
     for (uint32_t r = 0; r < nreq; r++) {
-        int p = (int)(rp_rand(&s) % 3);
-        uint32_t len = 1 + (uint32_t)(rp_rand(&s) % 4);
+        int p = (int)(splitmix64_next(&s) % 3);
+        uint32_t len = 1 + (uint32_t)(splitmix64_next(&s) % 4);
         t->req_len[r] = len;
         for (uint32_t k = 0; k < len; k++) {
             /* Each process loops over its set, with some random reuse. */
-            uint32_t pos = (rp_rand(&s) % 4) ? (uint32_t)((r / 3 + k) % count[p]) : (uint32_t)(rp_rand(&s) % count[p]);
+            uint32_t pos = (splitmix64_next(&s) % 4) ? (uint32_t)((r / 3 + k) % count[p]) : (uint32_t)(splitmix64_next(&s) % count[p]);
             t->req[r][k] = base[p] + pos;
         }
     }

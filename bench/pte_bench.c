@@ -19,6 +19,7 @@
  * 8-byte store on the reference machine).
  */
 #include "bench.h"
+#include "bench_softgpu.h"
 #include "pte_bench.h"
 #include "vidmm/softgpu.h"
 
@@ -46,13 +47,6 @@ struct pt_ctx {
 };
 
 static uint64_t pt_dma[65536 / 8];
-
-static uint64_t pt_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Encodes one operation into the current buffer, submitting full buffers
  * (the restart protocol). */
@@ -155,25 +149,19 @@ static void pt_raw_rand(struct pt_ctx *c)
         p[c->idx[i]] = 0x0100000000000001ull | (i << 12);
 }
 
-static int pt_cmp(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* Median ns per PTE of fn over reps repetitions of count PTEs. */
 static double pt_time(struct pt_ctx *c, void (*fn)(struct pt_ctx *), uint64_t reps, uint64_t count)
 {
     double r[PT_RUNS];
     for (int k = -1; k < PT_RUNS; k++) {
-        uint64_t t0 = pt_now_ns();
+        uint64_t t0 = bench_now_ns();
         for (uint64_t i = 0; i < reps; i++)
             fn(c);
-        double ns = (double)(pt_now_ns() - t0) / (double)(reps * count);
+        double ns = (double)(bench_now_ns() - t0) / (double)(reps * count);
         if (k >= 0)
             r[k] = ns;
     }
-    qsort(r, PT_RUNS, sizeof r[0], pt_cmp);
+    qsort(r, PT_RUNS, sizeof r[0], bench_cmp_double);
     return r[PT_RUNS / 2];
 }
 
@@ -214,13 +202,7 @@ void bench_pte(void)
     }
     c.ops = softgpu_driver_ops();
     struct vidmm_segment_descriptor d[3];
-    struct vidmm_query_segment_out out;
-    memset(&out, 0, sizeof out);
-    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &out, sizeof out };
-    c.ops->query_adapter_info(c.sg, &q);
-    out.segment_descriptor = d;
-    out.segment_descriptor_stride = sizeof d[0];
-    c.ops->query_adapter_info(c.sg, &q);
+    bench_sg_segments(c.sg, d);
     c.bar = d[0].cpu_translated_address;
 
     const uint64_t maxseq = 262144;

@@ -26,12 +26,6 @@
 
 #define MR_LIST 1024u
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? -1 : a > b;
-}
-
 static double mr_run(uint32_t n, int pattern)
 {
     struct softgpu_config cfg;
@@ -91,7 +85,7 @@ static double mr_run(uint32_t n, int pattern)
         }
         ns[r] = bench_now_ns() - t0;
     }
-    qsort(ns, 5, sizeof ns[0], cmp_u64);
+    qsort(ns, 5, sizeof ns[0], bench_cmp_u64);
     result = (double)ns[2] / ((double)calls * MR_LIST);
     if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
         result = -2;

@@ -24,12 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_d(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 struct sb_env {
     struct softgpu *sg;
     struct vidmm_adapter *a;
@@ -171,7 +165,7 @@ void bench_submit(void)
                     r[mode][rep] = run(&e, mode, iters);
             env_close(&e);
             for (int mode = first; mode <= last; mode++)
-                qsort(r[mode], 5, sizeof(double), cmp_d);
+                qsort(r[mode], 5, sizeof(double), bench_cmp_double);
         }
         double v = r[0][2], pf = r[1][2], pr = r[2][2];
         printf("%8u  %14.0f  %14.0f  %14.0f  %14.2f\n", n, 1e9 / v, 1e9 / pf, 1e9 / pr, (pf - pr) / n);

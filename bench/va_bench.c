@@ -24,6 +24,7 @@
 #include "va_bench.h"
 
 #include "va/va_space.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,36 +37,6 @@
 #define VB_RUNS 5
 #define VB_ANCHOR_GPUVM_G 886.0   /* drm_gpuvm's ns/op on workload G (docs/PERFORMANCE.md) */
 #define VB_TARGET_G 0.5           /* at most half of drm_gpuvm's time (docs/PERFORMANCE.md) */
-
-static uint64_t vb_rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void *vb_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-static int vb_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double vb_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, vb_cmp);
-    return v[n / 2];
-}
 
 /* Counts steps so the callback is not optimised away; writes no PTEs. */
 static void vb_step(void *ctx, const struct vidmm_va_step *s)
@@ -97,13 +68,13 @@ static void vb_workload_g(void)
     /* Share of maps: with replace-on-map, a 64 GiB window of 1 M granules
      * and 16.5-granule mean requests settles at ~60 K mappings here. */
     const unsigned map_pct = 55;
-    struct vb_gop *ops = vb_xmalloc((size_t)total * sizeof *ops);
+    struct vb_gop *ops = bench_xmalloc((size_t)total * sizeof *ops);
     uint64_t seed = VB_SEED;
     for (uint64_t i = 0; i < total; i++) {
-        uint64_t units = 1 + vb_rnd(&seed) % 32;
+        uint64_t units = 1 + splitmix64_next(&seed) % 32;
         ops[i].size = units * gran;
-        ops[i].va = win_base + gran * (vb_rnd(&seed) % (window / gran - units + 1));
-        ops[i].map = vb_rnd(&seed) % 100 < map_pct;
+        ops[i].va = win_base + gran * (splitmix64_next(&seed) % (window / gran - units + 1));
+        ops[i].map = splitmix64_next(&seed) % 100 < map_pct;
     }
     struct vidmm_va_space vs;
     uint64_t steps = 0, va;
@@ -146,7 +117,7 @@ static void vb_workload_g(void)
         lo = ns[r] < lo ? ns[r] : lo;
         hi = ns[r] > hi ? ns[r] : hi;
     }
-    double med = vb_median(ns, VB_RUNS);
+    double med = bench_median(ns, VB_RUNS);
     printf("\nG: VA map/unmap with splits (drm_gpuvm sm_map/sm_unmap), 64 KiB..2 MiB, 64 KiB granular,\n"
            "   64 GiB window of a 2^47 space, %u%% maps, %" PRIu64 " K warm-up ops, median of %d x %" PRIu64
            " K ops\n",
@@ -170,12 +141,12 @@ static double vb_reserve_free(uint64_t live, uint64_t seg, double *lo_out, doubl
     vidmm_status st = vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 47);
     if (st != VIDMM_OK)
         vb_fail("va_space_init", st);
-    uint64_t *vas = vb_xmalloc((size_t)live * sizeof *vas), *sizes = vb_xmalloc((size_t)live * sizeof *sizes);
+    uint64_t *vas = bench_xmalloc((size_t)live * sizeof *vas), *sizes = bench_xmalloc((size_t)live * sizeof *sizes);
     uint64_t seed = VB_SEED ^ live;
     /* Fill, then one round of random frees and refills so the holes are
      * scattered over the whole used part of the space. */
     for (uint64_t i = 0; i < live; i++) {
-        sizes[i] = 64 * VB_KiB * (1 + vb_rnd(&seed) % 16);
+        sizes[i] = 64 * VB_KiB * (1 + splitmix64_next(&seed) % 16);
         if ((st = vidmm_va_reserve(&vs, 0, 0, 0, sizes[i], VIDMM_VA_NO_ACCESS, &vas[i])) != VIDMM_OK)
             vb_fail("R fill", st);
     }
@@ -192,15 +163,15 @@ static double vb_reserve_free(uint64_t live, uint64_t seg, double *lo_out, doubl
         }
     }
     for (uint64_t i = n; i < live; i++) {
-        sizes[i] = 64 * VB_KiB * (1 + vb_rnd(&seed) % 16);
+        sizes[i] = 64 * VB_KiB * (1 + splitmix64_next(&seed) % 16);
         if ((st = vidmm_va_reserve(&vs, 0, 0, 0, sizes[i], VIDMM_VA_ZERO, &vas[i])) != VIDMM_OK)
             vb_fail("R refill", st);
     }
     uint64_t total = seg * (VB_RUNS + 1);
-    uint64_t *victim = vb_xmalloc((size_t)total * sizeof *victim), *rsz = vb_xmalloc((size_t)total * sizeof *rsz);
+    uint64_t *victim = bench_xmalloc((size_t)total * sizeof *victim), *rsz = bench_xmalloc((size_t)total * sizeof *rsz);
     for (uint64_t i = 0; i < total; i++) {
-        victim[i] = vb_rnd(&seed) % live;
-        rsz[i] = 64 * VB_KiB * (1 + vb_rnd(&seed) % 16);
+        victim[i] = splitmix64_next(&seed) % live;
+        rsz[i] = 64 * VB_KiB * (1 + splitmix64_next(&seed) % 16);
     }
     double ns[VB_RUNS];
     for (int r = -1; r < VB_RUNS; r++) {
@@ -236,7 +207,7 @@ static double vb_reserve_free(uint64_t live, uint64_t seg, double *lo_out, doubl
     free(victim);
     free(rsz);
     (void)ranges;
-    return vb_median(ns, VB_RUNS);
+    return bench_median(ns, VB_RUNS);
 }
 
 void bench_va(void)

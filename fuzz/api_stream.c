@@ -87,16 +87,9 @@ static void rules_violated(struct fz *f, const char *what, int e)
 
 static const char *const presets[] = { "dgpu", "igpu", "wddm1" };
 
-static int trace = -1;   /* FUZZ_TRACE=1: print every call and its status (debugging a reproducer) */
-
 static void st_ok(struct fz *f, vidmm_status st, const char *what)
 {
-    if (trace < 0)
-        trace = getenv("FUZZ_TRACE") != NULL;
-    if (trace)
-        fprintf(stderr, "  %-36s %s\n", what, vidmm_status_str(st));
-    FUZZ_REQUIRE(st >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st <= VIDMM_PENDING, "%s: unknown status %d", what,
-                 (int)st);
+    FZ_STEP(st, what, 36);
     int e = vidmm_adapter_check(f->a, f->report, sizeof f->report);
     FUZZ_REQUIRE(e == 0, "%s (%s): adapter check: %d violations\n%s", what, vidmm_status_str(st), e, f->report);
     int s = softgpu_check(f->sg);
@@ -458,476 +451,680 @@ static const struct vidmm_eviction_policy *pick_policy(struct fz *f)
     }
 }
 
-static void one_call(struct fz *f, uint8_t op)
+static void do_process_create(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    st = vidmm_process_create(f->a, &h);
+    st_ok(f, st, "process_create");
+    if (st == VIDMM_OK)
+        add(f, H_PROC, h);
+}
+
+static void do_process_destroy(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    h = pick(f, H_PROC);
+    st = vidmm_process_destroy(f->a, h);
+    st_ok(f, st, "process_destroy");
+    if (st == VIDMM_OK)
+        kill(f, H_PROC, h);
+}
+
+static void do_device_create(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle d = 0;
+    st = vidmm_device_create(f->a, pick(f, H_PROC), &d);
+    st_ok(f, st, "device_create");
+    if (st == VIDMM_OK)
+        add(f, H_DEV, d);
+}
+
+static void do_device_destroy(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    h = pick(f, H_DEV);
+    st = vidmm_device_destroy(f->a, h);
+    st_ok(f, st, "device_destroy");
+    if (st == VIDMM_OK)
+        kill(f, H_DEV, h);
+}
+
+static void do_context_create(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    struct vidmm_context_desc cd = { 0, 0, 0, 0 };
+    cd.node = fz_u8(&f->in) % 4;
+    cd.mode = fz_u8(&f->in) % 3;
+    if (fz_u8(&f->in) == 0xff)
+        cd.flags = 1;
+    st = vidmm_context_create(f->a, pick(f, H_DEV), &cd, &h);
+    st_ok(f, st, "context_create");
+    if (st == VIDMM_OK)
+        add(f, H_CTX, h);
+}
+
+static void do_context_destroy(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    h = pick(f, H_CTX);
+    st = vidmm_context_destroy(f->a, h);
+    st_ok(f, st, "context_destroy");
+    if (st == VIDMM_OK)
+        kill(f, H_CTX, h);
+}
+
+static void do_queue_create(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    h = pick(f, H_DEV);
+    st = vidmm_paging_queue_create(f->a, h, (int)(fz_u8(&f->in) % 5) - 2, &h);
+    st_ok(f, st, "paging_queue_create");
+    if (st == VIDMM_OK)
+        add(f, H_QUEUE, h);
+}
+
+static void do_queue_destroy(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    h = pick(f, H_QUEUE);
+    st = vidmm_paging_queue_destroy(f->a, h);
+    st_ok(f, st, "paging_queue_destroy");
+    if (st == VIDMM_OK)
+        kill(f, H_QUEUE, h);
+}
+
+/* allocation_create and allocation_create2 (which adds create flags). */
+static void allocation_create(struct fz *f, int create2)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    struct softgpu_alloc_desc d;
+    alloc_desc(f, &d);
+    size_t dsz = fz_u8(&f->in) == 0xfe ? sizeof d - 8 : sizeof d;
+    if (!create2)
+        st = vidmm_allocation_create(f->a, &d, dsz, &h);
+    else
+        st = vidmm_allocation_create2(f->a, &d, dsz, fz_u8(&f->in) % 3, &h);
+    st_ok(f, st, "allocation_create");
+    if (st == VIDMM_OK)
+        add(f, H_ALLOC, h);
+}
+
+static void do_allocation_create(struct fz *f)
+{
+    allocation_create(f, 0);
+}
+
+static void do_allocation_create2(struct fz *f)
+{
+    allocation_create(f, 1);
+}
+
+static void do_allocation_destroy(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    h = pick(f, H_ALLOC);
+    st = vidmm_allocation_destroy(f->a, h);
+    st_ok(f, st, "allocation_destroy");
+    if (st == VIDMM_OK)
+        kill(f, H_ALLOC, h);
+}
+
+static void do_lock(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    void *p = NULL;
+    h = pick(f, H_ALLOC);
+    st = vidmm_allocation_lock(f->a, h, &p);
+    st_ok(f, st, "lock");
+    if (st == VIDMM_OK) {
+        struct vidmm_allocation_state s;
+        FUZZ_REQUIRE(p != NULL, "lock OK without a pointer");
+        st_ok(f, vidmm_allocation_query(f->a, h, &s), "query after lock");
+        /* Touch the first and last byte the driver asked for (ASan
+         * sees any mapping that is too short). */
+        ((volatile uint8_t *)p)[0] = 0x5a;
+        ((volatile uint8_t *)p)[s.requested_size - 1] = 0xa5;
+        if (fz_u8(&f->in) & 1)
+            st_ok(f, vidmm_allocation_unlock(f->a, h), "unlock");
+    }
+}
+
+static void do_unlock(struct fz *f)
+{
+    st_ok(f, vidmm_allocation_unlock(f->a, pick(f, H_ALLOC)), "unlock");
+}
+
+static void do_move(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_ALLOC);
+    st_ok(f, vidmm_allocation_move(f->a, h, fz_u8(&f->in) % 6), "move");
+}
+
+static void do_move_discard(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_ALLOC);
+    st_ok(f, vidmm_allocation_move_discard(f->a, h, fz_u8(&f->in) % 6), "move_discard");
+}
+
+static void do_flip(struct fz *f)
+{
+    vidmm_handle h = 0;
+    uint32_t source = fz_u8(&f->in) % 10;
+    h = fz_u8(&f->in) & 1 ? 0 : pick(f, H_ALLOC);
+    st_ok(f, vidmm_adapter_flip(f->a, source, h), "flip");
+}
+
+static void do_gpuva_reserve(struct fz *f)
 {
     vidmm_status st;
     vidmm_handle h = 0;
     uint64_t v = 0;
-    switch (op % (f->ext ? 56 : 44)) {
-    case 0:
-        st = vidmm_process_create(f->a, &h);
-        st_ok(f, st, "process_create");
-        if (st == VIDMM_OK)
-            add(f, H_PROC, h);
-        break;
-    case 1:
-        h = pick(f, H_PROC);
-        st = vidmm_process_destroy(f->a, h);
-        st_ok(f, st, "process_destroy");
-        if (st == VIDMM_OK)
-            kill(f, H_PROC, h);
-        break;
-    case 2: {
-        vidmm_handle d = 0;
-        st = vidmm_device_create(f->a, pick(f, H_PROC), &d);
-        st_ok(f, st, "device_create");
-        if (st == VIDMM_OK)
-            add(f, H_DEV, d);
-        break;
-    }
-    case 3:
-        h = pick(f, H_DEV);
-        st = vidmm_device_destroy(f->a, h);
-        st_ok(f, st, "device_destroy");
-        if (st == VIDMM_OK)
-            kill(f, H_DEV, h);
-        break;
-    case 4: {
-        struct vidmm_context_desc cd = { 0, 0, 0, 0 };
-        cd.node = fz_u8(&f->in) % 4;
-        cd.mode = fz_u8(&f->in) % 3;
-        if (fz_u8(&f->in) == 0xff)
-            cd.flags = 1;
-        st = vidmm_context_create(f->a, pick(f, H_DEV), &cd, &h);
-        st_ok(f, st, "context_create");
-        if (st == VIDMM_OK)
-            add(f, H_CTX, h);
-        break;
-    }
-    case 5:
-        h = pick(f, H_CTX);
-        st = vidmm_context_destroy(f->a, h);
-        st_ok(f, st, "context_destroy");
-        if (st == VIDMM_OK)
-            kill(f, H_CTX, h);
-        break;
-    case 6:
-        h = pick(f, H_DEV);
-        st = vidmm_paging_queue_create(f->a, h, (int)(fz_u8(&f->in) % 5) - 2, &h);
-        st_ok(f, st, "paging_queue_create");
-        if (st == VIDMM_OK)
-            add(f, H_QUEUE, h);
-        break;
-    case 7:
-        h = pick(f, H_QUEUE);
-        st = vidmm_paging_queue_destroy(f->a, h);
-        st_ok(f, st, "paging_queue_destroy");
-        if (st == VIDMM_OK)
-            kill(f, H_QUEUE, h);
-        break;
-    case 8:
-    case 9: {
-        struct softgpu_alloc_desc d;
-        alloc_desc(f, &d);
-        size_t dsz = fz_u8(&f->in) == 0xfe ? sizeof d - 8 : sizeof d;
-        if (op % (f->ext ? 56 : 44) == 8)
-            st = vidmm_allocation_create(f->a, &d, dsz, &h);
-        else
-            st = vidmm_allocation_create2(f->a, &d, dsz, fz_u8(&f->in) % 3, &h);
-        st_ok(f, st, "allocation_create");
-        if (st == VIDMM_OK)
-            add(f, H_ALLOC, h);
-        break;
-    }
-    case 10:
-        h = pick(f, H_ALLOC);
-        st = vidmm_allocation_destroy(f->a, h);
-        st_ok(f, st, "allocation_destroy");
-        if (st == VIDMM_OK)
-            kill(f, H_ALLOC, h);
-        break;
-    case 11: {
-        void *p = NULL;
-        h = pick(f, H_ALLOC);
-        st = vidmm_allocation_lock(f->a, h, &p);
-        st_ok(f, st, "lock");
-        if (st == VIDMM_OK) {
-            struct vidmm_allocation_state s;
-            FUZZ_REQUIRE(p != NULL, "lock OK without a pointer");
-            st_ok(f, vidmm_allocation_query(f->a, h, &s), "query after lock");
-            /* Touch the first and last byte the driver asked for (ASan
-             * sees any mapping that is too short). */
-            ((volatile uint8_t *)p)[0] = 0x5a;
-            ((volatile uint8_t *)p)[s.requested_size - 1] = 0xa5;
-            if (fz_u8(&f->in) & 1)
-                st_ok(f, vidmm_allocation_unlock(f->a, h), "unlock");
-        }
-        break;
-    }
-    case 12:
-        st_ok(f, vidmm_allocation_unlock(f->a, pick(f, H_ALLOC)), "unlock");
-        break;
-    case 13:
-        h = pick(f, H_ALLOC);
-        st_ok(f, vidmm_allocation_move(f->a, h, fz_u8(&f->in) % 6), "move");
-        break;
-    case 14:
-        h = pick(f, H_ALLOC);
-        st_ok(f, vidmm_allocation_move_discard(f->a, h, fz_u8(&f->in) % 6), "move_discard");
-        break;
-    case 15:
-    {
-        uint32_t source = fz_u8(&f->in) % 10;
-        h = fz_u8(&f->in) & 1 ? 0 : pick(f, H_ALLOC);
-        st_ok(f, vidmm_adapter_flip(f->a, source, h), "flip");
-    }
-        break;
-    case 16: {
-        uint64_t base = fz_u8(&f->in) & 1 ? pick_va(f) & ~0xffffull : 0;
-        uint64_t size = pick_size(f);
-        h = pick(f, H_PROC);
-        uint64_t lo = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
-        uint64_t hi = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
-        st = vidmm_gpuva_reserve(f->a, h, base, lo, hi, size, fz_u8(&f->in) % 3, &v);
-        st_ok(f, st, "gpuva_reserve");
-        if (st == VIDMM_OK)
-            note_va(f, v, size);
-        break;
-    }
-    case 17:
-    case 18: {
-        uint64_t base = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
-        vidmm_handle proc = pick(f, H_PROC), al = pick(f, H_ALLOC);
-        uint64_t off = (uint64_t)(fz_u8(&f->in) & 7) * 4096u, size = pick_size(f);
-        if (fz_u8(&f->in) & 1) { /* the whole allocation, the common case */
-            struct vidmm_allocation_state s;
-            if (vidmm_allocation_query(f->a, al, &s) == VIDMM_OK) {
-                off = 0;
-                size = (s.requested_size + 4095u) & ~4095ull;
-            }
-        }
-        uint32_t prot = fz_u8(&f->in) & 3;
-        uint32_t mflags = fz_u8(&f->in);
-        st = vidmm_gpuva_map(f->a, proc, base, 0, 0, al, off, size, prot, mflags, &v);
-        st_ok(f, st, "gpuva_map");
-        if (st == VIDMM_OK)
-            note_va(f, v, size);
-        break;
-    }
-    case 19:
-    {
-        h = pick(f, H_PROC);
-        uint64_t va = pick_va(f);
-        st_ok(f, vidmm_gpuva_unmap(f->a, h, va, pick_size(f)), "gpuva_unmap");
-    }
-        break;
-    case 20:
-    {
-        h = pick(f, H_PROC);
-        uint64_t va = pick_va(f);
-        st_ok(f, vidmm_gpuva_free(f->a, h, va, pick_size(f)), "gpuva_free");
-    }
-        break;
-    case 21:
-        op_gpuva_update(f);
-        break;
-    case 22:
-        op_make_resident(f);
-        break;
-    case 23: {
-        vidmm_handle list[6];
-        uint32_t n = fz_u8(&f->in) % 7;
-        for (uint32_t i = 0; i < n; i++)
-            list[i] = pick(f, H_ALLOC);
-        uint64_t trim = 0;
-        h = pick(f, H_DEV);
-        uint32_t flags = fz_u8(&f->in) & 7;
-        st_ok(f, vidmm_evict(f->a, h, list, n, flags, fz_u8(&f->in) & 1 ? &trim : NULL), "evict");
-        break;
-    }
-    case 24: {
-        vidmm_handle list[4];
-        uint32_t n = fz_u8(&f->in) % 5;
-        for (uint32_t i = 0; i < n; i++)
-            list[i] = pick(f, H_ALLOC);
-        h = pick(f, H_DEV);
-        st_ok(f, vidmm_offer(f->a, h, list, n, fz_u8(&f->in) % 6), "offer");
-        break;
-    }
-    case 25: {
-        vidmm_handle list[4];
-        uint32_t res[4];
-        uint32_t n = fz_u8(&f->in) % 5;
-        for (uint32_t i = 0; i < n; i++)
-            list[i] = pick(f, H_ALLOC);
-        vidmm_handle q = pick(f, H_QUEUE);
-        st = vidmm_reclaim(f->a, q, list, n, res, &v);
-        st_ok(f, st, "reclaim");
-        if (st == VIDMM_PENDING)
-            st_ok(f, vidmm_paging_queue_wait(f->a, q, v, wait_ns(f)), "paging_queue_wait after reclaim");
-        break;
-    }
-    case 26: {
-        struct vidmm_video_memory_info mi;
-        h = pick(f, H_PROC);
-        st_ok(f, vidmm_query_video_memory_info(f->a, h, (enum vidmm_segment_group)(fz_u8(&f->in) % 3), &mi),
-              "query_video_memory_info");
-        break;
-    }
-    case 27:
-    case 28: {
-        h = pick(f, H_PROC);
-        enum vidmm_segment_group g = (enum vidmm_segment_group)(fz_u8(&f->in) % 3);
-        uint64_t bytes = pick_size(f);
-        if (op % (f->ext ? 56 : 44) == 27)
-            st_ok(f, vidmm_change_video_memory_reservation(f->a, h, g, bytes), "change_reservation");
-        else
-            st_ok(f, vidmm_process_set_budget(f->a, h, g, bytes), "set_budget");
-        break;
-    }
-    case 29: {
-        uint8_t b = fz_u8(&f->in);
-        uint32_t prio = b & 1 ? fz_u32(&f->in) : (uint32_t)(b >> 1) << 25;
-        st_ok(f, vidmm_allocation_set_priority(f->a, pick(f, H_ALLOC), prio), "set_priority");
-        break;
-    }
-    case 30:
-        h = pick(f, H_ALLOC);
-        st_ok(f, vidmm_allocation_set_next_use(f->a, h, vidmm_residency_clock(f->a) + fz_u8(&f->in)),
-              "set_next_use");
-        break;
-    case 31:
-        st_ok(f, vidmm_adapter_set_eviction_policy(f->a, pick_policy(f)), "set_eviction_policy");
-        break;
-    case 32:
-        h = pick(f, H_DEV);
-        st_ok(f, vidmm_register_trim_notification(f->a, h, fz_u8(&f->in) & 1 ? trim_cb : NULL, f),
-              "register_trim_notification");
-        break;
-    case 33:
-        op_submit_virtual(f);
-        break;
-    case 34:
-        op_submit_physical(f);
-        break;
-    case 35: {
-        uint8_t b = fz_u8(&f->in);
-        uint64_t val = b & 1 ? f->last_fence : (uint64_t)(b >> 1);
-        st_ok(f, vidmm_context_wait(f->a, pick(f, H_CTX), val, 0), "context_wait");
-        break;
-    }
-    case 36: {
-        uint64_t sub = 0, done = 0;
-        st = vidmm_context_fence(f->a, pick(f, H_CTX), &sub, &done);
-        st_ok(f, st, "context_fence");
-        FUZZ_REQUIRE(st < 0 || done <= sub, "context fence: completed %llu > submitted %llu",
-                     (unsigned long long)done, (unsigned long long)sub);
-        break;
-    }
-    case 37: {
-        vidmm_handle q = pick(f, H_QUEUE);
-        st_ok(f, vidmm_paging_queue_fence(f->a, q, &v), "paging_queue_fence");
-        st_ok(f, vidmm_paging_queue_wait(f->a, q, fz_u8(&f->in), 0), "paging_queue_wait");
-        break;
-    }
-    case 38: {
+    uint64_t base = fz_u8(&f->in) & 1 ? pick_va(f) & ~0xffffull : 0;
+    uint64_t size = pick_size(f);
+    h = pick(f, H_PROC);
+    uint64_t lo = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+    uint64_t hi = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+    st = vidmm_gpuva_reserve(f->a, h, base, lo, hi, size, fz_u8(&f->in) % 3, &v);
+    st_ok(f, st, "gpuva_reserve");
+    if (st == VIDMM_OK)
+        note_va(f, v, size);
+}
+
+static void do_gpuva_map(struct fz *f)
+{
+    vidmm_status st;
+    uint64_t v = 0;
+    uint64_t base = fz_u8(&f->in) & 1 ? pick_va(f) : 0;
+    vidmm_handle proc = pick(f, H_PROC), al = pick(f, H_ALLOC);
+    uint64_t off = (uint64_t)(fz_u8(&f->in) & 7) * 4096u, size = pick_size(f);
+    if (fz_u8(&f->in) & 1) { /* the whole allocation, the common case */
         struct vidmm_allocation_state s;
-        struct vidmm_residency_state r;
-        struct vidmm_physical_range pr[4];
-        uint32_t cnt = 0;
-        h = pick(f, H_ALLOC);
-        st_ok(f, vidmm_allocation_query(f->a, h, &s), "allocation_query");
-        st_ok(f, vidmm_allocation_residency(f->a, h, &r), "allocation_residency");
-        st_ok(f, vidmm_allocation_physical_ranges(f->a, h, pr, fz_u8(&f->in) % 5, &cnt), "physical_ranges");
-        break;
-    }
-    case 39: {
-        struct vidmm_process_info pi;
-        struct vidmm_physical_address root;
-        struct vidmm_gpuva_range r[4];
-        uint32_t cnt = 0;
-        h = pick(f, H_PROC);
-        st_ok(f, vidmm_process_query(f->a, h, &pi), "process_query");
-        st_ok(f, vidmm_process_root_page_table(f->a, h, &root), "root_page_table");
-        v = pick_va(f);
-        st_ok(f, vidmm_gpuva_query(f->a, h, v, r, fz_u8(&f->in) % 5, &cnt), "gpuva_query");
-        break;
-    }
-    case 40: {
-        struct vidmm_device_info di;
-        struct vidmm_context_info ci;
-        st_ok(f, vidmm_device_query(f->a, pick(f, H_DEV), &di), "device_query");
-        st_ok(f, vidmm_context_query(f->a, pick(f, H_CTX), &ci), "context_query");
-        break;
-    }
-    case 41: {
-        struct vidmm_adapter_info ai;
-        struct vidmm_segment_info si;
-        struct vidmm_gpummu_info gi;
-        struct vidmm_paging_process_info pp;
-        st_ok(f, vidmm_adapter_query_info(f->a, &ai), "adapter_query_info");
-        st_ok(f, vidmm_segment_query(f->a, fz_u8(&f->in) % 8, &si), "segment_query");
-        st_ok(f, vidmm_adapter_query_gpummu(f->a, &gi), "query_gpummu");
-        st_ok(f, vidmm_adapter_query_paging_process(f->a, &pp), "query_paging_process");
-        break;
-    }
-    case 42: {
-        struct vidmm_residency_stats rs;
-        struct vidmm_submit_stats ss;
-        st_ok(f, vidmm_residency_get_stats(f->a, &rs), "residency_stats");
-        st_ok(f, vidmm_submit_get_stats(f->a, &ss), "submit_stats");
-        break;
-    }
-    /* ---- revision 2: power, TDR, injected hangs and faults, private
-     * allocations, hostile trim callbacks, bounded waits ---------------- */
-    case 44:
-        st_ok(f, vidmm_adapter_set_power_state(f->a, fz_u8(&f->in) % 4), "set_power_state");
-        break;
-    case 45: {
-        uint32_t ps = 99;
-        struct vidmm_power_stats pws;
-        struct vidmm_tdr_stats ts;
-        st = vidmm_adapter_get_power_state(f->a, &ps);
-        st_ok(f, st, "get_power_state");
-        FUZZ_REQUIRE(st == VIDMM_OK && ps <= VIDMM_POWER_HIBERNATE, "power state %u (%s)", ps, vidmm_status_str(st));
-        st_ok(f, vidmm_adapter_get_power_stats(f->a, &pws), "get_power_stats");
-        st_ok(f, vidmm_adapter_get_tdr_stats(f->a, &ts), "get_tdr_stats");
-        break;
-    }
-    case 46: {
-        static const uint64_t tdr[] = { 1000000, 2000000, 20000000, 999999 };
-        uint8_t k = fz_u8(&f->in) % 4;
-        st = vidmm_adapter_set_tdr_timeout(f->a, tdr[k]);
-        st_ok(f, st, "set_tdr_timeout");
-        FUZZ_REQUIRE(k == 3 ? st == VIDMM_E_INVALID_ARG : st == VIDMM_OK, "set_tdr_timeout %llu: %s",
-                     (unsigned long long)tdr[k], vidmm_status_str(st));
-        break;
-    }
-    case 47: {
-        int rec = -1;
-        st = vidmm_adapter_detect_hangs(f->a, fz_u8(&f->in) & 1 ? &rec : NULL);
-        st_ok(f, st, "detect_hangs");
-        break;
-    }
-    case 48:
-        softgpu_inject_paging_hang(f->sg, fz_u8(&f->in) % 4);
-        st_ok(f, VIDMM_OK, "inject_paging_hang");
-        break;
-    case 49:
-        softgpu_inject_insufficient_dma(f->sg, fz_u8(&f->in) % 4);
-        st_ok(f, VIDMM_OK, "inject_insufficient_dma");
-        break;
-    case 50: {
-        struct softgpu_alloc_desc d;
-        alloc_desc(f, &d);
-        vidmm_handle dev = pick(f, H_DEV);
-        st = vidmm_device_allocation_create(f->a, dev, &d, sizeof d, fz_u8(&f->in) % 3, &h);
-        st_ok(f, st, "device_allocation_create");
-        if (st == VIDMM_OK)
-            add(f, H_ALLOC, h);
-        break;
-    }
-    case 51: {
-        void *p = NULL;
-        vidmm_handle dev = pick(f, H_DEV);
-        h = pick(f, H_ALLOC);
-        st = vidmm_device_lock(f->a, dev, h, &p);
-        st_ok(f, st, "device_lock");
-        if (st == VIDMM_OK) {
-            struct vidmm_allocation_state as;
-            FUZZ_REQUIRE(p != NULL, "device_lock OK without a pointer");
-            st_ok(f, vidmm_allocation_query(f->a, h, &as), "query after device_lock");
-            ((volatile uint8_t *)p)[0] = 0x5a;
-            ((volatile uint8_t *)p)[as.requested_size - 1] = 0xa5;
-            if (fz_u8(&f->in) & 1)
-                st_ok(f, vidmm_device_unlock(f->a, dev, h), "device_unlock");
+        if (vidmm_allocation_query(f->a, al, &s) == VIDMM_OK) {
+            off = 0;
+            size = (s.requested_size + 4095u) & ~4095ull;
         }
-        break;
     }
-    case 52:
-        h = pick(f, H_DEV);
-        st_ok(f, vidmm_device_unlock(f->a, h, pick(f, H_ALLOC)), "device_unlock");
-        break;
-    case 53:
-        f->trim_mode = fz_u8(&f->in);
-        st_ok(f, vidmm_register_trim_notification(f->a, pick(f, H_DEV), trim_cb, f), "register_trim (hostile)");
-        break;
-    case 54: {
-        uint8_t b = fz_u8(&f->in);
-        uint64_t val = b & 1 ? f->last_fence : (uint64_t)(b >> 1);
-        if (b & 2) {
-            st_ok(f, vidmm_context_wait(f->a, pick(f, H_CTX), val, wait_ns(f)), "context_wait (timeout)");
-        } else {
-            vidmm_handle q = pick(f, H_QUEUE);
-            uint64_t ns = wait_ns(f);
-            if (vidmm_paging_queue_fence(f->a, q, &v) == VIDMM_OK) {
-                if (b & 4)
-                    val = v;
-                /* Past the completed value (paging_queue_fence): most
-                 * likely never submitted, and nothing on this thread
-                 * submits while the wait lasts - do not sit out the
-                 * whole bound (a short wait, E_TIMEOUT is fine). */
-                if (val > v)
-                    ns = 1000000;
-            }
-            st_ok(f, vidmm_paging_queue_wait(f->a, q, val, ns), "paging_queue_wait (timeout)");
+    uint32_t prot = fz_u8(&f->in) & 3;
+    uint32_t mflags = fz_u8(&f->in);
+    st = vidmm_gpuva_map(f->a, proc, base, 0, 0, al, off, size, prot, mflags, &v);
+    st_ok(f, st, "gpuva_map");
+    if (st == VIDMM_OK)
+        note_va(f, v, size);
+}
+
+static void do_gpuva_unmap(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_PROC);
+    uint64_t va = pick_va(f);
+    st_ok(f, vidmm_gpuva_unmap(f->a, h, va, pick_size(f)), "gpuva_unmap");
+}
+
+static void do_gpuva_free(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_PROC);
+    uint64_t va = pick_va(f);
+    st_ok(f, vidmm_gpuva_free(f->a, h, va, pick_size(f)), "gpuva_free");
+}
+
+static void do_evict(struct fz *f)
+{
+    vidmm_handle h = 0;
+    vidmm_handle list[6];
+    uint32_t n = fz_u8(&f->in) % 7;
+    for (uint32_t i = 0; i < n; i++)
+        list[i] = pick(f, H_ALLOC);
+    uint64_t trim = 0;
+    h = pick(f, H_DEV);
+    uint32_t flags = fz_u8(&f->in) & 7;
+    st_ok(f, vidmm_evict(f->a, h, list, n, flags, fz_u8(&f->in) & 1 ? &trim : NULL), "evict");
+}
+
+static void do_offer(struct fz *f)
+{
+    vidmm_handle h = 0;
+    vidmm_handle list[4];
+    uint32_t n = fz_u8(&f->in) % 5;
+    for (uint32_t i = 0; i < n; i++)
+        list[i] = pick(f, H_ALLOC);
+    h = pick(f, H_DEV);
+    st_ok(f, vidmm_offer(f->a, h, list, n, fz_u8(&f->in) % 6), "offer");
+}
+
+static void do_reclaim(struct fz *f)
+{
+    vidmm_status st;
+    uint64_t v = 0;
+    vidmm_handle list[4];
+    uint32_t res[4];
+    uint32_t n = fz_u8(&f->in) % 5;
+    for (uint32_t i = 0; i < n; i++)
+        list[i] = pick(f, H_ALLOC);
+    vidmm_handle q = pick(f, H_QUEUE);
+    st = vidmm_reclaim(f->a, q, list, n, res, &v);
+    st_ok(f, st, "reclaim");
+    if (st == VIDMM_PENDING)
+        st_ok(f, vidmm_paging_queue_wait(f->a, q, v, wait_ns(f)), "paging_queue_wait after reclaim");
+}
+
+static void do_query_video_memory_info(struct fz *f)
+{
+    vidmm_handle h = 0;
+    struct vidmm_video_memory_info mi;
+    h = pick(f, H_PROC);
+    st_ok(f, vidmm_query_video_memory_info(f->a, h, (enum vidmm_segment_group)(fz_u8(&f->in) % 3), &mi),
+          "query_video_memory_info");
+}
+
+/* change_video_memory_reservation and process_set_budget: same operands. */
+static void group_bytes(struct fz *f, int budget)
+{
+    vidmm_handle h = pick(f, H_PROC);
+    enum vidmm_segment_group g = (enum vidmm_segment_group)(fz_u8(&f->in) % 3);
+    uint64_t bytes = pick_size(f);
+    if (!budget)
+        st_ok(f, vidmm_change_video_memory_reservation(f->a, h, g, bytes), "change_reservation");
+    else
+        st_ok(f, vidmm_process_set_budget(f->a, h, g, bytes), "set_budget");
+}
+
+static void do_change_reservation(struct fz *f)
+{
+    group_bytes(f, 0);
+}
+
+static void do_set_budget(struct fz *f)
+{
+    group_bytes(f, 1);
+}
+
+static void do_set_priority(struct fz *f)
+{
+    uint8_t b = fz_u8(&f->in);
+    uint32_t prio = b & 1 ? fz_u32(&f->in) : (uint32_t)(b >> 1) << 25;
+    st_ok(f, vidmm_allocation_set_priority(f->a, pick(f, H_ALLOC), prio), "set_priority");
+}
+
+static void do_set_next_use(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_ALLOC);
+    st_ok(f, vidmm_allocation_set_next_use(f->a, h, vidmm_residency_clock(f->a) + fz_u8(&f->in)),
+          "set_next_use");
+}
+
+static void do_set_eviction_policy(struct fz *f)
+{
+    st_ok(f, vidmm_adapter_set_eviction_policy(f->a, pick_policy(f)), "set_eviction_policy");
+}
+
+static void do_register_trim_notification(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_DEV);
+    st_ok(f, vidmm_register_trim_notification(f->a, h, fz_u8(&f->in) & 1 ? trim_cb : NULL, f),
+          "register_trim_notification");
+}
+
+static void do_context_wait(struct fz *f)
+{
+    uint8_t b = fz_u8(&f->in);
+    uint64_t val = b & 1 ? f->last_fence : (uint64_t)(b >> 1);
+    st_ok(f, vidmm_context_wait(f->a, pick(f, H_CTX), val, 0), "context_wait");
+}
+
+static void do_context_fence(struct fz *f)
+{
+    vidmm_status st;
+    uint64_t sub = 0, done = 0;
+    st = vidmm_context_fence(f->a, pick(f, H_CTX), &sub, &done);
+    st_ok(f, st, "context_fence");
+    FUZZ_REQUIRE(st < 0 || done <= sub, "context fence: completed %llu > submitted %llu",
+                 (unsigned long long)done, (unsigned long long)sub);
+}
+
+static void do_paging_queue_fence_wait(struct fz *f)
+{
+    uint64_t v = 0;
+    vidmm_handle q = pick(f, H_QUEUE);
+    st_ok(f, vidmm_paging_queue_fence(f->a, q, &v), "paging_queue_fence");
+    st_ok(f, vidmm_paging_queue_wait(f->a, q, fz_u8(&f->in), 0), "paging_queue_wait");
+}
+
+static void do_allocation_queries(struct fz *f)
+{
+    vidmm_handle h = 0;
+    struct vidmm_allocation_state s;
+    struct vidmm_residency_state r;
+    struct vidmm_physical_range pr[4];
+    uint32_t cnt = 0;
+    h = pick(f, H_ALLOC);
+    st_ok(f, vidmm_allocation_query(f->a, h, &s), "allocation_query");
+    st_ok(f, vidmm_allocation_residency(f->a, h, &r), "allocation_residency");
+    st_ok(f, vidmm_allocation_physical_ranges(f->a, h, pr, fz_u8(&f->in) % 5, &cnt), "physical_ranges");
+}
+
+static void do_process_queries(struct fz *f)
+{
+    vidmm_handle h = 0;
+    uint64_t v = 0;
+    struct vidmm_process_info pi;
+    struct vidmm_physical_address root;
+    struct vidmm_gpuva_range r[4];
+    uint32_t cnt = 0;
+    h = pick(f, H_PROC);
+    st_ok(f, vidmm_process_query(f->a, h, &pi), "process_query");
+    st_ok(f, vidmm_process_root_page_table(f->a, h, &root), "root_page_table");
+    v = pick_va(f);
+    st_ok(f, vidmm_gpuva_query(f->a, h, v, r, fz_u8(&f->in) % 5, &cnt), "gpuva_query");
+}
+
+static void do_device_context_queries(struct fz *f)
+{
+    struct vidmm_device_info di;
+    struct vidmm_context_info ci;
+    st_ok(f, vidmm_device_query(f->a, pick(f, H_DEV), &di), "device_query");
+    st_ok(f, vidmm_context_query(f->a, pick(f, H_CTX), &ci), "context_query");
+}
+
+static void do_adapter_queries(struct fz *f)
+{
+    struct vidmm_adapter_info ai;
+    struct vidmm_segment_info si;
+    struct vidmm_gpummu_info gi;
+    struct vidmm_paging_process_info pp;
+    st_ok(f, vidmm_adapter_query_info(f->a, &ai), "adapter_query_info");
+    st_ok(f, vidmm_segment_query(f->a, fz_u8(&f->in) % 8, &si), "segment_query");
+    st_ok(f, vidmm_adapter_query_gpummu(f->a, &gi), "query_gpummu");
+    st_ok(f, vidmm_adapter_query_paging_process(f->a, &pp), "query_paging_process");
+}
+
+static void do_stats(struct fz *f)
+{
+    struct vidmm_residency_stats rs;
+    struct vidmm_submit_stats ss;
+    st_ok(f, vidmm_residency_get_stats(f->a, &rs), "residency_stats");
+    st_ok(f, vidmm_submit_get_stats(f->a, &ss), "submit_stats");
+}
+
+/* ---- revision 2: power, TDR, injected hangs and faults, private
+ * allocations, hostile trim callbacks, bounded waits ---------------- */
+
+static void do_set_power_state(struct fz *f)
+{
+    st_ok(f, vidmm_adapter_set_power_state(f->a, fz_u8(&f->in) % 4), "set_power_state");
+}
+
+static void do_power_tdr_stats(struct fz *f)
+{
+    vidmm_status st;
+    uint32_t ps = 99;
+    struct vidmm_power_stats pws;
+    struct vidmm_tdr_stats ts;
+    st = vidmm_adapter_get_power_state(f->a, &ps);
+    st_ok(f, st, "get_power_state");
+    FUZZ_REQUIRE(st == VIDMM_OK && ps <= VIDMM_POWER_HIBERNATE, "power state %u (%s)", ps, vidmm_status_str(st));
+    st_ok(f, vidmm_adapter_get_power_stats(f->a, &pws), "get_power_stats");
+    st_ok(f, vidmm_adapter_get_tdr_stats(f->a, &ts), "get_tdr_stats");
+}
+
+static void do_set_tdr_timeout(struct fz *f)
+{
+    vidmm_status st;
+    static const uint64_t tdr[] = { 1000000, 2000000, 20000000, 999999 };
+    uint8_t k = fz_u8(&f->in) % 4;
+    st = vidmm_adapter_set_tdr_timeout(f->a, tdr[k]);
+    st_ok(f, st, "set_tdr_timeout");
+    FUZZ_REQUIRE(k == 3 ? st == VIDMM_E_INVALID_ARG : st == VIDMM_OK, "set_tdr_timeout %llu: %s",
+                 (unsigned long long)tdr[k], vidmm_status_str(st));
+}
+
+static void do_detect_hangs(struct fz *f)
+{
+    vidmm_status st;
+    int rec = -1;
+    st = vidmm_adapter_detect_hangs(f->a, fz_u8(&f->in) & 1 ? &rec : NULL);
+    st_ok(f, st, "detect_hangs");
+}
+
+static void do_inject_paging_hang(struct fz *f)
+{
+    softgpu_inject_paging_hang(f->sg, fz_u8(&f->in) % 4);
+    st_ok(f, VIDMM_OK, "inject_paging_hang");
+}
+
+static void do_inject_insufficient_dma(struct fz *f)
+{
+    softgpu_inject_insufficient_dma(f->sg, fz_u8(&f->in) % 4);
+    st_ok(f, VIDMM_OK, "inject_insufficient_dma");
+}
+
+static void do_device_allocation_create(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    struct softgpu_alloc_desc d;
+    alloc_desc(f, &d);
+    vidmm_handle dev = pick(f, H_DEV);
+    st = vidmm_device_allocation_create(f->a, dev, &d, sizeof d, fz_u8(&f->in) % 3, &h);
+    st_ok(f, st, "device_allocation_create");
+    if (st == VIDMM_OK)
+        add(f, H_ALLOC, h);
+}
+
+static void do_device_lock(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    void *p = NULL;
+    vidmm_handle dev = pick(f, H_DEV);
+    h = pick(f, H_ALLOC);
+    st = vidmm_device_lock(f->a, dev, h, &p);
+    st_ok(f, st, "device_lock");
+    if (st == VIDMM_OK) {
+        struct vidmm_allocation_state as;
+        FUZZ_REQUIRE(p != NULL, "device_lock OK without a pointer");
+        st_ok(f, vidmm_allocation_query(f->a, h, &as), "query after device_lock");
+        ((volatile uint8_t *)p)[0] = 0x5a;
+        ((volatile uint8_t *)p)[as.requested_size - 1] = 0xa5;
+        if (fz_u8(&f->in) & 1)
+            st_ok(f, vidmm_device_unlock(f->a, dev, h), "device_unlock");
+    }
+}
+
+static void do_device_unlock(struct fz *f)
+{
+    vidmm_handle h = 0;
+    h = pick(f, H_DEV);
+    st_ok(f, vidmm_device_unlock(f->a, h, pick(f, H_ALLOC)), "device_unlock");
+}
+
+static void do_hostile_trim(struct fz *f)
+{
+    f->trim_mode = fz_u8(&f->in);
+    st_ok(f, vidmm_register_trim_notification(f->a, pick(f, H_DEV), trim_cb, f), "register_trim (hostile)");
+}
+
+static void do_bounded_wait(struct fz *f)
+{
+    uint64_t v = 0;
+    uint8_t b = fz_u8(&f->in);
+    uint64_t val = b & 1 ? f->last_fence : (uint64_t)(b >> 1);
+    if (b & 2) {
+        st_ok(f, vidmm_context_wait(f->a, pick(f, H_CTX), val, wait_ns(f)), "context_wait (timeout)");
+    } else {
+        vidmm_handle q = pick(f, H_QUEUE);
+        uint64_t ns = wait_ns(f);
+        if (vidmm_paging_queue_fence(f->a, q, &v) == VIDMM_OK) {
+            if (b & 4)
+                val = v;
+            /* Past the completed value (paging_queue_fence): most
+             * likely never submitted, and nothing on this thread
+             * submits while the wait lasts - do not sit out the
+             * whole bound (a short wait, E_TIMEOUT is fine). */
+            if (val > v)
+                ns = 1000000;
         }
-        break;
+        st_ok(f, vidmm_paging_queue_wait(f->a, q, val, ns), "paging_queue_wait (timeout)");
     }
-    case 55: {
-        /* softgpu's accessors answer while an engine is hung. */
-        struct softgpu_stats ss;
-        struct softgpu_reset_stats rs;
-        uint8_t byte[8];
-        softgpu_get_stats(f->sg, &ss);
-        softgpu_get_reset_stats(f->sg, &rs);
-        uint32_t seg = 1 + fz_u8(&f->in) % 4;
-        (void)softgpu_read_physical(f->sg, seg, (uint64_t)fz_u16(&f->in) * 4096u, byte, sizeof byte);
-        st_ok(f, VIDMM_OK, "softgpu accessors");
-        break;
-    }
-    default: {
-        /* A little scenario in one opcode: process, device, queue, a
-         * created-evicted texture made resident and mapped.  Shortens the
-         * fuzzer's way to the interesting states. */
-        vidmm_handle p = 0, d = 0, q = 0, al = 0;
-        if (vidmm_process_create(f->a, &p) != VIDMM_OK)
-            break;
-        add(f, H_PROC, p);
-        st_ok(f, vidmm_device_create(f->a, p, &d), "device_create (scenario)");
-        add(f, H_DEV, d);
-        st_ok(f, vidmm_paging_queue_create(f->a, d, 0, &q), "queue_create (scenario)");
-        add(f, H_QUEUE, q);
-        struct vidmm_context_desc cd = { 0, 0, 0, 0 };
-        cd.node = fz_u8(&f->in) % 3;
-        cd.mode = fz_u8(&f->in) & 1;
-        st = vidmm_context_create(f->a, d, &cd, &h);
-        st_ok(f, st, "context_create (scenario)");
-        if (st == VIDMM_OK)
-            add(f, H_CTX, h);
-        struct softgpu_alloc_desc ad;
-        memset(&ad, 0, sizeof ad);
-        ad.kind = (enum softgpu_alloc_kind)(1 + fz_u8(&f->in) % 5);
-        ad.cpu_visible = 1;
-        ad.size = (uint64_t)(1 + fz_u8(&f->in) % 16) * 64u * KIB;
-        st = vidmm_allocation_create2(f->a, &ad, sizeof ad, 0, &al);
-        st_ok(f, st, "allocation_create2 (scenario)");
-        if (st != VIDMM_OK)
-            break;
-        add(f, H_ALLOC, al);
-        struct vidmm_make_resident_args mr;
-        memset(&mr, 0, sizeof mr);
-        mr.paging_queue = q;
-        mr.allocations = &al;
-        mr.count = 1;
-        st_ok(f, vidmm_make_resident(f->a, d, &mr), "make_resident (scenario)");
-        st = vidmm_gpuva_map(f->a, p, 0, 0, 0, al, 0, ad.size, 0, 0, &v);
-        st_ok(f, st, "gpuva_map (scenario)");
-        if (st == VIDMM_OK)
-            note_va(f, v, ad.size);
-        break;
-    }
-    }
+}
+
+static void do_softgpu_accessors(struct fz *f)
+{
+    /* softgpu's accessors answer while an engine is hung. */
+    struct softgpu_stats ss;
+    struct softgpu_reset_stats rs;
+    uint8_t byte[8];
+    softgpu_get_stats(f->sg, &ss);
+    softgpu_get_reset_stats(f->sg, &rs);
+    uint32_t seg = 1 + fz_u8(&f->in) % 4;
+    (void)softgpu_read_physical(f->sg, seg, (uint64_t)fz_u16(&f->in) * 4096u, byte, sizeof byte);
+    st_ok(f, VIDMM_OK, "softgpu accessors");
+}
+
+/* A little scenario in one opcode: process, device, queue, a
+ * created-evicted texture made resident and mapped.  Shortens the
+ * fuzzer's way to the interesting states. */
+static void do_scenario(struct fz *f)
+{
+    vidmm_status st;
+    vidmm_handle h = 0;
+    uint64_t v = 0;
+    vidmm_handle p = 0, d = 0, q = 0, al = 0;
+    if (vidmm_process_create(f->a, &p) != VIDMM_OK)
+        return;
+    add(f, H_PROC, p);
+    st_ok(f, vidmm_device_create(f->a, p, &d), "device_create (scenario)");
+    add(f, H_DEV, d);
+    st_ok(f, vidmm_paging_queue_create(f->a, d, 0, &q), "queue_create (scenario)");
+    add(f, H_QUEUE, q);
+    struct vidmm_context_desc cd = { 0, 0, 0, 0 };
+    cd.node = fz_u8(&f->in) % 3;
+    cd.mode = fz_u8(&f->in) & 1;
+    st = vidmm_context_create(f->a, d, &cd, &h);
+    st_ok(f, st, "context_create (scenario)");
+    if (st == VIDMM_OK)
+        add(f, H_CTX, h);
+    struct softgpu_alloc_desc ad;
+    memset(&ad, 0, sizeof ad);
+    ad.kind = (enum softgpu_alloc_kind)(1 + fz_u8(&f->in) % 5);
+    ad.cpu_visible = 1;
+    ad.size = (uint64_t)(1 + fz_u8(&f->in) % 16) * 64u * KIB;
+    st = vidmm_allocation_create2(f->a, &ad, sizeof ad, 0, &al);
+    st_ok(f, st, "allocation_create2 (scenario)");
+    if (st != VIDMM_OK)
+        return;
+    add(f, H_ALLOC, al);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof mr);
+    mr.paging_queue = q;
+    mr.allocations = &al;
+    mr.count = 1;
+    st_ok(f, vidmm_make_resident(f->a, d, &mr), "make_resident (scenario)");
+    st = vidmm_gpuva_map(f->a, p, 0, 0, 0, al, 0, ad.size, 0, 0, &v);
+    st_ok(f, st, "gpuva_map (scenario)");
+    if (st == VIDMM_OK)
+        note_va(f, v, ad.size);
+}
+
+/* Every opcode of the stream: its name (FUZZ_TRACE, docs), the stream
+ * revision that has it and its handler, which reads its own operand bytes
+ * (their count varies with the values read, so the table has none).
+ * The opcode byte is taken modulo the number of opcodes of the stream's
+ * revision (44 in revision 1, 56 in revision 2), so the stored corpora
+ * keep their meaning only while the entries stay in this order: add new
+ * ones at the end, under a new revision. */
+static const struct fz_op {
+    const char *name;           /* what the opcode calls (for reading a reproducer) */
+    int revision;
+    void (*fn)(struct fz *f);
+} ops[] = {
+    [0] = { "process_create", 1, do_process_create },
+    [1] = { "process_destroy", 1, do_process_destroy },
+    [2] = { "device_create", 1, do_device_create },
+    [3] = { "device_destroy", 1, do_device_destroy },
+    [4] = { "context_create", 1, do_context_create },
+    [5] = { "context_destroy", 1, do_context_destroy },
+    [6] = { "queue_create", 1, do_queue_create },
+    [7] = { "queue_destroy", 1, do_queue_destroy },
+    [8] = { "allocation_create", 1, do_allocation_create },
+    [9] = { "allocation_create2", 1, do_allocation_create2 },
+    [10] = { "allocation_destroy", 1, do_allocation_destroy },
+    [11] = { "lock", 1, do_lock },
+    [12] = { "unlock", 1, do_unlock },
+    [13] = { "move", 1, do_move },
+    [14] = { "move_discard", 1, do_move_discard },
+    [15] = { "flip", 1, do_flip },
+    [16] = { "gpuva_reserve", 1, do_gpuva_reserve },
+    [17] = { "gpuva_map", 1, do_gpuva_map },
+    [18] = { "gpuva_map", 1, do_gpuva_map },
+    [19] = { "gpuva_unmap", 1, do_gpuva_unmap },
+    [20] = { "gpuva_free", 1, do_gpuva_free },
+    [21] = { "gpuva_update", 1, op_gpuva_update },
+    [22] = { "make_resident", 1, op_make_resident },
+    [23] = { "evict", 1, do_evict },
+    [24] = { "offer", 1, do_offer },
+    [25] = { "reclaim", 1, do_reclaim },
+    [26] = { "query_video_memory_info", 1, do_query_video_memory_info },
+    [27] = { "change_reservation", 1, do_change_reservation },
+    [28] = { "set_budget", 1, do_set_budget },
+    [29] = { "set_priority", 1, do_set_priority },
+    [30] = { "set_next_use", 1, do_set_next_use },
+    [31] = { "set_eviction_policy", 1, do_set_eviction_policy },
+    [32] = { "register_trim_notification", 1, do_register_trim_notification },
+    [33] = { "submit_virtual", 1, op_submit_virtual },
+    [34] = { "submit_physical", 1, op_submit_physical },
+    [35] = { "context_wait", 1, do_context_wait },
+    [36] = { "context_fence", 1, do_context_fence },
+    [37] = { "paging_queue_fence_wait", 1, do_paging_queue_fence_wait },
+    [38] = { "allocation_queries", 1, do_allocation_queries },
+    [39] = { "process_queries", 1, do_process_queries },
+    [40] = { "device_context_queries", 1, do_device_context_queries },
+    [41] = { "adapter_queries", 1, do_adapter_queries },
+    [42] = { "stats", 1, do_stats },
+    [43] = { "scenario", 1, do_scenario },
+    [44] = { "set_power_state", 2, do_set_power_state },
+    [45] = { "power_tdr_stats", 2, do_power_tdr_stats },
+    [46] = { "set_tdr_timeout", 2, do_set_tdr_timeout },
+    [47] = { "detect_hangs", 2, do_detect_hangs },
+    [48] = { "inject_paging_hang", 2, do_inject_paging_hang },
+    [49] = { "inject_insufficient_dma", 2, do_inject_insufficient_dma },
+    [50] = { "device_allocation_create", 2, do_device_allocation_create },
+    [51] = { "device_lock", 2, do_device_lock },
+    [52] = { "device_unlock", 2, do_device_unlock },
+    [53] = { "hostile_trim", 2, do_hostile_trim },
+    [54] = { "bounded_wait", 2, do_bounded_wait },
+    [55] = { "softgpu_accessors", 2, do_softgpu_accessors },
+};
+#define OPS (sizeof ops / sizeof ops[0])
+
+/* How many opcodes a revision's stream has: the table's leading entries of
+ * that revision or older (they are sorted by revision). */
+static uint32_t ops_of_revision(int revision)
+{
+    uint32_t n = 0;
+    while (n < OPS && ops[n].revision <= revision)
+        n++;
+    return n;
+}
+
+static void one_call(struct fz *f, uint8_t op)
+{
+    ops[op % ops_of_revision(f->ext ? 2 : 1)].fn(f);
 }
 
 static void teardown(struct fz *f)
@@ -1014,13 +1211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.paging_buffer_size = (opt & 0x80) ? 4096u * (1u + ((opt >> 5) & 3)) : 0;
     if (softgpu_create(&cfg, &f->sg) != VIDMM_OK)
         return 0;
-    fz_alloc_init(&f->fa);
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    ci.system_memory_limit = 64 * MIB;
-    vidmm_status st = vidmm_adapter_open(&ci, &f->a);
+    vidmm_status st = fz_open_on_softgpu(f->sg, &f->fa, &f->a);
     FUZZ_REQUIRE(st == VIDMM_OK, "adapter_open on softgpu %s: %s", cfg.preset, vidmm_status_str(st));
     if (f->ext) {
         /* Milliseconds, not the default 2 s: hangs are resolved within

@@ -33,6 +33,7 @@
  *    always point into the harness's own host arena.
  */
 #include "fuzz.h"
+#include "harness/softgpu_cmds.h"
 #include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -75,16 +76,9 @@ static uint8_t dma[64 * 1024] __attribute__((aligned(4096)));
 
 static const char *const presets[] = { "dgpu", "wddm1", "igpu" };
 
-static int trace = -1;   /* FUZZ_TRACE=1: print every step and its status */
-
 static void checks(struct cf *f, vidmm_status st, const char *what)
 {
-    if (trace < 0)
-        trace = getenv("FUZZ_TRACE") != NULL;
-    if (trace)
-        fprintf(stderr, "  %-24s %s\n", what, vidmm_status_str(st));
-    FUZZ_REQUIRE(st >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st <= VIDMM_PENDING, "%s: unknown status %d", what,
-                 (int)st);
+    FZ_STEP(st, what, 24);
     int e = vidmm_adapter_check(f->a, f->report, sizeof f->report);
     FUZZ_REQUIRE(e == 0, "%s: adapter check: %d\n%s", what, e, f->report);
     FUZZ_REQUIRE(softgpu_check(f->sg) == 0, "%s: softgpu check", what);
@@ -92,36 +86,11 @@ static void checks(struct cf *f, vidmm_status st, const char *what)
 
 /* ---- command buffers ------------------------------------------------------- */
 
-static uint32_t cmd_size(uint16_t op)
-{
-    switch (op) {
-    case SOFTGPU_CMD_NOP: return 8;
-    case SOFTGPU_CMD_WRITE32:
-    case SOFTGPU_CMD_WRITE64:
-    case SOFTGPU_CMD_SIGNAL:
-    case SOFTGPU_CMD_WAIT: return 24;
-    case SOFTGPU_CMD_COPY:
-    case SOFTGPU_CMD_FILL:
-    case SOFTGPU_CMD_CHECKSUM: return 32;
-    case SOFTGPU_CMD_COMPARE: return 40;
-    default: return 0;
-    }
-}
-
-/* Bit n set: operand n is an address. */
+/* Bit n set: operand n is an address (the shared command table). */
 static uint32_t addr_operands(uint16_t op)
 {
-    switch (op) {
-    case SOFTGPU_CMD_WRITE32:
-    case SOFTGPU_CMD_WRITE64:
-    case SOFTGPU_CMD_SIGNAL:
-    case SOFTGPU_CMD_WAIT:
-    case SOFTGPU_CMD_FILL: return 0x1;
-    case SOFTGPU_CMD_COPY: return 0x3;
-    case SOFTGPU_CMD_CHECKSUM: return 0x5;
-    case SOFTGPU_CMD_COMPARE: return 0xb;
-    default: return 0;
-    }
+    const struct cmd_kind *k = cmd_kind_of(op);
+    return k ? k->addr_mask : 0;
 }
 
 static uint64_t relocate(struct cf *f, uint64_t v, int physical)
@@ -151,7 +120,7 @@ static uint32_t sanitise(struct cf *f, uint8_t *b, uint32_t size, int physical, 
     while (pos + 8 <= size) {
         struct sg_cmd_hdr h;
         memcpy(&h, b + pos, sizeof h);
-        uint32_t n = cmd_size(h.opcode);
+        uint32_t n = cmd_kind_size(h.opcode);
         if (n == 0 || h.size != n || h.flags != 0 || n > size - pos)
             break;
         uint32_t am = addr_operands(h.opcode);
@@ -466,7 +435,7 @@ static void paging_op(struct cf *f)
         ba.dma_buffer = dma;
         ba.dma_size = cap;
         vidmm_status st = ops->build_paging_buffer(pg, &ba);
-        if (trace)
+        if (fz_tracing())
             fprintf(stderr, "  paging op %d build: %s\n", (int)ba.operation, vidmm_status_str(st));
         FUZZ_REQUIRE(st == VIDMM_OK || st == VIDMM_E_INSUFFICIENT_DMA_BUFFER || st == VIDMM_E_INVALID_ARG,
                      "build_paging_buffer: %s", vidmm_status_str(st));
@@ -535,13 +504,7 @@ static int setup(struct cf *f, uint8_t preset, uint8_t opt)
         cfg.mmu_levels = (opt & 7) < 2 || (opt & 7) > 6 ? 0 : opt & 7;
     if (softgpu_create(&cfg, &f->sg) != VIDMM_OK)
         return -1;
-    fz_alloc_init(&f->fa);
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(f->sg, &ci);
-    ci.host_allocator = &f->fa.ha;
-    ci.system_memory_limit = 64 * MIB;
-    vidmm_status st = vidmm_adapter_open(&ci, &f->a);
+    vidmm_status st = fz_open_on_softgpu(f->sg, &f->fa, &f->a);
     FUZZ_REQUIRE(st == VIDMM_OK, "adapter_open: %s", vidmm_status_str(st));
     struct vidmm_gpummu_info gi;
     f->gpummu = vidmm_adapter_query_gpummu(f->a, &gi) == VIDMM_OK;
@@ -611,7 +574,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else
             submit_physical(f, len);
     }
-    if (trace) {
+    if (fz_tracing()) {
         struct softgpu_stats ss;
         softgpu_get_stats(f->sg, &ss);
         fprintf(stderr, "  softgpu: %llu command buffers, %llu commands, %llu faulted\n",

@@ -464,7 +464,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ci.ops = &mock_ops;
     ci.driver = m;
     ci.host_allocator = &m->fa.ha;
-    ci.system_memory_limit = 64 * MIB;
+    ci.system_memory_limit = FZ_SYSTEM_MEMORY;
     ci.error_message = m->report;
     ci.error_message_size = sizeof m->report;
     vidmm_status st = vidmm_adapter_open(&ci, &m->a);

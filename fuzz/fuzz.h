@@ -50,6 +50,8 @@ static inline uint64_t fz_u64(struct fz_in *in)
  * and alignment, so a free with another size (which would unbalance a
  * byte count only much later) aborts at the faulty call site. */
 #include "vidmm/host_alloc.h"
+#include "vidmm/softgpu.h"
+#include "vidmm/vidmm.h"
 
 /* Atomic: with softgpu's engine threads (api_stream's asynchronous
  * mode) vidmm may allocate and free on a fence callback while the
@@ -129,6 +131,43 @@ static inline void fz_alloc_init(struct fz_alloc *fa)
             fprintf(stderr, "\n");                                                 \
             abort();                                                               \
         }                                                                          \
+    } while (0)
+
+/* The system memory every harness gives vidmm: small, so that eviction to
+ * system memory runs out too. */
+#define FZ_SYSTEM_MEMORY ((uint64_t)64 << 20)
+
+/* An adapter on softgpu sg whose host memory comes from fa (reset here). */
+static inline vidmm_status fz_open_on_softgpu(struct softgpu *sg, struct fz_alloc *fa, struct vidmm_adapter **a)
+{
+    fz_alloc_init(fa);
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(sg, &ci);
+    ci.host_allocator = &fa->ha;
+    ci.system_memory_limit = FZ_SYSTEM_MEMORY;
+    return vidmm_adapter_open(&ci, a);
+}
+
+/* FUZZ_TRACE set: a harness prints every step and its status (debugging
+ * a reproducer).  Read once. */
+static inline int fz_tracing(void)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("FUZZ_TRACE") != NULL;
+    return on;
+}
+
+/* The first check of every step of a harness: the step printed when
+ * tracing (its name padded to width), then a status vidmm defines. */
+#define FZ_STEP(st, what, width)                                                                  \
+    do {                                                                                          \
+        vidmm_status st_ = (st);                                                                  \
+        if (fz_tracing())                                                                         \
+            fprintf(stderr, "  %-*s %s\n", (width), (what), vidmm_status_str(st_));               \
+        FUZZ_REQUIRE(st_ >= VIDMM_E_NOT_ACCESSED_PHYSICALLY && st_ <= VIDMM_PENDING,              \
+                     "%s: unknown status %d", (what), (int)st_);                                  \
     } while (0)
 
 #endif

@@ -12,6 +12,8 @@
 #ifndef VIDMM_TEST_H
 #define VIDMM_TEST_H
 
+#include "harness/splitmix.h"
+
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,10 +57,7 @@ int t_known_defect(const char *id);
 /* Small deterministic PRNG (splitmix64) for randomised tests. */
 static inline uint64_t t_rand(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return splitmix64_next(state);
 }
 static inline uint64_t t_rand_range(uint64_t *state, uint64_t n) /* [0, n) */
 {

@@ -2,6 +2,7 @@
  * alloc_common.c - see alloc_common.h.
  */
 #include "alloc_common.h"
+#include "harness/splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -198,10 +199,7 @@ struct vidmm_segment_info ac_seg(const struct vidmm_adapter *a, uint32_t id)
 
 static inline uint64_t ac_word(uint64_t seed, uint64_t i)
 {
-    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return splitmix64_mix(seed + (i + 1) * SPLITMIX64_GAMMA);
 }
 
 void ac_pattern_fill(void *p, uint64_t size, uint64_t seed)

@@ -74,18 +74,6 @@ static void gfx_close(struct gfx *f)
     f->a = NULL;
 }
 
-/* The leaf entry size the walker finds at va (0: the probe faults).  A
- * probe, not an access: no fault is reported to the process. */
-static uint32_t gpu_page(struct gfx *f, vidmm_handle proc, uint64_t va)
-{
-    struct vidmm_physical_address root;
-    struct softgpu_translation t;
-    if (vidmm_process_root_page_table(f->a, proc, &root) < 0 ||
-        softgpu_translate(f->sg, &root, va, SOFTGPU_ACCESS_READ, &t) != VIDMM_OK)
-        return 0;
-    return t.page_size;
-}
-
 /* ---- the state snapshot -------------------------------------------- */
 
 #define SNAP_ADAPTERS 4
@@ -165,8 +153,8 @@ static void snap_take(struct gb *c, struct snap *s)
         T_ST(vidmm_process_query(f->a, h, &ps->info), VIDMM_OK);
         if (f->limit)
             for (uint32_t j = 0; j < ps->n; j++) {
-                ps->page_lo[j] = gpu_page(f, h, ps->r[j].va);
-                ps->page_hi[j] = gpu_page(f, h, ps->r[j].va + ps->r[j].size - 4096);
+                ps->page_lo[j] = gv_leaf_page_size(f->a, f->sg, h, ps->r[j].va);
+                ps->page_hi[j] = gv_leaf_page_size(f->a, f->sg, h, ps->r[j].va + ps->r[j].size - 4096);
             }
     }
 }
@@ -342,9 +330,9 @@ static int gb_setup(struct gb *c)
     T_ST(vidmm_gpuva_reserve(a, c->p, c->R2, 0, 0, MIB(1), VIDMM_GPUVA_RESERVE_NO_ACCESS, &out), VIDMM_OK);
     T_ST(vidmm_gpuva_reserve(a, c->p, c->Z, 0, 0, MIB(1), VIDMM_GPUVA_RESERVE_ZERO, &out), VIDMM_OK);
     /* The preconditions the rows rely on. */
-    T_EQ(gpu_page(&c->ad[0], c->p, c->M), 65536);
-    T_EQ(gpu_page(&c->ad[0], c->p, c->R + KIB(256)), 65536);
-    T_EQ(gpu_page(&c->ad[0], c->p, c->Z), 65536);
+    T_EQ(gv_leaf_page_size(c->ad[0].a, c->ad[0].sg, c->p, c->M), 65536);
+    T_EQ(gv_leaf_page_size(c->ad[0].a, c->ad[0].sg, c->p, c->R + KIB(256)), 65536);
+    T_EQ(gv_leaf_page_size(c->ad[0].a, c->ad[0].sg, c->p, c->Z), 65536);
     struct vidmm_gpuva_range r[8];
     uint32_t n = 0;
     T_ST(vidmm_gpuva_query(a, c->p, 0, r, 8, &n), VIDMM_OK);

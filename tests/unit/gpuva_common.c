@@ -8,17 +8,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-vidmm_handle gv_alloc_in(struct vidmm_adapter *a, uint32_t set, uint64_t size)
+vidmm_handle gv_alloc_flags(struct vidmm_adapter *a, uint32_t set, uint32_t flags, uint64_t size)
 {
     struct softgpu_alloc_desc d;
     memset(&d, 0, sizeof(d));
     d.kind = SOFTGPU_ALLOC_EXPLICIT;
     d.info.size = size;
     d.info.supported_write_segment_set = set;
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    d.info.flags = flags;
     vidmm_handle h = 0;
     T_ST(vidmm_allocation_create(a, &d, sizeof(d), &h), VIDMM_OK);
     return h;
+}
+
+vidmm_handle gv_alloc_in(struct vidmm_adapter *a, uint32_t set, uint64_t size)
+{
+    return gv_alloc_flags(a, set, VIDMM_ALLOC_CPU_VISIBLE, size);
+}
+
+uint32_t gv_leaf_page_size(struct vidmm_adapter *a, struct softgpu *sg, vidmm_handle proc, uint64_t va)
+{
+    struct vidmm_physical_address root;
+    struct softgpu_translation t;
+    if (vidmm_process_root_page_table(a, proc, &root) < 0 ||
+        softgpu_translate(sg, &root, va, SOFTGPU_ACCESS_READ, &t) != VIDMM_OK)
+        return 0;
+    return t.page_size;
 }
 
 void gv_pattern(struct vidmm_adapter *a, vidmm_handle h, uint64_t seed)

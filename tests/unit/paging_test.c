@@ -3,6 +3,7 @@
  * retires in fence order, the restart protocol survives a driver that
  * keeps asking for a fresh buffer, and bytes survive either way.
  */
+#include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
@@ -40,19 +41,6 @@ static void pfx_close(struct pfx *f)
     softgpu_destroy(f->sg);
 }
 
-static vidmm_handle make(struct vidmm_adapter *a, uint32_t set, uint32_t flags, uint64_t size)
-{
-    struct softgpu_alloc_desc d;
-    memset(&d, 0, sizeof(d));
-    d.kind = SOFTGPU_ALLOC_EXPLICIT;
-    d.info.size = size;
-    d.info.supported_write_segment_set = set;
-    d.info.flags = flags;
-    vidmm_handle h = 0;
-    T_ST(vidmm_allocation_create(a, &d, sizeof(d), &h), VIDMM_OK);
-    return h;
-}
-
 static void fill(struct vidmm_adapter *a, vidmm_handle h, uint64_t size, uint64_t seed, int check)
 {
     void *p = NULL;
@@ -82,14 +70,14 @@ static void ring_wraps_and_bytes_survive(void)
     enum { N = 512 };
     static vidmm_handle pins[N];
     for (int i = 0; i < N; i++)
-        pins[i] = make(a, VIDMM_SEGMENT_BIT(2), 0, 4096);
+        pins[i] = gv_alloc_flags(a, VIDMM_SEGMENT_BIT(2), 0, 4096);
     for (int i = 0; i < N; i += 2)
         T_ST(vidmm_allocation_destroy(a, pins[i]), VIDMM_OK);
     struct vidmm_segment_info si;
     vidmm_segment_query(a, 2, &si);
-    vidmm_handle filler = make(a, VIDMM_SEGMENT_BIT(2), 0, si.largest_free);
+    vidmm_handle filler = gv_alloc_flags(a, VIDMM_SEGMENT_BIT(2), 0, si.largest_free);
     uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(4);
-    vidmm_handle h = make(a, set, VIDMM_ALLOC_CPU_VISIBLE, 1u << 20);
+    vidmm_handle h = gv_alloc_flags(a, set, VIDMM_ALLOC_CPU_VISIBLE, 1u << 20);
     /* Placed in segment 1 (CPU-visible, contiguous); write, then send it to
      * segment 2 where only the 4 KiB holes are left. */
     fill(a, h, 1u << 20, 7, 0);
@@ -126,7 +114,7 @@ static void restart_protocol(void)
     struct pfx f;
     pfx_open(&f, 65536);
     struct vidmm_adapter *a = f.a;
-    vidmm_handle h = make(a, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(4),
+    vidmm_handle h = gv_alloc_flags(a, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2) | VIDMM_SEGMENT_BIT(4),
                           VIDMM_ALLOC_CPU_VISIBLE, 3u << 20);
     fill(a, h, 3u << 20, 99, 0);
     struct vidmm_adapter_info before, after;

@@ -399,16 +399,6 @@ static void update_batches(void)
     fx_close(&f);
 }
 
-static uint32_t gpu_page_size(struct sg_fx *f, vidmm_handle proc, uint64_t va)
-{
-    struct vidmm_physical_address root;
-    struct softgpu_translation t;
-    if (vidmm_process_root_page_table(f->a, proc, &root) < 0 ||
-        softgpu_translate(f->sg, &root, va, SOFTGPU_ACCESS_READ, &t) != VIDMM_OK)
-        return 0;
-    return t.page_size;
-}
-
 /* 64 KB leaf entries where allocation and segment allow; the one-way
  * switch to 4 KB entries when a 4 KB need appears in the leaf's span. */
 static void pages_64k(void)
@@ -424,36 +414,36 @@ static void pages_64k(void)
     pattern(a, h, 64);
     uint64_t va = 0x500000000ull, out;
     T_ST(vidmm_gpuva_map(a, proc, va, 0, 0, h, 0, 1u << 20, 0, 0, &out), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, va), 65536);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, va), 65536);
     T_CHECK(gpu_sees(&f, proc, va, 0, 1u << 20, 64));
     /* Another 64 KB segment: still 64 KB entries. */
     T_ST(vidmm_allocation_move(a, h, 1), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, va + (512u << 10)), 65536);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, va + (512u << 10)), 65536);
     T_CHECK(gpu_sees(&f, proc, va, 0, 1u << 20, 64));
     /* System memory has 4 KB pages: the leaf switches, and stays switched. */
     T_ST(vidmm_allocation_move(a, h, 0), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, va), 4096);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, va), 4096);
     T_CHECK(gpu_sees(&f, proc, va, 0, 1u << 20, 64));
     T_ST(vidmm_allocation_move(a, h, 2), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, va), 4096);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, va), 4096);
     T_CHECK(gpu_sees(&f, proc, va, 0, 1u << 20, 64));
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
     /* A fresh 64 KB leaf elsewhere; a 4 KB-granular unmap inside it
      * switches it, and the rest of the mapping still reads right. */
     uint64_t vb = 0x600000000ull;
     T_ST(vidmm_gpuva_map(a, proc, vb, 0, 0, h, 0, 1u << 20, 0, 0, &out), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, vb), 65536);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, vb), 65536);
     T_ST(vidmm_gpuva_unmap(a, proc, vb + 4096, 4096), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, vb), 4096);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, vb), 4096);
     T_CHECK(gpu_faults(&f, proc, vb + 4096));
     T_CHECK(gpu_sees(&f, proc, vb, 0, 4096, 64));
     T_CHECK(gpu_sees(&f, proc, vb + 8192, 8192, (1u << 20) - 8192, 64));
     /* A 4 KB-aligned mapping next to 64 KB ones switches only its own leaf. */
     uint64_t vc = 0x700000000ull;
     T_ST(vidmm_gpuva_map(a, proc, vc, 0, 0, h, 0, 256u << 10, 0, 0, &out), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, vc), 65536);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, vc), 65536);
     T_ST(vidmm_gpuva_map(a, proc, vc + (256u << 10), 0, 0, h, 4096, 64u << 10, 0, 0, &out), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, vc), 4096);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, vc), 4096);
     T_CHECK(gpu_sees(&f, proc, vc, 0, 256u << 10, 64));
     T_CHECK(gpu_sees(&f, proc, vc + (256u << 10), 4096, 64u << 10, 64));
     struct vidmm_process_info pi;
@@ -484,11 +474,11 @@ static void map_over_mixed_64k(void)
     pattern(a, nw, 72);
     uint64_t va = 0x10000, out;
     T_ST(vidmm_gpuva_map(a, proc, va, 0, 0, old, 0, 128u << 10, 0, 0, &out), VIDMM_OK);
-    T_EQ(gpu_page_size(&f, proc, va), 65536);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, va), 65536);
     /* From 0x12000 (8 KiB into the old mapping) through free space. */
     T_ST(vidmm_gpuva_map(a, proc, va + 8192, 0, 0, nw, 0, 640u << 10, 0, 0, &out), VIDMM_OK);
     T_EQ_U64(out, va + 8192);
-    T_EQ(gpu_page_size(&f, proc, va), 4096);
+    T_EQ(gv_leaf_page_size(f.a, f.sg, proc, va), 4096);
     T_CHECK(gpu_sees(&f, proc, va, 0, 8192, 71));
     T_CHECK(gpu_sees(&f, proc, va + 8192, 0, 640u << 10, 72));
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);

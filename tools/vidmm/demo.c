@@ -9,6 +9,7 @@
  * and after every step re-reads the bytes and runs the adapter checker.
  */
 #include "cli.h"
+#include "harness/splitmix.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -21,14 +22,6 @@ struct demo_alloc {
     uint64_t seed;
 };
 
-static uint64_t next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static int pattern(struct vidmm_adapter *a, struct demo_alloc *d, int write)
 {
     void *p;
@@ -36,7 +29,7 @@ static int pattern(struct vidmm_adapter *a, struct demo_alloc *d, int write)
         return -1;
     uint64_t s = d->seed, *w = p, bad = 0;
     for (uint64_t i = 0; i < d->size / 8; i++) {
-        uint64_t v = next(&s);
+        uint64_t v = splitmix64_next(&s);
         if (write)
             w[i] = v;
         else if (w[i] != v)

@@ -11,6 +11,7 @@
  * paging traffic by operation, and the integrity of every read-back.
  */
 #include "cli.h"
+#include "harness/splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +25,6 @@ struct oc_alloc {
     int owner;
 };
 
-static uint64_t oc_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static int oc_fill(struct vidmm_adapter *a, struct oc_alloc *x)
 {
     void *p = NULL;
@@ -39,7 +32,7 @@ static int oc_fill(struct vidmm_adapter *a, struct oc_alloc *x)
         return -1;
     uint64_t s = x->seed, *w = p;
     for (uint64_t i = 0; i < x->size / 8; i++)
-        w[i] = oc_next(&s);
+        w[i] = splitmix64_next(&s);
     return vidmm_allocation_unlock(a, x->h) < 0 ? -1 : 0;
 }
 
@@ -53,7 +46,7 @@ static int oc_gpu_check(struct cli_session *s, vidmm_handle proc, const struct o
         return -1;
     uint64_t sd = x->seed;
     for (uint64_t i = 0; i < x->size / 8; i++)
-        if (buf[i] != oc_next(&sd))
+        if (buf[i] != splitmix64_next(&sd))
             return -1;
     return 0;
 }
@@ -103,7 +96,7 @@ int cli_demo_overcommit(struct cli_session *s, uint32_t invis)
             memset(&d, 0, sizeof d);
             d.kind = SOFTGPU_ALLOC_TEXTURE;
             d.cpu_visible = 1;
-            d.size = (1ull << 20) << (oc_next(&rng) % 4);
+            d.size = (1ull << 20) << (splitmix64_next(&rng) % 4);
             x->size = d.size;
             x->seed = 5000 + (uint64_t)n;
             x->owner = p;
@@ -139,7 +132,7 @@ int cli_demo_overcommit(struct cli_session *s, uint32_t invis)
             uint32_t m = 0;
             uint64_t bytes = 0, cap = p == 2 ? local * 3 / 32 : si.size / 3; /* the indexer fits its budget */
             for (int i = 0; i < n; i++)
-                if (al[i].owner == p && oc_next(&rng) % 3 && bytes + al[i].size <= cap) {
+                if (al[i].owner == p && splitmix64_next(&rng) % 3 && bytes + al[i].size <= cap) {
                     idx[m] = i;
                     list[m++] = al[i].h;
                     bytes += al[i].size;

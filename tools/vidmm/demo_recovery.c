@@ -13,6 +13,7 @@
  * Every read-back goes through the GPU (a CHECKSUM command) or the CPU.
  */
 #include "cli.h"
+#include "harness/splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +31,6 @@ struct rd_env {
     struct vidmm_adapter *a;
     int failures;
 };
-
-static uint64_t rd_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static void rd_fail(struct rd_env *e, const char *what, vidmm_status st)
 {
@@ -81,7 +74,7 @@ static vidmm_handle rd_alloc(struct rd_env *e, const struct rd_proc *p, uint32_t
         if (st >= 0) {
             uint64_t s = seed, *w = cpu;
             for (uint64_t i = 0; i < size / 8; i++)
-                w[i] = rd_next(&s);
+                w[i] = splitmix64_next(&s);
             st = vidmm_allocation_unlock(e->a, h);
         }
     }
@@ -113,7 +106,7 @@ static uint64_t rd_sum(uint64_t size, uint64_t seed)
     if (!w)
         return 0;
     for (uint64_t i = 0; i < size / 8; i++)
-        w[i] = seed ? rd_next(&s) : 0;
+        w[i] = seed ? splitmix64_next(&s) : 0;
     h = softgpu_checksum(w, size);
     free(w);
     return h;
@@ -266,7 +259,7 @@ int cli_demo_recovery(struct cli_session *s)
         if (vidmm_allocation_lock(a, vdata, &cpu0) >= 0) {
             uint64_t sd = 71, *w = cpu0;
             for (uint64_t i = 0; i < RD_SZ / 8; i++)
-                w[i] = rd_next(&sd);
+                w[i] = splitmix64_next(&sd);
             vidmm_allocation_unlock(a, vdata);
         }
         printf("  viewer uploads its lost texture again\n");
@@ -309,7 +302,7 @@ int cli_demo_recovery(struct cli_session *s)
         uint64_t sd = 79, *w = cpu;
         keep_ok = 1;
         for (uint64_t i = 0; i < RD_SZ / 8; i++)
-            keep_ok &= w[i] == rd_next(&sd);
+            keep_ok &= w[i] == splitmix64_next(&sd);
         vidmm_allocation_unlock(a, keep);
     }
     ok = st >= 0 && st2 >= 0 && rd_read64(&e, vres, 16) == rd_sum(RD_SZ, 71) && keep_ok;

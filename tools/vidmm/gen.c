@@ -34,6 +34,7 @@
  */
 #include "cli.h"
 #include "replay.h"
+#include "harness/splitmix.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,17 +68,9 @@ static void out(struct tr_buf *b, const char *fmt, ...)
 
 /* ---- the generator ---------------------------------------------------- */
 
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static uint64_t below(uint64_t *s, uint64_t n)
 {
-    return n ? rnd(s) % n : 0;
+    return n ? splitmix64_next(s) % n : 0;
 }
 
 #define G_PROCS 4

@@ -963,40 +963,31 @@ static uint32_t owner_slot(struct tr *t, uint32_t a)
     return SLOT_UNOWNED;
 }
 
-/* Every extent of every live allocation, sorted by segment and offset. */
+/* Every extent of every live allocation with its owner's slot, sorted by
+ * segment and offset. */
 static struct extent *extents(struct tr *t, size_t *count)
 {
-    size_t n = 0, cap = 256;
-    struct extent *ex = malloc(cap * sizeof(*ex));
-    for (uint32_t a = 1; ex && a <= t->nobj[TR_ALLOC]; a++) {
-        const struct tr_obj *o = &t->obj[TR_ALLOC][a];
-        if (!o->alive)
-            continue;
-        uint32_t c = 0;
-        struct vidmm_physical_range one;
-        if (vidmm_allocation_physical_ranges(t->adapter, o->h, &one, 1, &c) < 0 || !c)
-            continue;
-        struct vidmm_physical_range *r = malloc((size_t)c * sizeof(*r));
-        if (!r || vidmm_allocation_physical_ranges(t->adapter, o->h, r, c, &c) < 0) {
-            free(r);
-            continue;
-        }
-        uint32_t slot = owner_slot(t, a);
-        for (uint32_t i = 0; i < c; i++) {
-            if (n == cap) {
-                struct extent *nx = realloc(ex, cap * 2 * sizeof(*ex));
-                if (!nx)
-                    break;
-                ex = nx;
-                cap *= 2;
-            }
-            ex[n++] = (struct extent){ r[i].segment_id, a, slot, r[i].offset, r[i].size };
-        }
-        free(r);
+    size_t n;
+    struct tr_extent *te = tr_extents(t, &n);
+    struct extent *ex = te ? malloc((n ? n : 1) * sizeof(*ex)) : NULL;
+    if (!ex) {
+        free(te);
+        *count = 0;
+        return NULL;
     }
-    if (ex)
-        qsort(ex, n, sizeof(*ex), extent_cmp);
-    *count = ex ? n : 0;
+    /* tr_extents lists an allocation's extents together: one owner
+     * query per allocation. */
+    uint32_t last = 0, slot = SLOT_UNOWNED;
+    for (size_t i = 0; i < n; i++) {
+        if (te[i].alloc != last) {
+            last = te[i].alloc;
+            slot = owner_slot(t, last);
+        }
+        ex[i] = (struct extent){ te[i].segment, te[i].alloc, slot, te[i].offset, te[i].size };
+    }
+    free(te);
+    qsort(ex, n, sizeof(*ex), extent_cmp);
+    *count = n;
     return ex;
 }
 

@@ -23,7 +23,7 @@ struct replay {
     int progress;                /* draw a progress bar on stderr */
     uint64_t file_size;
 
-    char *buf;                   /* line buffer, at most TR_MAX_LINE (replay.c) */
+    char *buf;                   /* line buffer, at most TR_MAX_LINE (trace_read.c) */
     size_t buf_cap;
     int failed;                  /* a read fault ended the input (reported) */
     int pending;                 /* buf holds a body line read while looking for the header's end */

@@ -229,15 +229,10 @@ static void write_text(struct tr *t, const struct summary *s, FILE *f)
 
 static void json_str(FILE *f, const char *s)
 {
+    char e[8];
     fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", (unsigned)(unsigned char)*s);
-        else
-            fputc(*s, f);
-    }
+    for (; *s; s++)
+        fputs(tr_json_char(*s, e), f);
     fputc('"', f);
 }
 

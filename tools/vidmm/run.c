@@ -26,6 +26,7 @@
 #include "scenario.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,8 +56,30 @@ static int usage_error(const char *cmd, const char *msg, const char *arg)
     return 2;
 }
 
+/* The options that name an output file (run and replay alike): where
+ * option a keeps its value, NULL if a is not one of them. */
+static const char **output_option(struct run_options *o, const char *a)
+{
+    static const struct {
+        const char *name;
+        size_t field;
+    } files[] = {
+        { "-o", offsetof(struct run_options, output) },
+        { "--output", offsetof(struct run_options, output) },
+        { "--record", offsetof(struct run_options, record) },
+        { "--snapshot", offsetof(struct run_options, snapshot) },
+        { "--timeline", offsetof(struct run_options, timeline) },
+        { "--html", offsetof(struct run_options, html) },
+    };
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++)
+        if (!strcmp(a, files[k].name))
+            return (const char **)(void *)((char *)o + files[k].field);
+    return NULL;
+}
+
 static int parse_options(const char *cmd, int argc, char **argv, struct run_options *o, int replay)
 {
+    const char **file;
     memset(o, 0, sizeof(*o));
     o->progress = -1;
     o->rules = 1;
@@ -85,21 +108,9 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
                 return usage_error(cmd, "--format takes text, json or csv, not", v);
         } else if (!strcmp(a, "--json")) {
             o->format = REPORT_JSON;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+        } else if ((file = output_option(o, a)) != NULL) {
             NEED_VALUE();
-            o->output = v;
-        } else if (!strcmp(a, "--record")) {
-            NEED_VALUE();
-            o->record = v;
-        } else if (!strcmp(a, "--snapshot")) {
-            NEED_VALUE();
-            o->snapshot = v;
-        } else if (!strcmp(a, "--timeline")) {
-            NEED_VALUE();
-            o->timeline = v;
-        } else if (!strcmp(a, "--html")) {
-            NEED_VALUE();
-            o->html = v;
+            *file = v;
         } else if (!strcmp(a, "--rules")) {
             o->rules = 1;
         } else if (!strcmp(a, "--no-rules")) {

@@ -34,6 +34,7 @@
  * MISMATCH or a fault.
  */
 #include "scenario.h"
+#include "harness/splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,14 +68,6 @@ struct sc {
     int nal;
     uint64_t local;              /* bytes of memory segments */
 };
-
-static uint64_t sc_rand(struct sc *s)
-{
-    uint64_t z = (s->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static void sc_init(struct sc *s, struct tr *t, const struct scenario_params *p, FILE *log)
 {
@@ -370,7 +363,7 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
         while (mine < quota && s->nal < SC_MAX_ALLOCS - 8) {
             char name[32];
             snprintf(name, sizeof name, "%s-%d", def[i].name, k++);
-            uint64_t size = (1ull << 20) << (sc_rand(s) % 3);
+            uint64_t size = (1ull << 20) << (splitmix64_next(&s->rng) % 3);
             if (sc_alloc(s, i, SOFTGPU_ALLOC_TEXTURE, size, 0, name) < 0)
                 break;
             mine += size;
@@ -442,7 +435,7 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
             }
             for (int i = 0; i < s->nal; i++) {
                 struct sc_alloc *x = &s->al[i];
-                if (x->owner == pi && i != prim && sc_rand(s) % 3 && bytes + x->size <= cap) {
+                if (x->owner == pi && i != prim && splitmix64_next(&s->rng) % 3 && bytes + x->size <= cap) {
                     list[n++] = x->a;
                     bytes += x->size;
                 }
@@ -456,7 +449,7 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
             sc_gpu_read_all(s, pi, list, n);
             /* The process renders into one of its surfaces. */
             if (n)
-                sc_gpu_write(s, sc_find(s, list[sc_rand(s) % n]));
+                sc_gpu_write(s, sc_find(s, list[splitmix64_next(&s->rng) % n]));
             sc_evict(s, pi, list, n, VIDMM_EVICT_ONLY_IF_NECESSARY);
             /* The browser offers two of its caches until next frame. */
             if (pi == 1)
@@ -544,7 +537,7 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
         while (bytes < s->local * 6 / 10 && s->nal < SC_MAX_ALLOCS - 8) {
             char name[32];
             snprintf(name, sizeof name, "level%d-tex%d", l, k++);
-            uint64_t size = (1ull << 20) << (sc_rand(s) % 3);
+            uint64_t size = (1ull << 20) << (splitmix64_next(&s->rng) % 3);
             if (sc_alloc(s, 0, SOFTGPU_ALLOC_TEXTURE, size, 0, name) < 0)
                 break;
             bytes += size;
@@ -580,7 +573,7 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
         /* Streaming: this frame's extra references (about a third of the
          * level), read by the GPU, then dropped. */
         for (int i = 0; i < level_count[level]; i++)
-            if (sc_rand(s) % 3 == 0)
+            if (splitmix64_next(&s->rng) % 3 == 0)
                 list[n++] = s->al[level_first[level] + i].a;
         st = sc_make_resident(s, 0, list, n);
         if (st < 0)
@@ -792,7 +785,7 @@ static int run_igpu(struct tr *t, const struct scenario_params *prm, FILE *log)
         while (mine < target / 2 && s->nal < SC_MAX_ALLOCS - 8) {
             char name[32];
             snprintf(name, sizeof name, "%s-%d", s->proc[pi].name, k++);
-            uint64_t size = (1ull << 20) << (sc_rand(s) % 3);
+            uint64_t size = (1ull << 20) << (splitmix64_next(&s->rng) % 3);
             if (sc_alloc(s, pi, SOFTGPU_ALLOC_TEXTURE, size, 0, name) < 0)
                 break;
             mine += size;
@@ -813,7 +806,7 @@ static int run_igpu(struct tr *t, const struct scenario_params *prm, FILE *log)
                 list[n++] = s->al[ring].a;
             for (int i = 0; i < s->nal; i++) {
                 struct sc_alloc *x = &s->al[i];
-                if (x->owner == pi && i != ring && sc_rand(s) % 2 && bytes + x->size <= cap) {
+                if (x->owner == pi && i != ring && splitmix64_next(&s->rng) % 2 && bytes + x->size <= cap) {
                     list[n++] = x->a;
                     bytes += x->size;
                 }
@@ -825,7 +818,7 @@ static int run_igpu(struct tr *t, const struct scenario_params *prm, FILE *log)
             }
             sc_gpu_read_all(s, pi, list, n);
             if (n > 1)
-                sc_gpu_write(s, sc_find(s, list[1 + sc_rand(s) % (n - 1)]));
+                sc_gpu_write(s, sc_find(s, list[1 + splitmix64_next(&s->rng) % (n - 1)]));
             /* The last frame's working sets stay resident (the report
              * shows them against the budgets). */
             if (f + 1 < frames)

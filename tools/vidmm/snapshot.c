@@ -23,14 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct extent {
-    uint32_t segment, alloc;
-    uint64_t offset, size;
-};
-
 static int extent_cmp(const void *pa, const void *pb)
 {
-    const struct extent *a = pa, *b = pb;
+    const struct tr_extent *a = pa, *b = pb;
     if (a->segment != b->segment)
         return a->segment < b->segment ? -1 : 1;
     /* System memory offsets are offsets in each allocation's own backing
@@ -140,7 +135,7 @@ static uint32_t owner_of(struct tr *t, uint32_t a)
     return 0;
 }
 
-static void suballoc(FILE *f, struct tr *t, const struct extent *e, int *first)
+static void suballoc(FILE *f, struct tr *t, const struct tr_extent *e, int *first)
 {
     uint32_t usage;
     const struct tr_obj *o = &t->obj[TR_ALLOC][e->alloc];
@@ -168,33 +163,8 @@ void snapshot_write(struct tr *t, FILE *f)
         vidmm_segment_query(t->adapter, id, &si[id]);
 
     /* Every extent of every live allocation the tool made. */
-    size_t n = 0, cap = 256;
-    struct extent *ex = malloc(cap * sizeof(*ex));
-    for (uint32_t a = 1; ex && a <= t->nobj[TR_ALLOC]; a++) {
-        const struct tr_obj *o = &t->obj[TR_ALLOC][a];
-        if (!o->alive)
-            continue;
-        uint32_t count = 0;
-        struct vidmm_physical_range one;
-        if (vidmm_allocation_physical_ranges(t->adapter, o->h, &one, 1, &count) < 0 || !count)
-            continue;
-        struct vidmm_physical_range *r = malloc((size_t)count * sizeof(*r));
-        if (!r || vidmm_allocation_physical_ranges(t->adapter, o->h, r, count, &count) < 0) {
-            free(r);
-            continue;
-        }
-        for (uint32_t i = 0; i < count; i++) {
-            if (n == cap) {
-                struct extent *nx = realloc(ex, cap * 2 * sizeof(*ex));
-                if (!nx)
-                    break;
-                ex = nx;
-                cap *= 2;
-            }
-            ex[n++] = (struct extent){ r[i].segment_id, a, r[i].offset, r[i].size };
-        }
-        free(r);
-    }
+    size_t n;
+    struct tr_extent *ex = tr_extents(t, &n);
     if (ex)
         qsort(ex, n, sizeof(*ex), extent_cmp);
 
@@ -303,7 +273,7 @@ void snapshot_write(struct tr *t, FILE *f)
         int first = 1;
         while (i < n && ex[i].segment == 0) {
             uint32_t a = ex[i].alloc;
-            struct extent e = ex[i];
+            struct tr_extent e = ex[i];
             e.size = 0;
             e.offset = 0;
             for (; i < n && ex[i].segment == 0 && ex[i].alloc == a; i++)

@@ -7,13 +7,18 @@
  * formats one line of the trace format (docs/TRACE_FORMAT.md): the verb,
  * its arguments, " = ", the status and the outputs.  The line is
  *   - appended to the record file when recording is on (--record);
- *   - compared by the replayer with the line it read (trace_replay.c);
+ *   - compared by the replayer with the line it read (replay.c);
  *   - turned into timeline events when a timeline is wanted (--timeline),
  *     and handed with its place on the simulated clock to an observer
  *     (the HTML report's series, --html).
  * Scenarios (scenarios.c) and the replayer use the same wrappers, so a
  * replay re-creates the run call for call, and the report (report.c) reads
  * only state that both have: vidmm's answers and the wrappers' counters.
+ *
+ * The layer is four files: trace_format.c (names and definitions of the
+ * format), trace_write.c (the wrappers and their lines), trace_timeline.c
+ * (the Chrome trace JSON) and trace_read.c (reading a trace back; its
+ * execution is replay.c).
  *
  * Raw vidmm handles never leave this layer: they embed an address-derived
  * salt and would differ between a run and its replay.
@@ -91,6 +96,10 @@ void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
 #endif
     ;
 void tr_buf_free(struct tr_buf *b);
+/* Character c as it stands inside a JSON string (quote and backslash
+ * escaped, control characters as \u00XX), written to out; returns out.
+ * The report's JSON and the timeline escape alike through it. */
+const char *tr_json_char(char c, char out[8]);
 
 /* What one call did on the simulated clock, handed to an observer
  * (tr_set_observer) after the call: the call's slice [ts, ts + dur) and,
@@ -218,6 +227,16 @@ const char *tr_policy_names(void);
 struct tr_obj *tr_get(struct tr *t, enum tr_kind k, uint32_t id);
 vidmm_handle tr_handle(struct tr *t, enum tr_kind k, uint32_t id);
 
+/* One physical extent of a live allocation the trace made. */
+struct tr_extent {
+    uint32_t segment, alloc;     /* segment id (0: system memory), allocation id */
+    uint64_t offset, size;
+};
+/* Every extent of every live allocation, allocation by allocation
+ * (malloc'ed, *count of them; NULL and 0 when the host is out of memory).
+ * The snapshot and the HTML report's memory maps are drawn from it. */
+struct tr_extent *tr_extents(struct tr *t, size_t *count);
+
 /* Status names as the trace writes them: "OK", "PENDING", "E_OVER_BUDGET",
  * "MISMATCH".  tr_status_parse returns 0 and the status, or -1. */
 const char *tr_status_name(vidmm_status st);
@@ -334,6 +353,12 @@ extern const char *const tr_create_flag_names[2];
 extern const char *const tr_make_resident_flag_names[2];
 extern const char *const tr_evict_flag_names[2];
 const char *tr_paging_op_name(int op);
+/* The letter of an object kind's ids (P1, D1, Q1, A1, V1, C1, B1). */
+extern const char tr_kind_prefix[TR_KINDS];
+/* "local", "non-local" ("?" for anything else). */
+const char *tr_group_name(enum vidmm_segment_group g);
+/* "graphics", "compute", "copy"; NULL for another node. */
+const char *tr_node_name(uint32_t node);
 
 /* The result part of the last call's line (after " = "). */
 const char *tr_last_result(const struct tr *t);

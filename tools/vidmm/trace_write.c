@@ -1,172 +1,39 @@
 /*
- * trace.c - the recording layer (see trace.h): wrappers around every
- * vidmm call the tool makes, the trace line each one produces, and the
- * timeline events derived from it.
+ * trace_write.c - the writer of the recording layer (see trace.h):
+ * wrappers around every vidmm call the tool makes and the trace line each
+ * one produces, the objects the trace names, and the rules checker run
+ * after each call.
  *
  * Line layout (docs/TRACE_FORMAT.md): "verb args = STATUS outputs".
  * Arguments name objects by trace-local ids; numbers are decimal bytes,
  * hex addresses and bit sets.  Outputs are only values that a replay in
  * synchronous mode reproduces exactly (GPU VAs under GpuMmu, fence values,
  * bytes to trim, reclaim results) - never a handle, a host address or a
- * time.
- *
- * Timeline: the clock is simulated, so a replay's timeline is the run's.
- * Each call takes 1 us plus the time its paging would take at 16 KiB/us
- * (about 16 GB/s); the paging it caused is read as the change of
- * vidmm_adapter_query_info's per-operation counters across the call.
- * The same per-call numbers go to an observer (tr_set_observer: the HTML
- * report's series), so its charts share the timeline's clock.
+ * time.  Each finished line also goes to the timeline (trace_timeline.c).
  */
-#include "trace.h"
+#include "trace_int.h"
+#include "harness/softgpu_cmds.h"
+#include "harness/splitmix.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const tr_verb_names[TV_COUNT] = {
-    "process", "process-destroy", "device", "device-destroy", "queue", "queue-destroy",
-    "create", "create2", "destroy", "priority", "move", "move-discard", "flip",
-    "reserve", "map", "unmap", "free",
-    "make-resident", "evict", "wait", "offer", "reclaim",
-    "budget", "reservation",
-    "write", "check", "gpu-read", "gpu-write", "check-adapter",
-    "context", "context-destroy", "cmdbuf", "submit-virtual", "submit-physical",
-    "context-wait", "context-fence", "result",
-};
-
-static const char kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };
-
-/* Paging operation names, indexed by enum vidmm_paging_operation. */
-static const char *const paging_op_name[17] = {
-    [VIDMM_PAGING_TRANSFER] = "transfer",
-    [VIDMM_PAGING_FILL] = "fill",
-    [VIDMM_PAGING_DISCARD_CONTENT] = "discard",
-    [VIDMM_PAGING_MAP_APERTURE_SEGMENT] = "map-aperture",
-    [VIDMM_PAGING_UNMAP_APERTURE_SEGMENT] = "unmap-aperture",
-    [VIDMM_PAGING_VIRTUAL_TRANSFER] = "virtual-transfer",
-    [VIDMM_PAGING_VIRTUAL_FILL] = "virtual-fill",
-    [VIDMM_PAGING_UPDATE_PAGE_TABLE] = "update-page-table",
-    [VIDMM_PAGING_FLUSH_TLB] = "flush-tlb",
-    [VIDMM_PAGING_SIGNAL_MONITORED_FENCE] = "signal-fence",
-};
-
-const char *tr_paging_op_name(int op)
-{
-    return op >= 0 && op < 17 ? paging_op_name[op] : NULL;
-}
-
-/* ---- small utilities ------------------------------------------------ */
-
-void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p && (size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t want = b->cap ? b->cap * 2 : 65536;
-        while (want < b->len + (size_t)n + 1)
-            want *= 2;
-        char *np = realloc(b->p, want);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = want;
-    }
-}
-
-void tr_buf_free(struct tr_buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof(*b));
-}
-
-/* splitmix64: the pattern generator of the demo, so a seed means the same
- * bytes everywhere in the tool. */
-static uint64_t pattern_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static void pattern_fill(uint64_t *w, uint64_t size, uint64_t seed)
 {
     uint64_t s = seed;
     for (uint64_t i = 0; i < size / 8; i++)
-        w[i] = seed ? pattern_next(&s) : 0;
+        w[i] = seed ? splitmix64_next(&s) : 0;
 }
 
 static int pattern_matches(const uint64_t *w, uint64_t size, uint64_t seed)
 {
     uint64_t s = seed;
     for (uint64_t i = 0; i < size / 8; i++)
-        if (w[i] != (seed ? pattern_next(&s) : 0))
+        if (w[i] != (seed ? splitmix64_next(&s) : 0))
             return 0;
     return 1;
-}
-
-const char *tr_status_name(vidmm_status st)
-{
-    if (st == TR_MISMATCH)
-        return "MISMATCH";
-    const char *s = vidmm_status_str(st);
-    return strncmp(s, "VIDMM_", 6) ? s : s + 6;
-}
-
-int tr_status_parse(const char *s, vidmm_status *st)
-{
-    if (!strcmp(s, "MISMATCH")) {
-        *st = TR_MISMATCH;
-        return 0;
-    }
-    for (int v = -64; v <= 8; v++) {
-        const char *n = vidmm_status_str((vidmm_status)v);
-        if (!strncmp(n, "VIDMM_", 6) && !strcmp(n + 6, s)) {
-            *st = (vidmm_status)v;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* The library's built-in policies, by name (vidmm_policies()). */
-const struct vidmm_eviction_policy *tr_policy_by_name(const char *name)
-{
-    for (const struct vidmm_eviction_policy *const *p = vidmm_policies(); *p; p++)
-        if (!strcmp((*p)->name, name))
-            return *p;
-    return NULL;
-}
-
-const char *tr_policy_names(void)
-{
-    return "lru, adaptive, belady, reuse";
-}
-
-void tr_header_defaults(struct tr_header *h)
-{
-    memset(h, 0, sizeof(*h));
-    snprintf(h->preset, sizeof h->preset, "dgpu");
-    h->system_memory = 4ull << 30;
-    h->synchronous = 1;
-    snprintf(h->policy, sizeof h->policy, "lru");
-    h->seed = 1;
-    snprintf(h->scenario, sizeof h->scenario, "file");
 }
 
 void tr_write_header(FILE *f, const struct tr_header *h)
@@ -239,6 +106,40 @@ static uint32_t process_of(struct tr *t, enum tr_kind k, uint32_t id)
     return o->parent;
 }
 
+struct tr_extent *tr_extents(struct tr *t, size_t *count)
+{
+    size_t n = 0, cap = 256;
+    struct tr_extent *ex = malloc(cap * sizeof(*ex));
+    for (uint32_t a = 1; ex && a <= t->nobj[TR_ALLOC]; a++) {
+        const struct tr_obj *o = &t->obj[TR_ALLOC][a];
+        if (!o->alive)
+            continue;
+        /* First the count, then the ranges. */
+        uint32_t c = 0;
+        struct vidmm_physical_range one;
+        if (vidmm_allocation_physical_ranges(t->adapter, o->h, &one, 1, &c) < 0 || !c)
+            continue;
+        struct vidmm_physical_range *r = malloc((size_t)c * sizeof(*r));
+        if (!r || vidmm_allocation_physical_ranges(t->adapter, o->h, r, c, &c) < 0) {
+            free(r);
+            continue;
+        }
+        for (uint32_t i = 0; i < c; i++) {
+            if (n == cap) {
+                struct tr_extent *nx = realloc(ex, cap * 2 * sizeof(*ex));
+                if (!nx)
+                    break;
+                ex = nx;
+                cap *= 2;
+            }
+            ex[n++] = (struct tr_extent){ r[i].segment_id, a, r[i].offset, r[i].size };
+        }
+        free(r);
+    }
+    *count = ex ? n : 0;
+    return ex;
+}
+
 /* ---- line building -------------------------------------------------- */
 
 static void line_add(struct tr *t, const char *fmt, ...)
@@ -270,7 +171,7 @@ static void line_begin(struct tr *t, enum tr_verb v, uint32_t pid, uint32_t tid)
 
 static void line_id(struct tr *t, enum tr_kind k, uint32_t id)
 {
-    line_add(t, " %c%u", kind_prefix[k], id);
+    line_add(t, " %c%u", tr_kind_prefix[k], id);
 }
 
 static void line_list(struct tr *t, const uint32_t *list, uint32_t n)
@@ -293,10 +194,6 @@ static void line_addr(struct tr *t, const char *key, struct tr_addr a)
         line_add(t, " %s=0x%" PRIx64, key, a.off);
 }
 
-const char *const tr_create_flag_names[2] = { "resident", "bit1" };
-const char *const tr_make_resident_flag_names[2] = { "cant-trim", "must-succeed" };
-const char *const tr_evict_flag_names[2] = { "if-necessary", "not-written" };
-
 static void line_flags(struct tr *t, uint32_t flags, const char *const names[2])
 {
     if (!flags) {
@@ -312,194 +209,6 @@ static void line_flags(struct tr *t, uint32_t flags, const char *const names[2])
         }
     if (flags & ~3u)
         line_add(t, "%s0x%x", first ? "" : ",", flags & ~3u);
-}
-
-static const char *group_name(enum vidmm_segment_group g)
-{
-    return g == VIDMM_SEGMENT_GROUP_LOCAL ? "local" : g == VIDMM_SEGMENT_GROUP_NON_LOCAL ? "non-local" : "?";
-}
-
-static void json_escape(struct tr_buf *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            tr_buf_printf(b, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            tr_buf_printf(b, "\\u%04x", (unsigned)(unsigned char)*s);
-        else
-            tr_buf_printf(b, "%c", *s);
-    }
-}
-
-/* ---- timeline ------------------------------------------------------- */
-
-static void tl_call(struct tr *t, const char *name, const char *cat);
-
-static void tl_meta(struct tr *t, const char *what, uint32_t pid, uint32_t tid, const char *name)
-{
-    if (!t->timeline)
-        return;
-    tr_buf_printf(t->timeline, ",\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":\"", what, pid,
-                  tid);
-    json_escape(t->timeline, name);
-    tr_buf_printf(t->timeline, "\"}}");
-}
-
-void tr_enable_timeline(struct tr *t, struct tr_buf *buf)
-{
-    t->timeline = buf;
-    tr_buf_printf(buf, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"adapter (softgpu %s)\"}}",
-                  t->hdr.preset);
-    tl_meta(t, "thread_name", 0, 0, "calls");
-    tl_meta(t, "thread_name", 0, 1, "paging engine");
-    tl_meta(t, "thread_name", 0, 2, "residency");
-    tl_meta(t, "thread_name", 0, 3, "display");
-}
-
-void tr_set_observer(struct tr *t, tr_observer_fn fn, void *ctx)
-{
-    t->observer = fn;
-    t->observer_ctx = ctx;
-}
-
-void tr_start(struct tr *t)
-{
-    /* Opening the adapter already paged (the paging buffers' aperture
-     * mapping): a first slice accounts for it, so the paging events add
-     * up to the adapter's counters.  It is taken whether or not anything
-     * is collected, so every output sees the same clock. */
-    t->line_len = (size_t)snprintf(t->line, sizeof t->line, "adapter open");
-    t->track_pid = 0;
-    t->track_tid = 0;
-    memset(&t->last_ai, 0, sizeof t->last_ai);
-    memset(&t->last_rs, 0, sizeof t->last_rs);
-    tl_call(t, "adapter-open", "setup");
-}
-
-static void tl_counters(struct tr *t, uint64_t ts)
-{
-    /* Per process: local and non-local usage against budget. */
-    if (t->counters_cap < t->nobj[TR_PROC] + 1) {
-        uint32_t nc = t->nobj[TR_PROC] + 64;
-        struct tr_counter_state *n = realloc(t->counters, (size_t)nc * sizeof(*n));
-        if (!n)
-            return;
-        memset(n + t->counters_cap, 0, (size_t)(nc - t->counters_cap) * sizeof(*n));
-        t->counters = n;
-        t->counters_cap = nc;
-    }
-    for (uint32_t p = 1; p <= t->nobj[TR_PROC]; p++) {
-        struct tr_obj *o = &t->obj[TR_PROC][p];
-        if (!o->alive)
-            continue;
-        struct tr_counter_state *c = &t->counters[p];
-        for (int g = 0; g < 2; g++) {
-            struct vidmm_video_memory_info vi;
-            if (vidmm_query_video_memory_info(t->adapter, o->h, (enum vidmm_segment_group)g, &vi) < 0)
-                continue;
-            if (c->valid && c->usage[g] == vi.current_usage && c->budget[g] == vi.budget)
-                continue;
-            c->usage[g] = vi.current_usage;
-            c->budget[g] = vi.budget;
-            tr_buf_printf(t->timeline,
-                          ",\n{\"ph\":\"C\",\"name\":\"%s memory\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64
-                          ",\"args\":{\"usage\":%" PRIu64 ",\"budget\":%" PRIu64 "}}",
-                          group_name((enum vidmm_segment_group)g), p, ts, vi.current_usage, vi.budget);
-        }
-        c->valid = 1;
-    }
-}
-
-/* Emit the events of the call just finished: the call slice on its track,
- * the paging it caused on the paging-engine track, evictions and restores
- * as instants, and counters that changed.  Also advances the clock. */
-static void tl_call(struct tr *t, const char *name, const char *cat)
-{
-    struct vidmm_adapter_info ai;
-    struct vidmm_residency_stats rs;
-    if (vidmm_adapter_query_info(t->adapter, &ai) < 0 || vidmm_residency_get_stats(t->adapter, &rs) < 0)
-        return;
-    uint64_t ts = t->clock_us, dur = 1, pd[17];
-    for (int k = 0; k < 17; k++) {
-        uint64_t ops = ai.paging_ops[k] - t->last_ai.paging_ops[k];
-        uint64_t bytes = ai.paging_bytes[k] - t->last_ai.paging_bytes[k];
-        pd[k] = ops ? (bytes / 16384 ? bytes / 16384 : 1) : 0;
-        dur += pd[k];
-    }
-    if (t->timeline) {
-        struct tr_buf *b = t->timeline;
-        tr_buf_printf(b, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64
-                         ",\"dur\":%" PRIu64 ",\"args\":{\"call\":\"",
-                      name, cat, t->track_pid, t->track_tid, ts, dur);
-        /* Long residency lists are cut: the trace has them in full. */
-        char shortened[512];
-        size_t n = t->line_len < sizeof shortened - 1 ? t->line_len : sizeof shortened - 1;
-        memcpy(shortened, t->line, n);
-        shortened[n] = '\0';
-        json_escape(b, shortened);
-        tr_buf_printf(b, "\"}}");
-        uint64_t at = ts + 1;
-        for (int k = 0; k < 17; k++) {
-            if (!pd[k])
-                continue;
-            tr_buf_printf(b, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"paging\",\"pid\":0,\"tid\":1,\"ts\":%" PRIu64
-                             ",\"dur\":%" PRIu64 ",\"args\":{\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
-                          paging_op_name[k] ? paging_op_name[k] : "other", at, pd[k],
-                          ai.paging_ops[k] - t->last_ai.paging_ops[k],
-                          ai.paging_bytes[k] - t->last_ai.paging_bytes[k]);
-            at += pd[k];
-        }
-        struct {
-            const char *name;
-            uint64_t n, bytes;
-        } inst[3] = {
-            { "evict", rs.evictions - rs.discards - (t->last_rs.evictions - t->last_rs.discards),
-              rs.bytes_evicted - t->last_rs.bytes_evicted },
-            { "discard", rs.discards - t->last_rs.discards, rs.bytes_discarded - t->last_rs.bytes_discarded },
-            { "restore", rs.restores - t->last_rs.restores, rs.bytes_restored - t->last_rs.bytes_restored },
-        };
-        for (int i = 0; i < 3; i++)
-            if (inst[i].n)
-                tr_buf_printf(b, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\",\"pid\":0,\"tid\":2,\"ts\":%" PRIu64
-                                 ",\"args\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
-                              inst[i].name, ts, inst[i].n, inst[i].bytes);
-        if (t->verb == TV_FLIP)
-            tr_buf_printf(b, ",\n{\"ph\":\"i\",\"s\":\"t\",\"name\":\"flip\",\"pid\":0,\"tid\":3,\"ts\":%" PRIu64 "}",
-                          ts + dur);
-        tl_counters(t, ts + dur);
-        /* Segment commitment, one counter per segment. */
-        for (uint32_t id = 1; id < ai.segment_count && id < 9; id++) {
-            struct vidmm_segment_info si;
-            if (vidmm_segment_query(t->adapter, id, &si) == VIDMM_OK && (ts == 0 || pd[0] || pd[1] || pd[2] ||
-                                                                         t->verb == TV_CREATE ||
-                                                                         t->verb == TV_CREATE2 ||
-                                                                         t->verb == TV_DESTROY))
-                tr_buf_printf(b, ",\n{\"ph\":\"C\",\"name\":\"segment %u committed\",\"pid\":0,\"tid\":0,\"ts\":%" PRIu64
-                                 ",\"args\":{\"bytes\":%" PRIu64 "}}",
-                              id, ts + dur, si.committed);
-        }
-    }
-    if (t->observer) {
-        struct tr_tick k;
-        memset(&k, 0, sizeof k);
-        k.ts = ts;
-        k.dur = dur;
-        k.verb = t->verb;
-        k.setup = !strcmp(cat, "setup");
-        uint64_t at = ts + 1;
-        for (int i = 0; i < 17; i++) {
-            if (!pd[i])
-                continue;
-            k.paging_at[i] = at;
-            k.paging_dur[i] = pd[i];
-            k.paging_bytes[i] = ai.paging_bytes[i] - t->last_ai.paging_bytes[i];
-            at += pd[i];
-        }
-        t->observer(t, &k, t->observer_ctx);
-    }
-    t->last_ai = ai;
-    t->last_rs = rs;
-    t->clock_us += dur;
 }
 
 /* ---- the rules checker --------------------------------------------- */
@@ -878,25 +587,27 @@ vidmm_status tr_queue_create(struct tr *t, uint32_t d, int priority, uint32_t *i
     return st;
 }
 
-vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
+/* The destroy of an object nothing else depends on (a paging queue, a
+ * context): the line, the call, the id marked dead.  tid: its timeline
+ * track. */
+static vidmm_status destroy_leaf(struct tr *t, enum tr_verb v, enum tr_kind k, uint32_t id, uint32_t tid,
+                                 vidmm_status (*destroy)(struct vidmm_adapter *, vidmm_handle))
 {
-    line_begin(t, TV_QUEUE_DESTROY, process_of(t, TR_QUEUE, q), 1000 + q);
-    line_id(t, TR_QUEUE, q);
-    vidmm_status st = vidmm_paging_queue_destroy(t->adapter, tr_handle(t, TR_QUEUE, q));
+    line_begin(t, v, process_of(t, k, id), tid);
+    line_id(t, k, id);
+    vidmm_status st = destroy(t->adapter, tr_handle(t, k, id));
     if (st >= 0)
-        t->obj[TR_QUEUE][q].alive = 0;
+        t->obj[k][id].alive = 0;
     line_end(t, st, NULL);
     return st;
 }
 
-/* ---- allocations ---------------------------------------------------- */
-
-static const char *const alloc_kind_names[] = { "?", "texture", "constant", "staging", "primary", "ring", "explicit" };
-
-const char *tr_alloc_kind_name(uint32_t kind)
+vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
 {
-    return kind < sizeof(alloc_kind_names) / sizeof(alloc_kind_names[0]) ? alloc_kind_names[kind] : "?";
+    return destroy_leaf(t, TV_QUEUE_DESTROY, TR_QUEUE, q, 1000 + q, vidmm_paging_queue_destroy);
 }
+
+/* ---- allocations ---------------------------------------------------- */
 
 vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int create2, uint32_t flags,
                        const char *name, uint32_t *id)
@@ -1044,30 +755,30 @@ vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min,
     return st;
 }
 
-vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
+/* unmap and free: the same arguments; a range given back whole ends
+ * its V id. */
+static vidmm_status unmap_or_free(struct tr *t, enum tr_verb v, uint32_t p, struct tr_addr va, uint64_t size,
+                                  vidmm_status (*fn)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t))
 {
-    line_begin(t, TV_UNMAP, p, 0);
+    line_begin(t, v, p, 0);
     line_id(t, TR_PROC, p);
     line_addr(t, "va", va);
     line_add(t, " size=%" PRIu64, size);
-    vidmm_status st = vidmm_gpuva_unmap(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
+    vidmm_status st = fn(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
     if (st >= 0 && va.v && !va.off && size == t->obj[TR_VA][va.v].size)
         t->obj[TR_VA][va.v].alive = 0;
     line_end(t, st, NULL);
     return st;
 }
 
+vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
+{
+    return unmap_or_free(t, TV_UNMAP, p, va, size, vidmm_gpuva_unmap);
+}
+
 vidmm_status tr_free(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size)
 {
-    line_begin(t, TV_FREE, p, 0);
-    line_id(t, TR_PROC, p);
-    line_addr(t, "va", va);
-    line_add(t, " size=%" PRIu64, size);
-    vidmm_status st = vidmm_gpuva_free(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, va), size);
-    if (st >= 0 && va.v && !va.off && size == t->obj[TR_VA][va.v].size)
-        t->obj[TR_VA][va.v].alive = 0;
-    line_end(t, st, NULL);
-    return st;
+    return unmap_or_free(t, TV_FREE, p, va, size, vidmm_gpuva_free);
 }
 
 /* ---- residency ------------------------------------------------------ */
@@ -1134,17 +845,25 @@ vidmm_status tr_evict(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n
     return st;
 }
 
-vidmm_status tr_wait(struct tr *t, uint32_t q, uint64_t fence)
+/* A CPU wait for fence on a paging queue or a context (tid: its timeline
+ * track), counted in *waits.  No deadline: in synchronous mode the fence
+ * has already signalled; otherwise a hang is the reset path's business. */
+static vidmm_status wait_fence(struct tr *t, enum tr_verb v, enum tr_kind k, uint32_t id, uint32_t tid, uint64_t fence,
+                               vidmm_status (*wait)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t),
+                               uint64_t *waits)
 {
-    line_begin(t, TV_WAIT, process_of(t, TR_QUEUE, q), 1000 + q);
-    line_id(t, TR_QUEUE, q);
+    line_begin(t, v, process_of(t, k, id), tid);
+    line_id(t, k, id);
     line_add(t, " fence=%" PRIu64, fence);
-    /* No deadline: in synchronous mode the fence has already signalled;
-     * otherwise a paging hang is the reset path's business. */
-    vidmm_status st = vidmm_paging_queue_wait(t->adapter, tr_handle(t, TR_QUEUE, q), fence, UINT64_MAX);
-    t->fence_waits++;
+    vidmm_status st = wait(t->adapter, tr_handle(t, k, id), fence, UINT64_MAX);
+    (*waits)++;
     line_end(t, st, NULL);
     return st;
+}
+
+vidmm_status tr_wait(struct tr *t, uint32_t q, uint64_t fence)
+{
+    return wait_fence(t, TV_WAIT, TR_QUEUE, q, 1000 + q, fence, vidmm_paging_queue_wait, &t->fence_waits);
 }
 
 vidmm_status tr_offer(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n, uint32_t priority)
@@ -1200,7 +919,7 @@ vidmm_status tr_budget(struct tr *t, uint32_t p, enum vidmm_segment_group g, uin
 {
     line_begin(t, TV_BUDGET, p, 0);
     line_id(t, TR_PROC, p);
-    line_add(t, " %s %" PRIu64, group_name(g), bytes);
+    line_add(t, " %s %" PRIu64, tr_group_name(g), bytes);
     vidmm_status st = vidmm_process_set_budget(t->adapter, tr_handle(t, TR_PROC, p), g, bytes);
     line_end(t, st, NULL);
     return st;
@@ -1210,7 +929,7 @@ vidmm_status tr_reservation(struct tr *t, uint32_t p, enum vidmm_segment_group g
 {
     line_begin(t, TV_RESERVATION, p, 0);
     line_id(t, TR_PROC, p);
-    line_add(t, " %s %" PRIu64, group_name(g), bytes);
+    line_add(t, " %s %" PRIu64, tr_group_name(g), bytes);
     vidmm_status st = vidmm_change_video_memory_reservation(t->adapter, tr_handle(t, TR_PROC, p), g, bytes);
     line_end(t, st, NULL);
     return st;
@@ -1367,77 +1086,6 @@ vidmm_status tr_check_adapter(struct tr *t)
 
 /* ---- command submission ------------------------------------------------ */
 
-static const struct {
-    uint32_t op;
-    const char *name;
-    int operands;
-    unsigned addr_mask;          /* which operands are addresses */
-} cmd_table[] = {
-    { SOFTGPU_CMD_NOP, "nop", 0, 0 },
-    { SOFTGPU_CMD_WRITE32, "write32", 2, 1 },
-    { SOFTGPU_CMD_WRITE64, "write64", 2, 1 },
-    { SOFTGPU_CMD_COPY, "copy", 3, 3 },
-    { SOFTGPU_CMD_FILL, "fill", 3, 1 },
-    { SOFTGPU_CMD_CHECKSUM, "checksum", 3, 5 },
-    { SOFTGPU_CMD_COMPARE, "compare", 4, 11 },
-    { SOFTGPU_CMD_SIGNAL, "signal", 2, 1 },
-    { SOFTGPU_CMD_WAIT, "wait", 2, 1 },
-};
-#define CMD_KINDS (sizeof cmd_table / sizeof cmd_table[0])
-
-static int cmd_index(uint32_t op)
-{
-    for (unsigned i = 0; i < CMD_KINDS; i++)
-        if (cmd_table[i].op == op)
-            return (int)i;
-    return -1;
-}
-
-int tr_cmd_operands(uint32_t op)
-{
-    int i = cmd_index(op);
-    return i < 0 ? -1 : cmd_table[i].operands;
-}
-
-const char *tr_cmd_name(uint32_t op)
-{
-    int i = cmd_index(op);
-    return i < 0 ? NULL : cmd_table[i].name;
-}
-
-int tr_cmd_parse_name(const char *s, uint32_t *op)
-{
-    for (unsigned i = 0; i < CMD_KINDS; i++)
-        if (!strcmp(s, cmd_table[i].name)) {
-            *op = cmd_table[i].op;
-            return 0;
-        }
-    return -1;
-}
-
-uint64_t tr_pattern_checksum(uint64_t size, uint64_t seed)
-{
-    uint64_t h = 0xcbf29ce484222325ull, s = seed;
-    for (uint64_t i = 0; i < size / 8; i++)
-        h = (h ^ (seed ? pattern_next(&s) : 0)) * 0x100000001b3ull;
-    return h;
-}
-
-uint64_t tr_fill_checksum(uint64_t size, uint32_t pattern)
-{
-    uint64_t w = ((uint64_t)pattern << 32) | pattern, h = 0xcbf29ce484222325ull;
-    for (uint64_t i = 0; i < size / 8; i++)
-        h = (h ^ w) * 0x100000001b3ull;
-    return h;
-}
-
-static const char *node_name(uint32_t node)
-{
-    return node == SOFTGPU_NODE_GRAPHICS ? "graphics" : node == SOFTGPU_NODE_COMPUTE ? "compute"
-                                                      : node == SOFTGPU_NODE_COPY    ? "copy"
-                                                                                     : NULL;
-}
-
 vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t mode, uint32_t *id)
 {
     uint32_t c = new_obj(t, TR_CTX);
@@ -1450,8 +1098,8 @@ vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t
     line_begin(t, TV_CONTEXT, p, 2000 + c);
     line_id(t, TR_CTX, c);
     line_id(t, TR_DEV, d);
-    if (node_name(node))
-        line_add(t, " node=%s", node_name(node));
+    if (tr_node_name(node))
+        line_add(t, " node=%s", tr_node_name(node));
     else
         line_add(t, " node=%u", node);
     line_add(t, " mode=%s", mode == VIDMM_CONTEXT_VIRTUAL ? "virtual" : mode == VIDMM_CONTEXT_PHYSICAL ? "physical" : "?");
@@ -1465,7 +1113,7 @@ vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t
     o->alive = st >= 0;
     if (t->timeline) {
         char label[48];
-        snprintf(label, sizeof label, "context C%u (%s, %s)", c, node_name(node) ? node_name(node) : "?",
+        snprintf(label, sizeof label, "context C%u (%s, %s)", c, tr_node_name(node) ? tr_node_name(node) : "?",
                  mode == VIDMM_CONTEXT_PHYSICAL ? "physical" : "virtual");
         tl_meta(t, "thread_name", p, 2000 + c, label);
     }
@@ -1476,13 +1124,7 @@ vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t
 
 vidmm_status tr_context_destroy(struct tr *t, uint32_t c)
 {
-    line_begin(t, TV_CONTEXT_DESTROY, process_of(t, TR_CTX, c), 2000 + c);
-    line_id(t, TR_CTX, c);
-    vidmm_status st = vidmm_context_destroy(t->adapter, tr_handle(t, TR_CTX, c));
-    if (st >= 0)
-        t->obj[TR_CTX][c].alive = 0;
-    line_end(t, st, NULL);
-    return st;
+    return destroy_leaf(t, TV_CONTEXT_DESTROY, TR_CTX, c, 2000 + c, vidmm_context_destroy);
 }
 
 /* An operand as the trace writes it: V<n>[+0x..] or a number (addresses
@@ -1511,19 +1153,19 @@ vidmm_status tr_cmdbuf(struct tr *t, const struct tr_cmd *cmds, uint32_t n, uint
     uint64_t cap = 0;
     int badop = 0;
     for (uint32_t i = 0; i < n; i++) {
-        int k = cmd_index(cmds[i].op);
-        if (k < 0) {
+        const struct cmd_kind *k = cmd_kind_of(cmds[i].op);
+        if (!k) {
             line_add(t, "%s0x%x", i ? "," : "", cmds[i].op);
             badop = 1;
             continue;
         }
-        line_add(t, "%s%s", i ? "," : "", cmd_table[k].name);
-        for (int j = 0; j < cmd_table[k].operands; j++) {
+        line_add(t, "%s%s", i ? "," : "", k->name);
+        for (int j = 0; j < k->operands; j++) {
             line_add(t, ":");
             line_operand(t, cmds[i].arg[j],
-                         (cmd_table[k].addr_mask >> j & 1) || (cmds[i].op == SOFTGPU_CMD_FILL && j == 2));
+                         (k->addr_mask >> j & 1) || (cmds[i].op == SOFTGPU_CMD_FILL && j == 2));
         }
-        cap += 8 + 8 * (uint64_t)cmd_table[k].operands;
+        cap += 8 + 8 * (uint64_t)k->operands;
     }
     if (!n)
         line_add(t, "-");
@@ -1666,13 +1308,7 @@ vidmm_status tr_submit_physical(struct tr *t, uint32_t c, uint32_t b, const uint
 
 vidmm_status tr_context_wait(struct tr *t, uint32_t c, uint64_t fence)
 {
-    line_begin(t, TV_CONTEXT_WAIT, process_of(t, TR_CTX, c), 2000 + c);
-    line_id(t, TR_CTX, c);
-    line_add(t, " fence=%" PRIu64, fence);
-    vidmm_status st = vidmm_context_wait(t->adapter, tr_handle(t, TR_CTX, c), fence, UINT64_MAX);
-    t->context_waits++;
-    line_end(t, st, NULL);
-    return st;
+    return wait_fence(t, TV_CONTEXT_WAIT, TR_CTX, c, 2000 + c, fence, vidmm_context_wait, &t->context_waits);
 }
 
 vidmm_status tr_context_fence(struct tr *t, uint32_t c, uint64_t *submitted, uint64_t *completed)

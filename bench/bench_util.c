@@ -1,0 +1,77 @@
+/*
+ * bench_util.c - the helpers every benchmark file uses (bench.h): the
+ * clock, allocation that ends the program when the host is out of memory
+ * (a benchmark has no way to go on without its tables), medians, and the
+ * --only selection.  One copy, so the files time and summarise alike.
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *oom_check(void *p)
+{
+    if (!p) {
+        fprintf(stderr, "bench: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+void *bench_xmalloc(size_t n)
+{
+    return oom_check(malloc(n ? n : 1));
+}
+
+void *bench_xcalloc(size_t n)
+{
+    return oom_check(calloc(1, n ? n : 1));
+}
+
+void *bench_xrealloc(void *p, size_t n)
+{
+    return oom_check(realloc(p, n));
+}
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int bench_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return v[n / 2];
+}
+
+int bench_only(const char *name)
+{
+    const char *p = bench_opts.only;
+    size_t n = strlen(name);
+    if (!p)
+        return 1;
+    while (p) {
+        if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+            return 1;
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    return 0;
+}
