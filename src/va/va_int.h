@@ -185,7 +185,19 @@ uint32_t vidmm_vai_leaf_get(struct vidmm_va_space *vs);
 void vidmm_vai_leaf_put(struct vidmm_va_space *vs, uint32_t i);
 vidmm_status vidmm_vai_leaves_reserve(struct vidmm_va_space *vs, uint64_t want);
 vidmm_status vidmm_vai_nodes_reserve(struct vidmm_va_space *vs, uint64_t want);
-vidmm_status vidmm_vai_reserve(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins);
+vidmm_status vidmm_vai_reserve_slow(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins);
+/* Inline: every change calls it, and nearly always everything is there
+ * already (the growth is the out-of-line part). */
+static inline vidmm_status vidmm_vai_reserve(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins)
+{
+    uint64_t leaf_total = (vs->range_count + 1 + recs) / VA_LMIN + 2;
+    uint64_t leaves = leaf_total > vs->leaf_used ? va_min(ins, leaf_total - vs->leaf_used) : 0;
+    uint64_t inner_total = ((uint64_t)vs->leaf_used + leaves) / 3 + VA_INNER_SLACK;
+    if (vs->free_node_count >= recs && vs->free_leaf_count >= leaves &&
+        (inner_total <= vs->inner_used || vs->free_inner_count >= inner_total - vs->inner_used))
+        return VIDMM_OK;
+    return vidmm_vai_reserve_slow(vs, recs, ins);
+}
 
 /* va_objidx.c */
 struct vidmm_va_objrec *vidmm_vai_obj_find(const struct vidmm_va_space *vs, uint64_t object);
@@ -202,7 +214,26 @@ uint32_t vidmm_vai_first_from_span(const struct vidmm_va_space *vs, uint64_t va,
 void vidmm_vai_flush(struct vidmm_va_space *vs);
 void vidmm_vai_insert_before(struct vidmm_va_space *vs, uint32_t n, uint32_t succ);
 void vidmm_vai_key_up(struct vidmm_va_space *vs, uint32_t lf, uint64_t key);
-void vidmm_vai_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64);
+/* A leaf's largest hole, and its largest 64 KiB-aligned piece (inline:
+ * every flush sums the leaves it touched). */
+static inline void vidmm_vai_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64)
+{
+    /* Addresses stay below 2^63, so the aligned piece hi - lo fits an
+     * int64_t; a negative one (no aligned piece) never beats the 0 that
+     * mx64 starts from, which saves the clamp of va_gap64(). */
+    const uint64_t g = VIDMM_VA_GRANULE - 1;
+    uint64_t pe = l->prev_end, mx = 0;
+    int64_t mx64 = 0;
+    for (unsigned i = 0; i < l->count; i++) {
+        uint64_t s = l->start[i];
+        int64_t p64 = (int64_t)((s & ~g) - ((pe + g) & ~g));
+        mx = va_max(mx, s - pe);
+        mx64 = p64 > mx64 ? p64 : mx64;
+        pe = l->end[i];
+    }
+    *m = mx;
+    *m64 = (uint64_t)mx64;
+}
 uint32_t vidmm_vai_next_node(const struct vidmm_va_space *vs, uint32_t n);
 uint32_t vidmm_vai_prev_node(const struct vidmm_va_space *vs, uint32_t n);
 void vidmm_vai_set_end(struct vidmm_va_space *vs, uint32_t n, uint64_t new_end);

@@ -147,7 +147,7 @@ static vidmm_status va_inners_reserve(struct vidmm_va_space *vs, uint64_t want)
  * + 2 either, whichever bound is lower.  Inner nodes never exceed leaves /
  * 3 + 1 (every non-root one has >= VA_IMIN = 4 children), plus the chain
  * a split creates on its way up. */
-vidmm_status vidmm_vai_reserve(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins)
+vidmm_status vidmm_vai_reserve_slow(struct vidmm_va_space *vs, uint64_t recs, uint64_t ins)
 {
     vidmm_status st;
     uint64_t leaf_total = (vs->range_count + 1 + recs) / VA_LMIN + 2;

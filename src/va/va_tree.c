@@ -40,25 +40,6 @@ static inline unsigned va_child_slot(const va_inner *in, uint32_t c)
 }
 
 /* Largest hole and 64 KiB-aligned hole piece of a leaf / an inner node. */
-void vidmm_vai_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64)
-{
-    /* Addresses stay below 2^63, so the aligned piece hi - lo fits an
-     * int64_t; a negative one (no aligned piece) never beats the 0 that
-     * mx64 starts from, which saves the clamp of va_gap64(). */
-    const uint64_t g = VIDMM_VA_GRANULE - 1;
-    uint64_t pe = l->prev_end, mx = 0;
-    int64_t mx64 = 0;
-    for (unsigned i = 0; i < l->count; i++) {
-        uint64_t s = l->start[i];
-        int64_t p64 = (int64_t)((s & ~g) - ((pe + g) & ~g));
-        mx = va_max(mx, s - pe);
-        mx64 = p64 > mx64 ? p64 : mx64;
-        pe = l->end[i];
-    }
-    *m = mx;
-    *m64 = (uint64_t)mx64;
-}
-
 static void va_inner_sum(const va_inner *in, uint64_t *m, uint64_t *m64)
 {
     uint64_t mx = 0, mx64 = 0;
