@@ -22,6 +22,7 @@
 #include "tdr/tdr.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -249,7 +250,6 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     if (!a->ops.destroy_allocation)
         a->ops.destroy_allocation = default_destroy;
     a->driver = ci->driver;
-    a->free_head = UINT32_MAX;
     {
         uint64_t x = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
         a->handle_salt = (uint32_t)(x >> 48) & 0xFFFFu;
@@ -258,6 +258,8 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     vidmm_objtab_init(&a->contexts, VIDMM_HANDLE_TYPE_CONTEXT, a->handle_salt);
     vidmm_objtab_init(&a->queues, VIDMM_HANDLE_TYPE_PAGING_QUEUE, a->handle_salt);
     vidmm_objtab_init(&a->processes, VIDMM_HANDLE_TYPE_PROCESS, a->handle_salt);
+    vidmm_objtab_init(&a->allocations, VIDMM_HANDLE_TYPE_ALLOCATION, a->handle_salt);
+    vidmm_objtab_set_object_generation(&a->allocations, (uint32_t)offsetof(struct vidmm_allocation, handle_gen));
     vidmm_objtab_set_limit(&a->processes, VIDMM_MAX_PROCESSES);
 
     vidmm_status st;
@@ -488,7 +490,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         {
-            vidmm_handle h = vidmm_handle_make(a, it - 1, al->generation);
+            vidmm_handle h = al->self;
             al->lock_count = 0;
             if (al->host_ap_mapped)
                 al->lock_count = 1; /* let unlock release the host aperture */
@@ -529,7 +531,7 @@ static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vid
     out->paging_buffer_segment_id = a->paging_segment_id;
     out->paging_buffer_size = a->paging.buffer_size;
     out->aperture_segment_commit_limit = a->caps.aperture_segment_commit_limit;
-    out->live_allocations = a->live;
+    out->live_allocations = a->allocations.live;
     out->paging_buffers_submitted = a->paging_buffers;
     out->paging_restarts = a->paging_restarts;
     memcpy(out->paging_ops, a->paging_ops, sizeof(out->paging_ops));

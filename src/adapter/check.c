@@ -183,42 +183,21 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
                     (unsigned long long)v->d.va);
         }
     }
-    uint64_t live = 0, free_slots = 0, retired = 0;
-    for (uint32_t i = 0; i < a->slot_used; i++) {
-        const struct vidmm_allocation *al = a->slots[i];
-        if (!al) {
-            vidmm_report_add(&r, "slot %u has no object", i);
-            continue;
-        }
-        if (al->live && !al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
+    {
+        char hmsg[160];
+        int he = vidmm_handle_check(a, hmsg, sizeof(hmsg));
+        if (he)
+            vidmm_report_add(&r, "allocation handles: %d violations (%s)", he, hmsg);
+    }
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        uint32_t i = it - 1;
+        if (!al->live || al->self != ((al->self & ~0xFFFFFFull) | i))
+            vidmm_report_add(&r, "allocation %u: in the table but not live, or named by another slot", i);
+        if (!al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
             vidmm_report_add(&r, "allocation %u: private to a dead process", i);
-        if (!al->live) {
-            if (al->retired)
-                retired++;
-            else
-                free_slots++;
-            continue;
-        }
-        live++;
         check_allocation(a, i, al, sum, &r);
     }
-    if (live != a->live)
-        vidmm_report_add(&r, "handle table: %llu live objects, counter says %llu", (unsigned long long)live,
-            (unsigned long long)a->live);
-    uint64_t chain = 0;
-    for (uint32_t i = a->free_head; i != UINT32_MAX && chain <= a->slot_used; i = a->slots[i]->next_free) {
-        if (i >= a->slot_used || a->slots[i]->live) {
-            vidmm_report_add(&r, "handle table: free list reaches live or invalid slot %u", i);
-            break;
-        }
-        chain++;
-    }
-    if (retired != a->slots_retired)
-        vidmm_report_add(&r, "handle table: %llu retired slots, counter says %llu", (unsigned long long)retired,
-            (unsigned long long)a->slots_retired);
-    if (chain != free_slots)
-        vidmm_report_add(&r, "handle table: %llu free slots, free list holds %llu", (unsigned long long)free_slots,
-            (unsigned long long)chain);
 
     uint64_t ap_mapped = 0;
     for (uint32_t id = 0; id < a->segment_count; id++) {

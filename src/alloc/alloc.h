@@ -16,13 +16,14 @@ struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_h
  * allocation destroyed while in use until it is released. */
 struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h);
 
-vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation);
 
 /* vidmm_handle_get as seen from a process's call: another process's
  * private allocation is not a handle there (D38). */
 struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process);
 
 void vidmm_handle_table_fini(struct vidmm_adapter *a);
+/* The table and the object pool agree (for vidmm_adapter_check). */
+int vidmm_handle_check(const struct vidmm_adapter *a, char *msg, size_t n);
 
 vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
                          int top_down, struct vidmm_placement *pl);
@@ -51,15 +52,10 @@ int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_all
  *     uint32_t it = 0;
  *     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
  *
- * it - 1 is al's slot.  The body may destroy al: slots are never freed. */
+ * it - 1 is al's slot.  The body may destroy al. */
 static inline struct vidmm_allocation *vidmm_alloc_next(const struct vidmm_adapter *a, uint32_t *it)
 {
-    while (*it < a->slot_used) {
-        struct vidmm_allocation *al = a->slots[(*it)++];
-        if (al && al->live)
-            return al;
-    }
-    return NULL;
+    return (struct vidmm_allocation *)vidmm_objtab_next(&a->allocations, it);
 }
 
 #endif

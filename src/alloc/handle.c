@@ -1,81 +1,67 @@
 /*
- * handle.c - the adapter's allocation handle table.
+ * handle.c - allocation handles and allocation objects.
  *
- * A handle is (type << 56) | (adapter salt << 40) | (generation << 24) |
- * slot.  Slots are reused through a free list, and the generation is
- * bumped on every release, so a stale handle - or one of another object
- * type - never reaches a live object; a slot whose generation would wrap
- * is retired instead of reused.  The 16-bit salt is derived from the
- * adapter's address at open, so a handle of one adapter is rejected by
- * another (1 chance in 65536 of two adapters sharing a salt).  Lookups are
- * O(1); the table grows geometrically through the host allocator.
+ * Handles come from the adapter's typed handle table for allocations
+ * (core/objtab.h), as every other object's do: (type << 56) | (adapter
+ * salt << 40) | (generation << 24) | slot, with a slot whose generation
+ * would wrap retired instead of reused, so a stale handle - or one of
+ * another object type or adapter - never reaches a live object.
+ *
+ * The objects come in chunks of 64 and are reused through a free list:
+ * allocations created together sit together, which keeps walks over lists
+ * of them (make-resident, residency checks) in few cache lines and pages.
+ * A released object goes back to the list; its memory is returned only
+ * when the adapter closes.
  */
 #include "model/objects.h"
 #include "alloc/alloc.h"
 
+#include <stdio.h>
 #include <string.h>
 
-#define GEN_MASK 0xFFFFu
-#define MAX_SLOTS (1u << 24)
 #define ALLOC_CHUNK 64u   /* allocation objects per host block */
 
-static vidmm_status grow(struct vidmm_adapter *a)
+struct vidmm_alloc_chunk {
+    struct vidmm_allocation obj[ALLOC_CHUNK];   /* first: 64-byte aligned with the block */
+    struct vidmm_alloc_chunk *next;
+};
+
+static vidmm_status more_objects(struct vidmm_adapter *a)
 {
-    uint32_t cap = a->slot_cap ? a->slot_cap * 2 : 64;
-    if (cap > MAX_SLOTS)
-        cap = MAX_SLOTS;
-    if (cap <= a->slot_cap)
-        return VIDMM_E_NO_HOST_MEMORY; /* 16 M live allocations per adapter */
-    struct vidmm_allocation **n = vidmm_halloc(a->ha, VIDMM_SITE_HANDLE_SLOTS, cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
-    if (!n)
+    struct vidmm_alloc_chunk *c = vidmm_hzalloc(a->ha, VIDMM_SITE_HANDLE_ALLOC_CHUNK, sizeof(*c),
+                                                _Alignof(struct vidmm_alloc_chunk));
+    if (!c)
         return VIDMM_E_NO_HOST_MEMORY;
-    if (a->slots)
-        memcpy(n, a->slots, a->slot_cap * sizeof(*n));
-    memset(n + a->slot_cap, 0, (cap - a->slot_cap) * sizeof(*n));
-    vidmm_hfree(a->ha, a->slots, a->slot_cap * sizeof(*n), _Alignof(struct vidmm_allocation *));
-    a->slots = n;
-    a->slot_cap = cap;
+    c->next = a->alloc_chunks;
+    a->alloc_chunks = c;
+    /* Handed out in address order. */
+    for (uint32_t k = ALLOC_CHUNK; k-- > 0;) {
+        c->obj[k].pool_next = a->alloc_free;
+        a->alloc_free = &c->obj[k];
+    }
     return VIDMM_OK;
 }
 
 vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h)
 {
     VIDMM_ASSERT_LOCKED(a);
-    uint32_t idx;
-    struct vidmm_allocation *al;
-    if (a->free_head != UINT32_MAX) {
-        idx = a->free_head;
-        al = a->slots[idx];
-        a->free_head = al->next_free;
-        uint32_t gen = al->generation;
-        memset(al, 0, sizeof(*al));
-        al->generation = gen;
-    } else {
-        if (a->slot_used == a->slot_cap) {
-            vidmm_status st = grow(a);
-            if (st < 0)
-                return st;
-        }
-        if (a->slot_used % ALLOC_CHUNK == 0) {
-            /* Allocation objects come in chunks: the ones created together
-             * sit together, which keeps walks over lists of them (make-
-             * resident, residency checks) in few cache lines and pages. */
-            struct vidmm_allocation *chunk =
-                vidmm_hzalloc(a->ha, VIDMM_SITE_HANDLE_ALLOC_CHUNK, ALLOC_CHUNK * sizeof(*chunk), _Alignof(struct vidmm_allocation));
-            if (!chunk)
-                return VIDMM_E_NO_HOST_MEMORY;
-            for (uint32_t k = 0; k < ALLOC_CHUNK; k++)
-                a->slots[a->slot_used + k] = &chunk[k];
-        }
-        idx = a->slot_used++;
-        al = a->slots[idx];
-        al->generation = 1;
+    if (!a->alloc_free) {
+        vidmm_status st = more_objects(a);
+        if (st < 0)
+            return st;
     }
+    struct vidmm_allocation *al = a->alloc_free;
+    uint64_t handle;
+    vidmm_status st = vidmm_objtab_add(&a->allocations, a->ha, al, &handle);
+    if (st < 0)
+        return st == VIDMM_E_BUSY ? VIDMM_E_NO_HOST_MEMORY : st;   /* 16 M live allocations per adapter */
+    a->alloc_free = al->pool_next;
+    uint16_t gen = al->handle_gen;   /* written by the table's add */
+    memset(al, 0, sizeof(*al));
+    al->handle_gen = gen;
     al->live = 1;
-    al->next_free = UINT32_MAX;
-    a->live++;
     *out = al;
-    *h = vidmm_handle_make(a, idx, al->generation);
+    *h = handle;
     return VIDMM_OK;
 }
 
@@ -93,48 +79,53 @@ struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vid
 
 struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if ((h >> 56) != VIDMM_HANDLE_TYPE_ALLOCATION || ((h >> 40) & 0xFFFFu) != a->handle_salt)
-        return NULL;
-    uint32_t idx = (uint32_t)h & (MAX_SLOTS - 1);
-    uint32_t gen = (uint32_t)(h >> 24) & GEN_MASK;
-    if (idx >= a->slot_used)
-        return NULL;
-    struct vidmm_allocation *al = a->slots[idx];
-    if (!al || !al->live || al->generation != gen)
-        return NULL;
-    return al;
-}
-
-vidmm_handle vidmm_handle_make(const struct vidmm_adapter *a, uint32_t idx, uint32_t generation)
-{
-    return ((vidmm_handle)VIDMM_HANDLE_TYPE_ALLOCATION << 56) | ((vidmm_handle)a->handle_salt << 40) |
-           ((vidmm_handle)generation << 24) | idx;
+    return vidmm_objtab_get(&a->allocations, h);
 }
 
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
 {
-    uint32_t idx = (uint32_t)h & (MAX_SLOTS - 1);
-    struct vidmm_allocation *al = a->slots[idx];
-    al->live = 0;
-    a->live--;
-    if (al->generation == GEN_MASK) {
-        /* The next generation would repeat an old one: retire the slot
-         * for good, so no stale handle ever names a later allocation. */
-        al->retired = 1;
-        a->slots_retired++;
+    struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
+    if (VIDMM_BUG_ON(a, !al))
         return;
-    }
-    al->generation++;
-    al->next_free = a->free_head;
-    a->free_head = idx;
+    vidmm_objtab_remove(&a->allocations, h);
+    al->live = 0;
+    al->pool_next = a->alloc_free;
+    a->alloc_free = al;
 }
 
 void vidmm_handle_table_fini(struct vidmm_adapter *a)
 {
-    for (uint32_t i = 0; i < a->slot_used; i += ALLOC_CHUNK)
-        vidmm_hfree(a->ha, a->slots[i], ALLOC_CHUNK * sizeof(struct vidmm_allocation),
-                    _Alignof(struct vidmm_allocation));
-    vidmm_hfree(a->ha, a->slots, a->slot_cap * sizeof(*a->slots), _Alignof(struct vidmm_allocation *));
-    a->slots = NULL;
-    a->slot_cap = a->slot_used = 0;
+    while (a->alloc_chunks) {
+        struct vidmm_alloc_chunk *c = a->alloc_chunks;
+        a->alloc_chunks = c->next;
+        vidmm_hfree(a->ha, c, sizeof(*c), _Alignof(struct vidmm_alloc_chunk));
+    }
+    a->alloc_free = NULL;
+    vidmm_objtab_fini(&a->allocations, a->ha);
+}
+
+int vidmm_handle_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = 0;
+    if (vidmm_objtab_check(&a->allocations)) {
+        e++;
+        snprintf(msg, n, "allocation handle table inconsistent");
+    }
+    uint64_t pooled = 0, objects = 0;
+    for (const struct vidmm_alloc_chunk *c = a->alloc_chunks; c; c = c->next)
+        objects += ALLOC_CHUNK;
+    for (const struct vidmm_allocation *al = a->alloc_free; al && pooled <= objects; al = al->pool_next) {
+        pooled++;
+        if (al->live || al->busy || al->zombie) {
+            e++;
+            snprintf(msg, n, "a free allocation object is live, busy or deferred");
+            break;
+        }
+    }
+    if (pooled + a->allocations.live != objects) {
+        e++;
+        snprintf(msg, n, "%llu allocation objects, %llu free and %u live", (unsigned long long)objects,
+                 (unsigned long long)pooled, a->allocations.live);
+    }
+    return e;
 }

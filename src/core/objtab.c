@@ -20,6 +20,13 @@ void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt)
     t->salt = salt;
     t->free_head = UINT32_MAX;
     t->max_slots = OT_MAX_SLOTS;
+    t->obj_gen_off = UINT32_MAX;
+}
+
+void vidmm_objtab_set_object_generation(struct vidmm_objtab *t, uint32_t off)
+{
+    if (!t->live)
+        t->obj_gen_off = off;
 }
 
 int vidmm_objtab_full(const struct vidmm_objtab *t)
@@ -38,9 +45,10 @@ void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator
     vidmm_hfree(ha, t->obj, (size_t)t->cap * sizeof(*t->obj), _Alignof(void *));
     vidmm_hfree(ha, t->gen, (size_t)t->cap * sizeof(*t->gen), _Alignof(uint16_t));
     vidmm_hfree(ha, t->next_free, (size_t)t->cap * sizeof(*t->next_free), _Alignof(uint32_t));
-    uint32_t max = t->max_slots;
+    uint32_t max = t->max_slots, off = t->obj_gen_off;
     vidmm_objtab_init(t, t->type, t->salt);
     t->max_slots = max;
+    t->obj_gen_off = off;
 }
 
 static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha)
@@ -74,57 +82,44 @@ static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocat
     return VIDMM_OK;
 }
 
-static uint64_t make(const struct vidmm_objtab *t, uint32_t slot)
-{
-    return ((uint64_t)t->type << 56) | ((uint64_t)t->salt << 40) | ((uint64_t)t->gen[slot] << 24) | slot;
-}
-
 vidmm_status vidmm_objtab_add(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha, void *obj,
                               uint64_t *handle)
 {
-    uint32_t slot;
+    uint32_t s;
     if (t->free_head != UINT32_MAX) {
-        slot = t->free_head;
-        t->free_head = t->next_free[slot];
+        s = t->free_head;
+        t->free_head = t->next_free[s];
     } else {
         if (t->used == t->cap) {
             vidmm_status st = grow(t, ha);
             if (st < 0)
                 return st;
         }
-        slot = t->used++;
-        t->gen[slot] = 1;
+        s = t->used++;
+        t->gen[s] = 1;
     }
-    t->obj[slot] = obj;
-    t->next_free[slot] = UINT32_MAX;
+    t->obj[s] = obj;
+    if (t->obj_gen_off != UINT32_MAX)
+        *(uint16_t *)((char *)obj + t->obj_gen_off) = t->gen[s];
+    t->next_free[s] = UINT32_MAX;
     t->live++;
-    *handle = make(t, slot);
+    *handle = ((uint64_t)t->type << 56) | ((uint64_t)t->salt << 40) | ((uint64_t)t->gen[s] << 24) | s;
     return VIDMM_OK;
-}
-
-void *vidmm_objtab_get(const struct vidmm_objtab *t, uint64_t h)
-{
-    if (!t || (h >> 56) != t->type || ((h >> 40) & 0xFFFFu) != t->salt)
-        return NULL;
-    uint32_t slot = (uint32_t)h & (OT_MAX_SLOTS - 1);
-    if (slot >= t->used || !t->obj[slot] || ((h >> 24) & 0xFFFFu) != t->gen[slot])
-        return NULL;
-    return t->obj[slot];
 }
 
 void vidmm_objtab_remove(struct vidmm_objtab *t, uint64_t h)
 {
-    uint32_t slot = (uint32_t)h & (OT_MAX_SLOTS - 1);
-    t->obj[slot] = NULL;
+    uint32_t s = (uint32_t)h & (OT_MAX_SLOTS - 1);
+    t->obj[s] = NULL;
     t->live--;
-    if (t->gen[slot] == 0xFFFFu) {
+    if (t->gen[s] == 0xFFFFu) {
         t->retired++;   /* its next generation would repeat an old one */
-        t->next_free[slot] = OT_RETIRED;
+        t->next_free[s] = OT_RETIRED;
         return;
     }
-    t->gen[slot]++;
-    t->next_free[slot] = t->free_head;
-    t->free_head = slot;
+    t->gen[s]++;
+    t->next_free[s] = t->free_head;
+    t->free_head = s;
 }
 
 int vidmm_objtab_check(const struct vidmm_objtab *t)
@@ -134,8 +129,11 @@ int vidmm_objtab_check(const struct vidmm_objtab *t)
     for (uint32_t i = 0; i < t->used; i++) {
         if (t->gen[i] == 0)
             e++;
-        if (t->obj[i])
+        if (t->obj[i]) {
             live++;
+            if (t->obj_gen_off != UINT32_MAX && *(const uint16_t *)((const char *)t->obj[i] + t->obj_gen_off) != t->gen[i])
+                e++;   /* the object's copy of its generation */
+        }
         else if (t->next_free[i] == OT_RETIRED)
             retired++;
         else
@@ -147,7 +145,8 @@ int vidmm_objtab_check(const struct vidmm_objtab *t)
             break;
         }
     }
-    if (live != t->live || chain != free_slots || retired != t->retired || t->used > t->cap || t->used > t->max_slots)
+    if (live != t->live || chain != free_slots || retired != t->retired || t->used > t->cap ||
+        t->used > t->max_slots)
         e++;
     return e;
 }

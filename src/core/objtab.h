@@ -1,12 +1,16 @@
 /*
- * objtab.h - a typed handle table for small kernel-style objects
- * (devices, contexts, paging queues): internal, never installed.
+ * objtab.h - the typed handle table every vidmm object is named through
+ * (allocations, processes, devices, contexts, paging queues): internal,
+ * never installed.
  *
- * Handles have the layout of allocation handles: (type << 56) |
- * (adapter salt << 40) | (16-bit generation << 24) | slot.  A slot's
- * generation is bumped on every release; a slot whose generation would
- * wrap is retired for good instead of being reused, so a stale handle can
- * never name a later object, however many times its slot was recycled.
+ * Handles have one layout: (type << 56) | (adapter salt << 40) | (16-bit
+ * generation << 24) | slot.  A slot's generation is bumped on every
+ * release; a slot whose generation would wrap is retired for good instead
+ * of being reused, so a stale handle can never name a later object,
+ * however many times its slot was recycled.  A lookup reads the object
+ * pointer and the generation (from a dense array, or from the object
+ * itself: vidmm_objtab_set_object_generation); the free-list links are
+ * apart, touched by add and remove only.
  */
 #ifndef VIDMM_OBJTAB_H
 #define VIDMM_OBJTAB_H
@@ -21,17 +25,24 @@ struct vidmm_objtab {
     uint32_t salt;               /* the adapter's salt */
     void **obj;                  /* slot -> object, NULL when free */
     uint16_t *gen;               /* slot -> current generation (1..0xFFFF) */
-    uint32_t *next_free;         /* free-list links */
+    uint32_t *next_free;         /* free-list links (touched by add and remove only) */
     uint32_t cap, used;          /* slots allocated / ever handed out */
     uint32_t free_head;          /* UINT32_MAX = none */
     uint32_t live, retired;
     uint32_t max_slots;          /* the table never grows beyond */
+    uint32_t obj_gen_off;        /* UINT32_MAX, or where each object keeps a copy of its generation */
 };
 
 void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt);
 /* At most max slots (default: the 24 bits of a handle's slot field);
  * a full table answers VIDMM_E_BUSY. */
 void vidmm_objtab_set_limit(struct vidmm_objtab *t, uint32_t max);
+/* Objects keep a copy of their slot's generation, a uint16_t at byte
+ * offset off, and lookups compare that copy instead of the table's: a
+ * lookup then reads the object pointer and a line of the object the
+ * caller reads anyway (allocations: make-resident of a million-entry
+ * table touches one table line per handle, not two). */
+void vidmm_objtab_set_object_generation(struct vidmm_objtab *t, uint32_t off);
 /* Would an add answer VIDMM_E_BUSY (no free slot, at the limit)? */
 int vidmm_objtab_full(const struct vidmm_objtab *t);
 void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha);
@@ -39,11 +50,41 @@ void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator
  * refuses the growth, VIDMM_E_BUSY when the table is at its limit. */
 vidmm_status vidmm_objtab_add(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha, void *obj,
                               uint64_t *handle);
-/* The object of a live handle of this table's type, or NULL. */
-void *vidmm_objtab_get(const struct vidmm_objtab *t, uint64_t handle);
 /* Release a live handle's slot (the generation moves on). */
 void vidmm_objtab_remove(struct vidmm_objtab *t, uint64_t handle);
 /* Violations of the table's invariants (free list, counters). */
 int vidmm_objtab_check(const struct vidmm_objtab *t);
+
+/* The object of a live handle of this table's type, or NULL.  Inline:
+ * every public call that names an object starts here. */
+static inline void *vidmm_objtab_get(const struct vidmm_objtab *t, uint64_t h)
+{
+    uint32_t s = (uint32_t)h & 0xFFFFFFu;
+    if ((h >> 56) != t->type || ((h >> 40) & 0xFFFFu) != t->salt || s >= t->used)
+        return NULL;
+    void *o = t->obj[s];
+    if (!o)
+        return NULL;
+    uint16_t g = t->obj_gen_off != UINT32_MAX ? *(const uint16_t *)((const char *)o + t->obj_gen_off) : t->gen[s];
+    return g == ((h >> 24) & 0xFFFFu) ? o : NULL;
+}
+
+/* The object in slot s (< t->used), or NULL. */
+static inline void *vidmm_objtab_at(const struct vidmm_objtab *t, uint32_t s)
+{
+    return s < t->used ? t->obj[s] : NULL;
+}
+
+/* Walk the live objects in slot order: *it starts at 0; it - 1 is the
+ * slot of the object returned.  The body may remove it. */
+static inline void *vidmm_objtab_next(const struct vidmm_objtab *t, uint32_t *it)
+{
+    while (*it < t->used) {
+        void *o = t->obj[(*it)++];
+        if (o)
+            return o;
+    }
+    return NULL;
+}
 
 #endif

@@ -83,8 +83,9 @@ struct vidmm_allocation {
      * object is 64-byte aligned, so make-resident of an already resident,
      * already referenced allocation reads this line and its reference
      * record only). */
-    _Alignas(64) uint32_t generation;
-    uint32_t live;
+    _Alignas(64) uint16_t handle_gen; /* its handle's generation (core/objtab.h: lookups read it here) */
+    uint16_t pad0;
+    uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
     int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
     uint64_t pin_epoch;             /* == residency epoch: part of the request being served */
@@ -111,8 +112,7 @@ struct vidmm_allocation {
     int display_mapped;             /* system pages mapped into the aperture only for scan-out */
     uint32_t vidpn_source;
     uint64_t moves;
-    uint32_t next_free;             /* free-slot list link while !live */
-    uint32_t retired;               /* generation exhausted: the slot is never reused */
+    struct vidmm_allocation *pool_next; /* free-object list link while !live (alloc/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
     /* Residency (residency/residency.c); the hot fields are at the top. */
     struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
@@ -173,6 +173,7 @@ struct vidmm_page_table {
 
 struct vidmm_device;
 struct vidmm_res_state;
+struct vidmm_alloc_chunk;
 
 struct vidmm_process {
     struct vidmm_adapter *adapter;
@@ -400,14 +401,12 @@ struct vidmm_adapter {
     /* Non-NULL: content moves are TRANSFER_VIRTUAL / FILL_VIRTUAL in the
      * system paging process (D27); NULL: physical TRANSFER / FILL. */
     struct vidmm_paging_process *pp;
-    /* handle table */
-    struct vidmm_allocation **slots;
-    uint32_t slot_cap;
-    uint32_t slot_used;             /* slots ever handed out */
-    uint32_t free_head;             /* UINT32_MAX = none */
+    /* Allocations: handles from the typed handle table (core/objtab.h);
+     * objects from 64-object chunks (alloc/handle.c). */
+    struct vidmm_objtab allocations;
+    struct vidmm_allocation *alloc_free;   /* released objects, reused first */
+    struct vidmm_alloc_chunk *alloc_chunks;
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
-    uint64_t live;
-    uint64_t slots_retired;
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
     /* VIDMM_HANDLE_TYPE_PROCESS, at most VIDMM_MAX_PROCESSES slots;
      * add/remove under the fence lock (a fault report looks one up). */
@@ -461,7 +460,7 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
  * NULL: the walk over every process is a loop over the slots. */
 static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
 {
-    return slot < a->processes.used ? (struct vidmm_process *)a->processes.obj[slot] : NULL;
+    return (struct vidmm_process *)vidmm_objtab_at(&a->processes, slot);
 }
 
 /* 0 when taken (hang recovery from a wait that does not hold it). */

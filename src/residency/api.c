@@ -252,16 +252,17 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
          * misses overlap instead of queueing. */
         if (i + 16 < args->count) {
             uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
-            if (idx < a->slot_used) {
-                const char *o = (const char *)a->slots[idx];
+            const char *o = vidmm_objtab_at(&a->allocations, idx);
+            if (o) {
                 __builtin_prefetch(o);        /* lookup, pin, reference list */
                 __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
             }
         }
         if (i + 4 < args->count) {
             uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
-            if (idx < a->slot_used && a->slots[idx]->refs)
-                __builtin_prefetch(a->slots[idx]->refs);
+            const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
+            if (o && o->refs)
+                __builtin_prefetch(o->refs);
         }
         if (al->pin_epoch == epoch)
             continue;

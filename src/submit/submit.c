@@ -614,22 +614,24 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
                  (unsigned long long)s->zombie_count);
     }
     /* Busy counts = records naming each allocation. */
-    uint32_t *cnt = a->slot_used ? vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_CHECK_COUNTS, (size_t)a->slot_used * sizeof(uint32_t), _Alignof(uint32_t))
-                                 : NULL;
+    uint32_t used = a->allocations.used;
+    uint32_t *cnt = used ? vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_CHECK_COUNTS, (size_t)used * sizeof(uint32_t), _Alignof(uint32_t))
+                         : NULL;
     if (cnt) {
         for (const struct vidmm_submission *r = s->head; r; r = r->next)
-            for (uint32_t i = 0; i < r->count; i++)
-                cnt[(uint32_t)r->list[i]->self & 0xFFFFFFu]++;
-        uint64_t z = 0;
-        for (uint32_t i = 0; i < a->slot_used; i++) {
-            const struct vidmm_allocation *al = a->slots[i];
-            if (!al->live) {
-                if (al->busy || al->zombie) {
+            for (uint32_t i = 0; i < r->count; i++) {
+                uint32_t slot = (uint32_t)r->list[i]->self & 0xFFFFFFu;
+                if (slot < used && vidmm_objtab_at(&a->allocations, slot) == r->list[i])
+                    cnt[slot]++;
+                else {
                     e++;
-                    snprintf(msg, n, "allocation slot %u: free yet busy or deferred", i);
+                    snprintf(msg, n, "an in-flight record names a released allocation");
                 }
-                continue;
             }
+        uint64_t z = 0;
+        uint32_t it = 0;
+        for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+            uint32_t i = it - 1;
             z += al->zombie != 0;
             if (al->busy != cnt[i]) {
                 e++;
@@ -641,7 +643,7 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
             snprintf(msg, n, "%llu zombies in the table, %llu listed", (unsigned long long)z,
                      (unsigned long long)zombies);
         }
-        vidmm_hfree(a->ha, cnt, (size_t)a->slot_used * sizeof(uint32_t), _Alignof(uint32_t));
+        vidmm_hfree(a->ha, cnt, (size_t)used * sizeof(uint32_t), _Alignof(uint32_t));
     }
     return e;
 }

@@ -608,7 +608,7 @@ static int preset_index(unsigned p)
 static int capacity_site(const char *name)
 {
     static const char *const cap[] = {
-        "handle.grow.slots", "objtab.grow.objects", "objtab.grow.generations", "objtab.grow.free_links",
+        "objtab.grow.objects", "objtab.grow.generations", "objtab.grow.free_links",
         "va_space.nodes_reserve.directory", "va_space.nodes_reserve.ranges", "va_space.leaves_reserve.leaves",
         "va_space.inners_reserve.inners", "va_space.obj_reserve.records", "range_alloc.grow_nodes.nodes",
         "ring.grow_recs.records", "submit.grow_scratch.allocation_list", "submit.grow_scratch.patch_list",
