@@ -114,22 +114,28 @@ vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t sta
     VIDMM_ENTRY(a, set_power_state(a, state));
 }
 
+static vidmm_status get_power_state(const struct vidmm_adapter *a, uint32_t *state)
+{
+    if (!state)
+        return VIDMM_E_INVALID_ARG;
+    *state = a->power_state;
+    return VIDMM_OK;
+}
+
 vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *a, uint32_t *state)
 {
-    if (!a || !state)
+    VIDMM_ENTRY(a, get_power_state(a, state));
+}
+
+static vidmm_status get_power_stats(const struct vidmm_adapter *a, struct vidmm_power_stats *out)
+{
+    if (!out)
         return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    *state = a->power_state;
-    vidmm_adapter_unlock(a);
+    *out = a->power_stats;
     return VIDMM_OK;
 }
 
 vidmm_status vidmm_adapter_get_power_stats(const struct vidmm_adapter *a, struct vidmm_power_stats *out)
 {
-    if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
-    vidmm_adapter_lock(a);
-    *out = a->power_stats;
-    vidmm_adapter_unlock(a);
-    return VIDMM_OK;
+    VIDMM_ENTRY(a, get_power_stats(a, out));
 }

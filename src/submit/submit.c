@@ -572,17 +572,20 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
     return st;
 }
 
-vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit_stats *out)
+static vidmm_status submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit_stats *out)
 {
-    if (!a || !out)
+    if (!out)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_submit_state *s = a->sub;
-    vidmm_adapter_lock(a);
     vidmm_inflight_retire(a);
     *out = s->stats;
     out->in_flight = s->in_flight;
-    vidmm_adapter_unlock(a);
     return VIDMM_OK;
+}
+
+vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit_stats *out)
+{
+    VIDMM_ENTRY(a, submit_get_stats(a, out));
 }
 
 /* ---- the checker ------------------------------------------------------------ */
