@@ -243,6 +243,10 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
         return VIDMM_E_NO_HOST_MEMORY;
     }
+    /* Held while the open builds the state, as every internal function
+     * expects (VIDMM_ASSERT_LOCKED); nobody else can reach the adapter
+     * before open returns. */
+    vidmm_adapter_lock(a);
     a->ha = ha;
     a->ops = *ci->ops;
     if (!a->ops.describe_allocation)
@@ -453,6 +457,7 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     if (st < 0)
         goto fail_pp;
     *out = a;
+    vidmm_adapter_unlock(a);
     return VIDMM_OK;
 
 fail_pp:
@@ -468,6 +473,10 @@ fail_segments:
 fail:
     if (desc)
         vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    /* Not the entry boundary: the state is gone (a reset left pending
+     * was run by the paging teardown), so the lock is just released. */
+    a->lock_depth = 0;
+    pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
     return st;

@@ -6,8 +6,9 @@ build-dbg/src/process/process.o: src/process/process.c \
  include/vidmm/tdr.h include/vidmm/power.h src/core/objtab.h \
  src/seg/evict_scan.h src/seg/range_alloc.h src/seg/page_pool.h \
  src/seg/ring.h src/va/va_space.h src/core/alloc_sites.h \
- src/core/alloc_sites.def src/model/entry.h src/alloc/alloc.h \
- src/mmu/mmu.h src/paging/paging.h src/process/process.h
+ src/core/alloc_sites.def src/model/entry.h src/fence/hang.h \
+ src/alloc/alloc.h src/mmu/mmu.h src/paging/paging.h \
+ src/process/process.h
 src/model/objects.h:
 include/vidmm/allocation.h:
 include/vidmm/adapter.h:
@@ -31,6 +32,7 @@ src/va/va_space.h:
 src/core/alloc_sites.h:
 src/core/alloc_sites.def:
 src/model/entry.h:
+src/fence/hang.h:
 src/alloc/alloc.h:
 src/mmu/mmu.h:
 src/paging/paging.h:

@@ -7,7 +7,8 @@ build-dbg/src/residency/api.o: src/residency/api.c src/model/objects.h \
  src/seg/evict_scan.h src/seg/range_alloc.h src/seg/page_pool.h \
  src/seg/ring.h src/va/va_space.h src/core/alloc_sites.h \
  src/core/alloc_sites.def src/model/entry.h src/alloc/alloc.h \
- src/fence/hang.h src/paging/paging.h src/residency/residency.h
+ src/fence/hang.h src/paging/paging.h src/residency/residency.h \
+ src/residency/res_state.h
 src/model/objects.h:
 include/vidmm/allocation.h:
 include/vidmm/adapter.h:
@@ -35,3 +36,4 @@ src/alloc/alloc.h:
 src/fence/hang.h:
 src/paging/paging.h:
 src/residency/residency.h:
+src/residency/res_state.h:

@@ -7,7 +7,7 @@ build-dbg/src/residency/budget.o: src/residency/budget.c \
  src/seg/evict_scan.h src/seg/range_alloc.h src/seg/page_pool.h \
  src/seg/ring.h src/va/va_space.h src/core/alloc_sites.h \
  src/core/alloc_sites.def src/model/entry.h src/process/process.h \
- src/residency/residency.h
+ src/residency/residency.h src/residency/res_state.h
 src/model/objects.h:
 include/vidmm/allocation.h:
 include/vidmm/adapter.h:
@@ -33,3 +33,4 @@ src/core/alloc_sites.def:
 src/model/entry.h:
 src/process/process.h:
 src/residency/residency.h:
+src/residency/res_state.h:

@@ -7,8 +7,9 @@ build-dbg/src/residency/residency.o: src/residency/residency.c \
  src/seg/evict_scan.h src/seg/range_alloc.h src/seg/page_pool.h \
  src/seg/ring.h src/va/va_space.h src/core/alloc_sites.h \
  src/core/alloc_sites.def src/model/entry.h src/alloc/alloc.h \
- src/content/content.h src/fence/inflight.h include/vidmm/submit.h \
- src/paging/paging.h src/process/process.h src/residency/residency.h
+ src/content/content.h src/fence/hang.h src/fence/inflight.h \
+ include/vidmm/submit.h src/paging/paging.h src/process/process.h \
+ src/residency/residency.h src/residency/res_state.h
 src/model/objects.h:
 include/vidmm/allocation.h:
 include/vidmm/adapter.h:
@@ -34,8 +35,10 @@ src/core/alloc_sites.def:
 src/model/entry.h:
 src/alloc/alloc.h:
 src/content/content.h:
+src/fence/hang.h:
 src/fence/inflight.h:
 include/vidmm/submit.h:
 src/paging/paging.h:
 src/process/process.h:
 src/residency/residency.h:
+src/residency/res_state.h:

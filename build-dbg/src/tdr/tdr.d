@@ -6,10 +6,11 @@ build-dbg/src/tdr/tdr.o: src/tdr/tdr.c src/model/objects.h \
  include/vidmm/tdr.h include/vidmm/power.h src/core/objtab.h \
  src/seg/evict_scan.h src/seg/range_alloc.h src/seg/page_pool.h \
  src/seg/ring.h src/va/va_space.h src/core/alloc_sites.h \
- src/core/alloc_sites.def src/model/entry.h src/content/content.h \
- src/device/device.h src/fence/hang.h src/fence/inflight.h \
- include/vidmm/submit.h src/mmu/mmu.h src/paging/paging.h \
- src/process/process.h src/residency/residency.h src/tdr/tdr.h
+ src/core/alloc_sites.def src/model/entry.h src/alloc/alloc.h \
+ src/content/content.h src/device/device.h src/fence/hang.h \
+ src/fence/inflight.h include/vidmm/submit.h src/mmu/mmu.h \
+ src/paging/paging.h src/process/process.h src/residency/residency.h \
+ src/tdr/tdr.h
 src/model/objects.h:
 include/vidmm/allocation.h:
 include/vidmm/adapter.h:
@@ -33,6 +34,7 @@ src/va/va_space.h:
 src/core/alloc_sites.h:
 src/core/alloc_sites.def:
 src/model/entry.h:
+src/alloc/alloc.h:
 src/content/content.h:
 src/device/device.h:
 src/fence/hang.h:

@@ -1,14 +1,15 @@
 build-dbg/tests/unit/adapter_test.o: tests/unit/adapter_test.c \
  tests/harness/fault_alloc.h include/vidmm/host_alloc.h \
- tests/harness/test.h include/vidmm/softgpu.h include/vidmm/adapter.h \
- include/vidmm/driver.h include/vidmm/status.h include/vidmm/vidmm.h \
- include/vidmm/segment.h include/vidmm/allocation.h \
+ tests/harness/test.h tests/harness/splitmix.h include/vidmm/softgpu.h \
+ include/vidmm/adapter.h include/vidmm/driver.h include/vidmm/status.h \
+ include/vidmm/vidmm.h include/vidmm/segment.h include/vidmm/allocation.h \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
  include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h
 tests/harness/fault_alloc.h:
 include/vidmm/host_alloc.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:
 include/vidmm/softgpu.h:
 include/vidmm/adapter.h:
 include/vidmm/driver.h:

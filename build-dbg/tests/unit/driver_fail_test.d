@@ -1,14 +1,16 @@
 build-dbg/tests/unit/driver_fail_test.o: tests/unit/driver_fail_test.c \
  tests/harness/fault_alloc.h include/vidmm/host_alloc.h \
- tests/harness/test.h tests/unit/sg_fixture.h include/vidmm/softgpu.h \
- include/vidmm/adapter.h include/vidmm/driver.h include/vidmm/status.h \
- include/vidmm/vidmm.h include/vidmm/segment.h include/vidmm/allocation.h \
- include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
- include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
- include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h
+ tests/harness/test.h tests/harness/splitmix.h tests/unit/sg_fixture.h \
+ include/vidmm/softgpu.h include/vidmm/adapter.h include/vidmm/driver.h \
+ include/vidmm/status.h include/vidmm/vidmm.h include/vidmm/segment.h \
+ include/vidmm/allocation.h include/vidmm/gpummu.h \
+ include/vidmm/process.h include/vidmm/device.h include/vidmm/policy.h \
+ include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
+ include/vidmm/power.h include/vidmm/rules.h
 tests/harness/fault_alloc.h:
 include/vidmm/host_alloc.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:
 tests/unit/sg_fixture.h:
 include/vidmm/softgpu.h:
 include/vidmm/adapter.h:

@@ -5,7 +5,8 @@ build-dbg/tests/unit/gpuva_common.o: tests/unit/gpuva_common.c \
  include/vidmm/softgpu.h include/vidmm/vidmm.h include/vidmm/segment.h \
  include/vidmm/gpummu.h include/vidmm/device.h include/vidmm/policy.h \
  include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
- include/vidmm/power.h include/vidmm/rules.h tests/harness/test.h
+ include/vidmm/power.h include/vidmm/rules.h tests/harness/test.h \
+ tests/harness/splitmix.h
 tests/unit/gpuva_common.h:
 include/vidmm/process.h:
 include/vidmm/allocation.h:
@@ -25,3 +26,4 @@ include/vidmm/tdr.h:
 include/vidmm/power.h:
 include/vidmm/rules.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:

@@ -1,16 +1,17 @@
 build-dbg/tests/unit/isolation_test.o: tests/unit/isolation_test.c \
  tests/unit/iso_common.h tests/harness/fault_alloc.h \
- include/vidmm/host_alloc.h tests/harness/test.h include/vidmm/softgpu.h \
- include/vidmm/adapter.h include/vidmm/driver.h include/vidmm/status.h \
- include/vidmm/vidmm.h include/vidmm/segment.h include/vidmm/allocation.h \
- include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
- include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
- include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h \
- tests/unit/sg_fixture.h
+ include/vidmm/host_alloc.h tests/harness/test.h tests/harness/splitmix.h \
+ include/vidmm/softgpu.h include/vidmm/adapter.h include/vidmm/driver.h \
+ include/vidmm/status.h include/vidmm/vidmm.h include/vidmm/segment.h \
+ include/vidmm/allocation.h include/vidmm/gpummu.h \
+ include/vidmm/process.h include/vidmm/device.h include/vidmm/policy.h \
+ include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
+ include/vidmm/power.h include/vidmm/rules.h tests/unit/sg_fixture.h
 tests/unit/iso_common.h:
 tests/harness/fault_alloc.h:
 include/vidmm/host_alloc.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:
 include/vidmm/softgpu.h:
 include/vidmm/adapter.h:
 include/vidmm/driver.h:

@@ -6,7 +6,7 @@ build-dbg/tests/unit/oom_test.o: tests/unit/oom_test.c \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
  include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h \
- tests/harness/test.h
+ tests/harness/test.h tests/harness/splitmix.h
 tests/harness/fault_alloc.h:
 include/vidmm/host_alloc.h:
 tests/harness/rules_check.h:
@@ -27,3 +27,4 @@ include/vidmm/tdr.h:
 include/vidmm/power.h:
 include/vidmm/rules.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:

@@ -1,23 +1,23 @@
 build-dbg/tests/unit/paging_test.o: tests/unit/paging_test.c \
- tests/harness/fault_alloc.h include/vidmm/host_alloc.h \
- tests/harness/test.h include/vidmm/softgpu.h include/vidmm/adapter.h \
- include/vidmm/driver.h include/vidmm/status.h include/vidmm/vidmm.h \
- include/vidmm/segment.h include/vidmm/allocation.h \
- include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
- include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
- include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h
-tests/harness/fault_alloc.h:
-include/vidmm/host_alloc.h:
-tests/harness/test.h:
-include/vidmm/softgpu.h:
+ tests/unit/gpuva_common.h include/vidmm/process.h \
+ include/vidmm/allocation.h include/vidmm/adapter.h \
+ include/vidmm/driver.h include/vidmm/status.h include/vidmm/host_alloc.h \
+ include/vidmm/softgpu.h include/vidmm/vidmm.h include/vidmm/segment.h \
+ include/vidmm/gpummu.h include/vidmm/device.h include/vidmm/policy.h \
+ include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
+ include/vidmm/power.h include/vidmm/rules.h tests/harness/fault_alloc.h \
+ tests/harness/test.h tests/harness/splitmix.h
+tests/unit/gpuva_common.h:
+include/vidmm/process.h:
+include/vidmm/allocation.h:
 include/vidmm/adapter.h:
 include/vidmm/driver.h:
 include/vidmm/status.h:
+include/vidmm/host_alloc.h:
+include/vidmm/softgpu.h:
 include/vidmm/vidmm.h:
 include/vidmm/segment.h:
-include/vidmm/allocation.h:
 include/vidmm/gpummu.h:
-include/vidmm/process.h:
 include/vidmm/device.h:
 include/vidmm/policy.h:
 include/vidmm/residency.h:
@@ -25,3 +25,6 @@ include/vidmm/submit.h:
 include/vidmm/tdr.h:
 include/vidmm/power.h:
 include/vidmm/rules.h:
+tests/harness/fault_alloc.h:
+tests/harness/test.h:
+tests/harness/splitmix.h:

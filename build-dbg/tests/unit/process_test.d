@@ -6,7 +6,7 @@ build-dbg/tests/unit/process_test.o: tests/unit/process_test.c \
  include/vidmm/gpummu.h include/vidmm/device.h include/vidmm/policy.h \
  include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
  include/vidmm/power.h include/vidmm/rules.h tests/harness/fault_alloc.h \
- tests/harness/test.h tests/unit/sg_fixture.h
+ tests/harness/test.h tests/harness/splitmix.h tests/unit/sg_fixture.h
 tests/unit/gpuva_common.h:
 include/vidmm/process.h:
 include/vidmm/allocation.h:
@@ -27,4 +27,5 @@ include/vidmm/power.h:
 include/vidmm/rules.h:
 tests/harness/fault_alloc.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:
 tests/unit/sg_fixture.h:

@@ -6,7 +6,8 @@ build-dbg/tests/unit/residency_test.o: tests/unit/residency_test.c \
  include/vidmm/gpummu.h include/vidmm/device.h include/vidmm/policy.h \
  include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
  include/vidmm/power.h include/vidmm/rules.h tests/harness/fault_alloc.h \
- tests/harness/test.h tests/unit/sg_fixture.h softgpu/softgpu_int.h
+ tests/harness/test.h tests/harness/splitmix.h tests/unit/sg_fixture.h \
+ softgpu/softgpu_int.h
 tests/unit/gpuva_common.h:
 include/vidmm/process.h:
 include/vidmm/allocation.h:
@@ -27,5 +28,6 @@ include/vidmm/power.h:
 include/vidmm/rules.h:
 tests/harness/fault_alloc.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:
 tests/unit/sg_fixture.h:
 softgpu/softgpu_int.h:

@@ -6,7 +6,8 @@ build-dbg/tests/unit/rules_test.o: tests/unit/rules_test.c \
  include/vidmm/process.h include/vidmm/device.h include/vidmm/policy.h \
  include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
  include/vidmm/power.h include/vidmm/rules.h tests/harness/test.h \
- tests/unit/sg_fixture.h tests/harness/fault_alloc.h
+ tests/harness/splitmix.h tests/unit/sg_fixture.h \
+ tests/harness/fault_alloc.h
 tests/harness/rules_check.h:
 include/vidmm/softgpu.h:
 include/vidmm/adapter.h:
@@ -26,5 +27,6 @@ include/vidmm/tdr.h:
 include/vidmm/power.h:
 include/vidmm/rules.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:
 tests/unit/sg_fixture.h:
 tests/harness/fault_alloc.h:

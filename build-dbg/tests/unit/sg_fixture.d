@@ -6,7 +6,7 @@ build-dbg/tests/unit/sg_fixture.o: tests/unit/sg_fixture.c \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
  include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h \
- tests/unit/gpuva_common.h tests/harness/test.h
+ tests/unit/gpuva_common.h tests/harness/test.h tests/harness/splitmix.h
 tests/unit/sg_fixture.h:
 tests/harness/fault_alloc.h:
 include/vidmm/host_alloc.h:
@@ -28,3 +28,4 @@ include/vidmm/power.h:
 include/vidmm/rules.h:
 tests/unit/gpuva_common.h:
 tests/harness/test.h:
+tests/harness/splitmix.h:

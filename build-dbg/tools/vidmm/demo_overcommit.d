@@ -4,7 +4,8 @@ build-dbg/tools/vidmm/demo_overcommit.o: tools/vidmm/demo_overcommit.c \
  include/vidmm/vidmm.h include/vidmm/segment.h include/vidmm/allocation.h \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
- include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h
+ include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h \
+ tests/harness/splitmix.h
 tools/vidmm/cli.h:
 include/vidmm/softgpu.h:
 include/vidmm/adapter.h:
@@ -23,3 +24,4 @@ include/vidmm/submit.h:
 include/vidmm/tdr.h:
 include/vidmm/power.h:
 include/vidmm/rules.h:
+tests/harness/splitmix.h:

@@ -5,7 +5,8 @@ build-dbg/tools/vidmm/gen.o: tools/vidmm/gen.c tools/vidmm/cli.h \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
  include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h \
- tools/vidmm/replay.h tools/vidmm/trace.h tests/harness/rules_check.h
+ tools/vidmm/replay.h tools/vidmm/trace.h tests/harness/rules_check.h \
+ tests/harness/splitmix.h
 tools/vidmm/cli.h:
 include/vidmm/softgpu.h:
 include/vidmm/adapter.h:
@@ -27,3 +28,4 @@ include/vidmm/rules.h:
 tools/vidmm/replay.h:
 tools/vidmm/trace.h:
 tests/harness/rules_check.h:
+tests/harness/splitmix.h:

@@ -1,11 +1,13 @@
-build-dbg/tools/vidmm/replay.o: tools/vidmm/replay.c tools/vidmm/replay.h \
- tools/vidmm/trace.h tests/harness/rules_check.h include/vidmm/softgpu.h \
+build-dbg/tools/vidmm/replay.o: tools/vidmm/replay.c \
+ tools/vidmm/trace_read.h tools/vidmm/replay.h tools/vidmm/trace.h \
+ tests/harness/rules_check.h include/vidmm/softgpu.h \
  include/vidmm/adapter.h include/vidmm/driver.h include/vidmm/status.h \
  include/vidmm/host_alloc.h include/vidmm/vidmm.h include/vidmm/segment.h \
  include/vidmm/allocation.h include/vidmm/gpummu.h \
  include/vidmm/process.h include/vidmm/device.h include/vidmm/policy.h \
  include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
  include/vidmm/power.h include/vidmm/rules.h
+tools/vidmm/trace_read.h:
 tools/vidmm/replay.h:
 tools/vidmm/trace.h:
 tests/harness/rules_check.h:

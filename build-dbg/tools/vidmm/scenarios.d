@@ -5,7 +5,8 @@ build-dbg/tools/vidmm/scenarios.o: tools/vidmm/scenarios.c \
  include/vidmm/segment.h include/vidmm/allocation.h \
  include/vidmm/gpummu.h include/vidmm/process.h include/vidmm/device.h \
  include/vidmm/policy.h include/vidmm/residency.h include/vidmm/submit.h \
- include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h
+ include/vidmm/tdr.h include/vidmm/power.h include/vidmm/rules.h \
+ tests/harness/splitmix.h
 tools/vidmm/scenario.h:
 tools/vidmm/trace.h:
 tests/harness/rules_check.h:
@@ -26,3 +27,4 @@ include/vidmm/submit.h:
 include/vidmm/tdr.h:
 include/vidmm/power.h:
 include/vidmm/rules.h:
+tests/harness/splitmix.h:

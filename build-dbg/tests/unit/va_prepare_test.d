@@ -1,0 +1,34 @@
+build-dbg/tests/unit/va_prepare_test.o: tests/unit/va_prepare_test.c \
+ tests/unit/gpuva_common.h include/vidmm/process.h \
+ include/vidmm/allocation.h include/vidmm/adapter.h \
+ include/vidmm/driver.h include/vidmm/status.h include/vidmm/host_alloc.h \
+ include/vidmm/softgpu.h include/vidmm/vidmm.h include/vidmm/segment.h \
+ include/vidmm/gpummu.h include/vidmm/device.h include/vidmm/policy.h \
+ include/vidmm/residency.h include/vidmm/submit.h include/vidmm/tdr.h \
+ include/vidmm/power.h include/vidmm/rules.h tests/harness/fault_alloc.h \
+ tests/harness/rules_check.h tests/harness/test.h \
+ tests/harness/splitmix.h tests/unit/sg_fixture.h src/va/va_space.h
+tests/unit/gpuva_common.h:
+include/vidmm/process.h:
+include/vidmm/allocation.h:
+include/vidmm/adapter.h:
+include/vidmm/driver.h:
+include/vidmm/status.h:
+include/vidmm/host_alloc.h:
+include/vidmm/softgpu.h:
+include/vidmm/vidmm.h:
+include/vidmm/segment.h:
+include/vidmm/gpummu.h:
+include/vidmm/device.h:
+include/vidmm/policy.h:
+include/vidmm/residency.h:
+include/vidmm/submit.h:
+include/vidmm/tdr.h:
+include/vidmm/power.h:
+include/vidmm/rules.h:
+tests/harness/fault_alloc.h:
+tests/harness/rules_check.h:
+tests/harness/test.h:
+tests/harness/splitmix.h:
+tests/unit/sg_fixture.h:
+src/va/va_space.h:
