@@ -1,2 +1,0 @@
-build-chk/src/core/report.o: src/core/report.c src/core/report.h
-src/core/report.h:

@@ -1,8 +1,0 @@
-build-chk/src/va/va_space.o: src/va/va_space.c src/va/va_space.h \
- include/vidmm/host_alloc.h include/vidmm/status.h src/core/alloc_sites.h \
- src/core/alloc_sites.def
-src/va/va_space.h:
-include/vidmm/host_alloc.h:
-include/vidmm/status.h:
-src/core/alloc_sites.h:
-src/core/alloc_sites.def:

@@ -1,2 +1,0 @@
-build-chk/tests/harness/test.o: tests/harness/test.c tests/harness/test.h
-tests/harness/test.h:

@@ -1,4 +1,0 @@
-build-chk/tests/main.o: tests/main.c tests/harness/test.h \
- tests/suites.def
-tests/harness/test.h:
-tests/suites.def:

@@ -1,8 +1,0 @@
-build-chk/tests/unit/policy_test.o: tests/unit/policy_test.c \
- tests/harness/fault_alloc.h include/vidmm/host_alloc.h \
- tests/harness/test.h include/vidmm/policy.h include/vidmm/status.h
-tests/harness/fault_alloc.h:
-include/vidmm/host_alloc.h:
-tests/harness/test.h:
-include/vidmm/policy.h:
-include/vidmm/status.h:

@@ -1,4 +1,0 @@
-build-chk/tests/unit/status_test.o: tests/unit/status_test.c \
- tests/harness/test.h include/vidmm/status.h
-tests/harness/test.h:
-include/vidmm/status.h:

@@ -1,9 +1,0 @@
-build-dbg/softgpu/host_aperture.o: softgpu/host_aperture.c \
- softgpu/softgpu_int.h include/vidmm/softgpu.h include/vidmm/adapter.h \
- include/vidmm/driver.h include/vidmm/status.h include/vidmm/host_alloc.h
-softgpu/softgpu_int.h:
-include/vidmm/softgpu.h:
-include/vidmm/adapter.h:
-include/vidmm/driver.h:
-include/vidmm/status.h:
-include/vidmm/host_alloc.h:

@@ -1,2 +1,0 @@
-build-dbg/src/core/status.o: src/core/status.c include/vidmm/status.h
-include/vidmm/status.h:

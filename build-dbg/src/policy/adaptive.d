@@ -1,8 +1,0 @@
-build-dbg/src/policy/adaptive.o: src/policy/adaptive.c src/policy/avl.h \
- include/vidmm/policy.h include/vidmm/host_alloc.h include/vidmm/status.h \
- src/policy/policy_int.h
-src/policy/avl.h:
-include/vidmm/policy.h:
-include/vidmm/host_alloc.h:
-include/vidmm/status.h:
-src/policy/policy_int.h:
