@@ -461,16 +461,18 @@ static void do_process_create(struct fz *f)
         add(f, H_PROC, h);
 }
 
-static void do_process_destroy(struct fz *f)
+/* Destroy a picked handle of one type; forget it when the call took it. */
+static void destroy_one(struct fz *f, int type, vidmm_status (*destroy)(struct vidmm_adapter *, vidmm_handle),
+                        const char *name)
 {
-    vidmm_status st;
-    vidmm_handle h = 0;
-    h = pick(f, H_PROC);
-    st = vidmm_process_destroy(f->a, h);
-    st_ok(f, st, "process_destroy");
+    vidmm_handle h = pick(f, type);
+    vidmm_status st = destroy(f->a, h);
+    st_ok(f, st, name);
     if (st == VIDMM_OK)
-        kill(f, H_PROC, h);
+        kill(f, type, h);
 }
+
+static void do_process_destroy(struct fz *f) { destroy_one(f, H_PROC, vidmm_process_destroy, "process_destroy"); }
 
 static void do_device_create(struct fz *f)
 {
@@ -482,16 +484,7 @@ static void do_device_create(struct fz *f)
         add(f, H_DEV, d);
 }
 
-static void do_device_destroy(struct fz *f)
-{
-    vidmm_status st;
-    vidmm_handle h = 0;
-    h = pick(f, H_DEV);
-    st = vidmm_device_destroy(f->a, h);
-    st_ok(f, st, "device_destroy");
-    if (st == VIDMM_OK)
-        kill(f, H_DEV, h);
-}
+static void do_device_destroy(struct fz *f) { destroy_one(f, H_DEV, vidmm_device_destroy, "device_destroy"); }
 
 static void do_context_create(struct fz *f)
 {
@@ -508,16 +501,7 @@ static void do_context_create(struct fz *f)
         add(f, H_CTX, h);
 }
 
-static void do_context_destroy(struct fz *f)
-{
-    vidmm_status st;
-    vidmm_handle h = 0;
-    h = pick(f, H_CTX);
-    st = vidmm_context_destroy(f->a, h);
-    st_ok(f, st, "context_destroy");
-    if (st == VIDMM_OK)
-        kill(f, H_CTX, h);
-}
+static void do_context_destroy(struct fz *f) { destroy_one(f, H_CTX, vidmm_context_destroy, "context_destroy"); }
 
 static void do_queue_create(struct fz *f)
 {
@@ -530,16 +514,7 @@ static void do_queue_create(struct fz *f)
         add(f, H_QUEUE, h);
 }
 
-static void do_queue_destroy(struct fz *f)
-{
-    vidmm_status st;
-    vidmm_handle h = 0;
-    h = pick(f, H_QUEUE);
-    st = vidmm_paging_queue_destroy(f->a, h);
-    st_ok(f, st, "paging_queue_destroy");
-    if (st == VIDMM_OK)
-        kill(f, H_QUEUE, h);
-}
+static void do_queue_destroy(struct fz *f) { destroy_one(f, H_QUEUE, vidmm_paging_queue_destroy, "paging_queue_destroy"); }
 
 /* allocation_create and allocation_create2 (which adds create flags). */
 static void allocation_create(struct fz *f, int create2)
@@ -568,16 +543,7 @@ static void do_allocation_create2(struct fz *f)
     allocation_create(f, 1);
 }
 
-static void do_allocation_destroy(struct fz *f)
-{
-    vidmm_status st;
-    vidmm_handle h = 0;
-    h = pick(f, H_ALLOC);
-    st = vidmm_allocation_destroy(f->a, h);
-    st_ok(f, st, "allocation_destroy");
-    if (st == VIDMM_OK)
-        kill(f, H_ALLOC, h);
-}
+static void do_allocation_destroy(struct fz *f) { destroy_one(f, H_ALLOC, vidmm_allocation_destroy, "allocation_destroy"); }
 
 static void do_lock(struct fz *f)
 {

@@ -24,7 +24,6 @@
 #include "vidmm/power.h"
 
 #include "core/objtab.h"
-#include "seg/evict_scan.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 #include "seg/ring.h"
