@@ -71,6 +71,39 @@ while read -r m n f h; do
   rm_=$(rank "$m"); rn=$(rank "$n")
   if [ -z "$rm_" ] || [ -z "$rn" ] || [ "$rn" -ge "$rm_" ]; then bad "include $m -> $n: $f includes $h"; else ok; fi
 done < "$t/incs"
+# Opaque state: a module's private state header (*_state.h) is included
+# by that module's files only, and the adapter's pointer to the state
+# is followed only there; other modules use the owner's accessors.
+for f in src/*/*.[ch]; do
+  m=$(basename "$(dirname "$f")")
+  sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)\/\([a-z_]*_state\.h\)".*/\1 \2/p' "$f" |
+    while read -r n h; do
+      if [ "$n" = "$m" ]; then echo ok; else echo "bad $f includes $n/$h, private to src/$n"; fi
+    done
+done > "$t/private"
+while read -r field owner; do
+  for f in src/*/*.[ch]; do
+    m=$(basename "$(dirname "$f")")
+    if grep -q -- "->$field->" "$f"; then
+      if [ "$m" = "$owner" ]; then echo ok; else echo "bad $f follows ->$field->, opaque outside src/$owner"; fi
+    fi
+  done
+done >> "$t/private" <<'EOF_OWNERS'
+res residency
+paging paging
+fence fence
+pp content
+sub fence
+EOF_OWNERS
+# The entry boundary's pending-reset fields belong to model/entry.c.
+for f in src/*/*.c; do
+  if grep -Eq -- '->(reset_pending|pending_node|pending_owner)\b' "$f"; then
+    if [ "$f" = src/model/entry.c ]; then echo ok; else echo "bad $f reads the entry mechanism's pending-reset fields"; fi
+  fi
+done >> "$t/private"
+while read -r verdict rest; do
+  if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi
+done < "$t/private"
 # The graph in docs/ARCHITECTURE.md is this one.
 if [ -f docs/ARCHITECTURE.md ]; then
   sh "$0" "$b" --graph > "$t/graph"

@@ -15,6 +15,7 @@
 #include "allocation/allocation.h"
 #include "content/content.h"
 #include "device/device.h"
+#include "fence/fence.h"
 #include "fence/inflight.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
@@ -439,13 +440,15 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
         st = VIDMM_E_NO_HOST_MEMORY;
         goto fail_segments;
     }
-    a->tdr.timeout_ns = VIDMM_TDR_DEFAULT_TIMEOUT_NS;
+    st = vidmm_fence_init(a);
+    if (st < 0)
+        goto fail_dummy;
     st = vidmm_paging_init(a, qout.paging_buffer_size, qout.paging_buffer_private_data_size);
     if (st == VIDMM_E_BAD_DRIVER_DESC)
         fault(ci, "paging buffers (%u bytes each) do not fit in segment %u's space or commit limits",
               qout.paging_buffer_size, a->paging_segment_id);
     if (st < 0)
-        goto fail_dummy;
+        goto fail_fence;
     st = vidmm_res_init(a);
     if (st < 0)
         goto fail_paging;
@@ -466,6 +469,8 @@ fail_res:
     vidmm_res_fini(a);
 fail_paging:
     vidmm_paging_fini(a);
+fail_fence:
+    vidmm_fence_fini(a);
 fail_dummy:
     vidmm_hfree(ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
 fail_segments:
@@ -520,6 +525,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_objtab_fini(&a->processes, a->ha);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
+    vidmm_fence_fini(a);
     a->lock_depth--;   /* nothing can be pending: the ring is gone */
     pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
@@ -538,17 +544,11 @@ static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vid
     out->aperture_segment_id = a->aperture_id;
     out->agp_segment_id = a->agp_id;
     out->paging_buffer_segment_id = a->paging_segment_id;
-    out->paging_buffer_size = a->paging.buffer_size;
     out->aperture_segment_commit_limit = a->caps.aperture_segment_commit_limit;
     out->live_allocations = a->allocations.live;
-    out->paging_buffers_submitted = a->paging_buffers;
-    out->paging_restarts = a->paging_restarts;
-    memcpy(out->paging_ops, a->paging_ops, sizeof(out->paging_ops));
-    memcpy(out->paging_bytes, a->paging_bytes, sizeof(out->paging_bytes));
-    out->last_fence_submitted = a->paging.next_fence - 1;
-    pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
-    out->last_fence_completed = a->paging.completed_fence;
-    pthread_mutex_unlock((pthread_mutex_t *)&a->fence_lock);
+    vidmm_paging_stats(a, out);
+    out->last_fence_submitted = vidmm_fence_paging_last(a);
+    out->last_fence_completed = vidmm_fence_paging_completed((struct vidmm_adapter *)a);   /* the lock is not state */
     return VIDMM_OK;
 }
 
@@ -590,17 +590,6 @@ static vidmm_status segment_query(const struct vidmm_adapter *a, uint32_t id, st
     out->host_aperture_pages = s->host_ap_pages;
     out->host_aperture_free = s->has_host_ap_ra ? (uint32_t)(s->host_ap_ra.free_bytes / s->page_size) : 0;
     return VIDMM_OK;
-}
-
-void vidmm_cb_notify_fence(struct vidmm_adapter *a, uint64_t fence)
-{
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->fence_lock);
-    if (fence > a->paging.completed_fence && fence <= a->tdr.paging_submitted)
-        a->paging.completed_fence = fence;
-    pthread_cond_broadcast(&a->fence_cond);
-    pthread_mutex_unlock(&a->fence_lock);
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

@@ -14,6 +14,7 @@
 #include "content/content.h"
 #include "device/device.h"
 #include "mmu/mmu.h"
+#include "paging/paging.h"
 #include "process/process.h"
 #include "residency/residency.h"
 #include "submit/submit.h"
@@ -130,10 +131,12 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)a->bugs, a->bug_msg);
     struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
     memset(sum, 0, sizeof(sum));
-    if (a->paging.ap_mapped) {
-        const struct vidmm_segment *s = &a->seg[a->paging_segment_id];
-        sum[s->id].used += vidmm_ra_node_size(&s->ra, a->paging.ap_node);
-        sum[s->id].committed += a->paging.area_size;
+    {
+        uint64_t used, committed;
+        if (vidmm_paging_aperture_use(a, &used, &committed)) {
+            sum[a->paging_segment_id].used += used;
+            sum[a->paging_segment_id].committed += committed;
+        }
     }
     /* The system paging process's tables (pinned, in the paging-process
      * segments) count like any page table. */
@@ -229,20 +232,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
                 vidmm_report_add(&r, "segment %u: host aperture pages in use disagree with locked allocations", id);
         }
     }
-    /* Paging: the ring is sound, holds at most the buffers in flight plus
-     * the one being written, and their fences increase. */
-    int e = vidmm_ring_check(&a->paging.ring);
-    if (e)
-        vidmm_report_add(&r, "paging ring has %d violations", e);
-    uint32_t inflight = a->paging.ring.count - (a->paging.have_buffer ? 1u : 0u);
-    for (uint32_t i = 0; i < inflight; i++) {
-        uint64_t f = a->paging.fence_fifo[(a->paging.fence_first + i) & (VIDMM_RING_INLINE_RECS - 1)];
-        uint64_t prev = i ? a->paging.fence_fifo[(a->paging.fence_first + i - 1) & (VIDMM_RING_INLINE_RECS - 1)] : 0;
-        if (f <= prev || f >= a->paging.next_fence)
-            vidmm_report_add(&r, "paging fence FIFO out of order at %u", i);
-    }
-    if (a->paging.ring.count > VIDMM_RING_INLINE_RECS)
-        vidmm_report_add(&r, "paging ring holds %u buffers", a->paging.ring.count);
+    vidmm_paging_check(a, &r);
     if (ap_mapped != a->aperture_mapped_bytes)
         vidmm_report_add(&r, "aperture mapped bytes 0x%llx, segments say 0x%llx", (unsigned long long)a->aperture_mapped_bytes,
             (unsigned long long)ap_mapped);

@@ -13,6 +13,7 @@
  * extents leave without a copy-back.
  */
 #include "model/objects.h"
+#include "fence/fence.h"
 #include "content/content.h"
 #include "fence/hang.h"
 #include "paging/paging.h"
@@ -167,13 +168,13 @@ vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation
                                 const struct vidmm_placement *src, const struct vidmm_placement *dst)
 {
     VIDMM_ASSERT_LOCKED(a);
-    uint64_t gen = a->tdr.generation;
+    uint64_t gen = vidmm_fence_generation(a);
     vidmm_status st = copy_ops(a, al, src, dst);
     vidmm_fence_note_paging(a, al);
-    if (st >= 0 && gen != a->tdr.generation) {
+    if (st >= 0 && gen != vidmm_fence_generation(a)) {
         st = fill_ops(a, al, dst, 0);
         al->reset_lost++;
-        a->tdr.stats.allocations_lost++;
+        vidmm_fence_stats(a)->allocations_lost++;
     }
     return st;
 }
@@ -181,11 +182,11 @@ vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation
 vidmm_status vidmm_fill_content(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                 const struct vidmm_placement *pl, uint32_t pattern)
 {
-    uint64_t gen = a->tdr.generation;
+    uint64_t gen = vidmm_fence_generation(a);
     vidmm_status st = fill_ops(a, al, pl, pattern);
     if (!pl->sys)
         vidmm_fence_note_paging(a, al);
-    if (st >= 0 && gen != a->tdr.generation)
+    if (st >= 0 && gen != vidmm_fence_generation(a))
         st = fill_ops(a, al, pl, pattern);   /* the same operation again, after the reset */
     return st;
 }

@@ -28,6 +28,10 @@ vidmm_status vidmm_pp_fill(struct vidmm_adapter *a, struct vidmm_allocation *al,
 int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va);
 
 /* For vidmm_adapter_check: its tables per segment, and its violations. */
+/* Write the system paging process's page tables again (an adapter reset
+ * or a resume lost them); its windows hold nothing afterwards. */
+vidmm_status vidmm_pp_rebuild(struct vidmm_adapter *a);
+
 int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes_per_segment, char *msg, size_t n);
 
 vidmm_status vidmm_copy_content(struct vidmm_adapter *a, struct vidmm_allocation *al,

@@ -46,7 +46,9 @@
  * reach system pages that are freed later.
  */
 #include "model/objects.h"
+#include "fence/fence.h"
 #include "content/content.h"
+#include "content/pp_state.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
 
@@ -258,11 +260,20 @@ int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va)
      * this buffer counts as aborted. */
     pp->faults++;
     pp->fault_va = va;
-    if (!a->tdr.paging_fault) {
-        a->tdr.paging_fault = 1;
-        a->tdr.paging_fault_before = a->paging.completed_fence;
-    }
+    vidmm_fence_paging_fault_locked(a);
     return 1;
+}
+
+vidmm_status vidmm_pp_rebuild(struct vidmm_adapter *a)
+{
+    struct vidmm_paging_process *pp = a->pp;
+    if (!pp)
+        return VIDMM_OK;
+    vidmm_status st = vidmm_pt_rebuild(a, &pp->proc);
+    pp->mapped = 0;      /* its windows are invalid now */
+    pp->unmap_owed = 0;
+    vidmm_status r = vidmm_pt_flush(a, &pp->proc);
+    return st < 0 ? st : r;
 }
 
 int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, size_t n)

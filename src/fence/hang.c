@@ -18,6 +18,7 @@
  * adapter reset pending for the outermost entry to run as it unwinds.
  */
 #include "model/objects.h"
+#include "fence/fence_state.h"
 #include "fence/hang.h"
 
 #include <errno.h>
@@ -32,7 +33,7 @@ uint64_t vidmm_fence_now(void)
 
 void vidmm_fence_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    al->paging_fence = a->paging.next_fence;
+    al->paging_fence = a->fence->paging_next;
 }
 
 /* ---- detection ------------------------------------------------------------ */
@@ -58,8 +59,8 @@ static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *s
  * engine) for the first hung one. */
 static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 {
-    struct vidmm_tdr *t = &a->tdr;
-    if (t->in_recovery || t->reset_pending)
+    struct vidmm_fence_state *t = a->fence;
+    if (t->in_recovery || vidmm_entry_reset_any(a))
         return 0;   /* already being dealt with */
     if (t->paging_fault) {
         *node = -1;   /* an unrecoverable paging fault: no timeout to wait */
@@ -68,7 +69,7 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
     if (!t->timeout_ns)
         return 0;
     int hung = 0;
-    if (sample(t->paging_submitted > a->paging.completed_fence, a->paging.completed_fence, &t->paging_seen,
+    if (sample(t->paging_submitted > t->paging_completed, t->paging_completed, &t->paging_seen,
                &t->paging_seen_ns, &t->paging_busy, now, t->timeout_ns)) {
         *node = -1;
         hung = 1;
@@ -115,7 +116,7 @@ int vidmm_hang_poll(struct vidmm_adapter *a)
 
 int vidmm_reset_pending_locked(const struct vidmm_adapter *a)
 {
-    return a->tdr.reset_pending && pthread_equal(a->tdr.pending_owner, pthread_self());
+    return vidmm_entry_reset_flagged(a, NULL);
 }
 
 int vidmm_reset_pending(struct vidmm_adapter *a)
@@ -128,8 +129,8 @@ int vidmm_reset_pending(struct vidmm_adapter *a)
 
 int vidmm_fence_wait(struct vidmm_adapter *a, const struct timespec *until)
 {
-    uint64_t slice = a->tdr.timeout_ns / 4;
-    if (!a->tdr.timeout_ns || a->tdr.in_recovery) {
+    uint64_t slice = a->fence->timeout_ns / 4;
+    if (!a->fence->timeout_ns || a->fence->in_recovery) {
         if (!until) {
             pthread_cond_wait(&a->fence_cond, &a->fence_lock);
             return 0;

@@ -21,6 +21,7 @@
  * Locking: internal waits hold the adapter lock (the engines progress
  * without it); the driver's callbacks take only the fence lock.
  */
+#include "fence/fence.h"
 #include "fence/inflight.h"
 #include "fence/hang.h"
 
@@ -213,7 +214,7 @@ void vidmm_cb_notify_context_fence(struct vidmm_adapter *a, uint64_t context, ui
     /* A fence of another node, or beyond what was submitted, is a driver
      * bug: ignored rather than letting it release memory in use. */
     if (c && c->node == node && fence > c->fence_completed && fence <= c->fence_submitted) {
-        a->tdr.node_completed[node] += fence - c->fence_completed;
+        vidmm_fence_node_completed_locked(a, node, fence - c->fence_completed);
         c->fence_completed = fence;
     }
     pthread_cond_broadcast(&a->fence_cond);

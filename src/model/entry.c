@@ -25,7 +25,7 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a)
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;
     /* The outermost entry unwinds: nothing above it holds adapter state,
      * so an adapter reset found below it runs now. */
-    if (m->lock_depth == 1 && m->tdr.reset_pending)
+    if (m->lock_depth == 1 && vidmm_entry_reset_flagged(m, NULL))
         m->up.run_pending(m);
     m->lock_depth--;
     pthread_mutex_unlock(&m->lock);
@@ -42,10 +42,36 @@ int vidmm_adapter_trylock(struct vidmm_adapter *a)
 int vidmm_entry_recover(const struct vidmm_adapter *a)
 {
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* recovery is not the caller's state */
-    if (m->lock_depth != 1 || !m->tdr.reset_pending || !pthread_equal(m->tdr.pending_owner, pthread_self()) ||
-        m->tdr.pending_node < 0)
+    int node;
+    if (m->lock_depth != 1 || !vidmm_entry_reset_flagged(m, &node) || node < 0)
         return 0;
     return m->up.run_pending(m) == 1;
+}
+
+int vidmm_entry_reset_flagged(const struct vidmm_adapter *a, int *node)
+{
+    if (!a || !a->reset_pending || !pthread_equal(a->pending_owner, pthread_self()))
+        return 0;
+    if (node)
+        *node = a->pending_node;
+    return 1;
+}
+
+int vidmm_entry_reset_any(const struct vidmm_adapter *a)
+{
+    return a->reset_pending;
+}
+
+void vidmm_entry_reset_set(struct vidmm_adapter *a, int node)
+{
+    a->reset_pending = 1;
+    a->pending_node = node;
+    a->pending_owner = pthread_self();
+}
+
+void vidmm_entry_reset_clear(struct vidmm_adapter *a)
+{
+    a->reset_pending = 0;
 }
 
 int vidmm_adapter_held(const struct vidmm_adapter *a)
@@ -57,7 +83,7 @@ vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st)
 {
 #ifdef VIDMM_DEBUG
     /* The boundary of the outermost entry: the state must be whole. */
-    if (a->lock_depth == 1 && !a->tdr.reset_pending && a->up.debug_check) {
+    if (a->lock_depth == 1 && !vidmm_entry_reset_flagged(a, NULL) && a->up.debug_check) {
         char msg[512];
         msg[0] = 0;
         if (a->up.debug_check(a, msg, sizeof(msg)) > 0)

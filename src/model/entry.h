@@ -61,6 +61,18 @@ vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st);
 int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file, int line);
 #define VIDMM_BUG_ON(a, cond) ((cond) ? vidmm_bug((a), #cond, __FILE__, __LINE__) : 0)
 
+/* A reset is pending for the calling thread (the adapter lock's holder),
+ * on *node (-1: the paging engine; node may be NULL).  NULL-safe. */
+int vidmm_entry_reset_flagged(const struct vidmm_adapter *a, int *node);
+
+/* A reset is pending for any thread (the fence lock held). */
+int vidmm_entry_reset_any(const struct vidmm_adapter *a);
+
+/* Leave a reset pending on node for the calling thread, or take it back
+ * (the fence lock held; the caller holds the adapter lock). */
+void vidmm_entry_reset_set(struct vidmm_adapter *a, int node);
+void vidmm_entry_reset_clear(struct vidmm_adapter *a);
+
 /* Does the calling thread hold the adapter lock? */
 int vidmm_adapter_held(const struct vidmm_adapter *a);
 

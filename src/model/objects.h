@@ -172,6 +172,10 @@ struct vidmm_page_table {
 
 struct vidmm_device;
 struct vidmm_res_state;
+struct vidmm_paging;
+struct vidmm_paging_process;
+struct vidmm_fence_state;
+struct vidmm_submit_state;
 struct vidmm_alloc_chunk;
 
 struct vidmm_process {
@@ -213,21 +217,6 @@ struct vidmm_process {
     int last_mr_cant_trim[2];
     uint64_t budget_after_mr[2];
     uint64_t usage_after_mr[2];
-};
-
-/* The system paging process of a GpuMmu adapter whose driver takes the
- * virtual paging ops (paging/paging_process.c).  Internal: it is not in
- * the process table and has no handle a caller could name; only its page tables
- * are used (no VA-space bookkeeping: its layout is fixed). */
-struct vidmm_paging_process {
-    struct vidmm_process proc;      /* root, tables, PTE buffer; proc.self is its fault token */
-    uint64_t scratch_va;            /* source window [scratch_va, +window), destination window right after */
-    uint64_t window;                /* bytes of each window: the most one virtual op moves */
-    uint64_t mapped;                /* bytes of each window holding valid entries (0 between moves) */
-    int unmap_owed;                 /* a driver failure stopped the last unmap: the next move retries it */
-    uint64_t moves, chunks;         /* statistics */
-    uint64_t faults;                /* page faults reported for it (guarded by the fence lock) */
-    uint64_t fault_va;
 };
 
 /* ---- devices and contexts (device/device.c) ------------------------- */
@@ -283,67 +272,8 @@ struct vidmm_paging_queue {
     struct vidmm_paging_queue *next;
 };
 
-/* ---- paging --------------------------------------------------------- */
-
-#define VIDMM_PAGING_SLOTS 8u  /* ring size in paging buffers */
-
-struct vidmm_paging {
-    unsigned char *area;            /* the ring's memory: VIDMM_PAGING_SLOTS paging buffers */
-    size_t area_size;
-    uint32_t buffer_size;           /* PagingBufferSize */
-    struct vidmm_ring ring;         /* submitted buffers, trimmed to what they hold, in fence order */
-    uint64_t fence_fifo[VIDMM_RING_INLINE_RECS]; /* fence of each live ring record, oldest first */
-    uint32_t fence_first;
-    int have_buffer;                /* a buffer is reserved and being written */
-    unsigned char *start;           /* start of the buffer being written */
-    unsigned char *cursor;          /* write position in it */
-    uint32_t left;                  /* bytes left in it */
-    uint64_t sequence;              /* buffers taken so far: picks the private-data slot */
-    void *private_data;             /* VIDMM_RING_INLINE_RECS slots of private_data_size */
-    uint32_t private_data_size;
-    int ap_mapped;                  /* area mapped into the paging-buffer aperture */
-    uint32_t ap_node;
-    uint64_t next_fence;
-    uint64_t completed_fence;       /* guarded by the adapter's fence_lock */
-    int sync_ok;                    /* fence_lock and fence_cond exist */
-};
-
 /* Is segment id a memory segment (not 0, the aperture or AGP)? */
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id);
-
-/* ---- hang detection (tdr/tdr.c) --------------------------------------- */
-
-/* Progress of every engine, for hang detection.  Submission and the
- * driver's callbacks only move counters (no clock on those paths); the
- * detector samples them and remembers when it last saw each engine idle
- * or progressing.  Guarded by the fence lock, except what the comments say. */
-struct vidmm_tdr {
-    uint64_t timeout_ns;            /* 0 = detection off */
-    uint64_t node_submitted[VIDMM_MAX_NODES];  /* context buffers handed to each node */
-    uint64_t node_completed[VIDMM_MAX_NODES];
-    uint64_t node_seen[VIDMM_MAX_NODES];       /* node_completed at the last sample that saw progress */
-    uint64_t node_seen_ns[VIDMM_MAX_NODES];    /* CLOCK_MONOTONIC of that sample */
-    uint64_t paging_submitted;      /* last paging fence handed to the driver */
-    uint64_t paging_seen;           /* paging completed fence at the last sample that saw progress */
-    uint64_t paging_seen_ns;
-    /* Was the engine busy at the last sample?  Work found busy right
-     * after an idle sample starts its timeout at that sample, not at the
-     * last progress seen before the idle gap. */
-    int node_busy[VIDMM_MAX_NODES];
-    int paging_busy;
-    uint64_t generation;            /* adapter resets so far: content moves check it */
-    int paging_fault;               /* a paging buffer faulted: reset at the next wait or poll */
-    uint64_t paging_fault_before;   /* completed paging fence when it was reported */
-    int in_recovery;
-    /* An adapter reset found below a public entry waits for the
-     * outermost entry to unwind (docs/RESET_AND_POWER.md "Where a reset
-     * runs"): pending_owner, the thread holding the adapter lock, sees
-     * its waits fail with VIDMM_E_TIMEOUT meanwhile. */
-    int reset_pending;
-    int pending_node;               /* -1: the paging engine */
-    pthread_t pending_owner;
-    struct vidmm_tdr_stats stats;
-};
 
 /* ---- adapter -------------------------------------------------------- */
 
@@ -380,6 +310,13 @@ struct vidmm_adapter {
     pthread_mutex_t lock;
     uint32_t lock_depth;            /* nesting of the adapter lock (its holder reads and writes it) */
     pthread_t lock_owner;           /* valid while lock_depth > 0 */
+    /* A reset a hang left pending for the entry boundary (model/entry.c
+     * owns these three; reached through its vidmm_entry_reset_*).  Set
+     * and cleared by the adapter lock's holder under the fence lock, so
+     * that holder reads them freely and others under the fence lock. */
+    int reset_pending;
+    int pending_node;               /* -1: the paging engine */
+    pthread_t pending_owner;
     /* Violated invariants found by VIDMM_BUG_ON in a release build
      * (model/entry.h); vidmm_adapter_check reports them. */
     uint64_t bugs;
@@ -399,7 +336,7 @@ struct vidmm_adapter {
     struct vidmm_gpummu_info gpummu;
     /* Non-NULL: content moves are TRANSFER_VIRTUAL / FILL_VIRTUAL in the
      * system paging process (D27); NULL: physical TRANSFER / FILL. */
-    struct vidmm_paging_process *pp;
+    struct vidmm_paging_process *pp;   /* opaque: src/content/pp_state.h */
     /* Allocations: handles from the typed handle table (core/objtab.h);
      * objects from 64-object chunks (alloc/handle.c). */
     struct vidmm_objtab allocations;
@@ -416,27 +353,26 @@ struct vidmm_adapter {
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */
     struct vidmm_res_state *res;
-    struct vidmm_paging paging;
+    /* Paging buffers: the ring, its aperture mapping, statistics
+     * (opaque: src/paging/paging_state.h). */
+    struct vidmm_paging *paging;
     /* The fence lock: what the driver's callbacks and the lock-free
      * waits touch - fence values (paging, contexts, paging queues), the
      * hang detector's counters, device and process error states, and the
      * context and process lookups a callback makes.  fence_cond is
      * broadcast whenever a fence moves.  A function named *_locked
      * expects the caller to hold it (and only that: every internal
-     * function may assume the adapter lock).  Created with the paging
-     * state (paging/paging.c). */
+     * function may assume the adapter lock).  Created with the fence
+     * state (fence/fence.c). */
     pthread_mutex_t fence_lock;
     pthread_cond_t fence_cond;
     struct vidmm_submit_state *sub;  /* command submission (submit/submit.c) */
-    struct vidmm_tdr tdr;            /* hang detection and recovery (tdr/tdr.c) */
+    /* Every engine's fences, the hang detector's samples, the reset
+     * records (opaque: src/fence/fence_state.h). */
+    struct vidmm_fence_state *fence;
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
-    /* statistics */
-    uint64_t paging_buffers;
-    uint64_t paging_restarts;
-    uint64_t paging_ops[17];
-    uint64_t paging_bytes[17];
 };
 
 /* adapter.c: take / release the adapter lock (recursive: an entry may

@@ -23,8 +23,11 @@
  * no allocation), so the GPU reaches it at a contiguous aperture range.
  */
 #include "model/objects.h"
+#include "core/report.h"
+#include "fence/fence.h"
 #include "fence/hang.h"
 #include "paging/paging.h"
+#include "paging/paging_state.h"
 
 #include <string.h>
 
@@ -40,30 +43,21 @@
  * touched again by the GPU) and the reset runs as the entry unwinds. */
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
-    struct vidmm_paging *p = &a->paging;
     pthread_mutex_lock(&a->fence_lock);
-    while (p->completed_fence < fence && !vidmm_reset_pending_locked(a))
+    while (vidmm_fence_paging_completed_locked(a) < fence && !vidmm_reset_pending_locked(a))
         (void)vidmm_fence_wait(a, NULL);   /* looks for hangs between slices */
-    int fault = a->tdr.paging_fault && !a->tdr.in_recovery;
+    int fault = vidmm_fence_paging_fault_unhandled_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
     if (fault)
         (void)vidmm_hang_poll(a);   /* a paging buffer faulted: reset before its results are used */
     return vidmm_reset_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;
 }
 
-static uint64_t completed(struct vidmm_adapter *a)
-{
-    pthread_mutex_lock(&a->fence_lock);
-    uint64_t c = a->paging.completed_fence;
-    pthread_mutex_unlock(&a->fence_lock);
-    return c;
-}
-
 /* Return to the ring every buffer whose fence has passed (and, with
  * wait_one, wait for the oldest first). */
 static vidmm_status retire(struct vidmm_adapter *a, int wait_one)
 {
-    struct vidmm_paging *p = &a->paging;
+    struct vidmm_paging *p = a->paging;
     uint32_t mask = VIDMM_RING_INLINE_RECS - 1;
     uint32_t submitted = p->ring.count - (p->have_buffer ? 1u : 0u);
     if (wait_one && submitted) {
@@ -71,7 +65,7 @@ static vidmm_status retire(struct vidmm_adapter *a, int wait_one)
         if (st < 0)
             return st;
     }
-    uint64_t done = completed(a);
+    uint64_t done = vidmm_fence_paging_completed(a);
     while (submitted && p->fence_fifo[p->fence_first] <= done) {
         vidmm_ring_free_oldest(&p->ring);
         p->fence_first = (p->fence_first + 1) & mask;
@@ -83,7 +77,7 @@ static vidmm_status retire(struct vidmm_adapter *a, int wait_one)
 /* Reserve a full-size buffer for the driver to write into. */
 static vidmm_status take_buffer(struct vidmm_adapter *a)
 {
-    struct vidmm_paging *p = &a->paging;
+    struct vidmm_paging *p = a->paging;
     for (;;) {
         uint64_t off;
         vidmm_status st = vidmm_ring_alloc(&p->ring, p->buffer_size, &off);
@@ -105,7 +99,7 @@ static vidmm_status take_buffer(struct vidmm_adapter *a)
 /* Submit the buffer being written, if it holds anything. */
 static vidmm_status submit_current(struct vidmm_adapter *a)
 {
-    struct vidmm_paging *p = &a->paging;
+    struct vidmm_paging *p = a->paging;
     if (!p->have_buffer)
         return VIDMM_OK;
     uint32_t used = (uint32_t)(p->cursor - p->start);
@@ -117,29 +111,23 @@ static vidmm_status submit_current(struct vidmm_adapter *a)
     sub.dma_buffer = p->start;
     sub.dma_buffer_size = used;
     sub.flags = VIDMM_SUBMIT_PAGING;
-    sub.fence = p->next_fence;
     /* Published before the driver runs it (a synchronous driver signals
      * from inside the call); hang detection compares it with the
      * completed fence. */
-    pthread_mutex_lock(&a->fence_lock);
-    a->tdr.paging_submitted = sub.fence;
-    pthread_mutex_unlock(&a->fence_lock);
+    sub.fence = vidmm_fence_paging_begin(a);
     vidmm_status st = a->ops.submit_command(a->driver, &sub);
+    vidmm_fence_paging_end(a, st >= 0);
     if (st < 0) {
-        pthread_mutex_lock(&a->fence_lock);
-        a->tdr.paging_submitted = sub.fence - 1;
-        pthread_mutex_unlock(&a->fence_lock);
         /* The buffer never ran: forget what it holds, keep it for reuse. */
         p->cursor = p->start;
         p->left = p->buffer_size;
         return VIDMM_E_DRIVER_FAILURE;
     }
-    p->next_fence++;
     vidmm_ring_shrink_newest(&p->ring, used);
     uint32_t mask = VIDMM_RING_INLINE_RECS - 1;
     p->fence_fifo[(p->fence_first + p->ring.count - 1) & mask] = sub.fence;
     p->have_buffer = 0;
-    a->paging_buffers++;
+    p->buffers++;
     return retire(a, 0);
 }
 
@@ -160,7 +148,7 @@ static uint64_t op_bytes(const struct vidmm_build_paging_buffer_args *op)
 vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_paging_buffer_args *op)
 {
     VIDMM_ASSERT_LOCKED(a);
-    struct vidmm_paging *p = &a->paging;
+    struct vidmm_paging *p = a->paging;
     unsigned fruitless = 0;
     op->multipass_offset = 0;
     for (;;) {
@@ -187,14 +175,14 @@ vidmm_status vidmm_paging_emit(struct vidmm_adapter *a, struct vidmm_build_pagin
         if (st == VIDMM_OK) {
             unsigned k = (unsigned)op->operation;
             if (k < 17) {
-                a->paging_ops[k]++;
-                a->paging_bytes[k] += op_bytes(op);
+                p->ops[k]++;
+                p->bytes[k] += op_bytes(op);
             }
             return VIDMM_OK;
         }
         if (st != VIDMM_E_INSUFFICIENT_DMA_BUFFER)
             return VIDMM_E_DRIVER_FAILURE;
-        a->paging_restarts++;
+        p->restarts++;
         if (end == start && p->cursor == p->start) {
             /* A fresh buffer and still no progress. */
             if (++fruitless > MAX_FRUITLESS_RESTARTS)
@@ -212,17 +200,16 @@ vidmm_status vidmm_paging_submit(struct vidmm_adapter *a, uint64_t *last_fence)
 {
     vidmm_status st = submit_current(a);
     if (last_fence)
-        *last_fence = a->paging.next_fence - 1;
+        *last_fence = vidmm_fence_paging_last(a);
     return st;
 }
 
 vidmm_status vidmm_paging_flush(struct vidmm_adapter *a)
 {
-    struct vidmm_paging *p = &a->paging;
     vidmm_status st = submit_current(a);
     if (st < 0)
         return st;
-    st = wait_fence(a, p->next_fence - 1);
+    st = wait_fence(a, vidmm_fence_paging_last(a));
     if (st < 0)
         return st;
     return retire(a, 0);
@@ -230,18 +217,12 @@ vidmm_status vidmm_paging_flush(struct vidmm_adapter *a)
 
 vidmm_status vidmm_paging_init(struct vidmm_adapter *a, uint32_t buffer_size, uint32_t private_size)
 {
-    struct vidmm_paging *p = &a->paging;
-    memset(p, 0, sizeof(*p));
+    struct vidmm_paging *p = vidmm_hzalloc(a->ha, VIDMM_SITE_PAGING_STATE, sizeof(*p), _Alignof(struct vidmm_paging));
+    if (!p)
+        return VIDMM_E_NO_HOST_MEMORY;
+    a->paging = p;
     p->buffer_size = buffer_size;
     p->area_size = (size_t)buffer_size * VIDMM_PAGING_SLOTS;
-    p->next_fence = 1;
-    if (pthread_mutex_init(&a->fence_lock, NULL) != 0)
-        return VIDMM_E_NO_HOST_MEMORY;
-    if (pthread_cond_init(&a->fence_cond, NULL) != 0) {
-        pthread_mutex_destroy(&a->fence_lock);
-        return VIDMM_E_NO_HOST_MEMORY;
-    }
-    p->sync_ok = 1;
     p->area = vidmm_hzalloc(a->ha, VIDMM_SITE_PAGING_BUFFERS, p->area_size, VIDMM_PAGE_4K);
     if (!p->area)
         goto nomem;
@@ -310,7 +291,9 @@ static void drain(struct vidmm_adapter *a)
 
 void vidmm_paging_fini(struct vidmm_adapter *a)
 {
-    struct vidmm_paging *p = &a->paging;
+    struct vidmm_paging *p = a->paging;
+    if (!p)
+        return;
     if (p->ap_mapped) {
         struct vidmm_segment *s = &a->seg[a->paging_segment_id];
         uint64_t off = vidmm_ra_node_offset(&s->ra, p->ap_node);
@@ -334,11 +317,55 @@ void vidmm_paging_fini(struct vidmm_adapter *a)
     if (p->ring.size)
         vidmm_ring_fini(&p->ring);
     vidmm_hfree(a->ha, p->area, p->area_size, VIDMM_PAGE_4K);
-    p->area = NULL;
-    p->private_data = NULL;
-    if (p->sync_ok) {
-        pthread_cond_destroy(&a->fence_cond);
-        pthread_mutex_destroy(&a->fence_lock);
-        p->sync_ok = 0;
+    vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_paging));
+    a->paging = NULL;
+}
+
+uint32_t vidmm_paging_buffer_size(const struct vidmm_adapter *a)
+{
+    return a->paging->buffer_size;
+}
+
+uint64_t vidmm_paging_work_mark(const struct vidmm_adapter *a)
+{
+    return a->paging->buffers + (a->paging->have_buffer ? 1u : 0u);
+}
+
+void vidmm_paging_stats(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
+{
+    const struct vidmm_paging *p = a->paging;
+    out->paging_buffer_size = p->buffer_size;
+    out->paging_buffers_submitted = p->buffers;
+    out->paging_restarts = p->restarts;
+    memcpy(out->paging_ops, p->ops, sizeof(out->paging_ops));
+    memcpy(out->paging_bytes, p->bytes, sizeof(out->paging_bytes));
+}
+
+int vidmm_paging_aperture_use(const struct vidmm_adapter *a, uint64_t *used, uint64_t *committed)
+{
+    const struct vidmm_paging *p = a->paging;
+    if (!p->ap_mapped)
+        return 0;
+    *used = vidmm_ra_node_size(&a->seg[a->paging_segment_id].ra, p->ap_node);
+    *committed = p->area_size;
+    return 1;
+}
+
+void vidmm_paging_check(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
+    const struct vidmm_paging *p = a->paging;
+    uint32_t mask = VIDMM_RING_INLINE_RECS - 1;
+    int e = vidmm_ring_check(&p->ring);
+    if (e)
+        vidmm_report_add(r, "paging ring has %d violations", e);
+    uint32_t inflight = p->ring.count - (p->have_buffer ? 1u : 0u);
+    uint64_t next = vidmm_fence_paging_next(a);
+    for (uint32_t i = 0; i < inflight; i++) {
+        uint64_t f = p->fence_fifo[(p->fence_first + i) & mask];
+        uint64_t prev = i ? p->fence_fifo[(p->fence_first + i - 1) & mask] : 0;
+        if (f <= prev || f >= next)
+            vidmm_report_add(r, "paging fence FIFO out of order at %u", i);
     }
+    if (p->ring.count > VIDMM_RING_INLINE_RECS)
+        vidmm_report_add(r, "paging ring holds %u buffers", p->ring.count);
 }

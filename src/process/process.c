@@ -40,6 +40,7 @@
  * (core/objtab.h), at most VIDMM_MAX_PROCESSES slots.
  */
 #include "model/objects.h"
+#include "fence/fence.h"
 #include "fence/hang.h"
 #include "alloc/alloc.h"
 #include "mmu/mmu.h"
@@ -66,10 +67,7 @@ static void pte_write_lost(struct vidmm_adapter *a)
     if (vidmm_reset_pending(a))
         return;
     pthread_mutex_lock(&a->fence_lock);
-    if (!a->tdr.paging_fault) {
-        a->tdr.paging_fault = 1;
-        a->tdr.paging_fault_before = a->paging.completed_fence;
-    }
+    vidmm_fence_paging_fault_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
 }
 

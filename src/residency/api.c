@@ -13,6 +13,7 @@
  * harmless (they are on no new list and may be evicted again).
  */
 #include "model/objects.h"
+#include "fence/fence.h"
 #include "alloc/alloc.h"
 #include "fence/hang.h"
 #include "paging/paging.h"
@@ -87,7 +88,7 @@ static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle q
  * the adapter finished. */
 static void resolve(const struct vidmm_adapter *a, struct vidmm_paging_queue *q)
 {
-    while (q->pend_count && q->pend_fence[q->pend_first] <= a->paging.completed_fence) {
+    while (q->pend_count && q->pend_fence[q->pend_first] <= vidmm_fence_paging_completed_locked(a)) {
         q->completed = q->pend_value[q->pend_first];
         q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
         q->pend_count--;
@@ -100,7 +101,7 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
     pthread_mutex_lock(&a->fence_lock);
     resolve(a, q);
     uint64_t v = ++q->submitted;
-    if (f <= a->paging.completed_fence) {
+    if (f <= vidmm_fence_paging_completed_locked(a)) {
         q->completed = v;   /* already done */
         pthread_mutex_unlock(&a->fence_lock);
         return 0;
@@ -230,7 +231,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     args->bytes_to_trim = 0;
     a->res->stats.make_resident_calls++;
     uint64_t epoch = ++a->res->epoch;
-    uint64_t buffers_before = a->paging_buffers + (a->paging.have_buffer ? 1u : 0u);
+    uint64_t work_before = vidmm_paging_work_mark(a);
     struct vidmm_process *p = d->process;
     const vidmm_handle *list = args->allocations;
     /* Pass 1: validate, pin, find each one's reference record, and count
@@ -462,7 +463,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     }
     a->res->epoch++;   /* unpin */
     vidmm_status ret = VIDMM_OK;
-    if (restored || a->paging_buffers + (a->paging.have_buffer ? 1u : 0u) != buffers_before) {
+    if (restored || vidmm_paging_work_mark(a) != work_before) {
         /* Paging work was queued: the caller waits for this value of the
          * queue's fence before using the allocations. */
         uint64_t f = 0;

@@ -29,6 +29,7 @@
  * the fence lock.  Internal waits for fences hold the adapter lock (the
  * engines progress without it); vidmm_context_wait does not hold it.
  */
+#include "fence/fence.h"
 #include "fence/inflight.h"
 #include "alloc/alloc.h"
 #include "fence/hang.h"
@@ -193,14 +194,14 @@ static vidmm_status submit_to_driver(struct vidmm_adapter *a, struct vidmm_conte
      * from inside the call, and the callback ignores values beyond it. */
     pthread_mutex_lock(&a->fence_lock);
     sa.fence = ++c->fence_submitted;
-    a->tdr.node_submitted[c->node]++;   /* counters only: no clock on the submission path */
+    vidmm_fence_node_submitted_locked(a, c->node, 1);   /* counters only: no clock on the submission path */
     pthread_mutex_unlock(&a->fence_lock);
     vidmm_status st = buf ? a->ops.submit_command_physical(a->driver, &sa)
                           : a->ops.submit_command_virtual(a->driver, &sa);
     if (st < 0) {
         pthread_mutex_lock(&a->fence_lock);
         c->fence_submitted--;   /* never ran: the value is handed out again */
-        a->tdr.node_submitted[c->node]--;
+        vidmm_fence_node_submitted_locked(a, c->node, -1);
         pthread_mutex_unlock(&a->fence_lock);
         return st == VIDMM_E_INVALID_ARG ? st : VIDMM_E_DRIVER_FAILURE;
     }

@@ -43,6 +43,7 @@
 #include "alloc/alloc.h"
 #include "content/content.h"
 #include "device/device.h"
+#include "fence/fence.h"
 #include "fence/hang.h"
 #include "fence/inflight.h"
 #include "mmu/mmu.h"
@@ -60,7 +61,7 @@
 static void device_guilty(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     if (d->reset_status != VIDMM_RESET_GUILTY || !d->lost)
-        a->tdr.stats.devices_guilty++;
+        vidmm_fence_stats(a)->devices_guilty++;
     d->lost = 1;
     d->reset_status = VIDMM_RESET_GUILTY;
     d->resets++;
@@ -72,7 +73,7 @@ static void device_innocent(struct vidmm_adapter *a, struct vidmm_device *d)
         return;
     d->reset_status = VIDMM_RESET_INNOCENT;
     d->resets++;
-    a->tdr.stats.devices_innocent++;
+    vidmm_fence_stats(a)->devices_innocent++;
 }
 
 /* ---- engine reset ---------------------------------------------------------- */
@@ -91,8 +92,8 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
     uint64_t now = vidmm_fence_now();
     if (!r.context) {
         /* Nothing was stuck after all (it finished meanwhile). */
-        a->tdr.node_seen_ns[node] = now;
         pthread_mutex_unlock(&a->fence_lock);
+        vidmm_fence_seen_now(a, (int)node);
         return VIDMM_OK;
     }
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, r.context);
@@ -102,13 +103,11 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
         return VIDMM_E_DRIVER_FAILURE;   /* LastAbortedFenceId vidmm cannot place: escalate */
     }
     c->fence_completed = r.last_aborted_fence;
-    a->tdr.node_completed[node]++;
-    a->tdr.node_seen[node] = a->tdr.node_completed[node];
-    a->tdr.node_seen_ns[node] = now;
+    vidmm_fence_node_reset_locked(a, node, now);
     device_guilty(a, c->device);
     pthread_cond_broadcast(&a->fence_cond);
     pthread_mutex_unlock(&a->fence_lock);
-    a->tdr.stats.engine_resets++;
+    vidmm_fence_stats(a)->engine_resets++;
     return VIDMM_OK;
 }
 
@@ -133,16 +132,9 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
     vidmm_status st = VIDMM_OK, r;
     if (!a->has_gpummu)
         return VIDMM_OK;
-    if (a->pp) {
-        r = vidmm_pt_rebuild(a, &a->pp->proc);
-        if (r < 0 && st >= 0)
-            st = r;
-        a->pp->mapped = 0;      /* its windows are invalid now */
-        a->pp->unmap_owed = 0;
-        r = vidmm_pt_flush(a, &a->pp->proc);
-        if (r < 0 && st >= 0)
-            st = r;
-    }
+    r = vidmm_pp_rebuild(a);
+    if (r < 0)
+        st = r;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         struct vidmm_process *p = vidmm_process_at(a, i);
         if (p && p->root) {
@@ -179,7 +171,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
     if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
         if (!aborted && al->backing.sys && al->backing_valid && !al->gpu_dirty) {
             st = vidmm_copy_content(a, al, &al->backing, &al->pl);
-            a->tdr.stats.allocations_restored++;
+            vidmm_fence_stats(a)->allocations_restored++;
         } else {
             lost = 1;
         }
@@ -191,7 +183,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
             vidmm_res_drop_backing(a, al);
         st = vidmm_fill_content(a, al, &al->pl, 0);
         al->reset_lost++;
-        a->tdr.stats.allocations_lost++;
+        vidmm_fence_stats(a)->allocations_lost++;
         if (aborted && paging_hang && al->pe.process) {
             /* WDDM: the devices owning what the hung paging touched. */
             struct vidmm_process *p = vidmm_process_get(a, al->pe.process);
@@ -206,7 +198,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
 
 static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty, int paging_hang)
 {
-    a->tdr.stats.adapter_resets++;
+    vidmm_fence_stats(a)->adapter_resets++;
     /* What is half built goes to the engine so the reset drops it too. */
     (void)vidmm_paging_submit(a, NULL);
     if (!a->ops.reset_from_timeout || a->ops.reset_from_timeout(a->driver) < 0) {
@@ -215,15 +207,9 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     }
     uint64_t now = vidmm_fence_now();
     pthread_mutex_lock(&a->fence_lock);
-    uint64_t done_before = a->paging.completed_fence;
-    if (a->tdr.paging_fault && a->tdr.paging_fault_before < done_before)
-        done_before = a->tdr.paging_fault_before;   /* the faulted buffer and what followed: undefined */
-    a->tdr.paging_fault = 0;
-    if (a->paging.next_fence - 1 > a->paging.completed_fence)
-        a->paging.completed_fence = a->paging.next_fence - 1;
-    a->tdr.paging_submitted = a->paging.completed_fence;
-    a->tdr.paging_seen = a->paging.completed_fence;
-    a->tdr.paging_seen_ns = now;
+    /* Every fence passes; what paging completed after done_before (a
+     * faulted buffer and what followed it) is undefined. */
+    uint64_t done_before = vidmm_fence_adapter_reset_locked(a, now);
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
         if (!vidmm_process_at(a, i))
             continue;
@@ -241,15 +227,9 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
                 device_innocent(a, d);
         }
     }
-    for (uint32_t n = 0; n < VIDMM_MAX_NODES; n++) {
-        a->tdr.node_completed[n] = a->tdr.node_submitted[n];
-        a->tdr.node_seen[n] = a->tdr.node_completed[n];
-        a->tdr.node_seen_ns[n] = now;
-    }
     pthread_cond_broadcast(&a->fence_cond);
     pthread_mutex_unlock(&a->fence_lock);
 
-    a->tdr.generation++;
     vidmm_inflight_retire_all(a);
     (void)vidmm_paging_flush(a);   /* every fence passed: the ring empties */
     if (a->ops.restart_from_timeout)
@@ -266,18 +246,14 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
 
 static void run_adapter_reset(struct vidmm_adapter *a, int node)
 {
-    pthread_mutex_lock(&a->fence_lock);
-    a->tdr.in_recovery = 1;       /* read by waiters under the fence lock */
-    pthread_mutex_unlock(&a->fence_lock);
+    vidmm_fence_set_recovery(a, 1);
     if (node < 0) {
         adapter_reset(a, NULL, 1);
     } else {
         uint64_t fence = 0;
         adapter_reset(a, vidmm_inflight_oldest_on_node(a, (uint32_t)node, &fence), 0);
     }
-    pthread_mutex_lock(&a->fence_lock);
-    a->tdr.in_recovery = 0;
-    pthread_mutex_unlock(&a->fence_lock);
+    vidmm_fence_set_recovery(a, 0);
 }
 
 /* Adapter lock held (the hang detector in a fence wait, or the
@@ -290,30 +266,19 @@ static void run_adapter_reset(struct vidmm_adapter *a, int node)
  * operation backs out with VIDMM_E_TIMEOUT.  1 if a reset is pending. */
 int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
 {
-    if (a->tdr.in_recovery || a->tdr.reset_pending)
+    if (vidmm_fence_recovering(a))
         return 0;
     uint32_t responsive = 0;
-    if (!(node < 0 && a->tdr.paging_fault) && a->ops.query_engine_status &&
+    if (!(node < 0 && vidmm_fence_paging_faulted(a)) && a->ops.query_engine_status &&
         a->ops.query_engine_status(a->driver, node < 0 ? VIDMM_PAGING_ENGINE : (uint32_t)node, &responsive) >= 0 &&
         responsive) {
-        /* Slow, not stuck: another timeout from now. */
-        pthread_mutex_lock(&a->fence_lock);
-        if (node < 0)
-            a->tdr.paging_seen_ns = vidmm_fence_now();
-        else
-            a->tdr.node_seen_ns[node] = vidmm_fence_now();
-        pthread_mutex_unlock(&a->fence_lock);
+        vidmm_fence_seen_now(a, node);   /* slow, not stuck: another timeout from now */
         return 0;
     }
-    a->tdr.stats.hangs++;
+    vidmm_fence_stats(a)->hangs++;
     if (node < 0)
-        a->tdr.stats.paging_hangs++;
-    pthread_mutex_lock(&a->fence_lock);
-    a->tdr.reset_pending = 1;
-    a->tdr.pending_node = node;
-    a->tdr.pending_owner = pthread_self();
-    pthread_cond_broadcast(&a->fence_cond);   /* the owner's waits return */
-    pthread_mutex_unlock(&a->fence_lock);
+        vidmm_fence_stats(a)->paging_hangs++;
+    vidmm_fence_mark_pending(a, node);   /* the owner's waits return */
     return 1;
 }
 
@@ -327,21 +292,13 @@ int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
  * VIDMM_TDR_RAN_ADAPTER: what ran. */
 int vidmm_tdr_run_pending(struct vidmm_adapter *a)
 {
-    pthread_mutex_lock(&a->fence_lock);
-    int pending = vidmm_reset_pending_locked(a);
-    int node = a->tdr.pending_node;
-    a->tdr.reset_pending = pending ? 0 : a->tdr.reset_pending;
-    pthread_mutex_unlock(&a->fence_lock);
-    if (!pending)
+    int node;
+    if (!vidmm_fence_take_pending(a, &node))
         return 0;
     if (node >= 0) {
-        pthread_mutex_lock(&a->fence_lock);
-        a->tdr.in_recovery = 1;
-        pthread_mutex_unlock(&a->fence_lock);
+        vidmm_fence_set_recovery(a, 1);
         vidmm_status st = engine_reset(a, (uint32_t)node);
-        pthread_mutex_lock(&a->fence_lock);
-        a->tdr.in_recovery = 0;
-        pthread_mutex_unlock(&a->fence_lock);
+        vidmm_fence_set_recovery(a, 0);
         if (st >= 0)
             return VIDMM_TDR_RAN_ENGINE;
     }
@@ -355,10 +312,7 @@ vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t tim
 {
     if (!a || (timeout_ns && timeout_ns < 1000000))
         return VIDMM_E_INVALID_ARG;
-    pthread_mutex_lock(&a->fence_lock);
-    a->tdr.timeout_ns = timeout_ns;
-    pthread_cond_broadcast(&a->fence_cond);   /* waiters pick the new slice */
-    pthread_mutex_unlock(&a->fence_lock);
+    vidmm_fence_set_timeout(a, timeout_ns);
     return VIDMM_OK;
 }
 
@@ -378,10 +332,7 @@ vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *a, struct v
         return VIDMM_E_INVALID_ARG;
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the locks are not part of the state */
     vidmm_adapter_lock(m);
-    pthread_mutex_lock(&m->fence_lock);
-    *out = a->tdr.stats;
-    out->timeout_ns = a->tdr.timeout_ns;
-    pthread_mutex_unlock(&m->fence_lock);
+    vidmm_fence_get_stats(m, out);
     vidmm_adapter_unlock(m);
     return VIDMM_OK;
 }

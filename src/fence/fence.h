@@ -1,0 +1,91 @@
+/*
+ * fence.h - every engine's fences and the reset records (internal,
+ * never installed).
+ *
+ * The state is opaque (fence/fence_state.h); these are the only ways
+ * other modules read or move it.  _locked: the caller holds the fence
+ * lock (docs/THREADING.md); the others take it themselves where they
+ * need it.
+ */
+#ifndef VIDMM_FENCE_FENCE_H
+#define VIDMM_FENCE_FENCE_H
+
+#include "model/objects.h"
+
+/* Create the fence lock, its condition and the state (the adapter open,
+ * before anything can wait); the default hang timeout. */
+vidmm_status vidmm_fence_init(struct vidmm_adapter *a);
+void vidmm_fence_fini(struct vidmm_adapter *a);
+
+/* ---- the paging engine ---- */
+
+/* The fence the paging buffer being written will signal (adapter lock). */
+uint64_t vidmm_fence_paging_next(const struct vidmm_adapter *a);
+
+/* The last paging fence handed to the driver, or 0. */
+static inline uint64_t vidmm_fence_paging_last(const struct vidmm_adapter *a)
+{
+    return vidmm_fence_paging_next(a) - 1;
+}
+
+uint64_t vidmm_fence_paging_completed(struct vidmm_adapter *a);
+uint64_t vidmm_fence_paging_completed_locked(const struct vidmm_adapter *a);
+
+/* A paging buffer goes to the driver: its fence is published before the
+ * driver runs it (a synchronous driver signals from inside the call),
+ * then _end says whether the driver took it (the next buffer gets the
+ * next fence) or refused it (the fence is handed out again). */
+uint64_t vidmm_fence_paging_begin(struct vidmm_adapter *a);
+void vidmm_fence_paging_end(struct vidmm_adapter *a, int taken);
+
+/* A paging buffer faulted (D31): the next wait or hang poll resets the
+ * adapter.  Remembers what had completed before it. */
+void vidmm_fence_paging_fault_locked(struct vidmm_adapter *a);
+
+/* A reported paging fault no reset is handling yet. */
+int vidmm_fence_paging_fault_unhandled_locked(const struct vidmm_adapter *a);
+
+/* ---- contexts' nodes (counters for hang detection) ---- */
+
+/* delta buffers handed to node (-1: one the driver refused). */
+void vidmm_fence_node_submitted_locked(struct vidmm_adapter *a, uint32_t node, int delta);
+void vidmm_fence_node_completed_locked(struct vidmm_adapter *a, uint32_t node, uint64_t count);
+
+/* ---- reset records (the tdr layer's bookkeeping) ---- */
+
+/* A hang on node is confirmed: its reset is pending for the calling
+ * thread; the caller's waits return. */
+void vidmm_fence_mark_pending(struct vidmm_adapter *a, int node);
+
+/* Take the calling thread's pending reset: 1 and *node, or 0. */
+int vidmm_fence_take_pending(struct vidmm_adapter *a, int *node);
+
+/* A reset is pending or running: nothing more to confirm. */
+int vidmm_fence_recovering(struct vidmm_adapter *a);
+
+void vidmm_fence_set_recovery(struct vidmm_adapter *a, int running);
+
+/* The paging engine has a reported fault (a hang with no timeout). */
+int vidmm_fence_paging_faulted(struct vidmm_adapter *a);
+
+/* The driver calls node (-1: paging) responsive: its timeout starts again. */
+void vidmm_fence_seen_now(struct vidmm_adapter *a, int node);
+
+/* An engine reset aborted one buffer on node. */
+void vidmm_fence_node_reset_locked(struct vidmm_adapter *a, uint32_t node, uint64_t now);
+
+/* An adapter reset: every fence passes, the samples restart at now, the
+ * generation moves.  Returns the last paging fence known good (before a
+ * reported fault, if any): what completed after it is undefined. */
+uint64_t vidmm_fence_adapter_reset_locked(struct vidmm_adapter *a, uint64_t now);
+
+/* Adapter resets so far: a content move compares it before and after. */
+uint64_t vidmm_fence_generation(const struct vidmm_adapter *a);
+
+/* The recovery statistics, counted where each event is seen. */
+struct vidmm_tdr_stats *vidmm_fence_stats(struct vidmm_adapter *a);
+
+void vidmm_fence_set_timeout(struct vidmm_adapter *a, uint64_t timeout_ns);
+void vidmm_fence_get_stats(struct vidmm_adapter *a, struct vidmm_tdr_stats *out);
+
+#endif
