@@ -67,6 +67,12 @@ TOOL_OBJ    := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ    := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_OBJ   := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 
+MINIDRV_OBJ  := $(BUILD)/examples/minidrv/minidrv.o
+DRVCHECK_OBJ := $(BUILD)/examples/drvcheck/drvcheck.o
+HELLO        := $(BUILD)/examples/minidrv/hello
+MINIDRV_SO   := $(BUILD)/examples/minidrv/minidrv.so
+EXAMPLES     := $(HELLO) $(MINIDRV_SO)
+
 STATIC  := $(BUILD)/libvidmm.a
 SHARED  := $(BUILD)/libvidmm.so.$(VERSION)
 SOFTGPU := $(BUILD)/libsoftgpu.a
@@ -74,7 +80,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: all test html-check demo bench install clean check-headers tsan tsan-stress long
+.PHONY: all examples test html-check demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -97,8 +103,9 @@ $(SOFTGPU): $(SOFTGPU_OBJ)
 # one object linked into the tool, the tests and the fuzzers.
 RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o
 $(TOOL_OBJ): CFLAGS_ALL += -Itests
-$(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+$(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
+$(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC) $(LIBS) -ldl
 
 $(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
 $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
@@ -108,7 +115,26 @@ $(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu -Itests
 $(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(PEERS)
 	$(CC) $(CFLAGS_ALL) -Ibench $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(PEERS) $(SOFTGPU) $(STATIC) $(LIBS)
 
-test: $(TESTS) $(TOOL)
+# ---- examples (docs/WRITING_A_DRIVER.md) ---------------------------------
+# The example driver and the driver conformance kit are clients of the
+# public headers only: no -Isrc, no -Isoftgpu.
+EX_CFLAGS    = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(DBGFLAGS) -fPIC -Iinclude $(CFLAGS)
+
+$(BUILD)/examples/%.o: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -MMD -MP -c $< -o $@
+
+$(HELLO): $(BUILD)/examples/minidrv/hello.o $(MINIDRV_OBJ) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+# A plug-in for `vidmm drvcheck --driver`: the driver and its
+# vidmm_driver_entry, nothing of libvidmm (callbacks come from the host).
+$(MINIDRV_SO): $(MINIDRV_OBJ) $(BUILD)/examples/minidrv/entry.o
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
+examples: $(EXAMPLES)
+
+test: $(TESTS) $(TOOL) $(EXAMPLES)
 	sh tests/run.sh $(BUILD)
 
 # ThreadSanitizer: softgpu's engine threads, fence and fault callbacks,

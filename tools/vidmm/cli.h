@@ -42,5 +42,7 @@ int cli_scenarios(void);
 int cli_gen(int argc, char **argv);
 int cli_fuzz_scenarios(int argc, char **argv);
 int cli_shrink(int argc, char **argv);
+/* drvcheck.c: the driver conformance kit on softgpu or a plug-in driver. */
+int cli_drvcheck(int argc, char **argv);
 
 #endif

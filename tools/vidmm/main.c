@@ -8,6 +8,7 @@
  *   vidmm replay TRACE [options]           (run.c, replay.c, rmv.c)
  *   vidmm scenarios | presets
  *   vidmm gen | fuzz-scenarios | shrink FILE   (gen.c)
+ *   vidmm drvcheck [--driver FILE.so] [--options STR]   (drvcheck.c)
  *   vidmm --version | --help
  *
  * The tool drives libvidmm on softgpu; it is a client of the public
@@ -39,6 +40,9 @@ static void usage(FILE *f)
             "                    (--seconds S | --count N, --seed N, --calls K, --save DIR)\n"
             "  shrink FILE       reduce a failing scenario file to a minimal one (stdout)\n"
             "  presets           list the softgpu presets\n"
+            "  drvcheck          run the driver conformance kit on softgpu, or on a driver\n"
+            "                    plug-in (--driver FILE.so with vidmm_driver_entry; --options STR\n"
+            "                    goes to it; --groups query,describe,restart,paging,fences,reset,vidmm; -v)\n"
             "\n"
             "adapter options (info, demo, vamap, run):\n"
             "  --adapter PRESET    softgpu preset: dgpu (default), igpu, wddm1, big\n"
@@ -367,6 +371,8 @@ int main(int argc, char **argv)
         return cli_fuzz_scenarios(argc, argv);
     if (!strcmp(cmd, "shrink"))
         return cli_shrink(argc, argv);
+    if (!strcmp(cmd, "drvcheck"))
+        return cli_drvcheck(argc, argv);
     fprintf(stderr, "vidmm: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

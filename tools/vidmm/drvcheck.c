@@ -1,0 +1,145 @@
+/*
+ * drvcheck.c - `vidmm drvcheck`: the driver conformance kit
+ * (examples/drvcheck) run on softgpu or on a driver loaded from a shared
+ * object.
+ *
+ *   vidmm drvcheck [--driver FILE.so] [--options STR] [--groups a,b] [-v]
+ *
+ * Without --driver it checks softgpu (--options preset=NAME picks the
+ * preset, dgpu by default; its memory segments are made 16 MiB so the
+ * over-commitment stays quick).  With --driver it dlopen()s FILE.so and
+ * calls its vidmm_driver_entry (a drvcheck_ctor) with the options.
+ * Exit status: 0 every check passed, 1 a check failed, 2 usage or load.
+ */
+#include "cli.h"
+#include "drvcheck.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vidmm_status sg_wait(void *driver)
+{
+    return softgpu_wait_idle(driver);
+}
+
+static void sg_destroy(void *driver)
+{
+    softgpu_destroy(driver);
+}
+
+/* A CPU-visible allocation that may live in any of softgpu's memory
+ * segments (so over-commitment must evict), described with softgpu's
+ * explicit private data.  The segments come from the driver's own query. */
+static size_t sg_private_data(void *driver, uint64_t size, void *buf, size_t capacity)
+{
+    const struct vidmm_driver_ops *ops = softgpu_driver_ops();
+    struct vidmm_query_segment_out qo;
+    struct vidmm_segment_descriptor d[SOFTGPU_MAX_SEGMENTS];
+    memset(&qo, 0, sizeof qo);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &qo, sizeof qo };
+    if (capacity < sizeof(struct softgpu_alloc_desc) || ops->query_adapter_info(driver, &q) < 0 ||
+        qo.nb_segment > SOFTGPU_MAX_SEGMENTS)
+        return 0;
+    qo.segment_descriptor = d;
+    qo.segment_descriptor_stride = sizeof d[0];
+    if (ops->query_adapter_info(driver, &q) < 0)
+        return 0;
+    struct softgpu_alloc_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_EXPLICIT;
+    desc.info.size = size;
+    desc.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    for (uint32_t i = 0; i < qo.nb_segment; i++) {
+        if (d[i].flags & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP))
+            continue;
+        desc.info.supported_write_segment_set |= VIDMM_SEGMENT_BIT(i + 1);
+        if (d[i].flags & VIDMM_SEGMENT_USE_64KB_PAGES)
+            desc.info.alignment = 65536;
+    }
+    if (!desc.info.supported_write_segment_set)
+        return 0;
+    desc.info.supported_read_segment_set = desc.info.supported_write_segment_set;
+    memcpy(buf, &desc, sizeof desc);
+    return sizeof desc;
+}
+
+static vidmm_status softgpu_ctor(const struct drvcheck_env *env, struct drvcheck_driver *out)
+{
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "dgpu";
+    static const char *const presets[] = { "dgpu", "igpu", "wddm1", "big" };
+    const char *o = env->options ? strstr(env->options, "preset=") : NULL;
+    if (o) {
+        cfg.preset = NULL;
+        for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+            if (!strncmp(o + 7, presets[i], strlen(presets[i])))
+                cfg.preset = presets[i];
+        if (!cfg.preset)
+            return VIDMM_E_INVALID_ARG;
+    }
+    if (strcmp(cfg.preset, "igpu") != 0)
+        cfg.segment_size[1] = cfg.segment_size[2] = 16u << 20;
+    struct softgpu *sg = NULL;
+    vidmm_status st = softgpu_create(&cfg, &sg);
+    if (st < 0)
+        return st;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(sg, &ci);
+    memset(out, 0, sizeof *out);
+    out->name = "softgpu";
+    out->ops = ci.ops;
+    out->driver = ci.driver;
+    out->agp_aperture_base = ci.agp_aperture_base;
+    out->agp_aperture_size = ci.agp_aperture_size;
+    out->signals_through_env = 0;           /* softgpu calls vidmm_cb_notify_fence itself */
+    out->wait_idle = sg_wait;
+    out->private_data = sg_private_data;
+    out->destroy = sg_destroy;
+    return VIDMM_OK;
+}
+
+int cli_drvcheck(int argc, char **argv)
+{
+    const char *path = NULL, *options = NULL, *groups = NULL;
+    int verbose = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--driver") && i + 1 < argc)
+            path = argv[++i];
+        else if (!strcmp(argv[i], "--options") && i + 1 < argc)
+            options = argv[++i];
+        else if (!strcmp(argv[i], "--groups") && i + 1 < argc)
+            groups = argv[++i];
+        else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+            verbose = 1;
+        else {
+            fprintf(stderr, "vidmm drvcheck: unknown option '%s'\n"
+                            "usage: vidmm drvcheck [--driver FILE.so] [--options STR] [--groups a,b] [-v]\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    drvcheck_ctor ctor = softgpu_ctor;
+    void *lib = NULL;
+    if (path) {
+        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            fprintf(stderr, "vidmm drvcheck: %s\n", dlerror());
+            return 2;
+        }
+        void *sym = dlsym(lib, DRVCHECK_ENTRY_SYMBOL);
+        if (!sym) {
+            fprintf(stderr, "vidmm drvcheck: %s has no %s\n", path, DRVCHECK_ENTRY_SYMBOL);
+            dlclose(lib);
+            return 2;
+        }
+        memcpy(&ctor, &sym, sizeof ctor);   /* POSIX: a data pointer from dlsym names the function */
+    }
+    struct drvcheck_result r;
+    unsigned failed = drvcheck_run(ctor, options, groups, verbose, stdout, &r);
+    if (lib)
+        dlclose(lib);
+    return failed ? 1 : 0;
+}
