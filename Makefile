@@ -18,7 +18,10 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
-VERSION := 0.1.0
+# The release, from the header (include/vidmm/version.h); the SONAME
+# follows the major version (docs/ABI.md).
+VERSION := $(shell sed -n 's/^\#define VIDMM_VERSION_STRING "\(.*\)"/\1/p' include/vidmm/version.h)
+MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 SAN     ?= 0
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
@@ -80,7 +83,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: all examples test html-check demo bench install clean check-headers tsan tsan-stress long
+.PHONY: uninstall install-check all examples test html-check demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -91,8 +94,11 @@ $(STATIC): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libvidmm.so.0 $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+# Hidden by default: only what the public headers mark VIDMM_API is
+# exported, under the version script's node.
+$(LIB_OBJ): CFLAGS_ALL += -fvisibility=hidden -DVIDMM_BUILDING_LIBRARY
+$(SHARED): $(LIB_OBJ) src/libvidmm.map
+	$(CC) -shared -Wl,-soname,libvidmm.so.$(MAJOR) -Wl,--version-script=src/libvidmm.map $(LDFLAGS_ALL) -o $@ $(LIB_OBJ) $(LIBS)
 	ln -sf libvidmm.so.$(VERSION) $(BUILD)/libvidmm.so
 
 $(SOFTGPU): $(SOFTGPU_OBJ)
@@ -134,7 +140,7 @@ $(MINIDRV_SO): $(MINIDRV_OBJ) $(BUILD)/examples/minidrv/entry.o
 
 examples: $(EXAMPLES)
 
-test: $(TESTS) $(TOOL) $(EXAMPLES)
+test: $(TESTS) $(TOOL) $(EXAMPLES) $(SHARED)
 	sh tests/run.sh $(BUILD)
 
 # ThreadSanitizer: softgpu's engine threads, fence and fault callbacks,
@@ -173,15 +179,49 @@ check-headers:
 	  echo "#include \"$${h#include/}\"" | $(CC) -std=c11 -pedantic-errors -Wall -Wextra -Werror -Iinclude -x c -fsyntax-only - || exit 1; \
 	done; echo "headers ok"
 
+# Installation (docs/ABI.md "Packaging"): DESTDIR stages, PREFIX, LIBDIR,
+# INCLUDEDIR, BINDIR and MANDIR place; the .pc and CMake files name the
+# final places (not DESTDIR).
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+MINOR      := $(word 2,$(subst ., ,$(VERSION)))
+SUBST       = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+                  -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' -e 's|@MINOR@|$(MINOR)|g'
+PUBLIC_H   := $(sort $(wildcard include/vidmm/*.h))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/include/vidmm $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/vidmm/*.h $(DESTDIR)$(PREFIX)/include/vidmm/
-	install -m 644 $(STATIC) $(SOFTGPU) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libvidmm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libvidmm.so.0
-	ln -sf libvidmm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libvidmm.so
-	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' vidmm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/vidmm.pc
+	install -d $(DESTDIR)$(INCLUDEDIR)/vidmm $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/vidmm \
+	  $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(PUBLIC_H) $(DESTDIR)$(INCLUDEDIR)/vidmm/
+	install -m 644 $(STATIC) $(SOFTGPU) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf libvidmm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libvidmm.so.$(MAJOR)
+	ln -sf libvidmm.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libvidmm.so
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
+	install -m 644 docs/vidmm.1 $(DESTDIR)$(MANDIR)/man1/
+	$(SUBST) vidmm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm.pc
+	$(SUBST) softgpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/softgpu.pc
+	$(SUBST) cmake/vidmmConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfig.cmake
+	$(SUBST) cmake/vidmmConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfigVersion.cmake
+
+# Removes exactly what install put there (and the folders it made, when
+# they are left empty).
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/vidmm/,$(notdir $(PUBLIC_H)))
+	rm -f $(DESTDIR)$(LIBDIR)/libvidmm.a $(DESTDIR)$(LIBDIR)/libsoftgpu.a $(DESTDIR)$(LIBDIR)/libvidmm.so.$(VERSION) \
+	  $(DESTDIR)$(LIBDIR)/libvidmm.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libvidmm.so
+	rm -f $(DESTDIR)$(BINDIR)/vidmm $(DESTDIR)$(MANDIR)/man1/vidmm.1
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm.pc $(DESTDIR)$(LIBDIR)/pkgconfig/softgpu.pc
+	rm -f $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfig.cmake $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfigVersion.cmake
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/vidmm $(DESTDIR)$(LIBDIR)/cmake/vidmm 2>/dev/null
+
+# A consumer built against a staged install with pkg-config (shared and
+# static) and with CMake's find_package, and run; then uninstall leaves
+# nothing behind (tests/install_test.sh; CI runs it).
+install-check: all
+	sh tests/install_test.sh
 
 clean:
 	rm -rf build build-san build-bench build-clang build-tsan build-fuzz

@@ -239,6 +239,7 @@ static uint64_t mock_root_size(void *driver, uint32_t *number_of_pte)
 }
 
 static const struct vidmm_driver_ops mock_ops = {
+    .abi_version = VIDMM_ABI_VERSION,
     .query_adapter_info = mock_query,
     .build_paging_buffer = mock_build,
     .submit_command = mock_submit,

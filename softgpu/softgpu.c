@@ -85,6 +85,7 @@ const char *const *softgpu_preset_names(void)
 }
 
 static const struct vidmm_driver_ops sg_ops = {
+    .abi_version = VIDMM_ABI_VERSION,
     .query_adapter_info = sg_query_adapter_info,
     .describe_allocation = sg_describe_allocation,
     .destroy_allocation = NULL,
@@ -286,6 +287,7 @@ void softgpu_fill_adapter_create_info(struct softgpu *sg, struct vidmm_adapter_c
 {
     if (!info)
         return;
+    info->abi_version = VIDMM_ABI_VERSION;
     info->ops = &sg_ops;
     info->driver = sg;
     info->host_allocator = NULL;

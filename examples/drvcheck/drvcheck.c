@@ -455,6 +455,10 @@ static int dc_is_pattern(const uint8_t *b, uint64_t size, uint32_t pattern)
 
 static void group_query(struct dc *k)
 {
+    /* The ops table says which layout generation it was built with, or
+     * vidmm refuses to open the adapter. */
+    CHECK(k, k->drv.ops->abi_version == VIDMM_ABI_VERSION, "abi_version", "ops abi_version %u, headers say %u",
+          k->drv.ops->abi_version, VIDMM_ABI_VERSION);
     struct vidmm_driver_caps caps;
     memset(&caps, 0, sizeof caps);
     vidmm_status st = dc_query(k, VIDMM_QAI_DRIVERCAPS, NULL, 0, &caps, sizeof caps);
@@ -713,6 +717,7 @@ static void dc_proxy_init(struct dc_proxy *px, struct dc *k)
     const struct vidmm_driver_ops *r = k->drv.ops;
     memset(px, 0, sizeof *px);
     px->k = k;
+    px->ops.abi_version = VIDMM_ABI_VERSION;
     px->ops.query_adapter_info = px_query;
     px->ops.build_paging_buffer = px_build;
     px->ops.submit_command = px_submit;
@@ -737,6 +742,7 @@ static vidmm_status dc_adapter_open(struct dc_proxy *px, struct vidmm_adapter **
 {
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
+    ci.abi_version = VIDMM_ABI_VERSION;
     ci.ops = &px->ops;
     ci.driver = px;
     ci.agp_aperture_base = px->k->drv.agp_aperture_base;

@@ -561,6 +561,7 @@ static vidmm_status md_set_power_state(void *driver, uint32_t state)
 /* ------------------------------------------------------------------ */
 
 static const struct vidmm_driver_ops md_ops = {
+    .abi_version = VIDMM_ABI_VERSION,
     .query_adapter_info = md_query_adapter_info,
     .describe_allocation = md_describe_allocation,
     .build_paging_buffer = md_build_paging_buffer,
@@ -580,6 +581,7 @@ const struct vidmm_driver_ops *minidrv_ops(void)
 
 void minidrv_fill_adapter_create_info(struct minidrv *md, struct vidmm_adapter_create_info *info)
 {
+    info->abi_version = VIDMM_ABI_VERSION;     /* the layouts this driver was built with */
     info->ops = &md_ops;
     info->driver = md;
     info->agp_aperture_base = 0;                   /* no AGP segment */

@@ -24,6 +24,9 @@
 #ifndef VIDMM_ADAPTER_H
 #define VIDMM_ADAPTER_H
 
+#include "vidmm/export.h"
+#include "vidmm/version.h"
+
 #include "vidmm/driver.h"
 #include "vidmm/host_alloc.h"
 #include "vidmm/status.h"
@@ -38,6 +41,11 @@ extern "C" {
 struct vidmm_adapter;
 
 struct vidmm_adapter_create_info {
+    /* VIDMM_ABI_VERSION of the headers the caller was compiled with
+     * (vidmm/version.h): the layout of this and every structure the
+     * caller passes or receives.  Required (0 is refused), so a member
+     * added later is never read from a caller that does not have it. */
+    uint32_t abi_version;
     const struct vidmm_driver_ops *ops;     /* required */
     void *driver;                           /* first argument of every op */
     const struct vidmm_host_allocator *host_allocator; /* NULL = vidmm_default_host_allocator() */
@@ -57,12 +65,12 @@ struct vidmm_adapter_create_info {
     size_t error_message_size;
 };
 
-vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *info,
+VIDMM_API vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *info,
                                 struct vidmm_adapter **adapter_out);
 
 /* Destroys every allocation still alive, then the adapter. NULL is a no-op.
  * No other thread may be inside the adapter, or enter it afterwards. */
-void vidmm_adapter_close(struct vidmm_adapter *adapter);
+VIDMM_API void vidmm_adapter_close(struct vidmm_adapter *adapter);
 
 struct vidmm_adapter_info {
     uint32_t wddm_version;
@@ -84,13 +92,13 @@ struct vidmm_adapter_info {
     uint64_t last_fence_completed;
 };
 
-vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *adapter, struct vidmm_adapter_info *out);
+VIDMM_API vidmm_status vidmm_adapter_query_info(const struct vidmm_adapter *adapter, struct vidmm_adapter_info *out);
 
 /* Walk every structure of the adapter (segments, allocators, allocations,
  * aperture mappings, commit accounting) and count invariant violations.
  * 0 means sound.  If report is not NULL each violation is described
  * there (one line each, truncated to report_size). */
-int vidmm_adapter_check(const struct vidmm_adapter *adapter, char *report, size_t report_size);
+VIDMM_API int vidmm_adapter_check(const struct vidmm_adapter *adapter, char *report, size_t report_size);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
 #ifndef VIDMM_ALLOCATION_H
 #define VIDMM_ALLOCATION_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/adapter.h"
 
 #ifdef __cplusplus
@@ -41,7 +43,7 @@ typedef uint64_t vidmm_handle;
  * preference outside the supported set), VIDMM_E_TOO_LARGE (larger than
  * every allowed segment can ever hold), VIDMM_E_NO_SEGMENT_SPACE /
  * VIDMM_E_COMMIT_LIMIT (no room now), VIDMM_E_NO_HOST_MEMORY. */
-vidmm_status vidmm_allocation_create(struct vidmm_adapter *adapter, const void *private_data,
+VIDMM_API vidmm_status vidmm_allocation_create(struct vidmm_adapter *adapter, const void *private_data,
                                      size_t private_data_size, vidmm_handle *out);
 
 /* D3DKMT_CREATEALLOCATIONFLAGS.CreateResident: vidmm_allocation_create is
@@ -51,11 +53,11 @@ vidmm_status vidmm_allocation_create(struct vidmm_adapter *adapter, const void *
  * make-resident (vidmm/residency.h): this is how a process creates more
  * than the GPU holds. */
 #define VIDMM_CREATE_RESIDENT 0x1u
-vidmm_status vidmm_allocation_create2(struct vidmm_adapter *adapter, const void *private_data,
+VIDMM_API vidmm_status vidmm_allocation_create2(struct vidmm_adapter *adapter, const void *private_data,
                                       size_t private_data_size, uint32_t flags, vidmm_handle *out);
 
 /* Release the allocation and its placement.  VIDMM_E_BUSY while locked. */
-vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *adapter, vidmm_handle h);
+VIDMM_API vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *adapter, vidmm_handle h);
 
 enum vidmm_layout {
     VIDMM_LAYOUT_PAGES = 0,       /* a set of pages (GPU virtual access only) */
@@ -81,7 +83,7 @@ struct vidmm_allocation_state {
     uint32_t reserved;
 };
 
-vidmm_status vidmm_allocation_query(const struct vidmm_adapter *adapter, vidmm_handle h,
+VIDMM_API vidmm_status vidmm_allocation_query(const struct vidmm_adapter *adapter, vidmm_handle h,
                                     struct vidmm_allocation_state *out);
 
 /* A physical reference: (segment id, offset) and a length.  Page-set
@@ -97,7 +99,7 @@ struct vidmm_physical_range {
 
 /* Fill up to capacity ranges, in allocation order; *count receives the
  * total number (which may exceed capacity). */
-vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *adapter, vidmm_handle h,
+VIDMM_API vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *adapter, vidmm_handle h,
                                               struct vidmm_physical_range *ranges, uint32_t capacity,
                                               uint32_t *count);
 
@@ -107,8 +109,8 @@ vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *adapte
  * is first moved to a CPU-reachable supported segment.  The pointer is
  * valid until the matching unlock; locks nest.  A locked allocation is
  * not moved (VIDMM_E_BUSY). */
-vidmm_status vidmm_allocation_lock(struct vidmm_adapter *adapter, vidmm_handle h, void **cpu_address);
-vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *adapter, vidmm_handle h);
+VIDMM_API vidmm_status vidmm_allocation_lock(struct vidmm_adapter *adapter, vidmm_handle h, void **cpu_address);
+VIDMM_API vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *adapter, vidmm_handle h);
 
 /* Move the allocation to segment_id (in its supported set, or 0 =
  * system memory) with paging operations, keeping its bytes.  Moving to
@@ -118,19 +120,19 @@ vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *adapter, vidmm_handle
  * is mapped into the aperture (or an AGP segment) and reports that
  * segment's id; VIDMM_E_BAD_SEGMENT_SET when it supports neither
  * (docs/DECISIONS.md D43). */
-vidmm_status vidmm_allocation_move(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
+VIDMM_API vidmm_status vidmm_allocation_move(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
 
 /* The same move when the content is no longer needed: the source leaves
  * with DISCARD_CONTENT instead of a transfer, and the destination starts
  * zero-filled, as a content-less allocation does. */
-vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
+VIDMM_API vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *adapter, vidmm_handle h, uint32_t segment_id);
 
 /* Scan-out: show a primary on a video present source (0..7) (the flip).
  * A primary living in system memory is mapped into the aperture while
  * displayed; the primary shown before on that source stops being
  * displayed (and is unmapped).  h = VIDMM_HANDLE_NULL blanks the source. */
 #define VIDMM_MAX_VIDPN_SOURCES 8u
-vidmm_status vidmm_adapter_flip(struct vidmm_adapter *adapter, uint32_t vidpn_source, vidmm_handle h);
+VIDMM_API vidmm_status vidmm_adapter_flip(struct vidmm_adapter *adapter, uint32_t vidpn_source, vidmm_handle h);
 
 #ifdef __cplusplus
 }

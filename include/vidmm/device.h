@@ -18,6 +18,8 @@
 #ifndef VIDMM_DEVICE_H
 #define VIDMM_DEVICE_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/allocation.h"
 
 #ifdef __cplusplus
@@ -37,9 +39,9 @@ struct vidmm_context_desc {
 };
 
 /* VIDMM_E_INVALID_HANDLE for a bad process. */
-vidmm_status vidmm_device_create(struct vidmm_adapter *adapter, vidmm_handle process, vidmm_handle *device);
+VIDMM_API vidmm_status vidmm_device_create(struct vidmm_adapter *adapter, vidmm_handle process, vidmm_handle *device);
 /* Destroys the device's contexts too (their roots are unbound). */
-vidmm_status vidmm_device_destroy(struct vidmm_adapter *adapter, vidmm_handle device);
+VIDMM_API vidmm_status vidmm_device_destroy(struct vidmm_adapter *adapter, vidmm_handle device);
 
 struct vidmm_device_info {
     vidmm_handle process;
@@ -51,16 +53,16 @@ struct vidmm_device_info {
     uint32_t reset_status;       /* VIDMM_RESET_* (tdr.h): the last reset that concerned it */
     uint64_t resets;             /* resets that concerned it (guilty or innocent) */
 };
-vidmm_status vidmm_device_query(const struct vidmm_adapter *adapter, vidmm_handle device,
+VIDMM_API vidmm_status vidmm_device_query(const struct vidmm_adapter *adapter, vidmm_handle device,
                                 struct vidmm_device_info *out);
 
 /* VIDMM_E_INVALID_ARG for a node out of range, an unknown mode or
  * non-zero flags; VIDMM_E_NOT_SUPPORTED for a virtual context on an
  * adapter without GPU virtual addressing; VIDMM_E_DEVICE_LOST when the
  * device is in error. */
-vidmm_status vidmm_context_create(struct vidmm_adapter *adapter, vidmm_handle device,
+VIDMM_API vidmm_status vidmm_context_create(struct vidmm_adapter *adapter, vidmm_handle device,
                                   const struct vidmm_context_desc *desc, vidmm_handle *context);
-vidmm_status vidmm_context_destroy(struct vidmm_adapter *adapter, vidmm_handle context);
+VIDMM_API vidmm_status vidmm_context_destroy(struct vidmm_adapter *adapter, vidmm_handle context);
 
 struct vidmm_context_info {
     vidmm_handle device, process;
@@ -68,7 +70,7 @@ struct vidmm_context_info {
     uint32_t root_bound;         /* virtual mode on a GpuMmu adapter */
     uint32_t reserved;
 };
-vidmm_status vidmm_context_query(const struct vidmm_adapter *adapter, vidmm_handle context,
+VIDMM_API vidmm_status vidmm_context_query(const struct vidmm_adapter *adapter, vidmm_handle context,
                                  struct vidmm_context_info *out);
 
 /* ---- process-private allocations (docs/DECISIONS.md D38) ------------ */
@@ -85,7 +87,7 @@ vidmm_status vidmm_context_query(const struct vidmm_adapter *adapter, vidmm_hand
  * every process may name them (the shared and kernel-side case).
  * VIDMM_E_INVALID_HANDLE for a bad device, VIDMM_E_DEVICE_LOST in the
  * error state, else the statuses of vidmm_allocation_create2. */
-vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *adapter, vidmm_handle device,
+VIDMM_API vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *adapter, vidmm_handle device,
                                             const void *private_data, size_t private_data_size, uint32_t flags,
                                             vidmm_handle *out);
 
@@ -93,9 +95,9 @@ vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *adapter, vidmm
  * the device's process; another process's private allocation is
  * VIDMM_E_INVALID_HANDLE and *cpu_address is left untouched.
  * (vidmm_allocation_lock itself is the adapter-wide, kernel-side view.) */
-vidmm_status vidmm_device_lock(struct vidmm_adapter *adapter, vidmm_handle device, vidmm_handle allocation,
+VIDMM_API vidmm_status vidmm_device_lock(struct vidmm_adapter *adapter, vidmm_handle device, vidmm_handle allocation,
                                void **cpu_address);
-vidmm_status vidmm_device_unlock(struct vidmm_adapter *adapter, vidmm_handle device, vidmm_handle allocation);
+VIDMM_API vidmm_status vidmm_device_unlock(struct vidmm_adapter *adapter, vidmm_handle device, vidmm_handle allocation);
 
 #ifdef __cplusplus
 }

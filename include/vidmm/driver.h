@@ -28,6 +28,9 @@
 #ifndef VIDMM_DRIVER_H
 #define VIDMM_DRIVER_H
 
+#include "vidmm/export.h"
+#include "vidmm/version.h"
+
 #include "vidmm/status.h"
 
 #include <stddef.h>
@@ -615,6 +618,12 @@ struct vidmm_reset_engine_args {
 #define VIDMM_POWER_HIBERNATE   2u     /* S4 and hybrid sleep: only PRESERVED_DURING_HIBERNATE segments keep it */
 
 struct vidmm_driver_ops {
+    /* VIDMM_ABI_VERSION of the headers the driver was compiled with
+     * (vidmm/version.h).  Required (0 is refused): an op added later is
+     * read only from a table that has it, so an older driver keeps
+     * working with a newer library (docs/ABI.md). */
+    uint32_t abi_version;
+
     /* DxgkDdiQueryAdapterInfo.  Required.  Fills args->output for
      * args->type; returns VIDMM_OK, VIDMM_E_NOT_SUPPORTED for an unknown
      * type, or VIDMM_E_INVALID_ARG for a short output buffer. */
@@ -700,7 +709,7 @@ struct vidmm_driver_ops {
 /* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:
  * record that fence completed.  Thread-safe; may be called from inside
  * submit_command. */
-void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
+VIDMM_API void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
 
 /* DxgkCbNotifyInterrupt(DXGK_INTERRUPT_TYPE_PAGE_FAULTED): the GPU hit an
  * invalid or protected virtual address while running for context (the
@@ -710,9 +719,9 @@ void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
  * work: the context's monitored fence reached `fence` on engine `node`.
  * Thread-safe; may be called from inside submit_command_*.  Paging
  * buffers keep using vidmm_cb_notify_fence. */
-void vidmm_cb_notify_context_fence(struct vidmm_adapter *adapter, uint64_t context, uint32_t node, uint64_t fence);
+VIDMM_API void vidmm_cb_notify_context_fence(struct vidmm_adapter *adapter, uint64_t context, uint32_t node, uint64_t fence);
 
-void vidmm_cb_notify_page_fault(struct vidmm_adapter *adapter, uint64_t context, uint64_t va, uint32_t flags);
+VIDMM_API void vidmm_cb_notify_page_fault(struct vidmm_adapter *adapter, uint64_t context, uint64_t va, uint32_t flags);
 
 #ifdef __cplusplus
 }

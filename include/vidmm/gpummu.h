@@ -8,6 +8,8 @@
 #ifndef VIDMM_GPUMMU_H
 #define VIDMM_GPUMMU_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/adapter.h"
 #include "vidmm/driver.h"
 
@@ -26,7 +28,7 @@ struct vidmm_gpummu_info {
 };
 
 /* VIDMM_E_NOT_SUPPORTED when the adapter does not use the GpuMmu model. */
-vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *adapter, struct vidmm_gpummu_info *out);
+VIDMM_API vidmm_status vidmm_adapter_query_gpummu(const struct vidmm_adapter *adapter, struct vidmm_gpummu_info *out);
 
 /* The system paging process (Microsoft's 'System paging process' page): on a GpuMmu adapter whose
  * driver takes TRANSFER_VIRTUAL / FILL_VIRTUAL, vidmm moves every
@@ -47,7 +49,7 @@ struct vidmm_paging_process_info {
 
 /* VIDMM_E_NOT_SUPPORTED when the adapter has no paging process (no
  * GpuMmu, or the driver does not set VIDMM_GPUMMU_VIRTUAL_PAGING_OPS). */
-vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *adapter,
+VIDMM_API vidmm_status vidmm_adapter_query_paging_process(const struct vidmm_adapter *adapter,
                                                 struct vidmm_paging_process_info *out);
 
 #ifdef __cplusplus

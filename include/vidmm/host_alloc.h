@@ -19,6 +19,8 @@
 #ifndef VIDMM_HOST_ALLOC_H
 #define VIDMM_HOST_ALLOC_H
 
+#include "vidmm/export.h"
+
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -43,13 +45,13 @@ struct vidmm_host_allocator {
 
 /* The default allocator (aligned_alloc/free).  The returned table is
  * constant; it holds no state. */
-const struct vidmm_host_allocator *vidmm_default_host_allocator(void);
+VIDMM_API const struct vidmm_host_allocator *vidmm_default_host_allocator(void);
 
 /* How many allocation sites the core has; ids are 0 .. count - 1. */
-unsigned vidmm_host_alloc_site_count(void);
+VIDMM_API unsigned vidmm_host_alloc_site_count(void);
 /* "module.function.what" of a site id, e.g. "process.create.process";
  * "?" for an id out of range.  Never NULL. */
-const char *vidmm_host_alloc_site_name(unsigned site);
+VIDMM_API const char *vidmm_host_alloc_site_name(unsigned site);
 
 #ifdef __cplusplus
 }

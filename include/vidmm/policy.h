@@ -27,6 +27,8 @@
 #ifndef VIDMM_POLICY_H
 #define VIDMM_POLICY_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/host_alloc.h"
 #include "vidmm/status.h"
 
@@ -97,7 +99,7 @@ extern const struct vidmm_eviction_policy vidmm_policy_belady;
 extern const struct vidmm_eviction_policy vidmm_policy_reuse;
 
 /* The built-in policies, NULL-terminated (for tools: --policy NAME). */
-const struct vidmm_eviction_policy *const *vidmm_policies(void);
+VIDMM_API const struct vidmm_eviction_policy *const *vidmm_policies(void);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
 #ifndef VIDMM_POWER_H
 #define VIDMM_POWER_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/adapter.h"
 #include "vidmm/driver.h"
 #include "vidmm/status.h"
@@ -38,8 +40,8 @@ extern "C" {
  * call returns; the adapter stays in D0).  A failure going down
  * (host memory for the system copies, a driver failure) leaves the
  * adapter in D0 with what was already evicted evicted. */
-vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *adapter, uint32_t state);
-vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *adapter, uint32_t *state);
+VIDMM_API vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *adapter, uint32_t state);
+VIDMM_API vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *adapter, uint32_t *state);
 
 struct vidmm_power_stats {
     uint64_t transitions;             /* calls that changed the state */
@@ -47,7 +49,7 @@ struct vidmm_power_stats {
     uint64_t allocations_discarded;   /* evicted without a copy (clean or offered) */
     uint64_t bytes_saved;
 };
-vidmm_status vidmm_adapter_get_power_stats(const struct vidmm_adapter *adapter, struct vidmm_power_stats *out);
+VIDMM_API vidmm_status vidmm_adapter_get_power_stats(const struct vidmm_adapter *adapter, struct vidmm_power_stats *out);
 
 #ifdef __cplusplus
 }

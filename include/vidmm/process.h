@@ -17,6 +17,8 @@
 #ifndef VIDMM_PROCESS_H
 #define VIDMM_PROCESS_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/allocation.h"
 #include "vidmm/driver.h"
 
@@ -30,9 +32,9 @@ extern "C" {
  * residency lists but no GPU VA: its VA entries answer
  * VIDMM_E_NOT_SUPPORTED.  VIDMM_E_BUSY when VIDMM_MAX_PROCESSES are alive (or every free slot has
  * served 65,535 processes and was retired, so no stale handle revives). */
-vidmm_status vidmm_process_create(struct vidmm_adapter *adapter, vidmm_handle *process);
+VIDMM_API vidmm_status vidmm_process_create(struct vidmm_adapter *adapter, vidmm_handle *process);
 /* Frees the VA space and every page table; the allocations stay. */
-vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidmm_handle process);
+VIDMM_API vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidmm_handle process);
 
 /* What a reserved span reads as (D3DDDIGPUVIRTUALADDRESS_RESERVATION_TYPE). */
 #define VIDMM_GPUVA_RESERVE_NO_ACCESS 0u
@@ -44,22 +46,22 @@ vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidmm_handle p
 /* D3DKMTReserveGpuVirtualAddress: at base (64 KiB aligned), or with base 0
  * anywhere in [min, max] (0 = no bound).  VIDMM_E_BUSY when base overlaps
  * anything, VIDMM_E_NO_SEGMENT_SPACE when no hole fits. */
-vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base,
+VIDMM_API vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base,
                                  uint64_t min, uint64_t max, uint64_t size, unsigned mode, uint64_t *va);
 
 /* D3DKMTMapGpuVirtualAddress: map size bytes of the allocation from
  * offset (both 4 KiB multiples) at base, or anywhere in [min, max].  The
  * PTEs are written before this returns. */
-vidmm_status vidmm_gpuva_map(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base, uint64_t min,
+VIDMM_API vidmm_status vidmm_gpuva_map(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base, uint64_t min,
                              uint64_t max, vidmm_handle allocation, uint64_t offset, uint64_t size,
                              unsigned protection, uint64_t driver_protection, uint64_t *va);
 
 /* Unmap [va, va + size): mapped parts made in a reservation become
  * reserved again, others free. */
-vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
+VIDMM_API vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
 
 /* D3DKMTFreeGpuVirtualAddress: every byte must be reserved or mapped. */
-vidmm_status vidmm_gpuva_free(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
+VIDMM_API vidmm_status vidmm_gpuva_free(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va, uint64_t size);
 
 /* D3DKMTUpdateGpuVirtualAddress: a batch applied in order.  Every target
  * (MAP, UNMAP, COPY destination) lies in one reserved range, every COPY
@@ -80,11 +82,11 @@ struct vidmm_gpuva_update_op {
     uint32_t reserved;
     uint64_t source;             /* COPY: source VA */
 };
-vidmm_status vidmm_gpuva_update(struct vidmm_adapter *adapter, vidmm_handle process,
+VIDMM_API vidmm_status vidmm_gpuva_update(struct vidmm_adapter *adapter, vidmm_handle process,
                                 const struct vidmm_gpuva_update_op *ops, uint32_t count);
 
 /* The root page table, as DxgkDdiSetRootPageTable would give it. */
-vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *adapter, vidmm_handle process,
+VIDMM_API vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *adapter, vidmm_handle process,
                                            struct vidmm_physical_address *root);
 
 /* A process's device state.  After a GPU page fault in its address space
@@ -103,7 +105,7 @@ struct vidmm_process_info {
     uint32_t reserved;
     uint64_t root_grows;         /* times the resizable root grew */
 };
-vidmm_status vidmm_process_query(const struct vidmm_adapter *adapter, vidmm_handle process,
+VIDMM_API vidmm_status vidmm_process_query(const struct vidmm_adapter *adapter, vidmm_handle process,
                                  struct vidmm_process_info *out);
 
 /* One range of a process's VA space, for dumps and tests. */
@@ -118,7 +120,7 @@ struct vidmm_gpuva_range {
 };
 /* Ranges in address order starting at the first one ending after va;
  * fills up to capacity, *count = how many were filled. */
-vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va,
+VIDMM_API vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *adapter, vidmm_handle process, uint64_t va,
                                struct vidmm_gpuva_range *ranges, uint32_t capacity, uint32_t *count);
 
 #ifdef __cplusplus

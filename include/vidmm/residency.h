@@ -26,6 +26,8 @@
 #ifndef VIDMM_RESIDENCY_H
 #define VIDMM_RESIDENCY_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/allocation.h"
 #include "vidmm/policy.h"
 
@@ -42,14 +44,14 @@ extern "C" {
 
 /* A paging queue of a device (type 5 handle) with its monitored 64-bit
  * fence.  Destroying the device destroys its queues. */
-vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *adapter, vidmm_handle device, int priority,
+VIDMM_API vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *adapter, vidmm_handle device, int priority,
                                        vidmm_handle *queue);
-vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *adapter, vidmm_handle queue);
+VIDMM_API vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *adapter, vidmm_handle queue);
 /* The queue fence's current (completed) value. */
-vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *adapter, vidmm_handle queue, uint64_t *completed);
+VIDMM_API vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *adapter, vidmm_handle queue, uint64_t *completed);
 /* CPU wait until the fence reaches value, at most timeout_ns
  * (UINT64_MAX = forever): VIDMM_OK or VIDMM_E_TIMEOUT. */
-vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *adapter, vidmm_handle queue, uint64_t value,
+VIDMM_API vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *adapter, vidmm_handle queue, uint64_t value,
                                      uint64_t timeout_ns);
 
 /* ---- make resident / evict ----------------------------------------- */
@@ -70,7 +72,7 @@ struct vidmm_make_resident_args {
  * (nothing changed; trim bytes_to_trim, retry, at last with
  * CANT_TRIM_FURTHER), VIDMM_E_NO_SEGMENT_SPACE (cannot fit even after
  * evicting what may be evicted; no reference taken). */
-vidmm_status vidmm_make_resident(struct vidmm_adapter *adapter, vidmm_handle device,
+VIDMM_API vidmm_status vidmm_make_resident(struct vidmm_adapter *adapter, vidmm_handle device,
                                  struct vidmm_make_resident_args *args);
 
 #define VIDMM_EVICT_ONLY_IF_NECESSARY 0x1u  /* keep it resident until memory is needed */
@@ -80,12 +82,12 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *adapter, vidmm_handle dev
  * list).  At zero references the allocation leaves the list and, unless
  * EVICT_ONLY_IF_NECESSARY, is evicted now.  *bytes_to_trim (may be NULL)
  * says how far the process is still over its local budget. */
-vidmm_status vidmm_evict(struct vidmm_adapter *adapter, vidmm_handle device, const vidmm_handle *allocations,
+VIDMM_API vidmm_status vidmm_evict(struct vidmm_adapter *adapter, vidmm_handle device, const vidmm_handle *allocations,
                          uint32_t count, uint32_t flags, uint64_t *bytes_to_trim);
 
 /* Eviction priority (VIDMM_PRIORITY_* scale, 0 invalid).  New
  * allocations get the driver's, else NORMAL. */
-vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *adapter, vidmm_handle allocation, uint32_t priority);
+VIDMM_API vidmm_status vidmm_allocation_set_priority(struct vidmm_adapter *adapter, vidmm_handle allocation, uint32_t priority);
 
 struct vidmm_residency_state {
     uint32_t resident;                   /* has a GPU placement now */
@@ -95,18 +97,18 @@ struct vidmm_residency_state {
     vidmm_handle owner;                  /* accounting process, 0 until referenced */
     uint64_t evictions, restores;
 };
-vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *adapter, vidmm_handle allocation,
+VIDMM_API vidmm_status vidmm_allocation_residency(const struct vidmm_adapter *adapter, vidmm_handle allocation,
                                         struct vidmm_residency_state *out);
 
 /* Trace hint for Belady's policy: the reference clock at which the
  * allocation is used next (VIDMM_NEXT_USE_NEVER). */
-vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *adapter, vidmm_handle allocation, uint64_t clock);
+VIDMM_API vidmm_status vidmm_allocation_set_next_use(struct vidmm_adapter *adapter, vidmm_handle allocation, uint64_t clock);
 /* The reference clock: bumped by every make-resident. */
-uint64_t vidmm_residency_clock(const struct vidmm_adapter *adapter);
+VIDMM_API uint64_t vidmm_residency_clock(const struct vidmm_adapter *adapter);
 
 /* Replace the eviction policy (NULL = vidmm_policy_lru).  Resident
  * allocations are handed to the new policy in the old one's order. */
-vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *adapter,
+VIDMM_API vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *adapter,
                                                const struct vidmm_eviction_policy *policy);
 
 /* ---- offer / reclaim ------------------------------------------------ */
@@ -119,7 +121,7 @@ vidmm_status vidmm_adapter_set_eviction_policy(struct vidmm_adapter *adapter,
 
 /* Offered allocations may be discarded under pressure (their memory is
  * given back when they are evicted).  They must be reclaimed before use. */
-vidmm_status vidmm_offer(struct vidmm_adapter *adapter, vidmm_handle device, const vidmm_handle *allocations,
+VIDMM_API vidmm_status vidmm_offer(struct vidmm_adapter *adapter, vidmm_handle device, const vidmm_handle *allocations,
                          uint32_t count, uint32_t offer_priority);
 
 /* D3DDDI_RECLAIM_RESULT. */
@@ -127,7 +129,7 @@ vidmm_status vidmm_offer(struct vidmm_adapter *adapter, vidmm_handle device, con
 #define VIDMM_RECLAIM_DISCARDED 1u   /* content lost: reads as zero */
 /* Take back offered allocations; results[i] (count entries) says whether
  * each one's content survived.  Fence semantics as make-resident. */
-vidmm_status vidmm_reclaim(struct vidmm_adapter *adapter, vidmm_handle paging_queue, const vidmm_handle *allocations,
+VIDMM_API vidmm_status vidmm_reclaim(struct vidmm_adapter *adapter, vidmm_handle paging_queue, const vidmm_handle *allocations,
                            uint32_t count, uint32_t *results, uint64_t *paging_fence_value);
 
 /* ---- budgets -------------------------------------------------------- */
@@ -144,14 +146,14 @@ struct vidmm_video_memory_info {
     uint64_t current_reservation;
     uint64_t available_for_reservation;  /* <= budget */
 };
-vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *adapter, vidmm_handle process,
+VIDMM_API vidmm_status vidmm_query_video_memory_info(const struct vidmm_adapter *adapter, vidmm_handle process,
                                            enum vidmm_segment_group group, struct vidmm_video_memory_info *out);
 /* D3DKMTChangeVideoMemoryReservation: 0..available_for_reservation. */
-vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *adapter, vidmm_handle process,
+VIDMM_API vidmm_status vidmm_change_video_memory_reservation(struct vidmm_adapter *adapter, vidmm_handle process,
                                                    enum vidmm_segment_group group, uint64_t reservation);
 /* The OS side: pin a process's budget (0 = automatic again).  A process
  * then over budget gets a trim notification. */
-vidmm_status vidmm_process_set_budget(struct vidmm_adapter *adapter, vidmm_handle process,
+VIDMM_API vidmm_status vidmm_process_set_budget(struct vidmm_adapter *adapter, vidmm_handle process,
                                       enum vidmm_segment_group group, uint64_t budget);
 
 /* D3DDDI_TRIMRESIDENCYSET_FLAGS. */
@@ -170,7 +172,7 @@ vidmm_status vidmm_process_set_budget(struct vidmm_adapter *adapter, vidmm_handl
  * on the same thread are fine, waiting for another thread that calls
  * vidmm is a deadlock; the thread may belong to another process. */
 typedef void (*vidmm_trim_callback)(void *context, vidmm_handle device, uint32_t flags, uint64_t bytes_to_trim);
-vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *adapter, vidmm_handle device,
+VIDMM_API vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *adapter, vidmm_handle device,
                                               vidmm_trim_callback callback, void *context);
 
 /* ---- statistics ----------------------------------------------------- */
@@ -180,7 +182,7 @@ struct vidmm_residency_stats {
     uint64_t bytes_evicted, bytes_restored, bytes_discarded, bytes_relocated;
     uint64_t make_resident_calls, over_budget, trim_notifications;
 };
-vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *adapter, struct vidmm_residency_stats *out);
+VIDMM_API vidmm_status vidmm_residency_get_stats(const struct vidmm_adapter *adapter, struct vidmm_residency_stats *out);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,8 @@
 #ifndef VIDMM_RULES_H
 #define VIDMM_RULES_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/adapter.h"
 
 #include <stddef.h>
@@ -50,7 +52,7 @@
 extern "C" {
 #endif
 
-int vidmm_adapter_check_rules(const struct vidmm_adapter *adapter, char *report, size_t report_size);
+VIDMM_API int vidmm_adapter_check_rules(const struct vidmm_adapter *adapter, char *report, size_t report_size);
 
 #ifdef __cplusplus
 }

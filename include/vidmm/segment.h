@@ -13,6 +13,8 @@
 #ifndef VIDMM_SEGMENT_H
 #define VIDMM_SEGMENT_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/adapter.h"
 
 #ifdef __cplusplus
@@ -46,10 +48,10 @@ struct vidmm_segment_info {
 
 /* id 0 .. segment_count-1 (see vidmm_adapter_info).  VIDMM_E_INVALID_ARG
  * for an id out of range or a NULL pointer. */
-vidmm_status vidmm_segment_query(const struct vidmm_adapter *adapter, uint32_t id, struct vidmm_segment_info *out);
+VIDMM_API vidmm_status vidmm_segment_query(const struct vidmm_adapter *adapter, uint32_t id, struct vidmm_segment_info *out);
 
 /* "system", "memory", "aperture", "agp". */
-const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind);
+VIDMM_API const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
 #ifndef VIDMM_STATUS_H
 #define VIDMM_STATUS_H
 
+#include "vidmm/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,7 +49,7 @@ typedef enum vidmm_status {
 } vidmm_status;
 
 /* A short constant English name, e.g. "VIDMM_E_NO_SEGMENT_SPACE".  Never NULL. */
-const char *vidmm_status_str(vidmm_status st);
+VIDMM_API const char *vidmm_status_str(vidmm_status st);
 
 #ifdef __cplusplus
 }

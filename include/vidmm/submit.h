@@ -42,6 +42,8 @@
 #ifndef VIDMM_SUBMIT_H
 #define VIDMM_SUBMIT_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/device.h"
 
 #ifdef __cplusplus
@@ -55,7 +57,7 @@ extern "C" {
  * VIDMM_E_NOT_SUPPORTED (no driver support / no GPU page tables),
  * VIDMM_E_DEVICE_LOST, VIDMM_E_NO_SEGMENT_SPACE (the residency list does
  * not fit even after eviction; nothing was submitted). */
-vidmm_status vidmm_submit_virtual(struct vidmm_adapter *adapter, vidmm_handle context, uint64_t gpu_va,
+VIDMM_API vidmm_status vidmm_submit_virtual(struct vidmm_adapter *adapter, vidmm_handle context, uint64_t gpu_va,
                                   uint32_t size, uint64_t *fence);
 
 /* D3DDDI_ALLOCATIONLIST: an allocation and how the buffer uses it. */
@@ -92,16 +94,16 @@ struct vidmm_submit_physical_args {
  * context), VIDMM_E_BUSY (the same buffer's previous submission has not
  * finished), VIDMM_E_NOT_SUPPORTED, VIDMM_E_DEVICE_LOST,
  * VIDMM_E_NO_SEGMENT_SPACE.  Nothing is submitted on failure. */
-vidmm_status vidmm_submit_physical(struct vidmm_adapter *adapter, vidmm_handle context,
+VIDMM_API vidmm_status vidmm_submit_physical(struct vidmm_adapter *adapter, vidmm_handle context,
                                    struct vidmm_submit_physical_args *args);
 
 /* The context fence: the last value submitted and the last completed. */
-vidmm_status vidmm_context_fence(struct vidmm_adapter *adapter, vidmm_handle context, uint64_t *submitted,
+VIDMM_API vidmm_status vidmm_context_fence(struct vidmm_adapter *adapter, vidmm_handle context, uint64_t *submitted,
                                  uint64_t *completed);
 /* CPU wait until the context fence reaches value, at most timeout_ns
  * (UINT64_MAX = forever): VIDMM_OK, VIDMM_E_TIMEOUT,
  * VIDMM_E_INVALID_ARG (a value never submitted). */
-vidmm_status vidmm_context_wait(struct vidmm_adapter *adapter, vidmm_handle context, uint64_t value,
+VIDMM_API vidmm_status vidmm_context_wait(struct vidmm_adapter *adapter, vidmm_handle context, uint64_t value,
                                 uint64_t timeout_ns);
 
 struct vidmm_submit_stats {
@@ -112,7 +114,7 @@ struct vidmm_submit_stats {
     uint64_t deferred_freed;             /* of those, freed since */
     uint64_t eviction_waits;             /* times eviction waited for GPU work to make room */
 };
-vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *adapter, struct vidmm_submit_stats *out);
+VIDMM_API vidmm_status vidmm_submit_get_stats(struct vidmm_adapter *adapter, struct vidmm_submit_stats *out);
 
 #ifdef __cplusplus
 }

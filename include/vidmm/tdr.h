@@ -30,6 +30,8 @@
 #ifndef VIDMM_TDR_H
 #define VIDMM_TDR_H
 
+#include "vidmm/export.h"
+
 #include "vidmm/adapter.h"
 #include "vidmm/status.h"
 
@@ -43,11 +45,11 @@ extern "C" {
 
 /* Set the hang timeout (nanoseconds, at least 1 ms; 0 turns detection off:
  * waits then wait forever).  VIDMM_E_INVALID_ARG below 1 ms. */
-vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *adapter, uint64_t timeout_ns);
+VIDMM_API vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *adapter, uint64_t timeout_ns);
 
 /* Look for a hung engine now and recover it.  *recovered (may be NULL)
  * receives 1 when a reset was made. */
-vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *adapter, int *recovered);
+VIDMM_API vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *adapter, int *recovered);
 
 struct vidmm_tdr_stats {
     uint64_t timeout_ns;
@@ -60,7 +62,7 @@ struct vidmm_tdr_stats {
     uint64_t allocations_restored;    /* restored in place from a system copy after an adapter reset */
     uint64_t allocations_lost;        /* zero-filled after an adapter reset */
 };
-vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *adapter, struct vidmm_tdr_stats *out);
+VIDMM_API vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *adapter, struct vidmm_tdr_stats *out);
 
 /* Device reset status (vidmm_device_info.reset_status), as the
  * robustness extensions of graphics APIs report it. */

@@ -4,11 +4,7 @@
 #ifndef VIDMM_VIDMM_H
 #define VIDMM_VIDMM_H
 
-#define VIDMM_VERSION_MAJOR 0
-#define VIDMM_VERSION_MINOR 1
-#define VIDMM_VERSION_PATCH 0
-#define VIDMM_VERSION_STRING "0.1.0"
-
+#include "vidmm/version.h"
 #include "vidmm/status.h"
 #include "vidmm/host_alloc.h"
 #include "vidmm/driver.h"

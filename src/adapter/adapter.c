@@ -204,8 +204,20 @@ vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, stru
     *out = NULL;
     if (ci->error_message && ci->error_message_size)
         ci->error_message[0] = '\0';
+    /* Structure layouts: only generation 1 exists so far.  A later
+     * library reads a caller's generation and no member beyond it. */
+    if (ci->abi_version != VIDMM_ABI_VERSION) {
+        (void)fault(ci, "create info abi_version %u: this library reads generation %u (set VIDMM_ABI_VERSION)",
+                    ci->abi_version, VIDMM_ABI_VERSION);
+        return VIDMM_E_INVALID_ARG;
+    }
     if (!ci->ops || !ci->ops->query_adapter_info || !ci->ops->build_paging_buffer || !ci->ops->submit_command)
         return VIDMM_E_INVALID_ARG;
+    if (ci->ops->abi_version != VIDMM_ABI_VERSION) {
+        (void)fault(ci, "driver ops abi_version %u: this library reads generation %u (set VIDMM_ABI_VERSION)",
+                    ci->ops->abi_version, VIDMM_ABI_VERSION);
+        return VIDMM_E_INVALID_ARG;
+    }
     if (ci->agp_aperture_size && (ci->agp_aperture_size % VIDMM_PAGE_4K || ci->agp_aperture_base % VIDMM_PAGE_4K))
         return VIDMM_E_INVALID_ARG;
     /* An aperture running past 2^64 would wrap to low addresses, where

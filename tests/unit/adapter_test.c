@@ -102,6 +102,7 @@ static uint64_t mut_root_size(void *drv, uint32_t *n)
 }
 
 static const struct vidmm_driver_ops mut_ops = {
+    .abi_version = VIDMM_ABI_VERSION,
     mut_query, mut_describe, mut_destroy, mut_build, mut_submit, mut_map_hap, mut_unmap_hap, mut_set_root,
     mut_root_size, NULL, NULL, NULL,  /* no command submission through this wrapper */
     NULL, NULL, NULL, NULL, NULL      /* nor resets or power */
@@ -383,6 +384,23 @@ static void open_bad_arguments(void)
     ci = f.ci;
     ci.agp_aperture_size = 4097;
     T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    /* Layout generations: 0 (never set) and one this library does not
+     * know are refused with a message naming the field, for the create
+     * info and for the driver's ops table alike. */
+    ci = f.ci;
+    ci.abi_version = 0;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    T_CHECK(strstr(f.msg, "abi_version 0") != NULL);
+    ci.abi_version = VIDMM_ABI_VERSION + 1;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    ci = f.ci;
+    ops = mut_ops;
+    ops.abi_version = 0;
+    ci.ops = &ops;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_E_INVALID_ARG);
+    T_CHECK(strstr(f.msg, "driver ops abi_version") != NULL);
+    T_CHECK(vidmm_version() == VIDMM_VERSION);
+    T_CHECK(strcmp(vidmm_version_string(), VIDMM_VERSION_STRING) == 0);
     struct vidmm_host_allocator broken = { NULL, NULL, NULL, NULL };
     ci = f.ci;
     ci.host_allocator = &broken;

@@ -137,6 +137,7 @@ static vidmm_status fd_patch(void *drv, const struct vidmm_patch_args *a)
 }
 
 static const struct vidmm_driver_ops fd_ops = {
+    .abi_version = VIDMM_ABI_VERSION,
     .query_adapter_info = fd_query,
     .describe_allocation = fd_describe,
     .destroy_allocation = fd_destroy,

@@ -1,0 +1,54 @@
+#!/bin/sh
+# install_test.sh - install into a staging directory, build a consumer
+# (tests/consumer/) against it with pkg-config (shared, then static) and
+# with CMake's find_package, run each, then uninstall and require that
+# nothing is left.  Needs pkg-config and cmake.
+# Usage: tests/install_test.sh   (from the project root, after `make`)
+set -u
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "install: FAIL $*"; }
+prefix="$stage/usr"
+make -s install PREFIX="$prefix" >/dev/null || bad "make install"
+pc="$prefix/lib/pkgconfig"
+for f in include/vidmm/vidmm.h include/vidmm/version.h lib/libvidmm.a lib/libsoftgpu.a lib/libvidmm.so lib/pkgconfig/vidmm.pc \
+         lib/pkgconfig/softgpu.pc lib/cmake/vidmm/vidmmConfig.cmake share/man/man1/vidmm.1 bin/vidmm; do
+  if [ -e "$prefix/$f" ]; then ok; else bad "not installed: $f"; fi
+done
+major=$(sed -n 's/^#define VIDMM_VERSION_MAJOR \([0-9]*\)/\1/p' include/vidmm/version.h)
+if [ -e "$prefix/lib/libvidmm.so.$major" ]; then ok; else bad "no libvidmm.so.$major link"; fi
+ver=$(PKG_CONFIG_PATH="$pc" pkg-config --modversion vidmm)
+want=$(sed -n 's/^#define VIDMM_VERSION_STRING "\(.*\)"/\1/p' include/vidmm/version.h)
+if [ "$ver" = "$want" ]; then ok; else bad "vidmm.pc says $ver, the header $want"; fi
+# pkg-config, shared library
+if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-shared" \
+     $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs softgpu vidmm) -lpthread -lm &&
+   LD_LIBRARY_PATH="$prefix/lib" "$stage/c-shared" >/dev/null; then ok; else bad "pkg-config shared consumer"; fi
+if ldd "$stage/c-shared" 2>/dev/null | grep -q "libvidmm.so.$major"; then ok; else bad "shared consumer does not load libvidmm.so.$major"; fi
+# pkg-config, static
+if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-static" \
+     $(PKG_CONFIG_PATH="$pc" pkg-config --cflags softgpu vidmm) "$prefix/lib/libsoftgpu.a" "$prefix/lib/libvidmm.a" \
+     $(PKG_CONFIG_PATH="$pc" pkg-config --static --libs-only-l vidmm | sed 's/-lvidmm//') &&
+   "$stage/c-static" >/dev/null; then ok; else bad "pkg-config static consumer"; fi
+# CMake
+if command -v cmake >/dev/null 2>&1; then
+  if cmake -S tests/consumer -B "$stage/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >"$stage/cmake.log" 2>&1 &&
+     cmake --build "$stage/cmake-build" >>"$stage/cmake.log" 2>&1 &&
+     LD_LIBRARY_PATH="$prefix/lib" "$stage/cmake-build/consumer" >/dev/null; then ok; else bad "CMake consumer: $(tail -5 "$stage/cmake.log")"; fi
+  # An incompatible version is refused.
+  sed 's/find_package(vidmm 0.2 REQUIRED)/find_package(vidmm 9.0 REQUIRED)/' tests/consumer/CMakeLists.txt > "$stage/CMakeLists.txt"
+  mkdir -p "$stage/src9" && cp "$stage/CMakeLists.txt" tests/consumer/consumer.c "$stage/src9/"
+  if cmake -S "$stage/src9" -B "$stage/cmake9" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1; then
+    bad "find_package(vidmm 9.0) accepted version $want"
+  else ok; fi
+else
+  bad "cmake not installed"
+fi
+make -s uninstall PREFIX="$prefix" >/dev/null || bad "make uninstall"
+left=$(find "$prefix" -type f -o -type l | sed "s|$prefix/||" | tr '\n' ' ')
+if [ -z "$left" ]; then ok; else bad "left after uninstall: $left"; fi
+echo "install: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
