@@ -176,7 +176,7 @@ bench:
 # Every public header must compile on its own as strict C11 (no extensions).
 check-headers:
 	@for h in include/vidmm/*.h; do \
-	  echo "#include \"$${h#include/}\"" | $(CC) -std=c11 -pedantic-errors -Wall -Wextra -Werror -Iinclude -x c -fsyntax-only - || exit 1; \
+	  printf "#include \"%s\"\ntypedef int check_headers_nonempty;\n" "$${h#include/}" | $(CC) -std=c11 -pedantic-errors -Wall -Wextra -Werror -Iinclude -x c -fsyntax-only - || exit 1; \
 	done; echo "headers ok"
 
 # Installation (docs/ABI.md "Packaging"): DESTDIR stages, PREFIX, LIBDIR,
