@@ -74,7 +74,7 @@ int rmv_is_rmv_file(const char *path)
            (got >= 4 && (m[0] | m[1] << 8 | m[2] << 16 | (uint32_t)m[3] << 24) == 0x494e494du);
 }
 
-int rmv_load(const char *path, struct rmv_import *imp, struct tr_header *h, void **state)
+int rmv_load(const char *path, int lenient, struct rmv_import *imp, struct tr_header *h, void **state)
 {
     size_t n = 0;
     uint8_t *d = read_all(path, &n);
@@ -82,7 +82,7 @@ int rmv_load(const char *path, struct rmv_import *imp, struct tr_header *h, void
         fprintf(stderr, "vidmm: cannot read '%s'\n", path);
         return 1;
     }
-    int rc = rmv_decode(d, n, path, imp, state, stderr);
+    int rc = rmv_decode(d, n, path, imp, state, stderr, lenient);
     free(d);
     if (rc)
         return 1;

@@ -59,12 +59,14 @@ struct rmv_snapshot {
     uint64_t point;              /* RMT clock */
 };
 
-/* What the stream says that does not fit together, counted (a trace may
- * start after the process did, so frees of allocations made before it
- * are not errors; a bit flip in an address shows up here too). */
+/* What the stream says that does not fit together.  Refused unless the
+ * import is lenient (a capture that starts after its process did may
+ * free what it never saw allocated), then counted.  A token read at the
+ * wrong place, or a flipped bit in an address or id, shows up here. */
 struct rmv_anomalies {
     uint64_t free_unknown;       /* VirtualFree of an address no VirtualAllocate gave */
     uint64_t alloc_duplicate;    /* VirtualAllocate at an address already live in the process */
+    uint64_t reference_unknown;  /* ResourceReference or CpuMap outside every live allocation */
     uint64_t destroy_unknown;    /* ResourceDestroy of an id never created */
     uint64_t bind_unknown;       /* ResourceBind of an id never created */
     uint64_t create_duplicate;   /* ResourceCreate of a live id */
@@ -79,6 +81,7 @@ struct rmv_import {
     uint32_t family_id, revision_id, device_id, memory_bus_width, min_mem_clock, max_mem_clock;
     /* Heaps: GpuMemSegment (the heap table) when present, else SystemInfo. */
     int have_segments, have_system_info;
+    int processes_listed;        /* SystemInfo lists processes: every stream's process must be one */
     uint64_t local_base, local_size, invisible_base, invisible_size, system_size;
     struct rmv_stream_info stream[RMV_MAX_STREAMS];
     uint32_t streams;
@@ -105,10 +108,12 @@ struct rmv_import {
 int rmv_is_rmv_file(const char *path);
 
 /* Decode the n bytes at d (every chunk, every token), name in messages.
- * Returns 0, or 1 after one message on err (none if err is NULL).  With
+ * Returns 0, or 1 after one message on err (none if err is NULL).  An
+ * anomaly (struct rmv_anomalies) is refused, or with lenient counted.  With
  * state non-NULL, *state receives the replayable events (free with
  * rmv_free_state, or hand to rmv_replay). */
-int rmv_decode(const uint8_t *d, size_t n, const char *name, struct rmv_import *imp, void **state, FILE *err);
+int rmv_decode(const uint8_t *d, size_t n, const char *name, struct rmv_import *imp, void **state, FILE *err,
+               int lenient);
 void rmv_free_state(void *state);
 /* The decode summary: chunks, heaps, streams, token counts, what was not
  * used and why, anomalies (text). */
@@ -117,7 +122,7 @@ void rmv_decode_report(const struct rmv_import *imp, FILE *f);
 /* Read and decode path; fill the header of the adapter to replay on
  * (dgpu with the trace's heap sizes).  Returns 0, or 1 with a message on
  * stderr.  *state receives the decoded events for rmv_replay (freed by it). */
-int rmv_load(const char *path, struct rmv_import *imp, struct tr_header *h, void **state);
+int rmv_load(const char *path, int lenient, struct rmv_import *imp, struct tr_header *h, void **state);
 /* Replay the loaded events against t; frees state.  Returns 0 or 1. */
 int rmv_replay(struct tr *t, struct rmv_import *imp, void *state);
 /* The import summary (token counts, replay, agreement) in fmt. */

@@ -163,13 +163,74 @@ static void kset_free(struct kset *s)
     free(s->val);
 }
 
+/* Live virtual allocations, sorted by (process, address): a reference
+ * or CPU map must fall inside one. */
+struct vrange {
+    uint64_t pid, va, size;
+};
+
+struct vas {
+    struct vrange *r;
+    size_t n, cap;
+};
+
+/* The index of the first range not before (pid, va). */
+static size_t vas_lower(const struct vas *v, uint64_t pid, uint64_t va)
+{
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct vrange *m = &v->r[mid];
+        if (m->pid < pid || (m->pid == pid && m->va < va))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int vas_exact(const struct vas *v, uint64_t pid, uint64_t va, size_t *at)
+{
+    *at = vas_lower(v, pid, va);
+    return *at < v->n && v->r[*at].pid == pid && v->r[*at].va == va;
+}
+
+static int vas_contains(const struct vas *v, uint64_t pid, uint64_t va)
+{
+    size_t i = vas_lower(v, pid, va);
+    if (i < v->n && v->r[i].pid == pid && v->r[i].va == va)
+        return 1;
+    if (i == 0)
+        return 0;
+    const struct vrange *r = &v->r[i - 1];
+    return r->pid == pid && va - r->va < r->size;
+}
+
+static int vas_insert(struct vas *v, size_t at, uint64_t pid, uint64_t va, uint64_t size)
+{
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 1024;
+        struct vrange *nr = realloc(v->r, nc * sizeof *nr);
+        if (!nr)
+            return -1;
+        v->r = nr;
+        v->cap = nc;
+    }
+    memmove(v->r + at + 1, v->r + at, (v->n - at) * sizeof *v->r);
+    v->r[at] = (struct vrange){ pid, va, size };
+    v->n++;
+    return 0;
+}
+
 struct dec {
     const char *name;
     FILE *err;
     struct rmv_import *imp;
     struct rmv_evs *ev;          /* NULL: events not kept */
-    struct kset vas;             /* (pid, VA) -> size */
+    struct vas vas;              /* live virtual allocations */
     struct kset resources;       /* (pid, resource id) */
+    int lenient;                 /* anomalies counted, not refused */
+    char *system_info;           /* the SystemInfo JSON, NUL-terminated (NULL: none) */
     int failed;
 };
 
@@ -206,6 +267,19 @@ static int push(struct dec *D, const struct rmv_ev *e)
     return 0;
 }
 
+/* Something the stream says that does not fit what it said before:
+ * refused, or with lenient counted (a capture that starts after its
+ * process did may free or bind what it never saw made). */
+static int anomaly(struct dec *D, uint64_t *count, const struct rmv_stream_info *si, const char *what, uint64_t at)
+{
+    (*count)++;
+    if (D->lenient)
+        return 0;
+    return fail(D, "stream %u (process %u): %s at byte %" PRIu64 " (the stream is corrupt or lost its place; "
+                   "--lenient counts such tokens instead)",
+                si->index, si->process_id, what, at);
+}
+
 /* ---- tokens ------------------------------------------------------------ */
 
 /* The payload after a ResourceCreate token's 7 bytes, by resource type
@@ -231,6 +305,24 @@ static long resource_payload(const uint8_t *p, size_t avail, unsigned version)
     }
 }
 
+/* A Name user-data payload: text, a NUL (zero padding allowed), then
+ * the 32-bit id of the resource it names, which the reference reads
+ * from the payload's last four bytes. */
+static int name_payload(const uint8_t *p, size_t n)
+{
+    if (n < 5)
+        return 0;
+    size_t i = 0;
+    while (i < n - 4 && p[i] >= 0x20 && p[i] != 0x7f)
+        i++;
+    if (i == n - 4 || p[i] != 0)
+        return 0;
+    while (i < n - 4)
+        if (p[i++] != 0)
+            return 0;
+    return 1;
+}
+
 static const uint64_t page_bytes[8] = { 0, 4096, 65536, 262144, 1 << 20, 2 << 20, 0, 0 };
 
 /* Decode one token stream: count every token, check every closed field,
@@ -241,6 +333,7 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
     size_t off = 0;
     uint64_t now = 0;
     int seen_ts = 0;
+    uint32_t clock = 0;
     const unsigned version = si->major * 10u + si->minor;
     const uint64_t pid = si->process_id;
     while (off < n) {
@@ -295,6 +388,10 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
             if (rd32(t + 8) == 0)
                 return fail(D, "stream %u (process %u): Timestamp at byte %" PRIu64 " gives a clock of 0 Hz",
                             si->index, si->process_id, off0 + off);
+            if (seen_ts && rd32(t + 8) != clock)
+                return fail(D, "stream %u (process %u): Timestamp at byte %" PRIu64 " changes the clock from %u to %u Hz",
+                            si->index, si->process_id, off0 + off, clock, rd32(t + 8));
+            clock = rd32(t + 8);
             now = ts;
             if (!seen_ts)
                 si->first_ts = ts;
@@ -323,7 +420,9 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
         const char *bad = NULL;
         switch (type) {
         case RMV_TK_RESOURCE_UPDATE:
-            if (bits(t, 77, 72) >= RMV_RESOURCE_TYPES)
+            if (version <= 18)
+                bad = "no place in a stream of RMT 1.8 or older (the token came later)";
+            else if (bits(t, 77, 72) >= RMV_RESOURCE_TYPES)
                 bad = "an unknown resource type";
             break;
         case RMV_TK_PAGE_TABLE_UPDATE:
@@ -348,6 +447,8 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
             unsigned ut = (unsigned)bits(t, 11, 8);
             if (ut == 3 || ut > 6)
                 bad = "a reserved user-data kind";
+            else if (ut == 0 && !name_payload(t + 4, (size_t)size - 4))
+                bad = "a name that is not text, a NUL and a 4-byte id";
             else
                 si->userdata_type[ut]++;
             break;
@@ -359,14 +460,19 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
         case RMV_TK_RESOURCE_REFERENCE:
             e.unmap = (uint8_t)bits(t, 8, 8);   /* 0 add, 1 remove */
             e.va = bits(t, 56, 9);
+            if (!vas_contains(&D->vas, pid, e.va) &&
+                anomaly(D, &D->imp->anomalies.reference_unknown, si, "ResourceReference outside every live allocation",
+                        off0 + off))
+                return 1;
             keep = 1;
             break;
         case RMV_TK_RESOURCE_BIND: {
             uint64_t id = bits(t, 135, 104);
             if (bits(t, 99, 56) == 0)
                 bad = "a size of 0";
-            else if (!kset_has(&D->resources, pid << 32 | id))
-                D->imp->anomalies.bind_unknown++;
+            else if (!kset_has(&D->resources, pid << 32 | id) &&
+                     anomaly(D, &D->imp->anomalies.bind_unknown, si, "ResourceBind of a resource never created", off0 + off))
+                return 1;
             break;
         }
         case RMV_TK_PROCESS_EVENT:
@@ -377,12 +483,22 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
             if (!page_bytes[bits(t, 10, 8)])
                 bad = "a page size that is none of 4 KiB .. 2 MiB";
             break;
-        case RMV_TK_VIRTUAL_FREE:
+        case RMV_TK_CPU_MAP:
+            if (!vas_contains(&D->vas, pid, bits(t, 55, 8)) &&
+                anomaly(D, &D->imp->anomalies.reference_unknown, si, "CpuMap outside every live allocation", off0 + off))
+                return 1;
+            break;
+        case RMV_TK_VIRTUAL_FREE: {
             e.va = bits(t, 55, 8);
-            if (!kset_del(&D->vas, mix(pid) ^ e.va))
-                D->imp->anomalies.free_unknown++;
+            size_t at;
+            if (vas_exact(&D->vas, pid, e.va, &at)) {
+                memmove(D->vas.r + at, D->vas.r + at + 1, (D->vas.n - at - 1) * sizeof *D->vas.r);
+                D->vas.n--;
+            } else if (anomaly(D, &D->imp->anomalies.free_unknown, si, "VirtualFree of an address never allocated", off0 + off))
+                return 1;
             keep = 1;
             break;
+        }
         case RMV_TK_VIRTUAL_ALLOCATE: {
             e.size = (bits(t, 31, 8) + 1) * 4096;
             e.owner = (uint8_t)bits(t, 33, 32);
@@ -402,9 +518,13 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
                 e.pref[i] = RMV_HEAP_NONE;
             e.heap_count = (uint8_t)(count > 4 ? 4 : count);
             si->owner[e.owner]++;
-            if (kset_has(&D->vas, mix(pid) ^ e.va))
-                D->imp->anomalies.alloc_duplicate++;
-            if (kset_put(&D->vas, mix(pid) ^ e.va, e.size))
+            size_t at;
+            if (vas_exact(&D->vas, pid, e.va, &at) &&
+                anomaly(D, &D->imp->anomalies.alloc_duplicate, si, "VirtualAllocate at an address already allocated",
+                        off0 + off))
+                return 1;
+            if (!(at < D->vas.n && D->vas.r[at].pid == pid && D->vas.r[at].va == e.va) &&
+                vas_insert(&D->vas, at, pid, e.va, e.size))
                 return fail(D, "out of memory");
             keep = 1;
             break;
@@ -412,17 +532,32 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
         case RMV_TK_RESOURCE_CREATE: {
             uint64_t id = bits(t, 39, 8);
             si->resource_type[t[6]]++;
-            if (t[6] == 14 && t[9] > 8)
+            const uint8_t *pl = t + 7;   /* the payload */
+            if (bits(t, 47, 46) == 3)
+                bad = "the reserved commit type 3";
+            else if (t[6] == 14 && t[9] > 8)
                 bad = "a descriptor pool of more than 8 pool sizes";
-            if (kset_has(&D->resources, pid << 32 | id))
-                D->imp->anomalies.create_duplicate++;
-            else if (kset_put(&D->resources, pid << 32 | id, 1))
+            else if (t[6] == 15 && (bits(pl, 7, 4) > 3 || bits(pl, 123, 120) > 3 || bits(pl, 239, 236) > 3))
+                bad = "a command allocator whose preferred heaps are none of local, invisible, system, none";
+            else if (t[6] == 15 && (bits(pl, 119, 64) > bits(pl, 63, 8) || bits(pl, 235, 180) > bits(pl, 179, 124) ||
+                                    bits(pl, 351, 296) > bits(pl, 295, 240)))
+                bad = "a command allocator whose sub-allocations exceed its allocations";
+            else if (t[6] == 0 && bits(pl, 36, 35) == 3)
+                bad = "an image of the reserved type 3";
+            else if (t[6] == 11 && bits(pl, 73, 69) > 5)
+                bad = "a heap whose alignment is none of the page sizes";
+            if (kset_has(&D->resources, pid << 32 | id)) {
+                if (anomaly(D, &D->imp->anomalies.create_duplicate, si, "ResourceCreate of a live resource id", off0 + off))
+                    return 1;
+            } else if (kset_put(&D->resources, pid << 32 | id, 1))
                 return fail(D, "out of memory");
             break;
         }
         case RMV_TK_RESOURCE_DESTROY:
-            if (!kset_del(&D->resources, pid << 32 | bits(t, 39, 8)))
-                D->imp->anomalies.destroy_unknown++;
+            if (!kset_del(&D->resources, pid << 32 | bits(t, 39, 8)) &&
+                anomaly(D, &D->imp->anomalies.destroy_unknown, si, "ResourceDestroy of a resource never created",
+                        off0 + off))
+                return 1;
             break;
         default:
             break;
@@ -537,14 +672,20 @@ static int read_system_info(struct dec *D, const uint8_t *p, uint64_t n)
             for (q += 8; *q && *q != '"' && k + 1 < sizeof name; q++)
                 name[k++] = *q;
             name[k] = '\0';
-            if (imp->have_adapter_info && strcmp(name, imp->adapter))
+            int printable = 1;
+            for (size_t i = 0; i < k; i++)
+                printable &= name[i] >= 0x20 && name[i] <= 0x7e;
+            if (!printable)
+                rc = fail(D, "SystemInfo's adapter name holds a non-printable byte");
+            else if (imp->have_adapter_info && strcmp(name, imp->adapter))
                 rc = fail(D, "SystemInfo names the adapter '%s', AdapterInfo '%s'", name, imp->adapter);
             else if (!imp->have_adapter_info)
                 snprintf(imp->adapter, sizeof imp->adapter, "%s", name);
         }
         imp->have_system_info = 1;
+        imp->processes_listed = strstr(js, "\"processId\":") != NULL;
     }
-    free(js);
+    D->system_info = js;
     return rc;
 }
 
@@ -607,6 +748,9 @@ static int read_snapshot(struct dec *D, const uint8_t *p, uint64_t n)
     uint32_t len = rd32(p + 136);
     if (len == 0 || len >= 128 || strnlen((const char *)p, 128) != len)
         return fail(D, "RmvSnapshotData's name length (%u) does not match its name", len);
+    for (uint32_t i = 0; i < len; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e)
+            return fail(D, "RmvSnapshotData's name holds a non-printable byte");
     if (imp->snapshots < RMV_MAX_SNAPSHOTS) {
         struct rmv_snapshot *s = &imp->snapshot[imp->snapshots];
         memcpy(s->name, p, len);
@@ -675,6 +819,25 @@ static int decode_streams(struct dec *D, const uint8_t *d, struct data_chunk *dc
         i = j;
     }
     return D->failed;
+}
+
+/* The known chunk identifier that the 16 bytes at e differ from in
+ * exactly one bit, or NULL: such an identifier is far likelier a
+ * corrupt entry than a new kind of chunk. */
+static const char *near_known(const uint8_t *e)
+{
+    static const char *const known[] = { "GpuMemSegment", "AdapterInfo", "SystemInfo", "RmtData",
+                                         "RmvSnapshotData", "RmvSnapshotIndex" };
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++) {
+        char want[16] = { 0 };
+        memcpy(want, known[k], strlen(known[k]) < 16 ? strlen(known[k]) : 16);
+        unsigned diff = 0;
+        for (size_t i = 0; i < 16; i++)
+            diff += (unsigned)__builtin_popcount((unsigned)(e[i] ^ (uint8_t)want[i]));
+        if (diff == 1)
+            return known[k];
+    }
+    return NULL;
 }
 
 /* A region of the file that the index claims. */
@@ -767,6 +930,8 @@ static int decode_rdf(struct dec *D, const uint8_t *d, size_t n)
         } else if (hs && (!strcmp(id, "GpuMemSegment") || !strcmp(id, "AdapterInfo") || !strcmp(id, "SystemInfo") ||
                           !strcmp(id, "RmvSnapshotData"))) {
             fail(D, "%s chunk %zu has a header (%" PRIu64 " bytes); the format has none", id, i, hs);
+        } else if (near_known(e)) {
+            fail(D, "chunk %zu's identifier '%s' is one bit from '%s' (a corrupt index entry)", i, id, near_known(e));
         } else if (strcmp(id, "GpuMemSegment") && strcmp(id, "AdapterInfo") && strcmp(id, "SystemInfo") &&
                    strcmp(id, "RmvSnapshotData")) {
             k->skipped = "not an RMV chunk this importer knows (named and counted only)";
@@ -819,6 +984,13 @@ static int decode_rdf(struct dec *D, const uint8_t *d, size_t n)
         }
     if (!D->failed && !ndc)
         fail(D, "no RmtData chunk: the file holds no token stream");
+    /* A stream of a process names a process SystemInfo lists. */
+    for (size_t i = 0; i < ndc && !D->failed && imp->processes_listed; i++) {
+        char pat[40];
+        snprintf(pat, sizeof pat, "\"processId\":%u}", dc[i].pid);
+        if (dc[i].pid && !strstr(D->system_info, pat))
+            fail(D, "RmtData chunk of stream %u is of process %u, which SystemInfo does not list", dc[i].index, dc[i].pid);
+    }
     if (!D->failed)
         decode_streams(D, d, dc, ndc);
     free(reg);
@@ -895,7 +1067,8 @@ void rmv_free_state(void *state)
     free(v);
 }
 
-int rmv_decode(const uint8_t *d, size_t n, const char *name, struct rmv_import *imp, void **state, FILE *err)
+int rmv_decode(const uint8_t *d, size_t n, const char *name, struct rmv_import *imp, void **state, FILE *err,
+               int lenient)
 {
     memset(imp, 0, sizeof(*imp));
     if (state)
@@ -905,6 +1078,7 @@ int rmv_decode(const uint8_t *d, size_t n, const char *name, struct rmv_import *
     D.name = name;
     D.err = err;
     D.imp = imp;
+    D.lenient = lenient;
     if (state && !(D.ev = calloc(1, sizeof *D.ev)))
         return fail(&D, "out of memory");
     if (n >= 32 && !memcmp(d, "AMD_RDF ", 8))
@@ -913,7 +1087,8 @@ int rmv_decode(const uint8_t *d, size_t n, const char *name, struct rmv_import *
         decode_rmt(&D, d, n);
     else
         fail(&D, "not an RMV file (no AMD_RDF or RMT magic, or too short)");
-    kset_free(&D.vas);
+    free(D.vas.r);
+    free(D.system_info);
     kset_free(&D.resources);
     /* Snapshots name points in the streams' time. */
     for (uint32_t s = 0; !D.failed && s < imp->snapshots && s < RMV_MAX_SNAPSHOTS; s++) {
@@ -1002,8 +1177,10 @@ void rmv_decode_report(const struct rmv_import *imp, FILE *f)
     }
     const struct rmv_anomalies *a = &imp->anomalies;
     fprintf(f, "anomalies: %" PRIu64 " frees of unknown addresses, %" PRIu64 " allocations at a live address, %" PRIu64
-               " destroys and %" PRIu64 " binds of unknown resources, %" PRIu64 " duplicate resource ids\n",
-            a->free_unknown, a->alloc_duplicate, a->destroy_unknown, a->bind_unknown, a->create_duplicate);
+               " references or CPU maps outside every allocation, %" PRIu64 " destroys and %" PRIu64
+               " binds of unknown resources, %" PRIu64 " duplicate resource ids\n",
+            a->free_unknown, a->alloc_duplicate, a->reference_unknown, a->destroy_unknown, a->bind_unknown,
+            a->create_duplicate);
     fprintf(f, "not replayed (read and counted): ResourceCreate/Bind/Destroy/Update, Userdata, Misc, CpuMap, "
                "ProcessEvent, PageReference\n");
 }

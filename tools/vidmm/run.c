@@ -48,6 +48,7 @@ struct run_options {
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
     int rules;                   /* the rules checker after every call (--rules, the default) */
     int decode_only;             /* replay FILE.rmv --decode-only: read and check the file, print what it holds */
+    int lenient;                 /* replay FILE.rmv --lenient: count the stream's anomalies instead of refusing */
 };
 
 static int usage_error(const char *cmd, const char *msg, const char *arg)
@@ -118,6 +119,8 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->rules = 0;
         } else if (replay && !strcmp(a, "--decode-only")) {
             o->decode_only = 1;
+        } else if (replay && !strcmp(a, "--lenient")) {
+            o->lenient = 1;
         } else if (replay && !strcmp(a, "--progress")) {
             o->progress = 1;
         } else if (replay && !strcmp(a, "--no-progress")) {
@@ -393,7 +396,7 @@ static int replay_rmv(const struct run_options *o)
     struct rmv_import *imp = calloc(1, sizeof(*imp));
     struct tr_header h;
     void *state = NULL;
-    if (!imp || rmv_load(o->what, imp, &h, &state)) {
+    if (!imp || rmv_load(o->what, o->lenient, imp, &h, &state)) {
         free(imp);
         return 1;
     }
