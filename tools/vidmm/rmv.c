@@ -341,9 +341,9 @@ void rmv_report(const struct rmv_import *imp, enum report_format fmt, FILE *f)
             imp->anomalies.free_unknown, imp->anomalies.alloc_duplicate, imp->anomalies.destroy_unknown,
             imp->anomalies.bind_unknown, imp->anomalies.create_duplicate);
     fprintf(f, "  \"agreement\": {\"page_table_maps\": %" PRIu64 ", \"agree\": %" PRIu64 ", \"bytes\": %" PRIu64
-                   ", \"bytes_agree\": %" PRIu64 ", \"unmatched_maps\": %" PRIu64 ", \"other_process_maps\": %" PRIu64
+                   ", \"bytes_agree\": %" PRIu64 ", \"unmatched_maps\": %" PRIu64 ", \"other_process_maps\": %" PRIu64 ", \"not_update_maps\": %" PRIu64
                    ", \"matrix\": {",
-                n, ok, nb, okb, imp->pte_maps_unmatched, imp->pte_maps_other_process);
+                n, ok, nb, okb, imp->pte_maps_unmatched, imp->pte_maps_other_process, imp->pte_not_update);
         for (int h = 0; h < 3; h++) {
             fprintf(f, "%s\"%s\": {", h ? ", " : "", heap_name[h]);
             for (int g = 0; g < 4; g++)
