@@ -232,12 +232,14 @@ clean:
 # `make test` builds the replayers (plain main(), any compiler) and replays
 # every checked-in corpus; `make fuzz` builds the libFuzzer harnesses with
 # clang (objects in build-fuzz/) and runs each for FUZZ_SECONDS.
-FUZZ_HARNESSES := api_stream driver_desc cmdbuf
+FUZZ_HARNESSES := api_stream driver_desc cmdbuf rmv
 FUZZ_SECONDS   ?= 60
 FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
 FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
 FUZZ_DEPS      := $(RULES_OBJ) $(SOFTGPU) $(STATIC)
-$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz
+$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm
+# The RMV harness links the tool's decoder (it needs nothing else of the tool).
+$(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv_decode.o
 
 $(BUILD)/fuzz/%-replay: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay_main.o $(FUZZ_DEPS)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)

@@ -47,6 +47,8 @@ struct run_options {
     enum report_format format;
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
     int rules;                   /* the rules checker after every call (--rules, the default) */
+    int decode_only;             /* replay FILE.rmv --decode-only: read and check the file, print what it holds */
+    int lenient;                 /* replay FILE.rmv --lenient: count the stream's anomalies instead of refusing */
 };
 
 static int usage_error(const char *cmd, const char *msg, const char *arg)
@@ -115,6 +117,10 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->rules = 1;
         } else if (!strcmp(a, "--no-rules")) {
             o->rules = 0;
+        } else if (replay && !strcmp(a, "--decode-only")) {
+            o->decode_only = 1;
+        } else if (replay && !strcmp(a, "--lenient")) {
+            o->lenient = 1;
         } else if (replay && !strcmp(a, "--progress")) {
             o->progress = 1;
         } else if (replay && !strcmp(a, "--no-progress")) {
@@ -390,9 +396,21 @@ static int replay_rmv(const struct run_options *o)
     struct rmv_import *imp = calloc(1, sizeof(*imp));
     struct tr_header h;
     void *state = NULL;
-    if (!imp || rmv_load(o->what, imp, &h, &state)) {
+    if (!imp || rmv_load(o->what, o->lenient, imp, &h, &state)) {
         free(imp);
         return 1;
+    }
+    if (o->decode_only) {
+        /* Only the decoder's verdict and summary: no adapter, no replay. */
+        rmv_free_state(state);
+        FILE *df = open_out(o->output);
+        int dbad = !df;
+        if (df) {
+            rmv_decode_report(imp, df);
+            dbad |= close_out(df, o->output);
+        }
+        free(imp);
+        return dbad;
     }
     struct tr t;
     FILE *rec;
@@ -443,6 +461,8 @@ int cli_replay(int argc, char **argv)
         return rc;
     if (rmv_is_rmv_file(o.what))
         return replay_rmv(&o);
+    if (o.decode_only)
+        return usage_error("replay", "--decode-only is for RMV files, not", o.what);
     struct tr_header h;
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))
