@@ -51,6 +51,15 @@ typedef enum vidmm_status {
 /* A short constant English name, e.g. "VIDMM_E_NO_SEGMENT_SPACE".  Never NULL. */
 VIDMM_API const char *vidmm_status_str(vidmm_status st);
 
+/* Why the calling thread's last vidmm call failed, as one line: the
+ * entry, the status, and - where a check knows it - the argument or
+ * handle at fault and the rule it broke, e.g.
+ *   "vidmm_evict: VIDMM_E_STATE: allocation 0x1000a: not on device
+ *    0x30001's residency list".
+ * Empty ("") after a call that succeeded.  Never NULL; the text belongs
+ * to the thread and stays until its next vidmm call. */
+VIDMM_API const char *vidmm_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,14 +40,18 @@ static int debug_check(const struct vidmm_adapter *a, char *msg, size_t n)
 
 /* ---- validation ----------------------------------------------------- */
 
+/* The open's reason goes to the caller's error_message and to the
+ * thread's last error alike. */
 static vidmm_status fault(const struct vidmm_adapter_create_info *ci, const char *fmt, ...)
 {
-    if (ci->error_message && ci->error_message_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ci->error_message, ci->error_message_size, fmt, ap);
-        va_end(ap);
-    }
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    if (ci->error_message && ci->error_message_size)
+        snprintf(ci->error_message, ci->error_message_size, "%s", why);
+    (void)vidmm_fail(VIDMM_E_BAD_DRIVER_DESC, "%s", why);
     return VIDMM_E_BAD_DRIVER_DESC;
 }
 
@@ -197,10 +201,10 @@ static int init_adapter_lock(struct vidmm_adapter *a)
 }
 
 
-vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
 {
     if (!ci || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "%s is NULL", !ci ? "info" : "adapter_out");
     *out = NULL;
     if (ci->error_message && ci->error_message_size)
         ci->error_message[0] = '\0';
@@ -496,6 +500,16 @@ fail:
     pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
+    return st;
+}
+
+/* Not through VIDMM_ENTRY: there is no adapter yet; the open takes the
+ * new adapter's lock itself while it builds the state. */
+vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+{
+    vidmm_error_clear();
+    vidmm_status st = adapter_open(ci, out);
+    vidmm_error_finish("vidmm_adapter_open", st);
     return st;
 }
 

@@ -41,6 +41,9 @@
 /* vidmm_halloc, vidmm_hzalloc, vidmm_hfree and the allocation site ids. */
 #include "core/alloc_sites.h"
 
+/* vidmm_fail: a failing check records why (the thread's last error). */
+#include "core/error.h"
+
 /* ---- segments ------------------------------------------------------- */
 
 struct vidmm_segment {

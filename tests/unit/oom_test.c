@@ -428,8 +428,7 @@ static vidmm_status s_make_resident(struct ox *x, const struct step *s)
 static vidmm_status s_evict(struct ox *x, const struct step *s)
 {
     vidmm_handle h[NALLOC];
-    uint64_t trim = 0;
-    return vidmm_evict(x->a, x->dev[s->a], h, list_of(x, s->mask, h), s->c, &trim);
+    return vidmm_evict(x->a, x->dev[s->a], &(struct vidmm_evict_args){ .allocations = h, .count = list_of(x, s->mask, h), .flags = s->c });
 }
 static vidmm_status s_offer(struct ox *x, const struct step *s)
 {
