@@ -113,6 +113,32 @@ if grep -q "%" /tmp/vidmm_tool_err.$$; then bad "no progress into a pipe unasked
 "$tool" run game --frames 4 --progress 2>/dev/null | cmp -s - /tmp/vidmm_tool_out.$$ && ok || bad "--progress changes the report"
 rm -f /tmp/vidmm_tool_err.$$
 
+# HTML report: the paging chart varies with the workload (bytes per
+# interval of calls; per interval of the simulated clock every busy bar
+# was the same height), and the usage charts draw data or say there is
+# none.
+if command -v python3 >/dev/null 2>&1; then
+  "$tool" run desktop --html /tmp/vidmm_tool_html.$$ >/dev/null 2>&1
+  if python3 - /tmp/vidmm_tool_html.$$ <<'PY'
+import re, sys
+h = open(sys.argv[1]).read()
+svg = re.search(r'<svg[^>]*id="paging-bandwidth".*?</svg>', h, re.S).group(0)
+tops = {}
+for d in re.findall(r'<path class="series" fill[^>]*d="([^"]*)"', svg):
+    for x, yt in re.findall(r'M([0-9.]+) [0-9.]+H[0-9.]+V([0-9.]+)H', d):
+        tops[x] = min(tops.get(x, 1e9), float(yt))
+peak = min(tops.values())
+at_peak = sum(1 for v in tops.values() if v - peak < 1)
+assert len(tops) >= 8 and len(set(round(v) for v in tops.values())) >= 5 and at_peak * 2 < len(tops), tops
+assert 'No process used non-local memory during the run' in h
+assert re.search(r'<svg[^>]*id="usage-local"', h)
+PY
+  then ok; else bad "HTML paging chart varies, usage charts show data or say none"; fi
+  "$tool" run igpu --frames 3 --html /tmp/vidmm_tool_html.$$ >/dev/null 2>&1
+  if grep -q 'id="usage-non-local"' /tmp/vidmm_tool_html.$$; then ok; else bad "igpu non-local usage chart"; fi
+  rm -f /tmp/vidmm_tool_html.$$
+fi
+
 # The demo runs once (it pages about 3 GiB); its output is checked line by line.
 "$tool" demo >/tmp/vidmm_demo_out.$$ 2>&1
 rc=$?
