@@ -49,6 +49,7 @@ def mask(line):
     line = line.rstrip()
     if re.match(r"^0\s+system\s", line):
         line = re.sub(r"[0-9.]+ [KMGT]iB", "SIZE", line)   # the host's RAM
+    line = re.sub(r"\(\d+ waited on the paging fence\)", "(N waited on the paging fence)", line)  # engine thread timing
     return re.sub(r"[0-9.]+ ms\b", "N ms", line)            # wall clock
 
 
