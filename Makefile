@@ -5,6 +5,7 @@
 #   make html-check   the HTML report rendered by headless Chromium (skipped
 #                     when `chromium` is not installed; installs nothing)
 #   make demo         build and run the demo and the default scenario (desktop) on softgpu
+#   make docs-refresh rewrite the README's demo excerpts from vidmm demo (tests/docs_test.py)
 #   make bench        build (-O2 -DNDEBUG) and run the benchmarks
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
@@ -83,7 +84,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: uninstall install-check all examples test html-check demo bench install clean check-headers tsan tsan-stress long
+.PHONY: uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -161,6 +162,11 @@ tsan-stress:
 # and takes about 15 s; .ci/run installs chromium and runs it.
 html-check: $(TOOL)
 	sh tests/html_render_test.sh $(TOOL)
+
+# Rewrite the README's demo excerpts from `vidmm demo` (tests/docs_test.py
+# checks them in `make test`); review the diff before committing.
+docs-refresh: $(TOOL)
+	python3 tests/docs_test.py $(TOOL) --refresh
 
 demo: $(TOOL)
 	$(TOOL) demo

@@ -372,7 +372,7 @@ if command -v valgrind >/dev/null 2>&1; then
     check "header error in $t.trace leaves no file open" sh -c "! grep -q 'descriptor.*$t.trace' '$dir/vg.out'"
   done
 fi
-rc_is 1 "unknown policy" "$tool" run game --policy nosuch
+rc_is 2 "unknown policy" "$tool" run game --policy nosuch
 rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu
 rc_is 0 "game on wddm1" "$tool" run game --adapter wddm1 --frames 3
 rc_is 0 "asynchronous run (paging on the engine thread)" "$tool" run desktop --async --frames 3
