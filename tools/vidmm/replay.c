@@ -562,6 +562,8 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     if (rd_want_pos(r, c.np, e->npos, e->usage) || e->fn(&c))
         return 1;
     r->executed++;
+    char why[512];
+    snprintf(why, sizeof why, "%s", vidmm_last_error());   /* why the call failed, if it did */
 
     /* Compare what the call gave with what the line says it gave. */
     if (eq < n) {
@@ -575,8 +577,8 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
         if (strcmp(want, got)) {
             r->mismatches++;
             if (r->reported++ < 20)
-                fprintf(stderr, "%s:%" PRIu64 ": %s: recorded '%s', replay gave '%s'\n", r->path, r->lineno, verb,
-                        want, got);
+                fprintf(stderr, "%s:%" PRIu64 ": %s: recorded '%s', replay gave '%s'%s%s\n", r->path, r->lineno, verb,
+                        want, got, why[0] ? " - " : "", why);
         }
     }
     return 0;
