@@ -59,6 +59,7 @@ static void usage(FILE *f)
             "  --format text|json|csv   the report's format (default text)\n"
             "  -o, --output FILE   write the report to FILE instead of stdout\n"
             "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
+            "  --fdinfo FILE       every live process's DRM fdinfo text after the last call\n"
             "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
             "  --html FILE         HTML report with SVG charts (opens from a file, no server)\n"
             "  --progress, --no-progress   replay: progress bar on stderr (default: if a terminal)\n"
