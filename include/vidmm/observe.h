@@ -119,7 +119,7 @@ struct vidmm_allocation_item {
  * VIDMM_OK with *out filled; VIDMM_NO_MORE at the end (*out untouched);
  * VIDMM_E_INVALID_ARG for NULL pointers, unknown filter flags or
  * residency bits, a segment id out of range, a reserved member not 0 or
- * a cursor that is not one this call made. */
+ * a cursor above 2^32 - 1 (no call makes one). */
 VIDMM_API vidmm_status vidmm_allocation_iterate(const struct vidmm_adapter *adapter,
                                                 const struct vidmm_allocation_filter *filter, uint64_t *cursor,
                                                 struct vidmm_allocation_item *out);
@@ -143,7 +143,8 @@ VIDMM_API vidmm_status vidmm_adapter_stats_json(const struct vidmm_adapter *adap
 /* ---- per-process figures ------------------------------------------- */
 
 /* The process's memory as Linux DRM fdinfo key-value lines
- * (Documentation/gpu/drm-usage-stats.rst), one region per segment:
+ * (Documentation/gpu/drm-usage-stats.rst), one region per segment, key
+ * and value separated by ":" and a tab as the kernel prints them:
  *
  *   drm-driver: vidmm
  *   drm-client-id: 16777217
