@@ -128,7 +128,7 @@ assert rep["allocations"]["live"] == rep["allocations"]["resident"] + rep["alloc
 assert snap["General"]["API"] == "Direct3D 12"
 assert set(snap["MemoryInfo"]) == set(snap["DefaultPools"])
 assert len(snap["MemoryInfo"]) == len(rep["segments"])
-assert snap["vidmm"]["live_allocations"] == rep["allocations"]["live"]
+assert snap["General"]["vidmm"]["live_allocations"] == rep["allocations"]["live"]
 names = set()
 for seg in rep["segments"]:
     key = "Segment %d (%s)" % (seg["id"], seg["kind"])

@@ -18,6 +18,7 @@
 #include "fence/fence.h"
 #include "fence/inflight.h"
 #include "mmu/mmu.h"
+#include "observe/observe.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
 #include "tdr/tdr.h"
@@ -521,6 +522,8 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
      * recovery points between the steps (docs/RESET_AND_POWER.md), never
      * inside a step that holds an object it is tearing down. */
     vidmm_adapter_lock(a);
+    /* What the caller left alive, while it is all still there to name. */
+    vidmm_observe_report_leaks(a);
     /* Submitted work first: it uses allocations and contexts that go
      * below; deferred destructions are completed there. */
     vidmm_inflight_fini(a);

@@ -218,6 +218,7 @@ static void verb_help(FILE *f, const struct verb *v)
                    "  --json              the same as --format json\n"
                    "  -o, --output FILE   write the report to FILE instead of stdout\n"
                    "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
+                   "  --fdinfo FILE       every live process's DRM fdinfo text after the last call\n"
                    "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
                    "  --html FILE         HTML report with SVG charts (opens from a file)\n"
                    "  --rules, --no-rules the WDDM rules checker after every call (default on;\n"

@@ -10,7 +10,7 @@
  *         every call; the first violation fails the run (a replay or a
  *         scenario file stops there)
  *   output options: --record FILE  --format text|json|csv  -o FILE
- *                   --snapshot FILE  --timeline FILE  --html FILE
+ *                   --snapshot FILE  --timeline FILE  --html FILE  --fdinfo FILE
  *
  * run executes a built-in scenario (scenarios.c) or a scenario file (the
  * trace format, results optional); replay re-executes a trace and checks
@@ -45,7 +45,7 @@ struct run_options {
     int seed_given;
     uint32_t frames;
     int async;
-    const char *record, *output, *snapshot, *timeline, *html;
+    const char *record, *output, *snapshot, *timeline, *html, *fdinfo;
     enum report_format format;
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
     int rules;                   /* the rules checker after every call (--rules, the default) */
@@ -81,6 +81,7 @@ static const char **output_option(struct run_options *o, const char *a)
         { "--snapshot", offsetof(struct run_options, snapshot) },
         { "--timeline", offsetof(struct run_options, timeline) },
         { "--html", offsetof(struct run_options, html) },
+        { "--fdinfo", offsetof(struct run_options, fdinfo) },
     };
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++)
         if (!strcmp(a, files[k].name))
@@ -247,6 +248,15 @@ static int outputs(struct tr *t, const struct run_options *o, struct collect *c)
         if (f) {
             snapshot_write(t, f);
             bad |= close_out(f, o->snapshot);
+        } else {
+            bad = 1;
+        }
+    }
+    if (o->fdinfo) {
+        f = open_out(o->fdinfo);
+        if (f) {
+            fdinfo_write(t, f);
+            bad |= close_out(f, o->fdinfo);
         } else {
             bad = 1;
         }
@@ -499,7 +509,7 @@ static int replay_rmv(const struct run_options *o)
     }
     struct run_options rest = *o;
     rest.output = NULL;
-    if (rest.snapshot || rest.timeline || rest.html) {
+    if (rest.snapshot || rest.timeline || rest.html || rest.fdinfo) {
         /* Snapshot, timeline and HTML as for any run; the report is written. */
         rest.output = "/dev/null";
         bad |= outputs(&t, &rest, &c);

@@ -639,6 +639,12 @@ vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int cre
                               : vidmm_allocation_create(t->adapter, d, sizeof(*d), &o->h);
     if (st < 0)
         o->h = VIDMM_HANDLE_NULL;
+    else {
+        /* The library's reports (snapshot, leaks) name it as the tool does. */
+        char nm[48];
+        snprintf(nm, sizeof nm, "A%u %s", a, o->name);
+        (void)vidmm_allocation_set_name(t->adapter, o->h, nm);
+    }
     o->alive = st >= 0;
     line_end(t, st, NULL);
     *id = a;
