@@ -819,7 +819,9 @@ static void tb_run(struct table *tb, const struct trace *t)
     measure(tb->ads, tb->caps, tb->n, t, nruns(), tb->res);
     for (size_t i = 0; i < tb->n; i++) {
         print_row(tb->labels[i], &tb->res[i], &tb->res[0]);
-        if (tb->res[i].errors)
+        /* A peer's violation is the peer's (offsetalloc ignores the
+         * alignment); only vidmm's adapters fail the bench. */
+        if (tb->res[i].errors && i < tb->first_peer)
             bench_fail();
     }
 }
@@ -904,7 +906,7 @@ static uint64_t b2_pass(const struct bench_allocator *a, void *ctx, uint64_t siz
 }
 
 /* B2 after a churn trace: fractions of the free space each pass got. */
-static void b2_one(const struct bench_allocator *a, const struct trace *t, const char *label,
+static void b2_one(const struct bench_allocator *a, const struct trace *t, const char *label, int peer,
                    double *f32_out, double *un_out)
 {
     struct run_state rs;
@@ -925,7 +927,7 @@ static void b2_one(const struct bench_allocator *a, const struct trace *t, const
     double un = 1.0 - f32 - f2 - f64;
     printf("  %-26s %9.3f %9.3f %9.3f %11.3f %9.4f%s\n", label, freeb / (double)GiB, f32, f2, f64, un,
            rs.chk.errors ? "  CHECK FAILED" : "");
-    if (rs.chk.errors)
+    if (rs.chk.errors && !peer)
         bench_fail();
     a->destroy(ctx);
     rs_fini(&rs);
@@ -955,12 +957,12 @@ static void workload_b2(void)
         double a, b;
         gen_a(&t, 16 * GiB, 200000, (SEED ^ 0xB2) + (uint64_t)k);
         snprintf(label, sizeof label, "vidmm_range (seed %d)", k);
-        b2_one(&AD_RANGE, &t, label, &f32[k], &un[k]);
+        b2_one(&AD_RANGE, &t, label, 0, &f32[k], &un[k]);
         if (k == 0)
-            b2_one(&AD_NAIVE, &t, "naive (seed 0)", &a, &b);
+            b2_one(&AD_NAIVE, &t, "naive (seed 0)", 0, &a, &b);
         for (size_t i = 0; i < np; i++) {
             snprintf(label, sizeof label, "%s (seed %d)", peers[i]->name, k);
-            b2_one(peers[i], &t, label, &pf32[i][k], &b);
+            b2_one(peers[i], &t, label, 1, &pf32[i][k], &b);
         }
         m32 += f32[k] / SEEDS;
         mun += un[k] / SEEDS;

@@ -45,6 +45,7 @@ int main(int argc, char **argv)
     bench_submit(); /* --only S */
     bench_tdr(); /* --only TDR */
     if (bench_failures()) {
+        fflush(stdout);
         fprintf(stderr, "bench: %d failure(s): a --check violation or a failed run (see above)\n", bench_failures());
         return 1;
     }
