@@ -168,6 +168,7 @@ struct softgpu {
     uint32_t vis_id, invis_id, ap_id, agp_id;
 
     void *dummy_page;             /* 4 KiB of zeros */
+    uint64_t nt_threshold;        /* copies of at least this many bytes bypass the cache (sg_copy) */
     uint32_t inject_insufficient;
     struct softgpu_stats stats;
     struct softgpu_reset_stats reset_stats;   /* guarded by the engine lock */
@@ -257,6 +258,11 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
  * binding to report to); the caller sends it to adapter without locks. */
 void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t size, struct sg_fault *fault);
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
+/* Copy n bytes between host buffers that do not overlap: memcpy, or
+ * streaming (non-temporal) stores from sg->nt_threshold bytes up. */
+void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n);
+/* The default of sg->nt_threshold for this host (paging.c). */
+uint64_t sg_nt_threshold_default(void);
 
 /* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
 vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels);

@@ -270,7 +270,7 @@ uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, st
         } else if (rs.host < rd.host + n && rd.host < rs.host + n) {
             memmove(rd.host, rs.host, (size_t)n);
         } else {
-            memcpy(rd.host, rs.host, (size_t)n);
+            sg_copy(sg, rd.host, rs.host, n);
         }
         done += n;
     }
