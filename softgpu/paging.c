@@ -26,7 +26,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MADV_REMOVE
+#define MADV_REMOVE 9
+#endif
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -460,6 +465,37 @@ void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_
     memcpy(dst, src, (size_t)n);
 }
 
+/* Zero fills of at least this many bytes release whole pages. */
+#define SG_ZERO_RELEASE_MIN ((uint64_t)64 << 10)
+
+/* Zeroing memory that nobody reads yet is the commonest fill (vidmm clears
+ * every new allocation, docs/HOST_MEMORY.md): writing it faults every page
+ * of the sparse memfd in, zeroes it in the kernel and then again here.
+ * Releasing the page-aligned interior instead (MADV_REMOVE punches a hole
+ * in the memfd, so every mapping of it - BAR, host aperture - reads zeros
+ * and the RAM goes back to the host) costs one system call; the unaligned
+ * edges are stored.  A prefaulted segment keeps its pages resident, as it
+ * was asked to.  When madvise refuses, the bytes are written. */
+void sg_fill(struct softgpu *sg, uint8_t *dst, uint64_t size, uint32_t pattern)
+{
+    if (pattern == 0 && size >= SG_ZERO_RELEASE_MIN) {
+        for (uint32_t i = 1; i <= sg->nb_segment; i++) {
+            const struct sg_segment *s = &sg->seg[i];
+            if (!s->is_memory || !s->mem || s->memfd < 0 || s->prefaulted || dst < s->mem ||
+                (uint64_t)(dst - s->mem) > s->size || size > s->size - (uint64_t)(dst - s->mem))
+                continue;
+            uintptr_t a = ((uintptr_t)dst + SG_PAGE_4K - 1) & ~(uintptr_t)(SG_PAGE_4K - 1);
+            uintptr_t b = ((uintptr_t)dst + size) & ~(uintptr_t)(SG_PAGE_4K - 1);
+            if (b <= a || madvise((void *)a, (size_t)(b - a), MADV_REMOVE) != 0)
+                break;
+            sg_fill32(dst, (uint64_t)(a - (uintptr_t)dst), 0);
+            sg_fill32((uint8_t *)b, (uint64_t)((uintptr_t)dst + size - b), 0);
+            return;
+        }
+    }
+    sg_fill32(dst, size, pattern);
+}
+
 /* Host side of a copy operand: a run of contiguous bytes at offset off. */
 static uint8_t *sg_side(struct softgpu *sg, uint32_t segment, uint64_t base, uint64_t off, uint64_t len,
                         uint64_t *run)
@@ -496,7 +532,7 @@ static void sg_exec_fill(struct softgpu *sg, const struct sg_cmd_fill *c)
         int mapped;
         uint8_t *d = sg_resolve(sg, &sg->seg[c->segment], c->offset + done, c->size - done, &run, &mapped);
         uint32_t rot = (uint32_t)(8u * (done & 3u));
-        sg_fill32(d, run, rot ? (c->pattern >> rot) | (c->pattern << (32u - rot)) : c->pattern);
+        sg_fill(sg, d, run, rot ? (c->pattern >> rot) | (c->pattern << (32u - rot)) : c->pattern);
         done += run;
     }
 }
