@@ -38,7 +38,10 @@
  * interleaved per seed; medians over the seeds, as for the peers.
  * Table 1 runs naive and compact over R = 200 K requests (50 K with
  * --quick); table 2 runs all four over the first R2 = 50 K (20 K), since
- * scan and walk cost tens of microseconds per request.
+ * scan and walk cost tens of microseconds per request.  Table 4, when an
+ * E peer is linked (peers.h), runs naive LRU and the LRU-order scan over
+ * the peer hook for vidmm and every peer on table 2's requests, and
+ * prints the verdicts against drm_mm's scan measured there.
  *
  * --check: vidmm_ra_check every 4096 requests and at the end, live-byte
  * accounting against the allocator after every request, and for every

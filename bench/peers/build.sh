@@ -2,7 +2,7 @@
 # build.sh KIT [make variables...] - `make bench` with the peer kit's
 # allocators linked in, plus this directory's E and G hooks.
 #
-#   bench/peers/build.sh ../shared/peers BENCH_ARGS="--only A,B2,C,E,G"
+#   bench/peers/build.sh PEER_KIT_DIR BENCH_ARGS="--only A,B2,C,E,G"
 #
 # Run from the project root.  KIT is the peer kit (its compare.sh, vendored
 # kernel tree, shim and glue).  Its compare.sh --build-only builds the
