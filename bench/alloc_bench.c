@@ -262,6 +262,16 @@ static void *vr_create(uint64_t range, uint64_t chunk)
     }
     return ra;
 }
+/* vidmm_range_split: requests below 256 KiB placed top-down
+ * (vidmm_ra_set_topdown_below), large ones bottom-up. */
+#define SPLIT_BYTES (256 * KiB)
+static void *vr_create_split(uint64_t range, uint64_t chunk)
+{
+    struct vidmm_range_alloc *ra = vr_create(range, chunk);
+    if (ra)
+        vidmm_ra_set_topdown_below(ra, SPLIT_BYTES);
+    return ra;
+}
 static void vr_destroy(void *p)
 {
     vidmm_ra_fini(p);
@@ -578,6 +588,7 @@ static void nv_free(void *p, uint64_t cookie)
 
 static const struct bench_allocator AD_NULL = { "null", null_create, null_destroy, null_alloc, null_free, NULL, BENCH_W_ALL };
 static const struct bench_allocator AD_RANGE = { "vidmm_range", vr_create, vr_destroy, vr_alloc, vr_free, NULL, BENCH_W_ALL };
+static const struct bench_allocator AD_RANGE_SPLIT = { "vidmm_range_split", vr_create_split, vr_destroy, vr_alloc, vr_free, NULL, BENCH_W_ALL };
 static const struct bench_allocator AD_PAGES = { "vidmm_pages", vp_create, vp_destroy, vp_alloc, vp_free, vp_extents, BENCH_W_A | BENCH_W_C | BENCH_W_NONCONTIG };
 static const struct bench_allocator AD_PAGES_FAT = { "vidmm_pages_fat", vp_create_fat, vp_destroy, vp_alloc, vp_free, vp_extents, BENCH_W_A | BENCH_W_C | BENCH_W_NONCONTIG };
 static const struct bench_allocator AD_RING = { "vidmm_ring", vg_create, vg_destroy, vg_alloc, vg_free, NULL, BENCH_W_D };
@@ -881,16 +892,19 @@ static void workload_a(void)
     tb_add(&tb, &AD_NULL, NULL, 0);
     tb_add(&tb, &AD_RANGE, NULL, 0);
     tb_add(&tb, &AD_PAGES, "vidmm_pages (non-contig)", 0);
+    tb_add(&tb, &AD_RANGE_SPLIT, NULL, 0);
     tb_add(&tb, &AD_PAGES_FAT, NULL, 0);
     tb_add(&tb, &AD_NAIVE, label, naive_ops);
     tb_add_peers(&tb, BENCH_W_A);
     tb_run(&tb, &t);
-    printf("  vidmm_range / null = %.2fx, vidmm_range / naive = %.4fx, vidmm_pages / naive = %.4fx (same run)\n",
-           tb.res[1].ns / tb.res[0].ns, tb.res[1].ns / tb.res[4].ns, tb.res[2].ns / tb.res[4].ns);
+    printf("  vidmm_range / null = %.2fx, vidmm_range / naive = %.4fx, vidmm_pages / naive = %.4fx, "
+           "vidmm_range_split / vidmm_range = %.2fx (same run)\n", tb.res[1].ns / tb.res[0].ns,
+           tb.res[1].ns / tb.res[5].ns, tb.res[2].ns / tb.res[5].ns, tb.res[3].ns / tb.res[1].ns);
     tb_ratios(&tb, "vidmm_range", 0);
     tb_ratios(&tb, "vidmm_pages", 1);
     tb_ratios(&tb, "vidmm_pages_fat", 1);
     tb_verdict(&tb, "vidmm_range", "vma_minmem", 0.8);
+    tb_verdict(&tb, "vidmm_range_split", "vma_minmem", 0.8);
     tb_verdict(&tb, "vidmm_pages", "gpu_buddy", 0.5);
     tb_verdict(&tb, "vidmm_pages_fat", "gpu_buddy", 0.5);
     free(t.ops);
@@ -950,7 +964,7 @@ static void workload_b2(void)
     for (size_t i = 0; bench_peers[i] && np < MAXP; i++)
         if ((bench_fits(bench_peers[i]) & BENCH_W_B2) && !(bench_fits(bench_peers[i]) & BENCH_W_NONCONTIG))
             peers[np++] = bench_peers[i];
-    double f32[SEEDS], un[SEEDS], pf32[MAXP][SEEDS], m32 = 0, mun = 0, lo = 1, hi = 0;
+    double f32[SEEDS], un[SEEDS], pf32[MAXP][SEEDS], s32[SEEDS], sun[SEEDS], m32 = 0, mun = 0, lo = 1, hi = 0;
     for (int k = 0; k < SEEDS; k++) {
         struct trace t;
         char label[64];
@@ -958,6 +972,8 @@ static void workload_b2(void)
         gen_a(&t, 16 * GiB, 200000, (SEED ^ 0xB2) + (uint64_t)k);
         snprintf(label, sizeof label, "vidmm_range (seed %d)", k);
         b2_one(&AD_RANGE, &t, label, 0, &f32[k], &un[k]);
+        snprintf(label, sizeof label, "vidmm_range_split (seed %d)", k);
+        b2_one(&AD_RANGE_SPLIT, &t, label, 0, &s32[k], &sun[k]);
         if (k == 0)
             b2_one(&AD_NAIVE, &t, "naive (seed 0)", 0, &a, &b);
         for (size_t i = 0; i < np; i++) {
@@ -973,20 +989,30 @@ static void workload_b2(void)
     printf("  vidmm_range 32 MiB pass: seed 0 %.3f, mean of %d seeds %.3f (%.3f..%.3f) of free\n", f32[0],
            SEEDS, m32, lo, hi);
     printf("  verdict 32 MiB pass on seed 0: %.3f (target >= 0.97: %s)\n", f32[0], f32[0] >= 0.97 ? "met" : "MISSED");
+    printf("  verdict 32 MiB pass on seed 0, vidmm_range_split: %.3f (target >= 0.97: %s)\n", s32[0],
+           s32[0] >= 0.97 ? "met" : "MISSED");
     printf("  verdict unusable after 64 KiB pass: seed 0 %.4f, mean %.4f (target <= 0.001 on the mean: %s)\n",
            un[0], mun, mun <= 0.001 ? "met" : "MISSED");
-    for (size_t i = 0; i < np; i++) {
-        int above = 0, equal = 0;
-        double mp = 0;
-        for (int k = 0; k < SEEDS; k++) {
-            above += f32[k] > pf32[i][k];
-            equal += f32[k] == pf32[i][k];
-            mp += pf32[i][k] / SEEDS;
+    for (int v = 0; v < 2; v++) {
+        const double *ours = v ? s32 : f32;
+        const char *name = v ? "vidmm_range_split" : "vidmm_range";
+        double mo = 0;
+        for (int k = 0; k < SEEDS; k++)
+            mo += ours[k] / SEEDS;
+        for (size_t i = 0; i < np; i++) {
+            int above = 0, equal = 0;
+            double mp = 0;
+            for (int k = 0; k < SEEDS; k++) {
+                above += ours[k] > pf32[i][k];
+                equal += ours[k] == pf32[i][k];
+                mp += pf32[i][k] / SEEDS;
+            }
+            printf("  32 MiB pass, %s vs %s: above on %d of %d seeds, equal on %d (means %.4f / %.4f)\n", name,
+                   peers[i]->name, above, SEEDS, equal, mo, mp);
+            if (!strcmp(peers[i]->name, "drm_mm_best"))
+                printf("  verdict 32 MiB pass of %s above drm_mm_best on every seed: %s\n", name,
+                       above == SEEDS ? "met" : "MISSED");
         }
-        printf("  32 MiB pass, vidmm_range vs %s: above on %d of %d seeds, equal on %d (means %.4f / %.4f)\n",
-               peers[i]->name, above, SEEDS, equal, m32, mp);
-        if (!strcmp(peers[i]->name, "drm_mm_best"))
-            printf("  verdict 32 MiB pass above drm_mm_best on every seed: %s\n", above == SEEDS ? "met" : "MISSED");
     }
     int have_dm = 0;
     for (size_t i = 0; i < np; i++)
