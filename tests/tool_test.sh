@@ -139,6 +139,30 @@ PY
   rm -f /tmp/vidmm_tool_html.$$
 fi
 
+# The memory map: well-formed SVG, one row per segment, each at its own
+# scale (a row is 1000 px whatever the segment's size), every extent of a
+# placed allocation drawn, the same bytes from run to run.
+m=/tmp/vidmm_tool_memmap.$$
+if "$tool" run desktop --memmap "$m.1" >/dev/null 2>&1 && "$tool" run desktop --memmap "$m.2" >/dev/null 2>&1 &&
+   python3 - "$m.1" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = '{http://www.w3.org/2000/svg}'
+labels = [t.text for t in root.iter(ns + 'text')]
+assert len(labels) == 3, labels                      # dgpu: segments 1-3
+assert all(re.search(r'segment \d+ \(\w+\): .*1 px = ', l) for l in labels), labels
+rows = [r for r in root.iter(ns + 'rect') if r.get('width') == '1000']
+assert len(rows) == 3, len(rows)                     # each segment over the full width
+allocs = [r for r in root.iter(ns + 'rect') if r.find(ns + 'title') is not None]
+assert len(allocs) > 10, len(allocs)
+for r in allocs:
+    x, w = float(r.get('x')), float(r.get('width'))
+    assert 10 <= x and x + w <= 1010.01, (x, w)      # inside its row
+PY
+then ok; else bad "--memmap: SVG rows, scales, extents"; fi
+if cmp -s "$m.1" "$m.2"; then ok; else bad "--memmap differs between two runs of the same scenario"; fi
+rm -f "$m.1" "$m.2"
+
 # The demo runs once (it pages about 3 GiB); its output is checked line by line.
 "$tool" demo >/tmp/vidmm_demo_out.$$ 2>&1
 rc=$?

@@ -219,6 +219,7 @@ static void verb_help(FILE *f, const struct verb *v)
                    "  -o, --output FILE   write the report to FILE instead of stdout\n"
                    "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
                    "  --fdinfo FILE       every live process's DRM fdinfo text after the last call\n"
+                   "  --memmap FILE       SVG memory map after the last call, each segment at its own scale\n"
                    "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
                    "  --html FILE         HTML report with SVG charts (opens from a file)\n"
                    "  --rules, --no-rules the WDDM rules checker after every call (default on;\n"

@@ -29,6 +29,9 @@ void report_write_html(struct tr *t, FILE *f);
  * vidmm_adapter_stats_json. */
 void snapshot_write(struct tr *t, FILE *f);
 
+/* The segments' memory map as SVG, each segment at its own scale (memmap.c). */
+void memmap_write(struct tr *t, FILE *f);
+
 /* Every live process's DRM fdinfo text (the library's), each after a
  * "# P<id> <name>" line and followed by an empty line. */
 void fdinfo_write(struct tr *t, FILE *f);

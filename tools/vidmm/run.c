@@ -45,7 +45,7 @@ struct run_options {
     int seed_given;
     uint32_t frames;
     int async;
-    const char *record, *output, *snapshot, *timeline, *html, *fdinfo;
+    const char *record, *output, *snapshot, *timeline, *html, *fdinfo, *memmap;
     enum report_format format;
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
     int rules;                   /* the rules checker after every call (--rules, the default) */
@@ -82,6 +82,7 @@ static const char **output_option(struct run_options *o, const char *a)
         { "--timeline", offsetof(struct run_options, timeline) },
         { "--html", offsetof(struct run_options, html) },
         { "--fdinfo", offsetof(struct run_options, fdinfo) },
+        { "--memmap", offsetof(struct run_options, memmap) },
     };
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++)
         if (!strcmp(a, files[k].name))
@@ -248,6 +249,15 @@ static int outputs(struct tr *t, const struct run_options *o, struct collect *c)
         if (f) {
             snapshot_write(t, f);
             bad |= close_out(f, o->snapshot);
+        } else {
+            bad = 1;
+        }
+    }
+    if (o->memmap) {
+        f = open_out(o->memmap);
+        if (f) {
+            memmap_write(t, f);
+            bad |= close_out(f, o->memmap);
         } else {
             bad = 1;
         }
@@ -509,7 +519,7 @@ static int replay_rmv(const struct run_options *o)
     }
     struct run_options rest = *o;
     rest.output = NULL;
-    if (rest.snapshot || rest.timeline || rest.html || rest.fdinfo) {
+    if (rest.snapshot || rest.timeline || rest.html || rest.fdinfo || rest.memmap) {
         /* Snapshot, timeline and HTML as for any run; the report is written. */
         rest.output = "/dev/null";
         bad |= outputs(&t, &rest, &c);
