@@ -26,7 +26,8 @@ static int has(const char *needle)
 static void names_entry_and_rule(void)
 {
     struct sg_fx f;
-    if (!sg_fx_open(&f, 64 * MIB, 64 * MIB, 1))
+    T_CHECK(sg_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
+    if (!f.a)
         return;
     T_CHECK(vidmm_last_error() != NULL);
     T_ST(vidmm_allocation_destroy(NULL, 1), VIDMM_E_INVALID_ARG);
@@ -55,12 +56,12 @@ static void names_entry_and_rule(void)
     struct vidmm_make_resident_args mr = { .paging_queue = q.queue, .allocations = &h, .count = 1 };
     T_ST(vidmm_make_resident(f.a, p.dev, &mr), VIDMM_E_INVALID_HANDLE);
     T_CHECK(has("not a paging queue of device"));
-    /* The driver's description refused at creation: the rule. */
+    /* A creation flag that does not exist: the argument and the rule. */
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_TEXTURE, 0x80u, MIB, 0);
+    sg_desc(&d, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0);
     vidmm_handle bad = 0;
-    T_CHECK(vidmm_allocation_create(f.a, &d, sizeof d, &bad) < 0);
-    T_CHECK(has("vidmm_allocation_create"));
+    T_ST(vidmm_allocation_create2(f.a, &d, sizeof d, 0x8u, &bad), VIDMM_E_INVALID_ARG);
+    T_CHECK(has("vidmm_allocation_create2: VIDMM_E_INVALID_ARG: create flags 0x8"));
     /* Waits outside the entry mechanism keep it too. */
     T_ST(vidmm_paging_queue_wait(f.a, 0xdead, 1, 0), VIDMM_E_INVALID_HANDLE);
     T_CHECK(has("vidmm_paging_queue_wait: VIDMM_E_INVALID_HANDLE"));
@@ -99,7 +100,8 @@ static void *other_thread(void *arg)
 static void per_thread(void)
 {
     struct sg_fx f;
-    if (!sg_fx_open(&f, 64 * MIB, 64 * MIB, 1))
+    T_CHECK(sg_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
+    if (!f.a)
         return;
     T_ST(vidmm_allocation_destroy(f.a, 0x1234), VIDMM_E_INVALID_HANDLE);
     struct other o = { f.a, "" };
