@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { HEAP_LOCAL = RMV_HEAP_LOCAL, HEAP_INVISIBLE = RMV_HEAP_INVISIBLE, HEAP_SYSTEM = RMV_HEAP_SYSTEM,
        HEAP_NONE = RMV_HEAP_NONE };
@@ -64,6 +65,11 @@ static uint8_t *read_all(const char *path, size_t *n)
 
 int rmv_is_rmv_file(const char *path)
 {
+    /* Only a regular file is sniffed: reading a pipe's first bytes would
+     * take them from the trace reader. */
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0;

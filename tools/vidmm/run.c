@@ -290,7 +290,7 @@ static int finish_record(struct tr *t, FILE *rec, const char *path)
 {
     if (!rec)
         return 0;
-    int bad = t->rec_error;
+    int bad = tr_end_record(t);   /* the end record, then the verdict */
     if (fclose(rec))
         bad = 1;
     if (bad)

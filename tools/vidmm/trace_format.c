@@ -209,3 +209,13 @@ const char *tr_json_char(char c, char out[8])
         out[0] = c, out[1] = '\0';   /* the common case, without a printf */
     return out;
 }
+
+uint64_t tr_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
