@@ -59,6 +59,10 @@ struct replay {
  * (`vidmm replay`) refuses a file without a version line and notes on
  * stderr that a version-1 trace cannot be proven whole. */
 int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict);
+/* The same on an open stream f (a pipe, a memory buffer: read once, so
+ * a version-2 input is proven as it is executed); f is the reader's
+ * now, closed by replay_close or on a fault. */
+int replay_open_stream(struct replay *r, FILE *f, const char *name, struct tr_header *h, int strict);
 /* Execute every remaining line against t.  Returns 0 when every line ran
  * (mismatches are counted in r->mismatches, not failures), 1 on a
  * malformed line (reported with its line number) or a read error. */

@@ -49,6 +49,7 @@ struct run_options {
     int rules;                   /* the rules checker after every call (--rules, the default) */
     int decode_only;             /* replay FILE.rmv --decode-only: read and check the file, print what it holds */
     int lenient;                 /* replay FILE.rmv --lenient: count the stream's anomalies instead of refusing */
+    uint32_t local_scale;        /* replay FILE.rmv --local-scale N: local heaps divided by N (0: as recorded) */
 };
 
 static int usage_error(const char *cmd, const char *msg, const char *arg)
@@ -121,6 +122,12 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->decode_only = 1;
         } else if (replay && !strcmp(a, "--lenient")) {
             o->lenient = 1;
+        } else if (replay && !strcmp(a, "--local-scale")) {
+            NEED_VALUE();
+            uint64_t n;
+            if (tr_parse_u64(v, &n) || n == 0 || n > 64)
+                return usage_error(cmd, "bad --local-scale (1..64)", v);
+            o->local_scale = (uint32_t)n;
         } else if (replay && !strcmp(a, "--progress")) {
             o->progress = 1;
         } else if (replay && !strcmp(a, "--no-progress")) {
@@ -137,7 +144,7 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
                 return usage_error(cmd, "bad --segment (want ID=SIZE):", v);
             o->segment_size[id] = size;
             o->segment_given = 1;
-        } else if (!replay && !strcmp(a, "--policy")) {
+        } else if (!strcmp(a, "--policy")) {   /* replay: RMV files only (checked there) */
             NEED_VALUE();
             o->policy = v;
         } else if (!replay && !strcmp(a, "--seed")) {
@@ -396,10 +403,12 @@ static int replay_rmv(const struct run_options *o)
     struct rmv_import *imp = calloc(1, sizeof(*imp));
     struct tr_header h;
     void *state = NULL;
-    if (!imp || rmv_load(o->what, o->lenient, imp, &h, &state)) {
+    if (!imp || rmv_load(o->what, o->lenient, o->local_scale, imp, &h, &state)) {
         free(imp);
         return 1;
     }
+    if (o->policy)
+        snprintf(h.policy, sizeof h.policy, "%s", o->policy);
     if (o->decode_only) {
         /* Only the decoder's verdict and summary: no adapter, no replay. */
         rmv_free_state(state);
@@ -463,6 +472,9 @@ int cli_replay(int argc, char **argv)
         return replay_rmv(&o);
     if (o.decode_only)
         return usage_error("replay", "--decode-only is for RMV files, not", o.what);
+    if (o.policy || o.local_scale)
+        return usage_error("replay", "--policy and --local-scale are for RMV files (a trace names its adapter), not",
+                           o.what);
     struct tr_header h;
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))

@@ -241,37 +241,53 @@ static int prove_whole(const char *path)
 
 int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict)
 {
-    memset(r, 0, sizeof(*r));
-    r->path = path;
-    r->strict = strict;
-    r->hash = TR_FNV_OFFSET;
-    r->f = fopen(path, "r");
-    if (!r->f) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        memset(r, 0, sizeof(*r));
         fprintf(stderr, "vidmm: cannot open '%s': %s\n", path, strerror(errno));
         return 1;
     }
     struct stat sb;
     int regular = 0;
-    if (fstat(fileno(r->f), &sb) == 0) {
+    if (fstat(fileno(f), &sb) == 0) {
         /* fopen accepts a directory; its first read fails.  Say so before
          * the caller starts an adapter for it. */
         if (S_ISDIR(sb.st_mode)) {
+            memset(r, 0, sizeof(*r));
             fprintf(stderr, "vidmm: '%s' is a directory, not a trace\n", path);
-            replay_close(r);
+            fclose(f);
             return 1;
         }
         regular = S_ISREG(sb.st_mode);
-        r->file_size = (uint64_t)sb.st_size;
     }
+    if (replay_open_stream(r, f, path, h, strict))
+        return 1;
+    r->file_size = regular ? (uint64_t)sb.st_size : 0;
+    /* A regular file can be read twice: prove it whole before anything
+     * runs. */
+    if (r->version >= 2 && regular && prove_whole(path)) {
+        replay_close(r);
+        return 1;
+    }
+    return 0;
+}
+
+int replay_open_stream(struct replay *r, FILE *f, const char *name, struct tr_header *h, int strict)
+{
+    memset(r, 0, sizeof(*r));
+    r->path = name;
+    r->strict = strict;
+    r->hash = TR_FNV_OFFSET;
+    r->f = f;
     /* On a fault nothing stays open: the caller has nothing to close. */
-    if (read_header(r, h) || (r->version >= 2 && regular && prove_whole(path))) {
+    if (read_header(r, h)) {
         replay_close(r);
         return 1;
     }
     if (strict && r->version == 1)
         fprintf(stderr, "%s: note: trace format version 1 has no end record, so this trace cannot be proven "
                         "whole (one cut at a line boundary replays as a shorter trace); record it again for "
-                        "version %d\n", path, TR_FORMAT_VERSION);
+                        "version %d\n", name, TR_FORMAT_VERSION);
     return 0;
 }
 
