@@ -293,24 +293,36 @@ static void create(struct rctx *c, uint32_t i, uint64_t va, uint64_t size, const
         memset(&desc, 0, sizeof desc);
         desc.kind = SOFTGPU_ALLOC_EXPLICIT;
         desc.info.size = size;
-        desc.info.supported_write_segment_set = VIDMM_SEGMENT_BIT(c->seg_local) | VIDMM_SEGMENT_BIT(c->seg_invisible) |
-                                                VIDMM_SEGMENT_BIT(c->seg_system);
-        uint32_t slot = 0, seen = 0, p = 0;
-        for (int k = 0; k < 4 && pref[k] != HEAP_NONE && slot < VIDMM_PREF_SLOTS; k++) {
+        /* The heaps are PAL's "acceptable heaps, in order of
+         * preference": the preferences in that order, and the segments
+         * vidmm may use (none listed: any). */
+        uint32_t slot = 0, seen = 0, p = 0, set = 0;
+        for (int k = 0; k < 4 && pref[k] != HEAP_NONE; k++) {
             uint32_t id = pref[k] == HEAP_LOCAL ? c->seg_local : pref[k] == HEAP_INVISIBLE ? c->seg_invisible
                                                                                              : c->seg_system;
-            if (seen & (1u << id))
+            set |= VIDMM_SEGMENT_BIT(id);
+            if ((seen & (1u << id)) || slot >= VIDMM_PREF_SLOTS)
                 continue;
             seen |= 1u << id;
             p |= VIDMM_PREF(slot, id, 0);
             slot++;
         }
+        if (!set)
+            set = VIDMM_SEGMENT_BIT(c->seg_local) | VIDMM_SEGMENT_BIT(c->seg_invisible) | VIDMM_SEGMENT_BIT(c->seg_system);
+        desc.info.supported_write_segment_set = set;
         desc.info.preferred_segment = p;
         desc.info.flags = pref[0] == HEAP_LOCAL || pref[0] == HEAP_SYSTEM ? VIDMM_ALLOC_CPU_VISIBLE : 0;
         c->imp->pref_first[pref[0] < 4 ? pref[0] : 3]++;
         char name[32];
         snprintf(name, sizeof name, "va-%" PRIx64, va);
+        /* Created resident; when there is no room, created evicted and
+         * made resident by the use below, which pages out what it must
+         * (CreateResident itself fails rather than evict). */
         vidmm_status st = tr_create(c->t, &desc, 1, VIDMM_CREATE_RESIDENT, name, &x.a);
+        if (st == VIDMM_E_NO_SEGMENT_SPACE || st == VIDMM_E_COMMIT_LIMIT) {
+            c->imp->created_evicted++;
+            st = tr_create(c->t, &desc, 1, 0, name, &x.a);
+        }
         c->imp->allocations++;
         if (st < 0) {
             x.a = 0;
@@ -319,11 +331,18 @@ static void create(struct rctx *c, uint32_t i, uint64_t va, uint64_t size, const
         } else {
             pr->alloc_bytes += size;
             c->imp->alloc_bytes += size;
-            give_hint(c, x.a, c->first_use[x.serial]);
         }
     }
-    if (live_insert(&c->live[i], x))
+    if (live_insert(&c->live[i], x)) {
         c->bad = 1;
+        return;
+    }
+    /* The driver places it at creation: a make-resident, whose
+     * reference is released at once (evict only if necessary), so it
+     * stays resident until pressure pages it out. */
+    use(c, pr, &x);
+    if (!c->dry && x.a)
+        tr_evict(c->t, pr->d, &x.a, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL);
 }
 
 static void destroy_at(struct rctx *c, uint32_t i, size_t k)
@@ -675,9 +694,10 @@ static void report_processes(const struct rmv_import *imp, enum report_format fm
                 imp->local_scale, imp->seg_size[0], imp->seg_size[1], imp->seg_size[2], imp->policy);
         fprintf(f, "  \"paging\": {\"evictions\": %" PRIu64 ", \"bytes_evicted\": %" PRIu64 ", \"restores\": %" PRIu64
                    ", \"bytes_restored\": %" PRIu64 ", \"bytes_moved\": %" PRIu64 ", \"over_budget\": %" PRIu64
-                   ", \"next_use_hints\": %" PRIu64 "},\n",
+                   ", \"next_use_hints\": %" PRIu64 ", \"created_evicted\": %" PRIu64 "},\n",
                 imp->evictions, imp->bytes_evicted, imp->restores, imp->bytes_restored,
-                imp->bytes_evicted + imp->bytes_restored, imp->make_resident_over_budget, imp->hints);
+                imp->bytes_evicted + imp->bytes_restored, imp->make_resident_over_budget, imp->hints,
+                imp->created_evicted);
         fprintf(f, "  \"inferred\": {\"maps\": %" PRIu64 ", \"preference\": \"%s\", \"ambiguous_maps\": %" PRIu64 "},\n",
                 imp->inferred_maps, pref, imp->ambiguous_maps);
         fprintf(f, "  \"heaps\": {");
@@ -784,10 +804,11 @@ static void report_processes(const struct rmv_import *imp, enum report_format fm
         fputc('\n', f);
     }
     fprintf(f, "paging: %" PRIu64 " evictions (%.1f MiB), %" PRIu64 " restores (%.1f MiB), %.1f MiB moved; %" PRIu64
-               " make-resident over budget%s\n",
+               " make-resident over budget; %" PRIu64 " allocations created evicted (no room to create them "
+               "resident)%s\n",
             imp->evictions, (double)imp->bytes_evicted / 1048576.0, imp->restores,
             (double)imp->bytes_restored / 1048576.0, (double)(imp->bytes_evicted + imp->bytes_restored) / 1048576.0,
-            imp->make_resident_over_budget, imp->hints ? " (next-use hints given: Belady's policy)" : "");
+            imp->make_resident_over_budget, imp->created_evicted, imp->hints ? " (next-use hints given: Belady's policy)" : "");
 }
 
 void rmv_report(const struct rmv_import *imp, enum report_format fmt, FILE *f)

@@ -294,7 +294,7 @@ int tr_rules_objects(struct tr *t, struct rc_objects *o)
     uint32_t need = 0;
     for (int i = 0; i < 5; i++)
         need += t->nobj[kinds[i]];
-    if (need > t->rules_handles_cap) {
+    if (need > t->rules_handles_cap || !t->rules_handles) {   /* never NULL + 0 */
         uint32_t cap = need + 256;
         vidmm_handle *h = realloc(t->rules_handles, (size_t)cap * sizeof(*h));
         if (!h)
