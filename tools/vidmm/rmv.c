@@ -593,7 +593,9 @@ int rmv_replay(struct tr *t, struct rmv_import *imp, void *state)
             uint32_t s = c.use_serial[k];
             c.next_use[k] = c.first_use[s];
             c.first_use[s] = k;
+            imp->reuses += c.next_use[k] != SIZE_MAX;
         }
+        imp->uses = c.nuse;
     }
     /* The real pass. */
     c.dry = 0;
@@ -694,10 +696,11 @@ static void report_processes(const struct rmv_import *imp, enum report_format fm
                 imp->local_scale, imp->seg_size[0], imp->seg_size[1], imp->seg_size[2], imp->policy);
         fprintf(f, "  \"paging\": {\"evictions\": %" PRIu64 ", \"bytes_evicted\": %" PRIu64 ", \"restores\": %" PRIu64
                    ", \"bytes_restored\": %" PRIu64 ", \"bytes_moved\": %" PRIu64 ", \"over_budget\": %" PRIu64
-                   ", \"next_use_hints\": %" PRIu64 ", \"created_evicted\": %" PRIu64 "},\n",
+                   ", \"next_use_hints\": %" PRIu64 ", \"created_evicted\": %" PRIu64 ", \"uses\": %" PRIu64
+                   ", \"reuses\": %" PRIu64 "},\n",
                 imp->evictions, imp->bytes_evicted, imp->restores, imp->bytes_restored,
                 imp->bytes_evicted + imp->bytes_restored, imp->make_resident_over_budget, imp->hints,
-                imp->created_evicted);
+                imp->created_evicted, imp->uses, imp->reuses);
         fprintf(f, "  \"inferred\": {\"maps\": %" PRIu64 ", \"preference\": \"%s\", \"ambiguous_maps\": %" PRIu64 "},\n",
                 imp->inferred_maps, pref, imp->ambiguous_maps);
         fprintf(f, "  \"heaps\": {");
@@ -803,6 +806,9 @@ static void report_processes(const struct rmv_import *imp, enum report_format fm
                 fprintf(f, " %s %" PRIu64 " (%.1f MiB)", why_name[w], pr->why[w], (double)pr->why_bytes[w] / 1048576.0);
         fputc('\n', f);
     }
+    fprintf(f, "uses (make-resident at creation, at a reference, at a mapping again): %" PRIu64 ", %" PRIu64
+               " of them followed by another use of the same allocation\n",
+            imp->uses, imp->reuses);
     fprintf(f, "paging: %" PRIu64 " evictions (%.1f MiB), %" PRIu64 " restores (%.1f MiB), %.1f MiB moved; %" PRIu64
                " make-resident over budget; %" PRIu64 " allocations created evicted (no room to create them "
                "resident)%s\n",

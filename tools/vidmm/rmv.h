@@ -133,6 +133,7 @@ struct rmv_import {
     /* Paging during the replay (vidmm_residency_get_stats). */
     uint64_t evictions, bytes_evicted, restores, bytes_restored, make_resident_over_budget;
     uint64_t hints;              /* next-use hints given (policy belady) */
+    uint64_t uses, reuses;       /* make-residents the replay makes; those of an allocation used again later */
     uint64_t created_evicted;    /* no room to create resident: created evicted, then made resident */
 };
 
