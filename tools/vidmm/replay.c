@@ -354,6 +354,19 @@ static int do_gpu_access(struct call *c)
     return 0;
 }
 
+/* lock and unlock. */
+static int do_lock(struct call *c)
+{
+    uint32_t x;
+    if (rd_ref(c->r, TR_ALLOC, c->pos[0], &x))
+        return 1;
+    if (c->v == TV_LOCK)
+        tr_lock(c->t, x);
+    else
+        tr_unlock(c->t, x);
+    return 0;
+}
+
 static int do_check_adapter(struct call *c)
 {
     tr_check_adapter(c->t);
@@ -520,6 +533,8 @@ static const struct verb_entry {
     [TV_CONTEXT_WAIT]    = { 1, "context-wait C<n> fence=N", do_context_wait },
     [TV_CONTEXT_FENCE]   = { 1, "context-fence C<n>", do_context_fence },
     [TV_RESULT]          = { 1, "result A<n> offset=N expect=V", do_result },
+    [TV_LOCK]            = { 1, "lock|unlock A<n>", do_lock },
+    [TV_UNLOCK]          = { 1, "lock|unlock A<n>", do_lock },
 };
 
 /* Whether got is tokens tok[from..n-1] joined by single blanks. */

@@ -86,6 +86,7 @@ enum tr_verb {
     TV_WRITE, TV_CHECK, TV_GPU_READ, TV_GPU_WRITE, TV_CHECK_ADAPTER,
     TV_CONTEXT, TV_CONTEXT_DESTROY, TV_CMDBUF, TV_SUBMIT_VIRTUAL, TV_SUBMIT_PHYSICAL,
     TV_CONTEXT_WAIT, TV_CONTEXT_FENCE, TV_RESULT,
+    TV_LOCK, TV_UNLOCK,
     TV_COUNT
 };
 extern const char *const tr_verb_names[TV_COUNT];
@@ -306,6 +307,11 @@ vidmm_status tr_reservation(struct tr *t, uint32_t p, enum vidmm_segment_group g
  * seed 0 is all zeros.  TR_MISMATCH when bytes differ. */
 vidmm_status tr_write(struct tr *t, uint32_t a, uint64_t seed);
 vidmm_status tr_check(struct tr *t, uint32_t a, uint64_t seed);
+/* CPU lock and unlock on their own (vidmm_allocation_lock / unlock): a
+ * locked allocation is not moved or destroyed (E_BUSY); locks nest.
+ * The pointer is the host's and is not recorded. */
+vidmm_status tr_lock(struct tr *t, uint32_t a);
+vidmm_status tr_unlock(struct tr *t, uint32_t a);
 vidmm_status tr_gpu_read(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
 vidmm_status tr_gpu_write(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
 /* vidmm_adapter_check and softgpu_check: TR_MISMATCH on a violation. */

@@ -24,6 +24,7 @@ const char *const tr_verb_names[TV_COUNT] = {
     "write", "check", "gpu-read", "gpu-write", "check-adapter",
     "context", "context-destroy", "cmdbuf", "submit-virtual", "submit-physical",
     "context-wait", "context-fence", "result",
+    "lock", "unlock",
 };
 
 const char tr_kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };

@@ -1058,6 +1058,28 @@ vidmm_status tr_write(struct tr *t, uint32_t a, uint64_t seed)
     return st;
 }
 
+static vidmm_status lock_line(struct tr *t, enum tr_verb v, uint32_t a)
+{
+    line_begin(t, v, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    struct tr_obj *o = tr_get(t, TR_ALLOC, a);
+    vidmm_handle h = o ? o->h : VIDMM_HANDLE_NULL;
+    void *p = NULL;
+    vidmm_status st = v == TV_LOCK ? vidmm_allocation_lock(t->adapter, h, &p) : vidmm_allocation_unlock(t->adapter, h);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_lock(struct tr *t, uint32_t a)
+{
+    return lock_line(t, TV_LOCK, a);
+}
+
+vidmm_status tr_unlock(struct tr *t, uint32_t a)
+{
+    return lock_line(t, TV_UNLOCK, a);
+}
+
 static void count_check(struct tr *t, vidmm_status st, uint64_t bytes)
 {
     t->checks++;
