@@ -457,6 +457,10 @@ refused "a later format version" "$dir/v3.trace" "unsupported trace format versi
 rc_is 1 "a cut trace through a pipe" sh -c 'cat "$1" | "$0" replay /dev/stdin' "$tool" "$dir/cut.trace"
 has "a cut trace through a pipe named" "$dir/rc.out" "trace cut short"
 rc_is 0 "a whole trace through a pipe" sh -c 'cat "$1" | "$0" replay /dev/stdin' "$tool" "$g"
+# A recorded trace shrinks as a scenario (its version line and end record
+# set aside): the game runs clean, so there is nothing to shrink.
+rc_is 1 "shrink of a recorded trace" "$tool" shrink "$g"
+has "shrink reads a recorded trace as a scenario" "$dir/rc.out" "does not fail (ok)"
 # Version 1 (no end record) is still read, with a note that it cannot be
 # proven whole.
 sed '1s/.*/vidmm-trace 1/;$d' "$g" >"$dir/v1.trace"
