@@ -877,17 +877,23 @@ void rmv_report(const struct rmv_import *imp, enum report_format fmt, FILE *f)
         }
         fprintf(f, "}},\n");
         report_processes(imp, fmt, f);
-        fprintf(f, "  \"replayed_processes\": %u},\n", imp->procs);
+        uint32_t live = 0;
+        for (uint32_t i = 0; i < imp->procs; i++)
+            live += imp->proc[i].allocations > 0;
+        fprintf(f, "  \"replayed_processes\": %u},\n", live);
         return;
     }
     fprintf(f, "== RMV import ==\n");
     rmv_decode_report(imp, f);
+    uint32_t live_procs = 0;
+    for (uint32_t i = 0; i < imp->procs; i++)
+        live_procs += imp->proc[i].allocations > 0;
     fprintf(f, "replayed (%u processes: every stream that allocates, and the unattributed mappings; the application "
                "is pid %" PRIu64 "): %" PRIu64 " allocations (%" PRIu64 " failed, %" PRIu64
                " MiB), first preference local %" PRIu64 " / invisible %" PRIu64 " / system %" PRIu64 "; %" PRIu64
                " frees; references: %" PRIu64 " add -> make-resident (%" PRIu64 " failed), %" PRIu64
                " remove -> evict (%" PRIu64 " failed), %" PRIu64 " outside any allocation\n",
-            imp->procs, imp->app_pid, imp->allocations, imp->alloc_failed, imp->alloc_bytes >> 20, imp->pref_first[0],
+            live_procs, imp->app_pid, imp->allocations, imp->alloc_failed, imp->alloc_bytes >> 20, imp->pref_first[0],
             imp->pref_first[1], imp->pref_first[2], imp->frees, imp->references_add, imp->make_resident_failed,
             imp->references_remove, imp->evict_failed, imp->reference_unmatched);
     fprintf(f, "placement agreement: %" PRIu64 " of %" PRIu64 " page-table mappings (%.1f%%), %" PRIu64 " of %" PRIu64
