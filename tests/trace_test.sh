@@ -264,8 +264,8 @@ has "the read-back reports MISMATCH" "$dir/rc.out" "replay gave 'MISMATCH'"
 # allocations; MIT licence, tests/data/rmv/LICENSE.txt), or another
 # capture named by VIDMM_RMV_SAMPLE.
 rmv=${VIDMM_RMV_SAMPLE:-tests/data/rmv/sample_trace.rmv}
-# The full replay of the sample creates 10 GiB of allocations (about
-# 7 GB of host memory while softgpu zero-fills them, 10-20 s): it is a
+# The full replay of the sample creates 10 GiB of allocations (6.8-8.3
+# GB of host memory while softgpu zero-fills them, 7-25 s): it is a
 # documented command (docs/TRACE_FORMAT.md, with its figures), not part
 # of make test.  Here the sample is decoded; the replay itself runs on
 # multi.rmv below.
