@@ -18,6 +18,18 @@ struct bench_options {
 };
 extern struct bench_options bench_opts;
 
+/* Workloads of the allocator benchmarks (struct bench_allocator.workloads). */
+#define BENCH_W_A 0x1u
+#define BENCH_W_B2 0x2u
+#define BENCH_W_C 0x4u
+#define BENCH_W_D 0x8u
+#define BENCH_W_ALL 0xFu
+/* A property, not a workload: an allocation may come back as several
+ * extents (page sets, a buddy allocator's block list).  Such an adapter is
+ * compared with vidmm's page pool only, and never reported on B2, whose
+ * passes count contiguous blocks. */
+#define BENCH_W_NONCONTIG 0x100u
+
 /* Allocator adapter: every allocator under test is driven through this,
  * with identical pre-generated op traces. */
 struct bench_allocator {
@@ -32,7 +44,17 @@ struct bench_allocator {
      * live allocation, so --check can verify page sets too. */
     void (*extents)(void *, uint64_t cookie, void (*fn)(void *ctx, uint64_t off, uint64_t size),
                     void *ctx);
+    /* BENCH_W_* the adapter fits.  Last and optional, so adapters written
+     * before it (positional initializers of six members) still compile and
+     * get 0: the defaults of bench_fits(). */
+    unsigned workloads;
 };
+
+/* Workload masks of a (BENCH_W_*).  workloads == 0 means "not declared":
+ * every workload, contiguous, except for the few peers known by name
+ * whose fixed glue cannot declare it (bench_util.c: gpu_buddy is
+ * non-contiguous, VMA's LINEAR algorithm fits the FIFO ring D only). */
+unsigned bench_fits(const struct bench_allocator *a);
 
 /* ---- helpers (bench_util.c) ---- */
 
@@ -51,6 +73,10 @@ double bench_median(double *v, int n);
 /* Is workload name selected: no --only, or name is one of its
  * comma-separated entries (exactly). */
 int bench_only(const char *name);
+/* Count a failure (a --check violation, an allocation that must not have
+ * failed): main() then exits with status 1, so `make bench` fails. */
+void bench_fail(void);
+int bench_failures(void);
 
 void bench_alloc(void);
 

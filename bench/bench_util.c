@@ -75,3 +75,35 @@ int bench_only(const char *name)
     }
     return 0;
 }
+
+unsigned bench_fits(const struct bench_allocator *a)
+{
+    /* The peer kit's glue is positional and predates the member; these
+     * are the adapter names it uses for the two peers that do not fit
+     * every workload. */
+    static const struct {
+        const char *name;
+        unsigned w;
+    } known[] = {
+        { "gpu_buddy", BENCH_W_A | BENCH_W_C | BENCH_W_D | BENCH_W_NONCONTIG },
+        { "vma_linear", BENCH_W_D },
+    };
+    if (a->workloads)
+        return a->workloads;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(a->name, known[i].name))
+            return known[i].w;
+    return BENCH_W_ALL;
+}
+
+static int failures;
+
+void bench_fail(void)
+{
+    failures++;
+}
+
+int bench_failures(void)
+{
+    return failures;
+}

@@ -44,5 +44,10 @@ int main(int argc, char **argv)
     bench_policy(); /* honours --only policy itself */
     bench_submit(); /* --only S */
     bench_tdr(); /* --only TDR */
+    if (bench_failures()) {
+        fflush(stdout);
+        fprintf(stderr, "bench: %d failure(s): a --check violation or a failed run (see above)\n", bench_failures());
+        return 1;
+    }
     return 0;
 }

@@ -66,6 +66,8 @@ struct pb_ctx {
     struct softgpu *sg;
     const struct vidmm_driver_ops *ops;
     uint64_t seg2_base;
+    uint64_t half;         /* 1 GiB transfers go from segment 2 offset 0 to offset half; smaller ones
+                            * to 256 MiB, the layout of the figures before 1 GiB was measured */
     uint8_t *src, *dst;
     uint64_t size;
     uint64_t fence;
@@ -115,7 +117,7 @@ static void pb_sg_transfer(struct pb_ctx *c)
     a.u.transfer.source.segment_id = 2;
     a.u.transfer.source.segment_address = c->seg2_base;
     a.u.transfer.destination.segment_id = 2;
-    a.u.transfer.destination.segment_address = c->seg2_base + PB_MIB(256);
+    a.u.transfer.destination.segment_address = c->seg2_base + (c->size <= PB_MIB(256) ? PB_MIB(256) : c->half);
     a.u.transfer.flags = VIDMM_TRANSFER_START | VIDMM_TRANSFER_END;
     pb_run_paging(c, &a);
 }
@@ -128,7 +130,7 @@ static void pb_sg_fill(struct pb_ctx *c)
     a.u.fill.fill_size = c->size;
     a.u.fill.fill_pattern = 0x5A5A5A5Au;
     a.u.fill.destination_segment_id = 2;
-    a.u.fill.destination_segment_address = c->seg2_base + PB_MIB(256);
+    a.u.fill.destination_segment_address = c->seg2_base + (c->size <= PB_MIB(256) ? PB_MIB(256) : c->half);
     pb_run_paging(c, &a);
 }
 
@@ -205,6 +207,8 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
     long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t avail = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
     uint64_t seg = avail >= PB_MIB(6144) && !bench_opts.quick ? PB_MIB(1024) : maxsz + PB_MIB(64);
+    if (seg < maxsz + PB_MIB(64))
+        seg = maxsz + PB_MIB(64);
     if (pv_open(&v, SOFTGPU_PAGING_PRESET, seg) || pv_open(&p, SOFTGPU_PAGING_PHYSICAL, seg)) {
         printf("paging: vidmm adapters for the move benchmark failed to open\n");
         return;
@@ -261,8 +265,10 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
         vidmm_allocation_destroy(v.a, v.h);
         vidmm_allocation_destroy(p.a, p.h);
     }
-    if (v.failed || p.failed)
+    if (v.failed || p.failed) {
         printf("paging: a vidmm move failed\n");
+        bench_fail();
+    }
     pv_close(&v);
     pv_close(&p);
 }
@@ -270,11 +276,13 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
 void bench_paging(void)
 {
     static void (*const fns[PB_N])(struct pb_ctx *) = { pb_memcpy, pb_sg_transfer, pb_ntfill, pb_sg_fill };
-    uint64_t sizes[] = { 64 << 10, PB_MIB(2), PB_MIB(16), PB_MIB(64), PB_MIB(256) };
+    uint64_t sizes[] = { 64 << 10, PB_MIB(2), PB_MIB(16), PB_MIB(64), PB_MIB(256), PB_MIB(1024) };
     size_t nsizes = sizeof sizes / sizeof sizes[0];
     long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     uint64_t avail = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-    uint64_t maxsz = avail >= PB_MIB(2048) ? PB_MIB(256) : PB_MIB(64);
+    /* 1 GiB moves need about 11 GiB at once (a 2 GiB segment and two
+     * 1 GiB host buffers here, then two devices of 2 x 1088 MiB). */
+    uint64_t maxsz = avail >= PB_MIB(12288) ? PB_MIB(1024) : avail >= PB_MIB(2048) ? PB_MIB(256) : PB_MIB(64);
     if (bench_opts.quick)
         maxsz = PB_MIB(16);
     while (nsizes && sizes[nsizes - 1] > maxsz)
@@ -286,7 +294,8 @@ void bench_paging(void)
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = "dgpu";
     cfg.segment_size[1] = PB_MIB(16);
-    cfg.segment_size[2] = PB_MIB(512);   /* source at 0, destination at 256 MiB */
+    cfg.segment_size[2] = 2 * (maxsz > PB_MIB(256) ? maxsz : PB_MIB(256)); /* source at 0, destination half-way */
+    c.half = cfg.segment_size[2] / 2;
     cfg.segment_size[3] = PB_MIB(64);
     cfg.prefault = 1;
     /* The paging buffer is reused right after each submit, and the
@@ -358,9 +367,11 @@ void bench_paging(void)
     }
     /* The transfers must have moved the bytes. */
     uint8_t probe = 0;
-    softgpu_read_physical(c.sg, 2, PB_MIB(256), &probe, 1);
-    if (c.failed)
+    softgpu_read_physical(c.sg, 2, c.half, &probe, 1);
+    if (c.failed) {
         printf("paging: a build/submit call failed\n");
+        bench_fail();
+    }
     softgpu_destroy(c.sg);
     c.sg = NULL;
     bench_paging_moves(&c, sizes, nsizes, maxsz);

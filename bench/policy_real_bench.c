@@ -281,7 +281,7 @@ static struct rp_result rp_run(const struct rp_trace *t, const struct vidmm_evic
         vidmm_status st = vidmm_make_resident(a, dev[p], &m);
         if (st == VIDMM_PENDING)
             st = vidmm_paging_queue_wait(a, q[p], m.paging_fence_value, UINT64_MAX);
-        if (st < 0 || vidmm_evict(a, dev[p], list, m.count, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL) < 0)
+        if (st < 0 || vidmm_evict(a, dev[p], &(struct vidmm_evict_args){ .allocations = list, .count = m.count, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }) < 0)
             goto out;
         for (uint32_t k = 0; k < m.count; k++) {
             struct vidmm_allocation_state as;

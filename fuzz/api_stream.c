@@ -87,9 +87,13 @@ static void rules_violated(struct fz *f, const char *what, int e)
 
 static const char *const presets[] = { "dgpu", "igpu", "wddm1" };
 
-static void st_ok(struct fz *f, vidmm_status st, const char *what)
+/* why: the thread's last error right after the call that returned st. */
+static void st_ok_why(struct fz *f, vidmm_status st, const char *what, const char *why)
 {
     FZ_STEP(st, what, 36);
+    /* Every failing call leaves a reason naming its entry (vidmm/status.h). */
+    FUZZ_REQUIRE(st >= 0 || (why && strncmp(why, "vidmm_", 6) == 0), "%s (%s): no last-error text ('%s')", what,
+                 vidmm_status_str(st), why ? why : "(null)");
     int e = vidmm_adapter_check(f->a, f->report, sizeof f->report);
     FUZZ_REQUIRE(e == 0, "%s (%s): adapter check: %d violations\n%s", what, vidmm_status_str(st), e, f->report);
     int s = softgpu_check(f->sg);
@@ -99,6 +103,11 @@ static void st_ok(struct fz *f, vidmm_status st, const char *what)
     e = rc_check_rules(f->a, f->sg, &o, f->report, sizeof f->report);
     if (e)
         rules_violated(f, what, e);
+}
+
+static void st_ok(struct fz *f, vidmm_status st, const char *what)
+{
+    st_ok_why(f, st, what, vidmm_last_error());
 }
 
 static void add(struct fz *f, int type, vidmm_handle h)
@@ -216,7 +225,7 @@ static void trim_cb(void *context, vidmm_handle device, uint32_t flags, uint64_t
         if (!f->n[H_ALLOC])
             return;
         h = f->h[H_ALLOC][f->trim_calls % f->n[H_ALLOC]];
-        st = vidmm_evict(f->a, device, &h, 1, 0, NULL);
+        st = vidmm_evict(f->a, device, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 });
         break;
     case 1:
         for (uint32_t i = 0; i < f->n[H_DEV]; i++) {
@@ -405,13 +414,15 @@ static void op_make_resident(struct fz *f)
     if (f->fp[0].cap)
         rc_fp_take(&f->fp[0], f->a, &o);
     vidmm_status st = vidmm_make_resident(f->a, pick(f, H_DEV), &mr);
+    char why[512];
+    snprintf(why, sizeof why, "%s", vidmm_last_error());   /* the footprint below makes calls of its own */
     if (f->fp[0].cap && st < 0) {
         rc_fp_take(&f->fp[1], f->a, &o);
         int e = rc_check_failed_make_resident(&f->fp[0], &f->fp[1], st, f->report, sizeof f->report);
         if (e)
             rules_violated(f, "make_resident", e);
     }
-    st_ok(f, st, "make_resident");
+    st_ok_why(f, st, "make_resident", why);
     if (st == VIDMM_PENDING) {
         /* Synchronous softgpu: the paging is done already - unless a
          * revision-2 stream hung the paging engine (the wait then finds
@@ -654,10 +665,14 @@ static void do_evict(struct fz *f)
     uint32_t n = fz_u8(&f->in) % 7;
     for (uint32_t i = 0; i < n; i++)
         list[i] = pick(f, H_ALLOC);
-    uint64_t trim = 0;
     h = pick(f, H_DEV);
     uint32_t flags = fz_u8(&f->in) & 7;
-    st_ok(f, vidmm_evict(f->a, h, list, n, flags, fz_u8(&f->in) & 1 ? &trim : NULL), "evict");
+    /* One byte used to choose whether bytes_to_trim was asked for (the
+     * argument struct always carries it now): still read, so the corpora
+     * keep their meaning. */
+    (void)fz_u8(&f->in);
+    struct vidmm_evict_args ev = { .allocations = list, .count = n, .flags = flags };
+    st_ok(f, vidmm_evict(f->a, h, &ev), "evict");
 }
 
 static void do_offer(struct fz *f)

@@ -445,7 +445,7 @@ static void exercise(struct mock *m)
         st_ok(m, vidmm_allocation_move(m->a, h[i], fz_u8(in) % (ai.segment_count + 1)), "move");
     }
     if (nh)
-        st_ok(m, vidmm_evict(m->a, dev, h, nh, 0, NULL), "evict");
+        st_ok(m, vidmm_evict(m->a, dev, &(struct vidmm_evict_args){ .allocations = h, .count = nh }), "evict");
     st_ok(m, vidmm_process_destroy(m->a, proc), "process_destroy");
     for (uint32_t i = 0; i < nh; i++)
         st_ok(m, vidmm_allocation_destroy(m->a, h[i]), "allocation_destroy");

@@ -325,7 +325,7 @@ static int sg_xfill(struct sg_xctx *x, uint64_t dst, uint64_t len, uint32_t patt
             /* Byte i of the fill is byte i mod 4 of the pattern. */
             unsigned r = (unsigned)(done & 3u) * 8u;
             uint32_t p = r ? (pattern >> r) | (pattern << (32u - r)) : pattern;
-            sg_fill32(d, run, p);
+            sg_fill(x->sg, d, run, p);
         }
         done += run;
     }

@@ -83,6 +83,7 @@ vidmm_status sg_memory_create(struct sg_segment *s, uint32_t id, int prefault)
         return VIDMM_E_NO_HOST_MEMORY;
     }
     s->mem = p;
+    s->prefaulted = prefault;
     if (prefault)
         sg_prefault(s->mem, s->size);
     return VIDMM_OK;

@@ -40,6 +40,7 @@ struct sg_segment {
     /* Memory segments. */
     int memfd;                    /* -1 when none */
     uint8_t *mem;                 /* mapping of the whole memfd */
+    int prefaulted;               /* populated at creation: zero fills store, never release */
 
     /* Aperture and AGP segments: the GART. */
     void **gart;                  /* size / 4 KiB entries; NULL = softgpu dummy page */
@@ -168,6 +169,7 @@ struct softgpu {
     uint32_t vis_id, invis_id, ap_id, agp_id;
 
     void *dummy_page;             /* 4 KiB of zeros */
+    uint64_t nt_threshold;        /* copies of at least this many bytes bypass the cache (sg_copy) */
     uint32_t inject_insufficient;
     struct softgpu_stats stats;
     struct softgpu_reset_stats reset_stats;   /* guarded by the engine lock */
@@ -257,6 +259,15 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
  * binding to report to); the caller sends it to adapter without locks. */
 void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t size, struct sg_fault *fault);
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
+/* Fill size bytes at host address dst with pattern (sg_fill32), except
+ * that a large zero fill inside a memory segment that was not prefaulted
+ * releases its whole pages instead of writing them (paging.c). */
+void sg_fill(struct softgpu *sg, uint8_t *dst, uint64_t size, uint32_t pattern);
+/* Copy n bytes between host buffers that do not overlap: memcpy, or
+ * streaming (non-temporal) stores from sg->nt_threshold bytes up. */
+void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n);
+/* The default of sg->nt_threshold for this host (paging.c). */
+uint64_t sg_nt_threshold_default(void);
 
 /* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
 vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels);

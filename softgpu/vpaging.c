@@ -264,13 +264,13 @@ uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, st
             /* a Zero page: the write is dropped */
         } else if (!copy) {
             uint32_t rot = (uint32_t)(8u * (done & 3u));
-            sg_fill32(rd.host, n, rot ? (pattern >> rot) | (pattern << (32u - rot)) : pattern);
+            sg_fill(sg, rd.host, n, rot ? (pattern >> rot) | (pattern << (32u - rot)) : pattern);
         } else if (rs.zero) {
             memset(rd.host, 0, (size_t)n);
         } else if (rs.host < rd.host + n && rd.host < rs.host + n) {
             memmove(rd.host, rs.host, (size_t)n);
         } else {
-            memcpy(rd.host, rs.host, (size_t)n);
+            sg_copy(sg, rd.host, rs.host, n);
         }
         done += n;
     }

@@ -28,9 +28,9 @@ expect_out "big preset is 80 GiB" "80 GiB" "$tool" info --adapter big
 expect_out "info shows the GpuMmu geometry" "level 0 (leaf)" "$tool" info
 expect_out "igpu has no GpuMmu" "GpuMmu: not used" "$tool" info --adapter igpu
 expect_out "segment override" "512 MiB" "$tool" info --segment 2=512M
-expect_rc 1 "bad segment size (not a page multiple)" "$tool" info --segment 2=100K
+expect_rc 2 "bad segment size (not a page multiple)" "$tool" info --segment 2=100K
 expect_rc 2 "bad segment spec" "$tool" info --segment banana
-expect_rc 1 "unknown preset" "$tool" info --adapter nosuch
+expect_rc 2 "unknown preset" "$tool" info --adapter nosuch
 expect_rc 2 "unknown command" "$tool" frobnicate
 expect_rc 2 "no command" "$tool"
 expect_rc 0 "help" "$tool" --help
@@ -43,7 +43,126 @@ fi
 expect_rc 0 "vamap" "$tool" vamap
 expect_out "vamap shows a mapping" "texture+0x0" "$tool" vamap
 expect_rc 0 "vamap on wddm1" "$tool" vamap --adapter wddm1
-expect_rc 1 "vamap needs GpuMmu" "$tool" vamap --adapter igpu
+expect_rc 2 "vamap needs GpuMmu" "$tool" vamap --adapter igpu
+
+# Every verb answers --help and `vidmm help VERB` on stdout with exit 0:
+# its usage line, and the exit status table.  The verbs come from the
+# tool's own list, so a new verb is covered without editing this file.
+verbs=$("$tool" --help | sed -n '/^verbs:/,/^$/p' | awk 'NR > 1 && $1 !~ /^-/ && NF {print $1}')
+[ -n "$verbs" ] && ok || bad "vidmm --help lists verbs"
+for v in $verbs; do
+  out=$("$tool" "$v" --help 2>/dev/null); rc=$?
+  if [ "$rc" -eq 0 ] && printf '%s\n' "$out" | head -1 | grep -q "^usage: vidmm $v" &&
+     printf '%s\n' "$out" | grep -q "^exit status:" && printf '%s\n' "$out" | grep -q "^  2 *usage error"; then
+    ok; else bad "$v --help (rc $rc)"; fi
+  if [ "$("$tool" help "$v" 2>/dev/null)" = "$out" ]; then ok; else bad "help $v differs from $v --help"; fi
+done
+expect_rc 0 "--help after other arguments" "$tool" run desktop --frames 3 --help
+expect_out "run --help lists the policies" "lru, adaptive" "$tool" run --help
+expect_out "run --help lists the scenarios" "scenarios: desktop" "$tool" help run
+expect_out "info --help lists the presets" "dgpu, igpu, wddm1 or big" "$tool" info --help
+expect_rc 2 "help of an unknown verb" "$tool" help nosuch
+
+# Usage errors exit 2 and name the argument, its value and what is allowed.
+usage_err() { # name pattern cmd...
+  name=$1; pat=$2; shift 2
+  "$@" >/tmp/vidmm_tool_out.$$ 2>&1
+  rc=$?
+  if [ "$rc" -eq 2 ] && grep -q -- "$pat" /tmp/vidmm_tool_out.$$; then ok
+  else bad "$name (rc $rc, want 2 and '$pat')"; cat /tmp/vidmm_tool_out.$$; fi
+}
+usage_err "unknown verb names it and the verbs" "no verb 'frobnicate' (info, demo" "$tool" frobnicate
+usage_err "segment beyond the preset" "--segment 9=64M: no driver segment 9 (dgpu: 1-3)" "$tool" info --segment 9=64M
+usage_err "segment beyond wddm1" "--segment 5=64M: no driver segment 5 (wddm1: 1-4)" "$tool" run desktop --adapter wddm1 --segment 5=64M
+usage_err "segment 0" "segment 0 is system memory" "$tool" info --segment 0=64M
+usage_err "segment size not a page multiple" "not a multiple of segment 2's 64 KiB page" "$tool" info --segment 2=100K
+usage_err "segment size not a size" "size 'lots' is not a size" "$tool" info --segment 2=lots
+usage_err "segment syntax" "--segment banana: want ID=SIZE" "$tool" vamap --segment banana
+usage_err "unknown preset lists the presets" "--adapter nosuch: no such softgpu preset (dgpu, igpu, wddm1 or big)" "$tool" info --adapter nosuch
+usage_err "missing value" "--adapter needs a value" "$tool" info --adapter
+usage_err "unknown option" "unknown option '--frobnicate'" "$tool" info --frobnicate
+usage_err "demo preset" "--adapter igpu: the demonstration runs on dgpu or big" "$tool" demo --adapter igpu
+usage_err "vamap preset" "--adapter igpu: no GpuMmu page tables" "$tool" vamap --adapter igpu
+usage_err "unknown policy lists the policies" "--policy nosuch: no such policy (lru, adaptive, belady or reuse)" "$tool" run game --policy nosuch
+usage_err "bad format" "--format xml: no such format (text, json or csv)" "$tool" run game --format xml
+usage_err "bad frames" "--frames 0: want a number of frames, 1-100000" "$tool" run game --frames 0
+usage_err "bad seed" "--seed x1: not a number" "$tool" run game --seed x1
+usage_err "unknown scenario lists them" "'nosuch': neither a built-in scenario (desktop, game" "$tool" run nosuch
+usage_err "two scenarios" "'game': one scenario or file at a time" "$tool" run desktop game
+usage_err "replay adapter option" "--adapter: a replay takes the adapter" "$tool" replay x.trace --adapter big
+usage_err "gen --calls range" "--calls 0: want 1-100000" "$tool" gen --calls 0
+usage_err "gen adapter" "--adapter igpu: generated scenarios use dgpu or wddm1" "$tool" gen --adapter igpu
+usage_err "gen has no --save" "unknown option '--save'" "$tool" gen --save /tmp
+usage_err "fuzz: --seconds and --count" "--seconds and --count: give one" "$tool" fuzz-scenarios --seconds 1 --count 1
+usage_err "shrink needs a file" "which scenario file?" "$tool" shrink
+usage_err "scenarios takes no arguments" "takes no arguments, not 'x'" "$tool" scenarios x
+usage_err "drvcheck group" "--groups query,foo: no group 'foo'" "$tool" drvcheck --groups query,foo
+usage_err "drvcheck driver that cannot load" "--driver /nonexistent.so: cannot load it" "$tool" drvcheck --driver /nonexistent.so
+
+# Belady without next-use hints says so instead of silently matching LRU.
+expect_out "belady warns" "warning: policy belady has no next-use hints" "$tool" run igpu --frames 1 --policy belady
+if "$tool" run igpu --frames 1 2>&1 | grep -q "belady"; then bad "no belady warning under lru"; else ok; fi
+
+# Progress: on stderr when asked (or a terminal), never on stdout, never
+# unasked into a pipe.
+"$tool" run game --frames 4 --progress >/tmp/vidmm_tool_out.$$ 2>/tmp/vidmm_tool_err.$$
+if grep -q "frames 3/4" /tmp/vidmm_tool_err.$$ && ! grep -q "frames 3/4" /tmp/vidmm_tool_out.$$; then ok; else bad "run --progress on stderr"; fi
+"$tool" run game --frames 4 >/dev/null 2>/tmp/vidmm_tool_err.$$
+if grep -q "%" /tmp/vidmm_tool_err.$$; then bad "no progress into a pipe unasked"; else ok; fi
+"$tool" run game --frames 4 >/tmp/vidmm_tool_out.$$ 2>/dev/null
+"$tool" run game --frames 4 --progress 2>/dev/null | cmp -s - /tmp/vidmm_tool_out.$$ && ok || bad "--progress changes the report"
+rm -f /tmp/vidmm_tool_err.$$
+
+# HTML report: the paging chart varies with the workload (bytes per
+# interval of calls; per interval of the simulated clock every busy bar
+# was the same height), and the usage charts draw data or say there is
+# none.
+if command -v python3 >/dev/null 2>&1; then
+  "$tool" run desktop --html /tmp/vidmm_tool_html.$$ >/dev/null 2>&1
+  if python3 - /tmp/vidmm_tool_html.$$ <<'PY'
+import re, sys
+h = open(sys.argv[1]).read()
+svg = re.search(r'<svg[^>]*id="paging-bandwidth".*?</svg>', h, re.S).group(0)
+tops = {}
+for d in re.findall(r'<path class="series" fill[^>]*d="([^"]*)"', svg):
+    for x, yt in re.findall(r'M([0-9.]+) [0-9.]+H[0-9.]+V([0-9.]+)H', d):
+        tops[x] = min(tops.get(x, 1e9), float(yt))
+peak = min(tops.values())
+at_peak = sum(1 for v in tops.values() if v - peak < 1)
+assert len(tops) >= 8 and len(set(round(v) for v in tops.values())) >= 5 and at_peak * 2 < len(tops), tops
+assert 'No process used non-local memory during the run' in h
+assert re.search(r'<svg[^>]*id="usage-local"', h)
+PY
+  then ok; else bad "HTML paging chart varies, usage charts show data or say none"; fi
+  "$tool" run igpu --frames 3 --html /tmp/vidmm_tool_html.$$ >/dev/null 2>&1
+  if grep -q 'id="usage-non-local"' /tmp/vidmm_tool_html.$$; then ok; else bad "igpu non-local usage chart"; fi
+  rm -f /tmp/vidmm_tool_html.$$
+fi
+
+# The memory map: well-formed SVG, one row per segment, each at its own
+# scale (a row is 1000 px whatever the segment's size), every extent of a
+# placed allocation drawn, the same bytes from run to run.
+m=/tmp/vidmm_tool_memmap.$$
+if "$tool" run desktop --memmap "$m.1" >/dev/null 2>&1 && "$tool" run desktop --memmap "$m.2" >/dev/null 2>&1 &&
+   python3 - "$m.1" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = '{http://www.w3.org/2000/svg}'
+labels = [t.text for t in root.iter(ns + 'text')]
+assert len(labels) == 3, labels                      # dgpu: segments 1-3
+assert all(re.search(r'segment \d+ \(\w+\): .*1 px = ', l) for l in labels), labels
+rows = [r for r in root.iter(ns + 'rect') if r.get('width') == '1000']
+assert len(rows) == 3, len(rows)                     # each segment over the full width
+allocs = [r for r in root.iter(ns + 'rect') if r.find(ns + 'title') is not None]
+assert len(allocs) > 10, len(allocs)
+for r in allocs:
+    x, w = float(r.get('x')), float(r.get('width'))
+    assert 10 <= x and x + w <= 1010.01, (x, w)      # inside its row
+PY
+then ok; else bad "--memmap: SVG rows, scales, extents"; fi
+if cmp -s "$m.1" "$m.2"; then ok; else bad "--memmap differs between two runs of the same scenario"; fi
+rm -f "$m.1" "$m.2"
+
 # The demo runs once (it pages about 3 GiB); its output is checked line by line.
 "$tool" demo >/tmp/vidmm_demo_out.$$ 2>&1
 rc=$?

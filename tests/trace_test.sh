@@ -134,7 +134,7 @@ assert rep["allocations"]["live"] == rep["allocations"]["resident"] + rep["alloc
 assert snap["General"]["API"] == "Direct3D 12"
 assert set(snap["MemoryInfo"]) == set(snap["DefaultPools"])
 assert len(snap["MemoryInfo"]) == len(rep["segments"])
-assert snap["vidmm"]["live_allocations"] == rep["allocations"]["live"]
+assert snap["General"]["vidmm"]["live_allocations"] == rep["allocations"]["live"]
 names = set()
 for seg in rep["segments"]:
     key = "Segment %d (%s)" % (seg["id"], seg["kind"])
@@ -474,7 +474,7 @@ for s in lock over-budget-trim-retry; do
 done
 has "lock: a locked allocation is not moved" "$dir/lock.trace" "^move A1 segment=2 = E_BUSY$"
 has "over budget: the bytes to trim" "$dir/over-budget-trim-retry.trace" "= E_OVER_BUDGET trim=4194304$"
-rc_is 1 "unknown policy" "$tool" run game --policy nosuch
+rc_is 2 "unknown policy" "$tool" run game --policy nosuch
 rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu
 rc_is 0 "game on wddm1" "$tool" run game --adapter wddm1 --frames 3
 rc_is 0 "asynchronous run (paging on the engine thread)" "$tool" run desktop --async --frames 3

@@ -1315,7 +1315,7 @@ static void group_vidmm(struct dc *k)
                 seed[i] += 1000;
                 dc_write_alloc(a, h[i], seed[i]);
             }
-            vidmm_evict(a, dev, &h[g], group, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL);
+            vidmm_evict(a, dev, &(struct vidmm_evict_args){ .allocations = &h[g], .count = group, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY });
         }
     CHECK(k, failed == 0, "make_resident", "%u make-resident calls failed", failed);
     CHECK(k, bad == 0, "bytes", "%u allocations came back with other bytes", bad);
@@ -1340,7 +1340,7 @@ static void group_vidmm(struct dc *k)
         }
         for (uint32_t i = g; i < g + group; i++)
             bad += !dc_alloc_ok(a, h[i], seed[i]);
-        vidmm_evict(a, dev, &h[g], group, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL);
+        vidmm_evict(a, dev, &(struct vidmm_evict_args){ .allocations = &h[g], .count = group, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY });
     }
     CHECK(k, bad == 0, "bytes_after_resume", "%u allocations lost bytes across standby", bad);
     CHECK(k, vidmm_adapter_check(a, msg, sizeof msg) == 0, "adapter_check", "%s", msg);

@@ -162,7 +162,7 @@ int main(void)
                 check(bytes_match(a, h[i], i, gen[i]), "bytes after restore");
                 check(write_bytes(a, h[i], i, ++gen[i]) == VIDMM_OK, "write in VRAM");
             }
-            check(vidmm_evict(a, dev, &h[g0], GROUP, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL) == VIDMM_OK, "evict");
+            check(vidmm_evict(a, dev, &(struct vidmm_evict_args){ .allocations = &h[g0], .count = GROUP, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }) == VIDMM_OK, "evict");
         }
     struct vidmm_residency_stats rs;
     vidmm_residency_get_stats(a, &rs);
@@ -178,7 +178,7 @@ int main(void)
         check(make_resident(a, dev, queue, &h[g0], GROUP) == VIDMM_OK, "make_resident after resume");
         for (uint32_t i = g0; i < g0 + GROUP; i++)
             check(bytes_match(a, h[i], i, gen[i]), "bytes after standby");
-        vidmm_evict(a, dev, &h[g0], GROUP, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL);
+        vidmm_evict(a, dev, &(struct vidmm_evict_args){ .allocations = &h[g0], .count = GROUP, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY });
     }
     printf("standby and resume: every byte back\n");
 

@@ -708,19 +708,22 @@ struct vidmm_driver_ops {
 
 /* DxgkCbNotifyInterrupt + DxgkCbNotifyDpc for a finished paging buffer:
  * record that fence completed.  Thread-safe; may be called from inside
- * submit_command. */
+ * submit_command.  A fence at or below the last one reported, or beyond
+ * the last one submitted, is a driver bug and is ignored (memory still in
+ * use is never released on its word); a NULL adapter is ignored too. */
 VIDMM_API void vidmm_cb_notify_fence(struct vidmm_adapter *adapter, uint64_t fence);
+
+/* DxgkCbNotifyInterrupt(DXGK_INTERRUPT_DMA_COMPLETED) for a context's
+ * work: the context's monitored fence reached `fence` on engine `node`.
+ * Thread-safe; may be called from inside submit_command_*.  Paging
+ * buffers keep using vidmm_cb_notify_fence.  A fence of another node or
+ * beyond what was submitted is ignored, as is a NULL adapter. */
+VIDMM_API void vidmm_cb_notify_context_fence(struct vidmm_adapter *adapter, uint64_t context, uint32_t node, uint64_t fence);
 
 /* DxgkCbNotifyInterrupt(DXGK_INTERRUPT_TYPE_PAGE_FAULTED): the GPU hit an
  * invalid or protected virtual address while running for context (the
  * token of set_root_page_table).  vidmm puts that process's device in the
  * error state.  Thread-safe. */
-/* DxgkCbNotifyInterrupt(DXGK_INTERRUPT_DMA_COMPLETED) for a context's
- * work: the context's monitored fence reached `fence` on engine `node`.
- * Thread-safe; may be called from inside submit_command_*.  Paging
- * buffers keep using vidmm_cb_notify_fence. */
-VIDMM_API void vidmm_cb_notify_context_fence(struct vidmm_adapter *adapter, uint64_t context, uint32_t node, uint64_t fence);
-
 VIDMM_API void vidmm_cb_notify_page_fault(struct vidmm_adapter *adapter, uint64_t context, uint64_t va, uint32_t flags);
 
 #ifdef __cplusplus

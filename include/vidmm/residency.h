@@ -13,8 +13,15 @@
  * never change: page tables follow through paging operations; an evicted
  * allocation's entries are invalid, so a GPU access to it faults.
  *
- * Allocations are created resident (WDDM's CreateResident), owned for
- * accounting by the first process whose device references them.
+ * Which creation makes an allocation resident (WDDM's CreateResident):
+ * vidmm_allocation_create always does (it is create2 with
+ * VIDMM_CREATE_RESIDENT); vidmm_allocation_create2 and
+ * vidmm_device_allocation_create do only with VIDMM_CREATE_RESIDENT, and
+ * otherwise the allocation starts evicted and becomes resident on its
+ * first make-resident (docs/RESIDENCY.md "Creating resident or not").
+ * Either way an allocation no device lists may be evicted whenever memory
+ * is needed.  An allocation is owned, for accounting, by the first
+ * process whose device references it.
  *
  * Budgets are per process and segment group (local = memory segments;
  * non-local = aperture and system memory).  A process's budget is the
@@ -78,12 +85,18 @@ VIDMM_API vidmm_status vidmm_make_resident(struct vidmm_adapter *adapter, vidmm_
 #define VIDMM_EVICT_ONLY_IF_NECESSARY 0x1u  /* keep it resident until memory is needed */
 #define VIDMM_EVICT_NOT_WRITTEN_TO    0x2u  /* the GPU did not write it: content may be discarded */
 
+/* D3DDDI_EVICT: the counterpart of vidmm_make_resident_args. */
+struct vidmm_evict_args {
+    const vidmm_handle *allocations;
+    uint32_t count;
+    uint32_t flags;                      /* VIDMM_EVICT_* */
+    uint64_t bytes_to_trim;              /* out: how far the process is still over its local budget */
+};
 /* Drop one reference per listed allocation (each must be on the device's
- * list).  At zero references the allocation leaves the list and, unless
- * EVICT_ONLY_IF_NECESSARY, is evicted now.  *bytes_to_trim (may be NULL)
- * says how far the process is still over its local budget. */
-VIDMM_API vidmm_status vidmm_evict(struct vidmm_adapter *adapter, vidmm_handle device, const vidmm_handle *allocations,
-                         uint32_t count, uint32_t flags, uint64_t *bytes_to_trim);
+ * list; all or nothing: a bad handle changes nothing).  At zero
+ * references the allocation leaves the list and, unless
+ * EVICT_ONLY_IF_NECESSARY, is evicted now. */
+VIDMM_API vidmm_status vidmm_evict(struct vidmm_adapter *adapter, vidmm_handle device, struct vidmm_evict_args *args);
 
 /* Eviction priority (VIDMM_PRIORITY_* scale, 0 invalid).  New
  * allocations get the driver's, else NORMAL. */

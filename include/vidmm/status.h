@@ -23,6 +23,7 @@ extern "C" {
 typedef enum vidmm_status {
     VIDMM_OK = 0,                     /* STATUS_SUCCESS */
     VIDMM_PENDING = 1,                /* STATUS_PENDING: queued, wait on the fence */
+    VIDMM_NO_MORE = 2,                /* STATUS_NO_MORE_ENTRIES: an iteration is over (vidmm/observe.h) */
 
     VIDMM_E_INVALID_ARG = -1,         /* STATUS_INVALID_PARAMETER: NULL, zero, bad flag */
     VIDMM_E_INVALID_HANDLE = -2,      /* STATUS_INVALID_HANDLE: stale, foreign or wrong-type handle */
@@ -45,11 +46,21 @@ typedef enum vidmm_status {
     VIDMM_E_PAGE_FAULT = -19,         /* a GPU access hit an invalid or protected GPU virtual address */
     VIDMM_E_OVER_BUDGET = -20,        /* E_OUTOFMEMORY of MakeResident: trim bytes_to_trim and retry */
     VIDMM_E_NOT_ACCESSED_PHYSICALLY = -21, /* an allocation list names an allocation without AccessedPhysically */
-    VIDMM_E_INTERNAL = -22            /* an internal invariant failed (a vidmm defect): the call stopped there */
+    VIDMM_E_INTERNAL = -22,           /* an internal invariant failed (a vidmm defect): the call stopped there */
+    VIDMM_E_BUFFER_TOO_SMALL = -23    /* STATUS_BUFFER_TOO_SMALL: text truncated, *needed says how much (vidmm/observe.h) */
 } vidmm_status;
 
 /* A short constant English name, e.g. "VIDMM_E_NO_SEGMENT_SPACE".  Never NULL. */
 VIDMM_API const char *vidmm_status_str(vidmm_status st);
+
+/* Why the calling thread's last vidmm call failed, as one line: the
+ * entry, the status, and - where a check knows it - the argument or
+ * handle at fault and the rule it broke, e.g.
+ *   "vidmm_evict: VIDMM_E_STATE: allocation 0x1000a: not on device
+ *    0x30001's residency list".
+ * Empty ("") after a call that succeeded.  Never NULL; the text belongs
+ * to the thread and stays until its next vidmm call. */
+VIDMM_API const char *vidmm_last_error(void);
 
 #ifdef __cplusplus
 }

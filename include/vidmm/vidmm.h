@@ -20,5 +20,6 @@
 #include "vidmm/tdr.h"
 #include "vidmm/power.h"
 #include "vidmm/rules.h"
+#include "vidmm/observe.h"
 
 #endif

@@ -18,6 +18,7 @@
 #include "fence/fence.h"
 #include "fence/inflight.h"
 #include "mmu/mmu.h"
+#include "observe/observe.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
 #include "tdr/tdr.h"
@@ -40,14 +41,18 @@ static int debug_check(const struct vidmm_adapter *a, char *msg, size_t n)
 
 /* ---- validation ----------------------------------------------------- */
 
+/* The open's reason goes to the caller's error_message and to the
+ * thread's last error alike. */
 static vidmm_status fault(const struct vidmm_adapter_create_info *ci, const char *fmt, ...)
 {
-    if (ci->error_message && ci->error_message_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ci->error_message, ci->error_message_size, fmt, ap);
-        va_end(ap);
-    }
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    if (ci->error_message && ci->error_message_size)
+        snprintf(ci->error_message, ci->error_message_size, "%s", why);
+    (void)vidmm_fail(VIDMM_E_BAD_DRIVER_DESC, "%s", why);
     return VIDMM_E_BAD_DRIVER_DESC;
 }
 
@@ -197,10 +202,10 @@ static int init_adapter_lock(struct vidmm_adapter *a)
 }
 
 
-vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
 {
     if (!ci || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "%s is NULL", !ci ? "info" : "adapter_out");
     *out = NULL;
     if (ci->error_message && ci->error_message_size)
         ci->error_message[0] = '\0';
@@ -499,6 +504,16 @@ fail:
     return st;
 }
 
+/* Not through VIDMM_ENTRY: there is no adapter yet; the open takes the
+ * new adapter's lock itself while it builds the state. */
+vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+{
+    vidmm_error_clear();
+    vidmm_status st = adapter_open(ci, out);
+    vidmm_error_finish("vidmm_adapter_open", st);
+    return st;
+}
+
 void vidmm_adapter_close(struct vidmm_adapter *a)
 {
     if (!a)
@@ -507,6 +522,8 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
      * recovery points between the steps (docs/RESET_AND_POWER.md), never
      * inside a step that holds an object it is tearing down. */
     vidmm_adapter_lock(a);
+    /* What the caller left alive, while it is all still there to name. */
+    vidmm_observe_report_leaks(a);
     /* Submitted work first: it uses allocations and contexts that go
      * below; deferred destructions are completed there. */
     vidmm_inflight_fini(a);

@@ -120,7 +120,7 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
 
 static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
 {
-    struct vidmm_report r = { buf, size, 0, 0 };
+    struct vidmm_report r = { buf, size, 0, 0, NULL, NULL };
     if (buf && size)
         buf[0] = '\0';
     if (!a) {

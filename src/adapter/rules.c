@@ -17,6 +17,7 @@
 #include "model/objects.h"
 #include "alloc/alloc.h"
 #include "mmu/mmu.h"
+#include "observe/observe.h"
 #include "vidmm/rules.h"
 
 #include <stdio.h>
@@ -141,7 +142,7 @@ static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 
 int vidmm_adapter_check_rules(const struct vidmm_adapter *a, char *report, size_t report_size)
 {
-    struct vidmm_report r = { report, report_size, 0, 0 };
+    struct vidmm_report r = { report, report_size, 0, 0, NULL, NULL };
     if (report && report_size)
         report[0] = '\0';
     if (!a) {
@@ -149,6 +150,10 @@ int vidmm_adapter_check_rules(const struct vidmm_adapter *a, char *report, size_
         return r.errors;
     }
     vidmm_adapter_lock(a);
+    if (a->debug_cb) {
+        r.sink = vidmm_debug_report_sink;
+        r.sink_ctx = (void *)(uintptr_t)a;   /* the sink reads only */
+    }
     int e = check_rules(a, &r);
     vidmm_adapter_unlock(a);
     return e;

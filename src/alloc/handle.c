@@ -88,6 +88,10 @@ void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
     if (VIDMM_BUG_ON(a, !al))
         return;
     vidmm_objtab_remove(&a->allocations, h);
+    /* The name goes with the object: the next user of the slot starts unnamed. */
+    if (al->name)
+        vidmm_hfree(a->ha, al->name, al->name_size, 1);
+    al->name = NULL;
     al->live = 0;
     al->pool_next = a->alloc_free;
     a->alloc_free = al;

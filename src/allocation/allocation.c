@@ -48,29 +48,33 @@ static vidmm_status validate_info(const struct vidmm_adapter *a, struct vidmm_al
 {
     const struct vidmm_allocation_info *in = &al->info;
     if (in->size == 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "the driver described a size of 0 bytes");
     if (in->flags & ~VIDMM_ALLOC_KNOWN_FLAGS)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "allocation flags 0x%x: unknown bits 0x%x", in->flags,
+                          in->flags & ~VIDMM_ALLOC_KNOWN_FLAGS);
     if ((in->flags & VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION) && !(in->flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "ExplicitResidencyNotification needs AccessedPhysically");
     if ((in->flags & (VIDMM_ALLOC_PERMANENT_SYS_MEM | VIDMM_ALLOC_CACHED)) && !(in->flags & VIDMM_ALLOC_CPU_VISIBLE))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "PermanentSysMem and Cached need CpuVisible");
     if ((in->flags & VIDMM_ALLOC_PRIMARY) && (in->flags & (VIDMM_ALLOC_PERMANENT_SYS_MEM | VIDMM_ALLOC_CACHED)))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "a Primary allocation cannot be PermanentSysMem or Cached");
     if (in->alignment && !is_pow2(in->alignment))
-        return VIDMM_E_ALIGNMENT;
+        return vidmm_fail(VIDMM_E_ALIGNMENT, "alignment 0x%llx is not a power of two",
+                          (unsigned long long)in->alignment);
     uint32_t set = in->supported_write_segment_set;
     uint32_t valid = (uint32_t)((1ull << (a->segment_count - 1)) - 1);
     if (set == 0 || (set & ~valid))
-        return VIDMM_E_BAD_SEGMENT_SET;
+        return vidmm_fail(VIDMM_E_BAD_SEGMENT_SET, "supported segment set 0x%x: %s (segments 1-%u exist)", set,
+                          set ? "names a segment the driver did not describe" : "empty", a->segment_count - 1);
     if (in->preferred_segment & 0xC0000000u)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "preferred segment 0x%x: reserved bits 30-31 set", in->preferred_segment);
     for (uint32_t slot = 0; slot < VIDMM_PREF_SLOTS; slot++) {
         uint32_t id = VIDMM_PREF_ID(in->preferred_segment, slot);
         if (id == 0)
             break;
         if (id >= a->segment_count || !(set & VIDMM_SEGMENT_BIT(id)))
-            return VIDMM_E_BAD_SEGMENT_SET;
+            return vidmm_fail(VIDMM_E_BAD_SEGMENT_SET, "preference %u names segment %u, outside the supported set 0x%x",
+                              slot, id, set);
     }
     uint64_t page = VIDMM_PAGE_4K, cap = 0, max_seg = 0;
     for (uint32_t id = 1; id < a->segment_count; id++) {
@@ -88,16 +92,19 @@ static vidmm_status validate_info(const struct vidmm_adapter *a, struct vidmm_al
     uint64_t align = in->alignment ? in->alignment : VIDMM_PAGE_4K;
     /* A 64 KiB-page segment needs 64 KiB-aligned allocations (DXGK_ALLOCATIONINFO). */
     if (page == VIDMM_PAGE_64K && in->alignment && (in->alignment % VIDMM_PAGE_64K))
-        return VIDMM_E_ALIGNMENT;
+        return vidmm_fail(VIDMM_E_ALIGNMENT, "alignment 0x%llx: a 64 KiB-page segment needs 64 KiB multiples",
+                          (unsigned long long)in->alignment);
     if (align < page)
         align = page;
     if (align > max_seg)
-        return VIDMM_E_ALIGNMENT;
+        return vidmm_fail(VIDMM_E_ALIGNMENT, "alignment 0x%llx is larger than every allowed segment",
+                          (unsigned long long)align);
     if (in->size > UINT64_MAX - page)
-        return VIDMM_E_OVERFLOW;
+        return vidmm_fail(VIDMM_E_OVERFLOW, "size 0x%llx overflows when rounded to pages", (unsigned long long)in->size);
     uint64_t size = round_up(in->size, page);
     if (size > cap)
-        return VIDMM_E_TOO_LARGE;
+        return vidmm_fail(VIDMM_E_TOO_LARGE, "size %llu bytes: larger than any allowed segment can ever hold (%llu)",
+                          (unsigned long long)size, (unsigned long long)cap);
     al->size = size;
     al->alignment = align;
     return VIDMM_OK;
@@ -112,10 +119,11 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
                                       vidmm_handle *out)
 {
     if (!a || !out || (flags & ~VIDMM_CREATE_RESIDENT))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !out ? "out is NULL" : "create flags 0x%x: only VIDMM_CREATE_RESIDENT is defined",
+                          flags);
     *out = VIDMM_HANDLE_NULL;
     if ((flags & VIDMM_CREATE_RESIDENT) && a->power_state != VIDMM_POWER_D0)
-        return VIDMM_E_STATE;   /* the GPU is powered down (power.h) */
+        return vidmm_fail(VIDMM_E_STATE, "the adapter is powered down: create it evicted or resume first");
     struct vidmm_allocation_info info;
     memset(&info, 0, sizeof(info));
     info.private_driver_data = priv;
@@ -237,7 +245,8 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     if (al->lock_count)
         return VIDMM_E_BUSY;
     if (al->displayed)
@@ -268,7 +277,8 @@ static vidmm_status allocation_query(const struct vidmm_adapter *a, vidmm_handle
         return VIDMM_E_INVALID_ARG;
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     memset(out, 0, sizeof(*out));
     out->size = al->size;
     out->requested_size = al->info.size;
@@ -300,7 +310,8 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
         return VIDMM_E_INVALID_ARG;
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     const struct vidmm_placement *pl = &al->pl;
     if (pl->sys) {
         *count = 1;
@@ -431,7 +442,8 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     if (segment_id >= a->segment_count)
         return VIDMM_E_INVALID_ARG;
     if (segment_id != 0 && !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(segment_id)))
@@ -557,7 +569,8 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     if (a->power_state != VIDMM_POWER_D0)
         return VIDMM_E_STATE;   /* powered down (power.h) */
     if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
@@ -621,7 +634,8 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     if (al->lock_count == 0)
         return VIDMM_E_STATE;
     if (--al->lock_count == 0) {
@@ -641,7 +655,8 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
     if (h != VIDMM_HANDLE_NULL) {
         al = vidmm_handle_get(a, h);
         if (!al)
-            return VIDMM_E_INVALID_HANDLE;
+            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                              (unsigned long long)(h));
         if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
             return VIDMM_E_NOT_SUPPORTED;
     }
@@ -726,7 +741,8 @@ static vidmm_status device_lock(struct vidmm_adapter *a, vidmm_handle device, vi
     if (!proc)
         return st;
     if (!vidmm_handle_get_for(a, h, proc))
-        return VIDMM_E_INVALID_HANDLE;   /* never another process's pointer */
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                          (unsigned long long)(h));   /* never another process's pointer */
     return vidmm_allocation_lock(a, h, cpu);
 }
 
@@ -735,7 +751,8 @@ static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, 
     struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
     /* Unlock works on a lost device: it only gives the pointer back. */
     if (!d || !vidmm_handle_get_for(a, h, d->process->self))
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                          (unsigned long long)(h));
     return vidmm_allocation_unlock(a, h);
 }
 

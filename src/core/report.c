@@ -11,6 +11,14 @@
 void vidmm_report_add(struct vidmm_report *r, const char *fmt, ...)
 {
     r->errors++;
+    if (r->sink) {
+        char line[512];
+        va_list sp;
+        va_start(sp, fmt);
+        vsnprintf(line, sizeof line, fmt, sp);
+        va_end(sp);
+        r->sink(r->sink_ctx, line);
+    }
     if (!r->buf || r->used + 1 >= r->size)
         return;
     va_list ap;

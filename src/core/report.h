@@ -13,6 +13,10 @@ struct vidmm_report {
     char *buf;        /* may be NULL: count only */
     size_t size, used;
     int errors;
+    /* Optional: also handed each whole line (the adapter's debug
+     * callback, which must see every violation even when buf is short). */
+    void (*sink)(void *ctx, const char *line);
+    void *sink_ctx;
 };
 
 /* Count one violation and append it (printf format) as a line. */

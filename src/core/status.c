@@ -8,6 +8,7 @@ const char *vidmm_status_str(vidmm_status st)
     switch (st) {
     case VIDMM_OK: return "VIDMM_OK";
     case VIDMM_PENDING: return "VIDMM_PENDING";
+    case VIDMM_NO_MORE: return "VIDMM_NO_MORE";
     case VIDMM_E_INVALID_ARG: return "VIDMM_E_INVALID_ARG";
     case VIDMM_E_INVALID_HANDLE: return "VIDMM_E_INVALID_HANDLE";
     case VIDMM_E_NO_HOST_MEMORY: return "VIDMM_E_NO_HOST_MEMORY";
@@ -30,6 +31,7 @@ const char *vidmm_status_str(vidmm_status st)
     case VIDMM_E_OVER_BUDGET: return "VIDMM_E_OVER_BUDGET";
     case VIDMM_E_NOT_ACCESSED_PHYSICALLY: return "VIDMM_E_NOT_ACCESSED_PHYSICALLY";
     case VIDMM_E_INTERNAL: return "VIDMM_E_INTERNAL";
+    case VIDMM_E_BUFFER_TOO_SMALL: return "VIDMM_E_BUFFER_TOO_SMALL";
     }
     return "VIDMM_E_UNKNOWN";
 }

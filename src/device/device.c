@@ -50,7 +50,8 @@ static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process,
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(process));
     struct vidmm_device *d = vidmm_hzalloc(a->ha, VIDMM_SITE_DEVICE_OBJECT, sizeof(*d), _Alignof(struct vidmm_device));
     if (!d)
         return VIDMM_E_NO_HOST_MEMORY;
@@ -117,7 +118,8 @@ static vidmm_status device_destroy(struct vidmm_adapter *a, vidmm_handle device)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_device *d = dev_get(a, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     device_free(a, d);
     return VIDMM_OK;
 }
@@ -134,7 +136,8 @@ static vidmm_status device_query(const struct vidmm_adapter *a, vidmm_handle dev
         return VIDMM_E_INVALID_ARG;
     const struct vidmm_device *d = dev_get(a, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     memset(out, 0, sizeof(*out));
     out->process = d->process->self;
     out->contexts = d->context_count;
@@ -158,7 +161,8 @@ static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device,
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_device *d = dev_get(a, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
     if (desc->node >= nodes || desc->mode > VIDMM_CONTEXT_PHYSICAL || desc->flags || desc->reserved)
         return VIDMM_E_INVALID_ARG;
@@ -209,7 +213,8 @@ static vidmm_status context_destroy(struct vidmm_adapter *a, vidmm_handle contex
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     pthread_mutex_unlock(&a->fence_lock);
     if (!c)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
+                          (unsigned long long)(context));
     context_free(a, c);
     return VIDMM_OK;
 }
@@ -223,7 +228,8 @@ static vidmm_status context_query(const struct vidmm_adapter *a, vidmm_handle co
     const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     pthread_mutex_unlock(lock);
     if (!c)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
+                          (unsigned long long)(context));
     memset(out, 0, sizeof(*out));
     out->device = c->device->self;
     out->process = c->device->process->self;

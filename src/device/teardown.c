@@ -43,7 +43,8 @@ static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     process_free(a, p);
     return VIDMM_OK;
 }

@@ -486,7 +486,8 @@ static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p,
     if (d && d->state == VIDMM_VA_MAPPED) {
         al = vidmm_handle_get_any(a, d->object);
         if (!al)
-            return VIDMM_E_INVALID_HANDLE;
+            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                              (unsigned long long)(d->object));
         /* An evicted allocation keeps its VA, with invalid entries: a
          * GPU access faults until it is made resident again. */
         flags = VIDMM_PTE_VALID;

@@ -8,6 +8,7 @@
  * recovery upcall the tdr layer installs (model/objects.h).
  */
 #include "model/objects.h"
+#include "core/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,28 @@ void vidmm_entry_reset_clear(struct vidmm_adapter *a)
 int vidmm_adapter_held(const struct vidmm_adapter *a)
 {
     return a->lock_depth > 0 && pthread_equal(a->lock_owner, pthread_self());
+}
+
+void vidmm_entry_enter(const struct vidmm_adapter *a)
+{
+    vidmm_adapter_lock(a);
+    if (a->lock_depth == 1)
+        vidmm_error_clear();
+}
+
+vidmm_status vidmm_entry_no_adapter(const char *entry)
+{
+    vidmm_error_clear();
+    (void)vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
+    vidmm_error_finish(entry, VIDMM_E_INVALID_ARG);
+    return VIDMM_E_INVALID_ARG;
+}
+
+vidmm_status vidmm_entry_leave_named(const struct vidmm_adapter *a, vidmm_status st, const char *entry)
+{
+    if (a->lock_depth == 1)
+        vidmm_error_finish(entry, st);
+    return vidmm_entry_leave(a, st);
 }
 
 vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st)

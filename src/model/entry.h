@@ -37,14 +37,14 @@ struct vidmm_adapter;
 #define VIDMM_ENTRY(a, call)                                                                                 \
     do {                                                                                                     \
         if (!(a))                                                                                            \
-            return VIDMM_E_INVALID_ARG;                                                                      \
-        vidmm_adapter_lock(a);                                                                               \
+            return vidmm_entry_no_adapter(__func__);                                                         \
+        vidmm_entry_enter(a);                                                                                \
         vidmm_status vidmm_entry_st_ = (call);                                                               \
         for (int vidmm_entry_n_ = 0; vidmm_entry_st_ == VIDMM_E_TIMEOUT && vidmm_entry_n_ < 4 &&             \
                                      vidmm_entry_recover(a);                                                 \
              vidmm_entry_n_++)                                                                               \
             vidmm_entry_st_ = (call);                                                                        \
-        return vidmm_entry_leave(a, vidmm_entry_st_);                                                        \
+        return vidmm_entry_leave_named(a, vidmm_entry_st_, __func__);                                        \
     } while (0)
 
 /* At the boundary of the outermost entry, after its operation backed out
@@ -54,8 +54,17 @@ struct vidmm_adapter;
  * runs as the lock is released, and the caller sees the timeout). */
 int vidmm_entry_recover(const struct vidmm_adapter *a);
 
-/* Release the lock VIDMM_ENTRY took; st passes through. */
+/* Take the lock (VIDMM_ENTRY); the outermost entry starts with no
+ * last-error reason (core/error.h). */
+void vidmm_entry_enter(const struct vidmm_adapter *a);
+
+/* Release the lock VIDMM_ENTRY took; st passes through.  The outermost
+ * entry finishes the thread's last-error text with its name. */
 vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st);
+vidmm_status vidmm_entry_leave_named(const struct vidmm_adapter *a, vidmm_status st, const char *entry);
+
+/* An entry called with a NULL adapter. */
+vidmm_status vidmm_entry_no_adapter(const char *entry);
 
 /* 1 after reporting a violated invariant (see above). */
 int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file, int line);

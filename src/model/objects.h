@@ -22,6 +22,7 @@
 #include "vidmm/segment.h"
 #include "vidmm/tdr.h"
 #include "vidmm/power.h"
+#include "vidmm/observe.h"
 
 #include "core/objtab.h"
 #include "seg/page_pool.h"
@@ -40,6 +41,9 @@
 
 /* vidmm_halloc, vidmm_hzalloc, vidmm_hfree and the allocation site ids. */
 #include "core/alloc_sites.h"
+
+/* vidmm_fail: a failing check records why (the thread's last error). */
+#include "core/error.h"
 
 /* ---- segments ------------------------------------------------------- */
 
@@ -140,6 +144,11 @@ struct vidmm_allocation {
     uint8_t undo_extents;           /* victim: its extents (at most 2) kept to go back exactly; 0: not kept */
     enum vidmm_layout undo_layout;
     uint64_t undo_off[2], undo_len[2];
+    /* Observability (observe/): the caller's name (host memory of
+     * name_size bytes, released with the object) and opaque pointer. */
+    char *name;
+    uint32_t name_size;
+    void *user_data;
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -373,6 +382,9 @@ struct vidmm_adapter {
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
+    /* The caller's debug callback (observe/; vidmm/observe.h), NULL = none. */
+    vidmm_debug_callback debug_cb;
+    void *debug_user;
 };
 
 /* adapter.c: take / release the adapter lock (recursive: an entry may

@@ -165,7 +165,8 @@ static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h,
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
     out->faulted = p->faulted;
@@ -246,7 +247,8 @@ static vidmm_status gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint6
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     if (p->no_va)
         return VIDMM_E_NOT_SUPPORTED; /* no GPU virtual addressing on this adapter */
     if (faulted(a, p))
@@ -281,14 +283,16 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     if (p->no_va)
         return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
         return VIDMM_E_DEVICE_LOST;
     struct vidmm_allocation *al = vidmm_handle_get_for(a, allocation, p->self);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                          (unsigned long long)(allocation));
     if (prot & ~(unsigned)(VIDMM_GPUVA_READ_ONLY | VIDMM_GPUVA_NO_EXECUTE))
         return VIDMM_E_INVALID_ARG;
     if (!aligned(offset, VIDMM_VA_PAGE) || !aligned(size, VIDMM_VA_PAGE) || !aligned(base, VIDMM_VA_PAGE))
@@ -336,7 +340,8 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     if (p->no_va)
         return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
@@ -375,7 +380,8 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     if (p->no_va)
         return VIDMM_E_NOT_SUPPORTED;
     if (faulted(a, p))
@@ -441,7 +447,8 @@ static vidmm_status process_root_page_table(const struct vidmm_adapter *a, vidmm
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     if (p->iommu || p->no_va)
         return VIDMM_E_NOT_SUPPORTED;
     memset(root, 0, sizeof(*root));
@@ -457,7 +464,8 @@ static vidmm_status gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, u
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(h));
     uint32_t n = 0;
     for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, va); r && n < cap;
          r = vidmm_va_next(&p->vs, r), n++) {

@@ -47,7 +47,8 @@ static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle de
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_device *d = device_of(a, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     if (priority < VIDMM_PAGING_QUEUE_BELOW_NORMAL || priority > VIDMM_PAGING_QUEUE_ABOVE_NORMAL)
         return VIDMM_E_INVALID_ARG;
     if (lost(a, d))
@@ -74,7 +75,8 @@ static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle q
         return VIDMM_E_INVALID_ARG;
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
+                          (unsigned long long)(queue));
     struct vidmm_paging_queue **pp = &q->device->queues;
     while (*pp != q)
         pp = &(*pp)->next;
@@ -135,7 +137,8 @@ static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle que
         return VIDMM_E_INVALID_ARG;
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
+                          (unsigned long long)(queue));
     pthread_mutex_lock(&a->fence_lock);
     resolve(a, q);
     *completed = q->completed;
@@ -143,7 +146,7 @@ static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle que
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
+static vidmm_status paging_queue_wait_plain(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -153,7 +156,8 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     vidmm_adapter_unlock(a);
     if (!q)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
+                          (unsigned long long)(queue));
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     if (timeout_ns != UINT64_MAX) {
@@ -177,6 +181,16 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
         }
     }
     pthread_mutex_unlock(&a->fence_lock);
+    return st;
+}
+
+/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
+ * kept here. */
+vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
+{
+    vidmm_error_clear();
+    vidmm_status st = paging_queue_wait_plain(a, queue, value, timeout_ns);
+    vidmm_error_finish(__func__, st);
     return st;
 }
 
@@ -220,11 +234,17 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     if (!a || !args || (args->count && !args->allocations) ||
         (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) ||
         (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !args ? "args is NULL"
+                          : (args->count && !args->allocations) ? "count > 0 with no allocation list"
+                          : "flags: unknown bits, or MUST_SUCCEED without CANT_TRIM_FURTHER");
     struct vidmm_device *d = device_of(a, device);
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, args->paging_queue);
-    if (!d || !q || q->device != d)
-        return VIDMM_E_INVALID_HANDLE;
+    if (!d)
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)device);
+    if (!q || q->device != d)
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a paging queue of device 0x%llx",
+                          (unsigned long long)args->paging_queue, (unsigned long long)device);
     if (lost(a, d))
         return VIDMM_E_DEVICE_LOST;
     args->paging_fence_value = 0;
@@ -246,7 +266,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
         if (!al) {
             a->res->epoch++;   /* unpin */
-            return VIDMM_E_INVALID_HANDLE;
+            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                              (unsigned long long)(list[i]));
         }
         /* Lists stream through objects that are rarely in cache: fetch
          * the object 16 ahead and the reference record 4 ahead, so the
@@ -317,7 +338,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 drop_demand(a, p, add_demand);
                 a->res->stats.over_budget++;
                 a->res->epoch++;
-                return VIDMM_E_OVER_BUDGET;
+                return vidmm_fail(VIDMM_E_OVER_BUDGET,
+                                  "the list needs %llu bytes of the %s group over the process's budget: trim bytes_to_trim and retry",
+                                  (unsigned long long)args->bytes_to_trim, g ? "non-local" : "local");
             }
         }
     }
@@ -332,7 +355,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             d->lost = 1;
             pthread_mutex_unlock(&a->fence_lock);
         }
-        return VIDMM_E_NO_SEGMENT_SPACE;
+        return vidmm_fail(VIDMM_E_NO_SEGMENT_SPACE,
+                          "%llu bytes of the list cannot fit in its segments even after evicting everything evictable",
+                          (unsigned long long)mem_need);
     }
     vidmm_status st = VIDMM_OK;
     uint64_t restored = 0;
@@ -499,10 +524,12 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
                          uint32_t flags, uint64_t *bytes_to_trim)
 {
     if (!a || (count && !allocs) || (flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO)))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, (count && !allocs) ? "count > 0 with no allocation list"
+                                                                   : "flags 0x%x: unknown bits", flags);
     struct vidmm_device *d = device_of(a, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     /* Validate: each must be on the list, as often as it is named. */
     vidmm_status st = VIDMM_OK;
     uint32_t i;
@@ -514,7 +541,9 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
             break;
         }
         if (!r || r->pending == r->count) {
-            st = VIDMM_E_STATE;
+            st = vidmm_fail(VIDMM_E_STATE, "allocation 0x%llx: not on device 0x%llx's residency list%s",
+                            (unsigned long long)allocs[i], (unsigned long long)device,
+                            r ? " as often as it is named" : "");
             break;
         }
         r->pending++;
@@ -575,7 +604,8 @@ static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handl
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     vidmm_res_leave(a, al);
     al->pe.priority = priority;
     vidmm_res_enter(a, al);
@@ -588,7 +618,8 @@ static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handl
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     al->pe.next_use = clock;
     if (al->in_policy)
         a->res->policy->touch(a->res->policy_state, &al->pe);
@@ -606,7 +637,8 @@ static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_ha
         return VIDMM_E_INVALID_ARG;
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)(h));
     memset(out, 0, sizeof(*out));
     out->resident = (uint32_t)al->resident;
     out->priority = al->pe.priority;
@@ -687,11 +719,13 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
         return VIDMM_E_INVALID_ARG;
     struct vidmm_device *d = device_of(a, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, allocs[i], d->process->self);
         if (!al)
-            return VIDMM_E_INVALID_HANDLE;
+            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                              (unsigned long long)(allocs[i]));
         if (al->lock_count || al->displayed)
             return VIDMM_E_BUSY;
     }
@@ -716,10 +750,12 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
         return VIDMM_E_INVALID_ARG;
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
+                          (unsigned long long)(queue));
     for (uint32_t i = 0; i < count; i++)
         if (!vidmm_handle_get_for(a, allocs[i], q->device->process->self))
-            return VIDMM_E_INVALID_HANDLE;
+            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                              (unsigned long long)(allocs[i]));
     if (fence)
         *fence = 0;
     vidmm_status st = VIDMM_OK;
@@ -746,10 +782,12 @@ vidmm_status vidmm_make_resident(struct vidmm_adapter *a, vidmm_handle device, s
                                                        : make_resident(a, device, args));
 }
 
-vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, const vidmm_handle *allocs, uint32_t count,
-                         uint32_t flags, uint64_t *bytes_to_trim)
+vidmm_status vidmm_evict(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_evict_args *args)
 {
-    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : evict(a, device, allocs, count, flags, bytes_to_trim));
+    VIDMM_ENTRY(a, !args                  ? vidmm_fail(VIDMM_E_INVALID_ARG, "args is NULL")
+                   : vidmm_powered_down(a) ? VIDMM_E_STATE
+                                           : evict(a, device, args->allocations, args->count, args->flags,
+                                                   &args->bytes_to_trim));
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

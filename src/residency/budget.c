@@ -123,7 +123,8 @@ static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm
         return VIDMM_E_INVALID_ARG;
     const struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(process));
     memset(out, 0, sizeof(*out));
     out->budget = vidmm_res_budget(a, p, group);
     out->current_usage = vidmm_res_usage(a, p, group);
@@ -140,7 +141,8 @@ static vidmm_status change_video_memory_reservation(struct vidmm_adapter *a, vid
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(process));
     struct vidmm_video_memory_info info;
     (void)vidmm_query_video_memory_info(a, process, group, &info);
     if (reservation > info.available_for_reservation)
@@ -156,7 +158,8 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
         return VIDMM_E_INVALID_ARG;
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)(process));
     p->budget_override[group] = budget;
     /* A budget is never below the reservation (docs/DECISIONS.md D44):
      * the OS taking the budget lower takes the reservation with it. */
@@ -173,7 +176,8 @@ static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_ha
         return VIDMM_E_INVALID_ARG;
     struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
     if (!d)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                          (unsigned long long)(device));
     d->trim_cb = callback;
     d->trim_ctx = callback ? context : NULL;
     return VIDMM_OK;

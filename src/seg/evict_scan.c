@@ -175,6 +175,12 @@ vidmm_status vidmm_evict_scan_begin(struct vidmm_evict_scan *s, const struct vid
 }
 
 /* Roster index of node, or ES_NONE: one load (the stamp names the scan). */
+void vidmm_evict_scan_set_choice(struct vidmm_evict_scan *s, int choice)
+{
+    if (s)
+        s->lowest = choice == VIDMM_EVICT_LOWEST;
+}
+
 static inline uint32_t lookup(const struct vidmm_evict_scan *s, uint32_t node)
 {
     if (node >= s->map_cap)
@@ -208,7 +214,7 @@ static void choose(struct vidmm_evict_scan *s, uint32_t a, uint64_t lo, uint64_t
         if (cost < best_cost) {
             best_cost = cost;
             best = c;
-            if (!cost)
+            if (!cost || s->lowest)
                 break;
         }
         cb = cb == ES_NONE ? a : ent[cb].above;

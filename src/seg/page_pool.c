@@ -23,16 +23,6 @@
 
 #define PP_FIRST_HEAP_CAP 8u
 
-void vidmm_pages_init(struct vidmm_page_set *set)
-{
-    if (!set)
-        return;
-    set->size = 0;
-    set->count = 0;
-    set->cap = 2;
-    set->ext = set->inline_ext;
-}
-
 static void release_ext(const struct vidmm_range_alloc *ra, struct vidmm_page_set *set)
 {
     if (set->ext && set->ext != set->inline_ext)
@@ -42,7 +32,7 @@ static void release_ext(const struct vidmm_range_alloc *ra, struct vidmm_page_se
     set->cap = 2;
 }
 
-void vidmm_pages_free(struct vidmm_range_alloc *ra, struct vidmm_page_set *set)
+void vidmm_pages_free_any(struct vidmm_range_alloc *ra, struct vidmm_page_set *set)
 {
     if (!ra || !set || !ra->ha)
         return;
@@ -69,8 +59,8 @@ static vidmm_status grow_ext(const struct vidmm_range_alloc *ra, struct vidmm_pa
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_pages_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_t page_size,
-                               unsigned ra_flags, struct vidmm_page_set *set)
+vidmm_status vidmm_pages_alloc_any(struct vidmm_range_alloc *ra, uint64_t size, uint64_t page_size,
+                                   unsigned ra_flags, struct vidmm_page_set *set)
 {
     if (!set)
         return VIDMM_E_INVALID_ARG;

@@ -446,6 +446,8 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
     if (size > ra->free_bytes)
         return VIDMM_E_NO_SEGMENT_SPACE;
     align = clamp_align(ra, align);
+    if (size < ra->topdown_below)
+        flags = VIDMM_RA_TOPDOWN;
     uint64_t start = 0;
     unsigned cls = 0;
     uint32_t b = flags ? find(ra, size, align - 1, VIDMM_RA_TOPDOWN, &start, &cls)
@@ -468,6 +470,12 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
     if (st == VIDMM_OK)
         *offset = start;
     return st;
+}
+
+void vidmm_ra_set_topdown_below(struct vidmm_range_alloc *ra, uint64_t bytes)
+{
+    if (ra)
+        ra->topdown_below = bytes;
 }
 
 vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, uint64_t size,

@@ -165,7 +165,8 @@ static vidmm_status enter(struct vidmm_adapter *a, vidmm_handle context, uint32_
 {
     struct vidmm_context *c = ctx_get(a, context);
     if (!c)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
+                          (unsigned long long)(context));
     if (c->mode != mode)
         return VIDMM_E_STATE;
     if (mode == VIDMM_CONTEXT_VIRTUAL ? !a->ops.submit_command_virtual || !c->root_bound
@@ -514,7 +515,7 @@ vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context
 
 /* ---- fences ----------------------------------------------------------- */
 
-vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, uint64_t *submitted,
+static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle context, uint64_t *submitted,
                                  uint64_t *completed)
 {
     if (!a || (!submitted && !completed))
@@ -531,7 +532,18 @@ vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, 
     return c ? VIDMM_OK : VIDMM_E_INVALID_HANDLE;
 }
 
-vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
+/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
+ * kept here. */
+vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, uint64_t *submitted,
+                                 uint64_t *completed)
+{
+    vidmm_error_clear();
+    vidmm_status st = context_fence_plain(a, context, submitted, completed);
+    vidmm_error_finish(__func__, st);
+    return st;
+}
+
+static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -570,6 +582,16 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
         }
     }
     pthread_mutex_unlock(&a->fence_lock);
+    return st;
+}
+
+/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
+ * kept here. */
+vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
+{
+    vidmm_error_clear();
+    vidmm_status st = context_wait_plain(a, context, value, timeout_ns);
+    vidmm_error_finish(__func__, st);
     return st;
 }
 

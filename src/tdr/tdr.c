@@ -308,7 +308,7 @@ int vidmm_tdr_run_pending(struct vidmm_adapter *a)
 
 /* ---- public entries ---------------------------------------------------------- */
 
-vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t timeout_ns)
+static vidmm_status adapter_set_tdr_timeout_plain(struct vidmm_adapter *a, uint64_t timeout_ns)
 {
     if (!a || (timeout_ns && timeout_ns < 1000000))
         return VIDMM_E_INVALID_ARG;
@@ -316,7 +316,17 @@ vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t tim
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
+/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
+ * kept here. */
+vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t timeout_ns)
+{
+    vidmm_error_clear();
+    vidmm_status st = adapter_set_tdr_timeout_plain(a, timeout_ns);
+    vidmm_error_finish(__func__, st);
+    return st;
+}
+
+static vidmm_status adapter_detect_hangs_plain(struct vidmm_adapter *a, int *recovered)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
@@ -326,7 +336,17 @@ vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *a, struct vidmm_tdr_stats *out)
+/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
+ * kept here. */
+vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
+{
+    vidmm_error_clear();
+    vidmm_status st = adapter_detect_hangs_plain(a, recovered);
+    vidmm_error_finish(__func__, st);
+    return st;
+}
+
+static vidmm_status adapter_get_tdr_stats_plain(const struct vidmm_adapter *a, struct vidmm_tdr_stats *out)
 {
     if (!a || !out)
         return VIDMM_E_INVALID_ARG;
@@ -335,4 +355,14 @@ vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *a, struct v
     vidmm_fence_get_stats(m, out);
     vidmm_adapter_unlock(m);
     return VIDMM_OK;
+}
+
+/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
+ * kept here. */
+vidmm_status vidmm_adapter_get_tdr_stats(const struct vidmm_adapter *a, struct vidmm_tdr_stats *out)
+{
+    vidmm_error_clear();
+    vidmm_status st = adapter_get_tdr_stats_plain(a, out);
+    vidmm_error_finish(__func__, st);
+    return st;
 }

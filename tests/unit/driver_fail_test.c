@@ -350,7 +350,7 @@ static int su_evict(struct fx *f)
 }
 static vidmm_status act_evict(struct fx *f)
 {
-    return vidmm_evict(f->a, f->dev, &f->h[0], 1, 0, NULL);
+    return vidmm_evict(f->a, f->dev, &(struct vidmm_evict_args){ .allocations = &f->h[0], .count = 1 });
 }
 
 /* GPU VA map of a resident allocation: UPDATE_PAGE_TABLE + FLUSH_TLB */

@@ -105,13 +105,14 @@ static void victims_str(const struct lay *l, const struct vidmm_evict_scan *s, c
     out[k] = 0;
 }
 
-static void run_row(const struct row *r)
+static void run_row_choice(const struct row *r, int choice)
 {
     struct lay l;
     struct vidmm_evict_scan s;
     lay_build(&l, r->layout);
     uint64_t before = ra_layout(&l.ra);
     vidmm_evict_scan_init(&s, vidmm_default_host_allocator());
+    vidmm_evict_scan_set_choice(&s, choice);
     T_ST(vidmm_evict_scan_begin(&s, &l.ra, (uint64_t)r->size * CH, (uint64_t)r->align * CH,
                                 (uint64_t)r->start * CH, (uint64_t)r->end * CH, 26),
          VIDMM_OK);
@@ -167,10 +168,33 @@ static void run_row(const struct row *r)
     vidmm_ra_fini(&l.ra);
 }
 
+static void run_row(const struct row *r)
+{
+    run_row_choice(r, VIDMM_EVICT_FEWEST_BYTES);
+}
+
 static void layouts(void)
 {
     for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
         run_row(&ROWS[i]);
+}
+
+/* VIDMM_EVICT_LOWEST (drm_mm_scan's placement): the lowest aligned
+ * position of the run that holds the request, whatever it costs.  On the
+ * "cheapest window" layout that is [0,4): A and X, not X and B; with
+ * alignment the run's aligned start. */
+static void lowest(void)
+{
+    const struct row rows[] = {
+        { .name = "lowest: cheapest window", .layout = "AAAX.BB", .order = "ABX", .size = 4, .align = 1,
+          .found = 3, .victims = "AX", .hole = 0 },
+        { .name = "lowest: aligned start", .layout = ".AABBCCDD", .order = "BCD", .size = 4, .align = 2,
+          .found = 3, .victims = "BCD", .hole = 4 },
+        { .name = "lowest: free run start", .layout = "AA.B.CC", .order = "B", .size = 3, .align = 1,
+          .found = 1, .victims = "B", .hole = 2 },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        run_row_choice(&rows[i], VIDMM_EVICT_LOWEST);
 }
 
 /* Bad calls: each refused with its status, nothing changes. */
@@ -514,6 +538,7 @@ void suite_evict_scan(void);
 void suite_evict_scan(void)
 {
     t_run("evict_scan.layouts", layouts);
+    t_run("evict_scan.lowest", lowest);
     t_run("evict_scan.bad_calls", bad_calls);
     t_run("evict_scan.stamp_wrap", stamp_wrap);
     t_run("evict_scan.fault_sweep", fault_sweep);

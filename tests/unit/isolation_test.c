@@ -154,7 +154,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
         /* An AccessedPhysically allocation in system memory stays in the
          * aperture (D43): there, A's leave the aperture by eviction. */
         if (cfg->aperture)
-            T_ST(vidmm_evict(f.a, A.dev, ah, na, 0, NULL), VIDMM_OK);
+            T_ST(vidmm_evict(f.a, A.dev, &(struct vidmm_evict_args){ .allocations = ah, .count = na }), VIDMM_OK);
         else
             for (uint32_t i = 0; i < na; i++)
                 T_ST(vidmm_allocation_move(f.a, ah[i], 0), VIDMM_OK);
@@ -206,7 +206,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
 
     /* A's content where it still exists. */
     if (how == ISO_OVERCOMMIT || how == ISO_OFFER || how == ISO_RELOCATE) {
-        T_ST(vidmm_evict(f.a, B.dev, bh, nb, 0, NULL), VIDMM_OK);
+        T_ST(vidmm_evict(f.a, B.dev, &(struct vidmm_evict_args){ .allocations = bh, .count = nb }), VIDMM_OK);
         if (how == ISO_OFFER) {
             uint32_t res[MAX_ALLOCS];
             T_ST(vidmm_reclaim(f.a, A.queue, ah, na, res, NULL), VIDMM_OK);
@@ -335,7 +335,7 @@ static void access_preset(const char *preset, int sync)
     T_ST(vidmm_make_resident(f.a, B.dev, &m), VIDMM_E_INVALID_HANDLE);
     m.paging_queue = B.queue;
     T_ST(vidmm_make_resident(f.a, A.dev, &m), VIDMM_E_INVALID_HANDLE);
-    T_ST(vidmm_evict(f.a, B.dev, &x, 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_evict(f.a, B.dev, &(struct vidmm_evict_args){ .allocations = &x, .count = 1 }), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_offer(f.a, B.dev, &x, 1, VIDMM_OFFER_LOW), VIDMM_E_INVALID_HANDLE);
     uint32_t rr = 7;
     T_ST(vidmm_reclaim(f.a, B.queue, &x, 1, &rr, NULL), VIDMM_E_INVALID_HANDLE);

@@ -428,8 +428,7 @@ static vidmm_status s_make_resident(struct ox *x, const struct step *s)
 static vidmm_status s_evict(struct ox *x, const struct step *s)
 {
     vidmm_handle h[NALLOC];
-    uint64_t trim = 0;
-    return vidmm_evict(x->a, x->dev[s->a], h, list_of(x, s->mask, h), s->c, &trim);
+    return vidmm_evict(x->a, x->dev[s->a], &(struct vidmm_evict_args){ .allocations = h, .count = list_of(x, s->mask, h), .flags = s->c });
 }
 static vidmm_status s_offer(struct ox *x, const struct step *s)
 {
@@ -1184,6 +1183,32 @@ static void oom_check_walker(void)
     free(x);
 }
 
+/* The observability calls (vidmm/observe.h): a refused name keeps the
+ * old one, a refused statistics scratch list fails the call; neither
+ * leaves a block behind. */
+static void oom_observe(void)
+{
+    struct ox *x = ox_new(PRESET_DGPU);
+    if (!x)
+        return;
+    static const struct step s = { "create", s_create, ALL, 0, TEX, 256, RES, 0, { 0 } };
+    T_ST(s.fn(x, &s), VIDMM_OK);
+    vidmm_handle h = x->al[0];
+    T_ST(vidmm_allocation_set_name(x->a, h, "before"), VIDMM_OK);
+    int64_t blocks = x->fa.live_blocks;
+    fault_alloc_arm(&x->fa, 1, 1);
+    T_ST(vidmm_allocation_set_name(x->a, h, "after"), VIDMM_E_NO_HOST_MEMORY);
+    size_t n;
+    T_ST(vidmm_adapter_stats_json(x->a, NULL, 0, &n), VIDMM_E_NO_HOST_MEMORY);
+    fault_alloc_disarm(&x->fa);
+    T_EQ(x->fa.live_blocks, blocks);
+    char name[16];
+    T_ST(vidmm_allocation_get_name(x->a, h, name, sizeof name, NULL), VIDMM_OK);
+    T_CHECK(!strcmp(name, "before"));
+    ox_close(x);
+    free(x);
+}
+
 /* Sites hit, over everything above. */
 static void oom_report(void)
 {
@@ -1204,6 +1229,7 @@ void suite_oom(void)
 {
     t_run("oom.open", oom_open);
     t_run("oom.check_walker", oom_check_walker);
+    t_run("oom.observe", oom_observe);
     t_run("oom.dgpu", oom_dgpu);
     t_run("oom.igpu", oom_igpu);
     t_run("oom.wddm1", oom_wddm1);

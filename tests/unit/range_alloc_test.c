@@ -50,6 +50,29 @@ static void basic(void)
     vidmm_ra_fini(&ra);
 }
 
+/* vidmm_ra_set_topdown_below: requests below the threshold (after
+ * rounding to the chunk) come from the high end, the rest from the low
+ * end; 0 turns it off again. */
+static void topdown_below(void)
+{
+    struct vidmm_range_alloc ra;
+    uint64_t off;
+    uint32_t a, b, c, d;
+    T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 1 * MiB, 4 * KiB), VIDMM_OK);
+    vidmm_ra_set_topdown_below(&ra, 64 * KiB);
+    T_ST(vidmm_ra_alloc(&ra, 60 * KiB + 1, 0, 0, &off, &a), VIDMM_OK); /* 64 KiB after rounding: bottom-up */
+    T_EQ_U64(off, 0);
+    T_ST(vidmm_ra_alloc(&ra, 60 * KiB, 0, 0, &off, &b), VIDMM_OK);
+    T_EQ_U64(off, 1 * MiB - 60 * KiB);
+    T_ST(vidmm_ra_alloc(&ra, 8 * KiB, 8 * KiB, 0, &off, &c), VIDMM_OK);
+    T_EQ_U64(off, 1 * MiB - 72 * KiB); /* aligned down below b */
+    vidmm_ra_set_topdown_below(&ra, 0);
+    T_ST(vidmm_ra_alloc(&ra, 8 * KiB, 0, 0, &off, &d), VIDMM_OK);
+    T_EQ_U64(off, 64 * KiB);
+    T_EQ(vidmm_ra_check(&ra), 0);
+    vidmm_ra_fini(&ra);
+}
+
 static void topdown_and_at(void)
 {
     struct vidmm_range_alloc ra;
@@ -466,6 +489,7 @@ void suite_range_alloc(void)
 {
     t_run("range_alloc.basic", basic);
     t_run("range_alloc.topdown_and_at", topdown_and_at);
+    t_run("range_alloc.topdown_below", topdown_below);
     t_run("range_alloc.bad_inputs", bad_inputs);
     t_run("range_alloc.exact_capacity", exact_capacity);
     t_run("range_alloc.huge_offsets", huge_offsets);

@@ -109,7 +109,7 @@ static vidmm_status use1(struct sg_fx *f, const struct proc *pr, const vidmm_han
 {
     vidmm_status st = mres(f, pr, h, 1, 0, NULL);
     if (st >= 0)
-        T_ST(vidmm_evict(f->a, pr->d, h, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+        T_ST(vidmm_evict(f->a, pr->d, &(struct vidmm_evict_args){ .allocations = h, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     return st;
 }
 
@@ -146,7 +146,7 @@ static void evict_restore_same_va(void)
     T_EQ(segment_of(&f, h), 2);
     T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 77));
     T_EQ(sg_checked(f.a, NULL), 0);
-    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_OK);
     T_EQ(resident(&f, h), 0);
     T_EQ(segment_of(&f, h), 0);
     T_CHECK(gv_gpu_faults(f.a, f.sg, pr.p, va));
@@ -155,11 +155,11 @@ static void evict_restore_same_va(void)
     T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 77));
     /* References count: two make-resident need two evicts. */
     T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
-    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_OK);
     T_EQ(resident(&f, h), 1);
-    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_OK);
     T_EQ(resident(&f, h), 0);
-    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_E_STATE);   /* not on the list any more */
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_E_STATE);   /* not on the list any more */
     struct vidmm_residency_stats s;
     T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
     T_EQ_U64(s.evictions, 2);
@@ -244,7 +244,7 @@ static void all_or_nothing(void)
     T_ST(mres(&f, &pr, h, 15, 0, NULL), VIDMM_OK);
     for (int i = 0; i < 15; i++)
         T_EQ(resident(&f, h[i]), 1);
-    T_ST(vidmm_evict(f.a, pr.d, h, 15, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = h, .count = 15 }), VIDMM_OK);
     /* Bad input changes nothing. */
     vidmm_handle bad[2] = { h[0], 12345 };
     T_ST(mres(&f, &pr, bad, 2, 0, NULL), VIDMM_E_INVALID_HANDLE);
@@ -253,13 +253,13 @@ static void all_or_nothing(void)
     struct vidmm_residency_state r;
     T_ST(vidmm_allocation_residency(f.a, h[0], &r), VIDMM_OK);
     T_EQ(r.references, 0);
-    T_ST(vidmm_evict(f.a, pr.d, bad, 2, 0, NULL), VIDMM_E_STATE);   /* h[0] is not listed */
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = bad, .count = 2 }), VIDMM_E_STATE);   /* h[0] is not listed */
     T_ST(mres(&f, &pr, h, 1, 0, NULL), VIDMM_OK);
-    T_ST(vidmm_evict(f.a, pr.d, bad, 2, 0, NULL), VIDMM_E_INVALID_HANDLE);
-    T_ST(vidmm_evict(f.a, pr.d, h, 1, 0x10, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = bad, .count = 2 }), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = h, .count = 1, .flags = 0x10 }), VIDMM_E_INVALID_ARG);
     /* Evicting twice what is listed once: refused as a whole. */
     vidmm_handle twice[2] = { h[0], h[0] };
-    T_ST(vidmm_evict(f.a, pr.d, twice, 2, 0, NULL), VIDMM_E_STATE);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = twice, .count = 2 }), VIDMM_E_STATE);
     T_ST(vidmm_allocation_residency(f.a, h[0], &r), VIDMM_OK);
     T_EQ(r.references, 1);
     /* A queue of another device is refused. */
@@ -489,9 +489,9 @@ static void budgets(void)
     T_EQ_U64(trim, 12 * MIB);
     T_EQ(resident(&f, h[4]), 0);
     /* Trim, retry: fits. */
-    uint64_t left = 0;
-    T_ST(vidmm_evict(f.a, pr.d, h, 2, 0, &left), VIDMM_OK);
-    T_EQ_U64(left, 0);
+    struct vidmm_evict_args ev = { .allocations = h, .count = 2, .bytes_to_trim = 1 };
+    T_ST(vidmm_evict(f.a, pr.d, &ev), VIDMM_OK);
+    T_EQ_U64(ev.bytes_to_trim, 0);
     T_ST(vidmm_query_video_memory_info(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
     T_CHECK(vi.current_usage <= vi.budget);
     T_ST(mres(&f, &pr, &h[4], 1, 0, &trim), VIDMM_OK);
@@ -579,7 +579,7 @@ static void offer_reclaim(void)
     vidmm_handle big = make_alloc(&f, INVIS, 24 * MIB, 7);
     vidmm_handle both[2] = { keep, off };
     T_ST(mres(&f, &pr, both, 2, 0, NULL), VIDMM_OK);
-    T_ST(vidmm_evict(f.a, pr.d, both, 2, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = both, .count = 2, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     T_EQ(resident(&f, off), 1);
     T_ST(vidmm_offer(f.a, pr.d, &off, 1, VIDMM_OFFER_LOW), VIDMM_OK);
     T_ST(vidmm_offer(f.a, pr.d, &off, 1, 9), VIDMM_E_INVALID_ARG);
@@ -616,7 +616,7 @@ static void clean_discard(void)
     uint64_t va = 0;
     T_ST(vidmm_gpuva_map(f.a, pr.p, 0, 0, 0, h, 0, 8 * MIB, 0, 0, &va), VIDMM_OK);
     T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
-    T_ST(vidmm_evict(f.a, pr.d, &h, 1, VIDMM_EVICT_NOT_WRITTEN_TO, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1, .flags = VIDMM_EVICT_NOT_WRITTEN_TO }), VIDMM_OK);
     struct vidmm_residency_stats s;
     T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
     T_EQ_U64(s.discards, 1);
@@ -624,7 +624,7 @@ static void clean_discard(void)
     T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
     T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 8 * MIB, 31));
     /* Without the flag the copy is stale: transferred. */
-    T_ST(vidmm_evict(f.a, pr.d, &h, 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_OK);
     T_ST(vidmm_residency_get_stats(f.a, &s), VIDMM_OK);
     T_EQ_U64(s.bytes_evicted, 8 * MIB);
     T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
@@ -787,7 +787,7 @@ static void overcommit_integrity_run(const char *preset, uint64_t factor_pct, in
                 bad++;
         if (sg_checked(f.a, NULL))
             bad++;
-        T_ST(vidmm_evict(f.a, pr[p].d, list, m, (t_rand(&seed) % 2) ? VIDMM_EVICT_ONLY_IF_NECESSARY : 0, NULL),
+        T_ST(vidmm_evict(f.a, pr[p].d, &(struct vidmm_evict_args){ .allocations = list, .count = m, .flags = (t_rand(&seed) % 2) ? VIDMM_EVICT_ONLY_IF_NECESSARY : 0 }),
              VIDMM_OK);
     }
     T_EQ(bad, 0);
@@ -875,9 +875,9 @@ static void contiguous_scan(void)
     T_CHECK(N > 40);
     /* Every other one leaves memory: 1 MiB holes between 1 MiB blocks. */
     for (int i = 0; i < N; i += 2)
-        T_ST(vidmm_evict(f.a, pr.d, &h[i], 1, 0, NULL), VIDMM_OK);
+        T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h[i], .count = 1 }), VIDMM_OK);
     for (int i = 1; i < N; i += 2)
-        T_ST(vidmm_evict(f.a, pr.d, &h[i], 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+        T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h[i], .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     T_ST(vidmm_residency_get_stats(f.a, &s0), VIDMM_OK);
     /* A contiguous 4 MiB (AccessedPhysically) request. */
     struct softgpu_alloc_desc d;
@@ -984,8 +984,8 @@ static void bad_input(void)
     T_ST(vidmm_make_resident(f.a, pr.d, &m), VIDMM_E_INVALID_ARG);
     m.allocations = &h;
     T_ST(vidmm_make_resident(f.a, pr.p, &m), VIDMM_E_INVALID_HANDLE);
-    T_ST(vidmm_evict(f.a, pr.d, NULL, 1, 0, NULL), VIDMM_E_INVALID_ARG);
-    T_ST(vidmm_evict(f.a, pr.q, &h, 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = NULL, .count = 1 }), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_evict(f.a, pr.q, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_E_INVALID_HANDLE);
     /* Nothing changed. */
     T_EQ(f.fa.live_blocks, blocks);
     T_ST(vidmm_allocation_residency(f.a, h, &rs), VIDMM_OK);

@@ -56,7 +56,7 @@ static void clean_and_gpu_view(void)
     char rep[1024];
     T_EQ(vidmm_adapter_check_rules(f.a, rep, sizeof rep), 0);
     T_EQ(rc_check_gpu(f.a, f.sg, &o, rep, sizeof rep), 0);
-    T_ST(vidmm_evict(f.a, p[0].dev, &h[0], 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, p[0].dev, &(struct vidmm_evict_args){ .allocations = &h[0], .count = 1 }), VIDMM_OK);
     T_EQ(rc_check_rules(f.a, f.sg, &o, rep, sizeof rep), 0);
     /* A move rewrites the page tables: still where the placement is. */
     T_ST(vidmm_allocation_move(f.a, h[1], 1), VIDMM_OK);

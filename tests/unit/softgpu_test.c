@@ -645,6 +645,87 @@ static void fill_patterns(void)
     softgpu_destroy(sg);
 }
 
+/* A large zero fill of a memory segment that was not prefaulted releases
+ * its whole pages (sg_fill): the range must read back as zeros - through
+ * the copy engine's view and the CPU's - with the unaligned edges and the
+ * bytes around it untouched; a prefaulted segment gets the same bytes by
+ * stores. */
+static void zero_fill_release(void)
+{
+    for (int prefault = 0; prefault < 2; prefault++) {
+        struct softgpu_config cfg;
+        struct softgpu *sg = NULL;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.preset = "dgpu";
+        cfg.segment_size[1] = 16ull << 20;
+        cfg.segment_size[2] = 16ull << 20;
+        cfg.segment_size[3] = 64ull << 20;
+        cfg.prefault = prefault;
+        T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+        ops = softgpu_driver_ops();
+        struct vidmm_segment_descriptor d[8];
+        struct vidmm_query_segment_out out;
+        T_CHECK(query_segments(sg, d, &out) >= 2);
+        const uint64_t span = 4ull << 20, off = 3 * 4096 + 5, size = (2ull << 20) + 11;
+        uint8_t *buf = malloc((size_t)span);
+        T_ST(fill(sg, 2, d[1].base_address, span, 0xFFFFFFFFu), VIDMM_OK);
+        T_ST(fill(sg, 2, d[1].base_address + off, size, 0), VIDMM_OK);
+        T_ST(softgpu_read_physical(sg, 2, 0, buf, (size_t)span), VIDMM_OK);
+        int ok = 1;
+        for (uint64_t i = 0; i < span; i++)
+            ok &= buf[i] == (i >= off && i < off + size ? 0x00 : 0xFF);
+        T_CHECK(ok);
+        /* Written again after the release: the pages come back. */
+        T_ST(fill(sg, 2, d[1].base_address + off, size, 0x5A5A5A5Au), VIDMM_OK);
+        T_ST(softgpu_read_physical(sg, 2, off, buf, (size_t)size), VIDMM_OK);
+        ok = 1;
+        for (uint64_t i = 0; i < size; i++)
+            ok &= buf[i] == 0x5A;
+        T_CHECK(ok);
+        T_EQ(softgpu_check(sg), 0);
+        free(buf);
+        softgpu_destroy(sg);
+    }
+}
+
+/* Transfers above the streaming threshold (sg_copy's non-temporal path,
+ * forced down to 256 bytes through SOFTGPU_NT_THRESHOLD) move exactly the
+ * bytes memcpy would, for every misalignment of both sides and sizes
+ * around the 64-byte body and 16-byte head. */
+static void transfer_streaming(void)
+{
+    uint64_t rs = t_seed() ^ 0x57e4;
+    setenv("SOFTGPU_NT_THRESHOLD", "256", 1);
+    struct softgpu *sg = mk("dgpu");
+    unsetenv("SOFTGPU_NT_THRESHOLD");
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    T_CHECK(query_segments(sg, d, &out) >= 2);
+    const size_t span = 1u << 20;
+    uint8_t *src = malloc(span), *dst = malloc(span), *back = malloc(span);
+    const uint64_t sizes[] = { 255, 256, 257, 319, 4096 + 13, 100003 };
+    int ok = 1;
+    for (unsigned so = 0; so < 17; so += 4)
+        for (unsigned dof = 0; dof < 17; dof += 3)
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                uint64_t n = sizes[k];
+                rand_fill(&rs, src, (size_t)n + 64);
+                rand_fill(&rs, dst, (size_t)n + 64);
+                T_ST(softgpu_write_physical(sg, 1, 0, src, (size_t)n + 64), VIDMM_OK);
+                T_ST(softgpu_write_physical(sg, 2, 0, dst, (size_t)n + 64), VIDMM_OK);
+                T_ST(transfer(sg, 1, d[0].base_address + so, NULL, 2, d[1].base_address + dof, NULL, n, 0), VIDMM_OK);
+                T_ST(softgpu_read_physical(sg, 2, 0, back, (size_t)n + 64), VIDMM_OK);
+                memcpy(dst + dof, src + so, (size_t)n);
+                ok &= !memcmp(back, dst, (size_t)n + 64);
+            }
+    T_CHECK(ok);
+    T_EQ(softgpu_check(sg), 0);
+    free(src);
+    free(dst);
+    free(back);
+    softgpu_destroy(sg);
+}
+
 static void aperture_map_unmap(void)
 {
     uint64_t rs = t_seed() ^ 0xA9;
@@ -1142,6 +1223,8 @@ void suite_softgpu(void)
     t_run("softgpu.describe_allocation", describe_allocation);
     t_run("softgpu.transfers_preserve_bytes", transfers_preserve_bytes);
     t_run("softgpu.fill_patterns", fill_patterns);
+    t_run("softgpu.zero_fill_release", zero_fill_release);
+    t_run("softgpu.transfer_streaming", transfer_streaming);
     t_run("softgpu.aperture_map_unmap", aperture_map_unmap);
     t_run("softgpu.host_aperture", host_aperture);
     t_run("softgpu.restart_protocol", restart_protocol);

@@ -8,8 +8,8 @@
 
 static void names_distinct(void)
 {
-    for (int a = -22; a <= 1; a++)
-        for (int b = a + 1; b <= 1; b++)
+    for (int a = -23; a <= 2; a++)
+        for (int b = a + 1; b <= 2; b++)
             T_CHECK(strcmp(vidmm_status_str((vidmm_status)a), vidmm_status_str((vidmm_status)b)) != 0);
     T_CHECK(strcmp(vidmm_status_str((vidmm_status)1234), "VIDMM_E_UNKNOWN") == 0);
 }

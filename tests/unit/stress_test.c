@@ -335,8 +335,7 @@ static void evict_obj(struct st_worker *w, struct st_obj *o, uint32_t mode)
         flags = VIDMM_EVICT_ONLY_IF_NECESSARY;
     else if (mode == 2 && !o->gpu_written)
         flags = VIDMM_EVICT_NOT_WRITTEN_TO;   /* only when true: else the content would be lost */
-    uint64_t trim = 0;
-    if (W_ST(w, vidmm_evict(w->run->a, w->dev, &o->h, 1, flags, &trim), VIDMM_OK))
+    if (W_ST(w, vidmm_evict(w->run->a, w->dev, &(struct vidmm_evict_args){ .allocations = &o->h, .count = 1, .flags = flags }), VIDMM_OK))
         o->listed = 0;
     w->evictions++;
 }
@@ -738,7 +737,7 @@ static void worker_teardown(struct st_worker *w)
             destroy_obj(w, &w->obj[i], 0);
         }
     vidmm_handle l[2] = { w->cmd, w->res };
-    W_ST(w, vidmm_evict(a, w->dev, l, 2, 0, NULL), VIDMM_OK);
+    W_ST(w, vidmm_evict(a, w->dev, &(struct vidmm_evict_args){ .allocations = l, .count = 2 }), VIDMM_OK);
     W_ST(w, vidmm_gpuva_unmap(a, w->proc, w->cmd_va, ST_CMD_SIZE), VIDMM_OK);
     W_ST(w, vidmm_gpuva_unmap(a, w->proc, w->res_va, ST_RES_SIZE), VIDMM_OK);
     W_ST(w, vidmm_allocation_destroy(a, w->cmd), VIDMM_OK);
@@ -1092,7 +1091,7 @@ static void reclaimed_write_survives_restore(void)
     x->seed = 0;
     cpu_verify(&w, x);                                       /* reads zero */
     cpu_fill(&w, x, 12);                                     /* written while evicted */
-    T_ST(vidmm_evict(a, w.dev, big, 2, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(a, w.dev, &(struct vidmm_evict_args){ .allocations = big, .count = 2 }), VIDMM_OK);
     T_EQ(make_resident(&w, &x->h, 1, 1), 1);                 /* restored: copied, not zero-filled */
     struct vidmm_residency_state rs;
     T_ST(vidmm_allocation_residency(a, x->h, &rs), VIDMM_OK);

@@ -43,7 +43,7 @@ static void virtual_program(void)
     vidmm_handle list[] = { src, dst, res, cmd };
     sg_make_resident(f.a, p.dev, p.queue, list, 4);
     /* Evict one: submission must bring it back. */
-    T_ST(vidmm_evict(f.a, p.dev, &src, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = &src, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     sg_make_resident(f.a, p.dev, p.queue, &src, 1);
     T_ST(vidmm_allocation_move(f.a, src, 0), VIDMM_OK);   /* evicted behind the list's back */
 
@@ -398,7 +398,7 @@ static vidmm_status cc_virtual(struct cc_thread *t, uint32_t it)
     if (st == VIDMM_OK)
         st = vidmm_context_wait(a, t->p.ctx, fence, UINT64_MAX);
     if (st == VIDMM_OK)
-        st = vidmm_evict(a, t->p.dev, &t->data[it % CC_ALLOCS], 1, VIDMM_EVICT_NOT_WRITTEN_TO, NULL);
+        st = vidmm_evict(a, t->p.dev, &(struct vidmm_evict_args){ .allocations = &t->data[it % CC_ALLOCS], .count = 1, .flags = VIDMM_EVICT_NOT_WRITTEN_TO });
     return st;
 }
 
@@ -574,7 +574,7 @@ static void eviction_waits_for_work(void)
     /* p is done with its list once the buffer is submitted: cached, so
      * another process's request may take it (a listed allocation of a
      * process within its budget is never taken). */
-    T_ST(vidmm_evict(f.a, p.dev, l1, 2, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = l1, .count = 2, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     /* q's list needs 6 MiB of the 8: big (busy) may only go once p's
      * buffer ended, which a helper thread allows after a while. */
     struct releaser rl = { f.sg, { 0, 0, 0 }, vc + 1024 };

@@ -445,7 +445,7 @@ static void hang_during_eviction(void)
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
     /* p is done with big (cached, no longer listed): the hung buffer
      * still holds it, so the eviction must wait for the reset. */
-    T_ST(vidmm_evict(f.a, p.dev, &big, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = &big, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     vidmm_handle c = new_alloc(&f, s2, 16 * MIB, 33);
     sg_make_resident(f.a, q.dev, q.queue, &c, 1);   /* needs big's room: waits for the hang's reset */
     T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
@@ -476,7 +476,7 @@ static void paging_hang_during_eviction(void)
     sg_make_resident(f.a, r.dev, r.queue, &keep, 1);
     gv_pattern(f.a, big, 43);   /* CPU-written while resident: the eviction must transfer it */
     /* Cached, not listed: Q's request may take its room. */
-    T_ST(vidmm_evict(f.a, p.dev, &big, 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = &big, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     softgpu_inject_paging_hang(f.sg, 0);
     vidmm_handle c = new_alloc(&f, s1, 8 * MIB, 45);
     struct vidmm_make_resident_args mr;
@@ -539,8 +539,7 @@ static void poll_and_close_with_hang(void)
 
 static vidmm_status evict1(struct tx *f, vidmm_handle dev, vidmm_handle h)
 {
-    uint64_t trim = 0;
-    return vidmm_evict(f->a, dev, &h, 1, 0, &trim);
+    return vidmm_evict(f->a, dev, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 });
 }
 
 /* An offered allocation is evicted (or the adapter goes to standby)

@@ -115,7 +115,7 @@ static void bystander_verify(struct iso_fx *f, struct td_bystander *v)
             T_EQ_U64(softgpu_checksum(c, 4 * MIB), v->sum[i]);
         T_ST(vidmm_device_unlock(f->a, v->p.dev, v->h[i]), VIDMM_OK);
     }
-    T_ST(vidmm_evict(f->a, v->p.dev, v->h, NV, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f->a, v->p.dev, &(struct vidmm_evict_args){ .allocations = v->h, .count = NV }), VIDMM_OK);
 }
 
 /* ---- the doomed process ------------------------------------------------------ */
@@ -261,13 +261,13 @@ static void pending_paging(void)
             pending++;
         /* Cached, not listed: its own later request may push them out
          * (a device never loses its listed allocations to itself). */
-        T_ST(vidmm_evict(f.a, l.p.dev, l.big, NBIG / 2, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+        T_ST(vidmm_evict(f.a, l.p.dev, &(struct vidmm_evict_args){ .allocations = l.big, .count = NBIG / 2, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
         if (round > 0 && mr_nowait(&f, l.p.dev, l.p.queue, l.big + NBIG / 2, NBIG / 2) == VIDMM_PENDING)
             pending++;
         if (round == 2) {
             /* ... and the bystander comes back, evicting them. */
             (void)mr_nowait(&f, v.p.dev, v.p.queue, v.h, NV);
-            T_ST(vidmm_evict(f.a, v.p.dev, v.h, NV, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+            T_ST(vidmm_evict(f.a, v.p.dev, &(struct vidmm_evict_args){ .allocations = v.h, .count = NV, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
         }
         T_ST(vidmm_process_destroy(f.a, l.p.proc), VIDMM_OK);
         T_CHECK(checked_ok(&f));

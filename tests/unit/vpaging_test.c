@@ -626,7 +626,7 @@ static void families_one(const struct vp_cfg *c, int virt, uint32_t ap)
         uint32_t seg = ac_state(f.a, h[i]).segment_id;
         T_CHECK(seg == 1 || seg == 2);   /* in memory: restored by a transfer */
     }
-    T_ST(vidmm_evict(f.a, dev, h, 3, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_evict(f.a, dev, &(struct vidmm_evict_args){ .allocations = h, .count = 3 }), VIDMM_OK);
     T_ST(vidmm_allocation_move(f.a, h[0], 0), VIDMM_OK);      /* evicted: in system memory already */
     T_ST(vidmm_allocation_move(f.a, h[0], 1), VIDMM_E_STATE); /* evicted: make it resident first */
     st = vidmm_make_resident(f.a, dev, &mr);
@@ -689,7 +689,7 @@ static void residency_chunked(void)
         if (st == VIDMM_PENDING)
             T_ST(vidmm_paging_queue_wait(f.a, q, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
         T_CHECK(gpu_reads(&f, proc, va[i], size, seed + (uint64_t)i));
-        T_ST(vidmm_evict(f.a, dev, &h[i], 1, VIDMM_EVICT_ONLY_IF_NECESSARY, NULL), VIDMM_OK);
+        T_ST(vidmm_evict(f.a, dev, &(struct vidmm_evict_args){ .allocations = &h[i], .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
         CHECK_ADAPTER(f.a);
     }
     struct vidmm_residency_stats rs;

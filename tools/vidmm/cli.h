@@ -20,7 +20,49 @@ struct cli_session {
     char error[256];
 };
 
-int cli_parse_adapter_options(int argc, char **argv, int first, struct cli_options *o);
+/* --segment ID=SIZE arguments as given, checked against the preset once
+ * every option is read (--adapter may come after --segment). */
+struct cli_adapter_args {
+    const char *spec[16];
+    unsigned long id[16];
+    uint64_t size[16];
+    uint32_t n;
+};
+
+/* Exit status of a usage error: "vidmm VERB: message" on stderr naming
+ * the argument, its value and what is allowed, and where the options are
+ * listed.  Returns 2. */
+int cli_usage_error(const char *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* 0, or a usage error when a verb that takes no arguments got some. */
+int cli_no_arguments(const char *verb, int argc, char **argv);
+/* A byte count: decimal or 0x hex, optional K/M/G/T (binary) suffix with
+ * optional "iB"/"B"; not zero.  0 or -1. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Syntax of one --segment value (0, or 2 after a usage error). */
+int cli_add_segment(const char *verb, struct cli_adapter_args *a, const char *spec);
+/* 0 when preset names a softgpu preset, else 2 after a usage error that
+ * lists them. */
+int cli_check_preset(const char *verb, const char *preset);
+/* The preset, then each --segment against the preset's driver segments
+ * (ID in range, SIZE a multiple of the segment's page, at most 1 TiB);
+ * fills size[ID].  0, 2 after a usage error, 1 if softgpu cannot be
+ * created to ask. */
+int cli_check_adapter(const char *verb, const char *preset, const struct cli_adapter_args *a,
+                      uint64_t size[SOFTGPU_MAX_SEGMENTS + 1]);
+/* info, demo, vamap: --adapter, --segment, --prefault (and --json for
+ * info).  0, or 2 after a usage error. */
+int cli_parse_adapter_options(const char *verb, int argc, char **argv, int first, struct cli_options *o);
+/* Progress on stderr (a 40-column bar, redrawn in place when the
+ * percentage changes): option -1 means "if stderr is a terminal", so a
+ * pipe or a log file never receives carriage returns unasked. */
+int cli_progress_wanted(int option);
+void cli_progress(uint64_t done, uint64_t total, const char *unit, int *last_pct);
+/* Erase the bar (if one was drawn); *last_pct becomes -1. */
+void cli_progress_end(int *last_pct);
 int cli_open(struct cli_options *o, struct cli_session *s);
 void cli_close(struct cli_session *s);
 void cli_format_size(uint64_t v, char *buf, size_t n);

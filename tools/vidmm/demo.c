@@ -126,17 +126,15 @@ static int move(struct vidmm_adapter *a, struct demo_alloc *d, uint32_t seg)
 int cli_demo(int argc, char **argv)
 {
     struct cli_options o;
-    int rc = cli_parse_adapter_options(argc, argv, 2, &o);
+    int rc = cli_parse_adapter_options("demo", argc, argv, 2, &o);
     if (rc)
         return rc;
     /* Every new allocation is zero-filled by the device, so keep the
      * simulated memory small enough that the demo touches little RAM. */
     if (!o.config.segment_size[2])
         o.config.segment_size[2] = 256ull << 20;
-    if (strcmp(o.config.preset, "dgpu") && strcmp(o.config.preset, "big")) {
-        fprintf(stderr, "vidmm demo: the demo scenario runs on the dgpu or big preset\n");
-        return 2;
-    }
+    if (strcmp(o.config.preset, "dgpu") && strcmp(o.config.preset, "big"))
+        return cli_usage_error("demo", "--adapter %s: the demonstration runs on dgpu or big", o.config.preset);
     struct cli_session s;
     if (cli_open(&o, &s))
         return 1;

@@ -156,7 +156,7 @@ int cli_demo_overcommit(struct cli_session *s, uint32_t invis)
                     if (vidmm_make_resident(a, dev[p], &(struct vidmm_make_resident_args){
                             .paging_queue = queue[p], .allocations = &one, .count = 1,
                             .flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER }) >= 0 &&
-                        vidmm_evict(a, dev[p], &one, 1, VIDMM_EVICT_NOT_WRITTEN_TO, NULL) >= 0)
+                        vidmm_evict(a, dev[p], &(struct vidmm_evict_args){ .allocations = &one, .count = 1, .flags = VIDMM_EVICT_NOT_WRITTEN_TO }) >= 0)
                         mr.bytes_to_trim = mr.bytes_to_trim > al[i].size ? mr.bytes_to_trim - al[i].size : 0;
                     trimmed++;
                 }
@@ -184,8 +184,7 @@ int cli_demo_overcommit(struct cli_session *s, uint32_t invis)
                     verified_bytes += al[idx[k]].size;
                 }
             }
-            if (vidmm_evict(a, dev[p], list, m, VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO,
-                            NULL) < 0)
+            if (vidmm_evict(a, dev[p], &(struct vidmm_evict_args){ .allocations = list, .count = m, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO }) < 0)
                 failures++;
             if (vidmm_adapter_check(a, NULL, 0))
                 failures++;

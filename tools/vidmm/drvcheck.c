@@ -101,37 +101,68 @@ static vidmm_status softgpu_ctor(const struct drvcheck_env *env, struct drvcheck
     return VIDMM_OK;
 }
 
+/* The kit's groups (examples/drvcheck/drvcheck.c), to name a misspelt
+ * one: the kit itself would silently select nothing. */
+static const char *const groups_known[] = { "query", "describe", "restart", "paging", "fences", "reset", "vidmm",
+                                            NULL };
+
+static int check_groups(const char *groups)
+{
+    const char *p = groups;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int found = 0;
+        for (const char *const *g = groups_known; *g && !found; g++)
+            found = strlen(*g) == n && !strncmp(*g, p, n);
+        if (!found)
+            return cli_usage_error("drvcheck", "--groups %s: no group '%.*s' (query, describe, restart, paging, "
+                                               "fences, reset, vidmm)", groups, (int)n, p);
+        p += n;
+        if (*p)
+            p++;
+    }
+    return 0;
+}
+
 int cli_drvcheck(int argc, char **argv)
 {
     const char *path = NULL, *options = NULL, *groups = NULL;
     int verbose = 0;
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--driver") && i + 1 < argc)
-            path = argv[++i];
-        else if (!strcmp(argv[i], "--options") && i + 1 < argc)
-            options = argv[++i];
-        else if (!strcmp(argv[i], "--groups") && i + 1 < argc)
-            groups = argv[++i];
-        else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char **val = !strcmp(a, "--driver") ? &path : !strcmp(a, "--options") ? &options
+                           : !strcmp(a, "--groups") ? &groups : NULL;
+        if (val) {
+            if (!v)
+                return cli_usage_error("drvcheck", "%s needs a value (%s)", a,
+                                       val == &path ? "a shared object exporting vidmm_driver_entry"
+                                       : val == &options ? "a string for the driver's constructor"
+                                                         : "comma-separated group names");
+            *val = v;
+            i++;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             verbose = 1;
-        else {
-            fprintf(stderr, "vidmm drvcheck: unknown option '%s'\n"
-                            "usage: vidmm drvcheck [--driver FILE.so] [--options STR] [--groups a,b] [-v]\n",
-                    argv[i]);
-            return 2;
+        } else {
+            return cli_usage_error("drvcheck", "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
+    }
+    if (groups) {
+        int rc = check_groups(groups);
+        if (rc)
+            return rc;
     }
     drvcheck_ctor ctor = softgpu_ctor;
     void *lib = NULL;
     if (path) {
         lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
-            fprintf(stderr, "vidmm drvcheck: %s\n", dlerror());
+            fprintf(stderr, "vidmm drvcheck: --driver %s: cannot load it: %s\n", path, dlerror());
             return 2;
         }
         void *sym = dlsym(lib, DRVCHECK_ENTRY_SYMBOL);
         if (!sym) {
-            fprintf(stderr, "vidmm drvcheck: %s has no %s\n", path, DRVCHECK_ENTRY_SYMBOL);
+            fprintf(stderr, "vidmm drvcheck: --driver %s: no %s in it (docs/WRITING_A_DRIVER.md)\n", path,
+                    DRVCHECK_ENTRY_SYMBOL);
             dlclose(lib);
             return 2;
         }

@@ -5,6 +5,7 @@
  *
  *   vidmm gen [--seed N] [--calls K] [--adapter dgpu|wddm1]   > FILE
  *   vidmm fuzz-scenarios [--seconds S | --count N] [--seed N] [--calls K]
+ *                        [--adapter dgpu|wddm1]
  *                        [--save DIR]
  *   vidmm shrink FILE > MIN
  *
@@ -578,52 +579,60 @@ static uint64_t shrink(const char *text, const char *want, struct tr_buf *b)
 
 /* ---- commands ------------------------------------------------------------------- */
 
-static int usage_error(const char *cmd, const char *msg, const char *arg)
-{
-    fprintf(stderr, "vidmm %s: %s%s%s\n", cmd, msg, arg ? " " : "", arg ? arg : "");
-    fprintf(stderr, "see 'vidmm --help' or man ./docs/vidmm.1\n");
-    return 2;
-}
-
 struct gen_options {
     uint64_t seed, calls, seconds, count;
     int seed_given;
     const char *preset, *save, *file;
 };
 
+/* gen, fuzz-scenarios and shrink share one parser; each verb accepts only
+ * its own options, so a misplaced one is named rather than ignored. */
 static int parse(const char *cmd, int argc, char **argv, struct gen_options *o)
 {
+    int fuzz = !strcmp(cmd, "fuzz-scenarios"), shrinking = !strcmp(cmd, "shrink");
     memset(o, 0, sizeof(*o));
     o->calls = 120;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t *num = !strcmp(a, "--seed")      ? &o->seed
+        uint64_t *num = shrinking                 ? NULL
+                        : !strcmp(a, "--seed")    ? &o->seed
                         : !strcmp(a, "--calls")   ? &o->calls
+                        : !fuzz                   ? NULL
                         : !strcmp(a, "--seconds") ? &o->seconds
                         : !strcmp(a, "--count")   ? &o->count
                                                   : NULL;
         if (num) {
-            if (!v || tr_parse_u64(v, num))
-                return usage_error(cmd, "bad value for", a);
+            if (!v)
+                return cli_usage_error(cmd, "%s needs a value (a number)", a);
+            if (tr_parse_u64(v, num))
+                return cli_usage_error(cmd, "%s %s: not a number (decimal or 0x hex)", a, v);
             if (num == &o->seed)
                 o->seed_given = 1;
+            if (num == &o->calls && (o->calls == 0 || o->calls > 100000))
+                return cli_usage_error(cmd, "--calls %s: want 1-100000", v);
             i++;
-        } else if (!strcmp(a, "--adapter") && v) {
+        } else if (!shrinking && !strcmp(a, "--adapter")) {
+            if (!v)
+                return cli_usage_error(cmd, "--adapter needs a value (dgpu or wddm1)");
             if (strcmp(v, "dgpu") && strcmp(v, "wddm1"))
-                return usage_error(cmd, "--adapter takes dgpu or wddm1, not", v);
+                return cli_usage_error(cmd, "--adapter %s: generated scenarios use dgpu or wddm1", v);
             o->preset = v;
             i++;
-        } else if (!strcmp(a, "--save") && v) {
+        } else if (fuzz && !strcmp(a, "--save")) {
+            if (!v)
+                return cli_usage_error(cmd, "--save needs a value (a directory)");
             o->save = v;
             i++;
-        } else if (a[0] != '-' && !o->file) {
+        } else if (shrinking && a[0] != '-' && !o->file) {
             o->file = a;
+        } else if (shrinking && a[0] != '-') {
+            return cli_usage_error(cmd, "'%s': one file at a time ('%s' was given first)", a, o->file);
         } else {
-            return usage_error(cmd, "unknown option", a);
+            return cli_usage_error(cmd, "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
         }
     }
-    if (o->calls == 0 || o->calls > 100000)
-        return usage_error(cmd, "--calls takes 1..100000", NULL);
+    if (fuzz && o->seconds && o->count)
+        return cli_usage_error(cmd, "--seconds and --count: give one of them");
     if (!o->seed_given)
         o->seed = (uint64_t)time(NULL);
     return 0;
@@ -693,7 +702,7 @@ int cli_shrink(int argc, char **argv)
     if (rc)
         return rc;
     if (!o.file)
-        return usage_error("shrink", "which scenario file?", NULL);
+        return cli_usage_error("shrink", "which scenario file? (vidmm shrink FILE)");
     char *text = slurp(o.file);
     if (!text) {
         fprintf(stderr, "vidmm shrink: cannot read '%s'\n", o.file);

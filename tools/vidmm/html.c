@@ -11,9 +11,12 @@
  *     HTML_MAX_POINTS points are kept the width doubles and neighbours
  *     merge, so memory is bounded and the downsampling depends only on
  *     the call sequence (a replay downsamples the same way);
- *   - paging buckets: bytes per paging operation per interval, each
- *     operation's bytes spread over the slice the timeline gives it;
- *     merged pairwise the same way when the clock outgrows them.
+ *   - paging buckets: bytes per paging operation per interval of calls,
+ *     merged pairwise the same way when the calls outgrow them.  Calls,
+ *     not the simulated clock: that clock charges paging 1 us per 16 KiB,
+ *     so bytes per interval of it are pinned at that rate whenever the
+ *     engine is busy (every bar at the top), whereas bytes per call show
+ *     which stretches of the workload page and how much.
  * Walking the allocations costs a query or two per live allocation, so it
  * is done only after calls that can move or create or free one (and when
  * anything was paged); other calls reuse the last walk.
@@ -61,7 +64,8 @@ struct html_series {
     uint64_t *time;                  /* end of the last call of each kept interval */
     uint64_t *val;                   /* npts * stride */
 
-    uint64_t pwidth;                 /* microseconds per paging bucket */
+    uint64_t pwidth;                 /* calls per paging bucket (a power of two) */
+    uint64_t ncalls;                 /* calls observed, the adapter-open slice included */
     uint64_t (*paging)[NOPS];        /* HTML_MAX_POINTS buckets */
     uint64_t ops_seen[NOPS];         /* bytes per operation over the run */
 
@@ -271,28 +275,19 @@ static void push_point(struct html_series *s, uint64_t at)
     s->npts++;
 }
 
-/* Spread `bytes` of operation op over [at, at + dur) in the buckets. */
-static void paging_add(struct html_series *s, int op, uint64_t at, uint64_t dur, uint64_t bytes)
+/* bytes of operation op paged by call number `call`. */
+static void paging_add(struct html_series *s, int op, uint64_t call, uint64_t bytes)
 {
-    if (!bytes || !dur)
+    if (!bytes)
         return;
-    while (at + dur > (uint64_t)HTML_MAX_POINTS * s->pwidth) {
+    while (call >= (uint64_t)HTML_MAX_POINTS * s->pwidth) {
         for (uint32_t i = 0; i < HTML_MAX_POINTS / 2; i++)
             for (int k = 0; k < NOPS; k++)
                 s->paging[i][k] = s->paging[2 * i][k] + s->paging[2 * i + 1][k];
         memset(s->paging + HTML_MAX_POINTS / 2, 0, HTML_MAX_POINTS / 2 * sizeof(*s->paging));
         s->pwidth *= 2;
     }
-    /* Bytes up to offset c of the slice: q * c + r * c / dur, exact in
-     * integers, so the buckets add up to the operation's bytes. */
-    uint64_t q = bytes / dur, r = bytes % dur, given = 0;
-    for (uint64_t b = at / s->pwidth; b * s->pwidth < at + dur; b++) {
-        uint64_t end = (b + 1) * s->pwidth < at + dur ? (b + 1) * s->pwidth : at + dur;
-        uint64_t c = end - at;
-        uint64_t upto = q * c + r * c / dur;
-        s->paging[b][op] += upto - given;
-        given = upto;
-    }
+    s->paging[call / s->pwidth][op] += bytes;
     s->ops_seen[op] += bytes;
 }
 
@@ -321,9 +316,10 @@ void html_observe(struct tr *t, const struct tr_tick *k, void *series)
     int paged = 0;
     for (int op = 0; op < NOPS; op++)
         if (k->paging_dur[op]) {
-            paging_add(s, op, k->paging_at[op], k->paging_dur[op], k->paging_bytes[op]);
+            paging_add(s, op, s->ncalls, k->paging_bytes[op]);
             paged = 1;
         }
+    s->ncalls++;
     if (!s->walked || paged || may_place(k))
         walk(t, s);
     usage(t, s);
@@ -612,8 +608,9 @@ static void svg_open(FILE *f, const char *id, const struct frame *fr, const char
     fprintf(f, "</title>\n");
 }
 
-/* Axes, grid lines and tick labels: time along x, bytes up y. */
-static void axes(FILE *f, const struct frame *fr, uint64_t ystep)
+/* Axes, grid lines and tick labels: bytes up y; along x simulated time,
+ * or with `calls` call numbers. */
+static void axes(FILE *f, const struct frame *fr, uint64_t ystep, int calls)
 {
     char b[48];
     fprintf(f, "<rect class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%u\"/>\n", PLOT_L, PLOT_T,
@@ -639,10 +636,11 @@ static void axes(FILE *f, const struct frame *fr, uint64_t ystep)
         px(f, xt(fr, v));
         /* A label near the right edge ends at its tick, inside the chart. */
         fprintf(f, "\" y=\"%u\"%s>%s</text>", fr->bottom + 15,
-                xt(fr, v) + 300 > (uint64_t)W * 10 ? " class=\"end\"" : "", time_str(v, b, sizeof b));
+                xt(fr, v) + 300 > (uint64_t)W * 10 ? " class=\"end\"" : "",
+                calls ? (snprintf(b, sizeof b, "%" PRIu64, v), b) : time_str(v, b, sizeof b));
     }
-    fprintf(f, "</g>\n<text class=\"axis-title\" x=\"%d\" y=\"%u\">simulated time</text>\n", PLOT_R,
-            fr->h - 2);
+    fprintf(f, "</g>\n<text class=\"axis-title\" x=\"%d\" y=\"%u\">%s</text>\n", PLOT_R, fr->h - 2,
+            calls ? "calls" : "simulated time");
 }
 
 /* ---- occupancy: stacked steps per segment ------------------------------ */
@@ -683,7 +681,7 @@ static void occupancy_chart(FILE *f, struct tr *t, const struct html_series *s, 
              vidmm_segment_kind_str(si->kind), size_str(si->size, a, sizeof a));
     fprintf(f, "<figure>\n");
     svg_open(f, idbuf, &fr, title);
-    axes(f, &fr, ystep);
+    axes(f, &fr, ystep, 0);
 
     /* Layers bottom-up: processes, then unreferenced allocations, then
      * vidmm's own bytes; a layer that stays empty is not drawn. */
@@ -772,6 +770,14 @@ static void usage_chart(FILE *f, struct tr *t, const struct html_series *s, int 
         fprintf(f, "<p class=\"note\">No process had %s memory usage or budget during the run.</p>\n", gname[g]);
         return;
     }
+    if (!peak[0]) {
+        /* Budgets alone (every process has a non-local one on a discrete
+         * GPU) would draw flat zero lines under a budget line: a chart
+         * that looks like data and has none. */
+        fprintf(f, "<p class=\"note\">No process used %s memory during the run (budgets up to %s).</p>\n",
+                gname[g], size_str(peak[1], b, sizeof b));
+        return;
+    }
     /* The axis follows usage: a budget far above it (the default 4 GiB
      * of non-local memory) would flatten every usage line, so budgets
      * above four times the highest usage are left off and named. */
@@ -793,7 +799,7 @@ static void usage_chart(FILE *f, struct tr *t, const struct html_series *s, int 
              g ? "Non-local" : "Local");
     fprintf(f, "<figure>\n");
     svg_open(f, id, &fr, title);
-    axes(f, &fr, ystep);
+    axes(f, &fr, ystep, 0);
     for (uint32_t p = 1; p <= nproc; p++) {
         for (int k = 1; k >= 0; k--) {   /* budget under usage */
             int any = 0;
@@ -859,20 +865,21 @@ static void usage_chart(FILE *f, struct tr *t, const struct html_series *s, int 
     fprintf(f, ".</figcaption>\n</figure>\n");
 }
 
-/* ---- paging bandwidth: stacked bars per interval --------------------- */
+/* ---- paging traffic: stacked bars per interval of calls ---------------- */
 
-static void paging_chart(FILE *f, const struct html_series *s, uint64_t tmax)
+static void paging_chart(FILE *f, const struct html_series *s)
 {
-    uint64_t nb = (tmax + s->pwidth - 1) / s->pwidth;
+    uint64_t ncalls = s->ncalls ? s->ncalls : 1;
+    uint64_t nb = (ncalls + s->pwidth - 1) / s->pwidth;
     if (nb > HTML_MAX_POINTS)
         nb = HTML_MAX_POINTS;
     /* Bars of a power of two of buckets, so intervals are round numbers
-     * of microseconds like the buckets. */
+     * of calls like the buckets. */
     uint64_t group = 1;
     while (nb > group * PAGING_BARS)
         group *= 2;
     uint64_t nbars = (nb + group - 1) / group, interval = group * s->pwidth;
-    uint64_t peak = 0;
+    uint64_t peak = 0, busy = 0;
     for (uint64_t j = 0; j < nbars; j++) {
         uint64_t sum = 0;
         for (uint64_t b = j * group; b < (j + 1) * group && b < nb; b++)
@@ -880,18 +887,18 @@ static void paging_chart(FILE *f, const struct html_series *s, uint64_t tmax)
                 sum += s->paging[b][k];
         if (sum > peak)
             peak = sum;
+        busy += sum != 0;
     }
     char title[160], b1[32], b2[32];
-    snprintf(title, sizeof title, "Paging bandwidth: bytes per %s interval of simulated time, by paging operation",
-             time_str(interval, b1, sizeof b1));
-    /* The same time axis as the other charts: the last bar ends at the
-     * end of the run. */
-    struct frame fr = { 240, 212, tmax, 0 };
+    snprintf(title, sizeof title, "Paging traffic: bytes per %" PRIu64 " call%s, by paging operation", interval,
+             interval == 1 ? "" : "s");
+    /* The x axis counts calls to the last one, so the bars span the run. */
+    struct frame fr = { 240, 212, ncalls, 0 };
     uint64_t ystep = byte_step(peak ? peak : 1u << 20);
     fr.vmax = peak ? (peak + ystep - 1) / ystep * ystep : 4 * ystep;
     fprintf(f, "<figure>\n");
     svg_open(f, "paging-bandwidth", &fr, title);
-    axes(f, &fr, ystep);
+    axes(f, &fr, ystep, 1);
     int drawn = 0;
     for (int k = 0; k < NOPS; k++) {
         if (!s->ops_seen[k])
@@ -929,9 +936,11 @@ static void paging_chart(FILE *f, const struct html_series *s, uint64_t tmax)
     if (!drawn)
         fprintf(f, "<text class=\"empty\" x=\"%d\" y=\"%u\">nothing paged</text>\n", (PLOT_L + PLOT_R) / 2,
                 (PLOT_T + fr.bottom) / 2);
-    fprintf(f, "</svg>\n<figcaption>Bytes each paging operation moved or wrote per %s of simulated time; "
-               "at 16 KiB per &#181;s the engine is busy for the whole interval at %s.</figcaption>\n</figure>\n",
-            time_str(interval, b1, sizeof b1), size_str(interval * 16384, b2, sizeof b2));
+    fprintf(f, "</svg>\n<figcaption>Bytes each paging operation moved or wrote per %" PRIu64 " call%s (the "
+               "adapter opening is call 0); %" PRIu64 " of %" PRIu64 " intervals paged, the busiest %s. Counted "
+               "per call rather than per simulated time: the simulated clock charges paging by its bytes, so a "
+               "rate over it would be the same whenever the engine is busy.</figcaption>\n</figure>\n",
+            interval, interval == 1 ? "" : "s", busy, nbars, size_str(peak, b1, sizeof b1));
 }
 
 /* ---- memory maps ------------------------------------------------------ */
@@ -1197,7 +1206,7 @@ void html_write(struct tr *t, const struct html_series *s, FILE *f)
                "at 16 KiB per &#181;s, the clock of the --timeline file).</p>\n",
             t->hdr.seed, t->calls, time_str(tmax, b, sizeof b));
     fprintf(f, "<nav><a href=\"#occupancy\">occupancy</a><a href=\"#usage\">usage against budget</a>"
-               "<a href=\"#paging\">paging bandwidth</a><a href=\"#memory-map\">memory maps</a>"
+               "<a href=\"#paging\">paging traffic</a><a href=\"#memory-map\">memory maps</a>"
                "<a href=\"#summary\">summary</a></nav>\n");
 
     fprintf(f, "<section id=\"occupancy\">\n<h2>Segment occupancy over time</h2>\n");
@@ -1221,7 +1230,7 @@ void html_write(struct tr *t, const struct html_series *s, FILE *f)
         usage_chart(f, t, s, g, tmax);
     fprintf(f, "</section>\n");
 
-    fprintf(f, "<section id=\"paging\">\n<h2>Paging bandwidth</h2>\n<p class=\"legend\">");
+    fprintf(f, "<section id=\"paging\">\n<h2>Paging traffic</h2>\n<p class=\"legend\">");
     for (int k = 0; k < NOPS; k++)
         if (s->ops_seen[k]) {
             fprintf(f, "<span>");
@@ -1229,7 +1238,7 @@ void html_write(struct tr *t, const struct html_series *s, FILE *f)
             fprintf(f, "%s</span>", op_name(k));
         }
     fprintf(f, "</p>\n");
-    paging_chart(f, s, tmax);
+    paging_chart(f, s);
     fprintf(f, "</section>\n");
 
     fprintf(f, "<section id=\"memory-map\">\n<h2>Memory map after the last call</h2>\n");

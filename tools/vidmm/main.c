@@ -1,76 +1,288 @@
 /*
- * main.c - the vidmm command-line tool.
+ * main.c - the vidmm command-line tool: the verb table (usage, help,
+ * exit status), the adapter options, progress lines, and `vidmm info`.
  *
- *   vidmm info [--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json]
- *   vidmm demo [--adapter PRESET] [--segment ID=SIZE]...
- *   vidmm vamap [--adapter PRESET] [--segment ID=SIZE]...
- *   vidmm run SCENARIO|FILE [options]      (run.c)
- *   vidmm replay TRACE [options]           (run.c, replay.c, rmv.c)
- *   vidmm scenarios | presets
- *   vidmm gen | fuzz-scenarios | shrink FILE   (gen.c)
- *   vidmm drvcheck [--driver FILE.so] [--options STR]   (drvcheck.c)
- *   vidmm --version | --help
+ *   vidmm VERB [options]        VERB: the verbs[] table below
+ *   vidmm help [VERB] | vidmm VERB --help | vidmm --version
  *
  * The tool drives libvidmm on softgpu; it is a client of the public
- * headers only.  Exit status: 0 success, 1 the operation failed, 2 usage.
+ * headers only.  Exit status, for every verb (docs/vidmm.1, EXIT STATUS):
+ * 0 success, 1 what was run failed, 2 usage error.  A usage error names
+ * the argument, its value and what is allowed, so a script's author can
+ * fix the command line without reading the source.
  */
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
 #include "cli.h"
+#include "scenario.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* ---- the verb table: help, usage errors, exit status ----------------- */
+
+/* Which shared option blocks a verb's help prints. */
+#define H_ADAPTER 1u                 /* --adapter, --segment */
+#define H_RUN 2u                     /* --policy, --seed, --frames, --async */
+#define H_OUTPUT 4u                  /* run and replay outputs, --rules */
+
+struct verb {
+    const char *name;
+    const char *args;                /* after "vidmm NAME" in the usage line */
+    const char *summary;             /* the line `vidmm --help` lists */
+    const char *text;                /* what it does, and its own options */
+    unsigned blocks;
+    const char *fails;               /* what exit status 1 means for it */
+    int (*run)(int argc, char **argv);
+};
+
+static int preset_segments(const char *preset, uint32_t *count, uint32_t page[SOFTGPU_MAX_SEGMENTS + 1]);
+static int cmd_info(int argc, char **argv);
+static int cmd_presets(int argc, char **argv);
+static int cmd_scenarios(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+
+/* One entry per verb: `vidmm --help`, `vidmm help VERB`, `vidmm VERB
+ * --help` and the dispatch all read it, so they cannot disagree; the
+ * docs test compares the manual page's verbs with this list. */
+static const struct verb verbs[] = {
+    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json]",
+      "print the adapter's segments as the manager sees them",
+      "Print the adapter's segments (id, kind, GPU base, size, page, CPU visibility,\n"
+      "commit limit, committed, flags), the paging-buffer segment and the GpuMmu\n"
+      "geometry, then run the adapter's structure check.\n"
+      "  --prefault          touch all simulated video memory at start\n"
+      "  --json              print JSON (format vidmm-info/1) instead of a table\n",
+      H_ADAPTER, "the adapter could not be opened, or its structure check failed", cmd_info },
+    { "demo", "[--adapter dgpu|big] [--segment ID=SIZE]... [--prefault]",
+      "run the demonstration scenario and print what happened",
+      "One allocation of every placement class, CPU patterns, moves between\n"
+      "segments, a flip, three processes over-committing memory twice, then hangs,\n"
+      "resets, standby and resume.  Runs on the dgpu (default) or big preset.\n"
+      "  --prefault          touch all simulated video memory at start\n",
+      H_ADAPTER, "a step of the demonstration failed or a read-back differed", cli_demo },
+    { "vamap", "[--adapter dgpu|wddm1|big] [--segment ID=SIZE]... [--prefault]",
+      "build two processes' GPU VA spaces (GpuMmu) and dump them",
+      "Two processes' GPU virtual address spaces before and after a move.  Needs a\n"
+      "GpuMmu preset (dgpu, wddm1, big; igpu has no GPU page tables).\n"
+      "  --prefault          touch all simulated video memory at start\n",
+      H_ADAPTER, "building the address spaces failed", cli_vamap },
+    { "run", "SCENARIO|FILE [options]",
+      "run a built-in scenario or a scenario file, print a report",
+      "Run a built-in scenario (vidmm scenarios) or a scenario file (the trace\n"
+      "format, results optional), then print the report.  Command-line options\n"
+      "override the scenario's or file's header.\n",
+      H_ADAPTER | H_RUN | H_OUTPUT,
+      "a call met an unexpected status, a read-back differed, a rule was violated,\n"
+      "         the file is malformed (FILE:LINE), or an output could not be written",
+      cli_run },
+    { "replay", "TRACE [options]",
+      "re-execute a recorded trace (or import an .rmv), check, print the report",
+      "Re-execute every call of a trace on the adapter its header names and compare\n"
+      "each result with the recorded one (differences on stderr); a trace that is\n"
+      "cut short, changed or appended to is refused (its end record disagrees).\n"
+      "An AMD Radeon Memory Visualizer file (.rmv) is imported instead.  The adapter\n"
+      "comes from the trace: adapter options are refused.\n"
+      "  --decode-only       (.rmv) read and check the whole file, print what it holds, replay nothing\n"
+      "  --lenient           (.rmv) count the streams' anomalies instead of refusing the file\n"
+      "  --local-scale N     (.rmv) divide the file's local heaps by N (1-64): the same trace on a smaller card\n"
+      "  --policy NAME       (.rmv) eviction policy; belady is told each allocation's next use from the file\n",
+      H_OUTPUT,
+      "a result differed, a read-back or rule failed, the trace is missing, unreadable\n"
+      "         or malformed, or an output could not be written",
+      cli_replay },
+    { "scenarios", "", "list the built-in scenarios",
+      "List the built-in scenarios of vidmm run: name, preset, what it does.\n", 0, NULL, cmd_scenarios },
+    { "presets", "", "list the softgpu presets", "List softgpu's adapter presets, one a line.\n", 0, NULL,
+      cmd_presets },
+    { "gen", "[--seed N] [--calls K] [--adapter dgpu|wddm1]",
+      "write a random multi-process scenario file",
+      "Write a random multi-process scenario file to stdout; the seed goes to stderr.\n"
+      "  --seed N            the generator's seed (default: the time); same seed, same file\n"
+      "  --calls K           calls after the setup, 1-100000 (default 120)\n"
+      "  --adapter PRESET    dgpu (64 KiB pages, default) or wddm1 (4 KiB pages)\n",
+      0, "the output could not be written", cli_gen },
+    { "fuzz-scenarios", "[--seconds S | --count N] [--seed N] [--calls K] [--adapter dgpu|wddm1] [--save DIR]",
+      "run generated scenarios with the rules checker, shrink failures",
+      "Generate and run the scenarios of seeds N, N+1, ... with the rules checker.\n"
+      "  --seconds S         run for S seconds (default 10)\n"
+      "  --count N           run N scenarios instead\n"
+      "  --seed N            first seed (default: the time)\n"
+      "  --calls K           calls per scenario, 1-100000 (default 120)\n"
+      "  --adapter PRESET    dgpu (default) or wddm1\n"
+      "  --save DIR          shrink the first failure of each kind into DIR/gen-SEED-RULE.scn\n",
+      0, "a generated scenario failed, or DIR could not be created", cli_fuzz_scenarios },
+    { "shrink", "FILE", "reduce a failing scenario file to a minimal one (stdout)",
+      "Reduce a failing scenario file to a minimal one that fails the same way\n"
+      "(delta debugging over lines) and write it to stdout.\n",
+      0, "FILE cannot be read, or it does not fail (nothing to shrink)", cli_shrink },
+    { "drvcheck", "[--driver FILE.so] [--options STR] [--groups LIST] [-v]",
+      "run the driver conformance kit on softgpu or a driver plug-in",
+      "Run the driver conformance kit (docs/WRITING_A_DRIVER.md) on softgpu, or on\n"
+      "the driver a shared object's vidmm_driver_entry constructs.\n"
+      "  --driver FILE.so    the driver plug-in (default: softgpu)\n"
+      "  --options STR       given to the driver's constructor (softgpu: preset=NAME)\n"
+      "  --groups LIST       comma-separated: query, describe, restart, paging, fences,\n"
+      "                      reset, vidmm (default: all)\n"
+      "  -v, --verbose       list passing checks too\n",
+      0, "a check failed (exit status 2 also when FILE.so cannot be loaded)", cli_drvcheck },
+    { "help", "[VERB]", "this list, or one verb's usage, options and exit status",
+      "Print the list of verbs, or VERB's usage, options and exit status\n"
+      "(the same as vidmm VERB --help).\n", 0, NULL, cmd_help },
+};
+#define NVERBS (sizeof verbs / sizeof verbs[0])
+
+static const struct verb *verb_find(const char *name)
+{
+    for (size_t i = 0; i < NVERBS; i++)
+        if (!strcmp(verbs[i].name, name))
+            return &verbs[i];
+    return NULL;
+}
+
+/* "a, b or c" from a NULL-terminated list. */
+static void print_list(FILE *f, const char *const *names, const char *last_sep)
+{
+    for (size_t i = 0; names[i]; i++)
+        fprintf(f, "%s%s", i == 0 ? "" : names[i + 1] ? ", " : last_sep, names[i]);
+}
+
+static void policy_list(FILE *f)
+{
+    const struct vidmm_eviction_policy *const *p = vidmm_policies();
+    for (size_t i = 0; p[i]; i++)
+        fprintf(f, "%s%s", i == 0 ? "" : p[i + 1] ? ", " : " or ", p[i]->name);
+}
+
+static void exit_status_help(FILE *f, const struct verb *v)
+{
+    fprintf(f, "exit status:\n  0      success\n");
+    if (v && v->fails)
+        fprintf(f, "  1      %s\n", v->fails);
+    else if (!v)
+        fprintf(f, "  1      what was run failed (see vidmm help VERB)\n");
+    fprintf(f, "  2      usage error: unknown verb or option, missing or bad value (the message\n"
+               "         names the argument, its value and what is allowed)\n");
+}
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: vidmm <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  info              print the adapter's segments as the manager sees them\n"
-            "  demo              run the demonstration scenario and print what happened\n"
-            "  vamap             build two processes' GPU VA spaces (GpuMmu) and dump them\n"
-            "  run SCENARIO|FILE run a built-in scenario or a scenario file, print a report\n"
-            "  replay TRACE      re-execute a recorded trace (or import an .rmv), check, print the report\n"
-            "  scenarios         list the built-in scenarios\n"
-            "  gen               write a random multi-process scenario file (--seed N, --calls K)\n"
-            "  fuzz-scenarios    run generated scenarios with the rules checker, shrink failures\n"
-            "                    (--seconds S | --count N, --seed N, --calls K, --save DIR)\n"
-            "  shrink FILE       reduce a failing scenario file to a minimal one (stdout)\n"
-            "  presets           list the softgpu presets\n"
-            "  drvcheck          run the driver conformance kit on softgpu, or on a driver\n"
-            "                    plug-in (--driver FILE.so with vidmm_driver_entry; --options STR\n"
-            "                    goes to it; --groups query,describe,restart,paging,fences,reset,vidmm; -v)\n"
-            "\n"
-            "adapter options (info, demo, vamap, run):\n"
-            "  --adapter PRESET    softgpu preset: dgpu (default), igpu, wddm1, big\n"
-            "  --segment ID=SIZE   resize driver segment ID (SIZE like 512M, 8G, 80G)\n"
-            "  --prefault          info/demo/vamap: touch all simulated video memory at start\n"
-            "  --json              info: print JSON instead of a table\n"
-            "run options:\n"
-            "  --policy NAME       eviction policy (lru, adaptive, belady, reuse)\n"
-            "  --seed N            the scenario's random seed (default 1)\n"
-            "  --frames N          frames (compute: passes) instead of the scenario's default\n"
-            "  --async             paging on softgpu's engine thread (not reproducible)\n"
-            "run and replay outputs:\n"
-            "  --record FILE       write every call to FILE (docs/TRACE_FORMAT.md)\n"
-            "  --format text|json|csv   the report's format (default text)\n"
-            "  -o, --output FILE   write the report to FILE instead of stdout\n"
-            "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
-            "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
-            "  --html FILE         HTML report with SVG charts (opens from a file, no server)\n"
-            "  --progress, --no-progress   replay: progress bar on stderr (default: if a terminal)\n"
-            "  --rules, --no-rules         the WDDM rules checker after every call (default on;\n"
-            "                              the first violation fails the run)\n"
-            "  --version, --help\n");
+    fprintf(f, "usage: vidmm VERB [options]\n       vidmm help VERB | vidmm VERB --help\n\nverbs:\n");
+    for (size_t i = 0; i < NVERBS; i++)
+        fprintf(f, "  %-16s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "  --version        print the version\n\n");
+    exit_status_help(f, NULL);
+    fprintf(f, "\nThe manual: man ./docs/vidmm.1\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
+static void verb_help(FILE *f, const struct verb *v)
+{
+    fprintf(f, "usage: vidmm %s%s%s\n\n%s", v->name, v->args[0] ? " " : "", v->args, v->text);
+    if (v->blocks & H_ADAPTER) {
+        fprintf(f, "\nadapter options:\n  --adapter PRESET    softgpu preset: ");
+        print_list(f, softgpu_preset_names(), " or ");
+        fprintf(f, " (default dgpu)\n"
+                   "  --segment ID=SIZE   resize driver segment ID, SIZE a multiple of its page, with\n"
+                   "                      K, M, G or T (binary): 512M, 8G; IDs per preset:");
+        /* From the driver's own segment query, so the help cannot drift
+         * from softgpu. */
+        for (const char *const *p = softgpu_preset_names(); *p; p++) {
+            uint32_t count = 0, page[SOFTGPU_MAX_SEGMENTS + 1];
+            if (!preset_segments(*p, &count, page))
+                fprintf(f, "%s %s 1-%u", p == softgpu_preset_names() ? "" : ",", *p, count);
+        }
+        fputc('\n', f);
+    }
+    if (v->blocks & H_RUN) {
+        fprintf(f, "\nrun options:\n  --policy NAME       eviction policy: ");
+        policy_list(f);
+        fprintf(f, " (default lru);\n"
+                   "                      belady needs next-use hints, which neither scenarios nor\n"
+                   "                      trace files give: it warns and evicts as lru does\n"
+                   "  --seed N            the scenario's random seed (default 1)\n"
+                   "  --frames N          frames (compute: passes), 1-100000 (default: the scenario's)\n"
+                   "  --async             paging on softgpu's engine thread (not reproducible)\n"
+                   "  --progress, --no-progress   progress on stderr (default: if it is a terminal)\n"
+                   "scenarios:");
+        for (const struct scenario *const *p = scenarios(); *p; p++)
+            fprintf(f, " %s", (*p)->name);
+        fputc('\n', f);
+    }
+    if (v->blocks & H_OUTPUT) {
+        fprintf(f, "\noutputs:\n"
+                   "  --record FILE       write every call to FILE (docs/TRACE_FORMAT.md)\n"
+                   "  --format FORMAT     the report's format: text (default), json or csv\n"
+                   "  --json              the same as --format json\n"
+                   "  -o, --output FILE   write the report to FILE instead of stdout\n"
+                   "  --snapshot FILE     GpuMemDump JSON statistics after the last call\n"
+                   "  --fdinfo FILE       every live process's DRM fdinfo text after the last call\n"
+                   "  --memmap FILE       SVG memory map after the last call, each segment at its own scale\n"
+                   "  --timeline FILE     Chrome trace event JSON (Perfetto, chrome://tracing)\n"
+                   "  --html FILE         HTML report with SVG charts (opens from a file)\n"
+                   "  --rules, --no-rules the WDDM rules checker after every call (default on;\n"
+                   "                      the first violation fails the run)\n");
+        if (!(v->blocks & H_RUN))
+            fprintf(f, "  --progress, --no-progress   progress on stderr (default: if it is a terminal)\n");
+    }
+    fputc('\n', f);
+    exit_status_help(f, v);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 3) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 3)
+        return cli_usage_error("help", "one verb at a time, not '%s' too", argv[3]);
+    const struct verb *v = verb_find(!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") ? "help" : argv[2]);
+    if (!v) {
+        fprintf(stderr, "vidmm help: no verb '%s' (", argv[2]);
+        for (size_t i = 0; i < NVERBS; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", verbs[i].name);
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    verb_help(stdout, v);
+    return 0;
+}
+
+int cli_usage_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "vidmm %s: ", verb);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(vidmm help %s lists the options)\n", verb);
+    return 2;
+}
+
+int cli_no_arguments(const char *verb, int argc, char **argv)
+{
+    if (argc > 2)
+        return cli_usage_error(verb, "takes no arguments, not '%s'", argv[2]);
+    return 0;
+}
+
+/* ---- adapter options ---------------------------------------------------- */
+
+int cli_parse_size(const char *s, uint64_t *out)
 {
     char *end;
+    if (!*s || *s == '-' || *s == '+')
+        return -1;
+    errno = 0;
     unsigned long long v = strtoull(s, &end, 0);
+    if (errno)
+        return -1;
     uint64_t mul = 1;
     switch (*end) {
     case 'k': case 'K': mul = 1ull << 10; end++; break;
@@ -89,36 +301,163 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-int cli_parse_adapter_options(int argc, char **argv, int first, struct cli_options *o)
+int cli_add_segment(const char *verb, struct cli_adapter_args *a, const char *spec)
 {
-    memset(o, 0, sizeof(*o));
-    o->config.preset = "dgpu";
-    for (int i = first; i < argc; i++) {
-        if (!strcmp(argv[i], "--adapter") && i + 1 < argc) {
-            o->config.preset = argv[++i];
-        } else if (!strncmp(argv[i], "--adapter=", 10)) {
-            o->config.preset = argv[i] + 10;
-        } else if (!strcmp(argv[i], "--segment") && i + 1 < argc) {
-            const char *spec = argv[++i];
-            char *eq;
-            unsigned long id = strtoul(spec, &eq, 10);
-            uint64_t size;
-            if (*eq != '=' || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_size(eq + 1, &size)) {
-                fprintf(stderr, "vidmm: bad --segment '%s' (want ID=SIZE, ID 1..%u)\n", spec, SOFTGPU_MAX_SEGMENTS);
-                return 2;
-            }
-            o->config.segment_size[id] = size;
-        } else if (!strcmp(argv[i], "--prefault")) {
-            o->config.prefault = 1;
-        } else if (!strcmp(argv[i], "--json")) {
-            o->json = 1;
-        } else {
-            fprintf(stderr, "vidmm: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
+    char *eq;
+    if (spec[0] < '0' || spec[0] > '9')
+        return cli_usage_error(verb, "--segment %s: want ID=SIZE (ID a driver segment number, SIZE like 512M)",
+                               spec);
+    errno = 0;
+    unsigned long id = strtoul(spec, &eq, 10);
+    uint64_t size;
+    if (errno || *eq != '=')
+        return cli_usage_error(verb, "--segment %s: want ID=SIZE (ID a driver segment number, SIZE like 512M)",
+                               spec);
+    if (cli_parse_size(eq + 1, &size))
+        return cli_usage_error(verb, "--segment %s: size '%s' is not a size (a positive number with K, M, G "
+                                     "or T: 512M, 8G)", spec, eq + 1);
+    if (a->n == sizeof a->spec / sizeof a->spec[0])
+        return cli_usage_error(verb, "--segment %s: at most %zu --segment options", spec,
+                               sizeof a->spec / sizeof a->spec[0]);
+    a->spec[a->n] = spec;
+    a->id[a->n] = id;
+    a->size[a->n] = size;
+    a->n++;
+    return 0;
+}
+
+/* The preset's driver segments, from the driver's own segment query (no
+ * adapter is opened): how many, and each one's page size. */
+static int preset_segments(const char *preset, uint32_t *count, uint32_t page[SOFTGPU_MAX_SEGMENTS + 1])
+{
+    struct softgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.preset = preset;
+    c.synchronous = 1;
+    struct softgpu *g;
+    if (softgpu_create(&c, &g) < 0)
+        return -1;
+    const struct vidmm_driver_ops *ops = softgpu_driver_ops();
+    struct vidmm_query_segment_out qo;
+    struct vidmm_segment_descriptor d[SOFTGPU_MAX_SEGMENTS];
+    memset(&qo, 0, sizeof qo);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &qo, sizeof qo };
+    int bad = ops->query_adapter_info(g, &q) < 0 || qo.nb_segment > SOFTGPU_MAX_SEGMENTS;
+    if (!bad) {
+        qo.segment_descriptor = d;
+        qo.segment_descriptor_stride = sizeof d[0];
+        bad = ops->query_adapter_info(g, &q) < 0;
+    }
+    if (!bad) {
+        *count = qo.nb_segment;
+        for (uint32_t i = 0; i < qo.nb_segment; i++)
+            page[i + 1] = d[i].page_size ? d[i].page_size
+                                         : (d[i].flags & VIDMM_SEGMENT_USE_64KB_PAGES) ? 65536u : 4096u;
+    }
+    softgpu_destroy(g);
+    return bad ? -1 : 0;
+}
+
+int cli_check_preset(const char *verb, const char *preset)
+{
+    for (const char *const *p = softgpu_preset_names(); *p; p++)
+        if (!strcmp(*p, preset))
+            return 0;
+    fprintf(stderr, "vidmm %s: --adapter %s: no such softgpu preset (", verb, preset);
+    print_list(stderr, softgpu_preset_names(), " or ");
+    fprintf(stderr, ")\n(vidmm help %s lists the options)\n", verb);
+    return 2;
+}
+
+int cli_check_adapter(const char *verb, const char *preset, const struct cli_adapter_args *a,
+                      uint64_t size[SOFTGPU_MAX_SEGMENTS + 1])
+{
+    int rc = cli_check_preset(verb, preset);
+    if (rc || !a->n)
+        return rc;
+    uint32_t count = 0, page[SOFTGPU_MAX_SEGMENTS + 1] = { 0 };
+    if (preset_segments(preset, &count, page)) {
+        fprintf(stderr, "vidmm %s: cannot create softgpu '%s' to check --segment\n", verb, preset);
+        return 1;
+    }
+    for (uint32_t k = 0; k < a->n; k++) {
+        unsigned long id = a->id[k];
+        char ps[32];
+        if (id == 0)
+            return cli_usage_error(verb, "--segment %s: segment 0 is system memory, not a driver segment "
+                                         "(%s: 1-%u)", a->spec[k], preset, count);
+        if (id > count)
+            return cli_usage_error(verb, "--segment %s: no driver segment %lu (%s: 1-%u)", a->spec[k], id, preset,
+                                   count);
+        cli_format_size(page[id], ps, sizeof ps);
+        if (a->size[k] % page[id])
+            return cli_usage_error(verb, "--segment %s: not a multiple of segment %lu's %s page", a->spec[k], id, ps);
+        if (a->size[k] > (1ull << 40))
+            return cli_usage_error(verb, "--segment %s: softgpu segments are at most 1 TiB", a->spec[k]);
+        size[id] = a->size[k];
     }
     return 0;
+}
+
+int cli_parse_adapter_options(const char *verb, int argc, char **argv, int first, struct cli_options *o)
+{
+    struct cli_adapter_args seg;
+    memset(o, 0, sizeof(*o));
+    memset(&seg, 0, sizeof seg);
+    o->config.preset = "dgpu";
+    int rc;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--adapter") || !strcmp(a, "--segment")) {
+            if (!v)
+                return cli_usage_error(verb, "%s needs a value (%s)", a,
+                                       a[2] == 'a' ? "a preset: vidmm presets" : "ID=SIZE");
+            i++;
+            if (a[2] == 'a')
+                o->config.preset = v;
+            else if ((rc = cli_add_segment(verb, &seg, v)) != 0)
+                return rc;
+        } else if (!strncmp(a, "--adapter=", 10)) {
+            o->config.preset = a + 10;
+        } else if (!strcmp(a, "--prefault")) {
+            o->config.prefault = 1;
+        } else if (!strcmp(a, "--json") && !strcmp(verb, "info")) {
+            o->json = 1;
+        } else {
+            return cli_usage_error(verb, "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
+        }
+    }
+    return cli_check_adapter(verb, o->config.preset, &seg, o->config.segment_size);
+}
+
+/* ---- progress --------------------------------------------------------- */
+
+int cli_progress_wanted(int option)
+{
+    return option < 0 ? isatty(2) : option;
+}
+
+void cli_progress(uint64_t done, uint64_t total, const char *unit, int *last_pct)
+{
+    if (!total)
+        return;
+    int pct = (int)(done >= total ? 100 : done * 100 / total);
+    if (pct == *last_pct)
+        return;
+    *last_pct = pct;
+    char bar[41];
+    for (int i = 0; i < 40; i++)
+        bar[i] = i < pct * 40 / 100 ? '#' : '.';
+    bar[40] = '\0';
+    fprintf(stderr, "\r[%s] %3d%% %s %" PRIu64 "/%" PRIu64, bar, pct, unit, done, total);
+    fflush(stderr);
+}
+
+void cli_progress_end(int *last_pct)
+{
+    if (*last_pct >= 0)
+        fprintf(stderr, "\r%*s\r", 72, "");
+    *last_pct = -1;
 }
 
 int cli_open(struct cli_options *o, struct cli_session *s)
@@ -303,7 +642,7 @@ void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f)
 static int cmd_info(int argc, char **argv)
 {
     struct cli_options o;
-    int rc = cli_parse_adapter_options(argc, argv, 2, &o);
+    int rc = cli_parse_adapter_options("info", argc, argv, 2, &o);
     if (rc)
         return rc;
     struct cli_session s;
@@ -329,11 +668,20 @@ static int cmd_info(int argc, char **argv)
     return errors ? 1 : 0;
 }
 
-static int cmd_presets(void)
+static int cmd_presets(int argc, char **argv)
 {
+    int rc = cli_no_arguments("presets", argc, argv);
+    if (rc)
+        return rc;
     for (const char *const *p = softgpu_preset_names(); *p; p++)
         printf("%s\n", *p);
     return 0;
+}
+
+static int cmd_scenarios(int argc, char **argv)
+{
+    int rc = cli_no_arguments("scenarios", argc, argv);
+    return rc ? rc : cli_scenarios();
 }
 
 int main(int argc, char **argv)
@@ -343,7 +691,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
         return 0;
     }
@@ -351,29 +699,21 @@ int main(int argc, char **argv)
         printf("vidmm %s\n", VIDMM_VERSION_STRING);
         return 0;
     }
-    if (!strcmp(cmd, "info"))
-        return cmd_info(argc, argv);
-    if (!strcmp(cmd, "demo"))
-        return cli_demo(argc, argv);
-    if (!strcmp(cmd, "vamap"))
-        return cli_vamap(argc, argv);
-    if (!strcmp(cmd, "presets"))
-        return cmd_presets();
-    if (!strcmp(cmd, "run"))
-        return cli_run(argc, argv);
-    if (!strcmp(cmd, "replay"))
-        return cli_replay(argc, argv);
-    if (!strcmp(cmd, "scenarios"))
-        return cli_scenarios();
-    if (!strcmp(cmd, "gen"))
-        return cli_gen(argc, argv);
-    if (!strcmp(cmd, "fuzz-scenarios"))
-        return cli_fuzz_scenarios(argc, argv);
-    if (!strcmp(cmd, "shrink"))
-        return cli_shrink(argc, argv);
-    if (!strcmp(cmd, "drvcheck"))
-        return cli_drvcheck(argc, argv);
-    fprintf(stderr, "vidmm: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 2;
+    const struct verb *v = verb_find(cmd);
+    if (!v) {
+        fprintf(stderr, "vidmm: no verb '%s' (", cmd);
+        for (size_t i = 0; i < NVERBS; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", verbs[i].name);
+        fprintf(stderr, "; vidmm help VERB tells more)\n");
+        return 2;
+    }
+    /* --help anywhere after the verb: `vidmm run desktop --help` is how
+     * one asks while writing a command line. */
+    if (v->run != cmd_help)
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                verb_help(stdout, v);
+                return 0;
+            }
+    return v->run(argc, argv);
 }

@@ -591,6 +591,8 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     if (rd_want_pos(r, c.np, e->npos, e->usage) || e->fn(&c))
         return 1;
     r->executed++;
+    char why[512];
+    snprintf(why, sizeof why, "%s", vidmm_last_error());   /* why the call failed, if it did */
 
     /* Compare what the call gave with what the line says it gave (any
      * length: a make-resident of 10,000 allocations has a long line). */
@@ -603,7 +605,7 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
                 fprintf(stderr, "%s:%" PRIu64 ": %s: recorded '", r->path, r->lineno, verb);
                 for (int i = eq + 1; i < n; i++)
                     fprintf(stderr, "%s%s", i > eq + 1 ? " " : "", tok[i]);
-                fprintf(stderr, "', replay gave '%s'\n", got);
+                fprintf(stderr, "', replay gave '%s'%s%s\n", got, why[0] ? " - " : "", why);
             }
         }
     }

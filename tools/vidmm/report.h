@@ -25,10 +25,16 @@ void report_write(struct tr *t, enum report_format fmt, FILE *f);
 void report_write_html(struct tr *t, FILE *f);
 
 /* A statistics snapshot in the GpuMemDump JSON layout (D3D12 Memory
- * Allocator / VMA's BuildStatsString, GpuMemDumpVis): one heap and one
- * default pool per segment, one block per segment with its allocations
- * as suballocations. */
+ * Allocator / VMA's BuildStatsString, GpuMemDumpVis): the library's
+ * vidmm_adapter_stats_json. */
 void snapshot_write(struct tr *t, FILE *f);
+
+/* The segments' memory map as SVG, each segment at its own scale (memmap.c). */
+void memmap_write(struct tr *t, FILE *f);
+
+/* Every live process's DRM fdinfo text (the library's), each after a
+ * "# P<id> <name>" line and followed by an empty line. */
+void fdinfo_write(struct tr *t, FILE *f);
 
 /* The Chrome Trace Event JSON timeline from the events the recording
  * layer collected (tr_enable_timeline). */

@@ -3,12 +3,14 @@
  *
  *   vidmm run SCENARIO|FILE [adapter options] [--policy NAME] [--seed N]
  *             [--frames N] [--async] [output options]
- *   vidmm replay TRACE [output options] [--progress|--no-progress]
+ *   vidmm replay TRACE [output options]
+ *   both: --progress | --no-progress: a progress bar on stderr (default:
+ *         when stderr is a terminal), frames of a scenario, bytes of a file
  *   both: --rules (default) | --no-rules: the WDDM rules checker after
  *         every call; the first violation fails the run (a replay or a
  *         scenario file stops there)
  *   output options: --record FILE  --format text|json|csv  -o FILE
- *                   --snapshot FILE  --timeline FILE  --html FILE
+ *                   --snapshot FILE  --timeline FILE  --html FILE  --fdinfo FILE
  *
  * run executes a built-in scenario (scenarios.c) or a scenario file (the
  * trace format, results optional); replay re-executes a trace and checks
@@ -36,14 +38,14 @@
 struct run_options {
     const char *what;            /* scenario name or file */
     const char *preset;
+    struct cli_adapter_args seg; /* --segment as given, checked once the preset is known */
     uint64_t segment_size[SOFTGPU_MAX_SEGMENTS + 1];
-    int segment_given;
     const char *policy;
     uint64_t seed;
     int seed_given;
     uint32_t frames;
     int async;
-    const char *record, *output, *snapshot, *timeline, *html;
+    const char *record, *output, *snapshot, *timeline, *html, *fdinfo, *memmap;
     enum report_format format;
     int progress;                /* -1 auto (stderr is a terminal), 0 off, 1 on */
     int rules;                   /* the rules checker after every call (--rules, the default) */
@@ -52,11 +54,18 @@ struct run_options {
     uint32_t local_scale;        /* replay FILE.rmv --local-scale N: local heaps divided by N (0: as recorded) */
 };
 
-static int usage_error(const char *cmd, const char *msg, const char *arg)
+/* The library's policies, "lru, adaptive, belady or reuse", for messages. */
+static void policy_names(char *buf, size_t n)
 {
-    fprintf(stderr, "vidmm %s: %s%s%s\n", cmd, msg, arg ? " " : "", arg ? arg : "");
-    fprintf(stderr, "see 'vidmm --help' or man ./docs/vidmm.1\n");
-    return 2;
+    const struct vidmm_eviction_policy *const *p = vidmm_policies();
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; p[i] && used < n; i++) {
+        int k = snprintf(buf + used, n - used, "%s%s", i == 0 ? "" : p[i + 1] ? ", " : " or ", p[i]->name);
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
 }
 
 /* The options that name an output file (run and replay alike): where
@@ -73,6 +82,8 @@ static const char **output_option(struct run_options *o, const char *a)
         { "--snapshot", offsetof(struct run_options, snapshot) },
         { "--timeline", offsetof(struct run_options, timeline) },
         { "--html", offsetof(struct run_options, html) },
+        { "--fdinfo", offsetof(struct run_options, fdinfo) },
+        { "--memmap", offsetof(struct run_options, memmap) },
     };
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++)
         if (!strcmp(a, files[k].name))
@@ -89,18 +100,19 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE()                                                                                            \
+#define NEED_VALUE(what)                                                                                        \
     do {                                                                                                        \
         if (!v)                                                                                                 \
-            return usage_error(cmd, "missing value for", a);                                                    \
+            return cli_usage_error(cmd, "%s needs a value (%s)", a, what);                                      \
         i++;                                                                                                    \
     } while (0)
         if (a[0] != '-' || !strcmp(a, "-")) {
             if (o->what)
-                return usage_error(cmd, "more than one scenario or file:", a);
+                return cli_usage_error(cmd, "'%s': one %s at a time ('%s' was given first)", a,
+                                       replay ? "trace" : "scenario or file", o->what);
             o->what = a;
         } else if (!strcmp(a, "--format")) {
-            NEED_VALUE();
+            NEED_VALUE("text, json or csv");
             if (!strcmp(v, "text"))
                 o->format = REPORT_TEXT;
             else if (!strcmp(v, "json"))
@@ -108,11 +120,11 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             else if (!strcmp(v, "csv"))
                 o->format = REPORT_CSV;
             else
-                return usage_error(cmd, "--format takes text, json or csv, not", v);
+                return cli_usage_error(cmd, "--format %s: no such format (text, json or csv)", v);
         } else if (!strcmp(a, "--json")) {
             o->format = REPORT_JSON;
         } else if ((file = output_option(o, a)) != NULL) {
-            NEED_VALUE();
+            NEED_VALUE("a file name, - for stdout");
             *file = v;
         } else if (!strcmp(a, "--rules")) {
             o->rules = 1;
@@ -123,52 +135,58 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
         } else if (replay && !strcmp(a, "--lenient")) {
             o->lenient = 1;
         } else if (replay && !strcmp(a, "--local-scale")) {
-            NEED_VALUE();
+            NEED_VALUE("1-64: the local heaps divided by it");
             uint64_t n;
             if (tr_parse_u64(v, &n) || n == 0 || n > 64)
-                return usage_error(cmd, "bad --local-scale (1..64)", v);
+                return cli_usage_error(cmd, "--local-scale %s: want a divisor of the local heaps, 1-64", v);
             o->local_scale = (uint32_t)n;
-        } else if (replay && !strcmp(a, "--progress")) {
+        } else if (!strcmp(a, "--progress")) {
             o->progress = 1;
-        } else if (replay && !strcmp(a, "--no-progress")) {
+        } else if (!strcmp(a, "--no-progress")) {
             o->progress = 0;
         } else if (!replay && !strcmp(a, "--adapter")) {
-            NEED_VALUE();
+            NEED_VALUE("a preset: vidmm presets");
+            int rc = cli_check_preset(cmd, v);
+            if (rc)
+                return rc;
             o->preset = v;
         } else if (!replay && !strcmp(a, "--segment")) {
-            NEED_VALUE();
-            char *eq;
-            unsigned long id = strtoul(v, &eq, 10);
-            uint64_t size;
-            if (*eq != '=' || id == 0 || id > SOFTGPU_MAX_SEGMENTS || tr_parse_u64(eq + 1, &size) || !size)
-                return usage_error(cmd, "bad --segment (want ID=SIZE):", v);
-            o->segment_size[id] = size;
-            o->segment_given = 1;
+            NEED_VALUE("ID=SIZE");
+            int rc = cli_add_segment(cmd, &o->seg, v);
+            if (rc)
+                return rc;
         } else if (!strcmp(a, "--policy")) {   /* replay: RMV files only (checked there) */
-            NEED_VALUE();
+            char names[128];
+            policy_names(names, sizeof names);
+            NEED_VALUE(names);
+            if (!tr_policy_by_name(v))
+                return cli_usage_error(cmd, "--policy %s: no such policy (%s)", v, names);
             o->policy = v;
         } else if (!replay && !strcmp(a, "--seed")) {
-            NEED_VALUE();
+            NEED_VALUE("a number");
             if (tr_parse_u64(v, &o->seed))
-                return usage_error(cmd, "bad --seed", v);
+                return cli_usage_error(cmd, "--seed %s: not a number (decimal or 0x hex)", v);
             o->seed_given = 1;
         } else if (!replay && !strcmp(a, "--frames")) {
-            NEED_VALUE();
+            NEED_VALUE("1-100000");
             uint64_t n;
             if (tr_parse_u64(v, &n) || n == 0 || n > 100000)
-                return usage_error(cmd, "bad --frames (1..100000)", v);
+                return cli_usage_error(cmd, "--frames %s: want a number of frames, 1-100000", v);
             o->frames = (uint32_t)n;
         } else if (!replay && !strcmp(a, "--async")) {
             o->async = 1;
+        } else if (replay && (!strcmp(a, "--adapter") || !strcmp(a, "--segment") || !strcmp(a, "--seed") ||
+                              !strcmp(a, "--frames") || !strcmp(a, "--async"))) {
+            return cli_usage_error(cmd, "%s: a replay takes the adapter, policy and seed from the trace's header "
+                                        "(vidmm run FILE takes them from the command line)", a);
         } else {
-            return usage_error(cmd, replay ? "unknown option (a replay takes its adapter from the trace):"
-                                           : "unknown option", a);
+            return cli_usage_error(cmd, "unknown option '%s'", a);
         }
 #undef NEED_VALUE
     }
     if (!o->what)
-        return usage_error(cmd, replay ? "which trace? (vidmm replay FILE)" : "which scenario? (vidmm scenarios)",
-                           NULL);
+        return replay ? cli_usage_error(cmd, "which trace? (vidmm replay FILE)")
+                      : cli_usage_error(cmd, "which scenario or file? (vidmm scenarios lists the built-in ones)");
     return 0;
 }
 
@@ -198,7 +216,20 @@ static int close_out(FILE *f, const char *path)
 struct collect {
     struct tr_buf timeline;      /* --timeline: events */
     struct html_series *series;  /* --html: time series */
+    uint64_t frames;             /* a built-in scenario's frames when progress is drawn, else 0 */
+    int last_pct;                /* the progress bar's last percentage, -1 = none drawn */
 };
+
+/* After every call: the HTML report's series and a built-in scenario's
+ * progress in frames (one observer slot serves both). */
+static void run_observe(struct tr *t, const struct tr_tick *k, void *ctx)
+{
+    struct collect *c = ctx;
+    if (c->series)
+        html_observe(t, k, c->series);
+    if (c->frames)
+        cli_progress(t->frames ? t->frames - 1 : 0, c->frames, "frames", &c->last_pct);   /* done: before the one running */
+}
 
 static void collect_free(struct collect *c)
 {
@@ -225,6 +256,24 @@ static int outputs(struct tr *t, const struct run_options *o, struct collect *c)
         if (f) {
             snapshot_write(t, f);
             bad |= close_out(f, o->snapshot);
+        } else {
+            bad = 1;
+        }
+    }
+    if (o->memmap) {
+        f = open_out(o->memmap);
+        if (f) {
+            memmap_write(t, f);
+            bad |= close_out(f, o->memmap);
+        } else {
+            bad = 1;
+        }
+    }
+    if (o->fdinfo) {
+        f = open_out(o->fdinfo);
+        if (f) {
+            fdinfo_write(t, f);
+            bad |= close_out(f, o->fdinfo);
         } else {
             bad = 1;
         }
@@ -257,9 +306,11 @@ static int outputs(struct tr *t, const struct run_options *o, struct collect *c)
 /* Open the record file, the session, the timeline and the HTML series,
  * and start the clock. */
 static int start(struct tr *t, const struct tr_header *h, const struct run_options *o, FILE **rec,
-                 struct collect *c)
+                 struct collect *c, uint64_t progress_frames)
 {
     memset(c, 0, sizeof(*c));
+    c->frames = progress_frames;
+    c->last_pct = -1;
     *rec = NULL;
     if (o->record) {
         *rec = fopen(o->record, "w");
@@ -286,9 +337,9 @@ static int start(struct tr *t, const struct tr_header *h, const struct run_optio
         /* Out of memory here is reported when the report is due, as for
          * the timeline: the run itself goes on. */
         c->series = html_series_new(t);
-        if (c->series)
-            tr_set_observer(t, html_observe, c->series);
     }
+    if (c->series || c->frames)
+        tr_set_observer(t, run_observe, c);
     tr_start(t);
     return 0;
 }
@@ -315,6 +366,19 @@ static void rules_summary(const struct tr *t)
                 t->rules_violations ? " (the run stopped checking at the first)" : "");
 }
 
+/* Belady's policy evicts the allocation used furthest in the future; it
+ * knows that only from next-use hints (vidmm_allocation_set_next_use),
+ * which neither the built-in scenarios nor trace files give.  Without
+ * them every allocation looks never used again and the choice falls to
+ * LRU order: a user comparing policies must be told, not shown two equal
+ * columns. */
+static void belady_warning(const char *cmd, const struct tr_header *h)
+{
+    if (!strcmp(h->policy, "belady"))
+        fprintf(stderr, "vidmm %s: warning: policy belady has no next-use hints here (scenarios and traces do "
+                        "not give them), so it evicts in LRU order: expect the lru policy's results\n", cmd);
+}
+
 int cli_run(int argc, char **argv)
 {
     struct run_options o;
@@ -334,11 +398,10 @@ int cli_run(int argc, char **argv)
         if (replay_open(&r, o.what, &h, 0))
             return 1;
     } else {
-        fprintf(stderr, "vidmm run: '%s' is neither a built-in scenario nor a readable file\n", o.what);
-        fprintf(stderr, "built-in scenarios:");
+        fprintf(stderr, "vidmm run: '%s': neither a built-in scenario (", o.what);
         for (const struct scenario *const *p = scenarios(); *p; p++)
-            fprintf(stderr, " %s", (*p)->name);
-        fputc('\n', stderr);
+            fprintf(stderr, "%s%s", p == scenarios() ? "" : ", ", (*p)->name);
+        fprintf(stderr, ") nor a readable file\n(vidmm help run lists the options)\n");
         return 2;
     }
     /* Command-line options override the scenario's or file's header. */
@@ -346,6 +409,15 @@ int cli_run(int argc, char **argv)
         snprintf(h.preset, sizeof h.preset, "%s", o.preset);
         if (sc && strcmp(o.preset, sc->preset))
             memset(h.segment_size, 0, sizeof h.segment_size);
+    }
+    if (o.seg.n) {
+        /* Against the preset the run will use: the option's, else the
+         * scenario's or the file's. */
+        rc = cli_check_adapter("run", h.preset, &o.seg, o.segment_size);
+        if (rc) {
+            replay_close(&r);
+            return rc;
+        }
     }
     for (uint32_t id = 1; id <= SOFTGPU_MAX_SEGMENTS; id++)
         if (o.segment_size[id])
@@ -358,17 +430,22 @@ int cli_run(int argc, char **argv)
         h.synchronous = 0;
     if (sc && !strcmp(sc->name, "igpu") && strcmp(h.preset, "igpu")) {
         replay_close(&r);
-        return usage_error("run", "the igpu scenario runs on the igpu preset, not", h.preset);
+        return cli_usage_error("run", "--adapter %s: the igpu scenario runs on the igpu preset only", h.preset);
     }
     if (sc && strcmp(sc->name, "igpu") && !strcmp(h.preset, "igpu")) {
         replay_close(&r);
-        return usage_error("run", "this scenario needs a GpuMmu adapter (dgpu, wddm1, big), not", h.preset);
+        return cli_usage_error("run", "--adapter igpu: scenario %s needs a GpuMmu adapter (dgpu, wddm1 or big)",
+                               sc->name);
     }
+    belady_warning("run", &h);
+    if (!sc)
+        r.progress = cli_progress_wanted(o.progress);
 
     struct tr t;
     FILE *rec;
     struct collect c;
-    if (start(&t, &h, &o, &rec, &c)) {
+    uint64_t frames = sc && cli_progress_wanted(o.progress) ? (o.frames ? o.frames : sc->frames) : 0;
+    if (start(&t, &h, &o, &rec, &c, frames)) {
         replay_close(&r);
         return 1;
     }
@@ -376,6 +453,7 @@ int cli_run(int argc, char **argv)
     if (sc) {
         struct scenario_params p = { h.seed, o.frames };
         errors = sc->run(&t, &p, stderr);
+        cli_progress_end(&c.last_pct);
     } else {
         errors = replay_run(&r, &t);
         if (r.mismatches) {
@@ -424,7 +502,7 @@ static int replay_rmv(const struct run_options *o)
     struct tr t;
     FILE *rec;
     struct collect c;
-    if (start(&t, &h, o, &rec, &c)) {
+    if (start(&t, &h, o, &rec, &c, 0)) {
         rmv_replay(NULL, imp, state);
         free(imp);
         return 1;
@@ -450,7 +528,7 @@ static int replay_rmv(const struct run_options *o)
     }
     struct run_options rest = *o;
     rest.output = NULL;
-    if (rest.snapshot || rest.timeline || rest.html) {
+    if (rest.snapshot || rest.timeline || rest.html || rest.fdinfo || rest.memmap) {
         /* Snapshot, timeline and HTML as for any run; the report is written. */
         rest.output = "/dev/null";
         bad |= outputs(&t, &rest, &c);
@@ -471,19 +549,20 @@ int cli_replay(int argc, char **argv)
     if (rmv_is_rmv_file(o.what))
         return replay_rmv(&o);
     if (o.decode_only)
-        return usage_error("replay", "--decode-only is for RMV files, not", o.what);
+        return cli_usage_error("replay", "--decode-only is for RMV files, not %s", o.what);
     if (o.policy || o.local_scale)
-        return usage_error("replay", "--policy and --local-scale are for RMV files (a trace names its adapter), not",
-                           o.what);
+        return cli_usage_error("replay", "--policy and --local-scale are for RMV files (a trace names its adapter), "
+                                         "not %s", o.what);
     struct tr_header h;
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))
         return 1;
-    r.progress = o.progress < 0 ? isatty(2) : o.progress;
+    belady_warning("replay", &h);
+    r.progress = cli_progress_wanted(o.progress);
     struct tr t;
     FILE *rec;
     struct collect c;
-    if (start(&t, &h, &o, &rec, &c)) {
+    if (start(&t, &h, &o, &rec, &c, 0)) {
         replay_close(&r);
         return 1;
     }

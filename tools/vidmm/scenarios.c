@@ -89,8 +89,9 @@ static void sc_init(struct sc *s, struct tr *t, const struct scenario_params *p,
 static void sc_unexpected(struct sc *s, const char *what, vidmm_status st)
 {
     s->errors++;
+    const char *why = st < 0 ? vidmm_last_error() : "";   /* the library's reason (vidmm/status.h) */
     if (s->log)
-        fprintf(s->log, "vidmm run: unexpected %s from %s\n", tr_status_name(st), what);
+        fprintf(s->log, "vidmm run: unexpected %s from %s%s%s\n", tr_status_name(st), what, *why ? ": " : "", why);
 }
 
 static int sc_proc_open(struct sc *s, const char *name, uint32_t priority, int queue_priority)

@@ -732,6 +732,12 @@ vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int cre
                               : vidmm_allocation_create(t->adapter, d, sizeof(*d), &o->h);
     if (st < 0)
         o->h = VIDMM_HANDLE_NULL;
+    else {
+        /* The library's reports (snapshot, leaks) name it as the tool does. */
+        char nm[48];
+        snprintf(nm, sizeof nm, "A%u %s", a, o->name);
+        (void)vidmm_allocation_set_name(t->adapter, o->h, nm);
+    }
     o->alive = st >= 0;
     line_end(t, st, NULL);
     *id = a;
@@ -925,9 +931,9 @@ vidmm_status tr_evict(struct tr *t, uint32_t d, const uint32_t *list, uint32_t n
     line_flags(t, flags, tr_evict_flag_names);
     line_list(t, list, n);
     vidmm_handle *h = handles_of(t, list, n);
-    uint64_t tb = 0;
-    vidmm_status st = h ? vidmm_evict(t->adapter, tr_handle(t, TR_DEV, d), h, n, flags, &tb)
-                        : VIDMM_E_NO_HOST_MEMORY;
+    struct vidmm_evict_args ev = { .allocations = h, .count = n, .flags = flags };
+    vidmm_status st = h ? vidmm_evict(t->adapter, tr_handle(t, TR_DEV, d), &ev) : VIDMM_E_NO_HOST_MEMORY;
+    uint64_t tb = ev.bytes_to_trim;
     free(h);
     if (trim)
         *trim = tb;

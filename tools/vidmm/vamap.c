@@ -64,10 +64,15 @@ static void dump(struct vidmm_adapter *a, const char *name, vidmm_handle proc, c
 int cli_vamap(int argc, char **argv)
 {
     struct cli_options o;
-    int rc = cli_parse_adapter_options(argc, argv, 2, &o);
+    int rc = cli_parse_adapter_options("vamap", argc, argv, 2, &o);
     if (rc)
         return rc;
-    if (!o.config.segment_size[2] && strcmp(o.config.preset, "igpu"))
+    /* Checked before the adapter opens: a preset without GPU page tables
+     * is a wrong argument, not a failure of the dump. */
+    if (!strcmp(o.config.preset, "igpu"))
+        return cli_usage_error("vamap", "--adapter igpu: no GpuMmu page tables to show (IoMmu mode uses the "
+                                        "CPU's addresses); use dgpu, wddm1 or big");
+    if (!o.config.segment_size[2])
         o.config.segment_size[2] = 256ull << 20;
     struct cli_session s;
     if (cli_open(&o, &s))
