@@ -254,7 +254,7 @@ clean:
 # `make test` builds the replayers (plain main(), any compiler) and replays
 # every checked-in corpus; `make fuzz` builds the libFuzzer harnesses with
 # clang (objects in build-fuzz/) and runs each for FUZZ_SECONDS.
-FUZZ_HARNESSES := api_stream driver_desc cmdbuf rmv
+FUZZ_HARNESSES := api_stream driver_desc cmdbuf rmv trace_reader scenario_reader
 FUZZ_SECONDS   ?= 60
 FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
 FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
@@ -262,12 +262,17 @@ FUZZ_DEPS      := $(RULES_OBJ) $(SOFTGPU) $(STATIC)
 $(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm
 # The RMV harness links the tool's decoder (it needs nothing else of the tool).
 $(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv_decode.o
+# The reader harnesses run the tool's trace layer (reader, replay, writer).
+TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/,trace_read.o replay.o trace_write.o trace_format.o trace_timeline.o)
+$(BUILD)/fuzz/trace_reader-replay $(BUILD)/fuzz/trace_reader-fuzzer: $(TRACE_LAYER_OBJ)
+$(BUILD)/fuzz/scenario_reader-replay $(BUILD)/fuzz/scenario_reader-fuzzer: $(TRACE_LAYER_OBJ)
 
+# Objects first, then the archives they need.
 $(BUILD)/fuzz/%-replay: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay_main.o $(FUZZ_DEPS)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LIBS)
 
 $(BUILD)/fuzz/%-fuzzer: $(BUILD)/fuzz/%.o $(FUZZ_DEPS)
-	$(CC) $(LDFLAGS_ALL) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LIBS)
 
 test: $(FUZZ_REPLAY)
 fuzz-replay: $(FUZZ_REPLAY)

@@ -24,6 +24,11 @@ rc_is() { # want name cmd...
   rc=$?
   if [ "$rc" -eq "$want" ]; then ok; else bad "$name (rc $rc, want $want)"; sed -n 1,20p "$dir/rc.out"; fi
 }
+# A recorded trace edited by hand no longer matches its end record: the
+# tampering checks below make it a version-1 trace (no end record), as
+# docs/TRACE_FORMAT.md says to, so that the replay's own comparison of
+# results is what finds the change.
+unseal() { sed '1s/^vidmm-trace 2$/vidmm-trace 1/;/^end calls=/d'; }
 has() { # name file pattern
   if grep -q -- "$3" "$2"; then ok; else bad "$1 (no '$3' in $(basename "$2"))"; fi
 }
@@ -43,7 +48,8 @@ for s in desktop game compute igpu; do
   if [ "$rc" -eq 0 ] || [ "$rc" -eq "$(want_rc "$s")" ]; then ok; else bad "run $s (rc $rc)"; cat "$dir/$s.err"; fi
   has "run $s: no mismatches" "$dir/$s.run" "read-backs: .* 0 mismatches"
   has "run $s: adapter clean" "$dir/$s.run" "after the last call: clean"
-  has "trace $s has a header" "$dir/$s.trace" "^vidmm-trace 1$"
+  has "trace $s has a header" "$dir/$s.trace" "^vidmm-trace 2$"
+  check "trace $s ends with its end record" sh -c "tail -n 1 '$dir/$s.trace' | grep -q '^end calls=[0-9]* checksum=0x[0-9a-f]\{16\}$'"
   "$tool" replay "$s" >/dev/null 2>&1 && bad "replay of a scenario name must fail" || ok
   "$tool" replay "$dir/$s.trace" $(rules_opt "$s") --record "$dir/$s.retrace" --snapshot "$dir/$s.resnap" \
     --timeline "$dir/$s.retl" --html "$dir/$s.rehtml" >"$dir/$s.replay" 2>"$dir/$s.replay.err"
@@ -87,18 +93,18 @@ done
 has "game: report counts submissions" "$dir/game.run" "^submissions: 30 virtual, 0 physical, 0 failed; 150 commands built$"
 has "desktop: report counts physical submissions" "$dir/desktop.run" "^submissions: 0 virtual, 12 physical, 0 failed"
 has "desktop: report counts context waits" "$dir/desktop.run" "^context fence waits: 12;"
-sed '0,/^submit-virtual \(.*\) = OK fence=3$/s//submit-virtual \1 = OK fence=4/' "$dir/game.trace" >"$dir/tsub.trace"
+sed '0,/^submit-virtual \(.*\) = OK fence=3$/s//submit-virtual \1 = OK fence=4/' "$dir/game.trace" | unseal >"$dir/tsub.trace"
 check "submission tamper changed a line" sh -c "! cmp -s '$dir/game.trace' '$dir/tsub.trace'"
 rc_is 1 "replay detects a tampered submission fence" "$tool" replay "$dir/tsub.trace"
 has "replay names the tampered submission" "$dir/rc.out" "submit-virtual: recorded 'OK fence=4', replay gave 'OK fence=3'"
-sed '0,/flags=reused = OK fence=3 patched=2$/s//flags=reused = OK fence=3 patched=0/' "$dir/desktop.trace" >"$dir/tphys.trace"
+sed '0,/flags=reused = OK fence=3 patched=2$/s//flags=reused = OK fence=3 patched=0/' "$dir/desktop.trace" | unseal >"$dir/tphys.trace"
 rc_is 1 "replay detects a tampered patch count" "$tool" replay "$dir/tphys.trace"
 has "replay names the tampered physical submission" "$dir/rc.out" "submit-physical: recorded 'OK fence=3 patched=0', replay gave 'OK fence=3 patched=2'"
 sed '0,/^result \(A[0-9]* offset=8 expect=0x[0-9a-f]*\) = OK value=0x[0-9a-f]*$/s//result \1 = OK value=0x1/' \
-  "$dir/compute.trace" >"$dir/tres.trace"
+  "$dir/compute.trace" | unseal >"$dir/tres.trace"
 rc_is 1 "replay detects a tampered checksum result" "$tool" replay "$dir/tres.trace"
 has "replay names the tampered result" "$dir/rc.out" "result: recorded 'OK value=0x1'"
-sed '0,/^\(cmdbuf B1 cmds=fill:V[0-9]*:1048576:\)0x9e3779b9/s//\10x9e3779ba/' "$dir/game.trace" >"$dir/tcmd.trace"
+sed '0,/^\(cmdbuf B1 cmds=fill:V[0-9]*:1048576:\)0x9e3779b9/s//\10x9e3779ba/' "$dir/game.trace" | unseal >"$dir/tcmd.trace"
 rc_is 1 "replay detects a changed command (checksums differ)" "$tool" replay "$dir/tcmd.trace"
 has "a changed command gives other bytes" "$dir/rc.out" "cmdbuf: recorded 'OK size=152 sum=0x"
 
@@ -243,13 +249,13 @@ check "csv rows have 4 fields" awk -F, 'NF != 4 { exit 1 }' "$dir/i.csv"
 
 # ---- tampering is detected -------------------------------------------------
 sed '0,/^make-resident \(.*\) = OK$/s//make-resident \1 = E_OVER_BUDGET trim=4096/' "$dir/igpu.trace" \
-  >"$dir/tampered.trace"
+  | unseal >"$dir/tampered.trace"
 check "tamper really changed a line" sh -c "! cmp -s '$dir/igpu.trace' '$dir/tampered.trace'"
 rc_is 1 "replay detects a tampered status" "$tool" replay "$dir/tampered.trace"
 has "replay names the tampered line" "$dir/rc.out" "recorded 'E_OVER_BUDGET trim=4096', replay gave 'OK'"
-sed '0,/va=0x10000$/s//va=0x20000/' "$dir/small.trace" >"$dir/tampered2.trace"
+sed '0,/va=0x10000$/s//va=0x20000/' "$dir/small.trace" | unseal >"$dir/tampered2.trace"
 rc_is 1 "replay detects a changed GPU VA" "$tool" replay "$dir/tampered2.trace"
-sed '0,/^write A1 seed=11 = OK$/s//write A1 seed=7 = OK/' "$dir/small.trace" >"$dir/tampered3.trace"
+sed '0,/^write A1 seed=11 = OK$/s//write A1 seed=7 = OK/' "$dir/small.trace" | unseal >"$dir/tampered3.trace"
 rc_is 1 "replay with other bytes fails the read-backs" "$tool" replay "$dir/tampered3.trace"
 has "the read-back reports MISMATCH" "$dir/rc.out" "replay gave 'MISMATCH'"
 
@@ -258,38 +264,55 @@ has "the read-back reports MISMATCH" "$dir/rc.out" "replay gave 'MISMATCH'"
 # allocations; MIT licence, tests/data/rmv/LICENSE.txt), or another
 # capture named by VIDMM_RMV_SAMPLE.
 rmv=${VIDMM_RMV_SAMPLE:-tests/data/rmv/sample_trace.rmv}
+# The sample decoded alone (--decode-only: no adapter).
+if [ -f "$rmv" ]; then
+  rc_is 0 "rmv sample decodes" "$tool" replay "$rmv" --decode-only
+  has "rmv sample: the adapter" "$dir/rc.out" "adapter: AMD Radeon RX 6600"
+  has "rmv sample: the heap table" "$dir/rc.out" "local 268435456 bytes at 0x0, invisible 8304721920 bytes at 0x10000000, system 68623638528 bytes"
+  has "rmv sample: the kernel driver's stream" "$dir/rc.out" "PageTableUpdate 18805 "
+  has "rmv sample: its unmaps" "$dir/rc.out" "18331 update, 470 discard, 4 transfer; 8898 unmaps"
+  has "rmv sample: the application's stream" "$dir/rc.out" "process 53892, thread 0, RMT 1.8, 1 chunk, 86036 bytes = 7409 tokens"
+  for k in "ResourceReference 944" "ResourceBind 1188" "CpuMap 502" "VirtualFree 468" "VirtualAllocate 489" \
+           "ResourceCreate 1216" "ResourceDestroy 936" "Userdata 468"; do
+    has "rmv sample: $k" "$dir/rc.out" "$k"
+  done
+fi
+# The full replay of the sample at the RX 6600's size (every process,
+# 10 GiB of allocations that softgpu never has to touch: a few seconds).
 if [ -f "$rmv" ] && command -v python3 >/dev/null 2>&1; then
   "$tool" replay "$rmv" --format json -o "$dir/rmv.json" --record "$dir/rmv.trace" 2>"$dir/rmv.err"
   rc=$?
   if [ "$rc" -eq 0 ]; then ok; else bad "rmv import (rc $rc)"; cat "$dir/rmv.err"; fi
-  # The sample's token counts (stream 0: the kernel driver's page-table
-  # updates; stream 1: the application, process 53892).
-  check "rmv sample imports with the counts the trace holds" python3 - "$dir/rmv.json" <<'EOF'
+  check "rmv sample: every process replayed, placement per process and heap" python3 - "$dir/rmv.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1])); imp = d["import"]
 assert imp["container"] == "RDF" and imp["adapter"] == "AMD Radeon RX 6600", imp["adapter"]
 s0, s1 = imp["streams"]
 assert s0["tokens"]["PageTableUpdate"] == 18805 and s0["page_table_unmaps"] == 8898, s0
-assert s1["process_id"] == 53892 and s1["version"] == "1.8"
-want = {"VirtualAllocate": 489, "VirtualFree": 468, "ResourceCreate": 1216, "ResourceBind": 1188,
-        "ResourceReference": 944, "ResourceDestroy": 936, "CpuMap": 502, "Userdata": 468}
-for k, v in want.items():
-    assert s1["tokens"][k] == v, (k, s1["tokens"][k], v)
-r = imp["replay"]
-assert r["allocations"] == 489 and r["allocation_failures"] == 0 and r["frees"] == 468
-assert r["references_add"] + r["references_remove"] + r["references_unmatched"] == 944
-a = imp["agreement"]
-assert a["page_table_maps"] == s0["tokens"]["PageTableUpdate"] - s0["page_table_unmaps"] - a["unmatched_maps"] - a["not_update_maps"]
-assert a["page_table_maps"] > 1000 and a["agree"] <= a["page_table_maps"]
+assert s1["process_id"] == 53892 and s1["tokens"]["VirtualAllocate"] == 489
+a = imp["adapter_replayed"]
+assert a["cpu_visible"] == 256 << 20 and a["invisible"] == 8304721920 and a["system"] == 68623638528 & ~0xfff, a
+assert imp["replayed_processes"] == 2
+p = {x["name"]: x for x in imp["processes"]}
+app, un = p["pid53892"], p["unattributed"]
+assert app["allocations"] == 489 and app["allocation_failures"] == 0 and app["frees"] == 468
+assert app["references_add"] + app["references_remove"] == 944
+for h in ("local", "invisible", "system"):   # the application: every mapping where the driver put it
+    assert app["heaps"][h]["agree"] == app["heaps"][h]["maps"] > 0, (h, app["heaps"][h])
+assert (app["heaps"]["local"]["maps"], app["heaps"]["invisible"]["maps"], app["heaps"]["system"]["maps"]) == (4, 669, 587)
+assert un["allocations"] == imp["inferred"]["maps"] == 8641 and imp["inferred"]["preference"] == "invisible"
+assert un["heaps"]["invisible"]["agree"] == un["heaps"]["invisible"]["maps"] == 8482
+assert un["disagreements"]["preference"]["maps"] == 161 == 10 + 151
+h = imp["heaps"]
+assert sum(x["maps"] for x in h.values()) == 9903 == s0["tokens"]["PageTableUpdate"] - s0["page_table_unmaps"] - 4
+assert sum(x["bytes_agree"] for x in h.values()) * 1000 >= 999 * sum(x["bytes"] for x in h.values())
+assert imp["paging"]["evictions"] == 0
 rep = d["report"]
-assert rep["calls"]["by_verb"]["create2"]["calls"] == 489 and rep["calls"]["by_verb"]["destroy"]["calls"] == 468
-assert rep["integrity"]["final_check"] == "clean"
+assert rep["calls"]["by_verb"]["create2"]["calls"] == 9130 and rep["integrity"]["final_check"] == "clean"
 EOF
-  # The import was recorded as a vidmm trace (replaying it takes as long
-  # as the import: the lines are checked instead).
-  check "rmv import recorded: one create2 per virtual allocation" \
-    test "$(grep -c '^create2 .* kind=explicit' "$dir/rmv.trace")" -eq 489
-  has "rmv import recorded: references as make-resident" "$dir/rmv.trace" "^make-resident D1 Q1 flags=cant-trim"
+  check "rmv sample: the import records as a whole trace" sh -c "tail -n 1 '$dir/rmv.trace' | grep -q '^end calls=35938 '"
+  rc_is 0 "rmv sample: the recorded import replays exactly" "$tool" replay "$dir/rmv.trace" --no-rules
+  has "rmv sample: the recorded import replays exactly (verdict)" "$dir/rc.out" "0 differ (exact replay)"
 fi
 printf 'AMD_RDF \003\000\000\000' >"$dir/short.rmv"
 rc_is 1 "a truncated rmv file is refused" "$tool" replay "$dir/short.rmv"
@@ -319,6 +342,46 @@ if command -v python3 >/dev/null 2>&1; then
   rc_is 1 "rmv: a chunk index entry one bit from RmtData is refused" "$tool" replay "$dir/onebit.rmv" --decode-only
   has "rmv: ... saying why" "$dir/rc.out" "one bit from 'RmtData'"
   rc_is 1 "rmv: bytes that belong to no chunk are refused" "$tool" replay "$dir/gap.rmv" --decode-only
+  # Two process streams and the kernel driver's page-table updates: every
+  # stream is its own vidmm process, the mapping no stream describes is an
+  # allocation of the unattributed process, and placement is scored per
+  # process and heap, with the cause of each disagreement.
+  rc_is 0 "rmv: multi-process import" "$tool" replay "$dir/multi.rmv" --format json -o "$dir/multi.json" \
+    --record "$dir/multi.trace"
+  check "rmv: every process replayed, agreement per process and heap" python3 - "$dir/multi.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); imp = d["import"]
+assert imp["replayed_processes"] == 3, imp["replayed_processes"]
+p = {x["name"]: x for x in imp["processes"]}
+assert set(p) == {"pid1234", "pid5678", "unattributed"}, set(p)
+assert p["pid1234"]["allocations"] == 2 and p["pid5678"]["allocations"] == 1 and p["unattributed"]["allocations"] == 1
+h = p["pid1234"]["heaps"]
+assert h["invisible"]["maps"] == 1 and h["invisible"]["agree"] == 1 and h["invisible"]["bytes_agree"] == 65536, h
+assert h["system"]["maps"] == 1 and h["system"]["agree"] == 1, h
+assert p["pid5678"]["heaps"]["local"]["agree"] == 1
+u = p["unattributed"]
+assert u["inferred"] and u["heaps"]["system"]["maps"] == 1 and u["heaps"]["system"]["agree"] == 0
+assert u["heaps"]["system"]["vidmm"]["invisible"] == 1
+assert u["disagreements"]["preference"]["maps"] == 1 and sum(w["maps"] for w in u["disagreements"].values()) == 1
+assert imp["inferred"]["preference"] == "invisible,local", imp["inferred"]
+a = imp["adapter_replayed"]
+assert a["cpu_visible"] == 16 << 20 and a["invisible"] == 64 << 20 and a["system"] == 256 << 20, a
+assert imp["heaps"]["local"]["agree"] == 1 and imp["heaps"]["system"]["maps"] == 2
+assert d["report"]["calls"]["by_verb"]["create2"]["calls"] == 4
+EOF
+  check "rmv: the import records as a whole trace" sh -c "tail -n 1 '$dir/multi.trace' | grep -q '^end calls='"
+  rc_is 0 "rmv: the recorded import replays exactly" "$tool" replay "$dir/multi.trace"
+  has "rmv: the recorded import replays exactly (verdict)" "$dir/rc.out" "0 differ (exact replay)"
+  rc_is 0 "rmv: a quarter of local memory, Belady's policy" "$tool" replay "$dir/multi.rmv" --local-scale 4 \
+    --policy belady --format json -o "$dir/multi4.json"
+  check "rmv: the smaller adapter and the hints" python3 -c "
+import json, sys
+i = json.load(open(sys.argv[1]))['import']
+a = i['adapter_replayed']
+assert a['cpu_visible'] == 4 << 20 and a['invisible'] == 16 << 20 and a['policy'] == 'belady', a
+assert i['paging']['next_use_hints'] > 0, i['paging']" "$dir/multi4.json"
+  rc_is 2 "--policy is for RMV files" "$tool" replay "$dir/game.trace" --policy belady
+  rc_is 2 "--local-scale is for RMV files" "$tool" replay "$dir/game.trace" --local-scale 2
   if [ -f "$rmv" ]; then
     # Copies of the sample with one flipped bit each: every copy is refused
     # with a message, or decodes to the same chunks and token counts (a
@@ -351,10 +414,16 @@ for cmd in run replay; do
   rc_is 1 "$cmd of /dev/zero" "$tool" $cmd /dev/zero
   has "$cmd of /dev/zero names binary data" "$dir/rc.out" "binary data"
 done
+# A line has any length up to 256 MiB (a list naming every allocation a
+# trace can name is 160 MiB): a 1.1 MB line is read (and refused as no
+# verb), a line over 256 MiB is refused as no trace, before an adapter runs.
 head -c 1100000 /dev/zero | tr '\0' a >"$dir/longline.trace"
-rc_is 1 "run of a 1.1 MB line" "$tool" run "$dir/longline.trace" --record "$dir/longline.out"
-has "a line over 1 MiB is named" "$dir/rc.out" "line longer than 1 MiB"
-check "a line over 1 MiB starts no adapter" test ! -e "$dir/longline.out"
+rc_is 1 "run of a 1.1 MB line" "$tool" run "$dir/longline.trace"
+has "a 1.1 MB line is read whole" "$dir/rc.out" "unknown verb"
+head -c 270000000 /dev/zero | tr '\0' a | "$tool" run /dev/stdin --record "$dir/longline.out" >"$dir/rc.out" 2>&1
+[ $? -eq 1 ] && ok || bad "run of a 270 MB line (rc $?)"
+has "a line over 256 MiB is named" "$dir/rc.out" "line longer than 256 MiB"
+check "a line over 256 MiB starts no adapter" test ! -s "$dir/longline.out"
 # Under an address-space limit (skipped where the tool cannot run under
 # one, as with ASan's shadow memory) /dev/zero still fails cleanly.
 if sh -c 'ulimit -v 1000000 && exec "$0" info >/dev/null 2>&1' "$tool"; then
@@ -372,6 +441,72 @@ if command -v valgrind >/dev/null 2>&1; then
     check "header error in $t.trace leaves no file open" sh -c "! grep -q 'descriptor.*$t.trace' '$dir/vg.out'"
   done
 fi
+# ---- proving a trace whole (format version 2's end record) ---------------
+# Long lines: make-resident, evict and make-resident again of 700 and of
+# 10,000 allocations (ids from A1301: the 700 list is over 4 KiB), recorded
+# and replayed exactly.  wddm1's 4 KiB pages keep 11,300 allocations light.
+for n in 700 10000; do
+  awk -v n=$n 'BEGIN { print "process P1 name=many"; print "device D1 P1"; print "queue Q1 D1"; m = n + 1300
+    for (i = 1; i <= m; i++) print "create A" i " kind=constant size=4K"
+    l = ""; for (i = 1301; i <= m; i++) l = l (i > 1301 ? "," : "") "A" i
+    print "make-resident D1 Q1 " l; print "evict D1 " l; print "make-resident D1 Q1 " l; print "check-adapter" }' \
+    >"$dir/many$n.scn"
+  rc_is 0 "record a make-resident of $n allocations" "$tool" run "$dir/many$n.scn" --adapter wddm1 --no-rules \
+    --record "$dir/many$n.trace"
+  check "the $n-allocation list is one line over 4 KiB" \
+    sh -c "awk 'length(\$0) > 4096 { n++ } END { exit !(n >= 3) }' '$dir/many$n.trace'"
+  rc_is 0 "replay a make-resident of $n allocations" "$tool" replay "$dir/many$n.trace" --no-rules
+  has "the $n-allocation replay is exact" "$dir/rc.out" "0 differ (exact replay)"
+done
+g="$dir/game.trace"
+# Each refusal: exit 1, the cause named, and (for a file) no adapter started.
+refused() { # name file pattern [run]
+  rc_is 1 "$1 refused" "$tool" ${4:-replay} "$2" --record "$dir/refused.out"
+  has "$1 named" "$dir/rc.out" "$3"
+  check "$1 starts no adapter" test ! -e "$dir/refused.out"
+  rm -f "$dir/refused.out"
+}
+head -n -1 "$g" >"$dir/cut.trace"
+refused "a trace cut at a line boundary" "$dir/cut.trace" "trace cut short"
+refused "a cut trace, run as a file" "$dir/cut.trace" "trace cut short" run
+lines=$(wc -l <"$g")
+{ head -n $((lines - 40)) "$g"; tail -n 1 "$g"; } >"$dir/lost.trace"
+refused "a trace that lost lines" "$dir/lost.trace" "lines were lost or added"
+sed 's/^end calls=\([0-9]*\)/end calls=1\1/' "$g" >"$dir/count.trace"
+refused "an end record with another count" "$dir/count.trace" "lines were lost or added"
+sed '0,/seed=/s/seed=\([0-9]\)/seed=9\1/' "$g" >"$dir/changed.trace"
+refused "a changed byte" "$dir/changed.trace" "checksum mismatch"
+cat "$g" "$g" >"$dir/twice.trace"
+refused "bytes after the end record" "$dir/twice.trace" "bytes after the end record"
+sed 1d "$g" >"$dir/nover.trace"
+refused "a trace without its version line" "$dir/nover.trace" "no version line"
+sed 's/^end calls=.*/end calls=3/' "$g" >"$dir/badend.trace"
+refused "a malformed end record" "$dir/badend.trace" "bad end record"
+{ head -n 20 "$g"; printf 'create A999 kind=tex\000ture size=4K\n'; tail -n +21 "$g"; } >"$dir/nul.trace"
+refused "a NUL inside a trace" "$dir/nul.trace" "binary data"
+sed '1s/.*/vidmm-trace 3/' "$g" >"$dir/v3.trace"
+refused "a later format version" "$dir/v3.trace" "unsupported trace format version"
+# A pipe is proven as it is executed: refused at its end, nonzero exit.
+rc_is 1 "a cut trace through a pipe" sh -c 'cat "$1" | "$0" replay /dev/stdin' "$tool" "$dir/cut.trace"
+has "a cut trace through a pipe named" "$dir/rc.out" "trace cut short"
+rc_is 0 "a whole trace through a pipe" sh -c 'cat "$1" | "$0" replay /dev/stdin' "$tool" "$g"
+# A recorded trace shrinks as a scenario (its version line and end record
+# set aside): the game runs clean, so there is nothing to shrink.
+rc_is 1 "shrink of a recorded trace" "$tool" shrink "$g"
+has "shrink reads a recorded trace as a scenario" "$dir/rc.out" "does not fail (ok)"
+# Version 1 (no end record) is still read, with a note that it cannot be
+# proven whole.
+sed '1s/.*/vidmm-trace 1/;$d' "$g" >"$dir/v1.trace"
+rc_is 0 "a version-1 trace replays" "$tool" replay "$dir/v1.trace"
+has "a version-1 trace is noted as unproven" "$dir/rc.out" "cannot be proven whole"
+# ---- trace language: CPU lock/unlock, the over-budget protocol ------------
+for s in lock over-budget-trim-retry; do
+  rc_is 0 "scenario $s: every stated result holds" "$tool" run tests/data/trace/$s.scn --record "$dir/$s.trace"
+  rc_is 0 "scenario $s: its record replays exactly" "$tool" replay "$dir/$s.trace"
+  has "scenario $s: exact replay" "$dir/rc.out" "0 differ (exact replay)"
+done
+has "lock: a locked allocation is not moved" "$dir/lock.trace" "^move A1 segment=2 = E_BUSY$"
+has "over budget: the bytes to trim" "$dir/over-budget-trim-retry.trace" "= E_OVER_BUDGET trim=4194304$"
 rc_is 2 "unknown policy" "$tool" run game --policy nosuch
 rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu
 rc_is 0 "game on wddm1" "$tool" run game --adapter wddm1 --frames 3

@@ -85,11 +85,14 @@ static const struct verb verbs[] = {
     { "replay", "TRACE [options]",
       "re-execute a recorded trace (or import an .rmv), check, print the report",
       "Re-execute every call of a trace on the adapter its header names and compare\n"
-      "each result with the recorded one (differences on stderr); an AMD Radeon\n"
-      "Memory Visualizer file (.rmv) is imported instead.  The adapter comes from\n"
-      "the trace: adapter options are refused.\n"
+      "each result with the recorded one (differences on stderr); a trace that is\n"
+      "cut short, changed or appended to is refused (its end record disagrees).\n"
+      "An AMD Radeon Memory Visualizer file (.rmv) is imported instead.  The adapter\n"
+      "comes from the trace: adapter options are refused.\n"
       "  --decode-only       (.rmv) read and check the whole file, print what it holds, replay nothing\n"
-      "  --lenient           (.rmv) count the streams' anomalies instead of refusing the file\n",
+      "  --lenient           (.rmv) count the streams' anomalies instead of refusing the file\n"
+      "  --local-scale N     (.rmv) divide the file's local heaps by N (1-64): the same trace on a smaller card\n"
+      "  --policy NAME       (.rmv) eviction policy; belady is told each allocation's next use from the file\n",
       H_OUTPUT,
       "a result differed, a read-back or rule failed, the trace is missing, unreadable\n"
       "         or malformed, or an output could not be written",

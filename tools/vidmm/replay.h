@@ -29,6 +29,14 @@ struct replay {
     int pending;                 /* buf holds a body line read while looking for the header's end */
     uint64_t lineno;
 
+    /* Proving the input whole (format version 2's end record). */
+    int version;                 /* the header's "vidmm-trace N"; 0: none (a scenario file) */
+    int in_body;                 /* past the header: call lines are counted */
+    int ended;                   /* the end record was read and agreed */
+    uint64_t hash;               /* FNV-1a 64 of every byte read */
+    uint64_t hash_line;          /* ... of every byte before the line last read */
+    uint64_t body_calls;         /* call lines read */
+
     /* File ids -> the recording layer's ids, per kind (sparse: index = file id). */
     uint32_t *map[TR_KINDS];
     uint32_t map_cap[TR_KINDS];
@@ -43,9 +51,18 @@ struct replay {
 
 /* Open path and read the header into h (defaults for what it omits).
  * Returns 0, or 1 with a message on stderr and nothing left open (a
- * directory, a line over 1 MiB, binary data and read errors are refused
- * here, before any adapter is started). */
+ * directory, a line over TR_MAX_LINE, binary data and read errors are
+ * refused here, before any adapter is started).  A version-2 trace in a
+ * regular file is read through once here to prove it whole (its end
+ * record: the call count and checksum agree, nothing follows it); a
+ * pipe is proven as it is executed, and refused at its end.  strict
+ * (`vidmm replay`) refuses a file without a version line and notes on
+ * stderr that a version-1 trace cannot be proven whole. */
 int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict);
+/* The same on an open stream f (a pipe, a memory buffer: read once, so
+ * a version-2 input is proven as it is executed); f is the reader's
+ * now, closed by replay_close or on a fault. */
+int replay_open_stream(struct replay *r, FILE *f, const char *name, struct tr_header *h, int strict);
 /* Execute every remaining line against t.  Returns 0 when every line ran
  * (mismatches are counted in r->mismatches, not failures), 1 on a
  * malformed line (reported with its line number) or a read error. */

@@ -72,6 +72,23 @@ struct rmv_anomalies {
     uint64_t create_duplicate;   /* ResourceCreate of a live id */
 };
 
+/* One replayed process: a process stream of the file (its own vidmm
+ * process), or the unattributed mappings (inferred = 1): page-table
+ * updates that map pages inside no stream's allocation, which no stream
+ * describes (other processes - the compositor and the rest - whose own
+ * streams the capture does not hold).  Each maximal mapped range of
+ * those becomes an allocation of one more vidmm process. */
+#define RMV_MAX_PROCS (RMV_MAX_STREAMS + 1)
+enum { RMV_WHY_PREFERENCE, RMV_WHY_SPACE, RMV_WHY_BUDGET, RMV_WHY_NOT_RESIDENT, RMV_WHY_OTHER, RMV_WHY_COUNT };
+struct rmv_proc {
+    uint64_t pid;
+    int inferred;
+    uint32_t p, d, q;            /* recording-layer ids (0: not created yet) */
+    uint64_t allocations, alloc_failed, alloc_bytes, frees, references_add, references_remove;
+    uint64_t agree[3][4], agree_bytes[3][4];   /* [trace heap][vidmm placement] */
+    uint64_t why[RMV_WHY_COUNT], why_bytes[RMV_WHY_COUNT];   /* disagreements by cause */
+};
+
 struct rmv_import {
     char container[16];          /* "RDF" or "RMT" */
     uint32_t container_version;
@@ -102,6 +119,22 @@ struct rmv_import {
     uint64_t pte_maps_matched, pte_maps_unmatched;
     uint64_t pte_maps_other_process;    /* reported under another process id (the kernel driver's) */
     uint64_t pte_not_update;            /* discard / transfer updates: not mappings (as AMD's page table) */
+    /* Every process replayed (streams in file order, then the
+     * unattributed mappings), the preference the inferred allocations get
+     * (the streams' most common preference list), the adapter. */
+    struct rmv_proc proc[RMV_MAX_PROCS];
+    uint32_t procs;
+    uint8_t inferred_pref[4];
+    uint32_t local_scale;        /* the local heaps were divided by this (1: as recorded) */
+    uint64_t seg_size[3];        /* vidmm's segments: CPU-visible, invisible, aperture */
+    char policy[16];
+    uint64_t inferred_maps;      /* page-table updates that created an inferred allocation */
+    uint64_t ambiguous_maps;     /* mappings inside allocations of two processes (first stream taken) */
+    /* Paging during the replay (vidmm_residency_get_stats). */
+    uint64_t evictions, bytes_evicted, restores, bytes_restored, make_resident_over_budget;
+    uint64_t hints;              /* next-use hints given (policy belady) */
+    uint64_t uses, reuses;       /* make-residents the replay makes; those of an allocation used again later */
+    uint64_t created_evicted;    /* no room to create resident: created evicted, then made resident */
 };
 
 /* Does path start with an RMV file's magic ("AMD_RDF " or 0x494e494d)? */
@@ -119,10 +152,14 @@ void rmv_free_state(void *state);
  * used and why, anomalies (text). */
 void rmv_decode_report(const struct rmv_import *imp, FILE *f);
 
-/* Read and decode path; fill the header of the adapter to replay on
- * (dgpu with the trace's heap sizes).  Returns 0, or 1 with a message on
- * stderr.  *state receives the decoded events for rmv_replay (freed by it). */
-int rmv_load(const char *path, int lenient, struct rmv_import *imp, struct tr_header *h, void **state);
+/* Read and decode path; fill the header of the adapter to replay on:
+ * dgpu sized from the file (the local heap as the CPU-visible memory
+ * segment, the invisible heap as the other, each divided by local_scale
+ * when it is above 1; the system heap as the aperture and as vidmm's
+ * system memory).  Returns 0, or 1 with a message on stderr.  *state
+ * receives the decoded events for rmv_replay (freed by it). */
+int rmv_load(const char *path, int lenient, uint32_t local_scale, struct rmv_import *imp, struct tr_header *h,
+             void **state);
 /* Replay the loaded events against t; frees state.  Returns 0 or 1. */
 int rmv_replay(struct tr *t, struct rmv_import *imp, void *state);
 /* The import summary (token counts, replay, agreement) in fmt. */

@@ -51,6 +51,7 @@ struct run_options {
     int rules;                   /* the rules checker after every call (--rules, the default) */
     int decode_only;             /* replay FILE.rmv --decode-only: read and check the file, print what it holds */
     int lenient;                 /* replay FILE.rmv --lenient: count the stream's anomalies instead of refusing */
+    uint32_t local_scale;        /* replay FILE.rmv --local-scale N: local heaps divided by N (0: as recorded) */
 };
 
 /* The library's policies, "lru, adaptive, belady or reuse", for messages. */
@@ -133,6 +134,12 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->decode_only = 1;
         } else if (replay && !strcmp(a, "--lenient")) {
             o->lenient = 1;
+        } else if (replay && !strcmp(a, "--local-scale")) {
+            NEED_VALUE("1-64: the local heaps divided by it");
+            uint64_t n;
+            if (tr_parse_u64(v, &n) || n == 0 || n > 64)
+                return cli_usage_error(cmd, "--local-scale %s: want a divisor of the local heaps, 1-64", v);
+            o->local_scale = (uint32_t)n;
         } else if (!strcmp(a, "--progress")) {
             o->progress = 1;
         } else if (!strcmp(a, "--no-progress")) {
@@ -148,7 +155,7 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             int rc = cli_add_segment(cmd, &o->seg, v);
             if (rc)
                 return rc;
-        } else if (!replay && !strcmp(a, "--policy")) {
+        } else if (!strcmp(a, "--policy")) {   /* replay: RMV files only (checked there) */
             char names[128];
             policy_names(names, sizeof names);
             NEED_VALUE(names);
@@ -168,8 +175,8 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->frames = (uint32_t)n;
         } else if (!replay && !strcmp(a, "--async")) {
             o->async = 1;
-        } else if (replay && (!strcmp(a, "--adapter") || !strcmp(a, "--segment") || !strcmp(a, "--policy") ||
-                              !strcmp(a, "--seed") || !strcmp(a, "--frames") || !strcmp(a, "--async"))) {
+        } else if (replay && (!strcmp(a, "--adapter") || !strcmp(a, "--segment") || !strcmp(a, "--seed") ||
+                              !strcmp(a, "--frames") || !strcmp(a, "--async"))) {
             return cli_usage_error(cmd, "%s: a replay takes the adapter, policy and seed from the trace's header "
                                         "(vidmm run FILE takes them from the command line)", a);
         } else {
@@ -341,7 +348,7 @@ static int finish_record(struct tr *t, FILE *rec, const char *path)
 {
     if (!rec)
         return 0;
-    int bad = t->rec_error;
+    int bad = tr_end_record(t);   /* the end record, then the verdict */
     if (fclose(rec))
         bad = 1;
     if (bad)
@@ -474,10 +481,12 @@ static int replay_rmv(const struct run_options *o)
     struct rmv_import *imp = calloc(1, sizeof(*imp));
     struct tr_header h;
     void *state = NULL;
-    if (!imp || rmv_load(o->what, o->lenient, imp, &h, &state)) {
+    if (!imp || rmv_load(o->what, o->lenient, o->local_scale, imp, &h, &state)) {
         free(imp);
         return 1;
     }
+    if (o->policy)
+        snprintf(h.policy, sizeof h.policy, "%s", o->policy);
     if (o->decode_only) {
         /* Only the decoder's verdict and summary: no adapter, no replay. */
         rmv_free_state(state);
@@ -541,6 +550,9 @@ int cli_replay(int argc, char **argv)
         return replay_rmv(&o);
     if (o.decode_only)
         return cli_usage_error("replay", "--decode-only is for RMV files, not %s", o.what);
+    if (o.policy || o.local_scale)
+        return cli_usage_error("replay", "--policy and --local-scale are for RMV files (a trace names its adapter), "
+                                         "not %s", o.what);
     struct tr_header h;
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))

@@ -33,7 +33,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define TR_FORMAT_VERSION 1
+/* Version 2 ends with an end record: "end calls=N checksum=0x..." (the
+ * call lines and the FNV-1a 64 of every byte before it), so a reader can
+ * prove a trace whole.  Version 1 (no end record) is still read. */
+#define TR_FORMAT_VERSION 2
+#define TR_FNV_OFFSET 0xcbf29ce484222325ull
+/* FNV-1a 64 of n bytes, continuing from h (TR_FNV_OFFSET to start). */
+uint64_t tr_fnv1a(uint64_t h, const void *p, size_t n);
 /* A tool-level status for integrity checks whose bytes differ (vidmm
  * statuses are small negative numbers; this one is outside their range). */
 #define TR_MISMATCH ((vidmm_status)-100)
@@ -80,6 +86,7 @@ enum tr_verb {
     TV_WRITE, TV_CHECK, TV_GPU_READ, TV_GPU_WRITE, TV_CHECK_ADAPTER,
     TV_CONTEXT, TV_CONTEXT_DESTROY, TV_CMDBUF, TV_SUBMIT_VIRTUAL, TV_SUBMIT_PHYSICAL,
     TV_CONTEXT_WAIT, TV_CONTEXT_FENCE, TV_RESULT,
+    TV_LOCK, TV_UNLOCK,
     TV_COUNT
 };
 extern const char *const tr_verb_names[TV_COUNT];
@@ -130,14 +137,19 @@ struct tr {
     int gpummu, iommu;           /* the adapter's GPU VA model */
 
     FILE *rec;                   /* record file, NULL = not recording */
-    int rec_error;               /* a write to it failed */
+    int rec_error;               /* a write to it failed (or a line could not be built) */
+    uint64_t rec_hash;           /* FNV-1a 64 of every byte recorded so far */
+    uint64_t rec_calls;          /* call lines recorded */
+    int rec_ended;               /* the end record is written */
 
     struct tr_obj *obj[TR_KINDS];
     uint32_t nobj[TR_KINDS], cap[TR_KINDS];   /* ids 1..nobj; obj[k][0] unused */
 
-    /* The line of the last call: "verb args = STATUS outputs". */
-    char line[4096];
-    size_t line_len;
+    /* The line of the last call: "verb args = STATUS outputs" (any
+     * length: grown as it is built; never NULL while open). */
+    char *line;
+    size_t line_len, line_cap;
+    int line_oom;                /* the host refused to grow it: the line is cut */
     size_t result_at;            /* offset of the result part (after " = ") */
     enum tr_verb verb;
     uint32_t track_pid, track_tid;  /* timeline track of the last call */
@@ -217,8 +229,11 @@ void tr_set_observer(struct tr *t, tr_observer_fn fn, void *ctx);
  * when the adapter was opened, so the clock is the same whichever
  * outputs (timeline, HTML) a run writes. */
 void tr_start(struct tr *t);
-/* Write the header lines of h to f. */
-void tr_write_header(FILE *f, const struct tr_header *h);
+/* Write the end record ("end calls=N checksum=0x...") to the record
+ * file, once, when the run is over and before the file is closed.  0, or
+ * 1 when recording failed somewhere (t->rec_error).  Nothing without a
+ * record file. */
+int tr_end_record(struct tr *t);
 /* Policy by name (NULL if unknown); the names the tool accepts. */
 const struct vidmm_eviction_policy *tr_policy_by_name(const char *name);
 const char *tr_policy_names(void);
@@ -292,6 +307,11 @@ vidmm_status tr_reservation(struct tr *t, uint32_t p, enum vidmm_segment_group g
  * seed 0 is all zeros.  TR_MISMATCH when bytes differ. */
 vidmm_status tr_write(struct tr *t, uint32_t a, uint64_t seed);
 vidmm_status tr_check(struct tr *t, uint32_t a, uint64_t seed);
+/* CPU lock and unlock on their own (vidmm_allocation_lock / unlock): a
+ * locked allocation is not moved or destroyed (E_BUSY); locks nest.
+ * The pointer is the host's and is not recorded. */
+vidmm_status tr_lock(struct tr *t, uint32_t a);
+vidmm_status tr_unlock(struct tr *t, uint32_t a);
 vidmm_status tr_gpu_read(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
 vidmm_status tr_gpu_write(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size, uint64_t seed);
 /* vidmm_adapter_check and softgpu_check: TR_MISMATCH on a violation. */

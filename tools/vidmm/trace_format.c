@@ -24,6 +24,7 @@ const char *const tr_verb_names[TV_COUNT] = {
     "write", "check", "gpu-read", "gpu-write", "check-adapter",
     "context", "context-destroy", "cmdbuf", "submit-virtual", "submit-physical",
     "context-wait", "context-fence", "result",
+    "lock", "unlock",
 };
 
 const char tr_kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };
@@ -208,4 +209,14 @@ const char *tr_json_char(char c, char out[8])
     else
         out[0] = c, out[1] = '\0';   /* the common case, without a printf */
     return out;
+}
+
+uint64_t tr_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
 }

@@ -40,11 +40,15 @@ int tr_parse_u64(const char *s, uint64_t *out)
 
 /* ---- reading lines -------------------------------------------------- */
 
-/* The longest line read.  Real trace lines are well under 1 KiB; the cap
- * keeps a file that is no trace (a device such as /dev/zero, a binary, a
- * text without newlines) from growing the line buffer until the host
- * runs out of memory, and names the real cause instead. */
-#define TR_MAX_LINE (1u << 20)
+/* The longest line read: 256 MiB.  A trace line is as long as what it
+ * lists: the longest a trace can need is a make-resident, evict or offer
+ * list naming every allocation a trace can name (ids go to 2^24, so at
+ * most 2^24 entries of at most 10 bytes: 160 MiB), far above any real
+ * use (a list of 10,000 allocations is 70 KB).  The cap keeps a file
+ * that is no trace (a text without newlines, a stream without end) from
+ * growing the line buffer until the host runs out of memory, and names
+ * the real cause instead. */
+#define TR_MAX_LINE (256u << 20)
 
 static int line_fault(struct replay *r, const char *what)
 {
@@ -54,14 +58,19 @@ static int line_fault(struct replay *r, const char *what)
 }
 
 /* One raw line into r->buf (newline kept, NUL-terminated): its length,
- * or -1 at the end of the file or on a fault (r->failed, reported). */
+ * or -1 at the end of the file or on a fault (r->failed, reported).
+ * Every byte read goes into r->hash; r->hash_line is the hash before the
+ * line.  The end of a version-2 trace must be its end record, and
+ * nothing may follow that. */
 static long read_line(struct replay *r)
 {
     size_t len = 0;
+    uint64_t h = r->hash;
+    r->hash_line = h;
     for (;;) {
         if (r->buf_cap - len < 2) {
             if (r->buf_cap >= TR_MAX_LINE)
-                return line_fault(r, "line longer than 1 MiB: not a vidmm trace");
+                return line_fault(r, "line longer than 256 MiB: not a vidmm trace");
             size_t cap = r->buf_cap ? r->buf_cap * 2 : 256;
             if (cap > TR_MAX_LINE)
                 cap = TR_MAX_LINE;
@@ -71,29 +80,81 @@ static long read_line(struct replay *r)
             r->buf = nb;
             r->buf_cap = cap;
         }
-        int c = getc(r->f);
+        int c = getc_unlocked(r->f);
         if (c == EOF)
             break;
         if (c == '\0')
             return line_fault(r, "binary data (a NUL byte): not a vidmm trace");
+        h = (h ^ (unsigned char)c) * 0x100000001b3ull;
         r->buf[len++] = (char)c;
         if (c == '\n')
             break;
     }
+    r->hash = h;
     if (ferror(r->f)) {
         char m[160];
         snprintf(m, sizeof m, "read error: %s", strerror(errno));
         return line_fault(r, m);
     }
-    if (len == 0)
+    if (len && r->ended)
+        return line_fault(r, "bytes after the end record: the trace was appended to or is two traces");
+    if (len == 0) {
+        if (r->version >= 2 && !r->ended) {
+            char m[200];
+            snprintf(m, sizeof m,
+                     "trace cut short: version %d ends with an end record ('end calls=N checksum=...'), "
+                     "this one ends after %" PRIu64 " call lines without one",
+                     r->version, r->body_calls);
+            return line_fault(r, m);
+        }
         return -1;
+    }
     r->buf[len] = '\0';
     return (long)len;
 }
 
+/* The end record "end calls=N checksum=0x...": the call lines before it
+ * and the FNV-1a 64 of every byte before it must agree.  0, or 1 with
+ * the disagreement reported. */
+static int end_record(struct replay *r, char *s)
+{
+    char *tok[4];
+    int n = rd_tokenize(s, tok, 4);
+    uint64_t calls, sum;
+    if (n != 3 || strncmp(tok[1], "calls=", 6) || strncmp(tok[2], "checksum=", 9) ||
+        tr_parse_u64(tok[1] + 6, &calls) || tr_parse_u64(tok[2] + 9, &sum)) {
+        rd_bad(r, "bad end record (want: end calls=N checksum=0xHEX)", NULL);
+        return 1;
+    }
+    char m[200];
+    if (calls != r->body_calls) {
+        snprintf(m, sizeof m, "end record says %" PRIu64 " call lines, the trace has %" PRIu64
+                 ": lines were lost or added", calls, r->body_calls);
+        rd_bad(r, m, NULL);
+        return 1;
+    }
+    if (sum != r->hash_line) {
+        snprintf(m, sizeof m, "checksum mismatch: the end record says 0x%016" PRIx64 ", the bytes before it "
+                 "give 0x%016" PRIx64 ": the trace was changed", sum, r->hash_line);
+        rd_bad(r, m, NULL);
+        return 1;
+    }
+    r->ended = 1;
+    return 0;
+}
+
+/* A body line that is a call (not a frame marker, "begin" or the end). */
+static void count_call(struct replay *r, const char *s)
+{
+    if (strncmp(s, "frame", 5) || (s[5] != ' ' && s[5] != '\t' && s[5]))
+        if (strcmp(s, "begin"))
+            r->body_calls++;
+}
+
 /* The next non-blank, non-comment line, stripped of its newline and of a
  * trailing comment; NULL at the end of the file or on a fault (then
- * r->failed is set and the fault reported). */
+ * r->failed is set and the fault reported).  The end record is checked
+ * here and not returned. */
 char *rd_next_line(struct replay *r)
 {
     if (r->pending) {
@@ -114,8 +175,18 @@ char *rd_next_line(struct replay *r)
         char *s = r->buf;
         while (*s == ' ' || *s == '\t')
             s++;
-        if (*s)
-            return s;
+        if (!*s)
+            continue;
+        if (!strncmp(s, "end", 3) && (s[3] == ' ' || s[3] == '\t' || !s[3])) {
+            if (end_record(r, s)) {
+                r->failed = 1;
+                return NULL;
+            }
+            continue;   /* the next read must find the end of the file */
+        }
+        if (r->in_body)
+            count_call(r, s);
+        return s;
     }
 }
 
@@ -146,32 +217,77 @@ int rd_bad(struct replay *r, const char *what, const char *tok)
 
 static int read_header(struct replay *r, struct tr_header *h);
 
+/* Read a version-2 trace through once, before anything runs: its end
+ * record must agree.  0, or 1 with the fault reported. */
+static int prove_whole(const char *path)
+{
+    struct replay v;
+    struct tr_header h;
+    memset(&v, 0, sizeof v);
+    v.path = path;
+    v.hash = TR_FNV_OFFSET;
+    v.f = fopen(path, "r");
+    if (!v.f) {
+        fprintf(stderr, "vidmm: cannot open '%s': %s\n", path, strerror(errno));
+        return 1;
+    }
+    int bad = read_header(&v, &h);
+    while (!bad && rd_next_line(&v))
+        ;
+    bad |= v.failed;
+    replay_close(&v);
+    return bad;
+}
+
 int replay_open(struct replay *r, const char *path, struct tr_header *h, int strict)
 {
-    memset(r, 0, sizeof(*r));
-    r->path = path;
-    r->strict = strict;
-    r->f = fopen(path, "r");
-    if (!r->f) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        memset(r, 0, sizeof(*r));
         fprintf(stderr, "vidmm: cannot open '%s': %s\n", path, strerror(errno));
         return 1;
     }
     struct stat sb;
-    if (fstat(fileno(r->f), &sb) == 0) {
+    int regular = 0;
+    if (fstat(fileno(f), &sb) == 0) {
         /* fopen accepts a directory; its first read fails.  Say so before
          * the caller starts an adapter for it. */
         if (S_ISDIR(sb.st_mode)) {
+            memset(r, 0, sizeof(*r));
             fprintf(stderr, "vidmm: '%s' is a directory, not a trace\n", path);
-            replay_close(r);
+            fclose(f);
             return 1;
         }
-        r->file_size = (uint64_t)sb.st_size;
+        regular = S_ISREG(sb.st_mode);
     }
+    if (replay_open_stream(r, f, path, h, strict))
+        return 1;
+    r->file_size = regular ? (uint64_t)sb.st_size : 0;
+    /* A regular file can be read twice: prove it whole before anything
+     * runs. */
+    if (r->version >= 2 && regular && prove_whole(path)) {
+        replay_close(r);
+        return 1;
+    }
+    return 0;
+}
+
+int replay_open_stream(struct replay *r, FILE *f, const char *name, struct tr_header *h, int strict)
+{
+    memset(r, 0, sizeof(*r));
+    r->path = name;
+    r->strict = strict;
+    r->hash = TR_FNV_OFFSET;
+    r->f = f;
     /* On a fault nothing stays open: the caller has nothing to close. */
     if (read_header(r, h)) {
         replay_close(r);
         return 1;
     }
+    if (strict && r->version == 1)
+        fprintf(stderr, "%s: note: trace format version 1 has no end record, so this trace cannot be proven "
+                        "whole (one cut at a line boundary replays as a shorter trace); record it again for "
+                        "version %d\n", name, TR_FORMAT_VERSION);
     return 0;
 }
 
@@ -191,14 +307,21 @@ static int read_header(struct replay *r, struct tr_header *h)
         if (n <= 0)
             continue;
         uint64_t v;
-        if (!strcmp(tok[0], "begin"))
+        if (!strcmp(tok[0], "begin")) {
+            if (r->strict && !seen_version)
+                break;
+            r->in_body = 1;
             return 0;
+        }
         if (!strcmp(tok[0], "vidmm-trace") && n == 2) {
-            if (tr_parse_u64(tok[1], &v) || v != TR_FORMAT_VERSION) {
-                rd_bad(r, "unsupported trace format version", tok[1]);
+            if (seen_version)
+                return rd_bad(r, "a second version line", NULL);
+            if (tr_parse_u64(tok[1], &v) || v < 1 || v > TR_FORMAT_VERSION) {
+                rd_bad(r, "unsupported trace format version (this vidmm reads versions 1 and 2)", tok[1]);
                 return 1;
             }
             seen_version = 1;
+            r->version = (int)v;
         } else if (!strcmp(tok[0], "scenario") && n == 2) {
             snprintf(h->scenario, sizeof h->scenario, "%s", tok[1]);
         } else if (!strcmp(tok[0], "adapter") && n == 2) {
@@ -226,8 +349,10 @@ static int read_header(struct replay *r, struct tr_header *h)
         } else {
             /* A scenario file may leave out the header and "begin". */
             if (r->strict && !seen_version)
-                return rd_bad(r, "not a vidmm trace (no 'vidmm-trace 1' header)", NULL);
+                break;
             r->pending = 1;
+            r->in_body = 1;
+            count_call(r, s);
             memmove(r->buf, s, strlen(s) + 1);
             return 0;
         }
@@ -235,7 +360,7 @@ static int read_header(struct replay *r, struct tr_header *h)
     if (r->failed)
         return 1;
     if (r->strict && !seen_version)
-        return rd_bad(r, "not a vidmm trace (no 'vidmm-trace 1' header)", NULL);
+        return rd_bad(r, "not a vidmm trace: no version line ('vidmm-trace 2') before the first call", NULL);
     return 0;
 }
 

@@ -55,7 +55,7 @@ void tr_start(struct tr *t)
      * mapping): a first slice accounts for it, so the paging events add
      * up to the adapter's counters.  It is taken whether or not anything
      * is collected, so every output sees the same clock. */
-    t->line_len = (size_t)snprintf(t->line, sizeof t->line, "adapter open");
+    t->line_len = (size_t)snprintf(t->line, t->line_cap, "adapter open");
     t->track_pid = 0;
     t->track_tid = 0;
     memset(&t->last_ai, 0, sizeof t->last_ai);

@@ -36,21 +36,69 @@ static int pattern_matches(const uint64_t *w, uint64_t size, uint64_t seed)
     return 1;
 }
 
-void tr_write_header(FILE *f, const struct tr_header *h)
+/* Every recorded byte goes through here: the end record's checksum
+ * covers exactly what was written. */
+static void rec_put(struct tr *t, const char *s, size_t n)
 {
-    fprintf(f, "vidmm-trace %d\n", TR_FORMAT_VERSION);
-    fprintf(f, "scenario %s\n", h->scenario);
-    fprintf(f, "adapter %s\n", h->preset);
+    if (!t->rec || t->rec_ended)
+        return;
+    t->rec_hash = tr_fnv1a(t->rec_hash, s, n);
+    if (fwrite(s, 1, n, t->rec) != n)
+        t->rec_error = 1;
+}
+
+static void rec_printf(struct tr *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void rec_printf(struct tr *t, const char *fmt, ...)
+{
+    char b[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof b) {
+        t->rec_error = 1;
+        return;
+    }
+    rec_put(t, b, (size_t)n);
+}
+
+static void write_header(struct tr *t, const struct tr_header *h)
+{
+    rec_printf(t, "vidmm-trace %d\n", TR_FORMAT_VERSION);
+    rec_printf(t, "scenario %s\n", h->scenario);
+    rec_printf(t, "adapter %s\n", h->preset);
     for (uint32_t id = 1; id <= SOFTGPU_MAX_SEGMENTS; id++)
         if (h->segment_size[id])
-            fprintf(f, "segment %u %" PRIu64 "\n", id, h->segment_size[id]);
+            rec_printf(t, "segment %u %" PRIu64 "\n", id, h->segment_size[id]);
     if (h->mmu_levels)
-        fprintf(f, "mmu-levels %u\n", h->mmu_levels);
-    fprintf(f, "system-memory %" PRIu64 "\n", h->system_memory);
-    fprintf(f, "synchronous %d\n", h->synchronous);
-    fprintf(f, "policy %s\n", h->policy);
-    fprintf(f, "seed %" PRIu64 "\n", h->seed);
-    fprintf(f, "begin\n");
+        rec_printf(t, "mmu-levels %u\n", h->mmu_levels);
+    rec_printf(t, "system-memory %" PRIu64 "\n", h->system_memory);
+    rec_printf(t, "synchronous %d\n", h->synchronous);
+    rec_printf(t, "policy %s\n", h->policy);
+    rec_printf(t, "seed %" PRIu64 "\n", h->seed);
+    rec_printf(t, "begin\n");
+}
+
+int tr_end_record(struct tr *t)
+{
+    if (!t->rec)
+        return 0;
+    if (!t->rec_ended) {
+        /* The checksum is of every byte before this line. */
+        char b[96];
+        int n = snprintf(b, sizeof b, "end calls=%" PRIu64 " checksum=0x%016" PRIx64 "\n", t->rec_calls,
+                         t->rec_hash);
+        if (fwrite(b, 1, (size_t)n, t->rec) != (size_t)n)
+            t->rec_error = 1;
+        t->rec_ended = 1;
+    }
+    if (fflush(t->rec))
+        t->rec_error = 1;
+    return t->rec_error;
 }
 
 /* ---- objects -------------------------------------------------------- */
@@ -147,22 +195,49 @@ static void line_add(struct tr *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Append to the line, growing it as needed (a line has any length: a
+ * make-resident list of 10,000 allocations is one line).  When the host
+ * refuses memory the line is cut and t->line_oom set; line_end then
+ * marks the recording failed rather than write a cut line. */
+static void line_vadd(struct tr *t, const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(t->line + t->line_len, t->line_cap - t->line_len, fmt, aq);
+    va_end(aq);
+    if (n < 0)
+        return;
+    if ((size_t)n >= t->line_cap - t->line_len) {
+        size_t need = t->line_len + (size_t)n + 1, nc = t->line_cap * 2;
+        while (nc < need)
+            nc *= 2;
+        char *nl = realloc(t->line, nc);
+        if (!nl) {
+            t->line_oom = 1;
+            t->line_len = strlen(t->line);
+            return;
+        }
+        t->line = nl;
+        t->line_cap = nc;
+        vsnprintf(t->line + t->line_len, t->line_cap - t->line_len, fmt, ap);
+    }
+    t->line_len += (size_t)n;
+}
+
 static void line_add(struct tr *t, const char *fmt, ...)
 {
-    if (t->line_len >= sizeof(t->line) - 1)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(t->line + t->line_len, sizeof(t->line) - t->line_len, fmt, ap);
+    line_vadd(t, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        t->line_len += (size_t)n < sizeof(t->line) - t->line_len ? (size_t)n : sizeof(t->line) - 1 - t->line_len;
 }
 
 static void line_begin(struct tr *t, enum tr_verb v, uint32_t pid, uint32_t tid)
 {
     t->verb = v;
     t->line_len = 0;
+    t->line[0] = '\0';
+    t->line_oom = 0;
     t->result_at = 0;
     t->track_pid = pid;
     t->track_tid = tid;
@@ -219,7 +294,7 @@ int tr_rules_objects(struct tr *t, struct rc_objects *o)
     uint32_t need = 0;
     for (int i = 0; i < 5; i++)
         need += t->nobj[kinds[i]];
-    if (need > t->rules_handles_cap) {
+    if (need > t->rules_handles_cap || !t->rules_handles) {   /* never NULL + 0 */
         uint32_t cap = need + 256;
         vidmm_handle *h = realloc(t->rules_handles, (size_t)cap * sizeof(*h));
         if (!h)
@@ -352,12 +427,7 @@ static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        if (t->line_len < sizeof(t->line) - 1) {
-            int n = vsnprintf(t->line + t->line_len, sizeof(t->line) - t->line_len, fmt, ap);
-            if (n > 0)
-                t->line_len += (size_t)n < sizeof(t->line) - t->line_len ? (size_t)n
-                                                                          : sizeof(t->line) - 1 - t->line_len;
-        }
+        line_vadd(t, fmt, ap);
         va_end(ap);
     }
     t->calls++;
@@ -371,8 +441,19 @@ static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
         t->pending++;
     if (st == VIDMM_E_OVER_BUDGET)
         t->over_budget++;
-    if (t->rec && fprintf(t->rec, "%s\n", t->line) < 0)
-        t->rec_error = 1;
+    if (t->rec) {
+        if (t->line_oom) {
+            /* A cut line would replay as another call: the record is lost. */
+            if (!t->rec_error)
+                fprintf(stderr, "vidmm: out of memory for a %zu-byte trace line: the record is incomplete\n",
+                        t->line_len);
+            t->rec_error = 1;
+        }
+        t->line[t->line_len] = '\n';
+        rec_put(t, t->line, t->line_len + 1);
+        t->line[t->line_len] = '\0';
+        t->rec_calls++;
+    }
     tl_call(t, tr_verb_names[t->verb], "call");
     rules_after_call(t);
 }
@@ -385,8 +466,8 @@ const char *tr_last_result(const struct tr *t)
 void tr_frame(struct tr *t, uint64_t n)
 {
     t->frames++;
-    if (t->rec && fprintf(t->rec, "frame %" PRIu64 "\n", n) < 0)
-        t->rec_error = 1;
+    if (t->rec)
+        rec_printf(t, "frame %" PRIu64 "\n", n);
     if (t->timeline)
         tr_buf_printf(t->timeline,
                       ",\n{\"ph\":\"i\",\"s\":\"g\",\"name\":\"frame %" PRIu64 "\",\"pid\":0,\"tid\":0,\"ts\":%" PRIu64 "}",
@@ -428,6 +509,14 @@ int tr_open(struct tr *t, const struct tr_header *h, FILE *rec)
         t->gpu = NULL;
         return 1;
     }
+    t->line_cap = 256;
+    t->line = malloc(t->line_cap);
+    if (!t->line) {
+        fprintf(stderr, "vidmm: out of memory\n");
+        tr_close(t);
+        return 1;
+    }
+    t->line[0] = '\0';
     st = vidmm_adapter_set_eviction_policy(t->adapter, pol);
     if (st < 0) {
         fprintf(stderr, "vidmm: cannot set policy '%s': %s\n", h->policy, vidmm_status_str(st));
@@ -441,8 +530,9 @@ int tr_open(struct tr *t, const struct tr_header *h, FILE *rec)
     t->last_ai = ai;
     vidmm_residency_get_stats(t->adapter, &t->last_rs);
     t->rec = rec;
+    t->rec_hash = TR_FNV_OFFSET;
     if (rec)
-        tr_write_header(rec, h);
+        write_header(t, h);
     return 0;
 }
 
@@ -458,6 +548,9 @@ void tr_close(struct tr *t)
     free(t->counters);
     free(t->scratch);
     free(t->rules_handles);
+    free(t->line);
+    t->line = NULL;
+    t->line_cap = t->line_len = 0;
     rc_fp_free(&t->rules_fp[0]);
     rc_fp_free(&t->rules_fp[1]);
     t->rules_handles = NULL;
@@ -969,6 +1062,28 @@ vidmm_status tr_write(struct tr *t, uint32_t a, uint64_t seed)
     }
     line_end(t, st, NULL);
     return st;
+}
+
+static vidmm_status lock_line(struct tr *t, enum tr_verb v, uint32_t a)
+{
+    line_begin(t, v, 0, 0);
+    line_id(t, TR_ALLOC, a);
+    struct tr_obj *o = tr_get(t, TR_ALLOC, a);
+    vidmm_handle h = o ? o->h : VIDMM_HANDLE_NULL;
+    void *p = NULL;
+    vidmm_status st = v == TV_LOCK ? vidmm_allocation_lock(t->adapter, h, &p) : vidmm_allocation_unlock(t->adapter, h);
+    line_end(t, st, NULL);
+    return st;
+}
+
+vidmm_status tr_lock(struct tr *t, uint32_t a)
+{
+    return lock_line(t, TV_LOCK, a);
+}
+
+vidmm_status tr_unlock(struct tr *t, uint32_t a)
+{
+    return lock_line(t, TV_UNLOCK, a);
 }
 
 static void count_check(struct tr *t, vidmm_status st, uint64_t bytes)

@@ -75,3 +75,38 @@ rdf('unknown.rmv', [rmt(0, ok_stream), ('FutureChunk', b'', b'12345')])
 rdf('badfree.rmv', [rmt(0, timestamp() + vfree(0x1000))])
 rdf('onebit.rmv', [('RmtDatc', rmt(0, ok_stream)[1], ok_stream)])
 rdf('gap.rmv', [rmt(0, ok_stream)], gap=b'\0\0\0\0')
+
+# multi.rmv: two process streams and the kernel driver's page-table
+# updates, on a small adapter (local 16 MiB, invisible 64 MiB, system
+# 256 MiB), for the replay of every process and the unattributed mappings.
+LOCAL, INVISIBLE, SYSTEM = 0, 1, 2
+
+
+def valloc_pref(va, pages, prefs):
+    f = [(3, 0, 12), (31, 8, pages - 1), (81, 34, va), (92, 90, len(prefs))]
+    for i, p in enumerate(prefs):
+        f.append((83 + 2 * i, 82 + 2 * i, p))
+    return tok(12, f)
+
+
+def reference(va, remove=0):
+    return tok(8, [(3, 0, 6), (8, 8, remove), (56, 9, va)])
+
+
+def pte(va, pa, pages, pid=4, unmap=0):
+    return tok(18, [(3, 0, 3), (43, 8, va >> 12), (79, 44, pa >> 12), (99, 80, pages), (102, 100, 1),
+                    (103, 103, unmap), (135, 104, pid), (137, 136, 1)])
+
+
+def heaps(local, invisible, system):
+    return b''.join(struct.pack('<IIQQ', i, 0, base, size) for i, (base, size) in enumerate([local, invisible, system]))
+
+
+MIB = 1 << 20
+app = timestamp() + valloc_pref(0x100000000, 16, [INVISIBLE, LOCAL]) + valloc_pref(0x100100000, 1, [SYSTEM]) + \
+    reference(0x100000000) + reference(0x100100000)
+comp = timestamp() + valloc_pref(0x200000000, 16, [LOCAL]) + reference(0x200000000)
+kmd = timestamp(2 << 20) + pte(0x100000000, 16 * MIB + 0x10000, 16) + pte(0x100100000, 0, 1) + \
+    pte(0x200000000, 0x10000, 16) + pte(0x300000000, 0, 1) + pte(0x300000000, 0, 1, unmap=1)
+rdf('multi.rmv', [('GpuMemSegment', b'', heaps((0, 16 * MIB), (16 * MIB, 64 * MIB), (0, 256 * MIB))),
+                  rmt(0, kmd, pid=0), rmt(1, app, pid=1234), rmt(2, comp, pid=5678)])
