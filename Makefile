@@ -156,7 +156,7 @@ D3DKMT_OBJ   := $(D3DKMT_SRC:%.c=$(BUILD)/%.o)
 D3DKMT_LIB   := $(BUILD)/libvidmm-d3dkmt.a
 D3DKMT_TESTS := $(BUILD)/vidmm-d3dkmt-tests
 D3DKMT_CLIENT := $(BUILD)/examples/d3dkmt_client/d3dkmt_client
-D3DKMT_TEST_OBJ := $(BUILD)/tests/d3dkmt/d3dkmt_test.o $(BUILD)/tests/d3dkmt/main.o $(BUILD)/tests/harness/test.o
+D3DKMT_TEST_OBJ := $(BUILD)/tests/d3dkmt/d3dkmt_test.o $(BUILD)/tests/d3dkmt/main.o $(BUILD)/tests/harness/test.o $(BUILD)/tests/harness/fault_alloc.o
 
 $(D3DKMT_OBJ): $(BUILD)/d3dkmt/%.o: d3dkmt/%.c
 	@mkdir -p $(dir $@)

@@ -324,3 +324,22 @@ void d3dkmt_runtime_close(struct d3dkmt_runtime *rt)
     ha = rt->ha;
     ha.free(ha.user_data, rt, sizeof *rt, 16);
 }
+
+NTSTATUS d3dkmt_runtime_vidmm_process(struct d3dkmt_runtime *rt, LUID luid, struct vidmm_adapter **adapter,
+                                      UINT64 *process)
+{
+    NTSTATUS st = STATUS_INVALID_PARAMETER;
+    uint32_t i;
+    if (!rt || !process || !adapter)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&rt->lock);
+    for (i = 0; i < rt->adapter_count; i++)
+        if (rt->adapters[i].live && rt->adapters[i].luid.LowPart == luid.LowPart &&
+            rt->adapters[i].luid.HighPart == luid.HighPart) {
+            *process = rt->adapters[i].process;
+            *adapter = rt->adapters[i].va;
+            st = STATUS_SUCCESS;
+        }
+    pthread_mutex_unlock(&rt->lock);
+    return st;
+}

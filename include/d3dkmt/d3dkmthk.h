@@ -988,6 +988,12 @@ struct d3dkmt_runtime *d3dkmt_runtime_current(void);
  * D3DKMT_MAX_ADAPTERS), else the process creation's status. */
 NTSTATUS d3dkmt_runtime_add_adapter(struct d3dkmt_runtime *rt, struct vidmm_adapter *adapter, LUID luid);
 
+/* The OS side: the vidmm adapter of luid and the vidmm process handle (a
+ * vidmm_handle) the runtime uses on it, for the calls a kernel makes
+ * (vidmm_process_set_budget).  STATUS_INVALID_PARAMETER when unknown. */
+NTSTATUS d3dkmt_runtime_vidmm_process(struct d3dkmt_runtime *rt, LUID luid, struct vidmm_adapter **adapter,
+                                      UINT64 *process);
+
 /* The vidmm status behind an NTSTATUS answer: the mapping of
  * docs/D3DKMT.md, as a function (status is a vidmm_status value). */
 NTSTATUS d3dkmt_ntstatus_from_vidmm(int status);
