@@ -88,7 +88,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
+.PHONY: d3dkmt uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -148,7 +148,37 @@ $(MINIDRV_SO): $(MINIDRV_OBJ) $(BUILD)/examples/minidrv/entry.o
 
 examples: $(EXAMPLES)
 
-test: $(TESTS) $(TOOL) $(EXAMPLES) $(SHARED)
+# ---- the D3DKMT front end (docs/D3DKMT.md) -------------------------------
+# libvidmm-d3dkmt: the D3DKMT thunks over the public vidmm API only (no
+# -Isrc); its tests and the sample client are separate programs.
+D3DKMT_SRC   := $(sort $(wildcard d3dkmt/*.c))
+D3DKMT_OBJ   := $(D3DKMT_SRC:%.c=$(BUILD)/%.o)
+D3DKMT_LIB   := $(BUILD)/libvidmm-d3dkmt.a
+D3DKMT_TESTS := $(BUILD)/vidmm-d3dkmt-tests
+D3DKMT_CLIENT := $(BUILD)/examples/d3dkmt_client/d3dkmt_client
+D3DKMT_TEST_OBJ := $(BUILD)/tests/d3dkmt/d3dkmt_test.o $(BUILD)/tests/d3dkmt/main.o $(BUILD)/tests/harness/test.o $(BUILD)/tests/harness/fault_alloc.o
+
+$(D3DKMT_OBJ): $(BUILD)/d3dkmt/%.o: d3dkmt/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -MMD -MP -c $< -o $@
+
+$(D3DKMT_LIB): $(D3DKMT_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/d3dkmt/%.o: tests/d3dkmt/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -Itests -MMD -MP -c $< -o $@
+
+$(D3DKMT_TESTS): $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
+
+$(D3DKMT_CLIENT): $(BUILD)/examples/d3dkmt_client/d3dkmt_client.o $(D3DKMT_LIB) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+d3dkmt: $(D3DKMT_LIB) $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
+all: $(D3DKMT_LIB)
+
+test: $(TESTS) $(TOOL) $(EXAMPLES) $(SHARED) $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
 	sh tests/run.sh $(BUILD)
 
 # ThreadSanitizer: softgpu's engine threads, fence and fault callbacks,
@@ -197,7 +227,7 @@ bench:
 
 # Every public header must compile on its own as strict C11 (no extensions).
 check-headers:
-	@for h in include/vidmm/*.h; do \
+	@for h in include/vidmm/*.h include/d3dkmt/*.h; do \
 	  printf "#include \"%s\"\ntypedef int check_headers_nonempty;\n" "$${h#include/}" | $(CC) -std=c11 -pedantic-errors -Wall -Wextra -Werror -Iinclude -x c -fsyntax-only - || exit 1; \
 	done; echo "headers ok"
 
@@ -248,7 +278,7 @@ install-check: all
 clean:
 	rm -rf build build-san build-bench build-clang build-tsan build-fuzz
 
--include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d $(BUILD)/*/*/*/*.d)
 
 # ---- fuzzing (fuzz/, docs/FUZZING.md) -------------------------------------
 # `make test` builds the replayers (plain main(), any compiler) and replays

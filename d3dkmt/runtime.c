@@ -1,0 +1,345 @@
+/*
+ * runtime.c - the thunk runtime: one process's handle tables, its
+ * adapters, which runtime a thread's thunks act on, and the mapping of
+ * vidmm statuses to NTSTATUS (docs/D3DKMT.md, docs/DECISIONS.md D47).
+ */
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* The one piece of process-wide state (D47): which runtime the thunks
+ * of a thread act on.  Everything else lives in the runtime. */
+static _Atomic(struct d3dkmt_runtime *) g_process_runtime;
+static _Thread_local struct d3dkmt_runtime *t_thread_runtime;
+
+struct d3dkmt_runtime *d3dkmt_rt(void)
+{
+    struct d3dkmt_runtime *rt = t_thread_runtime;
+    return rt ? rt : atomic_load(&g_process_runtime);
+}
+
+struct d3dkmt_runtime *d3dkmt_thread_bound(void)
+{
+    return t_thread_runtime;
+}
+
+struct d3dkmt_runtime *d3dkmt_runtime_current(void)
+{
+    return d3dkmt_rt();
+}
+
+NTSTATUS d3dkmt_runtime_make_current(struct d3dkmt_runtime *rt)
+{
+    atomic_store(&g_process_runtime, rt);
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS d3dkmt_runtime_bind_thread(struct d3dkmt_runtime *rt)
+{
+    t_thread_runtime = rt;
+    return STATUS_SUCCESS;
+}
+
+void *d3dkmt_alloc(struct d3dkmt_runtime *rt, size_t size)
+{
+    void *p;
+    if (size == 0)
+        size = 1;
+    p = rt->ha.alloc(rt->ha.user_data, size, 16);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+void d3dkmt_free(struct d3dkmt_runtime *rt, void *p, size_t size)
+{
+    if (p)
+        rt->ha.free(rt->ha.user_data, p, size ? size : 1, 16);
+}
+
+/* ---- statuses ---------------------------------------------------------- */
+
+/* Indexed by -status for failures; docs/D3DKMT.md "Statuses" is this
+ * table (tests/d3dkmt checks that every vidmm status has a row). */
+static const NTSTATUS k_failures[] = {
+    [0] = STATUS_SUCCESS,
+    [1] = STATUS_INVALID_PARAMETER,              /* VIDMM_E_INVALID_ARG */
+    [2] = STATUS_INVALID_HANDLE,                 /* VIDMM_E_INVALID_HANDLE */
+    [3] = STATUS_NO_MEMORY,                      /* VIDMM_E_NO_HOST_MEMORY */
+    [4] = STATUS_GRAPHICS_NO_VIDEO_MEMORY,       /* VIDMM_E_NO_SEGMENT_SPACE */
+    [5] = STATUS_INTEGER_OVERFLOW,               /* VIDMM_E_OVERFLOW */
+    [6] = STATUS_DATATYPE_MISALIGNMENT,          /* VIDMM_E_ALIGNMENT */
+    [7] = STATUS_INVALID_PARAMETER,              /* VIDMM_E_BAD_SEGMENT_SET */
+    [8] = STATUS_GRAPHICS_INVALID_DRIVER_MODEL,  /* VIDMM_E_BAD_DRIVER_DESC */
+    [9] = STATUS_UNSUCCESSFUL,                   /* VIDMM_E_DRIVER_FAILURE */
+    [10] = STATUS_NOT_SUPPORTED,                 /* VIDMM_E_NOT_SUPPORTED */
+    [11] = STATUS_DEVICE_BUSY,                   /* VIDMM_E_BUSY */
+    [12] = STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER, /* VIDMM_E_INSUFFICIENT_DMA_BUFFER */
+    [13] = STATUS_GRAPHICS_ALLOCATION_BUSY,      /* VIDMM_E_ALLOCATION_BUSY */
+    [14] = STATUS_GRAPHICS_NO_VIDEO_MEMORY,      /* VIDMM_E_TOO_LARGE */
+    [15] = STATUS_GRAPHICS_NO_VIDEO_MEMORY,      /* VIDMM_E_COMMIT_LIMIT */
+    [16] = STATUS_INVALID_DEVICE_STATE,          /* VIDMM_E_STATE */
+    [17] = STATUS_DEVICE_REMOVED,                /* VIDMM_E_DEVICE_LOST */
+    [18] = STATUS_TIMEOUT,                       /* VIDMM_E_TIMEOUT */
+    [19] = STATUS_DEVICE_REMOVED,                /* VIDMM_E_PAGE_FAULT */
+    [20] = STATUS_NO_MEMORY,                     /* VIDMM_E_OVER_BUDGET */
+    [21] = STATUS_INVALID_PARAMETER,             /* VIDMM_E_NOT_ACCESSED_PHYSICALLY */
+    [22] = STATUS_INTERNAL_ERROR,                /* VIDMM_E_INTERNAL */
+    [23] = STATUS_BUFFER_TOO_SMALL,              /* VIDMM_E_BUFFER_TOO_SMALL */
+};
+
+NTSTATUS d3dkmt_nt(vidmm_status st)
+{
+    switch (st) {
+    case VIDMM_OK:
+        return STATUS_SUCCESS;
+    case VIDMM_PENDING:
+        return STATUS_PENDING;
+    case VIDMM_NO_MORE:
+        return STATUS_NO_MORE_ENTRIES;
+    default:
+        break;
+    }
+    if ((int)st < 0 && (size_t)(-(int)st) < sizeof k_failures / sizeof k_failures[0])
+        return k_failures[-(int)st];
+    return STATUS_INTERNAL_ERROR;
+}
+
+NTSTATUS d3dkmt_ntstatus_from_vidmm(int status)
+{
+    return d3dkmt_nt((vidmm_status)status);
+}
+
+/* ---- the handle table -------------------------------------------------- */
+
+/* D3DKMT_HANDLE: bit 30 set, generation in bits 18-29, slot in 0-17;
+ * 0 and anything without bit 30 are never valid. */
+#define H_TAG       0x40000000u
+#define H_SLOT_BITS 18u
+#define H_SLOT_MASK ((1u << H_SLOT_BITS) - 1u)
+#define H_GEN_MASK  0xFFFu
+
+static D3DKMT_HANDLE make_handle(uint32_t slot, uint32_t gen)
+{
+    return H_TAG | ((gen & H_GEN_MASK) << H_SLOT_BITS) | slot;
+}
+
+NTSTATUS d3dkmt_insert(struct d3dkmt_runtime *rt, uint32_t type, void *obj, D3DKMT_HANDLE *out)
+{
+    uint32_t i, slot = UINT32_MAX;
+    if (rt->used == rt->capacity) {
+        uint32_t ncap = rt->capacity ? rt->capacity * 2u : 64u;
+        struct d3dkmt_entry *ne;
+        if (ncap > H_SLOT_MASK + 1u)
+            return STATUS_NO_MEMORY;
+        ne = d3dkmt_alloc(rt, ncap * sizeof *ne);
+        if (!ne)
+            return STATUS_NO_MEMORY;
+        if (rt->entries)
+            memcpy(ne, rt->entries, rt->capacity * sizeof *ne);
+        d3dkmt_free(rt, rt->entries, rt->capacity * sizeof *ne);
+        rt->hint = rt->capacity;
+        rt->entries = ne;
+        rt->capacity = ncap;
+    }
+    for (i = 0; i < rt->capacity; i++) {
+        uint32_t s = (rt->hint + i) % rt->capacity;
+        if (rt->entries[s].type == T_FREE) {
+            slot = s;
+            break;
+        }
+    }
+    if (slot == UINT32_MAX)
+        return STATUS_INTERNAL_ERROR;
+    rt->entries[slot].gen = (rt->entries[slot].gen + 1u) & H_GEN_MASK;
+    rt->entries[slot].type = type;
+    rt->entries[slot].obj = obj;
+    rt->used++;
+    rt->hint = slot + 1u;
+    *out = make_handle(slot, rt->entries[slot].gen);
+    if (type != T_ADAPTER)
+        ((struct d3dkmt_obj *)obj)->handle = *out;
+    return STATUS_SUCCESS;
+}
+
+void *d3dkmt_lookup(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h, uint32_t type)
+{
+    uint32_t slot = h & H_SLOT_MASK, gen = (h >> H_SLOT_BITS) & H_GEN_MASK;
+    if ((h & 0xC0000000u) != H_TAG || slot >= rt->capacity)
+        return NULL;
+    if (rt->entries[slot].type != type || rt->entries[slot].gen != gen)
+        return NULL;
+    return rt->entries[slot].obj;
+}
+
+void d3dkmt_remove(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h)
+{
+    uint32_t slot = h & H_SLOT_MASK;
+    if (slot < rt->capacity && rt->entries[slot].type != T_FREE) {
+        rt->entries[slot].type = T_FREE;
+        rt->entries[slot].obj = NULL;
+        rt->used--;
+    }
+}
+
+size_t d3dkmt_obj_size(uint32_t type)
+{
+    switch (type) {
+    case T_DEVICE:
+        return sizeof(struct d3dkmt_obj);
+    case T_QUEUE:
+        return sizeof(struct d3dkmt_queue);
+    case T_ALLOCATION:
+        return sizeof(struct d3dkmt_allocation);
+    case T_CONTEXT:
+        return sizeof(struct d3dkmt_context);
+    case T_SYNC:
+        return sizeof(struct d3dkmt_sync);
+    default:
+        return 0;
+    }
+}
+
+void d3dkmt_obj_free(struct d3dkmt_runtime *rt, void *obj)
+{
+    struct d3dkmt_obj *o = obj;
+    if (!o)
+        return;
+    if (o->type == T_SYNC) {
+        struct d3dkmt_sync *s = obj;
+        d3dkmt_free(rt, s->cpu_value, sizeof *s->cpu_value);
+        d3dkmt_free(rt, s->pending, s->cap * sizeof *s->pending);
+    }
+    d3dkmt_free(rt, obj, d3dkmt_obj_size(o->type));
+}
+
+/* ---- open, close, adapters --------------------------------------------- */
+
+NTSTATUS d3dkmt_runtime_open(const struct d3dkmt_runtime_create_info *info, struct d3dkmt_runtime **out)
+{
+    const struct vidmm_host_allocator *ha;
+    struct d3dkmt_runtime *rt;
+    pthread_mutexattr_t ma;
+    if (!info || !out || info->abi_version != D3DKMT_RUNTIME_ABI_VERSION)
+        return STATUS_INVALID_PARAMETER;
+    ha = info->host_allocator ? info->host_allocator : vidmm_default_host_allocator();
+    if (!ha->alloc || !ha->free)
+        return STATUS_INVALID_PARAMETER;
+    rt = ha->alloc(ha->user_data, sizeof *rt, 16);
+    if (!rt)
+        return STATUS_NO_MEMORY;
+    memset(rt, 0, sizeof *rt);
+    rt->ha = *ha;
+    rt->next_reg_id = 1;
+    rt->next_seq = 1;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    if (pthread_mutex_init(&rt->lock, &ma) != 0) {
+        pthread_mutexattr_destroy(&ma);
+        ha->free(ha->user_data, rt, sizeof *rt, 16);
+        return STATUS_NO_MEMORY;
+    }
+    pthread_mutexattr_destroy(&ma);
+    if (pthread_cond_init(&rt->fence_cv, NULL) != 0) {
+        pthread_mutex_destroy(&rt->lock);
+        ha->free(ha->user_data, rt, sizeof *rt, 16);
+        return STATUS_NO_MEMORY;
+    }
+    *out = rt;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS d3dkmt_runtime_add_adapter(struct d3dkmt_runtime *rt, struct vidmm_adapter *adapter, LUID luid)
+{
+    struct d3dkmt_adapter *ad;
+    vidmm_handle process = 0;
+    vidmm_status st;
+    uint32_t i;
+    if (!rt || !adapter || (luid.LowPart == 0 && luid.HighPart == 0))
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&rt->lock);
+    if (rt->adapter_count == D3DKMT_MAX_ADAPTERS) {
+        pthread_mutex_unlock(&rt->lock);
+        return STATUS_INVALID_PARAMETER;
+    }
+    for (i = 0; i < rt->adapter_count; i++)
+        if (rt->adapters[i].live && rt->adapters[i].luid.LowPart == luid.LowPart &&
+            rt->adapters[i].luid.HighPart == luid.HighPart) {
+            pthread_mutex_unlock(&rt->lock);
+            return STATUS_INVALID_PARAMETER;
+        }
+    pthread_mutex_unlock(&rt->lock);
+    st = d3dkmt_backend_vidmm.process_create(adapter, &process);
+    if (st < 0)
+        return d3dkmt_nt(st);
+    pthread_mutex_lock(&rt->lock);
+    ad = &rt->adapters[rt->adapter_count++];
+    memset(ad, 0, sizeof *ad);
+    ad->rt = rt;
+    ad->be = &d3dkmt_backend_vidmm;
+    ad->va = adapter;
+    ad->luid = luid;
+    ad->process = process;
+    ad->live = 1;
+    pthread_mutex_unlock(&rt->lock);
+    return STATUS_SUCCESS;
+}
+
+void d3dkmt_runtime_close(struct d3dkmt_runtime *rt)
+{
+    struct vidmm_host_allocator ha;
+    uint32_t i;
+    if (!rt)
+        return;
+    /* Devices first (their children go with them), then whatever is left. */
+    for (i = 0; i < rt->capacity; i++) {
+        if (rt->entries[i].type == T_DEVICE) {
+            struct d3dkmt_obj *o = rt->entries[i].obj;
+            d3dkmt_destroy_device_locked_out(rt, o->handle);
+        }
+    }
+    for (i = 0; i < rt->capacity; i++) {
+        if (rt->entries[i].type != T_FREE && rt->entries[i].type != T_ADAPTER)
+            d3dkmt_obj_free(rt, rt->entries[i].obj);
+        rt->entries[i].type = T_FREE;
+    }
+    for (i = 0; i < rt->adapter_count; i++) {
+        struct d3dkmt_adapter *ad = &rt->adapters[i];
+        if (!ad->live)
+            continue;
+        ad->be->process_destroy(ad->va, ad->process);
+        if (ad->release)
+            ad->release(ad->owner);
+        ad->live = 0;
+    }
+    if (atomic_load(&g_process_runtime) == rt)
+        atomic_store(&g_process_runtime, NULL);
+    if (t_thread_runtime == rt)
+        t_thread_runtime = NULL;
+    d3dkmt_free(rt, rt->entries, rt->capacity * sizeof *rt->entries);
+    d3dkmt_free(rt, rt->regs, rt->regs_cap * sizeof *rt->regs);
+    pthread_cond_destroy(&rt->fence_cv);
+    pthread_mutex_destroy(&rt->lock);
+    ha = rt->ha;
+    ha.free(ha.user_data, rt, sizeof *rt, 16);
+}
+
+NTSTATUS d3dkmt_runtime_vidmm_process(struct d3dkmt_runtime *rt, LUID luid, struct vidmm_adapter **adapter,
+                                      UINT64 *process)
+{
+    NTSTATUS st = STATUS_INVALID_PARAMETER;
+    uint32_t i;
+    if (!rt || !process || !adapter)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&rt->lock);
+    for (i = 0; i < rt->adapter_count; i++)
+        if (rt->adapters[i].live && rt->adapters[i].luid.LowPart == luid.LowPart &&
+            rt->adapters[i].luid.HighPart == luid.HighPart) {
+            *process = rt->adapters[i].process;
+            *adapter = rt->adapters[i].va;
+            st = STATUS_SUCCESS;
+        }
+    pthread_mutex_unlock(&rt->lock);
+    return st;
+}
