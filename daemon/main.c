@@ -380,6 +380,9 @@ int main(int argc, char **argv)
     struct vidmm_adapter_info ai;
     memset(&ai, 0, sizeof ai);
     vidmm_adapter_query_info(ad, &ai);
+    struct vidmm_residency_stats rs;
+    memset(&rs, 0, sizeof rs);
+    vidmm_residency_get_stats(ad, &rs);
     vidmm_adapter_close(ad);
     int sg_bad = softgpu_check(sg);
     softgpu_destroy(sg);
@@ -389,6 +392,9 @@ int main(int argc, char **argv)
             "%llu protocol errors, %llu locks\n",
             (unsigned long long)ss.connections, left, (unsigned long long)ss.requests,
             (unsigned long long)ss.protocol_errors, (unsigned long long)ss.locks);
+    fprintf(stderr, "vidmmd: residency: %llu make-resident calls, %llu evictions (%llu MiB), %llu restores\n",
+            (unsigned long long)rs.make_resident_calls, (unsigned long long)rs.evictions,
+            (unsigned long long)(rs.bytes_evicted >> 20), (unsigned long long)rs.restores);
     fprintf(stderr,
             "vidmmd: leak report: %llu allocations alive after teardown, %lld host blocks (%lld bytes) alive after "
             "close, %d adapter check violations, %d softgpu check violations\n",

@@ -8,7 +8,7 @@
 # libvidmm.so against the public headers (abi_check.sh), the docs' claims
 # against the tool (docs_test.py: README demo excerpts, verbs, options),
 # the statistics JSON against the GpuMemDump schema (stats_schema_test.sh),
-# then
+# vidmmd and libvidmm-client end to end (daemon/run.sh), then
 # print one combined summary line "N passed, M failed".
 # Usage: tests/run.sh BUILD_DIR
 b=${1:-build}
@@ -35,10 +35,12 @@ python3 tests/docs_test.py "$b/vidmm" | tee -a "$out"
 rc10=$?
 sh tests/stats_schema_test.sh "$b/vidmm" | tee -a "$out"
 rc11=$?
+sh tests/daemon/run.sh "$b" | tee -a "$out"
+rc12=$?
 p=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$3} END {print s+0}')
 rm -f "$out"
 echo "total: $p passed, $f failed"
 echo "$p passed, $f failed"
-[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$rc5" -eq 0 ] && [ "$rc6" -eq 0 ] && [ "$rc7" -eq 0 ] && [ "$rc8" -eq 0 ] && [ "$rc9" -eq 0 ] && [ "$rc10" -eq 0 ] && [ "$rc11" -eq 0 ] &&
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$rc5" -eq 0 ] && [ "$rc6" -eq 0 ] && [ "$rc7" -eq 0 ] && [ "$rc8" -eq 0 ] && [ "$rc9" -eq 0 ] && [ "$rc10" -eq 0 ] && [ "$rc11" -eq 0 ] && [ "$rc12" -eq 0 ] &&
   [ "$f" -eq 0 ]
