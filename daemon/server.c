@@ -71,6 +71,7 @@ struct vmmd_client {
     uint64_t locked_bytes;
     struct outmsg *out_head, *out_tail;
     size_t out_bytes;
+    vidmm_status last_status;   /* of the last reply (the verbose log) */
 };
 
 struct vmmd_server {
@@ -240,6 +241,7 @@ static void reply(struct vmmd_client *c, uint16_t opcode, uint64_t id, vidmm_sta
                   size_t n, int fd)
 {
     size_t len = VMMD_HEADER_SIZE + 8 + n;
+    c->last_status = st;
     struct outmsg *m = malloc(sizeof *m + len);
     if (!m) {
         if (fd >= 0)
@@ -840,9 +842,10 @@ int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint
     if (d == VMMD_DECODE_OK && fds_received)
         d = VMMD_DECODE_BAD_FLAGS;   /* nobody sends the daemon descriptors */
     if (d == VMMD_DECODE_OK) {
-        if (s->cfg.verbose >= 2)
-            LOG(s, 2, "client %u: %s id %llu\n", c->id, vmmd_op_name(r.h.opcode), (unsigned long long)r.h.request_id);
+        c->last_status = VIDMM_PENDING;   /* a parked wait sends no reply now */
         handle(s, c, &r);
+        LOG(s, 2, "client %u: %s id %llu: %s\n", c->id, vmmd_op_name(r.h.opcode), (unsigned long long)r.h.request_id,
+            vidmm_status_str(c->last_status));
         return c->closing ? -1 : 0;
     }
     s->st.protocol_errors++;
