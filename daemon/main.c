@@ -117,11 +117,18 @@ static int settle(struct vmmd_server *srv, int ep, struct vmmd_client *c, const 
         vmmd_client_drop(srv, c, f < 0 ? "send failed" : why);
         return 1;
     }
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = f == 0 ? EPOLLOUT : EPOLLIN;   /* full: stop reading until the replies are taken */
-    ev.data.ptr = c;
-    epoll_ctl(ep, EPOLL_CTL_MOD, vmmd_client_fd(c), &ev);
+    /* Full: stop reading until the replies are taken.  The mode is
+     * changed only when it changes (a system call saved per request). */
+    int *mode = vmmd_client_loop_word(c);
+    int want = f == 0 ? 1 : 0;
+    if (*mode != want) {
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.events = want ? EPOLLOUT : EPOLLIN;
+        ev.data.ptr = c;
+        epoll_ctl(ep, EPOLL_CTL_MOD, vmmd_client_fd(c), &ev);
+        *mode = want;
+    }
     return 0;
 }
 

@@ -72,6 +72,7 @@ struct vmmd_client {
     struct outmsg *out_head, *out_tail;
     size_t out_bytes;
     vidmm_status last_status;   /* of the last reply (the verbose log) */
+    int loop_word;
 };
 
 struct vmmd_server {
@@ -142,6 +143,7 @@ struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i)
 }
 int vmmd_client_fd(const struct vmmd_client *c) { return c ? c->fd : -1; }
 int vmmd_client_closing(const struct vmmd_client *c) { return c ? c->closing : 1; }
+int *vmmd_client_loop_word(struct vmmd_client *c) { return &c->loop_word; }
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen)
 {
     if (!c)

@@ -60,6 +60,8 @@ int vmmd_client_fd(const struct vmmd_client *c);
  * objects with it. */
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen);
 int vmmd_client_closing(const struct vmmd_client *c);   /* drop once flushed */
+/* One word the event loop keeps per client (its epoll mode). */
+int *vmmd_client_loop_word(struct vmmd_client *c);
 struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i);
 size_t vmmd_server_client_count(const struct vmmd_server *s);
 

@@ -229,6 +229,29 @@ static void echo(const char *sock)
     CHECK_ST(vidmm_client_connect("/nonexistent/vidmmd.sock", &none), VIDMM_E_DEVICE_LOST);
 }
 
+/* Each connection is a vidmm process: past VIDMM_MAX_PROCESSES the
+ * daemon answers VIDMM_E_BUSY and closes, and the others go on. */
+static void capacity(const char *sock)
+{
+    static struct vidmm_client *cs[VIDMM_MAX_PROCESSES + 4];
+    uint32_t ok = 0, busy = 0;
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES + 4; i++) {
+        vidmm_status st = vidmm_client_connect(sock, &cs[i]);
+        if (st == VIDMM_OK)
+            ok++;
+        else if (st == VIDMM_E_BUSY)
+            busy++;
+    }
+    CHECK(ok == VIDMM_MAX_PROCESSES && busy == 4, "%u connections served, %u refused", ok, busy);
+    vidmm_handle d = 0;
+    CHECK_ST(vidmm_client_device_create(cs[0], &d), VIDMM_OK);
+    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES + 4; i++)
+        vidmm_client_disconnect(cs[i]);
+    struct vidmm_client *c = NULL;
+    CHECK_ST(vidmm_client_connect(sock, &c), VIDMM_OK);   /* the slots came back */
+    vidmm_client_disconnect(c);
+}
+
 int main(int argc, char **argv)
 {
     dt_name = "daemon basic";
@@ -240,5 +263,6 @@ int main(int argc, char **argv)
     isolation(argv[1]);
     stale_pointer(argv[1]);
     echo(argv[1]);
+    capacity(argv[1]);
     return dt_summary();
 }
