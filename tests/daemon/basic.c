@@ -229,20 +229,25 @@ static void echo(const char *sock)
     CHECK_ST(vidmm_client_connect("/nonexistent/vidmmd.sock", &none), VIDMM_E_DEVICE_LOST);
 }
 
-/* Each connection is a vidmm process: past VIDMM_MAX_PROCESSES the
- * daemon answers VIDMM_E_BUSY and closes, and the others go on. */
+/* Each connection is a vidmm process: past VIDMM_MAX_PROCESSES - or
+ * earlier, when the segments cannot hold another process's root page
+ * table - the daemon answers the refusal (VIDMM_E_BUSY,
+ * VIDMM_E_NO_SEGMENT_SPACE) and closes; the others go on. */
 static void capacity(const char *sock)
 {
     static struct vidmm_client *cs[VIDMM_MAX_PROCESSES + 4];
-    uint32_t ok = 0, busy = 0;
+    uint32_t ok = 0, refused = 0;
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES + 4; i++) {
         vidmm_status st = vidmm_client_connect(sock, &cs[i]);
         if (st == VIDMM_OK)
             ok++;
-        else if (st == VIDMM_E_BUSY)
-            busy++;
+        else if (st == VIDMM_E_BUSY || st == VIDMM_E_NO_SEGMENT_SPACE)
+            refused++;
+        else
+            printf("%s: connection %u: %s\n", dt_name, i, vidmm_status_str(st));
     }
-    CHECK(ok == VIDMM_MAX_PROCESSES && busy == 4, "%u connections served, %u refused", ok, busy);
+    CHECK(ok <= VIDMM_MAX_PROCESSES && ok > VIDMM_MAX_PROCESSES / 2 && ok + refused == VIDMM_MAX_PROCESSES + 4,
+          "%u connections served, %u refused", ok, refused);
     vidmm_handle d = 0;
     CHECK_ST(vidmm_client_device_create(cs[0], &d), VIDMM_OK);
     for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES + 4; i++)
