@@ -280,22 +280,59 @@ clean:
 
 -include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d $(BUILD)/*/*/*/*.d)
 
+# ---- vidmmd and libvidmm-client (docs/DAEMON.md, docs/PROTOCOL.md) ------
+# The daemon owns one softgpu adapter and serves processes over a
+# Unix-domain socket; libvidmm-client is the API subset over it.  `make
+# test` runs tests/daemon/run.sh (a few seconds); the in-process library
+# stays what `make demo` and the other tests use.
+VIDMMD         := $(BUILD)/vidmmd
+CLIENT_LIB     := $(BUILD)/libvidmm-client.a
+DAEMON_LIB_OBJ := $(BUILD)/daemon/server.o $(BUILD)/daemon/proto.o
+DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ)
+CLIENT_OBJ     := $(BUILD)/client/client.o $(BUILD)/daemon/proto.o
+DTEST_SRC      := $(sort $(wildcard tests/daemon/*.c))
+DTESTS         := $(DTEST_SRC:tests/daemon/%.c=$(BUILD)/tests/daemon/%)
+$(BUILD)/client/client.o: CFLAGS_ALL += -Idaemon
+$(DTEST_SRC:%.c=$(BUILD)/%.o): CFLAGS_ALL += -Idaemon
+
+$(VIDMMD): $(DAEMON_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(DAEMON_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+
+$(CLIENT_LIB): $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# Test programs: the client library (plus libvidmm for vidmm_status_str).
+$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
+
+daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
+all: $(VIDMMD) $(CLIENT_LIB)
+test: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
+daemon-test: daemon
+	sh tests/daemon/run.sh $(BUILD)
+daemon-bench: daemon
+	$(BUILD)/tests/daemon/rtt_bench $(VIDMMD)
+.PHONY: daemon daemon-test daemon-bench
+
 # ---- fuzzing (fuzz/, docs/FUZZING.md) -------------------------------------
 # `make test` builds the replayers (plain main(), any compiler) and replays
 # every checked-in corpus; `make fuzz` builds the libFuzzer harnesses with
 # clang (objects in build-fuzz/) and runs each for FUZZ_SECONDS.
-FUZZ_HARNESSES := api_stream driver_desc cmdbuf rmv trace_reader scenario_reader
+FUZZ_HARNESSES := api_stream driver_desc cmdbuf rmv trace_reader scenario_reader proto
 FUZZ_SECONDS   ?= 60
 FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
 FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
 FUZZ_DEPS      := $(RULES_OBJ) $(SOFTGPU) $(STATIC)
-$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm
+$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm -Idaemon
 # The RMV harness links the tool's decoder (it needs nothing else of the tool).
 $(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv_decode.o
 # The reader harnesses run the tool's trace layer (reader, replay, writer).
 TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/,trace_read.o replay.o trace_write.o trace_format.o trace_timeline.o)
 $(BUILD)/fuzz/trace_reader-replay $(BUILD)/fuzz/trace_reader-fuzzer: $(TRACE_LAYER_OBJ)
 $(BUILD)/fuzz/scenario_reader-replay $(BUILD)/fuzz/scenario_reader-fuzzer: $(TRACE_LAYER_OBJ)
+# The protocol harness links vidmmd's decoder and request handlers.
+$(BUILD)/fuzz/proto-replay $(BUILD)/fuzz/proto-fuzzer: $(DAEMON_LIB_OBJ)
 
 # Objects first, then the archives they need.
 $(BUILD)/fuzz/%-replay: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/replay_main.o $(FUZZ_DEPS)

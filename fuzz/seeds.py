@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """seeds.py - write the hand-made seed inputs of fuzz/corpus/<harness>/
 (seed-*).  Deterministic (fixed random seeds), so re-running it rewrites
-the same files.  Usage: python3 fuzz/seeds.py [api_stream|driver_desc|cmdbuf]..."""
+the same files.  Usage: python3 fuzz/seeds.py [api_stream|driver_desc|cmdbuf|proto]..."""
 import os, random, struct, sys
 
 def put(h, name, data):
@@ -121,7 +121,66 @@ def driver_desc():
         put("driver_desc", "random%d" % k, bytes(r.randrange(256) for _ in range(120)))
 
 
+def proto():
+    # Records for fuzz/proto.c: kind (bit 0 repair the header, bit 1 the
+    # second client, bit 2 reconnect it first), 16-bit length, message.
+    # A payload word 0xFE..gg ss tt names the client's object of type tt
+    # (1 allocation, 3 device, 5 queue), slot ss, generation gg.
+    def msg(op, payload=b"", rid=1):
+        return struct.pack("<IHHIIQ", 0x444d4d56, 1, op, len(payload), 0, rid) + payload
+    def rec(m, kind=1):
+        return bytes([kind]) + struct.pack("<H", len(m)) + m
+    def h(t, slot, gen=1):
+        return struct.pack("<Q", 0xFE << 56 | gen << 16 | slot << 8 | t)
+    def desc(kind, size, cpu=1):
+        return struct.pack("<IIQQ", kind, cpu, size, 0) + bytes(64)
+    def create(kind, size, flags=0, dev=b"\0" * 8):
+        d = desc(kind, size)
+        return msg(8, dev + struct.pack("<II", flags, len(d)) + d)
+    # slots: 1 device, 2 queue, 3.. allocations
+    setup = [msg(1), msg(2), msg(4, h(3, 1) + struct.pack("<iI", 0, 0))]
+    setup += [create(2, 65536, 1), create(1, 262144), create(3, 131072), create(1, 1 << 20)]
+    allocs = h(1, 3) + h(1, 4) + h(1, 5) + h(1, 6)
+    body = [msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 4) + allocs),
+            msg(7, h(5, 2) + struct.pack("<QQ", 1, 1000000)),
+            msg(6, h(5, 2)),
+            msg(13, h(1, 3)), msg(13, h(1, 3)), msg(14, h(1, 3)), msg(9, h(1, 3)), msg(14, h(1, 3)),
+            msg(15, h(1, 4)),
+            msg(11, h(3, 1) + struct.pack("<II", 0, 2) + h(1, 4) + h(1, 5)),
+            msg(11, h(3, 1) + struct.pack("<II", 1, 2) + h(1, 4) + h(1, 5)),
+            msg(12, struct.pack("<II", 0, 0)), msg(12, struct.pack("<II", 1, 0)),
+            msg(16, struct.pack("<QQQQII", 0, 0, 0, 1 << 20, 0, 0)),
+            msg(17, struct.pack("<QQQ", 0, 0, 0) + h(1, 3) + struct.pack("<QQQII", 0, 65536, 0, 0, 0)),
+            msg(18, struct.pack("<QQ", 0x10000, 1 << 20)),
+            msg(32), msg(33, b"echo"),
+            msg(9, h(1, 6)), msg(3, h(3, 1)), msg(5, h(5, 2))]
+    put("proto", "session", b"".join(rec(m) for m in setup + body))
+    # the same on both clients, the second one naming the first's objects
+    put("proto", "two-clients", b"".join(rec(m) for m in setup) + b"".join(rec(m, 3) for m in setup) +
+        b"".join(rec(m, 3) for m in body) + b"".join(rec(m) for m in body))
+    # a client dropped with everything alive and locked, then reconnected
+    put("proto", "death", b"".join(rec(m) for m in setup) + rec(msg(13, h(1, 4))) +
+        rec(msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 2) + h(1, 3) + h(1, 5))) +
+        rec(msg(1), 5) + b"".join(rec(m) for m in setup))
+    # framing errors as they come (not repaired)
+    bad = [b"\0" * 10, b"XMMD" + msg(1)[4:], msg(1)[:4] + b"\x09\0" + msg(1)[6:],
+           msg(3, h(3, 1))[:30], msg(999), msg(3, b"1234"), msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 1000))]
+    put("proto", "framing", b"".join(rec(m) for m in setup) + b"".join(rec(m, 0) for m in bad) +
+        b"".join(rec(m) for m in body))
+    r = random.Random(11)
+    for k in range(4):
+        recs = [rec(m) for m in setup]
+        for _ in range(40):
+            m = r.choice(body)
+            m = bytearray(m)
+            for _ in range(r.randrange(3)):
+                i = r.randrange(len(m))
+                m[i] = r.randrange(256)
+            recs.append(rec(bytes(m), r.choice([1, 1, 1, 3, 0, 5])))
+        put("proto", "random%d" % k, b"".join(recs))
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["api_stream", "driver_desc", "cmdbuf"]
+    which = sys.argv[1:] or ["api_stream", "driver_desc", "cmdbuf", "proto"]
     for w in which:
         globals()[w]()

@@ -8,7 +8,8 @@
 # libvidmm.so against the public headers (abi_check.sh), the docs' claims
 # against the tool (docs_test.py: README demo excerpts, verbs, options),
 # the statistics JSON against the GpuMemDump schema (stats_schema_test.sh),
-# the D3DKMT front end's tests and sample client (docs/D3DKMT.md), then
+# the D3DKMT front end's tests and sample client (docs/D3DKMT.md),
+# vidmmd and libvidmm-client end to end (tests/daemon/run.sh), then
 # print one combined summary line "N passed, M failed".
 # Usage: tests/run.sh BUILD_DIR
 b=${1:-build}
@@ -40,10 +41,12 @@ rc11=$?
 rc12=$?
 if "$b/examples/d3dkmt_client/d3dkmt_client" >/dev/null; then echo "d3dkmt_client: 1 passed, 0 failed" | tee -a "$out"; rc13=0
 else echo "d3dkmt_client: 0 passed, 1 failed" | tee -a "$out"; rc13=1; fi
+sh tests/daemon/run.sh "$b" | tee -a "$out"
+rc14=$?
 p=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$3} END {print s+0}')
 rm -f "$out"
 echo "total: $p passed, $f failed"
 echo "$p passed, $f failed"
-[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$rc5" -eq 0 ] && [ "$rc6" -eq 0 ] && [ "$rc7" -eq 0 ] && [ "$rc8" -eq 0 ] && [ "$rc9" -eq 0 ] && [ "$rc10" -eq 0 ] && [ "$rc11" -eq 0 ] && [ "$rc12" -eq 0 ] && [ "$rc13" -eq 0 ] &&
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$rc5" -eq 0 ] && [ "$rc6" -eq 0 ] && [ "$rc7" -eq 0 ] && [ "$rc8" -eq 0 ] && [ "$rc9" -eq 0 ] && [ "$rc10" -eq 0 ] && [ "$rc11" -eq 0 ] && [ "$rc12" -eq 0 ] && [ "$rc13" -eq 0 ] && [ "$rc14" -eq 0 ] &&
   [ "$f" -eq 0 ]

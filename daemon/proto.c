@@ -1,0 +1,193 @@
+/*
+ * daemon/proto.c - header and request decoding (docs/PROTOCOL.md).
+ * Every size comes from the message itself and is checked against the
+ * bytes actually received before anything is read.
+ */
+#include "proto.h"
+
+#include <string.h>
+
+void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id)
+{
+    vmmd_put32(p, VMMD_MAGIC);
+    vmmd_put16(p + 4, VMMD_VERSION);
+    vmmd_put16(p + 6, opcode);
+    vmmd_put32(p + 8, length);
+    vmmd_put32(p + 12, flags);
+    vmmd_put64(p + 16, request_id);
+}
+
+int vmmd_header_get(const uint8_t *p, size_t n, struct vmmd_header *out)
+{
+    if (!p || !out || n < VMMD_HEADER_SIZE)
+        return VMMD_DECODE_SHORT;
+    out->magic = vmmd_get32(p);
+    out->version = vmmd_get16(p + 4);
+    out->opcode = vmmd_get16(p + 6);
+    out->length = vmmd_get32(p + 8);
+    out->flags = vmmd_get32(p + 12);
+    out->request_id = vmmd_get64(p + 16);
+    if (out->magic != VMMD_MAGIC)
+        return VMMD_DECODE_BAD_MAGIC;
+    if (out->version != VMMD_VERSION)
+        return VMMD_DECODE_BAD_VERSION;
+    if (out->length > VMMD_MAX_PAYLOAD || (size_t)out->length != n - VMMD_HEADER_SIZE)
+        return VMMD_DECODE_BAD_LENGTH;
+    return VMMD_DECODE_OK;
+}
+
+/* Fixed payload bytes per request opcode; -1 = not a request. */
+int vmmd_request_fixed_size(uint16_t opcode)
+{
+    switch (opcode) {
+    case VMMD_OP_HELLO:
+    case VMMD_OP_DEVICE_CREATE:
+    case VMMD_OP_DEBUG_CHECK:
+    case VMMD_OP_ECHO:
+        return 0;
+    case VMMD_OP_DEVICE_DESTROY:
+    case VMMD_OP_QUEUE_DESTROY:
+    case VMMD_OP_QUEUE_FENCE:
+    case VMMD_OP_ALLOC_DESTROY:
+    case VMMD_OP_LOCK:
+    case VMMD_OP_UNLOCK:
+    case VMMD_OP_ALLOC_QUERY:
+    case VMMD_OP_QUERY_VIDMEM:
+        return 8;
+    case VMMD_OP_QUEUE_CREATE:
+    case VMMD_OP_ALLOC_CREATE:
+    case VMMD_OP_EVICT:
+    case VMMD_OP_GPUVA_FREE:
+        return 16;
+    case VMMD_OP_QUEUE_WAIT:
+    case VMMD_OP_MAKE_RESIDENT:
+        return 24;
+    case VMMD_OP_GPUVA_RESERVE:
+        return 40;
+    case VMMD_OP_GPUVA_MAP:
+        return 64;
+    default:
+        return -1;
+    }
+}
+
+int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
+{
+    if (!out)
+        return VMMD_DECODE_SHORT;
+    memset(out, 0, sizeof *out);
+    int r = vmmd_header_get(msg, n, &out->h);
+    if (r != VMMD_DECODE_OK)
+        return r;
+    if (out->h.flags != 0)
+        return VMMD_DECODE_BAD_FLAGS;
+    int fixed = vmmd_request_fixed_size(out->h.opcode);
+    if (fixed < 0)
+        return VMMD_DECODE_BAD_OPCODE;
+    const uint8_t *p = msg + VMMD_HEADER_SIZE;
+    uint32_t len = out->h.length;
+    if (len < (uint32_t)fixed)
+        return VMMD_DECODE_BAD_PAYLOAD;
+    switch (out->h.opcode) {
+    case VMMD_OP_ECHO:
+        out->data = p;
+        out->data_size = len;
+        return VMMD_DECODE_OK;
+    case VMMD_OP_QUERY_VIDMEM:
+        out->u0 = vmmd_get32(p);
+        out->u1 = vmmd_get32(p + 4);
+        break;
+    case VMMD_OP_QUEUE_CREATE:
+        out->a = vmmd_get64(p);
+        out->u0 = vmmd_get32(p + 8);
+        out->u1 = vmmd_get32(p + 12);
+        break;
+    case VMMD_OP_ALLOC_CREATE:
+        out->a = vmmd_get64(p);
+        out->u0 = vmmd_get32(p + 8);
+        out->u1 = vmmd_get32(p + 12);
+        if (out->u1 > VMMD_MAX_PRIVATE_DATA || len != 16u + out->u1)
+            return VMMD_DECODE_BAD_PAYLOAD;
+        out->data = p + 16;
+        out->data_size = out->u1;
+        return VMMD_DECODE_OK;
+    case VMMD_OP_MAKE_RESIDENT:
+        out->a = vmmd_get64(p);
+        out->b = vmmd_get64(p + 8);
+        out->u0 = vmmd_get32(p + 16);
+        out->u1 = vmmd_get32(p + 20);
+        if (out->u1 > VMMD_MAX_LIST || len != 24u + 8u * out->u1)
+            return VMMD_DECODE_BAD_PAYLOAD;
+        out->list = p + 24;
+        return VMMD_DECODE_OK;
+    case VMMD_OP_EVICT:
+        out->a = vmmd_get64(p);
+        out->u0 = vmmd_get32(p + 8);
+        out->u1 = vmmd_get32(p + 12);
+        if (out->u1 > VMMD_MAX_LIST || len != 16u + 8u * out->u1)
+            return VMMD_DECODE_BAD_PAYLOAD;
+        out->list = p + 16;
+        return VMMD_DECODE_OK;
+    case VMMD_OP_GPUVA_RESERVE:
+        out->a = vmmd_get64(p);
+        out->b = vmmd_get64(p + 8);
+        out->c = vmmd_get64(p + 16);
+        out->d = vmmd_get64(p + 24);
+        out->u0 = vmmd_get32(p + 32);
+        out->u1 = vmmd_get32(p + 36);
+        break;
+    case VMMD_OP_GPUVA_MAP:
+        out->a = vmmd_get64(p);
+        out->b = vmmd_get64(p + 8);
+        out->c = vmmd_get64(p + 16);
+        out->d = vmmd_get64(p + 24);
+        out->e = vmmd_get64(p + 32);
+        out->f = vmmd_get64(p + 40);
+        out->g = vmmd_get64(p + 48);
+        out->u0 = vmmd_get32(p + 56);
+        out->u1 = vmmd_get32(p + 60);
+        break;
+    default: {
+        /* Only 64-bit fields: a, b, c in order. */
+        uint64_t *f[3] = { &out->a, &out->b, &out->c };
+        for (int i = 0; i < fixed / 8 && i < 3; i++)
+            *f[i] = vmmd_get64(p + 8 * i);
+        break;
+    }
+    }
+    if (len != (uint32_t)fixed)
+        return VMMD_DECODE_BAD_PAYLOAD;
+    return VMMD_DECODE_OK;
+}
+
+const char *vmmd_op_name(uint16_t opcode)
+{
+    static const char *const names[VMMD_OP_LAST] = {
+        [VMMD_OP_HELLO] = "HELLO", [VMMD_OP_DEVICE_CREATE] = "DEVICE_CREATE",
+        [VMMD_OP_DEVICE_DESTROY] = "DEVICE_DESTROY", [VMMD_OP_QUEUE_CREATE] = "QUEUE_CREATE",
+        [VMMD_OP_QUEUE_DESTROY] = "QUEUE_DESTROY", [VMMD_OP_QUEUE_FENCE] = "QUEUE_FENCE",
+        [VMMD_OP_QUEUE_WAIT] = "QUEUE_WAIT", [VMMD_OP_ALLOC_CREATE] = "ALLOC_CREATE",
+        [VMMD_OP_ALLOC_DESTROY] = "ALLOC_DESTROY", [VMMD_OP_MAKE_RESIDENT] = "MAKE_RESIDENT",
+        [VMMD_OP_EVICT] = "EVICT", [VMMD_OP_QUERY_VIDMEM] = "QUERY_VIDMEM", [VMMD_OP_LOCK] = "LOCK",
+        [VMMD_OP_UNLOCK] = "UNLOCK", [VMMD_OP_ALLOC_QUERY] = "ALLOC_QUERY",
+        [VMMD_OP_GPUVA_RESERVE] = "GPUVA_RESERVE", [VMMD_OP_GPUVA_MAP] = "GPUVA_MAP",
+        [VMMD_OP_GPUVA_FREE] = "GPUVA_FREE", [VMMD_OP_DEBUG_CHECK] = "DEBUG_CHECK", [VMMD_OP_ECHO] = "ECHO",
+    };
+    uint16_t op = (uint16_t)(opcode & ~VMMD_REPLY);
+    return op < VMMD_OP_LAST && names[op] ? names[op] : "?";
+}
+
+const char *vmmd_decode_str(int result)
+{
+    switch (result) {
+    case VMMD_DECODE_OK: return "ok";
+    case VMMD_DECODE_SHORT: return "shorter than a header";
+    case VMMD_DECODE_BAD_MAGIC: return "bad magic";
+    case VMMD_DECODE_BAD_VERSION: return "unsupported protocol version";
+    case VMMD_DECODE_BAD_LENGTH: return "length field does not match the message";
+    case VMMD_DECODE_BAD_OPCODE: return "unknown opcode";
+    case VMMD_DECODE_BAD_PAYLOAD: return "payload size wrong for the opcode";
+    case VMMD_DECODE_BAD_FLAGS: return "non-zero request flags";
+    default: return "?";
+    }
+}

@@ -1,0 +1,121 @@
+/*
+ * daemon/proto.h - the wire protocol between vidmmd and libvidmm-client
+ * (docs/PROTOCOL.md): message layout, opcodes, little-endian field
+ * access and the decoder that checks every request before the daemon
+ * looks at it.  Pure functions, no state: the daemon, the client library
+ * and the fuzz harness (fuzz/proto.c) share it.
+ */
+#ifndef VIDMMD_PROTO_H
+#define VIDMMD_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMMD_MAGIC   0x444d4d56u   /* "VMMD" as little-endian bytes */
+#define VMMD_VERSION 1u
+#define VMMD_HEADER_SIZE 24u
+/* Largest payload either side sends or accepts (a residency list of
+ * 8,190 handles, a private-data blob of 4 KiB). */
+#define VMMD_MAX_PAYLOAD 65536u
+#define VMMD_MAX_MESSAGE (VMMD_HEADER_SIZE + VMMD_MAX_PAYLOAD)
+#define VMMD_MAX_PRIVATE_DATA 4096u
+#define VMMD_MAX_LIST ((VMMD_MAX_PAYLOAD - 24u) / 8u)
+
+/* Reply opcode = request opcode | VMMD_REPLY. */
+#define VMMD_REPLY 0x8000u
+/* Reply flag: one file descriptor rides along (SCM_RIGHTS). */
+#define VMMD_FLAG_FD 0x1u
+
+enum vmmd_op {
+    VMMD_OP_HELLO = 1,
+    VMMD_OP_DEVICE_CREATE = 2,
+    VMMD_OP_DEVICE_DESTROY = 3,
+    VMMD_OP_QUEUE_CREATE = 4,
+    VMMD_OP_QUEUE_DESTROY = 5,
+    VMMD_OP_QUEUE_FENCE = 6,
+    VMMD_OP_QUEUE_WAIT = 7,
+    VMMD_OP_ALLOC_CREATE = 8,
+    VMMD_OP_ALLOC_DESTROY = 9,
+    VMMD_OP_MAKE_RESIDENT = 10,
+    VMMD_OP_EVICT = 11,
+    VMMD_OP_QUERY_VIDMEM = 12,
+    VMMD_OP_LOCK = 13,
+    VMMD_OP_UNLOCK = 14,
+    VMMD_OP_ALLOC_QUERY = 15,
+    VMMD_OP_GPUVA_RESERVE = 16,
+    VMMD_OP_GPUVA_MAP = 17,
+    VMMD_OP_GPUVA_FREE = 18,
+    VMMD_OP_DEBUG_CHECK = 32,
+    VMMD_OP_ECHO = 33,
+    VMMD_OP_LAST = 34
+};
+
+struct vmmd_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t opcode;
+    uint32_t length;       /* payload bytes after the header */
+    uint32_t flags;
+    uint64_t request_id;
+};
+
+/* A decoded request: the header plus the fields of its opcode.  list
+ * and data point into the message buffer (valid while it is). */
+struct vmmd_request {
+    struct vmmd_header h;
+    uint64_t a, b, c, d, e, f, g;   /* 64-bit fields in wire order */
+    uint32_t u0, u1;               /* 32-bit fields in wire order */
+    const uint8_t *list;           /* MAKE_RESIDENT / EVICT handles (count = u1) */
+    const uint8_t *data;           /* ALLOC_CREATE private data (size = u1), ECHO bytes */
+    uint32_t data_size;
+};
+
+/* Why a message was refused. */
+enum vmmd_decode_result {
+    VMMD_DECODE_OK = 0,
+    VMMD_DECODE_SHORT = -1,        /* fewer than 24 bytes: no header */
+    VMMD_DECODE_BAD_MAGIC = -2,
+    VMMD_DECODE_BAD_VERSION = -3,
+    VMMD_DECODE_BAD_LENGTH = -4,   /* header length != bytes received, or > VMMD_MAX_PAYLOAD */
+    VMMD_DECODE_BAD_OPCODE = -5,
+    VMMD_DECODE_BAD_PAYLOAD = -6,  /* payload size wrong for the opcode, or inner count/size wrong */
+    VMMD_DECODE_BAD_FLAGS = -7
+};
+
+/* Little-endian field access. */
+static inline void vmmd_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void vmmd_put32(uint8_t *p, uint32_t v)
+{
+    vmmd_put16(p, (uint16_t)v);
+    vmmd_put16(p + 2, (uint16_t)(v >> 16));
+}
+static inline void vmmd_put64(uint8_t *p, uint64_t v)
+{
+    vmmd_put32(p, (uint32_t)v);
+    vmmd_put32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint16_t vmmd_get16(const uint8_t *p) { return (uint16_t)(p[0] | (uint16_t)p[1] << 8); }
+static inline uint32_t vmmd_get32(const uint8_t *p) { return vmmd_get16(p) | (uint32_t)vmmd_get16(p + 2) << 16; }
+static inline uint64_t vmmd_get64(const uint8_t *p) { return vmmd_get32(p) | (uint64_t)vmmd_get32(p + 4) << 32; }
+
+/* Write a header at p (VMMD_HEADER_SIZE bytes). */
+void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id);
+/* Read a header; VMMD_DECODE_SHORT / BAD_MAGIC / BAD_VERSION /
+ * BAD_LENGTH (length above the maximum, or not n - 24). */
+int vmmd_header_get(const uint8_t *p, size_t n, struct vmmd_header *out);
+
+/* Decode one whole request message of n bytes: header, then the
+ * opcode's payload with every size and count checked against n.
+ * Returns VMMD_DECODE_OK or a negative vmmd_decode_result; out->h is
+ * filled whenever the header itself was readable (so an error reply can
+ * carry its request id). */
+int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out);
+
+/* The payload size a request of this opcode has, not counting the
+ * variable part (list, private data); -1 for an unknown opcode. */
+int vmmd_request_fixed_size(uint16_t opcode);
+
+const char *vmmd_op_name(uint16_t opcode);
+const char *vmmd_decode_str(int result);
+
+#endif

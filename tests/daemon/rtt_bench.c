@@ -1,0 +1,151 @@
+/*
+ * rtt_bench.c - the round trip of a make-resident of an already-resident
+ * list through vidmmd, as a ratio to a plain Unix-socket echo round trip
+ * of the same size measured in the same run (docs/PERFORMANCE.md).
+ *
+ *   rtt_bench VIDMMD [--list N] [--iters N]
+ * starts VIDMMD on a scratch socket, measures, stops it (SIGTERM).
+ * Prints nanoseconds per round trip (best of 5 runs) for: the echo over a
+ * SOCK_SEQPACKET socketpair to a forked process; the daemon's ECHO; the
+ * make-resident; and the ratio make-resident / echo.
+ */
+#define _GNU_SOURCE
+#include "dtest.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double echo_rtt(size_t size, int iters)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        static uint8_t b[65536];
+        ssize_t r;
+        while ((r = recv(sv[1], b, sizeof b, 0)) > 0)
+            if (send(sv[1], b, (size_t)r, MSG_NOSIGNAL) != r)
+                break;
+        _exit(0);
+    }
+    close(sv[1]);
+    static uint8_t b[65536];
+    memset(b, 1, size);
+    double best = 1e18;
+    for (int run = 0; run < 5; run++) {
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < iters; i++) {
+            if (send(sv[0], b, size, MSG_NOSIGNAL) != (ssize_t)size || recv(sv[0], b, sizeof b, 0) <= 0)
+                return -1;
+        }
+        double per = (double)(now_ns() - t0) / iters;
+        if (per < best)
+            best = per;
+    }
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: rtt_bench VIDMMD [--list N] [--iters N]\n");
+        return 2;
+    }
+    uint32_t nlist = 16;
+    int iters = 20000;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--list"))
+            nlist = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--iters"))
+            iters = atoi(argv[i + 1]);
+    }
+    if (nlist < 1 || nlist > 4096 || iters < 1)
+        return 2;
+    char dir[] = "/tmp/vidmmd-bench-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char sock[128];
+    snprintf(sock, sizeof sock, "%s/s", dir);
+    pid_t d = fork();
+    if (d == 0) {
+        execl(argv[1], argv[1], "--socket", sock, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    struct vidmm_client *c = NULL;
+    for (int i = 0; i < 200 && vidmm_client_connect(sock, &c) < 0; i++) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    if (!c) {
+        fprintf(stderr, "rtt_bench: cannot connect to %s\n", argv[1]);
+        kill(d, SIGTERM);
+        return 1;
+    }
+    vidmm_handle dev = 0, q = 0;
+    vidmm_handle *h = calloc(nlist, sizeof *h);
+    vidmm_client_device_create(c, &dev);
+    vidmm_client_paging_queue_create(c, dev, 0, &q);
+    for (uint32_t i = 0; i < nlist; i++) {
+        struct softgpu_alloc_desc ad = dt_desc(SOFTGPU_ALLOC_TEXTURE, 64 * 1024);
+        vidmm_client_allocation_create2(c, &ad, sizeof ad, 0, &h[i]);
+    }
+    vidmm_status st = dt_make_resident(c, dev, q, h, nlist);
+    if (st < 0) {
+        fprintf(stderr, "rtt_bench: make_resident: %s\n", vidmm_status_str(st));
+        return 1;
+    }
+    size_t req = 24 + 24 + 8 * (size_t)nlist, rep = 24 + 8 + 16;
+    double echo = echo_rtt(req, iters);
+    static uint8_t pay[65536];
+    double decho = 1e18, mr = 1e18;
+    for (int run = 0; run < 5; run++) {
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < iters; i++)
+            vidmm_client_echo(c, pay, req - 24);
+        double per = (double)(now_ns() - t0) / iters;
+        decho = per < decho ? per : decho;
+        t0 = now_ns();
+        for (int i = 0; i < iters; i++) {
+            struct vidmm_make_resident_args a;
+            memset(&a, 0, sizeof a);
+            a.paging_queue = q;
+            a.allocations = h;
+            a.count = nlist;
+            st = vidmm_client_make_resident(c, dev, &a);
+            if (st != VIDMM_OK) {
+                fprintf(stderr, "rtt_bench: make_resident of a resident list: %s\n", vidmm_status_str(st));
+                return 1;
+            }
+        }
+        per = (double)(now_ns() - t0) / iters;
+        mr = per < mr ? per : mr;
+    }
+    vidmm_client_disconnect(c);
+    kill(d, SIGTERM);
+    int ws = 0;
+    waitpid(d, &ws, 0);
+    rmdir(dir);
+    printf("rtt_bench: list of %u allocations, %d round trips x 5 runs (best run), request %zu bytes, reply %zu\n",
+           nlist, iters, req, rep);
+    printf("rtt_bench: plain Unix-socket echo      %8.0f ns\n", echo);
+    printf("rtt_bench: vidmmd ECHO                 %8.0f ns  (%.2fx echo)\n", decho, decho / echo);
+    printf("rtt_bench: vidmmd make-resident        %8.0f ns  (%.2fx echo)\n", mr, mr / echo);
+    printf("rtt_bench: daemon exit %s\n", WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? "clean" : "NOT CLEAN");
+    free(h);
+    return 0;
+}
