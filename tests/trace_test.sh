@@ -500,13 +500,15 @@ sed '1s/.*/vidmm-trace 1/;$d' "$g" >"$dir/v1.trace"
 rc_is 0 "a version-1 trace replays" "$tool" replay "$dir/v1.trace"
 has "a version-1 trace is noted as unproven" "$dir/rc.out" "cannot be proven whole"
 # ---- trace language: CPU lock/unlock, the over-budget protocol ------------
-for s in lock over-budget-trim-retry; do
+for s in lock over-budget-trim-retry device-alloc; do
   rc_is 0 "scenario $s: every stated result holds" "$tool" run tests/data/trace/$s.scn --record "$dir/$s.trace"
   rc_is 0 "scenario $s: its record replays exactly" "$tool" replay "$dir/$s.trace"
   has "scenario $s: exact replay" "$dir/rc.out" "0 differ (exact replay)"
 done
 has "lock: a locked allocation is not moved" "$dir/lock.trace" "^move A1 segment=2 = E_BUSY$"
 has "over budget: the bytes to trim" "$dir/over-budget-trim-retry.trace" "= E_OVER_BUDGET trim=4194304$"
+has "device allocation: recorded on its device" "$dir/device-alloc.trace" "^create2 A1 device=D1 "
+has "device allocation: another process cannot name it" "$dir/device-alloc.trace" "^make-resident D2 Q2 flags=- A1 = E_INVALID_HANDLE$"
 rc_is 2 "unknown policy" "$tool" run game --policy nosuch
 rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu
 rc_is 0 "game on wddm1" "$tool" run game --adapter wddm1 --frames 3

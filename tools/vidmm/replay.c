@@ -108,9 +108,13 @@ static int do_create(struct call *c)
     memset(&d, 0, sizeof d);
     if (rd_kind(r, rd_kv(a, "kind"), &d.kind))
         return 1;
-    uint32_t cflags = 0;
+    uint32_t cflags = 0, dev = 0;
     if (c->v == TV_CREATE2) {
         if (rd_flags(r, rd_kv(a, "flags"), tr_create_flag_names, &cflags))
+            return 1;
+        /* device=D<n>: a device allocation, private to its process. */
+        const char *dv = rd_kv(a, "device");
+        if (dv && rd_ref(r, TR_DEV, dv, &dev))
             return 1;
     }
     if (d.kind == SOFTGPU_ALLOC_EXPLICIT) {
@@ -126,7 +130,10 @@ static int do_create(struct call *c)
             rd_kv_u32(a, "cpu", 0, 0, &d.cpu_visible))
             return 1;
     }
-    tr_create(c->t, &d, c->v == TV_CREATE2, cflags, rd_kv(a, "name"), &id);
+    if (dev)
+        tr_create_on(c->t, dev, &d, cflags, rd_kv(a, "name"), &id);
+    else
+        tr_create(c->t, &d, c->v == TV_CREATE2, cflags, rd_kv(a, "name"), &id);
     return def_done(r, TR_ALLOC, fid, id);
 }
 

@@ -277,6 +277,11 @@ vidmm_status tr_queue_destroy(struct tr *t, uint32_t q);
  * vidmm_allocation_create.  name may be NULL. */
 vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int create2, uint32_t flags,
                        const char *name, uint32_t *id);
+/* The same on device dev (vidmm_device_allocation_create: private to its
+ * process; the line reads create2 A<n> device=D<dev> ...); dev 0 is
+ * tr_create with create2. */
+vidmm_status tr_create_on(struct tr *t, uint32_t dev, const struct softgpu_alloc_desc *d, uint32_t flags,
+                          const char *name, uint32_t *id);
 vidmm_status tr_destroy(struct tr *t, uint32_t a);
 vidmm_status tr_priority(struct tr *t, uint32_t a, uint32_t priority);
 vidmm_status tr_move(struct tr *t, uint32_t a, uint32_t segment, int discard);

@@ -702,8 +702,8 @@ vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
 
 /* ---- allocations ---------------------------------------------------- */
 
-vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int create2, uint32_t flags,
-                       const char *name, uint32_t *id)
+static vidmm_status create(struct tr *t, uint32_t dev, const struct softgpu_alloc_desc *d, int create2,
+                           uint32_t flags, const char *name, uint32_t *id)
 {
     uint32_t a = new_obj(t, TR_ALLOC);
     if (!a)
@@ -712,8 +712,14 @@ vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int cre
     o->kind = (uint32_t)d->kind;
     o->size = d->kind == SOFTGPU_ALLOC_EXPLICIT ? d->info.size : d->size;
     obj_name(o, name, 'A', a);
-    line_begin(t, create2 ? TV_CREATE2 : TV_CREATE, 0, 0);
+    /* A device allocation belongs to the device's process (its line and
+     * its accounting in the reports). */
+    o->parent = dev ? process_of(t, TR_DEV, dev) : 0;
+    line_begin(t, create2 ? TV_CREATE2 : TV_CREATE, o->parent, dev);
     line_id(t, TR_ALLOC, a);
+    if (dev) {
+        line_add(t, " device=%c%u", tr_kind_prefix[TR_DEV], dev);
+    }
     if (create2)
         line_flags(t, flags, tr_create_flag_names);
     line_add(t, " kind=%s", tr_alloc_kind_name(o->kind));
@@ -728,8 +734,10 @@ vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int cre
         line_add(t, " size=%" PRIu64 " align=%" PRIu64 " cpu=%u", d->size, d->alignment, d->cpu_visible);
     if (name && *name)
         line_add(t, " name=%s", o->name);
-    vidmm_status st = create2 ? vidmm_allocation_create2(t->adapter, d, sizeof(*d), flags, &o->h)
-                              : vidmm_allocation_create(t->adapter, d, sizeof(*d), &o->h);
+    vidmm_status st = dev       ? vidmm_device_allocation_create(t->adapter, tr_handle(t, TR_DEV, dev), d, sizeof(*d),
+                                                                 flags, &o->h)
+                      : create2 ? vidmm_allocation_create2(t->adapter, d, sizeof(*d), flags, &o->h)
+                                : vidmm_allocation_create(t->adapter, d, sizeof(*d), &o->h);
     if (st < 0)
         o->h = VIDMM_HANDLE_NULL;
     else {
@@ -742,6 +750,18 @@ vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int cre
     line_end(t, st, NULL);
     *id = a;
     return st;
+}
+
+vidmm_status tr_create(struct tr *t, const struct softgpu_alloc_desc *d, int create2, uint32_t flags,
+                       const char *name, uint32_t *id)
+{
+    return create(t, 0, d, create2, flags, name, id);
+}
+
+vidmm_status tr_create_on(struct tr *t, uint32_t dev, const struct softgpu_alloc_desc *d, uint32_t flags,
+                          const char *name, uint32_t *id)
+{
+    return create(t, dev, d, 1, flags, name, id);
 }
 
 vidmm_status tr_destroy(struct tr *t, uint32_t a)
