@@ -75,7 +75,8 @@ static int sync_read(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device, D3DKMT_HAN
         return 1;
     }
     n = s->npending < 16u ? s->npending : 16u;
-    memcpy(local, s->pending, n * sizeof *local);
+    if (n)   /* memcpy's source may not be NULL even for 0 bytes */
+        memcpy(local, s->pending, n * sizeof *local);
     UNLOCK(rt);
     for (i = 0; i < n; i++) {
         uint64_t submitted = 0, completed = 0;
