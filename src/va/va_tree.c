@@ -100,18 +100,21 @@ static void va_fix(struct vidmm_va_space *vs, uint32_t lf)
         uint64_t om = in->max[j], om64 = in->max64[j], nm = in->smax, nm64 = in->smax64;
         in->max[j] = m;
         in->max64[j] = m64;
-        /* The node's maximum moves only if the slot rises above it, or
-         * was it and falls (then rescan the slots). */
-        if (m >= nm || om == nm || m64 >= nm64 || om64 == nm64) {
-            uint64_t r, r64;
-            va_inner_sum(in, &r, &r64);
-            if (r == nm && r64 == nm64)
-                return;
-            in->smax = m = r;
-            in->smax64 = m64 = r64;
-        } else {
-            return;
+        /* The node's maximum moves only if the slot rises above it (it
+         * becomes the slot's), or was it and falls: only then are the
+         * other slots read (their four lines are rarely in cache). */
+        uint64_t r = m >= nm ? m : om == nm ? 0 : nm;
+        uint64_t r64 = m64 >= nm64 ? m64 : om64 == nm64 ? 0 : nm64;
+        if ((m < nm && om == nm) || (m64 < nm64 && om64 == nm64)) {
+            uint64_t x, x64;
+            va_inner_sum(in, &x, &x64);
+            r = x;
+            r64 = x64;
         }
+        if (r == nm && r64 == nm64)
+            return;
+        in->smax = m = r;
+        in->smax64 = m64 = r64;
         n = p;
         p = in->parent;
     }
@@ -522,14 +525,34 @@ uint32_t vidmm_vai_first_from_span(const struct vidmm_va_space *vs, uint64_t va,
         }
         return vs->end;
     }
-    uint32_t n = vs->root;
+    uint32_t n = vs->root, par = 0;
+    unsigned pj = 0;
     for (uint32_t h = vs->height; h; h--) {
         const va_inner *in = &IN(n);
+        /* The child line is read right after the keys: start its miss
+         * with theirs instead of after them. */
+        __builtin_prefetch(&in->child[0]);
+        __builtin_prefetch(&in->key[8]);
         unsigned j = 0;
         VA_UNROLL
         for (unsigned i = 1; i < VA_IB; i++)
             j += in->key[i] <= va;
+        par = n;
+        pj = j;
         n = in->child[j];
+    }
+    if (e && par) {
+        /* A change: the summary refresh (va_fix) writes this slot's
+         * maxima, reads the parent's own and, when the slot held the
+         * maximum and falls, every slot's: the parent's last five lines.
+         * Fetch them while the leaf's miss is outstanding. */
+        const va_inner *pin = &IN(par);
+        (void)pj;
+        __builtin_prefetch(&pin->max[0], 1);
+        __builtin_prefetch(&pin->max[8], 1);
+        __builtin_prefetch(&pin->max64[0], 1);
+        __builtin_prefetch(&pin->max64[8], 1);
+        __builtin_prefetch(&pin->smax, 1);
     }
     const va_leaf *l = &LF(n);
     __builtin_prefetch(&l->end[0]);
