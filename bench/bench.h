@@ -15,6 +15,7 @@ struct bench_options {
     int check;   /* --check: verify every result (range, alignment, overlap); slower */
     int quick;   /* --quick: fewer ops and runs, for smoke tests */
     const char *only; /* --only LIST: run only the named workloads, e.g. "A,D" */
+    int cpu_time;     /* --cpu-time: bench_now_ns() reads the thread's CPU clock (a loaded host) */
 };
 extern struct bench_options bench_opts;
 

@@ -1,6 +1,6 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR]
+ * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR]
  */
 #include "bench.h"
 #include "evict_bench.h"
@@ -25,10 +25,13 @@ int main(int argc, char **argv)
             bench_opts.check = 1;
         else if (!strcmp(argv[i], "--quick"))
             bench_opts.quick = 1;
+        else if (!strcmp(argv[i], "--cpu-time"))
+            bench_opts.cpu_time = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR]\n",
+                    argv[0]);
             return 2;
         }
     }

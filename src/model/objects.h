@@ -181,6 +181,7 @@ struct vidmm_page_table {
 
 struct vidmm_device;
 struct vidmm_res_state;
+struct vidmm_res_slot;
 struct vidmm_paging;
 struct vidmm_paging_process;
 struct vidmm_fence_state;
@@ -263,6 +264,10 @@ struct vidmm_device {
     vidmm_trim_callback trim_cb;
     void *trim_ctx;
     uint64_t trim_round[2];         /* notified in this walk (budget.c) */
+    /* Make-resident fast table (residency/res_state.h), by allocation
+     * slot: references taken without touching the objects. */
+    struct vidmm_res_slot *res_slots;
+    uint32_t res_slot_cap;
 };
 
 /* A device's paging queue and its monitored fence (guarded by the fence lock). */

@@ -229,6 +229,86 @@ static void drop_demand(struct vidmm_adapter *a, struct vidmm_process *p, const 
     vidmm_res_demand_sub(a, p, VIDMM_SEGMENT_GROUP_NON_LOCAL, add[VIDMM_SEGMENT_GROUP_NON_LOCAL]);
 }
 
+/* The fast path's test (res_state.h): every member of the list has an
+ * ok entry in the device's fast table - it is on the list, resident,
+ * owned, not offered.  Reads the handles and the entries only (one
+ * 16-byte entry per member, not the object and its record); sets the
+ * groups the list lives in.  0: some member needs the full path. */
+static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d, const vidmm_handle *list,
+                     uint32_t n, int touched[2])
+{
+    const struct vidmm_res_slot *t = d->res_slots;
+    uint32_t cap = d->res_slot_cap;
+    uint64_t hi = ((uint64_t)a->allocations.type << 16) | a->allocations.salt;
+    unsigned groups = 0;
+    if (!n || !cap)
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        vidmm_handle h = list[i];
+        uint32_t s = (uint32_t)h & 0xFFFFFFu;
+        if (i + 8 < n) {
+            uint32_t p = (uint32_t)list[i + 8] & 0xFFFFFFu;
+            if (p < cap)
+                __builtin_prefetch(&t[p], 1);
+        }
+        if ((h >> 40) != hi || s >= cap)
+            return 0;
+        const struct vidmm_res_slot *e = &t[s];
+        if (!e->ok || e->gen != (uint16_t)(h >> 24) || e->extra == UINT32_MAX)
+            return 0;
+        groups |= 1u << e->group;
+    }
+    touched[VIDMM_SEGMENT_GROUP_LOCAL] = (groups >> VIDMM_SEGMENT_GROUP_LOCAL) & 1;
+    touched[VIDMM_SEGMENT_GROUP_NON_LOCAL] = (groups >> VIDMM_SEGMENT_GROUP_NON_LOCAL) & 1;
+    return 1;
+}
+
+/* The fast path's commit: one reference and a use at `now` per member,
+ * in the entries; members in the policy (local) are touched once each
+ * (mark: this call's epoch, for duplicates). */
+static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const vidmm_handle *list, uint32_t n,
+                        uint64_t now, uint64_t mark)
+{
+    struct vidmm_res_slot *t = d->res_slots;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s = (uint32_t)list[i] & 0xFFFFFFu;
+        struct vidmm_res_slot *e = &t[s];
+        e->extra++;
+        e->clock = now;
+        if (e->group == VIDMM_SEGMENT_GROUP_LOCAL) {
+            struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
+            if (al->pin_epoch == mark)
+                continue;
+            al->pin_epoch = mark;
+            al->use_clock = now;
+            al->pe.last_use = now;
+            a->res->policy->touch(a->res->policy_state, &al->pe);
+        }
+    }
+}
+
+/* Room in d's fast table for slot max_slot (every record's slot has an
+ * entry): grown geometrically and kept. */
+static vidmm_status fast_reserve(struct vidmm_adapter *a, struct vidmm_device *d, uint32_t max_slot)
+{
+    if (max_slot < d->res_slot_cap)
+        return VIDMM_OK;
+    uint32_t cap = d->res_slot_cap ? d->res_slot_cap : 64;
+    while (cap <= max_slot)
+        cap *= 2;
+    struct vidmm_res_slot *t = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS, (size_t)cap * sizeof(*t),
+                                             _Alignof(struct vidmm_res_slot));
+    if (!t)
+        return VIDMM_E_NO_HOST_MEMORY;
+    if (d->res_slots) {
+        memcpy(t, d->res_slots, (size_t)d->res_slot_cap * sizeof(*t));
+        vidmm_hfree(a->ha, d->res_slots, (size_t)d->res_slot_cap * sizeof(*t), _Alignof(struct vidmm_res_slot));
+    }
+    d->res_slots = t;
+    d->res_slot_cap = cap;
+    return VIDMM_OK;
+}
+
 static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
 {
     if (!a || !args || (args->count && !args->allocations) ||
@@ -261,8 +341,10 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     uint64_t mem_need = 0;            /* evicted members only memory segments take ... */
     uint32_t mem_segs = 0;            /* ... and those segments */
     int touched[2] = { 0, 0 };   /* groups the list is (or will be) resident in */
-    uint32_t missing_refs = 0, evicted = 0;
-    for (uint32_t i = 0; i < args->count; i++) {
+    uint32_t missing_refs = 0, evicted = 0, max_slot = 0;
+    /* Every member already on the list, resident: references only. */
+    int fast = fast_scan(a, d, list, args->count, touched);
+    for (uint32_t i = 0; i < args->count && !fast; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
         if (!al) {
             a->res->epoch++;   /* unpin */
@@ -294,6 +376,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             r = r->al_next;
         al->scratch_ref = r;
         missing_refs += r == NULL;
+        if (!r && ((uint32_t)list[i] & 0xFFFFFFu) > max_slot)
+            max_slot = (uint32_t)list[i] & 0xFFFFFFu;
         uint32_t only_mem = 0;
         unsigned home = r && al->resident ? 0 : vidmm_res_home(a, al, &only_mem);
         /* in_policy (first cache line) says "resident in a memory
@@ -365,6 +449,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         /* Pass 2 (only when needed): the missing reference records - the
          * only host allocations - then the restores, which may evict. */
         struct vidmm_res_ref *fresh = NULL;
+        if (missing_refs)
+            st = fast_reserve(a, d, max_slot);   /* every record has its entry */
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->scratch_ref)
@@ -464,7 +550,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     /* Commit: take the references and tell the policy; nothing fails. */
     uint64_t now = ++a->res->clock;
     uint64_t mark = ++a->res->epoch;   /* committed in this call: duplicates see it */
-    for (uint32_t i = 0; i < args->count; i++) {
+    if (fast)
+        fast_commit(a, d, list, args->count, now, mark);
+    for (uint32_t i = 0; i < args->count && !fast; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
         al->scratch_ref->count++;
         al->ref_total++;
@@ -485,6 +573,15 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             al->pe.last_use = now;
             a->res->policy->touch(a->res->policy_state, &al->pe);
         }
+        /* Resident, owned, not offered, on the list: the next call may
+         * take the fast path. */
+        struct vidmm_res_slot *e = vidmm_res_slot_of(d, list[i]);
+        if (!e)
+            continue;   /* not reached: every record has its entry */
+        e->ok = 1;
+        e->gen = (uint16_t)(list[i] >> 24);
+        e->group = (uint8_t)(al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
+        e->clock = now;
     }
     a->res->epoch++;   /* unpin */
     vidmm_status ret = VIDMM_OK;
@@ -535,6 +632,8 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
     uint32_t i;
     for (i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, allocs[i], d->process->self);
+        if (al)
+            vidmm_res_fold(a, al, 1);   /* exact counts in the records */
         struct vidmm_res_ref *r = al ? ref_of(al, d) : NULL;
         if (!al) {
             st = VIDMM_E_INVALID_HANDLE;
@@ -642,7 +741,7 @@ static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_ha
     memset(out, 0, sizeof(*out));
     out->resident = (uint32_t)al->resident;
     out->priority = al->pe.priority;
-    out->references = al->ref_total;
+    out->references = vidmm_res_references(a, al);
     out->offered = (uint32_t)al->offered;
     out->owner = al->pe.process;
     out->evictions = al->evictions;
@@ -731,6 +830,7 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
     }
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
+        vidmm_res_fold(a, al, 0);   /* offered: no fast path */
         al->offered = 1;
         al->offer_discarded = 0;
         al->offer_priority = offer_priority;

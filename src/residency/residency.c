@@ -126,8 +126,39 @@ static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struc
     return al->pe.process ? vidmm_process_get(a, al->pe.process) : NULL;
 }
 
+void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep)
+{
+    (void)a;
+    uint16_t gen = (uint16_t)(al->self >> 24);
+    for (struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+        struct vidmm_res_slot *e = vidmm_res_slot_of(r->dev, al->self);
+        if (!e || !e->ok || e->gen != gen)
+            continue;
+        r->count += e->extra;
+        al->ref_total += e->extra;
+        e->extra = 0;
+        if (e->clock > al->use_clock)
+            al->use_clock = e->clock;
+        e->ok = (uint8_t)(keep != 0);
+    }
+}
+
+uint32_t vidmm_res_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+{
+    (void)a;
+    uint32_t n = al->ref_total;
+    uint16_t gen = (uint16_t)(al->self >> 24);
+    for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+        const struct vidmm_res_slot *e = vidmm_res_slot_of(r->dev, al->self);
+        if (e && e->ok && e->gen == gen)
+            n += e->extra;
+    }
+    return n;
+}
+
 void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
+    vidmm_res_fold(a, al, 0);   /* the fast entries stand for the state that changes now */
     if (al->in_policy) {
         a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_EVICTED);
         al->in_policy = 0;
@@ -676,6 +707,13 @@ void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
 {
     struct vidmm_allocation *al = r->al;
     struct vidmm_device *d = r->dev;
+    struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
+    if (e && e->ok && e->gen == (uint16_t)(al->self >> 24)) {
+        /* Its fast references go with the record. */
+        if (e->clock > al->use_clock)
+            al->use_clock = e->clock;
+        memset(e, 0, sizeof(*e));
+    }
     struct vidmm_res_ref **pp = &al->refs;
     while (*pp != r)
         pp = &(*pp)->al_next;
@@ -705,6 +743,10 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->refs)
         vidmm_res_unlink_ref(a, d->refs);
+    if (d->res_slots)
+        vidmm_hfree(a->ha, d->res_slots, (size_t)d->res_slot_cap * sizeof(*d->res_slots), _Alignof(struct vidmm_res_slot));
+    d->res_slots = NULL;
+    d->res_slot_cap = 0;
     while (d->queues) {
         struct vidmm_paging_queue *q = d->queues;
         d->queues = q->next;
@@ -727,6 +769,50 @@ void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 }
 
 /* ---- the checker ----------------------------------------------------------- */
+
+/* Device d's fast table: every record's slot is below the capacity;
+ * an ok entry names a live allocation with a record of d that is
+ * resident, owned, not offered, in the entry's group, last used no later
+ * than now; an entry that is not ok holds nothing. */
+static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device *d, uint32_t pi, char *msg, size_t n)
+{
+    int e = 0;
+    for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next)
+        if (!vidmm_res_slot_of(d, r->al->self)) {
+            e++;
+            snprintf(msg, n, "process %u: a device's reference to slot %u is beyond its fast table (%u)", pi,
+                     (unsigned)(r->al->self & 0xFFFFFFu), d->res_slot_cap);
+        }
+    for (uint32_t s = 0; s < d->res_slot_cap; s++) {
+        const struct vidmm_res_slot *t = &d->res_slots[s];
+        if (!t->ok) {
+            if (t->extra) {
+                e++;
+                snprintf(msg, n, "process %u: fast table slot %u holds %u references but is not ok", pi, s, t->extra);
+            }
+            continue;
+        }
+        const struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
+        const struct vidmm_res_ref *r = NULL;
+        if (al && al->live && !al->zombie && al->handle_gen == t->gen)
+            for (r = al->refs; r && r->dev != d; r = r->al_next)
+                ;
+        if (!r) {
+            e++;
+            snprintf(msg, n, "process %u: fast table slot %u (generation %u) names no allocation on the device's list",
+                     pi, s, t->gen);
+            continue;
+        }
+        unsigned g = al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+        if (!al->resident || !al->owned || al->offered || t->group != g || t->clock > a->res->clock) {
+            e++;
+            snprintf(msg, n, "process %u: fast table slot %u: resident %d owned %u offered %d group %u (entry %u), "
+                     "clock %llu (now %llu)", pi, s, al->resident, al->owned, al->offered, g, t->group,
+                     (unsigned long long)t->clock, (unsigned long long)a->res->clock);
+        }
+    }
+    return e;
+}
 
 int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
 {
@@ -802,6 +888,7 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
                     break;
                 }
             }
+            e += check_slots(a, d, i, msg, n);
             if (refs != d->ref_count) {
                 e++;
                 snprintf(msg, n, "process %u: device lists %llu allocations, counter %llu", i,

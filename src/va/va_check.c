@@ -23,12 +23,14 @@ struct va_chk {
     uint32_t prev_leaf; /* the leaf chain, rebuilt in order */
 };
 
-/* Shape of the subtree at n (height h, parent p): fill, unused slots,
- * order, keys, back-pointers, the leaf chain and prev_end, and the cached
- * summaries.  *m, *m64: its largest hole and aligned piece; *lo: its
- * least start. */
-static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t h, uint32_t p, struct va_chk *c,
-                          uint64_t *m, uint64_t *m64, uint64_t *lo)
+/* Shape of the subtree at n (height h, parent p, whose stale flag is
+ * pstale): fill, unused slots, order, keys, back-pointers, the leaf chain
+ * and prev_end, and the cached summaries - exact wherever they are not
+ * marked stale: a node not stale, and the slot of a child not stale; a
+ * stale node's parent is stale.  *m, *m64: its largest hole and aligned
+ * piece, from the ranges; *lo: its least start. */
+static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t h, uint32_t p, uint32_t pstale,
+                          struct va_chk *c, uint64_t *m, uint64_t *m64, uint64_t *lo)
 {
     *m = *m64 = 0;
     *lo = UINT64_MAX;
@@ -69,7 +71,7 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
             c->entries++;
         }
         vidmm_vai_leaf_sum(l, m, m64);
-        if (l->smax != *m || l->smax64 != *m64)
+        if (l->stale > 1 || (l->stale && !root && !pstale) || (!l->stale && (l->smax != *m || l->smax64 != *m64)))
             c->errs++;
         *lo = l->start[0];
         return;
@@ -80,7 +82,7 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
     }
     const va_inner *in = &IN(n);
     if (in->parent != p || in->count > VA_IB || in->count < (root ? 2u : VA_IMIN) || in->leafkids != (h == 1) ||
-        in->key[0] != 0) {
+        in->key[0] != 0 || in->stale > 1 || (in->stale && !root && !pstale)) {
         c->errs++;
         return;
     }
@@ -91,10 +93,11 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
             continue;
         }
         uint64_t cm, cm64, clo;
-        va_check_node(vs, in->child[j], h - 1, n, c, &cm, &cm64, &clo);
+        va_check_node(vs, in->child[j], h - 1, n, in->stale, c, &cm, &cm64, &clo);
         if (c->errs)
             return; /* the walk trusts the shape */
-        if (in->max[j] != cm || in->max64[j] != cm64 || (j && in->key[j] != clo) ||
+        uint32_t cst = h == 1 ? LF(in->child[j]).stale : IN(in->child[j]).stale;
+        if ((!cst && (in->max[j] != cm || in->max64[j] != cm64)) || (j && in->key[j] != clo) ||
             (j >= 2 && in->key[j] <= in->key[j - 1]))
             c->errs++;
         if (!j)
@@ -102,7 +105,7 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
         *m = va_max(*m, cm);
         *m64 = va_max(*m64, cm64);
     }
-    if (in->smax != *m || in->smax64 != *m64)
+    if (!in->stale && (in->smax != *m || in->smax64 != *m64))
         c->errs++;
 }
 
@@ -111,9 +114,7 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
     struct va_chk c;
     memset(&c, 0, sizeof c);
     uint64_t m, m64, lo;
-    va_check_node(vs, vs->root, vs->height, 0, &c, &m, &m64, &lo);
-    if (vs->dirty_count)
-        c.errs++;
+    va_check_node(vs, vs->root, vs->height, 0, 0, &c, &m, &m64, &lo);
     if (!c.errs && (c.leaves != vs->leaf_used || c.inners != vs->inner_used || c.entries != vs->range_count + 1 ||
                     LF(c.prev_leaf).next != 0))
         c.errs++;

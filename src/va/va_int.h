@@ -82,7 +82,8 @@ struct vidmm_va_leaf {
     uint32_t count;
     uint64_t smax, smax64; /* this leaf's largest hole and 64 KiB-aligned hole piece (cached) */
     uint8_t kind[VA_LB];   /* va_kind() of each range: the walks classify without the records; 0 past count */
-    uint64_t pad;
+    uint32_t stale;        /* 1: smax, smax64 may be out of date (see va_dirty) */
+    uint32_t pad;
 };
 
 struct vidmm_va_inner {
@@ -93,7 +94,7 @@ struct vidmm_va_inner {
     uint32_t parent;       /* 0 for the root (free-list link when free) */
     uint32_t count;
     uint32_t leafkids;     /* 1: the children are leaves */
-    uint32_t pad0;
+    uint32_t stale;        /* 1: smax, smax64 and the slots of stale children may be out of date */
     uint64_t smax, smax64; /* the maxima of max[] and max64[] (cached) */
     uint64_t pad[4];
 };
@@ -208,14 +209,13 @@ void vidmm_vai_obj_unlink(struct vidmm_va_space *vs, uint32_t n);
 
 /* va_tree.c */
 void vidmm_vai_erase(struct vidmm_va_space *vs, uint32_t n);
-int vidmm_vai_find_hole_root(const struct vidmm_va_space *vs, uint64_t size, uint64_t align, uint64_t min,
+int vidmm_vai_find_hole_root(struct vidmm_va_space *vs, uint64_t size, uint64_t align, uint64_t min,
                              uint64_t max, uint64_t *out);
 uint32_t vidmm_vai_first_from_span(const struct vidmm_va_space *vs, uint64_t va, uint64_t e, struct va_pos *p);
-void vidmm_vai_flush(struct vidmm_va_space *vs);
 void vidmm_vai_insert_before(struct vidmm_va_space *vs, uint32_t n, uint32_t succ);
 void vidmm_vai_key_up(struct vidmm_va_space *vs, uint32_t lf, uint64_t key);
 /* A leaf's largest hole, and its largest 64 KiB-aligned piece (inline:
- * every flush sums the leaves it touched). */
+ * the refresh sums every stale leaf). */
 static inline void vidmm_vai_leaf_sum(const va_leaf *l, uint64_t *m, uint64_t *m64)
 {
     /* Addresses stay below 2^63, so the aligned piece hi - lo fits an
@@ -296,23 +296,33 @@ static inline unsigned va_leaf_slot(const va_leaf *l, uint32_t n)
     return s;
 }
 
-/* Leaf lf's holes changed: note it; vidmm_vai_flush() (va_tree.c)
- * refreshes the summaries once per change (a cut and the insertion that
- * fills the hole again mostly cancel out), and before any split or merge,
- * which assume the summaries above the leaves they move entries between
- * are current. */
+/* Leaf lf's holes changed.  Right after a hole search (vs->eager: the
+ * next VA_EAGER changes) the summaries are refreshed at once, up the
+ * path (vidmm_vai_fix), as a space that is searched often needs them.
+ * Otherwise the leaf is marked stale, and its ancestors up to the first
+ * one already stale (every ancestor of a stale node is stale); the next
+ * hole search refreshes them top-down through the stale nodes
+ * (vidmm_vai_find_hole_root, va_tree.c).  A space changed at fixed
+ * addresses then pays one flag in the leaf - usually already set - per
+ * change instead of a refresh that reads the parent's summary lines.
+ * Either way a node not marked stale has exact summaries, which splits
+ * and merges keep (they compute the slots they move from the children's
+ * data and carry the flags); the checker verifies every one. */
+#define VA_EAGER 16u
+void vidmm_vai_fix(struct vidmm_va_space *vs, uint32_t lf);
 static inline void va_dirty(struct vidmm_va_space *vs, uint32_t lf)
 {
-    uint32_t n = vs->dirty_count;
-    for (uint32_t i = 0; i < n; i++)
-        if (vs->dirty[i] == lf)
-            return;
-    if (n == sizeof vs->dirty / sizeof vs->dirty[0]) {
-        vidmm_vai_flush(vs);
-        n = 0;
+    va_leaf *l = &LF(lf);
+    if (vs->eager) {
+        vs->eager--;
+        vidmm_vai_fix(vs, lf);
+        return;
     }
-    vs->dirty[n] = lf;
-    vs->dirty_count = n + 1;
+    if (l->stale)
+        return;
+    l->stale = 1;
+    for (uint32_t p = l->parent; p && !IN(p).stale; p = IN(p).parent)
+        IN(p).stale = 1;
 }
 
 /* Records from the free list (va_pool.c): only after

@@ -161,8 +161,7 @@ struct vidmm_va_space {
     uint32_t free_nodes;
     uint64_t free_node_count;
     uint64_t inres_count;         /* live MAPPED ranges with in_reservation */
-    uint32_t dirty_count;         /* leaves whose hole summaries await a refresh (va_tree.c) */
-    uint32_t dirty[7];            /* (va_int.h: va_dirty; va_tree.c: flush) */
+    uint32_t eager;               /* summary refreshes still done at once after the last hole search (va_int.h: va_dirty) */
     struct vidmm_va_objrec *objs; /* open-addressed hash: object -> mapping list */
     uint64_t obj_cap, obj_count;
     struct vidmm_va_desc *scratch; /* COPY source snapshots */

@@ -88,9 +88,9 @@ static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
  * Returns 0, having changed nothing, when it does not apply.
  *
  * The tree is edited first, from the leaf alone (its kinds say what each
- * range is), and its summaries refreshed; only then are the covered
- * ranges' records read (the descent started their misses, which this
- * work overlaps), updated, unlinked and freed.  The steps go out last,
+ * range is), and its summaries refreshed or marked stale (va_dirty);
+ * only then are the covered ranges' records read (the descent started
+ * their misses, which this work overlaps), updated, unlinked and freed.  The steps go out last,
  * from copies of the old descriptors, so every step callback of the
  * change sees the space in its final state. */
 static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, uint64_t a, uint64_t e,
@@ -207,7 +207,6 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
         va_dirty(vs, l->next);
     }
     va_dirty(vs, lf);
-    vidmm_vai_flush(vs);
     /* The records: copy the old descriptors for the steps, then cut,
      * unlink and free. */
     struct vidmm_va_desc old[VA_LB];
@@ -335,7 +334,6 @@ static int va_reserve_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
     /* The leaf's last range keeps its end, so the next leaf's prev_end
      * stands. */
     va_dirty(vs, lf);
-    vidmm_vai_flush(vs);
     if (vs->step_fn) {
         struct vidmm_va_desc d = *nd;
         d.va = a;
@@ -426,7 +424,6 @@ static void va_replace_do(struct vidmm_va_space *vs, uint32_t r, const struct va
 void vidmm_vai_replace(struct vidmm_va_space *vs, uint32_t r, uint64_t a, uint64_t e, const struct vidmm_va_desc *nd)
 {
     va_replace_do(vs, r, NULL, a, e, nd);
-    vidmm_vai_flush(vs);
 }
 
 /* The same, with r's place in the tree known. */
@@ -434,7 +431,6 @@ void vidmm_vai_replace_at(struct vidmm_va_space *vs, uint32_t r, const struct va
                           const struct vidmm_va_desc *nd)
 {
     va_replace_do(vs, r, rp, a, e, nd);
-    vidmm_vai_flush(vs);
 }
 
 /* What unmap leaves where mapping r was. */
@@ -455,10 +451,8 @@ void vidmm_vai_unmap_span(struct vidmm_va_space *vs, uint64_t a, uint64_t e)
     /* Only plain mappings (and holes) in one leaf: one cut to holes. */
     struct vidmm_va_desc hole;
     memset(&hole, 0, sizeof hole);
-    if (va_replace_leaf(vs, pos.lf, pos.slot, a, e, &hole, 1)) {
-        vidmm_vai_flush(vs);
+    if (va_replace_leaf(vs, pos.lf, pos.slot, a, e, &hole, 1))
         return;
-    }
     while (r != vs->end && VS(r) < e) {
         if (D(r).state != VIDMM_VA_MAPPED) {
             r = vidmm_vai_next_node(vs, r);
@@ -511,5 +505,4 @@ void vidmm_vai_unmap_in_place(struct vidmm_va_space *vs, uint32_t r)
     VA_EMIT(vs, VIDMM_VA_STEP_UNMAP, &old, NULL, 0, 0);
     VA_EMIT(vs, VIDMM_VA_STEP_MAP, NULL, &D(r), 0, 0);
     va_merge_reserved(vs, r);
-    vidmm_vai_flush(vs);
 }

@@ -83,8 +83,9 @@ static inline void va_slot_sum(struct vidmm_va_space *vs, va_inner *in, unsigned
 
 /* Leaf lf's holes changed: refresh its cached summary and the slots
  * above it, stopping at the first node whose summary comes out
- * unchanged (without reading its parent). */
-static void va_fix(struct vidmm_va_space *vs, uint32_t lf)
+ * unchanged (without reading its parent).  Stale nodes keep their mark
+ * (the refresh may stop at one whose summary was already out of date). */
+void vidmm_vai_fix(struct vidmm_va_space *vs, uint32_t lf)
 {
     uint64_t m, m64;
     va_leaf *l = &LF(lf);
@@ -100,29 +101,57 @@ static void va_fix(struct vidmm_va_space *vs, uint32_t lf)
         uint64_t om = in->max[j], om64 = in->max64[j], nm = in->smax, nm64 = in->smax64;
         in->max[j] = m;
         in->max64[j] = m64;
-        /* The node's maximum moves only if the slot rises above it, or
-         * was it and falls (then rescan the slots). */
-        if (m >= nm || om == nm || m64 >= nm64 || om64 == nm64) {
-            uint64_t r, r64;
-            va_inner_sum(in, &r, &r64);
-            if (r == nm && r64 == nm64)
-                return;
-            in->smax = m = r;
-            in->smax64 = m64 = r64;
-        } else {
-            return;
+        /* The node's maximum moves only if the slot rises above it (it
+         * becomes the slot's), or was it and falls: only then are the
+         * other slots read (their four lines are rarely in cache). */
+        uint64_t r = m >= nm ? m : om == nm ? 0 : nm;
+        uint64_t r64 = m64 >= nm64 ? m64 : om64 == nm64 ? 0 : nm64;
+        if ((m < nm && om == nm) || (m64 < nm64 && om64 == nm64)) {
+            uint64_t x, x64;
+            va_inner_sum(in, &x, &x64);
+            r = x;
+            r64 = x64;
         }
+        if (r == nm && r64 == nm64)
+            return;
+        in->smax = m = r;
+        in->smax64 = m64 = r64;
         n = p;
         p = in->parent;
     }
 }
 
-/* Refresh the hole summaries of the leaves va_dirty() (va_int.h) noted. */
-void vidmm_vai_flush(struct vidmm_va_space *vs)
+static inline uint32_t va_stale(const struct vidmm_va_space *vs, uint32_t n, int leaf)
 {
-    for (uint32_t i = 0; i < vs->dirty_count; i++)
-        va_fix(vs, vs->dirty[i]);
-    vs->dirty_count = 0;
+    return leaf ? LF(n).stale : IN(n).stale;
+}
+
+/* Refresh the stale summaries under node n (height h), top-down: a
+ * node that is not stale has exact summaries, and so has its slot in a
+ * stale parent; a stale node's slots are refreshed for its stale
+ * children only. */
+static void va_clean(struct vidmm_va_space *vs, uint32_t n, uint32_t h, uint64_t *m, uint64_t *m64)
+{
+    if (!h) {
+        va_leaf *l = &LF(n);
+        if (l->stale) {
+            vidmm_vai_leaf_sum(l, &l->smax, &l->smax64);
+            l->stale = 0;
+        }
+        *m = l->smax;
+        *m64 = l->smax64;
+        return;
+    }
+    va_inner *in = &IN(n);
+    if (in->stale) {
+        for (unsigned j = 0; j < in->count; j++)
+            if (va_stale(vs, in->child[j], h == 1))
+                va_clean(vs, in->child[j], h - 1, &in->max[j], &in->max64[j]);
+        va_inner_sum(in, &in->smax, &in->smax64);
+        in->stale = 0;
+    }
+    *m = in->smax;
+    *m64 = in->smax64;
 }
 
 /* Leaf lf's least start is now key: update the one ancestor key naming it. */
@@ -163,6 +192,7 @@ static void va_parent_insert(struct vidmm_va_space *vs, uint32_t left, uint32_t 
         va_slot_sum(vs, in, 0);
         va_slot_sum(vs, in, 1);
         va_inner_sum(in, &in->smax, &in->smax64);
+        in->stale = va_stale(vs, left, leaf) | va_stale(vs, right, leaf);
         vs->root = p;
         vs->height++;
         return;
@@ -194,6 +224,7 @@ static uint32_t va_inner_split(struct vidmm_va_space *vs, uint32_t p)
     int lk = (int)a->leafkids;
     uint64_t qkey = a->key[h];
     b->leafkids = a->leafkids;
+    b->stale = a->stale;   /* it may take stale children */
     for (unsigned i = 0; i < h; i++) {
         b->key[i] = i ? a->key[h + i] : 0;
         b->child[i] = a->child[h + i];
@@ -212,7 +243,6 @@ static uint32_t va_inner_split(struct vidmm_va_space *vs, uint32_t p)
 /* Move the upper half of full leaf lf to a new leaf; returns it. */
 static uint32_t va_leaf_split(struct vidmm_va_space *vs, uint32_t lf)
 {
-    vidmm_vai_flush(vs);
     uint32_t r = vidmm_vai_leaf_get(vs);
     va_leaf *a = &LF(lf), *b = &LF(r);
     const unsigned h = VA_LB / 2;
@@ -395,6 +425,7 @@ static void va_inner_underflow(struct vidmm_va_space *vs, uint32_t p)
     va_inner *a = &IN(L), *b = &IN(R);
     int lk = (int)a->leafkids;
     uint64_t sep = gi->key[jl + 1]; /* least start under R */
+    a->stale = b->stale = a->stale | b->stale;   /* either may take the other's stale children */
     unsigned t = a->count + b->count;
     if (t <= VA_IB) {
         unsigned c = a->count;
@@ -482,10 +513,8 @@ static void va_leaf_remove(struct vidmm_va_space *vs, uint32_t lf, unsigned s)
     if (s == 0 && c)
         vidmm_vai_key_up(vs, lf, l->start[0]);
     va_dirty(vs, lf);
-    if (c < VA_LMIN && vs->height) {
-        vidmm_vai_flush(vs);
+    if (c < VA_LMIN && vs->height)
         va_leaf_underflow(vs, lf);
-    }
 }
 
 uint32_t vidmm_vai_next_node(const struct vidmm_va_space *vs, uint32_t n)
@@ -525,6 +554,10 @@ uint32_t vidmm_vai_first_from_span(const struct vidmm_va_space *vs, uint64_t va,
     uint32_t n = vs->root;
     for (uint32_t h = vs->height; h; h--) {
         const va_inner *in = &IN(n);
+        /* The child line is read right after the keys: start its miss
+         * with theirs instead of after them. */
+        __builtin_prefetch(&in->child[0]);
+        __builtin_prefetch(&in->key[8]);
         unsigned j = 0;
         VA_UNROLL
         for (unsigned i = 1; i < VA_IB; i++)
@@ -674,11 +707,12 @@ static int va_find_hole(const struct vidmm_va_space *vs, uint32_t n, uint32_t h,
     return 0;
 }
 
-int vidmm_vai_find_hole_root(const struct vidmm_va_space *vs, uint64_t size, uint64_t align, uint64_t min,
+int vidmm_vai_find_hole_root(struct vidmm_va_space *vs, uint64_t size, uint64_t align, uint64_t min,
                              uint64_t max, uint64_t *out)
 {
-    uint64_t m = vs->height ? IN(vs->root).smax : LF(vs->root).smax;
-    uint64_t m64 = vs->height ? IN(vs->root).smax64 : LF(vs->root).smax64;
+    uint64_t m, m64;
+    va_clean(vs, vs->root, vs->height, &m, &m64);   /* the summaries the changes since the last search left stale */
+    vs->eager = VA_EAGER;
     return (align > VIDMM_VA_PAGE ? m64 : m) >= size &&
            va_find_hole(vs, vs->root, vs->height, vs->base, vs->limit, size, align, min, max, out);
 }

@@ -1001,6 +1001,136 @@ static void bad_input(void)
     fx_close(&f);
 }
 
+static uint32_t refs_of(struct sg_fx *f, vidmm_handle h)
+{
+    struct vidmm_residency_state r;
+    T_ST(vidmm_allocation_residency(f->a, h, &r), VIDMM_OK);
+    return r.references;
+}
+
+static vidmm_status evict_n(struct sg_fx *f, const struct proc *pr, const vidmm_handle *h, uint32_t n, uint32_t flags)
+{
+    return vidmm_evict(f->a, pr->d, &(struct vidmm_evict_args){ .allocations = h, .count = n, .flags = flags });
+}
+
+/* Make-resident of a list already resident and on the device's list
+ * takes its references on the device's fast table (res_state.h): the
+ * counts, evict, offer, budgets, eviction under pressure, a second
+ * device and stale handles see the same results as through the full
+ * path; the checker (which verifies every fast entry) after each step. */
+static void fast_references(void)
+{
+    struct sg_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pr, pr2;
+    proc_open(&f, &pr);
+    proc_open(&f, &pr2);
+    vidmm_handle h[4];
+    for (int i = 0; i < 4; i++)
+        h[i] = make_alloc(&f, INVIS, 4 * MIB, 300 + (uint64_t)i);
+    /* First listing (full path), duplicates included. */
+    vidmm_handle l3[3] = { h[0], h[1], h[0] };
+    T_ST(mres(&f, &pr, l3, 3, 0, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 2);
+    T_EQ(refs_of(&f, h[1]), 1);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Again, and again with a duplicate: fast. */
+    for (int k = 0; k < 3; k++)
+        T_ST(mres(&f, &pr, l3, 3, 0, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 8);
+    T_EQ(refs_of(&f, h[1]), 4);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Evict counts them exactly: h[1] stays until its fourth evict. */
+    T_ST(evict_n(&f, &pr, &h[1], 1, 0), VIDMM_OK);
+    T_EQ(refs_of(&f, h[1]), 3);
+    T_EQ(resident(&f, h[1]), 1);
+    vidmm_handle l5[5] = { h[1], h[1], h[1], h[1], h[1] };
+    T_ST(evict_n(&f, &pr, l5, 4, 0), VIDMM_E_STATE);   /* named more often than listed */
+    T_EQ(refs_of(&f, h[1]), 3);
+    T_ST(evict_n(&f, &pr, l5, 3, 0), VIDMM_OK);
+    T_EQ(refs_of(&f, h[1]), 0);
+    T_EQ(resident(&f, h[1]), 0);   /* the last reference went: evicted */
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Back: full path (restore), then fast again. */
+    T_ST(mres(&f, &pr, l3, 3, 0, NULL), VIDMM_OK);
+    T_ST(mres(&f, &pr, &h[1], 1, 0, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[1]), 2);
+    T_EQ(refs_of(&f, h[0]), 10);
+    /* A second device lists h[0]: both counts add up; evict by one
+     * device leaves the other's. */
+    T_ST(mres(&f, &pr2, &h[0], 1, 0, NULL), VIDMM_OK);
+    T_ST(mres(&f, &pr2, &h[0], 1, 0, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 12);
+    T_ST(evict_n(&f, &pr2, l3, 1, 0), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 11);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Offered: the next make-resident takes the full path and clears the
+     * offer; the reference count carries on. */
+    T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_OK);
+    T_ST(vidmm_offer(f.a, pr.d, &h[2], 1, VIDMM_OFFER_LOW), VIDMM_OK);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_OK);
+    struct vidmm_residency_state rs;
+    T_ST(vidmm_allocation_residency(f.a, h[2], &rs), VIDMM_OK);
+    T_EQ(rs.offered, 0);
+    T_EQ(rs.references, 2);
+    T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[2]), 3);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* Over budget: refused on the fast path too, nothing changed. */
+    T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 4 * MIB), VIDMM_OK);
+    uint64_t trim = 0;
+    T_ST(mres(&f, &pr, l3, 3, 0, &trim), VIDMM_E_OVER_BUDGET);
+    T_CHECK(trim > 0);
+    T_EQ(refs_of(&f, h[0]), 11);
+    T_ST(mres(&f, &pr, l3, 3, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 13);
+    T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 96 * MIB), VIDMM_OK);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* A destroyed allocation's handle is refused, listed or not, even
+     * when its slot serves a new allocation. */
+    T_ST(vidmm_allocation_destroy(f.a, h[2]), VIDMM_OK);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    vidmm_handle again = make_alloc(&f, INVIS, 4 * MIB, 0);
+    T_EQ((uint32_t)again & 0xFFFFFFu, (uint32_t)h[2] & 0xFFFFFFu);
+    T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    T_ST(mres(&f, &pr, &again, 1, 0, NULL), VIDMM_OK);
+    T_ST(mres(&f, &pr, &again, 1, 0, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, again), 2);
+    T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* The other process's device never had it: refused until listed. */
+    T_ST(evict_n(&f, &pr2, &again, 1, 0), VIDMM_E_STATE);
+    /* Under pressure a process over its budget loses listed allocations;
+     * a fast make-resident afterwards is the full path again, restoring
+     * them. */
+    vidmm_handle big[12];
+    for (int i = 0; i < 12; i++)
+        big[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
+    T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 4 * MIB), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 13);
+    T_ST(mres(&f, &pr2, big, 12, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 13);
+    T_ST(mres(&f, &pr2, big, 12, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    T_EQ(refs_of(&f, h[0]), 13);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 96 * MIB), VIDMM_OK);
+    T_ST(mres(&f, &pr, l3, 3, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
+    T_EQ(resident(&f, h[0]), 1);
+    T_EQ(resident(&f, h[1]), 1);
+    T_EQ(refs_of(&f, h[0]), 15);
+    for (int i = 0; i < 12; i++)
+        T_EQ(refs_of(&f, big[i]), 2);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* The device goes with references on its fast table. */
+    T_ST(vidmm_device_destroy(f.a, pr2.d), VIDMM_OK);
+    for (int i = 0; i < 12; i++)
+        T_EQ(refs_of(&f, big[i]), 0);
+    T_EQ(refs_of(&f, h[0]), 14);   /* its one reference from that device went too */
+    fx_close(&f);
+}
+
 void suite_residency(void);
 void suite_residency(void)
 {
@@ -1019,4 +1149,5 @@ void suite_residency(void)
     t_run("residency.contiguous_scan", contiguous_scan);
     t_run("residency.bad_input", bad_input);
     t_run("residency.overcommit_integrity", overcommit_integrity);
+    t_run("residency.fast_references", fast_references);
 }

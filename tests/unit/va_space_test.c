@@ -12,6 +12,7 @@
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "va/va_space.h"
+#include "va/va_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1359,6 +1360,65 @@ static void fault_sweep(void)
     T_CHECK(done);
 }
 
+/* ---- lazy hole summaries ------------------------------------------------------------ */
+
+static uint32_t root_stale(const struct vidmm_va_space *vs)
+{
+    return vs->height ? vs->inners[vs->root].stale : vs->leaves[vs->root].stale;
+}
+
+static uint64_t *root_smax(struct vidmm_va_space *vs)
+{
+    return vs->height ? &vs->inners[vs->root].smax : &vs->leaves[vs->root].smax;
+}
+
+/* Changes at fixed addresses mark summaries stale; a hole search
+ * refreshes them and finds the lowest fit; the next changes refresh at
+ * once, later ones mark again.  The checker verifies every summary not
+ * marked stale: a wrong one in a clean root is caught. */
+static void stale_summaries(void)
+{
+    struct vidmm_va_space vs;
+    uint64_t va;
+    T_ST(vidmm_va_space_init(&vs, vidmm_default_host_allocator(), 40), VIDMM_OK);
+    /* 300 mappings of 64 KiB, 128 KiB apart: holes of 64 KiB below
+     * 64 KiB + 600 * 64 KiB, a tree of some levels. */
+    for (uint64_t i = 0; i < 300; i++) {
+        T_ST(vidmm_va_map(&vs, (2 * i + 2) * 64 * KiB, 0, 0, 64 * KiB, 1 + i, 0, 0, 0, &va), VIDMM_OK);
+        T_EQ(vidmm_va_space_check(&vs), 0);
+    }
+    T_CHECK(vs.height >= 1);
+    T_EQ(root_stale(&vs), 1);
+    /* Open a 192 KiB hole in the middle (unmap two): the lowest fit of
+     * 128 KiB is there. */
+    T_ST(vidmm_va_unmap(&vs, 202 * 64 * KiB, 64 * KiB), VIDMM_OK);
+    T_ST(vidmm_va_unmap(&vs, 204 * 64 * KiB, 64 * KiB), VIDMM_OK);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    T_ST(vidmm_va_reserve(&vs, 0, 0, 0, 128 * KiB, 0, &va), VIDMM_OK);
+    T_EQ_U64(va, 201 * 64 * KiB);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    /* Clean after the search, and refreshed at once for the next changes. */
+    T_ST(vidmm_va_unmap(&vs, 100 * 64 * KiB, 64 * KiB), VIDMM_OK);
+    T_EQ(root_stale(&vs), 0);
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    uint64_t *m = root_smax(&vs), keep = *m;
+    *m = keep + 64 * KiB;
+    T_CHECK(vidmm_va_space_check(&vs) != 0);
+    *m = keep;
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    /* Past the eager changes: marked again, and still exact after the
+     * next search. */
+    for (uint64_t i = 0; i < 40; i++) {
+        T_ST(vidmm_va_unmap(&vs, (2 * i + 2) * 64 * KiB, 64 * KiB), VIDMM_OK);
+        T_EQ(vidmm_va_space_check(&vs), 0);
+    }
+    T_EQ(root_stale(&vs), 1);
+    T_ST(vidmm_va_reserve(&vs, 0, 0, 0, 64 * 64 * KiB, 0, &va), VIDMM_OK);
+    T_EQ_U64(va, 64 * KiB);   /* the first 40 mappings went: 80 granules of hole from the base */
+    T_EQ(vidmm_va_space_check(&vs), 0);
+    vidmm_va_space_fini(&vs);
+}
+
 void suite_va_space(void);
 void suite_va_space(void)
 {
@@ -1373,4 +1433,5 @@ void suite_va_space(void)
     t_run("va_space.reserve_merge", reserve_merge);
     t_run("va_space.object_hash_tags", object_hash_tags);
     t_run("va_space.fault_sweep", fault_sweep);
+    t_run("va_space.stale_summaries", stale_summaries);
 }
