@@ -118,6 +118,41 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
     }
 }
 
+/* The list of live processes holds exactly the table's live processes,
+ * linked both ways; the allocations' counts of processes mapping them
+ * add up to the VA spaces' object indexes. */
+static void check_process_list(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
+    uint32_t n = 0;
+    uint64_t objects = 0, counted = 0;
+    const struct vidmm_process *prev = NULL, *p;
+    vidmm_for_each_process(a, p) {
+        if (++n > a->processes.live) {
+            vidmm_report_add(r, "process list: longer than the %u live processes (a cycle?)", a->processes.live);
+            return;
+        }
+        if (p->live_prev != prev || p->adapter != a || vidmm_objtab_get(&a->processes, p->self) != p)
+            vidmm_report_add(r, "process list: process %u is linked wrong or is not the table's",
+                             vidmm_process_slot(p));
+        if (!p->no_va)
+            objects += p->vs.obj_count;
+        prev = p;
+    }
+    if (n != a->processes.live || a->process_last != prev)
+        vidmm_report_add(r, "process list: %u processes (last %s), the table holds %u", n,
+                         a->process_last == prev ? "right" : "wrong", a->processes.live);
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        counted += al->va_processes;
+        if (al->va_processes > a->processes.live)
+            vidmm_report_add(r, "allocation %u: mapped by %u processes, %u are alive", it - 1, al->va_processes,
+                             a->processes.live);
+    }
+    if (objects != counted)
+        vidmm_report_add(r, "process VA spaces index %llu (process, allocation) pairs, allocations count %llu",
+                         (unsigned long long)objects, (unsigned long long)counted);
+}
+
 static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
 {
     struct vidmm_report r = { buf, size, 0, 0, NULL, NULL };
@@ -154,10 +189,9 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         }
     }
     /* Page tables: implicit allocations in their levels' segments. */
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p)
-            continue;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t i = vidmm_process_slot(p);
         uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
         uint64_t tables = 0;
         memset(bytes, 0, sizeof(bytes));
@@ -256,8 +290,9 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "devices: %d violations (%s)", de, dmsg);
     if (vidmm_objtab_check(&a->queues))
         vidmm_report_add(&r, "paging-queue handle table inconsistent");
-    if (vidmm_objtab_check(&a->processes) || a->processes.used > VIDMM_MAX_PROCESSES)
+    if (vidmm_objtab_check(&a->processes))
         vidmm_report_add(&r, "process handle table inconsistent");
+    check_process_list(a, &r);
     de = vidmm_res_check(a, dmsg, sizeof(dmsg));
     if (de)
         vidmm_report_add(&r, "residency: %d violations (%s)", de, dmsg);

@@ -33,6 +33,7 @@ static void process_free(struct vidmm_adapter *a, struct vidmm_process *p)
     /* Under the fence lock: a fault report may be looking the slot up. */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_objtab_remove(&a->processes, p->self);
+    vidmm_process_unlist(a, p);
     pthread_mutex_unlock(&a->fence_lock);
     vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
 }
@@ -51,9 +52,8 @@ static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 
 void vidmm_process_destroy_all(struct vidmm_adapter *a)
 {
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (vidmm_process_at(a, i))
-            process_free(a, vidmm_process_at(a, i));
+    while (a->process_first)
+        process_free(a, a->process_first);
 }
 
 void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint64_t va, uint32_t flags)

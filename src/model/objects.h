@@ -117,6 +117,10 @@ struct vidmm_allocation {
     uint64_t moves;
     struct vidmm_allocation *pool_next; /* free-object list link while !live (alloc/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
+    /* Processes whose VA space maps it (the VA spaces' object index tells
+     * each first and last mapping, process/process.c): 0 lets a move or a
+     * destroy skip the walk over every process. */
+    uint32_t va_processes;
     /* Residency (residency/residency.c); the hot fields are at the top. */
     struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
     int backing_valid;              /* backing holds the current content (not written since) */
@@ -191,6 +195,10 @@ struct vidmm_alloc_chunk;
 struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
+    /* The adapter's list of live processes, in creation order (linked
+     * and unlinked with the table slot, under the fence lock): walks over
+     * every process cost O(live processes), whatever the table's size. */
+    struct vidmm_process *live_prev, *live_next;
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;
@@ -358,9 +366,14 @@ struct vidmm_adapter {
     struct vidmm_alloc_chunk *alloc_chunks;
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
-    /* VIDMM_HANDLE_TYPE_PROCESS, at most VIDMM_MAX_PROCESSES slots;
-     * add/remove under the fence lock (a fault report looks one up). */
+    /* VIDMM_HANDLE_TYPE_PROCESS: grows on demand up to the bound of the
+     * create info (vidmm/process.h); add/remove under the fence lock (a
+     * fault report looks one up).  The live ones are also listed, first
+     * to last (vidmm_process.live_next), and processes_with_devices
+     * counts those with at least one device (the fair budget share). */
     struct vidmm_objtab processes;
+    struct vidmm_process *process_first, *process_last;
+    uint32_t processes_with_devices;
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
@@ -408,12 +421,22 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 #define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
 #define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
 
-/* The process in handle-table slot `slot` (< VIDMM_MAX_PROCESSES), or
- * NULL: the walk over every process is a loop over the slots. */
+/* The process in handle-table slot `slot`, or NULL. */
 static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
 {
     return (struct vidmm_process *)vidmm_objtab_at(&a->processes, slot);
 }
+
+/* A process's slot in the handle table (reports name processes by it). */
+static inline uint32_t vidmm_process_slot(const struct vidmm_process *p)
+{
+    return (uint32_t)p->self & 0xFFFFFFu;
+}
+
+/* Every live process, first created first: O(live processes).  The body
+ * must not free the process it is on (process teardown walks
+ * `while (a->process_first)` instead). */
+#define vidmm_for_each_process(a, p) for ((p) = (a)->process_first; (p); (p) = (p)->live_next)
 
 /* 0 when taken (hang recovery from a wait that does not hold it). */
 int vidmm_adapter_trylock(struct vidmm_adapter *a);

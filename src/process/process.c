@@ -37,7 +37,12 @@
  * moving a mapped one there, is VIDMM_E_NOT_SUPPORTED.
  *
  * Process handles: type 2 of the adapter's typed handle tables
- * (core/objtab.h), at most VIDMM_MAX_PROCESSES slots.
+ * (core/objtab.h), grown on demand up to the adapter's bound
+ * (vidmm_adapter_create_info.max_processes).  The live processes are
+ * also on a list (vidmm_for_each_process), and each allocation counts the
+ * processes that map it (va_processes, kept by the VA spaces' object
+ * index): a move or a destroy of an allocation no process maps costs
+ * nothing here, whatever the number of processes.
  */
 #include "model/objects.h"
 #include "fence/fence.h"
@@ -93,6 +98,41 @@ static void on_step(void *ctx, const struct vidmm_va_step *s)
         pte_write_lost(a);
 }
 
+/* The VA space's object index: al gained its first mapping in p, or lost
+ * its last.  A handle that no longer names a live allocation is ignored
+ * (the allocation is going; its count goes with it). */
+static void on_object(void *ctx, uint64_t object, int delta)
+{
+    struct vidmm_process *p = ctx;
+    struct vidmm_allocation *al = vidmm_objtab_get(&p->adapter->allocations, object);
+    if (al)
+        al->va_processes += (uint32_t)delta;
+}
+
+static void list_process(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    p->live_prev = a->process_last;
+    p->live_next = NULL;
+    if (a->process_last)
+        a->process_last->live_next = p;
+    else
+        a->process_first = p;
+    a->process_last = p;
+}
+
+void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (p->live_prev)
+        p->live_prev->live_next = p->live_next;
+    else
+        a->process_first = p->live_next;
+    if (p->live_next)
+        p->live_next->live_prev = p->live_prev;
+    else
+        a->process_last = p->live_prev;
+    p->live_prev = p->live_next = NULL;
+}
+
 static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
 {
     if (!a || !out)
@@ -102,8 +142,8 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     /* An adapter with neither model still has processes and devices
      * (residency lists, physical-mode contexts); only GPU VA is missing. */
     int no_va = !a->has_gpummu && !iommu;
-    /* VIDMM_MAX_PROCESSES slots; one that served generation 0xFFFF is
-     * retired (reusing it would bring an old handle back to life). */
+    /* At the adapter's bound (a slot that served generation 0xFFFF is
+     * retired: reusing it would bring an old handle back to life). */
     if (vidmm_objtab_full(&a->processes))
         return VIDMM_E_BUSY;
     struct vidmm_process *p = vidmm_hzalloc(a->ha, VIDMM_SITE_PROCESS_OBJECT, sizeof(*p), _Alignof(struct vidmm_process));
@@ -131,9 +171,13 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
             goto fail_root;
         vidmm_va_space_set_step_fn(&p->vs, on_step, p);
     }
+    if (!no_va)
+        vidmm_va_space_set_object_fn(&p->vs, on_object, p);
     /* Under the fence lock: a fault report may be looking a process up. */
     pthread_mutex_lock(&a->fence_lock);
     st = vidmm_objtab_add(&a->processes, a->ha, p, &p->self);
+    if (st >= 0)
+        list_process(a, p);
     pthread_mutex_unlock(&a->fence_lock);
     if (st < 0)
         goto fail_root;
@@ -497,14 +541,18 @@ static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, c
     return vidmm_pt_flush(a, p);
 }
 
+/* The walks below stop after the al->va_processes processes mapping al:
+ * O(1) for an allocation no process maps, else at most O(live
+ * processes). */
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!a->processes.live)
-        return VIDMM_OK;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        if (!vidmm_process_at(a, i))
+    uint32_t left = al->va_processes;
+    struct vidmm_process *p;
+    for (p = a->process_first; p && left; p = p->live_next) {
+        if (!vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
-        vidmm_status st = remap_in(a, vidmm_process_at(a, i), al);
+        left--;
+        vidmm_status st = remap_in(a, p, al);
         if (st < 0)
             return st;
     }
@@ -514,12 +562,12 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
-    if (!a->processes.live)
-        return VIDMM_OK;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
+    uint32_t left = al->va_processes;
+    struct vidmm_process *p;
+    for (p = a->process_first; p && left; p = p->live_next) {
+        if (!vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
+        left--;
         if (p->iommu) {
             if (!dst->sys)
                 return VIDMM_E_NOT_SUPPORTED; /* an IoMmu GPU reaches system memory only */
@@ -539,12 +587,12 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!a->processes.live)
-        return;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
+    uint32_t left = al->va_processes;
+    struct vidmm_process *p;
+    for (p = a->process_first; p && left; p = p->live_next) {
+        if (!vidmm_va_object_mapping_count(&p->vs, al->self))
             continue;
+        left--;
         /* Needs no memory (the VA space unmaps in place), so it is
          * prepared and committed at once and cannot fail. */
         struct vidmm_va_prep op;

@@ -17,6 +17,10 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 /* The allocation is being destroyed: unmap it everywhere. */
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
+/* Take p off the adapter's list of live processes (teardown, with its
+ * table slot, under the fence lock). */
+void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p);
+
 /* The live process of a handle, or NULL. */
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
 

@@ -39,9 +39,7 @@ static uint64_t capacity(const struct vidmm_adapter *a, unsigned group)
 
 static uint64_t fair(const struct vidmm_adapter *a, unsigned group)
 {
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        n += vidmm_process_at(a, i) && vidmm_process_at(a, i)->devices;
+    uint64_t n = a->processes_with_devices;   /* kept by device/device.c: O(1) */
     return capacity(a, group) / (n ? n : 1);
 }
 
@@ -110,9 +108,12 @@ void vidmm_res_notify_all(struct vidmm_adapter *a)
         return;
     a->res->trim_depth++;
     uint64_t round = ++a->res->trim_round;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (vidmm_process_at(a, i))
-            notify_process(a, vidmm_process_at(a, i)->self, round);
+    /* A callback may destroy any process, the next one included: walk
+     * the table's slots (O(slots in use), rebuilt from the slot each
+     * step) rather than the list, which a destroy may cut. */
+    uint32_t it = 0;
+    for (struct vidmm_process *p; (p = vidmm_objtab_next(&a->processes, &it)) != NULL;)
+        notify_process(a, p->self, round);
     a->res->trim_depth--;
 }
 

@@ -814,11 +814,43 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
     return e;
 }
 
+/* Each process's resident bytes per segment against its allocations,
+ * USAGE_WINDOW table slots per pass over the allocations: a bounded
+ * stack whatever the number of processes, O(allocations x slots / 64). */
+#define USAGE_WINDOW 64u
+static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = 0;
+    uint64_t usage[USAGE_WINDOW][VIDMM_MAX_SEGMENTS + 1];
+    for (uint32_t base = 0; base < a->processes.used; base += USAGE_WINDOW) {
+        memset(usage, 0, sizeof(usage));
+        uint32_t it = 0;
+        for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+            if (!al->resident || !al->pe.process)
+                continue;
+            const struct vidmm_process *p = owner_of(a, al);
+            uint32_t s = p ? vidmm_process_slot(p) : UINT32_MAX;
+            if (s >= base && s - base < USAGE_WINDOW)
+                usage[s - base][al->pl.segment_id] += al->size;
+        }
+        for (uint32_t s = base; s < base + USAGE_WINDOW && s < a->processes.used; s++) {
+            const struct vidmm_process *p = vidmm_process_at(a, s);
+            if (!p)
+                continue;
+            for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
+                if (p->seg_usage[id] != usage[s - base][id]) {
+                    e++;
+                    snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", s, id,
+                             (unsigned long long)p->seg_usage[id], (unsigned long long)usage[s - base][id]);
+                }
+        }
+    }
+    return e;
+}
+
 int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
 {
     int e = 0;
-    uint64_t usage[VIDMM_MAX_PROCESSES][VIDMM_MAX_SEGMENTS + 1];
-    memset(usage, 0, sizeof(usage));
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         uint32_t i = it - 1;
@@ -860,24 +892,16 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             if (!p) {
                 e++;
                 snprintf(msg, n, "allocation %u: owned by a dead process", i);
-            } else {
-                usage[(uint32_t)p->self & 0xFFFFFFu][al->pl.segment_id] += al->size;
             }
         }
     }
+    e += check_usage(a, msg, n);
     uint64_t demand[2] = { 0, 0 };
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p)
-            continue;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t i = vidmm_process_slot(p);
         demand[0] += p->demand[0];
         demand[1] += p->demand[1];
-        for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
-            if (p->seg_usage[id] != usage[i][id]) {
-                e++;
-                snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", i, id,
-                         (unsigned long long)p->seg_usage[id], (unsigned long long)usage[i][id]);
-            }
         for (const struct vidmm_device *d = p->devices; d; d = d->next) {
             uint64_t refs = 0;
             for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next) {
