@@ -13,6 +13,13 @@
  * is parked) or their time runs out.  On SIGTERM every client is torn down,
  * the checkers run, and a leak report goes to stderr; the exit status is 0
  * only when all of it came out clean.
+ *
+ * Many clients: each is one descriptor, so the soft RLIMIT_NOFILE is
+ * raised to the hard limit at startup; nothing in the loop is sized by
+ * the number of clients (a dropped client is recognised in O(1), its
+ * memory freed after the batch of events that may still name it); when
+ * descriptors run out anyway, a spare one is given up to accept and
+ * close the connection, so the listening socket never spins.
  */
 #define _GNU_SOURCE
 #include "server.h"
@@ -28,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -83,10 +91,41 @@ static int parse_u64(const char *s, uint64_t *out)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: vidmmd [--socket PATH] [--preset dgpu|igpu|wddm1|big] [--segment ID=BYTES]...\n"
-               "              [--system-memory BYTES] [--max-locked BYTES] [-v|--verbose]... [--quiet]\n"
-               "              [--foreground]\n"
+               "              [--system-memory BYTES] [--max-locked BYTES] [--max-processes N]\n"
+               "              [-v|--verbose]... [--quiet] [--foreground]\n"
                "  BYTES takes a K, M or G suffix.  The socket defaults to $VIDMMD_SOCKET,\n"
                "  else $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-$UID.sock.\n");
+}
+
+/* Raise the soft descriptor limit to the hard one: every client is a
+ * descriptor.  Says so when even the hard limit leaves room for fewer
+ * clients than the adapter has processes. */
+static void raise_nofile(uint64_t processes, int verbose)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur != rl.rlim_max) {
+        struct rlimit want = rl;
+        want.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+        else
+            fprintf(stderr, "vidmmd: cannot raise RLIMIT_NOFILE from %llu to %llu: %s\n",
+                    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, strerror(errno));
+    }
+    /* The daemon's own: stdio, the socket, epoll, signalfd, the spare,
+     * softgpu's, a lock's memfd in flight. */
+    const uint64_t own = 32;
+    uint64_t need = processes + own;
+    if (rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < need)
+        fprintf(stderr,
+                "vidmmd: RLIMIT_NOFILE is %llu (hard %llu): room for about %llu clients, fewer than the %llu "
+                "processes the adapter allows (raise the hard limit, e.g. LimitNOFILE=)\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+                (unsigned long long)(rl.rlim_cur > own ? rl.rlim_cur - own : 0), (unsigned long long)processes);
+    else if (verbose >= 2)
+        fprintf(stderr, "vidmmd: RLIMIT_NOFILE %llu\n", (unsigned long long)rl.rlim_cur);
 }
 
 static void add_client(struct vmmd_server *srv, int ep, int fd)
@@ -182,7 +221,7 @@ int main(int argc, char **argv)
     struct softgpu_config sc;
     memset(&sc, 0, sizeof sc);
     sc.preset = "dgpu";
-    uint64_t sysmem = 0, max_locked = 0;
+    uint64_t sysmem = 0, max_locked = 0, max_processes = 0;
     int verbose = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -216,6 +255,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--max-locked") && v) {
             if (parse_u64(v, &max_locked)) {
                 fprintf(stderr, "vidmmd: bad --max-locked %s\n", v);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--max-processes") && v) {
+            if (parse_u64(v, &max_processes) || max_processes > VIDMM_MAX_PROCESSES_LIMIT) {
+                fprintf(stderr, "vidmmd: bad --max-processes %s\n", v);
                 return 2;
             }
             i++;
@@ -259,6 +304,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGINT);
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(max_processes ? max_processes : VIDMM_DEFAULT_MAX_PROCESSES, verbose);
 
     /* The adapter. */
     struct softgpu *sg = NULL;
@@ -278,6 +324,7 @@ int main(int argc, char **argv)
     softgpu_fill_adapter_create_info(sg, &ci);
     ci.host_allocator = &ca.ha;
     ci.system_memory_limit = sysmem;
+    ci.max_processes = (uint32_t)max_processes;
     ci.error_message = msg;
     ci.error_message_size = sizeof msg;
     struct vidmm_adapter *ad = NULL;
@@ -310,7 +357,9 @@ int main(int argc, char **argv)
     mode_t old = umask(0077);   /* only this user connects (docs/DAEMON.md) */
     int brc = bind(lfd, (struct sockaddr *)&sa, sizeof sa);
     umask(old);
-    if (brc != 0 || listen(lfd, 128) != 0) {
+    /* SOMAXCONN: many clients may connect at once (the kernel clips it
+     * to net.core.somaxconn). */
+    if (brc != 0 || listen(lfd, SOMAXCONN) != 0) {
         fprintf(stderr, "vidmmd: cannot listen on %s: %s\n", sock_path, strerror(errno));
         return 1;
     }
@@ -327,6 +376,10 @@ int main(int argc, char **argv)
     uint8_t *buf = malloc(VMMD_MAX_MESSAGE);
     if (!buf)
         return 1;
+    /* Given up when accept finds no descriptor left (EMFILE), so the
+     * pending connection can be taken and closed. */
+    int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    uint64_t refused_nofile = 0;
     int running = 1;
     while (running) {
         struct epoll_event evs[64];
@@ -353,18 +406,29 @@ int main(int argc, char **argv)
             } else if (p == &lfd) {
                 for (;;) {
                     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare >= 0) {
+                        /* Out of descriptors: take the connection with
+                         * the spare's and close it (the client sees the
+                         * connection end), or it would stay pending and
+                         * wake the loop forever. */
+                        close(spare);
+                        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                        if (fd >= 0)
+                            close(fd);
+                        spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                        if (refused_nofile++ == 0 || verbose >= 2)
+                            fprintf(stderr, "vidmmd: out of descriptors (RLIMIT_NOFILE): connection refused\n");
+                        continue;
+                    }
                     if (fd < 0)
                         break;
                     add_client(srv, ep, fd);
                 }
             } else {
-                /* A client dropped earlier in this batch is never named
-                 * again: check it is still one of ours. */
+                /* A client dropped earlier in this batch is still in
+                 * memory (freed after the batch): O(1) to skip. */
                 struct vmmd_client *c = p;
-                int alive = 0;
-                for (size_t k = 0; k < vmmd_server_client_count(srv) && !alive; k++)
-                    alive = vmmd_server_client_at(srv, k) == c;
-                if (!alive)
+                if (vmmd_client_dropped(c))
                     continue;
                 if (evs[i].events & EPOLLIN)
                     client_readable(srv, ep, c, buf);
@@ -372,8 +436,11 @@ int main(int argc, char **argv)
                     settle(srv, ep, c, "closing");
             }
         }
+        vmmd_server_reap(srv);   /* no event of this batch names them any more */
     }
     free(buf);
+    if (spare >= 0)
+        close(spare);
 
     /* Shutdown: every client torn down, the checkers, the leak report. */
     struct vmmd_server_stats ss;

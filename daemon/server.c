@@ -59,6 +59,9 @@ struct wait {
 struct vmmd_client {
     int fd;
     uint32_t id;
+    size_t index;           /* in vmmd_server.clients: removal is O(1) */
+    int dropped;            /* gone, its memory kept until vmmd_server_reap */
+    struct vmmd_client *reap_next;
     pid_t pid;
     uid_t uid;
     gid_t gid;
@@ -77,8 +80,9 @@ struct vmmd_client {
 
 struct vmmd_server {
     struct vmmd_server_config cfg;
-    struct vmmd_client **clients;
+    struct vmmd_client **clients;   /* unordered; each client knows its index */
     size_t nclients, cap;
+    struct vmmd_client *reap;       /* dropped, freed by vmmd_server_reap */
     struct wait *waits;
     size_t nwaits, wcap;
     uint32_t next_id;
@@ -125,6 +129,7 @@ void vmmd_server_destroy(struct vmmd_server *s)
         return;
     while (s->nclients)
         vmmd_client_drop(s, s->clients[s->nclients - 1], "daemon shutting down");
+    vmmd_server_reap(s);
     free(s->clients);
     free(s->waits);
     free(s);
@@ -136,6 +141,16 @@ void vmmd_server_get_stats(const struct vmmd_server *s, struct vmmd_server_stats
         *out = s->st;
 }
 
+void vmmd_server_reap(struct vmmd_server *s)
+{
+    while (s && s->reap) {
+        struct vmmd_client *c = s->reap;
+        s->reap = c->reap_next;
+        free(c);
+    }
+}
+
+int vmmd_client_dropped(const struct vmmd_client *c) { return c ? c->dropped : 1; }
 size_t vmmd_server_client_count(const struct vmmd_server *s) { return s ? s->nclients : 0; }
 struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i)
 {
@@ -353,6 +368,7 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
     }
     if (c->refused > 0)
         c->refused = VIDMM_OK;
+    c->index = s->nclients;
     s->clients[s->nclients++] = c;
     s->st.connections++;
     LOG(s, 1, "client %u connected: pid %ld uid %ld gid %ld%s%s\n", c->id, (long)pid, (long)uid, (long)gid,
@@ -362,7 +378,7 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
 
 void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *why)
 {
-    if (!s || !c)
+    if (!s || !c || c->dropped)
         return;
     /* Its parked waits go with it. */
     size_t w = 0;
@@ -390,13 +406,15 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
     if (c->fd >= 0)
         close(c->fd);
     free(c->objs);
-    for (size_t i = 0; i < s->nclients; i++)
-        if (s->clients[i] == c) {
-            s->clients[i] = s->clients[--s->nclients];
-            break;
-        }
+    struct vmmd_client *last = s->clients[--s->nclients];
+    s->clients[c->index] = last;
+    last->index = c->index;
+    c->fd = -1;
+    c->objs = NULL;
+    c->dropped = 1;
+    c->reap_next = s->reap;
+    s->reap = c;
     s->st.disconnections++;
-    free(c);
 }
 
 /* ---- request handlers ----------------------------------------------------- */

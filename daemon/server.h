@@ -41,8 +41,15 @@ void vmmd_server_destroy(struct vmmd_server *s);
  * refusal and is then closed. */
 struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, uid_t uid, gid_t gid);
 /* The connection is gone (EOF, error, SIGKILL of the peer, or a protocol
- * error): its process and everything in it is destroyed.  Closes fd. */
+ * error): its process and everything in it is destroyed.  Closes fd.
+ * O(1) in the number of clients (plus the parked waits).  The client's
+ * memory stays until vmmd_server_reap, so an event loop holding its
+ * pointer in a batch of events can still ask vmmd_client_dropped. */
 void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *why);
+/* 1 when c was dropped (and not yet reaped). */
+int vmmd_client_dropped(const struct vmmd_client *c);
+/* Free the clients dropped so far (the event loop, after each batch). */
+void vmmd_server_reap(struct vmmd_server *s);
 
 /* One message as received (n bytes; fds_received = descriptors that came
  * with it, already closed by the caller).  Queues the reply (or parks a

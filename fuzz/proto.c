@@ -89,6 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cl[k] = NULL;
         }
         vmmd_server_poll_waits(s);
+        vmmd_server_reap(s);   /* the clients dropped above */
         FUZZ_REQUIRE(vidmm_adapter_check(a, NULL, 0) == 0, "adapter check after a message");
     }
     vmmd_server_destroy(s);
