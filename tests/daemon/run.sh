@@ -4,6 +4,7 @@
 # (basic.c, hostile.c, multi.c: 8 processes at 2x over-commitment, then
 # 4 with one SIGKILLed mid-run), then SIGTERM: the daemon must exit 0
 # with "clean" (no allocation, host block or checker violation left).
+# Then a second daemon and many.c: 4,096 clients connected at once.
 # Prints "daemon: N passed, M failed" (run.sh sums it).
 b=${1:-build}
 t=$(mktemp -d)
@@ -50,5 +51,27 @@ fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
 if [ "${ev:-0}" -gt 0 ]; then p=$((p + 1)); else echo "daemon: FAIL no eviction: not over-committed"; f=$((f + 1)); fi
 grep -E '^vidmmd: (shutdown|residency|leak report)' "$t/log"
+
+# 4,096 clients at once (16 processes x 256 connections): a second daemon
+# whose local segments hold that many processes' page tables (128 KiB of
+# local segment per connection here: 2 x 320 MiB hold 5,120) and whose
+# bound is above it; it must shut down clean too (docs/DAEMON.md "Limits").
+sock2="$t/vidmmd-many.sock"
+"$b/vidmmd" --socket "$sock2" --segment 1=320M --segment 2=320M --max-processes 4608 2>"$t/log2" &
+dpid=$!
+i=0
+while [ ! -S "$sock2" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+run "$b/tests/daemon/many" "$sock2" 16 256
+kill -TERM $dpid
+wait $dpid
+drc=$?
+if [ $drc -eq 0 ] && grep -q '^vidmmd: clean$' "$t/log2"; then
+  p=$((p + 1))
+else
+  echo "daemon: FAIL vidmmd (4,096 clients) exit $drc at SIGTERM; its log:"
+  tail -n 20 "$t/log2"
+  f=$((f + 1))
+fi
+grep -E '^vidmmd: (shutdown|leak report)' "$t/log2"
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]
