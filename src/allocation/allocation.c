@@ -261,6 +261,9 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     vidmm_handle h = al->self;
+    struct vidmm_process *creator = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
+    if (creator)
+        creator->private_allocations--;
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     vidmm_unplace(a, al, &al->pl);
@@ -727,8 +730,10 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
     if (!proc)
         return st;
     st = vidmm_allocation_create2(a, priv, priv_size, flags, out);
-    if (st >= 0)
+    if (st >= 0) {
         vidmm_handle_get(a, *out)->private_process = proc;
+        vidmm_process_get(a, proc)->private_allocations++;
+    }
     return st;
 }
 
@@ -758,8 +763,12 @@ static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, 
 
 void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process)
 {
-    /* Process exit is rare: a walk of the handle table costs less than a
-     * per-process list kept on every create and destroy. */
+    /* A walk of the handle table, only for a process that still has
+     * private allocations (most have none: process teardown then costs
+     * nothing here, whatever the number of allocations). */
+    const struct vidmm_process *p = vidmm_process_get(a, process);
+    if (p && !p->private_allocations)
+        return;
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         if (al->zombie || al->private_process != process)

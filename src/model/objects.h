@@ -199,6 +199,12 @@ struct vidmm_process {
      * and unlinked with the table slot, under the fence lock): walks over
      * every process cost O(live processes), whatever the table's size. */
     struct vidmm_process *live_prev, *live_next;
+    /* Allocations whose residency owner it is (pe.process), and private
+     * allocations it created (private_process; destroyed ones waiting for
+     * their GPU work included): at 0, its teardown skips the walks over
+     * every allocation. */
+    uint64_t owned_allocations;
+    uint64_t private_allocations;
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;

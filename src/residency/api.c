@@ -473,10 +473,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             if (al->resident)
                 continue;
             if (!al->owned) {   /* the first user owns it for accounting */
-                vidmm_res_leave(a, al);
-                al->pe.process = p->self;
-                al->owned = 1;
-                vidmm_res_enter(a, al);
+                vidmm_res_set_owner(a, al, p);
                 al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
             int lost = al->content_lost;
@@ -511,12 +508,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
-                if (r->pending) {   /* owned by this call: unowned again (D35) */
-                    vidmm_res_leave(a, r->al);
-                    r->al->pe.process = 0;
-                    r->al->owned = 0;
-                    vidmm_res_enter(a, r->al);
-                }
+                if (r->pending)   /* owned by this call: unowned again (D35) */
+                    vidmm_res_set_owner(a, r->al, NULL);
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
             a->res->epoch++;
@@ -561,12 +554,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             continue;   /* a duplicate in the list */
         al->pin_epoch = mark;
         al->use_clock = now;
-        if (!al->owned) {
-            vidmm_res_leave(a, al);
-            al->pe.process = p->self;
-            al->owned = 1;
-            vidmm_res_enter(a, al);
-        }
+        if (!al->owned)
+            vidmm_res_set_owner(a, al, p);
         /* Only the policy reads the clock of its entries; one not in a
          * memory segment catches up when it enters one. */
         if (al->in_policy) {

@@ -126,6 +126,19 @@ static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struc
     return al->pe.process ? vidmm_process_get(a, al->pe.process) : NULL;
 }
 
+void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
+{
+    vidmm_res_leave(a, al);
+    struct vidmm_process *was = owner_of(a, al);
+    if (was)
+        was->owned_allocations--;
+    if (p)
+        p->owned_allocations++;
+    al->pe.process = p ? p->self : 0;
+    al->owned = p != NULL;
+    vidmm_res_enter(a, al);
+}
+
 void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep)
 {
     (void)a;
@@ -735,6 +748,9 @@ void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocatio
     while (al->refs)
         vidmm_res_unlink_ref(a, al->refs);
     vidmm_res_leave(a, al);
+    struct vidmm_process *owner = owner_of(a, al);
+    if (owner)
+        owner->owned_allocations--;
     a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
     vidmm_res_drop_backing(a, al);
 }
@@ -757,15 +773,11 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 
 void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
+    /* O(allocations), only for a process that still owns some. */
     uint32_t it = 0;
-    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->pe.process == p->self) {
-            vidmm_res_leave(a, al);
-            al->pe.process = 0;
-            al->owned = 0;
-            vidmm_res_enter(a, al);
-        }
-    }
+    for (struct vidmm_allocation *al; p->owned_allocations && (al = vidmm_alloc_next(a, &it)) != NULL;)
+        if (al->pe.process == p->self)
+            vidmm_res_set_owner(a, al, NULL);
 }
 
 /* ---- the checker ----------------------------------------------------------- */
@@ -814,24 +826,35 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
     return e;
 }
 
-/* Each process's resident bytes per segment against its allocations,
- * USAGE_WINDOW table slots per pass over the allocations: a bounded
- * stack whatever the number of processes, O(allocations x slots / 64). */
+/* Each process's resident bytes per segment, and its counts of owned
+ * and private allocations, against the allocations: USAGE_WINDOW table
+ * slots per pass over the allocations, a bounded stack whatever the
+ * number of processes, O(allocations x slots / 64). */
 #define USAGE_WINDOW 64u
 static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
 {
     int e = 0;
     uint64_t usage[USAGE_WINDOW][VIDMM_MAX_SEGMENTS + 1];
+    uint64_t owned[USAGE_WINDOW], priv[USAGE_WINDOW];
     for (uint32_t base = 0; base < a->processes.used; base += USAGE_WINDOW) {
         memset(usage, 0, sizeof(usage));
+        memset(owned, 0, sizeof(owned));
+        memset(priv, 0, sizeof(priv));
         uint32_t it = 0;
         for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-            if (!al->resident || !al->pe.process)
+            const struct vidmm_process *cp = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
+            uint32_t cs = cp ? vidmm_process_slot(cp) : UINT32_MAX;
+            if (cs >= base && cs - base < USAGE_WINDOW)
+                priv[cs - base]++;
+            if (!al->pe.process)
                 continue;
             const struct vidmm_process *p = owner_of(a, al);
             uint32_t s = p ? vidmm_process_slot(p) : UINT32_MAX;
-            if (s >= base && s - base < USAGE_WINDOW)
-                usage[s - base][al->pl.segment_id] += al->size;
+            if (s >= base && s - base < USAGE_WINDOW) {
+                owned[s - base]++;
+                if (al->resident)
+                    usage[s - base][al->pl.segment_id] += al->size;
+            }
         }
         for (uint32_t s = base; s < base + USAGE_WINDOW && s < a->processes.used; s++) {
             const struct vidmm_process *p = vidmm_process_at(a, s);
@@ -843,6 +866,12 @@ static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
                     snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", s, id,
                              (unsigned long long)p->seg_usage[id], (unsigned long long)usage[s - base][id]);
                 }
+            if (p->owned_allocations != owned[s - base] || p->private_allocations != priv[s - base]) {
+                e++;
+                snprintf(msg, n, "process %u: counts %llu owned and %llu private allocations, allocations say %llu and %llu",
+                         s, (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations,
+                         (unsigned long long)owned[s - base], (unsigned long long)priv[s - base]);
+            }
         }
     }
     return e;
