@@ -55,8 +55,7 @@ struct proc_set {
 
 /* 4,096 processes (fewer with VIDMM_TEST_SCALE below 1 or in a DEBUG
  * build, where every entry runs the checker): process, device, paging
- * queue, a 4 KiB allocation made resident (in the aperture, so the
- * local segments hold the root page tables only). */
+ * queue, a 4 KiB CPU-visible allocation made resident. */
 static void processes_4096(void)
 {
     uint32_t n = 4096;
@@ -67,8 +66,10 @@ static void processes_4096(void)
     T_CHECK(root > 0);
     if (!root)
         return;
-    /* Both local segments hold root tables; give each room for all n
-     * plus a quarter (the placement may pick either). */
+    /* The local segments hold the root tables and maybe the allocations
+     * (a 64 KiB page each where softgpu places them in a local
+     * segment): each segment has room for n roots and a quarter, both
+     * together for 2.5 root sizes per process. */
     uint64_t seg = (root * n + root * n / 4 + MIB(1)) & ~(MIB(1) - 1);
     printf("scale.processes_4096: %u processes, %llu bytes of root page table each, segments of %llu MiB\n", n,
            (unsigned long long)root, (unsigned long long)(seg >> 20));
@@ -81,7 +82,7 @@ static void processes_4096(void)
     if (!ps || !order)
         goto out;
     struct softgpu_alloc_desc d;
-    sg_cpu_desc(&d, SOFTGPU_ALLOC_STAGING, 0, KIB(4));   /* system pages behind the aperture */
+    sg_cpu_desc(&d, SOFTGPU_ALLOC_STAGING, 0, KIB(4));
     uint32_t made = 0;
     for (uint32_t i = 0; i < n; i++) {
         struct proc_set *s = &ps[i];
