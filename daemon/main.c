@@ -383,15 +383,10 @@ int main(int argc, char **argv)
     int running = 1;
     while (running) {
         struct epoll_event evs[64];
-        struct vmmd_server_stats before, after;
-        vmmd_server_get_stats(srv, &before);
         size_t parked = vmmd_server_poll_waits(srv);
-        vmmd_server_get_stats(srv, &after);
-        if (after.waits_answered != before.waits_answered)   /* send the answers of waits just released */
-            for (size_t i = 0; i < vmmd_server_client_count(srv);) {
-                struct vmmd_client *c = vmmd_server_client_at(srv, i);
-                i += settle(srv, ep, c, "closing") ? 0 : 1;
-            }
+        /* Send the answers of waits just released: only those clients. */
+        for (struct vmmd_client *c; (c = vmmd_server_next_answered(srv)) != NULL;)
+            settle(srv, ep, c, "closing");
         int n = epoll_wait(ep, evs, 64, parked ? 1 : -1);
         if (n < 0 && errno != EINTR)
             break;

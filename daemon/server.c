@@ -62,6 +62,8 @@ struct vmmd_client {
     size_t index;           /* in vmmd_server.clients: removal is O(1) */
     int dropped;            /* gone, its memory kept until vmmd_server_reap */
     struct vmmd_client *reap_next;
+    int answered;           /* on the server's list of clients with wait answers to send */
+    struct vmmd_client *ans_prev, *ans_next;
     pid_t pid;
     uid_t uid;
     gid_t gid;
@@ -83,6 +85,7 @@ struct vmmd_server {
     struct vmmd_client **clients;   /* unordered; each client knows its index */
     size_t nclients, cap;
     struct vmmd_client *reap;       /* dropped, freed by vmmd_server_reap */
+    struct vmmd_client *answered;   /* got wait answers since vmmd_server_next_answered took them */
     struct wait *waits;
     size_t nwaits, wcap;
     uint32_t next_id;
@@ -151,6 +154,28 @@ void vmmd_server_reap(struct vmmd_server *s)
 }
 
 int vmmd_client_dropped(const struct vmmd_client *c) { return c ? c->dropped : 1; }
+
+static void answered_unlink(struct vmmd_server *s, struct vmmd_client *c)
+{
+    if (!c->answered)
+        return;
+    if (c->ans_prev)
+        c->ans_prev->ans_next = c->ans_next;
+    else
+        s->answered = c->ans_next;
+    if (c->ans_next)
+        c->ans_next->ans_prev = c->ans_prev;
+    c->ans_prev = c->ans_next = NULL;
+    c->answered = 0;
+}
+
+struct vmmd_client *vmmd_server_next_answered(struct vmmd_server *s)
+{
+    struct vmmd_client *c = s ? s->answered : NULL;
+    if (c)
+        answered_unlink(s, c);
+    return c;
+}
 size_t vmmd_server_client_count(const struct vmmd_server *s) { return s ? s->nclients : 0; }
 struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i)
 {
@@ -406,6 +431,7 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
     if (c->fd >= 0)
         close(c->fd);
     free(c->objs);
+    answered_unlink(s, c);
     struct vmmd_client *last = s->clients[--s->nclients];
     s->clients[c->index] = last;
     last->index = c->index;
@@ -543,6 +569,14 @@ size_t vmmd_server_poll_waits(struct vmmd_server *s)
             st = done >= w->value ? VIDMM_OK : VIDMM_E_TIMEOUT;
         reply(w->c, VMMD_OP_QUEUE_WAIT, w->request_id, st, NULL, 0, -1);
         s->st.waits_answered++;
+        if (!w->c->answered) {   /* its replies to send: the loop flushes only these clients */
+            w->c->answered = 1;
+            w->c->ans_prev = NULL;
+            w->c->ans_next = s->answered;
+            if (s->answered)
+                s->answered->ans_prev = w->c;
+            s->answered = w->c;
+        }
     }
     s->nwaits = keep;
     return keep;

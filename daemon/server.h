@@ -75,6 +75,9 @@ size_t vmmd_server_client_count(const struct vmmd_server *s);
 /* Answer the parked waits whose fence passed or whose time ran out;
  * returns how many are still parked. */
 size_t vmmd_server_poll_waits(struct vmmd_server *s);
+/* The clients that got wait answers since they were last taken, one at a
+ * time (NULL: none left): the event loop flushes those, not every client. */
+struct vmmd_client *vmmd_server_next_answered(struct vmmd_server *s);
 
 struct vmmd_server_stats {
     uint64_t connections, disconnections, requests, protocol_errors, locks, copy_bytes;
