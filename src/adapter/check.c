@@ -119,8 +119,10 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
 }
 
 /* The list of live processes holds exactly the table's live processes,
- * linked both ways; the allocations' counts of processes mapping them
- * add up to the VA spaces' object indexes. */
+ * linked both ways; each allocation's list of processes mapping it names
+ * live processes that do, as many as its count, and the counts add up to
+ * the VA spaces' object indexes (so no process that maps it is missing);
+ * the spare links are counted right. */
 static void check_process_list(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
     uint32_t n = 0;
@@ -136,6 +138,12 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                              vidmm_process_slot(p));
         if (!p->no_va)
             objects += p->vs.obj_count;
+        uint32_t spares = 0;
+        for (const struct vidmm_va_user *u = p->spare_users; u && spares <= p->spare_user_count; u = u->next)
+            spares++;
+        if (spares != p->spare_user_count)
+            vidmm_report_add(r, "process %u: %u spare user links listed, %u counted", vidmm_process_slot(p), spares,
+                             p->spare_user_count);
         prev = p;
     }
     if (n != a->processes.live || a->process_last != prev)
@@ -147,6 +155,19 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
         if (al->va_processes > a->processes.live)
             vidmm_report_add(r, "allocation %u: mapped by %u processes, %u are alive", it - 1, al->va_processes,
                              a->processes.live);
+        /* Its users: live processes that map it, each once, as many as
+         * counted. */
+        uint32_t users = 0;
+        for (const struct vidmm_va_user *u = al->va_users; u && users <= al->va_processes; u = u->next) {
+            users++;
+            const struct vidmm_process *up = u->process;
+            if ((u->next && u->next->prev != u) || (u == al->va_users && u->prev) ||
+                vidmm_objtab_get(&a->processes, up->self) != up || !vidmm_va_object_mapping_count(&up->vs, al->self))
+                vidmm_report_add(r, "allocation %u: user list broken, or names a process that does not map it", it - 1);
+        }
+        if (users != al->va_processes)
+            vidmm_report_add(r, "allocation %u: %u processes listed as mapping it, %u counted", it - 1, users,
+                             al->va_processes);
     }
     if (objects != counted)
         vidmm_report_add(r, "process VA spaces index %llu (process, allocation) pairs, allocations count %llu",

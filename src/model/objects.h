@@ -117,9 +117,10 @@ struct vidmm_allocation {
     uint64_t moves;
     struct vidmm_allocation *pool_next; /* free-object list link while !live (alloc/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
-    /* Processes whose VA space maps it (the VA spaces' object index tells
-     * each first and last mapping, process/process.c): 0 lets a move or a
-     * destroy skip the walk over every process. */
+    /* The processes whose VA space maps it, and how many (the VA spaces'
+     * object index tells each first and last mapping, process/process.c):
+     * a move or a destroy visits those, not every process. */
+    struct vidmm_va_user *va_users;
     uint32_t va_processes;
     /* Residency (residency/residency.c); the hot fields are at the top. */
     struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
@@ -192,6 +193,14 @@ struct vidmm_fence_state;
 struct vidmm_submit_state;
 struct vidmm_alloc_chunk;
 
+/* One process that maps an allocation: a link of the allocation's
+ * va_users list.  The process keeps spares, obtained when a change is
+ * prepared, so the commit that maps a new allocation never allocates. */
+struct vidmm_va_user {
+    struct vidmm_process *process;
+    struct vidmm_va_user *prev, *next;
+};
+
 struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
@@ -205,6 +214,10 @@ struct vidmm_process {
      * every allocation. */
     uint64_t owned_allocations;
     uint64_t private_allocations;
+    /* Spare vidmm_va_user links (through next) for allocations this
+     * process will map first in the change being prepared. */
+    struct vidmm_va_user *spare_users;
+    uint32_t spare_user_count;
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;

@@ -39,10 +39,10 @@
  * Process handles: type 2 of the adapter's typed handle tables
  * (core/objtab.h), grown on demand up to the adapter's bound
  * (vidmm_adapter_create_info.max_processes).  The live processes are
- * also on a list (vidmm_for_each_process), and each allocation counts the
- * processes that map it (va_processes, kept by the VA spaces' object
- * index): a move or a destroy of an allocation no process maps costs
- * nothing here, whatever the number of processes.
+ * also on a list (vidmm_for_each_process), and each allocation lists the
+ * processes that map it (va_users, kept by the VA spaces' object index,
+ * with links reserved in prepare): a move or a destroy of an allocation
+ * visits those processes only, whatever the number of processes.
  */
 #include "model/objects.h"
 #include "fence/fence.h"
@@ -98,15 +98,87 @@ static void on_step(void *ctx, const struct vidmm_va_step *s)
         pte_write_lost(a);
 }
 
-/* The VA space's object index: al gained its first mapping in p, or lost
- * its last.  A handle that no longer names a live allocation is ignored
- * (the allocation is going; its count goes with it). */
+/* The VA space's object index: al gained its first mapping in p (p joins
+ * al's users, on a spare link obtained in prepare), or lost its last (p
+ * leaves, O(processes mapping al); the link becomes a spare).  A handle
+ * that no longer names a live allocation is ignored (the allocation is
+ * going; its list goes with it). */
 static void on_object(void *ctx, uint64_t object, int delta)
 {
     struct vidmm_process *p = ctx;
     struct vidmm_allocation *al = vidmm_objtab_get(&p->adapter->allocations, object);
-    if (al)
-        al->va_processes += (uint32_t)delta;
+    if (!al)
+        return;
+    if (delta > 0) {
+        struct vidmm_va_user *u = p->spare_users;
+        if (u) {
+            p->spare_users = u->next;
+            p->spare_user_count--;
+        } else {
+            /* Not reserved (a bug): the checker reports the missing link. */
+            u = vidmm_halloc(p->adapter->ha, VIDMM_SITE_PROCESS_VA_USER, sizeof(*u), _Alignof(struct vidmm_va_user));
+        }
+        al->va_processes++;
+        if (!u)
+            return;
+        u->process = p;
+        u->prev = NULL;
+        u->next = al->va_users;
+        if (al->va_users)
+            al->va_users->prev = u;
+        al->va_users = u;
+        return;
+    }
+    al->va_processes--;
+    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+        if (u->process != p)
+            continue;
+        if (u->prev)
+            u->prev->next = u->next;
+        else
+            al->va_users = u->next;
+        if (u->next)
+            u->next->prev = u->prev;
+        u->prev = NULL;
+        u->next = p->spare_users;
+        p->spare_users = u;
+        p->spare_user_count++;
+        return;
+    }
+}
+
+/* Prepare: at least n spare links (n = allocations the change may map
+ * first in p).  *added: how many were made, for unreserve_users when a
+ * later step of the prepare fails. */
+static vidmm_status reserve_users(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t n, uint32_t *added)
+{
+    *added = 0;
+    while (p->spare_user_count < n) {
+        struct vidmm_va_user *u = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_VA_USER, sizeof(*u),
+                                               _Alignof(struct vidmm_va_user));
+        if (!u)
+            return VIDMM_E_NO_HOST_MEMORY;
+        u->next = p->spare_users;
+        p->spare_users = u;
+        p->spare_user_count++;
+        ++*added;
+    }
+    return VIDMM_OK;
+}
+
+static void unreserve_users(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t n)
+{
+    while (n-- && p->spare_users) {
+        struct vidmm_va_user *u = p->spare_users;
+        p->spare_users = u->next;
+        p->spare_user_count--;
+        vidmm_hfree(a->ha, u, sizeof(*u), _Alignof(struct vidmm_va_user));
+    }
+}
+
+void vidmm_process_free_users(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    unreserve_users(a, p, UINT32_MAX);
 }
 
 static void list_process(struct vidmm_adapter *a, struct vidmm_process *p)
@@ -354,20 +426,32 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
             return VIDMM_E_INVALID_ARG;
         if ((min && cpu < min) || (max && cpu + size > max))
             return VIDMM_E_NO_SEGMENT_SPACE;
-        return vidmm_va_map(&p->vs, cpu, 0, 0, size, allocation, offset, prot, driver_protection, va);
+        uint32_t added = 0;
+        vidmm_status st = vidmm_va_object_mapping_count(&p->vs, allocation) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+        if (st >= 0)
+            st = vidmm_va_map(&p->vs, cpu, 0, 0, size, allocation, offset, prot, driver_protection, va);
+        if (st < 0)
+            unreserve_users(a, p, added);
+        return st;
     }
     /* Prepare: the VA space places and validates (a fixed target that
      * mixes reservation-backed bytes with free or plain-mapped ones is
      * BUSY, before any table is made), then the span gets its tables. */
     struct vidmm_va_prep op;
-    vidmm_status st = vidmm_va_map_prepare(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection,
-                                           &op);
-    if (st < 0)
+    uint32_t added = 0;   /* first, so that its refusal changes nothing: p joins al's users in the commit */
+    vidmm_status st = vidmm_va_object_mapping_count(&p->vs, allocation) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+    if (st >= 0)
+        st = vidmm_va_map_prepare(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection, &op);
+    if (st < 0) {
+        unreserve_users(a, p, added);
         return finish(a, p, st);
+    }
     vidmm_pt_begin(p);
     st = vidmm_pt_ensure(a, p, op.va, op.size, vidmm_pt_can_use_64k(a, al, &al->pl, op.va, offset, size));
-    if (st < 0)
+    if (st < 0) {
+        unreserve_users(a, p, added);
         return unprepare(a, p, st);
+    }
     /* Commit: cannot fail. */
     vidmm_va_commit(&p->vs, &op);
     *va = op.va;
@@ -468,12 +552,22 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
      * reservation-backed VA, every COPY source too) and reserves; the
      * tables of the targets' hull are then all it can need. */
     struct vidmm_va_prep op;
+    /* First: a link for each MAP of an allocation p does not map yet (a
+     * COPY only repeats mappings p has). */
+    uint32_t first = 0, added = 0;
+    for (uint32_t i = 0; i < count && st >= 0; i++)
+        first += v[i].type == VIDMM_VA_UPDATE_MAP && !vidmm_va_object_mapping_count(&p->vs, v[i].object);
+    if (st >= 0)
+        st = reserve_users(a, p, first, &added);
     if (st >= 0)
         st = vidmm_va_update_prepare(&p->vs, v, count, &op);
+    if (st < 0)
+        unreserve_users(a, p, added);
     if (st >= 0) {
         vidmm_pt_begin(p);
         st = vidmm_pt_ensure(a, p, op.va, op.size, 0); /* tiles: 4 KB entries */
         if (st < 0) {
+            unreserve_users(a, p, added);
             vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
             return unprepare(a, p, st);
         }
@@ -541,18 +635,12 @@ static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, c
     return vidmm_pt_flush(a, p);
 }
 
-/* The walks below stop after the al->va_processes processes mapping al:
- * O(1) for an allocation no process maps, else at most O(live
- * processes). */
+/* The walks below visit al's users, the processes that map it: O(1) for
+ * an allocation no process maps, O(its mappings) in each that does. */
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    uint32_t left = al->va_processes;
-    struct vidmm_process *p;
-    for (p = a->process_first; p && left; p = p->live_next) {
-        if (!vidmm_va_object_mapping_count(&p->vs, al->self))
-            continue;
-        left--;
-        vidmm_status st = remap_in(a, p, al);
+    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+        vidmm_status st = remap_in(a, u->process, al);
         if (st < 0)
             return st;
     }
@@ -562,12 +650,8 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
-    uint32_t left = al->va_processes;
-    struct vidmm_process *p;
-    for (p = a->process_first; p && left; p = p->live_next) {
-        if (!vidmm_va_object_mapping_count(&p->vs, al->self))
-            continue;
-        left--;
+    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+        struct vidmm_process *p = u->process;
         if (p->iommu) {
             if (!dst->sys)
                 return VIDMM_E_NOT_SUPPORTED; /* an IoMmu GPU reaches system memory only */
@@ -587,12 +671,11 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    uint32_t left = al->va_processes;
-    struct vidmm_process *p;
-    for (p = a->process_first; p && left; p = p->live_next) {
-        if (!vidmm_va_object_mapping_count(&p->vs, al->self))
-            continue;
-        left--;
+    /* Each unmap takes p off al's users (on_object): the next is read
+     * first. */
+    for (struct vidmm_va_user *u = al->va_users, *next; u; u = next) {
+        next = u->next;
+        struct vidmm_process *p = u->process;
         /* Needs no memory (the VA space unmaps in place), so it is
          * prepared and committed at once and cannot fail. */
         struct vidmm_va_prep op;

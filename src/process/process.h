@@ -21,6 +21,10 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
  * table slot, under the fence lock). */
 void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p);
 
+/* Free p's spare links of allocations' user lists (teardown, after its
+ * VA space is gone). */
+void vidmm_process_free_users(struct vidmm_adapter *a, struct vidmm_process *p);
+
 /* The live process of a handle, or NULL. */
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
 
