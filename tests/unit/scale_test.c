@@ -8,12 +8,14 @@
  * a seeded random order with the checker clean before and after; the
  * bound (VIDMM_E_BUSY) against a refused table growth
  * (VIDMM_E_NO_HOST_MEMORY), each changing nothing; ABI generation 1
- * callers, whose create info has no bound; and the per-allocation count
- * of processes mapping it that lets a move or destroy skip the others.
+ * callers, whose create info has no bound; and the per-allocation list
+ * of processes mapping it that a move or a destroy walks instead of
+ * every process.
  */
 #include "harness/test.h"
 #include "harness/fault_alloc.h"
 #include "sg_fixture.h"
+#include "gpuva_common.h"
 #include "core/alloc_sites.h"
 
 #include "vidmm/vidmm.h"
@@ -286,10 +288,11 @@ static void abi_generations(void)
     softgpu_destroy(sg);
 }
 
-/* One allocation mapped in 3 of 64 processes: moved (evicted, made
- * resident again) and destroyed, with the checker (which adds up the
- * per-allocation counts against the VA spaces) clean at each step and
- * the unmapping visible in exactly the three. */
+/* One allocation mapped in 3 of 64 processes: made resident (the GPU
+ * reads its bytes through each of the three mappings), evicted (each
+ * faults), made resident again (each reads them), then destroyed, with the checker
+ * (which walks each allocation's list of mapping processes against the
+ * VA spaces) clean at each step. */
 static void mapped_in_some(void)
 {
     struct sg_fx f;
@@ -307,14 +310,26 @@ static void mapped_in_some(void)
     T_EQ(sg_checked(f.a, f.sg), 0);
     sg_make_resident(f.a, pr[5].dev, pr[5].queue, &h, 1);
     T_EQ(sg_checked(f.a, f.sg), 0);
+    for (int k = 0; k < 3; k++)
+        T_CHECK(gv_gpu_sees(f.a, f.sg, pr[users[k]].proc, va[k], 0, KIB(256), 7));
     struct vidmm_evict_args ea;
     memset(&ea, 0, sizeof ea);
     ea.allocations = &h;
     ea.count = 1;
     T_ST(vidmm_evict(f.a, pr[5].dev, &ea), VIDMM_OK);
     T_EQ(sg_checked(f.a, f.sg), 0);
+    /* Evicted: every one of the three processes' mappings faults (its
+     * PTEs were rewritten through the allocation's list of users). */
+    struct vidmm_residency_state rs;
+    memset(&rs, 0, sizeof rs);
+    T_ST(vidmm_allocation_residency(f.a, h, &rs), VIDMM_OK);
+    T_EQ(rs.resident, 0);
+    for (int k = 0; k < 3; k++)
+        T_CHECK(gv_gpu_faults(f.a, f.sg, pr[users[k]].proc, va[k]));
     sg_make_resident(f.a, pr[5].dev, pr[5].queue, &h, 1);
     T_EQ(sg_checked(f.a, f.sg), 0);
+    for (int k = 0; k < 3; k++)
+        T_CHECK(gv_gpu_sees(f.a, f.sg, pr[users[k]].proc, va[k], 0, KIB(256), 7));
     for (int k = 0; k < 3; k++) {
         struct vidmm_gpuva_range r;
         uint32_t cnt = 0;
