@@ -14,9 +14,13 @@
  *       spread over the P);
  *   AC  allocation create + destroy (4 KiB, never made resident);
  *   PC  process create + destroy (its root page table is placed and
- *       freed each time).
+ *       freed each time);
+ *   MV  evict + make-resident of a 64 KiB allocation in local memory
+ *       mapped in one process's VA space (its PTEs rewritten twice: the
+ *       walk over the processes that map it).
  *
- * Median of 5 runs of each loop, after one warm-up adapter.  The local segments are sized for the
+ * Median of 5 runs of each loop, after one warm-up adapter.  The local
+ * segments are sized for the
  * P root page tables (128 KiB per process here).
  */
 #include "bench.h"
@@ -38,7 +42,7 @@ struct ps_proc {
 };
 
 struct ps_result {
-    double mr, ac, pc;   /* ns per call; < 0: failed */
+    double mr, ac, pc, mv;   /* ns per call; < 0: failed */
 };
 
 static double median5(uint64_t *ns, uint32_t calls)
@@ -63,7 +67,7 @@ static int ps_make_resident(struct vidmm_adapter *a, const struct ps_proc *p)
 
 static struct ps_result ps_run(uint32_t np)
 {
-    struct ps_result res = { -1, -1, -1 };
+    struct ps_result res = { -1, -1, -1, -1 };
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = "dgpu";
@@ -140,10 +144,46 @@ static struct ps_result ps_run(uint32_t np)
         ns[r] = bench_now_ns() - t0;
     }
     res.pc = median5(ns, calls);
+    /* MV: a texture in local memory, mapped in the middle process. */
+    {
+        struct ps_proc *p = &ps[np / 2];
+        struct softgpu_alloc_desc t;
+        memset(&t, 0, sizeof t);
+        t.kind = SOFTGPU_ALLOC_TEXTURE;
+        t.size = 64u << 10;
+        vidmm_handle h = 0;
+        uint64_t va = 0;
+        if (vidmm_allocation_create(a, &t, sizeof t, &h) != VIDMM_OK ||
+            vidmm_gpuva_map(a, p->proc, 0, 0, 0, h, 0, t.size, 0, 0, &va) != VIDMM_OK)
+            goto out;
+        struct vidmm_make_resident_args m;
+        memset(&m, 0, sizeof m);
+        m.paging_queue = p->queue;
+        m.allocations = &h;
+        m.count = 1;
+        m.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
+        struct vidmm_evict_args e;
+        memset(&e, 0, sizeof e);
+        e.allocations = &h;
+        e.count = 1;
+        calls = bench_opts.quick ? 200 : 2000;
+        for (int r = 0; r < 5; r++) {
+            uint64_t t0 = bench_now_ns();
+            for (uint32_t c = 0; c < calls; c++) {
+                vidmm_status st = vidmm_make_resident(a, p->dev, &m);
+                if (st == VIDMM_PENDING)
+                    st = vidmm_paging_queue_wait(a, p->queue, m.paging_fence_value, UINT64_MAX);
+                if (st < 0 || vidmm_evict(a, p->dev, &e) != VIDMM_OK)
+                    goto out;
+            }
+            ns[r] = bench_now_ns() - t0;
+        }
+        res.mv = median5(ns, calls);
+    }
     if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
-        res.mr = res.ac = res.pc = -2;
+        res.mr = res.ac = res.pc = res.mv = -2;
 out:
-    if (made < np || res.pc < 0) {
+    if (made < np || res.mv < 0) {
         fprintf(stderr, "bench NP: %u processes: setup or a timed call failed (%u made)\n", np, made);
         bench_fail();
     }
@@ -161,15 +201,17 @@ void bench_scale(void)
     printf("\n== NP: cost of a call against live processes (%u resident allocations each; ns per call, ratio "
            "to 1 process) ==\n",
            PS_ALLOCS);
-    printf("%10s %12s %8s %12s %8s %12s %8s\n", "processes", "MR ns", "ratio", "AC ns", "ratio", "PC ns", "ratio");
+    printf("%10s %10s %6s %10s %6s %10s %6s %10s %6s\n", "processes", "MR ns", "ratio", "AC ns", "ratio", "PC ns",
+           "ratio", "MV ns", "ratio");
     (void)ps_run(16);   /* warm-up, not reported: the first adapter's host pages, the CPU's clock */
-    struct ps_result base = { 0, 0, 0 };
+    struct ps_result base = { 0, 0, 0, 0 };
     for (unsigned i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         struct ps_result r = ps_run(counts[i]);
         if (i == 0)
             base = r;
-        printf("%10u %12.1f %8.2f %12.1f %8.2f %12.1f %8.2f\n", counts[i], r.mr, base.mr > 0 ? r.mr / base.mr : 0,
-               r.ac, base.ac > 0 ? r.ac / base.ac : 0, r.pc, base.pc > 0 ? r.pc / base.pc : 0);
+        printf("%10u %10.1f %6.2f %10.1f %6.2f %10.1f %6.2f %10.1f %6.2f\n", counts[i], r.mr,
+               base.mr > 0 ? r.mr / base.mr : 0, r.ac, base.ac > 0 ? r.ac / base.ac : 0, r.pc,
+               base.pc > 0 ? r.pc / base.pc : 0, r.mv, base.mv > 0 ? r.mv / base.mv : 0);
         fflush(stdout);
     }
 }

@@ -16,6 +16,8 @@ struct vidmm_res_state {
     uint64_t undo_epoch;        /* != 0: a make-resident records what it changes */
     uint64_t over_epoch;        /* eviction round: processes' over-budget cache */
     uint64_t demand_total[2];       /* sum of the processes' demand per group (budgets read it) */
+    uint64_t usage_total[2];        /* sum of the processes' usage per group (seg_usage) */
+    uint32_t budget_overrides;      /* processes with a budget set by the OS side in either group */
     uint32_t trim_depth;            /* a walk is running (callbacks may call back in) */
     struct vidmm_residency_stats stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */

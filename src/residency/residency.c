@@ -177,15 +177,19 @@ void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
         al->in_policy = 0;
     }
     struct vidmm_process *p = owner_of(a, al);
-    if (p && al->resident)
+    if (p && al->resident) {
         p->seg_usage[al->pl.segment_id] -= al->size;
+        a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] -= al->size;
+    }
 }
 
 void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     struct vidmm_process *p = owner_of(a, al);
-    if (p && al->resident)
+    if (p && al->resident) {
         p->seg_usage[al->pl.segment_id] += al->size;
+        a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] += al->size;
+    }
     if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
         if (al->use_clock > al->pe.last_use)
             al->pe.last_use = al->use_clock;   /* uses while outside the policy */
@@ -773,6 +777,9 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 
 void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
+    if (p->budget_override[0] || p->budget_override[1])
+        a->res->budget_overrides--;
+    p->budget_override[0] = p->budget_override[1] = 0;
     /* O(allocations), only for a process that still owns some. */
     uint32_t it = 0;
     for (struct vidmm_allocation *al; p->owned_allocations && (al = vidmm_alloc_next(a, &it)) != NULL;)
@@ -925,12 +932,16 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
         }
     }
     e += check_usage(a, msg, n);
-    uint64_t demand[2] = { 0, 0 };
+    uint64_t demand[2] = { 0, 0 }, usage[2] = { 0, 0 };
+    uint32_t overrides = 0;
     const struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
         uint32_t i = vidmm_process_slot(p);
         demand[0] += p->demand[0];
         demand[1] += p->demand[1];
+        for (uint32_t id = 0; id < a->segment_count; id++)
+            usage[vidmm_seg_is_memory(a, id) ? 0 : 1] += p->seg_usage[id];
+        overrides += p->budget_override[0] || p->budget_override[1];
         for (const struct vidmm_device *d = p->devices; d; d = d->next) {
             uint64_t refs = 0;
             for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next) {
@@ -953,6 +964,17 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
         e++;
         snprintf(msg, n, "eviction policy %s: state inconsistent", a->res->policy->name);
     }
+    if (overrides != a->res->budget_overrides) {
+        e++;
+        snprintf(msg, n, "%u processes have a budget override, the adapter counts %u", overrides,
+                 a->res->budget_overrides);
+    }
+    for (unsigned g = 0; g < 2; g++)
+        if (usage[g] != a->res->usage_total[g]) {
+            e++;
+            snprintf(msg, n, "usage of group %u: processes hold %llu, the adapter's total says %llu", g,
+                     (unsigned long long)usage[g], (unsigned long long)a->res->usage_total[g]);
+        }
     for (unsigned g = 0; g < 2; g++)
         if (demand[g] != a->res->demand_total[g]) {
             e++;
