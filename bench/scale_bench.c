@@ -17,7 +17,11 @@
  *       freed each time);
  *   MV  evict + make-resident of a 64 KiB allocation in local memory
  *       mapped in one process's VA space (its PTEs rewritten twice: the
- *       walk over the processes that map it).
+ *       walk over the processes that map it);
+ *   PL  a process's life as a vidmmd client's: process, device, paging
+ *       queue, PS_ALLOCS allocations created through the device
+ *       (private) and made resident, then the process destroyed with
+ *       all of it (its teardown walks what it owns and created).
  *
  * Median of 5 runs of each loop, after one warm-up adapter.  The local
  * segments are sized for the
@@ -42,7 +46,7 @@ struct ps_proc {
 };
 
 struct ps_result {
-    double mr, ac, pc, mv;   /* ns per call; < 0: failed */
+    double mr, ac, pc, mv, pl;   /* ns per call (PL: per life); < 0: failed */
 };
 
 static double median5(uint64_t *ns, uint32_t calls)
@@ -67,7 +71,7 @@ static int ps_make_resident(struct vidmm_adapter *a, const struct ps_proc *p)
 
 static struct ps_result ps_run(uint32_t np)
 {
-    struct ps_result res = { -1, -1, -1, -1 };
+    struct ps_result res = { -1, -1, -1, -1, -1 };
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = "dgpu";
@@ -180,10 +184,29 @@ static struct ps_result ps_run(uint32_t np)
         }
         res.mv = median5(ns, calls);
     }
+    /* PL */
+    calls = bench_opts.quick ? 100 : 1000;
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = bench_now_ns();
+        for (uint32_t c = 0; c < calls; c++) {
+            struct ps_proc q;
+            memset(&q, 0, sizeof q);
+            if (vidmm_process_create(a, &q.proc) || vidmm_device_create(a, q.proc, &q.dev) ||
+                vidmm_paging_queue_create(a, q.dev, VIDMM_PAGING_QUEUE_NORMAL, &q.queue))
+                goto out;
+            for (uint32_t k = 0; k < PS_ALLOCS; k++)
+                if (vidmm_device_allocation_create(a, q.dev, &d, sizeof d, 0, &q.al[k]) != VIDMM_OK)
+                    goto out;
+            if (ps_make_resident(a, &q) < 0 || vidmm_process_destroy(a, q.proc) != VIDMM_OK)
+                goto out;
+        }
+        ns[r] = bench_now_ns() - t0;
+    }
+    res.pl = median5(ns, calls);
     if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
-        res.mr = res.ac = res.pc = res.mv = -2;
+        res.mr = res.ac = res.pc = res.mv = res.pl = -2;
 out:
-    if (made < np || res.mv < 0) {
+    if (made < np || res.pl < 0) {
         fprintf(stderr, "bench NP: %u processes: setup or a timed call failed (%u made)\n", np, made);
         bench_fail();
     }
@@ -201,17 +224,18 @@ void bench_scale(void)
     printf("\n== NP: cost of a call against live processes (%u resident allocations each; ns per call, ratio "
            "to 1 process) ==\n",
            PS_ALLOCS);
-    printf("%10s %10s %6s %10s %6s %10s %6s %10s %6s\n", "processes", "MR ns", "ratio", "AC ns", "ratio", "PC ns",
-           "ratio", "MV ns", "ratio");
+    printf("%9s %8s %5s %8s %5s %8s %5s %8s %5s %8s %5s\n", "processes", "MR ns", "ratio", "AC ns", "ratio",
+           "PC ns", "ratio", "MV ns", "ratio", "PL ns", "ratio");
     (void)ps_run(16);   /* warm-up, not reported: the first adapter's host pages, the CPU's clock */
-    struct ps_result base = { 0, 0, 0, 0 };
+    struct ps_result base = { 0, 0, 0, 0, 0 };
     for (unsigned i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         struct ps_result r = ps_run(counts[i]);
         if (i == 0)
             base = r;
-        printf("%10u %10.1f %6.2f %10.1f %6.2f %10.1f %6.2f %10.1f %6.2f\n", counts[i], r.mr,
+        printf("%9u %8.1f %5.2f %8.1f %5.2f %8.1f %5.2f %8.1f %5.2f %8.1f %5.2f\n", counts[i], r.mr,
                base.mr > 0 ? r.mr / base.mr : 0, r.ac, base.ac > 0 ? r.ac / base.ac : 0, r.pc,
-               base.pc > 0 ? r.pc / base.pc : 0, r.mv, base.mv > 0 ? r.mv / base.mv : 0);
+               base.pc > 0 ? r.pc / base.pc : 0, r.mv, base.mv > 0 ? r.mv / base.mv : 0, r.pl,
+               base.pl > 0 ? r.pl / base.pl : 0);
         fflush(stdout);
     }
 }

@@ -262,8 +262,16 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
 {
     vidmm_handle h = al->self;
     struct vidmm_process *creator = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
-    if (creator)
+    if (creator) {   /* off its creator's list (a dead creator's list was let go) */
+        if (al->private_prev)
+            al->private_prev->private_next = al->private_next;
+        else
+            creator->private_first = al->private_next;
+        if (al->private_next)
+            al->private_next->private_prev = al->private_prev;
+        al->private_prev = al->private_next = NULL;
         creator->private_allocations--;
+    }
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     vidmm_unplace(a, al, &al->pl);
@@ -731,8 +739,15 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
         return st;
     st = vidmm_allocation_create2(a, priv, priv_size, flags, out);
     if (st >= 0) {
-        vidmm_handle_get(a, *out)->private_process = proc;
-        vidmm_process_get(a, proc)->private_allocations++;
+        struct vidmm_allocation *al = vidmm_handle_get(a, *out);
+        struct vidmm_process *p = vidmm_process_get(a, proc);
+        al->private_process = proc;
+        al->private_prev = NULL;
+        al->private_next = p->private_first;
+        if (p->private_first)
+            p->private_first->private_prev = al;
+        p->private_first = al;
+        p->private_allocations++;
     }
     return st;
 }
@@ -763,15 +778,16 @@ static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, 
 
 void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process)
 {
-    /* A walk of the handle table, only for a process that still has
-     * private allocations (most have none: process teardown then costs
-     * nothing here, whatever the number of allocations). */
-    const struct vidmm_process *p = vidmm_process_get(a, process);
-    if (p && !p->private_allocations)
+    /* Its list of private allocations: O(what it created).  A destroy
+     * that must wait for GPU work leaves a zombie on the list; the list
+     * is let go at the end (the zombies are destroyed later, their
+     * creator gone). */
+    struct vidmm_process *p = vidmm_process_get(a, process);
+    if (!p)
         return;
-    uint32_t it = 0;
-    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->zombie || al->private_process != process)
+    for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
+        next = al->private_next;
+        if (al->zombie)
             continue;
         if (al->lock_count) {   /* its CPU mappings die with the process */
             al->lock_count = 0;
@@ -783,6 +799,12 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (!vidmm_allocation_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
+    for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
+        next = al->private_next;
+        al->private_prev = al->private_next = NULL;
+    }
+    p->private_first = NULL;
+    p->private_allocations = 0;
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

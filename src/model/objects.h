@@ -140,6 +140,12 @@ struct vidmm_allocation {
     /* Isolation (D38): the process it was created for through a device,
      * whose calls alone may name it; 0 = adapter-wide (create/create2). */
     vidmm_handle private_process;
+    /* On its creator's list of private allocations (private_process set,
+     * until destroyed or the creator is gone), and on its residency
+     * owner's list of owned allocations (pe.process set): a process's
+     * teardown walks its own allocations, not every allocation. */
+    struct vidmm_allocation *private_prev, *private_next;
+    struct vidmm_allocation *owned_prev, *owned_next;
     /* Make-resident undo (residency/api.c): set while a call's undo
      * epoch is open; undo_kind 1 = a victim it evicted from undo_seg,
      * 2 = a list member it made resident (undo_lost: content was lost). */
@@ -210,8 +216,10 @@ struct vidmm_process {
     struct vidmm_process *live_prev, *live_next;
     /* Allocations whose residency owner it is (pe.process), and private
      * allocations it created (private_process; destroyed ones waiting for
-     * their GPU work included): at 0, its teardown skips the walks over
-     * every allocation. */
+     * their GPU work included), listed through the allocations'
+     * owned_* and private_* links and counted: its teardown walks these,
+     * not every allocation. */
+    struct vidmm_allocation *owned_first, *private_first;
     uint64_t owned_allocations;
     uint64_t private_allocations;
     /* Spare vidmm_va_user links (through next) for allocations this
@@ -292,8 +300,15 @@ struct vidmm_device {
     void *trim_ctx;
     uint64_t trim_round[2];         /* notified in this walk (budget.c) */
     /* Make-resident fast table (residency/res_state.h), by allocation
-     * slot: references taken without touching the objects. */
-    struct vidmm_res_slot *res_slots;
+     * slot: references taken without touching the objects.  Two levels:
+     * res_dir[slot >> VIDMM_RES_CHUNK_SHIFT] is a chunk of entries, made
+     * when the device first references a slot in it, so a device's table
+     * costs memory for the slots it uses, not for every slot below the
+     * highest (with thousands of processes each referencing a few
+     * allocations, a flat table per device would be O(devices x
+     * allocations)).  res_slot_cap = res_dir_len chunks' worth of slots. */
+    struct vidmm_res_slot **res_dir;
+    uint32_t res_dir_len;
     uint32_t res_slot_cap;
 };
 

@@ -126,14 +126,32 @@ static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struc
     return al->pe.process ? vidmm_process_get(a, al->pe.process) : NULL;
 }
 
+static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
+{
+    if (al->owned_prev)
+        al->owned_prev->owned_next = al->owned_next;
+    else
+        p->owned_first = al->owned_next;
+    if (al->owned_next)
+        al->owned_next->owned_prev = al->owned_prev;
+    al->owned_prev = al->owned_next = NULL;
+    p->owned_allocations--;
+}
+
 void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
 {
     vidmm_res_leave(a, al);
     struct vidmm_process *was = owner_of(a, al);
     if (was)
-        was->owned_allocations--;
-    if (p)
+        owned_unlink(was, al);
+    if (p) {
+        al->owned_prev = NULL;
+        al->owned_next = p->owned_first;
+        if (p->owned_first)
+            p->owned_first->owned_prev = al;
+        p->owned_first = al;
         p->owned_allocations++;
+    }
     al->pe.process = p ? p->self : 0;
     al->owned = p != NULL;
     vidmm_res_enter(a, al);
@@ -754,7 +772,7 @@ void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocatio
     vidmm_res_leave(a, al);
     struct vidmm_process *owner = owner_of(a, al);
     if (owner)
-        owner->owned_allocations--;
+        owned_unlink(owner, al);
     a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
     vidmm_res_drop_backing(a, al);
 }
@@ -763,9 +781,14 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->refs)
         vidmm_res_unlink_ref(a, d->refs);
-    if (d->res_slots)
-        vidmm_hfree(a->ha, d->res_slots, (size_t)d->res_slot_cap * sizeof(*d->res_slots), _Alignof(struct vidmm_res_slot));
-    d->res_slots = NULL;
+    for (uint32_t c = 0; c < d->res_dir_len; c++)
+        if (d->res_dir[c] != vidmm_res_no_chunk)
+            vidmm_hfree(a->ha, d->res_dir[c], VIDMM_RES_CHUNK * sizeof(struct vidmm_res_slot),
+                        _Alignof(struct vidmm_res_slot));
+    if (d->res_dir)
+        vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*d->res_dir), _Alignof(struct vidmm_res_slot *));
+    d->res_dir = NULL;
+    d->res_dir_len = 0;
     d->res_slot_cap = 0;
     while (d->queues) {
         struct vidmm_paging_queue *q = d->queues;
@@ -780,16 +803,14 @@ void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
     if (p->budget_override[0] || p->budget_override[1])
         a->res->budget_overrides--;
     p->budget_override[0] = p->budget_override[1] = 0;
-    /* O(allocations), only for a process that still owns some. */
-    uint32_t it = 0;
-    for (struct vidmm_allocation *al; p->owned_allocations && (al = vidmm_alloc_next(a, &it)) != NULL;)
-        if (al->pe.process == p->self)
-            vidmm_res_set_owner(a, al, NULL);
+    /* O(what it owns): its list. */
+    while (p->owned_first)
+        vidmm_res_set_owner(a, p->owned_first, NULL);
 }
 
 /* ---- the checker ----------------------------------------------------------- */
 
-/* Device d's fast table: every record's slot is below the capacity;
+/* Device d's fast table: every record's slot has its entry (chunk);
  * an ok entry names a live allocation with a record of d that is
  * resident, owned, not offered, in the entry's group, last used no later
  * than now; an entry that is not ok holds nothing. */
@@ -799,11 +820,19 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
     for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next)
         if (!vidmm_res_slot_of(d, r->al->self)) {
             e++;
-            snprintf(msg, n, "process %u: a device's reference to slot %u is beyond its fast table (%u)", pi,
+            snprintf(msg, n, "process %u: a device's reference to slot %u has no entry in its fast table (%u slots)", pi,
                      (unsigned)(r->al->self & 0xFFFFFFu), d->res_slot_cap);
         }
+    if (d->res_slot_cap != d->res_dir_len << VIDMM_RES_CHUNK_SHIFT) {
+        e++;
+        snprintf(msg, n, "process %u: fast table of %u chunks says %u slots", pi, d->res_dir_len, d->res_slot_cap);
+    }
     for (uint32_t s = 0; s < d->res_slot_cap; s++) {
-        const struct vidmm_res_slot *t = &d->res_slots[s];
+        const struct vidmm_res_slot *t = vidmm_res_slot_at(d, s);
+        if (!t) {   /* a chunk never made: no entry in it */
+            s |= VIDMM_RES_CHUNK - 1u;
+            continue;
+        }
         if (!t->ok) {
             if (t->extra) {
                 e++;
