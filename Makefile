@@ -304,9 +304,10 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# Test programs: the client library (plus libvidmm for vidmm_status_str).
-$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
+# Test programs: the client library (plus libvidmm for vidmm_status_str,
+# libsoftgpu for its command-buffer encoder).
+$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
 
 $(D3DKMT_TESTS) $(D3DKMT_CLIENT): $(CLIENT_LIB)
 

@@ -749,8 +749,8 @@ vidmm_status vidmm_client_reclaim(struct vidmm_client *c, vidmm_handle paging_qu
     ENTER(c);
     put_list(c, paging_queue, 0, allocations, count);
     vidmm_status st = call(c, VMMD_OP_RECLAIM, 16 + 8 * (size_t)count);
-    if (!c->broken && c->rn != 8 + 4 * (size_t)count)
-        fail_conn(c);
+    if (!c->broken && st >= 0 && c->rn != 8 + 4 * (size_t)count)
+        fail_conn(c);   /* the daemon answered another list */
     if (!c->broken && st >= 0) {
         if (paging_fence_value)
             *paging_fence_value = vmmd_get64(c->rp);

@@ -936,36 +936,34 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         break;
     }
     case VMMD_OP_RECLAIM: {
-        /* Variable reply: u64 paging fence, count x u32 results. */
+        /* Variable reply: u64 paging fence, count x u32 results (zeros
+         * on failure, as every reply's fields). */
         uint32_t qs = obj_find(c, r->a, OBJ_QUEUE);
-        if (!qs) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (r->u0) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        vidmm_handle stackbuf[64], *list = NULL;
+        vidmm_handle stackbuf[64], *list = stackbuf;
         uint8_t *rep = malloc(8 + 4 * (size_t)r->u1);
         uint32_t *results = malloc(sizeof *results * (r->u1 ? r->u1 : 1));
-        st = rep && results ? list_get(c, r, stackbuf, 64, &list) : VIDMM_E_NO_HOST_MEMORY;
         uint64_t fence = 0;
+        if (!rep || !results)
+            st = VIDMM_E_NO_HOST_MEMORY;
+        else if (!qs)
+            st = VIDMM_E_INVALID_HANDLE;
+        else if (r->u0)
+            st = VIDMM_E_INVALID_ARG;
+        else
+            st = list_get(c, r, stackbuf, 64, &list);
         if (st >= 0) {
             memset(results, 0, sizeof *results * r->u1);
             st = vidmm_reclaim(a, c->objs[qs].lib, r->u1 ? list : NULL, r->u1, results, &fence);
         }
         if (list != stackbuf)
             free(list);
-        if (!rep) {
-            free(results);
-            break;
+        if (rep) {
+            vmmd_put64(rep, st >= 0 ? fence : 0);
+            for (uint32_t i = 0; i < r->u1; i++)
+                vmmd_put32(rep + 8 + 4 * (size_t)i, results && st >= 0 ? results[i] : 0);
         }
-        vmmd_put64(rep, fence);
-        for (uint32_t i = 0; i < r->u1; i++)
-            vmmd_put32(rep + 8 + 4 * (size_t)i, results && st >= 0 ? results[i] : 0);
         free(results);
-        reply(c, op, r->h.request_id, st, rep, 8 + 4 * (size_t)r->u1, -1);
+        reply(c, op, r->h.request_id, st, rep, rep ? 8 + 4 * (size_t)r->u1 : 0, -1);
         free(rep);
         return;
     }
