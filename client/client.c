@@ -846,8 +846,8 @@ int vidmm_client_fd(const struct vidmm_client *c)
 
 vidmm_status vidmm_client_gpuva_update(struct vidmm_client *c, const struct vidmm_gpuva_update_op *ops, uint32_t count)
 {
-    if (!ops || count == 0 || count > VMMD_MAX_GPUVA_OPS)
-        return VIDMM_E_INVALID_ARG;
+    if ((count && !ops) || count > VMMD_MAX_GPUVA_OPS)
+        return VIDMM_E_INVALID_ARG;   /* past one message: the library's limit is 4,096 */
     ENTER(c);
     vmmd_put32(P, count);
     vmmd_put32(P + 4, 0);

@@ -992,11 +992,11 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         st = vidmm_register_trim_notification(a, c->objs[slot].lib, r->u0 ? on_trim : NULL, r->u0 ? c : NULL);
         break;
     case VMMD_OP_GPUVA_UPDATE: {
-        if (r->u1 || r->u0 == 0) {
+        if (r->u1) {
             st = VIDMM_E_INVALID_ARG;
             break;
         }
-        struct vidmm_gpuva_update_op *ops = malloc(sizeof *ops * r->u0);
+        struct vidmm_gpuva_update_op *ops = malloc(sizeof *ops * (r->u0 ? r->u0 : 1));
         if (!ops) {
             st = VIDMM_E_NO_HOST_MEMORY;
             break;
@@ -1027,7 +1027,7 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
             }
         }
         if (st >= 0)
-            st = vidmm_gpuva_update(a, c->process, ops, r->u0);
+            st = vidmm_gpuva_update(a, c->process, r->u0 ? ops : NULL, r->u0);
         free(ops);
         break;
     }

@@ -118,9 +118,10 @@ vidmm_status vidmm_client_gpuva_map(struct vidmm_client *c, uint64_t base, uint6
                                     uint64_t driver_protection, uint64_t *va);
 vidmm_status vidmm_client_gpuva_free(struct vidmm_client *c, uint64_t va, uint64_t size);
 
-/* Batched GPU VA changes (vidmm_gpuva_update): at most 1,023 operations;
- * a MAP names one of the connection's allocations, the other operations
- * leave allocation 0. */
+/* Batched GPU VA changes (vidmm_gpuva_update): at most 1,023 operations
+ * (what one message holds; the library takes 4,096), else
+ * VIDMM_E_INVALID_ARG; a MAP names one of the connection's allocations,
+ * the other operations leave allocation 0. */
 vidmm_status vidmm_client_gpuva_update(struct vidmm_client *c, const struct vidmm_gpuva_update_op *ops,
                                        uint32_t count);
 

@@ -191,7 +191,9 @@ static void contexts(struct vidmm_client *c, struct vidmm_client *other)
     ops[1].allocation = 0;
     CHECK_ST(vidmm_client_gpuva_update(c, ops, 2), VIDMM_OK);
     CHECK_ST(vidmm_client_gpuva_update(c, ops, 1), VIDMM_OK);   /* mapped again: it was unmapped */
-    CHECK_ST(vidmm_client_gpuva_update(c, ops, 0), VIDMM_E_INVALID_ARG);
+    CHECK_ST(vidmm_client_gpuva_update(c, NULL, 0), VIDMM_OK);   /* as the library: nothing to do */
+    CHECK_ST(vidmm_client_gpuva_update(c, NULL, 1), VIDMM_E_INVALID_ARG);
+    CHECK_ST(vidmm_client_gpuva_update(c, ops, 1024), VIDMM_E_INVALID_ARG);   /* more than one message holds */
     CHECK_ST(vidmm_client_gpuva_free(c, va, MiB), VIDMM_OK);
     CHECK_ST(vidmm_client_gpuva_map(c, 0, 0, 0, h[0], 0, 64 * 1024, 0, 0, &cmd_va), VIDMM_OK);
     CHECK_ST(vidmm_client_gpuva_map(c, 0, 0, 0, h[1], 0, 64 * 1024, 0, 0, &target_va), VIDMM_OK);
