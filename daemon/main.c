@@ -405,6 +405,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "vidmmd: residency: %llu make-resident calls, %llu evictions (%llu MiB), %llu restores\n",
             (unsigned long long)rs.make_resident_calls, (unsigned long long)rs.evictions,
             (unsigned long long)(rs.bytes_evicted >> 20), (unsigned long long)rs.restores);
+    fprintf(stderr, "vidmmd: submissions: %llu virtual submissions, %llu waits parked, %llu trim events sent\n",
+            (unsigned long long)ss.submissions, (unsigned long long)ss.waits_parked,
+            (unsigned long long)ss.trim_events);
     fprintf(stderr,
             "vidmmd: leak report: %llu allocations alive after teardown, %lld host blocks (%lld bytes) alive after "
             "close, %d adapter check violations, %d softgpu check violations\n",

@@ -55,7 +55,7 @@ else
 fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
 if [ "${ev:-0}" -gt 0 ]; then p=$((p + 1)); else echo "daemon: FAIL no eviction: not over-committed"; f=$((f + 1)); fi
-grep -E '^vidmmd: (shutdown|residency|leak report)' "$t/log"
+grep -E '^vidmmd: (shutdown|residency|submissions|leak report)' "$t/log"
 
 # The second daemon: the rest of the API and the D3DKMT front end.
 sock2="$t/vidmmd2.sock"
@@ -80,6 +80,6 @@ else
   tail -n 20 "$t/log2"
   f=$((f + 1))
 fi
-grep -E '^vidmmd: (shutdown|leak report)' "$t/log2"
+grep -E '^vidmmd: (shutdown|submissions|leak report)' "$t/log2"
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]
