@@ -389,6 +389,10 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
     c->dropping = 1;   /* the process's teardown sends no trim events */
     uint32_t objects = c->live, locked = 0;
     for (uint32_t i = 1; i < c->nobj; i++) {
+        /* No registration may outlive c (its context), whatever the
+         * process teardown below answers. */
+        if (c->objs[i].type == OBJ_DEVICE)
+            vidmm_register_trim_notification(s->cfg.adapter, c->objs[i].lib, NULL, NULL);
         if (c->objs[i].type == OBJ_ALLOC && c->objs[i].lock_count)
             locked++;
         obj_unlock_all(c, &c->objs[i]);
