@@ -641,6 +641,57 @@ static void test_allocations(void)
     fx_close(&f);
 }
 
+/* What Lock2 hands out: bytes written under a lock are the allocation's
+ * after the unlock, in both kinds of adapter.  Remotely pData is a
+ * private copy (docs/D3DKMT.md "A remote adapter"): a write through it
+ * after the unlock reaches nothing; in-process such a write would land in
+ * the allocation itself, which is why Windows forbids it - the remote
+ * half alone is checked. */
+static void test_lock_contents(void)
+{
+    struct fx f;
+    D3DKMT_HANDLE a;
+    D3DKMT_LOCK2 lk;
+    D3DKMT_UNLOCK2 ul;
+    unsigned char *p, *stale;
+    size_t i;
+    int same = 1;
+    fx_open(&f);
+    T_NT(create_alloc(&f, SOFTGPU_ALLOC_CONSTANT, 64u << 10, 1, &a), STATUS_SUCCESS);
+    memset(&lk, 0, sizeof lk);
+    lk.hDevice = f.device;
+    lk.hAllocation = a;
+    ul.hDevice = f.device;
+    ul.hAllocation = a;
+    T_NT(D3DKMTLock2(&lk), STATUS_SUCCESS);
+    p = lk.pData;
+    T_CHECK(p != NULL);
+    if (!p) {
+        fx_close(&f);
+        return;
+    }
+    for (i = 0; i < 4096; i++)
+        p[i] = (unsigned char)(i * 7u + 1u);
+    {
+        /* Nested: the same pointer, one more unlock needed. */
+        D3DKMT_LOCK2 lk2 = lk;
+        T_NT(D3DKMTLock2(&lk2), STATUS_SUCCESS);
+        T_CHECK(lk2.pData == lk.pData);
+        T_NT(D3DKMTUnlock2(&ul), STATUS_SUCCESS);
+    }
+    T_NT(D3DKMTUnlock2(&ul), STATUS_SUCCESS);
+    stale = p;
+    if (g_remote)
+        memset(stale, 0xEE, 4096);   /* the process's own dead copy */
+    T_NT(D3DKMTLock2(&lk), STATUS_SUCCESS);
+    p = lk.pData;
+    for (i = 0; p && i < 4096; i++)
+        same &= p[i] == (unsigned char)(i * 7u + 1u);
+    T_CHECK(p != NULL && same);
+    T_NT(D3DKMTUnlock2(&ul), STATUS_SUCCESS);
+    fx_close(&f);
+}
+
 /* ---- residency --------------------------------------------------------------------- */
 
 static void test_make_resident_evict(void)
@@ -1082,6 +1133,7 @@ void suite_d3dkmt(void)
     t_run("d3dkmt/video_memory_info", test_video_memory_info);
     t_run("d3dkmt/second_process", test_second_process);
     t_run("d3dkmt/allocations", test_allocations);
+    t_run("d3dkmt/lock_contents", test_lock_contents);
     t_run("d3dkmt/make_resident_evict", test_make_resident_evict);
     t_run("d3dkmt/budget_trim", test_budget_trim);
     t_run("d3dkmt/priority_offer_reclaim", test_priority_offer_reclaim);
