@@ -2,10 +2,10 @@
  * d3dkmt/internal.h - the thunk runtime's private state (libvidmm-d3dkmt).
  *
  * The thunks translate D3DKMT handles and structures, then call the
- * backend: a table of the vidmm entries they need.  Today's table is
- * libvidmm itself (backend_vidmm.c); a remote backend over the vidmm
- * daemon's client library fills the same table, and adapters of both
- * kinds can sit in one runtime.  Only public vidmm headers are used.
+ * backend: a table of the vidmm entries they need.  Two fill it:
+ * libvidmm in this process (backend_vidmm.c) and libvidmm-client on a
+ * connection to vidmmd (backend_client.c); adapters of both kinds can
+ * sit in one runtime.  Only public vidmm headers are used.
  *
  * Locking: rt->lock guards the handle table, the trim registrations
  * and the fences' values; it is never held across a backend call, so a
