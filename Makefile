@@ -314,7 +314,8 @@ $(D3DKMT_TESTS) $(D3DKMT_CLIENT): $(CLIENT_LIB)
 daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
 all: $(VIDMMD) $(CLIENT_LIB)
 test: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
-daemon-test: daemon
+# The D3DKMT tests and sample client run there too, through the remote backend.
+daemon-test: daemon $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
 	sh tests/daemon/run.sh $(BUILD)
 daemon-bench: daemon
 	$(BUILD)/tests/daemon/rtt_bench $(VIDMMD)

@@ -313,7 +313,7 @@ int main(int argc, char **argv)
             for (size_t j = 0; j < len; j++)
                 b[j] = (uint8_t)rand();
             if (rand() % 2 && len >= VMMD_HEADER_SIZE)
-                vmmd_header_put(b, (uint16_t)(rand() % 40), (uint32_t)(len - VMMD_HEADER_SIZE), 0, (uint64_t)i);
+                vmmd_header_put(b, (uint16_t)(rand() % VMMD_OP_LAST), (uint32_t)(len - VMMD_HEADER_SIZE), 0, (uint64_t)i);
             if (raw_send(f, b, len) != 0)
                 break;
             if (raw_reply(f, NULL, NULL) >= 1000)
