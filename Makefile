@@ -169,11 +169,13 @@ $(BUILD)/tests/d3dkmt/%.o: tests/d3dkmt/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(EX_CFLAGS) -Itests -MMD -MP -c $< -o $@
 
+# Both also reach vidmmd through the remote backend (d3dkmt/backend_client.c),
+# hence libvidmm-client (its rule is in the vidmmd section below).
 $(D3DKMT_TESTS): $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
 
 $(D3DKMT_CLIENT): $(BUILD)/examples/d3dkmt_client/d3dkmt_client.o $(D3DKMT_LIB) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(BUILD)/examples/d3dkmt_client/d3dkmt_client.o $(D3DKMT_LIB) $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
 
 d3dkmt: $(D3DKMT_LIB) $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
 all: $(D3DKMT_LIB)
@@ -302,14 +304,18 @@ $(CLIENT_LIB): $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# Test programs: the client library (plus libvidmm for vidmm_status_str).
-$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
+# Test programs: the client library (plus libvidmm for vidmm_status_str,
+# libsoftgpu for its command-buffer encoder).
+$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
+
+$(D3DKMT_TESTS) $(D3DKMT_CLIENT): $(CLIENT_LIB)
 
 daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
 all: $(VIDMMD) $(CLIENT_LIB)
 test: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
-daemon-test: daemon
+# The D3DKMT tests and sample client run there too, through the remote backend.
+daemon-test: daemon $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
 	sh tests/daemon/run.sh $(BUILD)
 daemon-bench: daemon
 	$(BUILD)/tests/daemon/rtt_bench $(VIDMMD)

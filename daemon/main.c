@@ -4,11 +4,11 @@
  *
  *   vidmmd [--socket PATH] [--preset NAME] [--segment ID=BYTES]...
  *          [--system-memory BYTES] [--max-locked BYTES] [--verbose|-v]...
- *          [--quiet] [--foreground]
+ *          [--quiet] [--allow-set-budget] [--foreground]
  *
  * One thread, one epoll loop: the listening socket, a signalfd for
  * SIGTERM/SIGINT, and every client's SOCK_SEQPACKET socket, all
- * non-blocking.  Paging-queue waits never block the loop: they are parked
+ * non-blocking.  Paging-queue and context waits never block the loop: they are parked
  * and answered when the fence passes (checked every millisecond while any
  * is parked) or their time runs out.  On SIGTERM every client is torn down,
  * the checkers run, and a leak report goes to stderr; the exit status is 0
@@ -84,7 +84,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: vidmmd [--socket PATH] [--preset dgpu|igpu|wddm1|big] [--segment ID=BYTES]...\n"
                "              [--system-memory BYTES] [--max-locked BYTES] [-v|--verbose]... [--quiet]\n"
-               "              [--foreground]\n"
+               "              [--allow-set-budget] [--foreground]\n"
+               "  --allow-set-budget: clients may pin their own budgets (PROCESS_SET_BUDGET; tests).\n"
                "  BYTES takes a K, M or G suffix.  The socket defaults to $VIDMMD_SOCKET,\n"
                "  else $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-$UID.sock.\n");
 }
@@ -183,7 +184,7 @@ int main(int argc, char **argv)
     memset(&sc, 0, sizeof sc);
     sc.preset = "dgpu";
     uint64_t sysmem = 0, max_locked = 0;
-    int verbose = 1;
+    int verbose = 1, allow_set_budget = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -223,6 +224,8 @@ int main(int argc, char **argv)
             verbose++;
         } else if (!strcmp(a, "--quiet")) {
             verbose = 0;
+        } else if (!strcmp(a, "--allow-set-budget")) {
+            allow_set_budget = 1;
         } else if (!strcmp(a, "--foreground")) {
             /* the only mode: a service manager keeps it in the foreground */
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -293,6 +296,7 @@ int main(int argc, char **argv)
     cfg.log = stderr;
     cfg.verbose = verbose;
     cfg.max_locked_bytes = max_locked;
+    cfg.allow_set_budget = allow_set_budget;
     struct vmmd_server *srv = NULL;
     if (vmmd_server_create(&cfg, &srv) < 0) {
         fprintf(stderr, "vidmmd: out of memory\n");
@@ -330,15 +334,14 @@ int main(int argc, char **argv)
     int running = 1;
     while (running) {
         struct epoll_event evs[64];
-        struct vmmd_server_stats before, after;
-        vmmd_server_get_stats(srv, &before);
         size_t parked = vmmd_server_poll_waits(srv);
-        vmmd_server_get_stats(srv, &after);
-        if (after.waits_answered != before.waits_answered)   /* send the answers of waits just released */
-            for (size_t i = 0; i < vmmd_server_client_count(srv);) {
-                struct vmmd_client *c = vmmd_server_client_at(srv, i);
-                i += settle(srv, ep, c, "closing") ? 0 : 1;
-            }
+        /* Send what was queued outside a client's own turn: the answers
+         * of waits just released, trim events raised by another
+         * client's request. */
+        for (size_t i = 0; i < vmmd_server_client_count(srv);) {
+            struct vmmd_client *c = vmmd_server_client_at(srv, i);
+            i += vmmd_client_has_output(c) && settle(srv, ep, c, "closing") ? 0 : 1;
+        }
         int n = epoll_wait(ep, evs, 64, parked ? 1 : -1);
         if (n < 0 && errno != EINTR)
             break;
@@ -402,6 +405,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "vidmmd: residency: %llu make-resident calls, %llu evictions (%llu MiB), %llu restores\n",
             (unsigned long long)rs.make_resident_calls, (unsigned long long)rs.evictions,
             (unsigned long long)(rs.bytes_evicted >> 20), (unsigned long long)rs.restores);
+    fprintf(stderr, "vidmmd: submissions: %llu virtual submissions, %llu waits parked, %llu trim events sent\n",
+            (unsigned long long)ss.submissions, (unsigned long long)ss.waits_parked,
+            (unsigned long long)ss.trim_events);
     fprintf(stderr,
             "vidmmd: leak report: %llu allocations alive after teardown, %lld host blocks (%lld bytes) alive after "
             "close, %d adapter check violations, %d softgpu check violations\n",

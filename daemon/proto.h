@@ -45,10 +45,35 @@ enum vmmd_op {
     VMMD_OP_GPUVA_RESERVE = 16,
     VMMD_OP_GPUVA_MAP = 17,
     VMMD_OP_GPUVA_FREE = 18,
+    VMMD_OP_ADAPTER_INFO = 19,
+    VMMD_OP_SEGMENT_QUERY = 20,
+    VMMD_OP_ALLOC_SET_PRIORITY = 21,
+    VMMD_OP_OFFER = 22,
+    VMMD_OP_RECLAIM = 23,
+    VMMD_OP_CHANGE_RESERVATION = 24,
+    VMMD_OP_TRIM_REGISTER = 25,
+    VMMD_OP_GPUVA_UPDATE = 26,
+    VMMD_OP_CONTEXT_CREATE = 27,
+    VMMD_OP_CONTEXT_DESTROY = 28,
+    VMMD_OP_SUBMIT_VIRTUAL = 29,
+    VMMD_OP_CONTEXT_FENCE = 30,
+    VMMD_OP_CONTEXT_WAIT = 31,
     VMMD_OP_DEBUG_CHECK = 32,
     VMMD_OP_ECHO = 33,
-    VMMD_OP_LAST = 34
+    /* 40-51: other slices of the API. */
+    /* An event: sent by the daemon unasked (opcode | VMMD_REPLY, request
+     * id 0), never accepted as a request. */
+    VMMD_EV_TRIM = 64,
+    VMMD_OP_PROCESS_SET_BUDGET = 65,
+    VMMD_OP_LAST = 96
 };
+
+/* Payload sizes of the fixed records of this slice. */
+#define VMMD_ADAPTER_INFO_SIZE 352u     /* ADAPTER_INFO reply after the status */
+#define VMMD_SEGMENT_INFO_SIZE 88u      /* SEGMENT_QUERY reply after the status */
+#define VMMD_GPUVA_OP_SIZE 64u          /* one GPUVA_UPDATE operation */
+#define VMMD_MAX_GPUVA_OPS ((VMMD_MAX_PAYLOAD - 8u) / VMMD_GPUVA_OP_SIZE)
+#define VMMD_TRIM_EVENT_SIZE 24u        /* TRIM event after the status */
 
 struct vmmd_header {
     uint32_t magic;
@@ -65,7 +90,8 @@ struct vmmd_request {
     struct vmmd_header h;
     uint64_t a, b, c, d, e, f, g;   /* 64-bit fields in wire order */
     uint32_t u0, u1;               /* 32-bit fields in wire order */
-    const uint8_t *list;           /* MAKE_RESIDENT / EVICT handles (count = u1) */
+    const uint8_t *list;           /* MAKE_RESIDENT / EVICT / OFFER / RECLAIM handles (count = u1);
+                                      GPUVA_UPDATE operations (count = u0) */
     const uint8_t *data;           /* ALLOC_CREATE private data (size = u1), ECHO bytes */
     uint32_t data_size;
 };

@@ -27,6 +27,7 @@
 #define OBJ_ALLOC  1u
 #define OBJ_DEVICE 3u
 #define OBJ_QUEUE  5u
+#define OBJ_CONTEXT 7u
 
 #define OUT_MAX_BYTES ((size_t)4 << 20)   /* replies a client may leave unread before it is dropped */
 
@@ -48,15 +49,18 @@ struct outmsg {
     uint8_t buf[];
 };
 
+/* A parked QUEUE_WAIT or CONTEXT_WAIT. */
 struct wait {
     struct vmmd_client *c;
     uint64_t request_id;
-    vidmm_handle queue;
+    uint16_t op;            /* VMMD_OP_QUEUE_WAIT or VMMD_OP_CONTEXT_WAIT */
+    vidmm_handle queue;     /* the paging queue or the context */
     uint64_t value;
     uint64_t deadline_ns;   /* UINT64_MAX = none */
 };
 
 struct vmmd_client {
+    struct vmmd_server *srv;
     int fd;
     uint32_t id;
     pid_t pid;
@@ -64,6 +68,7 @@ struct vmmd_client {
     gid_t gid;
     vidmm_status refused;   /* < 0: the adapter would not take it */
     int closing;
+    int dropping;           /* being torn down: no more events */
     vidmm_handle process, device;
     uint16_t salt;
     struct obj *objs;       /* slot 0 unused */
@@ -143,6 +148,7 @@ struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i)
 }
 int vmmd_client_fd(const struct vmmd_client *c) { return c ? c->fd : -1; }
 int vmmd_client_closing(const struct vmmd_client *c) { return c ? c->closing : 1; }
+int vmmd_client_has_output(const struct vmmd_client *c) { return c && c->out_head != NULL; }
 int *vmmd_client_loop_word(struct vmmd_client *c) { return &c->loop_word; }
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen)
 {
@@ -273,6 +279,15 @@ static void reply(struct vmmd_client *c, uint16_t opcode, uint64_t id, vidmm_sta
         c->closing = 1;   /* not reading its replies */
 }
 
+/* An event: a message the client did not ask for (opcode | VMMD_REPLY,
+ * request id 0, status 0), queued behind the replies already queued. */
+static void send_event(struct vmmd_client *c, uint16_t opcode, const uint8_t *payload, size_t n)
+{
+    vidmm_status keep = c->last_status;
+    reply(c, opcode, 0, VIDMM_OK, payload, n, -1);
+    c->last_status = keep;
+}
+
 int vmmd_client_flush(struct vmmd_client *c)
 {
     while (c->out_head) {
@@ -330,6 +345,7 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
     struct vmmd_client *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    c->srv = s;
     c->fd = fd;
     c->pid = pid;
     c->uid = uid;
@@ -370,8 +386,13 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
         if (s->waits[i].c != c)
             s->waits[w++] = s->waits[i];
     s->nwaits = w;
+    c->dropping = 1;   /* the process's teardown sends no trim events */
     uint32_t objects = c->live, locked = 0;
     for (uint32_t i = 1; i < c->nobj; i++) {
+        /* No registration may outlive c (its context), whatever the
+         * process teardown below answers. */
+        if (c->objs[i].type == OBJ_DEVICE)
+            vidmm_register_trim_notification(s->cfg.adapter, c->objs[i].lib, NULL, NULL);
         if (c->objs[i].type == OBJ_ALLOC && c->objs[i].lock_count)
             locked++;
         obj_unlock_all(c, &c->objs[i]);
@@ -487,6 +508,7 @@ static vidmm_status do_unlock(struct vmmd_server *s, struct vmmd_client *c, uint
 
 static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle q)
 {
+    /* r: QUEUE_WAIT or CONTEXT_WAIT (a = handle, b = value, c = timeout). */
     if (s->nwaits == s->wcap) {
         size_t ncap = s->wcap ? s->wcap * 2 : 16;
         struct wait *n = realloc(s->waits, ncap * sizeof *n);
@@ -501,6 +523,7 @@ static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct
     struct wait *w = &s->waits[s->nwaits++];
     w->c = c;
     w->request_id = r->h.request_id;
+    w->op = r->h.opcode;
     w->queue = q;
     w->value = r->b;
     w->deadline_ns = r->c == UINT64_MAX || r->c > UINT64_MAX - now ? UINT64_MAX : now + r->c;
@@ -515,25 +538,62 @@ size_t vmmd_server_poll_waits(struct vmmd_server *s)
     size_t keep = 0;
     for (size_t i = 0; i < s->nwaits; i++) {
         struct wait *w = &s->waits[i];
-        uint64_t done = 0;
-        vidmm_status st = vidmm_paging_queue_fence(s->cfg.adapter, w->queue, &done);
+        uint64_t done = 0, submitted = 0;
+        vidmm_status st = w->op == VMMD_OP_CONTEXT_WAIT
+                              ? vidmm_context_fence(s->cfg.adapter, w->queue, &submitted, &done)
+                              : vidmm_paging_queue_fence(s->cfg.adapter, w->queue, &done);
         if (st >= 0 && done < w->value && now < w->deadline_ns) {
             s->waits[keep++] = *w;
             continue;
         }
         if (st >= 0)
             st = done >= w->value ? VIDMM_OK : VIDMM_E_TIMEOUT;
-        reply(w->c, VMMD_OP_QUEUE_WAIT, w->request_id, st, NULL, 0, -1);
+        reply(w->c, w->op, w->request_id, st, NULL, 0, -1);
         s->st.waits_answered++;
     }
     s->nwaits = keep;
     return keep;
 }
 
+/* vidmm's trim notification for one of c's devices (TRIM_REGISTER): a
+ * TRIM event to c.  It runs on the loop's thread inside the vidmm call
+ * that found the process over budget - which may be another client's
+ * request (its demand lowered every budget) or a budget change - so the
+ * loop flushes every client with output after each batch. */
+static void on_trim(void *context, vidmm_handle device, uint32_t flags, uint64_t bytes_to_trim)
+{
+    struct vmmd_client *c = context;
+    if (c->dropping)
+        return;
+    for (uint32_t i = 1; i < c->nobj; i++)
+        if (c->objs[i].type == OBJ_DEVICE && c->objs[i].lib == device) {
+            uint8_t ev[VMMD_TRIM_EVENT_SIZE];
+            vmmd_put64(ev, obj_handle(c, i));
+            vmmd_put32(ev + 8, flags);
+            vmmd_put32(ev + 12, 0);
+            vmmd_put64(ev + 16, bytes_to_trim);
+            send_event(c, VMMD_EV_TRIM, ev, sizeof ev);
+            c->srv->st.trim_events++;
+            return;
+        }
+}
+
+/* The handles of an OFFER or RECLAIM list, translated into a buffer the
+ * caller frees when it is not stackbuf. */
+static vidmm_status list_get(const struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle *stackbuf,
+                             size_t stackn, vidmm_handle **out)
+{
+    vidmm_handle *list = r->u1 <= stackn ? stackbuf : malloc(sizeof *list * r->u1);
+    *out = list;
+    if (!list)
+        return VIDMM_E_NO_HOST_MEMORY;
+    return translate_list(c, r->list, r->u1, list);
+}
+
 static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
 {
     struct vidmm_adapter *a = s->cfg.adapter;
-    uint8_t out[64];
+    uint8_t out[VMMD_ADAPTER_INFO_SIZE];
     size_t n = 0;
     int fd = -1;
     vidmm_status st = VIDMM_OK;
@@ -578,9 +638,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         }
         st = vidmm_device_destroy(a, c->objs[slot].lib);
         if (st >= 0) {
-            /* The library destroyed the device's queues with it. */
+            /* The library destroyed the device's queues and contexts with it
+             * (and its trim registration). */
             for (uint32_t i = 1; i < c->nobj; i++)
-                if (c->objs[i].type == OBJ_QUEUE && c->objs[i].parent == slot)
+                if ((c->objs[i].type == OBJ_QUEUE || c->objs[i].type == OBJ_CONTEXT) && c->objs[i].parent == slot)
                     obj_free(c, i);
             obj_free(c, slot);
         }
@@ -810,6 +871,262 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
     case VMMD_OP_GPUVA_FREE:
         st = vidmm_gpuva_free(a, c->process, r->a, r->b);
         break;
+    case VMMD_OP_ADAPTER_INFO: {
+        struct vidmm_adapter_info ai;
+        memset(&ai, 0, sizeof ai);
+        st = vidmm_adapter_query_info(a, &ai);
+        const uint32_t u[8] = { ai.wddm_version, ai.memory_management_caps, ai.physical_adapter_flags,
+                                ai.segment_count, ai.aperture_segment_id, ai.agp_segment_id,
+                                ai.paging_buffer_segment_id, ai.paging_buffer_size };
+        for (int i = 0; i < 8; i++)
+            vmmd_put32(out + 4 * i, u[i]);
+        const uint64_t q[6] = { ai.aperture_segment_commit_limit, ai.live_allocations, ai.paging_buffers_submitted,
+                                ai.paging_restarts, ai.last_fence_submitted, ai.last_fence_completed };
+        for (int i = 0; i < 6; i++)
+            vmmd_put64(out + 32 + 8 * i, q[i]);
+        for (int i = 0; i < 17; i++) {
+            vmmd_put64(out + 80 + 8 * i, ai.paging_ops[i]);
+            vmmd_put64(out + 216 + 8 * i, ai.paging_bytes[i]);
+        }
+        n = VMMD_ADAPTER_INFO_SIZE;
+        break;
+    }
+    case VMMD_OP_SEGMENT_QUERY: {
+        struct vidmm_segment_info si;
+        memset(&si, 0, sizeof si);
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_segment_query(a, r->u0, &si);
+        vmmd_put32(out, si.id);
+        vmmd_put32(out + 4, (uint32_t)si.kind);
+        vmmd_put32(out + 8, si.flags);
+        vmmd_put32(out + 12, si.page_size);
+        const uint64_t q[7] = { si.base_address, si.size, si.commit_limit, si.committed,
+                                si.free_bytes, si.largest_free, si.allocations };
+        for (int i = 0; i < 7; i++)
+            vmmd_put64(out + 16 + 8 * i, q[i]);
+        vmmd_put32(out + 72, (uint32_t)si.cpu_visible);
+        vmmd_put32(out + 76, (uint32_t)si.cpu_host_aperture);
+        vmmd_put32(out + 80, si.host_aperture_pages);
+        vmmd_put32(out + 84, si.host_aperture_free);
+        n = VMMD_SEGMENT_INFO_SIZE;
+        break;
+    }
+    case VMMD_OP_ALLOC_SET_PRIORITY:
+        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_allocation_set_priority(a, c->objs[slot].lib, r->u0);
+        break;
+    case VMMD_OP_OFFER: {
+        uint32_t ds = obj_find(c, r->a, OBJ_DEVICE);
+        if (!ds) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        vidmm_handle stackbuf[64], *list = NULL;
+        st = list_get(c, r, stackbuf, 64, &list);
+        if (st >= 0)
+            st = vidmm_offer(a, c->objs[ds].lib, r->u1 ? list : NULL, r->u1, r->u0);
+        if (list != stackbuf)
+            free(list);
+        break;
+    }
+    case VMMD_OP_RECLAIM: {
+        /* Variable reply: u64 paging fence, count x u32 results (zeros
+         * on failure, as every reply's fields). */
+        uint32_t qs = obj_find(c, r->a, OBJ_QUEUE);
+        vidmm_handle stackbuf[64], *list = stackbuf;
+        uint8_t *rep = malloc(8 + 4 * (size_t)r->u1);
+        uint32_t *results = malloc(sizeof *results * (r->u1 ? r->u1 : 1));
+        uint64_t fence = 0;
+        if (!rep || !results)
+            st = VIDMM_E_NO_HOST_MEMORY;
+        else if (!qs)
+            st = VIDMM_E_INVALID_HANDLE;
+        else if (r->u0)
+            st = VIDMM_E_INVALID_ARG;
+        else
+            st = list_get(c, r, stackbuf, 64, &list);
+        if (st >= 0) {
+            memset(results, 0, sizeof *results * r->u1);
+            st = vidmm_reclaim(a, c->objs[qs].lib, r->u1 ? list : NULL, r->u1, results, &fence);
+        }
+        if (list != stackbuf)
+            free(list);
+        if (rep) {
+            vmmd_put64(rep, st >= 0 ? fence : 0);
+            for (uint32_t i = 0; i < r->u1; i++)
+                vmmd_put32(rep + 8 + 4 * (size_t)i, results && st >= 0 ? results[i] : 0);
+        }
+        free(results);
+        reply(c, op, r->h.request_id, st, rep, rep ? 8 + 4 * (size_t)r->u1 : 0, -1);
+        free(rep);
+        return;
+    }
+    case VMMD_OP_CHANGE_RESERVATION:
+    case VMMD_OP_PROCESS_SET_BUDGET:
+        if (r->u0 > 1 || r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        if (op == VMMD_OP_CHANGE_RESERVATION)
+            st = vidmm_change_video_memory_reservation(a, c->process, (enum vidmm_segment_group)r->u0, r->a);
+        else if (s->cfg.allow_set_budget)   /* the OS's call: only a daemon started for tests serves it */
+            st = vidmm_process_set_budget(a, c->process, (enum vidmm_segment_group)r->u0, r->a);
+        else
+            st = VIDMM_E_NOT_SUPPORTED;
+        break;
+    case VMMD_OP_TRIM_REGISTER:
+        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (r->u0 > 1 || r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_register_trim_notification(a, c->objs[slot].lib, r->u0 ? on_trim : NULL, r->u0 ? c : NULL);
+        break;
+    case VMMD_OP_GPUVA_UPDATE: {
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        struct vidmm_gpuva_update_op *ops = malloc(sizeof *ops * (r->u0 ? r->u0 : 1));
+        if (!ops) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            break;
+        }
+        for (uint32_t i = 0; i < r->u0 && st >= 0; i++) {
+            const uint8_t *p = r->list + (size_t)i * VMMD_GPUVA_OP_SIZE;
+            struct vidmm_gpuva_update_op *o = &ops[i];
+            memset(o, 0, sizeof *o);
+            o->type = vmmd_get32(p);
+            o->protection = vmmd_get32(p + 4);
+            o->va = vmmd_get64(p + 8);
+            o->size = vmmd_get64(p + 16);
+            o->offset = vmmd_get64(p + 32);
+            o->driver_protection = vmmd_get64(p + 40);
+            o->unmap_mode = vmmd_get32(p + 48);
+            o->reserved = vmmd_get32(p + 52);
+            o->source = vmmd_get64(p + 56);
+            /* Only a MAP names an allocation; elsewhere the field is 0. */
+            uint64_t h = vmmd_get64(p + 24);
+            if (o->type == VIDMM_GPUVA_UPDATE_MAP) {
+                uint32_t as = obj_find(c, h, OBJ_ALLOC);
+                if (!as)
+                    st = VIDMM_E_INVALID_HANDLE;
+                else
+                    o->allocation = c->objs[as].lib;
+            } else if (h) {
+                st = VIDMM_E_INVALID_ARG;
+            }
+        }
+        if (st >= 0)
+            st = vidmm_gpuva_update(a, c->process, r->u0 ? ops : NULL, r->u0);
+        free(ops);
+        break;
+    }
+    case VMMD_OP_CONTEXT_CREATE: {
+        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        struct vidmm_context_desc desc;
+        memset(&desc, 0, sizeof desc);
+        desc.node = (uint32_t)r->c;
+        desc.mode = (uint32_t)r->d;
+        desc.flags = r->u0;
+        desc.reserved = r->u1;
+        vidmm_handle ctx = 0;
+        st = vidmm_context_create(a, c->objs[slot].lib, &desc, &ctx);
+        if (st >= 0) {
+            uint32_t cs = obj_add(s, c, OBJ_CONTEXT, ctx, slot);
+            if (!cs) {
+                vidmm_context_destroy(a, ctx);
+                st = VIDMM_E_NO_HOST_MEMORY;
+                break;
+            }
+            vmmd_put64(out, obj_handle(c, cs));
+            n = 8;
+        }
+        break;
+    }
+    case VMMD_OP_CONTEXT_DESTROY:
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_context_destroy(a, c->objs[slot].lib);
+        if (st >= 0)
+            obj_free(c, slot);
+        break;
+    case VMMD_OP_SUBMIT_VIRTUAL: {
+        /* The command buffer is already in the process's GPU address
+         * space (an allocation the client filled through LOCK): only its
+         * address and size travel. */
+        uint64_t fence = 0;
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_submit_virtual(a, c->objs[slot].lib, r->b, r->u0, &fence);
+        if (st >= 0)
+            s->st.submissions++;
+        vmmd_put64(out, fence);
+        n = 8;
+        break;
+    }
+    case VMMD_OP_CONTEXT_FENCE: {
+        uint64_t sub = 0, done = 0;
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_context_fence(a, c->objs[slot].lib, &sub, &done);
+        vmmd_put64(out, sub);
+        vmmd_put64(out + 8, done);
+        n = 16;
+        break;
+    }
+    case VMMD_OP_CONTEXT_WAIT: {
+        /* As vidmm_context_wait, without blocking the loop: parked like
+         * a paging-queue wait when the fence has not passed. */
+        uint64_t sub = 0, done = 0;
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_context_fence(a, c->objs[slot].lib, &sub, &done);
+        if (st < 0)
+            break;
+        if (r->b > sub) {
+            st = VIDMM_E_INVALID_ARG;   /* never submitted: it would never pass */
+            break;
+        }
+        if (done < r->b) {
+            if (r->c == 0) {
+                st = VIDMM_E_TIMEOUT;
+                break;
+            }
+            park_wait(s, c, r, c->objs[slot].lib);
+            return;
+        }
+        st = VIDMM_OK;
+        break;
+    }
     case VMMD_OP_DEBUG_CHECK: {
         char report[2048] = "";
         int v = vidmm_adapter_check(a, report, sizeof report);

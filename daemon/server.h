@@ -27,6 +27,7 @@ struct vmmd_server_config {
     uint64_t max_locked_bytes;         /* per client: bytes under lock at once (0 = 256 MiB) */
     uint32_t max_objects;              /* per client: handles alive at once (0 = 65,536) */
     uint64_t salt_seed;                /* handle salts' seed: 0 = from the clock (fuzzing fixes it) */
+    int allow_set_budget;              /* PROCESS_SET_BUDGET served (tests); else VIDMM_E_NOT_SUPPORTED */
 };
 
 /* VIDMM_E_INVALID_ARG, VIDMM_E_NO_HOST_MEMORY or VIDMM_OK. */
@@ -60,18 +61,24 @@ int vmmd_client_fd(const struct vmmd_client *c);
  * objects with it. */
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen);
 int vmmd_client_closing(const struct vmmd_client *c);   /* drop once flushed */
+/* Messages queued and not sent yet: a trim event for this client may be
+ * queued while another client's request is handled, so the loop flushes
+ * every client with output after each batch. */
+int vmmd_client_has_output(const struct vmmd_client *c);
 /* One word the event loop keeps per client (its epoll mode). */
 int *vmmd_client_loop_word(struct vmmd_client *c);
 struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i);
 size_t vmmd_server_client_count(const struct vmmd_server *s);
 
-/* Answer the parked waits whose fence passed or whose time ran out;
+/* Answer the parked waits (paging-queue and context fences) whose fence
+ * passed or whose time ran out;
  * returns how many are still parked. */
 size_t vmmd_server_poll_waits(struct vmmd_server *s);
 
 struct vmmd_server_stats {
     uint64_t connections, disconnections, requests, protocol_errors, locks, copy_bytes;
     uint64_t waits_parked, waits_answered;
+    uint64_t trim_events, submissions;
 };
 void vmmd_server_get_stats(const struct vmmd_server *s, struct vmmd_server_stats *out);
 

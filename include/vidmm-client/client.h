@@ -22,8 +22,12 @@
 #ifndef VIDMM_CLIENT_H
 #define VIDMM_CLIENT_H
 
+#include "vidmm/adapter.h"
 #include "vidmm/allocation.h"
+#include "vidmm/device.h"
+#include "vidmm/process.h"
 #include "vidmm/residency.h"
+#include "vidmm/segment.h"
 #include "vidmm/status.h"
 
 #include <stddef.h>
@@ -113,6 +117,67 @@ vidmm_status vidmm_client_gpuva_map(struct vidmm_client *c, uint64_t base, uint6
                                     vidmm_handle allocation, uint64_t offset, uint64_t size, unsigned protection,
                                     uint64_t driver_protection, uint64_t *va);
 vidmm_status vidmm_client_gpuva_free(struct vidmm_client *c, uint64_t va, uint64_t size);
+
+/* Batched GPU VA changes (vidmm_gpuva_update): at most 1,023 operations
+ * (what one message holds; the library takes 4,096), else
+ * VIDMM_E_INVALID_ARG; a MAP names one of the connection's allocations,
+ * the other operations leave allocation 0. */
+vidmm_status vidmm_client_gpuva_update(struct vidmm_client *c, const struct vidmm_gpuva_update_op *ops,
+                                       uint32_t count);
+
+/* The adapter the daemon owns (vidmm_adapter_query_info,
+ * vidmm_segment_query): the same answers every connection gets. */
+vidmm_status vidmm_client_adapter_query_info(struct vidmm_client *c, struct vidmm_adapter_info *out);
+vidmm_status vidmm_client_segment_query(struct vidmm_client *c, uint32_t id, struct vidmm_segment_info *out);
+
+/* Residency controls (vidmm/residency.h) on the connection's objects. */
+vidmm_status vidmm_client_allocation_set_priority(struct vidmm_client *c, vidmm_handle allocation, uint32_t priority);
+vidmm_status vidmm_client_offer(struct vidmm_client *c, vidmm_handle device, const vidmm_handle *allocations,
+                                uint32_t count, uint32_t offer_priority);
+/* results: count entries (VIDMM_RECLAIM_*); paging_fence_value may be NULL. */
+vidmm_status vidmm_client_reclaim(struct vidmm_client *c, vidmm_handle paging_queue, const vidmm_handle *allocations,
+                                  uint32_t count, uint32_t *results, uint64_t *paging_fence_value);
+vidmm_status vidmm_client_change_video_memory_reservation(struct vidmm_client *c, enum vidmm_segment_group group,
+                                                          uint64_t reservation);
+/* The OS's call (vidmm_process_set_budget) on the connection's own
+ * process: VIDMM_E_NOT_SUPPORTED unless the daemon runs with
+ * --allow-set-budget (tests). */
+vidmm_status vidmm_client_process_set_budget(struct vidmm_client *c, enum vidmm_segment_group group, uint64_t budget);
+
+/* Trim notifications (vidmm_register_trim_notification) for one of the
+ * connection's devices; callback NULL unregisters.  The daemon sends a
+ * TRIM event when vidmm finds the process over budget (docs/PROTOCOL.md
+ * "Events"); the library calls callback(context, device, flags, bytes)
+ * on the caller's own thread - when a call on this connection returns
+ * (the event came before its reply) or from vidmm_client_poll_events -
+ * never from a thread of its own, and without the connection's lock held
+ * (the callback may call the library: evict, destroy...).  Up to 256
+ * events wait undelivered; past that only the latest per device and
+ * flags is kept.  Destroying the device drops its registration. */
+vidmm_status vidmm_client_register_trim_notification(struct vidmm_client *c, vidmm_handle device,
+                                                     vidmm_trim_callback callback, void *context);
+/* Read the events waiting on the socket without blocking and deliver
+ * them; *delivered (may be NULL) = events read.  Call it when
+ * vidmm_client_fd polls readable between requests. */
+vidmm_status vidmm_client_poll_events(struct vidmm_client *c, uint32_t *delivered);
+/* The connection's socket, for poll()/epoll: readable when an event
+ * waits.  Only for waiting - reading it is vidmm_client_poll_events's. */
+int vidmm_client_fd(const struct vidmm_client *c);
+
+/* Contexts and virtual submission (vidmm/device.h, vidmm/submit.h).  The
+ * command buffer lives in the process's GPU address space - an
+ * allocation filled through lock/unlock and mapped with gpuva_map - so
+ * only gpu_va and size travel.  context_wait is answered by the daemon
+ * when the context fence reaches value (its loop never blocks on it). */
+vidmm_status vidmm_client_context_create(struct vidmm_client *c, vidmm_handle device,
+                                         const struct vidmm_context_desc *desc, vidmm_handle *context);
+vidmm_status vidmm_client_context_destroy(struct vidmm_client *c, vidmm_handle context);
+vidmm_status vidmm_client_submit_virtual(struct vidmm_client *c, vidmm_handle context, uint64_t gpu_va, uint32_t size,
+                                         uint64_t *fence);
+vidmm_status vidmm_client_context_fence(struct vidmm_client *c, vidmm_handle context, uint64_t *submitted,
+                                        uint64_t *completed);
+vidmm_status vidmm_client_context_wait(struct vidmm_client *c, vidmm_handle context, uint64_t value,
+                                       uint64_t timeout_ns);
 
 /* Debug: the daemon runs vidmm_adapter_check now (and logs any report).
  * violations, clients (connections open) and live_allocations (whole

@@ -4,10 +4,16 @@
 # (basic.c, hostile.c, multi.c: 8 processes at 2x over-commitment, then
 # 4 with one SIGKILLed mid-run), then SIGTERM: the daemon must exit 0
 # with "clean" (no allocation, host block or checker violation left).
+# Then a second daemon, a dgpu at its default sizes that lets clients pin
+# their budgets (--allow-set-budget): api.c (the rest of the API over the
+# wire: contexts, submission, context waits, offer/reclaim, trim events),
+# the D3DKMT conformance tests through the remote backend
+# (vidmm-d3dkmt-tests --remote) and the sample D3DKMT client (--remote);
+# it too must shut down clean.
 # Prints "daemon: N passed, M failed" (run.sh sums it).
 b=${1:-build}
 t=$(mktemp -d)
-trap 'kill -TERM $dpid 2>/dev/null; rm -rf "$t"' EXIT
+trap 'kill -TERM $dpid $dpid2 2>/dev/null; rm -rf "$t"' EXIT
 sock="$t/vidmmd.sock"
 p=0; f=0
 out="$t/out"
@@ -19,6 +25,8 @@ while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 run() {
   timeout 60 "$@" >"$out" 2>&1
   rc=$?
+  # A bare summary (the D3DKMT tests') gets the prefix run.sh does not sum.
+  sed -E 's/^([0-9]+ passed, [0-9]+ failed)$/daemon remote: \1/' "$out" >"$out.1" && mv "$out.1" "$out"
   cat "$out"
   line=$(grep -E '^daemon [a-z]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
   if [ -z "$line" ]; then
@@ -34,6 +42,7 @@ run "$b/tests/daemon/basic" "$sock"
 run "$b/tests/daemon/hostile" "$sock"
 run "$b/tests/daemon/multi" "$sock" stress 8 6 1048576 30
 run "$b/tests/daemon/multi" "$sock" kill 4 6 1048576 60
+run "$b/tests/daemon/api" "$sock" cross
 kill -TERM $dpid
 wait $dpid
 drc=$?
@@ -46,6 +55,31 @@ else
 fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
 if [ "${ev:-0}" -gt 0 ]; then p=$((p + 1)); else echo "daemon: FAIL no eviction: not over-committed"; f=$((f + 1)); fi
-grep -E '^vidmmd: (shutdown|residency|leak report)' "$t/log"
+grep -E '^vidmmd: (shutdown|residency|submissions|leak report)' "$t/log"
+
+# The second daemon: the rest of the API and the D3DKMT front end.
+sock2="$t/vidmmd2.sock"
+"$b/vidmmd" --socket "$sock2" --allow-set-budget 2>"$t/log2" &
+dpid2=$!
+i=0
+while [ ! -S "$sock2" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+run "$b/tests/daemon/api" "$sock2"
+run "$b/vidmm-d3dkmt-tests" --remote "$sock2"
+if VIDMMD_SOCKET="$sock2" timeout 60 "$b/examples/d3dkmt_client/d3dkmt_client" --remote >"$out" 2>&1; then
+  echo "daemon: d3dkmt_client --remote ok"; p=$((p + 1))
+else
+  cat "$out"; echo "daemon: FAIL d3dkmt_client --remote"; f=$((f + 1))
+fi
+kill -TERM $dpid2
+wait $dpid2
+drc=$?
+if [ $drc -eq 0 ] && grep -q '^vidmmd: clean$' "$t/log2"; then
+  p=$((p + 1))
+else
+  echo "daemon: FAIL the second vidmmd exit $drc at SIGTERM; its log:"
+  tail -n 20 "$t/log2"
+  f=$((f + 1))
+fi
+grep -E '^vidmmd: (shutdown|submissions|leak report)' "$t/log2"
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]
