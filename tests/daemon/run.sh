@@ -11,8 +11,11 @@ trap 'kill -TERM $dpid 2>/dev/null; rm -rf "$t"' EXIT
 sock="$t/vidmmd.sock"
 p=0; f=0
 out="$t/out"
+# As root (CI) the daemon must be given a user to drop to.
+as_user=""
+[ "$(id -u)" -eq 0 ] && as_user="--user nobody"
 # 24 MiB of local memory: 8 processes x 6 MiB over-commit it twice.
-"$b/vidmmd" --socket "$sock" --segment 1=8M --segment 2=16M 2>"$t/log" &
+"$b/vidmmd" --socket "$sock" $as_user --segment 1=8M --segment 2=16M 2>"$t/log" &
 dpid=$!
 i=0
 while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
