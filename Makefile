@@ -116,7 +116,7 @@ RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o
 $(TOOL_OBJ): CFLAGS_ALL += -Itests
 $(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
 $(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC) $(LIBS) -ldl
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(CLIENT_LIB) $(STATIC) $(LIBS) -ldl
 
 $(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
 $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
@@ -301,6 +301,8 @@ $(VIDMMD): $(DAEMON_OBJ) $(SOFTGPU) $(STATIC)
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+# vidmm ps, top and info --socket are clients of the daemon.
+$(TOOL): $(CLIENT_LIB)
 
 # Test programs: the client library (plus libvidmm for vidmm_status_str).
 $(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
