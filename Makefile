@@ -323,8 +323,9 @@ $(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
 daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
 all: $(VIDMMD) $(CLIENT_LIB)
 test: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
-daemon-test: daemon
+daemon-test: daemon $(TOOL)
 	sh tests/daemon/run.sh $(BUILD)
+long: daemon
 daemon-bench: daemon
 	$(BUILD)/tests/daemon/rtt_bench $(VIDMMD)
 .PHONY: daemon daemon-test daemon-bench
