@@ -328,6 +328,7 @@ daemon-test: daemon $(TOOL)
 long: daemon
 daemon-bench: daemon
 	$(BUILD)/tests/daemon/rtt_bench $(VIDMMD)
+	$(BUILD)/tests/daemon/scale_bench $(VIDMMD)
 .PHONY: daemon daemon-test daemon-bench
 
 # ---- fuzzing (fuzz/, docs/FUZZING.md) -------------------------------------
