@@ -49,7 +49,8 @@ static void client(const char *sock, int ready, int go, int result)
             _exit(11);
     }
     struct softgpu_alloc_desc sd = dt_desc(SOFTGPU_ALLOC_CONSTANT, 4096);
-    if (vidmm_client_allocation_create2(c, &sd, sizeof sd, 0, &small) < 0 || dt_make_resident(c, dev, q, h, LIST) < 0)
+    if (vidmm_client_allocation_create2(c, &sd, sizeof sd, 0, &small) < 0 || dt_make_resident(c, dev, q, h, LIST) < 0 ||
+        dt_make_resident(c, dev, q, &small, 1) < 0)
         _exit(12);
     char b = 'r';
     if (write(ready, &b, 1) != 1 || read(go, deadline, sizeof deadline) != (ssize_t)sizeof deadline)
