@@ -320,10 +320,11 @@ $(TOOL): $(CLIENT_LIB)
 $(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
 
-daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
+# The tool too: tests/daemon/run.sh runs vidmm ps, top and info --socket.
+daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS) $(TOOL)
 all: $(VIDMMD) $(CLIENT_LIB)
 test: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
-daemon-test: daemon $(TOOL)
+daemon-test: daemon
 	sh tests/daemon/run.sh $(BUILD)
 long: daemon
 daemon-bench: daemon

@@ -756,9 +756,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle d = 0;
         st = vidmm_device_create(a, c->process, &d);
         if (st >= 0) {
-            st = obj_add(s, c, OBJ_DEVICE, d, 0, &slot);
-            if (st < 0) {
+            vidmm_status ost = obj_add(s, c, OBJ_DEVICE, d, 0, &slot);
+            if (ost < 0) {
                 vidmm_device_destroy(a, d);
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, slot));
@@ -793,9 +794,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         st = vidmm_paging_queue_create(a, c->objs[slot].lib, (int)(int32_t)r->u0, &q);
         if (st >= 0) {
             uint32_t qs = 0;
-            st = obj_add(s, c, OBJ_QUEUE, q, slot, &qs);
-            if (st < 0) {
+            vidmm_status ost = obj_add(s, c, OBJ_QUEUE, q, slot, &qs);
+            if (ost < 0) {
                 vidmm_paging_queue_destroy(a, q);
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, qs));
@@ -859,19 +861,19 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
             memset(&as, 0, sizeof as);
             vidmm_status qst = vidmm_allocation_query(a, h, &as);
             uint32_t aslot = 0;
-            if (qst < 0) {
-                st = qst;
-            } else if (as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
+            vidmm_status ast = qst;   /* st keeps the creation's own success status (VIDMM_PENDING) */
+            if (qst >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
                 s->st.quota_refusals++;
                 LOG(s, 1, "client %u (pid %ld): allocation of %llu bytes over its limit (%llu of %llu alive)\n",
                     c->id, (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
                     (unsigned long long)s->cfg.max_alloc_bytes);
-                st = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
-            } else {
-                st = obj_add(s, c, OBJ_ALLOC, h, 0, &aslot);
+                ast = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+            } else if (qst >= 0) {
+                ast = obj_add(s, c, OBJ_ALLOC, h, 0, &aslot);
             }
-            if (st < 0) {
+            if (ast < 0) {
                 vidmm_allocation_destroy(a, h);
+                st = ast;
                 break;
             }
             c->objs[aslot].size = as.size;
