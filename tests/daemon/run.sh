@@ -10,7 +10,8 @@
 #     /proc), and refuses root without --user;
 #  3. a daemon with small limits and limits.c against it;
 #  4. socket activation: the listening socket handed over as LISTEN_FDS
-#     (listen_exec.c), clients through it, and bad hand-overs refused.
+#     (listen_exec.c), clients through it, and bad hand-overs refused;
+#  5. the systemd units through systemd-analyze verify, when it exists.
 # DAEMON_CHAOS_SECONDS (default 6) is the chaos test's length (make long
 # sets more); VIDMM_TEST_SEED replays a chaos seed.
 # Prints "daemon: N passed, M failed" (tests/run.sh sums it).
@@ -127,6 +128,20 @@ wait_socket "$t/own.sock"
 if [ -S "$t/own.sock" ] && "$b/vidmm" ps --socket "$t/own.sock" >/dev/null; then ok; else
   bad "LISTEN_PID of another process: the daemon did not serve its own socket"; fi
 stop_clean "$t/own.log"
+
+# ---- 5. the unit files, as make install writes them (ExecStart names
+# this build's daemon), through systemd's own checker when it is here.
+if command -v systemd-analyze >/dev/null 2>&1; then
+  mkdir -p "$t/units"
+  bindir=$(cd "$b" && pwd)
+  for u in vidmmd.service vidmmd.socket; do
+    sed "s|@BINDIR@|$bindir|g" "daemon/systemd/$u.in" > "$t/units/$u"
+  done
+  if (cd "$t/units" && systemd-analyze verify --man=no ./vidmmd.socket ./vidmmd.service) >"$t/verify.log" 2>&1; then
+    ok; else bad "systemd-analyze verify: $(cat "$t/verify.log")"; fi
+else
+  echo "daemon: systemd-analyze not found: the unit files are not verified"
+fi
 
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]
