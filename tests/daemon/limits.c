@@ -268,6 +268,47 @@ static void test_requests(const char *sock, uint32_t limit)
     close(fd);
 }
 
+/* ADMIN_CLIENTS's paging and its reserved word, on the wire. */
+static void test_admin_wire(const char *sock)
+{
+    int fd = raw_connect(sock);
+    CHECK(fd >= 0, "raw connection");
+    if (fd < 0)
+        return;
+    uint8_t p[8], m[VMMD_MAX_MESSAGE];
+    uint32_t total = 0;
+    for (uint32_t first = 0; first < 3; first++) {
+        vmmd_put32(p, first);
+        vmmd_put32(p + 4, 0);
+        ssize_t r = raw_send(fd, VMMD_OP_ADMIN_CLIENTS, p, 8, 50 + first) == 0 ? recv(fd, m, sizeof m, 0) : -1;
+        CHECK(r >= (ssize_t)(VMMD_HEADER_SIZE + 16) && (int32_t)vmmd_get32(m + VMMD_HEADER_SIZE) == 0,
+              "ADMIN_CLIENTS from %u answered", first);
+        if (r < (ssize_t)(VMMD_HEADER_SIZE + 16))
+            break;
+        uint32_t t = vmmd_get32(m + VMMD_HEADER_SIZE + 8), n = vmmd_get32(m + VMMD_HEADER_SIZE + 12);
+        if (first == 0)
+            total = t;
+        CHECK(t == total && n == (first < t ? t - first : 0) &&
+                  r == (ssize_t)(VMMD_HEADER_SIZE + 16 + (size_t)n * VMMD_ADMIN_CLIENT_SIZE),
+              "from %u: %u of %u records in %zd bytes", first, n, t, r);
+    }
+    CHECK(total == 2, "two connections open (the admin one and this), %u listed", total);
+    int32_t st = 0;
+    uint64_t id = 0, v = 0;
+    vmmd_put32(p, 0);
+    vmmd_put32(p + 4, 1);
+    CHECK(raw_send(fd, VMMD_OP_ADMIN_CLIENTS, p, 8, 60) == 0 && raw_recv(fd, &st, &id, &v) == 0 &&
+              st == VIDMM_E_INVALID_ARG && id == 60,
+          "a non-zero reserved word: %d", st);
+    CHECK(raw_send(fd, VMMD_OP_ADMIN_ADAPTER, p, 8, 61) == 0 && raw_recv(fd, &st, &id, &v) == 0 &&
+              st == VIDMM_E_INVALID_ARG && id == 61,
+          "ADMIN_ADAPTER with a payload: %d", st);
+    CHECK(raw_send(fd, VMMD_OP_ADMIN_ADAPTER, NULL, 0, 62) == 0 && raw_recv(fd, &st, &id, &v) == 0 && st == 0 &&
+              id == 62,
+          "the connection goes on: %d", st);
+    close(fd);
+}
+
 /* A uid that is neither the daemon's nor root may not ask. */
 static void test_admin_uid(const char *sock)
 {
@@ -331,6 +372,7 @@ int main(int argc, char **argv)
     test_handles(sock, handles);
     test_connections(sock, conns);
     test_requests(sock, requests);
+    test_admin_wire(sock);
     test_admin_uid(sock);
     uint32_t violations = 1;
     CHECK_ST(vidmm_client_debug_check(admin, &violations, NULL, NULL), VIDMM_OK);
