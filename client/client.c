@@ -935,3 +935,114 @@ vidmm_status vidmm_client_context_wait(struct vidmm_client *c, vidmm_handle cont
     vidmm_status st = call(c, VMMD_OP_CONTEXT_WAIT, 24);
     LEAVE(c, st);
 }
+
+const char *vidmm_client_status_str(vidmm_status status)
+{
+    return vmmd_status_str((int)status);
+}
+
+vidmm_status vidmm_client_admin_adapter(struct vidmm_client *c, struct vidmm_client_admin_adapter *out)
+{
+    if (!out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vidmm_status st = call(c, VMMD_OP_ADMIN_ADAPTER, 0);
+    if (st >= 0 && need(c, VMMD_ADMIN_ADAPTER_FIXED)) {
+        const uint8_t *r = c->rp;
+        memset(out, 0, sizeof *out);
+        out->daemon_pid = vmmd_get32(r);
+        out->daemon_uid = vmmd_get32(r + 4);
+        out->clients = vmmd_get32(r + 8);
+        uint32_t nseg = vmmd_get32(r + 12);
+        out->connections = vmmd_get64(r + 16);
+        out->requests = vmmd_get64(r + 24);
+        out->protocol_errors = vmmd_get64(r + 32);
+        out->locks = vmmd_get64(r + 40);
+        out->host_blocks = (int64_t)vmmd_get64(r + 48);
+        out->host_bytes = (int64_t)vmmd_get64(r + 56);
+        out->live_allocations = vmmd_get64(r + 64);
+        out->make_resident_calls = vmmd_get64(r + 72);
+        out->evictions = vmmd_get64(r + 80);
+        out->restores = vmmd_get64(r + 88);
+        out->bytes_evicted = vmmd_get64(r + 96);
+        out->bytes_restored = vmmd_get64(r + 104);
+        out->paging_buffers_submitted = vmmd_get64(r + 112);
+        out->uptime_ns = vmmd_get64(r + 120);
+        out->max_alloc_bytes = vmmd_get64(r + 128);
+        out->max_locked_bytes = vmmd_get64(r + 136);
+        out->max_handles = vmmd_get32(r + 144);
+        out->max_requests = vmmd_get32(r + 148);
+        out->max_connections_per_uid = vmmd_get32(r + 152);
+        out->wddm_version = vmmd_get32(r + 156);
+        out->quota_refusals = vmmd_get64(r + 160);
+        if (nseg > VIDMM_CLIENT_ADMIN_MAX_SEGMENTS ||
+            !need(c, VMMD_ADMIN_ADAPTER_FIXED + (size_t)nseg * VMMD_ADMIN_SEGMENT_SIZE))
+            LEAVE(c, VIDMM_E_DEVICE_LOST);
+        out->segment_count = nseg;
+        for (uint32_t i = 0; i < nseg; i++) {
+            const uint8_t *p = r + VMMD_ADMIN_ADAPTER_FIXED + (size_t)i * VMMD_ADMIN_SEGMENT_SIZE;
+            struct vidmm_client_admin_segment *g = &out->segment[i];
+            g->id = vmmd_get32(p);
+            g->kind = vmmd_get32(p + 4);
+            g->size = vmmd_get64(p + 8);
+            g->committed = vmmd_get64(p + 16);
+            g->free_bytes = vmmd_get64(p + 24);
+            g->commit_limit = vmmd_get64(p + 32);
+            g->flags = vmmd_get32(p + 40);
+            g->page_size = vmmd_get32(p + 44);
+            memcpy(g->region, p + 48, 15);
+            g->region[15] = 0;
+        }
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+vidmm_status vidmm_client_admin_processes(struct vidmm_client *c, uint32_t first,
+                                          struct vidmm_client_admin_process *out, uint32_t max, uint32_t *count,
+                                          uint32_t *total)
+{
+    if (max && !out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vmmd_put32(P, first);
+    vmmd_put32(P + 4, 0);
+    vidmm_status st = call(c, VMMD_OP_ADMIN_CLIENTS, 8);
+    if (st >= 0 && need(c, 8)) {
+        const uint8_t *r = c->rp;
+        uint32_t n = vmmd_get32(r + 4);
+        if (n > VMMD_ADMIN_CLIENTS_PER_REPLY || !need(c, 8 + (size_t)n * VMMD_ADMIN_CLIENT_SIZE))
+            LEAVE(c, VIDMM_E_DEVICE_LOST);
+        if (total)
+            *total = vmmd_get32(r);
+        if (n > max)
+            n = max;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *p = r + 8 + (size_t)i * VMMD_ADMIN_CLIENT_SIZE;
+            struct vidmm_client_admin_process *o = &out[i];
+            memset(o, 0, sizeof *o);
+            o->connection = vmmd_get32(p);
+            o->pid = vmmd_get32(p + 4);
+            o->uid = vmmd_get32(p + 8);
+            o->gid = vmmd_get32(p + 12);
+            memcpy(o->comm, p + 16, 15);
+            o->comm[15] = 0;
+            o->process = vmmd_get64(p + 32);
+            o->allocated_bytes = vmmd_get64(p + 40);
+            o->allocations = vmmd_get32(p + 48);
+            o->handles = vmmd_get32(p + 52);
+            o->locked_bytes = vmmd_get64(p + 56);
+            for (int g = 0; g < 2; g++) {
+                o->budget[g] = vmmd_get64(p + 64 + 16 * g);
+                o->usage[g] = vmmd_get64(p + 72 + 16 * g);
+            }
+            o->evictions = vmmd_get64(p + 96);
+            o->restores = vmmd_get64(p + 104);
+            o->requests = vmmd_get64(p + 112);
+            o->in_flight = vmmd_get32(p + 120);
+            o->flags = vmmd_get32(p + 124);
+        }
+        if (count)
+            *count = n;
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}

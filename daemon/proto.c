@@ -5,6 +5,8 @@
  */
 #include "proto.h"
 
+#include "vidmm/status.h"
+
 #include <string.h>
 
 void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id)
@@ -45,6 +47,7 @@ int vmmd_request_fixed_size(uint16_t opcode)
     case VMMD_OP_ADAPTER_INFO:
     case VMMD_OP_DEBUG_CHECK:
     case VMMD_OP_ECHO:
+    case VMMD_OP_ADMIN_ADAPTER:
         return 0;
     case VMMD_OP_DEVICE_DESTROY:
     case VMMD_OP_QUEUE_DESTROY:
@@ -58,6 +61,7 @@ int vmmd_request_fixed_size(uint16_t opcode)
     case VMMD_OP_CONTEXT_DESTROY:
     case VMMD_OP_CONTEXT_FENCE:
     case VMMD_OP_GPUVA_UPDATE:
+    case VMMD_OP_ADMIN_CLIENTS:
         return 8;
     case VMMD_OP_QUEUE_CREATE:
     case VMMD_OP_ALLOC_CREATE:
@@ -109,6 +113,7 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
         return VMMD_DECODE_OK;
     case VMMD_OP_QUERY_VIDMEM:
     case VMMD_OP_SEGMENT_QUERY:
+    case VMMD_OP_ADMIN_CLIENTS:
         out->u0 = vmmd_get32(p);
         out->u1 = vmmd_get32(p + 4);
         break;
@@ -237,6 +242,7 @@ const char *vmmd_op_name(uint16_t opcode)
         [VMMD_OP_SUBMIT_VIRTUAL] = "SUBMIT_VIRTUAL", [VMMD_OP_CONTEXT_FENCE] = "CONTEXT_FENCE",
         [VMMD_OP_CONTEXT_WAIT] = "CONTEXT_WAIT", [VMMD_EV_TRIM] = "TRIM (event)",
         [VMMD_OP_PROCESS_SET_BUDGET] = "PROCESS_SET_BUDGET", [VMMD_OP_DEBUG_CHECK] = "DEBUG_CHECK", [VMMD_OP_ECHO] = "ECHO",
+        [VMMD_OP_ADMIN_ADAPTER] = "ADMIN_ADAPTER", [VMMD_OP_ADMIN_CLIENTS] = "ADMIN_CLIENTS",
     };
     uint16_t op = (uint16_t)(opcode & ~VMMD_REPLY);
     return op < VMMD_OP_LAST && names[op] ? names[op] : "?";
@@ -255,4 +261,13 @@ const char *vmmd_decode_str(int result)
     case VMMD_DECODE_BAD_FLAGS: return "non-zero request flags";
     default: return "?";
     }
+}
+
+const char *vmmd_status_str(int status)
+{
+    if (status == VMMD_E_QUOTA_EXCEEDED)
+        return "VIDMM_CLIENT_E_QUOTA_EXCEEDED";
+    if (status == VMMD_E_ACCESS_DENIED)
+        return "VIDMM_CLIENT_E_ACCESS_DENIED";
+    return vidmm_status_str((vidmm_status)status);
 }

@@ -60,7 +60,11 @@ enum vmmd_op {
     VMMD_OP_CONTEXT_WAIT = 31,
     VMMD_OP_DEBUG_CHECK = 32,
     VMMD_OP_ECHO = 33,
-    /* 40-51: other slices of the API. */
+    /* Administration (docs/PROTOCOL.md "Administration"): only the
+     * daemon's own uid or root may send them. */
+    VMMD_OP_ADMIN_ADAPTER = 40,
+    VMMD_OP_ADMIN_CLIENTS = 41,
+    /* 48-51: shared allocations. */
     /* An event: sent by the daemon unasked (opcode | VMMD_REPLY, request
      * id 0), never accepted as a request. */
     VMMD_EV_TRIM = 64,
@@ -68,12 +72,26 @@ enum vmmd_op {
     VMMD_OP_LAST = 96
 };
 
-/* Payload sizes of the fixed records of this slice. */
+/* Payload sizes of the fixed records of the API's requests. */
 #define VMMD_ADAPTER_INFO_SIZE 352u     /* ADAPTER_INFO reply after the status */
 #define VMMD_SEGMENT_INFO_SIZE 88u      /* SEGMENT_QUERY reply after the status */
 #define VMMD_GPUVA_OP_SIZE 64u          /* one GPUVA_UPDATE operation */
 #define VMMD_MAX_GPUVA_OPS ((VMMD_MAX_PAYLOAD - 8u) / VMMD_GPUVA_OP_SIZE)
 #define VMMD_TRIM_EVENT_SIZE 24u        /* TRIM event after the status */
+
+/* Statuses the daemon adds to vidmm_status (replies carry them in the
+ * same field; include/vidmm-client/client.h names them for clients). */
+#define VMMD_E_QUOTA_EXCEEDED (-256)   /* a per-connection or per-uid limit of the daemon */
+#define VMMD_E_ACCESS_DENIED  (-257)   /* an administration request from another uid */
+
+/* ADMIN_ADAPTER reply (after the status): the fixed part, then
+ * VMMD_ADMIN_SEGMENT_SIZE bytes per segment. */
+#define VMMD_ADMIN_ADAPTER_FIXED 168u
+#define VMMD_ADMIN_SEGMENT_SIZE 64u
+#define VMMD_ADMIN_MAX_SEGMENTS 32u
+/* ADMIN_CLIENTS reply: u32 total, u32 count, then count records. */
+#define VMMD_ADMIN_CLIENT_SIZE 128u
+#define VMMD_ADMIN_CLIENTS_PER_REPLY ((VMMD_MAX_PAYLOAD - 16u) / VMMD_ADMIN_CLIENT_SIZE)
 
 struct vmmd_header {
     uint32_t magic;
@@ -143,5 +161,7 @@ int vmmd_request_fixed_size(uint16_t opcode);
 
 const char *vmmd_op_name(uint16_t opcode);
 const char *vmmd_decode_str(int result);
+/* vidmm_status_str, and the daemon's own statuses above. */
+const char *vmmd_status_str(int status);
 
 #endif

@@ -36,6 +36,7 @@ struct obj {
     uint16_t gen;
     uint32_t parent;        /* queue: the device's slot */
     vidmm_handle lib;
+    uint64_t size;          /* allocation: bytes placed (the per-connection byte limit) */
     /* allocation under lock: the daemon's mapping of the copy */
     uint32_t lock_count;
     uint8_t *map;
@@ -74,8 +75,14 @@ struct vmmd_client {
     struct obj *objs;       /* slot 0 unused */
     uint32_t nobj, cap, live;
     uint64_t locked_bytes;
+    char comm[16];          /* /proc/PID/comm at connect ("" when unknown) */
+    uint64_t alloc_bytes;   /* bytes of the allocations alive */
+    uint32_t nallocs;
+    uint32_t nwaits;        /* parked QUEUE_WAITs */
+    uint64_t requests;
+    uint64_t retired_evictions, retired_restores;   /* of allocations destroyed */
     struct outmsg *out_head, *out_tail;
-    size_t out_bytes;
+    size_t out_bytes, out_count;
     vidmm_status last_status;   /* of the last reply (the verbose log) */
     int loop_word;
 };
@@ -88,6 +95,7 @@ struct vmmd_server {
     size_t nwaits, wcap;
     uint32_t next_id;
     uint64_t salt_state;
+    uint64_t start_ns;
     struct vmmd_server_stats st;
 };
 
@@ -118,6 +126,13 @@ vidmm_status vmmd_server_create(const struct vmmd_server_config *cfg, struct vmm
         s->cfg.max_locked_bytes = (uint64_t)256 << 20;
     if (!s->cfg.max_objects || s->cfg.max_objects > (1u << 24) - 1)
         s->cfg.max_objects = 65536;
+    if (!s->cfg.max_alloc_bytes)
+        s->cfg.max_alloc_bytes = (uint64_t)4 << 30;
+    if (!s->cfg.max_requests)
+        s->cfg.max_requests = 256;
+    if (!s->cfg.max_connections_per_uid)
+        s->cfg.max_connections_per_uid = 256;
+    s->start_ns = now_ns();
     s->salt_state = cfg->salt_seed ? cfg->salt_seed
                                    : 0x9e3779b97f4a7c15ull ^ (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
     *out = s;
@@ -177,10 +192,18 @@ static uint32_t obj_find(const struct vmmd_client *c, uint64_t h, uint8_t type)
     return slot;
 }
 
-static uint32_t obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t type, vidmm_handle lib, uint32_t parent)
+/* A slot for a new object: VIDMM_OK with *out set, VMMD_E_QUOTA_EXCEEDED
+ * at the connection's handle limit, VIDMM_E_NO_HOST_MEMORY when the
+ * table cannot grow. */
+static vidmm_status obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t type, vidmm_handle lib,
+                            uint32_t parent, uint32_t *out)
 {
-    if (c->live >= s->cfg.max_objects)
-        return 0;
+    *out = 0;
+    if (c->live >= s->cfg.max_objects) {
+        s->st.quota_refusals++;
+        LOG(s, 1, "client %u (pid %ld): handle limit (%u) reached\n", c->id, (long)c->pid, s->cfg.max_objects);
+        return (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+    }
     uint32_t slot = 0;
     for (uint32_t i = 1; i < c->nobj; i++)   /* first free slot: tables are small */
         if (c->objs[i].type == OBJ_FREE) {
@@ -192,7 +215,7 @@ static uint32_t obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t ty
             uint32_t ncap = c->cap ? c->cap * 2 : 16;
             struct obj *n = realloc(c->objs, ncap * sizeof *n);
             if (!n)
-                return 0;
+                return VIDMM_E_NO_HOST_MEMORY;
             c->objs = n;
             c->cap = ncap;
         }
@@ -211,7 +234,8 @@ static uint32_t obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t ty
     o->lib = lib;
     o->parent = parent;
     c->live++;
-    return slot;
+    *out = slot;
+    return VIDMM_OK;
 }
 
 static void obj_unlock_all(struct vmmd_client *c, struct obj *o)
@@ -229,6 +253,10 @@ static void obj_free(struct vmmd_client *c, uint32_t slot)
 {
     struct obj *o = &c->objs[slot];
     obj_unlock_all(c, o);
+    if (o->type == OBJ_ALLOC) {
+        c->alloc_bytes -= o->size;
+        c->nallocs--;
+    }
     o->type = OBJ_FREE;
     o->lib = 0;
     c->live--;
@@ -275,6 +303,7 @@ static void reply(struct vmmd_client *c, uint16_t opcode, uint64_t id, vidmm_sta
         c->out_head = m;
     c->out_tail = m;
     c->out_bytes += len;
+    c->out_count++;
     if (c->out_bytes > OUT_MAX_BYTES)
         c->closing = 1;   /* not reading its replies */
 }
@@ -323,6 +352,7 @@ int vmmd_client_flush(struct vmmd_client *c)
         if (!c->out_head)
             c->out_tail = NULL;
         c->out_bytes -= m->n;
+        c->out_count--;
         out_free(m);
     }
     return 1;
@@ -359,7 +389,25 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
         s->salt_state ^= s->salt_state << 17;
         c->salt = (uint16_t)(s->salt_state >> 24);
     } while (c->salt == 0);
-    c->refused = vidmm_process_create(s->cfg.adapter, &c->process);
+    if (fd >= 0 && pid > 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/comm", (long)pid);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(c->comm, sizeof c->comm, f))
+                c->comm[strcspn(c->comm, "\n")] = 0;
+            fclose(f);
+        }
+    }
+    uint32_t same_uid = 0;
+    for (size_t i = 0; i < s->nclients; i++)
+        same_uid += s->clients[i]->uid == uid && s->clients[i]->refused >= 0;
+    if (same_uid >= s->cfg.max_connections_per_uid) {
+        c->refused = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+        s->st.quota_refusals++;
+    } else {
+        c->refused = vidmm_process_create(s->cfg.adapter, &c->process);
+    }
     if (c->refused >= 0) {
         c->refused = vidmm_device_create(s->cfg.adapter, c->process, &c->device);
         if (c->refused < 0) {
@@ -371,8 +419,8 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
         c->refused = VIDMM_OK;
     s->clients[s->nclients++] = c;
     s->st.connections++;
-    LOG(s, 1, "client %u connected: pid %ld uid %ld gid %ld%s%s\n", c->id, (long)pid, (long)uid, (long)gid,
-        c->refused < 0 ? ", refused: " : "", c->refused < 0 ? vidmm_status_str(c->refused) : "");
+    LOG(s, 1, "client %u connected: pid %ld (%s) uid %ld gid %ld%s%s\n", c->id, (long)pid, c->comm, (long)uid,
+        (long)gid, c->refused < 0 ? ", refused: " : "", c->refused < 0 ? vmmd_status_str(c->refused) : "");
     return c;
 }
 
@@ -521,6 +569,7 @@ static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct
     }
     uint64_t now = now_ns();
     struct wait *w = &s->waits[s->nwaits++];
+    c->nwaits++;
     w->c = c;
     w->request_id = r->h.request_id;
     w->op = r->h.opcode;
@@ -548,6 +597,7 @@ size_t vmmd_server_poll_waits(struct vmmd_server *s)
         }
         if (st >= 0)
             st = done >= w->value ? VIDMM_OK : VIDMM_E_TIMEOUT;
+        w->c->nwaits--;
         reply(w->c, w->op, w->request_id, st, NULL, 0, -1);
         s->st.waits_answered++;
     }
@@ -590,6 +640,152 @@ static vidmm_status list_get(const struct vmmd_client *c, const struct vmmd_requ
     return translate_list(c, r->list, r->u1, list);
 }
 
+/* ---- administration (docs/PROTOCOL.md "Administration") ------------------ */
+
+static void put_name16(uint8_t *p, const char *name)
+{
+    memset(p, 0, 16);
+    size_t k = strlen(name);
+    memcpy(p, name, k < 15 ? k : 15);
+}
+
+static void admin_adapter(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+{
+    struct vidmm_adapter *a = s->cfg.adapter;
+    struct vidmm_adapter_info ai;
+    struct vidmm_residency_stats rs;
+    memset(&ai, 0, sizeof ai);
+    memset(&rs, 0, sizeof rs);
+    vidmm_adapter_query_info(a, &ai);
+    vidmm_residency_get_stats(a, &rs);
+    int64_t blocks = 0, bytes = 0;
+    if (s->cfg.host_usage)
+        s->cfg.host_usage(s->cfg.host_usage_user, &blocks, &bytes);
+    uint32_t nseg = ai.segment_count < VMMD_ADMIN_MAX_SEGMENTS ? ai.segment_count : VMMD_ADMIN_MAX_SEGMENTS;
+    uint8_t out[VMMD_ADMIN_ADAPTER_FIXED + VMMD_ADMIN_MAX_SEGMENTS * VMMD_ADMIN_SEGMENT_SIZE];
+    memset(out, 0, sizeof out);
+    vmmd_put32(out, (uint32_t)getpid());
+    vmmd_put32(out + 4, (uint32_t)geteuid());
+    vmmd_put32(out + 8, (uint32_t)s->nclients);
+    vmmd_put32(out + 12, nseg);
+    vmmd_put64(out + 16, s->st.connections);
+    vmmd_put64(out + 24, s->st.requests);
+    vmmd_put64(out + 32, s->st.protocol_errors);
+    vmmd_put64(out + 40, s->st.locks);
+    vmmd_put64(out + 48, (uint64_t)blocks);
+    vmmd_put64(out + 56, (uint64_t)bytes);
+    vmmd_put64(out + 64, ai.live_allocations);
+    vmmd_put64(out + 72, rs.make_resident_calls);
+    vmmd_put64(out + 80, rs.evictions);
+    vmmd_put64(out + 88, rs.restores);
+    vmmd_put64(out + 96, rs.bytes_evicted);
+    vmmd_put64(out + 104, rs.bytes_restored);
+    vmmd_put64(out + 112, ai.paging_buffers_submitted);
+    vmmd_put64(out + 120, now_ns() - s->start_ns);
+    vmmd_put64(out + 128, s->cfg.max_alloc_bytes);
+    vmmd_put64(out + 136, s->cfg.max_locked_bytes);
+    vmmd_put32(out + 144, s->cfg.max_objects);
+    vmmd_put32(out + 148, s->cfg.max_requests);
+    vmmd_put32(out + 152, s->cfg.max_connections_per_uid);
+    vmmd_put32(out + 156, ai.wddm_version);
+    vmmd_put64(out + 160, s->st.quota_refusals);
+    for (uint32_t id = 0; id < nseg; id++) {
+        uint8_t *p = out + VMMD_ADMIN_ADAPTER_FIXED + (size_t)id * VMMD_ADMIN_SEGMENT_SIZE;
+        struct vidmm_segment_info si;
+        memset(&si, 0, sizeof si);
+        vidmm_segment_query(a, id, &si);
+        char region[16] = "";
+        vidmm_segment_region_name(a, id, region, sizeof region);
+        vmmd_put32(p, id);
+        vmmd_put32(p + 4, (uint32_t)si.kind);
+        vmmd_put64(p + 8, si.size);
+        vmmd_put64(p + 16, si.committed);
+        vmmd_put64(p + 24, si.free_bytes);
+        vmmd_put64(p + 32, si.commit_limit);
+        vmmd_put32(p + 40, si.flags);
+        vmmd_put32(p + 44, si.page_size);
+        put_name16(p + 48, region);
+    }
+    reply(c, r->h.opcode, r->h.request_id, VIDMM_OK, out,
+          VMMD_ADMIN_ADAPTER_FIXED + (size_t)nseg * VMMD_ADMIN_SEGMENT_SIZE, -1);
+}
+
+static void admin_client_record(struct vmmd_server *s, const struct vmmd_client *asker, const struct vmmd_client *c,
+                                uint8_t *p)
+{
+    struct vidmm_adapter *a = s->cfg.adapter;
+    memset(p, 0, VMMD_ADMIN_CLIENT_SIZE);
+    vmmd_put32(p, c->id);
+    vmmd_put32(p + 4, (uint32_t)c->pid);
+    vmmd_put32(p + 8, (uint32_t)c->uid);
+    vmmd_put32(p + 12, (uint32_t)c->gid);
+    put_name16(p + 16, c->comm);
+    vmmd_put64(p + 32, c->process);
+    vmmd_put64(p + 40, c->alloc_bytes);
+    vmmd_put32(p + 48, c->nallocs);
+    vmmd_put32(p + 52, c->live);
+    vmmd_put64(p + 56, c->locked_bytes);
+    if (c->process) {
+        for (int g = 0; g < 2; g++) {
+            struct vidmm_video_memory_info vi;
+            memset(&vi, 0, sizeof vi);
+            vidmm_query_video_memory_info(a, c->process, (enum vidmm_segment_group)g, &vi);
+            vmmd_put64(p + 64 + 16 * g, vi.budget);
+            vmmd_put64(p + 72 + 16 * g, vi.current_usage);
+        }
+    }
+    uint64_t ev = c->retired_evictions, rt = c->retired_restores;
+    for (uint32_t i = 1; i < c->nobj; i++)
+        if (c->objs[i].type == OBJ_ALLOC) {
+            struct vidmm_residency_state rs;
+            memset(&rs, 0, sizeof rs);
+            if (vidmm_allocation_residency(a, c->objs[i].lib, &rs) >= 0) {
+                ev += rs.evictions;
+                rt += rs.restores;
+            }
+        }
+    vmmd_put64(p + 96, ev);
+    vmmd_put64(p + 104, rt);
+    vmmd_put64(p + 112, c->requests);
+    vmmd_put32(p + 120, (uint32_t)(c->nwaits + c->out_count));
+    vmmd_put32(p + 124, (c->refused < 0 ? 1u : 0u) | (c->closing ? 2u : 0u) | (c == asker ? 4u : 0u));
+}
+
+static void admin(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+{
+    if (c->uid != 0 && c->uid != s->cfg.admin_uid) {
+        LOG(s, 1, "client %u (pid %ld uid %ld): %s refused: not the daemon's uid or root\n", c->id, (long)c->pid,
+            (long)c->uid, vmmd_op_name(r->h.opcode));
+        reply(c, r->h.opcode, r->h.request_id, (vidmm_status)VMMD_E_ACCESS_DENIED, NULL, 0, -1);
+        return;
+    }
+    if (r->h.opcode == VMMD_OP_ADMIN_ADAPTER) {
+        admin_adapter(s, c, r);
+        return;
+    }
+    if (r->u1) {
+        reply(c, r->h.opcode, r->h.request_id, VIDMM_E_INVALID_ARG, NULL, 0, -1);
+        return;
+    }
+    /* The records from index u0 on (connection order), as many as fit. */
+    size_t first = r->u0, total = s->nclients;
+    size_t count = first < total ? total - first : 0;
+    if (count > VMMD_ADMIN_CLIENTS_PER_REPLY)
+        count = VMMD_ADMIN_CLIENTS_PER_REPLY;
+    size_t n = 8 + count * VMMD_ADMIN_CLIENT_SIZE;
+    uint8_t *out = malloc(n);
+    if (!out) {
+        reply(c, r->h.opcode, r->h.request_id, VIDMM_E_NO_HOST_MEMORY, NULL, 0, -1);
+        return;
+    }
+    vmmd_put32(out, (uint32_t)total);
+    vmmd_put32(out + 4, (uint32_t)count);
+    for (size_t i = 0; i < count; i++)
+        admin_client_record(s, c, s->clients[first + i], out + 8 + i * VMMD_ADMIN_CLIENT_SIZE);
+    reply(c, r->h.opcode, r->h.request_id, VIDMM_OK, out, n, -1);
+    free(out);
+}
+
 static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
 {
     struct vidmm_adapter *a = s->cfg.adapter;
@@ -620,10 +816,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle d = 0;
         st = vidmm_device_create(a, c->process, &d);
         if (st >= 0) {
-            slot = obj_add(s, c, OBJ_DEVICE, d, 0);
-            if (!slot) {
+            vidmm_status ost = obj_add(s, c, OBJ_DEVICE, d, 0, &slot);
+            if (ost < 0) {
                 vidmm_device_destroy(a, d);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, slot));
@@ -658,10 +854,11 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle q = 0;
         st = vidmm_paging_queue_create(a, c->objs[slot].lib, (int)(int32_t)r->u0, &q);
         if (st >= 0) {
-            uint32_t qs = obj_add(s, c, OBJ_QUEUE, q, slot);
-            if (!qs) {
+            uint32_t qs = 0;
+            vidmm_status ost = obj_add(s, c, OBJ_QUEUE, q, slot, &qs);
+            if (ost < 0) {
                 vidmm_paging_queue_destroy(a, q);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, qs));
@@ -720,13 +917,30 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle h = 0;
         st = vidmm_device_allocation_create(a, dev, r->data_size ? r->data : NULL, r->data_size, r->u0, &h);
         if (st >= 0) {
-            uint32_t as = obj_add(s, c, OBJ_ALLOC, h, 0);
-            if (!as) {
+            /* The size is the driver's answer: known only once created. */
+            struct vidmm_allocation_state as;
+            memset(&as, 0, sizeof as);
+            vidmm_status qst = vidmm_allocation_query(a, h, &as);
+            uint32_t aslot = 0;
+            vidmm_status ast = qst;   /* st keeps the creation's own success status (VIDMM_PENDING) */
+            if (qst >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
+                s->st.quota_refusals++;
+                LOG(s, 1, "client %u (pid %ld): allocation of %llu bytes over its limit (%llu of %llu alive)\n",
+                    c->id, (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
+                    (unsigned long long)s->cfg.max_alloc_bytes);
+                ast = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+            } else if (qst >= 0) {
+                ast = obj_add(s, c, OBJ_ALLOC, h, 0, &aslot);
+            }
+            if (ast < 0) {
                 vidmm_allocation_destroy(a, h);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ast;
                 break;
             }
-            vmmd_put64(out, obj_handle(c, as));
+            c->objs[aslot].size = as.size;
+            c->alloc_bytes += as.size;
+            c->nallocs++;
+            vmmd_put64(out, obj_handle(c, aslot));
             n = 8;
         }
         break;
@@ -740,9 +954,17 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
             st = VIDMM_E_BUSY;   /* as the library: not while locked */
             break;
         }
-        st = vidmm_allocation_destroy(a, c->objs[slot].lib);
-        if (st >= 0)
-            obj_free(c, slot);
+        {
+            struct vidmm_residency_state rs;
+            memset(&rs, 0, sizeof rs);
+            vidmm_allocation_residency(a, c->objs[slot].lib, &rs);
+            st = vidmm_allocation_destroy(a, c->objs[slot].lib);
+            if (st >= 0) {
+                c->retired_evictions += rs.evictions;
+                c->retired_restores += rs.restores;
+                obj_free(c, slot);
+            }
+        }
         break;
     case VMMD_OP_MAKE_RESIDENT:
     case VMMD_OP_EVICT: {
@@ -1049,10 +1271,11 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle ctx = 0;
         st = vidmm_context_create(a, c->objs[slot].lib, &desc, &ctx);
         if (st >= 0) {
-            uint32_t cs = obj_add(s, c, OBJ_CONTEXT, ctx, slot);
-            if (!cs) {
+            uint32_t cs = 0;
+            vidmm_status ost = obj_add(s, c, OBJ_CONTEXT, ctx, slot, &cs);
+            if (ost < 0) {
                 vidmm_context_destroy(a, ctx);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, cs));
@@ -1141,6 +1364,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         n = 16;
         break;
     }
+    case VMMD_OP_ADMIN_ADAPTER:
+    case VMMD_OP_ADMIN_CLIENTS:
+        admin(s, c, r);
+        return;
     default:
         st = VIDMM_E_NOT_SUPPORTED;
         break;
@@ -1161,10 +1388,20 @@ int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint
     if (d == VMMD_DECODE_OK && fds_received)
         d = VMMD_DECODE_BAD_FLAGS;   /* nobody sends the daemon descriptors */
     if (d == VMMD_DECODE_OK) {
+        c->requests++;
         c->last_status = VIDMM_PENDING;   /* a parked wait sends no reply now */
+        if (c->refused >= 0 && c->nwaits + c->out_count >= s->cfg.max_requests) {
+            /* Too many in flight: refused unhandled.  A client that goes on
+             * without reading is dropped at OUT_MAX_BYTES as before. */
+            s->st.quota_refusals++;
+            LOG(s, 1, "client %u (pid %ld): %u requests in flight, %s refused\n", c->id, (long)c->pid,
+                (unsigned)(c->nwaits + c->out_count), vmmd_op_name(r.h.opcode));
+            reply(c, r.h.opcode, r.h.request_id, (vidmm_status)VMMD_E_QUOTA_EXCEEDED, NULL, 0, -1);
+            return c->closing ? -1 : 0;
+        }
         handle(s, c, &r);
         LOG(s, 2, "client %u: %s id %llu: %s\n", c->id, vmmd_op_name(r.h.opcode), (unsigned long long)r.h.request_id,
-            vidmm_status_str(c->last_status));
+            vmmd_status_str(c->last_status));
         return c->closing ? -1 : 0;
     }
     s->st.protocol_errors++;

@@ -9,9 +9,11 @@
  * version, length, flags 0), so most such records reach the handlers;
  * clear: the bytes go as they are.  Bit 1 picks the client; bit 2 drops
  * that client first and connects a new one (a process death at any
- * point).  In a repaired record, every 8-byte payload word whose top
- * byte is 0xFE becomes a handle of the client: type (1 allocation,
- * 3 device, 5 paging queue, 7 context) from
+ * point).  The clients' uid is the server's administration uid, and the
+ * per-connection limits are small, so ADMIN_* and the refusals run.  In a
+ * repaired record, every 8-byte payload word whose top byte is 0xFE
+ * becomes a handle of the client: type (1 allocation, 3 device, 5 paging
+ * queue, 7 context) from
  * bits 0-7 of the word, slot from bits 8-15, generation from 16-23, so
  * the fuzzer names live objects.  The server lets clients pin their
  * budgets (PROCESS_SET_BUDGET), so trim events are raised and queued
@@ -49,6 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.verbose = 2;
     cfg.max_locked_bytes = 16u << 20;
     cfg.max_objects = 256;
+    /* Small limits, and the clients' uid may administer: the limit
+     * refusals and the administration handlers are fuzzed too. */
+    cfg.max_alloc_bytes = 8u << 20;
+    cfg.max_requests = 4;
+    cfg.max_connections_per_uid = 2;
+    cfg.admin_uid = 1000;
     cfg.salt_seed = 0x1234567;
     cfg.allow_set_budget = 1;
     struct vmmd_server *s = NULL;

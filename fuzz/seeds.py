@@ -189,6 +189,14 @@ def proto():
            msg(3, h(3, 1))[:30], msg(999), msg(3, b"1234"), msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 1000))]
     put("proto", "framing", b"".join(rec(m) for m in setup) + b"".join(rec(m, 0) for m in bad) +
         b"".join(rec(m) for m in body))
+    # administration (the harness's clients may ask) and the limits: more
+    # than the 8 MiB per connection, four waits in flight and a fifth
+    admin = [msg(40), msg(41, struct.pack("<II", 0, 0)), msg(41, struct.pack("<II", 7, 0)),
+             msg(41, struct.pack("<II", 0, 1)), msg(41, b"1234")]
+    big = [create(1, 1 << 20) for _ in range(10)]
+    waits = [msg(7, h(5, 2) + struct.pack("<QQ", 1 << 40, 1000000), rid) for rid in range(10, 16)]
+    put("proto", "admin-limits", b"".join(rec(m) for m in setup + admin + big + waits + admin) +
+        b"".join(rec(m, 3) for m in setup + admin))
     r = random.Random(11)
     for k in range(4):
         recs = [rec(m) for m in setup]

@@ -185,6 +185,65 @@ vidmm_status vidmm_client_context_wait(struct vidmm_client *c, vidmm_handle cont
 vidmm_status vidmm_client_debug_check(struct vidmm_client *c, uint32_t *violations, uint32_t *clients,
                                       uint64_t *live_allocations);
 
+/* ---- limits and administration (docs/DAEMON.md "Limits", "Observing the daemon") ---- */
+
+/* Statuses vidmmd adds to the library's: a per-connection or per-uid
+ * limit of the daemon was reached (the request changed nothing; which
+ * limit is in the daemon's log), and an administration request from a
+ * uid other than the daemon's own or root. */
+#define VIDMM_CLIENT_E_QUOTA_EXCEEDED ((vidmm_status)-256)
+#define VIDMM_CLIENT_E_ACCESS_DENIED ((vidmm_status)-257)
+/* vidmm_status_str, knowing the two above.  Never NULL. */
+const char *vidmm_client_status_str(vidmm_status status);
+
+#define VIDMM_CLIENT_ADMIN_MAX_SEGMENTS 32
+
+struct vidmm_client_admin_segment {
+    uint32_t id, kind;                   /* enum vidmm_segment_kind */
+    uint64_t size, committed, free_bytes, commit_limit;
+    uint32_t flags, page_size;           /* VIDMM_SEGMENT_* */
+    char region[16];                     /* fdinfo region name: "system", "vram0", "aperture" */
+};
+
+/* The daemon and its adapter as a whole. */
+struct vidmm_client_admin_adapter {
+    uint32_t daemon_pid, daemon_uid, clients, segment_count;
+    uint64_t connections, requests, protocol_errors, locks;
+    int64_t host_blocks, host_bytes;     /* the adapter's host allocations alive now */
+    uint64_t live_allocations, make_resident_calls, evictions, restores, bytes_evicted, bytes_restored;
+    uint64_t paging_buffers_submitted, uptime_ns;
+    uint64_t max_alloc_bytes, max_locked_bytes;          /* the limits in force */
+    uint32_t max_handles, max_requests, max_connections_per_uid, wddm_version;
+    uint64_t quota_refusals;
+    struct vidmm_client_admin_segment segment[VIDMM_CLIENT_ADMIN_MAX_SEGMENTS];
+};
+vidmm_status vidmm_client_admin_adapter(struct vidmm_client *c, struct vidmm_client_admin_adapter *out);
+
+#define VIDMM_CLIENT_ADMIN_REFUSED 1u    /* the daemon refused it a process (it is being closed) */
+#define VIDMM_CLIENT_ADMIN_CLOSING 2u
+#define VIDMM_CLIENT_ADMIN_SELF 4u       /* the connection that asked */
+
+/* One connection (one vidmm process) as the daemon sees it. */
+struct vidmm_client_admin_process {
+    uint32_t connection, pid, uid, gid;  /* SO_PEERCRED at connect */
+    char comm[16];                       /* /proc/PID/comm at connect, "" when unknown */
+    uint64_t process;                    /* the library's process handle inside the daemon */
+    uint64_t allocated_bytes;            /* its allocations alive (bytes placed) */
+    uint32_t allocations, handles;
+    uint64_t locked_bytes;
+    uint64_t budget[2], usage[2];        /* per segment group: 0 local, 1 non-local */
+    uint64_t evictions, restores;        /* of its allocations, destroyed ones included */
+    uint64_t requests;
+    uint32_t in_flight, flags;           /* VIDMM_CLIENT_ADMIN_* */
+};
+/* Up to max records from the daemon's index first on; *count records
+ * filled, *total connections open (either may be NULL).  More than one
+ * call is needed past 511 connections; connections that come and go in
+ * between may be missed or seen twice. */
+vidmm_status vidmm_client_admin_processes(struct vidmm_client *c, uint32_t first,
+                                          struct vidmm_client_admin_process *out, uint32_t max, uint32_t *count,
+                                          uint32_t *total);
+
 /* A round trip that touches no vidmm state: size bytes (at most 65,528)
  * sent and received back (benchmarks). */
 vidmm_status vidmm_client_echo(struct vidmm_client *c, const void *data, size_t size);

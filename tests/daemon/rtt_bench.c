@@ -86,7 +86,10 @@ int main(int argc, char **argv)
     snprintf(sock, sizeof sock, "%s/s", dir);
     pid_t d = fork();
     if (d == 0) {
-        execl(argv[1], argv[1], "--socket", sock, "--quiet", (char *)NULL);
+        if (geteuid() == 0)   /* vidmmd refuses root without a user to drop to */
+            execl(argv[1], argv[1], "--socket", sock, "--quiet", "--user", "nobody", (char *)NULL);
+        else
+            execl(argv[1], argv[1], "--socket", sock, "--quiet", (char *)NULL);
         _exit(127);
     }
     struct vidmm_client *c = NULL;
