@@ -26,7 +26,18 @@ struct vmmd_server_config {
     int verbose;                       /* 1: every connection; 2: every request */
     uint64_t max_locked_bytes;         /* per client: bytes under lock at once (0 = 256 MiB) */
     uint32_t max_objects;              /* per client: handles alive at once (0 = 65,536) */
+    uint64_t max_alloc_bytes;          /* per client: bytes of allocations alive (0 = 4 GiB) */
+    uint32_t max_requests;             /* per client: requests in flight - parked waits and
+                                          replies not yet taken (0 = 256) */
+    uint32_t max_connections_per_uid;  /* connections one uid holds at once (0 = 256) */
     uint64_t salt_seed;                /* handle salts' seed: 0 = from the clock (fuzzing fixes it) */
+    int allow_set_budget;              /* PROCESS_SET_BUDGET served (tests); else VIDMM_E_NOT_SUPPORTED */
+    /* Who may send administration requests besides root (the daemon's
+     * own uid after any privilege drop). */
+    uid_t admin_uid;
+    /* The daemon's host-allocator counters (ADMIN_ADAPTER); NULL = 0. */
+    void (*host_usage)(void *user, int64_t *blocks, int64_t *bytes);
+    void *host_usage_user;
 };
 
 /* VIDMM_E_INVALID_ARG, VIDMM_E_NO_HOST_MEMORY or VIDMM_OK. */
@@ -67,21 +78,29 @@ int vmmd_client_fd(const struct vmmd_client *c);
  * objects with it. */
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen);
 int vmmd_client_closing(const struct vmmd_client *c);   /* drop once flushed */
+/* Messages queued and not sent yet: a trim event for this client may be
+ * queued while another client's request is handled, so the loop flushes
+ * every client with output after each batch. */
+int vmmd_client_has_output(const struct vmmd_client *c);
 /* One word the event loop keeps per client (its epoll mode). */
 int *vmmd_client_loop_word(struct vmmd_client *c);
 struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i);
 size_t vmmd_server_client_count(const struct vmmd_server *s);
 
-/* Answer the parked waits whose fence passed or whose time ran out;
+/* Answer the parked waits (paging-queue and context fences) whose fence
+ * passed or whose time ran out;
  * returns how many are still parked. */
 size_t vmmd_server_poll_waits(struct vmmd_server *s);
-/* The clients that got wait answers since they were last taken, one at a
- * time (NULL: none left): the event loop flushes those, not every client. */
-struct vmmd_client *vmmd_server_next_answered(struct vmmd_server *s);
+/* The clients that got output outside their own turn (wait answers,
+ * trim events) since they were last taken, one at a time (NULL: none
+ * left): the event loop flushes those, not every client. */
+struct vmmd_client *vmmd_server_next_pending(struct vmmd_server *s);
 
 struct vmmd_server_stats {
     uint64_t connections, disconnections, requests, protocol_errors, locks, copy_bytes;
     uint64_t waits_parked, waits_answered;
+    uint64_t trim_events, submissions;
+    uint64_t quota_refusals;           /* requests and connections refused by a limit */
 };
 void vmmd_server_get_stats(const struct vmmd_server *s, struct vmmd_server_stats *out);
 

@@ -14,7 +14,7 @@
  * and no allocation alive.  Each process raises its own RLIMIT_NOFILE to
  * the hard limit (every connection is a descriptor).  The daemon must
  * have been started with segments that hold that many root page tables
- * (run.sh, docs/DAEMON.md "Limits").
+ * (run.sh, docs/DAEMON.md "How many clients").
  */
 #include "dtest.h"
 
