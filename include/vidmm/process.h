@@ -33,7 +33,7 @@ extern "C" {
  * VIDMM_DEFAULT_MAX_PROCESSES.  VIDMM_MAX_PROCESSES_LIMIT is the largest
  * bound (the 24-bit slot field of a handle).  Each process also needs
  * its root page table in a segment (GpuMmu), which usually runs out
- * first: see docs/DAEMON.md "Limits". */
+ * first: see docs/DAEMON.md "How many clients". */
 #define VIDMM_DEFAULT_MAX_PROCESSES 65536u
 #define VIDMM_MAX_PROCESSES_LIMIT 16777216u
 
