@@ -392,6 +392,14 @@ assert i['paging']['next_use_hints'] > 0, i['paging']" "$dir/multi4.json"
     check "rmv: 72 bit-flipped copies of the sample are refused or decode consistently (seed $seed)" \
       python3 tests/data/rmv/flip_check.py "$tool" "$rmv" "$seed" 72 "$dir"
     cat "$dir/check.out" | tail -n 1
+    # A flip that turned a VirtualFree into a PageTableUpdate and still
+    # decoded to the stream's end: its physical address lies in no heap.
+    python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[452538] ^= 0x10; open(sys.argv[2], "wb").write(d)' \
+      "$rmv" "$dir/ptu-flip.rmv"
+    rc_is 1 "rmv: a PageTableUpdate outside every heap is refused" "$tool" replay "$dir/ptu-flip.rmv" --decode-only
+    has "rmv: ... named" "$dir/rc.out" "PageTableUpdate of physical memory in no local heap"
+    rc_is 0 "rmv: ... counted with --lenient" "$tool" replay "$dir/ptu-flip.rmv" --decode-only --lenient
+    has "rmv: ... in the summary" "$dir/rc.out" "1 page-table updates outside every local heap"
   fi
 fi
 

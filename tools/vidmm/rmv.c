@@ -862,9 +862,11 @@ void rmv_report(const struct rmv_import *imp, enum report_format fmt, FILE *f)
         fprintf(f, "%s\"%s\": {\"count\": %u, \"bytes\": %" PRIu64 ", \"read\": %s}", i ? ", " : "", imp->chunk[i].id,
                 imp->chunk[i].count, imp->chunk[i].bytes, imp->chunk[i].skipped ? "false" : "true");
     fprintf(f, "},\n  \"anomalies\": {\"free_unknown\": %" PRIu64 ", \"alloc_duplicate\": %" PRIu64
-               ", \"destroy_unknown\": %" PRIu64 ", \"bind_unknown\": %" PRIu64 ", \"create_duplicate\": %" PRIu64 "},\n",
+               ", \"destroy_unknown\": %" PRIu64 ", \"bind_unknown\": %" PRIu64 ", \"create_duplicate\": %" PRIu64
+               ", \"reference_unknown\": %" PRIu64 ", \"pte_outside_heaps\": %" PRIu64 "},\n",
             imp->anomalies.free_unknown, imp->anomalies.alloc_duplicate, imp->anomalies.destroy_unknown,
-            imp->anomalies.bind_unknown, imp->anomalies.create_duplicate);
+            imp->anomalies.bind_unknown, imp->anomalies.create_duplicate, imp->anomalies.reference_unknown,
+            imp->anomalies.pte_outside_heaps);
     fprintf(f, "  \"agreement\": {\"page_table_maps\": %" PRIu64 ", \"agree\": %" PRIu64 ", \"bytes\": %" PRIu64
                    ", \"bytes_agree\": %" PRIu64 ", \"unmatched_maps\": %" PRIu64 ", \"other_process_maps\": %" PRIu64 ", \"not_update_maps\": %" PRIu64
                    ", \"matrix\": {",

@@ -70,6 +70,7 @@ struct rmv_anomalies {
     uint64_t destroy_unknown;    /* ResourceDestroy of an id never created */
     uint64_t bind_unknown;       /* ResourceBind of an id never created */
     uint64_t create_duplicate;   /* ResourceCreate of a live id */
+    uint64_t pte_outside_heaps;  /* PageTableUpdate naming physical memory in no local heap (nor 0, system memory) */
 };
 
 /* One replayed process: a process stream of the file (its own vidmm

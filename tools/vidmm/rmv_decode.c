@@ -270,6 +270,11 @@ static int push(struct dec *D, const struct rmv_ev *e)
 /* Something the stream says that does not fit what it said before:
  * refused, or with lenient counted (a capture that starts after its
  * process did may free or bind what it never saw made). */
+static int in_heap(uint64_t pa, uint64_t base, uint64_t size)
+{
+    return pa >= base && pa - base < size;
+}
+
 static int anomaly(struct dec *D, uint64_t *count, const struct rmv_stream_info *si, const char *what, uint64_t at)
 {
     (*count)++;
@@ -439,6 +444,13 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
                 bad = "the reserved update type 3";
             else if (e.size == 0 && e.update_type == 1)
                 bad = "no pages (a mapping update must map some)";
+            /* Local pages lie in the heap table's local heaps; system
+             * pages are recorded as physical address 0. */
+            else if (e.pa && D->imp->local_size && !in_heap(e.pa, D->imp->local_base, D->imp->local_size) &&
+                     !in_heap(e.pa, D->imp->invisible_base, D->imp->invisible_size) &&
+                     anomaly(D, &D->imp->anomalies.pte_outside_heaps, si,
+                             "PageTableUpdate of physical memory in no local heap", off0 + off))
+                return 1;
             si->unmaps += e.unmap;
             si->pte_update_type[e.update_type]++;
             keep = 1;
@@ -1178,9 +1190,10 @@ void rmv_decode_report(const struct rmv_import *imp, FILE *f)
     const struct rmv_anomalies *a = &imp->anomalies;
     fprintf(f, "anomalies: %" PRIu64 " frees of unknown addresses, %" PRIu64 " allocations at a live address, %" PRIu64
                " references or CPU maps outside every allocation, %" PRIu64 " destroys and %" PRIu64
-               " binds of unknown resources, %" PRIu64 " duplicate resource ids\n",
+               " binds of unknown resources, %" PRIu64 " duplicate resource ids, %" PRIu64
+               " page-table updates outside every local heap\n",
             a->free_unknown, a->alloc_duplicate, a->reference_unknown, a->destroy_unknown, a->bind_unknown,
-            a->create_duplicate);
+            a->create_duplicate, a->pte_outside_heaps);
     fprintf(f, "not replayed (read and counted): ResourceCreate/Bind/Destroy/Update, Userdata, Misc, CpuMap, "
                "ProcessEvent, PageReference\n");
 }
