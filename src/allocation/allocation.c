@@ -243,19 +243,40 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
+    /* A holder's handle of a shared allocation: that holder lets go;
+     * the last one destroys it (vidmm/share.h). */
+    struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
+    if (sh)
+        return vidmm_share_close(a, sh);
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     if (al->lock_count)
         return VIDMM_E_BUSY;
+    vidmm_allocation_destroy_unlocked(a, al);
+    return VIDMM_OK;
+}
+
+void vidmm_allocation_destroy_unlocked(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
     if (al->displayed)
-        undisplay_all(a, h, al);
+        undisplay_all(a, al->self, al);
     /* GPU work still uses it: the handle goes now, the memory later. */
     if (vidmm_allocation_defer_destroy(a, al))
-        return VIDMM_OK;
+        return;
     vidmm_allocation_destroy_now(a, al);
-    return VIDMM_OK;
+}
+
+void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t n)
+{
+    if (VIDMM_BUG_ON(a, n > al->lock_count))
+        n = al->lock_count;
+    al->lock_count -= n;
+    if (!al->lock_count && al->lock_ptr) {
+        host_ap_release(a, al);
+        al->lock_ptr = NULL;
+    }
 }
 
 void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
@@ -577,8 +598,13 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return VIDMM_E_NOT_SUPPORTED;
     if (al->lock_count == UINT32_MAX)
         return VIDMM_E_BUSY;
+    /* A shared allocation's locks are counted per holder too: a holder
+     * that goes takes its own locks with it (vidmm/share.h). */
+    struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
     if (al->lock_count) {
         al->lock_count++;
+        if (sh)
+            sh->locks++;
         *cpu = al->lock_ptr;
         return VIDMM_OK;
     }
@@ -624,6 +650,8 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
     }
     al->lock_count = 1;
     al->lock_ptr = p;
+    if (sh)
+        sh->locks++;
     *cpu = p;
     return VIDMM_OK;
 }
@@ -638,6 +666,12 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
                           (unsigned long long)(h));
     if (al->lock_count == 0)
         return VIDMM_E_STATE;
+    struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
+    if (sh && !sh->locks)
+        return vidmm_fail(VIDMM_E_STATE, "shared allocation 0x%llx: not locked through this handle",
+                          (unsigned long long)h);
+    if (sh)
+        sh->locks--;
     if (--al->lock_count == 0) {
         host_ap_release(a, al);
         al->lock_ptr = NULL;
@@ -659,6 +693,7 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
                               (unsigned long long)(h));
         if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
             return VIDMM_E_NOT_SUPPORTED;
+        h = al->self;   /* the sources name it by its own handle (a holder's resolves to it) */
     }
     vidmm_handle old = a->displayed[source];
     if (old == h)
@@ -689,8 +724,8 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
     }
     a->displayed[source] = h;
     if (old != VIDMM_HANDLE_NULL) {
-        struct vidmm_allocation *o = vidmm_handle_get(a, old);
-        if (o && --o->displayed == 0)
+        struct vidmm_allocation *o = vidmm_handle_get_any(a, old);   /* its creator may have let go */
+        if (o && !o->zombie && o->displayed && --o->displayed == 0)
             display_unmap(a, o);
     }
     return vidmm_paging_flush(a);
@@ -726,9 +761,18 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
     vidmm_handle proc = device_process(a, device, &st);
     if (!proc)
         return st;
-    st = vidmm_allocation_create2(a, priv, priv_size, flags, out);
-    if (st >= 0)
-        vidmm_handle_get(a, *out)->private_process = proc;
+    st = vidmm_allocation_create2(a, priv, priv_size, flags & ~VIDMM_CREATE_SHARED, out);
+    if (st < 0)
+        return st;
+    struct vidmm_allocation *al = vidmm_handle_get(a, *out);
+    al->private_process = proc;
+    if (flags & VIDMM_CREATE_SHARED) {
+        st = vidmm_share_attach(a, al, proc);
+        if (st < 0) {
+            vidmm_allocation_destroy_now(a, al);   /* just made: idle, unlocked, not displayed */
+            *out = VIDMM_HANDLE_NULL;
+        }
+    }
     return st;
 }
 
@@ -760,6 +804,7 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
 {
     /* Process exit is rare: a walk of the handle table costs less than a
      * per-process list kept on every create and destroy. */
+    vidmm_share_process_gone(a, process);   /* its holds of shared allocations first */
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         if (al->zombie || al->private_process != process)

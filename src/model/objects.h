@@ -23,6 +23,7 @@
 #include "vidmm/tdr.h"
 #include "vidmm/power.h"
 #include "vidmm/observe.h"
+#include "vidmm/share.h"
 
 #include "core/objtab.h"
 #include "seg/page_pool.h"
@@ -135,6 +136,9 @@ struct vidmm_allocation {
     /* Isolation (D38): the process it was created for through a device,
      * whose calls alone may name it; 0 = adapter-wide (create/create2). */
     vidmm_handle private_process;
+    /* Sharing (allocation/share.c, docs/SHARING.md): non-NULL for an
+     * allocation created with VIDMM_CREATE_SHARED; its holders, token. */
+    struct vidmm_share *share;
     /* Make-resident undo (residency/api.c): set while a call's undo
      * epoch is open; undo_kind 1 = a victim it evicted from undo_seg,
      * 2 = a list member it made resident (undo_lost: content was lost). */
@@ -149,6 +153,31 @@ struct vidmm_allocation {
     char *name;
     uint32_t name_size;
     void *user_data;
+};
+
+/* One process's hold on a shared allocation (vidmm/share.h): the
+ * creator's (named by the allocation's own handle) or an opener's (named
+ * by a handle of the share-holder table, type
+ * VIDMM_HANDLE_TYPE_SHARED_ALLOCATION).  Holders keep the allocation
+ * alive: it is destroyed when the last one lets go. */
+struct vidmm_share_holder {
+    struct vidmm_share *share;
+    vidmm_handle process;           /* the holding process */
+    vidmm_handle self;              /* its handle: the allocation's own for the creator */
+    uint32_t locks;                 /* CPU locks taken through this handle (in al->lock_count) */
+    uint32_t creator;               /* the creator's hold (handle = the allocation's) */
+    struct vidmm_share_holder *next; /* the share's holders */
+};
+
+/* A shared allocation's sharing state: its token (the adapter's table
+ * of tokens is the list of these) and its holders, one per process. */
+struct vidmm_share {
+    struct vidmm_allocation *al;
+    uint64_t token[2];              /* 128 random bits; never 0, 0 */
+    struct vidmm_share_holder *holders;
+    uint32_t holder_count;
+    uint32_t exported;              /* tokens handed out (vidmm_share_export calls) */
+    struct vidmm_share *prev, *next; /* the adapter's shares */
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -364,6 +393,13 @@ struct vidmm_adapter {
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
+    /* Shared allocations (allocation/share.c): the openers' handles
+     * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder)
+     * and every share, whose tokens are looked up along this list. */
+    struct vidmm_objtab share_holders;
+    struct vidmm_share *shares;
+    uint32_t share_count;
+    uint64_t share_tokens;          /* tokens made: mixed into the next (entropy fallback) */
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */
     struct vidmm_res_state *res;
@@ -407,6 +443,7 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 #define VIDMM_HANDLE_TYPE_CONTEXT 4u
 #define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
 #define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
+#define VIDMM_HANDLE_TYPE_SHARED_ALLOCATION 7u /* an opener's handle of a shared allocation (vidmm/share.h) */
 
 /* The process in handle-table slot `slot` (< VIDMM_MAX_PROCESSES), or
  * NULL: the walk over every process is a loop over the slots. */

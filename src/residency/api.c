@@ -376,8 +376,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             r = r->al_next;
         al->scratch_ref = r;
         missing_refs += r == NULL;
-        if (!r && ((uint32_t)list[i] & 0xFFFFFFu) > max_slot)
-            max_slot = (uint32_t)list[i] & 0xFFFFFFu;
+        if (!r && ((uint32_t)al->self & 0xFFFFFFu) > max_slot)
+            max_slot = (uint32_t)al->self & 0xFFFFFFu;   /* the record's slot (list[i] may be a holder's handle) */
         uint32_t only_mem = 0;
         unsigned home = r && al->resident ? 0 : vidmm_res_home(a, al, &only_mem);
         /* in_policy (first cache line) says "resident in a memory
@@ -575,11 +575,15 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         }
         /* Resident, owned, not offered, on the list: the next call may
          * take the fast path. */
-        struct vidmm_res_slot *e = vidmm_res_slot_of(d, list[i]);
+        /* Not a shared allocation: the fast path does not ask which
+         * handle a process names it by (vidmm/share.h), the full path does. */
+        if (al->share)
+            continue;
+        struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
         if (!e)
             continue;   /* not reached: every record has its entry */
         e->ok = 1;
-        e->gen = (uint16_t)(list[i] >> 24);
+        e->gen = (uint16_t)(al->self >> 24);
         e->group = (uint8_t)(al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
         e->clock = now;
     }

@@ -768,6 +768,23 @@ void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
     }
 }
 
+void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
+{
+    struct vidmm_res_ref **pp = &al->refs;
+    while (*pp) {
+        if ((*pp)->dev->process == p)
+            vidmm_res_unlink_ref(a, *pp);   /* unlinks *pp: the next one moves up */
+        else
+            pp = &(*pp)->al_next;
+    }
+    if (al->pe.process == p->self) {
+        vidmm_res_leave(a, al);
+        al->pe.process = 0;
+        al->owned = 0;
+        vidmm_res_enter(a, al);
+    }
+}
+
 /* ---- the checker ----------------------------------------------------------- */
 
 /* Device d's fast table: every record's slot is below the capacity;

@@ -1,0 +1,367 @@
+/*
+ * share.c - shared allocations: tokens, holders, and the last holder's
+ * release (vidmm/share.h, docs/SHARING.md).
+ *
+ * Why here: a holder letting go touches the VA space of its process
+ * (process/), its devices' residency references (residency/) and, for
+ * the last holder, the allocation's destruction (this module), so it
+ * lives in the allocation-lifetime layer.  The lookups every entry makes
+ * (an opener's handle to the allocation) are in alloc/handle.c, below
+ * every module that names allocations.
+ *
+ * A shared allocation has one struct vidmm_share (its token and its
+ * holders) and one struct vidmm_share_holder per holding process: the
+ * creator's, named by the allocation's own handle and kept first in the
+ * list, and one per opener, named by a handle of the adapter's
+ * share-holder table.  The adapter's table of tokens is its list of
+ * shares: an open walks it (O(shared allocations); opens are rare).
+ */
+#include "model/objects.h"
+#include "alloc/alloc.h"
+#include "allocation/allocation.h"
+#include "process/process.h"
+#include "residency/residency.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* splitmix64's finaliser: the fallback's mixer. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static int token_equal(const uint64_t t[2], const struct vidmm_share_token *k)
+{
+    return t[0] == k->value[0] && t[1] == k->value[1];
+}
+
+static struct vidmm_share *share_find(const struct vidmm_adapter *a, const struct vidmm_share_token *k)
+{
+    for (struct vidmm_share *s = a->shares; s; s = s->next)
+        if (token_equal(s->token, k))
+            return s;
+    return NULL;
+}
+
+/* 128 bits from the system's entropy source (getentropy); without one,
+ * the clock, a counter and addresses mixed - unique, but guessable by
+ * whoever sees the clock (docs/DECISIONS.md D53).  Never 0, 0 and
+ * never a live share's. */
+static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uint64_t out[2])
+{
+    for (;;) {
+        uint64_t t[2];
+        if (getentropy(t, sizeof(t)) != 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            t[0] = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)s);
+            t[1] = mix64(t[0] ^ a->share_tokens ^ ((uint64_t)(uintptr_t)a << 1));
+        }
+        a->share_tokens++;
+        struct vidmm_share_token k = { { t[0], t[1] } };
+        if ((t[0] | t[1]) && !share_find(a, &k)) {
+            out[0] = t[0];
+            out[1] = t[1];
+            return;
+        }
+    }
+}
+
+vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation *al, vidmm_handle process)
+{
+    struct vidmm_share *s = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_OBJECT, sizeof(*s), _Alignof(struct vidmm_share));
+    if (!s)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct vidmm_share_holder *sh = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_HOLDER, sizeof(*sh),
+                                                  _Alignof(struct vidmm_share_holder));
+    if (!sh) {
+        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_share));
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    s->al = al;
+    make_token(a, s, s->token);
+    sh->share = s;
+    sh->process = process;
+    sh->self = al->self;
+    sh->creator = 1;
+    s->holders = sh;
+    s->holder_count = 1;
+    s->next = a->shares;
+    if (a->shares)
+        a->shares->prev = s;
+    a->shares = s;
+    a->share_count++;
+    al->share = s;
+    return VIDMM_OK;
+}
+
+static void holder_free(struct vidmm_adapter *a, struct vidmm_share_holder *sh)
+{
+    if (!sh->creator)
+        vidmm_objtab_remove(&a->share_holders, sh->self);
+    vidmm_hfree(a->ha, sh, sizeof(*sh), _Alignof(struct vidmm_share_holder));
+}
+
+/* The holder lets go.  Refused (VIDMM_E_BUSY, nothing changed) while it
+ * holds CPU locks, unless its process is dying (its locks go with it). */
+static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *sh, int dying)
+{
+    struct vidmm_share *s = sh->share;
+    struct vidmm_allocation *al = s->al;
+    if (sh->locks && !dying)
+        return vidmm_fail(VIDMM_E_BUSY, "shared allocation 0x%llx: still locked through this handle",
+                          (unsigned long long)sh->self);
+    if (sh->locks) {
+        vidmm_allocation_drop_locks(a, al, sh->locks);
+        sh->locks = 0;
+    }
+    struct vidmm_share_holder **pp = &s->holders;
+    while (*pp != sh)
+        pp = &(*pp)->next;
+    if (s->holder_count == 1) {
+        /* The last holder: the allocation goes (deferred while GPU work
+         * uses it), its token with it. */
+        *pp = NULL;
+        if (s->prev)
+            s->prev->next = s->next;
+        else
+            a->shares = s->next;
+        if (s->next)
+            s->next->prev = s->prev;
+        a->share_count--;
+        al->share = NULL;
+        al->private_process = sh->process;
+        holder_free(a, sh);
+        vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_share));
+        vidmm_allocation_destroy_unlocked(a, al);
+        return VIDMM_OK;
+    }
+    /* Others still hold it: only this process's view goes - its GPU VA
+     * mappings, its devices' residency references, its ownership. */
+    struct vidmm_process *p = vidmm_process_get(a, sh->process);
+    if (p) {
+        vidmm_process_unmap_allocation_in(a, p, al);
+        vidmm_res_process_lets_go(a, al, p);
+    }
+    if (sh->creator)
+        al->private_process = 0;   /* the openers' now: named through their handles only */
+    *pp = sh->next;
+    s->holder_count--;
+    holder_free(a, sh);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_share_close(struct vidmm_adapter *a, struct vidmm_share_holder *sh)
+{
+    return let_go(a, sh, 0);
+}
+
+void vidmm_share_process_gone(struct vidmm_adapter *a, vidmm_handle process)
+{
+    struct vidmm_share *next;
+    for (struct vidmm_share *s = a->shares; s; s = next) {
+        next = s->next;   /* let_go may free s, never another share */
+        for (struct vidmm_share_holder *sh = s->holders; sh; sh = sh->next)
+            if (sh->process == process) {
+                (void)let_go(a, sh, 1);
+                break;   /* one holder per process */
+            }
+    }
+}
+
+static vidmm_status share_export(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle h,
+                                 struct vidmm_share_token *token)
+{
+    if (!a || !token)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "token is NULL");
+    if (!vidmm_process_get(a, process))
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)process);
+    struct vidmm_allocation *al = vidmm_handle_get_for(a, h, process);
+    if (!al)
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
+                          (unsigned long long)h);
+    if (!al->share)
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx was not created with VIDMM_CREATE_SHARED",
+                          (unsigned long long)h);
+    al->share->exported++;
+    token->value[0] = al->share->token[0];
+    token->value[1] = al->share->token[1];
+    return VIDMM_OK;
+}
+
+static vidmm_status share_open(struct vidmm_adapter *a, vidmm_handle process, const struct vidmm_share_token *token,
+                               vidmm_handle *out)
+{
+    if (!a || !token || !out)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !token ? "token is NULL" : "out is NULL");
+    if (!vidmm_process_get(a, process))
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)process);
+    struct vidmm_share *s = (token->value[0] | token->value[1]) ? share_find(a, token) : NULL;
+    if (!s)
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "share token: names no live shared allocation of this adapter");
+    struct vidmm_share_holder **tail = &s->holders;
+    for (; *tail; tail = &(*tail)->next)
+        if ((*tail)->process == process)
+            return vidmm_fail(VIDMM_E_STATE, "process 0x%llx holds this shared allocation already (handle 0x%llx)",
+                              (unsigned long long)process, (unsigned long long)(*tail)->self);
+    struct vidmm_share_holder *sh = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_HOLDER, sizeof(*sh),
+                                                  _Alignof(struct vidmm_share_holder));
+    if (!sh)
+        return VIDMM_E_NO_HOST_MEMORY;
+    uint64_t h;
+    vidmm_status st = vidmm_objtab_add(&a->share_holders, a->ha, sh, &h);
+    if (st < 0) {
+        vidmm_hfree(a->ha, sh, sizeof(*sh), _Alignof(struct vidmm_share_holder));
+        return st == VIDMM_E_BUSY ? VIDMM_E_NO_HOST_MEMORY : st;   /* 16 M open handles per adapter */
+    }
+    sh->share = s;
+    sh->process = process;
+    sh->self = h;
+    *tail = sh;   /* after the creator's, which stays first */
+    s->holder_count++;
+    *out = h;
+    return VIDMM_OK;
+}
+
+static vidmm_status share_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_share_info *out)
+{
+    if (!a || !out)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
+    const struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
+    if (!sh)
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a holder's handle of a shared allocation",
+                          (unsigned long long)h);
+    memset(out, 0, sizeof(*out));
+    out->holders = sh->share->holder_count;
+    out->creator_holds = sh->share->holders->creator;
+    out->locks = sh->locks;
+    out->is_creator = sh->creator;
+    out->process = sh->process;
+    out->exports = sh->share->exported;
+    return VIDMM_OK;
+}
+
+/* ---- the structure checker's part (vidmm_adapter_check) ---------------- */
+
+int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = 0;
+    uint32_t shares = 0, openers = 0;
+    for (const struct vidmm_share *s = a->shares; s && shares <= a->share_count; s = s->next) {
+        shares++;
+        const struct vidmm_allocation *al = s->al;
+        if (!al || !al->live || al->zombie || al->share != s || vidmm_handle_get_any(a, al->self) != al) {
+            e++;
+            snprintf(msg, n, "share %u: its allocation is not live, deferred, or does not point back", shares);
+            continue;
+        }
+        if (s->next && s->next->prev != s) {
+            e++;
+            snprintf(msg, n, "share of allocation 0x%llx: list links disagree", (unsigned long long)al->self);
+        }
+        if (!(s->token[0] | s->token[1])) {
+            e++;
+            snprintf(msg, n, "share of allocation 0x%llx: zero token", (unsigned long long)al->self);
+        }
+        for (const struct vidmm_share *o = s->next; o; o = o->next)
+            if (o->token[0] == s->token[0] && o->token[1] == s->token[1]) {
+                e++;
+                snprintf(msg, n, "two shares have one token");
+            }
+        uint32_t holders = 0;
+        uint64_t locks = 0;
+        for (const struct vidmm_share_holder *sh = s->holders; sh && holders <= s->holder_count; sh = sh->next) {
+            holders++;
+            locks += sh->locks;
+            if (sh->share != s || !vidmm_process_get(a, sh->process)) {
+                e++;
+                snprintf(msg, n, "allocation 0x%llx: a holder of another share, or of a dead process",
+                         (unsigned long long)al->self);
+            }
+            if (sh->creator && (sh != s->holders || sh->self != al->self || al->private_process != sh->process)) {
+                e++;
+                snprintf(msg, n, "allocation 0x%llx: the creator's hold is not first, not its handle or not its process",
+                         (unsigned long long)al->self);
+            }
+            if (!sh->creator) {
+                openers++;
+                if (vidmm_objtab_get(&a->share_holders, sh->self) != sh) {
+                    e++;
+                    snprintf(msg, n, "allocation 0x%llx: opener handle 0x%llx not in the holder table",
+                             (unsigned long long)al->self, (unsigned long long)sh->self);
+                }
+            }
+            for (const struct vidmm_share_holder *o = sh->next; o; o = o->next)
+                if (o->process == sh->process) {
+                    e++;
+                    snprintf(msg, n, "allocation 0x%llx: two holds of one process", (unsigned long long)al->self);
+                }
+        }
+        if (holders != s->holder_count || !holders) {
+            e++;
+            snprintf(msg, n, "allocation 0x%llx: %u holders listed, count says %u", (unsigned long long)al->self,
+                     holders, s->holder_count);
+        }
+        if (!s->holders->creator && al->private_process) {
+            e++;
+            snprintf(msg, n, "allocation 0x%llx: the creator let go but it is still private to a process",
+                     (unsigned long long)al->self);
+        }
+        if (locks != al->lock_count) {
+            e++;
+            snprintf(msg, n, "allocation 0x%llx: locked %u times, its holders' locks sum to %llu",
+                     (unsigned long long)al->self, al->lock_count, (unsigned long long)locks);
+        }
+        /* Only holders' processes map it or list it on a device. */
+        for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+            const struct vidmm_share_holder *sh = s->holders;
+            while (sh && sh->process != r->dev->process->self)
+                sh = sh->next;
+            if (!sh) {
+                e++;
+                snprintf(msg, n, "allocation 0x%llx: on the residency list of a device of a process that does not hold it",
+                         (unsigned long long)al->self);
+            }
+        }
+    }
+    if (shares != a->share_count) {
+        e++;
+        snprintf(msg, n, "%u shares listed, count says %u", shares, a->share_count);
+    }
+    if (openers != a->share_holders.live) {
+        e++;
+        snprintf(msg, n, "%u opener holds listed, the holder table has %u handles", openers, a->share_holders.live);
+    }
+    if (vidmm_objtab_check(&a->share_holders)) {
+        e++;
+        snprintf(msg, n, "share holder handle table inconsistent");
+    }
+    return e;
+}
+
+/* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
+
+vidmm_status vidmm_share_export(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle h,
+                                struct vidmm_share_token *token)
+{
+    VIDMM_ENTRY(a, share_export(a, process, h, token));
+}
+
+vidmm_status vidmm_share_open(struct vidmm_adapter *a, vidmm_handle process, const struct vidmm_share_token *token,
+                              vidmm_handle *out)
+{
+    VIDMM_ENTRY(a, share_open(a, process, token, out));
+}
+
+vidmm_status vidmm_share_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_share_info *out)
+{
+    VIDMM_ENTRY(a, share_query(a, h, out));
+}
