@@ -23,7 +23,8 @@
 
 /* Reply opcode = request opcode | VMMD_REPLY. */
 #define VMMD_REPLY 0x8000u
-/* Reply flag: one file descriptor rides along (SCM_RIGHTS). */
+/* Reply flag: one file descriptor rides along (SCM_RIGHTS); the one
+ * request flag too, on VMMD_OP_SHARE_OPEN only (and required there). */
 #define VMMD_FLAG_FD 0x1u
 
 enum vmmd_op {
@@ -47,7 +48,11 @@ enum vmmd_op {
     VMMD_OP_GPUVA_FREE = 18,
     VMMD_OP_DEBUG_CHECK = 32,
     VMMD_OP_ECHO = 33,
-    VMMD_OP_LAST = 34
+    /* Shared allocations (docs/DAEMON.md "Shared allocations"). */
+    VMMD_OP_SHARE_EXPORT = 48,     /* reply carries the share's descriptor */
+    VMMD_OP_SHARE_OPEN = 49,       /* request carries a share's descriptor */
+    VMMD_OP_SHARE_QUERY = 50,
+    VMMD_OP_LAST = 52              /* 51: reserved for sharing */
 };
 
 struct vmmd_header {

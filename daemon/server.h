@@ -50,6 +50,10 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
  * queued replies are flushed (framing broken). */
 int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n, int fds_received,
                         int truncated);
+/* The same with the first descriptor received (fd, or -1), which the
+ * call owns and closes: a SHARE_OPEN names its share by it. */
+int vmmd_client_message_fd(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n,
+                           int fds_received, int fd, int truncated);
 
 /* Send what is queued: 1 all sent, 0 the socket is full (wait for
  * POLLOUT), -1 the connection failed (drop it). */
@@ -72,6 +76,7 @@ size_t vmmd_server_poll_waits(struct vmmd_server *s);
 struct vmmd_server_stats {
     uint64_t connections, disconnections, requests, protocol_errors, locks, copy_bytes;
     uint64_t waits_parked, waits_answered;
+    uint64_t shares_exported, shares_opened, shares_live;   /* shared allocations' descriptors */
 };
 void vmmd_server_get_stats(const struct vmmd_server *s, struct vmmd_server_stats *out);
 

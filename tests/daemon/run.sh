@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/daemon/run.sh BUILD - vidmmd and libvidmm-client end to end: a
 # daemon started on a scratch socket, the client tests against it
-# (basic.c, hostile.c, multi.c: 8 processes at 2x over-commitment, then
+# (basic.c, hostile.c, share.c: a shared allocation across two forked
+# clients, multi.c: 8 processes at 2x over-commitment, then
 # 4 with one SIGKILLed mid-run), then SIGTERM: the daemon must exit 0
 # with "clean" (no allocation, host block or checker violation left).
 # Prints "daemon: N passed, M failed" (run.sh sums it).
@@ -32,6 +33,7 @@ run() {
 }
 run "$b/tests/daemon/basic" "$sock"
 run "$b/tests/daemon/hostile" "$sock"
+run "$b/tests/daemon/share" "$sock"
 run "$b/tests/daemon/multi" "$sock" stress 8 6 1048576 30
 run "$b/tests/daemon/multi" "$sock" kill 4 6 1048576 60
 kill -TERM $dpid
@@ -46,6 +48,6 @@ else
 fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
 if [ "${ev:-0}" -gt 0 ]; then p=$((p + 1)); else echo "daemon: FAIL no eviction: not over-committed"; f=$((f + 1)); fi
-grep -E '^vidmmd: (shutdown|residency|leak report)' "$t/log"
+grep -E '^vidmmd: (shutdown|sharing|residency|leak report)' "$t/log"
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]
