@@ -602,6 +602,16 @@ static vidmm_status do_export(struct vmmd_server *s, struct vmmd_client *c, uint
     return VIDMM_OK;
 }
 
+int vmmd_server_share_fd(const struct vmmd_server *s, uint32_t i)
+{
+    if (!s)
+        return -1;
+    for (size_t k = 0, live = 0; k < s->nexports; k++)
+        if (s->exports[k].fd >= 0 && live++ == i)
+            return fcntl(s->exports[k].fd, F_DUPFD_CLOEXEC, 0);
+    return -1;
+}
+
 /* The export a received descriptor names, or SIZE_MAX: the same file
  * (device and inode of a live export file of this daemon) with the same
  * sealed bytes. */

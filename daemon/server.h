@@ -63,6 +63,10 @@ int vmmd_client_fd(const struct vmmd_client *c);
  * 3 device, 5 paging queue; generation gen): the fuzz harness names
  * objects with it. */
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen);
+/* A duplicate of the i-th live export file (the descriptor a
+ * SHARE_EXPORT reply carries), or -1: the fuzz harness hands it back in
+ * SHARE_OPEN requests, since its socket-less clients get no replies. */
+int vmmd_server_share_fd(const struct vmmd_server *s, uint32_t i);
 int vmmd_client_closing(const struct vmmd_client *c);   /* drop once flushed */
 /* One word the event loop keeps per client (its epoll mode). */
 int *vmmd_client_loop_word(struct vmmd_client *c);
