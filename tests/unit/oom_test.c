@@ -1260,6 +1260,12 @@ static void share_sweep(struct ox *x, const char *what, vidmm_handle probe,
                     printf("oom.share: %s: %llu allocations\n", what, (unsigned long long)(k - 1));
                 break;
             }
+            if (st >= 0 && absorbable_site(vidmm_host_alloc_site_name(x->fa.last_fail_site))) {
+                /* Only a checker's scratch was refused (a debug build runs
+                 * them inside the entry): the call went through; undo it. */
+                T_ST(vidmm_allocation_destroy(x->a, h), VIDMM_OK);
+                continue;
+            }
             T_ST(st, VIDMM_E_NO_HOST_MEMORY);
             T_EQ(h, 0);
             share_fp_take(x, probe, &after);
@@ -1329,7 +1335,9 @@ static void oom_share(void)
     T_EQ(si.holders, 2);
     T_ST(vidmm_allocation_destroy(x->a, ha), VIDMM_OK);        /* the creator lets go */
     T_ST(vidmm_process_destroy(x->a, x->proc[1]), VIDMM_OK);   /* the last holder's process goes */
-    T_EQ(x->fa.failures, failures);                            /* none of them asked */
+    /* None of them asked for host memory (a debug build's checkers may,
+     * and skip what they cannot count). */
+    T_CHECK(x->fa.failures == failures || absorbable_site(vidmm_host_alloc_site_name(x->fa.last_fail_site)));
     fault_alloc_disarm(&x->fa);
     T_ST(vidmm_share_query(x->a, hb, &si), VIDMM_E_INVALID_HANDLE);
     char rep[512];
