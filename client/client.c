@@ -49,11 +49,11 @@ static void fail_conn(struct vidmm_client *c)
  * wait for its reply.  Returns the reply's status, or DEVICE_LOST. */
 static vidmm_status call(struct vidmm_client *c, uint16_t op, size_t n)
 {
+    int sfd = c->send_fd;   /* this request's only, whatever happens */
+    c->send_fd = -1;
     if (c->broken)
         return VIDMM_E_DEVICE_LOST;
     uint64_t id = ++c->next_id;
-    int sfd = c->send_fd;
-    c->send_fd = -1;
     vmmd_header_put(c->buf, op, (uint32_t)n, sfd >= 0 ? VMMD_FLAG_FD : 0, id);
     ssize_t w;
     struct iovec siov = { c->buf, VMMD_HEADER_SIZE + n };

@@ -515,6 +515,219 @@ static void share_checker(void)
     iso_close(f);
 }
 
+/* ---- a seeded random walk ------------------------------------------------ */
+
+#define RSIZE (256 * KIB)
+#define RPROC 3
+#define ROBJ 4
+
+struct robj {
+    int alive;
+    struct vidmm_share_token tok;
+    vidmm_handle h[RPROC];       /* each process's handle, 0 = not a holder */
+    uint64_t va[RPROC];          /* its mapping, 0 = none */
+    uint32_t refs[RPROC];        /* references on its device's list */
+    uint32_t creator;            /* the creator's process index, RPROC once it let go */
+    uint32_t pattern;
+};
+
+static uint64_t rnd_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void rfill(struct iso_fx *f, struct iso_proc *p, vidmm_handle h, uint32_t pattern, int check)
+{
+    void *c = NULL;
+    T_ST(vidmm_device_lock(f->a, p->dev, h, &c), VIDMM_OK);
+    int ok = c != NULL;
+    for (uint64_t k = 0; c && k < RSIZE / 4; k++) {
+        if (check)
+            ok &= ((uint32_t *)c)[k] == pattern;
+        else
+            ((uint32_t *)c)[k] = pattern;
+    }
+    T_ST(vidmm_device_unlock(f->a, p->dev, h), VIDMM_OK);
+    T_CHECK(ok);
+}
+
+static uint32_t rholders(const struct robj *o)
+{
+    uint32_t n = 0;
+    for (int p = 0; p < RPROC; p++)
+        n += o->h[p] != 0;
+    return n;
+}
+
+/* The process p lets go of o (its handle destroyed or the process gone). */
+static void rlet_go(struct robj *o, int p)
+{
+    o->h[p] = 0;
+    o->va[p] = 0;
+    o->refs[p] = 0;
+    if (o->creator == (uint32_t)p)
+        o->creator = RPROC;
+    if (!rholders(o))
+        o->alive = 0;   /* the last holder: the allocation is gone */
+}
+
+/* Random steps over three processes and four shared allocations: create,
+ * export, open, close, CPU write and read, map, make resident, evict,
+ * move, GPU CHECKSUM, process death; a model says who holds what and
+ * which bytes each holds, and both checkers run after every step.  The
+ * seed is printed and taken back (VIDMM_TEST_SEED). */
+static void share_random(void)
+{
+    struct iso_fx f;
+    if (iso_open(&f, "dgpu", 0, 0, 1))
+        return;
+    uint64_t x = (t_seed() + 1) * 0x9E3779B97F4A7C15ull;   /* small seeds spread */
+    x = (x ^ (x >> 29)) | 1;
+    /* Weights: opens, writes, reads, maps, make-residents and GPU reads
+     * often; deaths rarely. */
+    static const int ops[] = { 0, 0, 1, 1, 1, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 9, 9, 9, 10, 11 };
+    struct iso_proc P[RPROC];
+    for (int p = 0; p < RPROC; p++)
+        iso_new_proc(&f, &P[p]);
+    struct robj O[ROBJ];
+    memset(O, 0, sizeof O);
+    uint32_t next_pattern = 0x52000000u;
+    uint64_t counts[12] = { 0 };
+    for (int step = 0; step < 400 && !t_current_failures(); step++) {
+        int op = ops[rnd_next(&x) % (sizeof ops / sizeof ops[0])], p = (int)(rnd_next(&x) % RPROC);
+        struct robj *o = &O[rnd_next(&x) % ROBJ];
+        struct iso_proc *pp = &P[p];
+        vidmm_handle h = o->alive ? o->h[p] : 0;
+        switch (op) {
+        case 0:   /* create and export */
+            if (o->alive)
+                continue;
+            {
+                struct softgpu_alloc_desc d;
+                sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), RSIZE,
+                        VIDMM_ALLOC_CPU_VISIBLE);
+                memset(o, 0, sizeof *o);
+                T_ST(vidmm_device_allocation_create(f.a, pp->dev, &d, sizeof d, VIDMM_CREATE_SHARED, &o->h[p]),
+                     VIDMM_OK);
+                T_ST(vidmm_share_export(f.a, pp->proc, o->h[p], &o->tok), VIDMM_OK);
+                o->alive = 1;
+                o->creator = (uint32_t)p;
+                o->pattern = 0;   /* zero-filled */
+            }
+            break;
+        case 1:   /* open */
+            if (!o->alive)
+                continue;
+            if (h) {
+                vidmm_handle y = 0;
+                T_ST(vidmm_share_open(f.a, pp->proc, &o->tok, &y), VIDMM_E_STATE);
+                break;
+            }
+            T_ST(vidmm_share_open(f.a, pp->proc, &o->tok, &o->h[p]), VIDMM_OK);
+            break;
+        case 2:   /* close */
+            if (!h)
+                continue;
+            T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
+            rlet_go(o, p);
+            if (!o->alive) {
+                vidmm_handle y = 0;
+                T_ST(vidmm_share_open(f.a, pp->proc, &o->tok, &y), VIDMM_E_INVALID_HANDLE);
+            }
+            break;
+        case 3:   /* write */
+            if (!h)
+                continue;
+            o->pattern = ++next_pattern;
+            rfill(&f, pp, h, o->pattern, 0);
+            break;
+        case 4:   /* read */
+            if (!h)
+                continue;
+            rfill(&f, pp, h, o->pattern, 1);
+            break;
+        case 5:   /* map */
+            if (!h || o->va[p])
+                continue;
+            T_ST(vidmm_gpuva_map(f.a, pp->proc, 0, 0, 0, h, 0, RSIZE, 0, 0, &o->va[p]), VIDMM_OK);
+            break;
+        case 6:   /* make resident */
+            if (!h)
+                continue;
+            iso_mr(&f, pp, &h, 1, VIDMM_OK);
+            o->refs[p]++;
+            break;
+        case 7:   /* evict */
+            if (!h || !o->refs[p])
+                continue;
+            {
+                struct vidmm_evict_args ea = { &h, 1, 0, 0 };
+                T_ST(vidmm_evict(f.a, pp->dev, &ea), VIDMM_OK);
+                o->refs[p]--;
+                int listed = 0;
+                for (int q = 0; q < RPROC; q++)
+                    listed |= o->refs[q] != 0;
+                if (!listed)
+                    T_EQ(sg_alloc_state(f.a, h).segment_id, 0);   /* nobody lists it: evicted */
+                else
+                    T_CHECK(sg_alloc_state(f.a, h).segment_id != 0);   /* another holder's reference keeps it */
+            }
+            break;
+        case 8:   /* move through this holder's handle */
+            if (!h)
+                continue;
+            {
+                uint32_t seg = sg_alloc_state(f.a, h).segment_id;
+                if (seg == 0)
+                    continue;   /* evicted: make-resident first */
+                T_ST(vidmm_allocation_move(f.a, h, seg == 1 ? 2 : 1), VIDMM_OK);
+            }
+            break;
+        case 9:   /* GPU read through this holder's mapping */
+            if (!h || !o->va[p])
+                continue;
+            iso_mr(&f, pp, &h, 1, VIDMM_OK);
+            o->refs[p]++;
+            iso_gpu_sums(&f, pp, &h, &o->va[p], 1, RSIZE, 0, iso_fill_sum(RSIZE, o->pattern));
+            break;
+        case 10:  /* the process dies and a new one takes its place */
+            T_ST(vidmm_process_destroy(f.a, pp->proc), VIDMM_OK);
+            for (int k = 0; k < ROBJ; k++)
+                if (O[k].alive && O[k].h[p])
+                    rlet_go(&O[k], p);
+            iso_new_proc(&f, pp);
+            break;
+        default:  /* query every holder */
+            for (int k = 0; k < ROBJ; k++)
+                for (int q = 0; q < RPROC; q++) {
+                    if (!O[k].alive || !O[k].h[q])
+                        continue;
+                    struct vidmm_share_info si = info_of(&f, O[k].h[q]);
+                    T_EQ(si.holders, rholders(&O[k]));
+                    T_EQ(si.creator_holds, (uint32_t)(O[k].creator < RPROC));
+                    T_EQ(si.is_creator, (uint32_t)(O[k].creator == (uint32_t)q));
+                    T_EQ(si.process, P[q].proc);
+                }
+            break;
+        }
+        counts[op]++;
+        if (all_checked(&f)) {
+            T_CHECK(0);
+            fprintf(stderr, "share.random: checkers failed after step %d (op %d)\n", step, op);
+        }
+    }
+    printf("share.random: ops create %llu open %llu close %llu write %llu read %llu map %llu mr %llu evict %llu "
+           "move %llu gpu %llu death %llu query %llu\n",
+           (unsigned long long)counts[0], (unsigned long long)counts[1], (unsigned long long)counts[2],
+           (unsigned long long)counts[3], (unsigned long long)counts[4], (unsigned long long)counts[5],
+           (unsigned long long)counts[6], (unsigned long long)counts[7], (unsigned long long)counts[8],
+           (unsigned long long)counts[9], (unsigned long long)counts[10], (unsigned long long)counts[11]);
+    iso_close(&f);
+}
+
 void suite_share(void);
 void suite_share(void)
 {
@@ -528,4 +741,5 @@ void suite_share(void)
     t_run("share.refusals", share_refusals);
     t_run("share.tokens", share_tokens);
     t_run("share.checker", share_checker);
+    t_run("share.random", share_random);
 }
