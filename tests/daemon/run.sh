@@ -46,6 +46,8 @@ else
   tail -n 20 "$t/log"
   f=$((f + 1))
 fi
+# Every share's export file went with its last holder.
+if grep -q '^vidmmd: sharing: .* 0 export files open at shutdown$' "$t/log"; then p=$((p + 1)); else echo "daemon: FAIL export files left open at shutdown"; f=$((f + 1)); fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
 if [ "${ev:-0}" -gt 0 ]; then p=$((p + 1)); else echo "daemon: FAIL no eviction: not over-committed"; f=$((f + 1)); fi
 grep -E '^vidmmd: (shutdown|sharing|residency|leak report)' "$t/log"
