@@ -14,7 +14,9 @@
  * creator's, named by the allocation's own handle and kept first in the
  * list, and one per opener, named by a handle of the adapter's
  * share-holder table.  The adapter's table of tokens is its list of
- * shares: an open walks it (O(shared allocations); opens are rare).
+ * shares: an open walks it (O(shared allocations): opens are rare next
+ * to the calls that use the handle, which cost what they cost for any
+ * allocation).
  */
 #include "model/objects.h"
 #include "alloc/alloc.h"
@@ -49,15 +51,18 @@ static struct vidmm_share *share_find(const struct vidmm_adapter *a, const struc
     return NULL;
 }
 
-/* 128 bits from the system's entropy source (getentropy); without one,
- * the clock, a counter and addresses mixed - unique, but guessable by
- * whoever sees the clock (docs/DECISIONS.md D53).  Never 0, 0 and
- * never a live share's. */
+/* 128 bits from the system's entropy source (getentropy): never 0, 0,
+ * and unique without a check (a collision among 2^64 shares has
+ * probability about 2^-1).  Without a source, the clock, a counter and
+ * addresses mixed - unique only because they are checked against every
+ * live share (O(shares)), and guessable by whoever sees the clock
+ * (docs/DECISIONS.md D53). */
 static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uint64_t out[2])
 {
     for (;;) {
         uint64_t t[2];
-        if (getentropy(t, sizeof(t)) != 0) {
+        int random = getentropy(t, sizeof(t)) == 0;
+        if (!random) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             t[0] = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)s);
@@ -65,7 +70,7 @@ static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uin
         }
         a->share_tokens++;
         struct vidmm_share_token k = { { t[0], t[1] } };
-        if ((t[0] | t[1]) && !share_find(a, &k)) {
+        if ((t[0] | t[1]) && (random || !share_find(a, &k))) {
             out[0] = t[0];
             out[1] = t[1];
             return;
@@ -271,7 +276,9 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
             e++;
             snprintf(msg, n, "share of allocation 0x%llx: zero token", (unsigned long long)al->self);
         }
-        for (const struct vidmm_share *o = s->next; o; o = o->next)
+        /* Pairwise, so only on adapters of up to 1,024 shares: the
+         * walker stays O(n) on large ones (docs/ARCHITECTURE.md "Cost"). */
+        for (const struct vidmm_share *o = s->next; o && a->share_count <= 1024; o = o->next)
             if (o->token[0] == s->token[0] && o->token[1] == s->token[1]) {
                 e++;
                 snprintf(msg, n, "two shares have one token");

@@ -575,9 +575,12 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         }
         /* Resident, owned, not offered, on the list: the next call may
          * take the fast path. */
-        /* Not a shared allocation: the fast path does not ask which
-         * handle a process names it by (vidmm/share.h), the full path does. */
-        if (al->share)
+        /* A shared allocation only on its creator's devices, which name
+         * it by its own handle: the fast path checks the handle's slot
+         * and generation, not which process may use that handle, so an
+         * opener's device must not have an entry the creator's handle
+         * would pass (vidmm/share.h).  Openers take the full path. */
+        if (al->share && al->private_process != p->self)
             continue;
         struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
         if (!e)

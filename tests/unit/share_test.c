@@ -252,6 +252,7 @@ static void share_destroy_order(int creator_first)
     T_ST(vidmm_allocation_query(f->a, h1, &st), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_allocation_destroy(f->a, h1), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_share_query(f->a, h1, &(struct vidmm_share_info){ 0 }), VIDMM_E_INVALID_HANDLE);
+    iso_mr(f, first, &h1, 1, VIDMM_E_INVALID_HANDLE);   /* its device's fast table forgot it too */
     T_EQ(va_names(f, first, va1), VIDMM_HANDLE_NULL);     /* the closer's mapping went */
     T_EQ(va_names(f, second, va2), h2);
     struct vidmm_share_info si = info_of(f, h2);
@@ -399,6 +400,17 @@ static void share_refusals(void)
     T_ST(vidmm_gpuva_map(f->a, C.proc, 0, 0, 0, t.ha, 0, SSIZE, 0, 0, &va), VIDMM_E_INVALID_HANDLE);
     iso_mr(f, &C, &t.hb, 1, VIDMM_E_INVALID_HANDLE);
     iso_mr(f, &t.A, &t.hb, 1, VIDMM_E_INVALID_HANDLE);
+    /* The creator's handle on the opener's device, after the creator's
+     * own make-residents took the fast path twice (its device's fast
+     * table has the slot): still not B's to name. */
+    iso_mr(f, &t.A, &t.ha, 1, VIDMM_OK);
+    iso_mr(f, &t.A, &t.ha, 1, VIDMM_OK);
+    iso_mr(f, &t.B, &t.ha, 1, VIDMM_E_INVALID_HANDLE);
+    {
+        struct vidmm_evict_args ea = { &t.ha, 1, 0, 0 };
+        T_ST(vidmm_evict(f->a, t.A.dev, &ea), VIDMM_OK);
+        T_ST(vidmm_evict(f->a, t.A.dev, &ea), VIDMM_OK);
+    }
     void *cpu = (void *)&h;
     T_ST(vidmm_device_lock(f->a, C.dev, t.hb, &cpu), VIDMM_E_INVALID_HANDLE);
     T_CHECK(cpu == (void *)&h);
