@@ -209,6 +209,9 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         uint32_t i = it - 1;
         if (!al->live || al->self != ((al->self & ~0xFFFFFFull) | i))
             vidmm_report_add(&r, "allocation %u: in the table but not live, or named by another slot", i);
+        if (!al->shared != !al->share)
+            vidmm_report_add(&r, "allocation %u: shared flag %u but share record %s", i, al->shared,
+                             al->share ? "set" : "none");
         if (!al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
             vidmm_report_add(&r, "allocation %u: private to a dead process", i);
         check_allocation(a, i, al, sum, &r);

@@ -67,15 +67,16 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
 
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    const struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
-    if (sh)
-        return sh->share->al;   /* a holder keeps it alive: never a zombie */
+    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+        const struct vidmm_share_holder *sh = vidmm_objtab_get(&a->share_holders, h);
+        return sh ? sh->share->al : NULL;   /* a holder keeps it alive: never a zombie */
+    }
     struct vidmm_allocation *al = vidmm_handle_get_any(a, h);
     if (!al || al->zombie)
         return NULL;   /* a zombie (destroyed while in use) is gone for the API */
     /* A shared allocation whose creator let go: its own handle is gone
      * with that hold, only the openers' handles name it. */
-    return al->share && !(al->share->holders && al->share->holders->creator) ? NULL : al;
+    return al->shared && !al->share->holders->creator ? NULL : al;
 }
 
 struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process)
@@ -98,7 +99,7 @@ struct vidmm_share_holder *vidmm_share_holder_of(const struct vidmm_adapter *a, 
     if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION)
         return vidmm_objtab_get(&a->share_holders, h);
     const struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
-    if (!al || !al->share || al->zombie)
+    if (!al || !al->shared || al->zombie)
         return NULL;
     struct vidmm_share_holder *c = al->share->holders;   /* the creator's hold is kept first */
     return c && c->creator ? c : NULL;

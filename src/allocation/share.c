@@ -103,6 +103,7 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
     a->shares = s;
     a->share_count++;
     al->share = s;
+    al->shared = 1;
     return VIDMM_OK;
 }
 
@@ -141,6 +142,7 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
             s->next->prev = s->prev;
         a->share_count--;
         al->share = NULL;
+        al->shared = 0;
         al->private_process = sh->process;
         holder_free(a, sh);
         vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_share));
@@ -263,7 +265,7 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
     for (const struct vidmm_share *s = a->shares; s && shares <= a->share_count; s = s->next) {
         shares++;
         const struct vidmm_allocation *al = s->al;
-        if (!al || !al->live || al->zombie || al->share != s || vidmm_handle_get_any(a, al->self) != al) {
+        if (!al || !al->live || al->zombie || al->share != s || !al->shared || vidmm_handle_get_any(a, al->self) != al) {
             e++;
             snprintf(msg, n, "share %u: its allocation is not live, deferred, or does not point back", shares);
             continue;

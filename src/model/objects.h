@@ -88,7 +88,7 @@ struct vidmm_allocation {
      * already referenced allocation reads this line and its reference
      * record only). */
     _Alignas(64) uint16_t handle_gen; /* its handle's generation (core/objtab.h: lookups read it here) */
-    uint16_t pad0;
+    uint16_t shared;                /* share != NULL (here: handle lookups read this line only) */
     uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
     int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */

@@ -354,7 +354,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         /* Lists stream through objects that are rarely in cache: fetch
          * the object 16 ahead and the reference record 4 ahead, so the
          * misses overlap instead of queueing. */
-        if (i + 16 < args->count) {
+        if (i + 16 < args->count && (list[i + 16] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
             uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
             const char *o = vidmm_objtab_at(&a->allocations, idx);
             if (o) {
@@ -362,7 +362,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
             }
         }
-        if (i + 4 < args->count) {
+        if (i + 4 < args->count && (list[i + 4] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
             uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
             const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
             if (o && o->refs)
@@ -580,7 +580,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
          * and generation, not which process may use that handle, so an
          * opener's device must not have an entry the creator's handle
          * would pass (vidmm/share.h).  Openers take the full path. */
-        if (al->share && al->private_process != p->self)
+        if (al->shared && al->private_process != p->self)
             continue;
         struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
         if (!e)

@@ -514,6 +514,11 @@ static void share_checker(void)
     T_CHECK(strstr(rep, "not in the holder table") != NULL);
     s->holders->next->self = saved;
     T_EQ(vidmm_adapter_check(f->a, rep, sizeof rep), 0);
+    al->shared = 0;   /* the first-line flag lookups read */
+    T_CHECK(vidmm_adapter_check(f->a, rep, sizeof rep) > 0);
+    T_CHECK(strstr(rep, "shared flag") != NULL);
+    al->shared = 1;
+    T_EQ(vidmm_adapter_check(f->a, rep, sizeof rep), 0);
     vidmm_handle owner = al->pe.process;
     T_CHECK(al->owned && owner == t.A.proc);
     struct iso_proc C;
