@@ -554,6 +554,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_objtab_fini(&a->contexts, a->ha);
     vidmm_objtab_fini(&a->processes, a->ha);
     vidmm_objtab_fini(&a->share_holders, a->ha);   /* empty: every holder was a process's */
+    vidmm_share_fini(a);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     vidmm_fence_fini(a);

@@ -38,6 +38,10 @@ vidmm_status vidmm_share_close(struct vidmm_adapter *a, struct vidmm_share_holde
 /* A process goes: each of its holds lets go (its locks dropped). */
 void vidmm_share_process_gone(struct vidmm_adapter *a, vidmm_handle process);
 
+/* The adapter closes: the token table goes (every share went with its
+ * last holder's process). */
+void vidmm_share_fini(struct vidmm_adapter *a);
+
 /* The shares, their holders and the holder table agree (for
  * vidmm_adapter_check).  Violations; the last one in msg. */
 int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n);

@@ -13,10 +13,8 @@
  * holders) and one struct vidmm_share_holder per holding process: the
  * creator's, named by the allocation's own handle and kept first in the
  * list, and one per opener, named by a handle of the adapter's
- * share-holder table.  The adapter's table of tokens is its list of
- * shares: an open walks it (O(shared allocations): opens are rare next
- * to the calls that use the handle, which cost what they cost for any
- * allocation).
+ * share-holder table.  The adapter's table of tokens is a hash table
+ * by token (open addressing, below): an open costs O(1) expected.
  */
 #include "model/objects.h"
 #include "alloc/alloc.h"
@@ -43,19 +41,97 @@ static int token_equal(const uint64_t t[2], const struct vidmm_share_token *k)
     return t[0] == k->value[0] && t[1] == k->value[1];
 }
 
+/* ---- the token table: open addressing on token[0] (random bits),
+ * linear probing, at most half full, deletion by backward shift (no
+ * tombstones), so a lookup is O(1) expected whatever the number of
+ * shares. */
+
 static struct vidmm_share *share_find(const struct vidmm_adapter *a, const struct vidmm_share_token *k)
 {
-    for (struct vidmm_share *s = a->shares; s; s = s->next)
-        if (token_equal(s->token, k))
+    if (!a->share_index_cap)
+        return NULL;
+    uint32_t mask = a->share_index_cap - 1;
+    for (uint32_t i = (uint32_t)k->value[0] & mask;; i = (i + 1) & mask) {
+        struct vidmm_share *s = a->share_index[i];
+        if (!s || token_equal(s->token, k))
             return s;
-    return NULL;
+    }
+}
+
+/* Room for one more share: the table doubled (rehashed) when it would be
+ * more than half full.  VIDMM_E_NO_HOST_MEMORY leaves it as it was. */
+static vidmm_status index_reserve(struct vidmm_adapter *a)
+{
+    if ((uint64_t)(a->share_count + 1) * 2 <= a->share_index_cap)
+        return VIDMM_OK;
+    uint32_t cap = a->share_index_cap ? a->share_index_cap * 2 : 16;
+    if (!cap)
+        return VIDMM_E_NO_HOST_MEMORY;   /* 2^31 shares */
+    struct vidmm_share **t = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_INDEX, (size_t)cap * sizeof(*t),
+                                           _Alignof(struct vidmm_share *));
+    if (!t)
+        return VIDMM_E_NO_HOST_MEMORY;
+    for (uint32_t i = 0; i < a->share_index_cap; i++) {
+        struct vidmm_share *s = a->share_index[i];
+        if (!s)
+            continue;
+        uint32_t j = (uint32_t)s->token[0] & (cap - 1);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = s;
+    }
+    if (a->share_index)
+        vidmm_hfree(a->ha, a->share_index, (size_t)a->share_index_cap * sizeof(*t), _Alignof(struct vidmm_share *));
+    a->share_index = t;
+    a->share_index_cap = cap;
+    return VIDMM_OK;
+}
+
+static void index_insert(struct vidmm_adapter *a, struct vidmm_share *s)
+{
+    uint32_t mask = a->share_index_cap - 1;
+    uint32_t i = (uint32_t)s->token[0] & mask;
+    while (a->share_index[i])
+        i = (i + 1) & mask;
+    a->share_index[i] = s;
+}
+
+static void index_remove(struct vidmm_adapter *a, const struct vidmm_share *s)
+{
+    uint32_t mask = a->share_index_cap - 1;
+    uint32_t i = (uint32_t)s->token[0] & mask;
+    while (a->share_index[i] != s) {
+        if (VIDMM_BUG_ON(a, !a->share_index[i]))
+            return;
+        i = (i + 1) & mask;
+    }
+    /* Backward shift: every later entry of the run that may move into
+     * the hole does, so no lookup ever stops early at it. */
+    for (uint32_t j = (i + 1) & mask; a->share_index[j]; j = (j + 1) & mask) {
+        uint32_t home = (uint32_t)a->share_index[j]->token[0] & mask;
+        /* j's entry may fill i when its home is not in (i, j] cyclically. */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            a->share_index[i] = a->share_index[j];
+            i = j;
+        }
+    }
+    a->share_index[i] = NULL;
+}
+
+void vidmm_share_fini(struct vidmm_adapter *a)
+{
+    if (a->share_index)
+        vidmm_hfree(a->ha, a->share_index, (size_t)a->share_index_cap * sizeof(*a->share_index),
+                    _Alignof(struct vidmm_share *));
+    a->share_index = NULL;
+    a->share_index_cap = 0;
 }
 
 /* 128 bits from the system's entropy source (getentropy): never 0, 0,
  * and unique without a check (a collision among 2^64 shares has
  * probability about 2^-1).  Without a source, the clock, a counter and
  * addresses mixed - unique only because they are checked against every
- * live share (O(shares)), and guessable by whoever sees the clock
+ * live share (one token-table lookup), and guessable by whoever sees the clock
  * (docs/DECISIONS.md D53). */
 static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uint64_t out[2])
 {
@@ -85,7 +161,10 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
         return VIDMM_E_NO_HOST_MEMORY;
     struct vidmm_share_holder *sh = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_HOLDER, sizeof(*sh),
                                                   _Alignof(struct vidmm_share_holder));
-    if (!sh) {
+    /* The token table grows last: any refusal leaves everything as it was. */
+    if (!sh || index_reserve(a) < 0) {
+        if (sh)
+            vidmm_hfree(a->ha, sh, sizeof(*sh), _Alignof(struct vidmm_share_holder));
         vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_share));
         return VIDMM_E_NO_HOST_MEMORY;
     }
@@ -102,6 +181,7 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
         a->shares->prev = s;
     a->shares = s;
     a->share_count++;
+    index_insert(a, s);
     al->share = s;
     al->shared = 1;
     return VIDMM_OK;
@@ -141,6 +221,7 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
         if (s->next)
             s->next->prev = s->prev;
         a->share_count--;
+        index_remove(a, s);
         al->share = NULL;
         al->shared = 0;
         al->private_process = sh->process;
@@ -339,6 +420,23 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
                 snprintf(msg, n, "allocation 0x%llx: on the residency list of a device of a process that does not hold it",
                          (unsigned long long)al->self);
             }
+        }
+    }
+    /* The token table: each share found by its token, no other entry. */
+    uint32_t indexed = 0;
+    for (uint32_t i = 0; i < a->share_index_cap; i++)
+        indexed += a->share_index[i] != NULL;
+    if (indexed != a->share_count || (uint64_t)a->share_count * 2 > a->share_index_cap) {
+        e++;
+        snprintf(msg, n, "token table: %u entries in %u slots, %u shares", indexed, a->share_index_cap, a->share_count);
+    }
+    for (const struct vidmm_share *s = a->shares; s; s = s->next) {
+        struct vidmm_share_token k = { { s->token[0], s->token[1] } };
+        if (share_find(a, &k) != s) {
+            e++;
+            snprintf(msg, n, "token table: the share of allocation 0x%llx is not found by its token",
+                     (unsigned long long)(s->al ? s->al->self : 0));
+            break;
         }
     }
     if (shares != a->share_count) {

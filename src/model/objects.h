@@ -395,10 +395,12 @@ struct vidmm_adapter {
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
     /* Shared allocations (allocation/share.c): the openers' handles
      * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder)
-     * and every share, whose tokens are looked up along this list. */
+     * and every share (a list, and the token table an open looks up). */
     struct vidmm_objtab share_holders;
     struct vidmm_share *shares;
     uint32_t share_count;
+    uint32_t share_index_cap;       /* slots of share_index: 0 or a power of two, at most half full */
+    struct vidmm_share **share_index; /* the token table: open addressing by token[0], linear probing */
     uint64_t share_tokens;          /* tokens made: mixed into the next (entropy fallback) */
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */

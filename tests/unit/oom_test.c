@@ -1310,15 +1310,19 @@ static void oom_share(void)
         T_ST(vidmm_process_create(x->a, &x->proc[i]), VIDMM_OK);
         T_ST(vidmm_device_create(x->a, x->proc[i], &x->dev[i]), VIDMM_OK);
     }
-    /* Warm the allocation object pool and handle table: what a refused
-     * call may not leave behind is then only its own. */
-    vidmm_handle warm = 0;
-    T_ST(share_create_call(x, &warm), VIDMM_OK);
-    T_ST(vidmm_share_export(x->a, x->proc[0], warm, &share_tok), VIDMM_OK);
-    vidmm_handle wo = 0;
-    T_ST(vidmm_share_open(x->a, x->proc[1], &share_tok, &wo), VIDMM_OK);
-    T_ST(vidmm_allocation_destroy(x->a, wo), VIDMM_OK);
-    T_ST(vidmm_allocation_destroy(x->a, warm), VIDMM_OK);
+    /* Warm the allocation object pool and handle table with an allocation
+     * that is not shared: the sweeps below then fail every site of the
+     * shares' own (the token table's first growth and the holder table's
+     * included), none of which a refusal may leave behind. */
+    {
+        struct softgpu_alloc_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = SOFTGPU_ALLOC_TEXTURE;
+        d.size = 256 * KIB;
+        vidmm_handle warm = 0;
+        T_ST(vidmm_device_allocation_create(x->a, x->dev[0], &d, sizeof d, VIDMM_CREATE_RESIDENT, &warm), VIDMM_OK);
+        T_ST(vidmm_allocation_destroy(x->a, warm), VIDMM_OK);
+    }
 
     vidmm_handle ha = 0, hb = 0;
     share_sweep(x, "create", 0, share_create_call, &ha);

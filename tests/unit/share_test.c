@@ -450,18 +450,32 @@ static void share_refusals(void)
     iso_close(f);
 }
 
+/* xorshift64: the seeded tests' generator. */
+static uint64_t rnd_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
 /* Tokens are drawn at random: many shares, no collision, none zero, and
- * none equal to a handle's bits. */
+ * none equal to a handle's bits.  The token table (open addressing,
+ * grown by doubling, deletion by backward shift) keeps finding every live
+ * token and none of the dead while shares come and go in a seeded
+ * order. */
 static void share_tokens(void)
 {
     struct iso_fx f;
     if (iso_open(&f, "dgpu", 0, 0, 1))
         return;
-    struct iso_proc A;
+    struct iso_proc A, B;
     iso_new_proc(&f, &A);
-    enum { N = 32 };
-    struct vidmm_share_token tk[N];
-    vidmm_handle h[N];
+    iso_new_proc(&f, &B);
+    enum { N = 200 };
+    static struct vidmm_share_token tk[N];
+    static vidmm_handle h[N];
+    static int live[N];
     for (int i = 0; i < N; i++) {
         struct softgpu_alloc_desc d;
         sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
@@ -471,12 +485,29 @@ static void share_tokens(void)
         T_CHECK(tk[i].value[0] != h[i] && tk[i].value[1] != h[i]);
         for (int j = 0; j < i; j++)
             T_CHECK(memcmp(&tk[i], &tk[j], sizeof tk[i]) != 0);
+        live[i] = 1;
     }
     T_EQ(all_checked(&f), 0);
-    for (int i = 0; i < N; i += 2)
+    /* Destroy half in a seeded order, checking the table as it goes. */
+    uint64_t x = (t_seed() + 7) * 0x9E3779B97F4A7C15ull | 1;
+    for (int k = 0; k < N / 2; k++) {
+        int i = (int)(rnd_next(&x) % N);
+        while (!live[i])
+            i = (i + 1) % N;
         T_ST(vidmm_allocation_destroy(f.a, h[i]), VIDMM_OK);
+        live[i] = 0;
+        if (k % 10 == 0)
+            T_EQ(all_checked(&f), 0);
+    }
+    /* Every live token opens (B's own handle), every dead one is refused. */
+    for (int i = 0; i < N; i++) {
+        vidmm_handle hb = 0;
+        T_ST(vidmm_share_open(f.a, B.proc, &tk[i], &hb), live[i] ? VIDMM_OK : VIDMM_E_INVALID_HANDLE);
+        if (live[i])
+            T_ST(vidmm_allocation_destroy(f.a, hb), VIDMM_OK);
+    }
     T_EQ(all_checked(&f), 0);
-    iso_close(&f);   /* the close takes the process and the rest */
+    iso_close(&f);   /* the close takes the processes and the rest */
 }
 
 /* The walkers see the new invariants: a wrong holder count, a holder's
@@ -548,13 +579,6 @@ struct robj {
     uint32_t pattern;
 };
 
-static uint64_t rnd_next(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
 
 static void rfill(struct iso_fx *f, struct iso_proc *p, vidmm_handle h, uint32_t pattern, int check)
 {
