@@ -176,6 +176,23 @@ static void round_trip(const char *sock, int kill_it)
     vidmm_handle again = 0;
     CHECK_ST(vidmm_client_share_open(b, fd, &again), VIDMM_E_STATE);
     CHECK(again == 0, "a handle came back from a refused open");
+    /* The opener's own handle in its own calls: GPU VA, residency on a
+     * device of its own, queries. */
+    {
+        vidmm_handle dev = 0, q = 0;
+        uint64_t va = 0;
+        CHECK_ST(vidmm_client_device_create(b, &dev), VIDMM_OK);
+        CHECK_ST(vidmm_client_paging_queue_create(b, dev, 0, &q), VIDMM_OK);
+        CHECK_ST(dt_make_resident(b, dev, q, &h, 1), VIDMM_OK);
+        CHECK_ST(vidmm_client_gpuva_map(b, 0, 0, 0, h, 0, SIZE, 0, 0, &va), VIDMM_OK);
+        CHECK(va != 0, "no VA");
+        struct vidmm_client_allocation_info ai;
+        memset(&ai, 0, sizeof ai);
+        CHECK_ST(vidmm_client_allocation_query(b, h, &ai), VIDMM_OK);
+        CHECK(ai.size >= SIZE && ai.resident, "size %llu resident %u", (unsigned long long)ai.size, ai.resident);
+        CHECK_ST(vidmm_client_gpuva_free(b, va, SIZE), VIDMM_OK);
+        CHECK_ST(vidmm_client_device_destroy(b, dev), VIDMM_OK);   /* its references go with it */
+    }
     CHECK_ST(dt_fill(b, h, 2, 0, SIZE), VIDMM_OK);
     CHECK(send_msg(sp[0], 'W', -1) == 0, "link");
     CHECK(recv_msg(sp[0], NULL) == 'Y', "the creator does not read the opener's bytes");
