@@ -174,6 +174,17 @@ static void share_basic(void)
     gpu_sum(&t, &t.A, t.ha, t.va_a, 0x5A5A0003u);
     T_CHECK(cpu_holds(f, &t.A, t.ha, 0x5A5A0003u));
     T_EQ(all_checked(f), 0);
+    /* fdinfo: both holders count it, as shared (1 MiB in vram0). */
+    {
+        char buf[4096];
+        size_t need = 0;
+        T_ST(vidmm_process_fdinfo(f->a, t.B.proc, buf, sizeof buf, &need), VIDMM_OK);
+        const char *sh = strstr(buf, "drm-shared-vram0:");
+        T_CHECK(sh != NULL && strtoull(sh + strlen("drm-shared-vram0:"), NULL, 10) >= SSIZE / 1024);
+        T_ST(vidmm_process_fdinfo(f->a, t.A.proc, buf, sizeof buf, &need), VIDMM_OK);
+        sh = strstr(buf, "drm-shared-vram0:");
+        T_CHECK(sh != NULL && strtoull(sh + strlen("drm-shared-vram0:"), NULL, 10) >= SSIZE / 1024);
+    }
     /* The opener exports the same token. */
     struct vidmm_share_token t2;
     T_ST(vidmm_share_export(f->a, t.B.proc, t.hb, &t2), VIDMM_OK);
@@ -258,6 +269,16 @@ static void share_destroy_order(int creator_first)
     struct vidmm_share_info si = info_of(f, h2);
     T_EQ(si.holders, 1);
     T_EQ(si.creator_holds, (uint32_t)!creator_first);
+    /* The allocation iterator names it by the remaining holder's handle. */
+    {
+        uint64_t cur = 0;
+        struct vidmm_allocation_item it;
+        int found = 0;
+        while (vidmm_allocation_iterate(f->a, NULL, &cur, &it) == VIDMM_OK)
+            if (it.size == SSIZE && (it.flags & VIDMM_ALLOC_CPU_VISIBLE) && it.process == second->proc)
+                found += it.handle == h2;
+        T_EQ(found, 1);
+    }
     T_CHECK(cpu_holds(f, second, h2, 0xD0D00000u | (uint32_t)creator_first));
     gpu_sum(&t, second, h2, va2, 0xD0D00000u | (uint32_t)creator_first);
     T_EQ(all_checked(f), 0);
