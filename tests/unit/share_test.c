@@ -352,6 +352,60 @@ static void share_process_death(int creator_dies)
 static void share_creator_dies(void) { share_process_death(1); }
 static void share_opener_dies(void) { share_process_death(0); }
 
+/* Physical allocation lists and offer/reclaim through an opener's
+ * handle: a CHECKSUM in B's physical context patched through its own
+ * handle reads A's bytes; B offers and reclaims its view (the allocation
+ * is offered for every holder: one set of bytes), A reads them after. */
+static void share_lists_offer(void)
+{
+    struct iso_fx f;
+    if (iso_open(&f, "dgpu", 0, 0, 1))
+        return;
+    struct iso_proc A, B;
+    iso_new_proc(&f, &A);
+    iso_new_proc(&f, &B);
+    struct softgpu_alloc_desc d;
+    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE,
+            VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_ACCESSED_PHYSICALLY);
+    vidmm_handle ha = 0, hb = 0;
+    T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, VIDMM_CREATE_SHARED | VIDMM_CREATE_RESIDENT, &ha),
+         VIDMM_OK);
+    struct vidmm_share_token tok;
+    T_ST(vidmm_share_export(f.a, A.proc, ha, &tok), VIDMM_OK);
+    T_ST(vidmm_share_open(f.a, B.proc, &tok, &hb), VIDMM_OK);
+    cpu_fill(&f, &A, ha, 0x0FF00001u);
+    iso_mr(&f, &B, &hb, 1, VIDMM_OK);
+    iso_gpu_sums(&f, &B, &hb, NULL, 1, SSIZE, 1, iso_fill_sum(SSIZE, 0x0FF00001u));
+    T_EQ(all_checked(&f), 0);
+    /* A's handle is not B's in an allocation list. */
+    {
+        struct vidmm_submit_allocation al[1] = { { ha, 0, 0 } };
+        struct vidmm_submit_physical_args pa;
+        uint8_t buf[64];
+        struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+        T_ST(softgpu_cmd_checksum(&cb, 0, SSIZE, 0), VIDMM_OK);
+        memset(&pa, 0, sizeof pa);
+        pa.buffer = buf;
+        pa.size = cb.size;
+        pa.allocations = al;
+        pa.allocation_count = 1;
+        T_ST(vidmm_submit_physical(f.a, B.pctx, &pa), VIDMM_E_INVALID_HANDLE);
+    }
+    /* Offer and reclaim through B's handle (its listed reference goes first). */
+    struct vidmm_evict_args eb = { &hb, 1, 0, 0 };
+    T_ST(vidmm_evict(f.a, B.dev, &eb), VIDMM_OK);
+    T_ST(vidmm_offer(f.a, B.dev, &hb, 1, VIDMM_OFFER_NORMAL), VIDMM_OK);
+    T_EQ(all_checked(&f), 0);
+    uint32_t res = 99;
+    uint64_t fence = 0;
+    T_ST(vidmm_reclaim(f.a, B.queue, &hb, 1, &res, &fence), VIDMM_OK);
+    T_EQ(res, VIDMM_RECLAIM_OK);   /* no memory pressure: nothing discarded */
+    T_CHECK(cpu_holds(&f, &A, ha, 0x0FF00001u));
+    T_ST(vidmm_offer(f.a, A.dev, &hb, 1, VIDMM_OFFER_NORMAL), VIDMM_E_INVALID_HANDLE);   /* B's handle in A's call */
+    T_EQ(all_checked(&f), 0);
+    iso_close(&f);
+}
+
 /* A fingerprint of what a refused call must leave alone. */
 struct fp {
     uint64_t live, blocks, bytes;
@@ -800,6 +854,7 @@ void suite_share(void)
     t_run("share.destroy_opener_first", share_destroy_opener_first);
     t_run("share.creator_dies", share_creator_dies);
     t_run("share.opener_dies", share_opener_dies);
+    t_run("share.lists_offer", share_lists_offer);
     t_run("share.refusals", share_refusals);
     t_run("share.tokens", share_tokens);
     t_run("share.checker", share_checker);
