@@ -19,6 +19,7 @@
 #include "model/objects.h"
 #include "alloc/alloc.h"
 #include "allocation/allocation.h"
+#include "fence/inflight.h"
 #include "process/process.h"
 #include "residency/residency.h"
 
@@ -231,8 +232,15 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
         return VIDMM_OK;
     }
     /* Others still hold it: only this process's view goes - its GPU VA
-     * mappings, its devices' residency references, its ownership. */
+     * mappings, its devices' residency references, its ownership.  GPU
+     * work in flight may still read through those mappings: it finishes
+     * first (a dying process's contexts were waited for already). */
     struct vidmm_process *p = vidmm_process_get(a, sh->process);
+    if (p && al->busy && vidmm_va_object_mapping_count(&p->vs, al->self)) {
+        vidmm_inflight_wait_idle(a, al);
+        if (al->busy)
+            return VIDMM_E_TIMEOUT;   /* an engine hung: nothing changed, reset as the entry returns */
+    }
     if (p) {
         vidmm_process_unmap_allocation_in(a, p, al);
         vidmm_res_process_lets_go(a, al, p);

@@ -406,6 +406,43 @@ static void share_lists_offer(void)
     iso_close(&f);
 }
 
+/* A holder closes its handle right after submitting GPU work that writes
+ * through its mapping (softgpu's asynchronous engines; the allocation is
+ * still busy when the close comes): the work completes without a fault
+ * on the holder's device and the other holder reads what it wrote. */
+static void share_close_busy(void)
+{
+    struct iso_fx f;
+    if (iso_open(&f, "dgpu", 0, 0, 0))
+        return;
+    struct iso_proc A, B;
+    iso_new_proc(&f, &A);
+    iso_new_proc(&f, &B);
+    vidmm_handle ha = shared_alloc(&f, &A, VIDMM_CREATE_SHARED), hb = 0;
+    struct vidmm_share_token tok;
+    T_ST(vidmm_share_export(f.a, A.proc, ha, &tok), VIDMM_OK);
+    T_ST(vidmm_share_open(f.a, B.proc, &tok, &hb), VIDMM_OK);
+    uint64_t vb = iso_map(&f, &B, hb, SSIZE);
+    iso_mr(&f, &B, &hb, 1, VIDMM_OK);
+    /* 256 MiB of fills: long enough to be running when the close comes. */
+    static uint8_t buf[256 * 32];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    for (uint32_t k = 0; k < 256; k++)
+        T_ST(softgpu_cmd_fill(&cb, vb, SSIZE, 0xB0B00000u | (k & 15)), VIDMM_OK);
+    iso_aux_write(&f, &B, 0, cb.data, cb.size);
+    uint64_t fence = 0;
+    T_ST(vidmm_submit_virtual(f.a, B.vctx, B.aux_va, cb.size, &fence), VIDMM_OK);   /* not waited for */
+    T_ST(vidmm_allocation_destroy(f.a, hb), VIDMM_OK);
+    struct vidmm_device_info di;
+    T_ST(vidmm_device_query(f.a, B.dev, &di), VIDMM_OK);
+    T_EQ(di.faults, 0);
+    T_EQ(di.lost, 0);
+    T_CHECK(cpu_holds(&f, &A, ha, 0xB0B0000Fu));   /* the last FILL */
+    T_EQ(info_of(&f, ha).holders, 1);
+    T_EQ(all_checked(&f), 0);
+    iso_close(&f);
+}
+
 /* A fingerprint of what a refused call must leave alone. */
 struct fp {
     uint64_t live, blocks, bytes;
@@ -855,6 +892,7 @@ void suite_share(void)
     t_run("share.creator_dies", share_creator_dies);
     t_run("share.opener_dies", share_opener_dies);
     t_run("share.lists_offer", share_lists_offer);
+    t_run("share.close_busy", share_close_busy);
     t_run("share.refusals", share_refusals);
     t_run("share.tokens", share_tokens);
     t_run("share.checker", share_checker);
