@@ -14,7 +14,7 @@
  * its last holder lets go: vidmm_allocation_destroy with the holder's
  * handle, or the holder's process destroyed.
  *
- * docs/SHARING.md describes the model; docs/DECISIONS.md D50-D53 the
+ * docs/SHARING.md describes the model; docs/DECISIONS.md D53-D56 the
  * choices Microsoft's pages leave open (budget accounting, one handle per
  * process, eviction across holders, tokens).
  */
@@ -57,7 +57,7 @@ VIDMM_API vidmm_status vidmm_share_export(struct vidmm_adapter *adapter, vidmm_h
  * VIDMM_E_INVALID_HANDLE: a bad process, or a token that names no live
  * shared allocation (never valid, or its allocation is gone);
  * VIDMM_E_STATE: the process holds it already (its handle is the one to
- * use: one handle per process, docs/DECISIONS.md D51);
+ * use: one handle per process, docs/DECISIONS.md D54);
  * VIDMM_E_NO_HOST_MEMORY.  On failure nothing changed and *allocation
  * is untouched. */
 VIDMM_API vidmm_status vidmm_share_open(struct vidmm_adapter *adapter, vidmm_handle process,

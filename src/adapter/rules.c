@@ -121,7 +121,7 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
                "while %s", idx, pl->ap_mapped ? "mapped into" : "not mapped into",
             al->displayed ? "displayed" : "not displayed");
     if (al->share && al->owned) {
-        /* D50: a shared allocation's bytes count in one process's usage,
+        /* D53: a shared allocation's bytes count in one process's usage,
          * its owner's, and the owner is one of its holders. */
         const struct vidmm_share_holder *sh = al->share->holders;
         while (sh && sh->process != al->pe.process)

@@ -133,7 +133,7 @@ void vidmm_share_fini(struct vidmm_adapter *a)
  * probability about 2^-1).  Without a source, the clock, a counter and
  * addresses mixed - unique only because they are checked against every
  * live share (one token-table lookup), and guessable by whoever sees the clock
- * (docs/DECISIONS.md D53). */
+ * (docs/DECISIONS.md D56). */
 static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uint64_t out[2])
 {
     for (;;) {

@@ -13,7 +13,7 @@
  * virtual context); destroy order creator-first and opener-first; death
  * of the creator's process and of the opener's (with a lock held);
  * eviction by one holder that the other's references keep resident;
- * CurrentUsage counted to one holder (D50) and adopted by the other
+ * CurrentUsage counted to one holder (D53) and adopted by the other
  * when it lets go; refusals that change nothing (unshareable
  * allocations, bad and dead tokens, bad handles, foreign processes, a
  * second open by a holder, a close while locked).  The out-of-memory
@@ -193,7 +193,7 @@ static void share_basic(void)
     iso_close(f);
 }
 
-/* D50: usage counts to one holder - the one whose make-resident brought
+/* D53: usage counts to one holder - the one whose make-resident brought
  * it in - and the other adopts it at its next make-resident once the
  * first lets go. */
 static void share_budget(void)
@@ -537,7 +537,7 @@ static void share_refusals(void)
     T_ST(vidmm_share_open(f->a, C.proc, NULL, &h), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_share_open(f->a, C.proc, &t.tok, NULL), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_share_open(f->a, t.A.dev, &t.tok, &h), VIDMM_E_INVALID_HANDLE);
-    /* A holder opening again (D51): refused, its handle stays the one. */
+    /* A holder opening again (D54): refused, its handle stays the one. */
     T_ST(vidmm_share_open(f->a, t.B.proc, &t.tok, &h), VIDMM_E_STATE);
     T_ST(vidmm_share_open(f->a, t.A.proc, &t.tok, &h), VIDMM_E_STATE);
     T_EQ(h, 0x77);
