@@ -116,7 +116,7 @@ RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o
 $(TOOL_OBJ): CFLAGS_ALL += -Itests
 $(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
 $(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC) $(LIBS) -ldl
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(CLIENT_LIB) $(STATIC) $(LIBS) -ldl
 
 $(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
 $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
@@ -169,11 +169,13 @@ $(BUILD)/tests/d3dkmt/%.o: tests/d3dkmt/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(EX_CFLAGS) -Itests -MMD -MP -c $< -o $@
 
+# Both also reach vidmmd through the remote backend (d3dkmt/backend_client.c),
+# hence libvidmm-client (its rule is in the vidmmd section below).
 $(D3DKMT_TESTS): $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(D3DKMT_TEST_OBJ) $(D3DKMT_LIB) $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
 
 $(D3DKMT_CLIENT): $(BUILD)/examples/d3dkmt_client/d3dkmt_client.o $(D3DKMT_LIB) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(BUILD)/examples/d3dkmt_client/d3dkmt_client.o $(D3DKMT_LIB) $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
 
 d3dkmt: $(D3DKMT_LIB) $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
 all: $(D3DKMT_LIB)
@@ -238,8 +240,11 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
+# vidmmd's systemd units (docs/DAEMON.md "Installing the service"); a
+# distribution packaging for /usr sets it to /usr/lib/systemd/system.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 MINOR      := $(word 2,$(subst ., ,$(VERSION)))
-SUBST       = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+SUBST       = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
                   -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' -e 's|@MINOR@|$(MINOR)|g'
 PUBLIC_H   := $(sort $(wildcard include/vidmm/*.h))
 
@@ -257,6 +262,12 @@ install: all
 	$(SUBST) softgpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/softgpu.pc
 	$(SUBST) cmake/vidmmConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfig.cmake
 	$(SUBST) cmake/vidmmConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfigVersion.cmake
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(INCLUDEDIR)/vidmm-client
+	install -m 755 $(VIDMMD) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(CLIENT_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 644 include/vidmm-client/client.h $(DESTDIR)$(INCLUDEDIR)/vidmm-client/
+	$(SUBST) daemon/systemd/vidmmd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/vidmmd.service
+	$(SUBST) daemon/systemd/vidmmd.socket.in > $(DESTDIR)$(SYSTEMDUNITDIR)/vidmmd.socket
 
 # Removes exactly what install put there (and the folders it made, when
 # they are left empty).
@@ -267,7 +278,10 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/vidmm $(DESTDIR)$(MANDIR)/man1/vidmm.1
 	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm.pc $(DESTDIR)$(LIBDIR)/pkgconfig/softgpu.pc
 	rm -f $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfig.cmake $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfigVersion.cmake
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/vidmm $(DESTDIR)$(LIBDIR)/cmake/vidmm 2>/dev/null
+	rm -f $(DESTDIR)$(BINDIR)/vidmmd $(DESTDIR)$(LIBDIR)/libvidmm-client.a $(DESTDIR)$(INCLUDEDIR)/vidmm-client/client.h
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/vidmmd.service $(DESTDIR)$(SYSTEMDUNITDIR)/vidmmd.socket
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/vidmm $(DESTDIR)$(LIBDIR)/cmake/vidmm $(DESTDIR)$(INCLUDEDIR)/vidmm-client 2>/dev/null
+	-rmdir $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(PREFIX)/lib/systemd 2>/dev/null
 
 # A consumer built against a staged install with pkg-config (shared and
 # static) and with CMake's find_package, and run; then uninstall leaves
@@ -301,18 +315,27 @@ $(VIDMMD): $(DAEMON_OBJ) $(SOFTGPU) $(STATIC)
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+# vidmm ps, top and info --socket are clients of the daemon.
+$(TOOL): $(CLIENT_LIB)
 
-# Test programs: the client library (plus libvidmm for vidmm_status_str).
-$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
+# Test programs: the client library (plus libvidmm for vidmm_status_str,
+# libsoftgpu for its command-buffer encoder).
+$(BUILD)/tests/daemon/%: $(BUILD)/tests/daemon/%.o $(CLIENT_LIB) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(SOFTGPU) $(STATIC) $(LIBS)
 
-daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
+$(D3DKMT_TESTS) $(D3DKMT_CLIENT): $(CLIENT_LIB)
+
+# The tool too: tests/daemon/run.sh runs vidmm ps, top and info --socket.
+daemon: $(VIDMMD) $(CLIENT_LIB) $(DTESTS) $(TOOL)
 all: $(VIDMMD) $(CLIENT_LIB)
 test: $(VIDMMD) $(CLIENT_LIB) $(DTESTS)
-daemon-test: daemon
+# The D3DKMT tests and sample client run there too, through the remote backend.
+daemon-test: daemon $(D3DKMT_TESTS) $(D3DKMT_CLIENT)
 	sh tests/daemon/run.sh $(BUILD)
+long: daemon
 daemon-bench: daemon
 	$(BUILD)/tests/daemon/rtt_bench $(VIDMMD)
+	$(BUILD)/tests/daemon/scale_bench $(VIDMMD)
 .PHONY: daemon daemon-test daemon-bench
 
 # ---- fuzzing (fuzz/, docs/FUZZING.md) -------------------------------------

@@ -1,6 +1,6 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR]
+ * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]
  */
 #include "bench.h"
 #include "evict_bench.h"
@@ -8,6 +8,7 @@
 #include "policy_bench.h"
 #include "pte_bench.h"
 #include "residency_bench.h"
+#include "scale_bench.h"
 #include "submit_bench.h"
 #include "tdr_bench.h"
 #include "policy_real_bench.h"
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR]\n",
+            fprintf(stderr, "usage: %s [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]\n",
                     argv[0]);
             return 2;
         }
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
     bench_policy(); /* honours --only policy itself */
     bench_submit(); /* --only S */
     bench_tdr(); /* --only TDR */
+    bench_scale(); /* --only NP */
     if (bench_failures()) {
         fflush(stdout);
         fprintf(stderr, "bench: %d failure(s): a --check violation or a failed run (see above)\n", bench_failures());

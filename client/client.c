@@ -26,6 +26,21 @@ struct mapping {
     uint32_t locks;          /* 0: retired (unlocked copy, kept mapped) */
 };
 
+/* A trim registration (vidmm_client_register_trim_notification). */
+struct trim_reg {
+    vidmm_handle device;
+    vidmm_trim_callback cb;
+    void *context;
+};
+
+/* A TRIM event received and not yet delivered. */
+struct trim_event {
+    vidmm_handle device;
+    uint32_t flags;
+    uint64_t bytes;
+};
+#define MAX_EVENTS 256   /* undelivered; past it, the latest per device and flags */
+
 struct vidmm_client {
     int fd;
     int broken;
@@ -38,11 +53,58 @@ struct vidmm_client {
     int send_fd;             /* descriptor the next request carries, or -1 (SHARE_OPEN) */
     const uint8_t *rp;       /* reply payload after status */
     size_t rn;
+    struct trim_reg *regs;
+    size_t nregs, rcap;
+    struct trim_event events[MAX_EVENTS];
+    size_t nevents;
 };
 
 static void fail_conn(struct vidmm_client *c)
 {
     c->broken = 1;
+}
+
+/* A message the daemon sent unasked (docs/PROTOCOL.md "Events"): kept
+ * until the caller's thread leaves the client library.  Returns 0, or
+ * -1 when it is not a well-formed event. */
+static int take_event(struct vidmm_client *c, const struct vmmd_header *h)
+{
+    const uint8_t *p = c->buf + VMMD_HEADER_SIZE;
+    if (h->opcode != (VMMD_EV_TRIM | VMMD_REPLY) || h->request_id != 0 || h->flags != 0 ||
+        h->length != 8 + VMMD_TRIM_EVENT_SIZE)
+        return -1;
+    struct trim_event e = { vmmd_get64(p + 8), vmmd_get32(p + 16), vmmd_get64(p + 24) };
+    for (size_t i = 0; i < c->nevents && c->nevents == MAX_EVENTS; i++)
+        if (c->events[i].device == e.device && c->events[i].flags == e.flags) {
+            c->events[i].bytes = e.bytes;   /* full: the latest per device and group */
+            return 0;
+        }
+    if (c->nevents == MAX_EVENTS)
+        c->events[MAX_EVENTS - 1] = e;
+    else
+        c->events[c->nevents++] = e;
+    return 0;
+}
+
+/* Deliver the events received so far to their callbacks, on this thread,
+ * without the connection's lock (a callback may call the library). */
+static void deliver_events(struct vidmm_client *c)
+{
+    struct trim_event ev[MAX_EVENTS];
+    struct trim_reg to[MAX_EVENTS];
+    size_t n = 0;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nevents; i++)
+        for (size_t j = 0; j < c->nregs; j++)
+            if (c->regs[j].device == c->events[i].device) {   /* unregistered since: dropped */
+                ev[n] = c->events[i];
+                to[n++] = c->regs[j];
+                break;
+            }
+    c->nevents = 0;
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < n; i++)
+        to[i].cb(to[i].context, ev[i].device, ev[i].flags, ev[i].bytes);
 }
 
 /* Send the request in c->buf (header written here) of payload n bytes,
@@ -111,6 +173,12 @@ static vidmm_status call(struct vidmm_client *c, uint16_t op, size_t n)
                 }
             }
         struct vmmd_header h;
+        if (r > 0 && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && fd < 0 &&
+            vmmd_header_get(c->buf, (size_t)r, &h) == VMMD_DECODE_OK && h.request_id == 0 &&
+            h.opcode != (uint16_t)(op | VMMD_REPLY)) {
+            if (take_event(c, &h) == 0)
+                continue;   /* an event before our reply */
+        }
         if (r <= 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
             vmmd_header_get(c->buf, (size_t)r, &h) != VMMD_DECODE_OK || h.length < 8 ||
             h.opcode != (uint16_t)(op | VMMD_REPLY) || h.request_id != id ||
@@ -144,13 +212,19 @@ static int need(struct vidmm_client *c, size_t n)
         pthread_mutex_lock(&(c)->mu);         \
         (c)->reply_fd = -1;                   \
     } while (0)
+/* Leaving: events received during the call go to their callbacks now,
+ * on the caller's thread, with the connection unlocked. */
 #define LEAVE(c, st)                          \
     do {                                      \
+        vidmm_status leave_st_ = (st);        \
+        int leave_ev_ = (c)->nevents != 0;    \
         if ((c)->reply_fd >= 0)               \
             close((c)->reply_fd);             \
         (c)->reply_fd = -1;                   \
         pthread_mutex_unlock(&(c)->mu);       \
-        return (st);                          \
+        if (leave_ev_)                        \
+            deliver_events(c);                \
+        return leave_st_;                     \
     } while (0)
 
 vidmm_status vidmm_client_connect(const char *path, struct vidmm_client **out)
@@ -211,6 +285,7 @@ void vidmm_client_disconnect(struct vidmm_client *c)
     for (size_t i = 0; i < c->nmaps; i++)
         munmap(c->maps[i].p, c->maps[i].size);
     free(c->maps);
+    free(c->regs);
     if (c->fd >= 0)
         close(c->fd);
     pthread_mutex_destroy(&c->mu);
@@ -258,10 +333,21 @@ vidmm_status vidmm_client_device_create(struct vidmm_client *c, vidmm_handle *de
     LEAVE(c, st);
 }
 
+static void reg_drop(struct vidmm_client *c, vidmm_handle device)
+{
+    for (size_t i = 0; i < c->nregs; i++)
+        if (c->regs[i].device == device) {
+            c->regs[i] = c->regs[--c->nregs];
+            return;
+        }
+}
+
 vidmm_status vidmm_client_device_destroy(struct vidmm_client *c, vidmm_handle device)
 {
     ENTER(c);
     vidmm_status st = call_h(c, VMMD_OP_DEVICE_DESTROY, device, 8, NULL);
+    if (st >= 0)
+        reg_drop(c, device);   /* the daemon dropped its registration with it */
     LEAVE(c, st);
 }
 
@@ -630,4 +716,406 @@ vidmm_status vidmm_client_share_query(struct vidmm_client *c, vidmm_handle alloc
         st = VIDMM_E_DEVICE_LOST;
     }
     LEAVE(c, st);
+}
+
+/* ---- adapter and segments --------------------------------------------------- */
+
+vidmm_status vidmm_client_adapter_query_info(struct vidmm_client *c, struct vidmm_adapter_info *out)
+{
+    if (!out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vidmm_status st = call(c, VMMD_OP_ADAPTER_INFO, 0);
+    if (st >= 0 && need(c, VMMD_ADAPTER_INFO_SIZE)) {
+        const uint8_t *r = c->rp;
+        memset(out, 0, sizeof *out);
+        out->wddm_version = vmmd_get32(r);
+        out->memory_management_caps = vmmd_get32(r + 4);
+        out->physical_adapter_flags = vmmd_get32(r + 8);
+        out->segment_count = vmmd_get32(r + 12);
+        out->aperture_segment_id = vmmd_get32(r + 16);
+        out->agp_segment_id = vmmd_get32(r + 20);
+        out->paging_buffer_segment_id = vmmd_get32(r + 24);
+        out->paging_buffer_size = vmmd_get32(r + 28);
+        out->aperture_segment_commit_limit = vmmd_get64(r + 32);
+        out->live_allocations = vmmd_get64(r + 40);
+        out->paging_buffers_submitted = vmmd_get64(r + 48);
+        out->paging_restarts = vmmd_get64(r + 56);
+        out->last_fence_submitted = vmmd_get64(r + 64);
+        out->last_fence_completed = vmmd_get64(r + 72);
+        for (int i = 0; i < 17; i++) {
+            out->paging_ops[i] = vmmd_get64(r + 80 + 8 * i);
+            out->paging_bytes[i] = vmmd_get64(r + 216 + 8 * i);
+        }
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+vidmm_status vidmm_client_segment_query(struct vidmm_client *c, uint32_t id, struct vidmm_segment_info *out)
+{
+    if (!out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vmmd_put32(P, id);
+    vmmd_put32(P + 4, 0);
+    vidmm_status st = call(c, VMMD_OP_SEGMENT_QUERY, 8);
+    if (st >= 0 && need(c, VMMD_SEGMENT_INFO_SIZE)) {
+        const uint8_t *r = c->rp;
+        memset(out, 0, sizeof *out);
+        out->id = vmmd_get32(r);
+        out->kind = (enum vidmm_segment_kind)vmmd_get32(r + 4);
+        out->flags = vmmd_get32(r + 8);
+        out->page_size = vmmd_get32(r + 12);
+        out->base_address = vmmd_get64(r + 16);
+        out->size = vmmd_get64(r + 24);
+        out->commit_limit = vmmd_get64(r + 32);
+        out->committed = vmmd_get64(r + 40);
+        out->free_bytes = vmmd_get64(r + 48);
+        out->largest_free = vmmd_get64(r + 56);
+        out->allocations = vmmd_get64(r + 64);
+        out->cpu_visible = (int)vmmd_get32(r + 72);
+        out->cpu_host_aperture = (int)vmmd_get32(r + 76);
+        out->host_aperture_pages = vmmd_get32(r + 80);
+        out->host_aperture_free = vmmd_get32(r + 84);
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+/* ---- priorities, offer and reclaim, reservations, budgets --------------------- */
+
+vidmm_status vidmm_client_allocation_set_priority(struct vidmm_client *c, vidmm_handle allocation, uint32_t priority)
+{
+    ENTER(c);
+    vmmd_put64(P, allocation);
+    vmmd_put32(P + 8, priority);
+    vmmd_put32(P + 12, 0);
+    vidmm_status st = call(c, VMMD_OP_ALLOC_SET_PRIORITY, 16);
+    LEAVE(c, st);
+}
+
+/* h, u32, u32 count, count handles: OFFER and RECLAIM. */
+static void put_list(struct vidmm_client *c, vidmm_handle h, uint32_t u, const vidmm_handle *list, uint32_t count)
+{
+    vmmd_put64(P, h);
+    vmmd_put32(P + 8, u);
+    vmmd_put32(P + 12, count);
+    for (uint32_t i = 0; i < count; i++)
+        vmmd_put64(P + 16 + 8 * (size_t)i, list[i]);
+}
+
+vidmm_status vidmm_client_offer(struct vidmm_client *c, vidmm_handle device, const vidmm_handle *allocations,
+                                uint32_t count, uint32_t offer_priority)
+{
+    if ((count && !allocations) || count > VMMD_MAX_LIST)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    put_list(c, device, offer_priority, allocations, count);
+    vidmm_status st = call(c, VMMD_OP_OFFER, 16 + 8 * (size_t)count);
+    LEAVE(c, st);
+}
+
+vidmm_status vidmm_client_reclaim(struct vidmm_client *c, vidmm_handle paging_queue, const vidmm_handle *allocations,
+                                  uint32_t count, uint32_t *results, uint64_t *paging_fence_value)
+{
+    if ((count && (!allocations || !results)) || count > VMMD_MAX_LIST)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    put_list(c, paging_queue, 0, allocations, count);
+    vidmm_status st = call(c, VMMD_OP_RECLAIM, 16 + 8 * (size_t)count);
+    if (!c->broken && st >= 0 && c->rn != 8 + 4 * (size_t)count)
+        fail_conn(c);   /* the daemon answered another list */
+    if (!c->broken && st >= 0) {
+        if (paging_fence_value)
+            *paging_fence_value = vmmd_get64(c->rp);
+        for (uint32_t i = 0; i < count; i++)
+            results[i] = vmmd_get32(c->rp + 8 + 4 * (size_t)i);
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+static vidmm_status group_call(struct vidmm_client *c, uint16_t op, enum vidmm_segment_group group, uint64_t bytes)
+{
+    vmmd_put32(P, (uint32_t)group);
+    vmmd_put32(P + 4, 0);
+    vmmd_put64(P + 8, bytes);
+    return call(c, op, 16);
+}
+
+vidmm_status vidmm_client_change_video_memory_reservation(struct vidmm_client *c, enum vidmm_segment_group group,
+                                                          uint64_t reservation)
+{
+    ENTER(c);
+    vidmm_status st = group_call(c, VMMD_OP_CHANGE_RESERVATION, group, reservation);
+    LEAVE(c, st);
+}
+
+vidmm_status vidmm_client_process_set_budget(struct vidmm_client *c, enum vidmm_segment_group group, uint64_t budget)
+{
+    ENTER(c);
+    vidmm_status st = group_call(c, VMMD_OP_PROCESS_SET_BUDGET, group, budget);
+    LEAVE(c, st);
+}
+
+/* ---- trim notifications -------------------------------------------------------- */
+
+vidmm_status vidmm_client_register_trim_notification(struct vidmm_client *c, vidmm_handle device,
+                                                     vidmm_trim_callback callback, void *context)
+{
+    ENTER(c);
+    struct trim_reg *r = NULL;
+    for (size_t i = 0; i < c->nregs; i++)
+        if (c->regs[i].device == device)
+            r = &c->regs[i];
+    if (!r && callback && c->nregs == c->rcap) {   /* room first: a daemon registration we cannot record is worse */
+        size_t ncap = c->rcap ? c->rcap * 2 : 8;
+        struct trim_reg *n = realloc(c->regs, ncap * sizeof *n);
+        if (!n)
+            LEAVE(c, VIDMM_E_NO_HOST_MEMORY);
+        c->regs = n;
+        c->rcap = ncap;
+    }
+    vmmd_put64(P, device);
+    vmmd_put32(P + 8, callback ? 1u : 0u);
+    vmmd_put32(P + 12, 0);
+    vidmm_status st = call(c, VMMD_OP_TRIM_REGISTER, 16);
+    if (st >= 0) {
+        if (!callback)
+            reg_drop(c, device);
+        else if (r)
+            r->cb = callback, r->context = context;
+        else
+            c->regs[c->nregs++] = (struct trim_reg){ device, callback, context };
+    }
+    LEAVE(c, st);
+}
+
+vidmm_status vidmm_client_poll_events(struct vidmm_client *c, uint32_t *delivered)
+{
+    ENTER(c);
+    while (!c->broken) {
+        ssize_t r = recv(c->fd, c->buf, VMMD_MAX_MESSAGE, MSG_DONTWAIT | MSG_TRUNC);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        struct vmmd_header h;
+        /* Nothing is in flight: anything but an event breaks the protocol. */
+        if (r <= 0 || (size_t)r > VMMD_MAX_MESSAGE || vmmd_header_get(c->buf, (size_t)r, &h) != VMMD_DECODE_OK ||
+            take_event(c, &h) != 0)
+            fail_conn(c);
+    }
+    /* Every earlier call delivered its own: these are the ones read now. */
+    if (delivered)
+        *delivered = (uint32_t)c->nevents;
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : VIDMM_OK);
+}
+
+int vidmm_client_fd(const struct vidmm_client *c)
+{
+    return c ? c->fd : -1;
+}
+
+/* ---- GPU virtual addresses: update batches ------------------------------------- */
+
+vidmm_status vidmm_client_gpuva_update(struct vidmm_client *c, const struct vidmm_gpuva_update_op *ops, uint32_t count)
+{
+    if ((count && !ops) || count > VMMD_MAX_GPUVA_OPS)
+        return VIDMM_E_INVALID_ARG;   /* past one message: the library's limit is 4,096 */
+    ENTER(c);
+    vmmd_put32(P, count);
+    vmmd_put32(P + 4, 0);
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t *p = P + 8 + (size_t)i * VMMD_GPUVA_OP_SIZE;
+        const struct vidmm_gpuva_update_op *o = &ops[i];
+        vmmd_put32(p, o->type);
+        vmmd_put32(p + 4, o->protection);
+        vmmd_put64(p + 8, o->va);
+        vmmd_put64(p + 16, o->size);
+        vmmd_put64(p + 24, o->allocation);
+        vmmd_put64(p + 32, o->offset);
+        vmmd_put64(p + 40, o->driver_protection);
+        vmmd_put32(p + 48, o->unmap_mode);
+        vmmd_put32(p + 52, o->reserved);
+        vmmd_put64(p + 56, o->source);
+    }
+    vidmm_status st = call(c, VMMD_OP_GPUVA_UPDATE, 8 + (size_t)count * VMMD_GPUVA_OP_SIZE);
+    LEAVE(c, st);
+}
+
+/* ---- contexts, virtual submission, context fences -------------------------------- */
+
+vidmm_status vidmm_client_context_create(struct vidmm_client *c, vidmm_handle device,
+                                         const struct vidmm_context_desc *desc, vidmm_handle *context)
+{
+    if (!desc || !context)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vmmd_put64(P, device);
+    vmmd_put32(P + 8, desc->node);
+    vmmd_put32(P + 12, desc->mode);
+    vmmd_put32(P + 16, desc->flags);
+    vmmd_put32(P + 20, desc->reserved);
+    vidmm_status st = call(c, VMMD_OP_CONTEXT_CREATE, 24);
+    if (st >= 0)
+        *context = need(c, 8) ? vmmd_get64(c->rp) : 0;
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+vidmm_status vidmm_client_context_destroy(struct vidmm_client *c, vidmm_handle context)
+{
+    ENTER(c);
+    vidmm_status st = call_h(c, VMMD_OP_CONTEXT_DESTROY, context, 8, NULL);
+    LEAVE(c, st);
+}
+
+vidmm_status vidmm_client_submit_virtual(struct vidmm_client *c, vidmm_handle context, uint64_t gpu_va, uint32_t size,
+                                         uint64_t *fence)
+{
+    if (!fence)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vmmd_put64(P, context);
+    vmmd_put64(P + 8, gpu_va);
+    vmmd_put32(P + 16, size);
+    vmmd_put32(P + 20, 0);
+    vidmm_status st = call(c, VMMD_OP_SUBMIT_VIRTUAL, 24);
+    if (st >= 0)
+        *fence = need(c, 8) ? vmmd_get64(c->rp) : 0;
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+vidmm_status vidmm_client_context_fence(struct vidmm_client *c, vidmm_handle context, uint64_t *submitted,
+                                        uint64_t *completed)
+{
+    if (!submitted || !completed)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vidmm_status st = call_h(c, VMMD_OP_CONTEXT_FENCE, context, 8, NULL);
+    if (st >= 0 && need(c, 16)) {
+        *submitted = vmmd_get64(c->rp);
+        *completed = vmmd_get64(c->rp + 8);
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+vidmm_status vidmm_client_context_wait(struct vidmm_client *c, vidmm_handle context, uint64_t value,
+                                       uint64_t timeout_ns)
+{
+    ENTER(c);
+    vmmd_put64(P, context);
+    vmmd_put64(P + 8, value);
+    vmmd_put64(P + 16, timeout_ns);
+    vidmm_status st = call(c, VMMD_OP_CONTEXT_WAIT, 24);
+    LEAVE(c, st);
+}
+
+const char *vidmm_client_status_str(vidmm_status status)
+{
+    return vmmd_status_str((int)status);
+}
+
+vidmm_status vidmm_client_admin_adapter(struct vidmm_client *c, struct vidmm_client_admin_adapter *out)
+{
+    if (!out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vidmm_status st = call(c, VMMD_OP_ADMIN_ADAPTER, 0);
+    if (st >= 0 && need(c, VMMD_ADMIN_ADAPTER_FIXED)) {
+        const uint8_t *r = c->rp;
+        memset(out, 0, sizeof *out);
+        out->daemon_pid = vmmd_get32(r);
+        out->daemon_uid = vmmd_get32(r + 4);
+        out->clients = vmmd_get32(r + 8);
+        uint32_t nseg = vmmd_get32(r + 12);
+        out->connections = vmmd_get64(r + 16);
+        out->requests = vmmd_get64(r + 24);
+        out->protocol_errors = vmmd_get64(r + 32);
+        out->locks = vmmd_get64(r + 40);
+        out->host_blocks = (int64_t)vmmd_get64(r + 48);
+        out->host_bytes = (int64_t)vmmd_get64(r + 56);
+        out->live_allocations = vmmd_get64(r + 64);
+        out->make_resident_calls = vmmd_get64(r + 72);
+        out->evictions = vmmd_get64(r + 80);
+        out->restores = vmmd_get64(r + 88);
+        out->bytes_evicted = vmmd_get64(r + 96);
+        out->bytes_restored = vmmd_get64(r + 104);
+        out->paging_buffers_submitted = vmmd_get64(r + 112);
+        out->uptime_ns = vmmd_get64(r + 120);
+        out->max_alloc_bytes = vmmd_get64(r + 128);
+        out->max_locked_bytes = vmmd_get64(r + 136);
+        out->max_handles = vmmd_get32(r + 144);
+        out->max_requests = vmmd_get32(r + 148);
+        out->max_connections_per_uid = vmmd_get32(r + 152);
+        out->wddm_version = vmmd_get32(r + 156);
+        out->quota_refusals = vmmd_get64(r + 160);
+        if (nseg > VIDMM_CLIENT_ADMIN_MAX_SEGMENTS ||
+            !need(c, VMMD_ADMIN_ADAPTER_FIXED + (size_t)nseg * VMMD_ADMIN_SEGMENT_SIZE))
+            LEAVE(c, VIDMM_E_DEVICE_LOST);
+        out->segment_count = nseg;
+        for (uint32_t i = 0; i < nseg; i++) {
+            const uint8_t *p = r + VMMD_ADMIN_ADAPTER_FIXED + (size_t)i * VMMD_ADMIN_SEGMENT_SIZE;
+            struct vidmm_client_admin_segment *g = &out->segment[i];
+            g->id = vmmd_get32(p);
+            g->kind = vmmd_get32(p + 4);
+            g->size = vmmd_get64(p + 8);
+            g->committed = vmmd_get64(p + 16);
+            g->free_bytes = vmmd_get64(p + 24);
+            g->commit_limit = vmmd_get64(p + 32);
+            g->flags = vmmd_get32(p + 40);
+            g->page_size = vmmd_get32(p + 44);
+            memcpy(g->region, p + 48, 15);
+            g->region[15] = 0;
+        }
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+vidmm_status vidmm_client_admin_processes(struct vidmm_client *c, uint32_t first,
+                                          struct vidmm_client_admin_process *out, uint32_t max, uint32_t *count,
+                                          uint32_t *total)
+{
+    if (max && !out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vmmd_put32(P, first);
+    vmmd_put32(P + 4, 0);
+    vidmm_status st = call(c, VMMD_OP_ADMIN_CLIENTS, 8);
+    if (st >= 0 && need(c, 8)) {
+        const uint8_t *r = c->rp;
+        uint32_t n = vmmd_get32(r + 4);
+        if (n > VMMD_ADMIN_CLIENTS_PER_REPLY || !need(c, 8 + (size_t)n * VMMD_ADMIN_CLIENT_SIZE))
+            LEAVE(c, VIDMM_E_DEVICE_LOST);
+        if (total)
+            *total = vmmd_get32(r);
+        if (n > max)
+            n = max;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *p = r + 8 + (size_t)i * VMMD_ADMIN_CLIENT_SIZE;
+            struct vidmm_client_admin_process *o = &out[i];
+            memset(o, 0, sizeof *o);
+            o->connection = vmmd_get32(p);
+            o->pid = vmmd_get32(p + 4);
+            o->uid = vmmd_get32(p + 8);
+            o->gid = vmmd_get32(p + 12);
+            memcpy(o->comm, p + 16, 15);
+            o->comm[15] = 0;
+            o->process = vmmd_get64(p + 32);
+            o->allocated_bytes = vmmd_get64(p + 40);
+            o->allocations = vmmd_get32(p + 48);
+            o->handles = vmmd_get32(p + 52);
+            o->locked_bytes = vmmd_get64(p + 56);
+            for (int g = 0; g < 2; g++) {
+                o->budget[g] = vmmd_get64(p + 64 + 16 * g);
+                o->usage[g] = vmmd_get64(p + 72 + 16 * g);
+            }
+            o->evictions = vmmd_get64(p + 96);
+            o->restores = vmmd_get64(p + 104);
+            o->requests = vmmd_get64(p + 112);
+            o->in_flight = vmmd_get32(p + 120);
+            o->flags = vmmd_get32(p + 124);
+        }
+        if (count)
+            *count = n;
+    }
+    LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }

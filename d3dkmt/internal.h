@@ -2,10 +2,10 @@
  * d3dkmt/internal.h - the thunk runtime's private state (libvidmm-d3dkmt).
  *
  * The thunks translate D3DKMT handles and structures, then call the
- * backend: a table of the vidmm entries they need.  Today's table is
- * libvidmm itself (backend_vidmm.c); a remote backend over the vidmm
- * daemon's client library fills the same table, and adapters of both
- * kinds can sit in one runtime.  Only public vidmm headers are used.
+ * backend: a table of the vidmm entries they need.  Two fill it:
+ * libvidmm in this process (backend_vidmm.c) and libvidmm-client on a
+ * connection to vidmmd (backend_client.c); adapters of both kinds can
+ * sit in one runtime.  Only public vidmm headers are used.
  *
  * Locking: rt->lock guards the handle table, the trim registrations
  * and the fences' values; it is never held across a backend call, so a
@@ -20,56 +20,68 @@
 
 #include <pthread.h>
 
+struct vidmm_client;
+
+struct d3dkmt_adapter;
+
+/* Every entry takes the runtime's adapter: the in-process backend calls
+ * libvidmm on ad->va, the remote one (backend_client.c) libvidmm-client
+ * on ad->conn.  Process handles are the runtime's (ad->process); the
+ * remote backend's process is its connection. */
 struct d3dkmt_backend {
     const char *name;
-    vidmm_status (*adapter_query_info)(const struct vidmm_adapter *, struct vidmm_adapter_info *);
-    vidmm_status (*segment_query)(const struct vidmm_adapter *, uint32_t, struct vidmm_segment_info *);
-    vidmm_status (*process_create)(struct vidmm_adapter *, vidmm_handle *);
-    vidmm_status (*process_destroy)(struct vidmm_adapter *, vidmm_handle);
-    vidmm_status (*device_create)(struct vidmm_adapter *, vidmm_handle, vidmm_handle *);
-    vidmm_status (*device_destroy)(struct vidmm_adapter *, vidmm_handle);
-    vidmm_status (*paging_queue_create)(struct vidmm_adapter *, vidmm_handle, int, vidmm_handle *);
-    vidmm_status (*paging_queue_destroy)(struct vidmm_adapter *, vidmm_handle);
-    vidmm_status (*paging_queue_fence)(struct vidmm_adapter *, vidmm_handle, uint64_t *);
-    vidmm_status (*device_allocation_create)(struct vidmm_adapter *, vidmm_handle, const void *, size_t, uint32_t,
+    vidmm_status (*adapter_query_info)(struct d3dkmt_adapter *, struct vidmm_adapter_info *);
+    vidmm_status (*segment_query)(struct d3dkmt_adapter *, uint32_t, struct vidmm_segment_info *);
+    vidmm_status (*process_create)(struct d3dkmt_adapter *, vidmm_handle *);
+    vidmm_status (*process_destroy)(struct d3dkmt_adapter *, vidmm_handle);
+    vidmm_status (*device_create)(struct d3dkmt_adapter *, vidmm_handle, vidmm_handle *);
+    vidmm_status (*device_destroy)(struct d3dkmt_adapter *, vidmm_handle);
+    vidmm_status (*paging_queue_create)(struct d3dkmt_adapter *, vidmm_handle, int, vidmm_handle *);
+    vidmm_status (*paging_queue_destroy)(struct d3dkmt_adapter *, vidmm_handle);
+    vidmm_status (*paging_queue_fence)(struct d3dkmt_adapter *, vidmm_handle, uint64_t *);
+    vidmm_status (*device_allocation_create)(struct d3dkmt_adapter *, vidmm_handle, const void *, size_t, uint32_t,
                                              vidmm_handle *);
-    vidmm_status (*allocation_destroy)(struct vidmm_adapter *, vidmm_handle);
-    vidmm_status (*device_lock)(struct vidmm_adapter *, vidmm_handle, vidmm_handle, void **);
-    vidmm_status (*device_unlock)(struct vidmm_adapter *, vidmm_handle, vidmm_handle);
-    vidmm_status (*make_resident)(struct vidmm_adapter *, vidmm_handle, struct vidmm_make_resident_args *);
-    vidmm_status (*evict)(struct vidmm_adapter *, vidmm_handle, struct vidmm_evict_args *);
-    vidmm_status (*allocation_set_priority)(struct vidmm_adapter *, vidmm_handle, uint32_t);
-    vidmm_status (*offer)(struct vidmm_adapter *, vidmm_handle, const vidmm_handle *, uint32_t, uint32_t);
-    vidmm_status (*reclaim)(struct vidmm_adapter *, vidmm_handle, const vidmm_handle *, uint32_t, uint32_t *,
+    vidmm_status (*allocation_destroy)(struct d3dkmt_adapter *, vidmm_handle);
+    vidmm_status (*device_lock)(struct d3dkmt_adapter *, vidmm_handle, vidmm_handle, void **);
+    vidmm_status (*device_unlock)(struct d3dkmt_adapter *, vidmm_handle, vidmm_handle);
+    vidmm_status (*make_resident)(struct d3dkmt_adapter *, vidmm_handle, struct vidmm_make_resident_args *);
+    vidmm_status (*evict)(struct d3dkmt_adapter *, vidmm_handle, struct vidmm_evict_args *);
+    vidmm_status (*allocation_set_priority)(struct d3dkmt_adapter *, vidmm_handle, uint32_t);
+    vidmm_status (*offer)(struct d3dkmt_adapter *, vidmm_handle, const vidmm_handle *, uint32_t, uint32_t);
+    vidmm_status (*reclaim)(struct d3dkmt_adapter *, vidmm_handle, const vidmm_handle *, uint32_t, uint32_t *,
                             uint64_t *);
-    vidmm_status (*query_video_memory_info)(const struct vidmm_adapter *, vidmm_handle, enum vidmm_segment_group,
+    vidmm_status (*query_video_memory_info)(struct d3dkmt_adapter *, vidmm_handle, enum vidmm_segment_group,
                                             struct vidmm_video_memory_info *);
-    vidmm_status (*change_video_memory_reservation)(struct vidmm_adapter *, vidmm_handle, enum vidmm_segment_group,
+    vidmm_status (*change_video_memory_reservation)(struct d3dkmt_adapter *, vidmm_handle, enum vidmm_segment_group,
                                                     uint64_t);
-    vidmm_status (*register_trim_notification)(struct vidmm_adapter *, vidmm_handle, vidmm_trim_callback, void *);
-    vidmm_status (*gpuva_reserve)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t, uint64_t, uint64_t,
+    vidmm_status (*register_trim_notification)(struct d3dkmt_adapter *, vidmm_handle, vidmm_trim_callback, void *);
+    vidmm_status (*gpuva_reserve)(struct d3dkmt_adapter *, vidmm_handle, uint64_t, uint64_t, uint64_t, uint64_t,
                                   unsigned, uint64_t *);
-    vidmm_status (*gpuva_map)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t, uint64_t, vidmm_handle,
+    vidmm_status (*gpuva_map)(struct d3dkmt_adapter *, vidmm_handle, uint64_t, uint64_t, uint64_t, vidmm_handle,
                               uint64_t, uint64_t, unsigned, uint64_t, uint64_t *);
-    vidmm_status (*gpuva_free)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint64_t);
-    vidmm_status (*gpuva_update)(struct vidmm_adapter *, vidmm_handle, const struct vidmm_gpuva_update_op *,
+    vidmm_status (*gpuva_free)(struct d3dkmt_adapter *, vidmm_handle, uint64_t, uint64_t);
+    vidmm_status (*gpuva_update)(struct d3dkmt_adapter *, vidmm_handle, const struct vidmm_gpuva_update_op *,
                                  uint32_t);
-    vidmm_status (*context_create)(struct vidmm_adapter *, vidmm_handle, const struct vidmm_context_desc *,
+    vidmm_status (*context_create)(struct d3dkmt_adapter *, vidmm_handle, const struct vidmm_context_desc *,
                                    vidmm_handle *);
-    vidmm_status (*context_destroy)(struct vidmm_adapter *, vidmm_handle);
-    vidmm_status (*submit_virtual)(struct vidmm_adapter *, vidmm_handle, uint64_t, uint32_t, uint64_t *);
-    vidmm_status (*context_fence)(struct vidmm_adapter *, vidmm_handle, uint64_t *, uint64_t *);
+    vidmm_status (*context_destroy)(struct d3dkmt_adapter *, vidmm_handle);
+    vidmm_status (*submit_virtual)(struct d3dkmt_adapter *, vidmm_handle, uint64_t, uint32_t, uint64_t *);
+    vidmm_status (*context_fence)(struct d3dkmt_adapter *, vidmm_handle, uint64_t *, uint64_t *);
 };
 
 /* The in-process backend: libvidmm (backend_vidmm.c). */
 extern const struct d3dkmt_backend d3dkmt_backend_vidmm;
+/* The remote backend: libvidmm-client over a connection to vidmmd
+ * (backend_client.c). */
+extern const struct d3dkmt_backend d3dkmt_backend_client;
 
 struct d3dkmt_runtime;
 
 struct d3dkmt_adapter {
     struct d3dkmt_runtime *rt;
     const struct d3dkmt_backend *be;
-    struct vidmm_adapter *va;
+    struct vidmm_adapter *va;       /* in-process: the library's adapter; remote: NULL */
+    struct vidmm_client *conn;      /* remote: the connection to vidmmd; in-process: NULL */
     LUID luid;
     vidmm_handle process;           /* the runtime's process on it */
     void (*release)(void *owner);   /* adapters the runtime opened itself */
@@ -172,6 +184,12 @@ void *d3dkmt_lookup(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h, uint32_t type);
 void d3dkmt_remove(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h);
 size_t d3dkmt_obj_size(uint32_t type);
 void d3dkmt_obj_free(struct d3dkmt_runtime *rt, void *obj);
+/* Adapters: STATUS_INVALID_PARAMETER when luid is taken or the table is
+ * full; register fills the next slot (release(owner) at close). */
+NTSTATUS d3dkmt_luid_check(struct d3dkmt_runtime *rt, LUID luid);
+NTSTATUS d3dkmt_adapter_register(struct d3dkmt_runtime *rt, const struct d3dkmt_backend *be, struct vidmm_adapter *va,
+                                 struct vidmm_client *conn, vidmm_handle process, LUID luid,
+                                 void (*release)(void *owner), void *owner);
 NTSTATUS d3dkmt_nt(vidmm_status st);
 /* Thunk-side helpers (thunks.c) used by the runtime's close. */
 void d3dkmt_destroy_device_locked_out(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device);

@@ -250,40 +250,65 @@ NTSTATUS d3dkmt_runtime_open(const struct d3dkmt_runtime_create_info *info, stru
     return STATUS_SUCCESS;
 }
 
-NTSTATUS d3dkmt_runtime_add_adapter(struct d3dkmt_runtime *rt, struct vidmm_adapter *adapter, LUID luid)
+/* STATUS_INVALID_PARAMETER when luid is in use or the table is full. */
+NTSTATUS d3dkmt_luid_check(struct d3dkmt_runtime *rt, LUID luid)
+{
+    NTSTATUS st = STATUS_SUCCESS;
+    uint32_t i;
+    pthread_mutex_lock(&rt->lock);
+    if (rt->adapter_count == D3DKMT_MAX_ADAPTERS)
+        st = STATUS_INVALID_PARAMETER;
+    for (i = 0; i < rt->adapter_count; i++)
+        if (rt->adapters[i].live && rt->adapters[i].luid.LowPart == luid.LowPart &&
+            rt->adapters[i].luid.HighPart == luid.HighPart)
+            st = STATUS_INVALID_PARAMETER;
+    pthread_mutex_unlock(&rt->lock);
+    return st;
+}
+
+NTSTATUS d3dkmt_adapter_register(struct d3dkmt_runtime *rt, const struct d3dkmt_backend *be, struct vidmm_adapter *va,
+                                 struct vidmm_client *conn, vidmm_handle process, LUID luid,
+                                 void (*release)(void *owner), void *owner)
 {
     struct d3dkmt_adapter *ad;
-    vidmm_handle process = 0;
-    vidmm_status st;
-    uint32_t i;
-    if (!rt || !adapter || (luid.LowPart == 0 && luid.HighPart == 0))
-        return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&rt->lock);
-    if (rt->adapter_count == D3DKMT_MAX_ADAPTERS) {
+    /* Checked again under the lock: another thread may have added one. */
+    if (d3dkmt_luid_check(rt, luid) != STATUS_SUCCESS) {
         pthread_mutex_unlock(&rt->lock);
         return STATUS_INVALID_PARAMETER;
     }
-    for (i = 0; i < rt->adapter_count; i++)
-        if (rt->adapters[i].live && rt->adapters[i].luid.LowPart == luid.LowPart &&
-            rt->adapters[i].luid.HighPart == luid.HighPart) {
-            pthread_mutex_unlock(&rt->lock);
-            return STATUS_INVALID_PARAMETER;
-        }
-    pthread_mutex_unlock(&rt->lock);
-    st = d3dkmt_backend_vidmm.process_create(adapter, &process);
-    if (st < 0)
-        return d3dkmt_nt(st);
-    pthread_mutex_lock(&rt->lock);
     ad = &rt->adapters[rt->adapter_count++];
     memset(ad, 0, sizeof *ad);
     ad->rt = rt;
-    ad->be = &d3dkmt_backend_vidmm;
-    ad->va = adapter;
+    ad->be = be;
+    ad->va = va;
+    ad->conn = conn;
     ad->luid = luid;
     ad->process = process;
+    ad->release = release;
+    ad->owner = owner;
     ad->live = 1;
     pthread_mutex_unlock(&rt->lock);
     return STATUS_SUCCESS;
+}
+
+NTSTATUS d3dkmt_runtime_add_adapter(struct d3dkmt_runtime *rt, struct vidmm_adapter *adapter, LUID luid)
+{
+    vidmm_handle process = 0;
+    vidmm_status st;
+    NTSTATUS nt;
+    if (!rt || !adapter || (luid.LowPart == 0 && luid.HighPart == 0))
+        return STATUS_INVALID_PARAMETER;
+    nt = d3dkmt_luid_check(rt, luid);
+    if (nt != STATUS_SUCCESS)
+        return nt;
+    st = vidmm_process_create(adapter, &process);
+    if (st < 0)
+        return d3dkmt_nt(st);
+    nt = d3dkmt_adapter_register(rt, &d3dkmt_backend_vidmm, adapter, NULL, process, luid, NULL, NULL);
+    if (nt != STATUS_SUCCESS)
+        vidmm_process_destroy(adapter, process);
+    return nt;
 }
 
 void d3dkmt_runtime_close(struct d3dkmt_runtime *rt)
@@ -308,7 +333,7 @@ void d3dkmt_runtime_close(struct d3dkmt_runtime *rt)
         struct d3dkmt_adapter *ad = &rt->adapters[i];
         if (!ad->live)
             continue;
-        ad->be->process_destroy(ad->va, ad->process);
+        ad->be->process_destroy(ad, ad->process);
         if (ad->release)
             ad->release(ad->owner);
         ad->live = 0;
@@ -338,7 +363,9 @@ NTSTATUS d3dkmt_runtime_vidmm_process(struct d3dkmt_runtime *rt, LUID luid, stru
             rt->adapters[i].luid.HighPart == luid.HighPart) {
             *process = rt->adapters[i].process;
             *adapter = rt->adapters[i].va;
-            st = STATUS_SUCCESS;
+            /* A remote adapter has no library adapter in this process
+             * (d3dkmt_runtime_vidmm_client is its counterpart). */
+            st = rt->adapters[i].va ? STATUS_SUCCESS : STATUS_NOT_SUPPORTED;
         }
     pthread_mutex_unlock(&rt->lock);
     return st;

@@ -64,7 +64,7 @@ static int sync_read(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device, D3DKMT_HAN
         vidmm_handle q = s->o.vh;
         uint64_t v = 0;
         UNLOCK(rt);
-        if (ad->be->paging_queue_fence(ad->va, q, &v) < 0)
+        if (ad->be->paging_queue_fence(ad, q, &v) < 0)
             return 0;
         LOCK(rt);
         s = d3dkmt_lookup(rt, h, T_SYNC);
@@ -80,7 +80,7 @@ static int sync_read(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device, D3DKMT_HAN
     UNLOCK(rt);
     for (i = 0; i < n; i++) {
         uint64_t submitted = 0, completed = 0;
-        vidmm_status vs = local[i].adapter->be->context_fence(local[i].adapter->va, local[i].ctx, &submitted,
+        vidmm_status vs = local[i].adapter->be->context_fence(local[i].adapter, local[i].ctx, &submitted,
                                                               &completed);
         /* A context destroyed since has finished its work. */
         local[i].ctx_fence = (vs < 0 || completed >= local[i].ctx_fence) ? 0 : local[i].ctx_fence;
@@ -409,7 +409,7 @@ NTSTATUS D3DKMTRegisterTrimNotification(D3DKMT_REGISTERTRIMNOTIFICATION *args)
     r->context = args->Context;
     UNLOCK(rt);
     if (first) {
-        vs = ad->be->register_trim_notification(ad->va, vdev, d3dkmt_trim_trampoline, ad);
+        vs = ad->be->register_trim_notification(ad, vdev, d3dkmt_trim_trampoline, ad);
         if (vs < 0) {
             LOCK(rt);
             for (i = 0; i < rt->nregs; i++)
@@ -451,6 +451,6 @@ NTSTATUS D3DKMTUnregisterTrimNotification(D3DKMT_UNREGISTERTRIMNOTIFICATION *arg
         return STATUS_INVALID_PARAMETER;
     for (j = 0; j < ngone; j++)
         if (gone[j].vdev)
-            gone[j].adapter->be->register_trim_notification(gone[j].adapter->va, gone[j].vdev, NULL, NULL);
+            gone[j].adapter->be->register_trim_notification(gone[j].adapter, gone[j].vdev, NULL, NULL);
     return STATUS_SUCCESS;
 }

@@ -155,12 +155,12 @@ static NTSTATUS segment_sums(struct d3dkmt_adapter *ad, D3DKMT_SEGMENTGROUPSIZEI
     vidmm_status st;
     uint32_t id;
     memset(out, 0, sizeof *out);
-    st = ad->be->adapter_query_info(ad->va, &ai);
+    st = ad->be->adapter_query_info(ad, &ai);
     if (st < 0)
         return d3dkmt_nt(st);
     for (id = 0; id < ai.segment_count; id++) {
         struct vidmm_segment_info si;
-        st = ad->be->segment_query(ad->va, id, &si);
+        st = ad->be->segment_query(ad, id, &si);
         if (st < 0)
             return d3dkmt_nt(st);
         switch (si.kind) {
@@ -233,7 +233,7 @@ NTSTATUS D3DKMTQueryAdapterInfo(const D3DKMT_QUERYADAPTERINFO *args)
     }
     if (args->PrivateDriverDataSize != need)
         return STATUS_INVALID_PARAMETER;
-    vs = ad->be->adapter_query_info(ad->va, &ai);
+    vs = ad->be->adapter_query_info(ad, &ai);
     if (vs < 0)
         return d3dkmt_nt(vs);
     switch (args->Type) {
@@ -303,7 +303,7 @@ NTSTATUS D3DKMTCreateDevice(D3DKMT_CREATEDEVICE *args)
     o = d3dkmt_alloc(rt, sizeof *o);
     if (!o)
         return STATUS_NO_MEMORY;
-    vs = ad->be->device_create(ad->va, ad->process, &vdev);
+    vs = ad->be->device_create(ad, ad->process, &vdev);
     if (vs < 0) {
         d3dkmt_free(rt, o, sizeof *o);
         return d3dkmt_nt(vs);
@@ -317,7 +317,7 @@ NTSTATUS D3DKMTCreateDevice(D3DKMT_CREATEDEVICE *args)
         o->device = o->handle;
     UNLOCK(rt);
     if (st != STATUS_SUCCESS) {
-        ad->be->device_destroy(ad->va, vdev);
+        ad->be->device_destroy(ad, vdev);
         d3dkmt_free(rt, o, sizeof *o);
         return st;
     }
@@ -346,10 +346,10 @@ static void destroy_doomed(struct d3dkmt_runtime *rt, struct d3dkmt_adapter *ad,
     uint32_t i;
     for (i = 0; i < n; i++) {
         while (list[i].locks > 0) {
-            ad->be->device_unlock(ad->va, vdev, list[i].vh);
+            ad->be->device_unlock(ad, vdev, list[i].vh);
             list[i].locks--;
         }
-        ad->be->allocation_destroy(ad->va, list[i].vh);
+        ad->be->allocation_destroy(ad, list[i].vh);
     }
     (void)rt;
 }
@@ -404,7 +404,7 @@ void d3dkmt_destroy_device_locked_out(struct d3dkmt_runtime *rt, D3DKMT_HANDLE d
     UNLOCK(rt);
     destroy_doomed(rt, ad, vdev, list, n);
     d3dkmt_free(rt, list, cap * sizeof *list);
-    ad->be->device_destroy(ad->va, vdev);
+    ad->be->device_destroy(ad, vdev);
     pthread_cond_broadcast(&rt->fence_cv);
 }
 
@@ -448,7 +448,7 @@ NTSTATUS D3DKMTCreatePagingQueue(D3DKMT_CREATEPAGINGQUEUE *args)
     q = d3dkmt_alloc(rt, sizeof *q);
     if (!q)
         return STATUS_NO_MEMORY;
-    vs = d.ad->be->paging_queue_create(d.ad->va, d.vdev, (int)args->Priority, &vq);
+    vs = d.ad->be->paging_queue_create(d.ad, d.vdev, (int)args->Priority, &vq);
     if (vs < 0) {
         d3dkmt_free(rt, q, sizeof *q);
         return d3dkmt_nt(vs);
@@ -471,7 +471,7 @@ NTSTATUS D3DKMTCreatePagingQueue(D3DKMT_CREATEPAGINGQUEUE *args)
     }
     UNLOCK(rt);
     if (st != STATUS_SUCCESS) {
-        d.ad->be->paging_queue_destroy(d.ad->va, vq);
+        d.ad->be->paging_queue_destroy(d.ad, vq);
         d3dkmt_free(rt, q, sizeof *q);
     }
     return st;
@@ -502,7 +502,7 @@ NTSTATUS D3DKMTDestroyPagingQueue(D3DDDI_DESTROYPAGINGQUEUE *args)
     d3dkmt_obj_free(rt, q);
     UNLOCK(rt);
     pthread_cond_broadcast(&rt->fence_cv);
-    return d3dkmt_nt(ad->be->paging_queue_destroy(ad->va, vq));
+    return d3dkmt_nt(ad->be->paging_queue_destroy(ad, vq));
 }
 
 /* ---- allocations --------------------------------------------------------- */
@@ -555,12 +555,12 @@ NTSTATUS D3DKMTCreateAllocation2(D3DKMT_CREATEALLOCATION *args)
             st = STATUS_NO_MEMORY;
             break;
         }
-        vs = d.ad->be->device_allocation_create(d.ad->va, d.vdev, ai->pPrivateDriverData, ai->PrivateDriverDataSize,
+        vs = d.ad->be->device_allocation_create(d.ad, d.vdev, ai->pPrivateDriverData, ai->PrivateDriverDataSize,
                                                 args->Flags.CreateResident ? VIDMM_CREATE_RESIDENT : 0u, &vh);
         if (vs >= 0 && ai->Flags.OverridePriority) {
-            vs = d.ad->be->allocation_set_priority(d.ad->va, vh, ai->Priority);
+            vs = d.ad->be->allocation_set_priority(d.ad, vh, ai->Priority);
             if (vs < 0)
-                d.ad->be->allocation_destroy(d.ad->va, vh);
+                d.ad->be->allocation_destroy(d.ad, vh);
         }
         if (vs < 0) {
             d3dkmt_free(rt, a, sizeof *a);
@@ -575,7 +575,7 @@ NTSTATUS D3DKMTCreateAllocation2(D3DKMT_CREATEALLOCATION *args)
         st = d3dkmt_insert(rt, T_ALLOCATION, a, &ai->hAllocation);
         UNLOCK(rt);
         if (st != STATUS_SUCCESS) {
-            d.ad->be->allocation_destroy(d.ad->va, vh);
+            d.ad->be->allocation_destroy(d.ad, vh);
             d3dkmt_free(rt, a, sizeof *a);
             break;
         }
@@ -596,7 +596,7 @@ NTSTATUS D3DKMTCreateAllocation2(D3DKMT_CREATEALLOCATION *args)
             }
             UNLOCK(rt);
             if (vh)
-                d.ad->be->allocation_destroy(d.ad->va, vh);
+                d.ad->be->allocation_destroy(d.ad, vh);
             args->pAllocationInfo2[i].hAllocation = 0;
         }
     }
@@ -676,7 +676,7 @@ NTSTATUS D3DKMTLock2(D3DKMT_LOCK2 *args)
         return STATUS_INVALID_HANDLE;
     }
     UNLOCK(rt);
-    vs = d.ad->be->device_lock(d.ad->va, d.vdev, va, &p);
+    vs = d.ad->be->device_lock(d.ad, d.vdev, va, &p);
     if (vs < 0)
         return d3dkmt_nt(vs);
     LOCK(rt);
@@ -716,7 +716,7 @@ NTSTATUS D3DKMTUnlock2(const D3DKMT_UNLOCK2 *args)
     va = a->o.vh;
     a->locks--;
     UNLOCK(rt);
-    vs = d.ad->be->device_unlock(d.ad->va, d.vdev, va);
+    vs = d.ad->be->device_unlock(d.ad, d.vdev, va);
     return d3dkmt_nt(vs);
 }
 
@@ -759,7 +759,7 @@ NTSTATUS D3DKMTMakeResident(D3DDDI_MAKERESIDENT *args)
     mr.count = n;
     mr.flags = (args->Flags.CantTrimFurther ? VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER : 0u) |
                (args->Flags.MustSucceed ? VIDMM_MAKE_RESIDENT_MUST_SUCCEED : 0u);
-    vs = ad->be->make_resident(ad->va, vdev, &mr);
+    vs = ad->be->make_resident(ad, vdev, &mr);
     d3dkmt_free(rt, list, n * sizeof *list);
     args->PagingFenceValue = vs >= 0 ? mr.paging_fence_value : 0;
     args->NumBytesToTrim = vs == VIDMM_E_OVER_BUDGET ? mr.bytes_to_trim : 0;
@@ -799,7 +799,7 @@ NTSTATUS D3DKMTEvict(D3DKMT_EVICT *args)
     ev.count = n;
     ev.flags = (args->Flags.EvictOnlyIfNecessary ? VIDMM_EVICT_ONLY_IF_NECESSARY : 0u) |
                (args->Flags.NotWrittenTo ? VIDMM_EVICT_NOT_WRITTEN_TO : 0u);
-    vs = d.ad->be->evict(d.ad->va, d.vdev, &ev);
+    vs = d.ad->be->evict(d.ad, d.vdev, &ev);
     d3dkmt_free(rt, list, n * sizeof *list);
     args->NumBytesToTrim = vs >= 0 ? ev.bytes_to_trim : 0;
     return d3dkmt_nt(vs);
@@ -838,7 +838,7 @@ NTSTATUS D3DKMTSetAllocationPriority(const D3DKMT_SETALLOCATIONPRIORITY *args)
     }
     UNLOCK(rt);
     for (i = 0; i < n && vs >= 0; i++)
-        vs = d.ad->be->allocation_set_priority(d.ad->va, list[i], args->pPriorities[i]);
+        vs = d.ad->be->allocation_set_priority(d.ad, list[i], args->pPriorities[i]);
     d3dkmt_free(rt, list, n * sizeof *list);
     return d3dkmt_nt(vs);
 }
@@ -873,7 +873,7 @@ NTSTATUS D3DKMTOfferAllocations(const D3DKMT_OFFERALLOCATIONS *args)
         return STATUS_INVALID_HANDLE;
     }
     UNLOCK(rt);
-    vs = d.ad->be->offer(d.ad->va, d.vdev, list, n, (uint32_t)args->Priority);
+    vs = d.ad->be->offer(d.ad, d.vdev, list, n, (uint32_t)args->Priority);
     d3dkmt_free(rt, list, n * sizeof *list);
     return d3dkmt_nt(vs);
 }
@@ -912,7 +912,7 @@ NTSTATUS D3DKMTReclaimAllocations2(D3DKMT_RECLAIMALLOCATIONS2 *args)
     ad = q->o.adapter;
     vq = q->o.vh;
     UNLOCK(rt);
-    vs = ad->be->reclaim(ad->va, vq, list, n, results, &fence);
+    vs = ad->be->reclaim(ad, vq, list, n, results, &fence);
     if (vs >= 0 && args->pResults)
         for (i = 0; i < n; i++)
             args->pResults[i] = results[i] == VIDMM_RECLAIM_DISCARDED ? D3DDDI_RECLAIM_RESULT_DISCARDED
@@ -951,7 +951,7 @@ NTSTATUS D3DKMTQueryVideoMemoryInfo(D3DKMT_QUERYVIDEOMEMORYINFO *args)
     st = budget_target(rt, args->hProcess, args->hAdapter, args->PhysicalAdapterIndex, args->MemorySegmentGroup, &ad);
     if (st != STATUS_SUCCESS)
         return st;
-    vs = ad->be->query_video_memory_info(ad->va, ad->process, (enum vidmm_segment_group)args->MemorySegmentGroup,
+    vs = ad->be->query_video_memory_info(ad, ad->process, (enum vidmm_segment_group)args->MemorySegmentGroup,
                                          &mi);
     if (vs < 0)
         return d3dkmt_nt(vs);
@@ -973,7 +973,7 @@ NTSTATUS D3DKMTChangeVideoMemoryReservation(const D3DKMT_CHANGEVIDEOMEMORYRESERV
     if (st != STATUS_SUCCESS)
         return st;
     return d3dkmt_nt(ad->be->change_video_memory_reservation(
-        ad->va, ad->process, (enum vidmm_segment_group)args->MemorySegmentGroup, args->Reservation));
+        ad, ad->process, (enum vidmm_segment_group)args->MemorySegmentGroup, args->Reservation));
 }
 
 /* ---- GPU virtual addresses ------------------------------------------------ */
@@ -1010,7 +1010,7 @@ NTSTATUS D3DKMTReserveGpuVirtualAddress(D3DDDI_RESERVEGPUVIRTUALADDRESS *args)
     UNLOCK(rt);
     if (!ad)
         return STATUS_INVALID_HANDLE;
-    vs = ad->be->gpuva_reserve(ad->va, ad->process, args->BaseAddress, args->MinimumAddress, args->MaximumAddress,
+    vs = ad->be->gpuva_reserve(ad, ad->process, args->BaseAddress, args->MinimumAddress, args->MaximumAddress,
                                args->Size, mode, &va);
     if (vs < 0)
         return d3dkmt_nt(vs);
@@ -1041,14 +1041,14 @@ NTSTATUS D3DKMTMapGpuVirtualAddress(D3DDDI_MAPGPUVIRTUALADDRESS *args)
     ad = q->o.adapter;
     vq = q->o.vh;
     UNLOCK(rt);
-    vs = ad->be->gpuva_map(ad->va, ad->process, args->BaseAddress, args->MinimumAddress, args->MaximumAddress, alloc,
+    vs = ad->be->gpuva_map(ad, ad->process, args->BaseAddress, args->MinimumAddress, args->MaximumAddress, alloc,
                            args->OffsetInPages << 12, args->SizeInPages << 12, protection_of(&args->Protection),
                            args->DriverProtection, &va);
     if (vs < 0)
         return d3dkmt_nt(vs);
     /* The entries are written when the map returns: the fence value to
      * wait for is one the queue has already reached. */
-    ad->be->paging_queue_fence(ad->va, vq, &fence);
+    ad->be->paging_queue_fence(ad, vq, &fence);
     args->VirtualAddress = va;
     args->PagingFenceValue = fence;
     return STATUS_SUCCESS;
@@ -1067,7 +1067,7 @@ NTSTATUS D3DKMTFreeGpuVirtualAddress(const D3DKMT_FREEGPUVIRTUALADDRESS *args)
     UNLOCK(rt);
     if (!ad)
         return STATUS_INVALID_PARAMETER;
-    return d3dkmt_nt(ad->be->gpuva_free(ad->va, ad->process, args->BaseAddress, args->Size));
+    return d3dkmt_nt(ad->be->gpuva_free(ad, ad->process, args->BaseAddress, args->Size));
 }
 
 /* sync.c: wait until a fence object reaches a value. */
@@ -1142,7 +1142,7 @@ NTSTATUS D3DKMTUpdateGpuVirtualAddress(const D3DKMT_UPDATEGPUVIRTUALADDRESS *arg
     if (st == STATUS_SUCCESS && args->hFenceObject)
         st = d3dkmt_wait_one(rt, d.handle, args->hFenceObject, args->FenceValue);
     if (st == STATUS_SUCCESS) {
-        vs = d.ad->be->gpuva_update(d.ad->va, d.ad->process, ops, n);
+        vs = d.ad->be->gpuva_update(d.ad, d.ad->process, ops, n);
         st = d3dkmt_nt(vs);
     }
     d3dkmt_free(rt, ops, n * sizeof *ops);
@@ -1178,7 +1178,7 @@ NTSTATUS D3DKMTCreateContextVirtual(D3DKMT_CREATECONTEXTVIRTUAL *args)
     memset(&desc, 0, sizeof desc);
     desc.node = args->NodeOrdinal;
     desc.mode = VIDMM_CONTEXT_VIRTUAL;
-    vs = d.ad->be->context_create(d.ad->va, d.vdev, &desc, &vc);
+    vs = d.ad->be->context_create(d.ad, d.vdev, &desc, &vc);
     if (vs < 0) {
         d3dkmt_free(rt, c, sizeof *c);
         return d3dkmt_nt(vs);
@@ -1191,7 +1191,7 @@ NTSTATUS D3DKMTCreateContextVirtual(D3DKMT_CREATECONTEXTVIRTUAL *args)
     st = d3dkmt_insert(rt, T_CONTEXT, c, &args->hContext);
     UNLOCK(rt);
     if (st != STATUS_SUCCESS) {
-        d.ad->be->context_destroy(d.ad->va, vc);
+        d.ad->be->context_destroy(d.ad, vc);
         d3dkmt_free(rt, c, sizeof *c);
     }
     return st;
@@ -1216,7 +1216,7 @@ NTSTATUS D3DKMTDestroyContext(const D3DKMT_DESTROYCONTEXT *args)
     d3dkmt_remove(rt, c->o.handle);
     d3dkmt_obj_free(rt, c);
     UNLOCK(rt);
-    return d3dkmt_nt(ad->be->context_destroy(ad->va, vc));
+    return d3dkmt_nt(ad->be->context_destroy(ad, vc));
 }
 
 NTSTATUS D3DKMTSubmitCommand(const D3DKMT_SUBMITCOMMAND *args)
@@ -1249,7 +1249,7 @@ NTSTATUS D3DKMTSubmitCommand(const D3DKMT_SUBMITCOMMAND *args)
     UNLOCK(rt);
     for (i = 0; i < n; i++) {
         uint64_t fence = 0;
-        vidmm_status vs = ad->be->submit_virtual(ad->va, vc[i], args->Commands, args->CommandLength, &fence);
+        vidmm_status vs = ad->be->submit_virtual(ad, vc[i], args->Commands, args->CommandLength, &fence);
         struct d3dkmt_context *c;
         if (vs < 0)
             return d3dkmt_nt(vs);

@@ -3,16 +3,29 @@
  * that connect to its Unix-domain socket (docs/DAEMON.md).
  *
  *   vidmmd [--socket PATH] [--preset NAME] [--segment ID=BYTES]...
- *          [--system-memory BYTES] [--max-locked BYTES] [--verbose|-v]...
- *          [--quiet] [--foreground]
+ *          [--system-memory BYTES] [--max-locked BYTES] [--max-alloc-bytes BYTES]
+ *          [--max-handles N] [--max-requests N] [--max-connections-per-uid N]
+ *          [--user NAME] [--allow-set-budget] [--verbose|-v]... [--quiet] [--foreground]
+ *
+ * Run by a service manager it takes its listening socket from
+ * LISTEN_FDS/LISTEN_PID (the sd_listen_fds protocol, read here without
+ * libsystemd).  Started as root it must be told --user: it binds the
+ * socket and opens the adapter, then drops to that user for good.
  *
  * One thread, one epoll loop: the listening socket, a signalfd for
  * SIGTERM/SIGINT, and every client's SOCK_SEQPACKET socket, all
- * non-blocking.  Paging-queue waits never block the loop: they are parked
+ * non-blocking.  Paging-queue and context waits never block the loop: they are parked
  * and answered when the fence passes (checked every millisecond while any
  * is parked) or their time runs out.  On SIGTERM every client is torn down,
  * the checkers run, and a leak report goes to stderr; the exit status is 0
  * only when all of it came out clean.
+ *
+ * Many clients: each is one descriptor, so the soft RLIMIT_NOFILE is
+ * raised to the hard limit at startup; nothing in the loop is sized by
+ * the number of clients (a dropped client is recognised in O(1), its
+ * memory freed after the batch of events that may still name it); when
+ * descriptors run out anyway, a spare one is given up to accept and
+ * close the connection, so the listening socket never spins.
  */
 #define _GNU_SOURCE
 #include "server.h"
@@ -21,14 +34,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -62,6 +79,75 @@ static void ca_free(void *ud, void *ptr, size_t size, size_t alignment)
     free(ptr);
 }
 
+static void ca_usage(void *ud, int64_t *blocks, int64_t *bytes)
+{
+    struct counting_alloc *ca = ud;
+    *blocks = ca->blocks;
+    *bytes = ca->bytes;
+}
+
+/* The sd_listen_fds protocol (systemd's "sd_listen_fds" manual page):
+ * LISTEN_PID names this process and LISTEN_FDS counts the descriptors
+ * passed from 3 on.  vidmmd takes exactly one, a listening
+ * SOCK_SEQPACKET Unix socket.  Returns it, -1 when nothing was passed
+ * (or it was meant for another process), -2 after an error message. */
+#define LISTEN_FDS_START 3
+static int listen_fd_from_environment(void)
+{
+    const char *e_pid = getenv("LISTEN_PID"), *e_fds = getenv("LISTEN_FDS");
+    if (!e_pid || !e_fds)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long pid = strtoul(e_pid, &end, 10);
+    if (errno || end == e_pid || *end || pid != (unsigned long)getpid())
+        return -1;
+    errno = 0;
+    unsigned long n = strtoul(e_fds, &end, 10);
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (errno || end == e_fds || *end || n != 1) {
+        fprintf(stderr, "vidmmd: LISTEN_FDS=%s: want exactly one socket\n", e_fds);
+        return -2;
+    }
+    int fd = LISTEN_FDS_START, type = 0, listening = 0;
+    socklen_t l1 = sizeof type, l2 = sizeof listening;
+    struct sockaddr_un sa;
+    socklen_t sl = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) != 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l2) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) != 0 || sa.sun_family != AF_UNIX || type != SOCK_SEQPACKET ||
+        !listening) {
+        fprintf(stderr, "vidmmd: descriptor %d from LISTEN_FDS is not a listening SOCK_SEQPACKET Unix socket\n", fd);
+        return -2;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+        perror("vidmmd: LISTEN_FDS descriptor");
+        return -2;
+    }
+    return fd;
+}
+
+/* Become pw for good: supplementary groups, group, user - in that order
+ * (setgroups and setgid need the privilege setuid gives up) - then check
+ * that root cannot be regained. */
+static int drop_privileges(const struct passwd *pw)
+{
+    gid_t gid = pw->pw_gid;
+    if (setgroups(1, &gid) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
+        fprintf(stderr, "vidmmd: cannot become user %s: %s\n", pw->pw_name, strerror(errno));
+        return -1;
+    }
+    if (pw->pw_uid != 0 && (setuid(0) == 0 || seteuid(0) == 0)) {
+        fprintf(stderr, "vidmmd: still able to regain root after dropping to %s\n", pw->pw_name);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
     char *end = NULL;
@@ -84,10 +170,49 @@ static int parse_u64(const char *s, uint64_t *out)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: vidmmd [--socket PATH] [--preset dgpu|igpu|wddm1|big] [--segment ID=BYTES]...\n"
-               "              [--system-memory BYTES] [--max-locked BYTES] [-v|--verbose]... [--quiet]\n"
-               "              [--foreground]\n"
+               "              [--system-memory BYTES] [--max-locked BYTES] [--max-alloc-bytes BYTES]\n"
+               "              [--max-handles N] [--max-requests N] [--max-connections-per-uid N]\n"
+               "              [--max-processes N] [--user NAME] [--allow-set-budget] [-v|--verbose]...\n"
+               "              [--quiet] [--foreground]\n"
+               "  --allow-set-budget: clients may pin their own budgets (PROCESS_SET_BUDGET; tests).\n"
                "  BYTES takes a K, M or G suffix.  The socket defaults to $VIDMMD_SOCKET,\n"
-               "  else $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-$UID.sock.\n");
+               "  else $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-$UID.sock; a socket\n"
+               "  passed by the service manager (LISTEN_FDS) is used instead.\n"
+               "  Limits per connection (defaults): --max-locked 256M, --max-alloc-bytes 4G,\n"
+               "  --max-handles 65536, --max-requests 256; per uid: --max-connections-per-uid 256.\n"
+               "  As root, --user NAME is required: the daemon drops to NAME once the socket\n"
+               "  is bound and the adapter open.\n");
+}
+
+/* Raise the soft descriptor limit to the hard one: every client is a
+ * descriptor.  Says so when even the hard limit leaves room for fewer
+ * clients than the adapter has processes. */
+static void raise_nofile(uint64_t processes, int verbose)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur != rl.rlim_max) {
+        struct rlimit want = rl;
+        want.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl = want;
+        else
+            fprintf(stderr, "vidmmd: cannot raise RLIMIT_NOFILE from %llu to %llu: %s\n",
+                    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, strerror(errno));
+    }
+    /* The daemon's own: stdio, the socket, epoll, signalfd, the spare,
+     * softgpu's, a lock's memfd in flight. */
+    const uint64_t own = 32;
+    uint64_t need = processes + own;
+    if (rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < need)
+        fprintf(stderr,
+                "vidmmd: RLIMIT_NOFILE is %llu (hard %llu): room for about %llu clients, fewer than the %llu "
+                "processes the adapter allows (raise the hard limit, e.g. LimitNOFILE=)\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+                (unsigned long long)(rl.rlim_cur > own ? rl.rlim_cur - own : 0), (unsigned long long)processes);
+    else if (verbose >= 2)
+        fprintf(stderr, "vidmmd: RLIMIT_NOFILE %llu\n", (unsigned long long)rl.rlim_cur);
 }
 
 static void add_client(struct vmmd_server *srv, int ep, int fd)
@@ -188,8 +313,10 @@ int main(int argc, char **argv)
     struct softgpu_config sc;
     memset(&sc, 0, sizeof sc);
     sc.preset = "dgpu";
-    uint64_t sysmem = 0, max_locked = 0;
-    int verbose = 1;
+    uint64_t sysmem = 0, max_locked = 0, max_alloc = 0, max_handles = 0, max_requests = 0, max_per_uid = 0;
+    uint64_t max_processes = 0;
+    const char *user = NULL;
+    int verbose = 1, allow_set_budget = 0;
     /* Not dumpable: /proc/<vidmmd>/fd, the one path to the export files
      * that name shared allocations, is then closed to other processes of
      * its user (docs/DAEMON.md "Shared allocations"). */
@@ -229,10 +356,34 @@ int main(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (!strcmp(a, "--max-processes") && v) {
+            if (parse_u64(v, &max_processes) || max_processes > VIDMM_MAX_PROCESSES_LIMIT) {
+                fprintf(stderr, "vidmmd: bad --max-processes %s\n", v);
+                return 2;
+            }
+            i++;
+        } else if ((!strcmp(a, "--max-alloc-bytes") || !strcmp(a, "--max-handles") || !strcmp(a, "--max-requests") ||
+                    !strcmp(a, "--max-connections-per-uid")) &&
+                   v) {
+            uint64_t *dst = !strcmp(a, "--max-alloc-bytes") ? &max_alloc
+                            : !strcmp(a, "--max-handles")   ? &max_handles
+                            : !strcmp(a, "--max-requests")  ? &max_requests
+                                                            : &max_per_uid;
+            uint64_t cap = dst == &max_alloc ? UINT64_MAX : dst == &max_handles ? (1u << 24) - 1 : UINT32_MAX;
+            if (parse_u64(v, dst) || *dst == 0 || *dst > cap) {
+                fprintf(stderr, "vidmmd: bad %s %s (a positive number%s)\n", a, v,
+                        dst == &max_handles ? " up to 16777215" : "");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--user") && v) {
+            user = v, i++;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             verbose++;
         } else if (!strcmp(a, "--quiet")) {
             verbose = 0;
+        } else if (!strcmp(a, "--allow-set-budget")) {
+            allow_set_budget = 1;
         } else if (!strcmp(a, "--foreground")) {
             /* the only mode: a service manager keeps it in the foreground */
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -243,6 +394,29 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* Who the daemon will be: refused as root without --user (a client
+     * would reach an adapter - memfds, the paging engine - run by root). */
+    struct passwd pwbuf, *pw = NULL;
+    char pwstore[4096];
+    if (user) {
+        int e = getpwnam_r(user, &pwbuf, pwstore, sizeof pwstore, &pw);
+        if (e || !pw) {
+            fprintf(stderr, "vidmmd: --user %s: no such user\n", user);
+            return 2;
+        }
+        if (geteuid() != 0 && pw->pw_uid != geteuid()) {
+            fprintf(stderr, "vidmmd: --user %s: only root can change user\n", user);
+            return 2;
+        }
+    } else if (geteuid() == 0) {
+        fprintf(stderr, "vidmmd: refusing to run as root: give --user NAME (the daemon drops to it once the socket is "
+                        "bound), or start it as that user\n");
+        return 2;
+    }
+    int lfd = listen_fd_from_environment();
+    if (lfd == -2)
+        return 2;
+    int activated = lfd >= 0;
     if (!sock_path) {
         const char *rt = getenv("XDG_RUNTIME_DIR");
         if (rt && *rt)
@@ -254,11 +428,19 @@ int main(int argc, char **argv)
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;
-    if (strlen(sock_path) >= sizeof sa.sun_path) {
+    if (activated) {   /* the service manager's socket: its path for the log only */
+        socklen_t sl = sizeof sa;
+        if (getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0 || sl <= offsetof(struct sockaddr_un, sun_path))
+            snprintf(sa.sun_path, sizeof sa.sun_path, "(unnamed)");
+        sa.sun_path[sizeof sa.sun_path - 1] = 0;
+        snprintf(default_path, sizeof default_path, "%s", sa.sun_path);
+        sock_path = default_path;
+    } else if (strlen(sock_path) >= sizeof sa.sun_path) {
         fprintf(stderr, "vidmmd: socket path too long: %s\n", sock_path);
         return 2;
     }
-    strcpy(sa.sun_path, sock_path);
+    if (!activated)
+        strcpy(sa.sun_path, sock_path);
 
     /* SIGTERM and SIGINT blocked before softgpu starts its engine
      * thread (threads inherit the mask): they arrive on the signalfd
@@ -269,6 +451,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGINT);
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(max_processes ? max_processes : VIDMM_DEFAULT_MAX_PROCESSES, verbose);
 
     /* The adapter. */
     struct softgpu *sg = NULL;
@@ -288,6 +471,7 @@ int main(int argc, char **argv)
     softgpu_fill_adapter_create_info(sg, &ci);
     ci.host_allocator = &ca.ha;
     ci.system_memory_limit = sysmem;
+    ci.max_processes = (uint32_t)max_processes;
     ci.error_message = msg;
     ci.error_message_size = sizeof msg;
     struct vidmm_adapter *ad = NULL;
@@ -303,6 +487,14 @@ int main(int argc, char **argv)
     cfg.log = stderr;
     cfg.verbose = verbose;
     cfg.max_locked_bytes = max_locked;
+    cfg.allow_set_budget = allow_set_budget;
+    cfg.max_alloc_bytes = max_alloc;
+    cfg.max_objects = (uint32_t)max_handles;
+    cfg.max_requests = (uint32_t)max_requests;
+    cfg.max_connections_per_uid = (uint32_t)max_per_uid;
+    cfg.admin_uid = pw ? pw->pw_uid : geteuid();
+    cfg.host_usage = ca_usage;
+    cfg.host_usage_user = &ca;
     struct vmmd_server *srv = NULL;
     if (vmmd_server_create(&cfg, &srv) < 0) {
         fprintf(stderr, "vidmmd: out of memory\n");
@@ -311,19 +503,35 @@ int main(int argc, char **argv)
 
     /* Socket, loop. */
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (!activated)
+        lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (sfd < 0 || lfd < 0) {
         perror("vidmmd: socket");
         return 1;
     }
-    unlink(sock_path);   /* a stale socket of an earlier run */
-    mode_t old = umask(0077);   /* only this user connects (docs/DAEMON.md) */
-    int brc = bind(lfd, (struct sockaddr *)&sa, sizeof sa);
-    umask(old);
-    if (brc != 0 || listen(lfd, 128) != 0) {
-        fprintf(stderr, "vidmmd: cannot listen on %s: %s\n", sock_path, strerror(errno));
-        return 1;
+    if (!activated) {
+        unlink(sock_path);   /* a stale socket of an earlier run */
+        mode_t old = umask(0077);   /* only this user connects (docs/DAEMON.md) */
+        int brc = bind(lfd, (struct sockaddr *)&sa, sizeof sa);
+        umask(old);
+        /* SOMAXCONN: many clients may connect at once (the kernel clips
+         * it to net.core.somaxconn). */
+        if (brc != 0 || listen(lfd, SOMAXCONN) != 0) {
+            fprintf(stderr, "vidmmd: cannot listen on %s: %s\n", sock_path, strerror(errno));
+            return 1;
+        }
+        /* The socket belongs to the user the daemon serves as. */
+        if (pw && geteuid() == 0 && chown(sock_path, pw->pw_uid, pw->pw_gid) != 0) {
+            fprintf(stderr, "vidmmd: chown %s to %s: %s\n", sock_path, pw->pw_name, strerror(errno));
+            return 1;
+        }
     }
+    /* Socket bound and adapter open: nothing needs root from here on. */
+    if (pw && geteuid() == 0 && drop_privileges(pw) != 0)
+        return 1;
+    /* A change of uid resets the dumpable flag to the system's default:
+     * not dumpable again (the export files, above). */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
@@ -333,22 +541,24 @@ int main(int argc, char **argv)
     ev.data.ptr = &sfd;
     epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
     if (verbose)
-        fprintf(stderr, "vidmmd: listening on %s (preset %s, pid %ld)\n", sock_path, sc.preset, (long)getpid());
+        fprintf(stderr, "vidmmd: listening on %s%s (preset %s, pid %ld, uid %ld)\n", sock_path,
+                activated ? " (socket from the service manager)" : "", sc.preset, (long)getpid(), (long)geteuid());
     uint8_t *buf = malloc(VMMD_MAX_MESSAGE);
     if (!buf)
         return 1;
+    /* Given up when accept finds no descriptor left (EMFILE), so the
+     * pending connection can be taken and closed. */
+    int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    uint64_t refused_nofile = 0;
     int running = 1;
     while (running) {
         struct epoll_event evs[64];
-        struct vmmd_server_stats before, after;
-        vmmd_server_get_stats(srv, &before);
         size_t parked = vmmd_server_poll_waits(srv);
-        vmmd_server_get_stats(srv, &after);
-        if (after.waits_answered != before.waits_answered)   /* send the answers of waits just released */
-            for (size_t i = 0; i < vmmd_server_client_count(srv);) {
-                struct vmmd_client *c = vmmd_server_client_at(srv, i);
-                i += settle(srv, ep, c, "closing") ? 0 : 1;
-            }
+        /* Send what was queued outside a client's own turn - the answers
+         * of waits just released, trim events raised by another client's
+         * request - to those clients only (the server lists them). */
+        for (struct vmmd_client *c; (c = vmmd_server_next_pending(srv)) != NULL;)
+            settle(srv, ep, c, "closing");
         int n = epoll_wait(ep, evs, 64, parked ? 1 : -1);
         if (n < 0 && errno != EINTR)
             break;
@@ -363,18 +573,29 @@ int main(int argc, char **argv)
             } else if (p == &lfd) {
                 for (;;) {
                     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare >= 0) {
+                        /* Out of descriptors: take the connection with
+                         * the spare's and close it (the client sees the
+                         * connection end), or it would stay pending and
+                         * wake the loop forever. */
+                        close(spare);
+                        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                        if (fd >= 0)
+                            close(fd);
+                        spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                        if (refused_nofile++ == 0 || verbose >= 2)
+                            fprintf(stderr, "vidmmd: out of descriptors (RLIMIT_NOFILE): connection refused\n");
+                        continue;
+                    }
                     if (fd < 0)
                         break;
                     add_client(srv, ep, fd);
                 }
             } else {
-                /* A client dropped earlier in this batch is never named
-                 * again: check it is still one of ours. */
+                /* A client dropped earlier in this batch is still in
+                 * memory (freed after the batch): O(1) to skip. */
                 struct vmmd_client *c = p;
-                int alive = 0;
-                for (size_t k = 0; k < vmmd_server_client_count(srv) && !alive; k++)
-                    alive = vmmd_server_client_at(srv, k) == c;
-                if (!alive)
+                if (vmmd_client_dropped(c))
                     continue;
                 if (evs[i].events & EPOLLIN)
                     client_readable(srv, ep, c, buf);
@@ -382,8 +603,11 @@ int main(int argc, char **argv)
                     settle(srv, ep, c, "closing");
             }
         }
+        vmmd_server_reap(srv);   /* no event of this batch names them any more */
     }
     free(buf);
+    if (spare >= 0)
+        close(spare);
 
     /* Shutdown: every client torn down, the checkers, the leak report. */
     struct vmmd_server_stats ss;
@@ -391,7 +615,8 @@ int main(int argc, char **argv)
     size_t left = vmmd_server_client_count(srv);
     vmmd_server_destroy(srv);
     close(lfd);
-    unlink(sock_path);
+    if (!activated)   /* the service manager's socket outlives this run */
+        unlink(sock_path);
     char report[4096] = "";
     int violations = vidmm_adapter_check(ad, report, sizeof report);
     struct vidmm_adapter_info ai;
@@ -415,6 +640,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "vidmmd: residency: %llu make-resident calls, %llu evictions (%llu MiB), %llu restores\n",
             (unsigned long long)rs.make_resident_calls, (unsigned long long)rs.evictions,
             (unsigned long long)(rs.bytes_evicted >> 20), (unsigned long long)rs.restores);
+    fprintf(stderr, "vidmmd: submissions: %llu virtual submissions, %llu waits parked, %llu trim events sent\n",
+            (unsigned long long)ss.submissions, (unsigned long long)ss.waits_parked,
+            (unsigned long long)ss.trim_events);
     fprintf(stderr,
             "vidmmd: leak report: %llu allocations alive after teardown, %lld host blocks (%lld bytes) alive after "
             "close, %d adapter check violations, %d softgpu check violations\n",

@@ -5,6 +5,8 @@
  */
 #include "proto.h"
 
+#include "vidmm/status.h"
+
 #include <string.h>
 
 void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id)
@@ -42,9 +44,11 @@ int vmmd_request_fixed_size(uint16_t opcode)
     switch (opcode) {
     case VMMD_OP_HELLO:
     case VMMD_OP_DEVICE_CREATE:
+    case VMMD_OP_ADAPTER_INFO:
     case VMMD_OP_DEBUG_CHECK:
     case VMMD_OP_ECHO:
     case VMMD_OP_SHARE_OPEN:
+    case VMMD_OP_ADMIN_ADAPTER:
         return 0;
     case VMMD_OP_DEVICE_DESTROY:
     case VMMD_OP_QUEUE_DESTROY:
@@ -56,14 +60,28 @@ int vmmd_request_fixed_size(uint16_t opcode)
     case VMMD_OP_QUERY_VIDMEM:
     case VMMD_OP_SHARE_EXPORT:
     case VMMD_OP_SHARE_QUERY:
+    case VMMD_OP_SEGMENT_QUERY:
+    case VMMD_OP_CONTEXT_DESTROY:
+    case VMMD_OP_CONTEXT_FENCE:
+    case VMMD_OP_GPUVA_UPDATE:
+    case VMMD_OP_ADMIN_CLIENTS:
         return 8;
     case VMMD_OP_QUEUE_CREATE:
     case VMMD_OP_ALLOC_CREATE:
     case VMMD_OP_EVICT:
     case VMMD_OP_GPUVA_FREE:
+    case VMMD_OP_ALLOC_SET_PRIORITY:
+    case VMMD_OP_OFFER:
+    case VMMD_OP_RECLAIM:
+    case VMMD_OP_CHANGE_RESERVATION:
+    case VMMD_OP_TRIM_REGISTER:
+    case VMMD_OP_PROCESS_SET_BUDGET:
         return 16;
     case VMMD_OP_QUEUE_WAIT:
     case VMMD_OP_MAKE_RESIDENT:
+    case VMMD_OP_CONTEXT_CREATE:
+    case VMMD_OP_SUBMIT_VIRTUAL:
+    case VMMD_OP_CONTEXT_WAIT:
         return 24;
     case VMMD_OP_GPUVA_RESERVE:
         return 40;
@@ -99,8 +117,53 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
         out->data_size = len;
         return VMMD_DECODE_OK;
     case VMMD_OP_QUERY_VIDMEM:
+    case VMMD_OP_SEGMENT_QUERY:
+    case VMMD_OP_ADMIN_CLIENTS:
         out->u0 = vmmd_get32(p);
         out->u1 = vmmd_get32(p + 4);
+        break;
+    case VMMD_OP_CHANGE_RESERVATION:
+    case VMMD_OP_PROCESS_SET_BUDGET:
+        out->u0 = vmmd_get32(p);
+        out->u1 = vmmd_get32(p + 4);
+        out->a = vmmd_get64(p + 8);
+        break;
+    case VMMD_OP_ALLOC_SET_PRIORITY:
+    case VMMD_OP_TRIM_REGISTER:
+        out->a = vmmd_get64(p);
+        out->u0 = vmmd_get32(p + 8);
+        out->u1 = vmmd_get32(p + 12);
+        break;
+    case VMMD_OP_OFFER:
+    case VMMD_OP_RECLAIM:
+        /* h, u32 (offer priority; RECLAIM: 0), u32 count, count handles. */
+        out->a = vmmd_get64(p);
+        out->u0 = vmmd_get32(p + 8);
+        out->u1 = vmmd_get32(p + 12);
+        if (out->u1 > VMMD_MAX_LIST || len != 16u + 8u * out->u1)
+            return VMMD_DECODE_BAD_PAYLOAD;
+        out->list = p + 16;
+        return VMMD_DECODE_OK;
+    case VMMD_OP_GPUVA_UPDATE:
+        out->u0 = vmmd_get32(p);
+        out->u1 = vmmd_get32(p + 4);
+        if (out->u0 > VMMD_MAX_GPUVA_OPS || len != 8u + VMMD_GPUVA_OP_SIZE * out->u0)
+            return VMMD_DECODE_BAD_PAYLOAD;
+        out->list = p + 8;
+        return VMMD_DECODE_OK;
+    case VMMD_OP_CONTEXT_CREATE:
+        /* h:device, u32 node, u32 mode, u32 flags, u32 reserved */
+        out->a = vmmd_get64(p);
+        out->c = vmmd_get32(p + 8);
+        out->d = vmmd_get32(p + 12);
+        out->u0 = vmmd_get32(p + 16);
+        out->u1 = vmmd_get32(p + 20);
+        break;
+    case VMMD_OP_SUBMIT_VIRTUAL:
+        out->a = vmmd_get64(p);
+        out->b = vmmd_get64(p + 8);
+        out->u0 = vmmd_get32(p + 16);
+        out->u1 = vmmd_get32(p + 20);
         break;
     case VMMD_OP_QUEUE_CREATE:
         out->a = vmmd_get64(p);
@@ -176,7 +239,15 @@ const char *vmmd_op_name(uint16_t opcode)
         [VMMD_OP_EVICT] = "EVICT", [VMMD_OP_QUERY_VIDMEM] = "QUERY_VIDMEM", [VMMD_OP_LOCK] = "LOCK",
         [VMMD_OP_UNLOCK] = "UNLOCK", [VMMD_OP_ALLOC_QUERY] = "ALLOC_QUERY",
         [VMMD_OP_GPUVA_RESERVE] = "GPUVA_RESERVE", [VMMD_OP_GPUVA_MAP] = "GPUVA_MAP",
-        [VMMD_OP_GPUVA_FREE] = "GPUVA_FREE", [VMMD_OP_DEBUG_CHECK] = "DEBUG_CHECK", [VMMD_OP_ECHO] = "ECHO",
+        [VMMD_OP_GPUVA_FREE] = "GPUVA_FREE", [VMMD_OP_ADAPTER_INFO] = "ADAPTER_INFO",
+        [VMMD_OP_SEGMENT_QUERY] = "SEGMENT_QUERY", [VMMD_OP_ALLOC_SET_PRIORITY] = "ALLOC_SET_PRIORITY",
+        [VMMD_OP_OFFER] = "OFFER", [VMMD_OP_RECLAIM] = "RECLAIM", [VMMD_OP_CHANGE_RESERVATION] = "CHANGE_RESERVATION",
+        [VMMD_OP_TRIM_REGISTER] = "TRIM_REGISTER", [VMMD_OP_GPUVA_UPDATE] = "GPUVA_UPDATE",
+        [VMMD_OP_CONTEXT_CREATE] = "CONTEXT_CREATE", [VMMD_OP_CONTEXT_DESTROY] = "CONTEXT_DESTROY",
+        [VMMD_OP_SUBMIT_VIRTUAL] = "SUBMIT_VIRTUAL", [VMMD_OP_CONTEXT_FENCE] = "CONTEXT_FENCE",
+        [VMMD_OP_CONTEXT_WAIT] = "CONTEXT_WAIT", [VMMD_EV_TRIM] = "TRIM (event)",
+        [VMMD_OP_PROCESS_SET_BUDGET] = "PROCESS_SET_BUDGET", [VMMD_OP_DEBUG_CHECK] = "DEBUG_CHECK", [VMMD_OP_ECHO] = "ECHO",
+        [VMMD_OP_ADMIN_ADAPTER] = "ADMIN_ADAPTER", [VMMD_OP_ADMIN_CLIENTS] = "ADMIN_CLIENTS",
         [VMMD_OP_SHARE_EXPORT] = "SHARE_EXPORT", [VMMD_OP_SHARE_OPEN] = "SHARE_OPEN",
         [VMMD_OP_SHARE_QUERY] = "SHARE_QUERY",
     };
@@ -197,4 +268,13 @@ const char *vmmd_decode_str(int result)
     case VMMD_DECODE_BAD_FLAGS: return "request flags or descriptors wrong for the opcode";
     default: return "?";
     }
+}
+
+const char *vmmd_status_str(int status)
+{
+    if (status == VMMD_E_QUOTA_EXCEEDED)
+        return "VIDMM_CLIENT_E_QUOTA_EXCEEDED";
+    if (status == VMMD_E_ACCESS_DENIED)
+        return "VIDMM_CLIENT_E_ACCESS_DENIED";
+    return vidmm_status_str((vidmm_status)status);
 }

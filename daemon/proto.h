@@ -46,14 +46,56 @@ enum vmmd_op {
     VMMD_OP_GPUVA_RESERVE = 16,
     VMMD_OP_GPUVA_MAP = 17,
     VMMD_OP_GPUVA_FREE = 18,
+    VMMD_OP_ADAPTER_INFO = 19,
+    VMMD_OP_SEGMENT_QUERY = 20,
+    VMMD_OP_ALLOC_SET_PRIORITY = 21,
+    VMMD_OP_OFFER = 22,
+    VMMD_OP_RECLAIM = 23,
+    VMMD_OP_CHANGE_RESERVATION = 24,
+    VMMD_OP_TRIM_REGISTER = 25,
+    VMMD_OP_GPUVA_UPDATE = 26,
+    VMMD_OP_CONTEXT_CREATE = 27,
+    VMMD_OP_CONTEXT_DESTROY = 28,
+    VMMD_OP_SUBMIT_VIRTUAL = 29,
+    VMMD_OP_CONTEXT_FENCE = 30,
+    VMMD_OP_CONTEXT_WAIT = 31,
     VMMD_OP_DEBUG_CHECK = 32,
     VMMD_OP_ECHO = 33,
+    /* Administration (docs/PROTOCOL.md "Administration"): only the
+     * daemon's own uid or root may send them. */
+    VMMD_OP_ADMIN_ADAPTER = 40,
+    VMMD_OP_ADMIN_CLIENTS = 41,
     /* Shared allocations (docs/DAEMON.md "Shared allocations"). */
     VMMD_OP_SHARE_EXPORT = 48,     /* reply carries the share's descriptor */
     VMMD_OP_SHARE_OPEN = 49,       /* request carries a share's descriptor */
-    VMMD_OP_SHARE_QUERY = 50,
-    VMMD_OP_LAST = 52              /* 51: reserved for sharing */
+    VMMD_OP_SHARE_QUERY = 50,      /* 51: reserved for sharing */
+    /* An event: sent by the daemon unasked (opcode | VMMD_REPLY, request
+     * id 0), never accepted as a request. */
+    VMMD_EV_TRIM = 64,
+    VMMD_OP_PROCESS_SET_BUDGET = 65,
+    VMMD_OP_LAST = 96
 };
+
+/* Payload sizes of the fixed records of the API's requests. */
+#define VMMD_ADAPTER_INFO_SIZE 352u     /* ADAPTER_INFO reply after the status */
+#define VMMD_SEGMENT_INFO_SIZE 88u      /* SEGMENT_QUERY reply after the status */
+#define VMMD_GPUVA_OP_SIZE 64u          /* one GPUVA_UPDATE operation */
+#define VMMD_MAX_GPUVA_OPS ((VMMD_MAX_PAYLOAD - 8u) / VMMD_GPUVA_OP_SIZE)
+#define VMMD_TRIM_EVENT_SIZE 24u        /* TRIM event after the status */
+
+/* Statuses the daemon adds to vidmm_status (replies carry them in the
+ * same field; include/vidmm-client/client.h names them for clients). */
+#define VMMD_E_QUOTA_EXCEEDED (-256)   /* a per-connection or per-uid limit of the daemon */
+#define VMMD_E_ACCESS_DENIED  (-257)   /* an administration request from another uid */
+
+/* ADMIN_ADAPTER reply (after the status): the fixed part, then
+ * VMMD_ADMIN_SEGMENT_SIZE bytes per segment. */
+#define VMMD_ADMIN_ADAPTER_FIXED 168u
+#define VMMD_ADMIN_SEGMENT_SIZE 64u
+#define VMMD_ADMIN_MAX_SEGMENTS 32u
+/* ADMIN_CLIENTS reply: u32 total, u32 count, then count records. */
+#define VMMD_ADMIN_CLIENT_SIZE 128u
+#define VMMD_ADMIN_CLIENTS_PER_REPLY ((VMMD_MAX_PAYLOAD - 16u) / VMMD_ADMIN_CLIENT_SIZE)
 
 struct vmmd_header {
     uint32_t magic;
@@ -70,7 +112,8 @@ struct vmmd_request {
     struct vmmd_header h;
     uint64_t a, b, c, d, e, f, g;   /* 64-bit fields in wire order */
     uint32_t u0, u1;               /* 32-bit fields in wire order */
-    const uint8_t *list;           /* MAKE_RESIDENT / EVICT handles (count = u1) */
+    const uint8_t *list;           /* MAKE_RESIDENT / EVICT / OFFER / RECLAIM handles (count = u1);
+                                      GPUVA_UPDATE operations (count = u0) */
     const uint8_t *data;           /* ALLOC_CREATE private data (size = u1), ECHO bytes */
     uint32_t data_size;
 };
@@ -122,5 +165,7 @@ int vmmd_request_fixed_size(uint16_t opcode);
 
 const char *vmmd_op_name(uint16_t opcode);
 const char *vmmd_decode_str(int result);
+/* vidmm_status_str, and the daemon's own statuses above. */
+const char *vmmd_status_str(int status);
 
 #endif

@@ -37,6 +37,7 @@
 #define OBJ_ALLOC  1u
 #define OBJ_DEVICE 3u
 #define OBJ_QUEUE  5u
+#define OBJ_CONTEXT 7u
 
 #define OUT_MAX_BYTES ((size_t)4 << 20)   /* replies a client may leave unread before it is dropped */
 
@@ -45,6 +46,7 @@ struct obj {
     uint16_t gen;
     uint32_t parent;        /* queue: the device's slot */
     vidmm_handle lib;
+    uint64_t size;          /* allocation: bytes placed (the per-connection byte limit) */
     /* allocation under lock: the daemon's mapping of the copy */
     uint32_t lock_count;
     uint8_t *map;
@@ -71,41 +73,59 @@ struct outmsg {
     uint8_t buf[];
 };
 
+/* A parked QUEUE_WAIT or CONTEXT_WAIT. */
 struct wait {
     struct vmmd_client *c;
     uint64_t request_id;
-    vidmm_handle queue;
+    uint16_t op;            /* VMMD_OP_QUEUE_WAIT or VMMD_OP_CONTEXT_WAIT */
+    vidmm_handle queue;     /* the paging queue or the context */
     uint64_t value;
     uint64_t deadline_ns;   /* UINT64_MAX = none */
 };
 
 struct vmmd_client {
+    struct vmmd_server *srv;
     int fd;
     uint32_t id;
+    size_t index;           /* in vmmd_server.clients: removal is O(1) */
+    int dropped;            /* gone, its memory kept until vmmd_server_reap */
+    struct vmmd_client *reap_next;
+    int pending;            /* on the server's list of clients with output queued outside their turn */
+    struct vmmd_client *pend_prev, *pend_next;
     pid_t pid;
     uid_t uid;
     gid_t gid;
     vidmm_status refused;   /* < 0: the adapter would not take it */
     int closing;
+    int dropping;           /* being torn down: no more events */
     vidmm_handle process, device;
     uint16_t salt;
     struct obj *objs;       /* slot 0 unused */
     uint32_t nobj, cap, live;
     uint64_t locked_bytes;
+    char comm[16];          /* /proc/PID/comm at connect ("" when unknown) */
+    uint64_t alloc_bytes;   /* bytes of the allocations alive */
+    uint32_t nallocs;
+    uint32_t nwaits;        /* parked QUEUE_WAITs */
+    uint64_t requests;
+    uint64_t retired_evictions, retired_restores;   /* of allocations destroyed */
     struct outmsg *out_head, *out_tail;
-    size_t out_bytes;
+    size_t out_bytes, out_count;
     vidmm_status last_status;   /* of the last reply (the verbose log) */
     int loop_word;
 };
 
 struct vmmd_server {
     struct vmmd_server_config cfg;
-    struct vmmd_client **clients;
+    struct vmmd_client **clients;   /* unordered; each client knows its index */
     size_t nclients, cap;
+    struct vmmd_client *reap;       /* dropped, freed by vmmd_server_reap */
+    struct vmmd_client *pending;    /* got output outside their turn (wait answers, trim events) */
     struct wait *waits;
     size_t nwaits, wcap;
     uint32_t next_id;
     uint64_t salt_state;
+    uint64_t start_ns;
     struct vmmd_server_stats st;
     struct share_export *exports;
     size_t nexports;
@@ -138,6 +158,13 @@ vidmm_status vmmd_server_create(const struct vmmd_server_config *cfg, struct vmm
         s->cfg.max_locked_bytes = (uint64_t)256 << 20;
     if (!s->cfg.max_objects || s->cfg.max_objects > (1u << 24) - 1)
         s->cfg.max_objects = 65536;
+    if (!s->cfg.max_alloc_bytes)
+        s->cfg.max_alloc_bytes = (uint64_t)4 << 30;
+    if (!s->cfg.max_requests)
+        s->cfg.max_requests = 256;
+    if (!s->cfg.max_connections_per_uid)
+        s->cfg.max_connections_per_uid = 256;
+    s->start_ns = now_ns();
     s->salt_state = cfg->salt_seed ? cfg->salt_seed
                                    : 0x9e3779b97f4a7c15ull ^ (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
     *out = s;
@@ -150,6 +177,7 @@ void vmmd_server_destroy(struct vmmd_server *s)
         return;
     while (s->nclients)
         vmmd_client_drop(s, s->clients[s->nclients - 1], "daemon shutting down");
+    vmmd_server_reap(s);
     for (size_t i = 0; i < s->nexports; i++)   /* none: every holder was a client's */
         if (s->exports[i].fd >= 0)
             close(s->exports[i].fd);
@@ -165,6 +193,53 @@ void vmmd_server_get_stats(const struct vmmd_server *s, struct vmmd_server_stats
         *out = s->st;
 }
 
+void vmmd_server_reap(struct vmmd_server *s)
+{
+    while (s && s->reap) {
+        struct vmmd_client *c = s->reap;
+        s->reap = c->reap_next;
+        free(c);
+    }
+}
+
+int vmmd_client_dropped(const struct vmmd_client *c) { return c ? c->dropped : 1; }
+
+static void pending_unlink(struct vmmd_server *s, struct vmmd_client *c)
+{
+    if (!c->pending)
+        return;
+    if (c->pend_prev)
+        c->pend_prev->pend_next = c->pend_next;
+    else
+        s->pending = c->pend_next;
+    if (c->pend_next)
+        c->pend_next->pend_prev = c->pend_prev;
+    c->pend_prev = c->pend_next = NULL;
+    c->pending = 0;
+}
+
+/* c got output outside its own turn: the loop flushes it (and only the
+ * clients so marked, not every client). */
+static void mark_pending(struct vmmd_server *s, struct vmmd_client *c)
+{
+    if (c->pending || c->dropped)
+        return;
+    c->pending = 1;
+    c->pend_prev = NULL;
+    c->pend_next = s->pending;
+    if (s->pending)
+        s->pending->pend_prev = c;
+    s->pending = c;
+}
+
+struct vmmd_client *vmmd_server_next_pending(struct vmmd_server *s)
+{
+    struct vmmd_client *c = s ? s->pending : NULL;
+    if (c)
+        pending_unlink(s, c);
+    return c;
+}
+
 size_t vmmd_server_client_count(const struct vmmd_server *s) { return s ? s->nclients : 0; }
 struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i)
 {
@@ -172,6 +247,7 @@ struct vmmd_client *vmmd_server_client_at(struct vmmd_server *s, size_t i)
 }
 int vmmd_client_fd(const struct vmmd_client *c) { return c ? c->fd : -1; }
 int vmmd_client_closing(const struct vmmd_client *c) { return c ? c->closing : 1; }
+int vmmd_client_has_output(const struct vmmd_client *c) { return c && c->out_head != NULL; }
 int *vmmd_client_loop_word(struct vmmd_client *c) { return &c->loop_word; }
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen)
 {
@@ -200,10 +276,18 @@ static uint32_t obj_find(const struct vmmd_client *c, uint64_t h, uint8_t type)
     return slot;
 }
 
-static uint32_t obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t type, vidmm_handle lib, uint32_t parent)
+/* A slot for a new object: VIDMM_OK with *out set, VMMD_E_QUOTA_EXCEEDED
+ * at the connection's handle limit, VIDMM_E_NO_HOST_MEMORY when the
+ * table cannot grow. */
+static vidmm_status obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t type, vidmm_handle lib,
+                            uint32_t parent, uint32_t *out)
 {
-    if (c->live >= s->cfg.max_objects)
-        return 0;
+    *out = 0;
+    if (c->live >= s->cfg.max_objects) {
+        s->st.quota_refusals++;
+        LOG(s, 1, "client %u (pid %ld): handle limit (%u) reached\n", c->id, (long)c->pid, s->cfg.max_objects);
+        return (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+    }
     uint32_t slot = 0;
     for (uint32_t i = 1; i < c->nobj; i++)   /* first free slot: tables are small */
         if (c->objs[i].type == OBJ_FREE) {
@@ -215,7 +299,7 @@ static uint32_t obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t ty
             uint32_t ncap = c->cap ? c->cap * 2 : 16;
             struct obj *n = realloc(c->objs, ncap * sizeof *n);
             if (!n)
-                return 0;
+                return VIDMM_E_NO_HOST_MEMORY;
             c->objs = n;
             c->cap = ncap;
         }
@@ -234,7 +318,8 @@ static uint32_t obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t ty
     o->lib = lib;
     o->parent = parent;
     c->live++;
-    return slot;
+    *out = slot;
+    return VIDMM_OK;
 }
 
 static void obj_unlock_all(struct vmmd_client *c, struct obj *o)
@@ -262,12 +347,16 @@ static void export_unref(struct vmmd_server *s, uint32_t share)
     }
 }
 
-static void obj_free(struct vmmd_server *s, struct vmmd_client *c, uint32_t slot)
+static void obj_free(struct vmmd_client *c, uint32_t slot)
 {
     struct obj *o = &c->objs[slot];
-    export_unref(s, o->share);
+    export_unref(c->srv, o->share);
     o->share = 0;
     obj_unlock_all(c, o);
+    if (o->type == OBJ_ALLOC) {
+        c->alloc_bytes -= o->size;
+        c->nallocs--;
+    }
     o->type = OBJ_FREE;
     o->lib = 0;
     c->live--;
@@ -314,8 +403,18 @@ static void reply(struct vmmd_client *c, uint16_t opcode, uint64_t id, vidmm_sta
         c->out_head = m;
     c->out_tail = m;
     c->out_bytes += len;
+    c->out_count++;
     if (c->out_bytes > OUT_MAX_BYTES)
         c->closing = 1;   /* not reading its replies */
+}
+
+/* An event: a message the client did not ask for (opcode | VMMD_REPLY,
+ * request id 0, status 0), queued behind the replies already queued. */
+static void send_event(struct vmmd_client *c, uint16_t opcode, const uint8_t *payload, size_t n)
+{
+    vidmm_status keep = c->last_status;
+    reply(c, opcode, 0, VIDMM_OK, payload, n, -1);
+    c->last_status = keep;
 }
 
 int vmmd_client_flush(struct vmmd_client *c)
@@ -353,6 +452,7 @@ int vmmd_client_flush(struct vmmd_client *c)
         if (!c->out_head)
             c->out_tail = NULL;
         c->out_bytes -= m->n;
+        c->out_count--;
         out_free(m);
     }
     return 1;
@@ -375,6 +475,7 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
     struct vmmd_client *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    c->srv = s;
     c->fd = fd;
     c->pid = pid;
     c->uid = uid;
@@ -388,7 +489,25 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
         s->salt_state ^= s->salt_state << 17;
         c->salt = (uint16_t)(s->salt_state >> 24);
     } while (c->salt == 0);
-    c->refused = vidmm_process_create(s->cfg.adapter, &c->process);
+    if (fd >= 0 && pid > 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/comm", (long)pid);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fgets(c->comm, sizeof c->comm, f))
+                c->comm[strcspn(c->comm, "\n")] = 0;
+            fclose(f);
+        }
+    }
+    uint32_t same_uid = 0;
+    for (size_t i = 0; i < s->nclients; i++)
+        same_uid += s->clients[i]->uid == uid && s->clients[i]->refused >= 0;
+    if (same_uid >= s->cfg.max_connections_per_uid) {
+        c->refused = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+        s->st.quota_refusals++;
+    } else {
+        c->refused = vidmm_process_create(s->cfg.adapter, &c->process);
+    }
     if (c->refused >= 0) {
         c->refused = vidmm_device_create(s->cfg.adapter, c->process, &c->device);
         if (c->refused < 0) {
@@ -398,16 +517,17 @@ struct vmmd_client *vmmd_client_new(struct vmmd_server *s, int fd, pid_t pid, ui
     }
     if (c->refused > 0)
         c->refused = VIDMM_OK;
+    c->index = s->nclients;
     s->clients[s->nclients++] = c;
     s->st.connections++;
-    LOG(s, 1, "client %u connected: pid %ld uid %ld gid %ld%s%s\n", c->id, (long)pid, (long)uid, (long)gid,
-        c->refused < 0 ? ", refused: " : "", c->refused < 0 ? vidmm_status_str(c->refused) : "");
+    LOG(s, 1, "client %u connected: pid %ld (%s) uid %ld gid %ld%s%s\n", c->id, (long)pid, c->comm, (long)uid,
+        (long)gid, c->refused < 0 ? ", refused: " : "", c->refused < 0 ? vmmd_status_str(c->refused) : "");
     return c;
 }
 
 void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *why)
 {
-    if (!s || !c)
+    if (!s || !c || c->dropped)
         return;
     /* Its parked waits go with it. */
     size_t w = 0;
@@ -415,8 +535,13 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
         if (s->waits[i].c != c)
             s->waits[w++] = s->waits[i];
     s->nwaits = w;
+    c->dropping = 1;   /* the process's teardown sends no trim events */
     uint32_t objects = c->live, locked = 0;
     for (uint32_t i = 1; i < c->nobj; i++) {
+        /* No registration may outlive c (its context), whatever the
+         * process teardown below answers. */
+        if (c->objs[i].type == OBJ_DEVICE)
+            vidmm_register_trim_notification(s->cfg.adapter, c->objs[i].lib, NULL, NULL);
         if (c->objs[i].type == OBJ_ALLOC && c->objs[i].lock_count)
             locked++;
         obj_unlock_all(c, &c->objs[i]);
@@ -439,13 +564,16 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
     if (c->fd >= 0)
         close(c->fd);
     free(c->objs);
-    for (size_t i = 0; i < s->nclients; i++)
-        if (s->clients[i] == c) {
-            s->clients[i] = s->clients[--s->nclients];
-            break;
-        }
+    pending_unlink(s, c);
+    struct vmmd_client *last = s->clients[--s->nclients];
+    s->clients[c->index] = last;
+    last->index = c->index;
+    c->fd = -1;
+    c->objs = NULL;
+    c->dropped = 1;
+    c->reap_next = s->reap;
+    s->reap = c;
     s->st.disconnections++;
-    free(c);
 }
 
 /* ---- request handlers ----------------------------------------------------- */
@@ -639,11 +767,28 @@ static vidmm_status do_open(struct vmmd_server *s, struct vmmd_client *c, int fd
     vidmm_status st = vidmm_share_open(s->cfg.adapter, c->process, &s->exports[idx].token, &h);
     if (st < 0)
         return st;   /* VIDMM_E_STATE: this connection holds it already */
-    uint32_t slot = obj_add(s, c, OBJ_ALLOC, h, 0);
-    if (!slot) {
-        vidmm_allocation_destroy(s->cfg.adapter, h);   /* lets go of the hold just taken */
-        return VIDMM_E_NO_HOST_MEMORY;
+    /* The opener's handle counts toward its limits as a created one: a
+     * hold keeps the whole allocation alive (docs/DAEMON.md "Limits"). */
+    struct vidmm_allocation_state as;
+    memset(&as, 0, sizeof as);
+    uint32_t slot = 0;
+    st = vidmm_allocation_query(s->cfg.adapter, h, &as);
+    if (st >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
+        s->st.quota_refusals++;
+        LOG(s, 1, "client %u (pid %ld): open of a shared allocation of %llu bytes over its limit (%llu of %llu alive)\n",
+            c->id, (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
+            (unsigned long long)s->cfg.max_alloc_bytes);
+        st = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+    } else if (st >= 0) {
+        st = obj_add(s, c, OBJ_ALLOC, h, 0, &slot);
     }
+    if (st < 0) {
+        vidmm_allocation_destroy(s->cfg.adapter, h);   /* lets go of the hold just taken */
+        return st;
+    }
+    c->objs[slot].size = as.size;
+    c->alloc_bytes += as.size;
+    c->nallocs++;
     c->objs[slot].share = (uint32_t)idx + 1;
     s->exports[idx].refs++;
     s->st.shares_opened++;
@@ -653,6 +798,7 @@ static vidmm_status do_open(struct vmmd_server *s, struct vmmd_client *c, int fd
 
 static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle q)
 {
+    /* r: QUEUE_WAIT or CONTEXT_WAIT (a = handle, b = value, c = timeout). */
     if (s->nwaits == s->wcap) {
         size_t ncap = s->wcap ? s->wcap * 2 : 16;
         struct wait *n = realloc(s->waits, ncap * sizeof *n);
@@ -665,8 +811,10 @@ static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct
     }
     uint64_t now = now_ns();
     struct wait *w = &s->waits[s->nwaits++];
+    c->nwaits++;
     w->c = c;
     w->request_id = r->h.request_id;
+    w->op = r->h.opcode;
     w->queue = q;
     w->value = r->b;
     w->deadline_ns = r->c == UINT64_MAX || r->c > UINT64_MAX - now ? UINT64_MAX : now + r->c;
@@ -681,25 +829,211 @@ size_t vmmd_server_poll_waits(struct vmmd_server *s)
     size_t keep = 0;
     for (size_t i = 0; i < s->nwaits; i++) {
         struct wait *w = &s->waits[i];
-        uint64_t done = 0;
-        vidmm_status st = vidmm_paging_queue_fence(s->cfg.adapter, w->queue, &done);
+        uint64_t done = 0, submitted = 0;
+        vidmm_status st = w->op == VMMD_OP_CONTEXT_WAIT
+                              ? vidmm_context_fence(s->cfg.adapter, w->queue, &submitted, &done)
+                              : vidmm_paging_queue_fence(s->cfg.adapter, w->queue, &done);
         if (st >= 0 && done < w->value && now < w->deadline_ns) {
             s->waits[keep++] = *w;
             continue;
         }
         if (st >= 0)
             st = done >= w->value ? VIDMM_OK : VIDMM_E_TIMEOUT;
-        reply(w->c, VMMD_OP_QUEUE_WAIT, w->request_id, st, NULL, 0, -1);
+        w->c->nwaits--;
+        reply(w->c, w->op, w->request_id, st, NULL, 0, -1);
         s->st.waits_answered++;
+        mark_pending(s, w->c);
     }
     s->nwaits = keep;
     return keep;
 }
 
+/* vidmm's trim notification for one of c's devices (TRIM_REGISTER): a
+ * TRIM event to c.  It runs on the loop's thread inside the vidmm call
+ * that found the process over budget - which may be another client's
+ * request (its demand lowered every budget) or a budget change - so c
+ * is marked for the loop to flush. */
+static void on_trim(void *context, vidmm_handle device, uint32_t flags, uint64_t bytes_to_trim)
+{
+    struct vmmd_client *c = context;
+    if (c->dropping)
+        return;
+    for (uint32_t i = 1; i < c->nobj; i++)
+        if (c->objs[i].type == OBJ_DEVICE && c->objs[i].lib == device) {
+            uint8_t ev[VMMD_TRIM_EVENT_SIZE];
+            vmmd_put64(ev, obj_handle(c, i));
+            vmmd_put32(ev + 8, flags);
+            vmmd_put32(ev + 12, 0);
+            vmmd_put64(ev + 16, bytes_to_trim);
+            send_event(c, VMMD_EV_TRIM, ev, sizeof ev);
+            mark_pending(c->srv, c);
+            c->srv->st.trim_events++;
+            return;
+        }
+}
+
+/* The handles of an OFFER or RECLAIM list, translated into a buffer the
+ * caller frees when it is not stackbuf. */
+static vidmm_status list_get(const struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle *stackbuf,
+                             size_t stackn, vidmm_handle **out)
+{
+    vidmm_handle *list = r->u1 <= stackn ? stackbuf : malloc(sizeof *list * r->u1);
+    *out = list;
+    if (!list)
+        return VIDMM_E_NO_HOST_MEMORY;
+    return translate_list(c, r->list, r->u1, list);
+}
+
+/* ---- administration (docs/PROTOCOL.md "Administration") ------------------ */
+
+static void put_name16(uint8_t *p, const char *name)
+{
+    memset(p, 0, 16);
+    size_t k = strlen(name);
+    memcpy(p, name, k < 15 ? k : 15);
+}
+
+static void admin_adapter(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+{
+    struct vidmm_adapter *a = s->cfg.adapter;
+    struct vidmm_adapter_info ai;
+    struct vidmm_residency_stats rs;
+    memset(&ai, 0, sizeof ai);
+    memset(&rs, 0, sizeof rs);
+    vidmm_adapter_query_info(a, &ai);
+    vidmm_residency_get_stats(a, &rs);
+    int64_t blocks = 0, bytes = 0;
+    if (s->cfg.host_usage)
+        s->cfg.host_usage(s->cfg.host_usage_user, &blocks, &bytes);
+    uint32_t nseg = ai.segment_count < VMMD_ADMIN_MAX_SEGMENTS ? ai.segment_count : VMMD_ADMIN_MAX_SEGMENTS;
+    uint8_t out[VMMD_ADMIN_ADAPTER_FIXED + VMMD_ADMIN_MAX_SEGMENTS * VMMD_ADMIN_SEGMENT_SIZE];
+    memset(out, 0, sizeof out);
+    vmmd_put32(out, (uint32_t)getpid());
+    vmmd_put32(out + 4, (uint32_t)geteuid());
+    vmmd_put32(out + 8, (uint32_t)s->nclients);
+    vmmd_put32(out + 12, nseg);
+    vmmd_put64(out + 16, s->st.connections);
+    vmmd_put64(out + 24, s->st.requests);
+    vmmd_put64(out + 32, s->st.protocol_errors);
+    vmmd_put64(out + 40, s->st.locks);
+    vmmd_put64(out + 48, (uint64_t)blocks);
+    vmmd_put64(out + 56, (uint64_t)bytes);
+    vmmd_put64(out + 64, ai.live_allocations);
+    vmmd_put64(out + 72, rs.make_resident_calls);
+    vmmd_put64(out + 80, rs.evictions);
+    vmmd_put64(out + 88, rs.restores);
+    vmmd_put64(out + 96, rs.bytes_evicted);
+    vmmd_put64(out + 104, rs.bytes_restored);
+    vmmd_put64(out + 112, ai.paging_buffers_submitted);
+    vmmd_put64(out + 120, now_ns() - s->start_ns);
+    vmmd_put64(out + 128, s->cfg.max_alloc_bytes);
+    vmmd_put64(out + 136, s->cfg.max_locked_bytes);
+    vmmd_put32(out + 144, s->cfg.max_objects);
+    vmmd_put32(out + 148, s->cfg.max_requests);
+    vmmd_put32(out + 152, s->cfg.max_connections_per_uid);
+    vmmd_put32(out + 156, ai.wddm_version);
+    vmmd_put64(out + 160, s->st.quota_refusals);
+    for (uint32_t id = 0; id < nseg; id++) {
+        uint8_t *p = out + VMMD_ADMIN_ADAPTER_FIXED + (size_t)id * VMMD_ADMIN_SEGMENT_SIZE;
+        struct vidmm_segment_info si;
+        memset(&si, 0, sizeof si);
+        vidmm_segment_query(a, id, &si);
+        char region[16] = "";
+        vidmm_segment_region_name(a, id, region, sizeof region);
+        vmmd_put32(p, id);
+        vmmd_put32(p + 4, (uint32_t)si.kind);
+        vmmd_put64(p + 8, si.size);
+        vmmd_put64(p + 16, si.committed);
+        vmmd_put64(p + 24, si.free_bytes);
+        vmmd_put64(p + 32, si.commit_limit);
+        vmmd_put32(p + 40, si.flags);
+        vmmd_put32(p + 44, si.page_size);
+        put_name16(p + 48, region);
+    }
+    reply(c, r->h.opcode, r->h.request_id, VIDMM_OK, out,
+          VMMD_ADMIN_ADAPTER_FIXED + (size_t)nseg * VMMD_ADMIN_SEGMENT_SIZE, -1);
+}
+
+static void admin_client_record(struct vmmd_server *s, const struct vmmd_client *asker, const struct vmmd_client *c,
+                                uint8_t *p)
+{
+    struct vidmm_adapter *a = s->cfg.adapter;
+    memset(p, 0, VMMD_ADMIN_CLIENT_SIZE);
+    vmmd_put32(p, c->id);
+    vmmd_put32(p + 4, (uint32_t)c->pid);
+    vmmd_put32(p + 8, (uint32_t)c->uid);
+    vmmd_put32(p + 12, (uint32_t)c->gid);
+    put_name16(p + 16, c->comm);
+    vmmd_put64(p + 32, c->process);
+    vmmd_put64(p + 40, c->alloc_bytes);
+    vmmd_put32(p + 48, c->nallocs);
+    vmmd_put32(p + 52, c->live);
+    vmmd_put64(p + 56, c->locked_bytes);
+    if (c->process) {
+        for (int g = 0; g < 2; g++) {
+            struct vidmm_video_memory_info vi;
+            memset(&vi, 0, sizeof vi);
+            vidmm_query_video_memory_info(a, c->process, (enum vidmm_segment_group)g, &vi);
+            vmmd_put64(p + 64 + 16 * g, vi.budget);
+            vmmd_put64(p + 72 + 16 * g, vi.current_usage);
+        }
+    }
+    uint64_t ev = c->retired_evictions, rt = c->retired_restores;
+    for (uint32_t i = 1; i < c->nobj; i++)
+        if (c->objs[i].type == OBJ_ALLOC) {
+            struct vidmm_residency_state rs;
+            memset(&rs, 0, sizeof rs);
+            if (vidmm_allocation_residency(a, c->objs[i].lib, &rs) >= 0) {
+                ev += rs.evictions;
+                rt += rs.restores;
+            }
+        }
+    vmmd_put64(p + 96, ev);
+    vmmd_put64(p + 104, rt);
+    vmmd_put64(p + 112, c->requests);
+    vmmd_put32(p + 120, (uint32_t)(c->nwaits + c->out_count));
+    vmmd_put32(p + 124, (c->refused < 0 ? 1u : 0u) | (c->closing ? 2u : 0u) | (c == asker ? 4u : 0u));
+}
+
+static void admin(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+{
+    if (c->uid != 0 && c->uid != s->cfg.admin_uid) {
+        LOG(s, 1, "client %u (pid %ld uid %ld): %s refused: not the daemon's uid or root\n", c->id, (long)c->pid,
+            (long)c->uid, vmmd_op_name(r->h.opcode));
+        reply(c, r->h.opcode, r->h.request_id, (vidmm_status)VMMD_E_ACCESS_DENIED, NULL, 0, -1);
+        return;
+    }
+    if (r->h.opcode == VMMD_OP_ADMIN_ADAPTER) {
+        admin_adapter(s, c, r);
+        return;
+    }
+    if (r->u1) {
+        reply(c, r->h.opcode, r->h.request_id, VIDMM_E_INVALID_ARG, NULL, 0, -1);
+        return;
+    }
+    /* The records from index u0 on (connection order), as many as fit. */
+    size_t first = r->u0, total = s->nclients;
+    size_t count = first < total ? total - first : 0;
+    if (count > VMMD_ADMIN_CLIENTS_PER_REPLY)
+        count = VMMD_ADMIN_CLIENTS_PER_REPLY;
+    size_t n = 8 + count * VMMD_ADMIN_CLIENT_SIZE;
+    uint8_t *out = malloc(n);
+    if (!out) {
+        reply(c, r->h.opcode, r->h.request_id, VIDMM_E_NO_HOST_MEMORY, NULL, 0, -1);
+        return;
+    }
+    vmmd_put32(out, (uint32_t)total);
+    vmmd_put32(out + 4, (uint32_t)count);
+    for (size_t i = 0; i < count; i++)
+        admin_client_record(s, c, s->clients[first + i], out + 8 + i * VMMD_ADMIN_CLIENT_SIZE);
+    reply(c, r->h.opcode, r->h.request_id, VIDMM_OK, out, n, -1);
+    free(out);
+}
+
 static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, int in_fd)
 {
     struct vidmm_adapter *a = s->cfg.adapter;
-    uint8_t out[64];
+    uint8_t out[VMMD_ADAPTER_INFO_SIZE];
     size_t n = 0;
     int fd = -1;
     vidmm_status st = VIDMM_OK;
@@ -726,10 +1060,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle d = 0;
         st = vidmm_device_create(a, c->process, &d);
         if (st >= 0) {
-            slot = obj_add(s, c, OBJ_DEVICE, d, 0);
-            if (!slot) {
+            vidmm_status ost = obj_add(s, c, OBJ_DEVICE, d, 0, &slot);
+            if (ost < 0) {
                 vidmm_device_destroy(a, d);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, slot));
@@ -744,11 +1078,12 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         }
         st = vidmm_device_destroy(a, c->objs[slot].lib);
         if (st >= 0) {
-            /* The library destroyed the device's queues with it. */
+            /* The library destroyed the device's queues and contexts with it
+             * (and its trim registration). */
             for (uint32_t i = 1; i < c->nobj; i++)
-                if (c->objs[i].type == OBJ_QUEUE && c->objs[i].parent == slot)
-                    obj_free(s, c, i);
-            obj_free(s, c, slot);
+                if ((c->objs[i].type == OBJ_QUEUE || c->objs[i].type == OBJ_CONTEXT) && c->objs[i].parent == slot)
+                    obj_free(c, i);
+            obj_free(c, slot);
         }
         break;
     case VMMD_OP_QUEUE_CREATE: {
@@ -763,10 +1098,11 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle q = 0;
         st = vidmm_paging_queue_create(a, c->objs[slot].lib, (int)(int32_t)r->u0, &q);
         if (st >= 0) {
-            uint32_t qs = obj_add(s, c, OBJ_QUEUE, q, slot);
-            if (!qs) {
+            uint32_t qs = 0;
+            vidmm_status ost = obj_add(s, c, OBJ_QUEUE, q, slot, &qs);
+            if (ost < 0) {
                 vidmm_paging_queue_destroy(a, q);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ost;
                 break;
             }
             vmmd_put64(out, obj_handle(c, qs));
@@ -781,7 +1117,7 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         }
         st = vidmm_paging_queue_destroy(a, c->objs[slot].lib);
         if (st >= 0)
-            obj_free(s, c, slot);
+            obj_free(c, slot);
         break;
     case VMMD_OP_QUEUE_FENCE: {
         if (!(slot = obj_find(c, r->a, OBJ_QUEUE))) {
@@ -825,13 +1161,30 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         vidmm_handle h = 0;
         st = vidmm_device_allocation_create(a, dev, r->data_size ? r->data : NULL, r->data_size, r->u0, &h);
         if (st >= 0) {
-            uint32_t as = obj_add(s, c, OBJ_ALLOC, h, 0);
-            if (!as) {
+            /* The size is the driver's answer: known only once created. */
+            struct vidmm_allocation_state as;
+            memset(&as, 0, sizeof as);
+            vidmm_status qst = vidmm_allocation_query(a, h, &as);
+            uint32_t aslot = 0;
+            vidmm_status ast = qst;   /* st keeps the creation's own success status (VIDMM_PENDING) */
+            if (qst >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
+                s->st.quota_refusals++;
+                LOG(s, 1, "client %u (pid %ld): allocation of %llu bytes over its limit (%llu of %llu alive)\n",
+                    c->id, (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
+                    (unsigned long long)s->cfg.max_alloc_bytes);
+                ast = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+            } else if (qst >= 0) {
+                ast = obj_add(s, c, OBJ_ALLOC, h, 0, &aslot);
+            }
+            if (ast < 0) {
                 vidmm_allocation_destroy(a, h);
-                st = VIDMM_E_NO_HOST_MEMORY;
+                st = ast;
                 break;
             }
-            vmmd_put64(out, obj_handle(c, as));
+            c->objs[aslot].size = as.size;
+            c->alloc_bytes += as.size;
+            c->nallocs++;
+            vmmd_put64(out, obj_handle(c, aslot));
             n = 8;
         }
         break;
@@ -845,9 +1198,17 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
             st = VIDMM_E_BUSY;   /* as the library: not while locked */
             break;
         }
-        st = vidmm_allocation_destroy(a, c->objs[slot].lib);
-        if (st >= 0)
-            obj_free(s, c, slot);
+        {
+            struct vidmm_residency_state rs;
+            memset(&rs, 0, sizeof rs);
+            vidmm_allocation_residency(a, c->objs[slot].lib, &rs);
+            st = vidmm_allocation_destroy(a, c->objs[slot].lib);
+            if (st >= 0) {
+                c->retired_evictions += rs.evictions;
+                c->retired_restores += rs.restores;
+                obj_free(c, slot);
+            }
+        }
         break;
     case VMMD_OP_MAKE_RESIDENT:
     case VMMD_OP_EVICT: {
@@ -976,6 +1337,263 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
     case VMMD_OP_GPUVA_FREE:
         st = vidmm_gpuva_free(a, c->process, r->a, r->b);
         break;
+    case VMMD_OP_ADAPTER_INFO: {
+        struct vidmm_adapter_info ai;
+        memset(&ai, 0, sizeof ai);
+        st = vidmm_adapter_query_info(a, &ai);
+        const uint32_t u[8] = { ai.wddm_version, ai.memory_management_caps, ai.physical_adapter_flags,
+                                ai.segment_count, ai.aperture_segment_id, ai.agp_segment_id,
+                                ai.paging_buffer_segment_id, ai.paging_buffer_size };
+        for (int i = 0; i < 8; i++)
+            vmmd_put32(out + 4 * i, u[i]);
+        const uint64_t q[6] = { ai.aperture_segment_commit_limit, ai.live_allocations, ai.paging_buffers_submitted,
+                                ai.paging_restarts, ai.last_fence_submitted, ai.last_fence_completed };
+        for (int i = 0; i < 6; i++)
+            vmmd_put64(out + 32 + 8 * i, q[i]);
+        for (int i = 0; i < 17; i++) {
+            vmmd_put64(out + 80 + 8 * i, ai.paging_ops[i]);
+            vmmd_put64(out + 216 + 8 * i, ai.paging_bytes[i]);
+        }
+        n = VMMD_ADAPTER_INFO_SIZE;
+        break;
+    }
+    case VMMD_OP_SEGMENT_QUERY: {
+        struct vidmm_segment_info si;
+        memset(&si, 0, sizeof si);
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_segment_query(a, r->u0, &si);
+        vmmd_put32(out, si.id);
+        vmmd_put32(out + 4, (uint32_t)si.kind);
+        vmmd_put32(out + 8, si.flags);
+        vmmd_put32(out + 12, si.page_size);
+        const uint64_t q[7] = { si.base_address, si.size, si.commit_limit, si.committed,
+                                si.free_bytes, si.largest_free, si.allocations };
+        for (int i = 0; i < 7; i++)
+            vmmd_put64(out + 16 + 8 * i, q[i]);
+        vmmd_put32(out + 72, (uint32_t)si.cpu_visible);
+        vmmd_put32(out + 76, (uint32_t)si.cpu_host_aperture);
+        vmmd_put32(out + 80, si.host_aperture_pages);
+        vmmd_put32(out + 84, si.host_aperture_free);
+        n = VMMD_SEGMENT_INFO_SIZE;
+        break;
+    }
+    case VMMD_OP_ALLOC_SET_PRIORITY:
+        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_allocation_set_priority(a, c->objs[slot].lib, r->u0);
+        break;
+    case VMMD_OP_OFFER: {
+        uint32_t ds = obj_find(c, r->a, OBJ_DEVICE);
+        if (!ds) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        vidmm_handle stackbuf[64], *list = NULL;
+        st = list_get(c, r, stackbuf, 64, &list);
+        if (st >= 0)
+            st = vidmm_offer(a, c->objs[ds].lib, r->u1 ? list : NULL, r->u1, r->u0);
+        if (list != stackbuf)
+            free(list);
+        break;
+    }
+    case VMMD_OP_RECLAIM: {
+        /* Variable reply: u64 paging fence, count x u32 results (zeros
+         * on failure, as every reply's fields). */
+        uint32_t qs = obj_find(c, r->a, OBJ_QUEUE);
+        vidmm_handle stackbuf[64], *list = stackbuf;
+        uint8_t *rep = malloc(8 + 4 * (size_t)r->u1);
+        uint32_t *results = malloc(sizeof *results * (r->u1 ? r->u1 : 1));
+        uint64_t fence = 0;
+        if (!rep || !results)
+            st = VIDMM_E_NO_HOST_MEMORY;
+        else if (!qs)
+            st = VIDMM_E_INVALID_HANDLE;
+        else if (r->u0)
+            st = VIDMM_E_INVALID_ARG;
+        else
+            st = list_get(c, r, stackbuf, 64, &list);
+        if (st >= 0) {
+            memset(results, 0, sizeof *results * r->u1);
+            st = vidmm_reclaim(a, c->objs[qs].lib, r->u1 ? list : NULL, r->u1, results, &fence);
+        }
+        if (list != stackbuf)
+            free(list);
+        if (rep) {
+            vmmd_put64(rep, st >= 0 ? fence : 0);
+            for (uint32_t i = 0; i < r->u1; i++)
+                vmmd_put32(rep + 8 + 4 * (size_t)i, results && st >= 0 ? results[i] : 0);
+        }
+        free(results);
+        reply(c, op, r->h.request_id, st, rep, rep ? 8 + 4 * (size_t)r->u1 : 0, -1);
+        free(rep);
+        return;
+    }
+    case VMMD_OP_CHANGE_RESERVATION:
+    case VMMD_OP_PROCESS_SET_BUDGET:
+        if (r->u0 > 1 || r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        if (op == VMMD_OP_CHANGE_RESERVATION)
+            st = vidmm_change_video_memory_reservation(a, c->process, (enum vidmm_segment_group)r->u0, r->a);
+        else if (s->cfg.allow_set_budget)   /* the OS's call: only a daemon started for tests serves it */
+            st = vidmm_process_set_budget(a, c->process, (enum vidmm_segment_group)r->u0, r->a);
+        else
+            st = VIDMM_E_NOT_SUPPORTED;
+        break;
+    case VMMD_OP_TRIM_REGISTER:
+        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (r->u0 > 1 || r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_register_trim_notification(a, c->objs[slot].lib, r->u0 ? on_trim : NULL, r->u0 ? c : NULL);
+        break;
+    case VMMD_OP_GPUVA_UPDATE: {
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        struct vidmm_gpuva_update_op *ops = malloc(sizeof *ops * (r->u0 ? r->u0 : 1));
+        if (!ops) {
+            st = VIDMM_E_NO_HOST_MEMORY;
+            break;
+        }
+        for (uint32_t i = 0; i < r->u0 && st >= 0; i++) {
+            const uint8_t *p = r->list + (size_t)i * VMMD_GPUVA_OP_SIZE;
+            struct vidmm_gpuva_update_op *o = &ops[i];
+            memset(o, 0, sizeof *o);
+            o->type = vmmd_get32(p);
+            o->protection = vmmd_get32(p + 4);
+            o->va = vmmd_get64(p + 8);
+            o->size = vmmd_get64(p + 16);
+            o->offset = vmmd_get64(p + 32);
+            o->driver_protection = vmmd_get64(p + 40);
+            o->unmap_mode = vmmd_get32(p + 48);
+            o->reserved = vmmd_get32(p + 52);
+            o->source = vmmd_get64(p + 56);
+            /* Only a MAP names an allocation; elsewhere the field is 0. */
+            uint64_t h = vmmd_get64(p + 24);
+            if (o->type == VIDMM_GPUVA_UPDATE_MAP) {
+                uint32_t as = obj_find(c, h, OBJ_ALLOC);
+                if (!as)
+                    st = VIDMM_E_INVALID_HANDLE;
+                else
+                    o->allocation = c->objs[as].lib;
+            } else if (h) {
+                st = VIDMM_E_INVALID_ARG;
+            }
+        }
+        if (st >= 0)
+            st = vidmm_gpuva_update(a, c->process, r->u0 ? ops : NULL, r->u0);
+        free(ops);
+        break;
+    }
+    case VMMD_OP_CONTEXT_CREATE: {
+        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        struct vidmm_context_desc desc;
+        memset(&desc, 0, sizeof desc);
+        desc.node = (uint32_t)r->c;
+        desc.mode = (uint32_t)r->d;
+        desc.flags = r->u0;
+        desc.reserved = r->u1;
+        vidmm_handle ctx = 0;
+        st = vidmm_context_create(a, c->objs[slot].lib, &desc, &ctx);
+        if (st >= 0) {
+            uint32_t cs = 0;
+            vidmm_status ost = obj_add(s, c, OBJ_CONTEXT, ctx, slot, &cs);
+            if (ost < 0) {
+                vidmm_context_destroy(a, ctx);
+                st = ost;
+                break;
+            }
+            vmmd_put64(out, obj_handle(c, cs));
+            n = 8;
+        }
+        break;
+    }
+    case VMMD_OP_CONTEXT_DESTROY:
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_context_destroy(a, c->objs[slot].lib);
+        if (st >= 0)
+            obj_free(c, slot);
+        break;
+    case VMMD_OP_SUBMIT_VIRTUAL: {
+        /* The command buffer is already in the process's GPU address
+         * space (an allocation the client filled through LOCK): only its
+         * address and size travel. */
+        uint64_t fence = 0;
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        if (r->u1) {
+            st = VIDMM_E_INVALID_ARG;
+            break;
+        }
+        st = vidmm_submit_virtual(a, c->objs[slot].lib, r->b, r->u0, &fence);
+        if (st >= 0)
+            s->st.submissions++;
+        vmmd_put64(out, fence);
+        n = 8;
+        break;
+    }
+    case VMMD_OP_CONTEXT_FENCE: {
+        uint64_t sub = 0, done = 0;
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_context_fence(a, c->objs[slot].lib, &sub, &done);
+        vmmd_put64(out, sub);
+        vmmd_put64(out + 8, done);
+        n = 16;
+        break;
+    }
+    case VMMD_OP_CONTEXT_WAIT: {
+        /* As vidmm_context_wait, without blocking the loop: parked like
+         * a paging-queue wait when the fence has not passed. */
+        uint64_t sub = 0, done = 0;
+        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_context_fence(a, c->objs[slot].lib, &sub, &done);
+        if (st < 0)
+            break;
+        if (r->b > sub) {
+            st = VIDMM_E_INVALID_ARG;   /* never submitted: it would never pass */
+            break;
+        }
+        if (done < r->b) {
+            if (r->c == 0) {
+                st = VIDMM_E_TIMEOUT;
+                break;
+            }
+            park_wait(s, c, r, c->objs[slot].lib);
+            return;
+        }
+        st = VIDMM_OK;
+        break;
+    }
     case VMMD_OP_SHARE_EXPORT:
         if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
             st = VIDMM_E_INVALID_HANDLE;
@@ -1019,6 +1637,10 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         n = 16;
         break;
     }
+    case VMMD_OP_ADMIN_ADAPTER:
+    case VMMD_OP_ADMIN_CLIENTS:
+        admin(s, c, r);
+        return;
     default:
         st = VIDMM_E_NOT_SUPPORTED;
         break;
@@ -1059,10 +1681,20 @@ static int client_message(struct vmmd_server *s, struct vmmd_client *c, const ui
     if (d == VMMD_DECODE_OK && (r.h.opcode == VMMD_OP_SHARE_OPEN ? fds_received != 1 || fd < 0 : fds_received != 0))
         d = VMMD_DECODE_BAD_FLAGS;
     if (d == VMMD_DECODE_OK) {
+        c->requests++;
         c->last_status = VIDMM_PENDING;   /* a parked wait sends no reply now */
+        if (c->refused >= 0 && c->nwaits + c->out_count >= s->cfg.max_requests) {
+            /* Too many in flight: refused unhandled.  A client that goes on
+             * without reading is dropped at OUT_MAX_BYTES as before. */
+            s->st.quota_refusals++;
+            LOG(s, 1, "client %u (pid %ld): %u requests in flight, %s refused\n", c->id, (long)c->pid,
+                (unsigned)(c->nwaits + c->out_count), vmmd_op_name(r.h.opcode));
+            reply(c, r.h.opcode, r.h.request_id, (vidmm_status)VMMD_E_QUOTA_EXCEEDED, NULL, 0, -1);
+            return c->closing ? -1 : 0;
+        }
         handle(s, c, &r, fd);
         LOG(s, 2, "client %u: %s id %llu: %s\n", c->id, vmmd_op_name(r.h.opcode), (unsigned long long)r.h.request_id,
-            vidmm_status_str(c->last_status));
+            vmmd_status_str(c->last_status));
         return c->closing ? -1 : 0;
     }
     s->st.protocol_errors++;

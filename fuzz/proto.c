@@ -9,13 +9,19 @@
  * version, length, flags 0), so most such records reach the handlers;
  * clear: the bytes go as they are.  Bit 1 picks the client; bit 2 drops
  * that client first and connects a new one (a process death at any
- * point).  In a repaired record, every 8-byte payload word whose top
- * byte is 0xFE becomes a handle of the client: type (1, 3 or 5) from
+ * point).  The clients' uid is the server's administration uid, and the
+ * per-connection limits are small, so ADMIN_* and the refusals run.  In a
+ * repaired record, every 8-byte payload word whose top byte is 0xFE
+ * becomes a handle of the client: type (1 allocation, 3 device, 5 paging
+ * queue, 7 context) from
  * bits 0-7 of the word, slot from bits 8-15, generation from 16-23, so
  * the fuzzer names live objects.  A repaired SHARE_OPEN carries a
  * descriptor: with kind bit 3 a live export file of the server (the
  * request id's low byte picks which; none left: /dev/null), without it
- * /dev/null (a descriptor that names no share).  Every decode result and status is a
+ * /dev/null (a descriptor that names no share).  The server lets clients
+ * pin their budgets (PROCESS_SET_BUDGET), so trim events are raised and
+ * queued (to socket-less clients: dropped) in the middle of requests, the
+ * clients' own or the other's.  Every decode result and status is a
  * known one; after the last record the clients are dropped and
  * vidmm_adapter_check, the live allocation count and the host allocator
  * must all be clean.
@@ -51,7 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.verbose = 2;
     cfg.max_locked_bytes = 16u << 20;
     cfg.max_objects = 256;
+    /* Small limits, and the clients' uid may administer: the limit
+     * refusals and the administration handlers are fuzzed too. */
+    cfg.max_alloc_bytes = 8u << 20;
+    cfg.max_requests = 4;
+    cfg.max_connections_per_uid = 2;
+    cfg.admin_uid = 1000;
     cfg.salt_seed = 0x1234567;
+    cfg.allow_set_budget = 1;
     struct vmmd_server *s = NULL;
     FUZZ_REQUIRE(vmmd_server_create(&cfg, &s) == VIDMM_OK, "server");
     struct vmmd_client *cl[2];
@@ -94,8 +107,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct vmmd_request r;
         int d = vmmd_decode_request(msg, n, &r);
         FUZZ_REQUIRE(d <= 0 && d >= VMMD_DECODE_BAD_FLAGS, "decode result %d", d);
-        if (d == 0 && (r.h.opcode == VMMD_OP_MAKE_RESIDENT || r.h.opcode == VMMD_OP_EVICT))
+        if (d == 0 && (r.h.opcode == VMMD_OP_MAKE_RESIDENT || r.h.opcode == VMMD_OP_EVICT ||
+                       r.h.opcode == VMMD_OP_OFFER || r.h.opcode == VMMD_OP_RECLAIM))
             FUZZ_REQUIRE(r.list + 8 * (size_t)r.u1 <= msg + n, "list past the message");
+        if (d == 0 && r.h.opcode == VMMD_OP_GPUVA_UPDATE)
+            FUZZ_REQUIRE(r.u0 <= VMMD_MAX_GPUVA_OPS && r.list + VMMD_GPUVA_OP_SIZE * (size_t)r.u0 <= msg + n,
+                         "operations past the message");
+        if (d == 0)
+            FUZZ_REQUIRE(r.h.opcode != VMMD_EV_TRIM, "an event opcode decoded as a request");
         if (d == 0 && r.data)
             FUZZ_REQUIRE(r.data + r.data_size <= msg + n, "data past the message");
         if (vmmd_client_message_fd(s, cl[k], msg, n, fds, fd, 0) < 0) {   /* closes fd */
@@ -103,6 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cl[k] = NULL;
         }
         vmmd_server_poll_waits(s);
+        vmmd_server_reap(s);   /* the clients dropped above */
         FUZZ_REQUIRE(vidmm_adapter_check(a, NULL, 0) == 0, "adapter check after a message");
     }
     vmmd_server_destroy(s);

@@ -155,6 +155,28 @@ def proto():
             msg(32), msg(33, b"echo"),
             msg(9, h(1, 6)), msg(3, h(3, 1)), msg(5, h(5, 2))]
     put("proto", "session", b"".join(rec(m) for m in setup + body))
+    # the rest of the API (opcodes 19-31, 65): queries, priority, offer and
+    # reclaim, reservation, trim registration then a budget under the
+    # usage (a trim event), a GPU VA batch, a context (slot 7), a
+    # submission, its fence and wait, destroy
+    gpuva_map = struct.pack("<IIQQ", 0, 0, 0x10000, 65536) + h(1, 3) + struct.pack("<QQIIQ", 0, 0, 0, 0, 0)
+    rest = [msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 4) + allocs),
+            msg(19), msg(20, struct.pack("<II", 1, 0)), msg(20, struct.pack("<II", 99, 0)),
+            msg(21, h(1, 3) + struct.pack("<II", 0xa0000000, 0)),
+            msg(22, h(3, 1) + struct.pack("<II", 1, 2) + h(1, 4) + h(1, 5)),
+            msg(23, h(5, 2) + struct.pack("<II", 0, 2) + h(1, 4) + h(1, 5)),
+            msg(24, struct.pack("<IIQ", 0, 0, 1 << 20)),
+            msg(25, h(3, 1) + struct.pack("<II", 1, 0)),
+            msg(65, struct.pack("<IIQ", 0, 0, 65536)),
+            msg(16, struct.pack("<QQQQII", 0x10000, 0, 0, 1 << 20, 0, 0)),
+            msg(26, struct.pack("<II", 1, 0) + gpuva_map),
+            msg(27, h(3, 1) + struct.pack("<IIII", 0, 0, 0, 0)),
+            msg(30, h(7, 7)),
+            msg(29, h(7, 7) + struct.pack("<QII", 0x10000, 16, 0)),
+            msg(31, h(7, 7) + struct.pack("<QQ", 1, 1000000)),
+            msg(28, h(7, 7)), msg(25, h(3, 1) + struct.pack("<II", 0, 0)),
+            msg(65, struct.pack("<IIQ", 0, 0, 0)), msg(3, h(3, 1))]
+    put("proto", "rest", b"".join(rec(m) for m in setup + rest))
     # the same on both clients, the second one naming the first's objects
     put("proto", "two-clients", b"".join(rec(m) for m in setup) + b"".join(rec(m, 3) for m in setup) +
         b"".join(rec(m, 3) for m in body) + b"".join(rec(m) for m in body))
@@ -167,6 +189,14 @@ def proto():
            msg(3, h(3, 1))[:30], msg(999), msg(3, b"1234"), msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 1000))]
     put("proto", "framing", b"".join(rec(m) for m in setup) + b"".join(rec(m, 0) for m in bad) +
         b"".join(rec(m) for m in body))
+    # administration (the harness's clients may ask) and the limits: more
+    # than the 8 MiB per connection, four waits in flight and a fifth
+    admin = [msg(40), msg(41, struct.pack("<II", 0, 0)), msg(41, struct.pack("<II", 7, 0)),
+             msg(41, struct.pack("<II", 0, 1)), msg(41, b"1234")]
+    big = [create(1, 1 << 20) for _ in range(10)]
+    waits = [msg(7, h(5, 2) + struct.pack("<QQ", 1 << 40, 1000000), rid) for rid in range(10, 16)]
+    put("proto", "admin-limits", b"".join(rec(m) for m in setup + admin + big + waits + admin) +
+        b"".join(rec(m, 3) for m in setup + admin))
     r = random.Random(11)
     for k in range(4):
         recs = [rec(m) for m in setup]

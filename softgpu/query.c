@@ -11,10 +11,13 @@
  * onto the preset's segments by role: CPU-visible memory (vis), invisible
  * memory (invis), the aperture (ap, i.e. system memory) and, on wddm1,
  * the AGP aperture.  A role the preset lacks is skipped, so on igpu every
- * kind lands in the aperture.
+ * kind lands in the aperture.  SOFTGPU_ALLOC_HEAP carries a Direct3D 12
+ * heap's properties instead of a kind's role, and sg_heap maps them the
+ * way a Direct3D 12 driver's CreateHeap does (L1 local, L0 system).
  */
 #include "softgpu_int.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static vidmm_status sg_query_segment(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
@@ -103,16 +106,85 @@ static void sg_prefer(struct sg_placement *pl, uint32_t id, int top)
     pl->slots++;
 }
 
+/* A Direct3D 12 heap's properties to segments (softgpu.h lists the
+ * rules): resolve the heap type to its custom page property and pool as
+ * GetCustomHeapProperties does, refuse what Direct3D 12 refuses, then
+ * place L1 in local memory and L0 in system memory.  Returns -1 when the
+ * properties are invalid for this adapter. */
+static int sg_heap(const struct softgpu *sg, const struct softgpu_heap_properties *h, struct sg_placement *pl,
+                   uint32_t *flags)
+{
+    uint32_t vis = sg->vis_id, invis = sg->invis_id, ap = sg->ap_id, agp = sg->agp_id;
+    int local = vis || invis;   /* a NUMA adapter: it has memory of its own */
+    uint32_t page = h->cpu_page_property, pool = h->memory_pool;
+    if (h->reserved)
+        return -1;
+    switch (h->type) {
+    case SOFTGPU_HEAP_DEFAULT:
+    case SOFTGPU_HEAP_UPLOAD:
+    case SOFTGPU_HEAP_READBACK:
+    case SOFTGPU_HEAP_GPU_UPLOAD:
+        if (page != SOFTGPU_CPU_PAGE_UNKNOWN || pool != SOFTGPU_MEMORY_POOL_UNKNOWN)
+            return -1;
+        break;
+    case SOFTGPU_HEAP_CUSTOM:
+        if (page < SOFTGPU_CPU_PAGE_NOT_AVAILABLE || page > SOFTGPU_CPU_PAGE_WRITE_BACK ||
+            pool < SOFTGPU_MEMORY_POOL_L0 || pool > SOFTGPU_MEMORY_POOL_L1)
+            return -1;
+        break;
+    default:
+        return -1;
+    }
+    if (h->type == SOFTGPU_HEAP_GPU_UPLOAD) {
+        /* CPU-visible local memory: the one heap that asks for the BAR. */
+        if (!vis)
+            return -1;
+        sg_support(pl, vis);
+        sg_prefer(pl, vis, 0);
+        *flags |= VIDMM_ALLOC_CPU_VISIBLE;
+        return 0;
+    }
+    if (h->type == SOFTGPU_HEAP_DEFAULT)
+        page = SOFTGPU_CPU_PAGE_NOT_AVAILABLE, pool = local ? SOFTGPU_MEMORY_POOL_L1 : SOFTGPU_MEMORY_POOL_L0;
+    else if (h->type == SOFTGPU_HEAP_UPLOAD)
+        page = SOFTGPU_CPU_PAGE_WRITE_COMBINE, pool = SOFTGPU_MEMORY_POOL_L0;
+    else if (h->type == SOFTGPU_HEAP_READBACK)
+        page = SOFTGPU_CPU_PAGE_WRITE_BACK, pool = SOFTGPU_MEMORY_POOL_L0;
+    if (pool == SOFTGPU_MEMORY_POOL_L1) {
+        /* Local memory, which the CPU does not reach on a NUMA adapter. */
+        if (!local || page != SOFTGPU_CPU_PAGE_NOT_AVAILABLE)
+            return -1;
+        sg_support(pl, vis), sg_support(pl, invis), sg_support(pl, ap);
+        sg_prefer(pl, invis, 0), sg_prefer(pl, vis, 0), sg_prefer(pl, ap, 0);
+        return 0;
+    }
+    /* L0: system memory, reached by the GPU through the aperture (or AGP). */
+    if (!ap && !agp)
+        return -1;
+    sg_support(pl, ap), sg_support(pl, agp);
+    sg_prefer(pl, ap, 0), sg_prefer(pl, agp, 0);
+    if (page != SOFTGPU_CPU_PAGE_NOT_AVAILABLE)
+        *flags |= VIDMM_ALLOC_CPU_VISIBLE;
+    if (page == SOFTGPU_CPU_PAGE_WRITE_BACK)
+        *flags |= VIDMM_ALLOC_CACHED;
+    return 0;
+}
+
 vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocation_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || !args->info)
         return VIDMM_E_INVALID_ARG;
     struct vidmm_allocation_info *info = args->info;
-    if (!info->private_driver_data || info->private_driver_data_size != sizeof(struct softgpu_alloc_desc))
+    size_t n = info->private_driver_data_size;
+    if (!info->private_driver_data ||
+        (n != sizeof(struct softgpu_alloc_desc) && n != offsetof(struct softgpu_alloc_desc, heap)))
         return VIDMM_E_INVALID_ARG;
     struct softgpu_alloc_desc desc;
-    memcpy(&desc, info->private_driver_data, sizeof desc);
+    memset(&desc, 0, sizeof desc);
+    memcpy(&desc, info->private_driver_data, n);
+    if (desc.kind == SOFTGPU_ALLOC_HEAP && n != sizeof desc)
+        return VIDMM_E_INVALID_ARG;
     const void *pd = info->private_driver_data;
     size_t pds = info->private_driver_data_size;
 
@@ -154,6 +226,10 @@ vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocati
         sg_support(&pl, vis), sg_support(&pl, ap);
         sg_prefer(&pl, vis, 1), sg_prefer(&pl, ap, 0);
         flags |= VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_CPU_VISIBLE;
+        break;
+    case SOFTGPU_ALLOC_HEAP:
+        if (desc.cpu_visible || sg_heap(sg, &desc.heap, &pl, &flags) < 0)
+            return VIDMM_E_INVALID_ARG;
         break;
     default:
         return VIDMM_E_INVALID_ARG;

@@ -15,7 +15,9 @@ prefix="$stage/usr"
 make -s install PREFIX="$prefix" >/dev/null || bad "make install"
 pc="$prefix/lib/pkgconfig"
 for f in include/vidmm/vidmm.h include/vidmm/version.h lib/libvidmm.a lib/libsoftgpu.a lib/libvidmm.so lib/pkgconfig/vidmm.pc \
-         lib/pkgconfig/softgpu.pc lib/cmake/vidmm/vidmmConfig.cmake share/man/man1/vidmm.1 bin/vidmm; do
+         lib/pkgconfig/softgpu.pc lib/cmake/vidmm/vidmmConfig.cmake share/man/man1/vidmm.1 bin/vidmm \
+         bin/vidmmd lib/libvidmm-client.a include/vidmm-client/client.h \
+         lib/systemd/system/vidmmd.service lib/systemd/system/vidmmd.socket; do
   if [ -e "$prefix/$f" ]; then ok; else bad "not installed: $f"; fi
 done
 major=$(sed -n 's/^#define VIDMM_VERSION_MAJOR \([0-9]*\)/\1/p' include/vidmm/version.h)
@@ -47,6 +49,23 @@ if command -v cmake >/dev/null 2>&1; then
 else
   bad "cmake not installed"
 fi
+# vidmmd's units: ExecStart names the installed daemon; systemd's own
+# checker reads them when the machine has it.
+if grep -q "^ExecStart=$prefix/bin/vidmmd " "$prefix/lib/systemd/system/vidmmd.service"; then ok; else
+  bad "vidmmd.service does not start $prefix/bin/vidmmd"; fi
+if command -v systemd-analyze >/dev/null 2>&1; then
+  if (cd "$prefix/lib/systemd/system" && systemd-analyze verify --man=no ./vidmmd.socket ./vidmmd.service) \
+       >"$stage/verify.log" 2>&1; then ok; else bad "systemd-analyze verify: $(cat "$stage/verify.log")"; fi
+else
+  echo "install: systemd-analyze not found: the unit files are not verified"
+fi
+# DESTDIR stages under it, with the final paths in the units.
+make -s install PREFIX=/usr/local DESTDIR="$stage/dest" >/dev/null || bad "make install DESTDIR"
+if grep -q "^ExecStart=/usr/local/bin/vidmmd " "$stage/dest/usr/local/lib/systemd/system/vidmmd.service" 2>/dev/null &&
+   [ -x "$stage/dest/usr/local/bin/vidmmd" ]; then ok; else bad "DESTDIR install of vidmmd and its units"; fi
+make -s uninstall PREFIX=/usr/local DESTDIR="$stage/dest" >/dev/null || bad "make uninstall DESTDIR"
+left=$(find "$stage/dest" -type f -o -type l | tr '\n' ' ')
+if [ -z "$left" ]; then ok; else bad "left after DESTDIR uninstall: $left"; fi
 make -s uninstall PREFIX="$prefix" >/dev/null || bad "make uninstall"
 left=$(find "$prefix" -type f -o -type l | sed "s|$prefix/||" | tr '\n' ' ')
 if [ -z "$left" ]; then ok; else bad "left after uninstall: $left"; fi

@@ -12,6 +12,8 @@
 #   TDR_ROUNDS      repetitions of the hang/reset suites (default 20)
 #   SWEEP_SEEDS     seeds of the built-in scenario sweep (default 500)
 #   GEN_SECONDS     the scenario generator with the rules checker (default 600)
+#   DAEMON_CHAOS_SECONDS  vidmmd's chaos test: clients SIGKILLed at random
+#                   (default 120)
 set -u
 b=${1:-build}
 scale=${LONG_SCALE:-10}
@@ -66,6 +68,12 @@ VIDMM_STRESS_THREADS=$threads VIDMM_STRESS_OPS=$ops TSAN_OPTIONS=halt_on_error=1
 tail -n 1 "$log.tsan"
 grep -c 'WARNING: ThreadSanitizer' "$log.tsan" > /dev/null && { grep -m1 -A5 'WARNING: ThreadSanitizer' "$log.tsan"; fail=1; }
 
+daemon_chaos=${DAEMON_CHAOS_SECONDS:-120}
+step "vidmmd end to end, chaos for $daemon_chaos s (tests/daemon/run.sh)"
+DAEMON_CHAOS_SECONDS=$daemon_chaos sh tests/daemon/run.sh "$b" > "$log.daemon" 2>&1 || fail=1
+grep -E '^daemon chaos: (seed|run)|^daemon: [0-9]+ passed' "$log.daemon"
+chaos=$(grep -E '^daemon chaos: run:' "$log.daemon" | sed 's/^daemon chaos: run: //')
+
 step "seed sweep: built-in scenarios x policies x seeds 1..$sweep_seeds, rules after every call"
 sh tests/sweep.sh "$b/vidmm" "$sweep_seeds" > "$log.sweep" 2>&1 || fail=1
 grep -v '^sweep: FAIL' "$log.sweep" | tail -n 40
@@ -99,6 +107,7 @@ echo "power stress: $(grep -oE '[0-9]+ transitions down and back' "$log.power" |
 echo "fuzz executions: $execs"
 echo "${sweep:-sweep: not run}"
 echo "generator: ${gen:-not run}"
+echo "vidmmd chaos: ${chaos:-not run}"
 rm -f "$log" "$log".*
 if [ "$fail" -eq 0 ]; then echo "long: passed"; else echo "long: FAILED"; fi
 exit "$fail"

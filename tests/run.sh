@@ -9,7 +9,8 @@
 # against the tool (docs_test.py: README demo excerpts, verbs, options),
 # the statistics JSON against the GpuMemDump schema (stats_schema_test.sh),
 # the D3DKMT front end's tests and sample client (docs/D3DKMT.md),
-# vidmmd and libvidmm-client end to end (tests/daemon/run.sh), then
+# vidmmd and libvidmm-client end to end (tests/daemon/run.sh, which also
+# runs the D3DKMT tests and sample client through the remote backend), then
 # print one combined summary line "N passed, M failed".
 # Usage: tests/run.sh BUILD_DIR
 b=${1:-build}

@@ -500,7 +500,7 @@ sed '1s/.*/vidmm-trace 1/;$d' "$g" >"$dir/v1.trace"
 rc_is 0 "a version-1 trace replays" "$tool" replay "$dir/v1.trace"
 has "a version-1 trace is noted as unproven" "$dir/rc.out" "cannot be proven whole"
 # ---- trace language: CPU lock/unlock, the over-budget protocol ------------
-for s in lock over-budget-trim-retry device-alloc; do
+for s in lock over-budget-trim-retry device-alloc heaps; do
   rc_is 0 "scenario $s: every stated result holds" "$tool" run tests/data/trace/$s.scn --record "$dir/$s.trace"
   rc_is 0 "scenario $s: its record replays exactly" "$tool" replay "$dir/$s.trace"
   has "scenario $s: exact replay" "$dir/rc.out" "0 differ (exact replay)"
@@ -508,6 +508,9 @@ done
 has "lock: a locked allocation is not moved" "$dir/lock.trace" "^move A1 segment=2 = E_BUSY$"
 has "over budget: the bytes to trim" "$dir/over-budget-trim-retry.trace" "= E_OVER_BUDGET trim=4194304$"
 has "device allocation: recorded on its device" "$dir/device-alloc.trace" "^create2 A1 device=D1 "
+has "heaps: a custom heap's properties recorded" "$dir/heaps.trace" "kind=heap size=1048576 align=0 heap=custom cpu-page=not-available pool=L1 = OK$"
+has "heaps: a placed resource recorded with its VA" "$dir/heaps.trace" "^place V2 P1 A1 offset=65536 size=131072 align=65536 = OK va=0x20000$"
+has "heaps: a placement off its alignment refused" "$dir/heaps.trace" "^place V4 P1 A1 offset=4096 size=4096 align=65536 = E_INVALID_ARG$"
 has "device allocation: another process cannot name it" "$dir/device-alloc.trace" "^make-resident D2 Q2 flags=- A1 = E_INVALID_HANDLE$"
 rc_is 2 "unknown policy" "$tool" run game --policy nosuch
 rc_is 2 "igpu scenario needs igpu" "$tool" run igpu --adapter dgpu

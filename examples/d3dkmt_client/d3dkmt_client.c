@@ -7,9 +7,15 @@
  * into the GPU address space, record and submit work on a virtual
  * context, signal a monitored fence behind it and wait on it, and poll
  * the budget - evicting its least important resources when the trim
- * callback says it is over.  Built and run by `make test`.
+ * callback says it is over.  Built and run by `make test`, twice: on
+ * an in-process softgpu adapter, and with --remote on a running vidmmd.
+ *
+ *   d3dkmt_client                    in-process softgpu
+ *   d3dkmt_client --remote [SOCKET]  vidmmd's adapter (SOCKET, else
+ *                                    $VIDMMD_SOCKET, else its default)
  */
 #include "d3dkmt/d3dkmthk.h"
+#include "d3dkmt/remote.h"
 #include "d3dkmt/softgpu.h"
 #include "vidmm/softgpu.h"
 
@@ -37,7 +43,7 @@ static NTSTATUS wait(D3DKMT_HANDLE device, D3DKMT_HANDLE fence, UINT64 value)
     return D3DKMTWaitForSynchronizationObjectFromCpu(&w);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct d3dkmt_runtime_create_info ci = {D3DKMT_RUNTIME_ABI_VERSION, NULL};
     struct d3dkmt_runtime *rt;
@@ -69,9 +75,13 @@ int main(void)
     NTSTATUS st;
     int i;
 
-    /* The process's runtime, with a softgpu adapter behind vidmm. */
+    /* The process's runtime, with a softgpu adapter behind vidmm - in
+     * this process, or in the daemon. */
     CHECK(d3dkmt_runtime_open(&ci, &rt));
-    CHECK(d3dkmt_runtime_add_softgpu(rt, "dgpu", 0, luid));
+    if (argc > 1 && strcmp(argv[1], "--remote") == 0)
+        CHECK(d3dkmt_runtime_add_remote(rt, argc > 2 ? argv[2] : NULL, luid));
+    else
+        CHECK(d3dkmt_runtime_add_softgpu(rt, "dgpu", 0, luid));
     CHECK(d3dkmt_runtime_make_current(rt));
 
     /* DXGI's enumeration, then D3D12CreateDevice on the LUID. */
@@ -183,6 +193,10 @@ int main(void)
         printf("frame %llu: fence %llu, GPU wrote %llu\n", (unsigned long long)frame,
                (unsigned long long)*(const UINT64 *)cs.Info.MonitoredFence.FenceValueCPUVirtualAddress,
                (unsigned long long)((const UINT64 *)lk.pData)[1024]);
+        if (((const UINT64 *)lk.pData)[1024] != frame) {   /* the write64 at +8192 */
+            fprintf(stderr, "frame %llu: the GPU's write is not there\n", (unsigned long long)frame);
+            return 1;
+        }
         CHECK(D3DKMTUnlock2(&ul));
 
         /* Budget polling, as IDXGIAdapter3::QueryVideoMemoryInfo. */

@@ -63,6 +63,11 @@ struct vidmm_adapter_create_info {
     /* Optional: receives a message naming the fault when open fails. */
     char *error_message;
     size_t error_message_size;
+    /* ABI generation 2.  At most this many live processes (vidmm/process.h);
+     * 0 = VIDMM_DEFAULT_MAX_PROCESSES; above VIDMM_MAX_PROCESSES_LIMIT is
+     * refused (VIDMM_E_INVALID_ARG).  The process table grows on demand
+     * up to it; a caller of generation 1 gets the default. */
+    uint32_t max_processes;
 };
 
 VIDMM_API vidmm_status vidmm_adapter_open(const struct vidmm_adapter_create_info *info,

@@ -26,12 +26,26 @@
 extern "C" {
 #endif
 
-#define VIDMM_MAX_PROCESSES 256u
+/* How many processes an adapter may hold at once: the process table grows
+ * on demand (in doubling steps, from 16 slots) up to the bound the
+ * caller set in vidmm_adapter_create_info.max_processes; 0 (and a caller
+ * of ABI generation 1, which has no such member) gets
+ * VIDMM_DEFAULT_MAX_PROCESSES.  VIDMM_MAX_PROCESSES_LIMIT is the largest
+ * bound (the 24-bit slot field of a handle).  Each process also needs
+ * its root page table in a segment (GpuMmu), which usually runs out
+ * first: see docs/DAEMON.md "How many clients". */
+#define VIDMM_DEFAULT_MAX_PROCESSES 65536u
+#define VIDMM_MAX_PROCESSES_LIMIT 16777216u
 
 /* On an adapter with neither GpuMmu nor IoMmu a process has devices and
  * residency lists but no GPU VA: its VA entries answer
- * VIDMM_E_NOT_SUPPORTED.  VIDMM_E_BUSY when VIDMM_MAX_PROCESSES are alive (or every free slot has
- * served 65,535 processes and was retired, so no stale handle revives). */
+ * VIDMM_E_NOT_SUPPORTED.  Statuses of the table: VIDMM_E_BUSY when the
+ * adapter's bound of live processes is reached (or every free slot has
+ * served 65,535 processes and was retired, so no stale handle revives);
+ * VIDMM_E_NO_HOST_MEMORY when growing the table is refused by the host
+ * allocator; VIDMM_E_NO_SEGMENT_SPACE when the root page table fits in
+ * no segment.  Creating a process costs O(1) in the number of live
+ * processes (amortised over the table's doubling). */
 VIDMM_API vidmm_status vidmm_process_create(struct vidmm_adapter *adapter, vidmm_handle *process);
 /* Frees the VA space and every page table; the allocations stay. */
 VIDMM_API vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidmm_handle process);

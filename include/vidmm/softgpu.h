@@ -119,15 +119,59 @@ enum softgpu_alloc_kind {
     SOFTGPU_ALLOC_STAGING,       /* CPU upload/readback: system memory (aperture) preferred */
     SOFTGPU_ALLOC_PRIMARY,       /* scan-out surface: Primary, contiguous in memory */
     SOFTGPU_ALLOC_RING,          /* engine ring / DMA target: AccessedPhysically */
-    SOFTGPU_ALLOC_EXPLICIT       /* use .info as is (tests) */
+    SOFTGPU_ALLOC_EXPLICIT,      /* use .info as is (tests) */
+    SOFTGPU_ALLOC_HEAP           /* a Direct3D 12 heap described by .heap (see below) */
 };
 
+/* A Direct3D 12 heap's properties, as a user-mode driver hands them down
+ * in its private data (Microsoft's "D3D12_HEAP_PROPERTIES"; the values are
+ * those of D3D12_HEAP_TYPE, D3D12_CPU_PAGE_PROPERTY and D3D12_MEMORY_POOL).
+ * softgpu turns them into segments the way a driver does
+ * (docs/SOFTGPU.md "Direct3D 12 heaps"):
+ *   DEFAULT    = CUSTOM, not available, L1 (L0 on an adapter without local memory)
+ *   UPLOAD     = CUSTOM, write-combine, L0
+ *   READBACK   = CUSTOM, write-back, L0
+ *   GPU_UPLOAD = CPU-visible local memory, write-combine (the BAR)
+ * L1 is local memory (preferred invisible, then visible, system last), L0
+ * system memory (the aperture, then AGP).  Refused (VIDMM_E_INVALID_ARG), as
+ * Direct3D 12 refuses them: CUSTOM with an unknown page property or pool; a
+ * page property or pool given with another type; L1 with CPU access on an
+ * adapter with local memory; L1 or GPU_UPLOAD on one without. */
+enum softgpu_heap_type {
+    SOFTGPU_HEAP_DEFAULT = 1,
+    SOFTGPU_HEAP_UPLOAD = 2,
+    SOFTGPU_HEAP_READBACK = 3,
+    SOFTGPU_HEAP_CUSTOM = 4,
+    SOFTGPU_HEAP_GPU_UPLOAD = 5
+};
+enum softgpu_cpu_page_property {
+    SOFTGPU_CPU_PAGE_UNKNOWN = 0,
+    SOFTGPU_CPU_PAGE_NOT_AVAILABLE = 1,
+    SOFTGPU_CPU_PAGE_WRITE_COMBINE = 2,
+    SOFTGPU_CPU_PAGE_WRITE_BACK = 3
+};
+enum softgpu_memory_pool {
+    SOFTGPU_MEMORY_POOL_UNKNOWN = 0,
+    SOFTGPU_MEMORY_POOL_L0 = 1,
+    SOFTGPU_MEMORY_POOL_L1 = 2
+};
+struct softgpu_heap_properties {
+    uint32_t type;               /* enum softgpu_heap_type */
+    uint32_t cpu_page_property;  /* enum softgpu_cpu_page_property */
+    uint32_t memory_pool;        /* enum softgpu_memory_pool */
+    uint32_t reserved;           /* 0 */
+};
+
+/* The private data is sizeof(struct softgpu_alloc_desc) bytes, or the
+ * bytes before .heap (the layout before heaps existed) for every kind but
+ * SOFTGPU_ALLOC_HEAP. */
 struct softgpu_alloc_desc {
     enum softgpu_alloc_kind kind;
-    uint32_t cpu_visible;        /* ask for CPU access (sets VIDMM_ALLOC_CPU_VISIBLE) */
+    uint32_t cpu_visible;        /* ask for CPU access (sets VIDMM_ALLOC_CPU_VISIBLE); not with HEAP */
     uint64_t size;
     uint64_t alignment;          /* 0 = what the segments need */
     struct vidmm_allocation_info info; /* SOFTGPU_ALLOC_EXPLICIT only */
+    struct softgpu_heap_properties heap; /* SOFTGPU_ALLOC_HEAP only */
 };
 
 /* Test and tool access to the device.  Every accessor from here on

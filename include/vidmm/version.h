@@ -30,8 +30,10 @@ extern "C" {
 #define VIDMM_MAKE_VERSION(major, minor, patch) (((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8) | (uint32_t)(patch))
 #define VIDMM_VERSION VIDMM_MAKE_VERSION(VIDMM_VERSION_MAJOR, VIDMM_VERSION_MINOR, VIDMM_VERSION_PATCH)
 
-/* The first structure layout generation; the only one so far. */
-#define VIDMM_ABI_VERSION 1u
+/* The structure layout generation of these headers.  1: the first;
+ * 2: vidmm_adapter_create_info.max_processes.  The library accepts
+ * every generation from 1 to this one (docs/ABI.md). */
+#define VIDMM_ABI_VERSION 2u
 
 /* The version of the library actually loaded (VIDMM_VERSION of the
  * headers it was built from): a program built against other headers can

@@ -209,18 +209,24 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     *out = NULL;
     if (ci->error_message && ci->error_message_size)
         ci->error_message[0] = '\0';
-    /* Structure layouts: only generation 1 exists so far.  A later
-     * library reads a caller's generation and no member beyond it. */
-    if (ci->abi_version != VIDMM_ABI_VERSION) {
+    /* Structure layouts: generations 1 and 2 (2 added max_processes).
+     * The library reads a caller's generation and no member beyond it. */
+    if (ci->abi_version < 1 || ci->abi_version > VIDMM_ABI_VERSION) {
         (void)fault(ci, "create info abi_version %u: this library reads generation %u (set VIDMM_ABI_VERSION)",
                     ci->abi_version, VIDMM_ABI_VERSION);
         return VIDMM_E_INVALID_ARG;
     }
     if (!ci->ops || !ci->ops->query_adapter_info || !ci->ops->build_paging_buffer || !ci->ops->submit_command)
         return VIDMM_E_INVALID_ARG;
-    if (ci->ops->abi_version != VIDMM_ABI_VERSION) {
+    if (ci->ops->abi_version < 1 || ci->ops->abi_version > VIDMM_ABI_VERSION) {
         (void)fault(ci, "driver ops abi_version %u: this library reads generation %u (set VIDMM_ABI_VERSION)",
                     ci->ops->abi_version, VIDMM_ABI_VERSION);
+        return VIDMM_E_INVALID_ARG;
+    }
+    uint32_t max_processes = ci->abi_version >= 2 ? ci->max_processes : 0;
+    if (max_processes > VIDMM_MAX_PROCESSES_LIMIT) {
+        (void)fault(ci, "max_processes %u is above VIDMM_MAX_PROCESSES_LIMIT (%u)", max_processes,
+                    VIDMM_MAX_PROCESSES_LIMIT);
         return VIDMM_E_INVALID_ARG;
     }
     if (ci->agp_aperture_size && (ci->agp_aperture_size % VIDMM_PAGE_4K || ci->agp_aperture_base % VIDMM_PAGE_4K))
@@ -283,7 +289,11 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     vidmm_objtab_init(&a->allocations, VIDMM_HANDLE_TYPE_ALLOCATION, a->handle_salt);
     vidmm_objtab_set_object_generation(&a->allocations, (uint32_t)offsetof(struct vidmm_allocation, handle_gen));
     vidmm_objtab_init(&a->share_holders, VIDMM_HANDLE_TYPE_SHARED_ALLOCATION, a->handle_salt);
-    vidmm_objtab_set_limit(&a->processes, VIDMM_MAX_PROCESSES);
+    /* Grows on demand (16, 32, ... slots) up to the caller's bound; its
+     * own host allocation sites, so an OOM test fails its growth alone. */
+    vidmm_objtab_set_limit(&a->processes, max_processes ? max_processes : VIDMM_DEFAULT_MAX_PROCESSES);
+    vidmm_objtab_set_sites(&a->processes, VIDMM_SITE_PROCESS_TABLE_OBJECTS, VIDMM_SITE_PROCESS_TABLE_GENERATIONS,
+                           VIDMM_SITE_PROCESS_TABLE_FREE_LINKS);
 
     vidmm_status st;
     struct vidmm_segment_descriptor *desc = NULL;

@@ -119,6 +119,81 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
     }
 }
 
+/* The list of live processes holds exactly the table's live processes,
+ * linked both ways; each allocation's list of processes mapping it names
+ * live processes that do, as many as its count, and the counts add up to
+ * the VA spaces' object indexes (so no process that maps it is missing);
+ * the spare links are counted right. */
+static void check_process_list(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
+    uint32_t n = 0;
+    uint64_t objects = 0, counted = 0;
+    const struct vidmm_process *prev = NULL, *p;
+    vidmm_for_each_process(a, p) {
+        if (++n > a->processes.live) {
+            vidmm_report_add(r, "process list: longer than the %u live processes (a cycle?)", a->processes.live);
+            return;
+        }
+        if (p->live_prev != prev || p->adapter != a || vidmm_objtab_get(&a->processes, p->self) != p)
+            vidmm_report_add(r, "process list: process %u is linked wrong or is not the table's",
+                             vidmm_process_slot(p));
+        if (!p->no_va)
+            objects += p->vs.obj_count;
+        uint64_t owned = 0, priv = 0;
+        for (const struct vidmm_allocation *al = p->owned_first; al && owned <= p->owned_allocations;
+             al = al->owned_next) {
+            owned++;
+            if (al->pe.process != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
+                (al == p->owned_first && al->owned_prev))
+                vidmm_report_add(r, "process %u: list of owned allocations broken", vidmm_process_slot(p));
+        }
+        for (const struct vidmm_allocation *al = p->private_first; al && priv <= p->private_allocations;
+             al = al->private_next) {
+            priv++;
+            if (al->private_process != p->self || (al->private_next && al->private_next->private_prev != al) ||
+                (al == p->private_first && al->private_prev))
+                vidmm_report_add(r, "process %u: list of private allocations broken", vidmm_process_slot(p));
+        }
+        if (owned != p->owned_allocations || priv != p->private_allocations)
+            vidmm_report_add(r, "process %u: lists %llu owned and %llu private allocations, counts %llu and %llu",
+                             vidmm_process_slot(p), (unsigned long long)owned, (unsigned long long)priv,
+                             (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations);
+        uint32_t spares = 0;
+        for (const struct vidmm_va_user *u = p->spare_users; u && spares <= p->spare_user_count; u = u->next)
+            spares++;
+        if (spares != p->spare_user_count)
+            vidmm_report_add(r, "process %u: %u spare user links listed, %u counted", vidmm_process_slot(p), spares,
+                             p->spare_user_count);
+        prev = p;
+    }
+    if (n != a->processes.live || a->process_last != prev)
+        vidmm_report_add(r, "process list: %u processes (last %s), the table holds %u", n,
+                         a->process_last == prev ? "right" : "wrong", a->processes.live);
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        counted += al->va_processes;
+        if (al->va_processes > a->processes.live)
+            vidmm_report_add(r, "allocation %u: mapped by %u processes, %u are alive", it - 1, al->va_processes,
+                             a->processes.live);
+        /* Its users: live processes that map it, each once, as many as
+         * counted. */
+        uint32_t users = 0;
+        for (const struct vidmm_va_user *u = al->va_users; u && users <= al->va_processes; u = u->next) {
+            users++;
+            const struct vidmm_process *up = u->process;
+            if ((u->next && u->next->prev != u) || (u == al->va_users && u->prev) ||
+                vidmm_objtab_get(&a->processes, up->self) != up || !vidmm_va_object_mapping_count(&up->vs, al->self))
+                vidmm_report_add(r, "allocation %u: user list broken, or names a process that does not map it", it - 1);
+        }
+        if (users != al->va_processes)
+            vidmm_report_add(r, "allocation %u: %u processes listed as mapping it, %u counted", it - 1, users,
+                             al->va_processes);
+    }
+    if (objects != counted)
+        vidmm_report_add(r, "process VA spaces index %llu (process, allocation) pairs, allocations count %llu",
+                         (unsigned long long)objects, (unsigned long long)counted);
+}
+
 static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
 {
     struct vidmm_report r = { buf, size, 0, 0, NULL, NULL };
@@ -155,10 +230,9 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         }
     }
     /* Page tables: implicit allocations in their levels' segments. */
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p)
-            continue;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t i = vidmm_process_slot(p);
         uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
         uint64_t tables = 0;
         memset(bytes, 0, sizeof(bytes));
@@ -271,8 +345,9 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "devices: %d violations (%s)", de, dmsg);
     if (vidmm_objtab_check(&a->queues))
         vidmm_report_add(&r, "paging-queue handle table inconsistent");
-    if (vidmm_objtab_check(&a->processes) || a->processes.used > VIDMM_MAX_PROCESSES)
+    if (vidmm_objtab_check(&a->processes))
         vidmm_report_add(&r, "process handle table inconsistent");
+    check_process_list(a, &r);
     de = vidmm_res_check(a, dmsg, sizeof(dmsg));
     if (de)
         vidmm_report_add(&r, "residency: %d violations (%s)", de, dmsg);

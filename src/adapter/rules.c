@@ -137,10 +137,9 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
 
 static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p)
-            continue;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t i = vidmm_process_slot(p);
         budget_rules(a, i, p, r);
         pte_rules(a, i, p, r);
     }

@@ -279,9 +279,26 @@ void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocatio
     }
 }
 
+void vidmm_allocation_unlist_private(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    struct vidmm_process *creator = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
+    if (creator) {   /* off its creator's list (a dead creator's list was let go) */
+        if (al->private_prev)
+            al->private_prev->private_next = al->private_next;
+        else
+            creator->private_first = al->private_next;
+        if (al->private_next)
+            al->private_next->private_prev = al->private_prev;
+        al->private_prev = al->private_next = NULL;
+        creator->private_allocations--;
+    }
+    al->private_process = 0;
+}
+
 void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     vidmm_handle h = al->self;
+    vidmm_allocation_unlist_private(a, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     vidmm_unplace(a, al, &al->pl);
@@ -765,11 +782,18 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
     if (st < 0)
         return st;
     struct vidmm_allocation *al = vidmm_handle_get(a, *out);
+    struct vidmm_process *p = vidmm_process_get(a, proc);
     al->private_process = proc;
+    al->private_prev = NULL;
+    al->private_next = p->private_first;
+    if (p->private_first)
+        p->private_first->private_prev = al;
+    p->private_first = al;
+    p->private_allocations++;
     if (flags & VIDMM_CREATE_SHARED) {
         st = vidmm_share_attach(a, al, proc);
         if (st < 0) {
-            vidmm_allocation_destroy_now(a, al);   /* just made: idle, unlocked, not displayed */
+            vidmm_allocation_destroy_now(a, al);   /* just made: idle, unlocked, not displayed; off p's list */
             *out = VIDMM_HANDLE_NULL;
         }
     }
@@ -802,12 +826,20 @@ static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, 
 
 void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process)
 {
-    /* Process exit is rare: a walk of the handle table costs less than a
-     * per-process list kept on every create and destroy. */
-    vidmm_share_process_gone(a, process);   /* its holds of shared allocations first */
-    uint32_t it = 0;
-    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->zombie || al->private_process != process)
+    /* Its list of private allocations: O(what it created).  A destroy
+     * that must wait for GPU work leaves a zombie on the list; the list
+     * is let go at the end (the zombies are destroyed later, their
+     * creator gone). */
+    struct vidmm_process *p = vidmm_process_get(a, process);
+    if (!p)
+        return;
+    /* Its holds of shared allocations first (O(its holds)): one it
+     * created that others still hold leaves its list there, one whose
+     * last holder it was is destroyed (or deferred) with it. */
+    vidmm_share_process_gone(a, p);
+    for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
+        next = al->private_next;
+        if (al->zombie)
             continue;
         if (al->lock_count) {   /* its CPU mappings die with the process */
             al->lock_count = 0;
@@ -819,6 +851,12 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (!vidmm_allocation_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
+    for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
+        next = al->private_next;
+        al->private_prev = al->private_next = NULL;
+    }
+    p->private_first = NULL;
+    p->private_allocations = 0;
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

@@ -13,6 +13,10 @@ int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocat
 /* Release an allocation now (it is idle). */
 void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
+/* al is no longer private: off its creator's list of private
+ * allocations (if that process lives), private_process 0. */
+void vidmm_allocation_unlist_private(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
 /* A process goes: its private allocations go with it (unlocked,
  * undisplayed, destroyed now or deferred while GPU work uses them). */
 void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process);
@@ -35,8 +39,9 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
  * while locked through it; the last holder's close destroys al. */
 vidmm_status vidmm_share_close(struct vidmm_adapter *a, struct vidmm_share_holder *sh);
 
-/* A process goes: each of its holds lets go (its locks dropped). */
-void vidmm_share_process_gone(struct vidmm_adapter *a, vidmm_handle process);
+/* A process goes: each of its holds lets go (its locks dropped);
+ * O(its holds): the process's list of them. */
+void vidmm_share_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
 
 /* The adapter closes: the token table goes (every share went with its
  * last holder's process). */

@@ -155,6 +155,29 @@ static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uin
     }
 }
 
+/* The holding process's list of its holds (teardown walks it). */
+static void hold_link(struct vidmm_process *p, struct vidmm_share_holder *sh)
+{
+    sh->proc_prev = NULL;
+    sh->proc_next = p->share_holds;
+    if (p->share_holds)
+        p->share_holds->proc_prev = sh;
+    p->share_holds = sh;
+    p->share_hold_count++;
+}
+
+static void hold_unlink(struct vidmm_process *p, struct vidmm_share_holder *sh)
+{
+    if (sh->proc_prev)
+        sh->proc_prev->proc_next = sh->proc_next;
+    else
+        p->share_holds = sh->proc_next;
+    if (sh->proc_next)
+        sh->proc_next->proc_prev = sh->proc_prev;
+    sh->proc_prev = sh->proc_next = NULL;
+    p->share_hold_count--;
+}
+
 vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation *al, vidmm_handle process)
 {
     struct vidmm_share *s = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_OBJECT, sizeof(*s), _Alignof(struct vidmm_share));
@@ -183,6 +206,7 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
     a->shares = s;
     a->share_count++;
     index_insert(a, s);
+    hold_link(vidmm_process_get(a, process), sh);
     al->share = s;
     al->shared = 1;
     return VIDMM_OK;
@@ -190,6 +214,9 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
 
 static void holder_free(struct vidmm_adapter *a, struct vidmm_share_holder *sh)
 {
+    struct vidmm_process *p = vidmm_process_get(a, sh->process);
+    if (p)
+        hold_unlink(p, sh);
     if (!sh->creator)
         vidmm_objtab_remove(&a->share_holders, sh->self);
     vidmm_hfree(a->ha, sh, sizeof(*sh), _Alignof(struct vidmm_share_holder));
@@ -225,7 +252,9 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
         index_remove(a, s);
         al->share = NULL;
         al->shared = 0;
-        al->private_process = sh->process;
+        /* Still private to its creator (and on its list) if the creator
+         * was the last holder; adapter-wide (private_process 0, on no
+         * list) if an opener was: no process's list is made up here. */
         holder_free(a, sh);
         vidmm_hfree(a->ha, s, sizeof(*s), _Alignof(struct vidmm_share));
         vidmm_allocation_destroy_unlocked(a, al);
@@ -234,9 +263,10 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
     /* Others still hold it: only this process's view goes - its GPU VA
      * mappings, its devices' residency references, its ownership.  GPU
      * work in flight may still read through those mappings: it finishes
-     * first (a dying process's contexts were waited for already). */
+     * first (a dying process's contexts were waited for already, and
+     * its teardown must not stop: it does not wait again). */
     struct vidmm_process *p = vidmm_process_get(a, sh->process);
-    if (p && al->busy && vidmm_va_object_mapping_count(&p->vs, al->self)) {
+    if (!dying && p && al->busy && vidmm_va_object_mapping_count(&p->vs, al->self)) {
         vidmm_inflight_wait_idle(a, al);
         if (al->busy)
             return VIDMM_E_TIMEOUT;   /* an engine hung: nothing changed, reset as the entry returns */
@@ -246,7 +276,7 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
         vidmm_res_process_lets_go(a, al, p);
     }
     if (sh->creator)
-        al->private_process = 0;   /* the openers' now: named through their handles only */
+        vidmm_allocation_unlist_private(a, al);   /* the openers' now: named through their handles only */
     *pp = sh->next;
     s->holder_count--;
     holder_free(a, sh);
@@ -258,17 +288,12 @@ vidmm_status vidmm_share_close(struct vidmm_adapter *a, struct vidmm_share_holde
     return let_go(a, sh, 0);
 }
 
-void vidmm_share_process_gone(struct vidmm_adapter *a, vidmm_handle process)
+void vidmm_share_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    struct vidmm_share *next;
-    for (struct vidmm_share *s = a->shares; s; s = next) {
-        next = s->next;   /* let_go may free s, never another share */
-        for (struct vidmm_share_holder *sh = s->holders; sh; sh = sh->next)
-            if (sh->process == process) {
-                (void)let_go(a, sh, 1);
-                break;   /* one holder per process */
-            }
-    }
+    /* Its own holds only (one per share it holds): let_go unlinks the
+     * first each time. */
+    while (p->share_holds)
+        (void)let_go(a, p->share_holds, 1);
 }
 
 static vidmm_status share_export(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle h,
@@ -321,6 +346,7 @@ static vidmm_status share_open(struct vidmm_adapter *a, vidmm_handle process, co
     sh->share = s;
     sh->process = process;
     sh->self = h;
+    hold_link(vidmm_process_get(a, process), sh);
     *tail = sh;   /* after the creator's, which stays first */
     s->holder_count++;
     *out = h;
@@ -418,6 +444,28 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
             snprintf(msg, n, "allocation 0x%llx: locked %u times, its holders' locks sum to %llu",
                      (unsigned long long)al->self, al->lock_count, (unsigned long long)locks);
         }
+        /* Only holders' processes map it (its list of mapping processes)
+         * or list it on a device. */
+        for (const struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+            const struct vidmm_share_holder *sh = s->holders;
+            while (sh && sh->process != u->process->self)
+                sh = sh->next;
+            if (!sh) {
+                e++;
+                snprintf(msg, n, "allocation 0x%llx: mapped by a process that does not hold it",
+                         (unsigned long long)al->self);
+            }
+        }
+        if (al->pe.process) {
+            const struct vidmm_share_holder *sh = s->holders;
+            while (sh && sh->process != al->pe.process)
+                sh = sh->next;
+            if (!sh) {
+                e++;
+                snprintf(msg, n, "allocation 0x%llx: owned by a process that does not hold it",
+                         (unsigned long long)al->self);
+            }
+        }
         /* Only holders' processes map it or list it on a device. */
         for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
             const struct vidmm_share_holder *sh = s->holders;
@@ -446,6 +494,37 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
                      (unsigned long long)(s->al ? s->al->self : 0));
             break;
         }
+    }
+    /* Each process's list of its holds: its own, linked both ways, as
+     * many as counted; together, every hold. */
+    uint64_t listed = 0, held = 0;   /* held: the holders the shares list (their counts are checked above) */
+    for (const struct vidmm_share *sp = a->shares; sp && held <= a->share_holders.live + a->share_count; sp = sp->next)
+        for (const struct vidmm_share_holder *sh = sp->holders; sh && held <= a->share_holders.live + a->share_count;
+             sh = sh->next)
+            held++;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t k = 0;
+        for (const struct vidmm_share_holder *sh = p->share_holds; sh && k <= p->share_hold_count;
+             sh = sh->proc_next) {
+            k++;
+            if (sh->process != p->self || (sh->proc_next && sh->proc_next->proc_prev != sh) ||
+                (sh == p->share_holds && sh->proc_prev)) {
+                e++;
+                snprintf(msg, n, "process 0x%llx: list of share holds broken", (unsigned long long)p->self);
+            }
+        }
+        if (k != p->share_hold_count) {
+            e++;
+            snprintf(msg, n, "process 0x%llx: %u share holds listed, count says %u", (unsigned long long)p->self, k,
+                     p->share_hold_count);
+        }
+        listed += k;
+    }
+    if (listed != held) {
+        e++;
+        snprintf(msg, n, "%llu holds on the processes' lists, the shares have %llu", (unsigned long long)listed,
+                 (unsigned long long)held);
     }
     if (shares != a->share_count) {
         e++;

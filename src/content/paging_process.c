@@ -289,11 +289,10 @@ int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, si
         snprintf(msg, n, "paging process: no root or not marked as the paging process");
         return 1;
     }
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (vidmm_process_at(a, i) == p) {
-            e++;
-            snprintf(msg, n, "paging process: listed in the process table (slot %u)", i);
-        }
+    if (p->live_prev || p->live_next || a->process_first == p) {
+        e++;
+        snprintf(msg, n, "paging process: listed with the processes (handle 0x%llx)", (unsigned long long)p->self);
+    }
     const struct vidmm_gpummu_info *g = &a->gpummu;
     uint64_t span = 2 * pp->window;
     if (!pp->window || pp->window % VIDMM_PAGE_64K || pp->scratch_va < g->leaf_span[0] || pp->scratch_va > g->va_size ||

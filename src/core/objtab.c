@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#define OT_MAX_SLOTS (1u << 24)
+#define OT_MAX_SLOTS VIDMM_OBJTAB_MAX_SLOTS
 #define OT_RETIRED (UINT32_MAX - 1u)   /* next_free of a retired slot */
 
 void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt)
@@ -21,6 +21,16 @@ void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt)
     t->free_head = UINT32_MAX;
     t->max_slots = OT_MAX_SLOTS;
     t->obj_gen_off = UINT32_MAX;
+    t->site[0] = VIDMM_SITE_OBJTAB_OBJECTS;
+    t->site[1] = VIDMM_SITE_OBJTAB_GENERATIONS;
+    t->site[2] = VIDMM_SITE_OBJTAB_FREE_LINKS;
+}
+
+void vidmm_objtab_set_sites(struct vidmm_objtab *t, unsigned objects, unsigned generations, unsigned free_links)
+{
+    t->site[0] = (uint16_t)objects;
+    t->site[1] = (uint16_t)generations;
+    t->site[2] = (uint16_t)free_links;
 }
 
 void vidmm_objtab_set_object_generation(struct vidmm_objtab *t, uint32_t off)
@@ -46,9 +56,11 @@ void vidmm_objtab_fini(struct vidmm_objtab *t, const struct vidmm_host_allocator
     vidmm_hfree(ha, t->gen, (size_t)t->cap * sizeof(*t->gen), _Alignof(uint16_t));
     vidmm_hfree(ha, t->next_free, (size_t)t->cap * sizeof(*t->next_free), _Alignof(uint32_t));
     uint32_t max = t->max_slots, off = t->obj_gen_off;
+    uint16_t site[3] = { t->site[0], t->site[1], t->site[2] };
     vidmm_objtab_init(t, t->type, t->salt);
     t->max_slots = max;
     t->obj_gen_off = off;
+    memcpy(t->site, site, sizeof site);
 }
 
 static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocator *ha)
@@ -58,9 +70,9 @@ static vidmm_status grow(struct vidmm_objtab *t, const struct vidmm_host_allocat
         cap = t->max_slots;
     if (cap <= t->cap)
         return VIDMM_E_BUSY;   /* at its limit */
-    void **o = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_OBJECTS, (size_t)cap * sizeof(*o), _Alignof(void *));
-    uint16_t *g = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_GENERATIONS, (size_t)cap * sizeof(*g), _Alignof(uint16_t));
-    uint32_t *n = vidmm_hzalloc(ha, VIDMM_SITE_OBJTAB_FREE_LINKS, (size_t)cap * sizeof(*n), _Alignof(uint32_t));
+    void **o = vidmm_hzalloc(ha, (enum vidmm_alloc_site)t->site[0], (size_t)cap * sizeof(*o), _Alignof(void *));
+    uint16_t *g = vidmm_hzalloc(ha, (enum vidmm_alloc_site)t->site[1], (size_t)cap * sizeof(*g), _Alignof(uint16_t));
+    uint32_t *n = vidmm_hzalloc(ha, (enum vidmm_alloc_site)t->site[2], (size_t)cap * sizeof(*n), _Alignof(uint32_t));
     if (!o || !g || !n) {
         vidmm_hfree(ha, o, (size_t)cap * sizeof(*o), _Alignof(void *));
         vidmm_hfree(ha, g, (size_t)cap * sizeof(*g), _Alignof(uint16_t));

@@ -31,12 +31,19 @@ struct vidmm_objtab {
     uint32_t live, retired;
     uint32_t max_slots;          /* the table never grows beyond */
     uint32_t obj_gen_off;        /* UINT32_MAX, or where each object keeps a copy of its generation */
+    uint16_t site[3];            /* host allocation sites of obj, gen, next_free (vidmm_objtab_set_sites) */
 };
 
 void vidmm_objtab_init(struct vidmm_objtab *t, uint32_t type, uint32_t salt);
 /* At most max slots (default: the 24 bits of a handle's slot field);
  * a full table answers VIDMM_E_BUSY. */
 void vidmm_objtab_set_limit(struct vidmm_objtab *t, uint32_t max);
+/* The three arrays' host allocation sites (core/alloc_sites.def), so an
+ * OOM test can fail one table's growth apart from the others'; default
+ * VIDMM_SITE_OBJTAB_*. */
+void vidmm_objtab_set_sites(struct vidmm_objtab *t, unsigned objects, unsigned generations, unsigned free_links);
+/* The largest limit vidmm_objtab_set_limit takes (a handle's 24-bit slot). */
+#define VIDMM_OBJTAB_MAX_SLOTS (1u << 24)
 /* Objects keep a copy of their slot's generation, a uint16_t at byte
  * offset off, and lookups compare that copy instead of the table's: a
  * lookup then reads the object pointer and a line of the object the

@@ -69,7 +69,8 @@ static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process,
         p->devices->prev = d;
     p->devices = d;
     pthread_mutex_unlock(&a->fence_lock);
-    p->device_count++;
+    if (!p->device_count++)
+        a->processes_with_devices++;
     *out = d->self;
     return VIDMM_OK;
 }
@@ -107,7 +108,8 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
     if (d->next)
         d->next->prev = d->prev;
     pthread_mutex_unlock(&a->fence_lock);
-    p->device_count--;
+    if (!--p->device_count)
+        a->processes_with_devices--;
     vidmm_objtab_remove(&a->devices, d->self);
     vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
 }
@@ -279,10 +281,11 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
         e++;
         snprintf(msg, n, "context handle table inconsistent");
     }
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p)
-            continue;
+    uint32_t with_devices = 0;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t i = vidmm_process_slot(p);
+        with_devices += p->devices != NULL;
         uint32_t nd = 0;
         for (const struct vidmm_device *d = p->devices; d; d = d->next) {
             nd++;
@@ -312,6 +315,10 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
             snprintf(msg, n, "process %u: counts %u devices, list holds %u", i, p->device_count, nd);
         }
         devices += nd;
+    }
+    if (with_devices != a->processes_with_devices) {
+        e++;
+        snprintf(msg, n, "%u processes have devices, the adapter counts %u", with_devices, a->processes_with_devices);
     }
     if (devices != a->devices.live || contexts != a->contexts.live) {
         e++;

@@ -28,11 +28,13 @@ static void process_free(struct vidmm_adapter *a, struct vidmm_process *p)
     (void)vidmm_paging_flush(a);
     vidmm_process_bind_root(a, p, p->self, 0);
     vidmm_pt_destroy(a, p->root);
-    vidmm_va_space_fini(&p->vs);
+    vidmm_va_space_fini(&p->vs);   /* p leaves the user lists of what it still maps */
+    vidmm_process_free_users(a, p);
     vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     /* Under the fence lock: a fault report may be looking the slot up. */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_objtab_remove(&a->processes, p->self);
+    vidmm_process_unlist(a, p);
     pthread_mutex_unlock(&a->fence_lock);
     vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
 }
@@ -51,9 +53,8 @@ static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 
 void vidmm_process_destroy_all(struct vidmm_adapter *a)
 {
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (vidmm_process_at(a, i))
-            process_free(a, vidmm_process_at(a, i));
+    while (a->process_first)
+        process_free(a, a->process_first);
 }
 
 void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint64_t va, uint32_t flags)

@@ -118,6 +118,11 @@ struct vidmm_allocation {
     uint64_t moves;
     struct vidmm_allocation *pool_next; /* free-object list link while !live (alloc/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
+    /* The processes whose VA space maps it, and how many (the VA spaces'
+     * object index tells each first and last mapping, process/process.c):
+     * a move or a destroy visits those, not every process. */
+    struct vidmm_va_user *va_users;
+    uint32_t va_processes;
     /* Residency (residency/residency.c); the hot fields are at the top. */
     struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
     int backing_valid;              /* backing holds the current content (not written since) */
@@ -139,6 +144,12 @@ struct vidmm_allocation {
     /* Sharing (allocation/share.c, docs/SHARING.md): non-NULL for an
      * allocation created with VIDMM_CREATE_SHARED; its holders, token. */
     struct vidmm_share *share;
+    /* On its creator's list of private allocations (private_process set,
+     * until destroyed or the creator is gone), and on its residency
+     * owner's list of owned allocations (pe.process set): a process's
+     * teardown walks its own allocations, not every allocation. */
+    struct vidmm_allocation *private_prev, *private_next;
+    struct vidmm_allocation *owned_prev, *owned_next;
     /* Make-resident undo (residency/api.c): set while a call's undo
      * epoch is open; undo_kind 1 = a victim it evicted from undo_seg,
      * 2 = a list member it made resident (undo_lost: content was lost). */
@@ -167,6 +178,7 @@ struct vidmm_share_holder {
     uint32_t locks;                 /* CPU locks taken through this handle (in al->lock_count) */
     uint32_t creator;               /* the creator's hold (handle = the allocation's) */
     struct vidmm_share_holder *next; /* the share's holders */
+    struct vidmm_share_holder *proc_prev, *proc_next; /* the holding process's holds */
 };
 
 /* A shared allocation's sharing state: its token (the adapter's table
@@ -217,9 +229,38 @@ struct vidmm_fence_state;
 struct vidmm_submit_state;
 struct vidmm_alloc_chunk;
 
+/* One process that maps an allocation: a link of the allocation's
+ * va_users list.  The process keeps spares, obtained when a change is
+ * prepared, so the commit that maps a new allocation never allocates. */
+struct vidmm_va_user {
+    struct vidmm_process *process;
+    struct vidmm_va_user *prev, *next;
+};
+
 struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
+    /* The adapter's list of live processes, in creation order (linked
+     * and unlinked with the table slot, under the fence lock): walks over
+     * every process cost O(live processes), whatever the table's size. */
+    struct vidmm_process *live_prev, *live_next;
+    /* Allocations whose residency owner it is (pe.process), and private
+     * allocations it created (private_process; destroyed ones waiting for
+     * their GPU work included), listed through the allocations'
+     * owned_* and private_* links and counted: its teardown walks these,
+     * not every allocation. */
+    struct vidmm_allocation *owned_first, *private_first;
+    uint64_t owned_allocations;
+    uint64_t private_allocations;
+    /* Its holds of shared allocations (allocation/share.c), through the
+     * holders' proc_* links and counted: its teardown lets go of these,
+     * not of every share. */
+    struct vidmm_share_holder *share_holds;
+    uint32_t share_hold_count;
+    /* Spare vidmm_va_user links (through next) for allocations this
+     * process will map first in the change being prepared. */
+    struct vidmm_va_user *spare_users;
+    uint32_t spare_user_count;
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;
@@ -294,8 +335,15 @@ struct vidmm_device {
     void *trim_ctx;
     uint64_t trim_round[2];         /* notified in this walk (budget.c) */
     /* Make-resident fast table (residency/res_state.h), by allocation
-     * slot: references taken without touching the objects. */
-    struct vidmm_res_slot *res_slots;
+     * slot: references taken without touching the objects.  Two levels:
+     * res_dir[slot >> VIDMM_RES_CHUNK_SHIFT] is a chunk of entries, made
+     * when the device first references a slot in it, so a device's table
+     * costs memory for the slots it uses, not for every slot below the
+     * highest (with thousands of processes each referencing a few
+     * allocations, a flat table per device would be O(devices x
+     * allocations)).  res_slot_cap = res_dir_len chunks' worth of slots. */
+    struct vidmm_res_slot **res_dir;
+    uint32_t res_dir_len;
     uint32_t res_slot_cap;
 };
 
@@ -387,9 +435,14 @@ struct vidmm_adapter {
     struct vidmm_alloc_chunk *alloc_chunks;
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
-    /* VIDMM_HANDLE_TYPE_PROCESS, at most VIDMM_MAX_PROCESSES slots;
-     * add/remove under the fence lock (a fault report looks one up). */
+    /* VIDMM_HANDLE_TYPE_PROCESS: grows on demand up to the bound of the
+     * create info (vidmm/process.h); add/remove under the fence lock (a
+     * fault report looks one up).  The live ones are also listed, first
+     * to last (vidmm_process.live_next), and processes_with_devices
+     * counts those with at least one device (the fair budget share). */
     struct vidmm_objtab processes;
+    struct vidmm_process *process_first, *process_last;
+    uint32_t processes_with_devices;
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
@@ -447,12 +500,22 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 #define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
 #define VIDMM_HANDLE_TYPE_SHARED_ALLOCATION 7u /* an opener's handle of a shared allocation (vidmm/share.h) */
 
-/* The process in handle-table slot `slot` (< VIDMM_MAX_PROCESSES), or
- * NULL: the walk over every process is a loop over the slots. */
+/* The process in handle-table slot `slot`, or NULL. */
 static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
 {
     return (struct vidmm_process *)vidmm_objtab_at(&a->processes, slot);
 }
+
+/* A process's slot in the handle table (reports name processes by it). */
+static inline uint32_t vidmm_process_slot(const struct vidmm_process *p)
+{
+    return (uint32_t)p->self & 0xFFFFFFu;
+}
+
+/* Every live process, first created first: O(live processes).  The body
+ * must not free the process it is on (process teardown walks
+ * `while (a->process_first)` instead). */
+#define vidmm_for_each_process(a, p) for ((p) = (a)->process_first; (p); (p) = (p)->live_next)
 
 /* 0 when taken (hang recovery from a wait that does not hold it). */
 int vidmm_adapter_trylock(struct vidmm_adapter *a);

@@ -349,10 +349,9 @@ void vidmm_observe_report_leaks(const struct vidmm_adapter *a)
         return;
     uint32_t procs = 0, allocs = 0;
     uint64_t bytes = 0;
-    for (uint32_t s = 0; s < VIDMM_MAX_PROCESSES; s++) {
-        const struct vidmm_process *p = vidmm_process_at(a, s);
-        if (!p)
-            continue;
+    /* Slot order (the report's order since the first release). */
+    uint32_t slot = 0;
+    for (const struct vidmm_process *p; (p = vidmm_objtab_next(&a->processes, &slot)) != NULL;) {
         uint32_t n = 0;
         uint64_t b = 0;
         uint32_t it = 0;

@@ -196,10 +196,9 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
     }
     vidmm_text_add(t, "],\n    \"processes\": [");
     int first = 1;
-    for (uint32_t slot = 0; slot < VIDMM_MAX_PROCESSES; slot++) {
-        const struct vidmm_process *p = vidmm_process_at(a, slot);
-        if (!p)
-            continue;
+    /* Slot order, as the stats have always listed them: O(slots in use). */
+    uint32_t slot = 0;
+    for (const struct vidmm_process *p; (p = vidmm_objtab_next(&a->processes, &slot)) != NULL;) {
         vidmm_text_add(t, "%s\n      {\"id\": %llu, \"devices\": %u", first ? "" : ",", U(vidmm_observe_id(p->self)),
                        p->device_count);
         static const char *const group[2] = { "local", "non_local" };

@@ -37,7 +37,12 @@
  * moving a mapped one there, is VIDMM_E_NOT_SUPPORTED.
  *
  * Process handles: type 2 of the adapter's typed handle tables
- * (core/objtab.h), at most VIDMM_MAX_PROCESSES slots.
+ * (core/objtab.h), grown on demand up to the adapter's bound
+ * (vidmm_adapter_create_info.max_processes).  The live processes are
+ * also on a list (vidmm_for_each_process), and each allocation lists the
+ * processes that map it (va_users, kept by the VA spaces' object index,
+ * with links reserved in prepare): a move or a destroy of an allocation
+ * visits those processes only, whatever the number of processes.
  */
 #include "model/objects.h"
 #include "fence/fence.h"
@@ -93,6 +98,113 @@ static void on_step(void *ctx, const struct vidmm_va_step *s)
         pte_write_lost(a);
 }
 
+/* The VA space's object index: al gained its first mapping in p (p joins
+ * al's users, on a spare link obtained in prepare), or lost its last (p
+ * leaves, O(processes mapping al); the link becomes a spare).  A handle
+ * that no longer names a live allocation is ignored (the allocation is
+ * going; its list goes with it). */
+static void on_object(void *ctx, uint64_t object, int delta)
+{
+    struct vidmm_process *p = ctx;
+    struct vidmm_allocation *al = vidmm_objtab_get(&p->adapter->allocations, object);
+    if (!al)
+        return;
+    if (delta > 0) {
+        struct vidmm_va_user *u = p->spare_users;
+        if (u) {
+            p->spare_users = u->next;
+            p->spare_user_count--;
+        } else {
+            /* Not reserved (a bug): the checker reports the missing link. */
+            u = vidmm_halloc(p->adapter->ha, VIDMM_SITE_PROCESS_VA_USER, sizeof(*u), _Alignof(struct vidmm_va_user));
+        }
+        al->va_processes++;
+        if (!u)
+            return;
+        u->process = p;
+        u->prev = NULL;
+        u->next = al->va_users;
+        if (al->va_users)
+            al->va_users->prev = u;
+        al->va_users = u;
+        return;
+    }
+    al->va_processes--;
+    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+        if (u->process != p)
+            continue;
+        if (u->prev)
+            u->prev->next = u->next;
+        else
+            al->va_users = u->next;
+        if (u->next)
+            u->next->prev = u->prev;
+        u->prev = NULL;
+        u->next = p->spare_users;
+        p->spare_users = u;
+        p->spare_user_count++;
+        return;
+    }
+}
+
+/* Prepare: at least n spare links (n = allocations the change may map
+ * first in p).  *added: how many were made, for unreserve_users when a
+ * later step of the prepare fails. */
+static vidmm_status reserve_users(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t n, uint32_t *added)
+{
+    *added = 0;
+    while (p->spare_user_count < n) {
+        struct vidmm_va_user *u = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_VA_USER, sizeof(*u),
+                                               _Alignof(struct vidmm_va_user));
+        if (!u)
+            return VIDMM_E_NO_HOST_MEMORY;
+        u->next = p->spare_users;
+        p->spare_users = u;
+        p->spare_user_count++;
+        ++*added;
+    }
+    return VIDMM_OK;
+}
+
+static void unreserve_users(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t n)
+{
+    while (n-- && p->spare_users) {
+        struct vidmm_va_user *u = p->spare_users;
+        p->spare_users = u->next;
+        p->spare_user_count--;
+        vidmm_hfree(a->ha, u, sizeof(*u), _Alignof(struct vidmm_va_user));
+    }
+}
+
+void vidmm_process_free_users(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    unreserve_users(a, p, UINT32_MAX);
+}
+
+static void list_process(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    p->live_prev = a->process_last;
+    p->live_next = NULL;
+    if (a->process_last)
+        a->process_last->live_next = p;
+    else
+        a->process_first = p;
+    a->process_last = p;
+}
+
+void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (p->live_prev)
+        p->live_prev->live_next = p->live_next;
+    else
+        a->process_first = p->live_next;
+    if (p->live_next)
+        p->live_next->live_prev = p->live_prev;
+    else
+        a->process_last = p->live_prev;
+    p->live_prev = p->live_next = NULL;
+}
+
 static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
 {
     if (!a || !out)
@@ -102,8 +214,8 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     /* An adapter with neither model still has processes and devices
      * (residency lists, physical-mode contexts); only GPU VA is missing. */
     int no_va = !a->has_gpummu && !iommu;
-    /* VIDMM_MAX_PROCESSES slots; one that served generation 0xFFFF is
-     * retired (reusing it would bring an old handle back to life). */
+    /* At the adapter's bound (a slot that served generation 0xFFFF is
+     * retired: reusing it would bring an old handle back to life). */
     if (vidmm_objtab_full(&a->processes))
         return VIDMM_E_BUSY;
     struct vidmm_process *p = vidmm_hzalloc(a->ha, VIDMM_SITE_PROCESS_OBJECT, sizeof(*p), _Alignof(struct vidmm_process));
@@ -131,9 +243,13 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
             goto fail_root;
         vidmm_va_space_set_step_fn(&p->vs, on_step, p);
     }
+    if (!no_va)
+        vidmm_va_space_set_object_fn(&p->vs, on_object, p);
     /* Under the fence lock: a fault report may be looking a process up. */
     pthread_mutex_lock(&a->fence_lock);
     st = vidmm_objtab_add(&a->processes, a->ha, p, &p->self);
+    if (st >= 0)
+        list_process(a, p);
     pthread_mutex_unlock(&a->fence_lock);
     if (st < 0)
         goto fail_root;
@@ -310,7 +426,13 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
             return VIDMM_E_INVALID_ARG;
         if ((min && cpu < min) || (max && cpu + size > max))
             return VIDMM_E_NO_SEGMENT_SPACE;
-        return vidmm_va_map(&p->vs, cpu, 0, 0, size, al->self, offset, prot, driver_protection, va);
+        uint32_t added = 0;
+        vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+        if (st >= 0)
+            st = vidmm_va_map(&p->vs, cpu, 0, 0, size, al->self, offset, prot, driver_protection, va);
+        if (st < 0)
+            unreserve_users(a, p, added);
+        return st;
     }
     /* Prepare: the VA space places and validates (a fixed target that
      * mixes reservation-backed bytes with free or plain-mapped ones is
@@ -318,14 +440,20 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     struct vidmm_va_prep op;
     /* The VA space names the object by its own handle (an opener's
      * handle of a shared allocation resolves to it). */
-    vidmm_status st = vidmm_va_map_prepare(&p->vs, base, min, max, size, al->self, offset, prot, driver_protection,
-                                           &op);
-    if (st < 0)
+    uint32_t added = 0;   /* first, so that its refusal changes nothing: p joins al's users in the commit */
+    vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+    if (st >= 0)
+        st = vidmm_va_map_prepare(&p->vs, base, min, max, size, al->self, offset, prot, driver_protection, &op);
+    if (st < 0) {
+        unreserve_users(a, p, added);
         return finish(a, p, st);
+    }
     vidmm_pt_begin(p);
     st = vidmm_pt_ensure(a, p, op.va, op.size, vidmm_pt_can_use_64k(a, al, &al->pl, op.va, offset, size));
-    if (st < 0)
+    if (st < 0) {
+        unreserve_users(a, p, added);
         return unprepare(a, p, st);
+    }
     /* Commit: cannot fail. */
     vidmm_va_commit(&p->vs, &op);
     *va = op.va;
@@ -426,12 +554,22 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
      * reservation-backed VA, every COPY source too) and reserves; the
      * tables of the targets' hull are then all it can need. */
     struct vidmm_va_prep op;
+    /* First: a link for each MAP of an allocation p does not map yet (a
+     * COPY only repeats mappings p has). */
+    uint32_t first = 0, added = 0;
+    for (uint32_t i = 0; i < count && st >= 0; i++)
+        first += v[i].type == VIDMM_VA_UPDATE_MAP && !vidmm_va_object_mapping_count(&p->vs, v[i].object);
+    if (st >= 0)
+        st = reserve_users(a, p, first, &added);
     if (st >= 0)
         st = vidmm_va_update_prepare(&p->vs, v, count, &op);
+    if (st < 0)
+        unreserve_users(a, p, added);
     if (st >= 0) {
         vidmm_pt_begin(p);
         st = vidmm_pt_ensure(a, p, op.va, op.size, 0); /* tiles: 4 KB entries */
         if (st < 0) {
+            unreserve_users(a, p, added);
             vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
             return unprepare(a, p, st);
         }
@@ -501,14 +639,12 @@ static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, c
     return vidmm_pt_flush(a, p);
 }
 
+/* The walks below visit al's users, the processes that map it: O(1) for
+ * an allocation no process maps, O(its mappings) in each that does. */
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!a->processes.live)
-        return VIDMM_OK;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        if (!vidmm_process_at(a, i))
-            continue;
-        vidmm_status st = remap_in(a, vidmm_process_at(a, i), al);
+    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+        vidmm_status st = remap_in(a, u->process, al);
         if (st < 0)
             return st;
     }
@@ -518,12 +654,8 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
-    if (!a->processes.live)
-        return VIDMM_OK;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
-            continue;
+    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+        struct vidmm_process *p = u->process;
         if (p->iommu) {
             if (!dst->sys)
                 return VIDMM_E_NOT_SUPPORTED; /* an IoMmu GPU reaches system memory only */
@@ -545,7 +677,8 @@ void vidmm_process_unmap_allocation_in(struct vidmm_adapter *a, struct vidmm_pro
 {
     if (!vidmm_va_object_mapping_count(&p->vs, al->self))
         return;
-    /* As below: in place, cannot fail. */
+    /* As below: in place, cannot fail; the commit takes p off al's users
+     * (on_object), the other holders' processes stay on it. */
     struct vidmm_va_prep op;
     if (vidmm_va_unmap_object_prepare(&p->vs, al->self, &op) == VIDMM_OK)
         vidmm_va_commit(&p->vs, &op);
@@ -555,12 +688,11 @@ void vidmm_process_unmap_allocation_in(struct vidmm_adapter *a, struct vidmm_pro
 
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!a->processes.live)
-        return;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p || !vidmm_va_object_mapping_count(&p->vs, al->self))
-            continue;
+    /* Each unmap takes p off al's users (on_object): the next is read
+     * first. */
+    for (struct vidmm_va_user *u = al->va_users, *next; u; u = next) {
+        next = u->next;
+        struct vidmm_process *p = u->process;
         /* Needs no memory (the VA space unmaps in place), so it is
          * prepared and committed at once and cannot fail. */
         struct vidmm_va_prep op;

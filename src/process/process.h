@@ -20,6 +20,13 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
 /* One process lets go of al (a holder of a shared allocation closed its
  * handle): unmap it in p only. */
 void vidmm_process_unmap_allocation_in(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_allocation *al);
+/* Take p off the adapter's list of live processes (teardown, with its
+ * table slot, under the fence lock). */
+void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* Free p's spare links of allocations' user lists (teardown, after its
+ * VA space is gone). */
+void vidmm_process_free_users(struct vidmm_adapter *a, struct vidmm_process *p);
 
 /* The live process of a handle, or NULL. */
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);

@@ -237,23 +237,23 @@ static void drop_demand(struct vidmm_adapter *a, struct vidmm_process *p, const 
 static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d, const vidmm_handle *list,
                      uint32_t n, int touched[2])
 {
-    const struct vidmm_res_slot *t = d->res_slots;
-    uint32_t cap = d->res_slot_cap;
+    const struct vidmm_res_slot *const *dir = (const struct vidmm_res_slot *const *)d->res_dir;
+    uint32_t len = d->res_dir_len;   /* chunks never made read as vidmm_res_no_chunk: nothing ok */
     uint64_t hi = ((uint64_t)a->allocations.type << 16) | a->allocations.salt;
     unsigned groups = 0;
-    if (!n || !cap)
+    if (!n || !len)
         return 0;
     for (uint32_t i = 0; i < n; i++) {
         vidmm_handle h = list[i];
-        uint32_t s = (uint32_t)h & 0xFFFFFFu;
         if (i + 8 < n) {
             uint32_t p = (uint32_t)list[i + 8] & 0xFFFFFFu;
-            if (p < cap)
-                __builtin_prefetch(&t[p], 1);
+            if ((p >> VIDMM_RES_CHUNK_SHIFT) < len)
+                __builtin_prefetch(&dir[p >> VIDMM_RES_CHUNK_SHIFT][p & (VIDMM_RES_CHUNK - 1u)]);
         }
-        if ((h >> 40) != hi || s >= cap)
+        uint32_t s = (uint32_t)h & 0xFFFFFFu, c = s >> VIDMM_RES_CHUNK_SHIFT;
+        if ((h >> 40) != hi || c >= len)
             return 0;
-        const struct vidmm_res_slot *e = &t[s];
+        const struct vidmm_res_slot *e = &dir[c][s & (VIDMM_RES_CHUNK - 1u)];
         if (!e->ok || e->gen != (uint16_t)(h >> 24) || e->extra == UINT32_MAX)
             return 0;
         groups |= 1u << e->group;
@@ -269,10 +269,10 @@ static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d
 static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const vidmm_handle *list, uint32_t n,
                         uint64_t now, uint64_t mark)
 {
-    struct vidmm_res_slot *t = d->res_slots;
+    struct vidmm_res_slot *const *dir = d->res_dir;   /* fast_scan found every entry ok: in real chunks */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = (uint32_t)list[i] & 0xFFFFFFu;
-        struct vidmm_res_slot *e = &t[s];
+        struct vidmm_res_slot *e = &dir[s >> VIDMM_RES_CHUNK_SHIFT][s & (VIDMM_RES_CHUNK - 1u)];
         e->extra++;
         e->clock = now;
         if (e->group == VIDMM_SEGMENT_GROUP_LOCAL) {
@@ -287,25 +287,40 @@ static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const v
     }
 }
 
-/* Room in d's fast table for slot max_slot (every record's slot has an
- * entry): grown geometrically and kept. */
-static vidmm_status fast_reserve(struct vidmm_adapter *a, struct vidmm_device *d, uint32_t max_slot)
+const struct vidmm_res_slot vidmm_res_no_chunk[VIDMM_RES_CHUNK];
+
+/* The chunk of slot s in d's fast table (every record's slot has its
+ * entry): the directory grown geometrically, the chunk made zeroed; both
+ * kept. */
+static vidmm_status fast_reserve(struct vidmm_adapter *a, struct vidmm_device *d, uint32_t s)
 {
-    if (max_slot < d->res_slot_cap)
-        return VIDMM_OK;
-    uint32_t cap = d->res_slot_cap ? d->res_slot_cap : 64;
-    while (cap <= max_slot)
-        cap *= 2;
-    struct vidmm_res_slot *t = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS, (size_t)cap * sizeof(*t),
-                                             _Alignof(struct vidmm_res_slot));
-    if (!t)
-        return VIDMM_E_NO_HOST_MEMORY;
-    if (d->res_slots) {
-        memcpy(t, d->res_slots, (size_t)d->res_slot_cap * sizeof(*t));
-        vidmm_hfree(a->ha, d->res_slots, (size_t)d->res_slot_cap * sizeof(*t), _Alignof(struct vidmm_res_slot));
+    uint32_t c = s >> VIDMM_RES_CHUNK_SHIFT;
+    if (c >= d->res_dir_len) {
+        uint32_t len = d->res_dir_len ? d->res_dir_len : 4;
+        while (len <= c)
+            len *= 2;
+        struct vidmm_res_slot **dir = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS, (size_t)len * sizeof(*dir),
+                                                    _Alignof(struct vidmm_res_slot *));
+        if (!dir)
+            return VIDMM_E_NO_HOST_MEMORY;
+        if (d->res_dir)
+            memcpy(dir, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir));
+        for (uint32_t k = d->res_dir_len; k < len; k++)
+            dir[k] = (struct vidmm_res_slot *)vidmm_res_no_chunk;   /* read, never written */
+        if (d->res_dir)
+            vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir), _Alignof(struct vidmm_res_slot *));
+        d->res_dir = dir;
+        d->res_dir_len = len;
+        d->res_slot_cap = len << VIDMM_RES_CHUNK_SHIFT;
     }
-    d->res_slots = t;
-    d->res_slot_cap = cap;
+    if (d->res_dir[c] == vidmm_res_no_chunk) {
+        struct vidmm_res_slot *chunk = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS,
+                                                     VIDMM_RES_CHUNK * sizeof(struct vidmm_res_slot),
+                                                     _Alignof(struct vidmm_res_slot));
+        if (!chunk)
+            return VIDMM_E_NO_HOST_MEMORY;
+        d->res_dir[c] = chunk;
+    }
     return VIDMM_OK;
 }
 
@@ -341,7 +356,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     uint64_t mem_need = 0;            /* evicted members only memory segments take ... */
     uint32_t mem_segs = 0;            /* ... and those segments */
     int touched[2] = { 0, 0 };   /* groups the list is (or will be) resident in */
-    uint32_t missing_refs = 0, evicted = 0, max_slot = 0;
+    uint32_t missing_refs = 0, evicted = 0;
     /* Every member already on the list, resident: references only. */
     int fast = fast_scan(a, d, list, args->count, touched);
     for (uint32_t i = 0; i < args->count && !fast; i++) {
@@ -376,8 +391,6 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             r = r->al_next;
         al->scratch_ref = r;
         missing_refs += r == NULL;
-        if (!r && ((uint32_t)al->self & 0xFFFFFFu) > max_slot)
-            max_slot = (uint32_t)al->self & 0xFFFFFFu;   /* the record's slot (list[i] may be a holder's handle) */
         uint32_t only_mem = 0;
         unsigned home = r && al->resident ? 0 : vidmm_res_home(a, al, &only_mem);
         /* in_policy (first cache line) says "resident in a memory
@@ -449,12 +462,15 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         /* Pass 2 (only when needed): the missing reference records - the
          * only host allocations - then the restores, which may evict. */
         struct vidmm_res_ref *fresh = NULL;
-        if (missing_refs)
-            st = fast_reserve(a, d, max_slot);   /* every record has its entry */
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->scratch_ref)
                 continue;
+            /* Every record has its entry, at its allocation's own slot (list[i]
+             * may be an opener's handle of a shared allocation). */
+            st = fast_reserve(a, d, (uint32_t)al->self & 0xFFFFFFu);
+            if (st < 0)
+                break;
             struct vidmm_res_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_res_ref));
             if (!r) {
                 st = VIDMM_E_NO_HOST_MEMORY;
@@ -473,10 +489,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             if (al->resident)
                 continue;
             if (!al->owned) {   /* the first user owns it for accounting */
-                vidmm_res_leave(a, al);
-                al->pe.process = p->self;
-                al->owned = 1;
-                vidmm_res_enter(a, al);
+                vidmm_res_set_owner(a, al, p);
                 al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
             int lost = al->content_lost;
@@ -511,12 +524,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             while (fresh) {
                 struct vidmm_res_ref *r = fresh;
                 fresh = r->dev_next;
-                if (r->pending) {   /* owned by this call: unowned again (D35) */
-                    vidmm_res_leave(a, r->al);
-                    r->al->pe.process = 0;
-                    r->al->owned = 0;
-                    vidmm_res_enter(a, r->al);
-                }
+                if (r->pending)   /* owned by this call: unowned again (D35) */
+                    vidmm_res_set_owner(a, r->al, NULL);
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
             a->res->epoch++;
@@ -561,12 +570,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             continue;   /* a duplicate in the list */
         al->pin_epoch = mark;
         al->use_clock = now;
-        if (!al->owned) {
-            vidmm_res_leave(a, al);
-            al->pe.process = p->self;
-            al->owned = 1;
-            vidmm_res_enter(a, al);
-        }
+        if (!al->owned)
+            vidmm_res_set_owner(a, al, p);
         /* Only the policy reads the clock of its entries; one not in a
          * memory segment catches up when it enters one. */
         if (al->in_policy) {

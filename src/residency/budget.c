@@ -39,9 +39,7 @@ static uint64_t capacity(const struct vidmm_adapter *a, unsigned group)
 
 static uint64_t fair(const struct vidmm_adapter *a, unsigned group)
 {
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        n += vidmm_process_at(a, i) && vidmm_process_at(a, i)->devices;
+    uint64_t n = a->processes_with_devices;   /* kept by device/device.c: O(1) */
     return capacity(a, group) / (n ? n : 1);
 }
 
@@ -104,15 +102,35 @@ void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
     a->res->trim_depth--;
 }
 
+/* Can any process be over its budget?  Not when no budget is set by the
+ * OS side and, in each group, neither the demand nor the usage of all
+ * processes together exceeds the capacity: every budget is then the
+ * capacity, and every usage is at most the total.  O(1): the walk over
+ * every process is left for pressure. */
+static int anyone_may_be_over(const struct vidmm_adapter *a)
+{
+    if (a->res->budget_overrides)
+        return 1;
+    for (unsigned g = 0; g < 2; g++) {
+        uint64_t cap = capacity(a, g);
+        if (a->res->demand_total[g] > cap || a->res->usage_total[g] > cap)
+            return 1;
+    }
+    return 0;
+}
+
 void vidmm_res_notify_all(struct vidmm_adapter *a)
 {
-    if (a->res->trim_depth)
+    if (a->res->trim_depth || !anyone_may_be_over(a))
         return;
     a->res->trim_depth++;
     uint64_t round = ++a->res->trim_round;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (vidmm_process_at(a, i))
-            notify_process(a, vidmm_process_at(a, i)->self, round);
+    /* A callback may destroy any process, the next one included: walk
+     * the table's slots (O(slots in use), rebuilt from the slot each
+     * step) rather than the list, which a destroy may cut. */
+    uint32_t it = 0;
+    for (struct vidmm_process *p; (p = vidmm_objtab_next(&a->processes, &it)) != NULL;)
+        notify_process(a, p->self, round);
     a->res->trim_depth--;
 }
 
@@ -160,7 +178,9 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(process));
+    int had = p->budget_override[0] || p->budget_override[1];
     p->budget_override[group] = budget;
+    a->res->budget_overrides += (uint32_t)(p->budget_override[0] || p->budget_override[1]) - (uint32_t)had;
     /* A budget is never below the reservation (docs/DECISIONS.md D44):
      * the OS taking the budget lower takes the reservation with it. */
     if (budget && p->reservation[group] > budget)

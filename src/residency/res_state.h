@@ -16,15 +16,17 @@ struct vidmm_res_state {
     uint64_t undo_epoch;        /* != 0: a make-resident records what it changes */
     uint64_t over_epoch;        /* eviction round: processes' over-budget cache */
     uint64_t demand_total[2];       /* sum of the processes' demand per group (budgets read it) */
+    uint64_t usage_total[2];        /* sum of the processes' usage per group (seg_usage) */
+    uint32_t budget_overrides;      /* processes with a budget set by the OS side in either group */
     uint32_t trim_depth;            /* a walk is running (callbacks may call back in) */
     struct vidmm_residency_stats stats;
     struct vidmm_evict_scan evict_scan; /* planner for contiguous requests */
     uint64_t trim_round;            /* trim notification walks so far (budget.c) */
 };
 
-/* A device's make-resident fast table (d->res_slots, d->res_slot_cap
- * entries, one per allocation slot; every slot the device holds a
- * reference record for is below the capacity).  An entry that is ok
+/* A device's make-resident fast table (d->res_dir: chunks of
+ * VIDMM_RES_CHUNK entries, one entry per allocation slot; every slot the
+ * device holds a reference record for has its chunk).  An entry that is ok
  * says: the allocation in that slot, of generation gen, is on the
  * device's list (its record exists), resident, owned and not offered,
  * in segment group `group` (local = in the eviction policy).  A
@@ -53,11 +55,29 @@ void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int ke
 /* al's references, those on fast tables included. */
 uint32_t vidmm_res_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
 
-/* The entry of handle h's slot in d's table, or NULL beyond it. */
+/* Entries per chunk of a device's table (struct vidmm_device.res_dir):
+ * 256 x 16 bytes, one 4 KiB block. */
+#define VIDMM_RES_CHUNK_SHIFT 8u
+#define VIDMM_RES_CHUNK (1u << VIDMM_RES_CHUNK_SHIFT)
+
+/* What a directory entry of a chunk never made points at: read-only
+ * zeros (no entry ok), so the fast path reads through any directory
+ * entry without testing it; nothing ever writes it (residency/api.c). */
+extern const struct vidmm_res_slot vidmm_res_no_chunk[VIDMM_RES_CHUNK];
+
+/* The entry of slot s in d's table, or NULL when its chunk was never made. */
+static inline struct vidmm_res_slot *vidmm_res_slot_at(const struct vidmm_device *d, uint32_t s)
+{
+    uint32_t c = s >> VIDMM_RES_CHUNK_SHIFT;
+    if (c >= d->res_dir_len || d->res_dir[c] == vidmm_res_no_chunk)
+        return NULL;
+    return &d->res_dir[c][s & (VIDMM_RES_CHUNK - 1u)];
+}
+
+/* The entry of handle h's slot in d's table, or NULL. */
 static inline struct vidmm_res_slot *vidmm_res_slot_of(const struct vidmm_device *d, vidmm_handle h)
 {
-    uint32_t s = (uint32_t)h & 0xFFFFFFu;
-    return s < d->res_slot_cap ? &d->res_slots[s] : NULL;
+    return vidmm_res_slot_at(d, (uint32_t)h & 0xFFFFFFu);
 }
 
 /* A process's demand (bytes on its devices' lists) changes: keep the

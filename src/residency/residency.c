@@ -126,6 +126,37 @@ static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struc
     return al->pe.process ? vidmm_process_get(a, al->pe.process) : NULL;
 }
 
+static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
+{
+    if (al->owned_prev)
+        al->owned_prev->owned_next = al->owned_next;
+    else
+        p->owned_first = al->owned_next;
+    if (al->owned_next)
+        al->owned_next->owned_prev = al->owned_prev;
+    al->owned_prev = al->owned_next = NULL;
+    p->owned_allocations--;
+}
+
+void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
+{
+    vidmm_res_leave(a, al);
+    struct vidmm_process *was = owner_of(a, al);
+    if (was)
+        owned_unlink(was, al);
+    if (p) {
+        al->owned_prev = NULL;
+        al->owned_next = p->owned_first;
+        if (p->owned_first)
+            p->owned_first->owned_prev = al;
+        p->owned_first = al;
+        p->owned_allocations++;
+    }
+    al->pe.process = p ? p->self : 0;
+    al->owned = p != NULL;
+    vidmm_res_enter(a, al);
+}
+
 void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep)
 {
     (void)a;
@@ -164,15 +195,19 @@ void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
         al->in_policy = 0;
     }
     struct vidmm_process *p = owner_of(a, al);
-    if (p && al->resident)
+    if (p && al->resident) {
         p->seg_usage[al->pl.segment_id] -= al->size;
+        a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] -= al->size;
+    }
 }
 
 void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     struct vidmm_process *p = owner_of(a, al);
-    if (p && al->resident)
+    if (p && al->resident) {
         p->seg_usage[al->pl.segment_id] += al->size;
+        a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] += al->size;
+    }
     if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
         if (al->use_clock > al->pe.last_use)
             al->pe.last_use = al->use_clock;   /* uses while outside the policy */
@@ -735,6 +770,9 @@ void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocatio
     while (al->refs)
         vidmm_res_unlink_ref(a, al->refs);
     vidmm_res_leave(a, al);
+    struct vidmm_process *owner = owner_of(a, al);
+    if (owner)
+        owned_unlink(owner, al);
     a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
     vidmm_res_drop_backing(a, al);
 }
@@ -743,9 +781,14 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->refs)
         vidmm_res_unlink_ref(a, d->refs);
-    if (d->res_slots)
-        vidmm_hfree(a->ha, d->res_slots, (size_t)d->res_slot_cap * sizeof(*d->res_slots), _Alignof(struct vidmm_res_slot));
-    d->res_slots = NULL;
+    for (uint32_t c = 0; c < d->res_dir_len; c++)
+        if (d->res_dir[c] != vidmm_res_no_chunk)
+            vidmm_hfree(a->ha, d->res_dir[c], VIDMM_RES_CHUNK * sizeof(struct vidmm_res_slot),
+                        _Alignof(struct vidmm_res_slot));
+    if (d->res_dir)
+        vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*d->res_dir), _Alignof(struct vidmm_res_slot *));
+    d->res_dir = NULL;
+    d->res_dir_len = 0;
     d->res_slot_cap = 0;
     while (d->queues) {
         struct vidmm_paging_queue *q = d->queues;
@@ -757,15 +800,12 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 
 void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    uint32_t it = 0;
-    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->pe.process == p->self) {
-            vidmm_res_leave(a, al);
-            al->pe.process = 0;
-            al->owned = 0;
-            vidmm_res_enter(a, al);
-        }
-    }
+    if (p->budget_override[0] || p->budget_override[1])
+        a->res->budget_overrides--;
+    p->budget_override[0] = p->budget_override[1] = 0;
+    /* O(what it owns): its list. */
+    while (p->owned_first)
+        vidmm_res_set_owner(a, p->owned_first, NULL);
 }
 
 void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
@@ -777,17 +817,13 @@ void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation 
         else
             pp = &(*pp)->al_next;
     }
-    if (al->pe.process == p->self) {
-        vidmm_res_leave(a, al);
-        al->pe.process = 0;
-        al->owned = 0;
-        vidmm_res_enter(a, al);
-    }
+    if (al->pe.process == p->self)
+        vidmm_res_set_owner(a, al, NULL);   /* off p's list of owned allocations too */
 }
 
 /* ---- the checker ----------------------------------------------------------- */
 
-/* Device d's fast table: every record's slot is below the capacity;
+/* Device d's fast table: every record's slot has its entry (chunk);
  * an ok entry names a live allocation with a record of d that is
  * resident, owned, not offered, in the entry's group, last used no later
  * than now; an entry that is not ok holds nothing. */
@@ -797,11 +833,19 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
     for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next)
         if (!vidmm_res_slot_of(d, r->al->self)) {
             e++;
-            snprintf(msg, n, "process %u: a device's reference to slot %u is beyond its fast table (%u)", pi,
+            snprintf(msg, n, "process %u: a device's reference to slot %u has no entry in its fast table (%u slots)", pi,
                      (unsigned)(r->al->self & 0xFFFFFFu), d->res_slot_cap);
         }
+    if (d->res_slot_cap != d->res_dir_len << VIDMM_RES_CHUNK_SHIFT) {
+        e++;
+        snprintf(msg, n, "process %u: fast table of %u chunks says %u slots", pi, d->res_dir_len, d->res_slot_cap);
+    }
     for (uint32_t s = 0; s < d->res_slot_cap; s++) {
-        const struct vidmm_res_slot *t = &d->res_slots[s];
+        const struct vidmm_res_slot *t = vidmm_res_slot_at(d, s);
+        if (!t) {   /* a chunk never made: no entry in it */
+            s |= VIDMM_RES_CHUNK - 1u;
+            continue;
+        }
         if (!t->ok) {
             if (t->extra) {
                 e++;
@@ -831,11 +875,60 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
     return e;
 }
 
+/* Each process's resident bytes per segment, and its counts of owned
+ * and private allocations, against the allocations: USAGE_WINDOW table
+ * slots per pass over the allocations, a bounded stack whatever the
+ * number of processes, O(allocations x slots / 64). */
+#define USAGE_WINDOW 64u
+static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    int e = 0;
+    uint64_t usage[USAGE_WINDOW][VIDMM_MAX_SEGMENTS + 1];
+    uint64_t owned[USAGE_WINDOW], priv[USAGE_WINDOW];
+    for (uint32_t base = 0; base < a->processes.used; base += USAGE_WINDOW) {
+        memset(usage, 0, sizeof(usage));
+        memset(owned, 0, sizeof(owned));
+        memset(priv, 0, sizeof(priv));
+        uint32_t it = 0;
+        for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+            const struct vidmm_process *cp = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
+            uint32_t cs = cp ? vidmm_process_slot(cp) : UINT32_MAX;
+            if (cs >= base && cs - base < USAGE_WINDOW)
+                priv[cs - base]++;
+            if (!al->pe.process)
+                continue;
+            const struct vidmm_process *p = owner_of(a, al);
+            uint32_t s = p ? vidmm_process_slot(p) : UINT32_MAX;
+            if (s >= base && s - base < USAGE_WINDOW) {
+                owned[s - base]++;
+                if (al->resident)
+                    usage[s - base][al->pl.segment_id] += al->size;
+            }
+        }
+        for (uint32_t s = base; s < base + USAGE_WINDOW && s < a->processes.used; s++) {
+            const struct vidmm_process *p = vidmm_process_at(a, s);
+            if (!p)
+                continue;
+            for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
+                if (p->seg_usage[id] != usage[s - base][id]) {
+                    e++;
+                    snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", s, id,
+                             (unsigned long long)p->seg_usage[id], (unsigned long long)usage[s - base][id]);
+                }
+            if (p->owned_allocations != owned[s - base] || p->private_allocations != priv[s - base]) {
+                e++;
+                snprintf(msg, n, "process %u: counts %llu owned and %llu private allocations, allocations say %llu and %llu",
+                         s, (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations,
+                         (unsigned long long)owned[s - base], (unsigned long long)priv[s - base]);
+            }
+        }
+    }
+    return e;
+}
+
 int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
 {
     int e = 0;
-    uint64_t usage[VIDMM_MAX_PROCESSES][VIDMM_MAX_SEGMENTS + 1];
-    memset(usage, 0, sizeof(usage));
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         uint32_t i = it - 1;
@@ -877,24 +970,20 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             if (!p) {
                 e++;
                 snprintf(msg, n, "allocation %u: owned by a dead process", i);
-            } else {
-                usage[(uint32_t)p->self & 0xFFFFFFu][al->pl.segment_id] += al->size;
             }
         }
     }
-    uint64_t demand[2] = { 0, 0 };
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        const struct vidmm_process *p = vidmm_process_at(a, i);
-        if (!p)
-            continue;
+    e += check_usage(a, msg, n);
+    uint64_t demand[2] = { 0, 0 }, usage[2] = { 0, 0 };
+    uint32_t overrides = 0;
+    const struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        uint32_t i = vidmm_process_slot(p);
         demand[0] += p->demand[0];
         demand[1] += p->demand[1];
-        for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
-            if (p->seg_usage[id] != usage[i][id]) {
-                e++;
-                snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", i, id,
-                         (unsigned long long)p->seg_usage[id], (unsigned long long)usage[i][id]);
-            }
+        for (uint32_t id = 0; id < a->segment_count; id++)
+            usage[vidmm_seg_is_memory(a, id) ? 0 : 1] += p->seg_usage[id];
+        overrides += p->budget_override[0] || p->budget_override[1];
         for (const struct vidmm_device *d = p->devices; d; d = d->next) {
             uint64_t refs = 0;
             for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next) {
@@ -917,6 +1006,17 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
         e++;
         snprintf(msg, n, "eviction policy %s: state inconsistent", a->res->policy->name);
     }
+    if (overrides != a->res->budget_overrides) {
+        e++;
+        snprintf(msg, n, "%u processes have a budget override, the adapter counts %u", overrides,
+                 a->res->budget_overrides);
+    }
+    for (unsigned g = 0; g < 2; g++)
+        if (usage[g] != a->res->usage_total[g]) {
+            e++;
+            snprintf(msg, n, "usage of group %u: processes hold %llu, the adapter's total says %llu", g,
+                     (unsigned long long)usage[g], (unsigned long long)a->res->usage_total[g]);
+        }
     for (unsigned g = 0; g < 2; g++)
         if (demand[g] != a->res->demand_total[g]) {
             e++;

@@ -15,6 +15,9 @@ void vidmm_res_fini(struct vidmm_adapter *a);
 void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
 void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
+/* Make p (NULL: nobody) al's residency owner: leave, the owner's count
+ * of owned allocations, enter. */
+void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p);
 
 /* The allocation is going away: drop its references and backing. */
 void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);

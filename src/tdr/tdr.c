@@ -118,10 +118,10 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
 static void adapter_dead(struct vidmm_adapter *a)
 {
     pthread_mutex_lock(&a->fence_lock);
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
-        if (vidmm_process_at(a, i))
-            for (struct vidmm_device *d = vidmm_process_at(a, i)->devices; d; d = d->next)
-                device_guilty(a, d);
+    struct vidmm_process *p;
+    vidmm_for_each_process(a, p)
+        for (struct vidmm_device *d = p->devices; d; d = d->next)
+            device_guilty(a, d);
     pthread_cond_broadcast(&a->fence_cond);
     pthread_mutex_unlock(&a->fence_lock);
 }
@@ -135,9 +135,9 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
     r = vidmm_pp_rebuild(a);
     if (r < 0)
         st = r;
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = vidmm_process_at(a, i);
-        if (p && p->root) {
+    struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        if (p->root) {
             r = vidmm_pt_rebuild(a, p);
             if (r < 0 && st >= 0)
                 st = r;
@@ -149,9 +149,8 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
         if (r < 0 && st >= 0)
             st = r;
     }
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        struct vidmm_process *p = vidmm_process_at(a, i);
-        if (p && p->root) {
+    vidmm_for_each_process(a, p) {
+        if (p->root) {
             r = vidmm_pt_flush(a, p);
             if (r < 0 && st >= 0)
                 st = r;
@@ -210,10 +209,9 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     /* Every fence passes; what paging completed after done_before (a
      * faulted buffer and what followed it) is undefined. */
     uint64_t done_before = vidmm_fence_adapter_reset_locked(a, now);
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
-        if (!vidmm_process_at(a, i))
-            continue;
-        for (struct vidmm_device *d = vidmm_process_at(a, i)->devices; d; d = d->next) {
+    struct vidmm_process *p;
+    vidmm_for_each_process(a, p) {
+        for (struct vidmm_device *d = p->devices; d; d = d->next) {
             int dropped = 0;
             for (struct vidmm_context *c = d->contexts; c; c = c->next) {
                 if (c->fence_completed < c->fence_submitted) {

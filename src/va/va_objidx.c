@@ -66,6 +66,8 @@ vidmm_status vidmm_vai_obj_reserve(struct vidmm_va_space *vs, uint64_t more)
 /* Remove a slot by backward shift (linear probing keeps no tombstones). */
 static void va_obj_delete(struct vidmm_va_space *vs, struct vidmm_va_objrec *rec)
 {
+    if (vs->obj_fn)
+        vs->obj_fn(vs->obj_ctx, va_rec(vs, rec->head)->d.object, -1);
     uint64_t mask = vs->obj_cap - 1;
     uint64_t i = (uint64_t)(rec - vs->objs);
     for (uint64_t j = (i + 1) & mask; vs->objs[j].head; j = (j + 1) & mask) {
@@ -107,6 +109,8 @@ void vidmm_vai_obj_link(struct vidmm_va_space *vs, uint32_t n)
             rec->tag = t;
             c->obj_prev = c->obj_next = 0;
             vs->obj_count++;
+            if (vs->obj_fn)
+                vs->obj_fn(vs->obj_ctx, object, +1);
             return;
         }
         if (rec->tag == t && va_rec(vs, rec->head)->d.object == object) {

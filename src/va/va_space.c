@@ -124,6 +124,10 @@ void vidmm_va_space_fini(struct vidmm_va_space *vs)
 {
     if (!vs || !vs->ha)
         return;
+    if (vs->obj_fn && vs->obj_count)
+        for (uint64_t i = 0; i < vs->obj_cap; i++)
+            if (vs->objs[i].head)
+                vs->obj_fn(vs->obj_ctx, va_rec(vs, vs->objs[i].head)->d.object, -1);
     if (vs->node_cap) {
         vidmm_vai_free_blocks(vs, vs->cold, 0, vs->cold_chunks);
         vs->ha->free(vs->ha->user_data, vs->cold, (size_t)vs->cold_dir_cap * sizeof *vs->cold, 16);
@@ -143,6 +147,12 @@ void vidmm_va_space_set_step_fn(struct vidmm_va_space *vs, vidmm_va_step_fn fn, 
 {
     vs->step_fn = fn;
     vs->step_ctx = ctx;
+}
+
+void vidmm_va_space_set_object_fn(struct vidmm_va_space *vs, vidmm_va_object_fn fn, void *ctx)
+{
+    vs->obj_fn = fn;
+    vs->obj_ctx = ctx;
 }
 
 /* Prepare halves: validate, resolve the address, and obtain every record,

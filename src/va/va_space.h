@@ -112,6 +112,10 @@ struct vidmm_va_step {
 };
 
 typedef void (*vidmm_va_step_fn)(void *ctx, const struct vidmm_va_step *step);
+/* An object gained its first mapping in the space (delta +1) or lost its
+ * last one (-1, also for every object still mapped when the space is
+ * finalised).  Called during commit; must not change the space. */
+typedef void (*vidmm_va_object_fn)(void *ctx, uint64_t object, int delta);
 
 /* Operations of vidmm_va_update (D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE). */
 enum vidmm_va_update_type {
@@ -143,6 +147,8 @@ struct vidmm_va_space {
     uint64_t mapped_count;        /* live MAPPED ranges */
     vidmm_va_step_fn step_fn;     /* NULL: no steps */
     void *step_ctx;
+    vidmm_va_object_fn obj_fn;    /* NULL: not told */
+    void *obj_ctx;
     /* Implementation state; see va_int.h.  A B+-tree: leaves[] and
      * inners[] are arrays indexed by 32-bit numbers (0 = none); the public
      * records live in fixed chunks reached through cold[], numbered the
@@ -179,6 +185,9 @@ vidmm_status vidmm_va_space_init(struct vidmm_va_space *vs, const struct vidmm_h
 void vidmm_va_space_fini(struct vidmm_va_space *vs);
 /* Steps of every later change go to fn(ctx, step), during the change. */
 void vidmm_va_space_set_step_fn(struct vidmm_va_space *vs, vidmm_va_step_fn fn, void *ctx);
+/* Later changes tell fn(ctx, object, +1/-1) when an object enters or
+ * leaves the object index (O(1) per change). */
+void vidmm_va_space_set_object_fn(struct vidmm_va_space *vs, vidmm_va_object_fn fn, void *ctx);
 
 /* Reserve size bytes (a multiple of 64 KiB) at `at` (64 KiB aligned), or,
  * with at == 0, at the lowest 64 KiB-aligned free address in

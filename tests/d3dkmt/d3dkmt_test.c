@@ -4,12 +4,19 @@
  * d3dkmt tests expect of Windows (NULL and zero handles, budget and
  * reservation invariants, a fresh process's reservation of 0, open and
  * close order), plus vidmm's own rules (docs/D3DKMT.md).
+ *
+ * The same cases run twice (tests/run.sh, tests/daemon/run.sh): on an
+ * in-process softgpu adapter, and with --remote SOCKET on the adapter
+ * of a vidmmd through the remote backend (d3dkmt_runtime_add_remote);
+ * the few lines that differ say why.
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 
 #include "d3dkmt/d3dkmthk.h"
+#include "d3dkmt/remote.h"
 #include "d3dkmt/softgpu.h"
+#include "vidmm-client/client.h"
 #include "vidmm/vidmm.h"
 #include "vidmm/softgpu.h"
 
@@ -17,6 +24,15 @@
 #include <string.h>
 
 void suite_d3dkmt(void);
+void d3dkmt_test_set_remote(const char *socket_path);
+
+/* NULL: in-process softgpu adapters; else vidmmd's socket. */
+static const char *g_remote;
+
+void d3dkmt_test_set_remote(const char *socket_path)
+{
+    g_remote = socket_path;
+}
 
 #define T_NT(expr, want) \
     do { NTSTATUS t_s_ = (expr), t_w_ = (want); \
@@ -25,6 +41,16 @@ void suite_d3dkmt(void);
              t_fail(__FILE__, __LINE__, t_m_); } } while (0)
 
 static const LUID k_luid = {0x1234u, 0};
+
+/* An adapter for the runtime: a synchronous softgpu of the preset, or
+ * (remote) a new connection to the daemon - whose adapter is a dgpu
+ * (tests/daemon/run.sh starts it so). */
+static NTSTATUS add_gpu(struct d3dkmt_runtime *rt, const char *preset, LUID luid)
+{
+    if (g_remote)
+        return d3dkmt_runtime_add_remote(rt, g_remote, luid);
+    return d3dkmt_runtime_add_softgpu(rt, preset, 1, luid);
+}
 
 /* One process: a runtime with a synchronous dgpu, current on this thread. */
 struct fx {
@@ -43,7 +69,7 @@ static void fx_open(struct fx *f)
     fault_alloc_init(&f->fa);
     ci.host_allocator = &f->fa.ha;
     T_NT(d3dkmt_runtime_open(&ci, &f->rt), STATUS_SUCCESS);
-    T_NT(d3dkmt_runtime_add_softgpu(f->rt, "dgpu", 1, k_luid), STATUS_SUCCESS);
+    T_NT(add_gpu(f->rt, "dgpu", k_luid), STATUS_SUCCESS);
     T_NT(d3dkmt_runtime_bind_thread(f->rt), STATUS_SUCCESS);
     memset(&oa, 0, sizeof oa);
     oa.AdapterLuid = k_luid;
@@ -207,11 +233,28 @@ static void test_no_runtime(void)
         T_NT(d3dkmt_runtime_add_adapter(rt, NULL, k_luid), STATUS_INVALID_PARAMETER);
         {
             LUID zero = {0, 0};
-            T_NT(d3dkmt_runtime_add_softgpu(rt, "dgpu", 1, zero), STATUS_INVALID_PARAMETER);
+            T_NT(add_gpu(rt, "dgpu", zero), STATUS_INVALID_PARAMETER);
+            T_NT(d3dkmt_runtime_add_remote(NULL, g_remote, k_luid), STATUS_INVALID_PARAMETER);
         }
-        T_NT(d3dkmt_runtime_add_softgpu(rt, "nosuch", 1, k_luid), STATUS_INVALID_PARAMETER);
-        T_NT(d3dkmt_runtime_add_softgpu(rt, "igpu", 1, k_luid), STATUS_SUCCESS);
-        T_NT(d3dkmt_runtime_add_softgpu(rt, "igpu", 1, k_luid), STATUS_INVALID_PARAMETER);
+        /* An adapter that cannot be had: an unknown preset; no daemon
+         * listening there. */
+        if (g_remote)
+            T_NT(d3dkmt_runtime_add_remote(rt, "/nonexistent/vidmmd.sock", k_luid), STATUS_DEVICE_REMOVED);
+        else
+            T_NT(d3dkmt_runtime_add_softgpu(rt, "nosuch", 1, k_luid), STATUS_INVALID_PARAMETER);
+        T_NT(add_gpu(rt, "igpu", k_luid), STATUS_SUCCESS);
+        T_NT(add_gpu(rt, "igpu", k_luid), STATUS_INVALID_PARAMETER);
+        {
+            /* Each kind answers for its own: the library adapter of an
+             * in-process one, the connection of a remote one. */
+            struct vidmm_adapter *va = NULL;
+            struct vidmm_client *conn = NULL;
+            UINT64 process = 0;
+            T_NT(d3dkmt_runtime_vidmm_process(rt, k_luid, &va, &process),
+                 g_remote ? STATUS_NOT_SUPPORTED : STATUS_SUCCESS);
+            T_NT(d3dkmt_runtime_vidmm_client(rt, k_luid, &conn), g_remote ? STATUS_SUCCESS : STATUS_NOT_SUPPORTED);
+            T_CHECK(g_remote ? conn != NULL : va != NULL);
+        }
         /* The process's runtime serves threads that bound none. */
         T_NT(d3dkmt_runtime_make_current(rt), STATUS_SUCCESS);
         T_CHECK(d3dkmt_runtime_current() == rt);
@@ -231,7 +274,7 @@ static void test_enum_adapters(void)
     LUID second = {0x99u, 1};
     UINT i;
     fx_open(&f);
-    T_NT(d3dkmt_runtime_add_softgpu(f.rt, "igpu", 1, second), STATUS_SUCCESS);
+    T_NT(add_gpu(f.rt, "igpu", second), STATUS_SUCCESS);
     T_NT(D3DKMTEnumAdapters2(NULL), STATUS_INVALID_PARAMETER);
     memset(&ea, 0, sizeof ea);
     T_NT(D3DKMTEnumAdapters2(&ea), STATUS_SUCCESS);
@@ -458,18 +501,24 @@ static void test_second_process(void)
     struct softgpu_config cfg;
     struct vidmm_adapter_create_info ai;
     LUID luid = {7, 0};
-    memset(&cfg, 0, sizeof cfg);
-    cfg.preset = "dgpu";
-    cfg.synchronous = 1;
-    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
-    memset(&ai, 0, sizeof ai);
-    softgpu_fill_adapter_create_info(sg, &ai);
-    ai.abi_version = VIDMM_ABI_VERSION;
-    T_ST(vidmm_adapter_open(&ai, &va), VIDMM_OK);
     fx_open(&f);
-    T_NT(d3dkmt_runtime_add_adapter(f.rt, va, luid), STATUS_SUCCESS);
     T_NT(d3dkmt_runtime_open(&ci, &rt2), STATUS_SUCCESS);
-    T_NT(d3dkmt_runtime_add_adapter(rt2, va, luid), STATUS_SUCCESS);
+    if (g_remote) {
+        /* Two connections to the daemon: two processes on its adapter. */
+        T_NT(d3dkmt_runtime_add_remote(f.rt, g_remote, luid), STATUS_SUCCESS);
+        T_NT(d3dkmt_runtime_add_remote(rt2, g_remote, luid), STATUS_SUCCESS);
+    } else {
+        memset(&cfg, 0, sizeof cfg);
+        cfg.preset = "dgpu";
+        cfg.synchronous = 1;
+        T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+        memset(&ai, 0, sizeof ai);
+        softgpu_fill_adapter_create_info(sg, &ai);
+        ai.abi_version = VIDMM_ABI_VERSION;
+        T_ST(vidmm_adapter_open(&ai, &va), VIDMM_OK);
+        T_NT(d3dkmt_runtime_add_adapter(f.rt, va, luid), STATUS_SUCCESS);
+        T_NT(d3dkmt_runtime_add_adapter(rt2, va, luid), STATUS_SUCCESS);
+    }
     memset(&oa, 0, sizeof oa);
     oa.AdapterLuid = luid;
     T_NT(D3DKMTOpenAdapterFromLuid(&oa), STATUS_SUCCESS);
@@ -494,8 +543,10 @@ static void test_second_process(void)
     d3dkmt_runtime_bind_thread(f.rt);
     T_NT(D3DKMTDestroyDevice(&dd), STATUS_SUCCESS);
     fx_close(&f);
-    vidmm_adapter_close(va);
-    softgpu_destroy(sg);
+    if (va)
+        vidmm_adapter_close(va);
+    if (sg)
+        softgpu_destroy(sg);
 }
 
 /* ---- allocations --------------------------------------------------------------- */
@@ -590,6 +641,57 @@ static void test_allocations(void)
     fx_close(&f);
 }
 
+/* What Lock2 hands out: bytes written under a lock are the allocation's
+ * after the unlock, in both kinds of adapter.  Remotely pData is a
+ * private copy (docs/D3DKMT.md "A remote adapter"): a write through it
+ * after the unlock reaches nothing; in-process such a write would land in
+ * the allocation itself, which is why Windows forbids it - the remote
+ * half alone is checked. */
+static void test_lock_contents(void)
+{
+    struct fx f;
+    D3DKMT_HANDLE a;
+    D3DKMT_LOCK2 lk;
+    D3DKMT_UNLOCK2 ul;
+    unsigned char *p, *stale;
+    size_t i;
+    int same = 1;
+    fx_open(&f);
+    T_NT(create_alloc(&f, SOFTGPU_ALLOC_CONSTANT, 64u << 10, 1, &a), STATUS_SUCCESS);
+    memset(&lk, 0, sizeof lk);
+    lk.hDevice = f.device;
+    lk.hAllocation = a;
+    ul.hDevice = f.device;
+    ul.hAllocation = a;
+    T_NT(D3DKMTLock2(&lk), STATUS_SUCCESS);
+    p = lk.pData;
+    T_CHECK(p != NULL);
+    if (!p) {
+        fx_close(&f);
+        return;
+    }
+    for (i = 0; i < 4096; i++)
+        p[i] = (unsigned char)(i * 7u + 1u);
+    {
+        /* Nested: the same pointer, one more unlock needed. */
+        D3DKMT_LOCK2 lk2 = lk;
+        T_NT(D3DKMTLock2(&lk2), STATUS_SUCCESS);
+        T_CHECK(lk2.pData == lk.pData);
+        T_NT(D3DKMTUnlock2(&ul), STATUS_SUCCESS);
+    }
+    T_NT(D3DKMTUnlock2(&ul), STATUS_SUCCESS);
+    stale = p;
+    if (g_remote)
+        memset(stale, 0xEE, 4096);   /* the process's own dead copy */
+    T_NT(D3DKMTLock2(&lk), STATUS_SUCCESS);
+    p = lk.pData;
+    for (i = 0; p && i < 4096; i++)
+        same &= p[i] == (unsigned char)(i * 7u + 1u);
+    T_CHECK(p != NULL && same);
+    T_NT(D3DKMTUnlock2(&ul), STATUS_SUCCESS);
+    fx_close(&f);
+}
+
 /* ---- residency --------------------------------------------------------------------- */
 
 static void test_make_resident_evict(void)
@@ -680,7 +782,7 @@ static void test_budget_trim(void)
     }
     /* The OS pins the budget at 40 MiB: the process (32 MiB) asks for 32 more. */
     va = NULL;
-    T_NT(d3dkmt_runtime_vidmm_process(f.rt, k_luid, &va, &process), STATUS_SUCCESS);
+    T_NT(d3dkmt_runtime_vidmm_process(f.rt, k_luid, &va, &process), g_remote ? STATUS_NOT_SUPPORTED : STATUS_SUCCESS);
     {
         /* the adapter behind the runtime: the one softgpu opened */
         D3DKMT_QUERYVIDEOMEMORYINFO q;
@@ -690,7 +792,15 @@ static void test_budget_trim(void)
         T_CHECK(q.CurrentUsage >= (32ull << 20));
     }
     g_trim_calls = 0;
-    T_ST(vidmm_process_set_budget(va, process, VIDMM_SEGMENT_GROUP_LOCAL, 40ull << 20), VIDMM_OK);
+    if (g_remote) {
+        /* The daemon is the OS here: it pins the budget of the
+         * connection's process (it runs with --allow-set-budget). */
+        struct vidmm_client *conn = NULL;
+        T_NT(d3dkmt_runtime_vidmm_client(f.rt, k_luid, &conn), STATUS_SUCCESS);
+        T_ST(vidmm_client_process_set_budget(conn, VIDMM_SEGMENT_GROUP_LOCAL, 40ull << 20), VIDMM_OK);
+    } else {
+        T_ST(vidmm_process_set_budget(va, process, VIDMM_SEGMENT_GROUP_LOCAL, 40ull << 20), VIDMM_OK);
+    }
     memset(&mr, 0, sizeof mr);
     mr.hPagingQueue = f.queue;
     mr.NumAllocations = 2;
@@ -985,7 +1095,7 @@ static void test_host_memory_failures(void)
         fault_alloc_init(&fa);
         ci.host_allocator = &fa.ha;
         T_NT(d3dkmt_runtime_open(&ci, &rt), STATUS_SUCCESS);
-        T_NT(d3dkmt_runtime_add_softgpu(rt, "dgpu", 1, k_luid), STATUS_SUCCESS);
+        T_NT(add_gpu(rt, "dgpu", k_luid), STATUS_SUCCESS);
         d3dkmt_runtime_bind_thread(rt);
         fault_alloc_arm(&fa, n, 0);
         memset(&oa, 0, sizeof oa);
@@ -1023,6 +1133,7 @@ void suite_d3dkmt(void)
     t_run("d3dkmt/video_memory_info", test_video_memory_info);
     t_run("d3dkmt/second_process", test_second_process);
     t_run("d3dkmt/allocations", test_allocations);
+    t_run("d3dkmt/lock_contents", test_lock_contents);
     t_run("d3dkmt/make_resident_evict", test_make_resident_evict);
     t_run("d3dkmt/budget_trim", test_budget_trim);
     t_run("d3dkmt/priority_offer_reclaim", test_priority_offer_reclaim);

@@ -1,7 +1,9 @@
 /*
  * main.c - the D3DKMT front end's conformance tests (a program of its
  * own: libvidmm-d3dkmt, libsoftgpu and libvidmm, no library internals).
- * Usage: vidmm-d3dkmt-tests [filter-substring]
+ * Usage: vidmm-d3dkmt-tests [--remote SOCKET] [filter-substring]
+ * --remote: every adapter is vidmmd's at SOCKET, through the remote
+ * backend (tests/daemon/run.sh runs it so).
  */
 #include "harness/test.h"
 
@@ -10,11 +12,17 @@
 void t_set_filter(const char *f);
 int t_summary(void);
 void suite_d3dkmt(void);
+void d3dkmt_test_set_remote(const char *socket_path);
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
-        t_set_filter(argv[1]);
+    int i = 1;
+    if (argc > 2 && strcmp(argv[1], "--remote") == 0) {
+        d3dkmt_test_set_remote(argv[2]);
+        i = 3;
+    }
+    if (argc > i)
+        t_set_filter(argv[i]);
     suite_d3dkmt();
     return t_summary();
 }

@@ -217,8 +217,40 @@ int main(int argc, char **argv)
     n = msg(b, VMMD_OP_HELLO, NULL, 0);
     vmmd_put32(b + 12, 1);
     refused(fd, "request flags", b, n, VIDMM_E_INVALID_ARG);
+    /* The rest of the API's opcodes (19-31, 64-65). */
+    memset(p, 0, sizeof p);
+    vmmd_put32(p + 12, 3);   /* OFFER of 3 handles, none present */
+    n = msg(b, VMMD_OP_OFFER, p, 16);
+    refused(fd, "offer list past the message", b, n, VIDMM_E_INVALID_ARG);
+    n = msg(b, VMMD_OP_RECLAIM, p, 16 + 8);
+    refused(fd, "reclaim list count not the bytes", b, n, VIDMM_E_INVALID_ARG);
+    memset(p, 0, sizeof p);
+    vmmd_put32(p, 2);   /* GPUVA_UPDATE of 2 operations, 1 present */
+    n = msg(b, VMMD_OP_GPUVA_UPDATE, p, 8 + VMMD_GPUVA_OP_SIZE);
+    refused(fd, "gpuva update count past the message", b, n, VIDMM_E_INVALID_ARG);
+    vmmd_put32(p, 0xffffffffu);
+    n = msg(b, VMMD_OP_GPUVA_UPDATE, p, 8);
+    refused(fd, "gpuva update count 2^32-1", b, n, VIDMM_E_INVALID_ARG);
+    memset(p, 0, sizeof p);
+    n = msg(b, VMMD_OP_CONTEXT_CREATE, p, 16);
+    refused(fd, "context create too short", b, n, VIDMM_E_INVALID_ARG);
+    n = msg(b, VMMD_OP_SUBMIT_VIRTUAL, p, 32);
+    refused(fd, "submit too long", b, n, VIDMM_E_INVALID_ARG);
+    n = msg(b, VMMD_EV_TRIM, p, 24);
+    refused(fd, "an event opcode as a request", b, n, VIDMM_E_NOT_SUPPORTED);
+    n = msg(b, VMMD_OP_PROCESS_SET_BUDGET, p, 16);
+    refused(fd, "set budget on a daemon that does not allow it", b, n, VIDMM_E_NOT_SUPPORTED);
+    vmmd_put32(p + 4, 1);   /* reserved field */
+    n = msg(b, VMMD_OP_CHANGE_RESERVATION, p, 16);
+    refused(fd, "reservation with a reserved field set", b, n, VIDMM_E_INVALID_ARG);
     memset(p, 0, sizeof p);
     vmmd_put64(p, by_h);   /* the bystander's handle value */
+    n = msg(b, VMMD_OP_ALLOC_SET_PRIORITY, p, 16);
+    refused(fd, "another connection's handle (priority)", b, n, VIDMM_E_INVALID_HANDLE);
+    n = msg(b, VMMD_OP_TRIM_REGISTER, p, 16);
+    refused(fd, "another connection's handle (trim register)", b, n, VIDMM_E_INVALID_HANDLE);
+    n = msg(b, VMMD_OP_CONTEXT_DESTROY, p, 8);
+    refused(fd, "another connection's handle (context)", b, n, VIDMM_E_INVALID_HANDLE);
     n = msg(b, VMMD_OP_LOCK, p, 8);
     refused(fd, "another connection's handle", b, n, VIDMM_E_INVALID_HANDLE);
     n = msg(b, VMMD_OP_ALLOC_DESTROY, p, 8);
@@ -339,7 +371,7 @@ int main(int argc, char **argv)
             for (size_t j = 0; j < len; j++)
                 b[j] = (uint8_t)rand();
             if (rand() % 2 && len >= VMMD_HEADER_SIZE)
-                vmmd_header_put(b, (uint16_t)(rand() % 40), (uint32_t)(len - VMMD_HEADER_SIZE), 0, (uint64_t)i);
+                vmmd_header_put(b, (uint16_t)(rand() % VMMD_OP_LAST), (uint32_t)(len - VMMD_HEADER_SIZE), 0, (uint64_t)i);
             if (raw_send(f, b, len) != 0)
                 break;
             if (raw_reply(f, NULL, NULL) >= 1000)

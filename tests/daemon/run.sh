@@ -1,55 +1,195 @@
 #!/bin/sh
-# tests/daemon/run.sh BUILD - vidmmd and libvidmm-client end to end: a
-# daemon started on a scratch socket, the client tests against it
-# (basic.c, hostile.c, share.c: a shared allocation across two forked
-# clients, multi.c: 8 processes at 2x over-commitment, then
-# 4 with one SIGKILLed mid-run), then SIGTERM: the daemon must exit 0
-# with "clean" (no allocation, host block or checker violation left).
-# Prints "daemon: N passed, M failed" (run.sh sums it).
+# tests/daemon/run.sh BUILD - vidmmd and libvidmm-client end to end:
+#  1. a daemon on a scratch socket and the client tests against it
+#     (basic.c, hostile.c, share.c: a shared allocation across two forked
+#     clients, multi.c: 8 processes at 2x over-commitment, then 4 with
+#     one SIGKILLed mid-run; admin.c: the administration view
+#     and vidmm ps/info/top; chaos.c: clients SIGKILLed at random and
+#     replaced, survivors' bytes, host memory back to its baseline), then
+#     SIGTERM: the daemon must exit 0 with "clean";
+#  2. as root: the daemon runs as --user nobody (its uids and gids in
+#     /proc), and refuses root without --user;
+#  3. a daemon with small limits and limits.c against it;
+#  4. socket activation: the listening socket handed over as LISTEN_FDS
+#     (listen_exec.c), clients through it, and bad hand-overs refused;
+#  5. the systemd units through systemd-analyze verify, when it exists;
+#  6. a dgpu daemon at its default sizes that lets clients pin their
+#     budgets (--allow-set-budget): api.c (the rest of the API over the
+#     wire: contexts, submission, context waits, offer/reclaim, trim
+#     events), the D3DKMT conformance tests through the remote backend
+#     (vidmm-d3dkmt-tests --remote) and the sample D3DKMT client (--remote);
+#     it too must shut down clean;
+#  7. a daemon with room for 4,096 processes and many.c: 4,096 clients
+#     connected at once (16 processes x 256), each with a resident
+#     allocation read back; it must shut down clean.
+# DAEMON_CHAOS_SECONDS (default 6) is the chaos test's length (make long
+# sets more); VIDMM_TEST_SEED replays a chaos seed.
+# Prints "daemon: N passed, M failed" (tests/run.sh sums it).
 b=${1:-build}
+chaos_seconds=${DAEMON_CHAOS_SECONDS:-6}
 t=$(mktemp -d)
-trap 'kill -TERM $dpid 2>/dev/null; rm -rf "$t"' EXIT
+chmod 711 "$t"   # limits.c connects as another uid too
+dpid=""
+trap '[ -n "$dpid" ] && kill -TERM $dpid 2>/dev/null; rm -rf "$t"' EXIT
 sock="$t/vidmmd.sock"
 p=0; f=0
 out="$t/out"
-# 24 MiB of local memory: 8 processes x 6 MiB over-commit it twice.
-"$b/vidmmd" --socket "$sock" --segment 1=8M --segment 2=16M 2>"$t/log" &
-dpid=$!
-i=0
-while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+ok() { p=$((p + 1)); }
+bad() { echo "daemon: FAIL $*"; f=$((f + 1)); }
+wait_socket() {
+  i=0
+  while [ ! -S "$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+}
 run() {
-  timeout 60 "$@" >"$out" 2>&1
+  timeout 120 "$@" >"$out" 2>&1
   rc=$?
+  # A bare summary (the D3DKMT tests') gets the prefix run.sh does not sum.
+  sed -E 's/^([0-9]+ passed, [0-9]+ failed)$/daemon remote: \1/' "$out" >"$out.1" && mv "$out.1" "$out"
   cat "$out"
   line=$(grep -E '^daemon [a-z]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
   if [ -z "$line" ]; then
-    echo "daemon: FAIL $* (exit $rc, no summary)"
-    f=$((f + 1))
+    bad "$* (exit $rc, no summary)"
     return
   fi
   p=$((p + $(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')))
   f=$((f + $(echo "$line" | sed -E 's/.* ([0-9]+) failed/\1/')))
-  [ $rc -eq 0 ] || { echo "daemon: FAIL $* exited $rc"; f=$((f + 1)); }
+  [ $rc -eq 0 ] || bad "$* exited $rc"
 }
-run "$b/tests/daemon/basic" "$sock"
+# SIGTERM to the daemon: exit 0 and "clean" in its log ($1).
+stop_clean() {
+  kill -TERM $dpid
+  wait $dpid
+  drc=$?
+  dpid=""
+  if [ $drc -eq 0 ] && grep -q '^vidmmd: clean$' "$1"; then ok; else
+    bad "vidmmd exit $drc at SIGTERM; its log:"
+    tail -n 20 "$1"
+  fi
+}
+# As root (CI) the daemon must be given a user to drop to.
+root=0
+as_user=""
+if [ "$(id -u)" -eq 0 ]; then root=1; as_user="--user nobody"; fi
+
+# ---- 1. the main daemon: 24 MiB of local memory, 8 processes x 6 MiB
+# over-commit it twice.  At most 200 processes at once (their root page
+# tables would fit 253): basic's capacity test connects past that bound.
+bound=200
+"$b/vidmmd" --socket "$sock" $as_user --segment 1=8M --segment 2=16M --max-processes $bound 2>"$t/log" &
+dpid=$!
+wait_socket "$sock"
+run "$b/tests/daemon/basic" "$sock" $bound
 run "$b/tests/daemon/hostile" "$sock"
 run "$b/tests/daemon/share" "$sock"
 run "$b/tests/daemon/multi" "$sock" stress 8 6 1048576 30
 run "$b/tests/daemon/multi" "$sock" kill 4 6 1048576 60
-kill -TERM $dpid
-wait $dpid
-drc=$?
-if [ $drc -eq 0 ] && grep -q '^vidmmd: clean$' "$t/log"; then
-  p=$((p + 1))
+run "$b/tests/daemon/admin" "$sock" "$b/vidmm"
+run "$b/tests/daemon/chaos" "$sock" --seconds "$chaos_seconds" --clients 6
+run "$b/tests/daemon/api" "$sock" cross
+
+# ---- 2. the user it runs as
+if [ $root -eq 1 ]; then
+  nuid=$(id -u nobody); ngid=$(id -g nobody)
+  uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' /proc/$dpid/status)
+  gids=$(awk '/^Gid:/ {print $2, $3, $4, $5}' /proc/$dpid/status)
+  groups=$(awk '/^Groups:/ {$1 = ""; print}' /proc/$dpid/status | tr -d ' ')
+  if [ "$uids" = "$nuid $nuid $nuid $nuid" ] && [ "$gids" = "$ngid $ngid $ngid $ngid" ] &&
+     [ "$groups" = "$ngid" ]; then ok; else
+    bad "vidmmd --user nobody runs with uids '$uids', gids '$gids', groups '$groups'"
+  fi
+  if [ "$(stat -c %u "$sock")" = "$nuid" ]; then ok; else bad "the socket is not nobody's"; fi
+  "$b/vidmmd" --socket "$t/root.sock" 2>"$t/root.log"
+  rrc=$?
+  if [ $rrc -eq 2 ] && grep -q 'refusing to run as root' "$t/root.log" && [ ! -e "$t/root.sock" ]; then ok; else
+    bad "vidmmd as root without --user: exit $rrc, $(cat "$t/root.log")"
+  fi
 else
-  echo "daemon: FAIL vidmmd exit $drc at SIGTERM; its log:"
-  tail -n 20 "$t/log"
-  f=$((f + 1))
+  echo "daemon: not root: the --user privilege drop is not tested"
 fi
+stop_clean "$t/log"
 # Every share's export file went with its last holder.
-if grep -q '^vidmmd: sharing: .* 0 export files open at shutdown$' "$t/log"; then p=$((p + 1)); else echo "daemon: FAIL export files left open at shutdown"; f=$((f + 1)); fi
+if grep -q '^vidmmd: sharing: .* 0 export files open at shutdown$' "$t/log"; then ok; else
+  bad "export files left open at shutdown"; fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
-if [ "${ev:-0}" -gt 0 ]; then p=$((p + 1)); else echo "daemon: FAIL no eviction: not over-committed"; f=$((f + 1)); fi
-grep -E '^vidmmd: (shutdown|sharing|residency|leak report)' "$t/log"
+if [ "${ev:-0}" -gt 0 ]; then ok; else bad "no eviction: not over-committed"; fi
+grep -E '^vidmmd: (shutdown|sharing|residency|submissions|leak report)' "$t/log"
+
+# ---- 3. limits
+lsock="$t/limits.sock"
+"$b/vidmmd" --socket "$lsock" $as_user --segment 1=8M --segment 2=16M --max-alloc-bytes 1M --max-handles 12 \
+  --max-requests 4 --max-connections-per-uid 3 2>"$t/limits.log" &
+dpid=$!
+wait_socket "$lsock"
+run "$b/tests/daemon/limits" "$lsock" 1048576 12 4 3
+stop_clean "$t/limits.log"
+
+# ---- 4. socket activation
+asock="$t/activated.sock"
+"$b/tests/daemon/listen_exec" "$asock" "$b/vidmmd" $as_user --socket "$t/not-this.sock" 2>"$t/act.log" &
+dpid=$!
+wait_socket "$asock"
+run "$b/tests/daemon/multi" "$asock" stress 2 3 65536 5
+if "$b/vidmm" info --socket "$asock" | grep -q "^daemon: vidmmd pid $dpid,"; then ok; else
+  bad "vidmm info through the activated socket does not name daemon $dpid"; fi
+if grep -q "socket from the service manager" "$t/act.log" && [ ! -e "$t/not-this.sock" ]; then ok; else
+  bad "the daemon did not take the passed socket: $(head -n 1 "$t/act.log")"; fi
+stop_clean "$t/act.log"
+if [ -S "$asock" ]; then ok; else bad "the daemon removed the service manager's socket"; fi
+# Two descriptors: refused.  LISTEN_PID of another process: not ours, the
+# daemon binds its own --socket.
+sh -c 'LISTEN_FDS=2 LISTEN_PID=$$ exec "$@"' sh "$b/vidmmd" $as_user --socket "$t/two.sock" 2>"$t/two.log"
+trc=$?
+if [ $trc -eq 2 ] && grep -q 'want exactly one socket' "$t/two.log"; then ok; else
+  bad "LISTEN_FDS=2: exit $trc, $(cat "$t/two.log")"; fi
+LISTEN_FDS=1 LISTEN_PID=1 "$b/vidmmd" $as_user --socket "$t/own.sock" 2>"$t/own.log" &
+dpid=$!
+wait_socket "$t/own.sock"
+if [ -S "$t/own.sock" ] && "$b/vidmm" ps --socket "$t/own.sock" >/dev/null; then ok; else
+  bad "LISTEN_PID of another process: the daemon did not serve its own socket"; fi
+stop_clean "$t/own.log"
+
+# ---- 5. the unit files, as make install writes them (ExecStart names
+# this build's daemon), through systemd's own checker when it is here.
+if command -v systemd-analyze >/dev/null 2>&1; then
+  mkdir -p "$t/units"
+  bindir=$(cd "$b" && pwd)
+  for u in vidmmd.service vidmmd.socket; do
+    sed "s|@BINDIR@|$bindir|g" "daemon/systemd/$u.in" > "$t/units/$u"
+  done
+  if (cd "$t/units" && systemd-analyze verify --man=no ./vidmmd.socket ./vidmmd.service) >"$t/verify.log" 2>&1; then
+    ok; else bad "systemd-analyze verify: $(cat "$t/verify.log")"; fi
+else
+  echo "daemon: systemd-analyze not found: the unit files are not verified"
+fi
+
+# ---- 6. the rest of the API and the D3DKMT front end.
+sock2="$t/vidmmd2.sock"
+"$b/vidmmd" --socket "$sock2" $as_user --allow-set-budget 2>"$t/log2" &
+dpid=$!
+wait_socket "$sock2"
+run "$b/tests/daemon/api" "$sock2"
+run "$b/vidmm-d3dkmt-tests" --remote "$sock2"
+if VIDMMD_SOCKET="$sock2" timeout 60 "$b/examples/d3dkmt_client/d3dkmt_client" --remote >"$out" 2>&1; then
+  echo "daemon: d3dkmt_client --remote ok"; ok
+else
+  cat "$out"; bad "d3dkmt_client --remote"
+fi
+stop_clean "$t/log2"
+grep -E '^vidmmd: (shutdown|submissions|leak report)' "$t/log2"
+
+# ---- 7. 4,096 clients at once: local segments that hold that many
+# processes' page tables (128 KiB of local segment per connection here:
+# 2 x 320 MiB hold about 5,100), a process bound above it, and the per-uid
+# limit lifted (every test process runs as one uid); docs/DAEMON.md
+# "How many clients".
+sock3="$t/vidmmd-many.sock"
+"$b/vidmmd" --socket "$sock3" $as_user --segment 1=320M --segment 2=320M --max-processes 4608 \
+  --max-connections-per-uid 4608 2>"$t/log3" &
+dpid=$!
+wait_socket "$sock3"
+run "$b/tests/daemon/many" "$sock3" 16 256
+stop_clean "$t/log3"
+grep -E '^vidmmd: (shutdown|leak report)' "$t/log3"
+
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]

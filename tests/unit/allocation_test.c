@@ -81,7 +81,7 @@ static void base_ci(struct bi *c, struct vidmm_adapter_create_info *ci)
 #define OPEN_ROW(fn, ...) static vidmm_status fn(struct bi *c) { struct vidmm_adapter_create_info ci; \
     base_ci(c, &ci); __VA_ARGS__; return open_with(c, &ci); }
 
-static struct softgpu_alloc_desc g_desc_kind99 = { (enum softgpu_alloc_kind)99, 0, 4096, 0, { 0 } };
+static struct softgpu_alloc_desc g_desc_kind99 = { .kind = (enum softgpu_alloc_kind)99, .size = 4096 };
 
 /* create */
 ROW(create_null_adapter, vidmm_allocation_create(NULL, &g_desc_kind99, sizeof g_desc_kind99, &c->out))

@@ -479,7 +479,7 @@ ROW(destroy_allocation_handle, vidmm_process_destroy(A0, c->alloc_as_proc))
 ROW(destroy_all_ones, vidmm_process_destroy(A0, UINT64_MAX))
 ROW(destroy_foreign, vidmm_process_destroy(A0, c->pg))
 ROW(destroy_forged_salt, vidmm_process_destroy(A0, c->p ^ (1ull << 40)))
-ROW(destroy_slot_256, vidmm_process_destroy(A0, (c->p & ~0xFFFFFFull) | VIDMM_MAX_PROCESSES))
+ROW(destroy_slot_256, vidmm_process_destroy(A0, (c->p & ~0xFFFFFFull) | 256u))   /* a slot never handed out */
 /* process_query */
 ROW(pquery_null_adapter, vidmm_process_query(NULL, c->p, &c->info))
 ROW(pquery_null_out, vidmm_process_query(A0, c->p, NULL))
@@ -1130,17 +1130,24 @@ static void table(void)
 
 /* ---- process table limits ------------------------------------------ */
 
+/* The bound of live processes, set explicitly (vidmm_adapter_create_info.
+ * max_processes): the table grows up to it, then answers VIDMM_E_BUSY. */
+#define PROCESS_BOUND 256u
+
 static void too_many_processes(void)
 {
     struct gfx f;
-    if (gfx_open(&f, "dgpu") < 0)
+    memset(&f, 0, sizeof(f));
+    struct softgpu_config cfg;
+    sg_config(&cfg, "dgpu", MIB(64), MIB(128), 0);
+    if (sg_open_bounded(&f.fa, &cfg, NULL, 0, PROCESS_BOUND, &f.sg, &f.a))
         return;
-    vidmm_handle *p = calloc(VIDMM_MAX_PROCESSES, sizeof *p);
+    vidmm_handle *p = calloc(PROCESS_BOUND, sizeof *p);
     if (!p) {
         gfx_close(&f);
         return;
     }
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++)
+    for (uint32_t i = 0; i < PROCESS_BOUND; i++)
         T_ST(vidmm_process_create(f.a, &p[i]), VIDMM_OK);
     struct vidmm_segment_info before[SOFTGPU_MAX_SEGMENTS + 1], after;
     struct vidmm_adapter_info ai;
@@ -1160,7 +1167,7 @@ static void too_many_processes(void)
     }
     T_EQ(vidmm_adapter_check(f.a, NULL, 0), 0);
     /* All 256 are alive and distinct. */
-    for (uint32_t i = 0; i < VIDMM_MAX_PROCESSES; i++) {
+    for (uint32_t i = 0; i < PROCESS_BOUND; i++) {
         struct vidmm_process_info pi;
         T_ST(vidmm_process_query(f.a, p[i], &pi), VIDMM_OK);
         if (i)

@@ -22,6 +22,13 @@ void sg_config(struct softgpu_config *cfg, const char *preset, uint64_t seg1, ui
 int sg_open(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
             uint64_t system_memory_limit, struct softgpu **sg, struct vidmm_adapter **a)
 {
+    return sg_open_bounded(fa, cfg, ops, system_memory_limit, 0, sg, a);
+}
+
+int sg_open_bounded(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
+                    uint64_t system_memory_limit, uint32_t max_processes, struct softgpu **sg,
+                    struct vidmm_adapter **a)
+{
     fault_alloc_init(fa);
     *sg = NULL;
     *a = NULL;
@@ -36,6 +43,7 @@ int sg_open(struct fault_alloc *fa, const struct softgpu_config *cfg, const stru
     ci.host_allocator = &fa->ha;
     if (system_memory_limit)
         ci.system_memory_limit = system_memory_limit;
+    ci.max_processes = max_processes;
     T_ST(vidmm_adapter_open(&ci, a), VIDMM_OK);
     if (!*a) {
         softgpu_destroy(*sg);

@@ -48,6 +48,10 @@ void sg_config(struct softgpu_config *cfg, const char *preset, uint64_t seg1, ui
  * 0 on success; on failure nothing is left open and *sg, *a are NULL. */
 int sg_open(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
             uint64_t system_memory_limit, struct softgpu **sg, struct vidmm_adapter **a);
+/* sg_open with vidmm_adapter_create_info.max_processes (0 = the default). */
+int sg_open_bounded(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
+                    uint64_t system_memory_limit, uint32_t max_processes, struct softgpu **sg,
+                    struct vidmm_adapter **a);
 /* sg_open into f: dgpu (see sg_config). */
 int sg_fx_open(struct sg_fx *f, uint64_t seg1, uint64_t seg2, int sync);
 /* sg_open into f: preset with segments 1 and 2 at 64 and 128 MiB (igpu,

@@ -403,6 +403,129 @@ static void describe(struct softgpu *sg, enum softgpu_alloc_kind kind, uint64_t 
 
 #define B(id) VIDMM_SEGMENT_BIT(id)
 
+/* describe_allocation of a SOFTGPU_ALLOC_HEAP with these properties. */
+static vidmm_status describe_heap(struct softgpu *sg, uint32_t type, uint32_t page, uint32_t pool,
+                                  struct vidmm_allocation_info *info)
+{
+    struct softgpu_alloc_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_HEAP;
+    desc.size = 4u << 20;
+    desc.heap.type = type;
+    desc.heap.cpu_page_property = page;
+    desc.heap.memory_pool = pool;
+    memset(info, 0, sizeof *info);
+    info->private_driver_data = &desc;
+    info->private_driver_data_size = sizeof desc;
+    struct vidmm_describe_allocation_args a = { info };
+    vidmm_status st = ops->describe_allocation(sg, &a);
+    info->private_driver_data = NULL;
+    return st;
+}
+
+/* Direct3D 12 heap properties to segments: the heap types as their
+ * custom equivalents, L1 in local memory, L0 in system memory, and the
+ * combinations Direct3D 12 refuses refused, on a discrete adapter (dgpu:
+ * 1 CPU-visible, 2 invisible, 3 aperture), an integrated one (igpu: the
+ * aperture alone) and one with AGP (wddm1). */
+static void describe_heaps(void)
+{
+    struct vidmm_allocation_info i;
+    struct softgpu *sg = mk("dgpu");
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_DEFAULT, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(2) | B(3));
+    T_EQ(i.preferred_segment, VIDMM_PREF(0, 2, 0) | VIDMM_PREF(1, 1, 0) | VIDMM_PREF(2, 3, 0));
+    T_EQ(i.flags, 0);
+    T_EQ_U64(i.size, 4u << 20);
+    T_EQ_U64(i.alignment, 65536);
+    struct vidmm_allocation_info c;
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_NOT_AVAILABLE, SOFTGPU_MEMORY_POOL_L1, &c), VIDMM_OK);
+    T_EQ(c.supported_write_segment_set, i.supported_write_segment_set);
+    T_EQ(c.preferred_segment, i.preferred_segment);
+    T_EQ(c.flags, i.flags);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_UPLOAD, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(3));
+    T_EQ(i.preferred_segment, VIDMM_PREF(0, 3, 0));
+    T_EQ(i.flags, VIDMM_ALLOC_CPU_VISIBLE);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_WRITE_COMBINE, SOFTGPU_MEMORY_POOL_L0, &c), VIDMM_OK);
+    T_EQ(c.supported_write_segment_set, i.supported_write_segment_set);
+    T_EQ(c.flags, i.flags);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_READBACK, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(3));
+    T_EQ(i.flags, VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_CACHED);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_NOT_AVAILABLE, SOFTGPU_MEMORY_POOL_L0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(3));
+    T_EQ(i.flags, 0);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_GPU_UPLOAD, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1));
+    T_EQ(i.preferred_segment, VIDMM_PREF(0, 1, 0));
+    T_EQ(i.flags, VIDMM_ALLOC_CPU_VISIBLE);
+    /* What Direct3D 12 refuses. */
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_WRITE_COMBINE, SOFTGPU_MEMORY_POOL_L1, &i),
+         VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_WRITE_BACK, SOFTGPU_MEMORY_POOL_L1, &i),
+         VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_UNKNOWN, SOFTGPU_MEMORY_POOL_L0, &i),
+         VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_WRITE_BACK, SOFTGPU_MEMORY_POOL_UNKNOWN, &i),
+         VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_DEFAULT, SOFTGPU_CPU_PAGE_WRITE_BACK, 0, &i), VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_UPLOAD, 0, SOFTGPU_MEMORY_POOL_L0, &i), VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, 0, 0, 0, &i), VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, 6, 0, 0, &i), VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, 4, SOFTGPU_MEMORY_POOL_L0, &i), VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_WRITE_BACK, 3, &i), VIDMM_E_INVALID_ARG);
+    /* A heap carries its properties in the whole descriptor only, and
+     * asks for CPU access through them, not cpu_visible. */
+    struct softgpu_alloc_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_HEAP;
+    desc.size = 65536;
+    desc.heap.type = SOFTGPU_HEAP_UPLOAD;
+    i.private_driver_data = &desc;
+    i.private_driver_data_size = offsetof(struct softgpu_alloc_desc, heap);
+    struct vidmm_describe_allocation_args a = { &i };
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+    desc.heap.reserved = 1;
+    i.private_driver_data = &desc;
+    i.private_driver_data_size = sizeof desc;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+    desc.heap.reserved = 0;
+    desc.cpu_visible = 1;
+    i.private_driver_data = &desc;
+    i.private_driver_data_size = sizeof desc;
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_E_INVALID_ARG);
+    /* The layout before heaps (no .heap) still describes the other kinds. */
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_TEXTURE;
+    desc.size = 65536;
+    i.private_driver_data = &desc;
+    i.private_driver_data_size = offsetof(struct softgpu_alloc_desc, heap);
+    T_ST(ops->describe_allocation(sg, &a), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1) | B(2) | B(3));
+    softgpu_destroy(sg);
+
+    /* Integrated (UMA): no L1, no CPU-visible local memory; DEFAULT is
+     * L0 without CPU access. */
+    sg = mk("igpu");
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_DEFAULT, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(1));
+    T_EQ(i.flags, 0);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_UPLOAD, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.flags, VIDMM_ALLOC_CPU_VISIBLE);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_CUSTOM, SOFTGPU_CPU_PAGE_NOT_AVAILABLE, SOFTGPU_MEMORY_POOL_L1, &i),
+         VIDMM_E_INVALID_ARG);
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_GPU_UPLOAD, 0, 0, &i), VIDMM_E_INVALID_ARG);
+    softgpu_destroy(sg);
+
+    /* wddm1: system memory through the aperture (4), then AGP (3). */
+    sg = mk("wddm1");
+    T_ST(describe_heap(sg, SOFTGPU_HEAP_UPLOAD, 0, 0, &i), VIDMM_OK);
+    T_EQ(i.supported_write_segment_set, B(3) | B(4));
+    T_EQ(i.preferred_segment, VIDMM_PREF(0, 4, 0) | VIDMM_PREF(1, 3, 0));
+    softgpu_destroy(sg);
+}
+
 static void describe_allocation(void)
 {
     struct vidmm_allocation_info i;
@@ -1221,6 +1344,7 @@ void suite_softgpu(void)
     t_run("softgpu.big_is_lazy", big_is_lazy);
     t_run("softgpu.size_overrides", size_overrides);
     t_run("softgpu.describe_allocation", describe_allocation);
+    t_run("softgpu.describe_heaps", describe_heaps);
     t_run("softgpu.transfers_preserve_bytes", transfers_preserve_bytes);
     t_run("softgpu.fill_patterns", fill_patterns);
     t_run("softgpu.zero_fill_release", zero_fill_release);

@@ -86,5 +86,9 @@ int cli_fuzz_scenarios(int argc, char **argv);
 int cli_shrink(int argc, char **argv);
 /* drvcheck.c: the driver conformance kit on softgpu or a plug-in driver. */
 int cli_drvcheck(int argc, char **argv);
+/* daemon_verbs.c: the running vidmmd (docs/DAEMON.md "Observing the daemon"). */
+int cli_ps(int argc, char **argv);
+int cli_top(int argc, char **argv);
+int cli_info_daemon(const char *socket_path);
 
 #endif

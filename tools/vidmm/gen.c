@@ -87,6 +87,21 @@ struct g_alloc {
     int offered;
     int cpu;                     /* CPU-visible: may be written and checked */
     int cmd;                     /* holds command buffers: its bytes are not a pattern */
+    int heap;                    /* a Direct3D 12 heap */
+};
+
+/* Direct3D 12 heaps the generator makes, and whether the CPU reaches them. */
+struct g_heap {
+    const char *props;
+    int cpu;
+};
+static const struct g_heap heaps[] = {
+    { "default", 0 },
+    { "upload", 1 },
+    { "readback", 1 },
+    { "gpu-upload", 1 },
+    { "custom cpu-page=not-available pool=L1", 0 },
+    { "custom cpu-page=write-combine pool=L0", 1 },
 };
 
 struct gen {
@@ -148,9 +163,20 @@ static void gen_alloc(struct gen *g, int pi, uint64_t size)
     x->owner = pi;
     x->size = size;
     const char *kind = kinds[below(&g->rng, sizeof kinds / sizeof kinds[0])];
-    x->cpu = strcmp(kind, "texture") != 0 || below(&g->rng, 2);
-    out(g->b, "create2 A%u flags=%s kind=%s size=%" PRIu64 " cpu=%d\n", a, below(&g->rng, 4) ? "-" : "resident",
-        kind, size, x->cpu);
+    int heap = below(&g->rng, 6) == 0;
+    if (heap) {
+        /* A Direct3D 12 heap (docs/SOFTGPU.md "Direct3D 12 heaps"); the
+         * ones the CPU reaches get patterns like any CPU-visible kind. */
+        const struct g_heap *h = &heaps[below(&g->rng, sizeof heaps / sizeof heaps[0])];
+        x->cpu = h->cpu;
+        x->heap = 1;
+        out(g->b, "create2 A%u flags=%s kind=heap size=%" PRIu64 " heap=%s\n", a,
+            below(&g->rng, 4) ? "-" : "resident", size, h->props);
+    } else {
+        x->cpu = strcmp(kind, "texture") != 0 || below(&g->rng, 2);
+        out(g->b, "create2 A%u flags=%s kind=%s size=%" PRIu64 " cpu=%d\n", a, below(&g->rng, 4) ? "-" : "resident",
+            kind, size, x->cpu);
+    }
     if (below(&g->rng, 3) == 0)
         out(g->b, "priority A%u 0x%x\n", a, prios[below(&g->rng, 5)]);
     if (x->cpu) {
@@ -160,7 +186,14 @@ static void gen_alloc(struct gen *g, int pi, uint64_t size)
     if (below(&g->rng, 4)) {
         x->mapped = 1;
         x->v = ++g->nva;
-        out(g->b, "map V%u P%d A%u\n", x->v, pi + 1, a);
+        if (x->heap && size >= 128 * KIB && below(&g->rng, 2)) {
+            /* A resource placed at the heap's start over part of it: its
+             * bytes are the heap's first bytes, so patterns still check. */
+            uint64_t part = (1 + below(&g->rng, size / (64 * KIB) - 1)) * 64 * KIB;
+            out(g->b, "place V%u P%d A%u offset=0 size=%" PRIu64 "\n", x->v, pi + 1, a, part);
+        } else {
+            out(g->b, "map V%u P%d A%u\n", x->v, pi + 1, a);
+        }
     }
 }
 

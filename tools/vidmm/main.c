@@ -52,14 +52,18 @@ static int cmd_help(int argc, char **argv);
  * --help` and the dispatch all read it, so they cannot disagree; the
  * docs test compares the manual page's verbs with this list. */
 static const struct verb verbs[] = {
-    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json]",
+    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json] | --socket PATH",
       "print the adapter's segments as the manager sees them",
       "Print the adapter's segments (id, kind, GPU base, size, page, CPU visibility,\n"
       "commit limit, committed, flags), the paging-buffer segment and the GpuMmu\n"
       "geometry, then run the adapter's structure check.\n"
       "  --prefault          touch all simulated video memory at start\n"
-      "  --json              print JSON (format vidmm-info/1) instead of a table\n",
-      H_ADAPTER, "the adapter could not be opened, or its structure check failed", cmd_info },
+      "  --json              print JSON (format vidmm-info/1) instead of a table\n"
+      "  --socket PATH       instead: the running vidmmd at PATH - the daemon, its\n"
+      "                      connections and requests, host memory, residency totals,\n"
+      "                      limits, and its adapter's segments (committed, free)\n",
+      H_ADAPTER, "the adapter could not be opened, or its structure check failed; with --socket:\n"
+      "         no daemon answers at PATH, or it refused (only its user or root may ask)", cmd_info },
     { "demo", "[--adapter dgpu|big] [--segment ID=SIZE]... [--prefault]",
       "run the demonstration scenario and print what happened",
       "One allocation of every placement class, CPU patterns, moves between\n"
@@ -132,6 +136,25 @@ static const struct verb verbs[] = {
       "                      reset, vidmm (default: all)\n"
       "  -v, --verbose       list passing checks too\n",
       0, "a check failed (exit status 2 also when FILE.so cannot be loaded)", cli_drvcheck },
+    { "ps", "[--socket PATH]", "list the processes connected to the running vidmmd",
+      "One line per connection to vidmmd (each is one vidmm process): connection\n"
+      "number, pid, uid, command name, allocations and their bytes, local usage and\n"
+      "budget, non-local usage, evictions and restores of its allocations, requests.\n"
+      "  --socket PATH       the daemon's socket (default: $VIDMMD_SOCKET, else\n"
+      "                      $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-UID.sock)\n",
+      0, "no daemon answers at PATH, or it refused (only its user or root may ask)", cli_ps },
+    { "top", "[--socket PATH] [--interval S] [-n COUNT | --once]",
+      "live view of vidmmd: per-process usage against budget, paging rates",
+      "Refresh every S seconds: the daemon's totals, paging rates (evictions and\n"
+      "restores per second, MiB/s), each segment's commitment, and per process its\n"
+      "allocated bytes, local usage against its budget, non-local usage, evictions,\n"
+      "restores and requests per second.  On a terminal the screen is redrawn (ANSI);\n"
+      "otherwise frames follow one another, separated by a blank line.\n"
+      "  --socket PATH       the daemon's socket (default as for vidmm ps)\n"
+      "  --interval S        seconds between refreshes, 0.05-3600 (default 1)\n"
+      "  -n, --count COUNT   stop after COUNT refreshes (default: until interrupted)\n"
+      "  --once              one refresh (rates since the daemon started), for scripts\n",
+      0, "no daemon answers at PATH, or it refused (only its user or root may ask)", cli_top },
     { "help", "[VERB]", "this list, or one verb's usage, options and exit status",
       "Print the list of verbs, or VERB's usage, options and exit status\n"
       "(the same as vidmm VERB --help).\n", 0, NULL, cmd_help },
@@ -641,6 +664,14 @@ void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f)
 
 static int cmd_info(int argc, char **argv)
 {
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--socket")) {
+            if (i + 1 >= argc)
+                return cli_usage_error("info", "--socket needs a value (the daemon's socket path)");
+            if (argc != 4)
+                return cli_usage_error("info", "--socket takes no other option (the daemon's adapter is its own)");
+            return cli_info_daemon(argv[i + 1]);
+        }
     struct cli_options o;
     int rc = cli_parse_adapter_options("info", argc, argv, 2, &o);
     if (rc)

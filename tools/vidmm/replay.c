@@ -96,6 +96,23 @@ static int do_queue_destroy(struct call *c)
     return 0;
 }
 
+/* A heap property: a name of the format's, or a number (what a refused
+ * value recorded as); absent = 0 (unknown) unless required. */
+static int rd_prop(struct replay *r, const struct rd_args *a, const char *key, const char *const *names, uint32_t n,
+                   int required, uint32_t *out)
+{
+    const char *v = rd_kv(a, key);
+    *out = 0;
+    if (!v)
+        return required ? rd_bad(r, "missing argument", key) : 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(v, names[i]) && strcmp(names[i], "?")) {
+            *out = i;
+            return 0;
+        }
+    return rd_kv_u32(a, key, 0, 1, out);
+}
+
 /* create and create2 (which adds flags=). */
 static int do_create(struct call *c)
 {
@@ -117,7 +134,13 @@ static int do_create(struct call *c)
         if (dv && rd_ref(r, TR_DEV, dv, &dev))
             return 1;
     }
-    if (d.kind == SOFTGPU_ALLOC_EXPLICIT) {
+    if (d.kind == SOFTGPU_ALLOC_HEAP) {
+        if (rd_kv_u64(a, "size", 0, 1, &d.size) || rd_kv_u64(a, "align", 0, 0, &d.alignment) ||
+            rd_prop(r, a, "heap", tr_heap_type_names, 6, 1, &d.heap.type) ||
+            rd_prop(r, a, "cpu-page", tr_cpu_page_names, 4, 0, &d.heap.cpu_page_property) ||
+            rd_prop(r, a, "pool", tr_memory_pool_names, 3, 0, &d.heap.memory_pool))
+            return 1;
+    } else if (d.kind == SOFTGPU_ALLOC_EXPLICIT) {
         if (rd_kv_u64(a, "size", 0, 1, &d.info.size) || rd_kv_u64(a, "align", 0, 0, &d.info.alignment) ||
             rd_kv_u32(a, "write-set", 0, 1, &d.info.supported_write_segment_set) ||
             rd_kv_u32(a, "read-set", 0, 0, &d.info.supported_read_segment_set) ||
@@ -212,6 +235,24 @@ static int do_map(struct call *c)
     if (rd_kv_u64(a, "size", rest, 0, &size))
         return 1;
     tr_map(c->t, x, base, min, max, y, off, size, prot, dprot, &id);
+    return def_done(r, TR_VA, fid, id);
+}
+
+/* place V<n> P<n> A<n> offset=N size=N [align=N]: a placed resource. */
+static int do_place(struct call *c)
+{
+    struct replay *r = c->r;
+    const struct rd_args *a = &c->a;
+    uint64_t off, size, align;
+    uint32_t fid, x, y, id = 0;
+    if (rd_def(r, TR_VA, c->pos[0], &fid) || rd_ref(r, TR_PROC, c->pos[1], &x) || rd_ref(r, TR_ALLOC, c->pos[2], &y) ||
+        rd_kv_u64(a, "offset", 0, 0, &off) || rd_kv_u64(a, "align", 65536, 0, &align))
+        return 1;
+    struct tr_obj *ao = tr_get(c->t, TR_ALLOC, y);
+    uint64_t rest = ao && ao->size > off ? ao->size - off : 0;
+    if (rd_kv_u64(a, "size", rest, 0, &size))
+        return 1;
+    tr_place(c->t, x, y, off, size, align, &id);
     return def_done(r, TR_VA, fid, id);
 }
 
@@ -542,6 +583,7 @@ static const struct verb_entry {
     [TV_RESULT]          = { 1, "result A<n> offset=N expect=V", do_result },
     [TV_LOCK]            = { 1, "lock|unlock A<n>", do_lock },
     [TV_UNLOCK]          = { 1, "lock|unlock A<n>", do_lock },
+    [TV_PLACE]           = { 3, "place V<n> P<n> A<n> offset=N [size=N] [align=N]", do_place },
 };
 
 /* Whether got is tokens tok[from..n-1] joined by single blanks. */

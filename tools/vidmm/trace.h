@@ -87,6 +87,7 @@ enum tr_verb {
     TV_CONTEXT, TV_CONTEXT_DESTROY, TV_CMDBUF, TV_SUBMIT_VIRTUAL, TV_SUBMIT_PHYSICAL,
     TV_CONTEXT_WAIT, TV_CONTEXT_FENCE, TV_RESULT,
     TV_LOCK, TV_UNLOCK,
+    TV_PLACE,
     TV_COUNT
 };
 extern const char *const tr_verb_names[TV_COUNT];
@@ -291,6 +292,17 @@ vidmm_status tr_reserve(struct tr *t, uint32_t p, struct tr_addr base, uint64_t 
                         unsigned mode, uint32_t *id);
 vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint32_t a,
                     uint64_t offset, uint64_t size, unsigned protection, uint64_t driver_protection, uint32_t *id);
+/* A Direct3D 12 placed resource: size bytes of heap allocation a at
+ * offset, mapped anywhere in process p's GPU VA space.  The runtime's
+ * placement rules are checked first (offset a multiple of align, one of
+ * 4 KiB, 64 KiB or 4 MiB; the range inside the heap): a breach answers
+ * VIDMM_E_INVALID_ARG without calling vidmm. */
+vidmm_status tr_place(struct tr *t, uint32_t p, uint32_t a, uint64_t offset, uint64_t size, uint64_t align,
+                      uint32_t *id);
+/* Heap property names of the trace format (indexed by the softgpu enums). */
+extern const char *const tr_heap_type_names[6];
+extern const char *const tr_cpu_page_names[4];
+extern const char *const tr_memory_pool_names[3];
 vidmm_status tr_unmap(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size);
 vidmm_status tr_free(struct tr *t, uint32_t p, struct tr_addr va, uint64_t size);
 

@@ -25,6 +25,7 @@ const char *const tr_verb_names[TV_COUNT] = {
     "context", "context-destroy", "cmdbuf", "submit-virtual", "submit-physical",
     "context-wait", "context-fence", "result",
     "lock", "unlock",
+    "place",
 };
 
 const char tr_kind_prefix[TR_KINDS] = { 'P', 'D', 'Q', 'A', 'V', 'C', 'B' };
@@ -101,7 +102,12 @@ void tr_header_defaults(struct tr_header *h)
     snprintf(h->scenario, sizeof h->scenario, "file");
 }
 
-static const char *const alloc_kind_names[] = { "?", "texture", "constant", "staging", "primary", "ring", "explicit" };
+static const char *const alloc_kind_names[] = { "?", "texture", "constant", "staging", "primary", "ring", "explicit",
+                                                 "heap" };
+
+const char *const tr_heap_type_names[6] = { "?", "default", "upload", "readback", "custom", "gpu-upload" };
+const char *const tr_cpu_page_names[4] = { "unknown", "not-available", "write-combine", "write-back" };
+const char *const tr_memory_pool_names[3] = { "unknown", "L0", "L1" };
 
 const char *tr_alloc_kind_name(uint32_t kind)
 {

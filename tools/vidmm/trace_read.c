@@ -600,7 +600,7 @@ int rd_want_pos(struct replay *r, int have, int want, const char *usage)
 
 int rd_kind(struct replay *r, const char *s, enum softgpu_alloc_kind *k)
 {
-    for (uint32_t i = 1; i <= SOFTGPU_ALLOC_EXPLICIT; i++)
+    for (uint32_t i = 1; i <= SOFTGPU_ALLOC_HEAP; i++)
         if (s && !strcmp(s, tr_alloc_kind_name(i))) {
             *k = (enum softgpu_alloc_kind)i;
             return 0;

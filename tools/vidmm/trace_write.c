@@ -702,6 +702,16 @@ vidmm_status tr_queue_destroy(struct tr *t, uint32_t q)
 
 /* ---- allocations ---------------------------------------------------- */
 
+/* A heap property's name, or its number when the format has no name for
+ * it (a refused value still records and replays). */
+static const char *prop_name(const char *const *names, uint32_t n, uint32_t v, char num[16])
+{
+    if (v < n && strcmp(names[v], "?"))
+        return names[v];
+    snprintf(num, 16, "%u", v);
+    return num;
+}
+
 static vidmm_status create(struct tr *t, uint32_t dev, const struct softgpu_alloc_desc *d, int create2,
                            uint32_t flags, const char *name, uint32_t *id)
 {
@@ -730,6 +740,16 @@ static vidmm_status create(struct tr *t, uint32_t dev, const struct softgpu_allo
                  d->info.size, d->info.alignment, d->info.supported_write_segment_set,
                  d->info.supported_read_segment_set, d->info.eviction_segment_set, d->info.preferred_segment,
                  d->info.flags, d->info.priority);
+    else if (d->kind == SOFTGPU_ALLOC_HEAP) {
+        /* A custom heap's page property and pool; unknown (0) is left out. */
+        char n0[16], n1[16], n2[16];
+        line_add(t, " size=%" PRIu64 " align=%" PRIu64 " heap=%s", d->size, d->alignment,
+                 prop_name(tr_heap_type_names, 6, d->heap.type, n0));
+        if (d->heap.cpu_page_property)
+            line_add(t, " cpu-page=%s", prop_name(tr_cpu_page_names, 4, d->heap.cpu_page_property, n1));
+        if (d->heap.memory_pool)
+            line_add(t, " pool=%s", prop_name(tr_memory_pool_names, 3, d->heap.memory_pool, n2));
+    }
     else
         line_add(t, " size=%" PRIu64 " align=%" PRIu64 " cpu=%u", d->size, d->alignment, d->cpu_visible);
     if (name && *name)
@@ -866,6 +886,41 @@ vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min,
     o->alive = st >= 0;
     /* In IoMmu mode the VA is the host address of the system pages: it
      * changes from run to run, so it is not an output. */
+    if (st >= 0 && !t->iommu)
+        line_end(t, st, " va=0x%" PRIx64, o->va);
+    else
+        line_end(t, st, NULL);
+    *id = v;
+    return st;
+}
+
+vidmm_status tr_place(struct tr *t, uint32_t p, uint32_t a, uint64_t offset, uint64_t size, uint64_t align,
+                      uint32_t *id)
+{
+    uint32_t v = new_obj(t, TR_VA);
+    if (!v)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct tr_obj *o = &t->obj[TR_VA][v];
+    o->parent = p;
+    o->size = size;
+    o->alloc = a;
+    line_begin(t, TV_PLACE, p, 0);
+    line_id(t, TR_VA, v);
+    line_id(t, TR_PROC, p);
+    line_id(t, TR_ALLOC, a);
+    line_add(t, " offset=%" PRIu64 " size=%" PRIu64 " align=%" PRIu64, offset, size, align);
+    /* The runtime's rules for CreatePlacedResource: an alignment Direct3D
+     * 12 knows (small resources, the default, MSAA), an offset on it, and
+     * the resource inside its heap. */
+    const struct tr_obj *heap = tr_get(t, TR_ALLOC, a);
+    vidmm_status st = VIDMM_OK;
+    if ((align != 4096 && align != 65536 && align != 4194304) || offset % align || !size ||
+        (heap && (offset > heap->size || size > heap->size - offset)))
+        st = VIDMM_E_INVALID_ARG;
+    else
+        st = vidmm_gpuva_map(t->adapter, tr_handle(t, TR_PROC, p), 0, 0, 0, tr_handle(t, TR_ALLOC, a), offset, size,
+                             0, 0, &o->va);
+    o->alive = st >= 0;
     if (st >= 0 && !t->iommu)
         line_end(t, st, " va=0x%" PRIx64, o->va);
     else
