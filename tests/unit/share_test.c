@@ -12,6 +12,8 @@
  * bytes through both (CPU locks and GPU CHECKSUM in each process's own
  * virtual context); destroy order creator-first and opener-first; death
  * of the creator's process and of the opener's (with a lock held);
+ * the processes' private, owned and hold lists and the allocation's
+ * mapping processes as holders come and go;
  * eviction by one holder that the other's references keep resident;
  * CurrentUsage counted to one holder (D53) and adopted by the other
  * when it lets go; refusals that change nothing (unshareable
@@ -302,6 +304,84 @@ static void share_destroy_order(int creator_first)
 
 static void share_destroy_creator_first(void) { share_destroy_order(1); }
 static void share_destroy_opener_first(void) { share_destroy_order(0); }
+
+/* The processes' own lists (private allocations it created, allocations
+ * it owns for residency, its holds) and the allocation's list of mapping
+ * processes follow the holds: the creator's close takes the allocation
+ * off its private list and, as owner, off its owned list; the opener
+ * that makes it resident next owns it; a process's teardown lets go of
+ * its own holds only. */
+static struct vidmm_process *proc_of(struct iso_fx *f, vidmm_handle h)
+{
+    struct vidmm_process *p;
+    vidmm_for_each_process(f->a, p)
+        if (p->self == h)
+            return p;
+    return NULL;
+}
+
+static int maps(const struct vidmm_allocation *al, const struct vidmm_process *p)
+{
+    for (const struct vidmm_va_user *u = al->va_users; u; u = u->next)
+        if (u->process == p)
+            return 1;
+    return 0;
+}
+
+static void share_process_lists(void)
+{
+    struct two t;
+    if (two_open(&t))
+        return;
+    struct iso_fx *f = &t.f;
+    struct vidmm_process *pa = proc_of(f, t.A.proc), *pb = proc_of(f, t.B.proc);
+    struct vidmm_allocation *al = f->a->shares ? f->a->shares->al : NULL;
+    T_CHECK(pa && pb && al);
+    if (!pa || !pb || !al)
+        return;
+    T_EQ(al->private_process, t.A.proc);
+    T_EQ(al->pe.process, t.A.proc);   /* A's make-resident brought it in */
+    T_CHECK(maps(al, pa) && maps(al, pb));
+    T_EQ(pa->share_hold_count, 1);
+    T_EQ(pb->share_hold_count, 1);
+    uint64_t a_priv = pa->private_allocations, a_owned = pa->owned_allocations;
+    uint64_t b_priv = pb->private_allocations, b_owned = pb->owned_allocations;
+    /* The creator lets go. */
+    T_ST(vidmm_allocation_destroy(f->a, t.ha), VIDMM_OK);
+    T_EQ(al->private_process, 0);
+    T_EQ(pa->private_allocations, a_priv - 1);
+    T_EQ(pa->owned_allocations, a_owned - 1);
+    T_EQ(al->pe.process, 0);
+    T_CHECK(!maps(al, pa) && maps(al, pb));
+    T_EQ(pa->share_hold_count, 0);
+    T_EQ(pb->private_allocations, b_priv);   /* the openers' now, on no private list */
+    T_EQ(all_checked(f), 0);
+    /* The opener's make-resident takes it: on B's owned list. */
+    iso_mr(f, &t.B, &t.hb, 1, VIDMM_OK);
+    T_EQ(al->pe.process, t.B.proc);
+    T_EQ(pb->owned_allocations, b_owned + 1);
+    T_EQ(all_checked(f), 0);
+    /* A third process opens it; its teardown lets go of its hold only. */
+    struct iso_proc C;
+    iso_new_proc(f, &C);
+    vidmm_handle hc = 0;
+    T_ST(vidmm_share_open(f->a, C.proc, &t.tok, &hc), VIDMM_OK);
+    T_EQ(proc_of(f, C.proc)->share_hold_count, 1);
+    (void)iso_map(f, &C, hc, SSIZE);
+    T_CHECK(maps(al, proc_of(f, C.proc)));
+    T_ST(vidmm_process_destroy(f->a, C.proc), VIDMM_OK);
+    T_EQ(al->share->holder_count, 1);
+    T_CHECK(maps(al, pb));
+    T_EQ(al->pe.process, t.B.proc);
+    T_EQ(all_checked(f), 0);
+    /* The last holder's process goes: the allocation with it. */
+    uint64_t live = live_allocations(f);
+    T_ST(vidmm_process_destroy(f->a, t.B.proc), VIDMM_OK);
+    T_EQ(live_allocations(f), live - 2);   /* the shared one and B's aux allocation */
+    T_CHECK(f->a->shares == NULL);
+    T_EQ(all_checked(f), 0);
+    iso_close(f);
+}
 
 /* Process death: the dying process's hold goes (its lock too), the other
  * holder keeps intact bytes. */
@@ -891,6 +971,7 @@ void suite_share(void)
     t_run("share.destroy_opener_first", share_destroy_opener_first);
     t_run("share.creator_dies", share_creator_dies);
     t_run("share.opener_dies", share_opener_dies);
+    t_run("share.process_lists", share_process_lists);
     t_run("share.lists_offer", share_lists_offer);
     t_run("share.close_busy", share_close_busy);
     t_run("share.refusals", share_refusals);
