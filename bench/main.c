@@ -1,6 +1,6 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR,NP]
+ * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]
  */
 #include "bench.h"
 #include "evict_bench.h"
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,policy,RP,S,TDR,NP]\n",
+            fprintf(stderr, "usage: %s [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]\n",
                     argv[0]);
             return 2;
         }
@@ -44,6 +44,7 @@ int main(int argc, char **argv)
         bench_pte();
     bench_va(); /* honours --only G / va itself */
     bench_residency(); /* --only MR */
+    bench_share(); /* --only share */
     bench_policy_real(); /* --only RP */
     bench_policy(); /* honours --only policy itself */
     bench_submit(); /* --only S */

@@ -113,3 +113,100 @@ void bench_residency(void)
         fflush(stdout);
     }
 }
+
+/* ---- SH: make-resident of shared allocations ------------------------------ */
+
+/* Per already-resident allocation, lists of 1024 on igpu: n private
+ * allocations (the fast table) against n shared ones named by their
+ * creator's handles and by an opener's (the full path: the fast table is
+ * never used for shared allocations, vidmm/share.h).  kind 0 private, 1
+ * shared through the creator, 2 shared through an opener. */
+static double sh_run(uint32_t n, int kind)
+{
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "igpu";
+    cfg.segment_size[1] = (uint64_t)n * 4096u + (64u << 20);
+    struct softgpu *sg = NULL;
+    if (softgpu_create(&cfg, &sg) != VIDMM_OK)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(sg, &ci);
+    struct vidmm_adapter *a = NULL;
+    if (vidmm_adapter_open(&ci, &a) != VIDMM_OK) {
+        softgpu_destroy(sg);
+        return -1;
+    }
+    vidmm_handle pa = 0, da = 0, pb = 0, db = 0, q = 0;
+    vidmm_handle *h = malloc((size_t)n * sizeof *h);
+    double result = -1;
+    if (!h || vidmm_process_create(a, &pa) || vidmm_device_create(a, pa, &da) || vidmm_process_create(a, &pb) ||
+        vidmm_device_create(a, pb, &db))
+        goto out;
+    vidmm_handle dev = kind == 2 ? db : da;
+    if (vidmm_paging_queue_create(a, dev, 0, &q))
+        goto out;
+    struct softgpu_alloc_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.kind = SOFTGPU_ALLOC_STAGING;
+    sd.size = 4096;
+    for (uint32_t i = 0; i < n; i++) {
+        if (vidmm_device_allocation_create(a, da, &sd, sizeof sd, VIDMM_CREATE_RESIDENT | (kind ? VIDMM_CREATE_SHARED : 0),
+                                           &h[i]) != VIDMM_OK)
+            goto out;
+        if (kind == 2) {
+            struct vidmm_share_token t;
+            if (vidmm_share_export(a, pa, h[i], &t) != VIDMM_OK || vidmm_share_open(a, pb, &t, &h[i]) != VIDMM_OK)
+                goto out;
+        }
+    }
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.paging_queue = q;
+    m.count = MR_LIST;
+    for (uint32_t i = 0; i + MR_LIST <= n; i += MR_LIST) {
+        m.allocations = h + i;
+        if (vidmm_make_resident(a, dev, &m) < 0)
+            goto out;
+    }
+    uint32_t lists = n / MR_LIST;
+    uint32_t calls = lists < 256 ? 256 : lists;
+    uint64_t ns[5];
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = bench_now_ns();
+        for (uint32_t c = 0; c < calls; c++) {
+            m.allocations = h + (uint64_t)(c % lists) * MR_LIST;   /* streaming lists */
+            if (vidmm_make_resident(a, dev, &m) < 0)
+                goto out;
+        }
+        ns[r] = bench_now_ns() - t0;
+    }
+    qsort(ns, 5, sizeof ns[0], bench_cmp_u64);
+    result = (double)ns[2] / ((double)calls * MR_LIST);
+    if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
+        result = -2;
+out:
+    free(h);
+    vidmm_adapter_close(a);
+    softgpu_destroy(sg);
+    return result;
+}
+
+void bench_share(void)
+{
+    if (bench_opts.only && !strstr(bench_opts.only, "share"))
+        return;
+    printf("\n== share: make-resident per already-resident shared allocation (lists of %u, streaming) ==\n", MR_LIST);
+    printf("%10s %12s %12s %12s %14s %14s\n", "allocs", "private ns", "creator ns", "opener ns", "creator/priv",
+           "opener/priv");
+    static const uint32_t sizes[] = { 1024u, 10240u, 102400u };
+    for (unsigned i = 0; i < 3; i++) {
+        uint32_t n = sizes[i];
+        if (bench_opts.quick && n > 10240u)
+            break;
+        double p = sh_run(n, 0), c = sh_run(n, 1), o = sh_run(n, 2);
+        printf("%10u %12.1f %12.1f %12.1f %13.2fx %13.2fx\n", n, p, c, o, p > 0 ? c / p : 0, p > 0 ? o / p : 0);
+        fflush(stdout);
+    }
+}

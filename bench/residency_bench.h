@@ -9,4 +9,9 @@
  * bench_opts.quick and bench_opts.only. */
 void bench_residency(void);
 
+/* "share": the same for shared allocations (vidmm/share.h), named by their
+ * creator's and by an opener's handles, as ratios to private ones
+ * measured in the same run.  Honours bench_opts.quick and .only. */
+void bench_share(void);
+
 #endif

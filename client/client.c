@@ -50,6 +50,7 @@ struct vidmm_client {
     size_t nmaps, mcap;
     uint8_t *buf;            /* VMMD_MAX_MESSAGE bytes: requests and replies */
     int reply_fd;            /* descriptor of the last reply, or -1 */
+    int send_fd;             /* descriptor the next request carries, or -1 (SHARE_OPEN) */
     const uint8_t *rp;       /* reply payload after status */
     size_t rn;
     struct trim_reg *regs;
@@ -110,13 +111,34 @@ static void deliver_events(struct vidmm_client *c)
  * wait for its reply.  Returns the reply's status, or DEVICE_LOST. */
 static vidmm_status call(struct vidmm_client *c, uint16_t op, size_t n)
 {
+    int sfd = c->send_fd;   /* this request's only, whatever happens */
+    c->send_fd = -1;
     if (c->broken)
         return VIDMM_E_DEVICE_LOST;
     uint64_t id = ++c->next_id;
-    vmmd_header_put(c->buf, op, (uint32_t)n, 0, id);
+    vmmd_header_put(c->buf, op, (uint32_t)n, sfd >= 0 ? VMMD_FLAG_FD : 0, id);
     ssize_t w;
+    struct iovec siov = { c->buf, VMMD_HEADER_SIZE + n };
+    union {
+        char b[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } su;
+    struct msghdr smh;
+    memset(&smh, 0, sizeof smh);
+    smh.msg_iov = &siov;
+    smh.msg_iovlen = 1;
+    if (sfd >= 0) {   /* the descriptor rides with the request (SCM_RIGHTS) */
+        memset(&su, 0, sizeof su);
+        smh.msg_control = su.b;
+        smh.msg_controllen = sizeof su.b;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&smh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &sfd, sizeof(int));
+    }
     do
-        w = send(c->fd, c->buf, VMMD_HEADER_SIZE + n, MSG_NOSIGNAL);
+        w = sendmsg(c->fd, &smh, MSG_NOSIGNAL);
     while (w < 0 && errno == EINTR);
     if (w != (ssize_t)(VMMD_HEADER_SIZE + n)) {
         fail_conn(c);
@@ -240,6 +262,7 @@ vidmm_status vidmm_client_connect(const char *path, struct vidmm_client **out)
         return VIDMM_E_NO_HOST_MEMORY;
     }
     c->reply_fd = -1;
+    c->send_fd = -1;
     if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         vidmm_client_disconnect(c);
         return VIDMM_E_DEVICE_LOST;
@@ -642,6 +665,56 @@ vidmm_status vidmm_client_echo(struct vidmm_client *c, const void *data, size_t 
     vidmm_status st = call(c, VMMD_OP_ECHO, size);
     if (st >= 0 && c->rn != size)
         st = VIDMM_E_DEVICE_LOST;
+    LEAVE(c, st);
+}
+
+/* ---- shared allocations ----------------------------------------------------- */
+
+vidmm_status vidmm_client_share_export(struct vidmm_client *c, vidmm_handle allocation, int *fd)
+{
+    if (!fd)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vidmm_status st = call_h(c, VMMD_OP_SHARE_EXPORT, allocation, 8, NULL);
+    if (st >= 0 && c->reply_fd < 0) {
+        fail_conn(c);   /* a successful export always carries its descriptor */
+        st = VIDMM_E_DEVICE_LOST;
+    }
+    if (st >= 0) {
+        *fd = c->reply_fd;   /* the caller's now */
+        c->reply_fd = -1;
+    }
+    LEAVE(c, st);
+}
+
+vidmm_status vidmm_client_share_open(struct vidmm_client *c, int fd, vidmm_handle *allocation)
+{
+    if (fd < 0 || !allocation)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    c->send_fd = fd;   /* sent with the request, still the caller's */
+    uint64_t h = 0;
+    vidmm_status st = call_h(c, VMMD_OP_SHARE_OPEN, 0, 0, &h);
+    if (st >= 0)
+        *allocation = h;
+    LEAVE(c, st);
+}
+
+vidmm_status vidmm_client_share_query(struct vidmm_client *c, vidmm_handle allocation,
+                                      struct vidmm_client_share_info *out)
+{
+    if (!out)
+        return VIDMM_E_INVALID_ARG;
+    ENTER(c);
+    vidmm_status st = call_h(c, VMMD_OP_SHARE_QUERY, allocation, 8, NULL);
+    if (st >= 0 && need(c, 16)) {
+        memset(out, 0, sizeof *out);
+        out->holders = vmmd_get32(c->rp);
+        out->creator_holds = vmmd_get32(c->rp + 4);
+        out->is_creator = vmmd_get32(c->rp + 8);
+    } else if (st >= 0) {
+        st = VIDMM_E_DEVICE_LOST;
+    }
     LEAVE(c, st);
 }
 

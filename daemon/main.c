@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -281,20 +282,25 @@ static void client_readable(struct vmmd_server *srv, int ep, struct vmmd_client 
             vmmd_client_drop(srv, c, r == 0 ? "connection closed" : "receive failed");
             return;
         }
-        int fds = 0;
+        /* The first descriptor goes to the request (a SHARE_OPEN names its
+         * share by it; the server closes it); any other is closed here. */
+        int fds = 0, first = -1;
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
             if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
                 size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
                 for (size_t j = 0; j < k; j++) {
                     int fd;
                     memcpy(&fd, CMSG_DATA(cm) + j * sizeof(int), sizeof fd);
-                    close(fd);
+                    if (first < 0)
+                        first = fd;
+                    else
+                        close(fd);
                     fds++;
                 }
             }
         if (mh.msg_flags & MSG_CTRUNC)
             fds++;
-        if (vmmd_client_message(srv, c, buf, (size_t)r, fds, (mh.msg_flags & MSG_TRUNC) != 0) < 0)
+        if (vmmd_client_message_fd(srv, c, buf, (size_t)r, fds, first, (mh.msg_flags & MSG_TRUNC) != 0) < 0)
             break;
     }
     settle(srv, ep, c, "protocol error");
@@ -311,6 +317,10 @@ int main(int argc, char **argv)
     uint64_t max_processes = 0;
     const char *user = NULL;
     int verbose = 1, allow_set_budget = 0;
+    /* Not dumpable: /proc/<vidmmd>/fd, the one path to the export files
+     * that name shared allocations, is then closed to other processes of
+     * its user (docs/DAEMON.md "Shared allocations"). */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -519,6 +529,9 @@ int main(int argc, char **argv)
     /* Socket bound and adapter open: nothing needs root from here on. */
     if (pw && geteuid() == 0 && drop_privileges(pw) != 0)
         return 1;
+    /* A change of uid resets the dumpable flag to the system's default:
+     * not dumpable again (the export files, above). */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
@@ -621,6 +634,9 @@ int main(int argc, char **argv)
             "%llu protocol errors, %llu locks\n",
             (unsigned long long)ss.connections, left, (unsigned long long)ss.requests,
             (unsigned long long)ss.protocol_errors, (unsigned long long)ss.locks);
+    fprintf(stderr, "vidmmd: sharing: %llu exports, %llu opens, %llu export files open at shutdown\n",
+            (unsigned long long)ss.shares_exported, (unsigned long long)ss.shares_opened,
+            (unsigned long long)ss.shares_live);
     fprintf(stderr, "vidmmd: residency: %llu make-resident calls, %llu evictions (%llu MiB), %llu restores\n",
             (unsigned long long)rs.make_resident_calls, (unsigned long long)rs.evictions,
             (unsigned long long)(rs.bytes_evicted >> 20), (unsigned long long)rs.restores);

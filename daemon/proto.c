@@ -47,6 +47,7 @@ int vmmd_request_fixed_size(uint16_t opcode)
     case VMMD_OP_ADAPTER_INFO:
     case VMMD_OP_DEBUG_CHECK:
     case VMMD_OP_ECHO:
+    case VMMD_OP_SHARE_OPEN:
     case VMMD_OP_ADMIN_ADAPTER:
         return 0;
     case VMMD_OP_DEVICE_DESTROY:
@@ -57,6 +58,8 @@ int vmmd_request_fixed_size(uint16_t opcode)
     case VMMD_OP_UNLOCK:
     case VMMD_OP_ALLOC_QUERY:
     case VMMD_OP_QUERY_VIDMEM:
+    case VMMD_OP_SHARE_EXPORT:
+    case VMMD_OP_SHARE_QUERY:
     case VMMD_OP_SEGMENT_QUERY:
     case VMMD_OP_CONTEXT_DESTROY:
     case VMMD_OP_CONTEXT_FENCE:
@@ -97,7 +100,9 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
     int r = vmmd_header_get(msg, n, &out->h);
     if (r != VMMD_DECODE_OK)
         return r;
-    if (out->h.flags != 0)
+    /* Requests carry no flag, except SHARE_OPEN which carries its
+     * descriptor (and must). */
+    if (out->h.opcode == VMMD_OP_SHARE_OPEN ? out->h.flags != VMMD_FLAG_FD : out->h.flags != 0)
         return VMMD_DECODE_BAD_FLAGS;
     int fixed = vmmd_request_fixed_size(out->h.opcode);
     if (fixed < 0)
@@ -243,6 +248,8 @@ const char *vmmd_op_name(uint16_t opcode)
         [VMMD_OP_CONTEXT_WAIT] = "CONTEXT_WAIT", [VMMD_EV_TRIM] = "TRIM (event)",
         [VMMD_OP_PROCESS_SET_BUDGET] = "PROCESS_SET_BUDGET", [VMMD_OP_DEBUG_CHECK] = "DEBUG_CHECK", [VMMD_OP_ECHO] = "ECHO",
         [VMMD_OP_ADMIN_ADAPTER] = "ADMIN_ADAPTER", [VMMD_OP_ADMIN_CLIENTS] = "ADMIN_CLIENTS",
+        [VMMD_OP_SHARE_EXPORT] = "SHARE_EXPORT", [VMMD_OP_SHARE_OPEN] = "SHARE_OPEN",
+        [VMMD_OP_SHARE_QUERY] = "SHARE_QUERY",
     };
     uint16_t op = (uint16_t)(opcode & ~VMMD_REPLY);
     return op < VMMD_OP_LAST && names[op] ? names[op] : "?";
@@ -258,7 +265,7 @@ const char *vmmd_decode_str(int result)
     case VMMD_DECODE_BAD_LENGTH: return "length field does not match the message";
     case VMMD_DECODE_BAD_OPCODE: return "unknown opcode";
     case VMMD_DECODE_BAD_PAYLOAD: return "payload size wrong for the opcode";
-    case VMMD_DECODE_BAD_FLAGS: return "non-zero request flags";
+    case VMMD_DECODE_BAD_FLAGS: return "request flags or descriptors wrong for the opcode";
     default: return "?";
     }
 }

@@ -23,7 +23,8 @@
 
 /* Reply opcode = request opcode | VMMD_REPLY. */
 #define VMMD_REPLY 0x8000u
-/* Reply flag: one file descriptor rides along (SCM_RIGHTS). */
+/* Reply flag: one file descriptor rides along (SCM_RIGHTS); the one
+ * request flag too, on VMMD_OP_SHARE_OPEN only (and required there). */
 #define VMMD_FLAG_FD 0x1u
 
 enum vmmd_op {
@@ -64,7 +65,10 @@ enum vmmd_op {
      * daemon's own uid or root may send them. */
     VMMD_OP_ADMIN_ADAPTER = 40,
     VMMD_OP_ADMIN_CLIENTS = 41,
-    /* 48-51: shared allocations. */
+    /* Shared allocations (docs/DAEMON.md "Shared allocations"). */
+    VMMD_OP_SHARE_EXPORT = 48,     /* reply carries the share's descriptor */
+    VMMD_OP_SHARE_OPEN = 49,       /* request carries a share's descriptor */
+    VMMD_OP_SHARE_QUERY = 50,      /* 51: reserved for sharing */
     /* An event: sent by the daemon unasked (opcode | VMMD_REPLY, request
      * id 0), never accepted as a request. */
     VMMD_EV_TRIM = 64,

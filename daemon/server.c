@@ -10,6 +10,15 @@
  * connection's own: type, a per-connection salt, a generation and a slot
  * of the connection's table.  A value that is not in this connection's
  * table is VIDMM_E_INVALID_HANDLE, whatever another connection holds.
+ *
+ * Shared allocations (docs/DAEMON.md "Shared allocations"): an export is
+ * a sealed memfd the daemon creates and keeps open, holding 16 random
+ * bytes; the client gets a duplicate of its descriptor and passes it on
+ * over its own sockets.  An open names the share by that descriptor
+ * alone: the daemon fstat()s it and accepts it only when its device and
+ * inode are those of one of its own live export files and the 16 bytes
+ * match - so no value a client could type, and no file it could make,
+ * names another client's share.
  */
 #define _GNU_SOURCE
 #include "server.h"
@@ -20,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +51,19 @@ struct obj {
     uint32_t lock_count;
     uint8_t *map;
     uint64_t map_size;
+    uint32_t share;         /* allocation: its export's index + 1, once exported or opened (0: none) */
+};
+
+/* One exported shared allocation: the daemon's own file that names it,
+ * and how many handles of any connection hold the allocation (each is a
+ * library holder: when the last goes, so does the allocation). */
+struct share_export {
+    int fd;                 /* the daemon's memfd (-1: a free entry) */
+    dev_t dev;
+    ino_t ino;
+    uint8_t nonce[16];      /* its sealed content */
+    struct vidmm_share_token token;
+    uint32_t refs;
 };
 
 struct outmsg {
@@ -104,6 +127,8 @@ struct vmmd_server {
     uint64_t salt_state;
     uint64_t start_ns;
     struct vmmd_server_stats st;
+    struct share_export *exports;
+    size_t nexports;
 };
 
 static uint64_t now_ns(void)
@@ -153,6 +178,10 @@ void vmmd_server_destroy(struct vmmd_server *s)
     while (s->nclients)
         vmmd_client_drop(s, s->clients[s->nclients - 1], "daemon shutting down");
     vmmd_server_reap(s);
+    for (size_t i = 0; i < s->nexports; i++)   /* none: every holder was a client's */
+        if (s->exports[i].fd >= 0)
+            close(s->exports[i].fd);
+    free(s->exports);
     free(s->clients);
     free(s->waits);
     free(s);
@@ -304,9 +333,25 @@ static void obj_unlock_all(struct vmmd_client *c, struct obj *o)
     o->lock_count = 0;
 }
 
+/* A handle holding an exported allocation goes: at the last one the
+ * allocation is gone from the library, and its export file with it. */
+static void export_unref(struct vmmd_server *s, uint32_t share)
+{
+    if (!share || share > s->nexports)
+        return;
+    struct share_export *e = &s->exports[share - 1];
+    if (e->refs && --e->refs == 0) {
+        close(e->fd);
+        e->fd = -1;
+        s->st.shares_live--;
+    }
+}
+
 static void obj_free(struct vmmd_client *c, uint32_t slot)
 {
     struct obj *o = &c->objs[slot];
+    export_unref(c->srv, o->share);
+    o->share = 0;
     obj_unlock_all(c, o);
     if (o->type == OBJ_ALLOC) {
         c->alloc_bytes -= o->size;
@@ -501,10 +546,14 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
             locked++;
         obj_unlock_all(c, &c->objs[i]);
     }
-    /* The process takes its devices, queues and private allocations with it. */
+    /* The process takes its devices, queues and private allocations with it,
+     * and lets go of the shared ones it holds. */
     vidmm_status st = VIDMM_OK;
     if (c->process)
         st = vidmm_process_destroy(s->cfg.adapter, c->process);
+    for (uint32_t i = 1; i < c->nobj; i++)
+        if (c->objs[i].type == OBJ_ALLOC)
+            export_unref(s, c->objs[i].share);
     LOG(s, 1, "client %u (pid %ld) gone (%s): %u handles, %u locked, process destroyed: %s\n", c->id, (long)c->pid,
         why, objects, locked, vidmm_status_str(st));
     while (c->out_head) {
@@ -611,6 +660,140 @@ static vidmm_status do_unlock(struct vmmd_server *s, struct vmmd_client *c, uint
     }
     obj_unlock_all(c, o);   /* the client's copy is its own from here on */
     return st;
+}
+
+/* ---- shared allocations ----------------------------------------------------- */
+
+/* The export of the allocation in slot (made now if it has none): its
+ * file's descriptor duplicated for the reply. */
+static vidmm_status do_export(struct vmmd_server *s, struct vmmd_client *c, uint32_t slot, int *fd_out)
+{
+    struct obj *o = &c->objs[slot];
+    struct vidmm_share_token tok;
+    vidmm_status st = vidmm_share_export(s->cfg.adapter, c->process, o->lib, &tok);
+    if (st < 0)
+        return st;
+    size_t idx = SIZE_MAX, free_idx = SIZE_MAX;
+    for (size_t i = 0; i < s->nexports; i++) {
+        if (s->exports[i].fd < 0) {
+            if (free_idx == SIZE_MAX)
+                free_idx = i;
+        } else if (!memcmp(&s->exports[i].token, &tok, sizeof tok)) {
+            idx = i;
+            break;
+        }
+    }
+    if (idx == SIZE_MAX) {
+        if (free_idx == SIZE_MAX) {
+            struct share_export *n = realloc(s->exports, (s->nexports + 1) * sizeof *n);
+            if (!n)
+                return VIDMM_E_NO_HOST_MEMORY;
+            s->exports = n;
+            free_idx = s->nexports++;
+            s->exports[free_idx].fd = -1;
+        }
+        struct share_export *e = &s->exports[free_idx];
+        uint8_t nonce[16];
+        struct stat sb;
+        int fd = memfd_create("vidmm-share", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || getentropy(nonce, sizeof nonce) != 0 || pwrite(fd, nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce ||
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
+            fstat(fd, &sb) != 0) {
+            if (fd >= 0)
+                close(fd);
+            return VIDMM_E_NO_HOST_MEMORY;
+        }
+        e->fd = fd;
+        e->dev = sb.st_dev;
+        e->ino = sb.st_ino;
+        memcpy(e->nonce, nonce, sizeof nonce);
+        e->token = tok;
+        e->refs = 0;
+        idx = free_idx;
+        s->st.shares_live++;
+    }
+    int fd = fcntl(s->exports[idx].fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        if (!s->exports[idx].refs) {   /* made for this call: nobody holds it */
+            close(s->exports[idx].fd);
+            s->exports[idx].fd = -1;
+            s->st.shares_live--;
+        }
+        return VIDMM_E_NO_HOST_MEMORY;
+    }
+    if (!o->share) {   /* the exporter's handle holds it from now on */
+        o->share = (uint32_t)idx + 1;
+        s->exports[idx].refs++;
+    }
+    s->st.shares_exported++;
+    *fd_out = fd;
+    return VIDMM_OK;
+}
+
+int vmmd_server_share_fd(const struct vmmd_server *s, uint32_t i)
+{
+    if (!s)
+        return -1;
+    for (size_t k = 0, live = 0; k < s->nexports; k++)
+        if (s->exports[k].fd >= 0 && live++ == i)
+            return fcntl(s->exports[k].fd, F_DUPFD_CLOEXEC, 0);
+    return -1;
+}
+
+/* The export a received descriptor names, or SIZE_MAX: the same file
+ * (device and inode of a live export file of this daemon) with the same
+ * sealed bytes. */
+static size_t export_of_fd(const struct vmmd_server *s, int fd)
+{
+    struct stat sb;
+    uint8_t nonce[16];
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != (off_t)sizeof nonce ||
+        pread(fd, nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
+        return SIZE_MAX;
+    for (size_t i = 0; i < s->nexports; i++) {
+        const struct share_export *e = &s->exports[i];
+        if (e->fd >= 0 && e->dev == sb.st_dev && e->ino == sb.st_ino && !memcmp(e->nonce, nonce, sizeof nonce))
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+static vidmm_status do_open(struct vmmd_server *s, struct vmmd_client *c, int fd, uint64_t *wire)
+{
+    size_t idx = export_of_fd(s, fd);
+    if (idx == SIZE_MAX)
+        return VIDMM_E_INVALID_HANDLE;   /* not a share of this daemon (or its allocation is gone) */
+    vidmm_handle h = 0;
+    vidmm_status st = vidmm_share_open(s->cfg.adapter, c->process, &s->exports[idx].token, &h);
+    if (st < 0)
+        return st;   /* VIDMM_E_STATE: this connection holds it already */
+    /* The opener's handle counts toward its limits as a created one: a
+     * hold keeps the whole allocation alive (docs/DAEMON.md "Limits"). */
+    struct vidmm_allocation_state as;
+    memset(&as, 0, sizeof as);
+    uint32_t slot = 0;
+    st = vidmm_allocation_query(s->cfg.adapter, h, &as);
+    if (st >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
+        s->st.quota_refusals++;
+        LOG(s, 1, "client %u (pid %ld): open of a shared allocation of %llu bytes over its limit (%llu of %llu alive)\n",
+            c->id, (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
+            (unsigned long long)s->cfg.max_alloc_bytes);
+        st = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+    } else if (st >= 0) {
+        st = obj_add(s, c, OBJ_ALLOC, h, 0, &slot);
+    }
+    if (st < 0) {
+        vidmm_allocation_destroy(s->cfg.adapter, h);   /* lets go of the hold just taken */
+        return st;
+    }
+    c->objs[slot].size = as.size;
+    c->alloc_bytes += as.size;
+    c->nallocs++;
+    c->objs[slot].share = (uint32_t)idx + 1;
+    s->exports[idx].refs++;
+    s->st.shares_opened++;
+    *wire = obj_handle(c, slot);
+    return VIDMM_OK;
 }
 
 static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle q)
@@ -847,7 +1030,7 @@ static void admin(struct vmmd_server *s, struct vmmd_client *c, const struct vmm
     free(out);
 }
 
-static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, int in_fd)
 {
     struct vidmm_adapter *a = s->cfg.adapter;
     uint8_t out[VMMD_ADAPTER_INFO_SIZE];
@@ -1411,6 +1594,35 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         st = VIDMM_OK;
         break;
     }
+    case VMMD_OP_SHARE_EXPORT:
+        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = do_export(s, c, slot, &fd);
+        break;
+    case VMMD_OP_SHARE_OPEN: {
+        uint64_t h = 0;
+        st = do_open(s, c, in_fd, &h);
+        vmmd_put64(out, h);
+        n = 8;
+        break;
+    }
+    case VMMD_OP_SHARE_QUERY: {
+        struct vidmm_share_info si;
+        memset(&si, 0, sizeof si);
+        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
+            st = VIDMM_E_INVALID_HANDLE;
+            break;
+        }
+        st = vidmm_share_query(a, c->objs[slot].lib, &si);
+        vmmd_put32(out, si.holders);
+        vmmd_put32(out + 4, si.creator_holds);
+        vmmd_put32(out + 8, si.is_creator);
+        vmmd_put32(out + 12, 0);
+        n = 16;
+        break;
+    }
     case VMMD_OP_DEBUG_CHECK: {
         char report[2048] = "";
         int v = vidmm_adapter_check(a, report, sizeof report);
@@ -1436,8 +1648,26 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
     reply(c, op, r->h.request_id, st, out, n, fd);
 }
 
+static int client_message(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n,
+                          int fds_received, int fd, int truncated);
+
 int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n, int fds_received,
                         int truncated)
+{
+    return vmmd_client_message_fd(s, c, msg, n, fds_received, -1, truncated);
+}
+
+int vmmd_client_message_fd(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n,
+                           int fds_received, int fd, int truncated)
+{
+    int rc = client_message(s, c, msg, n, fds_received, fd, truncated);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static int client_message(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n,
+                          int fds_received, int fd, int truncated)
 {
     if (!s || !c)
         return -1;
@@ -1446,8 +1676,10 @@ int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint
     int d = truncated ? VMMD_DECODE_BAD_LENGTH : vmmd_decode_request(msg, n, &r);
     if (truncated)
         memset(&r, 0, sizeof r);
-    if (d == VMMD_DECODE_OK && fds_received)
-        d = VMMD_DECODE_BAD_FLAGS;   /* nobody sends the daemon descriptors */
+    /* Descriptors come with SHARE_OPEN only, exactly one (its flag is
+     * checked by the decoder). */
+    if (d == VMMD_DECODE_OK && (r.h.opcode == VMMD_OP_SHARE_OPEN ? fds_received != 1 || fd < 0 : fds_received != 0))
+        d = VMMD_DECODE_BAD_FLAGS;
     if (d == VMMD_DECODE_OK) {
         c->requests++;
         c->last_status = VIDMM_PENDING;   /* a parked wait sends no reply now */
@@ -1460,7 +1692,7 @@ int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint
             reply(c, r.h.opcode, r.h.request_id, (vidmm_status)VMMD_E_QUOTA_EXCEEDED, NULL, 0, -1);
             return c->closing ? -1 : 0;
         }
-        handle(s, c, &r);
+        handle(s, c, &r, fd);
         LOG(s, 2, "client %u: %s id %llu: %s\n", c->id, vmmd_op_name(r.h.opcode), (unsigned long long)r.h.request_id,
             vmmd_status_str(c->last_status));
         return c->closing ? -1 : 0;

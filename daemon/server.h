@@ -68,6 +68,10 @@ void vmmd_server_reap(struct vmmd_server *s);
  * queued replies are flushed (framing broken). */
 int vmmd_client_message(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n, int fds_received,
                         int truncated);
+/* The same with the first descriptor received (fd, or -1), which the
+ * call owns and closes: a SHARE_OPEN names its share by it. */
+int vmmd_client_message_fd(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n,
+                           int fds_received, int fd, int truncated);
 
 /* Send what is queued: 1 all sent, 0 the socket is full (wait for
  * POLLOUT), -1 the connection failed (drop it). */
@@ -77,6 +81,10 @@ int vmmd_client_fd(const struct vmmd_client *c);
  * 3 device, 5 paging queue; generation gen): the fuzz harness names
  * objects with it. */
 uint64_t vmmd_client_handle_guess(const struct vmmd_client *c, uint8_t type, uint32_t slot, uint16_t gen);
+/* A duplicate of the i-th live export file (the descriptor a
+ * SHARE_EXPORT reply carries), or -1: the fuzz harness hands it back in
+ * SHARE_OPEN requests, since its socket-less clients get no replies. */
+int vmmd_server_share_fd(const struct vmmd_server *s, uint32_t i);
 int vmmd_client_closing(const struct vmmd_client *c);   /* drop once flushed */
 /* Messages queued and not sent yet: a trim event for this client may be
  * queued while another client's request is handled, so the loop flushes
@@ -99,6 +107,7 @@ struct vmmd_client *vmmd_server_next_pending(struct vmmd_server *s);
 struct vmmd_server_stats {
     uint64_t connections, disconnections, requests, protocol_errors, locks, copy_bytes;
     uint64_t waits_parked, waits_answered;
+    uint64_t shares_exported, shares_opened, shares_live;   /* shared allocations' descriptors */
     uint64_t trim_events, submissions;
     uint64_t quota_refusals;           /* requests and connections refused by a limit */
 };

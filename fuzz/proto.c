@@ -15,9 +15,12 @@
  * becomes a handle of the client: type (1 allocation, 3 device, 5 paging
  * queue, 7 context) from
  * bits 0-7 of the word, slot from bits 8-15, generation from 16-23, so
- * the fuzzer names live objects.  The server lets clients pin their
- * budgets (PROCESS_SET_BUDGET), so trim events are raised and queued
- * (to socket-less clients: dropped) in the middle of requests, the
+ * the fuzzer names live objects.  A repaired SHARE_OPEN carries a
+ * descriptor: with kind bit 3 a live export file of the server (the
+ * request id's low byte picks which; none left: /dev/null), without it
+ * /dev/null (a descriptor that names no share).  The server lets clients
+ * pin their budgets (PROCESS_SET_BUDGET), so trim events are raised and
+ * queued (to socket-less clients: dropped) in the middle of requests, the
  * clients' own or the other's.  Every decode result and status is a
  * known one; after the last record the clients are dropped and
  * vidmm_adapter_check, the live allocation count and the host allocator
@@ -28,6 +31,9 @@
 
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -79,10 +85,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cl[k] = vmmd_client_new(s, -1, 200 + k, 1000, 1000);
             FUZZ_REQUIRE(cl[k] != NULL, "reconnect");
         }
+        int fd = -1, fds = 0;
         if ((kind & 1) && n >= VMMD_HEADER_SIZE) {
             uint16_t op = vmmd_get16(msg + 6);
             uint64_t id = vmmd_get64(msg + 16);
-            vmmd_header_put(msg, op, (uint32_t)(n - VMMD_HEADER_SIZE), 0, id);
+            if (op == VMMD_OP_SHARE_OPEN) {
+                if (kind & 8)
+                    fd = vmmd_server_share_fd(s, (uint32_t)(id & 0xff));
+                if (fd < 0)
+                    fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                fds = fd >= 0;
+            }
+            vmmd_header_put(msg, op, (uint32_t)(n - VMMD_HEADER_SIZE), fds ? VMMD_FLAG_FD : 0, id);
             for (size_t o = VMMD_HEADER_SIZE; o + 8 <= n; o += 8) {
                 uint64_t w = vmmd_get64(msg + o);
                 if ((w >> 56) == 0xFE)
@@ -103,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE(r.h.opcode != VMMD_EV_TRIM, "an event opcode decoded as a request");
         if (d == 0 && r.data)
             FUZZ_REQUIRE(r.data + r.data_size <= msg + n, "data past the message");
-        if (vmmd_client_message(s, cl[k], msg, n, 0, 0) < 0) {
+        if (vmmd_client_message_fd(s, cl[k], msg, n, fds, fd, 0) < 0) {   /* closes fd */
             vmmd_client_drop(s, cl[k], "fuzz: protocol error");
             cl[k] = NULL;
         }

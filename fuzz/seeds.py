@@ -208,6 +208,16 @@ def proto():
                 m[i] = r.randrange(256)
             recs.append(rec(bytes(m), r.choice([1, 1, 1, 3, 0, 5])))
         put("proto", "random%d" % k, b"".join(recs))
+    # shared allocations: client 0 creates one shareable (slot 7) and
+    # exports it; client 1 opens it by the export file (kind bit 3), uses
+    # and queries it, opens /dev/null; client 0 lets go, then client 1
+    # dies holding it
+    share = [create(1, 262144, 3), msg(48, h(1, 7)), msg(50, h(1, 7))]
+    opener = [msg(13, h(1, 7)), msg(14, h(1, 7)), msg(50, h(1, 7)),
+              msg(10, h(3, 1) + h(5, 2) + struct.pack("<II", 0, 1) + h(1, 7))]
+    put("proto", "share", b"".join(rec(m) for m in setup + share) + b"".join(rec(m, 3) for m in setup) +
+        rec(msg(49, rid=0), 11) + b"".join(rec(m, 3) for m in opener) + rec(msg(49), 3) + rec(msg(49, rid=0), 11) +
+        rec(msg(48, h(1, 3))) + rec(msg(9, h(1, 7))) + rec(msg(50, h(1, 7)), 3) + rec(msg(1), 7))
 
 
 if __name__ == "__main__":

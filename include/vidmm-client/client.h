@@ -185,6 +185,29 @@ vidmm_status vidmm_client_context_wait(struct vidmm_client *c, vidmm_handle cont
 vidmm_status vidmm_client_debug_check(struct vidmm_client *c, uint32_t *violations, uint32_t *clients,
                                       uint64_t *live_allocations);
 
+/* Shared allocations (vidmm/share.h; docs/DAEMON.md "Shared
+ * allocations").  An allocation created with VIDMM_CREATE_SHARED
+ * (create2 / device_allocation_create flags) is exported as a file
+ * descriptor (*fd, close-on-exec, the caller's to close): pass it to
+ * another process (SCM_RIGHTS over any Unix socket, fork), whose
+ * connection opens it and gets its own handle.  The descriptor is the
+ * capability: the daemon recognises only descriptors of the files it
+ * made, so no handle value or forged file opens a share.  The
+ * allocation lives until every holder destroyed its handle or closed
+ * its connection.  Statuses as vidmm_share_export / vidmm_share_open;
+ * open answers VIDMM_E_INVALID_HANDLE for a descriptor that names no
+ * live share of this daemon, and keeps fd open (the caller's). */
+vidmm_status vidmm_client_share_export(struct vidmm_client *c, vidmm_handle allocation, int *fd);
+vidmm_status vidmm_client_share_open(struct vidmm_client *c, int fd, vidmm_handle *allocation);
+struct vidmm_client_share_info {
+    uint32_t holders;            /* processes holding it */
+    uint32_t creator_holds;      /* the creator has not let go */
+    uint32_t is_creator;         /* this handle is the creator's */
+    uint32_t reserved;
+};
+vidmm_status vidmm_client_share_query(struct vidmm_client *c, vidmm_handle allocation,
+                                      struct vidmm_client_share_info *out);
+
 /* ---- limits and administration (docs/DAEMON.md "Limits", "Observing the daemon") ---- */
 
 /* Statuses vidmmd adds to the library's: a per-connection or per-uid

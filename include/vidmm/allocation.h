@@ -56,7 +56,11 @@ VIDMM_API vidmm_status vidmm_allocation_create(struct vidmm_adapter *adapter, co
 VIDMM_API vidmm_status vidmm_allocation_create2(struct vidmm_adapter *adapter, const void *private_data,
                                       size_t private_data_size, uint32_t flags, vidmm_handle *out);
 
-/* Release the allocation and its placement.  VIDMM_E_BUSY while locked. */
+/* Release the allocation and its placement.  VIDMM_E_BUSY while locked.
+ * With a holder's handle of a shared allocation (vidmm/share.h): that
+ * holder lets go (VIDMM_E_BUSY while locked through that handle; GPU
+ * work using it finishes first, VIDMM_E_TIMEOUT when an engine hung),
+ * and the allocation is released with its last holder. */
 VIDMM_API vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *adapter, vidmm_handle h);
 
 enum vidmm_layout {

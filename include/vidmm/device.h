@@ -84,7 +84,11 @@ VIDMM_API vidmm_status vidmm_context_query(const struct vidmm_adapter *adapter, 
  * Destroying the process destroys its allocations (unlocked and taken
  * off the display first; memory freed once its GPU work finished).
  * Allocations of vidmm_allocation_create/create2 stay adapter-wide:
- * every process may name them (the shared and kernel-side case).
+ * every process may name them (the kernel-side case).  flags:
+ * VIDMM_CREATE_RESIDENT, and VIDMM_CREATE_SHARED (vidmm/share.h): the
+ * allocation may be exported to other processes, each of which then
+ * holds it through a handle of its own; the process's destruction then
+ * lets go of it rather than destroying it while others hold it.
  * VIDMM_E_INVALID_HANDLE for a bad device, VIDMM_E_DEVICE_LOST in the
  * error state, else the statuses of vidmm_allocation_create2. */
 VIDMM_API vidmm_status vidmm_device_allocation_create(struct vidmm_adapter *adapter, vidmm_handle device,

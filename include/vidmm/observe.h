@@ -91,10 +91,11 @@ struct vidmm_allocation_filter {
 };
 
 struct vidmm_allocation_item {
-    vidmm_handle handle;
+    vidmm_handle handle;            /* shared (vidmm/share.h): the handle of process's hold */
     /* The process it belongs to: the one it is private to
-     * (vidmm_device_allocation_create), else its accounting owner (the
-     * first process that made it resident), else 0. */
+     * (vidmm_device_allocation_create; a shared allocation's creator while
+     * it holds it), else its accounting owner (the first process that made
+     * it resident), else a shared allocation's first holder, else 0. */
     vidmm_handle process;
     uint64_t size;                  /* bytes placed */
     uint64_t offset;                /* of its first extent in segment_id (0 in system memory) */

@@ -14,6 +14,7 @@
 #include "vidmm/gpummu.h"
 #include "vidmm/process.h"
 #include "vidmm/device.h"
+#include "vidmm/share.h"
 #include "vidmm/policy.h"
 #include "vidmm/residency.h"
 #include "vidmm/submit.h"

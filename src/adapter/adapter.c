@@ -288,6 +288,7 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     vidmm_objtab_init(&a->processes, VIDMM_HANDLE_TYPE_PROCESS, a->handle_salt);
     vidmm_objtab_init(&a->allocations, VIDMM_HANDLE_TYPE_ALLOCATION, a->handle_salt);
     vidmm_objtab_set_object_generation(&a->allocations, (uint32_t)offsetof(struct vidmm_allocation, handle_gen));
+    vidmm_objtab_init(&a->share_holders, VIDMM_HANDLE_TYPE_SHARED_ALLOCATION, a->handle_salt);
     /* Grows on demand (16, 32, ... slots) up to the caller's bound; its
      * own host allocation sites, so an OOM test fails its growth alone. */
     vidmm_objtab_set_limit(&a->processes, max_processes ? max_processes : VIDMM_DEFAULT_MAX_PROCESSES);
@@ -562,6 +563,8 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_objtab_fini(&a->devices, a->ha);
     vidmm_objtab_fini(&a->contexts, a->ha);
     vidmm_objtab_fini(&a->processes, a->ha);
+    vidmm_objtab_fini(&a->share_holders, a->ha);   /* empty: every holder was a process's */
+    vidmm_share_fini(a);
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     vidmm_fence_fini(a);

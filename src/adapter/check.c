@@ -11,6 +11,7 @@
 #include "core/report.h"
 #include "model/objects.h"
 #include "alloc/alloc.h"
+#include "allocation/allocation.h"
 #include "content/content.h"
 #include "device/device.h"
 #include "mmu/mmu.h"
@@ -255,10 +256,21 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
                 vidmm_report_add(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
             else if (v->d.object_offset + v->d.size > al->size)
                 vidmm_report_add(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
-            else if (al->private_process && al->private_process != p->self)
+            else if (al->share && vidmm_share_handle_in(al, p->self) == al->self &&
+                     !(al->share->holders->creator && al->private_process == p->self))
+                vidmm_report_add(&r, "process %u: VA 0x%llx maps a shared allocation the process does not hold", i,
+                    (unsigned long long)v->d.va);
+            else if (!al->share && al->private_process && al->private_process != p->self)
                 vidmm_report_add(&r, "process %u: VA 0x%llx maps another process's private allocation", i,
                     (unsigned long long)v->d.va);
         }
+    }
+    {
+        char smsg[160];
+        smsg[0] = '\0';
+        int se = vidmm_share_check(a, smsg, sizeof(smsg));
+        if (se)
+            vidmm_report_add(&r, "shared allocations: %d violations (%s)", se, smsg);
     }
     {
         char hmsg[160];
@@ -271,6 +283,9 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         uint32_t i = it - 1;
         if (!al->live || al->self != ((al->self & ~0xFFFFFFull) | i))
             vidmm_report_add(&r, "allocation %u: in the table but not live, or named by another slot", i);
+        if (!al->shared != !al->share)
+            vidmm_report_add(&r, "allocation %u: shared flag %u but share record %s", i, al->shared,
+                             al->share ? "set" : "none");
         if (!al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
             vidmm_report_add(&r, "allocation %u: private to a dead process", i);
         check_allocation(a, i, al, sum, &r);

@@ -120,6 +120,16 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
         vidmm_report_add(r, "display.system_primary_mapped_iff_displayed: primary %u in system memory is %s the aperture "
                "while %s", idx, pl->ap_mapped ? "mapped into" : "not mapped into",
             al->displayed ? "displayed" : "not displayed");
+    if (al->share && al->owned) {
+        /* D53: a shared allocation's bytes count in one process's usage,
+         * its owner's, and the owner is one of its holders. */
+        const struct vidmm_share_holder *sh = al->share->holders;
+        while (sh && sh->process != al->pe.process)
+            sh = sh->next;
+        if (!sh)
+            vidmm_report_add(r, "share.usage_counts_to_a_holder: shared allocation %u counts in the usage of process "
+                   "0x%llx, which does not hold it", idx, (unsigned long long)al->pe.process);
+    }
     if (al->busy && !al->resident)
         vidmm_report_add(r, "submit.busy_is_resident: allocation %u is referenced by %u in-flight submission%s and evicted", idx,
             al->busy, al->busy == 1 ? "" : "s");

@@ -21,6 +21,14 @@ struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vid
  * private allocation is not a handle there (D38). */
 struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process);
 
+/* The hold a handle names on a shared allocation (an opener's handle,
+ * or the creator's while it holds), else NULL. */
+struct vidmm_share_holder *vidmm_share_holder_of(const struct vidmm_adapter *a, vidmm_handle h);
+
+/* The handle process names al by: its holder's handle when al is
+ * shared (what VA queries report), else al's own. */
+vidmm_handle vidmm_share_handle_in(const struct vidmm_allocation *al, vidmm_handle process);
+
 void vidmm_handle_table_fini(struct vidmm_adapter *a);
 /* The table and the object pool agree (for vidmm_adapter_check). */
 int vidmm_handle_check(const struct vidmm_adapter *a, char *msg, size_t n);

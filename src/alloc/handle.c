@@ -67,12 +67,24 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
 
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
+    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+        const struct vidmm_share_holder *sh = vidmm_objtab_get(&a->share_holders, h);
+        return sh ? sh->share->al : NULL;   /* a holder keeps it alive: never a zombie */
+    }
     struct vidmm_allocation *al = vidmm_handle_get_any(a, h);
-    return al && !al->zombie ? al : NULL;   /* a zombie (destroyed while in use) is gone for the API */
+    if (!al || al->zombie)
+        return NULL;   /* a zombie (destroyed while in use) is gone for the API */
+    /* A shared allocation whose creator let go: its own handle is gone
+     * with that hold, only the openers' handles name it. */
+    return al->shared && !al->share->holders->creator ? NULL : al;
 }
 
 struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process)
 {
+    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+        const struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
+        return sh && sh->process == process ? sh->share->al : NULL;
+    }
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     return al && (!al->private_process || al->private_process == process) ? al : NULL;
 }
@@ -80,6 +92,27 @@ struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vid
 struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h)
 {
     return vidmm_objtab_get(&a->allocations, h);
+}
+
+struct vidmm_share_holder *vidmm_share_holder_of(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION)
+        return vidmm_objtab_get(&a->share_holders, h);
+    const struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
+    if (!al || !al->shared || al->zombie)
+        return NULL;
+    struct vidmm_share_holder *c = al->share->holders;   /* the creator's hold is kept first */
+    return c && c->creator ? c : NULL;
+}
+
+vidmm_handle vidmm_share_handle_in(const struct vidmm_allocation *al, vidmm_handle process)
+{
+    if (!al->share)
+        return al->self;
+    for (const struct vidmm_share_holder *sh = al->share->holders; sh; sh = sh->next)
+        if (sh->process == process)
+            return sh->self;
+    return al->self;
 }
 
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)

@@ -243,24 +243,44 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
+    /* A holder's handle of a shared allocation: that holder lets go;
+     * the last one destroys it (vidmm/share.h). */
+    struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
+    if (sh)
+        return vidmm_share_close(a, sh);
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     if (al->lock_count)
         return VIDMM_E_BUSY;
-    if (al->displayed)
-        undisplay_all(a, h, al);
-    /* GPU work still uses it: the handle goes now, the memory later. */
-    if (vidmm_allocation_defer_destroy(a, al))
-        return VIDMM_OK;
-    vidmm_allocation_destroy_now(a, al);
+    vidmm_allocation_destroy_unlocked(a, al);
     return VIDMM_OK;
 }
 
-void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
+void vidmm_allocation_destroy_unlocked(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    vidmm_handle h = al->self;
+    if (al->displayed)
+        undisplay_all(a, al->self, al);
+    /* GPU work still uses it: the handle goes now, the memory later. */
+    if (vidmm_allocation_defer_destroy(a, al))
+        return;
+    vidmm_allocation_destroy_now(a, al);
+}
+
+void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t n)
+{
+    if (VIDMM_BUG_ON(a, n > al->lock_count))
+        n = al->lock_count;
+    al->lock_count -= n;
+    if (!al->lock_count && al->lock_ptr) {
+        host_ap_release(a, al);
+        al->lock_ptr = NULL;
+    }
+}
+
+void vidmm_allocation_unlist_private(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
     struct vidmm_process *creator = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
     if (creator) {   /* off its creator's list (a dead creator's list was let go) */
         if (al->private_prev)
@@ -272,6 +292,13 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
         al->private_prev = al->private_next = NULL;
         creator->private_allocations--;
     }
+    al->private_process = 0;
+}
+
+void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    vidmm_handle h = al->self;
+    vidmm_allocation_unlist_private(a, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     vidmm_unplace(a, al, &al->pl);
@@ -588,8 +615,13 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return VIDMM_E_NOT_SUPPORTED;
     if (al->lock_count == UINT32_MAX)
         return VIDMM_E_BUSY;
+    /* A shared allocation's locks are counted per holder too: a holder
+     * that goes takes its own locks with it (vidmm/share.h). */
+    struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
     if (al->lock_count) {
         al->lock_count++;
+        if (sh)
+            sh->locks++;
         *cpu = al->lock_ptr;
         return VIDMM_OK;
     }
@@ -635,6 +667,8 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
     }
     al->lock_count = 1;
     al->lock_ptr = p;
+    if (sh)
+        sh->locks++;
     *cpu = p;
     return VIDMM_OK;
 }
@@ -649,6 +683,12 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
                           (unsigned long long)(h));
     if (al->lock_count == 0)
         return VIDMM_E_STATE;
+    struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
+    if (sh && !sh->locks)
+        return vidmm_fail(VIDMM_E_STATE, "shared allocation 0x%llx: not locked through this handle",
+                          (unsigned long long)h);
+    if (sh)
+        sh->locks--;
     if (--al->lock_count == 0) {
         host_ap_release(a, al);
         al->lock_ptr = NULL;
@@ -670,6 +710,7 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
                               (unsigned long long)(h));
         if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
             return VIDMM_E_NOT_SUPPORTED;
+        h = al->self;   /* the sources name it by its own handle (a holder's resolves to it) */
     }
     vidmm_handle old = a->displayed[source];
     if (old == h)
@@ -700,8 +741,8 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
     }
     a->displayed[source] = h;
     if (old != VIDMM_HANDLE_NULL) {
-        struct vidmm_allocation *o = vidmm_handle_get(a, old);
-        if (o && --o->displayed == 0)
+        struct vidmm_allocation *o = vidmm_handle_get_any(a, old);   /* its creator may have let go */
+        if (o && !o->zombie && o->displayed && --o->displayed == 0)
             display_unmap(a, o);
     }
     return vidmm_paging_flush(a);
@@ -737,17 +778,24 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
     vidmm_handle proc = device_process(a, device, &st);
     if (!proc)
         return st;
-    st = vidmm_allocation_create2(a, priv, priv_size, flags, out);
-    if (st >= 0) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, *out);
-        struct vidmm_process *p = vidmm_process_get(a, proc);
-        al->private_process = proc;
-        al->private_prev = NULL;
-        al->private_next = p->private_first;
-        if (p->private_first)
-            p->private_first->private_prev = al;
-        p->private_first = al;
-        p->private_allocations++;
+    st = vidmm_allocation_create2(a, priv, priv_size, flags & ~VIDMM_CREATE_SHARED, out);
+    if (st < 0)
+        return st;
+    struct vidmm_allocation *al = vidmm_handle_get(a, *out);
+    struct vidmm_process *p = vidmm_process_get(a, proc);
+    al->private_process = proc;
+    al->private_prev = NULL;
+    al->private_next = p->private_first;
+    if (p->private_first)
+        p->private_first->private_prev = al;
+    p->private_first = al;
+    p->private_allocations++;
+    if (flags & VIDMM_CREATE_SHARED) {
+        st = vidmm_share_attach(a, al, proc);
+        if (st < 0) {
+            vidmm_allocation_destroy_now(a, al);   /* just made: idle, unlocked, not displayed; off p's list */
+            *out = VIDMM_HANDLE_NULL;
+        }
     }
     return st;
 }
@@ -785,6 +833,10 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
         return;
+    /* Its holds of shared allocations first (O(its holds)): one it
+     * created that others still hold leaves its list there, one whose
+     * last holder it was is destroyed (or deferred) with it. */
+    vidmm_share_process_gone(a, p);
     for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
         next = al->private_next;
         if (al->zombie)

@@ -23,6 +23,7 @@
 #include "vidmm/tdr.h"
 #include "vidmm/power.h"
 #include "vidmm/observe.h"
+#include "vidmm/share.h"
 
 #include "core/objtab.h"
 #include "seg/page_pool.h"
@@ -87,7 +88,7 @@ struct vidmm_allocation {
      * already referenced allocation reads this line and its reference
      * record only). */
     _Alignas(64) uint16_t handle_gen; /* its handle's generation (core/objtab.h: lookups read it here) */
-    uint16_t pad0;
+    uint16_t shared;                /* share != NULL (here: handle lookups read this line only) */
     uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
     int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
@@ -140,6 +141,9 @@ struct vidmm_allocation {
     /* Isolation (D38): the process it was created for through a device,
      * whose calls alone may name it; 0 = adapter-wide (create/create2). */
     vidmm_handle private_process;
+    /* Sharing (allocation/share.c, docs/SHARING.md): non-NULL for an
+     * allocation created with VIDMM_CREATE_SHARED; its holders, token. */
+    struct vidmm_share *share;
     /* On its creator's list of private allocations (private_process set,
      * until destroyed or the creator is gone), and on its residency
      * owner's list of owned allocations (pe.process set): a process's
@@ -160,6 +164,32 @@ struct vidmm_allocation {
     char *name;
     uint32_t name_size;
     void *user_data;
+};
+
+/* One process's hold on a shared allocation (vidmm/share.h): the
+ * creator's (named by the allocation's own handle) or an opener's (named
+ * by a handle of the share-holder table, type
+ * VIDMM_HANDLE_TYPE_SHARED_ALLOCATION).  Holders keep the allocation
+ * alive: it is destroyed when the last one lets go. */
+struct vidmm_share_holder {
+    struct vidmm_share *share;
+    vidmm_handle process;           /* the holding process */
+    vidmm_handle self;              /* its handle: the allocation's own for the creator */
+    uint32_t locks;                 /* CPU locks taken through this handle (in al->lock_count) */
+    uint32_t creator;               /* the creator's hold (handle = the allocation's) */
+    struct vidmm_share_holder *next; /* the share's holders */
+    struct vidmm_share_holder *proc_prev, *proc_next; /* the holding process's holds */
+};
+
+/* A shared allocation's sharing state: its token (the adapter's table
+ * of tokens is the list of these) and its holders, one per process. */
+struct vidmm_share {
+    struct vidmm_allocation *al;
+    uint64_t token[2];              /* 128 random bits; never 0, 0 */
+    struct vidmm_share_holder *holders;
+    uint32_t holder_count;
+    uint32_t exported;              /* tokens handed out (vidmm_share_export calls) */
+    struct vidmm_share *prev, *next; /* the adapter's shares */
 };
 
 /* One device's references to one allocation (an entry of the device's
@@ -222,6 +252,11 @@ struct vidmm_process {
     struct vidmm_allocation *owned_first, *private_first;
     uint64_t owned_allocations;
     uint64_t private_allocations;
+    /* Its holds of shared allocations (allocation/share.c), through the
+     * holders' proc_* links and counted: its teardown lets go of these,
+     * not of every share. */
+    struct vidmm_share_holder *share_holds;
+    uint32_t share_hold_count;
     /* Spare vidmm_va_user links (through next) for allocations this
      * process will map first in the change being prepared. */
     struct vidmm_va_user *spare_users;
@@ -411,6 +446,15 @@ struct vidmm_adapter {
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
+    /* Shared allocations (allocation/share.c): the openers' handles
+     * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder)
+     * and every share (a list, and the token table an open looks up). */
+    struct vidmm_objtab share_holders;
+    struct vidmm_share *shares;
+    uint32_t share_count;
+    uint32_t share_index_cap;       /* slots of share_index: 0 or a power of two, at most half full */
+    struct vidmm_share **share_index; /* the token table: open addressing by token[0], linear probing */
+    uint64_t share_tokens;          /* tokens made: mixed into the next (entropy fallback) */
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */
     struct vidmm_res_state *res;
@@ -454,6 +498,7 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 #define VIDMM_HANDLE_TYPE_CONTEXT 4u
 #define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
 #define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
+#define VIDMM_HANDLE_TYPE_SHARED_ALLOCATION 7u /* an opener's handle of a shared allocation (vidmm/share.h) */
 
 /* The process in handle-table slot `slot`, or NULL. */
 static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)

@@ -40,6 +40,13 @@ static int uses(const struct vidmm_allocation *al, vidmm_handle p, int *shared)
         mine |= q == p;
         other |= q && q != p;
     }
+    /* A shared allocation is every holder's, as an imported dma-buf is
+     * each importing client's (vidmm/share.h). */
+    if (al->shared)
+        for (const struct vidmm_share_holder *sh = al->share->holders; sh; sh = sh->next) {
+            mine |= sh->process == p;
+            other |= sh->process != p;
+        }
     *shared = other;
     return mine;
 }

@@ -92,7 +92,10 @@ vidmm_handle vidmm_observe_process_of(const struct vidmm_allocation *al)
 {
     if (al->private_process)
         return al->private_process;
-    return al->owned ? al->pe.process : 0;
+    if (al->owned)
+        return al->pe.process;
+    /* A shared allocation its creator let go, unowned: its first holder's. */
+    return al->shared ? al->share->holders->process : 0;
 }
 
 uint32_t vidmm_observe_residency(const struct vidmm_allocation *al)
@@ -292,7 +295,9 @@ static vidmm_status iterate(const struct vidmm_adapter *a, const struct vidmm_al
         if (f && (f->flags & VIDMM_FILTER_RESIDENCY) && !(res & f->residency))
             continue;
         memset(out, 0, sizeof(*out));
-        out->handle = al->self;
+        /* A shared allocation by the handle of its process's hold: its
+         * own handle names nothing once its creator let go. */
+        out->handle = al->shared ? vidmm_share_handle_in(al, proc) : al->self;
         out->process = proc;
         out->size = al->size;
         out->offset = offset;

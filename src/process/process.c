@@ -427,9 +427,9 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
         if ((min && cpu < min) || (max && cpu + size > max))
             return VIDMM_E_NO_SEGMENT_SPACE;
         uint32_t added = 0;
-        vidmm_status st = vidmm_va_object_mapping_count(&p->vs, allocation) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+        vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
         if (st >= 0)
-            st = vidmm_va_map(&p->vs, cpu, 0, 0, size, allocation, offset, prot, driver_protection, va);
+            st = vidmm_va_map(&p->vs, cpu, 0, 0, size, al->self, offset, prot, driver_protection, va);
         if (st < 0)
             unreserve_users(a, p, added);
         return st;
@@ -438,10 +438,12 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
      * mixes reservation-backed bytes with free or plain-mapped ones is
      * BUSY, before any table is made), then the span gets its tables. */
     struct vidmm_va_prep op;
+    /* The VA space names the object by its own handle (an opener's
+     * handle of a shared allocation resolves to it). */
     uint32_t added = 0;   /* first, so that its refusal changes nothing: p joins al's users in the commit */
-    vidmm_status st = vidmm_va_object_mapping_count(&p->vs, allocation) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+    vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
     if (st >= 0)
-        st = vidmm_va_map_prepare(&p->vs, base, min, max, size, allocation, offset, prot, driver_protection, &op);
+        st = vidmm_va_map_prepare(&p->vs, base, min, max, size, al->self, offset, prot, driver_protection, &op);
     if (st < 0) {
         unreserve_users(a, p, added);
         return finish(a, p, st);
@@ -543,7 +545,7 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
                 st = VIDMM_E_OVERFLOW;
             else if (o->size > al->size || o->offset > al->size - o->size)
                 st = VIDMM_E_INVALID_ARG;
-            v[i].object = o->allocation;
+            v[i].object = al ? al->self : o->allocation;
         } else if (o->type > VIDMM_GPUVA_UPDATE_COPY) {
             st = VIDMM_E_INVALID_ARG;
         }
@@ -612,7 +614,9 @@ static vidmm_status gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, u
         out[n].size = r->d.size;
         out[n].state = r->d.state;
         out[n].mode = r->d.mode;
-        out[n].allocation = r->d.object;
+        out[n].allocation = r->d.state == VIDMM_VA_MAPPED && vidmm_handle_get_any(a, r->d.object)
+                                ? vidmm_share_handle_in(vidmm_handle_get_any(a, r->d.object), p->self)
+                                : r->d.object;   /* this process's own handle of a shared allocation */
         out[n].offset = r->d.object_offset;
         out[n].protection = r->d.prot;
     }
@@ -667,6 +671,19 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
         }
     }
     return VIDMM_OK;
+}
+
+void vidmm_process_unmap_allocation_in(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_allocation *al)
+{
+    if (!vidmm_va_object_mapping_count(&p->vs, al->self))
+        return;
+    /* As below: in place, cannot fail; the commit takes p off al's users
+     * (on_object), the other holders' processes stay on it. */
+    struct vidmm_va_prep op;
+    if (vidmm_va_unmap_object_prepare(&p->vs, al->self, &op) == VIDMM_OK)
+        vidmm_va_commit(&p->vs, &op);
+    if (!p->iommu)
+        (void)vidmm_pt_flush(a, p);
 }
 
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)

@@ -17,6 +17,9 @@ vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_al
 /* The allocation is being destroyed: unmap it everywhere. */
 void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
+/* One process lets go of al (a holder of a shared allocation closed its
+ * handle): unmap it in p only. */
+void vidmm_process_unmap_allocation_in(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_allocation *al);
 /* Take p off the adapter's list of live processes (teardown, with its
  * table slot, under the fence lock). */
 void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p);

@@ -369,7 +369,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         /* Lists stream through objects that are rarely in cache: fetch
          * the object 16 ahead and the reference record 4 ahead, so the
          * misses overlap instead of queueing. */
-        if (i + 16 < args->count) {
+        if (i + 16 < args->count && (list[i + 16] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
             uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
             const char *o = vidmm_objtab_at(&a->allocations, idx);
             if (o) {
@@ -377,7 +377,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
             }
         }
-        if (i + 4 < args->count) {
+        if (i + 4 < args->count && (list[i + 4] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
             uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
             const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
             if (o && o->refs)
@@ -466,7 +466,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->scratch_ref)
                 continue;
-            st = fast_reserve(a, d, (uint32_t)list[i] & 0xFFFFFFu);   /* every record has its entry */
+            /* Every record has its entry, at its allocation's own slot (list[i]
+             * may be an opener's handle of a shared allocation). */
+            st = fast_reserve(a, d, (uint32_t)al->self & 0xFFFFFFu);
             if (st < 0)
                 break;
             struct vidmm_res_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_res_ref));
@@ -578,11 +580,18 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         }
         /* Resident, owned, not offered, on the list: the next call may
          * take the fast path. */
-        struct vidmm_res_slot *e = vidmm_res_slot_of(d, list[i]);
+        /* A shared allocation only on its creator's devices, which name
+         * it by its own handle: the fast path checks the handle's slot
+         * and generation, not which process may use that handle, so an
+         * opener's device must not have an entry the creator's handle
+         * would pass (vidmm/share.h).  Openers take the full path. */
+        if (al->shared && al->private_process != p->self)
+            continue;
+        struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
         if (!e)
             continue;   /* not reached: every record has its entry */
         e->ok = 1;
-        e->gen = (uint16_t)(list[i] >> 24);
+        e->gen = (uint16_t)(al->self >> 24);
         e->group = (uint8_t)(al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
         e->clock = now;
     }

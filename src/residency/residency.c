@@ -808,6 +808,19 @@ void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
         vidmm_res_set_owner(a, p->owned_first, NULL);
 }
 
+void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
+{
+    struct vidmm_res_ref **pp = &al->refs;
+    while (*pp) {
+        if ((*pp)->dev->process == p)
+            vidmm_res_unlink_ref(a, *pp);   /* unlinks *pp: the next one moves up */
+        else
+            pp = &(*pp)->al_next;
+    }
+    if (al->pe.process == p->self)
+        vidmm_res_set_owner(a, al, NULL);   /* off p's list of owned allocations too */
+}
+
 /* ---- the checker ----------------------------------------------------------- */
 
 /* Device d's fast table: every record's slot has its entry (chunk);

@@ -35,6 +35,10 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
 /* A process goes: allocations it owned become unowned. */
 void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
 
+/* One holder of a shared allocation lets go (vidmm/share.h): the
+ * references of p's devices go, and al is unowned if p owned it. */
+void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p);
+
 /* Evict a resident allocation now (content kept unless offered, or
  * not_written with a current backing copy). */
 vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written);

@@ -1,7 +1,8 @@
 /*
  * hostile.c - raw protocol abuse against a running vidmmd: truncated,
  * oversized, short and bad-magic messages, a wrong version, unknown
- * opcodes, wrong payload sizes, descriptors sent to the daemon, guessed
+ * opcodes, wrong payload sizes, descriptors sent to the daemon (and
+ * SHARE_OPEN without, with two, or with one that names no share), guessed
  * handles, random bytes, a client that never reads its replies, a
  * locked copy whose size the client tries to change.  Each gets an error
  * reply or the disconnection of that client only: a bystander client's
@@ -92,6 +93,31 @@ static size_t msg(uint8_t *b, uint16_t op, const void *payload, uint32_t n)
     if (n && payload)
         memcpy(b + VMMD_HEADER_SIZE, payload, n);
     return VMMD_HEADER_SIZE + n;
+}
+
+/* Send b with nfds descriptors attached (SCM_RIGHTS). */
+static int send_fds(int fd, const void *b, size_t n, const int *fds, int nfds)
+{
+    union {
+        char c[CMSG_SPACE(sizeof(int) * 2)];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = { (void *)b, n };
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (nfds) {
+        mh.msg_control = u.c;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+    }
+    return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
 }
 
 static void bystander_ok(const char *after)
@@ -264,6 +290,38 @@ int main(int argc, char **argv)
         CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)n, "sendmsg with a descriptor");
         close(pass);
         CHECK(raw_reply(fd, NULL, NULL) == VIDMM_E_INVALID_ARG, "a descriptor sent to the daemon");
+    }
+    /* SHARE_OPEN and descriptors (docs/PROTOCOL.md): its flag without a
+     * descriptor, a descriptor without its flag, two descriptors, the
+     * flag on another request - refused, the connection goes on; a
+     * descriptor that is not an export file of the daemon: a valid
+     * request naming no share. */
+    {
+        int dn[2] = { open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_RDONLY | O_CLOEXEC) };
+        struct {
+            const char *what;
+            uint16_t op;
+            uint32_t flags;
+            int nfds;
+            int want;
+        } cases[] = {
+            { "SHARE_OPEN flagged, no descriptor", VMMD_OP_SHARE_OPEN, VMMD_FLAG_FD, 0, VIDMM_E_INVALID_ARG },
+            { "SHARE_OPEN with a descriptor, not flagged", VMMD_OP_SHARE_OPEN, 0, 1, VIDMM_E_INVALID_ARG },
+            { "SHARE_OPEN with two descriptors", VMMD_OP_SHARE_OPEN, VMMD_FLAG_FD, 2, VIDMM_E_INVALID_ARG },
+            { "HELLO flagged with a descriptor", VMMD_OP_HELLO, VMMD_FLAG_FD, 1, VIDMM_E_INVALID_ARG },
+            { "SHARE_OPEN of /dev/null", VMMD_OP_SHARE_OPEN, VMMD_FLAG_FD, 1, VIDMM_E_INVALID_HANDLE },
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            vmmd_header_put(b, cases[i].op, 0, cases[i].flags, 42);
+            CHECK(send_fds(fd, b, VMMD_HEADER_SIZE, dn, cases[i].nfds) == 0, "%s: send", cases[i].what);
+            uint16_t op = 0;
+            int st = raw_reply(fd, &op, NULL);
+            CHECK(st == cases[i].want, "%s: reply %d, want %d", cases[i].what, st, cases[i].want);
+        }
+        n = msg(b, VMMD_OP_HELLO, NULL, 0);
+        CHECK(raw_send(fd, b, n) == 0 && raw_reply(fd, NULL, NULL) == VIDMM_OK, "connection unusable after SHARE_OPEN abuse");
+        close(dn[0]);
+        close(dn[1]);
     }
     close(fd);
     bystander_ok("refused requests");

@@ -7,7 +7,8 @@
  * Each limit is reached, the refused request answers
  * VIDMM_CLIENT_E_QUOTA_EXCEEDED and changes nothing (the daemon's own
  * figures before and after agree), another connection is not affected,
- * and freeing room makes the same request succeed.  The requests-in-
+ * and freeing room makes the same request succeed (a SHARE_OPEN counts
+ * toward the byte limit as a creation).  The requests-in-
  * flight limit is driven with raw pipelined QUEUE_WAITs on a fence that
  * never comes.  The administration requests are refused to a uid other
  * than the daemon's or root (when the test runs as root).
@@ -102,6 +103,53 @@ static void test_alloc_bytes(const char *sock, uint64_t limit)
     CHECK(find_record(conn_of(c), &rec) && rec.allocated_bytes == 3 * piece + 65536 && rec.allocations == 4,
           "allocated %llu after destroy + create", (unsigned long long)rec.allocated_bytes);
     vidmm_client_disconnect(other);
+    vidmm_client_disconnect(c);
+}
+
+/* A shared allocation opened counts toward the opener's byte limit as a
+ * created one (a hold keeps the whole allocation alive): an open over it
+ * is refused and changes nothing - no handle, the holders and the
+ * adapter's allocations as before - and succeeds once room is made. */
+static void test_share_open_bytes(const char *sock, uint64_t limit)
+{
+    struct vidmm_client *c = NULL, *o = NULL;
+    CHECK_ST(vidmm_client_connect(sock, &c), VIDMM_OK);
+    CHECK_ST(vidmm_client_connect(sock, &o), VIDMM_OK);
+    if (!c || !o)
+        return;
+    uint64_t piece = limit / 4;
+    vidmm_handle sh = 0, got = 0, h[4] = { 0 };
+    int fd = -1;
+    struct softgpu_alloc_desc d = dt_desc(SOFTGPU_ALLOC_TEXTURE, 2 * piece);
+    CHECK_ST(vidmm_client_allocation_create2(c, &d, sizeof d, VIDMM_CREATE_SHARED, &sh), VIDMM_OK);
+    CHECK_ST(vidmm_client_share_export(c, sh, &fd), VIDMM_OK);
+    for (int i = 0; i < 4; i++) {
+        struct softgpu_alloc_desc pd = dt_desc(SOFTGPU_ALLOC_TEXTURE, piece);
+        CHECK_ST(vidmm_client_allocation_create2(o, &pd, sizeof pd, 0, &h[i]), VIDMM_OK);
+    }
+    uint64_t live = live_allocations();
+    CHECK_ST(vidmm_client_share_open(o, fd, &got), VIDMM_CLIENT_E_QUOTA_EXCEEDED);
+    CHECK(got == 0, "no handle for a refused open");
+    CHECK(live_allocations() == live, "the refused open left the adapter's allocations as they were");
+    struct vidmm_client_share_info si;
+    memset(&si, 0, sizeof si);
+    CHECK_ST(vidmm_client_share_query(c, sh, &si), VIDMM_OK);
+    CHECK(si.holders == 1, "%u holders after a refused open, want 1", si.holders);
+    struct vidmm_client_admin_process rec;
+    CHECK(find_record(conn_of(o), &rec) && rec.allocated_bytes == limit && rec.allocations == 4 && rec.handles == 4,
+          "the opener's figures unchanged by the refusal");
+    /* Room made, the same open succeeds and counts. */
+    CHECK_ST(vidmm_client_allocation_destroy(o, h[0]), VIDMM_OK);
+    CHECK_ST(vidmm_client_allocation_destroy(o, h[1]), VIDMM_OK);
+    CHECK_ST(vidmm_client_share_open(o, fd, &got), VIDMM_OK);
+    CHECK(find_record(conn_of(o), &rec) && rec.allocated_bytes == limit && rec.allocations == 3,
+          "allocated %llu in %u after the open, want %llu in 3", (unsigned long long)rec.allocated_bytes,
+          rec.allocations, (unsigned long long)limit);
+    CHECK_ST(vidmm_client_share_query(c, sh, &si), VIDMM_OK);
+    CHECK(si.holders == 2, "%u holders after the open, want 2", si.holders);
+    if (fd >= 0)
+        close(fd);
+    vidmm_client_disconnect(o);
     vidmm_client_disconnect(c);
 }
 
@@ -369,6 +417,7 @@ int main(int argc, char **argv)
               a.max_connections_per_uid == conns,
           "the daemon reports the limits it was given");
     test_alloc_bytes(sock, bytes);
+    test_share_open_bytes(sock, bytes);
     test_handles(sock, handles);
     test_connections(sock, conns);
     test_requests(sock, requests);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # tests/daemon/run.sh BUILD - vidmmd and libvidmm-client end to end:
 #  1. a daemon on a scratch socket and the client tests against it
-#     (basic.c, hostile.c, multi.c: 8 processes at 2x over-commitment,
-#     then 4 with one SIGKILLed mid-run; admin.c: the administration view
+#     (basic.c, hostile.c, share.c: a shared allocation across two forked
+#     clients, multi.c: 8 processes at 2x over-commitment, then 4 with
+#     one SIGKILLed mid-run; admin.c: the administration view
 #     and vidmm ps/info/top; chaos.c: clients SIGKILLed at random and
 #     replaced, survivors' bytes, host memory back to its baseline), then
 #     SIGTERM: the daemon must exit 0 with "clean";
@@ -79,6 +80,7 @@ dpid=$!
 wait_socket "$sock"
 run "$b/tests/daemon/basic" "$sock" $bound
 run "$b/tests/daemon/hostile" "$sock"
+run "$b/tests/daemon/share" "$sock"
 run "$b/tests/daemon/multi" "$sock" stress 8 6 1048576 30
 run "$b/tests/daemon/multi" "$sock" kill 4 6 1048576 60
 run "$b/tests/daemon/admin" "$sock" "$b/vidmm"
@@ -105,9 +107,12 @@ else
   echo "daemon: not root: the --user privilege drop is not tested"
 fi
 stop_clean "$t/log"
+# Every share's export file went with its last holder.
+if grep -q '^vidmmd: sharing: .* 0 export files open at shutdown$' "$t/log"; then ok; else
+  bad "export files left open at shutdown"; fi
 ev=$(sed -nE 's/.* ([0-9]+) evictions.*/\1/p' "$t/log")
 if [ "${ev:-0}" -gt 0 ]; then ok; else bad "no eviction: not over-committed"; fi
-grep -E '^vidmmd: (shutdown|residency|submissions|leak report)' "$t/log"
+grep -E '^vidmmd: (shutdown|sharing|residency|submissions|leak report)' "$t/log"
 
 # ---- 3. limits
 lsock="$t/limits.sock"

@@ -1209,6 +1209,147 @@ static void oom_observe(void)
     free(x);
 }
 
+/* ---- shared allocations (vidmm/share.h) -------------------------------- */
+
+/* What a refused share call must leave as it was. */
+struct share_fp {
+    int64_t blocks, bytes;
+    uint64_t live;
+    uint32_t holders;
+};
+
+static void share_fp_take(struct ox *x, vidmm_handle h, struct share_fp *f)
+{
+    struct vidmm_adapter_info ai;
+    struct vidmm_share_info si;
+    memset(f, 0, sizeof *f);
+    memset(&si, 0, sizeof si);
+    f->blocks = x->fa.live_blocks;
+    f->bytes = x->fa.live_bytes;
+    T_ST(vidmm_adapter_query_info(x->a, &ai), VIDMM_OK);
+    f->live = ai.live_allocations;
+    if (h)
+        T_ST(vidmm_share_query(x->a, h, &si), VIDMM_OK);
+    f->holders = si.holders;
+}
+
+/* The sweep over one share entry: fail its k-th host allocation (once,
+ * then from then on) for k = 1, 2, ... until it runs without reaching
+ * the k-th; each refusal is VIDMM_E_NO_HOST_MEMORY with the fingerprint
+ * unchanged and the checker clean.  call returns the status and, on
+ * success, the handle. */
+static void share_sweep(struct ox *x, const char *what, vidmm_handle probe,
+                        vidmm_status (*call)(struct ox *x, vidmm_handle *out), vidmm_handle *out)
+{
+    for (int forever = 0; forever <= 1; forever++) {
+        for (uint64_t k = 1;; k++) {
+            struct share_fp before, after;
+            share_fp_take(x, probe, &before);
+            uint64_t failures = x->fa.failures;
+            fault_alloc_arm(&x->fa, k, forever);
+            vidmm_handle h = 0;
+            vidmm_status st = call(x, &h);
+            fault_alloc_disarm(&x->fa);
+            if (x->fa.failures == failures) {
+                T_ST(st, VIDMM_OK);
+                if (forever)
+                    *out = h;
+                else if (st >= 0)
+                    T_ST(vidmm_allocation_destroy(x->a, h), VIDMM_OK);   /* run again in the next mode */
+                if (verbose())
+                    printf("oom.share: %s: %llu allocations\n", what, (unsigned long long)(k - 1));
+                break;
+            }
+            if (st >= 0 && absorbable_site(vidmm_host_alloc_site_name(x->fa.last_fail_site))) {
+                /* Only a checker's scratch was refused (a debug build runs
+                 * them inside the entry): the call went through; undo it. */
+                T_ST(vidmm_allocation_destroy(x->a, h), VIDMM_OK);
+                continue;
+            }
+            T_ST(st, VIDMM_E_NO_HOST_MEMORY);
+            T_EQ(h, 0);
+            share_fp_take(x, probe, &after);
+            T_CHECK(!memcmp(&before, &after, sizeof before));
+            char rep[512];
+            T_EQ(vidmm_adapter_check(x->a, rep, sizeof rep), 0);
+            T_EQ(vidmm_adapter_check_rules(x->a, rep, sizeof rep), 0);
+            if (k > 64) {
+                T_CHECK(0);   /* never ends */
+                break;
+            }
+        }
+    }
+}
+
+static vidmm_status share_create_call(struct ox *x, vidmm_handle *out)
+{
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = SOFTGPU_ALLOC_TEXTURE;
+    d.size = 256 * KIB;
+    d.cpu_visible = 1;
+    return vidmm_device_allocation_create(x->a, x->dev[0], &d, sizeof d, VIDMM_CREATE_SHARED | VIDMM_CREATE_RESIDENT,
+                                          out);
+}
+
+static struct vidmm_share_token share_tok;
+
+static vidmm_status share_open_call(struct ox *x, vidmm_handle *out)
+{
+    return vidmm_share_open(x->a, x->proc[1], &share_tok, out);
+}
+
+/* Export, query, close and process teardown take no host memory: with
+ * every allocation refused they still succeed. */
+static void oom_share(void)
+{
+    struct ox *x = ox_new(PRESET_DGPU);
+    if (!x)
+        return;
+    for (int i = 0; i < 2; i++) {
+        T_ST(vidmm_process_create(x->a, &x->proc[i]), VIDMM_OK);
+        T_ST(vidmm_device_create(x->a, x->proc[i], &x->dev[i]), VIDMM_OK);
+    }
+    /* Warm the allocation object pool and handle table with an allocation
+     * that is not shared: the sweeps below then fail every site of the
+     * shares' own (the token table's first growth and the holder table's
+     * included), none of which a refusal may leave behind. */
+    {
+        struct softgpu_alloc_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = SOFTGPU_ALLOC_TEXTURE;
+        d.size = 256 * KIB;
+        vidmm_handle warm = 0;
+        T_ST(vidmm_device_allocation_create(x->a, x->dev[0], &d, sizeof d, VIDMM_CREATE_RESIDENT, &warm), VIDMM_OK);
+        T_ST(vidmm_allocation_destroy(x->a, warm), VIDMM_OK);
+    }
+
+    vidmm_handle ha = 0, hb = 0;
+    share_sweep(x, "create", 0, share_create_call, &ha);
+    T_CHECK(ha != 0);
+    fault_alloc_arm(&x->fa, 1, 1);
+    T_ST(vidmm_share_export(x->a, x->proc[0], ha, &share_tok), VIDMM_OK);
+    fault_alloc_disarm(&x->fa);
+    share_sweep(x, "open", ha, share_open_call, &hb);
+    T_CHECK(hb != 0);
+    fault_alloc_arm(&x->fa, 1, 1);
+    uint64_t failures = x->fa.failures;
+    struct vidmm_share_info si;
+    T_ST(vidmm_share_query(x->a, hb, &si), VIDMM_OK);
+    T_EQ(si.holders, 2);
+    T_ST(vidmm_allocation_destroy(x->a, ha), VIDMM_OK);        /* the creator lets go */
+    T_ST(vidmm_process_destroy(x->a, x->proc[1]), VIDMM_OK);   /* the last holder's process goes */
+    /* None of them asked for host memory (a debug build's checkers may,
+     * and skip what they cannot count). */
+    T_CHECK(x->fa.failures == failures || absorbable_site(vidmm_host_alloc_site_name(x->fa.last_fail_site)));
+    fault_alloc_disarm(&x->fa);
+    T_ST(vidmm_share_query(x->a, hb, &si), VIDMM_E_INVALID_HANDLE);
+    char rep[512];
+    T_EQ(vidmm_adapter_check(x->a, rep, sizeof rep), 0);
+    ox_close(x);
+    free(x);
+}
+
 /* Sites hit, over everything above. */
 static void oom_report(void)
 {
@@ -1235,5 +1376,6 @@ void suite_oom(void)
     t_run("oom.wddm1", oom_wddm1);
     t_run("oom.targeted", oom_targeted);
     t_run("oom.long", oom_long);
+    t_run("oom.share", oom_share);
     t_run("oom.report", oom_report);
 }
