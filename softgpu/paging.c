@@ -431,6 +431,24 @@ uint64_t sg_nt_threshold_default(void)
     return (uint64_t)l2 * 4;
 }
 
+/* Pages copied side by side by the streaming path. */
+#define SG_COPY_PAGES 4u
+
+#if defined(__SSE2__)
+/* One 64-byte line: unaligned loads, streaming stores (d 16-byte aligned). */
+static inline void sg_stream_line(uint8_t *d, const uint8_t *s)
+{
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+    __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+    _mm_stream_si128((__m128i *)(void *)d, a);
+    _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+    _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+    _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+}
+#endif
+
 void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n)
 {
 #if defined(__SSE2__)
@@ -444,16 +462,24 @@ void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_
         uint64_t m = (n - i) & ~(uint64_t)63;
         const uint8_t *s = src + i;
         uint8_t *d = dst + i;
-        for (uint64_t o = 0; o < m; o += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + o));
-            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + o + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + o + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + o + 48));
-            _mm_stream_si128((__m128i *)(void *)(d + o), a);
-            _mm_stream_si128((__m128i *)(void *)(d + o + 16), b);
-            _mm_stream_si128((__m128i *)(void *)(d + o + 32), c);
-            _mm_stream_si128((__m128i *)(void *)(d + o + 48), e);
-        }
+        /* Four pages at a time, a line of each in turn: four streams
+         * the memory controller serves in parallel, as glibc's large
+         * copy does (docs/PERFORMANCE.md "Streaming copies for large
+         * moves": 0.58x memcpy at 256 MiB one page after another on the
+         * Xeon guest, 0.88x like this). */
+        uint64_t group = SG_COPY_PAGES * 4096u;
+        uint64_t grouped = m / group * group;
+        for (uint64_t g = 0; g < grouped; g += group)
+            for (uint64_t l = 0; l < 4096u; l += 64)
+                for (uint64_t pg = 0; pg < group; pg += 4096u) {
+                    sg_stream_line(d + g + pg + l, s + g + pg + l);
+                }
+        s += grouped;
+        d += grouped;
+        m -= grouped;
+        i += grouped;
+        for (uint64_t o = 0; o < m; o += 64)
+            sg_stream_line(d + o, s + o);
         _mm_sfence(); /* streaming stores are weakly ordered: done before the fence signals */
         i += m;
         memcpy(dst + i, src + i, (size_t)(n - i));

@@ -826,7 +826,7 @@ static void transfer_streaming(void)
     T_CHECK(query_segments(sg, d, &out) >= 2);
     const size_t span = 1u << 20;
     uint8_t *src = malloc(span), *dst = malloc(span), *back = malloc(span);
-    const uint64_t sizes[] = { 255, 256, 257, 319, 4096 + 13, 100003 };
+    const uint64_t sizes[] = { 255, 256, 257, 319, 4096 + 13, 100003, 4 * 65536 + 4099 };
     int ok = 1;
     for (unsigned so = 0; so < 17; so += 4)
         for (unsigned dof = 0; dof < 17; dof += 3)
