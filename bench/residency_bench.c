@@ -26,23 +26,75 @@
 
 #define MR_LIST 1024u
 
-static double mr_run(uint32_t n, int pattern)
+/* An igpu adapter on softgpu with room for n 4 KiB allocations; NULL if
+ * either cannot be made. */
+static struct vidmm_adapter *mr_open(uint32_t n, struct softgpu **sg)
 {
     struct softgpu_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = "igpu";
     cfg.segment_size[1] = (uint64_t)n * 4096u + (64u << 20);
-    struct softgpu *sg = NULL;
-    if (softgpu_create(&cfg, &sg) != VIDMM_OK)
-        return -1;
+    *sg = NULL;
+    if (softgpu_create(&cfg, sg) != VIDMM_OK)
+        return NULL;
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(sg, &ci);
+    softgpu_fill_adapter_create_info(*sg, &ci);
     struct vidmm_adapter *a = NULL;
     if (vidmm_adapter_open(&ci, &a) != VIDMM_OK) {
-        softgpu_destroy(sg);
-        return -1;
+        softgpu_destroy(*sg);
+        *sg = NULL;
+        return NULL;
     }
+    return a;
+}
+
+/* ns per allocation of make-resident of lists of MR_LIST of the n
+ * allocations h through device d and queue q, after one untimed pass
+ * that makes the first references (allocates the records).  pattern 2:
+ * the lists walk all n (cold objects); otherwise one list made resident
+ * again each call (a frame's working set, warm) - 1: spread over the n,
+ * 0: the first MR_LIST.  Median of 5 runs of max(256, n / MR_LIST)
+ * calls; -1 on a failed call, -2 when --check finds the adapter broken. */
+static double mr_time(struct vidmm_adapter *a, vidmm_handle d, vidmm_handle q, const vidmm_handle *h, uint32_t n,
+                      int pattern)
+{
+    struct vidmm_make_resident_args m;
+    memset(&m, 0, sizeof m);
+    m.paging_queue = q;
+    m.count = MR_LIST;
+    for (uint32_t i = 0; i + MR_LIST <= n; i += MR_LIST) {
+        m.allocations = h + i;
+        if (vidmm_make_resident(a, d, &m) < 0)
+            return -1;
+    }
+    uint32_t lists = n / MR_LIST;
+    vidmm_handle hot[MR_LIST];
+    for (uint32_t i = 0; i < MR_LIST; i++)
+        hot[i] = h[(uint64_t)i * lists];
+    uint32_t calls = lists < 256 ? 256 : lists;
+    uint64_t ns[5];
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = bench_now_ns();
+        for (uint32_t c = 0; c < calls; c++) {
+            m.allocations = pattern == 2 ? h + (uint64_t)(c % lists) * MR_LIST : pattern == 1 ? hot : h;
+            if (vidmm_make_resident(a, d, &m) < 0)
+                return -1;
+        }
+        ns[r] = bench_now_ns() - t0;
+    }
+    qsort(ns, 5, sizeof ns[0], bench_cmp_u64);
+    if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
+        return -2;
+    return (double)ns[2] / ((double)calls * MR_LIST);
+}
+
+static double mr_run(uint32_t n, int pattern)
+{
+    struct softgpu *sg = NULL;
+    struct vidmm_adapter *a = mr_open(n, &sg);
+    if (!a)
+        return -1;
     vidmm_handle p = 0, d = 0, q = 0;
     vidmm_handle *h = malloc((size_t)n * sizeof *h);
     double result = -1;
@@ -56,39 +108,7 @@ static double mr_run(uint32_t n, int pattern)
     for (uint32_t i = 0; i < n; i++)
         if (vidmm_allocation_create(a, &sd, sizeof sd, &h[i]) != VIDMM_OK)
             goto out;
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof m);
-    m.paging_queue = q;
-    m.count = MR_LIST;
-    /* First references (allocates the records): not timed. */
-    for (uint32_t i = 0; i + MR_LIST <= n; i += MR_LIST) {
-        m.allocations = h + i;
-        if (vidmm_make_resident(a, d, &m) < 0)
-            goto out;
-    }
-    uint32_t lists = n / MR_LIST;
-    vidmm_handle hot[MR_LIST];
-    for (uint32_t i = 0; i < MR_LIST; i++)
-        hot[i] = h[(uint64_t)i * (n / MR_LIST)];
-    uint32_t calls = lists < 256 ? 256 : lists;
-    uint64_t ns[5];
-    for (int r = 0; r < 5; r++) {
-        uint64_t t0 = bench_now_ns();
-        for (uint32_t c = 0; c < calls; c++) {
-            /* stream: the lists walk all n allocations (cold objects);
-             * otherwise one list of 1024, spread over the n allocations,
-             * is made resident again each call (a frame's working set,
-             * warm), so only n's effect on the structures shows. */
-            m.allocations = pattern == 2 ? h + (uint64_t)(c % lists) * MR_LIST : pattern == 1 ? hot : h;
-            if (vidmm_make_resident(a, d, &m) < 0)
-                goto out;
-        }
-        ns[r] = bench_now_ns() - t0;
-    }
-    qsort(ns, 5, sizeof ns[0], bench_cmp_u64);
-    result = (double)ns[2] / ((double)calls * MR_LIST);
-    if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
-        result = -2;
+    result = mr_time(a, d, q, h, n, pattern);
 out:
     free(h);
     vidmm_adapter_close(a);
@@ -123,21 +143,10 @@ void bench_residency(void)
  * shared through the creator, 2 shared through an opener. */
 static double sh_run(uint32_t n, int kind)
 {
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.preset = "igpu";
-    cfg.segment_size[1] = (uint64_t)n * 4096u + (64u << 20);
     struct softgpu *sg = NULL;
-    if (softgpu_create(&cfg, &sg) != VIDMM_OK)
+    struct vidmm_adapter *a = mr_open(n, &sg);
+    if (!a)
         return -1;
-    struct vidmm_adapter_create_info ci;
-    memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(sg, &ci);
-    struct vidmm_adapter *a = NULL;
-    if (vidmm_adapter_open(&ci, &a) != VIDMM_OK) {
-        softgpu_destroy(sg);
-        return -1;
-    }
     vidmm_handle pa = 0, da = 0, pb = 0, db = 0, q = 0;
     vidmm_handle *h = malloc((size_t)n * sizeof *h);
     double result = -1;
@@ -161,31 +170,7 @@ static double sh_run(uint32_t n, int kind)
                 goto out;
         }
     }
-    struct vidmm_make_resident_args m;
-    memset(&m, 0, sizeof m);
-    m.paging_queue = q;
-    m.count = MR_LIST;
-    for (uint32_t i = 0; i + MR_LIST <= n; i += MR_LIST) {
-        m.allocations = h + i;
-        if (vidmm_make_resident(a, dev, &m) < 0)
-            goto out;
-    }
-    uint32_t lists = n / MR_LIST;
-    uint32_t calls = lists < 256 ? 256 : lists;
-    uint64_t ns[5];
-    for (int r = 0; r < 5; r++) {
-        uint64_t t0 = bench_now_ns();
-        for (uint32_t c = 0; c < calls; c++) {
-            m.allocations = h + (uint64_t)(c % lists) * MR_LIST;   /* streaming lists */
-            if (vidmm_make_resident(a, dev, &m) < 0)
-                goto out;
-        }
-        ns[r] = bench_now_ns() - t0;
-    }
-    qsort(ns, 5, sizeof ns[0], bench_cmp_u64);
-    result = (double)ns[2] / ((double)calls * MR_LIST);
-    if (bench_opts.check && vidmm_adapter_check(a, NULL, 0))
-        result = -2;
+    result = mr_time(a, dev, q, h, n, 2);
 out:
     free(h);
     vidmm_adapter_close(a);

@@ -128,22 +128,6 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
         out->u1 = vmmd_get32(p + 4);
         out->a = vmmd_get64(p + 8);
         break;
-    case VMMD_OP_ALLOC_SET_PRIORITY:
-    case VMMD_OP_TRIM_REGISTER:
-        out->a = vmmd_get64(p);
-        out->u0 = vmmd_get32(p + 8);
-        out->u1 = vmmd_get32(p + 12);
-        break;
-    case VMMD_OP_OFFER:
-    case VMMD_OP_RECLAIM:
-        /* h, u32 (offer priority; RECLAIM: 0), u32 count, count handles. */
-        out->a = vmmd_get64(p);
-        out->u0 = vmmd_get32(p + 8);
-        out->u1 = vmmd_get32(p + 12);
-        if (out->u1 > VMMD_MAX_LIST || len != 16u + 8u * out->u1)
-            return VMMD_DECODE_BAD_PAYLOAD;
-        out->list = p + 16;
-        return VMMD_DECODE_OK;
     case VMMD_OP_GPUVA_UPDATE:
         out->u0 = vmmd_get32(p);
         out->u1 = vmmd_get32(p + 4);
@@ -166,6 +150,8 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
         out->u1 = vmmd_get32(p + 20);
         break;
     case VMMD_OP_QUEUE_CREATE:
+    case VMMD_OP_ALLOC_SET_PRIORITY:
+    case VMMD_OP_TRIM_REGISTER:
         out->a = vmmd_get64(p);
         out->u0 = vmmd_get32(p + 8);
         out->u1 = vmmd_get32(p + 12);
@@ -189,6 +175,10 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
         out->list = p + 24;
         return VMMD_DECODE_OK;
     case VMMD_OP_EVICT:
+    case VMMD_OP_OFFER:
+    case VMMD_OP_RECLAIM:
+        /* h, u32 (evict flags, offer priority; RECLAIM: 0), u32 count,
+         * count handles. */
         out->a = vmmd_get64(p);
         out->u0 = vmmd_get32(p + 8);
         out->u1 = vmmd_get32(p + 12);
