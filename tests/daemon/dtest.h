@@ -1,7 +1,8 @@
 /*
  * dtest.h - what the daemon's test programs share: checks counted into
  * "N passed, M failed", softgpu allocation descriptors, seeded byte
- * patterns, and a make-resident that waits for its paging.
+ * patterns, a make-resident that waits for its paging, and a private
+ * daemon started for a benchmark.
  */
 #ifndef VIDMMD_DTEST_H
 #define VIDMMD_DTEST_H
@@ -10,9 +11,12 @@
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static int dt_pass, dt_fail;
 static const char *dt_name = "daemon";
@@ -102,6 +106,35 @@ static inline vidmm_status dt_make_resident(struct vidmm_client *c, vidmm_handle
     if (st == VIDMM_PENDING)
         st = vidmm_client_paging_queue_wait(c, q, mr.paging_fence_value, 10ull * 1000000000u);
     return st;
+}
+
+/* Start vidmmd (path) quietly on sock - as nobody when run as root, since
+ * vidmmd refuses root without a user to drop to - and connect to it within
+ * 2 s.  Returns the daemon's pid with *c connected, or -1 (the daemon
+ * killed, a message naming who on stderr). */
+static inline pid_t dt_start_daemon(const char *who, const char *path, const char *sock, struct vidmm_client **c)
+{
+    *c = NULL;
+    pid_t d = fork();
+    if (d < 0)
+        return -1;
+    if (d == 0) {
+        if (geteuid() == 0)
+            execl(path, path, "--socket", sock, "--quiet", "--user", "nobody", (char *)NULL);
+        else
+            execl(path, path, "--socket", sock, "--quiet", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200 && vidmm_client_connect(sock, c) < 0; i++) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    if (!*c) {
+        fprintf(stderr, "%s: cannot connect to %s\n", who, path);
+        kill(d, SIGTERM);
+        return -1;
+    }
+    return d;
 }
 
 #endif

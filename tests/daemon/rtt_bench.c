@@ -84,24 +84,10 @@ int main(int argc, char **argv)
         return 1;
     char sock[128];
     snprintf(sock, sizeof sock, "%s/s", dir);
-    pid_t d = fork();
-    if (d == 0) {
-        if (geteuid() == 0)   /* vidmmd refuses root without a user to drop to */
-            execl(argv[1], argv[1], "--socket", sock, "--quiet", "--user", "nobody", (char *)NULL);
-        else
-            execl(argv[1], argv[1], "--socket", sock, "--quiet", (char *)NULL);
-        _exit(127);
-    }
     struct vidmm_client *c = NULL;
-    for (int i = 0; i < 200 && vidmm_client_connect(sock, &c) < 0; i++) {
-        struct timespec ts = { 0, 10 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-    }
-    if (!c) {
-        fprintf(stderr, "rtt_bench: cannot connect to %s\n", argv[1]);
-        kill(d, SIGTERM);
+    pid_t d = dt_start_daemon("rtt_bench", argv[1], sock, &c);
+    if (d < 0)
         return 1;
-    }
     vidmm_handle dev = 0, q = 0;
     vidmm_handle *h = calloc(nlist, sizeof *h);
     vidmm_client_device_create(c, &dev);

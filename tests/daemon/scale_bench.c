@@ -190,24 +190,10 @@ int main(int argc, char **argv)
         return 1;
     char sock[128];
     snprintf(sock, sizeof sock, "%s/s", dir);
-    pid_t d = fork();
-    if (d == 0) {
-        if (geteuid() == 0)   /* vidmmd refuses root without a user to drop to */
-            execl(argv[1], argv[1], "--socket", sock, "--quiet", "--user", "nobody", (char *)NULL);
-        else
-            execl(argv[1], argv[1], "--socket", sock, "--quiet", (char *)NULL);
-        _exit(127);
-    }
     struct vidmm_client *probe = NULL;
-    for (int i = 0; i < 200 && vidmm_client_connect(sock, &probe) < 0; i++) {
-        struct timespec ts = { 0, 10 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-    }
-    if (!probe) {
-        fprintf(stderr, "scale_bench: cannot connect to %s\n", argv[1]);
-        kill(d, SIGTERM);
+    pid_t d = dt_start_daemon("scale_bench", argv[1], sock, &probe);
+    if (d < 0)
         return 1;
-    }
     vidmm_client_disconnect(probe);
     printf("scale_bench: %.2f s per measurement, median of 3 sweeps; make-resident of %d resident allocations; lock+unlock of 4 KiB\n",
            seconds, LIST);
