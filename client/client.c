@@ -117,30 +117,11 @@ static vidmm_status call(struct vidmm_client *c, uint16_t op, size_t n)
         return VIDMM_E_DEVICE_LOST;
     uint64_t id = ++c->next_id;
     vmmd_header_put(c->buf, op, (uint32_t)n, sfd >= 0 ? VMMD_FLAG_FD : 0, id);
-    ssize_t w;
-    struct iovec siov = { c->buf, VMMD_HEADER_SIZE + n };
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } su;
-    struct msghdr smh;
-    memset(&smh, 0, sizeof smh);
-    smh.msg_iov = &siov;
-    smh.msg_iovlen = 1;
-    if (sfd >= 0) {   /* the descriptor rides with the request (SCM_RIGHTS) */
-        memset(&su, 0, sizeof su);
-        smh.msg_control = su.b;
-        smh.msg_controllen = sizeof su.b;
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&smh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &sfd, sizeof(int));
-    }
-    do
-        w = sendmsg(c->fd, &smh, MSG_NOSIGNAL);
+    long w;
+    do   /* the descriptor, if any, rides with the request */
+        w = vmmd_send(c->fd, c->buf, VMMD_HEADER_SIZE + n, sfd, 0);
     while (w < 0 && errno == EINTR);
-    if (w != (ssize_t)(VMMD_HEADER_SIZE + n)) {
+    if (w != (long)(VMMD_HEADER_SIZE + n)) {
         fail_conn(c);
         return VIDMM_E_DEVICE_LOST;
     }

@@ -8,6 +8,7 @@
 #include "vidmm/status.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id)
 {
@@ -267,4 +268,28 @@ const char *vmmd_status_str(int status)
     if (status == VMMD_E_ACCESS_DENIED)
         return "VIDMM_CLIENT_E_ACCESS_DENIED";
     return vidmm_status_str((vidmm_status)status);
+}
+
+long vmmd_send(int sock, const void *buf, size_t n, int fd, int flags)
+{
+    struct iovec iov = { (void *)(uintptr_t)buf, n };
+    union {
+        char b[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh;
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (fd >= 0) {
+        memset(&u, 0, sizeof u);
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof u.b;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    }
+    return (long)sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
 }

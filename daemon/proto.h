@@ -163,6 +163,12 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out);
  * variable part (list, private data); -1 for an unknown opcode. */
 int vmmd_request_fixed_size(uint16_t opcode);
 
+/* Send one record of n bytes on SOCK_SEQPACKET socket sock, with
+ * descriptor fd attached (SCM_RIGHTS) when fd >= 0; flags go to sendmsg
+ * (MSG_NOSIGNAL is always added).  sendmsg's result: the caller retries
+ * EINTR and decides what EAGAIN means. */
+long vmmd_send(int sock, const void *buf, size_t n, int fd, int flags);
+
 const char *vmmd_op_name(uint16_t opcode);
 const char *vmmd_decode_str(int result);
 /* vidmm_status_str, and the daemon's own statuses above. */

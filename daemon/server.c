@@ -421,26 +421,7 @@ int vmmd_client_flush(struct vmmd_client *c)
 {
     while (c->out_head) {
         struct outmsg *m = c->out_head;
-        struct iovec iov = { m->buf, m->n };
-        union {
-            char buf[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        struct msghdr mh;
-        memset(&mh, 0, sizeof mh);
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        if (m->fd >= 0) {
-            memset(&u, 0, sizeof u);
-            mh.msg_control = u.buf;
-            mh.msg_controllen = sizeof u.buf;
-            struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-            cm->cmsg_level = SOL_SOCKET;
-            cm->cmsg_type = SCM_RIGHTS;
-            cm->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(cm), &m->fd, sizeof(int));
-        }
-        ssize_t r = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        long r = vmmd_send(c->fd, m->buf, m->n, m->fd, MSG_DONTWAIT);
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return 0;
