@@ -863,29 +863,30 @@ vidmm_status tr_reserve(struct tr *t, uint32_t p, struct tr_addr base, uint64_t 
     return st;
 }
 
-vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint32_t a,
-                    uint64_t offset, uint64_t size, unsigned protection, uint64_t driver_protection, uint32_t *id)
+/* A mapping's V id for process p over allocation a, and its line's start
+ * (verb, V, P, A); 0 when the host is out of memory. */
+static uint32_t map_begin(struct tr *t, enum tr_verb verb, uint32_t p, uint32_t a, uint64_t size)
 {
     uint32_t v = new_obj(t, TR_VA);
     if (!v)
-        return VIDMM_E_NO_HOST_MEMORY;
+        return 0;
     struct tr_obj *o = &t->obj[TR_VA][v];
     o->parent = p;
     o->size = size;
     o->alloc = a;
-    line_begin(t, TV_MAP, p, 0);
+    line_begin(t, verb, p, 0);
     line_id(t, TR_VA, v);
     line_id(t, TR_PROC, p);
     line_id(t, TR_ALLOC, a);
-    line_addr(t, "base", base);
-    line_add(t, " min=0x%" PRIx64 " max=0x%" PRIx64 " offset=%" PRIu64 " size=%" PRIu64 " protection=0x%x"
-                " driver-protection=0x%" PRIx64,
-             min, max, offset, size, protection, driver_protection);
-    vidmm_status st = vidmm_gpuva_map(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, base), min, max,
-                                      tr_handle(t, TR_ALLOC, a), offset, size, protection, driver_protection, &o->va);
+    return v;
+}
+
+/* A mapping's line's end.  In IoMmu mode the VA is the host address of
+ * the system pages: it changes from run to run, so it is not an output. */
+static vidmm_status map_end(struct tr *t, uint32_t v, vidmm_status st, uint32_t *id)
+{
+    struct tr_obj *o = &t->obj[TR_VA][v];
     o->alive = st >= 0;
-    /* In IoMmu mode the VA is the host address of the system pages: it
-     * changes from run to run, so it is not an output. */
     if (st >= 0 && !t->iommu)
         line_end(t, st, " va=0x%" PRIx64, o->va);
     else
@@ -894,39 +895,41 @@ vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min,
     return st;
 }
 
+vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min, uint64_t max, uint32_t a,
+                    uint64_t offset, uint64_t size, unsigned protection, uint64_t driver_protection, uint32_t *id)
+{
+    uint32_t v = map_begin(t, TV_MAP, p, a, size);
+    if (!v)
+        return VIDMM_E_NO_HOST_MEMORY;
+    line_addr(t, "base", base);
+    line_add(t, " min=0x%" PRIx64 " max=0x%" PRIx64 " offset=%" PRIu64 " size=%" PRIu64 " protection=0x%x"
+                " driver-protection=0x%" PRIx64,
+             min, max, offset, size, protection, driver_protection);
+    vidmm_status st = vidmm_gpuva_map(t->adapter, tr_handle(t, TR_PROC, p), tr_addr_value(t, base), min, max,
+                                      tr_handle(t, TR_ALLOC, a), offset, size, protection, driver_protection,
+                                      &t->obj[TR_VA][v].va);
+    return map_end(t, v, st, id);
+}
+
 vidmm_status tr_place(struct tr *t, uint32_t p, uint32_t a, uint64_t offset, uint64_t size, uint64_t align,
                       uint32_t *id)
 {
-    uint32_t v = new_obj(t, TR_VA);
+    uint32_t v = map_begin(t, TV_PLACE, p, a, size);
     if (!v)
         return VIDMM_E_NO_HOST_MEMORY;
-    struct tr_obj *o = &t->obj[TR_VA][v];
-    o->parent = p;
-    o->size = size;
-    o->alloc = a;
-    line_begin(t, TV_PLACE, p, 0);
-    line_id(t, TR_VA, v);
-    line_id(t, TR_PROC, p);
-    line_id(t, TR_ALLOC, a);
     line_add(t, " offset=%" PRIu64 " size=%" PRIu64 " align=%" PRIu64, offset, size, align);
     /* The runtime's rules for CreatePlacedResource: an alignment Direct3D
      * 12 knows (small resources, the default, MSAA), an offset on it, and
      * the resource inside its heap. */
     const struct tr_obj *heap = tr_get(t, TR_ALLOC, a);
-    vidmm_status st = VIDMM_OK;
+    vidmm_status st;
     if ((align != 4096 && align != 65536 && align != 4194304) || offset % align || !size ||
         (heap && (offset > heap->size || size > heap->size - offset)))
         st = VIDMM_E_INVALID_ARG;
     else
         st = vidmm_gpuva_map(t->adapter, tr_handle(t, TR_PROC, p), 0, 0, 0, tr_handle(t, TR_ALLOC, a), offset, size,
-                             0, 0, &o->va);
-    o->alive = st >= 0;
-    if (st >= 0 && !t->iommu)
-        line_end(t, st, " va=0x%" PRIx64, o->va);
-    else
-        line_end(t, st, NULL);
-    *id = v;
-    return st;
+                             0, 0, &t->obj[TR_VA][v].va);
+    return map_end(t, v, st, id);
 }
 
 /* unmap and free: the same arguments; a range given back whole ends
