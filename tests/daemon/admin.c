@@ -129,6 +129,10 @@ int main(int argc, char **argv)
         return dt_summary();
     struct vidmm_client_admin_process p[64];
     uint32_t n = 0, total = 0;
+    /* Bad arguments: refused before anything is sent. */
+    CHECK_ST(vidmm_client_admin_adapter(c, NULL), VIDMM_E_INVALID_ARG);
+    CHECK_ST(vidmm_client_admin_processes(c, 0, NULL, 4, &n, &total), VIDMM_E_INVALID_ARG);
+    CHECK(n == 0 && total == 0, "a refused request wrote its counts");
     CHECK_ST(vidmm_client_admin_processes(c, 0, p, 64, &n, &total), VIDMM_OK);
     CHECK(n == total && n >= 3, "%u records of %u connections", n, total);
     int seen_a = 0, seen_b = 0, seen_self = 0;

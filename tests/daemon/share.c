@@ -235,6 +235,20 @@ static void round_trip(const char *sock, int kill_it)
     CHECK(forged == 0, "a forged descriptor opened a share");
     close(own);
     close(dn);
+    /* Bad arguments: refused, nothing changed. */
+    struct vidmm_client_share_info before, after;
+    CHECK_ST(vidmm_client_share_query(b, h, &before), VIDMM_OK);
+    int efd = 123;
+    CHECK_ST(vidmm_client_share_export(b, h, NULL), VIDMM_E_INVALID_ARG);
+    CHECK_ST(vidmm_client_share_export(b, 0, &efd), VIDMM_E_INVALID_HANDLE);
+    CHECK(efd == 123, "a refused export wrote a descriptor");
+    CHECK_ST(vidmm_client_share_open(b, -1, &forged), VIDMM_E_INVALID_ARG);
+    CHECK_ST(vidmm_client_share_open(b, fd, NULL), VIDMM_E_INVALID_ARG);
+    CHECK_ST(vidmm_client_share_query(b, h, NULL), VIDMM_E_INVALID_ARG);
+    CHECK(forged == 0, "a refused open named a handle");
+    CHECK_ST(vidmm_client_share_query(b, h, &after), VIDMM_OK);
+    CHECK(after.holders == before.holders && after.is_creator == before.is_creator,
+          "the holders changed after refused calls (%u, before %u)", after.holders, before.holders);
     /* The export file is sealed: its holder cannot write it. */
     CHECK(pwrite(fd, "x", 1, 0) < 0, "the export file took a write");
     /* The last holder lets go: nothing is left. */
