@@ -392,14 +392,21 @@ assert i['paging']['next_use_hints'] > 0, i['paging']" "$dir/multi4.json"
     check "rmv: 72 bit-flipped copies of the sample are refused or decode consistently (seed $seed)" \
       python3 tests/data/rmv/flip_check.py "$tool" "$rmv" "$seed" 72 "$dir"
     cat "$dir/check.out" | tail -n 1
-    # A flip that turned a VirtualFree into a PageTableUpdate and still
-    # decoded to the stream's end: its physical address lies in no heap.
-    python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[452538] ^= 0x10; open(sys.argv[2], "wb").write(d)' \
+    # A flip in a PageTableUpdate's physical address: it lies in no heap.
+    python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[95246] ^= 0x08; open(sys.argv[2], "wb").write(d)' \
       "$rmv" "$dir/ptu-flip.rmv"
     rc_is 1 "rmv: a PageTableUpdate outside every heap is refused" "$tool" replay "$dir/ptu-flip.rmv" --decode-only
     has "rmv: ... named" "$dir/rc.out" "PageTableUpdate of physical memory in no local heap"
     rc_is 0 "rmv: ... counted with --lenient" "$tool" replay "$dir/ptu-flip.rmv" --decode-only --lenient
     has "rmv: ... in the summary" "$dir/rc.out" "1 page-table updates outside every local heap"
+    # Flips of a TimeDelta's size field to no delta bytes: the next byte
+    # continued the stream as another TimeDelta, or as a PageTableUpdate.
+    for at in 421071 452538; do
+      python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[int(sys.argv[3])] ^= 0x10; open(sys.argv[2], "wb").write(d)' \
+        "$rmv" "$dir/delta-flip.rmv" "$at"
+      rc_is 1 "rmv: a TimeDelta without delta bytes is refused (byte $at)" "$tool" replay "$dir/delta-flip.rmv" --decode-only
+      has "rmv: ... named" "$dir/rc.out" "TimeDelta token at byte $at has no delta bytes"
+    done
   fi
 fi
 

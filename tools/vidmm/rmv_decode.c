@@ -402,6 +402,12 @@ static int decode_stream(struct dec *D, const uint8_t *p, size_t n, struct rmv_s
                 si->first_ts = ts;
             seen_ts = 1;
         } else if (type == RMV_TK_TIME_DELTA) {
+            /* A delta carries 1 to 7 bytes; none means the size field (or
+             * the type) is not what the writer wrote. */
+            if (size == 1)
+                return fail(D, "stream %u (process %u): TimeDelta token at byte %" PRIu64 " has no delta bytes "
+                               "(the stream is corrupt or lost its place)",
+                            si->index, si->process_id, off0 + off);
             uint64_t d = 0;
             for (long i = 0; i < size - 1; i++)
                 d |= (uint64_t)t[1 + i] << (8 * i);
