@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE   /* memfd_create */
 #include "dtest.h"
+#include "proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,26 +36,7 @@
 /* One byte and, optionally, one descriptor over the socketpair. */
 static int send_msg(int sock, char tag, int fd)
 {
-    struct iovec iov = { &tag, 1 };
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (fd >= 0) {
-        memset(&u, 0, sizeof u);
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof u.b;
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    }
-    return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+    return vmmd_send(sock, &tag, 1, fd, 0) == 1 ? 0 : -1;
 }
 
 static char recv_msg(int sock, int *fd)
