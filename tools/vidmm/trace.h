@@ -294,9 +294,9 @@ vidmm_status tr_map(struct tr *t, uint32_t p, struct tr_addr base, uint64_t min,
                     uint64_t offset, uint64_t size, unsigned protection, uint64_t driver_protection, uint32_t *id);
 /* A Direct3D 12 placed resource: size bytes of heap allocation a at
  * offset, mapped anywhere in process p's GPU VA space.  The runtime's
- * placement rules are checked first (offset a multiple of align, one of
- * 4 KiB, 64 KiB or 4 MiB; the range inside the heap): a breach answers
- * VIDMM_E_INVALID_ARG without calling vidmm. */
+ * placement rule is checked first (offset a multiple of align, one of
+ * 4 KiB, 64 KiB or 4 MiB): a breach answers VIDMM_E_INVALID_ARG without
+ * calling vidmm, which checks the range against the heap itself. */
 vidmm_status tr_place(struct tr *t, uint32_t p, uint32_t a, uint64_t offset, uint64_t size, uint64_t align,
                       uint32_t *id);
 /* Heap property names of the trace format (indexed by the softgpu enums). */

@@ -918,13 +918,12 @@ vidmm_status tr_place(struct tr *t, uint32_t p, uint32_t a, uint64_t offset, uin
     if (!v)
         return VIDMM_E_NO_HOST_MEMORY;
     line_add(t, " offset=%" PRIu64 " size=%" PRIu64 " align=%" PRIu64, offset, size, align);
-    /* The runtime's rules for CreatePlacedResource: an alignment Direct3D
-     * 12 knows (small resources, the default, MSAA), an offset on it, and
-     * the resource inside its heap. */
-    const struct tr_obj *heap = tr_get(t, TR_ALLOC, a);
+    /* The runtime's placement rule for CreatePlacedResource: an alignment
+     * Direct3D 12 knows (small resources, the default, MSAA) and an offset
+     * on it.  A resource outside its heap, or empty, vidmm's map refuses
+     * itself. */
     vidmm_status st;
-    if ((align != 4096 && align != 65536 && align != 4194304) || offset % align || !size ||
-        (heap && (offset > heap->size || size > heap->size - offset)))
+    if ((align != 4096 && align != 65536 && align != 4194304) || offset % align)
         st = VIDMM_E_INVALID_ARG;
     else
         st = vidmm_gpuva_map(t->adapter, tr_handle(t, TR_PROC, p), 0, 0, 0, tr_handle(t, TR_ALLOC, a), offset, size,
