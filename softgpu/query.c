@@ -106,6 +106,14 @@ static void sg_prefer(struct sg_placement *pl, uint32_t id, int top)
     pl->slots++;
 }
 
+/* GPU-only data (TEXTURE, an L1 heap): local memory, invisible first,
+ * system memory (the aperture) last. */
+static void sg_gpu_data(const struct softgpu *sg, struct sg_placement *pl)
+{
+    sg_support(pl, sg->vis_id), sg_support(pl, sg->invis_id), sg_support(pl, sg->ap_id);
+    sg_prefer(pl, sg->invis_id, 0), sg_prefer(pl, sg->vis_id, 0), sg_prefer(pl, sg->ap_id, 0);
+}
+
 /* A Direct3D 12 heap's properties to segments (softgpu.h lists the
  * rules): resolve the heap type to its custom page property and pool as
  * GetCustomHeapProperties does, refuse what Direct3D 12 refuses, then
@@ -154,8 +162,7 @@ static int sg_heap(const struct softgpu *sg, const struct softgpu_heap_propertie
         /* Local memory, which the CPU does not reach on a NUMA adapter. */
         if (!local || page != SOFTGPU_CPU_PAGE_NOT_AVAILABLE)
             return -1;
-        sg_support(pl, vis), sg_support(pl, invis), sg_support(pl, ap);
-        sg_prefer(pl, invis, 0), sg_prefer(pl, vis, 0), sg_prefer(pl, ap, 0);
+        sg_gpu_data(sg, pl);
         return 0;
     }
     /* L0: system memory, reached by the GPU through the aperture (or AGP). */
@@ -202,8 +209,7 @@ vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocati
     uint32_t flags = 0;
     switch (desc.kind) {
     case SOFTGPU_ALLOC_TEXTURE:
-        sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
-        sg_prefer(&pl, invis, 0), sg_prefer(&pl, vis, 0), sg_prefer(&pl, ap, 0);
+        sg_gpu_data(sg, &pl);
         break;
     case SOFTGPU_ALLOC_CONSTANT:
         sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
