@@ -76,6 +76,19 @@ struct pb_ctx {
 
 static uint64_t pb_dma[65536 / 8];
 
+/* The copy path softgpu settled on for operations of op_size bytes
+ * (softgpu_get_copy_paths): "cache" or "stream", "-" before any. */
+static const char *pb_path(const struct softgpu *sg, uint64_t op_size)
+{
+    struct softgpu_copy_path cp[64];
+    uint32_t n = softgpu_get_copy_paths(sg, cp, 64);
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        if (cp[i].min_size <= op_size && op_size / 2 < cp[i].min_size) {
+            return cp[i].path == SOFTGPU_COPY_STREAMING ? "stream" : cp[i].path == SOFTGPU_COPY_CACHED ? "cache" : "fixed";
+        }
+    return "-";
+}
+
 static void pb_run_paging(struct pb_ctx *c, struct vidmm_build_paging_buffer_args *a)
 {
     a->multipass_offset = 0;
@@ -219,8 +232,8 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
     printf("\nvidmm_allocation_move, memory segment 1 <-> 2 (GB/s, median of %d after 1 warm-up): virtual = "
            "TRANSFER_VIRTUAL through %llu MiB scratch windows, physical = TRANSFER\n",
            PB_RUNS, (unsigned long long)(pp.window_size >> 20));
-    printf("%-8s %8s %9s %7s %9s %7s %9s %7s\n", "size", "memcpy", "virtual", "ratio", "physical", "ratio",
-           "chunks", "v/p");
+    printf("%-8s %8s %9s %7s %9s %7s %9s %7s %15s\n", "size", "memcpy", "virtual", "ratio", "physical", "ratio",
+           "chunks", "v/p", "paths v / p");
     uint64_t budget = bench_opts.quick ? PB_MIB(64) : PB_MIB(1024);
     for (size_t si = 0; si < nsizes; si++) {
         c->size = sizes[si];
@@ -258,10 +271,13 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
         }
         char label[16];
         snprintf(label, sizeof label, "%lluM", (unsigned long long)(c->size >> 20));
-        printf("%-8s %8.2f %9.2f %7.3f %9.2f %7.3f %9.1f %7.3f\n", label, med[0],
+        char paths[40];
+        snprintf(paths, sizeof paths, "%s / %s", pb_path(v.sg, c->size < pp.window_size ? c->size : pp.window_size),
+                 pb_path(p.sg, c->size));
+        printf("%-8s %8.2f %9.2f %7.3f %9.2f %7.3f %9.1f %7.3f %15s\n", label, med[0],
                med[1], med[1] / med[0], med[2], med[2] / med[0],
                pp.moves > moves0 ? (double)(pp.chunks - chunks0) / (double)(pp.moves - moves0) : 0.0,
-               med[1] / med[2]);
+               med[1] / med[2], paths);
         vidmm_allocation_destroy(v.a, v.h);
         vidmm_allocation_destroy(p.a, p.h);
     }
@@ -335,7 +351,8 @@ void bench_paging(void)
            "scalar"
 #endif
     );
-    printf("%-8s %8s %10s %7s %8s %8s %7s\n", "size", "memcpy", "sg-xfer", "ratio", "NT-fill", "sg-fill", "ratio");
+    printf("%-8s %8s %10s %7s %8s %8s %7s %7s\n", "size", "memcpy", "sg-xfer", "ratio", "NT-fill", "sg-fill", "ratio",
+           "path");
     uint64_t budget = bench_opts.quick ? PB_MIB(64) : PB_MIB(1024);
     for (size_t si = 0; si < nsizes; si++) {
         c.size = sizes[si];
@@ -361,9 +378,9 @@ void bench_paging(void)
             snprintf(label, sizeof label, "%lluM", (unsigned long long)(c.size >> 20));
         else
             snprintf(label, sizeof label, "%lluK", (unsigned long long)(c.size >> 10));
-        printf("%-8s %8.2f %10.2f %7.3f %8.2f %8.2f %7.3f\n", label, med[PB_MEMCPY], med[PB_SG_TRANSFER],
+        printf("%-8s %8.2f %10.2f %7.3f %8.2f %8.2f %7.3f %7s\n", label, med[PB_MEMCPY], med[PB_SG_TRANSFER],
                med[PB_SG_TRANSFER] / med[PB_MEMCPY], med[PB_NTFILL], med[PB_SG_FILL],
-               med[PB_SG_FILL] / med[PB_NTFILL]);
+               med[PB_SG_FILL] / med[PB_NTFILL], pb_path(c.sg, c.size));
     }
     /* The transfers must have moved the bytes. */
     uint8_t probe = 0;

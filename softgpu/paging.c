@@ -168,6 +168,8 @@ static vidmm_status sg_emit_chunked(struct softgpu *sg, struct vidmm_build_pagin
         struct sg_cmd_hdr *h = (struct sg_cmd_hdr *)&cmd;
         h->opcode = c->opcode;
         h->flags = k == 0 ? SG_CMDF_FIRST : 0;
+        if (c->opcode == SG_CMD_COPY)
+            h->flags |= SG_CMDF_CLASS(sg_copy_size_class(c->total));
         h->size = c->cmd_size;
         c->make(c, &cmd, off, len);
         sg_emit(args, &cmd, c->cmd_size);
@@ -400,97 +402,6 @@ void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern)
         dst[i] = (uint8_t)(p >> (8u * k));
 }
 
-/* A copy engine writes VRAM without pulling it through the CPU's caches.
- * A large move on the host should not either: a cached copy reads every
- * destination line before overwriting it and evicts everything else on
- * the way.  Below the threshold memcpy is used, since a copy that stays
- * in the core's own caches is faster through them (2 MiB: 22 GB/s cached
- * against 15 streaming on the reference machine).  The threshold is four
- * times the L2 cache, not a share of the L3: on the shared hosts this
- * runs on, the L3 belongs to every tenant, and a 16 MiB cached copy ran
- * at 5.9 GB/s where streaming stores ran at 10.9 (docs/PERFORMANCE.md;
- * glibc's memcpy switches to streaming stores only at 3/4 of the shared
- * cache per thread).  8 MiB when the L2 size is unknown;
- * SOFTGPU_NT_THRESHOLD (bytes; 0 = never) overrides it, to emulate
- * another cache size. */
-uint64_t sg_nt_threshold_default(void)
-{
-    const char *e = getenv("SOFTGPU_NT_THRESHOLD");
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 0);
-        if (!*end)
-            return v ? (uint64_t)v : UINT64_MAX;
-    }
-    long l2 = -1;
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    if (l2 <= 0)
-        return (uint64_t)8 << 20;
-    return (uint64_t)l2 * 4;
-}
-
-/* Pages copied side by side by the streaming path. */
-#define SG_COPY_PAGES 4u
-
-#if defined(__SSE2__)
-/* One 64-byte line: unaligned loads, streaming stores (d 16-byte aligned). */
-static inline void sg_stream_line(uint8_t *d, const uint8_t *s)
-{
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-    __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
-    _mm_stream_si128((__m128i *)(void *)d, a);
-    _mm_stream_si128((__m128i *)(void *)(d + 16), b);
-    _mm_stream_si128((__m128i *)(void *)(d + 32), c);
-    _mm_stream_si128((__m128i *)(void *)(d + 48), e);
-}
-#endif
-
-void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n)
-{
-#if defined(__SSE2__)
-    if (n >= sg->nt_threshold && n >= 256) {
-        uint64_t i = 0;
-        /* Head: until the destination is 16-byte aligned (streaming
-         * stores need it; loads may be unaligned). */
-        while ((uintptr_t)(dst + i) & 15u)
-            i++;
-        memcpy(dst, src, (size_t)i);
-        uint64_t m = (n - i) & ~(uint64_t)63;
-        const uint8_t *s = src + i;
-        uint8_t *d = dst + i;
-        /* Four pages at a time, a line of each in turn: four streams
-         * the memory controller serves in parallel, as glibc's large
-         * copy does (docs/PERFORMANCE.md "Streaming copies for large
-         * moves": 0.58x memcpy at 256 MiB one page after another on the
-         * Xeon guest, 0.88x like this). */
-        uint64_t group = SG_COPY_PAGES * 4096u;
-        uint64_t grouped = m / group * group;
-        for (uint64_t g = 0; g < grouped; g += group)
-            for (uint64_t l = 0; l < 4096u; l += 64)
-                for (uint64_t pg = 0; pg < group; pg += 4096u) {
-                    sg_stream_line(d + g + pg + l, s + g + pg + l);
-                }
-        s += grouped;
-        d += grouped;
-        m -= grouped;
-        i += grouped;
-        for (uint64_t o = 0; o < m; o += 64)
-            sg_stream_line(d + o, s + o);
-        _mm_sfence(); /* streaming stores are weakly ordered: done before the fence signals */
-        i += m;
-        memcpy(dst + i, src + i, (size_t)(n - i));
-        return;
-    }
-#else
-    (void)sg;
-#endif
-    memcpy(dst, src, (size_t)n);
-}
-
 /* Zero fills of at least this many bytes release whole pages. */
 #define SG_ZERO_RELEASE_MIN ((uint64_t)64 << 10)
 
@@ -545,7 +456,7 @@ static void sg_exec_copy(struct softgpu *sg, const struct sg_cmd_copy *c)
         if (s < d + n && d < s + n)
             memmove(d, s, (size_t)n);
         else
-            sg_copy(sg, d, s, n);
+            sg_copy(sg, d, s, n, SG_CMDF_CLASS_OF(c->hdr.flags));
         done += n;
     }
 }

@@ -155,7 +155,7 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     sg->nb_segment = pr->nb_segment;
     sg->paging_buffer_segment_id = pr->paging_buffer_segment_id;
     sg->paging_buffer_size = pbs;
-    sg->nt_threshold = sg_nt_threshold_default();
+    sg_copy_tuner_init(&sg->copy_tuner);
     sg->caps.wddm_version = 0x2000;
     sg->caps.memory_management_caps = pr->caps;
     sg->caps.physical_adapter_flags = pr->adapter_flags;

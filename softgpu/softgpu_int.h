@@ -17,6 +17,7 @@
 #include "vidmm/softgpu.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,30 @@ struct sg_cmd_hdr {
     uint32_t size;
 };
 #define SG_CMDF_FIRST 0x1u     /* first command of an operation (counts the op) */
+/* Bits 8-13: the operation's size class (floor(log2(size))) for the copy
+ * path's choice (copy.c); TRANSFER and TRANSFER_VIRTUAL only. */
+#define SG_CMDF_CLASS_SHIFT 8u
+#define SG_CMDF_CLASS_MASK 0x3F00u
+#define SG_CMDF_CLASS(c) ((uint16_t)(((unsigned)(c) << SG_CMDF_CLASS_SHIFT) & SG_CMDF_CLASS_MASK))
+#define SG_CMDF_CLASS_OF(f) (((unsigned)(f) & SG_CMDF_CLASS_MASK) >> SG_CMDF_CLASS_SHIFT)
+
+/* The copy path's measurements (copy.c). */
+enum { SG_COPY_CACHED = 0, SG_COPY_STREAM = 1 };
+#define SG_COPY_CLASSES 64u
+#define SG_COPY_TUNE_MIN 20u   /* operations below 1 MiB stay memcpy */
+struct sg_copy_class {
+    _Atomic uint32_t copies;
+    _Atomic uint32_t next_explore; /* copy number of the next run on the slower path */
+    _Atomic uint32_t period;       /* copies between such runs; 0 = still learning */
+    _Atomic uint32_t explore_path; /* the path of the run under way */
+    _Atomic uint64_t run_ns;       /* its copies' time so far */
+    _Atomic uint32_t mbps[2];  /* estimated throughput per path, MB/s; 0 = not measured */
+};
+struct sg_copy_tuner {
+    int fixed;                 /* SOFTGPU_NT_THRESHOLD given: no measuring */
+    uint64_t threshold;        /* then: copies of at least this many bytes stream */
+    struct sg_copy_class cls[SG_COPY_CLASSES];
+};
 
 /* softgpu's hardware PTE (8 bytes, docs/SOFTGPU.md "MMU").  Deliberately
  * not the neutral vidmm_pte layout: the driver must convert. */
@@ -169,7 +194,7 @@ struct softgpu {
     uint32_t vis_id, invis_id, ap_id, agp_id;
 
     void *dummy_page;             /* 4 KiB of zeros */
-    uint64_t nt_threshold;        /* copies of at least this many bytes bypass the cache (sg_copy) */
+    struct sg_copy_tuner copy_tuner; /* cached or streaming copies, per operation size (copy.c) */
     uint32_t inject_insufficient;
     struct softgpu_stats stats;
     struct softgpu_reset_stats reset_stats;   /* guarded by the engine lock */
@@ -263,11 +288,32 @@ void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
  * that a large zero fill inside a memory segment that was not prefaulted
  * releases its whole pages instead of writing them (paging.c). */
 void sg_fill(struct softgpu *sg, uint8_t *dst, uint64_t size, uint32_t pattern);
-/* Copy n bytes between host buffers that do not overlap: memcpy, or
- * streaming (non-temporal) stores from sg->nt_threshold bytes up. */
-void sg_copy(const struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n);
-/* The default of sg->nt_threshold for this host (paging.c). */
-uint64_t sg_nt_threshold_default(void);
+/* copy.c: the copy engine's host copy and its per-size path choice. */
+void sg_copy_tuner_init(struct sg_copy_tuner *t);
+/* floor(log2(size)) (0 for 0 and 1): an operation's size class. */
+unsigned sg_copy_size_class(uint64_t size);
+/* The path for a copy of n bytes of an operation of size class cls:
+ * path SG_COPY_CACHED / SG_COPY_STREAM; time: time it and report it with
+ * sg_copy_record; sample: its timing updates the path's estimate;
+ * explore: a copy of a run on the path that is not the current choice
+ * (last: the run's last copy); index: its number in the class. */
+struct sg_copy_ticket {
+    int path, time, sample, explore, last;
+    uint32_t index;
+};
+struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint64_t n);
+/* Copies between two runs on the slower path, for a run that took run_ns
+ * against copy_ns per copy on the chosen path. */
+uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns);
+/* A timed copy: n bytes in ns nanoseconds, as the ticket said. */
+void sg_copy_record(struct sg_copy_tuner *t, unsigned cls, struct sg_copy_ticket k, uint64_t n, uint64_t ns);
+/* A class's copies and estimates (MB/s, 0 = not measured); returns the
+ * path its next steady copy takes, -1 under a fixed threshold. */
+int sg_copy_class_info(const struct sg_copy_tuner *t, unsigned cls, uint32_t *copies, uint32_t *cached_mbps,
+                       uint32_t *stream_mbps);
+/* Copy n bytes between host buffers that do not overlap, for an
+ * operation of size class op_class (sg_copy_size_class of its size). */
+void sg_copy(struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n, unsigned op_class);
 
 /* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
 vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels);

@@ -128,6 +128,8 @@ vidmm_status sg_build_virtual(struct softgpu *sg, struct vidmm_build_paging_buff
         }
         uint64_t off = k * SG_CHUNK;
         c.hdr.flags = k == 0 ? SG_CMDF_FIRST : 0;
+        if (args->operation == VIDMM_PAGING_TRANSFER_VIRTUAL)
+            c.hdr.flags |= SG_CMDF_CLASS(sg_copy_size_class(total));
         c.size = total - off < SG_CHUNK ? total - off : SG_CHUNK;
         c.dst_va = dst0 + off;
         /* A fill chunk starts on a multiple of SG_CHUNK (of 4): the
@@ -270,7 +272,7 @@ uint32_t sg_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, st
         } else if (rs.host < rd.host + n && rd.host < rs.host + n) {
             memmove(rd.host, rs.host, (size_t)n);
         } else {
-            sg_copy(sg, rd.host, rs.host, n);
+            sg_copy(sg, rd.host, rs.host, n, SG_CMDF_CLASS_OF(c.hdr.flags));
         }
         done += n;
     }

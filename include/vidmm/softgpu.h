@@ -198,6 +198,28 @@ struct softgpu_stats {
 };
 void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out);
 
+/* The copy engine's path per operation size (TRANSFER, TRANSFER_VIRTUAL):
+ * a cached copy or streaming stores, whichever it measured faster for
+ * operations of that size on this host (docs/SOFTGPU.md "Copy path").
+ * One entry per size class that has copied: operations of min_size up to
+ * twice that.  With SOFTGPU_NT_THRESHOLD set the path is fixed: path is
+ * SOFTGPU_COPY_FIXED and nothing is measured. */
+enum softgpu_copy_path_kind {
+    SOFTGPU_COPY_CACHED = 0,
+    SOFTGPU_COPY_STREAMING = 1,
+    SOFTGPU_COPY_FIXED = 2
+};
+struct softgpu_copy_path {
+    uint64_t min_size;               /* a power of two, from 1 MiB */
+    uint32_t copies;                 /* copies of this class so far (wraps) */
+    uint32_t path;                   /* enum softgpu_copy_path_kind: the steady choice now */
+    uint32_t cached_mbps;            /* measured throughput, MB/s (0 = not yet) */
+    uint32_t streaming_mbps;
+};
+/* Fill out[0..max) with the classes that have copied, smallest first;
+ * returns how many there are (may exceed max).  0 for a NULL device. */
+uint32_t softgpu_get_copy_paths(const struct softgpu *sg, struct softgpu_copy_path *out, uint32_t max);
+
 /* Fault injection for hang and reset tests (does not wait for idle).
  * The copy engine hangs on the paging buffer submitted `after` buffers
  * from now (0 = the next one): it neither runs it nor signals its fence

@@ -849,6 +849,208 @@ static void transfer_streaming(void)
     softgpu_destroy(sg);
 }
 
+/* The copy path's choice (copy.c), driven with made-up timings: a run of
+ * four cached copies then four streaming ones, the last two of each
+ * timed; the faster path from then on; a confirming run on the other
+ * path eight copies later, which can undo the choice; estimates that rise
+ * at once and sink by a quarter; runs spaced by what the last one cost. */
+static void copy_path_choice(void)
+{
+    struct sg_copy_tuner *t = calloc(1, sizeof *t);
+    T_CHECK(t != NULL);
+    if (!t)
+        return;
+    unsetenv("SOFTGPU_NT_THRESHOLD");
+    sg_copy_tuner_init(t);
+    const unsigned cls = 24; /* 16 MiB operations */
+    const uint64_t n = (uint64_t)16 << 20;
+    const uint64_t ns_12 = n * 1000u / 12000u, ns_4 = n * 1000u / 4000u, ns_24 = n * 1000u / 24000u;
+    /* Small operations are not measured. */
+    struct sg_copy_ticket k = sg_copy_choose(t, 19, (uint64_t)512 << 10);
+    T_EQ(k.path, SG_COPY_CACHED);
+    T_EQ(k.time, 0);
+    T_EQ(sg_copy_size_class((uint64_t)16 << 20), 24u);
+    T_EQ(sg_copy_size_class(((uint64_t)32 << 20) - 1), 24u);
+    T_EQ(sg_copy_size_class(0), 0u);
+    /* Learning. */
+    for (unsigned i = 0; i < 8; i++) {
+        k = sg_copy_choose(t, cls, n);
+        T_EQ(k.path, (i < 4 ? SG_COPY_CACHED : SG_COPY_STREAM));
+        T_EQ(k.time, ((i % 4) >= 2));
+        T_EQ(k.sample, k.time);
+        T_EQ(k.explore, 0);
+        if (k.time)   /* streaming measured slow at first (a first touch, say) */
+            sg_copy_record(t, cls, k, n, k.path == SG_COPY_CACHED ? ns_12 : ns_4);
+    }
+    uint32_t copies, m0, m1;
+    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_CACHED);
+    T_EQ(copies, 8u);
+    T_EQ(m0, 12000u);
+    T_EQ(m1, 4000u);
+    /* Cached for eight copies, then the confirming streaming run, which
+     * measures 24 GB/s: the choice flips at once. */
+    for (unsigned i = 8; i < 16; i++) {
+        k = sg_copy_choose(t, cls, n);
+        T_EQ(k.path, SG_COPY_CACHED);
+        T_EQ(k.time, (i % 4 == 0));   /* one steady copy in four is timed */
+        T_EQ(k.sample, k.time);
+        T_EQ(k.explore, 0);
+        if (k.time)
+            sg_copy_record(t, cls, k, n, ns_12);
+    }
+    for (unsigned i = 16; i < 20; i++) {
+        k = sg_copy_choose(t, cls, n);
+        T_EQ(k.path, SG_COPY_STREAM);
+        T_EQ(k.time, 1);
+        T_EQ(k.sample, (i >= 18));
+        T_EQ(k.explore, 1);
+        T_EQ(k.last, (i == 19));
+        sg_copy_record(t, cls, k, n, ns_24);
+    }
+    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_STREAM);
+    T_EQ(m1, 24000u);
+    /* That run cost nothing over the chosen path: the next (cached) run
+     * comes SG_COPY_EXPLORE (64) copies later.  It costs four copies at
+     * 12 GB/s against 24: 300 x (its excess / a copy) = 1200 copies to
+     * the one after. */
+    T_EQ(sg_copy_period(400, 100), 64u);
+    T_EQ(sg_copy_period(410, 100), 64u);          /* a close race: often */
+    T_EQ(sg_copy_period(800, 100), 1200u);
+    T_EQ(sg_copy_period(UINT64_MAX, 1), 8192u);   /* a hopeless path: rarely */
+    T_EQ(sg_copy_period(1000, 0), 64u);
+    unsigned cached = 0, streamed = 0, first_cached = 0;
+    for (unsigned i = 20; i < 1292; i++) {
+        k = sg_copy_choose(t, cls, n);
+        if (k.path == SG_COPY_CACHED) {
+            if (!cached)
+                first_cached = i;
+            cached++;
+            sg_copy_record(t, cls, k, n, ns_12);
+        } else {
+            streamed++;
+            if (k.time)
+                sg_copy_record(t, cls, k, n, ns_24);
+        }
+    }
+    T_EQ(first_cached, 84u);
+    T_EQ(cached, 8u);                /* 84-87 and 1288-1291 */
+    T_EQ(streamed, 1272u - 8u);
+    /* A lasting slowdown of the chosen path sinks its estimate by a
+     * quarter per copy until the other path wins. */
+    unsigned steps = 0;
+    for (unsigned i = 0; i < 64 && sg_copy_class_info(t, cls, &copies, &m0, &m1) == SG_COPY_STREAM; i++) {
+        k = sg_copy_choose(t, cls, n);
+        if (k.path == SG_COPY_STREAM && k.time)
+            sg_copy_record(t, cls, k, n, ns_4);
+        steps += k.time;
+    }
+    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_CACHED);
+    T_EQ(steps, 4u);   /* timed copies: 24000 -> 19000 -> 15250 -> 12437 -> 10328 */
+    /* Bad arguments to record change nothing. */
+    k.path = 7;
+    k.sample = 1;
+    sg_copy_record(t, cls, k, n, 1);
+    k.path = SG_COPY_CACHED;
+    sg_copy_record(t, SG_COPY_CLASSES, k, n, 1);
+    uint32_t m0b, m1b;
+    sg_copy_class_info(t, cls, &copies, &m0b, &m1b);
+    T_EQ(m0b, m0);
+    T_EQ(m1b, m1);
+    /* A fixed threshold: no measuring, the copy's own size decides. */
+    setenv("SOFTGPU_NT_THRESHOLD", "4096", 1);
+    sg_copy_tuner_init(t);
+    unsetenv("SOFTGPU_NT_THRESHOLD");
+    k = sg_copy_choose(t, cls, 4096);
+    T_EQ(k.path, SG_COPY_STREAM);
+    T_EQ(k.time, 0);
+    k = sg_copy_choose(t, cls, 4095);
+    T_EQ(k.path, SG_COPY_CACHED);
+    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), -1);
+    T_EQ(copies, 2u);   /* counted */
+    T_EQ(m0 + m1, 0u);  /* not measured */
+    setenv("SOFTGPU_NT_THRESHOLD", "0", 1);   /* 0: never stream */
+    sg_copy_tuner_init(t);
+    unsetenv("SOFTGPU_NT_THRESHOLD");
+    T_EQ(sg_copy_choose(t, cls, (uint64_t)1 << 40).path, SG_COPY_CACHED);
+    free(t);
+}
+
+/* Transfers on a device that measures its copy path: the bytes are
+ * exact whichever path each copy takes (the learning runs take both),
+ * the commands carry the operation's size class, and
+ * softgpu_get_copy_paths reports the class with both estimates. */
+static void copy_paths_measured(void)
+{
+    uint64_t rs = t_seed() ^ 0xC0B7;
+    unsetenv("SOFTGPU_NT_THRESHOLD");
+    struct softgpu *sg = mk("dgpu");
+    struct vidmm_segment_descriptor d[8];
+    struct vidmm_query_segment_out out;
+    T_CHECK(query_segments(sg, d, &out) >= 2);
+    T_EQ(softgpu_get_copy_paths(sg, NULL, 0), 0u);
+    T_EQ(softgpu_get_copy_paths(NULL, NULL, 0), 0u);
+    const size_t n = (2u << 20) + 4099;   /* class 2 MiB, unaligned tail */
+    uint8_t *src = malloc(n), *back = malloc(n);
+    int ok = 1;
+    for (int i = 0; i < 12; i++) {
+        rand_fill(&rs, src, n);
+        T_ST(softgpu_write_physical(sg, 1, 3, src, n), VIDMM_OK);
+        T_ST(transfer(sg, 1, d[0].base_address + 3, NULL, 2, d[1].base_address + 64 * 1024 + 5, NULL, n, 0),
+             VIDMM_OK);
+        T_ST(softgpu_read_physical(sg, 2, 64 * 1024 + 5, back, n), VIDMM_OK);
+        ok &= !memcmp(back, src, n);
+    }
+    T_CHECK(ok);
+    struct softgpu_copy_path cp[4];
+    memset(cp, 0, sizeof cp);
+    T_EQ(softgpu_get_copy_paths(sg, cp, 4), 1u);
+    T_EQ_U64(cp[0].min_size, (uint64_t)2 << 20);
+    T_EQ(cp[0].copies, 12u);
+    T_CHECK(cp[0].cached_mbps > 0 && cp[0].streaming_mbps > 0);
+    T_CHECK(cp[0].path == (cp[0].streaming_mbps > cp[0].cached_mbps ? SOFTGPU_COPY_STREAMING : SOFTGPU_COPY_CACHED));
+    T_EQ(softgpu_get_copy_paths(sg, cp, 0), 1u);   /* counts without writing */
+    /* The command header: FIRST on the first command, the class of the
+     * whole operation on every copy command. */
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    uint64_t buf[64];
+    a.operation = VIDMM_PAGING_TRANSFER;
+    a.u.transfer.transfer_size = (uint64_t)40 << 20;   /* three chunks, class 25 */
+    a.u.transfer.source.segment_id = 1;
+    a.u.transfer.source.segment_address = d[0].base_address;
+    a.u.transfer.destination.segment_id = 2;
+    a.u.transfer.destination.segment_address = d[1].base_address;
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    T_ST(ops->build_paging_buffer(sg, &a), VIDMM_OK);
+    uint32_t used = (uint32_t)sizeof buf - a.dma_size;
+    unsigned cmds = 0;
+    for (uint32_t o = 0; o < used;) {
+        struct sg_cmd_hdr h;
+        memcpy(&h, (uint8_t *)buf + o, sizeof h);
+        T_EQ(h.opcode, VIDMM_PAGING_TRANSFER);
+        T_EQ(SG_CMDF_CLASS_OF(h.flags), 25u);
+        T_EQ((h.flags & SG_CMDF_FIRST), (cmds == 0 ? SG_CMDF_FIRST : 0u));
+        cmds++;
+        o += h.size ? h.size : used;
+    }
+    T_EQ(cmds, 3u);
+    T_EQ(softgpu_check(sg), 0);
+    free(src);
+    free(back);
+    softgpu_destroy(sg);
+    /* With SOFTGPU_NT_THRESHOLD the path is fixed and reported so. */
+    setenv("SOFTGPU_NT_THRESHOLD", "1048576", 1);
+    sg = mk("dgpu");
+    unsetenv("SOFTGPU_NT_THRESHOLD");
+    T_ST(transfer(sg, 1, d[0].base_address, NULL, 2, d[1].base_address, NULL, (uint64_t)2 << 20, 0), VIDMM_OK);
+    T_EQ(softgpu_get_copy_paths(sg, cp, 4), 1u);   /* counted, not measured */
+    T_EQ(cp[0].path, SOFTGPU_COPY_FIXED);
+    T_EQ(cp[0].copies, 1u);
+    T_EQ(cp[0].cached_mbps + cp[0].streaming_mbps, 0u);
+    softgpu_destroy(sg);
+}
+
 static void aperture_map_unmap(void)
 {
     uint64_t rs = t_seed() ^ 0xA9;
@@ -1349,6 +1551,8 @@ void suite_softgpu(void)
     t_run("softgpu.fill_patterns", fill_patterns);
     t_run("softgpu.zero_fill_release", zero_fill_release);
     t_run("softgpu.transfer_streaming", transfer_streaming);
+    t_run("softgpu.copy_path_choice", copy_path_choice);
+    t_run("softgpu.copy_paths_measured", copy_paths_measured);
     t_run("softgpu.aperture_map_unmap", aperture_map_unmap);
     t_run("softgpu.host_aperture", host_aperture);
     t_run("softgpu.restart_protocol", restart_protocol);

@@ -982,7 +982,11 @@ static void encoding(void)
         if (call < 2)
             T_EQ(a.multipass_offset, call + 1);
         T_EQ(buf[0].hdr.opcode, VIDMM_PAGING_TRANSFER_VIRTUAL);
-        T_EQ(buf[0].hdr.flags, call == 0 ? SG_CMDF_FIRST : 0);
+        /* FIRST on the first command; every one carries the class of the
+         * whole operation (40 MiB: 2^25) for the copy path's choice. */
+        T_EQ((buf[0].hdr.flags & SG_CMDF_FIRST), (call == 0 ? SG_CMDF_FIRST : 0u));
+        T_EQ(SG_CMDF_CLASS_OF(buf[0].hdr.flags), 25u);
+        T_EQ((buf[0].hdr.flags & ~(SG_CMDF_FIRST | SG_CMDF_CLASS_MASK)), 0u);
         T_EQ(buf[0].hdr.size, VCMD);
         T_EQ(buf[0].root_segment, 2);
         T_EQ_U64(buf[0].root, AC_KIB(64));
