@@ -16,6 +16,7 @@ struct bench_options {
     int quick;   /* --quick: fewer ops and runs, for smoke tests */
     const char *only; /* --only LIST: run only the named workloads, e.g. "A,D" */
     int cpu_time;     /* --cpu-time: bench_now_ns() reads the thread's CPU clock (a loaded host) */
+    int b2_seeds;     /* --b2-seeds N: B2's churn seeds (0 = the default ten; at most 1000) */
 };
 extern struct bench_options bench_opts;
 

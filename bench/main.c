@@ -1,6 +1,7 @@
 /*
  * main.c - the vidmm benchmark program: runs every benchmark in turn.
- * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]
+ * Usage: vidmm-bench [--check] [--quick] [--cpu-time] [--b2-seeds N]
+ *                    [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]
  */
 #include "bench.h"
 #include "evict_bench.h"
@@ -15,6 +16,7 @@
 #include "va_bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct bench_options bench_opts;
@@ -30,8 +32,12 @@ int main(int argc, char **argv)
             bench_opts.cpu_time = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             bench_opts.only = argv[++i];
+        else if (!strcmp(argv[i], "--b2-seeds") && i + 1 < argc && atoi(argv[i + 1]) > 0 && atoi(argv[i + 1]) <= 1000)
+            bench_opts.b2_seeds = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--check] [--quick] [--cpu-time] [--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]\n",
+            fprintf(stderr,
+                    "usage: %s [--check] [--quick] [--cpu-time] [--b2-seeds N (1-1000)] "
+                    "[--only A,B2,C,D,E,paging,pte,G,MR,share,policy,RP,S,TDR,NP]\n",
                     argv[0]);
             return 2;
         }

@@ -62,8 +62,14 @@
  * page boundaries the interleaved pages put in its way. */
 #define SG_COPY_PREFETCH (2u * SG_COPY_PAGES * 4096u)
 /* Copies a path is tried for at a time while learning or exploring (the
- * last two are timed). */
+ * last two are timed)... */
 #define SG_COPY_RUN 4u
+/* ...except from operations of 2^SG_COPY_STREAMED bytes (128 MiB) up:
+ * their source and destination are larger than any cache, so the first
+ * copy on a path finds the caches as the next one will, and a run of
+ * four would spend four whole operations (the first eight 1 GiB moves)
+ * learning. */
+#define SG_COPY_STREAMED 27u
 /* Copies between two runs on the slower path (sg_copy_period): bounds. */
 #define SG_COPY_EXPLORE 64u
 #define SG_COPY_EXPLORE_MAX 8192u
@@ -101,16 +107,16 @@ static int sg_copy_winner(uint32_t cached, uint32_t stream)
 }
 
 /* Copies between two runs on the slower path, from what the last one
- * cost: run_ns for its SG_COPY_RUN copies, against copy_ns for a copy on
+ * cost: run_ns for its copies, against copy_ns for a copy on
  * the chosen path.  The copies right after a run pay for the cache state
  * it left too (about half its excess again, measured at 2 and 16 MiB), so
  * the excess counts one and a half times; spacing the runs 300 times the
  * excess in copies apart keeps watching at 0.5% of the copying time,
  * whatever the two paths' speeds, and SG_COPY_EXPLORE keeps a close race
  * (or a run that found its path faster) watched often. */
-uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns)
+uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns, unsigned copies)
 {
-    uint64_t base = SG_COPY_RUN * copy_ns;
+    uint64_t base = copies * copy_ns;
     if (!copy_ns || run_ns <= base)
         return SG_COPY_EXPLORE;
     uint64_t excess = run_ns - base;
@@ -118,6 +124,11 @@ uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns)
         return SG_COPY_EXPLORE_MAX;
     uint64_t p = 300u * excess / copy_ns;
     return p < SG_COPY_EXPLORE ? SG_COPY_EXPLORE : p > SG_COPY_EXPLORE_MAX ? SG_COPY_EXPLORE_MAX : (uint32_t)p;
+}
+
+unsigned sg_copy_run(unsigned cls)
+{
+    return cls >= SG_COPY_STREAMED ? 1u : SG_COPY_RUN;
 }
 
 struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint64_t n)
@@ -135,15 +146,16 @@ struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint
         return k;
     struct sg_copy_class *c = &t->cls[cls];
     uint32_t i = atomic_fetch_add_explicit(&c->copies, 1u, memory_order_relaxed);
+    const uint32_t run = sg_copy_run(cls), timed = run > 2u ? run - 2u : 0u; /* from copy "timed" of a run */
     uint32_t m0 = atomic_load_explicit(&c->mbps[SG_COPY_CACHED], memory_order_relaxed);
     uint32_t m1 = atomic_load_explicit(&c->mbps[SG_COPY_STREAM], memory_order_relaxed);
     k.index = i;
-    if (!m0 || !m1 || i < 2u * SG_COPY_RUN) {
+    if (!m0 || !m1 || i < 2u * run) {
         /* Learning: a run of cached copies, then one of streaming ones
          * (again while a path is unmeasured); the last two of a run are
          * timed, the first ones settle the caches. */
-        k.path = (i / SG_COPY_RUN) & 1u ? SG_COPY_STREAM : SG_COPY_CACHED;
-        k.time = k.sample = i % SG_COPY_RUN >= SG_COPY_RUN - 2u;
+        k.path = (i / run) & 1u ? SG_COPY_STREAM : SG_COPY_CACHED;
+        k.time = k.sample = i % run >= timed;
         return k;
     }
     int win = sg_copy_winner(m0, m1);
@@ -159,7 +171,7 @@ struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint
      * about a microsecond on a guest whose clock is not in the vDSO,
      * 0.7% of a 2 MiB copy. */
     k.time = k.sample = i % SG_COPY_SAMPLE == 0;
-    if (d < SG_COPY_RUN) {
+    if (d < run) {
         /* A run on the other path: every copy timed for its cost, the
          * last two for the path's estimate.  It keeps the path it started
          * on, even if its first timing makes that path the faster one. */
@@ -169,9 +181,9 @@ struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint
         }
         k.path = (int)atomic_load_explicit(&c->explore_path, memory_order_relaxed);
         k.time = 1;
-        k.sample = d >= SG_COPY_RUN - 2u;
+        k.sample = d >= timed;
         k.explore = 1;
-        k.last = d == SG_COPY_RUN - 1u;
+        k.last = d == run - 1u;
         /* The next run; sg_copy_record spaces it from this one's cost. */
         if (k.last)
             atomic_store_explicit(&c->next_explore,
@@ -212,7 +224,7 @@ void sg_copy_record(struct sg_copy_tuner *t, unsigned cls, struct sg_copy_ticket
     uint32_t m0 = atomic_load_explicit(&c->mbps[SG_COPY_CACHED], memory_order_relaxed);
     uint32_t m1 = atomic_load_explicit(&c->mbps[SG_COPY_STREAM], memory_order_relaxed);
     uint32_t best = m0 > m1 ? m0 : m1;
-    uint32_t period = sg_copy_period(run, best ? n * 1000u / best : 0);
+    uint32_t period = sg_copy_period(run, best ? n * 1000u / best : 0, sg_copy_run(cls));
     atomic_store_explicit(&c->period, period, memory_order_relaxed);
     atomic_store_explicit(&c->next_explore, k.index + 1u + period, memory_order_relaxed);
 }

@@ -302,9 +302,11 @@ struct sg_copy_ticket {
     uint32_t index;
 };
 struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint64_t n);
-/* Copies between two runs on the slower path, for a run that took run_ns
- * against copy_ns per copy on the chosen path. */
-uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns);
+/* Copies between two runs on the slower path, for a run of copies
+ * copies that took run_ns against copy_ns per copy on the chosen path. */
+uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns, unsigned copies);
+/* Copies per learning or exploring run for size class cls. */
+unsigned sg_copy_run(unsigned cls);
 /* A timed copy: n bytes in ns nanoseconds, as the ticket said. */
 void sg_copy_record(struct sg_copy_tuner *t, unsigned cls, struct sg_copy_ticket k, uint64_t n, uint64_t ns);
 /* A class's copies and estimates (MB/s, 0 = not measured); returns the

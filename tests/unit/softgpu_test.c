@@ -913,11 +913,17 @@ static void copy_path_choice(void)
      * comes SG_COPY_EXPLORE (64) copies later.  It costs four copies at
      * 12 GB/s against 24: 300 x (its excess / a copy) = 1200 copies to
      * the one after. */
-    T_EQ(sg_copy_period(400, 100), 64u);
-    T_EQ(sg_copy_period(410, 100), 64u);          /* a close race: often */
-    T_EQ(sg_copy_period(800, 100), 1200u);
-    T_EQ(sg_copy_period(UINT64_MAX, 1), 8192u);   /* a hopeless path: rarely */
-    T_EQ(sg_copy_period(1000, 0), 64u);
+    T_EQ(sg_copy_period(400, 100, 4), 64u);
+    T_EQ(sg_copy_period(410, 100, 4), 64u);          /* a close race: often */
+    T_EQ(sg_copy_period(800, 100, 4), 1200u);
+    T_EQ(sg_copy_period(200, 100, 1), 300u);     /* a run of one copy at half speed */
+    T_EQ(sg_copy_period(UINT64_MAX, 1, 4), 8192u);   /* a hopeless path: rarely */
+    T_EQ(sg_copy_period(1000, 0, 4), 64u);
+    /* From 128 MiB operations up a run is one copy, timed. */
+    T_EQ(sg_copy_run(24), 4u);
+    T_EQ(sg_copy_run(26), 4u);
+    T_EQ(sg_copy_run(27), 1u);
+    T_EQ(sg_copy_run(30), 1u);
     unsigned cached = 0, streamed = 0, first_cached = 0;
     for (unsigned i = 20; i < 1292; i++) {
         k = sg_copy_choose(t, cls, n);
@@ -946,6 +952,32 @@ static void copy_path_choice(void)
     }
     T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_CACHED);
     T_EQ(steps, 4u);   /* timed copies: 24000 -> 19000 -> 15250 -> 12437 -> 10328 */
+    /* A 1 GiB class learns in two copies, one per path, both timed, and
+     * explores one copy at a time. */
+    {
+        const unsigned big = 30;
+        const uint64_t nb = (uint64_t)1 << 30;
+        k = sg_copy_choose(t, big, nb);
+        T_EQ(k.path, SG_COPY_CACHED);
+        T_EQ(k.time, 1);
+        sg_copy_record(t, big, k, nb, nb * 1000u / 6000u);
+        k = sg_copy_choose(t, big, nb);
+        T_EQ(k.path, SG_COPY_STREAM);
+        T_EQ(k.time, 1);
+        sg_copy_record(t, big, k, nb, nb * 1000u / 11000u);
+        for (unsigned i = 2; i < 10; i++) {
+            k = sg_copy_choose(t, big, nb);
+            T_EQ(k.path, SG_COPY_STREAM);
+            T_EQ(k.explore, 0);
+        }
+        k = sg_copy_choose(t, big, nb);   /* the confirming run: one cached copy */
+        T_EQ(k.path, SG_COPY_CACHED);
+        T_EQ(k.explore, 1);
+        T_EQ(k.last, 1);
+        T_EQ(k.sample, 1);
+        sg_copy_record(t, big, k, nb, nb * 1000u / 6000u);
+        T_EQ(sg_copy_choose(t, big, nb).path, SG_COPY_STREAM);
+    }
     /* Bad arguments to record change nothing. */
     k.path = 7;
     k.sample = 1;
