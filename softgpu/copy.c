@@ -20,22 +20,24 @@
  * So the copy path is measured, per device, per size class of the whole
  * operation (the log2 of the TRANSFER's size, carried in the command
  * header: a 1 GiB transfer runs as 16 MiB commands but is a stream that
- * fits no cache, while a 16 MiB move may stay in it).  The first eight
- * copies of a class try each path four times in a row and time the last
- * two of each (the first ones pay for the other path's cache state: after
- * streaming stores the destination is no longer cached, and a cached copy
- * takes a few rounds to get it back); from then on the path measured
- * faster is used and every fourth copy's throughput updates its estimate.  The
- * other path gets a run again eight copies later (a choice made on two
- * timings each, maybe of first touches, is confirmed or undone at once)
- * and then now and then, so a host whose load or cache share changes is
- * followed.  How often is set by what the last run cost: at 2 MiB moves,
- * streaming stores can run at a third of a cached copy and leave the
- * caches cold for the copies after them, so watching them every 64
- * copies cost over 10%; sg_copy_period spaces the runs so that watching
- * costs 0.5% of the copying time, every 64 copies in a close race, up to
- * every 8192 for a path that loses by far.  Copies below
- * 1 MiB stay memcpy (they live in the core's own caches).
+ * fits no cache, while a 16 MiB move may stay in it):
+ *
+ *  - learning: four cached copies, then four streaming ones; the last two
+ *    of each four are timed (the first ones pay for the other path's
+ *    cache state: after streaming stores the destination is no longer
+ *    cached, and a cached copy takes a few rounds to get it back).  From
+ *    128 MiB operations up a run is one copy (SG_COPY_STREAMED);
+ *  - then the path measured faster; one steady copy in four is timed;
+ *  - the other path gets a run again eight copies after learning (a
+ *    choice made on two timings, maybe of first touches, is confirmed or
+ *    undone at once), then at a spacing set by what its last run cost, so
+ *    that watching costs about 0.5% of the copying time (sg_copy_period):
+ *    every 64 copies in a close race, up to every 8192 for a path that
+ *    loses by far.  At 2 MiB moves streaming stores can run at a third of
+ *    a cached copy and leave the caches cold behind them; watching them
+ *    every 64 copies cost over 10%.
+ *
+ * Copies below 1 MiB stay memcpy (they live in the core's own caches).
  * SOFTGPU_NT_THRESHOLD (bytes; 0 = never) replaces the measurement with a
  * fixed threshold on the copy's own size, to emulate another host or to
  * force either path in tests.
