@@ -14,9 +14,12 @@
  * of a prefaulted dgpu, which maps both sides into the system paging
  * process's scratch windows and runs TRANSFER_VIRTUAL chunk by chunk,
  * next to the same move on a dgpu told to advertise only the physical
- * ops (TRANSFER) and to memcpy, interleaved the same way, with the two
- * devices opened in both orders (the one opened second ran faster on one
- * host whatever its mode).  The path column is the copy path softgpu
+ * ops (TRANSFER), interleaved the same way, with the two devices opened
+ * in both orders (the one opened second ran faster on one host whatever
+ * its mode).  Each move is compared with memcpy of the same bytes between
+ * the same two places of its own device's segments (softgpu_segment_memory:
+ * the memory under a buffer moved the ratio by up to 25%), and with
+ * memcpy between two heap buffers as before.  The path column is the copy path softgpu
  * measured faster for that operation size (softgpu_get_copy_paths).
  */
 #include "bench.h"
@@ -159,6 +162,7 @@ struct pv_dev {
     struct vidmm_adapter *a;
     vidmm_handle h;
     uint32_t at;               /* segment the allocation is in */
+    uint8_t *home[3];          /* [1], [2]: host bytes of the allocation's place in segment 1 and 2 */
     int failed;
 };
 
@@ -214,9 +218,48 @@ static void pv_move(struct pv_dev *d)
     d->at = to;
 }
 
+/* Where the allocation lives in segment 1 and in segment 2 (vidmm places
+ * it at the same offsets on every move of the back and forth): found by
+ * moving it there and back, read through vidmm_allocation_iterate and
+ * softgpu_segment_memory. */
+static void pv_locate(struct pv_dev *d)
+{
+    for (int k = 0; k < 2; k++) {
+        uint64_t cursor = 0;
+        struct vidmm_allocation_item it;
+        while (vidmm_allocation_iterate(d->a, NULL, &cursor, &it) == VIDMM_OK) {
+            void *mem;
+            uint64_t size;
+            if (it.handle != d->h || (it.segment_id != 1 && it.segment_id != 2) || it.extent_count != 1 ||
+                softgpu_segment_memory(d->sg, it.segment_id, &mem, &size) != VIDMM_OK)
+                continue;
+            d->home[it.segment_id] = (uint8_t *)mem + it.offset;
+        }
+        pv_move(d);
+    }
+    if (!d->home[1] || !d->home[2])
+        d->failed = 1;
+}
+
+/* memcpy of the allocation's bytes to its other place and back, on the
+ * device's own segments: the copy a move makes, without the engine. */
+static void pv_memcpy_same(struct pv_dev *d, uint64_t size, uint64_t i)
+{
+    if (!d->home[1] || !d->home[2])
+        return;
+    /* From where the allocation is, to where it is not; the way back
+     * writes the same bytes to where it is. */
+    uint8_t *here = d->home[d->at], *there = d->home[d->at == 1 ? 2 : 1];
+    if (i & 1)
+        memcpy(here, there, (size_t)size);
+    else
+        memcpy(there, here, (size_t)size);
+}
+
 /* One size of the move table: every timed round of both opening orders. */
+enum { PV_HEAP, PV_VIRTUAL, PV_PHYSICAL, PV_SAME_V, PV_SAME_P, PV_N };
 struct pv_row {
-    double gbps[3][2 * PB_RUNS];   /* memcpy, virtual, physical */
+    double gbps[PV_N][2 * PB_RUNS]; /* memcpy of host buffers, the moves, memcpy on each device's segments */
     double chunks;                 /* chunks per virtual move */
     char paths[40];
     int measured;
@@ -246,6 +289,10 @@ static int bench_paging_moves_order(struct pb_ctx *c, const uint64_t *sizes, siz
         struct pv_row *row = &rows[si];
         pv_alloc(&v, c->size);
         pv_alloc(&p, c->size);
+        memset(v.home, 0, sizeof v.home);
+        memset(p.home, 0, sizeof p.home);
+        pv_locate(&v);
+        pv_locate(&p);
         uint64_t iters = budget / c->size ? budget / c->size : 1;
         uint64_t chunks0 = 0, moves0 = 0;
         for (int run = -1; run < PB_RUNS; run++) {
@@ -254,13 +301,17 @@ static int bench_paging_moves_order(struct pb_ctx *c, const uint64_t *sizes, siz
                 chunks0 = pp.chunks;
                 moves0 = pp.moves;
             }
-            for (int f = 0; f < 3; f++) {
+            static const int seq[PV_N] = { PV_HEAP, PV_SAME_V, PV_VIRTUAL, PV_SAME_P, PV_PHYSICAL };
+            for (int q = 0; q < PV_N; q++) {
+                int f = seq[q];
                 uint64_t t0 = bench_now_ns();
                 for (uint64_t i = 0; i < iters; i++) {
-                    if (f == 0)
+                    if (f == PV_HEAP)
                         pb_memcpy(c);
+                    else if (f == PV_SAME_V || f == PV_SAME_P)
+                        pv_memcpy_same(f == PV_SAME_V ? &v : &p, c->size, i);
                     else
-                        pv_move(f == 1 ? &v : &p);
+                        pv_move(f == PV_VIRTUAL ? &v : &p);
                 }
                 uint64_t dt = bench_now_ns() - t0;
                 if (run >= 0)
@@ -316,23 +367,26 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
     }
     printf("\nvidmm_allocation_move, memory segment 1 <-> 2 (GB/s, median of 2 x %d after 1 warm-up each, the two "
            "devices opened in both orders): virtual = TRANSFER_VIRTUAL through %llu MiB scratch windows, physical = "
-           "TRANSFER\n",
+           "TRANSFER; ratios to memcpy of the same bytes between the same device's segments (same mem), and to "
+           "memcpy between two heap buffers (heap)\n",
            PB_RUNS, (unsigned long long)(window >> 20));
-    printf("%-8s %8s %9s %7s %9s %7s %9s %7s %15s\n", "size", "memcpy", "virtual", "ratio", "physical", "ratio",
-           "chunks", "v/p", "paths v / p");
+    printf("%-6s %7s %9s %8s %7s %7s %9s %8s %7s %7s %6s %6s %15s\n", "size", "heap", "same mem", "virtual", "ratio",
+           "/heap", "same mem", "physical", "ratio", "/heap", "chunks", "v/p", "paths v / p");
     for (size_t si = 0; si < nsizes; si++) {
         struct pv_row *row = &rows[si];
         if (!row->measured)
             continue;
-        double med[3];
-        for (int f = 0; f < 3; f++) {
+        double med[PV_N];
+        for (int f = 0; f < PV_N; f++) {
             qsort(row->gbps[f], 2 * PB_RUNS, sizeof(double), bench_cmp_double);
             med[f] = (row->gbps[f][PB_RUNS - 1] + row->gbps[f][PB_RUNS]) / 2;
         }
         char label[16];
         snprintf(label, sizeof label, "%lluM", (unsigned long long)(sizes[si] >> 20));
-        printf("%-8s %8.2f %9.2f %7.3f %9.2f %7.3f %9.1f %7.3f %15s\n", label, med[0], med[1], med[1] / med[0],
-               med[2], med[2] / med[0], row->chunks, med[1] / med[2], row->paths);
+        printf("%-6s %7.2f %9.2f %8.2f %7.3f %7.3f %9.2f %8.2f %7.3f %7.3f %6.1f %6.3f %15s\n", label, med[PV_HEAP],
+               med[PV_SAME_V], med[PV_VIRTUAL], med[PV_VIRTUAL] / med[PV_SAME_V], med[PV_VIRTUAL] / med[PV_HEAP],
+               med[PV_SAME_P], med[PV_PHYSICAL], med[PV_PHYSICAL] / med[PV_SAME_P], med[PV_PHYSICAL] / med[PV_HEAP],
+               row->chunks, med[PV_VIRTUAL] / med[PV_PHYSICAL], row->paths);
     }
     free(rows);
 }

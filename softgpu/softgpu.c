@@ -377,6 +377,18 @@ vidmm_status softgpu_write_physical(struct softgpu *sg, uint32_t segment_id, uin
     return sg_physical(sg, segment_id, offset, NULL, src, size);
 }
 
+vidmm_status softgpu_segment_memory(struct softgpu *sg, uint32_t segment_id, void **host, uint64_t *size)
+{
+    if (!sg || !host || !size || segment_id == 0 || segment_id > sg->nb_segment)
+        return VIDMM_E_INVALID_ARG;
+    const struct sg_segment *s = &sg->seg[segment_id];
+    if (!s->is_memory || !s->mem)
+        return VIDMM_E_INVALID_ARG;   /* an aperture has no memory of its own */
+    *host = s->mem;
+    *size = s->size;
+    return VIDMM_OK;
+}
+
 int softgpu_check(const struct softgpu *sg)
 {
     if (!sg)

@@ -245,6 +245,15 @@ void softgpu_get_reset_stats(const struct softgpu *sg, struct softgpu_reset_stat
 vidmm_status softgpu_read_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, void *dst, size_t size);
 vidmm_status softgpu_write_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, const void *src, size_t size);
 
+/* The host memory of a memory segment: the bytes the GPU sees at segment
+ * offsets 0 .. *size - 1, valid until softgpu_destroy.  For benchmarks
+ * and debuggers that need the very memory the copy engine works on (a
+ * host copy between two segments is the fair reference for a move
+ * between them); vidmm knows nothing of writes made through it.
+ * VIDMM_E_INVALID_ARG for NULL pointers or a segment that is not a memory
+ * segment (an aperture or AGP segment has no memory of its own). */
+vidmm_status softgpu_segment_memory(struct softgpu *sg, uint32_t segment_id, void **host, uint64_t *size);
+
 /* Make the next n build_paging_buffer calls claim the buffer is too small
  * (exercises vidmm's restart protocol). */
 void softgpu_inject_insufficient_dma(struct softgpu *sg, uint32_t n);

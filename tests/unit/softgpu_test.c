@@ -1021,6 +1021,24 @@ static void copy_paths_measured(void)
     T_CHECK(query_segments(sg, d, &out) >= 2);
     T_EQ(softgpu_get_copy_paths(sg, NULL, 0), 0u);
     T_EQ(softgpu_get_copy_paths(NULL, NULL, 0), 0u);
+    /* The segments' host memory is what the engine copies. */
+    void *m1 = NULL, *m2 = NULL;
+    uint64_t z1 = 0, z2 = 0;
+    T_ST(softgpu_segment_memory(sg, 1, &m1, &z1), VIDMM_OK);
+    T_ST(softgpu_segment_memory(sg, 2, &m2, &z2), VIDMM_OK);
+    T_EQ_U64(z1, d[0].size);
+    T_EQ_U64(z2, d[1].size);
+    void *bad = (void *)&z1;
+    uint64_t bz = 7;
+    T_ST(softgpu_segment_memory(sg, 0, &bad, &bz), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_segment_memory(sg, out.nb_segment + 1, &bad, &bz), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_segment_memory(sg, 1, NULL, &bz), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_segment_memory(sg, 1, &bad, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(softgpu_segment_memory(NULL, 1, &bad, &bz), VIDMM_E_INVALID_ARG);
+    for (uint32_t id = 1; id <= out.nb_segment; id++)
+        if (d[id - 1].flags & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP))
+            T_ST(softgpu_segment_memory(sg, id, &bad, &bz), VIDMM_E_INVALID_ARG);
+    T_CHECK(bad == (void *)&z1 && bz == 7);   /* refusals change nothing */
     const size_t n = (2u << 20) + 4099;   /* class 2 MiB, unaligned tail */
     uint8_t *src = malloc(n), *back = malloc(n);
     int ok = 1;
@@ -1031,6 +1049,7 @@ static void copy_paths_measured(void)
              VIDMM_OK);
         T_ST(softgpu_read_physical(sg, 2, 64 * 1024 + 5, back, n), VIDMM_OK);
         ok &= !memcmp(back, src, n);
+        ok &= !memcmp((uint8_t *)m2 + 64 * 1024 + 5, src, n);   /* the same bytes, seen directly */
     }
     T_CHECK(ok);
     struct softgpu_copy_path cp[4];
