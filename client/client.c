@@ -126,41 +126,17 @@ static vidmm_status call(struct vidmm_client *c, uint16_t op, size_t n)
         return VIDMM_E_DEVICE_LOST;
     }
     for (;;) {
-        union {
-            char b[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        struct iovec iov = { c->buf, VMMD_MAX_MESSAGE };
-        struct msghdr mh;
-        memset(&mh, 0, sizeof mh);
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof u.b;
-        ssize_t r = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
-        if (r < 0 && errno == EINTR)
-            continue;
-        int fd = -1;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
-                size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t j = 0; j < k; j++) {
-                    int f;
-                    memcpy(&f, CMSG_DATA(cm) + j * sizeof(int), sizeof f);
-                    if (fd < 0)
-                        fd = f;
-                    else
-                        close(f);
-                }
-            }
+        int fd = -1, fds = 0, trunc = 0;
+        long r = vmmd_recv(c->fd, c->buf, VMMD_MAX_MESSAGE, 0, &fd, &fds, &trunc);
+        int cut = trunc || fds > 1;   /* more than the one descriptor a reply may carry */
         struct vmmd_header h;
-        if (r > 0 && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && fd < 0 &&
+        if (r > 0 && !cut && fd < 0 &&
             vmmd_header_get(c->buf, (size_t)r, &h) == VMMD_DECODE_OK && h.request_id == 0 &&
             h.opcode != (uint16_t)(op | VMMD_REPLY)) {
             if (take_event(c, &h) == 0)
                 continue;   /* an event before our reply */
         }
-        if (r <= 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        if (r <= 0 || cut ||
             vmmd_header_get(c->buf, (size_t)r, &h) != VMMD_DECODE_OK || h.length < 8 ||
             h.opcode != (uint16_t)(op | VMMD_REPLY) || h.request_id != id ||
             ((h.flags & VMMD_FLAG_FD) != 0) != (fd >= 0)) {

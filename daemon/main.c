@@ -262,45 +262,17 @@ static int settle(struct vmmd_server *srv, int ep, struct vmmd_client *c, const 
 static void client_readable(struct vmmd_server *srv, int ep, struct vmmd_client *c, uint8_t *buf)
 {
     for (int i = 0; i < 32; i++) {
-        union {
-            char b[CMSG_SPACE(sizeof(int) * 8)];
-            struct cmsghdr align;
-        } u;
-        struct iovec iov = { buf, VMMD_MAX_MESSAGE };
-        struct msghdr mh;
-        memset(&mh, 0, sizeof mh);
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = u.b;
-        mh.msg_controllen = sizeof u.b;
-        ssize_t r = recvmsg(vmmd_client_fd(c), &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        /* The first descriptor goes to the request (a SHARE_OPEN names its
+         * share by it; the server closes it); any other is closed. */
+        int fds = 0, first = -1, trunc = 0;
+        long r = vmmd_recv(vmmd_client_fd(c), buf, VMMD_MAX_MESSAGE, MSG_DONTWAIT, &first, &fds, &trunc);
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
-        if (r < 0 && errno == EINTR)
-            continue;
         if (r <= 0) {
             vmmd_client_drop(srv, c, r == 0 ? "connection closed" : "receive failed");
             return;
         }
-        /* The first descriptor goes to the request (a SHARE_OPEN names its
-         * share by it; the server closes it); any other is closed here. */
-        int fds = 0, first = -1;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t j = 0; j < k; j++) {
-                    int fd;
-                    memcpy(&fd, CMSG_DATA(cm) + j * sizeof(int), sizeof fd);
-                    if (first < 0)
-                        first = fd;
-                    else
-                        close(fd);
-                    fds++;
-                }
-            }
-        if (mh.msg_flags & MSG_CTRUNC)
-            fds++;
-        if (vmmd_client_message_fd(srv, c, buf, (size_t)r, fds, first, (mh.msg_flags & MSG_TRUNC) != 0) < 0)
+        if (vmmd_client_message_fd(srv, c, buf, (size_t)r, fds, first, trunc) < 0)
             break;
     }
     settle(srv, ep, c, "protocol error");

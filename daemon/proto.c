@@ -7,8 +7,10 @@
 
 #include "vidmm/status.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id)
 {
@@ -292,4 +294,51 @@ long vmmd_send(int sock, const void *buf, size_t n, int fd, int flags)
         memcpy(CMSG_DATA(cm), &fd, sizeof(int));
     }
     return (long)sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
+}
+
+long vmmd_recv(int sock, void *buf, size_t n, int flags, int *fd, int *fds, int *truncated)
+{
+    /* Room for several descriptors, so that a peer that sends more than
+     * one has them all closed here rather than lost in the kernel. */
+    union {
+        char b[CMSG_SPACE(sizeof(int) * 8)];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = { buf, n };
+    struct msghdr mh;
+    ssize_t r;
+    do {
+        memset(&mh, 0, sizeof mh);
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = u.b;
+        mh.msg_controllen = sizeof u.b;
+        r = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+    } while (r < 0 && errno == EINTR);
+    int first = -1, count = 0;
+    if (r > 0) {
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+                continue;
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t j = 0; j < k; j++) {
+                int f;
+                memcpy(&f, CMSG_DATA(cm) + j * sizeof(int), sizeof f);
+                if (first < 0 && fd)
+                    first = f;
+                else
+                    close(f);
+                count++;
+            }
+        }
+        if (mh.msg_flags & MSG_CTRUNC)
+            count++;
+    }
+    if (fd)
+        *fd = first;
+    if (fds)
+        *fds = count;
+    if (truncated)
+        *truncated = r > 0 && (mh.msg_flags & MSG_TRUNC) != 0;
+    return (long)r;
 }

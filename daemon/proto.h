@@ -169,6 +169,16 @@ int vmmd_request_fixed_size(uint16_t opcode);
  * EINTR and decides what EAGAIN means. */
 long vmmd_send(int sock, const void *buf, size_t n, int fd, int flags);
 
+/* Receive one record into buf (room for n bytes) from sock: recvmsg with
+ * MSG_CMSG_CLOEXEC and flags, EINTR retried.  The first descriptor that
+ * came with it goes to *fd (-1 when none; closed when fd is NULL), any
+ * other is closed.  *fds (may be NULL): the descriptors that came, plus
+ * one when the kernel cut the control data (some were lost on the way);
+ * *truncated (may be NULL): the record was longer than n.  recvmsg's
+ * result (-1 with errno set, 0 at the peer's end); on -1 and 0 no
+ * descriptor is returned. */
+long vmmd_recv(int sock, void *buf, size_t n, int flags, int *fd, int *fds, int *truncated);
+
 const char *vmmd_op_name(uint16_t opcode);
 const char *vmmd_decode_str(int result);
 /* vidmm_status_str, and the daemon's own statuses above. */

@@ -49,31 +49,11 @@ static int raw_reply(int fd, uint16_t *op, int *fd_out)
     if (poll(&p, 1, 5000) != 1)
         return 2000;
     static uint8_t buf[VMMD_MAX_MESSAGE];
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct iovec iov = { buf, sizeof buf };
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = u.b;
-    mh.msg_controllen = sizeof u.b;
-    ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    long r = vmmd_recv(fd, buf, sizeof buf, 0, fd_out, NULL, NULL);
     if (r == 0 || (r < 0 && errno == ECONNRESET))
         return 1000;
     if (r < 0)
         return 2000;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    if (cm && cm->cmsg_type == SCM_RIGHTS) {
-        int f;
-        memcpy(&f, CMSG_DATA(cm), sizeof f);
-        if (fd_out)
-            *fd_out = f;
-        else
-            close(f);
-    }
     struct vmmd_header h;
     if (vmmd_header_get(buf, (size_t)r, &h) != 0 || h.length < 8)
         return 2000;
@@ -270,24 +250,7 @@ int main(int argc, char **argv)
     {
         n = msg(b, VMMD_OP_HELLO, NULL, 0);
         int pass = open("/dev/null", O_RDONLY);
-        union {
-            char c[CMSG_SPACE(sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof u);
-        struct iovec iov = { b, n };
-        struct msghdr mh;
-        memset(&mh, 0, sizeof mh);
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = u.c;
-        mh.msg_controllen = sizeof u.c;
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &pass, sizeof pass);
-        CHECK(sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)n, "sendmsg with a descriptor");
+        CHECK(vmmd_send(fd, b, n, pass, 0) == (long)n, "sendmsg with a descriptor");
         close(pass);
         CHECK(raw_reply(fd, NULL, NULL) == VIDMM_E_INVALID_ARG, "a descriptor sent to the daemon");
     }

@@ -42,26 +42,7 @@ static int send_msg(int sock, char tag, int fd)
 static char recv_msg(int sock, int *fd)
 {
     char tag = 0;
-    struct iovec iov = { &tag, 1 };
-    union {
-        char b[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = u.b;
-    mh.msg_controllen = sizeof u.b;
-    ssize_t r;
-    do
-        r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
-    if (fd)
-        *fd = -1;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && fd)
-            memcpy(fd, CMSG_DATA(cm), sizeof *fd);
+    long r = vmmd_recv(sock, &tag, 1, 0, fd, NULL, NULL);
     return r == 1 ? tag : 0;
 }
 
