@@ -37,7 +37,8 @@
  *    a cached copy and leave the caches cold behind them; watching them
  *    every 64 copies cost over 10%.
  *
- * Copies below 1 MiB stay memcpy (they live in the core's own caches).
+ * Copies below 1 MiB (small operations, or the pieces of a scattered one)
+ * stay memcpy, unmeasured: they live in the core's own caches.
  * SOFTGPU_NT_THRESHOLD (bytes; 0 = never) replaces the measurement with a
  * fixed threshold on the copy's own size, to emulate another host or to
  * force either path in tests.
@@ -138,13 +139,18 @@ struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint
     struct sg_copy_ticket k;
     memset(&k, 0, sizeof k);
     k.path = SG_COPY_CACHED;
+    /* Only copies of 1 MiB or more of an operation of 1 MiB or more are
+     * measured and counted: the 4 KiB runs of a scattered virtual
+     * transfer stay plain memcpy, with no atomics or clock reads, and do
+     * not blur the class's estimates. */
+    int tuned = cls >= SG_COPY_TUNE_MIN && cls < SG_COPY_CLASSES && n >= ((uint64_t)1 << SG_COPY_TUNE_MIN);
     if (t->fixed) {
-        if (cls >= SG_COPY_TUNE_MIN && cls < SG_COPY_CLASSES)
+        if (tuned)
             atomic_fetch_add_explicit(&t->cls[cls].copies, 1u, memory_order_relaxed);
         k.path = n >= t->threshold && n >= 256 ? SG_COPY_STREAM : SG_COPY_CACHED;
         return k;
     }
-    if (cls < SG_COPY_TUNE_MIN || cls >= SG_COPY_CLASSES || n < 256)
+    if (!tuned)
         return k;
     struct sg_copy_class *c = &t->cls[cls];
     uint32_t i = atomic_fetch_add_explicit(&c->copies, 1u, memory_order_relaxed);

@@ -73,7 +73,7 @@ struct sg_cmd_hdr {
 /* The copy path's measurements (copy.c). */
 enum { SG_COPY_CACHED = 0, SG_COPY_STREAM = 1 };
 #define SG_COPY_CLASSES 64u
-#define SG_COPY_TUNE_MIN 20u   /* operations below 1 MiB stay memcpy */
+#define SG_COPY_TUNE_MIN 20u   /* copies and operations below 1 MiB stay memcpy, unmeasured */
 struct sg_copy_class {
     _Atomic uint32_t copies;
     _Atomic uint32_t next_explore; /* copy number of the next run on the slower path */

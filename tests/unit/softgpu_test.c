@@ -865,10 +865,17 @@ static void copy_path_choice(void)
     const unsigned cls = 24; /* 16 MiB operations */
     const uint64_t n = (uint64_t)16 << 20;
     const uint64_t ns_12 = n * 1000u / 12000u, ns_4 = n * 1000u / 4000u, ns_24 = n * 1000u / 24000u;
-    /* Small operations are not measured. */
+    /* Small operations are not measured, nor small pieces of a large one
+     * (the 4 KiB runs of a scattered transfer), which are not counted. */
     struct sg_copy_ticket k = sg_copy_choose(t, 19, (uint64_t)512 << 10);
     T_EQ(k.path, SG_COPY_CACHED);
     T_EQ(k.time, 0);
+    k = sg_copy_choose(t, cls, 4096);
+    T_EQ(k.path, SG_COPY_CACHED);
+    T_EQ(k.time, 0);
+    uint32_t c0, c1, c2;
+    sg_copy_class_info(t, cls, &c0, &c1, &c2);
+    T_EQ(c0, 0u);
     T_EQ(sg_copy_size_class((uint64_t)16 << 20), 24u);
     T_EQ(sg_copy_size_class(((uint64_t)32 << 20) - 1), 24u);
     T_EQ(sg_copy_size_class(0), 0u);
@@ -997,8 +1004,11 @@ static void copy_path_choice(void)
     T_EQ(k.time, 0);
     k = sg_copy_choose(t, cls, 4095);
     T_EQ(k.path, SG_COPY_CACHED);
+    k = sg_copy_choose(t, cls, n);
+    T_EQ(k.path, SG_COPY_STREAM);
+    k = sg_copy_choose(t, cls, n);
     T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), -1);
-    T_EQ(copies, 2u);   /* counted */
+    T_EQ(copies, 2u);   /* the copies of 1 MiB or more counted */
     T_EQ(m0 + m1, 0u);  /* not measured */
     setenv("SOFTGPU_NT_THRESHOLD", "0", 1);   /* 0: never stream */
     sg_copy_tuner_init(t);
