@@ -250,6 +250,7 @@ struct vidmm_physical_address {
 #define VIDMM_ALLOC_PERMANENT_SYS_MEM    0x2u
 #define VIDMM_ALLOC_CACHED               0x4u
 #define VIDMM_ALLOC_FROM_END_OF_SEGMENT  0x40u
+#define VIDMM_ALLOC_DISABLE_LARGE_PAGE_MAPPING 0x80u   /* never mapped with 64 KB entries */
 #define VIDMM_ALLOC_OVERLAY              0x100u
 #define VIDMM_ALLOC_ACCESSED_PHYSICALLY  0x8000u
 #define VIDMM_ALLOC_EXPLICIT_RESIDENCY_NOTIFICATION 0x10000u
@@ -421,8 +422,9 @@ enum vidmm_memory_transfer_direction {
 };
 
 /* DXGK_TRANSFERVIRTUALFLAGS bits: the source / destination VAs are mapped
- * with 64 KB page-table entries.  vidmm's scratch window always uses
- * 4 KB entries, so it sends 0. */
+ * with 64 KB page-table entries.  vidmm sets each when that side goes
+ * through the paging process's 64 KB window (bytes in whole 64 KB pages
+ * of a 64 KB-page memory segment), else leaves it 0 (4 KB entries). */
 #define VIDMM_TRANSFER_VIRTUAL_SRC_64KB_PAGES 0x1u
 #define VIDMM_TRANSFER_VIRTUAL_DST_64KB_PAGES 0x2u
 

@@ -45,6 +45,13 @@ struct vidmm_paging_process_info {
     uint64_t chunks;                      /* window remappings: one virtual op each */
     uint64_t faults;                      /* GPU page faults the driver reported for it (a vidmm or driver bug) */
     uint64_t last_fault_va;
+    /* ABI generation 3 (written only for a caller that declared it):
+     * the same two windows with 64 KB page-table entries, used for the
+     * bytes of a chunk that are whole 64 KB pages of a 64 KB-page memory
+     * segment.  Source [scratch_va_64k, +window_size), destination right
+     * after; 0 when the adapter's leaves cannot hold 64 KB entries. */
+    uint64_t scratch_va_64k;
+    uint64_t chunks_64k;                  /* chunks with a side through a 64 KB window */
 };
 
 /* VIDMM_E_NOT_SUPPORTED when the adapter has no paging process (no

@@ -31,9 +31,10 @@ extern "C" {
 #define VIDMM_VERSION VIDMM_MAKE_VERSION(VIDMM_VERSION_MAJOR, VIDMM_VERSION_MINOR, VIDMM_VERSION_PATCH)
 
 /* The structure layout generation of these headers.  1: the first;
- * 2: vidmm_adapter_create_info.max_processes.  The library accepts
- * every generation from 1 to this one (docs/ABI.md). */
-#define VIDMM_ABI_VERSION 2u
+ * 2: vidmm_adapter_create_info.max_processes; 3: the 64 KB scratch
+ * windows in vidmm_paging_process_info.  The library accepts every
+ * generation from 1 to this one (docs/ABI.md). */
+#define VIDMM_ABI_VERSION 3u
 
 /* The version of the library actually loaded (VIDMM_VERSION of the
  * headers it was built from): a program built against other headers can

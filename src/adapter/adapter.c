@@ -209,8 +209,10 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     *out = NULL;
     if (ci->error_message && ci->error_message_size)
         ci->error_message[0] = '\0';
-    /* Structure layouts: generations 1 and 2 (2 added max_processes).
-     * The library reads a caller's generation and no member beyond it. */
+    /* Structure layouts: generations 1 to 3 (2 added max_processes, 3 the
+     * 64 KB scratch windows' members of vidmm_paging_process_info).  The
+     * library reads and writes a caller's generation and no member
+     * beyond it. */
     if (ci->abi_version < 1 || ci->abi_version > VIDMM_ABI_VERSION) {
         (void)fault(ci, "create info abi_version %u: this library reads generation %u (set VIDMM_ABI_VERSION)",
                     ci->abi_version, VIDMM_ABI_VERSION);
@@ -292,6 +294,7 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     /* Grows on demand (16, 32, ... slots) up to the caller's bound; its
      * own host allocation sites, so an OOM test fails its growth alone. */
     vidmm_objtab_set_limit(&a->processes, max_processes ? max_processes : VIDMM_DEFAULT_MAX_PROCESSES);
+    a->caller_abi = ci->abi_version;
     vidmm_objtab_set_sites(&a->processes, VIDMM_SITE_PROCESS_TABLE_OBJECTS, VIDMM_SITE_PROCESS_TABLE_GENERATIONS,
                            VIDMM_SITE_PROCESS_TABLE_FREE_LINKS);
 

@@ -23,25 +23,37 @@
  *
  * Layout: VA [0, one leaf span) is never mapped (a null or small stray
  * address faults).  The scratch area starts there and holds two windows
- * of equal size, source then destination:
+ * of equal size, source then destination, with 4 KB leaves; when the
+ * adapter's leaves can hold 64 KB entries, a second area from the next
+ * leaf-span boundary holds the same two windows with 64 KB leaves
+ * (docs/DECISIONS.md D58):
  *
- *      0        leaf span      +window          +2 window
- *      | invalid |  source window |  destination window |
+ *      0        leaf span      +window          +2 window   (next leaf span)
+ *      | invalid |  source     |  destination   | ...        | source 64K | destination 64K |
  *
  * Window size (D27): the area is a quarter of the largest memory segment
  * (the WDDM 3.2 default for the paging-process VA), at least 4 MiB, at
  * most 256 MiB, rounded down to 128 KiB; each window is half of it.  The
  * floor keeps per-chunk costs (two page-table updates and a TLB flush)
  * small against the bytes moved; the cap bounds the pinned page tables
- * (256 MiB of 4 KB entries is 512 KiB of tables) on very large segments.
+ * (256 MiB of 4 KB entries is 512 KiB of tables, of 64 KB entries 32 KiB)
+ * on very large segments.
+ *
+ * Which window a side uses, chunk by chunk: the 64 KB one when the bytes
+ * of the chunk lie in a memory segment of 64 KB pages in whole, aligned
+ * 64 KB pages (vidmm_pt_can_use_64k, the rule a process mapping follows
+ * too), else the 4 KB one; system memory is always 4 KB pages.  A 64 KB
+ * entry maps what sixteen 4 KB entries would, so a move between two
+ * local segments writes a sixteenth of the entries and the engine walks
+ * a sixteenth of them.
  *
  * A move, per chunk of at most one window: UPDATE_PAGE_TABLE of the
- * source bytes into the source window and of the destination bytes into
- * the destination window (4 KB entries: a system page is 4 KB), one
+ * source bytes into a source window and of the destination bytes into
+ * a destination window, one
  * FLUSH_TLB, then TRANSFER_VIRTUAL (or FILL_VIRTUAL through the
  * destination window).  The next chunk remaps the same windows: the
  * engine runs paging operations in order, so a remap never overtakes the
- * copy before it.  After the last chunk the used part of both windows is
+ * copy before it.  After the last chunk the used part of every window is
  * made invalid again and flushed, so no stale scratch translation can
  * reach system pages that are freed later.
  */
@@ -73,6 +85,14 @@ static uint64_t area_size(const struct vidmm_adapter *a)
     if (s > PP_AREA_MAX)
         s = PP_AREA_MAX;
     return s & ~(PP_AREA_UNIT - 1);
+}
+
+static int has_64k_segment(const struct vidmm_adapter *a)
+{
+    for (uint32_t id = 1; id < a->segment_count; id++)
+        if (a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY && a->seg[id].page_size == VIDMM_PAGE_64K)
+            return 1;
+    return 0;
 }
 
 static struct vidmm_physical_address root_address(const struct vidmm_process *p)
@@ -123,15 +143,22 @@ vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n)
     p->self = ((vidmm_handle)VIDMM_HANDLE_TYPE_PAGING_PROCESS << 56) | ((vidmm_handle)a->handle_salt << 40);
     pp->scratch_va = base;
     pp->window = area / 2;
+    /* The 64 KB windows where some memory segment has 64 KB pages and
+     * the VA holds them: a speed-up, never needed (every side can go
+     * through 4 KB entries). */
+    uint64_t base64 = (base + area + base - 1) / base * base;
+    if (has_64k_segment(a) && vidmm_pt_leaf64_supported(a) && base64 <= g->va_size && area <= g->va_size - base64)
+        pp->scratch_va64 = base64;
     p->pte_buf_len = 1u << g->level[0].page_table_index_bit_count;
     p->pte_buf = vidmm_halloc(a->ha, VIDMM_SITE_PP_PTE_BUF, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
     vidmm_status st = p->pte_buf ? VIDMM_OK : VIDMM_E_NO_HOST_MEMORY;
     if (st >= 0)
         st = vidmm_pt_create_root(a, p);
-    /* Every table of the scratch area now, 4 KB leaves (system pages are
-     * 4 KB): moves never allocate. */
+    /* Every table of the scratch areas now: moves never allocate. */
     if (st >= 0)
         st = vidmm_pt_ensure(a, p, base, area, 0);
+    if (st >= 0 && pp->scratch_va64)
+        st = vidmm_pt_ensure(a, p, pp->scratch_va64, area, 1);
     if (st >= 0)
         st = vidmm_paging_flush(a);
     if (st < 0) {
@@ -151,21 +178,62 @@ void vidmm_pp_fini(struct vidmm_adapter *a)
     a->pp = NULL;
 }
 
-/* Make the used part of both windows invalid again (and flush), so the
+static uint64_t window_va(const struct vidmm_paging_process *pp, enum pp_window w)
+{
+    return (w >= PP_SRC64 ? pp->scratch_va64 : pp->scratch_va) + (w == PP_DST || w == PP_DST64 ? pp->window : 0);
+}
+
+static int windows_mapped(const struct vidmm_paging_process *pp)
+{
+    return (pp->mapped[0] | pp->mapped[1] | pp->mapped[2] | pp->mapped[3]) != 0;
+}
+
+/* Make the used part of every window invalid again (and flush), so the
  * scratch VA never keeps a translation past the move that made it. */
 static vidmm_status unmap_windows(struct vidmm_adapter *a, struct vidmm_paging_process *pp)
 {
     struct vidmm_process *p = &pp->proc;
-    if (!pp->mapped)
+    if (!windows_mapped(pp))
         return VIDMM_OK;
-    vidmm_status st = vidmm_pt_write(a, p, pp->scratch_va, pp->mapped, NULL);
-    if (st >= 0)
-        st = vidmm_pt_write(a, p, pp->scratch_va + pp->window, pp->mapped, NULL);
+    vidmm_status st = VIDMM_OK;
+    for (int w = PP_SRC; w <= PP_DST64 && st >= 0; w++)
+        if (pp->mapped[w])
+            st = vidmm_pt_write(a, p, window_va(pp, (enum pp_window)w), pp->mapped[w], NULL);
     if (st >= 0)
         st = vidmm_pt_flush(a, p);
+    /* Only a complete unmap and flush clears the record: after a driver
+     * failure the next move writes all of it again. */
     if (st >= 0)
-        pp->mapped = 0;
+        memset(pp->mapped, 0, sizeof(pp->mapped));
     return st;
+}
+
+/* Which window maps bytes [off, off+n) of pl on one side: the 64 KB one
+ * when they lie in whole, aligned 64 KB pages of a 64 KB-page memory
+ * segment (every extent they touch included), else the 4 KB one.  *len
+ * is what to map: n, or through the 64 KB window n rounded up to whole
+ * pages (the last page of an allocation whose size is not a multiple of
+ * 64 KB is still a whole page of the segment; the operation moves n). */
+static enum pp_window pick_window(const struct vidmm_adapter *a, const struct vidmm_paging_process *pp,
+                                  const struct vidmm_allocation *al, const struct vidmm_placement *pl,
+                                  uint64_t off, uint64_t n, enum pp_window w4, uint64_t *len)
+{
+    const uint64_t m = VIDMM_PAGE_64K - 1;
+    uint64_t n64 = (n + m) & ~m;
+    *len = n;
+    if (!pp->scratch_va64 || n64 > pp->window || !vidmm_pt_can_use_64k(a, al, pl, 0, off, n64))
+        return w4;
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < pl->pages.count && base < off + n64; i++) {
+        const struct vidmm_extent *e = &pl->pages.ext[i];
+        if (base + e->size > off && ((e->offset | e->size) & m))
+            return w4;
+        base += e->size;
+    }
+    if (base < off + n64)
+        return w4;
+    *len = n64;
+    return (enum pp_window)(w4 + 2);
 }
 
 static vidmm_status emit_chunk(struct vidmm_adapter *a, struct vidmm_paging_process *pp,
@@ -173,15 +241,22 @@ static vidmm_status emit_chunk(struct vidmm_adapter *a, struct vidmm_paging_proc
                                const struct vidmm_placement *dst, uint64_t off, uint64_t n, uint32_t pattern)
 {
     struct vidmm_process *p = &pp->proc;
-    uint64_t sva = pp->scratch_va, dva = pp->scratch_va + pp->window;
+    uint64_t ns = 0, nd;
+    enum pp_window ws = src ? pick_window(a, pp, al, src, off, n, PP_SRC, &ns) : PP_SRC;
+    enum pp_window wd = pick_window(a, pp, al, dst, off, n, PP_DST, &nd);
+    uint64_t sva = window_va(pp, ws), dva = window_va(pp, wd);
     void *drv = al->info.driver_allocation;
     vidmm_status st = VIDMM_OK;
+    /* Recorded before the writes: after a failure some entries may be
+     * valid, and the unmap must cover them. */
+    if (src && ns > pp->mapped[ws])
+        pp->mapped[ws] = ns;
+    if (nd > pp->mapped[wd])
+        pp->mapped[wd] = nd;
     if (src)
-        st = vidmm_pt_map_placement(a, p, sva, src, off, n, drv);
+        st = vidmm_pt_map_placement(a, p, sva, src, off, ns, drv);
     if (st >= 0)
-        st = vidmm_pt_map_placement(a, p, dva, dst, off, n, drv);
-    if (n > pp->mapped)
-        pp->mapped = n;   /* even after a failure: some entries may be valid */
+        st = vidmm_pt_map_placement(a, p, dva, dst, off, nd, drv);
     if (st >= 0)
         st = vidmm_pt_flush(a, p);
     if (st < 0)
@@ -199,6 +274,8 @@ static vidmm_status emit_chunk(struct vidmm_adapter *a, struct vidmm_paging_proc
         t->transfer_direction = src->sys ? VIDMM_TRANSFER_SYSTEM_TO_LOCAL
                                 : dst->sys ? VIDMM_TRANSFER_LOCAL_TO_SYSTEM
                                            : VIDMM_TRANSFER_LOCAL_TO_LOCAL;
+        t->flags = (ws == PP_SRC64 ? VIDMM_TRANSFER_VIRTUAL_SRC_64KB_PAGES : 0u) |
+                   (wd == PP_DST64 ? VIDMM_TRANSFER_VIRTUAL_DST_64KB_PAGES : 0u);
         t->root_page_table_address = root_address(p);
     } else {
         op.operation = VIDMM_PAGING_FILL_VIRTUAL;
@@ -211,8 +288,10 @@ static vidmm_status emit_chunk(struct vidmm_adapter *a, struct vidmm_paging_proc
         f->root_page_table_address = root_address(p);
     }
     st = vidmm_paging_emit(a, &op);
-    if (st >= 0)
+    if (st >= 0) {
         pp->chunks++;
+        pp->chunks64 += ws == PP_SRC64 || wd == PP_DST64;
+    }
     return st;
 }
 
@@ -230,7 +309,7 @@ static vidmm_status move(struct vidmm_adapter *a, struct vidmm_allocation *al, c
         off += n;
     }
     vidmm_status u = unmap_windows(a, pp);
-    pp->unmap_owed = pp->mapped != 0;   /* the driver failed the unmap too */
+    pp->unmap_owed = windows_mapped(pp);   /* the driver failed the unmap too */
     pp->moves++;
     return st < 0 ? st : u;
 }
@@ -270,7 +349,7 @@ vidmm_status vidmm_pp_rebuild(struct vidmm_adapter *a)
     if (!pp)
         return VIDMM_OK;
     vidmm_status st = vidmm_pt_rebuild(a, &pp->proc);
-    pp->mapped = 0;      /* its windows are invalid now */
+    memset(pp->mapped, 0, sizeof(pp->mapped));   /* its windows are invalid now */
     pp->unmap_owed = 0;
     vidmm_status r = vidmm_pt_flush(a, &pp->proc);
     return st < 0 ? st : r;
@@ -304,14 +383,31 @@ int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, si
     }
     int te = vidmm_pt_check_tree(a, p, msg, n);
     e += te;
-    if (!vidmm_pt_covered(a, p, pp->scratch_va, span)) {
+    if (!vidmm_pt_covered(a, p, pp->scratch_va, span, 0)) {
         e++;
         snprintf(msg, n, "paging process: a 4 KB leaf of the scratch area is missing");
     }
-    if (pp->mapped && !pp->unmap_owed) {
-        e++;
-        snprintf(msg, n, "paging process: 0x%llx bytes of the windows still mapped between moves",
-                 (unsigned long long)pp->mapped);
+    if (pp->scratch_va64) {
+        if (pp->scratch_va64 % g->leaf_span[0] || pp->scratch_va64 < pp->scratch_va + span ||
+            pp->scratch_va64 > g->va_size || span > g->va_size - pp->scratch_va64) {
+            e++;
+            snprintf(msg, n, "paging process: 64 KB scratch area [0x%llx, +0x%llx) misplaced",
+                     (unsigned long long)pp->scratch_va64, (unsigned long long)span);
+        } else if (!vidmm_pt_covered(a, p, pp->scratch_va64, span, 1)) {
+            e++;
+            snprintf(msg, n, "paging process: a 64 KB leaf of the 64 KB scratch area is missing");
+        }
+    }
+    for (int w = PP_SRC; w <= PP_DST64; w++) {
+        if (pp->mapped[w] > pp->window || (w >= PP_SRC64 && pp->mapped[w] && !pp->scratch_va64)) {
+            e++;
+            snprintf(msg, n, "paging process: window %d mapped over 0x%llx bytes, beyond the window", w,
+                     (unsigned long long)pp->mapped[w]);
+        } else if (pp->mapped[w] && !pp->unmap_owed) {
+            e++;
+            snprintf(msg, n, "paging process: 0x%llx bytes of window %d still mapped between moves",
+                     (unsigned long long)pp->mapped[w], w);
+        }
     }
     return e;
 }
@@ -323,7 +419,9 @@ static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, 
     if (!a->pp)
         return VIDMM_E_NOT_SUPPORTED;
     const struct vidmm_paging_process *pp = a->pp;
-    memset(out, 0, sizeof(*out));
+    /* A caller of an older generation has no 64 KB members: not written. */
+    int gen3 = a->caller_abi >= 3;
+    memset(out, 0, gen3 ? sizeof(*out) : offsetof(struct vidmm_paging_process_info, scratch_va_64k));
     out->root = root_address(&pp->proc);
     out->root_entries = pp->proc.root->entries;
     uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
@@ -337,6 +435,10 @@ static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, 
     out->window_size = pp->window;
     out->moves = pp->moves;
     out->chunks = pp->chunks;
+    if (gen3) {
+        out->scratch_va_64k = pp->scratch_va64;
+        out->chunks_64k = pp->chunks64;
+    }
     pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
     out->faults = pp->faults;
     out->last_fault_va = pp->fault_va;

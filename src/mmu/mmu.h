@@ -43,9 +43,10 @@ vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p);
  * vidmm_process_remap_allocation. */
 vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p);
 
-/* Write valid 4 KB leaf entries mapping [va, va+size) onto bytes
- * [off, off+size) of placement pl (page-aligned; the leaves must exist
- * and hold 4 KB entries).  Never allocates. */
+/* Write valid leaf entries mapping [va, va+size) onto bytes
+ * [off, off+size) of placement pl (4 KB-aligned; the leaves must exist).
+ * Through a 64 KB leaf the range and every page it maps must be 64 KB
+ * aligned and contiguous (VIDMM_E_STATE otherwise).  Never allocates. */
 vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va,
                                     const struct vidmm_placement *pl, uint64_t off, uint64_t size,
                                     void *driver_allocation);
@@ -53,8 +54,14 @@ vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_proces
 /* The leaf covering va: 0 = none, 4 = 4 KB entries, 64 = 64 KB entries. */
 int vidmm_pt_leaf_kind(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va);
 
-/* Does every leaf span of [va, va+size) have a 4 KB leaf? */
-int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size);
+/* Does every leaf span of [va, va+size) have a leaf of 4 KB entries
+ * (is64k 0) or of 64 KB entries (is64k 1)? */
+int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size,
+                     int is64k);
+
+/* Can this adapter's leaves hold 64 KB entries (the driver gave a 64 KB
+ * leaf size and a leaf indexes more than 16 entries)? */
+int vidmm_pt_leaf64_supported(const struct vidmm_adapter *a);
 
 /* Walk p's tables: levels, segments (the paging process's own), entry
  * counts, allocator ranges, child counters.  Returns the violations. */

@@ -90,7 +90,7 @@ static vidmm_status emit_entries(struct vidmm_adapter *a, const struct vidmm_pag
     return vidmm_paging_emit(a, &op);
 }
 
-static int leaf64_supported(const struct vidmm_adapter *a)
+int vidmm_pt_leaf64_supported(const struct vidmm_adapter *a)
 {
     return a->gpummu.caps.leaf_page_table_size_for_64k_pages_in_bytes != 0 &&
            a->gpummu.level[0].page_table_index_bit_count > 4;
@@ -341,7 +341,7 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
                     t = NULL;
                     break;
                 }
-                vidmm_status st = table_new(a, p, l - 1, l == 1 && want64k && leaf64_supported(a), &c);
+                vidmm_status st = table_new(a, p, l - 1, l == 1 && want64k && vidmm_pt_leaf64_supported(a), &c);
                 if (st < 0)
                     return st;
                 c->epoch = p->epoch;
@@ -419,9 +419,9 @@ int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_alloc
                          const struct vidmm_placement *pl, uint64_t va, uint64_t off, uint64_t size)
 {
     const uint64_t m = VIDMM_PAGE_64K - 1;
-    if (!leaf64_supported(a) || (va & m) || (off & m) || (size & m) || pl->sys || !pl->pages.count)
+    if (!vidmm_pt_leaf64_supported(a) || (va & m) || (off & m) || (size & m) || pl->sys || !pl->pages.count)
         return 0;
-    if (al->info.flags & 0x80u) /* DisableLargePageMapping */
+    if (al->info.flags & VIDMM_ALLOC_DISABLE_LARGE_PAGE_MAPPING)
         return 0;
     return a->seg[pl->segment_id].page_size == VIDMM_PAGE_64K;
 }
@@ -600,9 +600,17 @@ vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_proces
         uint64_t table_end = (cur & ~(leaf_span - 1)) + leaf_span;
         uint64_t stop = table_end < end && table_end > cur ? table_end : end;
         struct vidmm_page_table *leaf = leaf_of(a, p, cur);
-        if (!leaf || leaf->is64k)
-            return VIDMM_E_STATE;   /* the window's 4 KB leaves are made at open: a bug */
-        uint32_t n = (uint32_t)((stop - cur) >> 12);
+        if (!leaf)
+            return VIDMM_E_STATE;   /* the windows' leaves are made at open: a bug */
+        /* A 64 KB leaf (the 64 KB windows) takes whole 64 KB pages of
+         * 64 KB-aligned, contiguous memory: the caller chose such a
+         * placement range; anything else is a bug, refused before any
+         * entry is written for this leaf. */
+        unsigned shift = leaf->is64k ? 16 : 12;
+        uint64_t page = 1ull << shift;
+        if ((cur | stop) & (page - 1))
+            return VIDMM_E_STATE;
+        uint32_t n = (uint32_t)((stop - cur) >> shift);
         for (uint32_t k = 0; k < n; k++) {
             if (!left) {
                 if (pl->sys || ++ext >= pl->pages.count)
@@ -610,13 +618,15 @@ vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_proces
                 addr = pl->pages.ext[ext].offset;
                 left = pl->pages.ext[ext].size;
             }
+            if (left < page || (addr & (page - 1)))
+                return VIDMM_E_STATE;
             p->pte_buf[k].flags = VIDMM_PTE_VALID | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
             p->pte_buf[k].page_address = frame_of(seg, addr);
-            addr += VIDMM_PAGE_4K;
-            left -= VIDMM_PAGE_4K;
+            addr += page;
+            left -= page;
         }
-        vidmm_status st = emit_entries(a, leaf, index_of(g, 0, cur), n, p->pte_buf, 0, cur, driver_allocation,
-                                       off + (cur - va));
+        vidmm_status st = emit_entries(a, leaf, index_of(g, 0, cur) >> (shift - 12), n, p->pte_buf, 0, cur,
+                                       driver_allocation, off + (cur - va));
         if (st < 0)
             return st;
         cur = stop;
@@ -643,12 +653,13 @@ vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
     return vidmm_paging_emit(a, &op);
 }
 
-int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size)
+int vidmm_pt_covered(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va, uint64_t size,
+                     int is64k)
 {
     uint64_t leaf_span = a->gpummu.leaf_span[0];
     for (uint64_t cur = va & ~(leaf_span - 1); cur < va + size; cur += leaf_span) {
         const struct vidmm_page_table *leaf = leaf_of(a, p, cur);
-        if (!leaf || leaf->is64k)
+        if (!leaf || leaf->is64k != (is64k != 0))
             return 0;
     }
     return 1;

@@ -434,6 +434,7 @@ struct vidmm_adapter {
     struct vidmm_allocation *alloc_free;   /* released objects, reused first */
     struct vidmm_alloc_chunk *alloc_chunks;
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
+    uint32_t caller_abi;            /* the caller's VIDMM_ABI_VERSION: which output members it has */
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
     /* VIDMM_HANDLE_TYPE_PROCESS: grows on demand up to the bound of the
      * create info (vidmm/process.h); add/remove under the fence lock (a

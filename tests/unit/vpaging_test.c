@@ -38,6 +38,11 @@ struct vp_fx {
     uint64_t refused;
     int short_virtual;          /* virtual ops: room for one command per call */
     uint64_t mid_op_restarts;   /* virtual ops answered INSUFFICIENT after writing */
+    /* TRANSFER_VIRTUAL requests seen, by DXGK_TRANSFERVIRTUALFLAGS (0-3),
+     * and the addresses of the last one. */
+    uint64_t tv_flags[4];
+    uint64_t tv_src, tv_dst;
+    uint64_t pt_updates_64k;    /* UPDATE_PAGE_TABLE of 64 KB leaf entries */
     char err[256];
 };
 
@@ -90,6 +95,13 @@ static vidmm_status w_build(void *d, struct vidmm_build_paging_buffer_args *a)
 {
     struct vp_fx *f = d;
     f->builds++;
+    if (a->operation == VIDMM_PAGING_TRANSFER_VIRTUAL && !a->multipass_offset) {
+        f->tv_flags[a->u.transfer_virtual.flags & 3u]++;
+        f->tv_src = a->u.transfer_virtual.source_virtual_address;
+        f->tv_dst = a->u.transfer_virtual.destination_virtual_address;
+    }
+    if (a->operation == VIDMM_PAGING_UPDATE_PAGE_TABLE && (a->u.update_page_table.flags & VIDMM_UPDATE_PT_USE_64KB_PAGES))
+        f->pt_updates_64k++;
     if (f->fail_at && f->builds == f->fail_at) {
         f->refused++;
         return VIDMM_E_INSUFFICIENT_DMA_BUFFER;
@@ -203,15 +215,27 @@ static struct vidmm_paging_process_info pp_info(struct vidmm_adapter *a)
     return pp;
 }
 
-/* Between moves no scratch VA translates (the windows are invalidated). */
+/* Between moves no scratch VA translates (the windows, 4 KB and 64 KB,
+ * are invalidated): the first and last page of each, and every 64 KiB of
+ * the first 2 MiB of each (where a move of up to 2 MiB mapped). */
 static void expect_windows_invalid(struct vp_fx *f)
 {
     struct vidmm_paging_process_info pp = pp_info(f->a);
     struct softgpu_translation t;
-    uint64_t probes[4] = { pp.scratch_va, pp.scratch_va + pp.window_size - 4096, pp.scratch_va + pp.window_size,
-                           pp.scratch_va + 2 * pp.window_size - 4096 };
-    for (int i = 0; i < 4; i++)
-        T_ST(softgpu_translate(f->sg, &pp.root, probes[i], SOFTGPU_ACCESS_READ, &t), VIDMM_E_PAGE_FAULT);
+    uint64_t base[4] = { pp.scratch_va, pp.scratch_va + pp.window_size, pp.scratch_va_64k,
+                         pp.scratch_va_64k + pp.window_size };
+    for (int w = 0; w < 4; w++) {
+        if (w >= 2 && !pp.scratch_va_64k)
+            break;
+        T_ST(softgpu_translate(f->sg, &pp.root, base[w], SOFTGPU_ACCESS_READ, &t), VIDMM_E_PAGE_FAULT);
+        T_ST(softgpu_translate(f->sg, &pp.root, base[w] + pp.window_size - 4096, SOFTGPU_ACCESS_READ, &t),
+             VIDMM_E_PAGE_FAULT);
+        for (uint64_t o = AC_KIB(64); o < pp.window_size && o < AC_MIB(2); o += AC_KIB(64))
+            if (softgpu_translate(f->sg, &pp.root, base[w] + o, SOFTGPU_ACCESS_READ, &t) != VIDMM_E_PAGE_FAULT) {
+                T_CHECK(!"a scratch window page still translates between moves");
+                break;
+            }
+    }
 }
 
 /* Which operation family moved content so far (fills too unless
@@ -300,9 +324,13 @@ static void layout(void)
     T_ST(vidmm_adapter_query_gpummu(f.a, &g), VIDMM_OK);
     T_EQ_U64(pp.scratch_va, g.leaf_span[0]);   /* [0, one leaf span) never mapped */
     T_EQ(pp.root.segment_id, g.level[g.level_count - 1].paging_process_page_table_segment_id);
-    /* Root + one level-1 table + 8 leaves of 32 MiB: all made at open. */
-    T_EQ(pp.page_tables, 10);
-    T_EQ_U64(pp.page_table_bytes, 10 * AC_KIB(64));
+    /* The 64 KB windows right after (288 MiB is a leaf-span boundary). */
+    T_EQ_U64(pp.scratch_va_64k, pp.scratch_va + 2 * pp.window_size);
+    T_EQ(pp.scratch_va_64k % g.leaf_span[0], 0);
+    /* Root + one level-1 table + 8 leaves of 32 MiB of 4 KB entries and
+     * 8 of 64 KB entries: all made at open. */
+    T_EQ(pp.page_tables, 18);
+    T_EQ_U64(pp.page_table_bytes, 18 * AC_KIB(64));
     T_EQ_U64(ac_seg(f.a, 2).committed, pp.page_table_bytes);   /* accounted in the segment */
     T_EQ_U64(pp.moves, 0);
     T_EQ_U64(pp.faults, 0);
@@ -349,6 +377,7 @@ static void layout(void)
     if (vp_open(&f, &w))
         return;
     T_EQ_U64(pp_info(f.a).window_size, AC_MIB(24));   /* 192 MiB / 4 / 2 */
+    T_EQ_U64(pp_info(f.a).scratch_va_64k, 0);          /* no 64 KB-page segment: no 64 KB windows */
     vp_close(&f);
     /* igpu cannot: it has no GPU virtual addresses. */
     struct softgpu_config bad;
@@ -523,6 +552,171 @@ static void chunking(void)
     printf("vpaging.chunking: %llu chunks through a %llu MiB window\n", (unsigned long long)pp_info(f.a).chunks,
            (unsigned long long)(win >> 20));
     vp_close(&f);
+}
+
+/* ---- the 64 KB windows --------------------------------------------------- */
+
+/* The TRANSFER_VIRTUAL just built used the windows its flags name. */
+static void expect_tv_windows(struct vp_fx *f, uint32_t flags)
+{
+    struct vidmm_paging_process_info pp = pp_info(f->a);
+    uint64_t s = flags & VIDMM_TRANSFER_VIRTUAL_SRC_64KB_PAGES ? pp.scratch_va_64k : pp.scratch_va;
+    uint64_t d = (flags & VIDMM_TRANSFER_VIRTUAL_DST_64KB_PAGES ? pp.scratch_va_64k : pp.scratch_va) + pp.window_size;
+    T_CHECK(f->tv_src >= s && f->tv_src < s + pp.window_size);
+    T_CHECK(f->tv_dst >= d && f->tv_dst < d + pp.window_size);
+}
+
+/* One move: the bytes (physically, by the CPU, through a process's
+ * mapping), the windows invalid after it, the chunks and which ones
+ * went through a 64 KB window, and the flags of every TRANSFER_VIRTUAL. */
+static void move_64k(struct vp_fx *f, vidmm_handle h, uint32_t to, uint64_t size, uint64_t seed, vidmm_handle proc,
+                     uint64_t va, uint64_t chunks, uint32_t flags)
+{
+    struct vidmm_paging_process_info p0 = pp_info(f->a);
+    uint64_t seen0 = f->tv_flags[flags], pt0 = f->pt_updates_64k;
+    uint64_t all0 = f->tv_flags[0] + f->tv_flags[1] + f->tv_flags[2] + f->tv_flags[3];
+    T_ST(vidmm_allocation_move(f->a, h, to), VIDMM_OK);
+    struct vidmm_paging_process_info p1 = pp_info(f->a);
+    uint64_t all1 = f->tv_flags[0] + f->tv_flags[1] + f->tv_flags[2] + f->tv_flags[3];
+    T_EQ_U64(p1.chunks - p0.chunks, chunks);
+    T_EQ_U64(all1 - all0, chunks);
+    T_EQ_U64(f->tv_flags[flags] - seen0, chunks);   /* every chunk with these flags */
+    T_EQ_U64(p1.chunks_64k - p0.chunks_64k, flags ? chunks : 0);
+    if (flags)
+        T_CHECK(f->pt_updates_64k > pt0);
+    else
+        T_EQ_U64(f->pt_updates_64k, pt0);
+    expect_tv_windows(f, flags);
+    expect_windows_invalid(f);
+    char when[48];
+    snprintf(when, sizeof when, "after a move to %u", to);
+    verify(f, h, size, seed, when);
+    if (proc)
+        T_CHECK(gpu_reads(f, proc, va, size, seed));
+    CHECK_ADAPTER(f->a);
+}
+
+static void windows_64k(void)
+{
+    /* Windows of 2 MiB; segments 1 and 2 have 64 KB pages, the aperture
+     * (3) and system memory 4 KB ones. */
+    struct vp_cfg c = { "dgpu", { 0, AC_MIB(8), AC_MIB(16), AC_MIB(64) }, 0, 0, 0 };
+    struct vp_fx f;
+    if (vp_open(&f, &c))
+        return;
+    struct vidmm_paging_process_info pp = pp_info(f.a);
+    T_EQ_U64(pp.window_size, AC_MIB(2));
+    T_CHECK(pp.scratch_va_64k >= pp.scratch_va + 2 * pp.window_size);
+    T_EQ_U64(pp.chunks_64k, 0);
+    const uint32_t L = VIDMM_TRANSFER_VIRTUAL_SRC_64KB_PAGES, R = VIDMM_TRANSFER_VIRTUAL_DST_64KB_PAGES;
+    uint64_t rng = t_seed() ^ 0x64c;
+    vidmm_handle proc;
+    T_ST(vidmm_process_create(f.a, &proc), VIDMM_OK);
+
+    /* Two chunks (2 MiB and 1 MiB + 64 KiB): the zero fill at creation
+     * goes through the 64 KB destination window. */
+    const uint64_t size = AC_MIB(3) + AC_KIB(64);
+    vidmm_handle x;
+    T_ST(ac_create(f.a, B(1) | B(2) | B(3), VIDMM_PREF(0, 1, 0), VIDMM_ALLOC_CPU_VISIBLE, size, &x), VIDMM_OK);
+    T_EQ(ac_state(f.a, x).segment_id, 1);
+    T_EQ_U64(pp_info(f.a).chunks_64k, 2);
+    uint64_t seed = t_rand(&rng);
+    T_ST(ac_write(f.a, x, size, seed), VIDMM_OK);
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_map(f.a, proc, 0, 0, 0, x, 0, size, 0, 0, &va), VIDMM_OK);
+    move_64k(&f, x, 2, size, seed, proc, va, 2, L | R);   /* LOCAL_TO_LOCAL: both sides 64 KB */
+    move_64k(&f, x, 0, size, seed, proc, va, 2, L);       /* to system pages: 4 KB destination */
+    move_64k(&f, x, 1, size, seed, proc, va, 2, R);       /* back: 4 KB source */
+    move_64k(&f, x, 3, size, seed, proc, va, 2, L);       /* the aperture has 4 KB pages */
+    move_64k(&f, x, 2, size, seed, proc, va, 2, R);
+    move_64k(&f, x, 1, size, seed, proc, va, 2, L | R);
+
+    /* A size that is not whole 64 KB pages: the last page is still a
+     * whole page of the segment, mapped whole; the move copies size. */
+    const uint64_t odd = 24 * AC_KIB(64) + AC_KIB(8);
+    vidmm_handle y;
+    T_ST(ac_create(f.a, B(1) | B(2), VIDMM_PREF(0, 2, 0), VIDMM_ALLOC_CPU_VISIBLE, odd, &y), VIDMM_OK);
+    uint64_t ysize = ac_state(f.a, y).size;
+    uint64_t yseed = t_rand(&rng);
+    T_ST(ac_write(f.a, y, ysize, yseed), VIDMM_OK);
+    move_64k(&f, y, 1, ysize, yseed, 0, 0, 1, L | R);
+    move_64k(&f, y, 2, ysize, yseed, 0, 0, 1, L | R);
+
+    /* DisableLargePageMapping: never through a 64 KB window. */
+    vidmm_handle z;
+    T_ST(ac_create(f.a, B(1) | B(2), VIDMM_PREF(0, 1, 0),
+                   VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_DISABLE_LARGE_PAGE_MAPPING, AC_KIB(512), &z), VIDMM_OK);
+    uint64_t zseed = t_rand(&rng);
+    T_ST(ac_write(f.a, z, AC_KIB(512), zseed), VIDMM_OK);
+    move_64k(&f, z, 2, AC_KIB(512), zseed, 0, 0, 1, 0);
+    move_64k(&f, z, 1, AC_KIB(512), zseed, 0, 0, 1, 0);
+    T_ST(vidmm_allocation_destroy(f.a, z), VIDMM_OK);
+
+    /* A page set in a fragmented segment: every extent is whole 64 KB
+     * pages, so the 64 KB windows map it run by run. */
+    T_ST(vidmm_allocation_move(f.a, x, 0), VIDMM_OK);
+    T_ST(vidmm_allocation_move(f.a, y, 0), VIDMM_OK);
+    static vidmm_handle frag[256];
+    uint32_t nf = ac_fragment(f.a, 2, AC_KIB(64), frag, 256);
+    vidmm_handle w;
+    const uint64_t wsize = AC_KIB(1536);
+    T_ST(ac_create(f.a, B(1) | B(2), VIDMM_PREF(0, 2, 0), VIDMM_ALLOC_CPU_VISIBLE, wsize, &w), VIDMM_OK);
+    T_EQ(ac_state(f.a, w).segment_id, 2);
+    T_CHECK(ac_state(f.a, w).extent_count > 4);
+    uint64_t wseed = t_rand(&rng);
+    T_ST(ac_write(f.a, w, wsize, wseed), VIDMM_OK);
+    move_64k(&f, w, 1, wsize, wseed, 0, 0, 1, L | R);
+    move_64k(&f, w, 2, wsize, wseed, 0, 0, 1, L | R);
+    T_CHECK(ac_state(f.a, w).extent_count > 4);
+    /* A driver refusal somewhere in a move: the windows are still left
+     * invalid and the bytes intact. */
+    for (uint64_t k = 1; k <= 6 && !t_current_failures(); k++) {
+        f.fail_at = f.builds + k;
+        T_ST(vidmm_allocation_move(f.a, w, ac_state(f.a, w).segment_id == 1 ? 2 : 1), VIDMM_OK);
+        f.fail_at = 0;
+        verify(&f, w, wsize, wseed, "after a refused build");
+        expect_windows_invalid(&f);
+        CHECK_ADAPTER(f.a);
+    }
+    verify(&f, x, size, seed, "x at the end");
+    T_CHECK(gpu_reads(&f, proc, va, size, seed));
+    T_EQ_U64(pp_info(f.a).faults, 0);
+    T_ST(vidmm_process_destroy(f.a, proc), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, x), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, y), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, w), VIDMM_OK);
+    ac_destroy_all(f.a, frag, nf);
+    vp_close(&f);
+
+    /* A caller of ABI generation 2 does not have the 64 KB members: the
+     * query leaves the bytes past its structure alone. */
+    struct softgpu_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "dgpu";
+    cfg.segment_size[1] = AC_MIB(8);
+    cfg.segment_size[2] = AC_MIB(16);
+    cfg.segment_size[3] = AC_MIB(64);
+    struct softgpu *sg = NULL;
+    T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
+    if (!sg)
+        return;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    softgpu_fill_adapter_create_info(sg, &ci);
+    ci.abi_version = 2;
+    struct vidmm_adapter *a = NULL;
+    T_ST(vidmm_adapter_open(&ci, &a), VIDMM_OK);
+    if (a) {
+        struct vidmm_paging_process_info old;
+        memset(&old, 0xA5, sizeof old);
+        T_ST(vidmm_adapter_query_paging_process(a, &old), VIDMM_OK);
+        T_EQ_U64(old.window_size, AC_MIB(2));
+        T_EQ_U64(old.scratch_va_64k, 0xA5A5A5A5A5A5A5A5ull);
+        T_EQ_U64(old.chunks_64k, 0xA5A5A5A5A5A5A5A5ull);
+        CHECK_ADAPTER(a);
+        vidmm_adapter_close(a);
+    }
+    softgpu_destroy(sg);
 }
 
 /* ---- restarts inside the virtual operations ------------------------------ */
@@ -1067,6 +1261,7 @@ void suite_vpaging(void)
     t_run("vpaging.tour_dgpu_physical", tour_dgpu_physical);
     t_run("vpaging.tour_wddm1_physical", tour_wddm1_physical);
     t_run("vpaging.chunking", chunking);
+    t_run("vpaging.windows_64k", windows_64k);
     t_run("vpaging.mid_op_restarts", mid_op_restarts);
     t_run("vpaging.restart_sweep", restart_sweep);
     t_run("vpaging.families", families);
