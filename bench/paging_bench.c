@@ -2,12 +2,14 @@
  * paging_bench.c - softgpu's copy engine against the host's limits.
  *
  * For each size, in one run and interleaved round by round: glibc memcpy
- * between two prefaulted buffers, a non-temporal fill (AVX2 or SSE2
- * streaming stores, whichever the compiler targets), and softgpu TRANSFER
- * (memory segment -> memory segment) and FILL on a prefaulted dgpu, each
- * through build_paging_buffer + submit_command like vidmm drives them.
- * One warm-up round, then the median of 5.  Targets: transfer/memcpy >=
- * 0.95 and fill/NT-fill >= 0.9 from 2 MiB up.
+ * between two prefaulted buffers, glibc memcpy between the very bytes of
+ * the segment the transfer reads and writes (same mem), a non-temporal
+ * fill (AVX2 or SSE2 streaming stores, whichever the compiler targets),
+ * and softgpu TRANSFER (memory segment -> memory segment) and FILL on a
+ * prefaulted dgpu, each through build_paging_buffer + submit_command like
+ * vidmm drives them.  One warm-up round, then the median of 5.  Targets:
+ * transfer / same-memory memcpy >= 0.95 and fill/NT-fill >= 0.9 from
+ * 2 MiB up.
  *
  * A second table measures content moves the way vidmm issues them on a
  * GpuMmu adapter: vidmm_allocation_move between the two memory segments
@@ -75,6 +77,7 @@ struct pb_ctx {
     uint64_t half;         /* 1 GiB transfers go from segment 2 offset 0 to offset half; smaller ones
                             * to 256 MiB, the layout of the figures before 1 GiB was measured */
     uint8_t *src, *dst;
+    uint8_t *seg2;         /* host bytes of segment 2 (softgpu_segment_memory) */
     uint64_t size;
     uint64_t fence;
     int failed;
@@ -122,6 +125,17 @@ static void pb_memcpy(struct pb_ctx *c)
     memcpy(c->dst, c->src, c->size);
 }
 
+static uint64_t pb_xfer_dst(const struct pb_ctx *c)
+{
+    return c->size <= PB_MIB(256) ? PB_MIB(256) : c->half;
+}
+
+/* The copy TRANSFER makes, by the CPU on the same bytes of segment 2. */
+static void pb_memcpy_same(struct pb_ctx *c)
+{
+    memcpy(c->seg2 + pb_xfer_dst(c), c->seg2, c->size);
+}
+
 static void pb_ntfill(struct pb_ctx *c)
 {
     pb_nt_fill(c->dst, c->size, 0x5A5A5A5Au);
@@ -136,7 +150,7 @@ static void pb_sg_transfer(struct pb_ctx *c)
     a.u.transfer.source.segment_id = 2;
     a.u.transfer.source.segment_address = c->seg2_base;
     a.u.transfer.destination.segment_id = 2;
-    a.u.transfer.destination.segment_address = c->seg2_base + (c->size <= PB_MIB(256) ? PB_MIB(256) : c->half);
+    a.u.transfer.destination.segment_address = c->seg2_base + pb_xfer_dst(c);
     a.u.transfer.flags = VIDMM_TRANSFER_START | VIDMM_TRANSFER_END;
     pb_run_paging(c, &a);
 }
@@ -149,11 +163,11 @@ static void pb_sg_fill(struct pb_ctx *c)
     a.u.fill.fill_size = c->size;
     a.u.fill.fill_pattern = 0x5A5A5A5Au;
     a.u.fill.destination_segment_id = 2;
-    a.u.fill.destination_segment_address = c->seg2_base + (c->size <= PB_MIB(256) ? PB_MIB(256) : c->half);
+    a.u.fill.destination_segment_address = c->seg2_base + pb_xfer_dst(c);
     pb_run_paging(c, &a);
 }
 
-enum { PB_MEMCPY, PB_SG_TRANSFER, PB_NTFILL, PB_SG_FILL, PB_N };
+enum { PB_MEMCPY, PB_MEMCPY_SAME, PB_SG_TRANSFER, PB_NTFILL, PB_SG_FILL, PB_N };
 
 /* ---- vidmm moves: virtual (scratch window) against physical ---------- */
 
@@ -393,7 +407,8 @@ static void bench_paging_moves(struct pb_ctx *c, const uint64_t *sizes, size_t n
 
 void bench_paging(void)
 {
-    static void (*const fns[PB_N])(struct pb_ctx *) = { pb_memcpy, pb_sg_transfer, pb_ntfill, pb_sg_fill };
+    static void (*const fns[PB_N])(struct pb_ctx *) = { pb_memcpy, pb_memcpy_same, pb_sg_transfer, pb_ntfill,
+                                                         pb_sg_fill };
     uint64_t sizes[] = { 64 << 10, PB_MIB(2), PB_MIB(16), PB_MIB(64), PB_MIB(256), PB_MIB(1024) };
     size_t nsizes = sizeof sizes / sizeof sizes[0];
     long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -429,6 +444,15 @@ void bench_paging(void)
         struct vidmm_segment_descriptor d[3];
         bench_sg_segments(c.sg, d);
         c.seg2_base = d[1].base_address;
+        void *mem = NULL;
+        uint64_t bytes = 0;
+        if (softgpu_segment_memory(c.sg, 2, &mem, &bytes) != VIDMM_OK || bytes < cfg.segment_size[2]) {
+            printf("paging: softgpu_segment_memory failed\n");
+            softgpu_destroy(c.sg);
+            bench_fail();
+            return;
+        }
+        c.seg2 = mem;
     }
     c.src = aligned_alloc(4096, (size_t)maxsz);
     c.dst = aligned_alloc(4096, (size_t)maxsz);
@@ -453,8 +477,8 @@ void bench_paging(void)
            "scalar"
 #endif
     );
-    printf("%-8s %8s %10s %7s %8s %8s %7s %7s\n", "size", "memcpy", "sg-xfer", "ratio", "NT-fill", "sg-fill", "ratio",
-           "path");
+    printf("%-8s %8s %9s %10s %7s %7s %8s %8s %7s %7s\n", "size", "memcpy", "same mem", "sg-xfer", "ratio", "/heap",
+           "NT-fill", "sg-fill", "ratio", "path");
     uint64_t budget = bench_opts.quick ? PB_MIB(64) : PB_MIB(1024);
     for (size_t si = 0; si < nsizes; si++) {
         c.size = sizes[si];
@@ -480,7 +504,8 @@ void bench_paging(void)
             snprintf(label, sizeof label, "%lluM", (unsigned long long)(c.size >> 20));
         else
             snprintf(label, sizeof label, "%lluK", (unsigned long long)(c.size >> 10));
-        printf("%-8s %8.2f %10.2f %7.3f %8.2f %8.2f %7.3f %7s\n", label, med[PB_MEMCPY], med[PB_SG_TRANSFER],
+        printf("%-8s %8.2f %9.2f %10.2f %7.3f %7.3f %8.2f %8.2f %7.3f %7s\n", label, med[PB_MEMCPY],
+               med[PB_MEMCPY_SAME], med[PB_SG_TRANSFER], med[PB_SG_TRANSFER] / med[PB_MEMCPY_SAME],
                med[PB_SG_TRANSFER] / med[PB_MEMCPY], med[PB_NTFILL], med[PB_SG_FILL],
                med[PB_SG_FILL] / med[PB_NTFILL], pb_path(c.sg, c.size));
     }

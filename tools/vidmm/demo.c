@@ -256,8 +256,11 @@ int cli_demo(int argc, char **argv)
     if (vidmm_adapter_query_paging_process(a, &pp) == VIDMM_OK) {
         char w[32];
         cli_format_size(pp.window_size, w, sizeof w);
-        printf("  paging process: %llu content moves in %llu chunks through two %s scratch windows\n",
+        printf("  paging process: %llu content moves in %llu chunks through two %s scratch windows",
                (unsigned long long)pp.moves, (unsigned long long)pp.chunks, w);
+        if (pp.scratch_va_64k)
+            printf(" (%llu with 64 KB entries)", (unsigned long long)pp.chunks_64k);
+        printf("\n");
     }
     cli_print_segments(a, stdout);
     printf("\nintegrity: %d of %d read-backs matched; adapter check: %s\n", verified, 7 * 3,
