@@ -279,6 +279,17 @@ struct dc_proto {
  * vidmm does; waits for the last fence.  A fruitless answer on an empty
  * buffer doubles the room (vidmm would give up after 64: the kit wants
  * the smallest room that works).  Returns the build status. */
+/* Before the kit frees memory a submitted buffer reads or writes (the
+ * buffer itself, MDL pages): a driver that signals a fence before its
+ * buffer has run - the breakage fences.after_execution reports - may
+ * still be using it, and the kit must not crash where it should report.
+ * The fence checks are made at signal time, before this. */
+static void dc_quiesce(struct dc *k)
+{
+    if (k->drv.wait_idle)
+        k->drv.wait_idle(k->drv.driver);
+}
+
 static vidmm_status dc_do(struct dc *k, const struct vidmm_build_paging_buffer_args *req, uint32_t room,
                           struct dc_proto *p)
 {
@@ -343,8 +354,7 @@ static vidmm_status dc_do(struct dc *k, const struct vidmm_build_paging_buffer_a
     }
     if (last && dc_wait(k, last) < 0 && st >= 0)
         st = VIDMM_E_TIMEOUT;
-    if (!last && k->drv.wait_idle)
-        k->drv.wait_idle(k->drv.driver);
+    dc_quiesce(k);
     for (unsigned i = 0; i < nbuf; i++)
         free(bufs[i]);
     return st;
@@ -1111,6 +1121,7 @@ static void group_fences(struct dc *k)
     pthread_mutex_lock(&k->rec.lock);
     k->rec.ran = NULL;
     pthread_mutex_unlock(&k->rec.lock);
+    dc_quiesce(k);
     for (uint64_t j = 0; j < DC_FENCE_BUFS; j++)
         free(bufs[j]);
     free(src.p);
