@@ -263,13 +263,18 @@ static void *vr_create(uint64_t range, uint64_t chunk)
     return ra;
 }
 /* vidmm_range_split: requests below 256 KiB placed top-down
- * (vidmm_ra_set_topdown_below), large ones bottom-up. */
+ * (vidmm_ra_set_topdown_below), large ones bottom-up; the gaps among the 13
+ * live blocks on either side of the largest free range are used last
+ * (vidmm_ra_set_front_reserve). */
 #define SPLIT_BYTES (256 * KiB)
+#define SPLIT_FRONT_KEEP 13u
 static void *vr_create_split(uint64_t range, uint64_t chunk)
 {
     struct vidmm_range_alloc *ra = vr_create(range, chunk);
-    if (ra)
+    if (ra) {
         vidmm_ra_set_topdown_below(ra, SPLIT_BYTES);
+        vidmm_ra_set_front_reserve(ra, SPLIT_FRONT_KEEP);
+    }
     return ra;
 }
 static void vr_destroy(void *p)

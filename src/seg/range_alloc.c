@@ -21,6 +21,17 @@
  * usual "next class up, guaranteed fit", is what keeps big holes whole
  * after churn (workload B2, docs/PERFORMANCE.md: 0.97 vs 0.19 of the free space usable).
  *
+ * Two placement options, both off by default: requests below a size go
+ * top-down (vidmm_ra_set_topdown_below), and the front reserve
+ * (vidmm_ra_set_front_reserve) keeps the holes among the few live blocks
+ * on either side of the largest free range for last.  After churn the
+ * space a large-block pass can use is the largest range less what new
+ * requests keep carving from its edges; holes next to it that stay empty
+ * join it when their neighbours are freed, where refilling them would
+ * have pushed its edge back.  The reserve's bounds are cached as four
+ * addresses and recomputed only after a change inside them, so the
+ * common request pays one comparison.
+ *
  * The used/free state hides in prev_free (RA_USED / RA_SLOT markers) so a
  * node is 32 bytes, two per cache line.  The hot paths have no division and
  * no host allocation once the node array is large enough; an exact fit (no
@@ -356,6 +367,102 @@ static RA_HOT uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, u
     }
 }
 
+/* ---- front reserve ---- */
+
+/* The largest free range (RA_NIL if none). */
+static uint32_t largest_node(const struct vidmm_range_alloc *ra)
+{
+    if (!ra->fl_bitmap)
+        return RA_NIL;
+    unsigned fl = msb64(ra->fl_bitmap);
+    unsigned sl = msb64(ra->sl_bitmap[fl]);
+    uint32_t best = RA_NIL;
+    for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free)
+        if (best == RA_NIL || ra->nodes[b].size > ra->nodes[best].size)
+            best = b;
+    return best;
+}
+
+/* Recompute the reserve's bounds: [zone_lo, zone_wlo) below the largest
+ * range [zone_wlo, zone_whi), [zone_whi, zone_hi) above it, each reaching
+ * to the end of the front_keep-th live block. */
+static void zone_update(struct vidmm_range_alloc *ra)
+{
+    const struct vidmm_ra_node *nodes = ra->nodes;
+    uint32_t w = largest_node(ra);
+    ra->zone_stale = 0;
+    if (w == RA_NIL) {
+        ra->zone_lo = ra->zone_wlo = ra->zone_whi = ra->zone_hi = 0;
+        return;
+    }
+    ra->zone_wlo = ra->zone_lo = nodes[w].offset;
+    ra->zone_whi = ra->zone_hi = nodes[w].offset + nodes[w].size;
+    unsigned live = 0;
+    for (uint32_t q = nodes[w].prev_phys; q != RA_NIL; q = nodes[q].prev_phys) {
+        ra->zone_lo = nodes[q].offset;
+        if (nodes[q].prev_free == RA_USED && ++live >= ra->front_keep)
+            break;
+    }
+    live = 0;
+    for (uint32_t q = nodes[w].next_phys; q != RA_NIL; q = nodes[q].next_phys) {
+        ra->zone_hi = nodes[q].offset + nodes[q].size;
+        if (nodes[q].prev_free == RA_USED && ++live >= ra->front_keep)
+            break;
+    }
+}
+
+/* A change at [off, off+size) may move the reserve. */
+static inline void zone_touch(struct vidmm_range_alloc *ra, uint64_t off, uint64_t size)
+{
+    if (off < ra->zone_hi && off + size > ra->zone_lo)
+        ra->zone_stale = 1;
+}
+
+/* Free node n lies in the reserve (the largest range itself excluded). */
+static inline int in_zone(const struct vidmm_range_alloc *ra, const struct vidmm_ra_node *n)
+{
+    return (n->offset >= ra->zone_lo && n->offset < ra->zone_wlo) ||
+           (n->offset >= ra->zone_whi && n->offset < ra->zone_hi);
+}
+
+/* find, with the reserve: when the best fit b lies in it, the first range
+ * in size order that fits outside it and short of the largest range. */
+static uint32_t find_outside_zone(struct vidmm_range_alloc *ra, uint64_t size, uint64_t amask,
+                                  unsigned flags, uint64_t *start, unsigned *cls)
+{
+    uint32_t b = find(ra, size, amask, flags, start, cls);
+    if (b == RA_NIL)
+        return b;
+    if (ra->zone_stale)
+        zone_update(ra);
+    const struct vidmm_ra_node *nodes = ra->nodes;
+    if (!in_zone(ra, &nodes[b]))
+        return b;
+    unsigned fl, sl;
+    mapping(size >> ra->chunk_shift, &fl, &sl);
+    uint64_t slmap = ra->sl_bitmap[fl] & (~(uint64_t)0 << sl);
+    for (;;) {
+        if (!slmap) {
+            uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
+            if (!flmap)
+                return b;
+            fl = ctz64(flmap);
+            slmap = ra->sl_bitmap[fl];
+        }
+        sl = ctz64(slmap);
+        for (uint32_t c = ra->bins[fl * SL_COUNT + sl]; c != RA_NIL; c = nodes[c].next_free) {
+            uint64_t s;
+            if (nodes[c].offset == ra->zone_wlo || in_zone(ra, &nodes[c]) ||
+                !fit(&nodes[c], size, amask, flags, &s))
+                continue;
+            *start = s;
+            *cls = fl * SL_COUNT + sl;
+            return c;
+        }
+        slmap &= slmap - 1;
+    }
+}
+
 /* Turn [start, start+size) of free node b into a live allocation; the
  * padding on either side stays free as new nodes.  Node storage is grown
  * first, so a host-allocation failure leaves everything as it was. */
@@ -412,6 +519,7 @@ static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned
 static vidmm_status carve(struct vidmm_range_alloc *ra, uint32_t b, uint64_t start, uint64_t size,
                           uint32_t *node)
 {
+    ra->zone_stale = 1; /* alloc_at, alloc_largest: rare */
     return carve_cls(ra, b, class_index(ra->nodes[b].size >> ra->chunk_shift), start, size, node);
 }
 
@@ -450,10 +558,18 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
         flags = VIDMM_RA_TOPDOWN;
     uint64_t start = 0;
     unsigned cls = 0;
-    uint32_t b = flags ? find(ra, size, align - 1, VIDMM_RA_TOPDOWN, &start, &cls)
-                       : find(ra, size, align - 1, 0, &start, &cls);
-    if (b == RA_NIL)
-        return VIDMM_E_NO_SEGMENT_SPACE;
+    uint32_t b;
+    if (ra->front_keep) {
+        b = find_outside_zone(ra, size, align - 1, flags ? VIDMM_RA_TOPDOWN : 0, &start, &cls);
+        if (b == RA_NIL)
+            return VIDMM_E_NO_SEGMENT_SPACE;
+        zone_touch(ra, start, size);
+    } else {
+        b = flags ? find(ra, size, align - 1, VIDMM_RA_TOPDOWN, &start, &cls)
+                  : find(ra, size, align - 1, 0, &start, &cls);
+        if (b == RA_NIL)
+            return VIDMM_E_NO_SEGMENT_SPACE;
+    }
     struct vidmm_ra_node *n = &ra->nodes[b];
     if (start == n->offset && size == n->size) {
         /* Exact fit (the common case after churn): no split, no new node. */
@@ -476,6 +592,14 @@ void vidmm_ra_set_topdown_below(struct vidmm_range_alloc *ra, uint64_t bytes)
 {
     if (ra)
         ra->topdown_below = bytes;
+}
+
+void vidmm_ra_set_front_reserve(struct vidmm_range_alloc *ra, uint32_t blocks)
+{
+    if (ra) {
+        ra->front_keep = blocks;
+        ra->zone_stale = 1;
+    }
 }
 
 vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, uint64_t size,
@@ -617,6 +741,8 @@ vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
         return VIDMM_E_INVALID_HANDLE;
     struct vidmm_ra_node *nodes = ra->nodes;
     struct vidmm_ra_node *n = &nodes[i];
+    if (ra->front_keep)
+        zone_touch(ra, n->offset, n->size);
     ra->free_bytes += n->size;
     ra->live_count--;
     /* A physical neighbour is either live or a free range, never a slot. */

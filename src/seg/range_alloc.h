@@ -37,6 +37,12 @@ struct vidmm_range_alloc {
     uint32_t node_cap, node_count, free_node_head;
     uint32_t first_node;   /* lowest-address node (free or used) */
     uint64_t topdown_below; /* requests smaller than this go top-down (vidmm_ra_set_topdown_below) */
+    /* Front reserve (vidmm_ra_set_front_reserve): the free ranges among the
+     * first front_keep live blocks on either side of the largest free range
+     * are used only when nothing else fits.  Cached as address bounds. */
+    uint32_t front_keep;
+    int zone_stale;
+    uint64_t zone_lo, zone_wlo, zone_whi, zone_hi;
     uint64_t fl_bitmap;
     uint64_t *sl_bitmap;   /* one word per first-level bin */
     uint32_t *bins;        /* heads of free lists, [fl][sl] */
@@ -69,6 +75,14 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
  * 256 KiB).  0 (the default) turns it off.  Best fit is kept within each
  * direction. */
 void vidmm_ra_set_topdown_below(struct vidmm_range_alloc *ra, uint64_t bytes);
+
+/* Keep the free ranges between the largest free range and the blocks-th
+ * live allocation on either side of it for last: a request takes one of
+ * them only when no other range short of the largest fits.  Those gaps then
+ * tend to join the largest range as its neighbours are freed instead of
+ * being refilled (workload B2, docs/PERFORMANCE.md).  0 (the default) turns
+ * it off. */
+void vidmm_ra_set_front_reserve(struct vidmm_range_alloc *ra, uint32_t blocks);
 
 /* Allocate exactly [offset, offset+size) if it is free (for ranges the
  * driver reports bad, or fixed placements).  VIDMM_E_NO_SEGMENT_SPACE if

@@ -281,7 +281,7 @@ static void m_set(struct model *m, uint64_t c0, uint64_t n, int v)
     }
 }
 
-static void differential(void)
+static void differential_with(uint64_t topdown_below, uint32_t front_reserve)
 {
     const uint64_t CH = 4 * KiB;
     struct vidmm_range_alloc ra;
@@ -291,6 +291,8 @@ static void differential(void)
     uint64_t s = t_seed() ^ 0xD1FF;
     memset(&m, 0, sizeof m);
     T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), MCH * CH, CH), VIDMM_OK);
+    vidmm_ra_set_topdown_below(&ra, topdown_below);
+    vidmm_ra_set_front_reserve(&ra, front_reserve);
     unsigned ops = 50000 * t_scale();
     unsigned nospace = 0;
     for (unsigned i = 0; i < ops && !t_current_failures(); i++) {
@@ -484,6 +486,91 @@ static void neighbours(void)
     vidmm_ra_fini(&ra);
 }
 
+static void differential(void) { differential_with(0, 0); }
+
+/* With the placement options the bench's vidmm_range_split uses (and a
+ * reserve of 1 and of many blocks): still never "no space" while a fit
+ * exists, the model and the checker agree after every step. */
+static void differential_options(void)
+{
+    differential_with(256 * KiB, 13);
+    differential_with(0, 1);
+    differential_with(64 * KiB, 1000);
+}
+
+/* vidmm_ra_set_front_reserve: the holes among the K live blocks next to
+ * the largest free range are taken last. */
+static void front_reserve(void)
+{
+    struct vidmm_range_alloc ra;
+    uint64_t off;
+    uint32_t n[8], x, y;
+    T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 64 * MiB, 4 * KiB), VIDMM_OK);
+    /* Live blocks at 0, 1, 2, 3 MiB (1 MiB each) with 64 KiB holes left
+     * by freeing their last 64 KiB pieces: lay out 1 MiB - 64 KiB blocks
+     * and 64 KiB spacers, then free the spacers. */
+    uint32_t spacer[4];
+    for (int i = 0; i < 4; i++) {
+        T_ST(vidmm_ra_alloc(&ra, MiB - 64 * KiB, 0, 0, &off, &n[i]), VIDMM_OK);
+        T_EQ_U64(off, (uint64_t)i * MiB);
+        T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &spacer[i]), VIDMM_OK);
+    }
+    /* The largest free range is [4 MiB, 64 MiB); spacer 3's hole touches
+     * it, so free spacers 0 and 2 only: holes at 1 MiB - 64 KiB and
+     * 3 MiB - 64 KiB, the second next to the last live block before the
+     * largest range. */
+    T_ST(vidmm_ra_free(&ra, spacer[0]), VIDMM_OK);
+    T_ST(vidmm_ra_free(&ra, spacer[2]), VIDMM_OK);
+    T_EQ(vidmm_ra_check(&ra), 0);
+    uint64_t before = ra_layout(&ra);
+    /* Off: best fit, the two holes are equal - either one. */
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &x), VIDMM_OK);
+    T_CHECK(off == MiB - 64 * KiB || off == 3 * MiB - 64 * KiB);
+    T_ST(vidmm_ra_free(&ra, x), VIDMM_OK);
+    T_EQ_U64(ra_layout(&ra), before);
+    /* A reserve of 3 blocks: the hole at 3 MiB - 64 KiB lies among the
+     * three live blocks next to the largest range (spacer 3, block 3,
+     * block 2 going down); the one at 1 MiB - 64 KiB does not.  Every
+     * time, in whatever order the bins hold them. */
+    vidmm_ra_set_front_reserve(&ra, 3);
+    for (int k = 0; k < 4; k++) {
+        T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &x), VIDMM_OK);
+        T_EQ_U64(off, MiB - 64 * KiB);
+        T_EQ(vidmm_ra_check(&ra), 0);
+        /* With that hole taken, the reserve's hole is the only fit short
+         * of the largest range: used rather than the largest range. */
+        T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &y), VIDMM_OK);
+        T_EQ_U64(off, 3 * MiB - 64 * KiB);
+        T_ST(vidmm_ra_free(&ra, y), VIDMM_OK);
+        T_ST(vidmm_ra_free(&ra, x), VIDMM_OK);
+        T_EQ_U64(ra_layout(&ra), before);
+    }
+    /* Nothing fits outside the reserve and the largest range: a request
+     * larger than the holes takes the largest range, as without it. */
+    T_ST(vidmm_ra_alloc(&ra, 2 * MiB, 0, 0, &off, &x), VIDMM_OK);
+    T_EQ_U64(off, 4 * MiB);
+    T_ST(vidmm_ra_free(&ra, x), VIDMM_OK);
+    /* The reserve follows the largest range: freeing block 3 and spacer 3
+     * makes it [3 MiB - 64 KiB, 64 MiB); with a reserve of 2 (block 2,
+     * block 1 going down) the new hole at 2 MiB - 64 KiB is in it and the
+     * equal hole at 1 MiB - 64 KiB is not. */
+    T_ST(vidmm_ra_free(&ra, n[3]), VIDMM_OK);
+    T_ST(vidmm_ra_free(&ra, spacer[3]), VIDMM_OK);
+    T_ST(vidmm_ra_free(&ra, spacer[1]), VIDMM_OK);   /* hole at 2 MiB - 64 KiB */
+    T_EQ_U64(vidmm_ra_largest_free(&ra), 61 * MiB + 64 * KiB);
+    vidmm_ra_set_front_reserve(&ra, 2);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &x), VIDMM_OK);
+    T_EQ_U64(off, MiB - 64 * KiB);
+    T_EQ(vidmm_ra_check(&ra), 0);
+    /* Turned off: best fit again, bad input ignored. */
+    vidmm_ra_set_front_reserve(&ra, 0);
+    vidmm_ra_set_front_reserve(NULL, 3);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &y), VIDMM_OK);
+    T_EQ_U64(off, 2 * MiB - 64 * KiB);
+    T_EQ(vidmm_ra_check(&ra), 0);
+    vidmm_ra_fini(&ra);
+}
+
 void suite_range_alloc(void);
 void suite_range_alloc(void)
 {
@@ -494,6 +581,8 @@ void suite_range_alloc(void)
     t_run("range_alloc.exact_capacity", exact_capacity);
     t_run("range_alloc.huge_offsets", huge_offsets);
     t_run("range_alloc.differential", differential);
+    t_run("range_alloc.differential_options", differential_options);
+    t_run("range_alloc.front_reserve", front_reserve);
     t_run("range_alloc.neighbours", neighbours);
     t_run("range_alloc.fault_sweep", fault_sweep);
 }
