@@ -37,6 +37,13 @@
  * no host allocation once the node array is large enough; an exact fit (no
  * split) is handled inline in vidmm_ra_alloc, and the class index found by
  * the search is reused to unlink the node instead of being recomputed.
+ * Both calls have a short fast path for workload A's common case, taken
+ * only where the full path would decide the same: alloc takes the head of
+ * its own bin when that has exactly the size and an aligned start, and
+ * free of a block with two live neighbours pushes it onto the bin kept in
+ * its next_free (a live node's class index), with no mapping; the rest is
+ * out of line (alloc_search, free_merge).  The reserve's bound tests are
+ * branch-free: whether a random block falls inside them is unpredictable.
  */
 #include "seg/range_alloc.h"
 
@@ -67,6 +74,9 @@ struct vidmm_ra_node {
     uint64_t offset;
     uint64_t size;
     uint32_t prev_phys, next_phys;
+    /* Free range: its bin's list links.  Live allocation: prev_free is
+     * RA_USED and next_free the class index of its size, so a free that
+     * merges with nothing inserts it without recomputing the mapping. */
     uint32_t prev_free, next_free;
 };
 
@@ -120,8 +130,10 @@ static inline uint64_t bin_low(unsigned fl, unsigned sl)
 
 #if defined(__GNUC__)
 #define RA_HOT inline __attribute__((always_inline))
+#define RA_COLD __attribute__((noinline))
 #else
 #define RA_HOT inline
+#define RA_COLD
 #endif
 
 /* Class index fl * SL_COUNT + sl of n chunks. */
@@ -151,6 +163,15 @@ static inline void bin_insert(struct vidmm_range_alloc *ra, uint32_t i)
     ra->fl_bitmap |= UINT64_C(1) << fl;
 }
 
+/* Bin cls has just become empty: clear its bitmap bits. */
+static inline void bin_emptied(struct vidmm_range_alloc *ra, unsigned cls)
+{
+    unsigned fl = cls >> SL_LOG2;
+    ra->sl_bitmap[fl] &= ~SLBIT(cls & (SL_COUNT - 1));
+    if (!ra->sl_bitmap[fl])
+        ra->fl_bitmap &= ~(UINT64_C(1) << fl);
+}
+
 /* Unlink free node i, whose class index is cls. */
 static RA_HOT void bin_remove_cls(struct vidmm_range_alloc *ra, uint32_t i, unsigned cls)
 {
@@ -162,12 +183,8 @@ static RA_HOT void bin_remove_cls(struct vidmm_range_alloc *ra, uint32_t i, unsi
         nodes[pv].next_free = nx;
     } else {
         ra->bins[cls] = nx;
-        if (nx == RA_NIL) {
-            unsigned fl = cls >> SL_LOG2;
-            ra->sl_bitmap[fl] &= ~SLBIT(cls & (SL_COUNT - 1));
-            if (!ra->sl_bitmap[fl])
-                ra->fl_bitmap &= ~(UINT64_C(1) << fl);
-        }
+        if (nx == RA_NIL)
+            bin_emptied(ra, cls);
     }
 }
 
@@ -386,7 +403,7 @@ static uint32_t largest_node(const struct vidmm_range_alloc *ra)
 /* Recompute the reserve's bounds: [zone_lo, zone_wlo) below the largest
  * range [zone_wlo, zone_whi), [zone_whi, zone_hi) above it, each reaching
  * to the end of the front_keep-th live block. */
-static void zone_update(struct vidmm_range_alloc *ra)
+static RA_COLD void zone_update(struct vidmm_range_alloc *ra)
 {
     const struct vidmm_ra_node *nodes = ra->nodes;
     uint32_t w = largest_node(ra);
@@ -414,15 +431,18 @@ static void zone_update(struct vidmm_range_alloc *ra)
 /* A change at [off, off+size) may move the reserve. */
 static inline void zone_touch(struct vidmm_range_alloc *ra, uint64_t off, uint64_t size)
 {
-    if (off < ra->zone_hi && off + size > ra->zone_lo)
-        ra->zone_stale = 1;
+    /* Without branches: where a random free or alloc falls against the
+     * reserve is a coin toss for the branch predictor. */
+    ra->zone_stale |= (off < ra->zone_hi) & (off + size > ra->zone_lo);
 }
 
 /* Free node n lies in the reserve (the largest range itself excluded). */
 static inline int in_zone(const struct vidmm_range_alloc *ra, const struct vidmm_ra_node *n)
 {
-    return (n->offset >= ra->zone_lo && n->offset < ra->zone_wlo) ||
-           (n->offset >= ra->zone_whi && n->offset < ra->zone_hi);
+    /* zone_lo <= zone_wlo and zone_whi <= zone_hi: one unsigned compare
+     * per side, no branches. */
+    return (n->offset - ra->zone_lo < ra->zone_wlo - ra->zone_lo) |
+           (n->offset - ra->zone_whi < ra->zone_hi - ra->zone_whi);
 }
 
 /* find, with the reserve: when the best fit b lies in it, the first range
@@ -461,6 +481,19 @@ static uint32_t find_outside_zone(struct vidmm_range_alloc *ra, uint64_t size, u
         }
         slmap &= slmap - 1;
     }
+}
+
+/* The fast path of vidmm_ra_alloc with the reserve on: may it take free
+ * node n whole?  (find_outside_zone keeps find's choice outside the
+ * reserve.)  Marks the reserve stale when n borders it. */
+static inline int zone_allows(struct vidmm_range_alloc *ra, const struct vidmm_ra_node *n)
+{
+    if (ra->zone_stale)
+        zone_update(ra);
+    if (in_zone(ra, n))
+        return 0;
+    zone_touch(ra, n->offset, n->size);
+    return 1;
 }
 
 /* Turn [start, start+size) of free node b into a live allocation; the
@@ -509,7 +542,7 @@ static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned
     n->offset = start;
     n->size = size;
     n->prev_free = RA_USED;
-    n->next_free = RA_NIL;
+    n->next_free = class_index(size >> ra->chunk_shift);
     ra->free_bytes -= size;
     ra->live_count++;
     *node = b;
@@ -542,6 +575,9 @@ static inline uint64_t clamp_align(const struct vidmm_range_alloc *ra, uint64_t 
     return align > RA_MAX_SIZE ? RA_MAX_SIZE : align;
 }
 
+static RA_COLD vidmm_status alloc_search(struct vidmm_range_alloc *ra, uint64_t size, uint64_t align,
+                                         unsigned flags, uint64_t *offset, uint32_t *node);
+
 vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_t align,
                             unsigned flags, uint64_t *offset, uint32_t *node)
 {
@@ -552,8 +588,41 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
     if (st < 0)
         return st;
     if (size > ra->free_bytes)
-        return VIDMM_E_NO_SEGMENT_SPACE;
+        return VIDMM_E_NO_SEGMENT_SPACE; /* and size's class has a bin */
     align = clamp_align(ra, align);
+    /* Fast path, the common case after churn: the head of the request's
+     * own bin has exactly its size and an aligned start.  find() would take
+     * it (the first candidate that fits flush), whatever the direction, and
+     * so would find_outside_zone() when it lies outside the reserve. */
+    unsigned cls = class_index(size >> ra->chunk_shift);
+    uint32_t b = ra->bins[cls];
+    if (b != RA_NIL) {
+        struct vidmm_ra_node *nodes = ra->nodes, *n = &nodes[b];
+        if (n->size == size && !(n->offset & (align - 1)) && (!ra->front_keep || zone_allows(ra, n))) {
+            uint32_t nx = n->next_free;
+            ra->bins[cls] = nx;
+            if (nx != RA_NIL)
+                nodes[nx].prev_free = RA_NIL;
+            else
+                bin_emptied(ra, cls);
+            n->prev_free = RA_USED;
+            n->next_free = cls;
+            ra->free_bytes -= size;
+            ra->live_count++;
+            *node = b;
+            *offset = n->offset;
+            return VIDMM_OK;
+        }
+    }
+    return alloc_search(ra, size, align, flags, offset, node);
+}
+
+/* vidmm_ra_alloc past the fast path: size rounded (and within free_bytes),
+ * align clamped. */
+static RA_COLD vidmm_status alloc_search(struct vidmm_range_alloc *ra, uint64_t size, uint64_t align,
+                                         unsigned flags, uint64_t *offset, uint32_t *node)
+{
+    vidmm_status st;
     if (size < ra->topdown_below)
         flags = VIDMM_RA_TOPDOWN;
     uint64_t start = 0;
@@ -575,7 +644,7 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
         /* Exact fit (the common case after churn): no split, no new node. */
         bin_remove_cls(ra, b, cls);
         n->prev_free = RA_USED;
-        n->next_free = RA_NIL;
+        n->next_free = cls;
         ra->free_bytes -= size;
         ra->live_count++;
         *node = b;
@@ -735,10 +804,9 @@ vidmm_status vidmm_ra_alloc_largest_aligned(struct vidmm_range_alloc *ra, uint64
 
 /* ---- free ---- */
 
-vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
+/* free of live node i when a physical neighbour is free: coalesce. */
+static RA_COLD vidmm_status free_merge(struct vidmm_range_alloc *ra, uint32_t i)
 {
-    if (!ra || !ra->nodes || i >= ra->node_cap || ra->nodes[i].prev_free != RA_USED)
-        return VIDMM_E_INVALID_HANDLE;
     struct vidmm_ra_node *nodes = ra->nodes;
     struct vidmm_ra_node *n = &nodes[i];
     if (ra->front_keep)
@@ -770,6 +838,38 @@ vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
         slot_put(ra, q);
     }
     bin_insert(ra, i);
+    return VIDMM_OK;
+}
+
+vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
+{
+    if (!ra || !ra->nodes || i >= ra->node_cap)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_ra_node *nodes = ra->nodes;
+    struct vidmm_ra_node *n = &nodes[i];
+    if (n->prev_free != RA_USED)
+        return VIDMM_E_INVALID_HANDLE;
+    uint32_t p = n->prev_phys, q = n->next_phys;
+    if ((p != RA_NIL && nodes[p].prev_free != RA_USED) || (q != RA_NIL && nodes[q].prev_free != RA_USED))
+        return free_merge(ra, i);
+    /* Both neighbours live (the common case): i becomes a free range as
+     * it is, into the class kept in its next_free. */
+    if (ra->front_keep)
+        zone_touch(ra, n->offset, n->size);
+    ra->free_bytes += n->size;
+    ra->live_count--;
+    unsigned cls = n->next_free;
+    uint32_t head = ra->bins[cls];
+    n->prev_free = RA_NIL;
+    n->next_free = head;
+    ra->bins[cls] = i;
+    if (head != RA_NIL) {
+        nodes[head].prev_free = i;
+    } else {
+        unsigned fl = cls >> SL_LOG2;
+        ra->sl_bitmap[fl] |= SLBIT(cls & (SL_COUNT - 1));
+        ra->fl_bitmap |= UINT64_C(1) << fl;
+    }
     return VIDMM_OK;
 }
 
@@ -867,6 +967,8 @@ int vidmm_ra_check(const struct vidmm_range_alloc *ra)
                 err++; /* two adjacent free ranges */
         } else {
             live++;
+            if (n->next_free != class_index(n->size >> ra->chunk_shift))
+                err++;
         }
         prev_free = fr;
         pos = n->offset + n->size;
