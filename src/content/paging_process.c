@@ -157,8 +157,18 @@ vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n)
     /* Every table of the scratch areas now: moves never allocate. */
     if (st >= 0)
         st = vidmm_pt_ensure(a, p, base, area, 0);
-    if (st >= 0 && pp->scratch_va64)
+    if (st >= 0 && pp->scratch_va64) {
+        /* The 64 KB windows are a speed-up: when their tables do not fit
+         * in the paging-process segment, the adapter opens with the 4 KB
+         * windows alone (the tables made for them, this epoch's, are
+         * unlinked and freed again). */
+        vidmm_pt_begin(p);
         st = vidmm_pt_ensure(a, p, pp->scratch_va64, area, 1);
+        if (st == VIDMM_E_NO_SEGMENT_SPACE) {
+            st = vidmm_pt_rollback(a, p);
+            pp->scratch_va64 = 0;
+        }
+    }
     if (st >= 0)
         st = vidmm_paging_flush(a);
     if (st < 0) {

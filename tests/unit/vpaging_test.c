@@ -688,6 +688,28 @@ static void windows_64k(void)
     ac_destroy_all(f.a, frag, nf);
     vp_close(&f);
 
+    /* No room for the 64 KB windows' leaf in the paging-process segment
+     * (segment 2 holds the root, the level-1 table and the 4 KB leaf, 64 KiB
+     * each, and nothing more): the adapter opens with the 4 KB windows
+     * alone, and moves use them. */
+    struct vp_cfg tight = { "dgpu", { 0, AC_MIB(64), AC_KIB(192), AC_MIB(64) }, 0, 0, 0 };
+    if (vp_open(&f, &tight) == 0) {
+        pp = pp_info(f.a);
+        T_EQ_U64(pp.scratch_va_64k, 0);
+        T_EQ_U64(pp.window_size, AC_MIB(8));
+        T_EQ(pp.page_tables, 3);
+        T_EQ_U64(ac_seg(f.a, 2).committed, pp.page_table_bytes);
+        vidmm_handle t;
+        T_ST(ac_create(f.a, B(1), VIDMM_PREF(0, 1, 0), VIDMM_ALLOC_CPU_VISIBLE, AC_MIB(2), &t), VIDMM_OK);
+        uint64_t tseed = t_rand(&rng);
+        T_ST(ac_write(f.a, t, AC_MIB(2), tseed), VIDMM_OK);
+        move_64k(&f, t, 0, AC_MIB(2), tseed, 0, 0, 1, 0);
+        move_64k(&f, t, 1, AC_MIB(2), tseed, 0, 0, 1, 0);
+        T_EQ_U64(pp_info(f.a).chunks_64k, 0);
+        T_ST(vidmm_allocation_destroy(f.a, t), VIDMM_OK);
+        vp_close(&f);
+    }
+
     /* A caller of ABI generation 2 does not have the 64 KB members: the
      * query leaves the bytes past its structure alone. */
     struct softgpu_config cfg;
