@@ -231,7 +231,8 @@ static enum pp_window pick_window(const struct vidmm_adapter *a, const struct vi
     const uint64_t m = VIDMM_PAGE_64K - 1;
     uint64_t n64 = (n + m) & ~m;
     *len = n;
-    if (!pp->scratch_va64 || n64 > pp->window || !vidmm_pt_can_use_64k(a, al, pl, 0, off, n64))
+    /* n64 <= window: the window is whole 64 KB pages (vidmm_pp_check). */
+    if (!pp->scratch_va64 || !vidmm_pt_can_use_64k(a, al, pl, 0, off, n64))
         return w4;
     uint64_t base = 0;
     for (uint32_t i = 0; i < pl->pages.count && base < off + n64; i++) {

@@ -148,28 +148,27 @@ static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 /* ---- free lists ---- */
 
-static inline void bin_insert(struct vidmm_range_alloc *ra, uint32_t i)
+/* Push node i onto bin cls (the class of its size); the bitmap bits are
+ * set when the bin was empty (they are set exactly for non-empty bins). */
+static RA_HOT void bin_insert_cls(struct vidmm_range_alloc *ra, uint32_t i, unsigned cls)
 {
-    struct vidmm_ra_node *n = &ra->nodes[i];
-    unsigned fl, sl;
-    mapping(n->size >> ra->chunk_shift, &fl, &sl);
-    uint32_t *head = &ra->bins[fl * SL_COUNT + sl];
-    n->prev_free = RA_NIL;
-    n->next_free = *head;
-    if (*head != RA_NIL)
-        ra->nodes[*head].prev_free = i;
-    *head = i;
-    ra->sl_bitmap[fl] |= SLBIT(sl);
-    ra->fl_bitmap |= UINT64_C(1) << fl;
+    struct vidmm_ra_node *nodes = ra->nodes;
+    uint32_t head = ra->bins[cls];
+    nodes[i].prev_free = RA_NIL;
+    nodes[i].next_free = head;
+    ra->bins[cls] = i;
+    if (head != RA_NIL) {
+        nodes[head].prev_free = i;
+    } else {
+        unsigned fl = cls >> SL_LOG2;
+        ra->sl_bitmap[fl] |= SLBIT(cls & (SL_COUNT - 1));
+        ra->fl_bitmap |= UINT64_C(1) << fl;
+    }
 }
 
-/* Bin cls has just become empty: clear its bitmap bits. */
-static inline void bin_emptied(struct vidmm_range_alloc *ra, unsigned cls)
+static inline void bin_insert(struct vidmm_range_alloc *ra, uint32_t i)
 {
-    unsigned fl = cls >> SL_LOG2;
-    ra->sl_bitmap[fl] &= ~SLBIT(cls & (SL_COUNT - 1));
-    if (!ra->sl_bitmap[fl])
-        ra->fl_bitmap &= ~(UINT64_C(1) << fl);
+    bin_insert_cls(ra, i, class_index(ra->nodes[i].size >> ra->chunk_shift));
 }
 
 /* Unlink free node i, whose class index is cls. */
@@ -183,8 +182,12 @@ static RA_HOT void bin_remove_cls(struct vidmm_range_alloc *ra, uint32_t i, unsi
         nodes[pv].next_free = nx;
     } else {
         ra->bins[cls] = nx;
-        if (nx == RA_NIL)
-            bin_emptied(ra, cls);
+        if (nx == RA_NIL) {
+            unsigned fl = cls >> SL_LOG2;
+            ra->sl_bitmap[fl] &= ~SLBIT(cls & (SL_COUNT - 1));
+            if (!ra->sl_bitmap[fl])
+                ra->fl_bitmap &= ~(UINT64_C(1) << fl);
+        }
     }
 }
 
@@ -327,6 +330,28 @@ static inline int fit(const struct vidmm_ra_node *n, uint64_t size, uint64_t ama
     return 1;
 }
 
+/* A walk over the non-empty bins in size order, from a starting bin
+ * (slmap: the start's first level, masked from the start's second level
+ * on).  bin_next gives the next bin's class index, 0 when none is left. */
+struct bin_cursor {
+    unsigned fl;
+    uint64_t slmap;
+};
+
+static RA_HOT int bin_next(const struct vidmm_range_alloc *ra, struct bin_cursor *c, unsigned *cls)
+{
+    if (!c->slmap) {
+        uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << c->fl) << 1);
+        if (!flmap)
+            return 0;
+        c->fl = ctz64(flmap);
+        c->slmap = ra->sl_bitmap[c->fl];
+    }
+    *cls = c->fl * SL_COUNT + ctz64(c->slmap);
+    c->slmap &= c->slmap - 1;
+    return 1;
+}
+
 /* Best-fit-first search (see the overview).  Returns the node or RA_NIL,
  * with the start in *start and the node's class index in *cls. */
 static RA_HOT uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, uint64_t amask,
@@ -365,23 +390,15 @@ static RA_HOT uint32_t find(const struct vidmm_range_alloc *ra, uint64_t size, u
             return first;
         }
     }
-    uint64_t slmap = ra->sl_bitmap[fl] & ((~(uint64_t)0 << sl) << 1);
-    for (;;) {
-        if (!slmap) {
-            uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
-            if (!flmap)
-                return RA_NIL;
-            fl = ctz64(flmap);
-            slmap = ra->sl_bitmap[fl];
-        }
-        sl = ctz64(slmap);
-        for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = nodes[b].next_free)
+    struct bin_cursor cur = { fl, ra->sl_bitmap[fl] & ((~(uint64_t)0 << sl) << 1) };
+    unsigned c;
+    while (bin_next(ra, &cur, &c))
+        for (uint32_t b = ra->bins[c]; b != RA_NIL; b = nodes[b].next_free)
             if (fit(&nodes[b], size, amask, flags, start)) {
-                *cls = fl * SL_COUNT + sl;
+                *cls = c;
                 return b;
             }
-        slmap &= slmap - 1;
-    }
+    return RA_NIL;
 }
 
 /* ---- front reserve ---- */
@@ -458,29 +475,20 @@ static uint32_t find_outside_zone(struct vidmm_range_alloc *ra, uint64_t size, u
     const struct vidmm_ra_node *nodes = ra->nodes;
     if (!in_zone(ra, &nodes[b]))
         return b;
-    unsigned fl, sl;
+    unsigned fl, sl, k;
     mapping(size >> ra->chunk_shift, &fl, &sl);
-    uint64_t slmap = ra->sl_bitmap[fl] & (~(uint64_t)0 << sl);
-    for (;;) {
-        if (!slmap) {
-            uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
-            if (!flmap)
-                return b;
-            fl = ctz64(flmap);
-            slmap = ra->sl_bitmap[fl];
-        }
-        sl = ctz64(slmap);
-        for (uint32_t c = ra->bins[fl * SL_COUNT + sl]; c != RA_NIL; c = nodes[c].next_free) {
+    struct bin_cursor cur = { fl, ra->sl_bitmap[fl] & (~(uint64_t)0 << sl) };
+    while (bin_next(ra, &cur, &k))
+        for (uint32_t c = ra->bins[k]; c != RA_NIL; c = nodes[c].next_free) {
             uint64_t s;
             if (nodes[c].offset == ra->zone_wlo || in_zone(ra, &nodes[c]) ||
                 !fit(&nodes[c], size, amask, flags, &s))
                 continue;
             *start = s;
-            *cls = fl * SL_COUNT + sl;
+            *cls = k;
             return c;
         }
-        slmap &= slmap - 1;
-    }
+    return b;
 }
 
 /* The fast path of vidmm_ra_alloc with the reserve on: may it take free
@@ -494,6 +502,21 @@ static inline int zone_allows(struct vidmm_range_alloc *ra, const struct vidmm_r
         return 0;
     zone_touch(ra, n->offset, n->size);
     return 1;
+}
+
+/* Free node b, of class cls, becomes a live allocation as it is (an
+ * exact fit: no split, no new node). */
+static RA_HOT void take_whole(struct vidmm_range_alloc *ra, uint32_t b, unsigned cls, uint64_t *offset,
+                              uint32_t *node)
+{
+    struct vidmm_ra_node *n = &ra->nodes[b];
+    bin_remove_cls(ra, b, cls);
+    n->prev_free = RA_USED;
+    n->next_free = cls;
+    ra->free_bytes -= n->size;
+    ra->live_count++;
+    *node = b;
+    *offset = n->offset;
 }
 
 /* Turn [start, start+size) of free node b into a live allocation; the
@@ -597,20 +620,9 @@ vidmm_status vidmm_ra_alloc(struct vidmm_range_alloc *ra, uint64_t size, uint64_
     unsigned cls = class_index(size >> ra->chunk_shift);
     uint32_t b = ra->bins[cls];
     if (b != RA_NIL) {
-        struct vidmm_ra_node *nodes = ra->nodes, *n = &nodes[b];
+        const struct vidmm_ra_node *n = &ra->nodes[b];
         if (n->size == size && !(n->offset & (align - 1)) && (!ra->front_keep || zone_allows(ra, n))) {
-            uint32_t nx = n->next_free;
-            ra->bins[cls] = nx;
-            if (nx != RA_NIL)
-                nodes[nx].prev_free = RA_NIL;
-            else
-                bin_emptied(ra, cls);
-            n->prev_free = RA_USED;
-            n->next_free = cls;
-            ra->free_bytes -= size;
-            ra->live_count++;
-            *node = b;
-            *offset = n->offset;
+            take_whole(ra, b, cls, offset, node);
             return VIDMM_OK;
         }
     }
@@ -641,14 +653,7 @@ static RA_COLD vidmm_status alloc_search(struct vidmm_range_alloc *ra, uint64_t 
     }
     struct vidmm_ra_node *n = &ra->nodes[b];
     if (start == n->offset && size == n->size) {
-        /* Exact fit (the common case after churn): no split, no new node. */
-        bin_remove_cls(ra, b, cls);
-        n->prev_free = RA_USED;
-        n->next_free = cls;
-        ra->free_bytes -= size;
-        ra->live_count++;
-        *node = b;
-        *offset = start;
+        take_whole(ra, b, cls, offset, node);
         return VIDMM_OK;
     }
     st = carve_cls(ra, b, cls, start, size, node);
@@ -685,25 +690,17 @@ vidmm_status vidmm_ra_alloc_at(struct vidmm_range_alloc *ra, uint64_t offset, ui
         return VIDMM_E_NO_SEGMENT_SPACE;
     /* Search the free ranges only (bins from the request's class up): the
      * live allocations are never walked.  Fixed placements are rare. */
-    unsigned fl, sl;
+    unsigned fl, sl, k;
     mapping(size >> ra->chunk_shift, &fl, &sl);
-    uint64_t slmap = ra->sl_bitmap[fl] & (~(uint64_t)0 << sl);
-    for (;;) {
-        if (!slmap) {
-            uint64_t flmap = ra->fl_bitmap & ((~UINT64_C(0) << fl) << 1);
-            if (!flmap)
-                return VIDMM_E_NO_SEGMENT_SPACE;
-            fl = ctz64(flmap);
-            slmap = ra->sl_bitmap[fl];
-        }
-        sl = ctz64(slmap);
-        for (uint32_t b = ra->bins[fl * SL_COUNT + sl]; b != RA_NIL; b = ra->nodes[b].next_free) {
+    struct bin_cursor cur = { fl, ra->sl_bitmap[fl] & (~(uint64_t)0 << sl) };
+    while (bin_next(ra, &cur, &k)) {
+        for (uint32_t b = ra->bins[k]; b != RA_NIL; b = ra->nodes[b].next_free) {
             const struct vidmm_ra_node *n = &ra->nodes[b];
             if (n->offset <= offset && offset - n->offset + size <= n->size)
                 return carve(ra, b, offset, size, node);
         }
-        slmap &= slmap - 1;
     }
+    return VIDMM_E_NO_SEGMENT_SPACE;
 }
 
 /* Whole-granule length usable in free node n after aligning its start. */
@@ -858,18 +855,7 @@ vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
         zone_touch(ra, n->offset, n->size);
     ra->free_bytes += n->size;
     ra->live_count--;
-    unsigned cls = n->next_free;
-    uint32_t head = ra->bins[cls];
-    n->prev_free = RA_NIL;
-    n->next_free = head;
-    ra->bins[cls] = i;
-    if (head != RA_NIL) {
-        nodes[head].prev_free = i;
-    } else {
-        unsigned fl = cls >> SL_LOG2;
-        ra->sl_bitmap[fl] |= SLBIT(cls & (SL_COUNT - 1));
-        ra->fl_bitmap |= UINT64_C(1) << fl;
-    }
+    bin_insert_cls(ra, i, n->next_free);
     return VIDMM_OK;
 }
 

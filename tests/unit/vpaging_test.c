@@ -323,6 +323,12 @@ static void layout(void)
     struct vidmm_gpummu_info g;
     T_ST(vidmm_adapter_query_gpummu(f.a, &g), VIDMM_OK);
     T_EQ_U64(pp.scratch_va, g.leaf_span[0]);   /* [0, one leaf span) never mapped */
+    /* Bad arguments: a clear status, nothing written. */
+    struct vidmm_paging_process_info keep;
+    memset(&keep, 0xA5, sizeof keep);
+    T_ST(vidmm_adapter_query_paging_process(NULL, &keep), VIDMM_E_INVALID_ARG);
+    T_ST(vidmm_adapter_query_paging_process(f.a, NULL), VIDMM_E_INVALID_ARG);
+    T_EQ_U64(keep.scratch_va, 0xA5A5A5A5A5A5A5A5ull);
     T_EQ(pp.root.segment_id, g.level[g.level_count - 1].paging_process_page_table_segment_id);
     /* The 64 KB windows right after (288 MiB is a leaf-span boundary). */
     T_EQ_U64(pp.scratch_va_64k, pp.scratch_va + 2 * pp.window_size);
@@ -368,7 +374,9 @@ static void layout(void)
         if (vp_open(&f, &none[i]))
             return;
         struct vidmm_paging_process_info x;
+        memset(&x, 0xA5, sizeof x);
         T_ST(vidmm_adapter_query_paging_process(f.a, &x), VIDMM_E_NOT_SUPPORTED);
+        T_EQ_U64(x.window_size, 0xA5A5A5A5A5A5A5A5ull);   /* nothing written */
         T_EQ(f.sg->nroots, 0);
         vp_close(&f);
     }
