@@ -375,3 +375,26 @@ fuzz:
 	sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
 .PHONY: fuzz fuzz-replay
+
+# ---- deterministic explorer (tests/sim, docs/TESTING.md "Deterministic exploration") ----
+# vidmm-explore links its own build of the core library: the same sources,
+# compiled with the simulated OS seam forced in (tests/sim/sim_os.h), so
+# vidmm's one blocking wait and its clock go to the explorer's scheduler.
+SIM_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/sim/%.o)
+SIM_SRC     := $(sort $(wildcard tests/sim/*.c))
+SIM_OBJ     := $(SIM_SRC:%.c=$(BUILD)/%.o)
+EXPLORE     := $(BUILD)/vidmm-explore
+EXPLORE_DEPS := $(RULES_OBJ) $(BUILD)/tests/harness/fault_alloc.o
+$(BUILD)/sim/src/%.o: src/%.c tests/sim/sim_os.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -include sim/sim_os.h -MMD -MP -c $< -o $@
+$(SIM_OBJ): CFLAGS_ALL += -Itests
+$(EXPLORE): $(SIM_OBJ) $(EXPLORE_DEPS) $(SIM_LIB_OBJ) $(SOFTGPU)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(SIM_OBJ) $(EXPLORE_DEPS) $(SIM_LIB_OBJ) $(SOFTGPU) $(LIBS)
+-include $(SIM_LIB_OBJ:.o=.d)
+all: $(EXPLORE)
+test: $(EXPLORE)
+explore: $(EXPLORE)
+	$(EXPLORE) --seconds $(or $(EXPLORE_SECONDS),60)
+.PHONY: explore
+# ---- end of the deterministic explorer ----

@@ -6,7 +6,8 @@
  * command buffers (any context, either mode) and runs them one at a time
  * in submission order; by default on a thread of its own, in synchronous
  * mode inside the submit call (a "pump" runs every node until none can
- * progress, so cross-node WAIT/SIGNAL works there too).
+ * progress, so cross-node WAIT/SIGNAL works there too), in manual mode
+ * one job at a time when the harness calls softgpu_step.
  *
  * Addresses.  A virtual-mode buffer lives at a GPU virtual address and
  * every address in it is virtual: the processor walks the page tables of
@@ -71,6 +72,7 @@ struct sg_cmdproc {
     pthread_cond_t space;       /* submitters: an entry was freed */
     int lock_ok, space_ok;
     int synchronous;
+    int manual;                 /* SOFTGPU_SCHED_MANUAL: no threads, softgpu_step runs jobs */
     int stop;
     uint64_t signals;           /* bumped by every SIGNAL: stalled nodes look again */
     struct softgpu *sg;
@@ -621,15 +623,64 @@ static void sg_pump(struct softgpu *sg)
 
 /* ---- driver ops ------------------------------------------------------------ */
 
+/* Manual mode: run node's head job once, as one pass of the pump does.
+ * 1 when it made progress. */
+int sg_cmdproc_step(struct softgpu *sg, uint32_t node)
+{
+    struct sg_cmdproc *cp = sg->cp;
+    struct sg_node *nd = &cp->node[node];
+    struct sg_report rep;
+    sg_lock(sg);
+    pthread_mutex_lock(&cp->lock);
+    if (!nd->count) {
+        pthread_mutex_unlock(&cp->lock);
+        sg_unlock(sg);
+        return 0;
+    }
+    struct sg_cjob *j = &nd->queue[nd->head];
+    uint32_t pos = j->pos;
+    struct sg_xctx x;
+    enum sg_run_result r = sg_run(sg, j, &x);
+    if (x.signalled)
+        cp->signals++;
+    int done = r != SG_RUN_STALLED;
+    if (done) {
+        sg_finish(sg, j, node, r, &x, &rep);
+        nd->stalled = 0;
+        nd->head = (nd->head + 1) % SG_NODE_QUEUE;
+        nd->count--;
+    } else {
+        nd->stalled = 1;
+    }
+    int progress = done || j->pos != pos;
+    pthread_mutex_unlock(&cp->lock);
+    sg_unlock(sg);
+    if (done)
+        sg_deliver(&rep);
+    return progress;
+}
+
+void sg_cmdproc_pending(struct softgpu *sg, uint32_t node, uint32_t *queued, int *stalled)
+{
+    struct sg_cmdproc *cp = sg->cp;
+    pthread_mutex_lock(&cp->lock);
+    *queued = cp->node[node].count;
+    *stalled = cp->node[node].count && cp->node[node].stalled;
+    pthread_mutex_unlock(&cp->lock);
+}
+
 static vidmm_status sg_enqueue(struct softgpu *sg, const struct vidmm_submit_context_args *args, const uint8_t *buf)
 {
     struct sg_cmdproc *cp = sg->cp;
     struct sg_node *nd = &cp->node[args->node];
+    sg_note_work(sg);
+    if (cp->manual && nd->count == SG_NODE_QUEUE && !sg_cmdproc_step(sg, args->node))
+        return VIDMM_E_BUSY;   /* a full ring behind a stalled head: nothing drains it but a reset */
     pthread_mutex_lock(&cp->lock);
     if (args->adapter)
         sg->adapter = args->adapter;
     while (nd->count == SG_NODE_QUEUE) {
-        if (cp->synchronous) {
+        if (cp->synchronous || cp->manual) {
             pthread_mutex_unlock(&cp->lock);
             return VIDMM_E_BUSY;   /* a stalled node behind a full queue: nothing would drain it */
         }
@@ -741,7 +792,7 @@ vidmm_status sg_reset_engine(void *driver, struct vidmm_reset_engine_args *args)
         sg->reset_stats.engine_resets++;
         sg_unlock(sg);
         if (cp->synchronous)
-            sg_pump(sg);   /* what was queued behind it runs now */
+            sg_pump(sg);   /* what was queued behind it runs now (manual: when stepped) */
     }
     return VIDMM_OK;
 }
@@ -789,14 +840,15 @@ uint64_t sg_cmdproc_drop_all(struct softgpu *sg)
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
-vidmm_status sg_cmdproc_init(struct softgpu *sg, int synchronous)
+vidmm_status sg_cmdproc_init(struct softgpu *sg, int mode)
 {
     struct sg_cmdproc *cp = calloc(1, sizeof *cp);
     if (!cp)
         return VIDMM_E_NO_HOST_MEMORY;
     sg->cp = cp;
     cp->sg = sg;
-    cp->synchronous = synchronous != 0;
+    cp->synchronous = mode == SG_MODE_SYNCHRONOUS;
+    cp->manual = mode == SG_MODE_MANUAL;
     if (pthread_mutex_init(&cp->lock, NULL) != 0)
         return VIDMM_E_NO_HOST_MEMORY;
     cp->lock_ok = 1;
@@ -810,7 +862,7 @@ vidmm_status sg_cmdproc_init(struct softgpu *sg, int synchronous)
             return VIDMM_E_NO_HOST_MEMORY;
         cp->node[n].work_ok = 1;
     }
-    if (cp->synchronous)
+    if (cp->synchronous || cp->manual)
         return VIDMM_OK;
     for (uint32_t n = 0; n < SOFTGPU_NODES; n++) {
         if (pthread_create(&cp->node[n].thread, NULL, sg_node_main, &cp->node[n]) != 0)

@@ -10,7 +10,11 @@
  * submission order, runs each with sg_execute_buffer (the one executor
  * of both modes) and then signals its fence with vidmm_cb_notify_fence.
  * In synchronous mode there is no thread: the buffer runs inside
- * submit_command and its fence is signalled before it returns.
+ * submit_command and its fence is signalled before it returns.  In
+ * manual mode (SOFTGPU_SCHED_MANUAL) there is no thread either: jobs stay
+ * queued until the harness runs one with softgpu_step, so a seeded
+ * scheduler decides when each buffer runs relative to everything else
+ * (docs/SOFTGPU.md "Deterministic mode").
  *
  * Locking.  One mutex guards the queue and, while the engine is idle,
  * the whole device state.  The engine executes a job without the lock
@@ -105,10 +109,11 @@ static void *sg_engine_main(void *arg)
     return NULL;
 }
 
-vidmm_status sg_engine_init(struct softgpu *sg, int synchronous)
+vidmm_status sg_engine_init(struct softgpu *sg, int mode)
 {
     struct sg_engine *e = &sg->engine;
-    e->synchronous = synchronous != 0;
+    e->synchronous = mode == SG_MODE_SYNCHRONOUS;
+    e->manual = mode == SG_MODE_MANUAL;
     if (pthread_mutex_init(&e->lock, NULL) != 0)
         return VIDMM_E_NO_HOST_MEMORY;
     e->lock_ok = 1;
@@ -118,7 +123,7 @@ vidmm_status sg_engine_init(struct softgpu *sg, int synchronous)
     if (pthread_cond_init(&e->done, NULL) != 0)
         return VIDMM_E_NO_HOST_MEMORY;
     e->done_ok = 1;
-    if (e->synchronous)
+    if (e->synchronous || e->manual)
         return VIDMM_OK;
     if (pthread_create(&e->thread, NULL, sg_engine_main, sg) != 0)
         return VIDMM_E_NO_HOST_MEMORY;   /* the host refused a thread: a resource, like memory */
@@ -141,6 +146,8 @@ void sg_engine_fini(struct softgpu *sg)
         pthread_join(e->thread, NULL);
         e->running = 0;
     }
+    if (e->manual)
+        e->count = 0;   /* nobody stepped them: the adapter that submitted them is gone */
     if (e->done_ok)
         pthread_cond_destroy(&e->done);
     if (e->work_ok)
@@ -150,10 +157,56 @@ void sg_engine_fini(struct softgpu *sg)
     e->done_ok = e->work_ok = e->lock_ok = 0;
 }
 
+/* Manual mode: run the head job (engine lock held; dropped and taken
+ * again around the callbacks).  0 when nothing ran: the queue is empty,
+ * or the engine is (or just got) hung on an injected hang. */
+static int sg_manual_run_head(struct softgpu *sg)
+{
+    struct sg_engine *e = &sg->engine;
+    if (!e->count || e->hung)
+        return 0;
+    if (sg_hang_now(e)) {
+        e->hung = 1;   /* sits on the head until an adapter reset drops it */
+        return 0;
+    }
+    struct sg_job j = e->queue[e->head];
+    void (*observer)(void *, uint64_t) = e->observer;
+    void *ctx = e->observer_ctx;
+    e->head = (e->head + 1) % SG_QUEUE_LEN;
+    e->count--;
+    if (e->touch)
+        sg_touch_buffer(sg, j.buf, j.size, e->touch, e->touch_ctx);
+    struct sg_fault f = { NULL, 0, 0, 0, 0 };
+    sg_execute_buffer(sg, j.buf, j.size, &f);
+    pthread_mutex_unlock(&e->lock);
+    sg_signal(&j, &f, observer, ctx);
+    pthread_mutex_lock(&e->lock);
+    return 1;
+}
+
+/* Manual mode: queue the job for softgpu_step.  A full queue is a full
+ * ring: the engine must make room first, so its oldest job runs now
+ * (deterministically, on the submitter's thread).  Called with the lock
+ * held; returns with it released. */
+static vidmm_status sg_manual_queue(struct softgpu *sg, const struct sg_job *job)
+{
+    struct sg_engine *e = &sg->engine;
+    if (e->count == SG_QUEUE_LEN && !sg_manual_run_head(sg)) {
+        pthread_mutex_unlock(&e->lock);
+        return VIDMM_E_BUSY;   /* hung with a full ring: nothing will drain it before a reset */
+    }
+    e->queue[(e->head + e->count) % SG_QUEUE_LEN] = *job;
+    e->count++;
+    pthread_mutex_unlock(&e->lock);
+    return VIDMM_OK;
+}
+
 vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
 {
     struct sg_engine *e = &sg->engine;
     pthread_mutex_lock(&e->lock);
+    if (sg->power_state != VIDMM_POWER_D0)
+        sg->reset_stats.work_while_down++;   /* a manager bug: executed anyway, and counted */
     if (job->adapter)
         sg->adapter = job->adapter;   /* fault reports go to the adapter that submits */
     if (e->synchronous && (e->hung || sg_hang_now(e))) {
@@ -166,6 +219,8 @@ vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
         pthread_mutex_unlock(&e->lock);
         return VIDMM_OK;
     }
+    if (e->manual)
+        return sg_manual_queue(sg, job);   /* unlocks */
     if (e->synchronous) {
         /* Under the lock, so an accessor on another thread sees the
          * buffer whole or not at all. */
@@ -189,6 +244,14 @@ vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
     return VIDMM_OK;
 }
 
+void sg_note_work(struct softgpu *sg)
+{
+    sg_lock(sg);
+    if (sg->power_state != VIDMM_POWER_D0)
+        sg->reset_stats.work_while_down++;
+    sg_unlock(sg);
+}
+
 void sg_lock(const struct softgpu *sg)
 {
     pthread_mutex_lock(&sg_eng(sg)->lock);
@@ -198,8 +261,8 @@ void sg_lock_idle(const struct softgpu *sg)
 {
     struct sg_engine *e = sg_eng(sg);
     pthread_mutex_lock(&e->lock);
-    while (e->count || e->busy)
-        pthread_cond_wait(&e->done, &e->lock);
+    while (!e->manual && (e->count || e->busy))
+        pthread_cond_wait(&e->done, &e->lock);   /* manual: queued jobs wait for a step, not for this */
 }
 
 /* The test accessors' lock: as sg_lock_idle, except that nothing is
@@ -213,7 +276,7 @@ void sg_lock_access(const struct softgpu *sg)
 {
     struct sg_engine *e = sg_eng(sg);
     pthread_mutex_lock(&e->lock);
-    while (!e->hung && ((e->count && !e->hold) || e->busy))
+    while (!e->manual && !e->hung && ((e->count && !e->hold) || e->busy))
         pthread_cond_wait(&e->done, &e->lock);
 }
 
@@ -232,11 +295,11 @@ vidmm_status softgpu_wait_idle(struct softgpu *sg)
     /* Synchronous mode: every submit finished its buffer before returning,
      * unless the engine hung on it.  Waiting for a hung or held engine
      * would never end: say so instead. */
-    if (!e->synchronous)
+    if (!e->synchronous && !e->manual)
         while (!e->hung && !(e->hold && !e->busy) && (e->count || e->busy))
             pthread_cond_wait(&e->done, &e->lock);
-    if (e->hung || (e->hold && e->count))
-        st = VIDMM_E_STATE;
+    if (e->hung || (e->hold && e->count) || (e->manual && e->count))
+        st = VIDMM_E_STATE;   /* manual: only softgpu_step runs them */
     pthread_mutex_unlock(&e->lock);
     return st;
 }
@@ -291,8 +354,9 @@ uint64_t sg_engine_drop_all(struct softgpu *sg)
     struct sg_engine *e = &sg->engine;
     pthread_mutex_lock(&e->lock);
     uint64_t n = e->count;
-    if (e->synchronous) {
+    if (e->synchronous || e->manual) {
         e->hung = 0;
+        e->head = (e->head + e->count) % SG_QUEUE_LEN;
         e->count = 0;
     } else {
         e->head = (e->head + e->count) % SG_QUEUE_LEN;
@@ -310,4 +374,58 @@ uint64_t sg_engine_drop_all(struct softgpu *sg)
     sg->reset_stats.buffers_dropped += n;
     pthread_mutex_unlock(&e->lock);
     return n;
+}
+
+/* ---- manual mode (SOFTGPU_SCHED_MANUAL) ---------------------------------- */
+
+uint32_t softgpu_pending(struct softgpu *sg, struct softgpu_pending *out, uint32_t max)
+{
+    if (!sg || !sg->engine.manual)
+        return 0;
+    uint32_t n = 0;
+    sg_lock(sg);
+    struct softgpu_pending p = { SOFTGPU_ENGINE_PAGING, sg->engine.count, sg->engine.hung };
+    sg_unlock(sg);
+    if (p.queued) {
+        if (n < max && out)
+            out[n] = p;
+        n++;
+    }
+    for (uint32_t node = 0; node < SOFTGPU_NODES; node++) {
+        struct softgpu_pending q = { node, 0, 0 };
+        sg_cmdproc_pending(sg, node, &q.queued, &q.stuck);
+        if (!q.queued)
+            continue;
+        if (n < max && out)
+            out[n] = q;
+        n++;
+    }
+    return n;
+}
+
+vidmm_status softgpu_step(struct softgpu *sg, uint32_t engine)
+{
+    if (!sg || (engine >= SOFTGPU_NODES && engine != SOFTGPU_ENGINE_PAGING))
+        return VIDMM_E_INVALID_ARG;
+    if (!sg->engine.manual)
+        return VIDMM_E_STATE;
+    if (engine != SOFTGPU_ENGINE_PAGING)
+        return sg_cmdproc_step(sg, engine) ? VIDMM_OK : VIDMM_E_STATE;
+    struct sg_engine *e = &sg->engine;
+    pthread_mutex_lock(&e->lock);
+    int ran = sg_manual_run_head(sg);
+    pthread_mutex_unlock(&e->lock);
+    return ran ? VIDMM_OK : VIDMM_E_STATE;
+}
+
+void softgpu_set_touch_hook(struct softgpu *sg,
+                            void (*fn)(void *ctx, uint32_t segment_id, uint64_t address, uint64_t size, int write),
+                            void *ctx)
+{
+    if (!sg)
+        return;
+    sg_lock(sg);
+    sg->engine.touch = fn;
+    sg->engine.touch_ctx = ctx;
+    sg_unlock(sg);
 }

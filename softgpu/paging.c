@@ -658,6 +658,51 @@ void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end, str
     sg->stats.paging_buffers++;
 }
 
+/* One side of a COPY or FILL for the touch hook: host memory (segment
+ * 0, or aperture pages resolved through the GART, each run reported as
+ * segment 0 at its host address) or a memory segment's offset. */
+static void sg_touch_side(struct softgpu *sg, uint32_t seg, uint64_t addr, uint64_t size, int write,
+                          void (*fn)(void *, uint32_t, uint64_t, uint64_t, int), void *ctx)
+{
+    const struct sg_segment *s = seg ? sg_seg(sg, seg) : NULL;
+    if (!s || s->is_memory) {
+        fn(ctx, seg, addr, size, write);
+        return;
+    }
+    for (uint64_t done = 0; done < size;) {
+        uint64_t run = 0;
+        int mapped = 0;
+        uint8_t *h = sg_resolve(sg, s, addr + done, size - done, &run, &mapped);
+        if (!run)
+            break;
+        if (mapped)
+            fn(ctx, 0, (uint64_t)(uintptr_t)h, run, write);
+        done += run;
+    }
+}
+
+void sg_touch_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end,
+                     void (*fn)(void *, uint32_t, uint64_t, uint64_t, int), void *ctx)
+{
+    for (uint32_t o = 0; o < end;) {
+        struct sg_cmd_hdr h;
+        memcpy(&h, buf + o, sizeof h);
+        if (h.opcode == SG_CMD_COPY) {
+            struct sg_cmd_copy c;
+            memcpy(&c, buf + o, sizeof c);
+            sg_touch_side(sg, c.src_segment, c.src, c.size, 0, fn, ctx);
+            sg_touch_side(sg, c.dst_segment, c.dst, c.size, 1, fn, ctx);
+        } else if (h.opcode == SG_CMD_FILL) {
+            struct sg_cmd_fill c;
+            memcpy(&c, buf + o, sizeof c);
+            sg_touch_side(sg, c.segment, c.offset, c.size, 1, fn, ctx);
+        }
+        if (!h.size)
+            break;   /* unreachable: validated at submission */
+        o += h.size;
+    }
+}
+
 vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_args *args)
 {
     struct softgpu *sg = driver;

@@ -170,6 +170,8 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
         free(sg);
         return VIDMM_E_INVALID_ARG;           /* page-table levels on an IoMmu-only preset */
     }
+    if (config->scheduler > SOFTGPU_SCHED_MANUAL)
+        return VIDMM_E_INVALID_ARG;
     if (config->paging_ops > SOFTGPU_PAGING_VIRTUAL ||
         (config->paging_ops == SOFTGPU_PAGING_VIRTUAL && !(pr->caps & VIDMM_CAPS_GPUMMU))) {
         free(sg);
@@ -253,10 +255,13 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
         }
     }
     /* The engine last: once its thread runs, the device must be whole. */
+    int mode = config->scheduler == SOFTGPU_SCHED_MANUAL ? SG_MODE_MANUAL
+               : config->scheduler == SOFTGPU_SCHED_SYNCHRONOUS || config->synchronous ? SG_MODE_SYNCHRONOUS
+                                                                                        : SG_MODE_THREADED;
     if (st == VIDMM_OK)
-        st = sg_engine_init(sg, config->synchronous);
+        st = sg_engine_init(sg, mode);
     if (st == VIDMM_OK)
-        st = sg_cmdproc_init(sg, config->synchronous);
+        st = sg_cmdproc_init(sg, mode);
     if (st != VIDMM_OK) {
         softgpu_destroy(sg);
         return st;

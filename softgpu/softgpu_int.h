@@ -162,6 +162,7 @@ struct sg_engine {
     pthread_cond_t done;          /* submitters: an entry is free; waiters: maybe idle */
     pthread_t thread;
     int synchronous;              /* no thread: submit executes in place */
+    int manual;                   /* no thread: jobs wait for softgpu_step (SOFTGPU_SCHED_MANUAL) */
     int lock_ok, work_ok, done_ok, running;   /* what init created (for fini) */
     int stop;                     /* destroy: drain the queue, then exit */
     int busy;                     /* a job is executing (or its fence being signalled) */
@@ -170,6 +171,8 @@ struct sg_engine {
     uint32_t blocked;             /* submitters waiting for a free entry (test hook) */
     void (*observer)(void *ctx, uint64_t fence);   /* test hook, called before each fence */
     void *observer_ctx;
+    void (*touch)(void *ctx, uint32_t segment_id, uint64_t address, uint64_t size, int write); /* manual: before each job */
+    void *touch_ctx;
     struct sg_job queue[SG_QUEUE_LEN];
     /* Hang injection (softgpu_inject_paging_hang): hang_armed with
      * hang_after buffers to go; hung while the engine sits on one. */
@@ -223,7 +226,12 @@ uint64_t sg_get_root_page_table_size(void *driver, uint32_t *number_of_pte);
  * takes an already validated buffer.  sg_lock_idle takes the lock once
  * the engine is idle (queue empty, nothing executing): execution on the
  * nodes and power transitions run between it and sg_unlock. */
-vidmm_status sg_engine_init(struct softgpu *sg, int synchronous);
+/* Engine modes (softgpu_config.scheduler): a thread per engine, inside
+ * submit, or queued until the harness steps them (softgpu_step). */
+#define SG_MODE_THREADED 0
+#define SG_MODE_SYNCHRONOUS 1
+#define SG_MODE_MANUAL 2
+vidmm_status sg_engine_init(struct softgpu *sg, int mode);
 void sg_engine_fini(struct softgpu *sg);
 vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job);
 void sg_lock_idle(const struct softgpu *sg);
@@ -231,6 +239,9 @@ void sg_lock_idle(const struct softgpu *sg);
  * (engine.c). */
 void sg_lock_access(const struct softgpu *sg);
 void sg_lock(const struct softgpu *sg);
+/* A buffer reached an engine: counted in work_while_down when the device
+ * is not in D0 (engine.c). */
+void sg_note_work(struct softgpu *sg);
 void sg_unlock(const struct softgpu *sg);
 
 /* memory.c */
@@ -284,6 +295,10 @@ vidmm_status sg_submit_command(void *driver, const struct vidmm_submit_command_a
  * binding to report to); the caller sends it to adapter without locks. */
 void sg_execute_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t size, struct sg_fault *fault);
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern);
+/* The memory a validated paging buffer's COPY and FILL commands will
+ * touch, one call of fn per range (softgpu_set_touch_hook). */
+void sg_touch_buffer(struct softgpu *sg, const uint8_t *buf, uint32_t end,
+                     void (*fn)(void *, uint32_t, uint64_t, uint64_t, int), void *ctx);
 /* Fill size bytes at host address dst with pattern (sg_fill32), except
  * that a large zero fill inside a memory segment that was not prefaulted
  * releases its whole pages instead of writing them (paging.c). */
@@ -360,7 +375,12 @@ vidmm_status sg_mmu_access(struct softgpu *sg, const struct vidmm_physical_addre
 
 /* cmdproc.c: the nodes (engines) running contexts' command buffers.
  * init after the copy engine, fini before it. */
-vidmm_status sg_cmdproc_init(struct softgpu *sg, int synchronous);
+vidmm_status sg_cmdproc_init(struct softgpu *sg, int mode);
+/* Manual mode (cmdproc.c): run node's head job once; 1 when it made
+ * progress (finished, faulted or moved past a command). */
+int sg_cmdproc_step(struct softgpu *sg, uint32_t node);
+/* Manual mode: node's queued jobs and whether its head is stalled. */
+void sg_cmdproc_pending(struct softgpu *sg, uint32_t node, uint32_t *queued, int *stalled);
 void sg_cmdproc_fini(struct softgpu *sg);
 vidmm_status sg_submit_command_virtual(void *driver, const struct vidmm_submit_context_args *args);
 vidmm_status sg_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args);

@@ -39,6 +39,15 @@
  * buffers (they have not run).  So a test or tool can inspect a device
  * while an engine is hung.  The driver ops follow driver.h: one thread at
  * a time per device.
+ *
+ * Deterministic mode (softgpu_config.scheduler = SOFTGPU_SCHED_MANUAL):
+ * no engine thread at all; every submitted buffer (paging and contexts')
+ * stays queued until the caller runs it with softgpu_step, which executes
+ * one buffer of one engine and delivers its fault report and fence on
+ * the caller's thread.  softgpu_pending lists what is queued, so a seeded
+ * scheduler chooses which engine moves next; the same choices give the
+ * same run (docs/SOFTGPU.md "Deterministic mode").  The accessors do not
+ * wait in this mode: they see the device without the queued buffers.
  */
 #ifndef VIDMM_SOFTGPU_H
 #define VIDMM_SOFTGPU_H
@@ -81,7 +90,14 @@ struct softgpu_config {
      * The presets preserve nothing: discrete VRAM without self refresh. */
     uint32_t standby_preserved;
     uint32_t hibernate_preserved;
+    /* SOFTGPU_SCHED_*: THREADED (0, the default) keeps what .synchronous
+     * says; SYNCHRONOUS is .synchronous = 1; MANUAL queues every buffer
+     * until softgpu_step runs it (see "Deterministic mode" above). */
+    uint32_t scheduler;
 };
+#define SOFTGPU_SCHED_THREADED    0u
+#define SOFTGPU_SCHED_SYNCHRONOUS 1u
+#define SOFTGPU_SCHED_MANUAL      2u
 #define SOFTGPU_PAGING_PRESET   0u
 #define SOFTGPU_PAGING_PHYSICAL 1u
 #define SOFTGPU_PAGING_VIRTUAL  2u
@@ -236,6 +252,11 @@ struct softgpu_reset_stats {
     uint64_t buffers_dropped;        /* paging and context buffers dropped by resets */
     uint64_t power_transitions;
     uint64_t segments_lost;          /* memory segments whose content was destroyed */
+    /* Buffers (paging or contexts') submitted while the device was not in
+     * D0: the manager must hand no work to a powered-down adapter (they
+     * are executed anyway, as a real engine would not be; a checker
+     * asserts this stays 0). */
+    uint64_t work_while_down;
 };
 void softgpu_get_reset_stats(const struct softgpu *sg, struct softgpu_reset_stats *out);
 
@@ -338,6 +359,36 @@ vidmm_status softgpu_cmd_wait(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t
  * 64-bit little-endian words, h = (h ^ w) * 0x100000001b3 from
  * 0xcbf29ce484222325. */
 uint64_t softgpu_checksum(const void *data, uint64_t size);
+
+/* ---- deterministic mode (SOFTGPU_SCHED_MANUAL) ------------------------- */
+
+/* The copy engine that runs paging buffers, for softgpu_step and
+ * softgpu_pending (nodes are 0 .. SOFTGPU_NODES - 1). */
+#define SOFTGPU_ENGINE_PAGING VIDMM_PAGING_ENGINE
+struct softgpu_pending {
+    uint32_t engine;      /* a node, or SOFTGPU_ENGINE_PAGING */
+    uint32_t queued;      /* buffers queued (the head included) */
+    int stuck;            /* the head cannot run: an injected paging hang, or a node's WAIT not yet met */
+};
+/* Fill out[0..max) with the engines that have queued buffers (the copy
+ * engine first, then nodes in order); returns how many there are.  0 in
+ * the other modes. */
+uint32_t softgpu_pending(struct softgpu *sg, struct softgpu_pending *out, uint32_t max);
+/* Run one buffer of engine: the copy engine's oldest (its fault report
+ * and fence delivered to vidmm before returning), or a node's head until
+ * it ends, faults or stalls on a WAIT.  VIDMM_OK when something moved,
+ * VIDMM_E_STATE when nothing could (empty, hung, stalled as before, or
+ * not manual mode), VIDMM_E_INVALID_ARG for a bad engine.  Must not be
+ * called from inside a driver op. */
+vidmm_status softgpu_step(struct softgpu *sg, uint32_t engine);
+/* Called before each paging buffer runs in manual mode, once per range
+ * its TRANSFER and FILL commands will read or write: segment_id 0 = host
+ * memory at address (aperture pages are resolved to the host pages they
+ * map), else a memory segment's offset.  Lets a harness verify that the
+ * memory a buffer touches is still owned.  NULL removes it. */
+void softgpu_set_touch_hook(struct softgpu *sg,
+                            void (*fn)(void *ctx, uint32_t segment_id, uint64_t address, uint64_t size, int write),
+                            void *ctx);
 
 #ifdef __cplusplus
 }
