@@ -85,6 +85,7 @@ struct ex_world {
     const struct ex_options *opt;
     struct ex_result *r;
     char touch_msg[256];
+    int between_calls;            /* an EX_STEP event: no vidmm call is under way */
 };
 
 static struct ex_world *g_w;     /* the driver wrapper's and heap's way back (one schedule per process) */
@@ -153,16 +154,44 @@ static int heap_owns(const struct ex_heap *h, uint64_t addr, uint64_t size)
     return h->nlive == MAX_BLOCKS;   /* table full: cannot tell, do not accuse */
 }
 
+/* Is [off, off + size) of memory segment seg inside a live allocation's
+ * placement?  Only asked between calls: inside a call vidmm may be
+ * between placing a destination and recording it. */
+static int segment_owned(struct ex_world *w, uint32_t seg, uint64_t off, uint64_t size)
+{
+    struct vidmm_allocation_filter f = { VIDMM_FILTER_SEGMENT, seg, 0, 0, 0 };
+    struct vidmm_allocation_item it;
+    uint64_t cur = 0;
+    while (vidmm_allocation_iterate(w->a, &f, &cur, &it) == VIDMM_OK) {
+        struct vidmm_physical_range r[16];
+        uint32_t nr = 0;
+        if (vidmm_allocation_physical_ranges(w->a, it.handle, r, 16, &nr) != VIDMM_OK || nr > 16)
+            return 1;   /* cannot tell: do not accuse */
+        for (uint32_t i = 0; i < nr; i++)
+            if (r[i].segment_id == seg && off >= r[i].offset && off - r[i].offset < r[i].size &&
+                size <= r[i].size - (off - r[i].offset))
+                return 1;
+    }
+    return 0;
+}
+
 /* softgpu's touch hook: every host range a paging buffer is about to use
- * must be a live block of vidmm's. */
+ * must be a live block of vidmm's; between calls, every memory-segment
+ * range a live allocation's. */
 static void touch(void *ctx, uint32_t segment_id, uint64_t address, uint64_t size, int write)
 {
     struct ex_world *w = ctx;
-    if (segment_id || !size || w->touch_msg[0] || heap_owns(&w->heap, address, size))
+    if (w->opt->verbose > 1)
+        printf("         touch seg %u 0x%llx +0x%llx %s\n", segment_id, (unsigned long long)address,
+               (unsigned long long)size, write ? "write" : "read");
+    if (!size || w->touch_msg[0])
+        return;
+    if (segment_id ? !w->between_calls || segment_owned(w, segment_id, address, size)
+                   : heap_owns(&w->heap, address, size))
         return;
     snprintf(w->touch_msg, sizeof w->touch_msg,
-             "paging.touches_freed: a paging buffer %s %llu bytes of host memory vidmm freed",
-             write ? "writes" : "reads", (unsigned long long)size);
+             "paging.touches_freed: a paging buffer %s %llu bytes of %s memory vidmm freed",
+             write ? "writes" : "reads", (unsigned long long)size, segment_id ? "segment" : "host");
 }
 
 /* ---- driver wrapper --------------------------------------------------------- */
@@ -202,6 +231,8 @@ static int step(struct ex_world *w, uint32_t engine)
 {
     if (softgpu_step(w->sg, engine) != VIDMM_OK)
         return 0;
+    if (w->opt->verbose)
+        printf("         step of engine %d\n", engine == SOFTGPU_ENGINE_PAGING ? -1 : (int)engine);
     w->r->steps++;
     fold(w->r, 0x5000u + engine);
     return 1;
@@ -224,6 +255,8 @@ static int sched_block(void *ctx, int deadline)
         else
             run[nrun++] = p[i].engine;
     }
+    if (w->opt->verbose > 1)
+        printf("         wait: deadline %d, %u engines queued, %u stuck, delay %u\n", deadline, n, stuck, w->delay);
     if (w->delay) {
         if (resets_seen(w) != w->delay_resets || !--w->delay)
             w->delay = 0;
@@ -232,6 +265,8 @@ static int sched_block(void *ctx, int deadline)
     }
     if (deadline && stuck && nrun && splitmix64_next(&w->rng) % 3 == 0) {
         w->delay = 64;   /* bounded: at most 64 slices of the wait */
+        if (w->opt->verbose)
+            printf("         time passes inside a wait (an engine is stuck)\n");
         w->delay_resets = resets_seen(w);
         fold(w->r, 0xDE1A);
         return 0;
@@ -269,6 +304,7 @@ static int world_open(struct ex_world *w)
     cfg.segment_size[1] = 8 * KIB * KIB;
     cfg.segment_size[2] = 8 * KIB * KIB;
     cfg.scheduler = SOFTGPU_SCHED_MANUAL;
+    cfg.paging_ops = SOFTGPU_PAGING_PHYSICAL;   /* TRANSFER and FILL name their memory: the touch check sees it */
     if (softgpu_create(&cfg, &w->sg) != VIDMM_OK)
         return -1;
     softgpu_set_touch_hook(w->sg, touch, w);
@@ -478,7 +514,12 @@ static vidmm_status apply(struct ex_world *w, const struct ex_event *e)
     case EX_STANDBY: return vidmm_adapter_set_power_state(w->a, VIDMM_POWER_STANDBY);
     case EX_RESUME: return vidmm_adapter_set_power_state(w->a, VIDMM_POWER_D0);
     case EX_TICK: return ev_tick(w);
-    case EX_STEP: return step(w, e->a < SOFTGPU_NODES ? e->a : SOFTGPU_ENGINE_PAGING) ? VIDMM_OK : VIDMM_E_STATE;
+    case EX_STEP: {
+        w->between_calls = 1;
+        int ran = step(w, e->a < SOFTGPU_NODES ? e->a : SOFTGPU_ENGINE_PAGING);
+        w->between_calls = 0;
+        return ran ? VIDMM_OK : VIDMM_E_STATE;
+    }
     case EX_PAGING_HANG: softgpu_inject_paging_hang(w->sg, 0); return VIDMM_OK;
     case EX_HOST_FAIL: fault_alloc_arm(&w->heap.fa, e->a + 1u, 0); return VIDMM_OK;
     case EX_DRIVER_FAIL: w->drv.left[e->a & 1] = e->b + 1u; return VIDMM_OK;
@@ -592,9 +633,13 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
     for (uint32_t i = 0; i < n && !r->failed; i++) {
         vidmm_status st = apply(w, &ev[i]);
         fold(r, (uint64_t)(int64_t)st ^ ((uint64_t)i << 32));
-        if (o->verbose)
-            printf("  %4u %-14s %u %u %u -> %s\n", i, ex_op_name(ev[i].op), ev[i].a, ev[i].b, ev[i].c,
-                   vidmm_status_str(st));
+        if (o->verbose) {
+            struct softgpu_reset_stats rs;
+            softgpu_get_reset_stats(w->sg, &rs);
+            printf("  %4u %-14s %u %u %u -> %s  (resets: %llu engine, %llu adapter)\n", i, ex_op_name(ev[i].op),
+                   ev[i].a, ev[i].b, ev[i].c, vidmm_status_str(st), (unsigned long long)rs.engine_resets,
+                   (unsigned long long)rs.adapter_resets);
+        }
         w->heap.fa.fail_at = 0;   /* an armed failure lives for one event */
         w->drv.left[0] = w->drv.left[1] = 0;
         r->events = i + 1;
@@ -668,16 +713,16 @@ static uint32_t gen_stream(uint64_t *s, unsigned ps, struct ex_event *ev, uint32
     unsigned ops = 3 + rnd(s, 6);
     for (unsigned k = 0; k < ops; k++) {
         unsigned t = slots[1 + rnd(s, nalloc - 1)];
-        switch (rnd(s, 11)) {
+        switch (rnd(s, 13)) {
         case 0: case 1: PUT(EX_FILLS, ps, slots[0], t); break;
-        case 2: PUT(EX_HANG, ps, slots[0], t); break;
-        case 3: PUT(EX_DESTROY, t, 0, 0); break;
-        case 4: PUT(EX_MOVE, t, rnd(s, 2) ? 3 : 1, 0); break;
-        case 5: PUT(EX_EVICT, t, 0, 0); break;
-        case 6: PUT(EX_RESIDENT, t, 0, 0); break;
-        case 7: PUT(EX_RESERVE_ZERO, ps, 0, 0); break;
-        case 8: PUT(EX_ALLOC, t, ps, rnd(s, 4)); PUT(EX_MAP, t, 0, 0); break;
-        case 9: PUT(EX_DESTROY, slots[0], 0, 0); break;
+        case 2: case 3: PUT(EX_HANG, ps, slots[0], t); break;
+        case 4: PUT(EX_DESTROY, t, 0, 0); break;
+        case 5: case 6: PUT(EX_MOVE, t, rnd(s, 2) ? 3 : 1, 0); break;
+        case 7: PUT(EX_EVICT, t, 0, 0); break;
+        case 8: PUT(EX_RESIDENT, t, 0, 0); break;
+        case 9: PUT(EX_RESERVE_ZERO, ps, 0, 0); break;
+        case 10: PUT(EX_ALLOC, t, ps, rnd(s, 4)); PUT(EX_MAP, t, 0, 0); PUT(EX_RESIDENT, t, 0, 0); break;
+        case 11: PUT(EX_DESTROY, slots[0], 0, 0); break;
         default: PUT(EX_MOVE, slots[0], rnd(s, 2) ? 3 : 1, 0); break;
         }
     }
@@ -691,7 +736,7 @@ static uint32_t gen_stream(uint64_t *s, unsigned ps, struct ex_event *ev, uint32
 static struct ex_event gen_global(uint64_t *s, const struct ex_options *o)
 {
     uint32_t k = rnd(s, 100);
-    if (k < 55)
+    if (k < 62)
         return (struct ex_event){ EX_STEP, (uint8_t)rnd(s, 4), 0, 0 };
     if (k < 70)
         return (struct ex_event){ EX_TICK, 0, 0, 0 };

@@ -11,6 +11,8 @@
  *                 [--replay FILE] [--verbose] [--same N]
  *
  * --seed S runs schedules S, S+1, ...  (default: from the clock, printed).
+ * --want PREFIX: stop only at a failure whose message starts with PREFIX
+ * (the rule's name), counting the others.
  * --expect-fail: exit 0 only when a failure is found (a defect finder's
  * regression check).  --same N: run schedule S N times and compare the
  * run hashes (the same seed gives the same run).  The last line reads
@@ -145,6 +147,7 @@ struct cli {
     uint32_t schedules, events;
     double seconds;
     const char *replay;
+    const char *want;        /* keep exploring past failures of other kinds */
     struct ex_options o;
 };
 
@@ -175,6 +178,9 @@ static int parse_cli(int argc, char **argv, struct cli *c)
         } else if (!strcmp(a, "--replay") && v) {
             c->replay = v;
             i++;
+        } else if (!strcmp(a, "--want") && v) {
+            c->want = v;
+            i++;
         } else if (!strcmp(a, "--same") && v) {
             c->same = atoi(v);
             i++;
@@ -185,10 +191,11 @@ static int parse_cli(int argc, char **argv, struct cli *c)
         } else if (!strcmp(a, "--expect-fail")) {
             c->expect_fail = 1;
         } else if (!strcmp(a, "--verbose")) {
-            c->o.verbose = 1;
+            c->o.verbose++;
         } else {
             fprintf(stderr, "usage: %s [--seed S] [--schedules N] [--seconds T] [--events N] [--driver-failures]\n"
-                            "       [--no-shrink] [--expect-fail] [--replay FILE] [--same N] [--verbose]\n", argv[0]);
+                            "       [--no-shrink] [--expect-fail] [--replay FILE] [--same N] [--verbose]\n"
+                            "       [--want RULE]\n", argv[0]);
             return -1;
         }
     }
@@ -221,7 +228,7 @@ static int replay(const struct cli *c)
     uint64_t seed = c->seed;
     uint32_t n = read_events(c->replay, ev, &seed);
     struct cli v = *c;
-    v.o.verbose = 1;
+    v.o.verbose += 1;
     struct ex_result r;
     ex_run(seed, ev, n, &v.o, &r);   /* in this process: a debugger sees it */
     printf("explore: replay of %u events, seed %llu: %s\n", n, (unsigned long long)seed,
@@ -263,7 +270,7 @@ int main(int argc, char **argv)
     static struct ex_event ev[MAX_EVENTS];
     double t0 = now_s();
     uint64_t steps = 0, events = 0;
-    uint32_t done = 0;
+    uint32_t done = 0, others = 0;
     int failed = 0;
     for (; done < c.schedules && now_s() - t0 < c.seconds; done++) {
         uint64_t seed = c.seed + done;
@@ -272,6 +279,10 @@ int main(int argc, char **argv)
         run_child(seed, ev, n, &c.o, &r);
         steps += r.steps;
         events += r.events;
+        if (r.failed && c.want && strncmp(r.msg, c.want, strlen(c.want))) {
+            others++;
+            continue;
+        }
         if (r.failed) {
             double t = now_s() - t0;
             printf("explore: found after %u schedules, %.2f s\n", done + 1, t);
@@ -282,6 +293,8 @@ int main(int argc, char **argv)
         }
     }
     double t = now_s() - t0;
+    if (others)
+        printf("explore: %u schedules failed otherwise (not %s)\n", others, c.want);
     printf("explore: %u schedules in %.1f s (%.1f schedules/s), %.1f events and %.1f engine steps per schedule\n",
            done, t, t > 0 ? done / t : 0.0, done ? (double)events / done : 0.0, done ? (double)steps / done : 0.0);
     if (c.expect_fail) {
