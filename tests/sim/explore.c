@@ -85,7 +85,6 @@ struct ex_world {
     const struct ex_options *opt;
     struct ex_result *r;
     char touch_msg[256];
-    int between_calls;            /* an EX_STEP event: no vidmm call is under way */
 };
 
 static struct ex_world *g_w;     /* the driver wrapper's and heap's way back (one schedule per process) */
@@ -154,30 +153,11 @@ static int heap_owns(const struct ex_heap *h, uint64_t addr, uint64_t size)
     return h->nlive == MAX_BLOCKS;   /* table full: cannot tell, do not accuse */
 }
 
-/* Is [off, off + size) of memory segment seg inside a live allocation's
- * placement?  Only asked between calls: inside a call vidmm may be
- * between placing a destination and recording it. */
-static int segment_owned(struct ex_world *w, uint32_t seg, uint64_t off, uint64_t size)
-{
-    struct vidmm_allocation_filter f = { VIDMM_FILTER_SEGMENT, seg, 0, 0, 0 };
-    struct vidmm_allocation_item it;
-    uint64_t cur = 0;
-    while (vidmm_allocation_iterate(w->a, &f, &cur, &it) == VIDMM_OK) {
-        struct vidmm_physical_range r[16];
-        uint32_t nr = 0;
-        if (vidmm_allocation_physical_ranges(w->a, it.handle, r, 16, &nr) != VIDMM_OK || nr > 16)
-            return 1;   /* cannot tell: do not accuse */
-        for (uint32_t i = 0; i < nr; i++)
-            if (r[i].segment_id == seg && off >= r[i].offset && off - r[i].offset < r[i].size &&
-                size <= r[i].size - (off - r[i].offset))
-                return 1;
-    }
-    return 0;
-}
-
 /* softgpu's touch hook: every host range a paging buffer is about to use
- * must be a live block of vidmm's; between calls, every memory-segment
- * range a live allocation's. */
+ * must be a live block of vidmm's.  Memory-segment ranges are not
+ * checked: vidmm may free a range whose paging is still queued, because
+ * the copy engine runs in order and whatever reuses the range is paged
+ * after it. */
 static void touch(void *ctx, uint32_t segment_id, uint64_t address, uint64_t size, int write)
 {
     struct ex_world *w = ctx;
@@ -186,12 +166,11 @@ static void touch(void *ctx, uint32_t segment_id, uint64_t address, uint64_t siz
                (unsigned long long)size, write ? "write" : "read");
     if (!size || w->touch_msg[0])
         return;
-    if (segment_id ? !w->between_calls || segment_owned(w, segment_id, address, size)
-                   : heap_owns(&w->heap, address, size))
+    if (segment_id || heap_owns(&w->heap, address, size))
         return;
     snprintf(w->touch_msg, sizeof w->touch_msg,
              "paging.touches_freed: a paging buffer %s %llu bytes of %s memory vidmm freed",
-             write ? "writes" : "reads", (unsigned long long)size, segment_id ? "segment" : "host");
+             write ? "writes" : "reads", (unsigned long long)size, "host");
 }
 
 /* ---- driver wrapper --------------------------------------------------------- */
@@ -487,7 +466,11 @@ static vidmm_status ev_reserve_zero(struct ex_world *w, unsigned ps)
     struct ex_proc *p = proc_of(w, ps);
     if (!p || p->zero_va)
         return VIDMM_OK;
-    return vidmm_gpuva_reserve(w->a, p->proc, 0, 0, 0, 64 * KIB, VIDMM_GPUVA_RESERVE_ZERO, &p->zero_va);
+    uint64_t va = 0;
+    vidmm_status st = vidmm_gpuva_reserve(w->a, p->proc, 0, 0, 0, 64 * KIB, VIDMM_GPUVA_RESERVE_ZERO, &va);
+    if (st == VIDMM_OK)
+        p->zero_va = va;
+    return st;
 }
 
 static vidmm_status ev_tick(struct ex_world *w)
@@ -514,12 +497,7 @@ static vidmm_status apply(struct ex_world *w, const struct ex_event *e)
     case EX_STANDBY: return vidmm_adapter_set_power_state(w->a, VIDMM_POWER_STANDBY);
     case EX_RESUME: return vidmm_adapter_set_power_state(w->a, VIDMM_POWER_D0);
     case EX_TICK: return ev_tick(w);
-    case EX_STEP: {
-        w->between_calls = 1;
-        int ran = step(w, e->a < SOFTGPU_NODES ? e->a : SOFTGPU_ENGINE_PAGING);
-        w->between_calls = 0;
-        return ran ? VIDMM_OK : VIDMM_E_STATE;
-    }
+    case EX_STEP: return step(w, e->a < SOFTGPU_NODES ? e->a : SOFTGPU_ENGINE_PAGING) ? VIDMM_OK : VIDMM_E_STATE;
     case EX_PAGING_HANG: softgpu_inject_paging_hang(w->sg, 0); return VIDMM_OK;
     case EX_HOST_FAIL: fault_alloc_arm(&w->heap.fa, e->a + 1u, 0); return VIDMM_OK;
     case EX_DRIVER_FAIL: w->drv.left[e->a & 1] = e->b + 1u; return VIDMM_OK;

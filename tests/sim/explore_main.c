@@ -280,6 +280,8 @@ int main(int argc, char **argv)
         steps += r.steps;
         events += r.events;
         if (r.failed && c.want && strncmp(r.msg, c.want, strlen(c.want))) {
+            printf("explore: other failure, seed %llu: %.*s\n", (unsigned long long)seed,
+                   (int)strcspn(r.msg, "\n"), r.msg);
             others++;
             continue;
         }
