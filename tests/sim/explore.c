@@ -558,13 +558,13 @@ static int paging_idle(struct ex_world *w)
 static int check_all(struct ex_world *w, char *msg, size_t n)
 {
     if (w->touch_msg[0]) {
-        snprintf(msg, n, "%s", w->touch_msg);
+        snprintf(msg, n, "%.480s", w->touch_msg);
         return 1;
     }
     char rep[1024];
     rep[0] = 0;
     if (vidmm_adapter_check(w->a, rep, sizeof rep)) {
-        snprintf(msg, n, "structure: %s", rep);
+        snprintf(msg, n, "structure: %.480s", rep);
         return 1;
     }
     struct softgpu_reset_stats rs;
@@ -582,7 +582,7 @@ static int check_all(struct ex_world *w, char *msg, size_t n)
     objects(w, &o, proc, dev, ctx, queue, alloc);
     rep[0] = 0;
     if (rc_check_rules(w->a, idle ? w->sg : NULL, &o, rep, sizeof rep)) {
-        snprintf(msg, n, "rules: %s", rep);
+        snprintf(msg, n, "rules: %.480s", rep);
         return 1;
     }
     return 0;
@@ -626,6 +626,12 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
             r->at = i;
         }
     }
+    struct softgpu_stats gs;
+    softgpu_get_stats(w->sg, &gs);   /* what the device did, into the run's hash */
+    fold(r, gs.paging_buffers);
+    fold(r, gs.ptes_written);
+    fold(r, gs.commands);
+    fold(r, gs.bytes[VIDMM_PAGING_TRANSFER]);
     if (!r->failed) {
         /* Back to D0 and every engine drained before closing: the close
          * waits for fences, the scheduler runs them. */

@@ -16,7 +16,9 @@
  * no thread or descriptor behind; an invalid buffer is refused at once
  * and runs nothing; synchronous mode signals inside submit_command; and
  * synchronous and asynchronous devices end byte-identical after the same
- * seeded walk of vidmm creates, writes and moves.
+ * seeded walk of vidmm creates, writes and moves; in manual mode nothing
+ * runs until softgpu_step runs one buffer (touch hook and powered-down
+ * submissions seen).
  */
 #include "alloc_common.h"
 #include "harness/test.h"
@@ -92,6 +94,7 @@ static void sa_log_expect(const struct sa_log *l, unsigned n, int on_main)
 
 /* ---- building test buffers ----------------------------------------- */
 
+/* synchronous: 0 the engine thread, 1 inside submit, 2 manual (steps). */
 static struct softgpu *sa_create(int synchronous)
 {
     struct softgpu_config cfg;
@@ -100,7 +103,8 @@ static struct softgpu *sa_create(int synchronous)
     cfg.segment_size[1] = SA_MIB(16);
     cfg.segment_size[2] = SA_MIB(16);
     cfg.segment_size[3] = SA_MIB(64);
-    cfg.synchronous = synchronous;
+    cfg.synchronous = synchronous == 1;
+    cfg.scheduler = synchronous == 2 ? SOFTGPU_SCHED_MANUAL : SOFTGPU_SCHED_THREADED;
     struct softgpu *sg = NULL;
     T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
     ops = softgpu_driver_ops();
@@ -773,6 +777,130 @@ static void sync_async_same_bytes(void)
     free(a);
 }
 
+/* ---- manual mode: nothing runs until a step ----------------------------- */
+
+static uint32_t sa_pending_paging(struct softgpu *sg, int *stuck)
+{
+    struct softgpu_pending p[1 + SOFTGPU_NODES];
+    uint32_t n = softgpu_pending(sg, p, 1 + SOFTGPU_NODES);
+    *stuck = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i].engine == SOFTGPU_ENGINE_PAGING) {
+            *stuck = p[i].stuck;
+            return p[i].queued;
+        }
+    return 0;
+}
+
+/* No thread; buffers wait for softgpu_step, which runs exactly one, in
+ * order, and signals its fence on the caller's thread; an injected hang
+ * makes the head stuck until a reset drops it. */
+static void manual_mode_steps(void)
+{
+    int tasks0 = sa_threads_now();
+    struct softgpu *sg = sa_create(2);
+    if (!sg)
+        return;
+    T_EQ(sa_count_dir("/proc/self/task"), tasks0);
+    uint8_t *jobs = calloc(8, SA_JOB_BYTES);
+    struct sa_log *l = calloc(1, sizeof *l);
+    T_CHECK(jobs && l);
+    if (jobs && l) {
+        sa_log_init(l, sg);
+        T_EQ(sa_submit_range(sg, jobs, 1, 8, 0), 8);
+        int stuck = 1;
+        T_EQ(atomic_load(&l->n), 0);              /* nothing ran */
+        T_EQ(sa_pending_paging(sg, &stuck), 8);
+        T_EQ(stuck, 0);
+        T_ST(softgpu_wait_idle(sg), VIDMM_E_STATE);  /* only steps run them */
+        for (uint32_t i = 1; i <= 8; i++) {
+            T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_OK);
+            T_EQ(atomic_load(&l->n), i);          /* one buffer, one fence */
+        }
+        T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_E_STATE);
+        T_ST(softgpu_step(sg, SOFTGPU_NODES), VIDMM_E_INVALID_ARG);
+        T_ST(softgpu_wait_idle(sg), VIDMM_OK);
+        sa_log_expect(l, 8, 1);
+        sa_expect_slots(sg, 8);
+
+        softgpu_inject_paging_hang(sg, 0);
+        T_EQ(sa_submit_range(sg, jobs, 1, 1, 0), 1);
+        T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_E_STATE);
+        T_EQ(sa_pending_paging(sg, &stuck), 1);
+        T_EQ(stuck, 1);
+        T_ST(ops->reset_from_timeout(sg), VIDMM_OK);
+        T_EQ(sa_pending_paging(sg, &stuck), 0);
+        T_EQ(atomic_load(&l->n), 8);              /* the dropped buffer never signalled */
+    }
+    softgpu_destroy(sg);
+    free(jobs);
+    free(l);
+}
+
+struct sa_touches {
+    uint32_t n;
+    uint32_t seg[4];
+    uint64_t addr[4], size[4];
+    int write[4];
+};
+
+static void sa_touch(void *ctx, uint32_t segment_id, uint64_t address, uint64_t size, int write)
+{
+    struct sa_touches *t = ctx;
+    if (t->n < 4) {
+        t->seg[t->n] = segment_id;
+        t->addr[t->n] = address;
+        t->size[t->n] = size;
+        t->write[t->n] = write;
+    }
+    t->n++;
+}
+
+/* The touch hook names what a buffer reads and writes before it runs;
+ * a buffer submitted while the device is not in D0 is counted. */
+static void manual_mode_touch_and_power(void)
+{
+    struct softgpu *sg = sa_create(2);
+    if (!sg)
+        return;
+    void *pages = aligned_alloc(4096, 8192);
+    T_CHECK(pages != NULL);
+    if (pages) {
+        struct vidmm_mdl mdl = { pages, 2 };
+        uint8_t buf[SA_JOB_BYTES];
+        uint8_t *p = buf;
+        uint32_t room = sizeof buf;
+        struct sa_touches t;
+        memset(&t, 0, sizeof t);
+        softgpu_set_touch_hook(sg, sa_touch, &t);
+        T_EQ(sa_copy_out(sg, &p, &room, 4096, 4096, &mdl, 1), 0);
+        T_ST(sa_submit(sg, buf, (uint32_t)(sizeof buf - room), 1), VIDMM_OK);
+        T_EQ(t.n, 0);
+        T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_OK);
+        T_EQ(t.n, 2);
+        T_EQ(t.seg[0], 1);
+        T_EQ_U64(t.addr[0], 4096);
+        T_EQ(t.write[0], 0);
+        T_EQ(t.seg[1], 0);
+        T_EQ_U64(t.addr[1], (uint64_t)(uintptr_t)pages + 4096);
+        T_EQ_U64(t.size[1], 4096);
+        T_EQ(t.write[1], 1);
+        softgpu_set_touch_hook(sg, NULL, NULL);
+
+        struct softgpu_reset_stats rs;
+        softgpu_get_reset_stats(sg, &rs);
+        T_EQ_U64(rs.work_while_down, 0);
+        T_ST(ops->set_power_state(sg, VIDMM_POWER_STANDBY), VIDMM_OK);
+        T_ST(sa_submit(sg, buf, (uint32_t)(sizeof buf - room), 2), VIDMM_OK);
+        softgpu_get_reset_stats(sg, &rs);
+        T_EQ_U64(rs.work_while_down, 1);
+        T_ST(ops->set_power_state(sg, VIDMM_POWER_D0), VIDMM_OK);
+        T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_OK);
+    }
+    softgpu_destroy(sg);
+    free(pages);
+}
+
 void suite_softgpu_async(void);
 void suite_softgpu_async(void)
 {
@@ -782,4 +910,6 @@ void suite_softgpu_async(void)
     t_run("softgpu_async.invalid_buffer_refused", invalid_buffer_refused);
     t_run("softgpu_async.sync_mode_inline", sync_mode_inline);
     t_run("softgpu_async.sync_async_same_bytes", sync_async_same_bytes);
+    t_run("softgpu_async.manual_mode_steps", manual_mode_steps);
+    t_run("softgpu_async.manual_mode_touch_and_power", manual_mode_touch_and_power);
 }
