@@ -12,6 +12,8 @@
 #   TDR_ROUNDS      repetitions of the hang/reset suites (default 20)
 #   SWEEP_SEEDS     seeds of the built-in scenario sweep (default 500)
 #   GEN_SECONDS     the scenario generator with the rules checker (default 600)
+#   EXPLORE_SECONDS deterministic explorer from a fresh seed (default 1800;
+#                   0 skips it; a failure prints its seed and shrunk events)
 #   DAEMON_CHAOS_SECONDS  vidmmd's chaos test: clients SIGKILLed at random
 #                   (default 120)
 set -u
@@ -96,6 +98,15 @@ if [ "$fuzz" -gt 0 ] && [ -f fuzz/Makefile.inc -o -d fuzz ]; then
   execs=$(grep -oE '(stat::number_of_executed_units|executions): *[0-9]+' "$log.fuzz" | grep -oE '[0-9]+$' | awk '{s+=$1} END {print s+0}')
 fi
 
+explore_seconds=${EXPLORE_SECONDS:-1800}
+if [ "$explore_seconds" -gt 0 ]; then
+  step "deterministic explorer, $explore_seconds s (tests/sim, failures shrunk)"
+  "$b/vidmm-explore" --seconds "$explore_seconds" > "$log.explore" 2>&1 || { fail=1; tail -n 60 "$log.explore"; }
+  explore=$(grep -h 'schedules in' "$log.explore" | tail -n 1)
+  grep -h '^explore: seed' "$log.explore"
+  echo "$explore"
+fi
+
 t1=$(now)
 printf '\n== long run summary (%s, %s s) ==\n' "$(date -u +%Y-%m-%d)" "$((t1 - t0))"
 echo "page moves verified (residency over-commitment): $moves"
@@ -108,6 +119,7 @@ echo "fuzz executions: $execs"
 echo "${sweep:-sweep: not run}"
 echo "generator: ${gen:-not run}"
 echo "vidmmd chaos: ${chaos:-not run}"
+echo "${explore:-explore: not run}"
 rm -f "$log" "$log".*
 if [ "$fail" -eq 0 ]; then echo "long: passed"; else echo "long: FAILED"; fi
 exit "$fail"
