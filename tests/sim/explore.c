@@ -461,6 +461,20 @@ static vidmm_status ev_gpu(struct ex_world *w, unsigned ps, unsigned cs, unsigne
     return submit(w, p, cmd, &cb);
 }
 
+/* A write to a GPU VA below every mapping (the first 64 KiB are never
+ * handed out): the node faults, the process's device is lost. */
+static vidmm_status ev_fault(struct ex_world *w, unsigned ps, unsigned cs)
+{
+    struct ex_proc *p = proc_of(w, ps);
+    struct ex_alloc *cmd = alloc_of(w, cs);
+    if (!p || !cmd || cmd->owner != ps || !cmd->va)
+        return VIDMM_OK;
+    uint8_t buf[64];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    (void)softgpu_cmd_write64(&cb, 0x1000, 0xBAD);
+    return submit(w, p, cmd, &cb);
+}
+
 static vidmm_status ev_reserve_zero(struct ex_world *w, unsigned ps)
 {
     struct ex_proc *p = proc_of(w, ps);
@@ -501,6 +515,8 @@ static vidmm_status apply(struct ex_world *w, const struct ex_event *e)
     case EX_PAGING_HANG: softgpu_inject_paging_hang(w->sg, 0); return VIDMM_OK;
     case EX_HOST_FAIL: fault_alloc_arm(&w->heap.fa, e->a + 1u, 0); return VIDMM_OK;
     case EX_DRIVER_FAIL: w->drv.left[e->a & 1] = e->b + 1u; return VIDMM_OK;
+    case EX_FAULT: return ev_fault(w, e->a, e->b);
+    case EX_HIBERNATE: return vidmm_adapter_set_power_state(w->a, VIDMM_POWER_HIBERNATE);
     default: return VIDMM_E_INVALID_ARG;
     }
 }
@@ -609,6 +625,7 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
         return;
     }
     for (uint32_t i = 0; i < n && !r->failed; i++) {
+        w->rng = seed ^ (0x9E3779B97F4A7C15ull * (ev[i].id + 1u));   /* this event's own choices */
         vidmm_status st = apply(w, &ev[i]);
         fold(r, (uint64_t)(int64_t)st ^ ((uint64_t)i << 32));
         if (o->verbose) {
@@ -652,7 +669,8 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
 
 static const char *const op_names[EX_NOPS] = {
     "proc", "proc_destroy", "alloc", "map", "resident", "evict", "destroy", "move", "fills", "hang",
-    "reserve_zero", "standby", "resume", "tick", "step", "paging_hang", "host_fail", "driver_fail"
+    "reserve_zero", "standby", "resume", "tick", "step", "paging_hang", "host_fail", "driver_fail", "fault",
+    "hibernate"
 };
 
 const char *ex_op_name(unsigned op)
@@ -663,12 +681,12 @@ const char *ex_op_name(unsigned op)
 int ex_parse(const char *line, struct ex_event *e)
 {
     char name[32];
-    unsigned a = 0, b = 0, c = 0;
-    if (sscanf(line, "%31s %u %u %u", name, &a, &b, &c) < 1)
+    unsigned a = 0, b = 0, c = 0, id = e->id;
+    if (sscanf(line, "%31s %u %u %u %u", name, &a, &b, &c, &id) < 1)
         return -1;
     for (unsigned op = 0; op < EX_NOPS; op++)
         if (!strcmp(name, op_names[op])) {
-            *e = (struct ex_event){ (uint8_t)op, (uint8_t)a, (uint8_t)b, (uint8_t)c };
+            *e = (struct ex_event){ (uint8_t)op, (uint8_t)a, (uint8_t)b, (uint8_t)c, (uint16_t)id };
             return 0;
         }
     return -1;
@@ -685,7 +703,7 @@ static uint32_t rnd(uint64_t *s, uint32_t n)
 static uint32_t gen_stream(uint64_t *s, unsigned ps, struct ex_event *ev, uint32_t max)
 {
     uint32_t n = 0;
-#define PUT(o, x, y, z) do { if (n < max) ev[n++] = (struct ex_event){ (o), (uint8_t)(x), (uint8_t)(y), (uint8_t)(z) }; } while (0)
+#define PUT(o, x, y, z) do { if (n < max) ev[n++] = (struct ex_event){ (o), (uint8_t)(x), (uint8_t)(y), (uint8_t)(z), 0 }; } while (0)
     unsigned base = ps * 2 + (ps == 2 ? 0 : 0), slots[3] = { base % NA, (base + 1) % NA, (6 + ps % 2) % NA };
     PUT(EX_PROC, ps, 0, 0);
     unsigned nalloc = ps == 2 ? 2 : 3;
@@ -706,13 +724,20 @@ static uint32_t gen_stream(uint64_t *s, unsigned ps, struct ex_event *ev, uint32
         case 8: PUT(EX_RESIDENT, t, 0, 0); break;
         case 9: PUT(EX_RESERVE_ZERO, ps, 0, 0); break;
         case 10: PUT(EX_ALLOC, t, ps, rnd(s, 4)); PUT(EX_MAP, t, 0, 0); PUT(EX_RESIDENT, t, 0, 0); break;
-        case 11: PUT(EX_DESTROY, slots[0], 0, 0); break;
+        case 11:
+            if (rnd(s, 2))
+                PUT(EX_DESTROY, slots[0], 0, 0);
+            else
+                PUT(EX_FAULT, ps, slots[0], 0);
+            break;
         default: PUT(EX_MOVE, slots[0], rnd(s, 2) ? 3 : 1, 0); break;
         }
     }
     if (rnd(s, 2))
         PUT(EX_PROC_DESTROY, ps, 0, 0);
 #undef PUT
+    for (uint32_t i = 0; i < n; i++)
+        ev[i].id = (uint16_t)i;
     return n;
 }
 
@@ -721,18 +746,18 @@ static struct ex_event gen_global(uint64_t *s, const struct ex_options *o)
 {
     uint32_t k = rnd(s, 100);
     if (k < 62)
-        return (struct ex_event){ EX_STEP, (uint8_t)rnd(s, 4), 0, 0 };
+        return (struct ex_event){ EX_STEP, (uint8_t)rnd(s, 4), 0, 0, 0 };
     if (k < 70)
-        return (struct ex_event){ EX_TICK, 0, 0, 0 };
+        return (struct ex_event){ EX_TICK, 0, 0, 0, 0 };
     if (k < 78)
-        return (struct ex_event){ EX_STANDBY, 0, 0, 0 };
+        return (struct ex_event){ rnd(s, 4) ? EX_STANDBY : EX_HIBERNATE, 0, 0, 0, 0 };
     if (k < 88)
-        return (struct ex_event){ EX_RESUME, 0, 0, 0 };
+        return (struct ex_event){ EX_RESUME, 0, 0, 0, 0 };
     if (k < 91)
-        return (struct ex_event){ EX_PAGING_HANG, 0, 0, 0 };
+        return (struct ex_event){ EX_PAGING_HANG, 0, 0, 0, 0 };
     if (k < 96 || !o->driver_failures)
-        return (struct ex_event){ EX_HOST_FAIL, (uint8_t)rnd(s, 6), 0, 0 };
-    return (struct ex_event){ EX_DRIVER_FAIL, (uint8_t)rnd(s, 2), (uint8_t)rnd(s, 4), 0 };
+        return (struct ex_event){ EX_HOST_FAIL, (uint8_t)rnd(s, 6), 0, 0, 0 };
+    return (struct ex_event){ EX_DRIVER_FAIL, (uint8_t)rnd(s, 2), (uint8_t)rnd(s, 4), 0, 0 };
 }
 
 uint32_t ex_generate(uint64_t seed, const struct ex_options *o, struct ex_event *ev, uint32_t max)
@@ -761,5 +786,7 @@ uint32_t ex_generate(uint64_t seed, const struct ex_options *o, struct ex_event 
                 break;
             }
     }
+    for (uint32_t i = 0; i < n; i++)
+        ev[i].id = (uint16_t)i;
     return n;
 }

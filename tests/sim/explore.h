@@ -35,11 +35,17 @@ enum ex_op {
     EX_PAGING_HANG,   /* the copy engine hangs on its next buffer */
     EX_HOST_FAIL,     /* a: the a-th host allocation from now fails (once) */
     EX_DRIVER_FAIL,   /* a: 0 build_paging_buffer, 1 submit_command; b: the b-th call from now fails (once) */
+    EX_FAULT,         /* a: process, b: command alloc - a write to a GPU VA nothing maps (a page fault) */
+    EX_HIBERNATE,
     EX_NOPS
 };
 
+/* id: the event's place in the generated schedule.  The scheduler's
+ * choices inside the event's waits are drawn from (seed, id), so removing
+ * other events while shrinking leaves this event's choices as they were. */
 struct ex_event {
     uint8_t op, a, b, c;
+    uint16_t id;
 };
 
 /* Outcome of one schedule. */
@@ -64,7 +70,7 @@ uint32_t ex_generate(uint64_t seed, const struct ex_options *o, struct ex_event 
 void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct ex_options *o,
             struct ex_result *r);
 const char *ex_op_name(unsigned op);
-/* "op a b c"; 0 on success. */
+/* "op a b c [id]" (id defaults to the line's place); 0 on success. */
 int ex_parse(const char *line, struct ex_event *e);
 
 #endif

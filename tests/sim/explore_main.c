@@ -120,7 +120,7 @@ static uint32_t shrink(uint64_t seed, struct ex_event *ev, uint32_t n, const str
 static void print_events(const struct ex_event *ev, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        printf("  %s %u %u %u\n", ex_op_name(ev[i].op), ev[i].a, ev[i].b, ev[i].c);
+        printf("  %s %u %u %u %u\n", ex_op_name(ev[i].op), ev[i].a, ev[i].b, ev[i].c, ev[i].id);
 }
 
 static uint32_t read_events(const char *path, struct ex_event *ev, uint64_t *seed)
@@ -132,6 +132,7 @@ static uint32_t read_events(const char *path, struct ex_event *ev, uint64_t *see
     uint32_t n = 0;
     while (fgets(line, sizeof line, f) && n < MAX_EVENTS) {
         unsigned long long s;
+        ev[n].id = (uint16_t)n;
         if (sscanf(line, " seed %llu", &s) == 1)
             *seed = s;
         else if (!ex_parse(line, &ev[n]))
