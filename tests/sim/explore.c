@@ -583,6 +583,10 @@ static int check_all(struct ex_world *w, char *msg, size_t n)
         snprintf(msg, n, "structure: %.480s", rep);
         return 1;
     }
+    if (softgpu_check(w->sg)) {
+        snprintf(msg, n, "softgpu: the device's own invariants failed (softgpu_check)");
+        return 1;
+    }
     struct softgpu_reset_stats rs;
     softgpu_get_reset_stats(w->sg, &rs);
     if (rs.work_while_down) {
