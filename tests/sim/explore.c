@@ -639,8 +639,12 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
                    ev[i].a, ev[i].b, ev[i].c, vidmm_status_str(st), (unsigned long long)rs.engine_resets,
                    (unsigned long long)rs.adapter_resets);
         }
-        w->heap.fa.fail_at = 0;   /* an armed failure lives for one event */
-        w->drv.left[0] = w->drv.left[1] = 0;
+        if (ev[i].op != EX_HOST_FAIL && ev[i].op != EX_DRIVER_FAIL) {
+            /* An armed failure lives through the next event only: then
+             * the host and the driver work again. */
+            w->heap.fa.fail_at = 0;
+            w->drv.left[0] = w->drv.left[1] = 0;
+        }
         r->events = i + 1;
         if (check_all(w, r->msg, sizeof r->msg)) {
             r->failed = 1;
