@@ -32,8 +32,10 @@ extern "C" {
 #endif
 
 /* state: VIDMM_POWER_D0 / STANDBY / HIBERNATE (driver.h).  Going down is
- * allowed only from D0 and resuming only to D0 (VIDMM_E_STATE otherwise);
- * VIDMM_E_INVALID_ARG for an unknown state.  VIDMM_E_BUSY, changing
+ * allowed only from D0 and resuming only to D0 (VIDMM_E_STATE otherwise,
+ * the state the adapter is already in included: standby while in standby
+ * changes nothing and tells the driver nothing; D0 while in D0 is OK and
+ * does nothing); VIDMM_E_INVALID_ARG for an unknown state.  VIDMM_E_BUSY, changing
  * nothing, while an allocation is CPU-locked or displayed in a segment
  * that loses its content (blank the source first: docs/DECISIONS.md D41);
  * VIDMM_E_TIMEOUT when an engine hung on the way (it is reset before the
