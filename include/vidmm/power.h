@@ -12,9 +12,11 @@
  * and tells the driver (set_power_state).  Page tables are not saved:
  * they are rebuilt on resume.  While the adapter is down, entries that
  * need the GPU (make-resident, submissions, CPU locks, creating resident
- * allocations, moves, flips, GPU VA map/unmap/update/free, process and
- * context creation, evict, reclaim) answer VIDMM_E_STATE and change
- * nothing; creating, destroying and querying work.  Back in VIDMM_POWER_D0 the page tables are rebuilt and evicted
+ * allocations, moves, flips, GPU VA reserve/map/unmap/update/free,
+ * process and context creation, evict, reclaim) answer VIDMM_E_STATE and
+ * change nothing; creating, destroying and querying work, and hand the
+ * driver no work: the page-table changes of a destroy wait for the
+ * rebuild on resume (docs/DECISIONS.md D59).  Back in VIDMM_POWER_D0 the page tables are rebuilt and evicted
  * allocations come back on their next make-resident or submission, with
  * their content.
  */

@@ -725,7 +725,11 @@ vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, ui
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min,
                                  uint64_t max, uint64_t size, unsigned mode, uint64_t *va)
 {
-    VIDMM_ENTRY(a, gpuva_reserve(a, h, base, min, max, size, mode, va));
+    /* Reserving writes page tables (invalid or Zero entries) through a
+     * paging buffer: GPU work, refused while down like map and free. */
+    VIDMM_ENTRY(a, vidmm_powered_down(a)
+                       ? vidmm_fail(VIDMM_E_STATE, "the adapter is powered down: reserve GPU VA after resume")
+                       : gpuva_reserve(a, h, base, min, max, size, mode, va));
 }
 
 vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)

@@ -1,14 +1,22 @@
 /*
  * power_test.c - the power rules of vidmm/power.h that tdr_test.c's
- * cycles do not reach (docs/RESET_AND_POWER.md):
+ * cycles do not reach (docs/RESET_AND_POWER.md, docs/DECISIONS.md D59):
  *
  *   - going down only from D0: standby or hibernate requested while in
  *     either answers VIDMM_E_STATE, names the rule, changes nothing and
- *     tells the driver nothing.
+ *     tells the driver nothing;
+ *   - no GPU work while down: a driver wrapper counts build_paging_buffer
+ *     and submit_command calls made while the adapter is down; reserving
+ *     GPU VA (refused), destroying a process (with an allocation of its
+ *     own mapped in it) and destroying a mapped allocation (both succeed,
+ *     their page-table changes wait for resume) must add none, and after
+ *     resume softgpu's MMU sees the page tables vidmm's VA state
+ *     describes.
  */
 #include "gpuva_common.h"
 #include "sg_fixture.h"
 #include "harness/fault_alloc.h"
+#include "harness/rules_check.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -73,6 +81,34 @@ static void go(struct pw *f, uint32_t state)
     f->down = state != VIDMM_POWER_D0;
 }
 
+/* The library's rules and the GPU's view of every process in procs. */
+static int rules_broken(struct pw *f, const vidmm_handle *procs, uint32_t n)
+{
+    struct rc_objects o;
+    memset(&o, 0, sizeof(o));
+    o.proc = procs;
+    o.nproc = n;
+    char report[2048];
+    int e = rc_check_rules(f->a, f->sg, &o, report, sizeof report);
+    if (e)
+        fprintf(stderr, "rules: %s\n", report);
+    return e + sg_checked(f->a, f->sg);
+}
+
+/* What softgpu's MMU makes of va in proc: 'z' a Zero entry, 'f' a
+ * fault, 'm' memory, '?' no root. */
+static char gpu_sees(struct pw *f, vidmm_handle proc, uint64_t va)
+{
+    struct vidmm_physical_address root;
+    struct softgpu_translation t;
+    if (vidmm_process_root_page_table(f->a, proc, &root) != VIDMM_OK)
+        return '?';
+    vidmm_status st = softgpu_translate(f->sg, &root, va, SOFTGPU_ACCESS_READ, &t);
+    if (st == VIDMM_E_PAGE_FAULT)
+        return 'f';
+    return st == VIDMM_OK ? (t.zero ? 'z' : 'm') : '?';
+}
+
 /* ---- going down only from D0 --------------------------------------------- */
 
 static void down_only_from_d0(void)
@@ -108,8 +144,83 @@ static void down_only_from_d0(void)
     pw_close(&f);
 }
 
+/* ---- no GPU work while down ------------------------------------------------ */
+
+static void no_gpu_work_case(uint32_t state)
+{
+    struct pw f;
+    if (pw_open(&f))
+        return;
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle x = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 11, 0);   /* destroyed while down */
+    vidmm_handle w = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 13, 0);   /* kept */
+    vidmm_handle y = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 17, 0);   /* q's */
+    uint64_t vx = sg_map(f.a, p.proc, x, 1 * MIB), vw = sg_map(f.a, p.proc, w, 1 * MIB);
+    uint64_t vy = sg_map(f.a, q.proc, y, 1 * MIB);
+    (void)vy;
+    /* q's own allocation, mapped in q: q's destruction destroys it. */
+    struct softgpu_alloc_desc d;
+    sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB);
+    vidmm_handle qp = 0;
+    T_ST(vidmm_device_allocation_create(f.a, q.dev, &d, sizeof d, 0, &qp), VIDMM_OK);
+    uint64_t vqp = sg_map(f.a, q.proc, qp, 1 * MIB);
+    (void)vqp;
+    uint64_t vz = 0, vq = 0;
+    T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 2 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &vz), VIDMM_OK);
+    T_ST(vidmm_gpuva_reserve(f.a, q.proc, 0, 0, 0, 2 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &vq), VIDMM_OK);
+    vidmm_handle px[] = { x, w };
+    sg_make_resident(f.a, p.dev, p.queue, px, 2);
+    vidmm_handle qy[] = { y, qp };
+    sg_make_resident(f.a, q.dev, q.queue, qy, 2);
+    T_EQ(gpu_sees(&f, p.proc, vx), 'm');
+
+    go(&f, state);
+    uint32_t before_ranges;
+    struct vidmm_process_info pi;
+    T_ST(vidmm_process_query(f.a, p.proc, &pi), VIDMM_OK);
+    before_ranges = pi.ranges;
+    /* Refused, and nothing changes. */
+    uint64_t va = 0;
+    T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 1 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &va), VIDMM_E_STATE);
+    T_CHECK(strstr(vidmm_last_error(), "powered down") != NULL);
+    T_EQ(f.work_while_down, 0);
+    T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 1 * MIB, VIDMM_GPUVA_RESERVE_NO_ACCESS, &va), VIDMM_E_STATE);
+    T_ST(vidmm_process_query(f.a, p.proc, &pi), VIDMM_OK);
+    T_EQ(pi.ranges, before_ranges);
+    T_EQ(f.work_while_down, 0);
+    /* Destroy and teardown always succeed; their page-table work waits. */
+    T_ST(vidmm_process_destroy(f.a, q.proc), VIDMM_OK);
+    T_EQ(f.work_while_down, 0);
+    T_ST(vidmm_allocation_destroy(f.a, x), VIDMM_OK);
+    T_EQ(f.work_while_down, 0);
+    T_ST(vidmm_allocation_destroy(f.a, y), VIDMM_OK);
+    T_EQ(f.work_while_down, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+
+    go(&f, VIDMM_POWER_D0);
+    sg_make_resident(f.a, p.dev, p.queue, &w, 1);
+    /* The GPU's view is what vidmm's VA state says: x's range unmapped
+     * (faults), w mapped to its placement with its bytes, the zero
+     * reservation Zero. */
+    T_EQ(gpu_sees(&f, p.proc, vx), 'f');
+    T_EQ(gpu_sees(&f, p.proc, vx + 1 * MIB - 4096), 'f');
+    T_CHECK(gv_gpu_sees(f.a, f.sg, p.proc, vw, 0, 1 * MIB, 13));
+    T_EQ(rules_broken(&f, &p.proc, 1), 0);
+    /* And the refused calls work now. */
+    T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 1 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &va), VIDMM_OK);
+    T_EQ(gpu_sees(&f, p.proc, va), 'z');
+    pw_close(&f);
+}
+
+static void no_gpu_work_standby(void) { no_gpu_work_case(VIDMM_POWER_STANDBY); }
+static void no_gpu_work_hibernate(void) { no_gpu_work_case(VIDMM_POWER_HIBERNATE); }
+
 void suite_power(void);
 void suite_power(void)
 {
     t_run("power.down_only_from_d0", down_only_from_d0);
+    t_run("power.no_gpu_work_while_down_standby", no_gpu_work_standby);
+    t_run("power.no_gpu_work_while_down_hibernate", no_gpu_work_hibernate);
 }
