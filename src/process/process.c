@@ -651,6 +651,20 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
     return VIDMM_OK;
 }
 
+vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (p->iommu || !p->root)
+        return VIDMM_OK;
+    for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, 0); r; r = vidmm_va_next(&p->vs, r)) {
+        if (r->d.state != VIDMM_VA_RESERVED || r->d.mode != VIDMM_VA_ZERO)
+            continue;
+        vidmm_status st = vidmm_pt_write(a, p, r->d.va, r->d.size, &r->d);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}
+
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {

@@ -139,6 +139,9 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
     vidmm_for_each_process(a, p) {
         if (p->root) {
             r = vidmm_pt_rebuild(a, p);
+            /* Zero reservations have no allocation to remap them below. */
+            if (r >= 0)
+                r = vidmm_process_rewrite_zero(a, p);
             if (r < 0 && st >= 0)
                 st = r;
         }

@@ -1,6 +1,7 @@
 /*
  * power_test.c - the power rules of vidmm/power.h that tdr_test.c's
- * cycles do not reach (docs/RESET_AND_POWER.md, docs/DECISIONS.md D59):
+ * cycles do not reach (docs/RESET_AND_POWER.md, docs/DECISIONS.md
+ * D59-D60):
  *
  *   - going down only from D0: standby or hibernate requested while in
  *     either answers VIDMM_E_STATE, names the rule, changes nothing and
@@ -9,9 +10,14 @@
  *     and submit_command calls made while the adapter is down; reserving
  *     GPU VA (refused), destroying a process (with an allocation of its
  *     own mapped in it) and destroying a mapped allocation (both succeed,
- *     their page-table changes wait for resume) must add none, and after
- *     resume softgpu's MMU sees the page tables vidmm's VA state
- *     describes.
+ *     their page-table changes wait for resume)
+ *     must add none, and after resume softgpu's MMU sees the page tables
+ *     vidmm's VA state describes;
+ *   - zero reservations survive every page-table rebuild: after standby,
+ *     hibernate and an adapter reset, a range reserved with
+ *     VIDMM_GPUVA_RESERVE_ZERO, or unmapped back to it, translates to
+ *     Zero entries (the rules checker's gpu.zero_translates_zero, and
+ *     softgpu_translate directly).
  */
 #include "gpuva_common.h"
 #include "sg_fixture.h"
@@ -207,6 +213,7 @@ static void no_gpu_work_case(uint32_t state)
     T_EQ(gpu_sees(&f, p.proc, vx), 'f');
     T_EQ(gpu_sees(&f, p.proc, vx + 1 * MIB - 4096), 'f');
     T_CHECK(gv_gpu_sees(f.a, f.sg, p.proc, vw, 0, 1 * MIB, 13));
+    T_EQ(gpu_sees(&f, p.proc, vz), 'z');
     T_EQ(rules_broken(&f, &p.proc, 1), 0);
     /* And the refused calls work now. */
     T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 1 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &va), VIDMM_OK);
@@ -217,10 +224,82 @@ static void no_gpu_work_case(uint32_t state)
 static void no_gpu_work_standby(void) { no_gpu_work_case(VIDMM_POWER_STANDBY); }
 static void no_gpu_work_hibernate(void) { no_gpu_work_case(VIDMM_POWER_HIBERNATE); }
 
+/* ---- zero reservations after a rebuild -------------------------------------- */
+
+enum rebuild_kind { REBUILD_STANDBY, REBUILD_HIBERNATE, REBUILD_ADAPTER_RESET };
+
+/* A paging hang on q's make-resident: vidmm resets the adapter and
+ * rebuilds every page table. */
+static void adapter_reset(struct pw *f, const struct sg_proc *q)
+{
+    vidmm_handle h = sg_new_alloc(f->a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 19, 0);
+    softgpu_inject_paging_hang(f->sg, 0);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof(mr));
+    mr.paging_queue = q->queue;
+    mr.allocations = &h;
+    mr.count = 1;
+    vidmm_status st = vidmm_make_resident(f->a, q->dev, &mr);
+    T_CHECK(st == VIDMM_PENDING || st == VIDMM_OK);
+    T_ST(vidmm_paging_queue_wait(f->a, q->queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
+    if (st == VIDMM_OK)
+        T_ST(vidmm_adapter_detect_hangs(f->a, NULL), VIDMM_OK);
+    struct vidmm_tdr_stats ts;
+    T_ST(vidmm_adapter_get_tdr_stats(f->a, &ts), VIDMM_OK);
+    T_EQ_U64(ts.adapter_resets, 1);
+    T_ST(vidmm_allocation_destroy(f->a, h), VIDMM_OK);
+}
+
+static void zero_after_rebuild_case(enum rebuild_kind kind)
+{
+    struct pw f;
+    if (pw_open(&f))
+        return;
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle m = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 256 * KIB, 23, 0);
+    uint64_t z1 = 0, z2 = 0, vm = 0;
+    /* z1: reserved Zero; z2: Zero with m mapped into its middle, then the
+     * first half of that unmapped back to Zero. */
+    T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 4 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &z1), VIDMM_OK);
+    T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 2 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &z2), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(f.a, p.proc, z2 + 1 * MIB, 0, 0, m, 0, 256 * KIB, 0, 0, &vm), VIDMM_OK);
+    T_ST(vidmm_gpuva_unmap(f.a, p.proc, vm, 128 * KIB), VIDMM_OK);
+    sg_make_resident(f.a, p.dev, p.queue, &m, 1);
+    T_EQ(gpu_sees(&f, p.proc, z1), 'z');
+    T_EQ(gpu_sees(&f, p.proc, vm), 'z');
+    T_EQ(gpu_sees(&f, p.proc, vm + 128 * KIB), 'm');
+    T_EQ(rules_broken(&f, &p.proc, 1), 0);
+
+    if (kind == REBUILD_ADAPTER_RESET) {
+        adapter_reset(&f, &q);
+    } else {
+        go(&f, kind == REBUILD_STANDBY ? VIDMM_POWER_STANDBY : VIDMM_POWER_HIBERNATE);
+        go(&f, VIDMM_POWER_D0);
+    }
+    sg_make_resident(f.a, p.dev, p.queue, &m, 1);
+    T_EQ(gpu_sees(&f, p.proc, z1), 'z');
+    T_EQ(gpu_sees(&f, p.proc, z1 + 4 * MIB - 4096), 'z');
+    T_EQ(gpu_sees(&f, p.proc, z2), 'z');
+    T_EQ(gpu_sees(&f, p.proc, vm), 'z');                        /* unmapped back to Zero */
+    T_EQ(gpu_sees(&f, p.proc, vm + 256 * KIB), 'z');
+    T_CHECK(gv_gpu_sees(f.a, f.sg, p.proc, vm + 128 * KIB, 128 * KIB, 128 * KIB, 23));   /* still m's bytes */
+    T_EQ(rules_broken(&f, &p.proc, 1), 0);
+    pw_close(&f);
+}
+
+static void zero_after_standby(void) { zero_after_rebuild_case(REBUILD_STANDBY); }
+static void zero_after_hibernate(void) { zero_after_rebuild_case(REBUILD_HIBERNATE); }
+static void zero_after_adapter_reset(void) { zero_after_rebuild_case(REBUILD_ADAPTER_RESET); }
+
 void suite_power(void);
 void suite_power(void)
 {
     t_run("power.down_only_from_d0", down_only_from_d0);
     t_run("power.no_gpu_work_while_down_standby", no_gpu_work_standby);
     t_run("power.no_gpu_work_while_down_hibernate", no_gpu_work_hibernate);
+    t_run("power.zero_after_standby", zero_after_standby);
+    t_run("power.zero_after_hibernate", zero_after_hibernate);
+    t_run("power.zero_after_adapter_reset", zero_after_adapter_reset);
 }
