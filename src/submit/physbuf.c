@@ -86,6 +86,13 @@ struct vidmm_physbuf_table {
     uint64_t gen;                       /* bumped when an entry is added or dropped */
 };
 
+/* The adapter's table (NULL: none yet, or the adapter is closing). */
+static struct vidmm_physbuf_table *pb_table(const struct vidmm_adapter *a)
+{
+    const struct vidmm_submit_state *s = a->sub;
+    return s ? s->physbufs : NULL;
+}
+
 static size_t lists_bytes(uint32_t cap)
 {
     return (size_t)cap * 2u * sizeof(uint64_t);
@@ -235,7 +242,7 @@ vidmm_status vidmm_physbuf_claim(struct vidmm_adapter *a, const void *buffer, ui
 
 vidmm_status vidmm_physbuf_confirm(struct vidmm_adapter *a, struct vidmm_physbuf_claim *cl)
 {
-    if (cl->gen == a->sub->physbufs->gen)
+    if (cl->gen == pb_table(a)->gen)
         return VIDMM_OK;
     /* A callback run meanwhile submitted or destroyed a context: look
      * again (a buffer just submitted is in flight now). */
@@ -257,7 +264,7 @@ void vidmm_physbuf_commit(struct vidmm_adapter *a, struct vidmm_physbuf_claim *c
                           uint64_t fence, const struct vidmm_submit_allocation *al,
                           const struct vidmm_allocation_list_entry *le)
 {
-    struct vidmm_physbuf_table *t = a->sub->physbufs;
+    struct vidmm_physbuf_table *t = pb_table(a);
     struct vidmm_physbuf *e = cl->entry ? cl->entry : cl->fresh;
     pb_drop_overlaps(a, t, cl->start, cl->size, e);
     if (cl->fresh) {
@@ -292,7 +299,7 @@ void vidmm_physbuf_commit(struct vidmm_adapter *a, struct vidmm_physbuf_claim *c
 
 void vidmm_physbuf_release(struct vidmm_adapter *a, struct vidmm_physbuf_claim *cl)
 {
-    struct vidmm_physbuf_table *t = a->sub ? a->sub->physbufs : NULL;
+    struct vidmm_physbuf_table *t = pb_table(a);
     if (cl->patched && t)
         pb_drop_overlaps(a, t, cl->start, cl->size, NULL);   /* their bytes may have changed */
     pb_free(a, cl->fresh);
@@ -305,7 +312,7 @@ void vidmm_physbuf_release(struct vidmm_adapter *a, struct vidmm_physbuf_claim *
 
 void vidmm_physbuf_context_gone(struct vidmm_adapter *a, const struct vidmm_context *c)
 {
-    struct vidmm_physbuf_table *t = a->sub ? a->sub->physbufs : NULL;
+    struct vidmm_physbuf_table *t = pb_table(a);
     if (!t)
         return;
     struct pb_list *lists[2] = { &t->inflight, &t->idle };
@@ -319,7 +326,7 @@ void vidmm_physbuf_context_gone(struct vidmm_adapter *a, const struct vidmm_cont
 
 void vidmm_physbuf_fini(struct vidmm_adapter *a)
 {
-    struct vidmm_physbuf_table *t = a->sub ? a->sub->physbufs : NULL;
+    struct vidmm_physbuf_table *t = pb_table(a);
     if (!t)
         return;
     while (t->inflight.first)
@@ -327,7 +334,8 @@ void vidmm_physbuf_fini(struct vidmm_adapter *a)
     while (t->idle.first)
         pb_drop(a, t, t->idle.first);
     vidmm_hfree(a->ha, t, sizeof(*t), _Alignof(struct vidmm_physbuf_table));
-    a->sub->physbufs = NULL;
+    struct vidmm_submit_state *s = a->sub;
+    s->physbufs = NULL;
 }
 
 /* ---- the checker -------------------------------------------------------- */
@@ -390,7 +398,7 @@ static int pb_check_list(const struct pb_list *l, int inflight, char *msg, size_
 
 int vidmm_physbuf_check(const struct vidmm_adapter *a, char *msg, size_t n)
 {
-    const struct vidmm_physbuf_table *t = a->sub ? a->sub->physbufs : NULL;
+    const struct vidmm_physbuf_table *t = pb_table(a);
     if (!t)
         return 0;
     struct pb_check k = { a, NULL, msg, n };

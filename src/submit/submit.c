@@ -325,9 +325,10 @@ static vidmm_status pin_physical(struct vidmm_adapter *a, const struct vidmm_sub
 /* The allocation list as the driver sees it, in the scratch list. */
 static vidmm_status fill_alist(struct vidmm_adapter *a, const struct vidmm_submit_physical_args *args)
 {
+    struct vidmm_submit_state *s = a->sub;
     for (uint32_t i = 0; i < args->allocation_count; i++) {
         const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
-        struct vidmm_allocation_list_entry *le = &a->sub->alist[i];
+        struct vidmm_allocation_list_entry *le = &s->alist[i];
         uint32_t seg;
         uint64_t off;
         if (!physical_address(a, al, &seg, &off))
@@ -366,15 +367,16 @@ static vidmm_status patch_buffer(struct vidmm_adapter *a, const struct vidmm_con
 {
     if (!np)
         return VIDMM_OK;
+    struct vidmm_submit_state *s = a->sub;
     struct vidmm_patch_args pa;
     memset(&pa, 0, sizeof(pa));
     pa.context = c->self;
     pa.node = c->node;
     pa.dma_buffer = args->buffer;
     pa.dma_buffer_size = args->size;
-    pa.allocation_list = a->sub->alist;
+    pa.allocation_list = s->alist;
     pa.allocation_list_size = args->allocation_count;
-    pa.patch_location_list = a->sub->plist;
+    pa.patch_location_list = s->plist;
     pa.patch_location_list_size = np;
     pa.submission_fence = c->fence_submitted + 1;
     cl->patched = 1;   /* from here the buffer's bytes may differ from what vidmm knew */
