@@ -83,7 +83,6 @@ struct pb_list {
 struct vidmm_physbuf_table {
     struct vidmm_avl tree;
     struct pb_list inflight, idle;
-    uint64_t gen;                       /* bumped when an entry is added or dropped */
 };
 
 /* The adapter's table (NULL: none yet, or the adapter is closing). */
@@ -142,7 +141,6 @@ static void pb_drop(struct vidmm_adapter *a, struct vidmm_physbuf_table *t, stru
     vidmm_avl_remove(&t->tree, &e->node);
     pb_unlink(e->inflight ? &t->inflight : &t->idle, e);
     pb_free(a, e);
-    t->gen++;
 }
 
 static int ends_after(const struct vidmm_policy_entry *n, const void *ctx)
@@ -221,7 +219,6 @@ vidmm_status vidmm_physbuf_claim(struct vidmm_adapter *a, const void *buffer, ui
     cl->start = start;
     cl->size = size;
     cl->count = count;
-    cl->gen = t->gen;
     if (!cl->entry) {
         cl->fresh = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_PHYSBUF_ENTRY, sizeof(*cl->fresh),
                                   _Alignof(struct vidmm_physbuf));
@@ -238,18 +235,6 @@ vidmm_status vidmm_physbuf_claim(struct vidmm_adapter *a, const void *buffer, ui
         cl->lists_cap = count;
     }
     return VIDMM_OK;
-}
-
-vidmm_status vidmm_physbuf_confirm(struct vidmm_adapter *a, struct vidmm_physbuf_claim *cl)
-{
-    if (cl->gen == pb_table(a)->gen)
-        return VIDMM_OK;
-    /* A callback run meanwhile submitted or destroyed a context: look
-     * again (a buffer just submitted is in flight now). */
-    const void *buffer = (const void *)cl->start;
-    uint32_t size = cl->size, count = cl->count;
-    vidmm_physbuf_release(a, cl);
-    return vidmm_physbuf_claim(a, buffer, size, count, cl);
 }
 
 int vidmm_physbuf_patched(const struct vidmm_physbuf_claim *cl, const struct vidmm_context *c, uint32_t k,
@@ -272,7 +257,6 @@ void vidmm_physbuf_commit(struct vidmm_adapter *a, struct vidmm_physbuf_claim *c
         e->size = cl->size;
         e->node.key[0] = ~(uint64_t)cl->start;   /* the tree sorts key[0] descending: ascending starts */
         vidmm_avl_insert(&t->tree, &e->node);
-        t->gen++;
         cl->fresh = NULL;
     } else {
         pb_unlink(&t->idle, e);   /* idle: the claim refused the submission otherwise */

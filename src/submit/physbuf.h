@@ -14,7 +14,10 @@ struct vidmm_physbuf;
 
 /* One physical submission's hold on its buffer, from the checks to the
  * end of the call.  vidmm_physbuf_claim fills it; the submission then
- * either commits it or releases it. */
+ * either commits it or releases it.  In between the table changes only
+ * by entries going idle: the submission holds the adapter lock and runs
+ * no caller code (the driver's callbacks touch only fences, and a reset
+ * run meanwhile retires work, it destroys no context). */
 struct vidmm_physbuf_claim {
     uintptr_t start;
     uint32_t size;
@@ -24,7 +27,6 @@ struct vidmm_physbuf_claim {
     uint64_t *lists;                /* new handle + address arrays, when the entry's are too short */
     uint32_t lists_cap;
     int patched;                    /* set before the patch op runs: the buffer's bytes change */
-    uint64_t gen;                   /* the table's generation the claim saw */
 };
 
 /* Before anything of the submission changes: VIDMM_E_BUSY when
@@ -33,11 +35,6 @@ struct vidmm_physbuf_claim {
  * the commit needs is refused (nothing changed).  Adapter lock held. */
 vidmm_status vidmm_physbuf_claim(struct vidmm_adapter *a, const void *buffer, uint32_t size, uint32_t count,
                                  struct vidmm_physbuf_claim *cl);
-
-/* After steps that may run the caller's callbacks (which may submit or
- * destroy a context): the claim again if the table changed since, else
- * VIDMM_OK at once. */
-vidmm_status vidmm_physbuf_confirm(struct vidmm_adapter *a, struct vidmm_physbuf_claim *cl);
 
 /* May patch location(s) of allocation-list entry k be skipped?  Only
  * when the buffer's last patch was for context c, with the same list

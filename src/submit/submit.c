@@ -413,8 +413,6 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
     }
     st = pin_physical(a, args, r);
     if (st >= 0)
-        st = vidmm_physbuf_confirm(a, &cl);
-    if (st >= 0)
         st = fill_alist(a, args);
     uint32_t np = st >= 0 ? pick_patches(a, c, args, &cl) : 0;
     if (st >= 0)
