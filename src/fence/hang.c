@@ -14,8 +14,10 @@
  *
  * Recovery is the tdr layer's (tdr/tdr.c), far above this one: a hang
  * found here is handed to it through the adapter's upcall table
- * (model/objects.h), which runs an engine reset in place and leaves an
- * adapter reset pending for the outermost entry to run as it unwinds.
+ * (model/objects.h), which confirms it and leaves its reset pending for
+ * the outermost entry to run as it unwinds.  Meanwhile the waits for
+ * contexts' work return; paging waits go on until the paging engine is
+ * stuck too (a node's reset leaves it running: docs/DECISIONS.md D61).
  */
 #include "model/objects.h"
 #include "fence/fence.h"
