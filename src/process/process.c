@@ -69,8 +69,8 @@ struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_han
  * write itself has left that reset pending already. */
 static void pte_write_lost(struct vidmm_adapter *a)
 {
-    if (vidmm_reset_pending(a))
-        return;
+    if (vidmm_fence_paging_reset_pending(a))
+        return;   /* an adapter reset is coming anyway (a node's reset alone rebuilds no page table) */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_fence_paging_fault_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
