@@ -74,6 +74,12 @@ static vidmm_status emit_entries(struct vidmm_adapter *a, const struct vidmm_pag
                                  uint32_t count, const struct vidmm_pte *e, uint32_t flags, uint64_t first_va,
                                  void *driver_allocation, uint64_t alloc_offset)
 {
+    /* Powered down, the GPU takes no work and the tables' memory is
+     * written again from the VA trees on resume (vidmm_pt_rebuild): a
+     * change made now (a destroy, a teardown) lives in those trees only
+     * (docs/DECISIONS.md D59). */
+    if (vidmm_powered_down(a))
+        return VIDMM_OK;
     struct vidmm_build_paging_buffer_args op;
     memset(&op, 0, sizeof(op));
     op.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
@@ -642,6 +648,12 @@ vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (p->flush_hi <= p->flush_lo)
         return VIDMM_OK;
+    if (vidmm_powered_down(a)) {
+        /* No TLB to flush while down; resume flushes every range (D59). */
+        p->flush_lo = UINT64_MAX;
+        p->flush_hi = 0;
+        return VIDMM_OK;
+    }
     struct vidmm_build_paging_buffer_args op;
     memset(&op, 0, sizeof(op));
     op.operation = VIDMM_PAGING_FLUSH_TLB;

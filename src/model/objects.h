@@ -311,7 +311,6 @@ struct vidmm_context {
      * lock, completed under the fence lock (the driver reports it). */
     uint64_t fence_submitted;
     uint64_t fence_completed;
-    struct vidmm_patch_cache *patch_cache;  /* physical mode: recently patched buffers */
 };
 
 struct vidmm_device {

@@ -69,8 +69,8 @@ struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_han
  * write itself has left that reset pending already. */
 static void pte_write_lost(struct vidmm_adapter *a)
 {
-    if (vidmm_reset_pending(a))
-        return;
+    if (vidmm_fence_paging_reset_pending(a))
+        return;   /* an adapter reset is coming anyway (a node's reset alone rebuilds no page table) */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_fence_paging_fault_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
@@ -651,6 +651,20 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
     return VIDMM_OK;
 }
 
+vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (p->iommu || !p->root)
+        return VIDMM_OK;
+    for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, 0); r; r = vidmm_va_next(&p->vs, r)) {
+        if (r->d.state != VIDMM_VA_RESERVED || r->d.mode != VIDMM_VA_ZERO)
+            continue;
+        vidmm_status st = vidmm_pt_write(a, p, r->d.va, r->d.size, &r->d);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}
+
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
@@ -725,7 +739,11 @@ vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, ui
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min,
                                  uint64_t max, uint64_t size, unsigned mode, uint64_t *va)
 {
-    VIDMM_ENTRY(a, gpuva_reserve(a, h, base, min, max, size, mode, va));
+    /* Reserving writes page tables (invalid or Zero entries) through a
+     * paging buffer: GPU work, refused while down like map and free. */
+    VIDMM_ENTRY(a, vidmm_powered_down(a)
+                       ? vidmm_fail(VIDMM_E_STATE, "the adapter is powered down: reserve GPU VA after resume")
+                       : gpuva_reserve(a, h, base, min, max, size, mode, va));
 }
 
 vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)

@@ -111,10 +111,11 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
     while (q->pend_count == VIDMM_QUEUE_PENDING) {
         /* Too many values in flight: wait for the oldest (hangs are
          * found between slices). */
-        if (vidmm_reset_pending_locked(a)) {
-            /* The engine is stuck and the pending reset passes every
-             * fence before this entry returns: the oldest value is as
-             * good as done. */
+        if (vidmm_fence_paging_reset_pending_locked(a)) {
+            /* The pending reset resets the paging engine (an adapter
+             * reset), which passes every paging fence before this entry
+             * returns: the oldest value is as good as done.  A node's
+             * reset alone passes none of them: wait. */
             q->completed = q->pend_value[q->pend_first];
             q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
             q->pend_count--;
