@@ -4,11 +4,10 @@
  * and the checks after every event (see explore.h).
  *
  * The checks: vidmm_adapter_check (structures), the rules checker
- * (tests/harness/rules_check.h: the library's rules and the GPU's view),
- * and the rules the simulator can see directly:
+ * (tests/harness/rules_check.h: the library's rules and the GPU's view,
+ * zero reservations included), and the rules the simulator can see
+ * directly:
  *   driver.work_while_down   softgpu got a buffer while not in D0
- *   gpu.zero_translates_zero a range reserved as zero does not translate
- *                            to the zero page (after a rebuild, say)
  *   paging.touches_freed     a paging buffer about to run reads or writes
  *                            host memory vidmm already gave back
  * Host memory given back is quarantined (poisoned, never reused) for the
@@ -523,30 +522,6 @@ static vidmm_status apply(struct ex_world *w, const struct ex_event *e)
 
 /* ---- checks ------------------------------------------------------------------- */
 
-/* Every range reserved as zero reads as the zero page (in D0). */
-static int check_zero(struct ex_world *w, char *msg, size_t n)
-{
-    uint32_t ps = VIDMM_POWER_D0;
-    if (vidmm_adapter_get_power_state(w->a, &ps) != VIDMM_OK || ps != VIDMM_POWER_D0)
-        return 0;
-    for (unsigned i = 0; i < NP; i++) {
-        const struct ex_proc *p = &w->p[i];
-        struct vidmm_physical_address root;
-        if (!p->proc || !p->zero_va || vidmm_process_root_page_table(w->a, p->proc, &root) != VIDMM_OK)
-            continue;
-        for (uint64_t off = 0; off < 64 * KIB; off += 4 * KIB) {
-            struct softgpu_translation t;
-            vidmm_status st = softgpu_translate(w->sg, &root, p->zero_va + off, SOFTGPU_ACCESS_READ, &t);
-            if (st != VIDMM_OK || !t.zero) {
-                snprintf(msg, n, "gpu.zero_translates_zero: process %u va 0x%llx reserved as zero %s", i,
-                         (unsigned long long)(p->zero_va + off), st != VIDMM_OK ? "faults" : "maps memory");
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 static void objects(struct ex_world *w, struct rc_objects *o, vidmm_handle *proc, vidmm_handle *dev,
                     vidmm_handle *ctx, vidmm_handle *queue, vidmm_handle *alloc)
 {
@@ -595,8 +570,6 @@ static int check_all(struct ex_world *w, char *msg, size_t n)
         return 1;
     }
     int idle = paging_idle(w);
-    if (idle && check_zero(w, msg, n))
-        return 1;
     struct rc_objects o;
     vidmm_handle proc[NP], dev[NP], ctx[NP], queue[NP], alloc[NA];
     objects(w, &o, proc, dev, ctx, queue, alloc);
