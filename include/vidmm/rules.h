@@ -22,6 +22,12 @@
  *   pte.mapping_has_leaf          every leaf span has a leaf table
  *   pte.leaf_fits_placement       64 KB entries only over a placement in a
  *                                 64 KB-page memory segment, aligned
+ * per process (GpuMmu):
+ *   pte.tables_follow_mappings    every leaf table has held a valid entry
+ *                                 (a mapping or the zero page) and every
+ *                                 lower table has a child: page-table memory
+ *                                 is bounded by what was mapped, not by the
+ *                                 span a call covered
  * per allocation:
  *   aperture.accessed_physically_mapped
  *                                 AccessedPhysically and resident in system

@@ -218,6 +218,11 @@ struct vidmm_page_table {
     void *host;                     /* segment 0: the host block */
     struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
     uint32_t live_children;
+    /* Why the table may stay (rule pte.tables_follow_mappings): a leaf
+     * that held a valid entry (a mapping, even of an evicted allocation,
+     * or the zero page) since it was made; or one a refused rollback left
+     * linked (vidmm_pt_rollback). */
+    uint8_t held_valid, stranded;
 };
 
 struct vidmm_device;
