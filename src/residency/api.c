@@ -210,7 +210,7 @@ static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vi
  * undone): free bytes plus what the eviction rules may free for a
  * request.  Cheap when there is room; walks the segments' resident
  * allocations only when there is not. */
-static int memory_may_fit(struct vidmm_adapter *a, uint64_t need, uint32_t segs)
+static int memory_may_fit(struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t need, uint32_t segs)
 {
     uint64_t room = 0;
     for (uint32_t id = 1; id < a->segment_count && room < need; id++)
@@ -218,7 +218,7 @@ static int memory_may_fit(struct vidmm_adapter *a, uint64_t need, uint32_t segs)
             room += a->seg[id].size - a->seg[id].committed;
     for (uint32_t id = 1; id < a->segment_count && room < need; id++)
         if (segs & VIDMM_SEGMENT_BIT(id))
-            room += vidmm_res_evictable_bytes(a, id);
+            room += vidmm_res_evictable_bytes(a, id, p);
     return room >= need;
 }
 
@@ -444,7 +444,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     /* Decide up front whether the list can fit at all (optimistic: free
      * bytes plus what may be evicted, fragmentation ignored): a list that
      * cannot is refused before any paging. */
-    if (mem_need && !memory_may_fit(a, mem_need, mem_segs)) {
+    if (mem_need && !memory_may_fit(a, p, mem_need, mem_segs)) {
         drop_demand(a, p, add_demand);
         a->res->epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {

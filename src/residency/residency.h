@@ -69,8 +69,9 @@ void vidmm_res_notify_all(struct vidmm_adapter *a);
 
 /* Free size bytes (aligned) in memory segment id for a page table by
  * evicting offered and unreferenced allocations (never listed ones). */
-/* Bytes of memory segment id that eviction may free for a request. */
-uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id);
+/* Bytes of memory segment id that eviction may free for a request of
+ * process p (NULL: none; its fair share of the segment counts, D62). */
+uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p);
 
 vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
 
