@@ -19,6 +19,7 @@
 #include "alloc/alloc.h"
 #include "mmu/mmu.h"
 #include "observe/observe.h"
+#include "residency/residency.h"
 #include "vidmm/rules.h"
 
 #include <stdio.h>
@@ -153,8 +154,23 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
             al->busy, al->busy == 1 ? "" : "s");
 }
 
+/* Fair share per segment (D62): no make-resident was refused for want of
+ * segment space while its process stayed within its fair share of a
+ * segment every refused member supports and others over their share (or
+ * free space) held the bytes.  Checked by the residency manager at each
+ * refusal, while the state is the one the request saw. */
+static void fair_share_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
+    const char *last = NULL;
+    uint64_t n = vidmm_res_unfair_refusals(a, &last);
+    if (n)
+        vidmm_report_add(r, "fair_share.refused_within_share: %llu refusal%s; the last: %s", (unsigned long long)n,
+            n == 1 ? "" : "s", last);
+}
+
 static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
+    fair_share_rules(a, r);
     const struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
         uint32_t i = vidmm_process_slot(p);

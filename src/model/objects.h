@@ -293,6 +293,7 @@ struct vidmm_process {
     /* "Over budget" cached for one eviction round (res_over_epoch). */
     uint64_t over_epoch[2];
     int over_val[2];
+    uint64_t fair_held;   /* scratch of the fair-share check at a refusal (residency.c) */
     /* For the rules checker (adapter/rules.c), per segment group:
      * whether its last successful make-resident that left something
      * resident in the group said CantTrimFurther (then its usage may

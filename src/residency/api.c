@@ -446,6 +446,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
      * cannot is refused before any paging. */
     if (mem_need && !memory_may_fit(a, p, mem_need, mem_segs)) {
         drop_demand(a, p, add_demand);
+        vidmm_res_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
         a->res->epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
             pthread_mutex_lock(&a->fence_lock);
@@ -528,6 +529,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                     vidmm_res_set_owner(a, r->al, NULL);
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
+            if (st == VIDMM_E_NO_SEGMENT_SPACE)
+                vidmm_res_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
             a->res->epoch++;
             if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
                 pthread_mutex_lock(&a->fence_lock);
