@@ -503,6 +503,23 @@ static vidmm_status gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t
     return cut(a, h, va, size, vidmm_va_free_prepare);
 }
 
+/* The tables of a prepared batch: made for the spans that will hold
+ * valid entries only (table memory follows the pages mapped, not the
+ * span of the targets; docs/VA_SPACE.md "Batches"), with 4 KB entries
+ * (tiles); and each target's existing 64 KB leaves switched to 4 KB
+ * entries, since the batch writes 4 KB-granular entries there.  Both
+ * walks skip the VA that has no tables, so a batch over a 2 TiB
+ * reservation costs what its pages do. */
+static vidmm_status update_tables(struct vidmm_adapter *a, struct vidmm_process *p, const struct vidmm_va_prep *op)
+{
+    vidmm_status st = VIDMM_OK;
+    for (size_t k = 0; k < op->nspans && st >= 0; k++)
+        st = vidmm_pt_ensure(a, p, op->spans[k].lo, op->spans[k].hi - op->spans[k].lo, 0);
+    for (size_t i = 0; i < op->n && st >= 0; i++)
+        st = vidmm_pt_demote(a, p, op->ops[i].va, op->ops[i].size);
+    return st;
+}
+
 static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
                                 uint32_t count)
 {
@@ -551,8 +568,8 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
         }
     }
     /* Prepare: the VA space validates the whole batch (every target in
-     * reservation-backed VA, every COPY source too) and reserves; the
-     * tables of the targets' hull are then all it can need. */
+     * reservation-backed VA, every COPY source too), reserves, and names
+     * the targets that will hold valid entries: those get tables. */
     struct vidmm_va_prep op;
     /* First: a link for each MAP of an allocation p does not map yet (a
      * COPY only repeats mappings p has). */
@@ -567,7 +584,7 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
         unreserve_users(a, p, added);
     if (st >= 0) {
         vidmm_pt_begin(p);
-        st = vidmm_pt_ensure(a, p, op.va, op.size, 0); /* tiles: 4 KB entries */
+        st = update_tables(a, p, &op);
         if (st < 0) {
             unreserve_users(a, p, added);
             vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));

@@ -614,6 +614,7 @@ static int capacity_site(const char *name)
         "evict_scan.reserve.entries", "evict_scan.reserve.victims", "evict_scan.reserve.node_map",
         "submit.physbuf.table",
         "handle.new.allocation_chunk", "residency.make_resident.fast_table",
+        "va_space.update.scratch", "va_space.update.spans",
     };
     for (size_t i = 0; i < sizeof cap / sizeof cap[0]; i++)
         if (!strcmp(cap[i], name))
