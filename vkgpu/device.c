@@ -321,6 +321,8 @@ static vidmm_status make_segments(struct vkgpu *g, int have_budget, char *err, s
     vkGetBufferMemoryRequirements(g->device, probe, &req);
     vkDestroyBuffer(g->device, probe, NULL);
     uint64_t max_arena = VK_ALIGN64K(g->info.max_allocation_size);
+    if (g->cfg.arena_size && VK_ALIGN64K(g->cfg.arena_size) && VK_ALIGN64K(g->cfg.arena_size) < max_arena)
+        max_arena = VK_ALIGN64K(g->cfg.arena_size);
     for (uint32_t h = 0; h < mp->memoryHeapCount; h++) {
         if (!(mp->memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT))
             continue;
@@ -504,6 +506,7 @@ vidmm_status vk_device_recreate(struct vkgpu *g)
     pthread_mutex_lock(&g->lock);
     g->lost = 0;
     g->injected_loss = 0;
+    g->info.device_recreations++;
     pthread_mutex_unlock(&g->lock);
     return VIDMM_OK;
 }

@@ -73,6 +73,8 @@ static int settle_head(struct vkgpu *g, struct vk_job *j)
     if (r == VK_TIMEOUT)
         return 0;
     if (r != VK_SUCCESS) {
+        if (!g->lost)
+            g->info.device_losses++;
         g->lost = 1;                               /* VK_ERROR_DEVICE_LOST: vidmm's TDR takes over */
         return 0;
     }
@@ -230,12 +232,15 @@ struct vk_job *vk_job_begin(struct vkgpu *g)
     pthread_mutex_lock(&g->lock);
     while (g->count == VK_RING && !g->lost)
         pthread_cond_wait(&g->done, &g->lock);
-    struct vk_job *j = g->lost ? NULL : &g->ring[(g->head + g->count) % VK_RING];
+    /* A lost device still takes work (as vkQueueSubmit answering
+     * DEVICE_LOST does): it never completes, and the reset drops it. */
+    struct vk_job *j = g->count == VK_RING ? NULL : &g->ring[(g->head + g->count) % VK_RING];
     pthread_mutex_unlock(&g->lock);
     if (!j)
         return NULL;
     j->dropped = 0;
     j->nimports = 0;
+    memset(&j->stat, 0, sizeof j->stat);
     VkCommandBufferBeginInfo bi;
     memset(&bi, 0, sizeof bi);
     bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
@@ -318,6 +323,7 @@ vidmm_status vk_job_import(struct vkgpu *g, struct vk_job *j, uintptr_t addr, ui
     im->base = base;
     im->size = bytes;
     j->nimports++;
+    j->stat.host_imports++;
     *buf = im->buffer;
     *off = addr - base;
     return VIDMM_OK;
@@ -356,11 +362,21 @@ vidmm_status vk_job_submit(struct vkgpu *g, struct vk_job *j)
     si.pCommandBuffers = &j->cb;
     si.signalSemaphoreCount = 1;
     si.pSignalSemaphores = &j->sem;
-    VkResult r = vkQueueSubmit(g->queue, 1, &si, VK_NULL_HANDLE);
     pthread_mutex_lock(&g->lock);
+    int injected = g->injected_loss;
+    pthread_mutex_unlock(&g->lock);
+    VkResult r = injected ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(g->queue, 1, &si, VK_NULL_HANDLE);
+    pthread_mutex_lock(&g->lock);
+    g->info.submissions++;
+    g->info.copy_commands += j->stat.copy_commands;
+    g->info.copy_bytes += j->stat.copy_bytes;
+    g->info.fill_commands += j->stat.fill_commands;
+    g->info.fill_bytes += j->stat.fill_bytes;
+    g->info.host_imports += j->stat.host_imports;
     if (r == VK_ERROR_DEVICE_LOST) {
+        if (!g->lost)
+            g->info.device_losses++;
         g->lost = 1;                               /* counted but never reported: the reset drops it */
-        j->dropped = 0;
     } else if (r != VK_SUCCESS) {
         pthread_mutex_unlock(&g->lock);
         release_imports(g, j);
@@ -447,8 +463,11 @@ static vidmm_status record_copy(struct vkgpu *g, struct vk_job *j, uint32_t ss, 
         return VIDMM_OK;
     }
     VkBufferCopy c = { soff, doff, size };
-    if (soff != doff || sb != db)
+    if (soff != doff || sb != db) {
         vkCmdCopyBuffer(j->cb, sb, db, 1, &c);
+        j->stat.copy_commands++;
+        j->stat.copy_bytes += size;
+    }
     return VIDMM_OK;
 }
 
@@ -479,6 +498,8 @@ static vidmm_status record_copy_run(struct vkgpu *g, struct vk_job *j, const str
             VkBufferCopy c = { so, dof, len };
             barrier_transfer(j->cb);
             vkCmdCopyBuffer(j->cb, sb, db, 1, &c);
+            j->stat.copy_commands++;
+            j->stat.copy_bytes += len;
         } else {
             vidmm_status st = record_copy(g, j, ss, src, ds, dst, len);
             if (st < 0)
@@ -512,6 +533,8 @@ vidmm_status vk_record_run(struct vkgpu *g, struct vk_job *j, const struct vk_re
         return st;
     barrier_transfer(j->cb);
     vkCmdFillBuffer(j->cb, db, doff, r->size, (uint32_t)r->src);
+    j->stat.fill_commands++;
+    j->stat.fill_bytes += r->size;
     return VIDMM_OK;
 }
 
@@ -658,6 +681,8 @@ vidmm_status vkgpu_inject_device_loss(struct vkgpu *g)
     if (!g)
         return VIDMM_E_INVALID_ARG;
     pthread_mutex_lock(&g->lock);
+    if (!g->lost)
+        g->info.device_losses++;
     g->lost = 1;
     g->injected_loss = 1;
     pthread_cond_broadcast(&g->work);

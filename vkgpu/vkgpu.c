@@ -113,11 +113,11 @@ static vidmm_status describe_allocation(void *driver, struct vidmm_describe_allo
         all |= VIDMM_SEGMENT_BIT(i);
         visible |= g->seg[i].map ? VIDMM_SEGMENT_BIT(i) : 0;
     }
-    /* Device-local data lives in the arenas only (evicted to system
-     * memory); uploads and command-read data may also sit in the
-     * aperture, which the CPU reaches directly. */
+    /* Device-local and command-read data live in the arenas only
+     * (evicted to system memory: submit.c resolves arena addresses
+     * only); uploads may also sit in the aperture. */
     uint32_t set = d.cpu_visible ? visible : all;
-    if (d.kind != VKGPU_ALLOC_LOCAL)
+    if (d.kind == VKGPU_ALLOC_UPLOAD)
         set |= VIDMM_SEGMENT_BIT(g->ap_id);
     if (!set)
         return VIDMM_E_NOT_SUPPORTED;              /* CPU access asked of a device with no mappable memory */
@@ -187,7 +187,10 @@ vidmm_status vkgpu_query_device(const struct vkgpu *g, struct vkgpu_device_info 
 {
     if (!g || !out)
         return VIDMM_E_INVALID_ARG;
+    struct vkgpu *m = (struct vkgpu *)g;          /* the counters move under the engine lock */
+    pthread_mutex_lock(&m->lock);
     *out = g->info;
+    pthread_mutex_unlock(&m->lock);
     return VIDMM_OK;
 }
 

@@ -76,6 +76,9 @@ struct vk_job {
     uint64_t value;                        /* and the value */
     struct vk_import *imports;
     uint32_t nimports, capimports;
+    struct {                               /* what was recorded, added to vkgpu_device_info at submission */
+        uint64_t copy_commands, copy_bytes, fill_commands, fill_bytes, host_imports;
+    } stat;
 };
 
 struct vkgpu {

@@ -47,6 +47,9 @@ struct vkgpu_config {
      * to 64 KiB).  0: the budget (VK_EXT_memory_budget) or the heap size,
      * and VKGPU_DEFAULT_CPU_DEVICE_CAP on a CPU device. */
     uint64_t heap_cap;
+    /* Bytes of each arena (one segment each), rounded down to 64 KiB;
+     * 0 = maxMemoryAllocationSize.  Smaller arenas give more segments. */
+    uint64_t arena_size;
     /* Bytes of the aperture segment (system pages the device reaches
      * through vkgpu's GART, imported for each transfer); a multiple of
      * 4 KiB, 0 = 256 MiB. */
@@ -98,6 +101,14 @@ struct vkgpu_device_info {
     uint32_t buffer_device_address; /* segment base addresses are device addresses */
     uint32_t reserved;
     uint64_t max_allocation_size;   /* maxMemoryAllocationSize */
+    /* What the queue was given since creation: Vulkan commands recorded
+     * for paging and context buffers, and their bytes. */
+    uint64_t submissions;
+    uint64_t copy_commands, copy_bytes;
+    uint64_t fill_commands, fill_bytes;
+    uint64_t host_imports;          /* system ranges imported (VK_EXT_external_memory_host) */
+    uint64_t device_losses;         /* VK_ERROR_DEVICE_LOST seen (or injected) */
+    uint64_t device_recreations;    /* new logical devices made after a loss */
 };
 vidmm_status vkgpu_query_device(const struct vkgpu *gpu, struct vkgpu_device_info *out);
 
