@@ -432,3 +432,5 @@ test: vkgpu-test
 # build/lavapipe-backports without installing anything.
 lavapipe-backports:
 	sh tools/lavapipe-backports.sh build/lavapipe-backports
+# The tool finds the installed plug-in here (tools/vidmm/plugin.c).
+$(BUILD)/tools/vidmm/plugin.o: CFLAGS_ALL += -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
