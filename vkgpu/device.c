@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define SEG_USAGE (VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
@@ -189,11 +190,16 @@ static vidmm_status make_device(struct vkgpu *g, int budget, char *err, size_t n
 
 /* ---- arenas ------------------------------------------------------------ */
 
-static VkResult make_buffer(struct vkgpu *g, uint64_t size, VkBuffer *out)
+static VkResult make_buffer(struct vkgpu *g, uint64_t size, int imported, VkBuffer *out)
 {
+    VkExternalMemoryBufferCreateInfo eb;
+    memset(&eb, 0, sizeof eb);
+    eb.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+    eb.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
     VkBufferCreateInfo bci;
     memset(&bci, 0, sizeof bci);
     bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+    bci.pNext = imported ? &eb : NULL;
     bci.size = size;
     bci.usage = SEG_USAGE | (g->have_bda ? VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : 0);
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
@@ -220,28 +226,59 @@ static int pick_type(struct vkgpu *g, const VkPhysicalDeviceMemoryProperties *mp
     return best;
 }
 
+/* On a CPU device (lavapipe) device-local memory is host memory: the
+ * arena is host memory vkgpu maps itself and imports, so that a new
+ * VkDevice after a loss finds the arena at the same host and device
+ * address (device.c, vk_device_recreate) and vidmm's segment addresses
+ * stay true.  0 when the import is not possible (plain allocation). */
+static int host_backed(struct vkgpu *g, struct vk_segment *s)
+{
+    if (g->info.device_type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+        return 0;
+    if (!s->host) {
+        void *p = mmap(NULL, (size_t)s->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return 0;
+        s->host = p;
+    }
+    VkMemoryHostPointerPropertiesEXT hp;
+    memset(&hp, 0, sizeof hp);
+    hp.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
+    return g->get_host_ptr_props(g->device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, s->host, &hp) ==
+               VK_SUCCESS && (hp.memoryTypeBits & (1u << s->type));
+}
+
 static vidmm_status make_arena(struct vkgpu *g, struct vk_segment *s, const VkPhysicalDeviceMemoryProperties *mp)
 {
-    if (make_buffer(g, s->size, &s->buffer) != VK_SUCCESS)
+    int imported = host_backed(g, s);
+    if (make_buffer(g, s->size, imported, &s->buffer) != VK_SUCCESS)
         return VIDMM_E_NO_HOST_MEMORY;
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(g->device, s->buffer, &req);
+    VkImportMemoryHostPointerInfoEXT ip;
+    memset(&ip, 0, sizeof ip);
+    ip.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+    ip.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    ip.pHostPointer = s->host;
     VkMemoryAllocateFlagsInfo fl;
     memset(&fl, 0, sizeof fl);
     fl.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+    fl.pNext = imported ? &ip : NULL;
     fl.flags = g->have_bda ? VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT : 0;
     VkMemoryAllocateInfo ai;
     memset(&ai, 0, sizeof ai);
     ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
     ai.pNext = &fl;
-    ai.allocationSize = req.size;
+    ai.allocationSize = imported ? s->size : req.size;
     ai.memoryTypeIndex = s->type;
     if (vkAllocateMemory(g->device, &ai, NULL, &s->memory) != VK_SUCCESS ||
         vkBindBufferMemory(g->device, s->buffer, s->memory, 0) != VK_SUCCESS)
         return VIDMM_E_NO_HOST_MEMORY;
     const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    if ((mp->memoryTypes[s->type].propertyFlags & host) == host &&
-        vkMapMemory(g->device, s->memory, 0, VK_WHOLE_SIZE, 0, &s->map) != VK_SUCCESS)
+    if (imported)
+        s->map = s->host;
+    else if ((mp->memoryTypes[s->type].propertyFlags & host) == host &&
+             vkMapMemory(g->device, s->memory, 0, VK_WHOLE_SIZE, 0, &s->map) != VK_SUCCESS)
         s->map = NULL;
     return VIDMM_OK;
 }
@@ -315,7 +352,7 @@ static vidmm_status make_segments(struct vkgpu *g, int have_budget, char *err, s
     vkGetPhysicalDeviceMemoryProperties2(g->phys, &mp2);
     const VkPhysicalDeviceMemoryProperties *mp = &mp2.memoryProperties;
     VkBuffer probe;
-    if (make_buffer(g, 65536, &probe) != VK_SUCCESS)
+    if (make_buffer(g, 65536, 0, &probe) != VK_SUCCESS)
         return fail(err, n, VIDMM_E_NOT_SUPPORTED, "cannot create a transfer buffer", NULL);
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(g->device, probe, &req);
@@ -410,20 +447,22 @@ vidmm_status vk_device_open(struct vkgpu *g, char *err, size_t n)
 
 void vk_device_close(struct vkgpu *g)
 {
-    if (g->device) {
+    if (g->device)
         vkDeviceWaitIdle(g->device);
-        for (uint32_t i = 1; i <= g->nseg; i++) {
-            struct vk_segment *s = &g->seg[i];
-            if (s->buffer)
-                vkDestroyBuffer(g->device, s->buffer, NULL);
-            if (s->memory)
-                vkFreeMemory(g->device, s->memory, NULL);   /* unmaps too */
-            memset(s, 0, sizeof *s);
-        }
-        g->nseg = 0;
-        vkDestroyDevice(g->device, NULL);
-        g->device = VK_NULL_HANDLE;
+    for (uint32_t i = 1; i <= VK_MAX_SEG; i++) {
+        struct vk_segment *s = &g->seg[i];
+        if (g->device && s->buffer)
+            vkDestroyBuffer(g->device, s->buffer, NULL);
+        if (g->device && s->memory)
+            vkFreeMemory(g->device, s->memory, NULL);   /* unmaps too */
+        if (s->host)
+            munmap(s->host, (size_t)s->size);
+        memset(s, 0, sizeof *s);
     }
+    g->nseg = 0;
+    if (g->device)
+        vkDestroyDevice(g->device, NULL);
+    g->device = VK_NULL_HANDLE;
     if (g->instance)
         vkDestroyInstance(g->instance, NULL);
     g->instance = VK_NULL_HANDLE;

@@ -50,6 +50,7 @@ struct vk_segment {
     VkBuffer buffer;                       /* over the whole arena */
     uint64_t base;                         /* what vidmm is told: the buffer's device address (or a synthetic base) */
     void *map;                             /* persistent mapping when HOST_VISIBLE | HOST_COHERENT */
+    void *host;                            /* CPU device: vkgpu's own host memory, imported (kept across a loss) */
 };
 
 /* A host range imported for one submission (VK_EXT_external_memory_host). */

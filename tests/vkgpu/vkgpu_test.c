@@ -422,8 +422,20 @@ static void test_device_loss(void)
     vkgpu_query_device(f.gpu, &di);
     T_EQ(ts.adapter_resets, 1);
     T_EQ(di.device_losses, 1);
-    T_EQ(di.device_recreations, 1);
     T_CHECK(fx_sound(&f));
+    /* On a GPU the new VkDevice's arenas may land elsewhere: vkgpu then
+     * refuses the reset and vidmm puts the devices in the error state
+     * (docs/VKGPU.md).  A CPU device's arenas are vkgpu's own host memory
+     * and always come back in place. */
+    if (di.device_type != 4 /* VK_PHYSICAL_DEVICE_TYPE_CPU */ && di.device_recreations == 0) {
+        struct vidmm_device_info dv;
+        T_ST(vidmm_device_query(f.a, f.dev, &dv), VIDMM_OK);
+        T_CHECK(dv.lost);
+        printf("device loss: the new device's arenas moved; devices put in the error state\n");
+        fx_close(&f);
+        return;
+    }
+    T_EQ(di.device_recreations, 1);
     /* Each allocation has its bytes (restored from a current system copy)
      * or says it lost them and reads as zero. */
     uint64_t kept = 0, lost = 0, wrong = 0;

@@ -1,0 +1,27 @@
+#!/bin/sh
+# run.sh - vkgpu on whatever Vulkan device is present (lavapipe in CI):
+# its own tests (tests/vkgpu/vkgpu_test.c), the driver conformance kit
+# through the vkgpu.so plug-in, and the tool's info and demo on it.
+# Prints "vkgpu: N passed, M failed".  Usage: tests/vkgpu/run.sh BUILD_DIR
+b=${1:-build}
+out=/tmp/vidmm_vkgpu.$$
+pass=0
+fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAILED vkgpu: $1"; cat "$out"; }
+
+# The test binary prints its own "N passed, M failed".
+if "$b/vkgpu-tests" >"$out" 2>&1; then ok; else bad "vkgpu-tests"; fi
+grep -E "^(device|overcommit|device loss):" "$out"
+if "$b/vidmm" drvcheck --driver vkgpu >"$out" 2>&1 && grep -q " 0 failed, 0 skipped" "$out"; then ok
+else bad "drvcheck --driver vkgpu"; fi
+tail -n 1 "$out"
+if "$b/vidmm" info --driver vkgpu >"$out" 2>&1 && grep -q "driver 'vkgpu'" "$out" && grep -q "aperture" "$out"; then ok
+else bad "info --driver vkgpu"; fi
+if "$b/vidmm" demo --driver vkgpu >"$out" 2>&1 && grep -q "^demo ok" "$out"; then ok; else bad "demo --driver vkgpu"; fi
+# A device that is not there is refused by name, nothing crashes.
+VIDMM_VKGPU_DEVICE=no-such-gpu "$b/vidmm" info --driver vkgpu >"$out" 2>&1
+if [ $? -eq 1 ] && grep -q "no-such-gpu" "$out"; then ok; else bad "VIDMM_VKGPU_DEVICE=no-such-gpu refused"; fi
+rm -f "$out"
+echo "vkgpu: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
