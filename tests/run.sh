@@ -44,10 +44,13 @@ if "$b/examples/d3dkmt_client/d3dkmt_client" >/dev/null; then echo "d3dkmt_clien
 else echo "d3dkmt_client: 0 passed, 1 failed" | tee -a "$out"; rc13=1; fi
 sh tests/daemon/run.sh "$b" | tee -a "$out"
 rc14=$?
+# vkgpu on the Vulkan device present (built only where Vulkan is: Makefile).
+rc15=0
+if [ -x "$b/vkgpu-tests" ]; then sh tests/vkgpu/run.sh "$b" | tee -a "$out"; rc15=$?; fi
 p=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$1} END {print s+0}')
 f=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$3} END {print s+0}')
 rm -f "$out"
 echo "total: $p passed, $f failed"
 echo "$p passed, $f failed"
-[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$rc5" -eq 0 ] && [ "$rc6" -eq 0 ] && [ "$rc7" -eq 0 ] && [ "$rc8" -eq 0 ] && [ "$rc9" -eq 0 ] && [ "$rc10" -eq 0 ] && [ "$rc11" -eq 0 ] && [ "$rc12" -eq 0 ] && [ "$rc13" -eq 0 ] && [ "$rc14" -eq 0 ] &&
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ] && [ "$rc4" -eq 0 ] && [ "$rc5" -eq 0 ] && [ "$rc6" -eq 0 ] && [ "$rc7" -eq 0 ] && [ "$rc8" -eq 0 ] && [ "$rc9" -eq 0 ] && [ "$rc10" -eq 0 ] && [ "$rc11" -eq 0 ] && [ "$rc12" -eq 0 ] && [ "$rc13" -eq 0 ] && [ "$rc14" -eq 0 ] && [ "$rc15" -eq 0 ] &&
   [ "$f" -eq 0 ]
