@@ -92,8 +92,10 @@ static uint32_t preference(const struct vkgpu *g, int visible_first, uint32_t al
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t i = 1; i <= g->nseg && slot < VIDMM_PREF_SLOTS; i++) {
             int vis = g->seg[i].map != NULL;
-            if ((allowed & VIDMM_SEGMENT_BIT(i)) && (vis == visible_first) == (pass == 0))
-                pref |= VIDMM_PREF(slot++, i, 0);
+            if ((allowed & VIDMM_SEGMENT_BIT(i)) && (vis == visible_first) == (pass == 0)) {
+                pref |= VIDMM_PREF(slot, i, 0);
+                slot++;
+            }
         }
     return pref;
 }

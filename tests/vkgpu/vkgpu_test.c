@@ -179,8 +179,24 @@ static void test_open(void)
     T_ST(vidmm_segment_query(f.a, 3, &si), VIDMM_OK);
     T_EQ_U64(si.size, 64 * MIB);
     T_CHECK(fx_sound(&f));
+    /* Preferences: device-local data in the arenas in order; uploads in
+     * the aperture first, then the arenas. */
+    vidmm_handle h, up;
+    struct vidmm_allocation_state as;
+    T_ST(fx_alloc(&f, VKGPU_ALLOC_LOCAL, MIB, &h), VIDMM_OK);
+    T_ST(vidmm_allocation_query(f.a, h, &as), VIDMM_OK);
+    T_EQ(VIDMM_PREF_ID(as.preferred_segment, 0), 1);
+    T_EQ(VIDMM_PREF_ID(as.preferred_segment, 1), 2);
+    T_EQ(VIDMM_PREF_ID(as.preferred_segment, 2), 0);
+    T_EQ(as.supported_segment_set, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2));
+    T_ST(fx_alloc(&f, VKGPU_ALLOC_UPLOAD, MIB, &up), VIDMM_OK);
+    T_ST(vidmm_allocation_query(f.a, up, &as), VIDMM_OK);
+    T_EQ(VIDMM_PREF_ID(as.preferred_segment, 0), 3);
+    T_EQ(VIDMM_PREF_ID(as.preferred_segment, 1), 1);
+    T_EQ(VIDMM_PREF_ID(as.preferred_segment, 2), 2);
+    vidmm_allocation_destroy(f.a, h);
+    vidmm_allocation_destroy(f.a, up);
     /* Bad private data changes nothing. */
-    vidmm_handle h;
     struct vkgpu_alloc_desc bad = { 9, 1, MIB };
     T_ST(vidmm_device_allocation_create(f.a, f.dev, &bad, sizeof bad, 0, &h), VIDMM_E_INVALID_ARG);
     fx_close(&f);
