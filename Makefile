@@ -435,3 +435,21 @@ lavapipe-backports:
 	sh tools/lavapipe-backports.sh build/lavapipe-backports
 # The tool finds the installed plug-in here (tools/vidmm/plugin.c).
 $(BUILD)/tools/vidmm/plugin.o: CFLAGS_ALL += -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
+# Installed beside softgpu: libvkgpu.a and vkgpu.pc, and the plug-in in
+# $(LIBDIR)/vidmm where `vidmm ... --driver vkgpu` looks (vkgpu.h is one
+# of the public headers install copies anyway).
+.PHONY: install-vkgpu uninstall-vkgpu
+install: install-vkgpu
+uninstall: uninstall-vkgpu
+ifeq ($(VULKAN_OK),1)
+install-vkgpu: $(VKGPU) $(VKGPU_SO)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/vidmm
+	install -m 644 $(VKGPU) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(VKGPU_SO) $(DESTDIR)$(LIBDIR)/vidmm/
+	$(SUBST) vkgpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vkgpu.pc
+else
+install-vkgpu: vkgpu-skip
+endif
+uninstall-vkgpu:
+	rm -f $(DESTDIR)$(LIBDIR)/libvkgpu.a $(DESTDIR)$(LIBDIR)/vidmm/vkgpu.so $(DESTDIR)$(LIBDIR)/pkgconfig/vkgpu.pc
+	-rmdir $(DESTDIR)$(LIBDIR)/vidmm 2>/dev/null
