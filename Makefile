@@ -453,3 +453,19 @@ endif
 uninstall-vkgpu:
 	rm -f $(DESTDIR)$(LIBDIR)/libvkgpu.a $(DESTDIR)$(LIBDIR)/vidmm/vkgpu.so $(DESTDIR)$(LIBDIR)/pkgconfig/vkgpu.pc
 	-rmdir $(DESTDIR)$(LIBDIR)/vidmm 2>/dev/null
+# The vkgpu benchmark (bench/vkgpu): vkgpu's TRANSFER / FILL against raw
+# vkCmdCopyBuffer / vkCmdFillBuffer and evict+restore, on the Vulkan
+# device present; BENCH_VKGPU_ARGS e.g. "--max 1024 --check 0.9".
+BENCH_VKGPU_ARGS ?=
+$(BUILD)/bench/vkgpu/%.o: bench/vkgpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -MMD -MP -c $< -o $@
+$(VKGPU_BENCH): $(BUILD)/bench/vkgpu/vkgpu_bench.o $(VKGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(VKGPU) $(STATIC) $(VULKAN_LIBS) $(LIBS)
+ifeq ($(VULKAN_OK),1)
+bench-vkgpu:
+	$(MAKE) BUILD=build-bench OPT="-O2 -DNDEBUG" build-bench/vkgpu-bench
+	build-bench/vkgpu-bench $(BENCH_VKGPU_ARGS)
+else
+bench-vkgpu: vkgpu-skip
+endif
