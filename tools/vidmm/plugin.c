@@ -59,8 +59,9 @@ int cli_plugin_load(const char *verb, const char *driver, void **lib, drvcheck_c
     const char *path = cli_plugin_path(driver, buf, sizeof buf);
     *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!*lib) {
-        fprintf(stderr, "vidmm %s: --driver %s: cannot load %s: %s%s\n", verb, driver, path, dlerror(),
-                strcmp(driver, "vkgpu") ? "" : " (built where Vulkan is installed: make vkgpu; docs/VKGPU.md)");
+        fprintf(stderr, "vidmm %s: --driver %s: cannot load it: %s%s\n", verb, driver, dlerror(),
+                strcmp(driver, "vkgpu") ? "" : " (vkgpu.so is built where Vulkan is installed: make vkgpu; "
+                                                "VIDMM_VKGPU_PLUGIN names another; docs/VKGPU.md)");
         return 2;
     }
     void *sym = dlsym(*lib, DRVCHECK_ENTRY_SYMBOL);
