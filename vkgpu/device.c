@@ -233,7 +233,10 @@ static int pick_type(struct vkgpu *g, const VkPhysicalDeviceMemoryProperties *mp
  * stay true.  0 when the import is not possible (plain allocation). */
 static int host_backed(struct vkgpu *g, struct vk_segment *s)
 {
-    if (g->info.device_type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+    /* Sparse binding maps an arena's own allocation into a process's
+     * range (lavapipe maps its memory file there): imported host memory
+     * has none, so GpuMmu keeps plain allocations. */
+    if (g->info.device_type != VK_PHYSICAL_DEVICE_TYPE_CPU || g->cfg.gpummu)
         return 0;
     if (!s->host) {
         void *p = mmap(NULL, (size_t)s->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -526,6 +529,7 @@ vidmm_status vk_device_recreate(struct vkgpu *g)
     struct vk_segment old[VK_MAX_SEG + 1];
     memcpy(old, g->seg, sizeof old);
     vk_engine_unmake(g);
+    vk_mmu_device_gone(g);
     free_arenas_and_device(g);
     char err[128];
     if (make_device(g, (int)g->info.memory_budget, err, sizeof err) < 0)
@@ -540,6 +544,8 @@ vidmm_status vk_device_recreate(struct vkgpu *g)
         if (g->seg[i].base != old[i].base || (old[i].map && g->seg[i].map != old[i].map))
             return VIDMM_E_DRIVER_FAILURE;
     vidmm_status st = vk_engine_remake(g, g->last_paging_fence);
+    if (st >= 0)
+        st = vk_mmu_device_back(g);
     if (st < 0)
         return st;
     pthread_mutex_lock(&g->lock);

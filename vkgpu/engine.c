@@ -524,6 +524,8 @@ vidmm_status vk_record_run(struct vkgpu *g, struct vk_job *j, const struct vk_re
         apply_map(g, r);
         return VIDMM_OK;
     }
+    if (r->op == VK_REC_UPT)
+        return VIDMM_E_INVALID_ARG;                /* carries a payload: record_paging applies it */
     if (r->op == VK_REC_COPY)
         return record_copy_run(g, j, r);
     VkBuffer db;
@@ -550,16 +552,24 @@ static int continues(const struct vk_rec *r, const struct vk_rec *b)
 
 static vidmm_status record_paging(struct vkgpu *g, struct vk_job *j, const uint8_t *buf, uint32_t size)
 {
-    uint32_t n = size / (uint32_t)sizeof(struct vk_rec);
-    for (uint32_t i = 0; i < n;) {
+    for (uint32_t o = 0; o < size;) {
         struct vk_rec run;
-        memcpy(&run, buf + (size_t)i * sizeof run, sizeof run);
-        for (i++; i < n; i++) {
+        memcpy(&run, buf + o, sizeof run);
+        o += (uint32_t)sizeof run;
+        if (run.op == VK_REC_UPT) {
+            vidmm_status st = vk_mmu_apply(g, &run, buf + o);
+            if (st < 0)
+                return st;
+            o += vk_mmu_payload(&run);
+            continue;
+        }
+        while (o < size) {
             struct vk_rec b;
-            memcpy(&b, buf + (size_t)i * sizeof b, sizeof b);
+            memcpy(&b, buf + o, sizeof b);
             if (!continues(&run, &b) || run.size + b.size < run.size)
                 break;
             run.size += b.size;
+            o += (uint32_t)sizeof b;
         }
         vidmm_status st = vk_record_run(g, j, &run);
         if (st < 0)
@@ -576,6 +586,15 @@ static int records_valid(const struct vkgpu *g, const uint8_t *buf, uint32_t siz
     for (uint32_t o = 0; o < size; o += (uint32_t)sizeof(struct vk_rec)) {
         struct vk_rec r;
         memcpy(&r, buf + o, sizeof r);
+        if (r.op == VK_REC_UPT) {
+            uint32_t n = (uint32_t)r.size, start = (uint32_t)(r.size >> 32);
+            uint32_t entries = r.dst_seg ? 128u : 512u;
+            if (!g->mmu || r.dst_seg > 1 || !r.dst || r.dst % VK_PAGE || start > entries || n > entries - start ||
+                r.src != (r.src_seg ? 1u : n) || vk_mmu_payload(&r) > size - o - sizeof r)
+                return 0;
+            o += vk_mmu_payload(&r);
+            continue;
+        }
         if (r.op == VK_REC_MAP || r.op == VK_REC_UNMAP) {
             if (r.dst_seg != g->ap_id || r.dst > g->ap_pages || r.size > g->ap_pages - r.dst || !r.src ||
                 r.src % VK_PAGE)

@@ -7,7 +7,8 @@
  *
  * Options (comma-separated): device=INDEX|NAME (else VIDMM_VKGPU_DEVICE,
  * else device 0), cap=SIZE (bytes of each heap taken, with a K, M or G
- * suffix; default 64M so the kit's over-commitment stays quick).
+ * suffix; default 64M so the kit's over-commitment stays quick),
+ * gpummu=1 (GpuMmu through sparse binding; docs/VKGPU.md).
  */
 #include "vidmm/vkgpu.h"
 
@@ -84,6 +85,11 @@ vidmm_status vidmm_driver_entry(const struct drvcheck_env *env, struct drvcheck_
         cfg.device = dev;
     if (option(o, "cap", cap, sizeof cap) && parse_size(cap, &cfg.heap_cap) < 0)
         return VIDMM_E_INVALID_ARG;
+    if (option(o, "gpummu", cap, sizeof cap)) {
+        if (strcmp(cap, "0") && strcmp(cap, "1"))
+            return VIDMM_E_INVALID_ARG;
+        cfg.gpummu = cap[0] == '1';
+    }
     struct vkgpu *g = NULL;
     vidmm_status st = vkgpu_create(&cfg, &g);
     if (st < 0) {

@@ -146,11 +146,16 @@ vidmm_status vk_build_paging_buffer(void *driver, struct vidmm_build_paging_buff
         uint64_t off;
         return seg_side(g, d->segment_id, d->segment_address, d->size, &off) < 0 ? VIDMM_E_INVALID_ARG : VIDMM_OK;
     }
+    case VIDMM_PAGING_UPDATE_PAGE_TABLE:
+        return vk_mmu_build_update(g, args);
+    case VIDMM_PAGING_FLUSH_TLB:
+        /* The binds complete before anything submitted after them runs. */
+        return g->mmu ? VIDMM_OK : VIDMM_E_INVALID_ARG;
     case VIDMM_PAGING_MAP_APERTURE_SEGMENT:
         return build_map(g, args, 1);
     case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT:
         return build_map(g, args, 0);
     default:
-        return VIDMM_E_INVALID_ARG;                /* no page tables: vidmm never asks */
+        return VIDMM_E_INVALID_ARG;                /* virtual paging ops are not advertised: vidmm never asks */
     }
 }

@@ -69,7 +69,8 @@ static vidmm_status query_adapter_info(void *driver, const struct vidmm_query_ad
         struct vidmm_driver_caps caps;
         memset(&caps, 0, sizeof caps);
         caps.wddm_version = 0x2000;
-        caps.memory_management_caps = 0;           /* physical mode: no GpuMmu, no IoMmu */
+        /* Physical mode, or GpuMmu through sparse binding (mmu.c). */
+        caps.memory_management_caps = g->mmu ? VIDMM_CAPS_GPUMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING : 0;
         /* Overlapping copies inside an arena are split (engine.c). */
         caps.physical_adapter_flags = VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED;
         caps.node_count = 1;
@@ -78,6 +79,9 @@ static vidmm_status query_adapter_info(void *driver, const struct vidmm_query_ad
     }
     case VIDMM_QAI_QUERYSEGMENT:
         return query_segments(g, args);
+    case VIDMM_QAI_GPUMMUCAPS:
+    case VIDMM_QAI_PAGETABLELEVELDESC:
+        return vk_mmu_query(g, args);
     default:
         return VIDMM_E_NOT_SUPPORTED;              /* GPUMMUCAPS, PAGETABLELEVELDESC: no GpuMmu */
     }
@@ -160,13 +164,15 @@ static const struct vidmm_driver_ops vk_ops = {
     .build_paging_buffer = vk_build_paging_buffer,
     .submit_command = vk_submit_command,
     .submit_command_physical = vk_submit_command_physical,
+    .set_root_page_table = vk_mmu_set_root,
+    .submit_command_virtual = vk_mmu_submit_virtual,
     .patch = vk_patch,
     .query_engine_status = vk_query_engine_status,
     .reset_from_timeout = vk_reset_from_timeout,
     .restart_from_timeout = vk_restart_from_timeout,
     .set_power_state = set_power_state,
     /* NULL: destroy_allocation (no per-allocation state), the CPU host
-     * aperture and GpuMmu ops, submit_command_virtual, reset_engine. */
+     * aperture, get_root_page_table_size (fixed roots), reset_engine. */
 };
 
 const struct vidmm_driver_ops *vkgpu_driver_ops(void)
@@ -192,6 +198,8 @@ vidmm_status vkgpu_query_device(const struct vkgpu *g, struct vkgpu_device_info 
     struct vkgpu *m = (struct vkgpu *)g;          /* the counters move under the engine lock */
     pthread_mutex_lock(&m->lock);
     *out = g->info;
+    out->sparse_binds = g->sparse_binds;
+    out->gpummu = (uint32_t)g->mmu;
     pthread_mutex_unlock(&m->lock);
     return VIDMM_OK;
 }
@@ -212,11 +220,16 @@ vidmm_status vkgpu_create(const struct vkgpu_config *config, struct vkgpu **out)
     vidmm_status st = vk_device_open(g, config->error_message, config->error_message_size);
     if (st >= 0 && (st = vk_engine_start(g)) < 0 && config->error_message && config->error_message_size)
         snprintf(config->error_message, config->error_message_size, "vkgpu: the engine could not start");
+    if (st >= 0 && (st = vk_mmu_init(g)) < 0 && config->error_message && config->error_message_size)
+        snprintf(config->error_message, config->error_message_size,
+                 "vkgpu: GpuMmu asked for, but the device has no sparse residency buffers of 4 KiB blocks "
+                 "on its paging queue");
     g->cfg.device = NULL;                          /* the caller's strings are not kept */
     g->cfg.error_message = NULL;
     g->cfg.error_message_size = 0;
     if (st < 0) {
         vk_engine_stop(g);
+        vk_mmu_fini(g);
         vk_device_close(g);
         free(g);
         return st;
@@ -234,6 +247,7 @@ void vkgpu_destroy(struct vkgpu *g)
     vk_engine_stop(g);
     for (uint32_t i = 0; i < VK_RING; i++)
         free(g->ring[i].imports);
+    vk_mmu_fini(g);
     vk_device_close(g);
     free(g);
 }

@@ -32,7 +32,11 @@
  * offset in it; system sides (seg 0) a host address.  MAP: dst = first
  * aperture page, src = host address of the first page, size = pages;
  * UNMAP: the same with src = the dummy page, each entry pointing at it. */
-enum vk_rec_op { VK_REC_COPY = 1, VK_REC_FILL = 2, VK_REC_MAP = 4, VK_REC_UNMAP = 5 };
+enum vk_rec_op { VK_REC_COPY = 1, VK_REC_FILL = 2, VK_REC_MAP = 4, VK_REC_UNMAP = 5, VK_REC_UPT = 6 };
+/* UPT (UPDATE_PAGE_TABLE, mmu.c): dst = the table's host address,
+ * dst_seg = its level, src = how many encoded entries follow the record
+ * (vk_mmu_payload bytes), src_seg = 1 for REPEAT (one entry for all),
+ * size = start index << 32 | entry count. */
 struct vk_rec {
     uint32_t op;
     uint8_t src_seg, dst_seg;
@@ -59,6 +63,16 @@ struct vk_import {
     VkBuffer buffer;
     uintptr_t base;                        /* aligned host address of offset 0 */
     uint64_t size;
+};
+
+#define VK_MAX_ROOTS  16u                  /* process address spaces with a sparse buffer */
+#define VK_MAX_TOKENS 256u                 /* contexts and processes bound to roots */
+
+/* A process's root table and the sparse buffer that is its GPU view. */
+struct vk_root {
+    uint64_t table;                        /* host address of the root table */
+    uint32_t refs;                         /* tokens bound to it */
+    VkBuffer sparse;                       /* made on first use */
 };
 
 enum vk_job_kind { VK_JOB_PAGING = 1, VK_JOB_CONTEXT = 2 };
@@ -111,6 +125,16 @@ struct vkgpu {
     VkSemaphore paging_sem, context_sem;
     uint64_t context_serial;
     uint64_t last_paging_fence;            /* a new paging timeline after a loss starts here */
+
+    /* GpuMmu through sparse binding (mmu.c). */
+    int mmu;
+    struct vk_root root[VK_MAX_ROOTS];
+    struct { uint64_t token, table; } token[VK_MAX_TOKENS];
+    VkSparseMemoryBind *binds;             /* queued for one vkQueueBindSparse */
+    uint32_t nbinds, capbinds;
+    int bind_failed;
+    VkFence bind_fence;
+    uint64_t sparse_binds;
 
     /* The ring of submissions.  The lock guards head, count, the jobs'
      * dropped flags, lost and stop; a job's Vulkan objects belong to the
@@ -166,6 +190,20 @@ vidmm_status vk_restart_from_timeout(void *driver);
 vidmm_status vk_record_run(struct vkgpu *g, struct vk_job *j, const struct vk_rec *r);
 vidmm_status vk_engine_remake(struct vkgpu *g, uint64_t paging_value);
 void vk_engine_unmake(struct vkgpu *g);
+
+/* mmu.c */
+vidmm_status vk_mmu_init(struct vkgpu *g);
+void vk_mmu_fini(struct vkgpu *g);
+/* Before a lost device is replaced: its sparse buffers go (remade, all
+ * bound again, on first use), and the bind fence is made anew after. */
+void vk_mmu_device_gone(struct vkgpu *g);
+vidmm_status vk_mmu_device_back(struct vkgpu *g);
+vidmm_status vk_mmu_query(struct vkgpu *g, const struct vidmm_query_adapter_info_args *args);
+void vk_mmu_set_root(void *driver, const struct vidmm_set_root_page_table_args *args);
+vidmm_status vk_mmu_build_update(struct vkgpu *g, struct vidmm_build_paging_buffer_args *args);
+vidmm_status vk_mmu_apply(struct vkgpu *g, const struct vk_rec *rec, const uint8_t *payload);
+uint32_t vk_mmu_payload(const struct vk_rec *r);
+vidmm_status vk_mmu_submit_virtual(void *driver, const struct vidmm_submit_context_args *args);
 
 /* submit.c */
 vidmm_status vk_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args);

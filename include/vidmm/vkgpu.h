@@ -56,7 +56,12 @@ struct vkgpu_config {
     uint64_t aperture_size;
     /* Bytes per paging buffer; 0 = 64 KiB. */
     uint32_t paging_buffer_size;
-    uint32_t reserved;
+    /* 1: GpuMmu through sparse binding (a sparse buffer per process
+     * address space, 256 MiB each; virtual-mode contexts).  Needs
+     * sparseBinding, sparseResidencyBuffer and a 4 KiB sparse block
+     * (lavapipe 25): else vkgpu_create answers VIDMM_E_NOT_SUPPORTED.
+     * 0: physical mode only. */
+    uint32_t gpummu;
     /* The fence callbacks: vidmm_cb_notify_fence and
      * vidmm_cb_notify_context_fence for a program that links vidmm; a
      * conformance kit passes its own.  notify_fence is required. */
@@ -109,6 +114,9 @@ struct vkgpu_device_info {
     uint64_t host_imports;          /* system ranges imported (VK_EXT_external_memory_host) */
     uint64_t device_losses;         /* VK_ERROR_DEVICE_LOST seen (or injected) */
     uint64_t device_recreations;    /* new logical devices made after a loss */
+    uint64_t sparse_binds;          /* VkSparseMemoryBind records run (GpuMmu) */
+    uint32_t gpummu;                /* GpuMmu through sparse binding is on */
+    uint32_t reserved2;
 };
 vidmm_status vkgpu_query_device(const struct vkgpu *gpu, struct vkgpu_device_info *out);
 
