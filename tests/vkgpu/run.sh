@@ -1,7 +1,9 @@
 #!/bin/sh
 # run.sh - vkgpu on whatever Vulkan device is present (lavapipe in CI):
 # its own tests (tests/vkgpu/vkgpu_test.c), the driver conformance kit
-# through the vkgpu.so plug-in, and the tool's info and demo on it.
+# through the vkgpu.so plug-in, and the tool's info and demo on it; then,
+# where build/lavapipe-backports holds lavapipe 25, the tests again on it
+# with GpuMmu through sparse binding required.
 # Prints "vkgpu: N passed, M failed".  Usage: tests/vkgpu/run.sh BUILD_DIR
 b=${1:-build}
 out=/tmp/vidmm_vkgpu.$$
@@ -22,6 +24,26 @@ if "$b/vidmm" demo --driver vkgpu >"$out" 2>&1 && grep -q "^demo ok" "$out"; the
 # A device that is not there is refused by name, nothing crashes.
 VIDMM_VKGPU_DEVICE=no-such-gpu "$b/vidmm" info --driver vkgpu >"$out" 2>&1
 if [ $? -eq 1 ] && grep -q "no-such-gpu" "$out"; then ok; else bad "VIDMM_VKGPU_DEVICE=no-such-gpu refused"; fi
+# Lavapipe 25 (sparse binding), when `make lavapipe-backports` unpacked it
+# (CI does): GpuMmu through sparse binding, required rather than skipped,
+# and the conformance kit with it.
+lvp=build/lavapipe-backports
+if [ -e "$lvp/root/.done" ]; then
+  env=$(sh tools/lavapipe-backports.sh "$lvp" 2>/dev/null)
+  if [ -n "$env" ]; then
+    eval "$env"
+    export VK_DRIVER_FILES LD_LIBRARY_PATH
+    if VKGPU_REQUIRE_SPARSE=1 "$b/vkgpu-tests" >"$out" 2>&1; then ok; else bad "vkgpu-tests on lavapipe 25"; fi
+    grep -E "^(device|sparse):" "$out"
+    if "$b/vidmm" drvcheck --driver vkgpu --options gpummu=1 >"$out" 2>&1 && grep -q " 0 failed, 0 skipped" "$out"
+    then ok; else bad "drvcheck --driver vkgpu --options gpummu=1 on lavapipe 25"; fi
+    unset VK_DRIVER_FILES LD_LIBRARY_PATH
+  else
+    bad "build/lavapipe-backports is there but unusable"
+  fi
+else
+  echo "vkgpu: lavapipe 25 not unpacked (make lavapipe-backports): GpuMmu through sparse binding not run"
+fi
 rm -f "$out"
 echo "vkgpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
