@@ -169,6 +169,7 @@ struct raw {
     VkDeviceMemory ma, mb;
     PFN_vkGetMemoryHostPointerPropertiesEXT host_props;
     char name[256];
+    int sparse;                              /* sparse residency buffers enabled */
 };
 
 static int raw_buffer(struct raw *r, uint64_t size, const void *host, VkBuffer *buf, VkDeviceMemory *mem)
@@ -245,7 +246,12 @@ static int raw_open(struct raw *r, uint64_t size)
     float prio = 1;
     VkDeviceQueueCreateInfo qi = { VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, NULL, 0, fam, 1, &prio };
     const char *ext = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
-    VkDeviceCreateInfo di = { VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, NULL, 0, 1, &qi, 0, NULL, 1, &ext, NULL };
+    VkPhysicalDeviceFeatures have, feat;
+    vkGetPhysicalDeviceFeatures(r->pd, &have);
+    memset(&feat, 0, sizeof feat);
+    r->sparse = have.sparseBinding && have.sparseResidencyBuffer && (qf[fam].queueFlags & VK_QUEUE_SPARSE_BINDING_BIT);
+    feat.sparseBinding = feat.sparseResidencyBuffer = r->sparse ? VK_TRUE : VK_FALSE;
+    VkDeviceCreateInfo di = { VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, NULL, 0, 1, &qi, 0, NULL, 1, &ext, &feat };
     if (vkCreateDevice(r->pd, &di, NULL, &r->dev) != VK_SUCCESS)
         return -1;
     r->host_props = (PFN_vkGetMemoryHostPointerPropertiesEXT)vkGetDeviceProcAddr(r->dev,
@@ -369,6 +375,127 @@ static double vidmm_evict_restore(uint64_t size, int reps, double *raw_out, stru
     return ok ? median(t, reps) : -1;
 }
 
+/* ---- re-binding pages: vidmm's map + unmap against raw vkQueueBindSparse ---- */
+
+#define SB_PAGES 256u
+
+/* Raw: bind SB_PAGES pages of a sparse buffer to memory in one call,
+ * then unbind them; seconds per page (bind and unbind each count).
+ * stride 1: contiguous pages (one bind record, as vkgpu merges a
+ * contiguous allocation's run); 3: every third page (SB_PAGES records). */
+static double raw_rebind(struct raw *r, int reps, uint32_t stride)
+{
+    VkBufferCreateInfo bi;
+    memset(&bi, 0, sizeof bi);
+    bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+    bi.flags = VK_BUFFER_CREATE_SPARSE_BINDING_BIT | VK_BUFFER_CREATE_SPARSE_RESIDENCY_BIT;
+    bi.size = 256 * MIB;
+    bi.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    VkBuffer sb;
+    if (vkCreateBuffer(r->dev, &bi, NULL, &sb) != VK_SUCCESS)
+        return -1;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(r->dev, sb, &req);
+    uint32_t t = 0;
+    while (t < 32 && !(req.memoryTypeBits & (1u << t)))
+        t++;
+    VkMemoryAllocateInfo ai = { VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, NULL, SB_PAGES * req.alignment, t };
+    VkDeviceMemory mem;
+    if (vkAllocateMemory(r->dev, &ai, NULL, &mem) != VK_SUCCESS) {
+        vkDestroyBuffer(r->dev, sb, NULL);
+        return -1;
+    }
+    VkSparseMemoryBind b[SB_PAGES];
+    double tv[32];
+    for (int rep = 0; rep < reps; rep++) {
+        double t0 = now_s();
+        for (int unbind = 0; unbind < 2; unbind++) {
+            uint32_t n = stride == 1 ? 1 : SB_PAGES;
+            for (uint32_t i = 0; i < n; i++) {
+                VkSparseMemoryBind x = { (uint64_t)i * stride * req.alignment,
+                                         (stride == 1 ? SB_PAGES : 1) * req.alignment, unbind ? VK_NULL_HANDLE : mem,
+                                         unbind ? 0 : (uint64_t)i * req.alignment, 0 };
+                b[i] = x;
+            }
+            VkSparseBufferMemoryBindInfo bb = { sb, n, b };
+            VkBindSparseInfo info;
+            memset(&info, 0, sizeof info);
+            info.sType = VK_STRUCTURE_TYPE_BIND_SPARSE_INFO;
+            info.bufferBindCount = 1;
+            info.pBufferBinds = &bb;
+            vkResetFences(r->dev, 1, &r->fence);
+            vkQueueBindSparse(r->q, 1, &info, r->fence);
+            vkWaitForFences(r->dev, 1, &r->fence, VK_TRUE, UINT64_MAX);
+        }
+        tv[rep] = (now_s() - t0) / (2.0 * SB_PAGES);
+    }
+    vkDestroyBuffer(r->dev, sb, NULL);
+    vkFreeMemory(r->dev, mem, NULL);
+    return median(tv, reps);
+}
+
+/* vidmm on vkgpu with GpuMmu: map a resident 1 MiB allocation at a GPU VA
+ * (256 PTEs: UPDATE_PAGE_TABLE, one vkQueueBindSparse) and unmap it;
+ * seconds per page.  -1 when the device has no sparse binding. */
+static double vidmm_rebind(int reps)
+{
+    struct vkgpu *g;
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.notify_fence = vidmm_cb_notify_fence;
+    c.notify_context_fence = vidmm_cb_notify_context_fence;
+    c.heap_cap = 64 * MIB;
+    c.gpummu = 1;
+    if (vkgpu_create(&c, &g) < 0)
+        return -1;
+    struct vidmm_adapter_create_info ci;
+    memset(&ci, 0, sizeof ci);
+    vkgpu_fill_adapter_create_info(g, &ci);
+    struct vidmm_adapter *a = NULL;
+    vidmm_handle proc, dev, q, ctx, x, cb;
+    struct vkgpu_alloc_desc d = { VKGPU_ALLOC_LOCAL, 1, SB_PAGES * 4096ull }, dc = { VKGPU_ALLOC_LOCAL, 1, 4096 };
+    struct vidmm_context_desc cd = { 0, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
+    int ok = vidmm_adapter_open(&ci, &a) == VIDMM_OK && vidmm_process_create(a, &proc) == VIDMM_OK &&
+             vidmm_device_create(a, proc, &dev) == VIDMM_OK &&
+             vidmm_paging_queue_create(a, dev, VIDMM_PAGING_QUEUE_NORMAL, &q) == VIDMM_OK &&
+             vidmm_context_create(a, dev, &cd, &ctx) == VIDMM_OK &&
+             vidmm_device_allocation_create(a, dev, &d, sizeof d, 0, &x) == VIDMM_OK &&
+             vidmm_device_allocation_create(a, dev, &dc, sizeof dc, 0, &cb) == VIDMM_OK;
+    vidmm_handle both[2] = { x, cb };
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof mr);
+    mr.paging_queue = q;
+    mr.allocations = both;
+    mr.count = 2;
+    vidmm_status st = ok ? vidmm_make_resident(a, dev, &mr) : VIDMM_E_STATE;
+    if (st == VIDMM_PENDING)
+        st = vidmm_paging_queue_wait(a, q, mr.paging_fence_value, UINT64_MAX);
+    uint64_t va_c = 0, va = 0, fence;
+    ok = st == VIDMM_OK && vidmm_gpuva_map(a, proc, 0, 0, 0, cb, 0, 4096, 0, 0, &va_c) == VIDMM_OK;
+    /* One submission makes the process's sparse buffer. */
+    struct vkgpu_cmd fill = { VKGPU_CMD_FILL, 0, 0, va_c + 64, 64 };
+    void *p;
+    ok = ok && vidmm_allocation_lock(a, cb, &p) == VIDMM_OK;
+    if (ok) {
+        memcpy(p, &fill, sizeof fill);
+        vidmm_allocation_unlock(a, cb);
+    }
+    ok = ok && vidmm_submit_virtual(a, ctx, va_c, sizeof fill, &fence) == VIDMM_OK &&
+         vidmm_context_wait(a, ctx, fence, UINT64_MAX) == VIDMM_OK;
+    double tv[32];
+    for (int rep = 0; ok && rep < reps; rep++) {
+        double t0 = now_s();
+        ok = vidmm_gpuva_map(a, proc, 0, 0, 0, x, 0, SB_PAGES * 4096ull, 0, 0, &va) == VIDMM_OK &&
+             vidmm_gpuva_unmap(a, proc, va, SB_PAGES * 4096ull) == VIDMM_OK &&
+             vidmm_gpuva_free(a, proc, va, SB_PAGES * 4096ull) >= VIDMM_E_STATE;
+        tv[rep] = (now_s() - t0) / (2.0 * SB_PAGES);
+    }
+    if (a)
+        vidmm_adapter_close(a);
+    vkgpu_destroy(g);
+    return ok ? median(tv, reps) : -1;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t max = 256 * MIB;
@@ -430,6 +557,13 @@ int main(int argc, char **argv)
         double t = vidmm_evict_restore(er, reps, &raw, &r2);
         printf("evict+restore %llu MiB: vidmm on vkgpu %.1f ms, two raw copies %.1f ms, ratio %.2f\n",
                (unsigned long long)(er / MIB), t * 1e3, raw * 1e3, t > 0 ? raw / t : 0);
+        double rv = r2.sparse ? raw_rebind(&r2, reps, 1) : -1, vv = r2.sparse ? vidmm_rebind(reps) : -1;
+        double rs = r2.sparse ? raw_rebind(&r2, reps, 3) : -1;
+        if (rv > 0 && vv > 0)
+            printf("re-binding %u contiguous pages (map + unmap): vidmm on vkgpu %.2f us/page, raw vkQueueBindSparse "
+                   "%.2f us/page (%u scattered pages: %.2f us/page)\n", SB_PAGES, vv * 1e6, rv * 1e6, SB_PAGES, rs * 1e6);
+        else
+            printf("re-binding: not measured (no sparse binding on this device)\n");
         raw_close(&r2);
     }
     if (below)
