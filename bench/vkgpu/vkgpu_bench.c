@@ -333,7 +333,7 @@ static double vidmm_evict_restore(uint64_t size, int reps, double *raw_out, stru
     memset(&ci, 0, sizeof ci);
     vkgpu_fill_adapter_create_info(g, &ci);
     struct vidmm_adapter *a;
-    vidmm_handle proc, dev, q, h;
+    vidmm_handle proc = 0, dev = 0, q = 0, h = 0;
     struct vkgpu_alloc_desc d = { VKGPU_ALLOC_LOCAL, 1, size };
     double t[32], raw[32];
     int ok = vidmm_adapter_open(&ci, &a) == VIDMM_OK;
@@ -452,7 +452,7 @@ static double vidmm_rebind(int reps)
     memset(&ci, 0, sizeof ci);
     vkgpu_fill_adapter_create_info(g, &ci);
     struct vidmm_adapter *a = NULL;
-    vidmm_handle proc, dev, q, ctx, x, cb;
+    vidmm_handle proc = 0, dev = 0, q = 0, ctx = 0, x = 0, cb = 0;
     struct vkgpu_alloc_desc d = { VKGPU_ALLOC_LOCAL, 1, SB_PAGES * 4096ull }, dc = { VKGPU_ALLOC_LOCAL, 1, 4096 };
     struct vidmm_context_desc cd = { 0, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
     int ok = vidmm_adapter_open(&ci, &a) == VIDMM_OK && vidmm_process_create(a, &proc) == VIDMM_OK &&

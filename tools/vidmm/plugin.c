@@ -215,7 +215,7 @@ int cli_plugin_demo(const char *driver)
     }
     uint32_t n = (uint32_t)(3 * local / PD_SIZE) / PD_GROUP * PD_GROUP;
     n = n > PD_MAX ? PD_MAX : n < PD_GROUP ? PD_GROUP : n;
-    vidmm_handle proc, dev, q, *h = calloc(n, sizeof *h);
+    vidmm_handle proc = 0, dev = 0, q = 0, *h = calloc(n, sizeof *h);
     uint32_t *seed = calloc(n, sizeof *seed);
     unsigned char pd[256];
     size_t pds = p.drv.private_data ? p.drv.private_data(p.drv.driver, PD_SIZE, pd, sizeof pd) : 0;
