@@ -499,6 +499,116 @@ static void test_device_loss(void)
 
 /* ------------------------------------------------------------------ */
 
+static void no_fence(struct vidmm_adapter *a, uint64_t f)
+{
+    (void)a;
+    (void)f;
+}
+
+/* Bad input to the public entries and to the ops is refused by name and
+ * changes nothing. */
+static void test_api(void)
+{
+    struct vkgpu *g = NULL;
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    T_ST(vkgpu_create(NULL, &g), VIDMM_E_INVALID_ARG);
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);          /* no fence callback */
+    c.notify_fence = no_fence;
+    c.paging_buffer_size = 1000;
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    c.paging_buffer_size = 0;
+    c.aperture_size = 4095;
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    c.aperture_size = 0;
+    char err[256] = "";
+    c.error_message = err;
+    c.error_message_size = sizeof err;
+    c.device = "no-such-gpu";
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    T_CHECK(strstr(err, "no-such-gpu") != NULL);
+    c.device = "99";
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    T_CHECK(g == NULL);
+    T_ST(vkgpu_wait_idle(NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vkgpu_query_device(NULL, NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vkgpu_inject_device_loss(NULL), VIDMM_E_INVALID_ARG);
+    vkgpu_destroy(NULL);
+    char list[512];
+    T_ST(vkgpu_list_devices(list, sizeof list), VIDMM_OK);
+    T_CHECK(strstr(list, "0: ") == list);
+
+    c.device = NULL;
+    c.heap_cap = 16 * MIB;
+    T_ST(vkgpu_create(&c, &g), VIDMM_OK);
+    if (!g)
+        return;
+    const struct vidmm_driver_ops *ops = vkgpu_driver_ops();
+    /* A paging buffer of records vkgpu did not write: refused whole. */
+    uint8_t buf[64];
+    memset(buf, 0, sizeof buf);
+    uint32_t op = 99;
+    memcpy(buf, &op, sizeof op);
+    struct vidmm_submit_command_args s;
+    memset(&s, 0, sizeof s);
+    s.dma_buffer = buf;
+    s.dma_buffer_size = 32;
+    s.flags = VIDMM_SUBMIT_PAGING;
+    s.fence = 1;
+    T_ST(ops->submit_command(g, &s), VIDMM_E_INVALID_ARG);
+    s.dma_buffer_size = 33;                                    /* not whole records */
+    T_ST(ops->submit_command(g, &s), VIDMM_E_INVALID_ARG);
+    /* A FILL of 6 bytes (vkCmdFillBuffer writes words) and one past the end. */
+    struct vidmm_segment_descriptor d[4];
+    struct vidmm_query_segment_out qo;
+    memset(&qo, 0, sizeof qo);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &qo, sizeof qo };
+    T_ST(ops->query_adapter_info(g, &q), VIDMM_OK);
+    T_EQ(qo.nb_segment, 2);
+    qo.segment_descriptor = d;
+    qo.segment_descriptor_stride = sizeof d[0];
+    T_ST(ops->query_adapter_info(g, &q), VIDMM_OK);
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_FILL;
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    a.u.fill.destination_segment_id = 1;
+    a.u.fill.destination_segment_address = d[0].base_address;
+    a.u.fill.fill_size = 8;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_OK);           /* the control: a good one is taken */
+    T_EQ(a.dma_size, sizeof buf - 32);
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    a.u.fill.fill_size = 6;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.u.fill.fill_size = 8;
+    a.u.fill.destination_segment_address = d[0].base_address + d[0].size - 4;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    T_EQ(a.dma_size, sizeof buf);                              /* nothing written */
+    /* UPDATE_PAGE_TABLE without GpuMmu, and a patch outside the buffer. */
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    struct vidmm_allocation_list_entry e = { NULL, 0, 1, 0, 4096 };
+    struct vidmm_patch_location pl = { 0, 0, 0, 0, 64, 0 };
+    struct vidmm_patch_args pa;
+    memset(&pa, 0, sizeof pa);
+    pa.dma_buffer = buf;
+    pa.dma_buffer_size = sizeof buf;
+    pa.allocation_list = &e;
+    pa.allocation_list_size = 1;
+    pa.patch_location_list = &pl;
+    pa.patch_location_list_size = 1;
+    uint8_t before[sizeof buf];
+    memcpy(before, buf, sizeof buf);
+    T_ST(ops->patch(g, &pa), VIDMM_E_INVALID_ARG);
+    T_CHECK(memcmp(before, buf, sizeof buf) == 0);
+    T_ST(vkgpu_wait_idle(g), VIDMM_OK);
+    vkgpu_destroy(g);
+}
+
+/* ------------------------------------------------------------------ */
+
 #define SP_SIZE (64u << 10)
 
 static vidmm_status sp_run(struct fx *f, vidmm_handle ctx, uint64_t va, uint32_t size)
@@ -594,6 +704,7 @@ int main(int argc, char **argv)
             t_set_filter(argv[i]);
     }
     printf("seed %" PRIu64 "\n", t_seed());
+    t_run("vkgpu.api", test_api);
     t_run("vkgpu.open", test_open);
     t_run("vkgpu.overcommit", test_overcommit);
     t_run("vkgpu.physical", test_physical);
