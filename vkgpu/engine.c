@@ -419,8 +419,9 @@ static vidmm_status resolve(struct vkgpu *g, struct vk_job *j, uint32_t seg, uin
 
 /* A copy inside one buffer whose ranges overlap: vkCmdCopyBuffer forbids
  * it, so it goes in pieces of the distance, in the safe direction. */
-static void copy_overlapping(VkCommandBuffer cb, VkBuffer b, uint64_t src, uint64_t dst, uint64_t size)
+static void copy_overlapping(struct vk_job *j, VkBuffer b, uint64_t src, uint64_t dst, uint64_t size)
 {
+    VkCommandBuffer cb = j->cb;
     uint64_t step = src > dst ? src - dst : dst - src;
     uint64_t n = (size + step - 1) / step;
     for (uint64_t k = 0; k < n; k++) {
@@ -430,6 +431,8 @@ static void copy_overlapping(VkCommandBuffer cb, VkBuffer b, uint64_t src, uint6
         if (k)
             barrier_transfer(cb);
         vkCmdCopyBuffer(cb, b, b, 1, &c);
+        j->stat.copy_commands++;
+        j->stat.copy_bytes += len;
     }
 }
 
@@ -459,7 +462,7 @@ static vidmm_status record_copy(struct vkgpu *g, struct vk_job *j, uint32_t ss, 
         return st;
     barrier_transfer(j->cb);
     if (sb == db && soff < doff + size && doff < soff + size && soff != doff) {
-        copy_overlapping(j->cb, db, soff, doff, size);
+        copy_overlapping(j, db, soff, doff, size);
         return VIDMM_OK;
     }
     VkBufferCopy c = { soff, doff, size };
