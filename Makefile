@@ -460,8 +460,8 @@ BENCH_VKGPU_ARGS ?=
 $(BUILD)/bench/vkgpu/%.o: bench/vkgpu/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -MMD -MP -c $< -o $@
-$(VKGPU_BENCH): $(BUILD)/bench/vkgpu/vkgpu_bench.o $(VKGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(VKGPU) $(STATIC) $(VULKAN_LIBS) $(LIBS)
+$(VKGPU_BENCH): $(BUILD)/bench/vkgpu/vkgpu_bench.o $(VKGPU) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(VKGPU) $(SOFTGPU) $(STATIC) $(VULKAN_LIBS) $(LIBS)
 ifeq ($(VULKAN_OK),1)
 bench-vkgpu:
 	$(MAKE) BUILD=build-bench OPT="-O2 -DNDEBUG" build-bench/vkgpu-bench

@@ -18,6 +18,7 @@
  *
  * Usage: vkgpu-bench [--max MIB] [--reps N] [--check RATIO]
  */
+#include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 #include "vidmm/vkgpu.h"
 
@@ -375,6 +376,83 @@ static double vidmm_evict_restore(uint64_t size, int reps, double *raw_out, stru
     return ok ? median(t, reps) : -1;
 }
 
+/* ---- make-resident of a resident list: vkgpu against softgpu --------------- */
+
+#define MR_ALLOCS 256u
+
+/* Microseconds per make-resident call of MR_ALLOCS resident 64 KiB
+ * allocations on the adapter (CPU work in vidmm; the driver only paged
+ * them in once).  pd/pds: the driver's private data. */
+static double mr_resident_list(struct vidmm_adapter *a, const void *pd, size_t pds, int reps)
+{
+    vidmm_handle proc = 0, dev = 0, q = 0, h[MR_ALLOCS];
+    int ok = vidmm_process_create(a, &proc) == VIDMM_OK && vidmm_device_create(a, proc, &dev) == VIDMM_OK &&
+             vidmm_paging_queue_create(a, dev, VIDMM_PAGING_QUEUE_NORMAL, &q) == VIDMM_OK;
+    for (uint32_t i = 0; ok && i < MR_ALLOCS; i++)
+        ok = vidmm_device_allocation_create(a, dev, pd, pds, 0, &h[i]) == VIDMM_OK;
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof mr);
+    mr.paging_queue = q;
+    mr.allocations = h;
+    mr.count = MR_ALLOCS;
+    vidmm_status st = ok ? vidmm_make_resident(a, dev, &mr) : VIDMM_E_STATE;
+    if (st == VIDMM_PENDING)
+        st = vidmm_paging_queue_wait(a, q, mr.paging_fence_value, UINT64_MAX);
+    double tv[32];
+    for (int rep = 0; st == VIDMM_OK && rep < reps; rep++) {
+        double t0 = now_s();
+        for (int k = 0; k < 100 && st == VIDMM_OK; k++) {
+            st = vidmm_make_resident(a, dev, &mr);
+            struct vidmm_evict_args ev = { h, MR_ALLOCS, VIDMM_EVICT_ONLY_IF_NECESSARY, 0 };
+            vidmm_evict(a, dev, &ev);
+        }
+        tv[rep] = (now_s() - t0) / 100 * 1e6;
+    }
+    return st == VIDMM_OK ? median(tv, reps) : -1;
+}
+
+static void bench_make_resident(int reps)
+{
+    struct vkgpu *g;
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.notify_fence = vidmm_cb_notify_fence;
+    c.heap_cap = 64 * MIB;
+    struct vidmm_adapter_create_info ci;
+    struct vidmm_adapter *a;
+    double v = -1, s = -1;
+    if (vkgpu_create(&c, &g) == VIDMM_OK) {
+        memset(&ci, 0, sizeof ci);
+        vkgpu_fill_adapter_create_info(g, &ci);
+        struct vkgpu_alloc_desc d = { VKGPU_ALLOC_LOCAL, 0, 65536 };
+        if (vidmm_adapter_open(&ci, &a) == VIDMM_OK) {
+            v = mr_resident_list(a, &d, sizeof d, reps);
+            vidmm_adapter_close(a);
+        }
+        vkgpu_destroy(g);
+    }
+    struct softgpu *sg;
+    struct softgpu_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.preset = "dgpu";
+    sc.segment_size[1] = sc.segment_size[2] = 64 * MIB;
+    if (softgpu_create(&sc, &sg) == VIDMM_OK) {
+        memset(&ci, 0, sizeof ci);
+        softgpu_fill_adapter_create_info(sg, &ci);
+        struct softgpu_alloc_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = SOFTGPU_ALLOC_TEXTURE;
+        d.size = 65536;
+        if (vidmm_adapter_open(&ci, &a) == VIDMM_OK) {
+            s = mr_resident_list(a, &d, sizeof d, reps);
+            vidmm_adapter_close(a);
+        }
+        softgpu_destroy(sg);
+    }
+    printf("make-resident of %u resident allocations: vidmm on vkgpu %.1f us, on softgpu dgpu %.1f us per call\n",
+           MR_ALLOCS, v, s);
+}
+
 /* ---- re-binding pages: vidmm's map + unmap against raw vkQueueBindSparse ---- */
 
 #define SB_PAGES 256u
@@ -566,6 +644,7 @@ int main(int argc, char **argv)
             printf("re-binding: not measured (no sparse binding on this device)\n");
         raw_close(&r2);
     }
+    bench_make_resident(reps);
     if (below)
         printf("CHECK FAILED: %d sizes of 64 MiB or more below %.2f of raw\n", below, check);
     return below ? 1 : 0;
