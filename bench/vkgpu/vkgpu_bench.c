@@ -9,7 +9,12 @@
  *   fill      vkgpu FILL against a raw vkCmdFillBuffer;
  *   evict     vidmm evicting and restoring a 256 MiB allocation (two
  *             vkgpu transfers through imported system pages) against two
- *             raw copies device -> imported host pages -> device.
+ *             raw copies device -> imported host pages -> device;
+ *   rebind    (devices with sparse binding) vidmm mapping and unmapping a
+ *             1 MiB allocation at a GPU VA with GpuMmu against the raw
+ *             vkQueueBindSparse of the same 256 pages;
+ *   resident  make-resident of a resident list on vkgpu and on softgpu
+ *             (CPU work in vidmm: the two should agree).
  *
  * Sizes 2 MiB to 256 MiB (--max MiB raises it); each figure is the
  * median of --reps runs (default 5), raw and vkgpu interleaved so a
