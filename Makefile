@@ -469,3 +469,12 @@ bench-vkgpu:
 else
 bench-vkgpu: vkgpu-skip
 endif
+# vidmmd --driver vkgpu|FILE.so: the daemon loads driver plug-ins like the tool.
+$(BUILD)/daemon/main.o: CFLAGS_ALL += -Iexamples/drvcheck -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
+# A vidmmd client on vkgpu (tests/vkgpu/run.sh starts vidmmd --driver vkgpu).
+VKGPU_DCLIENT := $(BUILD)/tests/vkgpu/client/daemon_client
+$(VKGPU_DCLIENT): $(BUILD)/tests/vkgpu/client/daemon_client.o $(CLIENT_LIB) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
+ifeq ($(VULKAN_OK),1)
+vkgpu: $(VKGPU_DCLIENT) $(VIDMMD)
+endif

@@ -21,6 +21,22 @@ tail -n 1 "$out"
 if "$b/vidmm" info --driver vkgpu >"$out" 2>&1 && grep -q "driver 'vkgpu'" "$out" && grep -q "aperture" "$out"; then ok
 else bad "info --driver vkgpu"; fi
 if "$b/vidmm" demo --driver vkgpu >"$out" 2>&1 && grep -q "^demo ok" "$out"; then ok; else bad "demo --driver vkgpu"; fi
+# vidmmd on vkgpu: a client over-commits it through the socket, every byte
+# read back; the daemon's own checks clean at shutdown.
+d=$(mktemp -d)
+chmod 755 "$d"
+as_user=""
+[ "$(id -u)" -eq 0 ] && as_user="--user nobody"
+"$b/vidmmd" --driver vkgpu $as_user --socket "$d/s" 2>"$d/log" &
+dpid=$!
+i=0
+while [ ! -S "$d/s" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if "$b/tests/vkgpu/client/daemon_client" "$d/s" >"$out" 2>&1; then ok; else bad "a vidmmd client on vkgpu"; fi
+cat "$out"
+if "$b/vidmm" info --socket "$d/s" >"$out" 2>&1 && grep -q "aperture" "$out"; then ok; else bad "info --socket on vidmmd --driver vkgpu"; fi
+kill -TERM $dpid 2>/dev/null
+if wait $dpid && grep -q "vidmmd: clean" "$d/log"; then ok; else cp "$d/log" "$out"; bad "vidmmd --driver vkgpu shut down clean"; fi
+rm -rf "$d"
 # A device that is not there is refused by name, nothing crashes.
 VIDMM_VKGPU_DEVICE=no-such-gpu "$b/vidmm" info --driver vkgpu >"$out" 2>&1
 if [ $? -eq 1 ] && grep -q "no-such-gpu" "$out"; then ok; else bad "VIDMM_VKGPU_DEVICE=no-such-gpu refused"; fi
