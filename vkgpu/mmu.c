@@ -69,9 +69,22 @@ vidmm_status vk_mmu_query(struct vkgpu *g, const struct vidmm_query_adapter_info
 
 /* ---- roots and their sparse buffers ------------------------------------------ */
 
+/* A slot array doubled (new slots zeroed), or NULL when refused (the
+ * old one then stays as it was). */
+static void *grow(void *arr, uint32_t *n, size_t elem)
+{
+    uint32_t cap = *n ? 2 * *n : 16;
+    uint8_t *p = realloc(arr, (size_t)cap * elem);
+    if (!p)
+        return NULL;
+    memset(p + (size_t)*n * elem, 0, (size_t)(cap - *n) * elem);
+    *n = cap;
+    return p;
+}
+
 static struct vk_root *root_of_table(struct vkgpu *g, uint64_t table)
 {
-    for (uint32_t i = 0; i < VK_MAX_ROOTS; i++)
+    for (uint32_t i = 0; i < g->nroot; i++)
         if (g->root[i].refs && g->root[i].table == table)
             return &g->root[i];
     return NULL;
@@ -83,7 +96,7 @@ void vk_mmu_set_root(void *driver, const struct vidmm_set_root_page_table_args *
     if (!g || !args || !g->mmu)
         return;
     /* The token's previous root loses a reference. */
-    for (uint32_t i = 0; i < VK_MAX_TOKENS; i++)
+    for (uint32_t i = 0; i < g->ntoken; i++)
         if (g->token[i].table && g->token[i].token == args->context) {
             struct vk_root *r = root_of_table(g, g->token[i].table);
             if (r && --r->refs == 0) {
@@ -98,19 +111,29 @@ void vk_mmu_set_root(void *driver, const struct vidmm_set_root_page_table_args *
         return;                                    /* an unbind (or a root vkgpu did not place) */
     uint64_t table = args->address.segment_offset;
     uint32_t t = 0;
-    while (t < VK_MAX_TOKENS && g->token[t].table)
+    while (t < g->ntoken && g->token[t].table)
         t++;
-    if (t == VK_MAX_TOKENS)
-        return;                                    /* more contexts than vkgpu tracks: submissions refused */
+    if (t == g->ntoken) {
+        struct vk_token *n = grow(g->token, &g->ntoken, sizeof *g->token);
+        if (!n)
+            return;                                /* no host memory: this token's submissions are refused */
+        g->token = n;
+    }
     struct vk_root *r = root_of_table(g, table);
-    for (uint32_t i = 0; !r && i < VK_MAX_ROOTS; i++)
-        if (!g->root[i].refs) {
-            r = &g->root[i];
-            memset(r, 0, sizeof *r);
-            r->table = table;
-        }
-    if (!r)
-        return;
+    uint32_t k = 0;
+    while (!r && k < g->nroot && g->root[k].refs)
+        k++;
+    if (!r && k == g->nroot) {
+        struct vk_root *n = grow(g->root, &g->nroot, sizeof *g->root);
+        if (!n)
+            return;
+        g->root = n;
+    }
+    if (!r) {
+        r = &g->root[k];
+        memset(r, 0, sizeof *r);
+        r->table = table;
+    }
     r->refs++;
     g->token[t].token = args->context;
     g->token[t].table = table;
@@ -264,7 +287,7 @@ vidmm_status vk_mmu_build_update(struct vkgpu *g, struct vidmm_build_paging_buff
 /* Which bound root links leaf table `leaf`, and at which index. */
 static struct vk_root *root_linking(struct vkgpu *g, uint64_t leaf, uint32_t *index)
 {
-    for (uint32_t i = 0; i < VK_MAX_ROOTS; i++) {
+    for (uint32_t i = 0; i < g->nroot; i++) {
         struct vk_root *r = &g->root[i];
         if (!r->refs || !r->sparse)
             continue;
@@ -386,7 +409,7 @@ vidmm_status vk_mmu_submit_virtual(void *driver, const struct vidmm_submit_conte
         args->dma_buffer_size % sizeof(struct vkgpu_cmd) || args->dma_buffer_size > (1u << 20))
         return VIDMM_E_INVALID_ARG;
     struct vk_root *r = NULL;
-    for (uint32_t i = 0; i < VK_MAX_TOKENS && !r; i++)
+    for (uint32_t i = 0; i < g->ntoken && !r; i++)
         if (g->token[i].table && g->token[i].token == args->context)
             r = root_of_table(g, g->token[i].table);
     uint32_t n = args->dma_buffer_size / (uint32_t)sizeof(struct vkgpu_cmd);
@@ -474,7 +497,7 @@ vidmm_status vk_mmu_init(struct vkgpu *g)
 
 void vk_mmu_device_gone(struct vkgpu *g)
 {
-    for (uint32_t i = 0; i < VK_MAX_ROOTS; i++)
+    for (uint32_t i = 0; i < g->nroot; i++)
         if (g->root[i].sparse) {
             vkDestroyBuffer(g->device, g->root[i].sparse, NULL);
             g->root[i].sparse = VK_NULL_HANDLE;
@@ -495,13 +518,17 @@ vidmm_status vk_mmu_device_back(struct vkgpu *g)
 void vk_mmu_fini(struct vkgpu *g)
 {
     if (g->device) {
-        for (uint32_t i = 0; i < VK_MAX_ROOTS; i++)
+        for (uint32_t i = 0; i < g->nroot; i++)
             if (g->root[i].sparse)
                 vkDestroyBuffer(g->device, g->root[i].sparse, NULL);
         if (g->bind_fence)
             vkDestroyFence(g->device, g->bind_fence, NULL);
     }
-    memset(g->root, 0, sizeof g->root);
+    free(g->root);
+    free(g->token);
+    g->root = NULL;
+    g->token = NULL;
+    g->nroot = g->ntoken = 0;
     g->bind_fence = VK_NULL_HANDLE;
     free(g->binds);
     g->binds = NULL;

@@ -9,8 +9,11 @@
  *              pages imported for the system side, the timeline
  *              semaphores, the waiter thread that reports fences;
  *   submit.c   physical-mode context submission and patching;
+ *   mmu.c      GpuMmu through sparse binding (optional): host page
+ *              tables, a sparse buffer per process, virtual submission;
  *   vkgpu.c    the ops table, the adapter queries, describe_allocation,
- *              create and destroy.
+ *              create and destroy;
+ *   entry.c    vidmm_driver_entry: vkgpu as the plug-in vkgpu.so.
  */
 #ifndef VKGPU_INT_H
 #define VKGPU_INT_H
@@ -65,8 +68,6 @@ struct vk_import {
     uint64_t size;
 };
 
-#define VK_MAX_ROOTS  16u                  /* process address spaces with a sparse buffer */
-#define VK_MAX_TOKENS 256u                 /* contexts and processes bound to roots */
 
 /* A process's root table and the sparse buffer that is its GPU view. */
 struct vk_root {
@@ -128,8 +129,9 @@ struct vkgpu {
 
     /* GpuMmu through sparse binding (mmu.c). */
     int mmu;
-    struct vk_root root[VK_MAX_ROOTS];
-    struct { uint64_t token, table; } token[VK_MAX_TOKENS];
+    struct vk_root *root;                  /* nroot slots, refs 0 = free; grows */
+    uint32_t nroot, ntoken;
+    struct vk_token { uint64_t token, table; } *token;   /* ntoken slots, table 0 = free; grows */
     VkSparseMemoryBind *binds;             /* queued for one vkQueueBindSparse */
     uint32_t nbinds, capbinds;
     int bind_failed;

@@ -728,6 +728,11 @@ static void test_sparse(void)
     struct vidmm_adapter_info ai;
     vidmm_adapter_query_info(f.a, &ai);
     T_CHECK(ai.memory_management_caps & VIDMM_CAPS_GPUMMU);
+    /* More processes than vkgpu's first table of roots holds: each binds
+     * its root; none makes a sparse buffer before it submits. */
+    vidmm_handle others[40];
+    for (unsigned i = 0; i < 40; i++)
+        T_ST(vidmm_process_create(f.a, &others[i]), VIDMM_OK);
     vidmm_handle a, b, c, ctx;
     T_ST(fx_alloc(&f, VKGPU_ALLOC_LOCAL, SP_SIZE, &a), VIDMM_OK);
     T_ST(fx_alloc(&f, VKGPU_ALLOC_LOCAL, SP_SIZE, &b), VIDMM_OK);
@@ -780,6 +785,8 @@ static void test_sparse(void)
     uint64_t fence;
     T_CHECK(vidmm_submit_virtual(f.a, ctx, va_c, sizeof wild, &fence) < 0);
     T_CHECK(fx_sound(&f));
+    for (unsigned i = 0; i < 40; i++)
+        T_ST(vidmm_process_destroy(f.a, others[i]), VIDMM_OK);
     vidmm_context_destroy(f.a, ctx);
     fx_close(&f);
 }
