@@ -58,12 +58,14 @@ static void report(struct vkgpu *g, const struct vk_job *j)
 }
 
 /* Called with the lock held on the oldest slot; 1 when it is finished
- * (ran, or dropped), 0 to look again. */
+ * (ran, or dropped on a lost device), 0 to look again.  A slot a reset
+ * dropped on a live device still runs to its end (Vulkan cannot abort
+ * it): its memory and imports are freed only then, just not reported. */
 static int settle_head(struct vkgpu *g, struct vk_job *j)
 {
-    if (j->dropped)
-        return 1;
     if (g->lost) {
+        if (j->dropped)
+            return 1;
         pthread_cond_wait(&g->work, &g->lock);     /* only a reset or destroy ends this */
         return 0;
     }
@@ -702,6 +704,9 @@ vidmm_status vkgpu_inject_device_loss(struct vkgpu *g)
 {
     if (!g)
         return VIDMM_E_INVALID_ARG;
+    /* What already reached the queue runs to its end (the device is not
+     * really lost): from here on nothing more does. */
+    vkQueueWaitIdle(g->queue);
     pthread_mutex_lock(&g->lock);
     if (!g->lost)
         g->info.device_losses++;

@@ -165,9 +165,10 @@ struct vkgpu_cmd {
 
 /* ---- test access ---------------------------------------------------- */
 
-/* Acts as if the device answered VK_ERROR_DEVICE_LOST: nothing further
- * completes, the engine reports itself unresponsive, and vidmm's
- * adapter reset recreates the device (tests). */
+/* Acts as if the device answered VK_ERROR_DEVICE_LOST: what was
+ * submitted finishes, nothing submitted afterwards completes, the engine
+ * reports itself unresponsive, and vidmm's adapter reset recreates the
+ * device (tests).  Call it with no op of this driver running. */
 vidmm_status vkgpu_inject_device_loss(struct vkgpu *gpu);
 
 #ifdef __cplusplus
