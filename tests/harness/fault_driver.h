@@ -9,7 +9,7 @@
  * (FAULT_DRIVER_STICKY, SQLite's "fail-forever").  Counting the calls of
  * an op through a whole scenario with nothing armed, then sweeping k over
  * 1..calls in both modes, visits every call site of that op in that
- * scenario (tests/unit/drvfail_sweep_test.c does it).
+ * scenario (tests/unit/drvfail_test.c does it).
  *
  * A refused call does not reach the inner driver.  Status ops return the
  * armed status; the void ops (destroy_allocation, set_root_page_table) do
