@@ -233,13 +233,23 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     if (a->ops.restart_from_timeout)
         (void)a->ops.restart_from_timeout(a->driver);
 
-    /* Page tables first: virtual content moves go through them. */
-    (void)vidmm_tdr_rebuild_page_tables(a);
-    (void)vidmm_paging_flush(a);
+    /* Page tables first: virtual content moves go through them.  Once
+     * every entry is written again, nothing reaches the quarantine (the
+     * memory refused steps left reachable): it is freed.  A rebuild the
+     * driver refuses leaves entries vidmm cannot vouch for: another
+     * reset follows at the next wait or poll, and the quarantine waits
+     * for it. */
+    vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
+    vidmm_status f = vidmm_paging_flush(a);
+    if (st >= 0 && f >= 0)
+        st = vidmm_quarantine_release(a);
+    if (st < 0 || f < 0)
+        vidmm_reset_schedule(a);
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
         (void)repair(a, al, done_before, paging_hang);
     (void)vidmm_paging_flush(a);
+    (void)st;
 }
 
 static void run_adapter_reset(struct vidmm_adapter *a, int node)

@@ -213,9 +213,12 @@ static void run_scenario(struct dx *x)
     write_pattern(x, 1, 0xabcdef);
 }
 
-/* Disarmed: make each process's allocations resident again. */
+/* Disarmed: the OS's hang timer polls once (a reset a refused step
+ * scheduled runs there if no wait ran it), then each process's
+ * allocations are made resident again. */
 static void clean_phase(struct dx *x)
 {
+    (void)vidmm_adapter_detect_hangs(x->a, NULL);
     int mine[NPROC][NALLOC], n[NPROC] = { 0, 0 };
     for (int i = 0; i < NALLOC; i++)
         if (x->al[i])
