@@ -121,8 +121,10 @@ void vidmm_reset_schedule(struct vidmm_adapter *a)
     vidmm_fence_paging_fault_locked(a);
     int pending = vidmm_reset_pending_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
-    if (!pending && a->up.recover)
-        (void)a->up.recover(a, -1);   /* refused while a reset runs: the fault stays for the next wait */
+    /* Refused while a reset runs (its own paging was refused): the fault
+     * stays for the next wait or poll, and the next entry starts with it. */
+    if (!pending && a->up.recover && !a->up.recover(a, -1))
+        a->reset_carried = 1;
 }
 
 int vidmm_reset_pending_locked(const struct vidmm_adapter *a)

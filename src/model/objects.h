@@ -420,6 +420,10 @@ struct vidmm_adapter {
      * and cleared by the adapter lock's holder under the fence lock, so
      * that holder reads them freely and others under the fence lock. */
     int reset_pending;
+    /* A reset a refused driver step scheduled could not finish (its own
+     * paging was refused): the next outermost entry runs one first
+     * (model/entry.c), so the next call does not fail for it. */
+    int reset_carried;
     int pending_node;               /* -1: the paging engine */
     pthread_t pending_owner;
     /* Violated invariants found by VIDMM_BUG_ON in a release build
