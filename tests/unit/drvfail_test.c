@@ -358,6 +358,170 @@ static void t_sweep(void)
     T_EQ(failed, 0);
 }
 
+/* ---- regressions: one public call, its op refused at each of its calls ---- */
+
+/* A setup (nothing armed), the call under test, and what follows it
+ * with the driver working again (the retry, and a second process taking
+ * memory, so that a stale entry would reach another allocation). */
+struct regress {
+    const char *name;
+    enum fault_op op;
+    void (*setup)(struct dx *x);
+    void (*act)(struct dx *x);
+    void (*after)(struct dx *x);
+};
+
+static void two_procs(struct dx *x)
+{
+    proc_create(x, 0);
+    proc_create(x, 1);
+}
+
+/* Process 1 creates an allocation the size of 0 and makes it resident:
+ * it takes whatever memory a refused step freed. */
+static void other_takes_memory(struct dx *x)
+{
+    new_alloc(x, 7, SOFTGPU_ALLOC_CONSTANT, 256 * KIB, 1);
+    map(x, 1, 7);
+    static const int l[] = { 7 };
+    (void)resident(x, 1, l, 1);
+}
+
+/* A move refused at its page-table rewrite freed the old pages first. */
+static void su_move(struct dx *x)
+{
+    two_procs(x);
+    new_alloc(x, 0, SOFTGPU_ALLOC_CONSTANT, 256 * KIB, 0);
+    map(x, 0, 0);
+    static const int l[] = { 0 };
+    (void)resident(x, 0, l, 1);
+}
+static void act_move(struct dx *x) { move(x, 0, 2); }
+static void after_move(struct dx *x)
+{
+    other_takes_memory(x);
+    move(x, 0, 2);
+}
+
+/* A restore refused at its page-table write was left resident. */
+static void su_restore(struct dx *x)
+{
+    two_procs(x);
+    new_alloc(x, 0, SOFTGPU_ALLOC_TEXTURE, 256 * KIB, 0);   /* created evicted */
+    map(x, 0, 0);
+}
+static void act_restore(struct dx *x)
+{
+    static const int l[] = { 0 };
+    (void)resident(x, 0, l, 1);
+}
+static void after_restore(struct dx *x)
+{
+    act_restore(x);
+    other_takes_memory(x);
+}
+
+/* An eviction from system memory refused after its entries were written
+ * invalid was left resident (mapped in both processes: the second
+ * process's writes are refused after the first's ran). */
+static void su_evict_sys(struct dx *x)
+{
+    two_procs(x);
+    new_alloc(x, 0, SOFTGPU_ALLOC_STAGING, 256 * KIB, 0);
+    map(x, 0, 0);
+    map(x, 1, 0);
+    static const int l[] = { 0 };
+    (void)resident(x, 0, l, 1);
+}
+static void act_evict(struct dx *x) { evict(x, 0, 0); }
+static void after_evict(struct dx *x)
+{
+    static const int l[] = { 0 };
+    (void)resident(x, 0, l, 1);
+    other_takes_memory(x);
+}
+
+/* A refused aperture unmap kept the range while the pages it maps were
+ * freed (the ring, AccessedPhysically, destroyed). */
+static void su_aperture(struct dx *x)
+{
+    two_procs(x);
+    new_alloc(x, 3, SOFTGPU_ALLOC_RING, 64 * KIB, 0);
+    map(x, 0, 3);
+    static const int l[] = { 3 };
+    (void)resident(x, 0, l, 1);
+}
+static void act_destroy_ring(struct dx *x)
+{
+    if (vidmm_allocation_destroy(x->a, x->al[3]) == VIDMM_OK)
+        x->al[3] = 0;
+}
+static void after_aperture(struct dx *x)
+{
+    act_destroy_ring(x);
+    other_takes_memory(x);
+}
+
+static const struct regress regressions[] = {
+    { "move_frees_after_rewrite/submit_command", FAULT_OP_SUBMIT_COMMAND, su_move, act_move, after_move },
+    { "move_frees_after_rewrite/build_paging_buffer", FAULT_OP_BUILD_PAGING_BUFFER, su_move, act_move, after_move },
+    { "restore_resident_after_remap/submit_command", FAULT_OP_SUBMIT_COMMAND, su_restore, act_restore, after_restore },
+    { "restore_resident_after_remap/build_paging_buffer", FAULT_OP_BUILD_PAGING_BUFFER, su_restore, act_restore,
+      after_restore },
+    { "evict_system_rollback/build_paging_buffer", FAULT_OP_BUILD_PAGING_BUFFER, su_evict_sys, act_evict,
+      after_evict },
+    { "evict_system_rollback/submit_command", FAULT_OP_SUBMIT_COMMAND, su_evict_sys, act_evict, after_evict },
+    { "aperture_unmap_refused/build_paging_buffer", FAULT_OP_BUILD_PAGING_BUFFER, su_aperture, act_destroy_ring,
+      after_aperture },
+    { "aperture_unmap_refused/submit_command", FAULT_OP_SUBMIT_COMMAND, su_aperture, act_destroy_ring,
+      after_aperture },
+};
+#define NREGRESS (sizeof regressions / sizeof regressions[0])
+
+/* The call's k-th call of op refused (once, then sticky), for every k it
+ * makes; after it, with the driver working, both checkers and the
+ * content rule hold (no hang poll: whatever the refusal scheduled must
+ * have run by itself). */
+static int regress_one(const struct regress *r, uint64_t k, enum fault_mode mode)
+{
+    struct dx x;
+    if (dx_open(&x, 1))
+        return 1;
+    r->setup(&x);
+    fault_driver_arm(&x.fd, r->op, k, mode, VIDMM_E_DRIVER_FAILURE);
+    r->act(&x);
+    fault_driver_disarm(&x.fd);
+    r->after(&x);
+    char rep[2048] = "";
+    int e = check_all(&x, rep, sizeof rep);
+    if (e)
+        fprintf(stderr, "drvfail: %s k=%" PRIu64 " %s: %s\n", r->name, k,
+                mode == FAULT_DRIVER_STICKY ? "sticky" : "once", rep);
+    dx_close(&x);
+    return e;
+}
+
+static size_t cur_regress;
+
+static void t_regress(void)
+{
+    const struct regress *r = &regressions[cur_regress];
+    struct dx x;
+    if (dx_open(&x, 1))
+        return;
+    r->setup(&x);
+    fault_driver_reset_counts(&x.fd);
+    r->act(&x);
+    uint64_t calls = fault_driver_calls(&x.fd, r->op);
+    dx_close(&x);
+    T_CHECK(calls > 0);
+    int failed = 0;
+    for (uint64_t k = 1; k <= calls; k++)
+        for (int m = 0; m < 2; m++)
+            failed += regress_one(r, k, (enum fault_mode)m) != 0;
+    T_EQ(failed, 0);
+}
+
 void suite_drvfail(void);
 void suite_drvfail(void)
 {
@@ -370,6 +534,11 @@ void suite_drvfail(void)
             run_one(1, fault_driver_op_from_name(name), k,
                     strcmp(mode, "sticky") == 0 ? FAULT_DRIVER_STICKY : FAULT_DRIVER_ONCE, 1);
         return;
+    }
+    static char names[NREGRESS][96];
+    for (cur_regress = 0; cur_regress < NREGRESS; cur_regress++) {
+        snprintf(names[cur_regress], sizeof names[cur_regress], "drvfail.%s", regressions[cur_regress].name);
+        t_run(names[cur_regress], t_regress);
     }
     t_run("drvfail.sweep", t_sweep);
 }
