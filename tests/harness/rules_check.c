@@ -400,6 +400,115 @@ static void gpu_range(struct vidmm_adapter *a, struct softgpu *sg, const struct 
         free(pr);
 }
 
+/* ---- gpu.entry_reaches_owned: who owns each byte of the memory segments ---- */
+
+struct owned_range {
+    uint32_t segment_id;
+    uint64_t offset, size;
+    vidmm_handle allocation;
+};
+struct owners {
+    struct owned_range *r;
+    uint32_t n, cap;
+};
+
+static int owned_cmp(const void *pa, const void *pb)
+{
+    const struct owned_range *x = pa, *y = pb;
+    if (x->segment_id != y->segment_id)
+        return x->segment_id < y->segment_id ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Every live allocation's ranges in memory segments, sorted. */
+static void owners_take(const struct vidmm_adapter *a, struct owners *w)
+{
+    memset(w, 0, sizeof(*w));
+    uint64_t cursor = 0;
+    struct vidmm_allocation_item it;
+    while (vidmm_allocation_iterate(a, NULL, &cursor, &it) == VIDMM_OK) {
+        if (!is_memory(a, it.segment_id))
+            continue;
+        uint32_t cnt = 0;
+        if (vidmm_allocation_physical_ranges(a, it.handle, NULL, 0, &cnt) != VIDMM_OK || !cnt)
+            continue;
+        if (w->n + cnt > w->cap) {
+            uint32_t cap = (w->n + cnt) * 2;
+            struct owned_range *r = realloc(w->r, (size_t)cap * sizeof(*r));
+            if (!r)
+                return;
+            w->r = r;
+            w->cap = cap;
+        }
+        struct vidmm_physical_range *pr = malloc((size_t)cnt * sizeof(*pr));
+        if (!pr || vidmm_allocation_physical_ranges(a, it.handle, pr, cnt, &cnt) != VIDMM_OK) {
+            free(pr);
+            continue;
+        }
+        for (uint32_t i = 0; i < cnt; i++)
+            w->r[w->n++] = (struct owned_range){ pr[i].segment_id, pr[i].offset, pr[i].size, it.handle };
+        free(pr);
+    }
+    if (w->n)
+        qsort(w->r, w->n, sizeof(*w->r), owned_cmp);
+}
+
+/* The allocation owning byte off of segment id, 0 when none does. */
+static vidmm_handle owner_of(const struct owners *w, uint32_t id, uint64_t off)
+{
+    uint32_t lo = 0, hi = w->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct owned_range *m = &w->r[mid];
+        if (m->segment_id < id || (m->segment_id == id && m->offset + m->size <= off))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < w->n && w->r[lo].segment_id == id && w->r[lo].offset <= off && off - w->r[lo].offset < w->r[lo].size)
+        return w->r[lo].allocation;
+    return 0;
+}
+
+/* Is byte off of segment id one of allocation h's (h may be another
+ * holder's handle of the same shared allocation)? */
+static int is_own(struct vidmm_adapter *a, vidmm_handle h, uint32_t id, uint64_t off)
+{
+    struct vidmm_physical_range pr[64];
+    uint32_t cnt = 0;
+    if (vidmm_allocation_physical_ranges(a, h, pr, 64, &cnt) != VIDMM_OK)
+        return 0;
+    for (uint32_t i = 0; i < cnt && i < 64; i++)
+        if (pr[i].segment_id == id && pr[i].offset <= off && off - pr[i].offset < pr[i].size)
+            return 1;
+    return 0;
+}
+
+/* Every valid entry under [va, va+size) of process pi (a range mapping
+ * allocation h, or reserved: h = 0) reaches memory h owns - never free
+ * memory, never another allocation's.  Memory segments only: system
+ * pages are named by host address, which the public API does not give. */
+static void gpu_owned(struct vidmm_adapter *a, struct softgpu *sg, const struct vidmm_physical_address *root,
+                      uint32_t pi, const struct vidmm_gpuva_range *g, const struct owners *w, struct rep *r)
+{
+    for (uint64_t va = g->va; va < g->va + g->size;) {
+        struct softgpu_translation t;
+        vidmm_status st = softgpu_translate(sg, root, va, SOFTGPU_ACCESS_READ, &t);
+        uint64_t ps = st == VIDMM_OK && t.page_size ? t.page_size : 4096;
+        if (st == VIDMM_OK && !t.zero && is_memory(a, t.segment_id)) {
+            vidmm_handle o = owner_of(w, t.segment_id, t.offset);
+            if (o != g->allocation && !(o && g->allocation && is_own(a, g->allocation, t.segment_id, t.offset))) {
+                rep_add(r, "gpu.entry_reaches_owned: process %u VA 0x%llx (%s 0x%llx) reaches segment %u offset 0x%llx, "
+                           "%s 0x%llx", pi, (unsigned long long)va, g->allocation ? "allocation" : "reserved, no allocation",
+                        (unsigned long long)g->allocation, t.segment_id, (unsigned long long)t.offset,
+                        o ? "owned by allocation" : "free memory", (unsigned long long)o);
+                return;
+            }
+        }
+        va = (va & ~(ps - 1)) + ps;
+    }
+}
+
 int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n)
 {
     struct rep r = { report, n, 0, 0 };
@@ -413,6 +522,8 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
     uint32_t power = VIDMM_POWER_D0;
     if (vidmm_adapter_get_power_state(a, &power) == VIDMM_OK && power != VIDMM_POWER_D0)
         return 0;
+    struct owners w;
+    owners_take(a, &w);
     for (uint32_t i = 0; i < o->nproc; i++) {
         struct vidmm_physical_address root;
         if (!o->proc[i] || vidmm_process_root_page_table(a, o->proc[i], &root) != VIDMM_OK)
@@ -423,14 +534,17 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
             uint32_t cnt = 0;
             if (vidmm_gpuva_query(a, o->proc[i], from, g, 64, &cnt) != VIDMM_OK)
                 break;
-            for (uint32_t k = 0; k < cnt; k++)
+            for (uint32_t k = 0; k < cnt; k++) {
                 if (g[k].state == 2 && g[k].allocation)
                     gpu_range(a, sg, &root, i, &g[k], &r);
+                gpu_owned(a, sg, &root, i, &g[k], &w, &r);
+            }
             if (cnt < 64)
                 break;
             from = g[63].va + g[63].size;
         }
     }
+    free(w.r);
     return r.errors;
 }
 

@@ -15,6 +15,9 @@
  *       gpu.resident_translates   a resident page faults or is Zero
  *       gpu.translates_to_placement  it reaches another place
  *       gpu.evicted_faults        an evicted allocation's page translates
+       gpu.entry_reaches_owned   a valid entry under a mapped or reserved
+                                 range reaches memory-segment bytes that
+                                 are free or another allocation's
  *   - what a call changed (call.*): a fingerprint of every public query
  *     about every object the harness knows, taken before a call and
  *     after it.

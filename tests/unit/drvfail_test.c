@@ -450,6 +450,9 @@ static void su_aperture(struct dx *x)
     map(x, 0, 3);
     static const int l[] = { 3 };
     (void)resident(x, 0, l, 1);
+    move(x, 3, 0);   /* system memory, for AccessedPhysically: mapped into the aperture */
+    struct vidmm_allocation_state st;
+    T_CHECK(x->al[3] && vidmm_allocation_query(x->a, x->al[3], &st) == VIDMM_OK && st.aperture_mapped);
 }
 static void act_destroy_ring(struct dx *x)
 {
