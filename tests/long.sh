@@ -46,6 +46,11 @@ tail -n 1 "$log.oom"
 sites=$(grep -o 'sites hit [0-9]* / [0-9]*' "$log.oom" | tail -n 1)
 injected=$(grep -o '[0-9]* injected failures' "$log.oom" | awk '{s+=$1} END {print s+0}')
 
+step "driver refusals: every op at every call of the drvfail scenario, once and sticky, two sizes (VIDMM_DRVFAIL_ALL)"
+VIDMM_DRVFAIL_ALL=1 "$b/vidmm-tests" drvfail > "$log.drvfail" 2>&1 || { fail=1; grep -m5 FAILED "$log.drvfail"; }
+drvfail=$(grep -E '^drvfail: [0-9]+ runs' "$log.drvfail")
+echo "$drvfail"
+
 step "hangs and resets, $rounds rounds"
 r=0
 while [ "$r" -lt "$rounds" ]; do
@@ -101,6 +106,7 @@ printf '\n== long run summary (%s, %s s) ==\n' "$(date -u +%Y-%m-%d)" "$((t1 - t
 echo "page moves verified (residency over-commitment): $moves"
 echo "integrity walk moves: $imoves"
 echo "oom: $sites, injected failures: $injected"
+echo "${drvfail:-drvfail: not run}"
 echo "hang/reset rounds: $rounds"
 echo "tsan stress: $threads threads x $ops ops"
 echo "power stress: $(grep -oE '[0-9]+ transitions down and back' "$log.power" | head -n 1)"
