@@ -4,6 +4,7 @@
  * view through softgpu's MMU, and the failed-call rule.
  */
 #include "harness/rules_check.h"
+#include "softgpu_int.h"   /* softgpu_aperture_entry, softgpu_dummy_page: white-box reads */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -545,6 +546,100 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
         }
     }
     free(w.r);
+    return r.errors;
+}
+
+/* ---- gpu.aperture_entry_owned -------------------------------------------- */
+
+struct ap_range {
+    uint64_t first, count;   /* pages of the aperture segment */
+};
+
+static int ap_cmp(const void *pa, const void *pb)
+{
+    const struct ap_range *x = pa, *y = pb;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Aperture segment id: every allocation's range maps consecutive host
+ * pages (its one block of system pages), and the mapped entries outside
+ * every allocation's range form at most one run of consecutive host
+ * pages (the paging-buffer ring, when the driver put it here): a range
+ * kept after its pages were freed, or a range freed while still mapped,
+ * is a second run. */
+static void aperture_segment(struct vidmm_adapter *a, struct softgpu *sg, uint32_t id, int ring_here, struct rep *r)
+{
+    struct vidmm_segment_info si;
+    if (vidmm_segment_query(a, id, &si) != VIDMM_OK)
+        return;
+    uint32_t n = 0, cap = 16;
+    struct ap_range *ar = malloc(cap * sizeof(*ar));
+    uint64_t cursor = 0;
+    struct vidmm_allocation_item it;
+    while (ar && vidmm_allocation_iterate(a, NULL, &cursor, &it) == VIDMM_OK) {
+        if (it.segment_id != id)
+            continue;
+        if (n == cap) {
+            struct ap_range *m = realloc(ar, (cap *= 2) * sizeof(*ar));
+            if (!m)
+                break;
+            ar = m;
+        }
+        ar[n++] = (struct ap_range){ it.offset / 4096, it.size / 4096 };
+    }
+    if (!ar)
+        return;
+    qsort(ar, n, sizeof(*ar), ap_cmp);
+    const void *dummy = softgpu_dummy_page(sg);
+    uint32_t runs = 0, k = 0;
+    const char *prev = NULL;       /* host page of the previous unowned mapped entry */
+    for (uint64_t pg = 0; pg < si.size / 4096; pg++) {
+        while (k < n && pg >= ar[k].first + ar[k].count)
+            k++;
+        /* Unmapped: softgpu's dummy page or vidmm's (what vidmm unmaps to). */
+        const char *e = sg_gart_is_mapped(&sg->seg[id], pg) ? softgpu_aperture_entry(sg, id, pg) : dummy;
+        int owned = k < n && pg >= ar[k].first;
+        if (owned) {
+            const char *first = sg_gart_is_mapped(&sg->seg[id], ar[k].first)
+                                     ? softgpu_aperture_entry(sg, id, ar[k].first) : dummy;
+            if (e == dummy || e != first + (pg - ar[k].first) * 4096) {
+                rep_add(r, "gpu.aperture_entry_owned: aperture segment %u page 0x%llx of an allocation's range %s", id,
+                        (unsigned long long)pg, e == dummy ? "is unmapped" : "breaks its block of system pages");
+                break;
+            }
+            prev = NULL;
+            continue;
+        }
+        if (e == dummy) {
+            prev = NULL;
+            continue;
+        }
+        if (!prev || e != prev + 4096)
+            runs++;
+        prev = e;
+        if (runs > (ring_here ? 1u : 0u)) {
+            rep_add(r, "gpu.aperture_entry_owned: aperture segment %u page 0x%llx maps a host page outside every "
+                       "allocation's range (and outside the paging ring)", id, (unsigned long long)pg);
+            break;
+        }
+    }
+    free(ar);
+}
+
+int rc_check_aperture(struct vidmm_adapter *a, struct softgpu *sg, char *report, size_t n)
+{
+    struct rep r = { report, n, 0, 0 };
+    if (report && n)
+        report[0] = '\0';
+    struct vidmm_adapter_info ai;
+    if (!a || !sg || vidmm_adapter_query_info(a, &ai) != VIDMM_OK)
+        return 0;
+    for (uint32_t id = 1; id < ai.segment_count; id++) {
+        struct vidmm_segment_info si;
+        if (vidmm_segment_query(a, id, &si) == VIDMM_OK &&
+            (si.kind == VIDMM_SEGMENT_KIND_APERTURE || si.kind == VIDMM_SEGMENT_KIND_AGP))
+            aperture_segment(a, sg, id, ai.paging_buffer_segment_id == id, &r);
+    }
     return r.errors;
 }
 

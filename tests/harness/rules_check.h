@@ -77,6 +77,12 @@ int rc_fp_diff(const struct rc_fp *p, const struct rc_fp *q, int weak, const cha
 /* The gpu.* rules over the processes of o (nothing on IoMmu or adapters
  * without GPU VA).  Returns the violations; report as in vidmm/rules.h. */
 int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);
+/* gpu.aperture_entry_owned: every aperture and AGP segment's GART (read
+ * through softgpu's white-box accessor) maps each allocation's range onto
+ * one block of host pages, and nothing else but the paging ring: no
+ * entry outlives its range.  A scan of every aperture page, so not part
+ * of rc_check_rules (run after every call); the drvfail suite runs it. */
+int rc_check_aperture(struct vidmm_adapter *a, struct softgpu *sg, char *report, size_t n);
 /* vidmm_adapter_check_rules plus rc_check_gpu (sg may be NULL: library
  * rules only). */
 int rc_check_rules(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);

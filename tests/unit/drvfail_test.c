@@ -277,6 +277,9 @@ static int check_all(struct dx *x, char *rep, size_t n)
     e = rc_check_rules(x->a, x->sg, &o, rep, n);
     if (e)
         return e;
+    e = rc_check_aperture(x->a, x->sg, rep, n);
+    if (e)
+        return e;
     return check_content(x, rep, n);
 }
 
