@@ -300,7 +300,13 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
     vidmm_allocation_unlist_private(a, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
-    vidmm_unplace(a, al, &al->pl);
+    /* Point, then free: the invalid entries must have run before the
+     * pages go.  Refused, they may still reach the pages: quarantine
+     * them until the reset that rewrites every entry. */
+    if (vidmm_paging_flush(a) < 0)
+        vidmm_quarantine(a, al, &al->pl, 1);
+    else
+        vidmm_unplace(a, al, &al->pl);
     (void)vidmm_paging_flush(a);
     struct vidmm_destroy_allocation_args da = { al->info.driver_allocation };
     a->ops.destroy_allocation(a->driver, &da);

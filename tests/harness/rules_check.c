@@ -549,6 +549,51 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
     return r.errors;
 }
 
+/* ---- gpu.unmapped_faults ------------------------------------------------- */
+
+int rc_check_unmapped(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, uint64_t max_pages,
+                      char *report, size_t n)
+{
+    struct rep r = { report, n, 0, 0 };
+    if (report && n)
+        report[0] = '\0';
+    if (!a || !sg)
+        return 0;
+    for (uint32_t i = 0; i < o->nproc; i++) {
+        struct vidmm_physical_address root;
+        if (!o->proc[i] || vidmm_process_root_page_table(a, o->proc[i], &root) != VIDMM_OK)
+            continue;
+        uint64_t from = 0, walked = 0;
+        int done = 0;
+        while (!done && walked < max_pages) {
+            struct vidmm_gpuva_range g[64];
+            uint32_t cnt = 0;
+            if (vidmm_gpuva_query(a, o->proc[i], from, g, 64, &cnt) != VIDMM_OK)
+                break;
+            /* The hole before each range (and, after the last, as far as
+             * max_pages allows): no entry there may be valid. */
+            for (uint32_t k = 0; k <= cnt && walked < max_pages; k++) {
+                uint64_t end = k < cnt ? g[k].va : UINT64_MAX;
+                for (uint64_t va = from; va < end && walked < max_pages; va += 4096, walked++) {
+                    struct softgpu_translation t;
+                    if (softgpu_translate(sg, &root, va, SOFTGPU_ACCESS_READ, &t) == VIDMM_OK && !t.zero) {
+                        rep_add(&r, "gpu.unmapped_faults: process %u VA 0x%llx, mapped by nothing, reaches segment %u "
+                                    "offset 0x%llx", i, (unsigned long long)va, t.segment_id,
+                                (unsigned long long)t.offset);
+                        walked = max_pages;
+                        break;
+                    }
+                }
+                if (k < cnt)
+                    from = g[k].va + g[k].size;
+            }
+            if (cnt < 64)
+                done = 1;
+        }
+    }
+    return r.errors;
+}
+
 /* ---- gpu.aperture_entry_owned -------------------------------------------- */
 
 struct ap_range {

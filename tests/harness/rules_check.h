@@ -77,6 +77,12 @@ int rc_fp_diff(const struct rc_fp *p, const struct rc_fp *q, int weak, const cha
 /* The gpu.* rules over the processes of o (nothing on IoMmu or adapters
  * without GPU VA).  Returns the violations; report as in vidmm/rules.h. */
 int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);
+/* gpu.unmapped_faults: a VA no range of its process's VA space covers
+ * faults (no entry left behind by an unmap, a free or a destroyed
+ * allocation).  Walks the holes page by page from VA 0, at most max_pages
+ * pages per process, so not part of rc_check_rules. */
+int rc_check_unmapped(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, uint64_t max_pages,
+                      char *report, size_t n);
 /* gpu.aperture_entry_owned: every aperture and AGP segment's GART (read
  * through softgpu's white-box accessor) maps each allocation's range onto
  * one block of host pages, and nothing else but the paging ring: no

@@ -8,8 +8,9 @@
  * aperture for an AccessedPhysically ring), GPU VA maps (one allocation
  * in both processes), make-resident under over-commitment (evictions
  * and restores), explicit evictions, moves, a destruction whose pages
- * another process's new allocation then takes, and CPU writes of a
- * seeded pattern.  The driver is tests/harness/fault_driver.h over a
+ * another process's new allocation then takes, the destruction of a
+ * mapped allocation created resident, and CPU writes of a seeded
+ * pattern.  The driver is tests/harness/fault_driver.h over a
  * synchronous softgpu.
  *
  * For each op the scenario calls (counted first with nothing armed), for
@@ -20,8 +21,10 @@
  *   - vidmm_adapter_check is clean;
  *   - the rules checker (library rules and the GPU's view,
  *     tests/harness/rules_check.h) is clean: every mapped GPU VA reaches
- *     its own allocation's place or faults, and no page-table entry
- *     reaches memory that is free or another allocation's;
+ *     its own allocation's place or faults, no page-table entry reaches
+ *     memory that is free or another allocation's, a VA nothing maps
+ *     faults, and the aperture maps only allocations' ranges, each onto
+ *     its own pages;
  *   - every byte of every allocation is what the scenario wrote, or the
  *     allocation says an adapter reset lost its content (content_lost,
  *     vidmm/tdr.h; it then reads as zero);
@@ -32,7 +35,8 @@
  * VIDMM_DRVFAIL_ALL=1 (tests/long.sh) adds every op sticky and a second
  * scenario size.  The regression tests of the four ordering defects
  * (drvfail.move_*, drvfail.restore_*, drvfail.evict_*, drvfail.aperture_*)
- * pin the call that reproduced each one.
+ * pin the call that reproduced each one; drvfail.destroy_* a fifth (a
+ * destruction freed pages its refused unmap still left reachable).
  */
 #include "harness/fault_alloc.h"
 #include "harness/fault_driver.h"
@@ -125,7 +129,16 @@ static void write_pattern(struct dx *x, int i, uint64_t seed)
     (void)vidmm_allocation_unlock(x->a, x->al[i]);
 }
 
+static void new_alloc_flags(struct dx *x, int i, enum softgpu_alloc_kind kind, uint64_t size, int owner,
+                            uint32_t flags);
 static void new_alloc(struct dx *x, int i, enum softgpu_alloc_kind kind, uint64_t size, int owner)
+{
+    new_alloc_flags(x, i, kind, size, owner, 0);
+}
+
+/* flags: VIDMM_CREATE_* (RESIDENT: placed now, no system copy). */
+static void new_alloc_flags(struct dx *x, int i, enum softgpu_alloc_kind kind, uint64_t size, int owner,
+                            uint32_t flags)
 {
     struct softgpu_alloc_desc d;
     memset(&d, 0, sizeof(d));
@@ -136,7 +149,7 @@ static void new_alloc(struct dx *x, int i, enum softgpu_alloc_kind kind, uint64_
     x->owner[i] = owner;
     x->seed[i] = 0;
     x->size[i] = d.size;
-    if (vidmm_allocation_create2(x->a, &d, sizeof(d), 0, &x->al[i]) != VIDMM_OK)
+    if (vidmm_allocation_create2(x->a, &d, sizeof(d), flags, &x->al[i]) != VIDMM_OK)
         x->al[i] = 0;
     write_pattern(x, i, 0x5eed0000u + (uint64_t)i * 7919u + 1);
 }
@@ -211,6 +224,12 @@ static void run_scenario(struct dx *x)
     static const int l0c[] = { 3, 2 };
     (void)resident(x, 0, l0c, 2);
     write_pattern(x, 1, 0xabcdef);
+    /* Created resident (no system copy), mapped, destroyed: its entries
+     * must be gone before its pages are. */
+    new_alloc_flags(x, 7, SOFTGPU_ALLOC_CONSTANT, 128 * KIB, 0, VIDMM_CREATE_RESIDENT);
+    map(x, 0, 7);
+    if (x->al[7] && vidmm_allocation_destroy(x->a, x->al[7]) == VIDMM_OK)
+        x->al[7] = 0;
 }
 
 /* Disarmed: the OS's hang timer polls once (a reset a refused step
@@ -278,6 +297,9 @@ static int check_all(struct dx *x, char *rep, size_t n)
     if (e)
         return e;
     e = rc_check_aperture(x->a, x->sg, rep, n);
+    if (e)
+        return e;
+    e = rc_check_unmapped(x->a, x->sg, &o, 1u << 12, rep, n);
     if (e)
         return e;
     return check_content(x, rep, n);
@@ -468,7 +490,41 @@ static void after_aperture(struct dx *x)
     other_takes_memory(x);
 }
 
+/* A destruction whose page-table invalidation was refused freed the
+ * pages its VA still reached. */
+static void act_destroy0(struct dx *x)
+{
+    if (vidmm_allocation_destroy(x->a, x->al[0]) == VIDMM_OK)
+        x->al[0] = 0;
+}
+static void after_destroy(struct dx *x)
+{
+    act_destroy0(x);
+    other_takes_memory(x);
+}
+
+/* Created resident: no system copy, so nothing but the destruction's own
+ * paging stands between its entries and its freed pages. */
+static void su_destroy(struct dx *x)
+{
+    two_procs(x);
+    struct softgpu_alloc_desc d;
+    memset(&d, 0, sizeof(d));
+    d.kind = SOFTGPU_ALLOC_CONSTANT;
+    d.size = 256 * KIB;
+    d.cpu_visible = 1;
+    x->owner[0] = 0;
+    x->size[0] = d.size;
+    if (vidmm_allocation_create2(x->a, &d, sizeof(d), VIDMM_CREATE_RESIDENT, &x->al[0]) != VIDMM_OK)
+        x->al[0] = 0;
+    write_pattern(x, 0, 77);
+    map(x, 0, 0);
+}
+
 static const struct regress regressions[] = {
+    { "destroy_frees_after_unmap/submit_command", FAULT_OP_SUBMIT_COMMAND, su_destroy, act_destroy0, after_destroy },
+    { "destroy_frees_after_unmap/build_paging_buffer", FAULT_OP_BUILD_PAGING_BUFFER, su_destroy, act_destroy0,
+      after_destroy },
     { "move_frees_after_rewrite/submit_command", FAULT_OP_SUBMIT_COMMAND, su_move, act_move, after_move },
     { "move_frees_after_rewrite/build_paging_buffer", FAULT_OP_BUILD_PAGING_BUFFER, su_move, act_move, after_move },
     { "restore_resident_after_remap/submit_command", FAULT_OP_SUBMIT_COMMAND, su_restore, act_restore, after_restore },

@@ -417,6 +417,9 @@ static int fail_verdict(struct tr *t, struct fault_driver *fd, const struct run_
         e = tr_check_rules_now(t, rep, sizeof rep);
     if (!e)
         e = rc_check_aperture(t->adapter, t->gpummu ? t->gpu : NULL, rep, sizeof rep);
+    struct rc_objects obj;
+    if (!e && !tr_rules_objects(t, &obj))
+        e = rc_check_unmapped(t->adapter, t->gpummu ? t->gpu : NULL, &obj, 1u << 16, rep, sizeof rep);
     fprintf(stderr, "vidmm run: driver op %s: %" PRIu64 " calls, %" PRIu64 " refused (from call %" PRIu64 ", %s): %s%s\n",
             fault_driver_op_name(o->fail_op), calls, refused, o->fail_at,
             o->fail_mode == FAULT_DRIVER_STICKY ? "sticky" : "once", e ? "FAILED: " : "state sound", rep);
