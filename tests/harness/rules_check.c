@@ -524,7 +524,8 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
     if (vidmm_adapter_get_power_state(a, &power) == VIDMM_OK && power != VIDMM_POWER_D0)
         return 0;
     struct owners w;
-    owners_take(a, &w);
+    int have_owners = 0;
+    memset(&w, 0, sizeof(w));
     for (uint32_t i = 0; i < o->nproc; i++) {
         struct vidmm_physical_address root;
         if (!o->proc[i] || vidmm_process_root_page_table(a, o->proc[i], &root) != VIDMM_OK)
@@ -536,9 +537,18 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
             if (vidmm_gpuva_query(a, o->proc[i], from, g, 64, &cnt) != VIDMM_OK)
                 break;
             for (uint32_t k = 0; k < cnt; k++) {
-                if (g[k].state == 2 && g[k].allocation)
+                if (g[k].state == 2 && g[k].allocation) {
                     gpu_range(a, sg, &root, i, &g[k], &r);
-                gpu_owned(a, sg, &root, i, &g[k], &w, &r);
+                } else if (g[k].state == 1) {
+                    /* A mapped page reaching anything but its placement
+                     * is gpu.translates_to_placement already; under a
+                     * reservation nothing may be reached at all. */
+                    if (!have_owners) {
+                        owners_take(a, &w);
+                        have_owners = 1;
+                    }
+                    gpu_owned(a, sg, &root, i, &g[k], &w, &r);
+                }
             }
             if (cnt < 64)
                 break;

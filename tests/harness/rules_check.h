@@ -15,9 +15,12 @@
  *       gpu.resident_translates   a resident page faults or is Zero
  *       gpu.translates_to_placement  it reaches another place
  *       gpu.evicted_faults        an evicted allocation's page translates
-       gpu.entry_reaches_owned   a valid entry under a mapped or reserved
-                                 range reaches memory-segment bytes that
-                                 are free or another allocation's
+       gpu.entry_reaches_owned   a valid entry under a reserved range
+                                 reaches memory-segment bytes that are
+                                 free or an allocation's (under a mapped
+                                 range translates_to_placement and
+                                 evicted_faults already say that no entry
+                                 reaches free or another's memory)
  *   - what a call changed (call.*): a fingerprint of every public query
  *     about every object the harness knows, taken before a call and
  *     after it.
