@@ -584,6 +584,33 @@ static void t_regress(void)
     T_EQ(failed, 0);
 }
 
+/* The quarantine's record when the host allocator refuses too: one of
+ * the adapter's inline records holds it, and the reset frees it. */
+static void t_quarantine_without_host_memory(void)
+{
+    struct dx x;
+    if (dx_open(&x, 1))
+        return;
+    su_destroy(&x);
+    T_CHECK(x.al[0] != 0);
+    fault_driver_arm(&x.fd, FAULT_OP_SUBMIT_COMMAND, 1, FAULT_DRIVER_ONCE, VIDMM_E_DRIVER_FAILURE);
+    fault_alloc_arm(&x.fa, 1, 1);
+    act_destroy0(&x);
+    fault_alloc_disarm(&x.fa);
+    fault_driver_disarm(&x.fd);
+    T_CHECK(fault_driver_refused(&x.fd, FAULT_OP_SUBMIT_COMMAND) == 1);
+    T_CHECK(x.fa.failures > 0);
+    after_destroy(&x);
+    char rep[2048] = "";
+    T_EQ(check_all(&x, rep, sizeof rep), 0);
+    if (rep[0])
+        fprintf(stderr, "drvfail: %s\n", rep);
+    struct vidmm_tdr_stats ts;
+    T_ST(vidmm_adapter_get_tdr_stats(x.a, &ts), VIDMM_OK);
+    T_CHECK(ts.adapter_resets >= 1);   /* the reset that freed the quarantine */
+    dx_close(&x);
+}
+
 void suite_drvfail(void);
 void suite_drvfail(void)
 {
@@ -602,5 +629,6 @@ void suite_drvfail(void)
         snprintf(names[cur_regress], sizeof names[cur_regress], "drvfail.%s", regressions[cur_regress].name);
         t_run(names[cur_regress], t_regress);
     }
+    t_run("drvfail.quarantine_without_host_memory", t_quarantine_without_host_memory);
     t_run("drvfail.sweep", t_sweep);
 }
