@@ -66,9 +66,6 @@ void vidmm_quarantine_fini(struct vidmm_adapter *a);
 void vidmm_quarantine_account(const struct vidmm_adapter *a, uint64_t *used, uint64_t *committed,
                               uint64_t *allocations);
 
-/* Does the quarantine hold byte offset of memory segment segment_id? */
-int vidmm_quarantine_holds(const struct vidmm_adapter *a, uint32_t segment_id, uint64_t offset);
-
 vidmm_status vidmm_place_first_fit(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
 
 /* Place al in memory segment segment_id on exactly the n (1 or 2)

@@ -15,6 +15,13 @@
  * aperture and AGP segments last.  A segment that is full, or over its
  * commit limit, is skipped; there is no eviction at this level.
  * Content moves live in src/content/.
+ *
+ * Freeing is the last step of "prepare, point, then free"
+ * (docs/ARCHITECTURE.md): vidmm_unplace frees only what no entry is
+ * meant to reach.  Memory a refused driver step may have left reachable
+ * goes to the quarantine instead - held, in no allocator - until an
+ * adapter reset has rewritten every page-table and aperture entry
+ * (vidmm_quarantine_release, from tdr/).
  */
 #include "model/objects.h"
 #include "alloc/alloc.h"
@@ -270,7 +277,14 @@ static void release(struct vidmm_adapter *a, uint64_t size, struct vidmm_placeme
         pl->ap_mapped = 0;
     }
     if (pl->sys) {
-        if (owns_sys) {
+        /* A quarantined aperture range may still map these pages: they
+         * join it (the range's record owns them from now), not the heap. */
+        struct vidmm_quarantine *q = owns_sys ? a->quarantine : NULL;
+        while (q && (&q->pl == pl || q->pl.sys != pl->sys || q->owns_sys))
+            q = q->next;
+        if (q)
+            q->owns_sys = 1;
+        else if (owns_sys) {
             vidmm_hfree(a->ha, pl->sys, (size_t)size, VIDMM_PAGE_4K);
             a->seg[0].committed -= size;
             a->seg[0].allocations--;
@@ -400,19 +414,6 @@ void vidmm_quarantine_account(const struct vidmm_adapter *a, uint64_t *used, uin
             allocations[pl->segment_id]++;
         }
     }
-}
-
-int vidmm_quarantine_holds(const struct vidmm_adapter *a, uint32_t segment_id, uint64_t offset)
-{
-    for (const struct vidmm_quarantine *q = a->quarantine; q; q = q->next) {
-        const struct vidmm_placement *pl = &q->pl;
-        if (pl->sys || pl->segment_id != segment_id)
-            continue;
-        for (uint32_t i = 0; i < pl->pages.count; i++)
-            if (offset >= pl->pages.ext[i].offset && offset - pl->pages.ext[i].offset < pl->pages.ext[i].size)
-                return 1;
-    }
-    return 0;
 }
 
 /* Supported segments in placement order; returns the count. */

@@ -617,6 +617,7 @@ static void unrestore(struct vidmm_adapter *a, struct vidmm_allocation *al, int 
         vidmm_placement_take(&al->pl, &al->backing);
         memset(&al->backing, 0, sizeof(al->backing));
         al->backing_valid = 0;
+        a->res->stats.bytes_restored -= al->size;   /* counted when the copy was made */
         vidmm_unplace(a, al, &gpu);
     } else if (mapped) {
         (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
@@ -625,8 +626,9 @@ static void unrestore(struct vidmm_adapter *a, struct vidmm_allocation *al, int 
 }
 
 /* Restore an evicted allocation into memory segment id (evicting) or
- * map it where it is (aperture / system).  Everything that can fail
- * comes before the allocation is marked resident. */
+ * map it where it is (aperture / system): prepare (place and copy, or
+ * map), then point (its entries written and submitted); it stays
+ * resident only when both were (unrestore takes a refused one back). */
 static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
                                  uint32_t prio, int max_pass, int exact)
 {
@@ -679,8 +681,13 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
         }
         if (al->content_lost) {
             st = vidmm_paging_flush(a);   /* no GPU access to the old bytes in flight */
-            if (st < 0)
+            if (st < 0) {
+                if (mapped) {   /* evicted again: plain system pages */
+                    (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
+                    al->pl.segment_id = 0;
+                }
                 return st;
+            }
             memset(al->pl.sys, 0, (size_t)al->size);
         }
     }
