@@ -81,6 +81,10 @@ vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation
  * freed.  A refusal changes nothing (the range still maps pl's pages). */
 vidmm_status vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl);
 
+/* Write al's aperture mapping again (an adapter reset: the entries of a
+ * refused map or unmap may not say what vidmm recorded).  Emitted only. */
+vidmm_status vidmm_aperture_rewrite(struct vidmm_adapter *a, struct vidmm_allocation *al);
+
 /* The same, but a refused unmap puts the aperture range (not the pages)
  * in the quarantine and takes it off pl: pl is unmapped either way. */
 vidmm_status vidmm_aperture_unmap_or_quarantine(struct vidmm_adapter *a, struct vidmm_allocation *al,

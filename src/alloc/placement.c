@@ -159,6 +159,32 @@ static vidmm_status aperture_unmap_sized(struct vidmm_adapter *a, void *driver_a
     return VIDMM_OK;
 }
 
+/* MAP_APERTURE_SEGMENT of pl's pages at offset off of aperture segment
+ * ap_segment. */
+static vidmm_status emit_map(struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                             const struct vidmm_placement *pl, uint32_t ap_segment, uint64_t off)
+{
+    const struct vidmm_segment *s = &a->seg[ap_segment];
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+    op.u.map_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
+    op.u.map_aperture_segment.segment_id = ap_segment;
+    op.u.map_aperture_segment.flags =
+        (s->flags & VIDMM_SEGMENT_CACHE_COHERENT) && al && (al->info.flags & VIDMM_ALLOC_CACHED)
+            ? VIDMM_MAP_APERTURE_CACHE_COHERENT : 0;
+    op.u.map_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
+    op.u.map_aperture_segment.number_of_pages = pl->mdl.page_count;
+    op.u.map_aperture_segment.mdl = &pl->mdl;
+    op.u.map_aperture_segment.mdl_offset = 0;
+    return vidmm_paging_emit(a, &op);
+}
+
+vidmm_status vidmm_aperture_rewrite(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    return al->pl.ap_mapped ? emit_map(a, al, &al->pl, al->pl.ap_segment, al->pl.ap_offset) : VIDMM_OK;
+}
+
 vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl,
                                 uint32_t ap_segment)
 {
@@ -178,19 +204,7 @@ vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation
     vidmm_status st = vidmm_ra_alloc(&s->ra, size, align, flags, &off, &node);
     if (st < 0)
         return st;
-    struct vidmm_build_paging_buffer_args op;
-    memset(&op, 0, sizeof(op));
-    op.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
-    op.u.map_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
-    op.u.map_aperture_segment.segment_id = ap_segment;
-    op.u.map_aperture_segment.flags =
-        (s->flags & VIDMM_SEGMENT_CACHE_COHERENT) && al && (al->info.flags & VIDMM_ALLOC_CACHED)
-            ? VIDMM_MAP_APERTURE_CACHE_COHERENT : 0;
-    op.u.map_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
-    op.u.map_aperture_segment.number_of_pages = pl->mdl.page_count;
-    op.u.map_aperture_segment.mdl = &pl->mdl;
-    op.u.map_aperture_segment.mdl_offset = 0;
-    st = vidmm_paging_emit(a, &op);
+    st = emit_map(a, al, pl, ap_segment, off);
     if (st < 0) {
         vidmm_ra_free(&s->ra, node);
         return st;
