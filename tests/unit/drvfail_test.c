@@ -55,7 +55,7 @@
 #define MIB (1ull << 20)
 #define KIB (1ull << 10)
 
-enum { NPROC = 2, NALLOC = 8 };
+enum { NPROC = 2, NALLOC = 9 };
 
 struct dx {
     struct fault_alloc fa;
@@ -145,6 +145,13 @@ static void new_alloc_flags(struct dx *x, int i, enum softgpu_alloc_kind kind, u
     d.kind = kind;
     d.size = size * x->scale;
     d.cpu_visible = 1;
+    if (kind == SOFTGPU_ALLOC_EXPLICIT) {
+        /* AccessedPhysically in the aperture only (dgpu: segment 3): its
+         * restores map it there. */
+        sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(3), size * x->scale);
+        d.info.flags |= VIDMM_ALLOC_ACCESSED_PHYSICALLY;
+        d.info.preferred_segment = VIDMM_PREF(0, 3, 0);
+    }
     x->al[i] = 0;
     x->owner[i] = owner;
     x->seed[i] = 0;
@@ -223,6 +230,15 @@ static void run_scenario(struct dx *x)
     evict(x, 0, 2);
     static const int l0c[] = { 3, 2 };
     (void)resident(x, 0, l0c, 2);
+    /* An AccessedPhysically allocation of the aperture only: made
+     * resident (mapped into the aperture), evicted (unmapped), made
+     * resident again (mapped again). */
+    new_alloc(x, 8, SOFTGPU_ALLOC_EXPLICIT, 64 * KIB, 0);
+    map(x, 0, 8);
+    static const int l0d[] = { 8 };
+    (void)resident(x, 0, l0d, 1);
+    evict(x, 0, 8);
+    (void)resident(x, 0, l0d, 1);
     write_pattern(x, 1, 0xabcdef);
     /* Created resident (no system copy), mapped, destroyed: its entries
      * must be gone before its pages are. */
