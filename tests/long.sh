@@ -15,8 +15,8 @@
 #   DAEMON_CHAOS_SECONDS  vidmmd's chaos test: clients SIGKILLed at random
 #                   (default 120)
 #   DRVFAIL_STRIDE  the driver-refusal sweep over the built-in and generated
-#                   scenarios refuses every STRIDE-th call (default 3; 1: all)
-#   DRVFAIL_GENERATED  generated scenarios in that sweep (default 10)
+#                   scenarios refuses every STRIDE-th call (default 4; 1: all)
+#   DRVFAIL_GENERATED  generated scenarios in that sweep (default 8)
 set -u
 b=${1:-build}
 scale=${LONG_SCALE:-10}
@@ -54,9 +54,9 @@ VIDMM_DRVFAIL_ALL=1 "$b/vidmm-tests" drvfail > "$log.drvfail" 2>&1 || { fail=1; 
 drvfail=$(grep -E '^drvfail: [0-9]+ runs' "$log.drvfail")
 echo "$drvfail"
 
-drvfail_stride=${DRVFAIL_STRIDE:-3}
+drvfail_stride=${DRVFAIL_STRIDE:-4}
 step "driver refusals over the built-in and generated scenarios (tests/drvfail_sweep.sh, stride $drvfail_stride)"
-sh tests/drvfail_sweep.sh "$b/vidmm" "$drvfail_stride" "${DRVFAIL_GENERATED:-10}" > "$log.drvsweep" 2>&1 || fail=1
+sh tests/drvfail_sweep.sh "$b/vidmm" "$drvfail_stride" "${DRVFAIL_GENERATED:-8}" > "$log.drvsweep" 2>&1 || fail=1
 grep -E '^drvfail: FAIL' "$log.drvsweep" | head -n 10
 drvsweep=$(grep -E '^drvfail: [0-9]+ runs' "$log.drvsweep")
 echo "$drvsweep"
