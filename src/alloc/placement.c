@@ -369,9 +369,9 @@ void vidmm_quarantine(struct vidmm_adapter *a, const struct vidmm_allocation *al
         a->quarantined++;
     } else {
         /* No record at all (host memory and the inline records spent):
-         * the memory stays taken, unnamed, until close; the structure
-         * checker reports the segment's count (VIDMM_BUG_ON). */
-        (void)VIDMM_BUG_ON(a, 1);
+         * the memory stays taken, unnamed, until close, and the
+         * structure checker reports it. */
+        (void)VIDMM_BUG_ON(a, q == NULL);   /* no quarantine record */
     }
     memset(pl, 0, sizeof(*pl));
     vidmm_reset_schedule(a);

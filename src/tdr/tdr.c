@@ -234,17 +234,15 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     if (a->ops.restart_from_timeout)
         (void)a->ops.restart_from_timeout(a->driver);
 
-    /* Page tables (and aperture mappings) first: virtual content moves
-     * go through them.  Once every entry is written again, nothing
-     * reaches the quarantine (the
-     * memory refused steps left reachable): it is freed.  A rebuild the
-     * driver refuses leaves entries vidmm cannot vouch for: another
-     * reset follows at the next wait or poll, and the quarantine waits
-     * for it. */
+    /* Page tables first: virtual content moves go through them.  The
+     * GART survives a reset, but a refused map or unmap may have left it
+     * saying something else than vidmm's records: every aperture mapping
+     * is written again too.  Once all of it ran, nothing reaches the
+     * quarantine (the memory refused steps left reachable): it is
+     * freed.  A rebuild the driver refuses leaves entries vidmm cannot
+     * vouch for: another reset follows (at the next wait or poll, or the
+     * start of the next entry), and the quarantine waits for it. */
     vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
-    /* The GART survives a reset, but a refused map or unmap may have
-     * left it saying something else than vidmm's records: every mapping
-     * is written again too. */
     uint32_t ai = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &ai)) != NULL;) {
         vidmm_status m = vidmm_aperture_rewrite(a, al);
@@ -260,7 +258,6 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
         (void)repair(a, al, done_before, paging_hang);
     (void)vidmm_paging_flush(a);
-    (void)st;
 }
 
 static void run_adapter_reset(struct vidmm_adapter *a, int node)
