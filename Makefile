@@ -112,7 +112,9 @@ $(SOFTGPU): $(SOFTGPU_OBJ)
 
 # The harness side of the rules checker (tests/harness/rules_check.c):
 # one object linked into the tool, the tests and the fuzzers.
-RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o
+# The failing driver (tests/harness/fault_driver.c) likewise: `vidmm run
+# --fail-driver` wraps softgpu with it.
+RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o $(BUILD)/tests/harness/fault_driver.o
 $(TOOL_OBJ): CFLAGS_ALL += -Itests
 $(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
 $(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)

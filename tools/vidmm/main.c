@@ -236,6 +236,9 @@ static void verb_help(FILE *f, const struct verb *v)
                    "  --seed N            the scenario's random seed (default 1)\n"
                    "  --frames N          frames (compute: passes), 1-100000 (default: the scenario's)\n"
                    "  --async             paging on softgpu's engine thread (not reproducible)\n"
+                   "  --fail-driver OP:K[:once|sticky]  (run) the driver refuses OP (build_paging_buffer,\n"
+                   "                      submit_command, ...) at its K-th call, once or from then on (K 0:\n"
+                   "                      count its calls); the end state is judged, not the statuses\n"
                    "  --progress, --no-progress   progress on stderr (default: if it is a terminal)\n"
                    "scenarios:");
         for (const struct scenario *const *p = scenarios(); *p; p++)
