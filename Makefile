@@ -112,7 +112,9 @@ $(SOFTGPU): $(SOFTGPU_OBJ)
 
 # The harness side of the rules checker (tests/harness/rules_check.c):
 # one object linked into the tool, the tests and the fuzzers.
-RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o
+# The failing driver (tests/harness/fault_driver.c) likewise: `vidmm run
+# --fail-driver` wraps softgpu with it.
+RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o $(BUILD)/tests/harness/fault_driver.o
 $(TOOL_OBJ): CFLAGS_ALL += -Itests
 $(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
 $(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)
@@ -398,3 +400,106 @@ explore: $(EXPLORE)
 	$(EXPLORE) --seconds $(or $(EXPLORE_SECONDS),60)
 .PHONY: explore
 # ---- end of the deterministic explorer ----
+
+# ---- vkgpu: vidmm on a real Vulkan device (docs/VKGPU.md) -----------------
+# Built only where pkg-config finds Vulkan (libvulkan-dev); elsewhere the
+# rest builds and this section says loudly what it skipped.  Under CI=true
+# a skip is a failure.  libvkgpu.a: the driver; vkgpu.so: the same driver
+# as a plug-in (vidmm drvcheck/info --driver vkgpu); vkgpu-tests: its tests
+# on whatever Vulkan device is present (lavapipe in CI).
+VULKAN_OK     := $(shell pkg-config --exists vulkan 2>/dev/null && echo 1)
+VKGPU_SRC     := $(filter-out vkgpu/entry.c,$(sort $(wildcard vkgpu/*.c)))
+VKGPU_OBJ     := $(VKGPU_SRC:%.c=$(BUILD)/%.o)
+VKGPU         := $(BUILD)/libvkgpu.a
+VKGPU_SO      := $(BUILD)/vkgpu.so
+VKGPU_TESTS   := $(BUILD)/vkgpu-tests
+VKGPU_BENCH   := $(BUILD)/vkgpu-bench
+VKGPU_TEST_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard tests/vkgpu/*.c)))
+VULKAN_CFLAGS := $(shell pkg-config --cflags vulkan 2>/dev/null)
+VULKAN_LIBS   := $(shell pkg-config --libs vulkan 2>/dev/null)
+.PHONY: vkgpu vkgpu-test vkgpu-skip gpu-check bench-vkgpu lavapipe-backports
+
+# The driver uses the public headers only (no -Isrc), like the examples.
+$(BUILD)/vkgpu/%.o: vkgpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/tests/vkgpu/%.o: tests/vkgpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -Itests -MMD -MP -c $< -o $@
+
+$(VKGPU): $(VKGPU_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(VKGPU_SO): $(BUILD)/vkgpu/entry.o $(VKGPU_OBJ)
+	$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ $(VULKAN_LIBS) -lpthread
+$(VKGPU_TESTS): $(VKGPU_TEST_OBJ) $(BUILD)/tests/harness/test.o $(VKGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(VKGPU) $(STATIC) $(VULKAN_LIBS) $(LIBS)
+
+ifeq ($(VULKAN_OK),1)
+vkgpu: $(VKGPU) $(VKGPU_SO) $(VKGPU_TESTS)
+vkgpu-test: vkgpu $(TOOL)
+	sh tests/vkgpu/run.sh $(BUILD)
+gpu-check: vkgpu $(TOOL)
+	sh tests/vkgpu/gpu_check.sh $(BUILD)
+else
+vkgpu vkgpu-test gpu-check: vkgpu-skip
+endif
+vkgpu-skip:
+	@echo "########################################################################" >&2
+	@echo "# SKIPPED: vkgpu (the Vulkan driver, its tests and gpu-check):          #" >&2
+	@echo "# pkg-config finds no 'vulkan' (install libvulkan-dev and a Vulkan      #" >&2
+	@echo "# driver, e.g. mesa-vulkan-drivers).                                     #" >&2
+	@echo "########################################################################" >&2
+	@if [ "$(CI)" = true ]; then echo "CI=true: a skipped vkgpu is a failure" >&2; exit 1; fi
+all: vkgpu
+# tests/run.sh runs tests/vkgpu/run.sh when the test binary is there.
+test: vkgpu
+
+# lavapipe 25 (sparse binding) from bookworm-backports, unpacked under
+# build/lavapipe-backports without installing anything.
+lavapipe-backports:
+	sh tools/lavapipe-backports.sh build/lavapipe-backports
+# The tool finds the installed plug-in here (tools/vidmm/plugin.c).
+$(BUILD)/tools/vidmm/plugin.o: CFLAGS_ALL += -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
+# Installed beside softgpu: libvkgpu.a and vkgpu.pc, and the plug-in in
+# $(LIBDIR)/vidmm where `vidmm ... --driver vkgpu` looks (vkgpu.h is one
+# of the public headers install copies anyway).
+.PHONY: install-vkgpu uninstall-vkgpu
+install: install-vkgpu
+uninstall: uninstall-vkgpu
+ifeq ($(VULKAN_OK),1)
+install-vkgpu: $(VKGPU) $(VKGPU_SO)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/vidmm
+	install -m 644 $(VKGPU) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(VKGPU_SO) $(DESTDIR)$(LIBDIR)/vidmm/
+	$(SUBST) vkgpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vkgpu.pc
+else
+install-vkgpu: vkgpu-skip
+endif
+uninstall-vkgpu:
+	rm -f $(DESTDIR)$(LIBDIR)/libvkgpu.a $(DESTDIR)$(LIBDIR)/vidmm/vkgpu.so $(DESTDIR)$(LIBDIR)/pkgconfig/vkgpu.pc
+	-rmdir $(DESTDIR)$(LIBDIR)/vidmm 2>/dev/null
+# The vkgpu benchmark (bench/vkgpu): vkgpu's TRANSFER / FILL against raw
+# vkCmdCopyBuffer / vkCmdFillBuffer and evict+restore, on the Vulkan
+# device present; BENCH_VKGPU_ARGS e.g. "--max 1024 --check 0.9".
+BENCH_VKGPU_ARGS ?=
+$(BUILD)/bench/vkgpu/%.o: bench/vkgpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -MMD -MP -c $< -o $@
+$(VKGPU_BENCH): $(BUILD)/bench/vkgpu/vkgpu_bench.o $(VKGPU) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(VKGPU) $(SOFTGPU) $(STATIC) $(VULKAN_LIBS) $(LIBS)
+ifeq ($(VULKAN_OK),1)
+bench-vkgpu:
+	$(MAKE) BUILD=build-bench OPT="-O2 -DNDEBUG" build-bench/vkgpu-bench
+	build-bench/vkgpu-bench $(BENCH_VKGPU_ARGS)
+else
+bench-vkgpu: vkgpu-skip
+endif
+# vidmmd --driver vkgpu|FILE.so: the daemon loads driver plug-ins like the tool.
+$(BUILD)/daemon/main.o: CFLAGS_ALL += -Iexamples/drvcheck -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
+# A vidmmd client on vkgpu (tests/vkgpu/run.sh starts vidmmd --driver vkgpu).
+VKGPU_DCLIENT := $(BUILD)/tests/vkgpu/client/daemon_client
+$(VKGPU_DCLIENT): $(BUILD)/tests/vkgpu/client/daemon_client.o $(CLIENT_LIB) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(CLIENT_LIB) $(STATIC) $(LIBS)
+ifeq ($(VULKAN_OK),1)
+vkgpu: $(VKGPU_DCLIENT) $(VIDMMD)
+endif

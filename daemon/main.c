@@ -2,7 +2,7 @@
  * daemon/main.c - vidmmd: one adapter (softgpu) shared by the processes
  * that connect to its Unix-domain socket (docs/DAEMON.md).
  *
- *   vidmmd [--socket PATH] [--preset NAME] [--segment ID=BYTES]...
+ *   vidmmd [--socket PATH] [--preset NAME] [--segment ID=BYTES]... [--driver vkgpu|FILE.so]
  *          [--system-memory BYTES] [--max-locked BYTES] [--max-alloc-bytes BYTES]
  *          [--max-handles N] [--max-requests N] [--max-connections-per-uid N]
  *          [--user NAME] [--allow-set-budget] [--verbose|-v]... [--quiet] [--foreground]
@@ -32,6 +32,9 @@
 
 #include "vidmm/softgpu.h"
 
+#include "drvcheck.h"
+
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -173,7 +176,10 @@ static void usage(FILE *f)
                "              [--system-memory BYTES] [--max-locked BYTES] [--max-alloc-bytes BYTES]\n"
                "              [--max-handles N] [--max-requests N] [--max-connections-per-uid N]\n"
                "              [--max-processes N] [--user NAME] [--allow-set-budget] [-v|--verbose]...\n"
-               "              [--quiet] [--foreground]\n"
+               "              [--quiet] [--foreground] [--driver vkgpu|FILE.so]\n"
+               "  --driver: the adapter on a driver plug-in instead of softgpu: vkgpu (a Vulkan\n"
+               "  device, docs/VKGPU.md; VIDMM_VKGPU_DEVICE picks it) or a FILE.so exporting\n"
+               "  vidmm_driver_entry; VIDMM_DRIVER_OPTIONS goes to its constructor.\n"
                "  --allow-set-budget: clients may pin their own budgets (PROCESS_SET_BUDGET; tests).\n"
                "  BYTES takes a K, M or G suffix.  The socket defaults to $VIDMMD_SOCKET,\n"
                "  else $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-$UID.sock; a socket\n"
@@ -278,8 +284,68 @@ static void client_readable(struct vmmd_server *srv, int ep, struct vmmd_client 
     settle(srv, ep, c, "protocol error");
 }
 
+/* softgpu, or the plug-in's driver and the plug-in. */
+static void driver_close(struct softgpu *sg, struct drvcheck_driver *drv, void *lib)
+{
+    if (sg) {
+        softgpu_destroy(sg);
+        return;
+    }
+    if (drv->wait_idle)
+        drv->wait_idle(drv->driver);
+    drv->destroy(drv->driver);
+    dlclose(lib);
+}
+
+#ifndef VIDMM_PLUGIN_DIR
+#define VIDMM_PLUGIN_DIR "/usr/local/lib/vidmm"
+#endif
+
+/* A driver plug-in instead of softgpu (--driver): "vkgpu" is vkgpu.so
+ * from $VIDMM_VKGPU_PLUGIN, beside the daemon, or the installed plug-in
+ * directory; anything else a path.  0, or -1 after saying why. */
+static int plugin_open(const char *name, void **lib, struct drvcheck_driver *drv)
+{
+    char buf[4096];
+    const char *path = name;
+    if (!strcmp(name, "vkgpu")) {
+        const char *env = getenv("VIDMM_VKGPU_PLUGIN");
+        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 16);
+        char *slash = n > 0 ? (buf[n] = 0, strrchr(buf, '/')) : NULL;
+        if (env && *env)
+            path = env;
+        else if (slash && (strcpy(slash, "/vkgpu.so"), access(buf, R_OK) == 0))
+            path = buf;
+        else
+            path = VIDMM_PLUGIN_DIR "/vkgpu.so";
+    }
+    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *sym = *lib ? dlsym(*lib, DRVCHECK_ENTRY_SYMBOL) : NULL;
+    if (!sym) {
+        fprintf(stderr, "vidmmd: --driver %s: cannot load %s or it has no %s\n", name, path, DRVCHECK_ENTRY_SYMBOL);
+        if (*lib)
+            dlclose(*lib);
+        return -1;
+    }
+    drvcheck_ctor ctor;
+    memcpy(&ctor, &sym, sizeof ctor);       /* POSIX: a data pointer from dlsym names the function */
+    struct drvcheck_env env = { vidmm_cb_notify_fence, vidmm_cb_notify_context_fence, vidmm_cb_notify_page_fault,
+                                getenv("VIDMM_DRIVER_OPTIONS") };
+    vidmm_status st = ctor(&env, drv);
+    if (st < 0) {
+        fprintf(stderr, "vidmmd: --driver %s: the driver did not start: %s\n", name, vidmm_status_str(st));
+        dlclose(*lib);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    const char *driver = NULL;
+    void *driver_lib = NULL;
+    struct drvcheck_driver drv;
+    memset(&drv, 0, sizeof drv);
     const char *sock_path = getenv("VIDMMD_SOCKET");
     char default_path[108];
     struct softgpu_config sc;
@@ -300,6 +366,8 @@ int main(int argc, char **argv)
             sock_path = v, i++;
         } else if (!strcmp(a, "--preset") && v) {
             sc.preset = v, i++;
+        } else if (!strcmp(a, "--driver") && v) {
+            driver = v, i++;
         } else if (!strcmp(a, "--segment") && v) {
             char *eq = strchr(v, '=');
             uint64_t id = 0, size = 0;
@@ -427,8 +495,11 @@ int main(int argc, char **argv)
 
     /* The adapter. */
     struct softgpu *sg = NULL;
-    vidmm_status st = softgpu_create(&sc, &sg);
-    if (st < 0) {
+    vidmm_status st = VIDMM_OK;
+    if (driver) {
+        if (plugin_open(driver, &driver_lib, &drv) < 0)
+            return 1;
+    } else if ((st = softgpu_create(&sc, &sg)) < 0) {
         fprintf(stderr, "vidmmd: softgpu_create(%s): %s\n", sc.preset, vidmm_status_str(st));
         return 1;
     }
@@ -440,7 +511,15 @@ int main(int argc, char **argv)
     char msg[256] = "";
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(sg, &ci);
+    if (sg) {
+        softgpu_fill_adapter_create_info(sg, &ci);
+    } else {
+        ci.abi_version = VIDMM_ABI_VERSION;
+        ci.ops = drv.ops;
+        ci.driver = drv.driver;
+        ci.agp_aperture_base = drv.agp_aperture_base;
+        ci.agp_aperture_size = drv.agp_aperture_size;
+    }
     ci.host_allocator = &ca.ha;
     ci.system_memory_limit = sysmem;
     ci.max_processes = (uint32_t)max_processes;
@@ -450,7 +529,7 @@ int main(int argc, char **argv)
     st = vidmm_adapter_open(&ci, &ad);
     if (st < 0) {
         fprintf(stderr, "vidmmd: vidmm_adapter_open: %s: %s\n", vidmm_status_str(st), msg);
-        softgpu_destroy(sg);
+        driver_close(sg, &drv, driver_lib);
         return 1;
     }
     struct vmmd_server_config cfg;
@@ -513,8 +592,9 @@ int main(int argc, char **argv)
     ev.data.ptr = &sfd;
     epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
     if (verbose)
-        fprintf(stderr, "vidmmd: listening on %s%s (preset %s, pid %ld, uid %ld)\n", sock_path,
-                activated ? " (socket from the service manager)" : "", sc.preset, (long)getpid(), (long)geteuid());
+        fprintf(stderr, "vidmmd: listening on %s%s (%s %s, pid %ld, uid %ld)\n", sock_path,
+                activated ? " (socket from the service manager)" : "", driver ? "driver" : "preset",
+                driver ? drv.name : sc.preset, (long)getpid(), (long)geteuid());
     uint8_t *buf = malloc(VMMD_MAX_MESSAGE);
     if (!buf)
         return 1;
@@ -598,8 +678,8 @@ int main(int argc, char **argv)
     memset(&rs, 0, sizeof rs);
     vidmm_residency_get_stats(ad, &rs);
     vidmm_adapter_close(ad);
-    int sg_bad = softgpu_check(sg);
-    softgpu_destroy(sg);
+    int sg_bad = sg ? softgpu_check(sg) : 0;
+    driver_close(sg, &drv, driver_lib);
     int64_t lb = ca.blocks, lbytes = ca.bytes;
     fprintf(stderr,
             "vidmmd: shutdown: %llu connections served (%zu still open, torn down), %llu requests, "

@@ -16,6 +16,9 @@
 #                   0 skips it; a failure prints its seed and shrunk events)
 #   DAEMON_CHAOS_SECONDS  vidmmd's chaos test: clients SIGKILLed at random
 #                   (default 120)
+#   DRVFAIL_STRIDE  the driver-refusal sweep over the built-in and generated
+#                   scenarios refuses every STRIDE-th call (default 4; 1: all)
+#   DRVFAIL_GENERATED  generated scenarios in that sweep (default 8)
 set -u
 b=${1:-build}
 scale=${LONG_SCALE:-10}
@@ -47,6 +50,18 @@ VIDMM_OOM_LONG=1 VIDMM_OOM_VERBOSE=1 "$b/vidmm-tests" oom > "$log.oom" 2>&1 || f
 tail -n 1 "$log.oom"
 sites=$(grep -o 'sites hit [0-9]* / [0-9]*' "$log.oom" | tail -n 1)
 injected=$(grep -o '[0-9]* injected failures' "$log.oom" | awk '{s+=$1} END {print s+0}')
+
+step "driver refusals: every op at every call of the drvfail scenario, once and sticky, two sizes (VIDMM_DRVFAIL_ALL)"
+VIDMM_DRVFAIL_ALL=1 "$b/vidmm-tests" drvfail > "$log.drvfail" 2>&1 || { fail=1; grep -m5 FAILED "$log.drvfail"; }
+drvfail=$(grep -E '^drvfail: [0-9]+ runs' "$log.drvfail")
+echo "$drvfail"
+
+drvfail_stride=${DRVFAIL_STRIDE:-4}
+step "driver refusals over the built-in and generated scenarios (tests/drvfail_sweep.sh, stride $drvfail_stride)"
+sh tests/drvfail_sweep.sh "$b/vidmm" "$drvfail_stride" "${DRVFAIL_GENERATED:-8}" > "$log.drvsweep" 2>&1 || fail=1
+grep -E '^drvfail: FAIL' "$log.drvsweep" | head -n 10
+drvsweep=$(grep -E '^drvfail: [0-9]+ runs' "$log.drvsweep")
+echo "$drvsweep"
 
 step "hangs and resets, $rounds rounds"
 r=0
@@ -119,6 +134,8 @@ printf '\n== long run summary (%s, %s s) ==\n' "$(date -u +%Y-%m-%d)" "$((t1 - t
 echo "page moves verified (residency over-commitment): $moves"
 echo "integrity walk moves: $imoves"
 echo "oom: $sites, injected failures: $injected"
+echo "${drvfail:-drvfail: not run}"
+echo "${drvsweep:-drvfail sweep: not run}"
 echo "hang/reset rounds: $rounds"
 echo "tsan stress: $threads threads x $ops ops"
 echo "power stress: $(grep -oE '[0-9]+ transitions down and back' "$log.power" | head -n 1)"

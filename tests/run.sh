@@ -12,7 +12,8 @@
 # (docs_test.py), the statistics JSON against the GpuMemDump schema
 # (stats_schema_test.sh), the D3DKMT front end's tests and sample client
 # (docs/D3DKMT.md), vidmmd and libvidmm-client end to end
-# (tests/daemon/run.sh), the deterministic explorer (tests/sim/explore_test.sh).
+# (tests/daemon/run.sh), the vkgpu driver on the Vulkan device present
+# (tests/vkgpu/run.sh), the deterministic explorer (tests/sim/explore_test.sh).
 #
 # Each suite's own exit status counts, not that of the tee that shows its
 # output.  A suite adds its last "[name: ]N passed, M failed" line to the
@@ -118,6 +119,10 @@ suite daemon "$b/vidmmd" timeout -- sh tests/daemon/run.sh "$b"
 # The deterministic explorer: shrunk reproductions, determinism, a fixed
 # set of schedules (tests/sim/explore_test.sh).
 suite explore "$b/vidmm-explore" -- sh tests/sim/explore_test.sh "$b"
+
+# vkgpu on the Vulkan device present (built only where Vulkan is: Makefile);
+# without it the suite is skipped, loudly (a failure under CI=true).
+suite vkgpu "$b/vkgpu-tests" -- sh tests/vkgpu/run.sh "$b"
 
 [ -n "$broken" ] && echo "run: suites that failed to run or to finish cleanly:$broken"
 echo "total: $p passed, $f failed"

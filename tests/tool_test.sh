@@ -92,6 +92,15 @@ usage_err "bad frames" "--frames 0: want a number of frames, 1-100000" "$tool" r
 usage_err "bad seed" "--seed x1: not a number" "$tool" run game --seed x1
 usage_err "unknown scenario lists them" "'nosuch': neither a built-in scenario (desktop, game" "$tool" run nosuch
 usage_err "two scenarios" "'game': one scenario or file at a time" "$tool" run desktop game
+usage_err "bad --fail-driver op" "--fail-driver nosuch:3: want OP:K" "$tool" run desktop --fail-driver nosuch:3
+usage_err "bad --fail-driver mode" "--fail-driver submit_command:3:often: want OP:K" "$tool" run desktop --fail-driver submit_command:3:often
+# A refused paging submission, once and from then on: the end state is sound.
+expect_out "--fail-driver counts" "driver op submit_command: [1-9][0-9]* calls, 0 refused" "$tool" run desktop --frames 1 --fail-driver submit_command:0
+expect_rc 0 "--fail-driver once" "$tool" run desktop --frames 1 --fail-driver submit_command:5:once
+expect_rc 0 "--fail-driver sticky" "$tool" run desktop --frames 1 --fail-driver build_paging_buffer:40:sticky
+# A restore into the aperture whose map and rollback were refused: the
+# reset writes the aperture mapping again (gpu.aperture_entry_owned).
+expect_rc 0 "--fail-driver aperture map rewritten by the reset" "$tool" run desktop --segment 1=4M --segment 2=8M --frames 2 --fail-driver submit_command:11:sticky
 usage_err "replay adapter option" "--adapter: a replay takes the adapter" "$tool" replay x.trace --adapter big
 usage_err "gen --calls range" "--calls 0: want 1-100000" "$tool" gen --calls 0
 usage_err "gen adapter" "--adapter igpu: generated scenarios use dgpu or wddm1" "$tool" gen --adapter igpu

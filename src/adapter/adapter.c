@@ -559,6 +559,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
             vidmm_tdr_run_pending(a);
         }
     }
+    vidmm_quarantine_fini(a);
     vidmm_pp_fini(a);
     vidmm_tdr_run_pending(a);
     vidmm_paging_fini(a);

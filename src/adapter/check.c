@@ -290,6 +290,19 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
             vidmm_report_add(&r, "allocation %u: private to a dead process", i);
         check_allocation(a, i, al, sum, &r);
     }
+    {
+        /* Quarantined memory (alloc/placement.c) stays taken until a reset. */
+        uint64_t used[VIDMM_MAX_SEGMENTS + 1], committed[VIDMM_MAX_SEGMENTS + 1], count[VIDMM_MAX_SEGMENTS + 1];
+        memset(used, 0, sizeof(used));
+        memset(committed, 0, sizeof(committed));
+        memset(count, 0, sizeof(count));
+        vidmm_quarantine_account(a, used, committed, count);
+        for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++) {
+            sum[id].used += used[id];
+            sum[id].committed += committed[id];
+            sum[id].allocations += count[id];
+        }
+    }
 
     uint64_t ap_mapped = 0;
     for (uint32_t id = 0; id < a->segment_count; id++) {

@@ -15,10 +15,18 @@
  * aperture and AGP segments last.  A segment that is full, or over its
  * commit limit, is skipped; there is no eviction at this level.
  * Content moves live in src/content/.
+ *
+ * Freeing is the last step of "prepare, point, then free"
+ * (docs/ARCHITECTURE.md): vidmm_unplace frees only what no entry is
+ * meant to reach.  Memory a refused driver step may have left reachable
+ * goes to the quarantine instead - held, in no allocator - until an
+ * adapter reset has rewritten every page-table and aperture entry
+ * (vidmm_quarantine_release, from tdr/).
  */
 #include "model/objects.h"
 #include "alloc/alloc.h"
 #include "fence/fence.h"
+#include "fence/hang.h"
 #include "paging/paging.h"
 
 #include <string.h>
@@ -124,6 +132,60 @@ static vidmm_status place_system(struct vidmm_adapter *a, struct vidmm_allocatio
     return VIDMM_OK;
 }
 
+static vidmm_status aperture_unmap_sized(struct vidmm_adapter *a, void *driver_allocation,
+                                        struct vidmm_placement *pl)
+{
+    if (!pl->ap_mapped)
+        return VIDMM_OK;
+    struct vidmm_segment *s = &a->seg[pl->ap_segment];
+    uint64_t size = pl->mdl.page_count * VIDMM_PAGE_4K;
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
+    op.u.unmap_aperture_segment.driver_allocation = driver_allocation;
+    op.u.unmap_aperture_segment.segment_id = pl->ap_segment;
+    op.u.unmap_aperture_segment.offset_in_pages = pl->ap_offset / VIDMM_PAGE_4K;
+    op.u.unmap_aperture_segment.number_of_pages = pl->mdl.page_count;
+    op.u.unmap_aperture_segment.dummy_page = a->dummy_page;
+    vidmm_status st = vidmm_paging_emit(a, &op);
+    if (st >= 0)
+        st = vidmm_paging_flush(a);
+    if (st < 0)
+        return st;
+    vidmm_ra_free(&s->ra, pl->ap_node);
+    s->committed -= size;
+    s->allocations--;
+    a->aperture_mapped_bytes -= size;
+    pl->ap_mapped = 0;
+    return VIDMM_OK;
+}
+
+/* MAP_APERTURE_SEGMENT of pl's pages at offset off of aperture segment
+ * ap_segment. */
+static vidmm_status emit_map(struct vidmm_adapter *a, const struct vidmm_allocation *al,
+                             const struct vidmm_placement *pl, uint32_t ap_segment, uint64_t off)
+{
+    const struct vidmm_segment *s = &a->seg[ap_segment];
+    struct vidmm_build_paging_buffer_args op;
+    memset(&op, 0, sizeof(op));
+    op.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
+    op.u.map_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
+    op.u.map_aperture_segment.segment_id = ap_segment;
+    op.u.map_aperture_segment.flags =
+        (s->flags & VIDMM_SEGMENT_CACHE_COHERENT) && al && (al->info.flags & VIDMM_ALLOC_CACHED)
+            ? VIDMM_MAP_APERTURE_CACHE_COHERENT : 0;
+    op.u.map_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
+    op.u.map_aperture_segment.number_of_pages = pl->mdl.page_count;
+    op.u.map_aperture_segment.mdl = &pl->mdl;
+    op.u.map_aperture_segment.mdl_offset = 0;
+    return vidmm_paging_emit(a, &op);
+}
+
+vidmm_status vidmm_aperture_rewrite(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    return al->pl.ap_mapped ? emit_map(a, al, &al->pl, al->pl.ap_segment, al->pl.ap_offset) : VIDMM_OK;
+}
+
 vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl,
                                 uint32_t ap_segment)
 {
@@ -143,19 +205,7 @@ vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation
     vidmm_status st = vidmm_ra_alloc(&s->ra, size, align, flags, &off, &node);
     if (st < 0)
         return st;
-    struct vidmm_build_paging_buffer_args op;
-    memset(&op, 0, sizeof(op));
-    op.operation = VIDMM_PAGING_MAP_APERTURE_SEGMENT;
-    op.u.map_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
-    op.u.map_aperture_segment.segment_id = ap_segment;
-    op.u.map_aperture_segment.flags =
-        (s->flags & VIDMM_SEGMENT_CACHE_COHERENT) && al && (al->info.flags & VIDMM_ALLOC_CACHED)
-            ? VIDMM_MAP_APERTURE_CACHE_COHERENT : 0;
-    op.u.map_aperture_segment.offset_in_pages = off / VIDMM_PAGE_4K;
-    op.u.map_aperture_segment.number_of_pages = pl->mdl.page_count;
-    op.u.map_aperture_segment.mdl = &pl->mdl;
-    op.u.map_aperture_segment.mdl_offset = 0;
-    st = vidmm_paging_emit(a, &op);
+    st = emit_map(a, al, pl, ap_segment, off);
     if (st < 0) {
         vidmm_ra_free(&s->ra, node);
         return st;
@@ -170,30 +220,14 @@ vidmm_status vidmm_aperture_map(struct vidmm_adapter *a, struct vidmm_allocation
     return VIDMM_OK;
 }
 
-void vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+/* The aperture range of pl, its entries pointed back at the dummy page
+ * and that written (flushed): only then is the range free for another
+ * mapping.  A refusal (the unmap not encoded, or its buffer not run)
+ * changes nothing: pl keeps the range, whose entries still reach pl's
+ * own pages. */
+vidmm_status vidmm_aperture_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
 {
-    if (!pl->ap_mapped)
-        return;
-    struct vidmm_segment *s = &a->seg[pl->ap_segment];
-    uint64_t size = pl->mdl.page_count * VIDMM_PAGE_4K;
-    struct vidmm_build_paging_buffer_args op;
-    memset(&op, 0, sizeof(op));
-    op.operation = VIDMM_PAGING_UNMAP_APERTURE_SEGMENT;
-    op.u.unmap_aperture_segment.driver_allocation = al ? al->info.driver_allocation : NULL;
-    op.u.unmap_aperture_segment.segment_id = pl->ap_segment;
-    op.u.unmap_aperture_segment.offset_in_pages = pl->ap_offset / VIDMM_PAGE_4K;
-    op.u.unmap_aperture_segment.number_of_pages = pl->mdl.page_count;
-    op.u.unmap_aperture_segment.dummy_page = a->dummy_page;
-    /* An unmap the driver cannot encode leaves a stale GART entry but no
-     * dangling bookkeeping: the range is not handed out again until the
-     * next successful unmap of it would be needed. */
-    if (vidmm_paging_emit(a, &op) < 0)
-        return;
-    vidmm_ra_free(&s->ra, pl->ap_node);
-    s->committed -= size;
-    s->allocations--;
-    a->aperture_mapped_bytes -= size;
-    pl->ap_mapped = 0;
+    return aperture_unmap_sized(a, al ? al->info.driver_allocation : NULL, pl);
 }
 
 vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id, int top_down,
@@ -232,31 +266,177 @@ vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, u
     return VIDMM_E_INVALID_ARG;
 }
 
-void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+vidmm_status vidmm_aperture_unmap_or_quarantine(struct vidmm_adapter *a, struct vidmm_allocation *al,
+                                                struct vidmm_placement *pl)
 {
-    if (pl->ap_mapped)
-        vidmm_aperture_unmap(a, al, pl);
+    vidmm_status st = vidmm_aperture_unmap(a, al, pl);
+    if (st < 0) {
+        struct vidmm_placement range = *pl;   /* the range only: the pages stay pl's */
+        memset(&range.pages, 0, sizeof(range.pages));
+        vidmm_quarantine(a, al, &range, 0);
+        pl->ap_mapped = 0;
+    }
+    return st;
+}
+
+/* Give pl's memory back to its allocators (the sizes are the
+ * allocation's, size bytes). */
+static void release(struct vidmm_adapter *a, uint64_t size, struct vidmm_placement *pl, int owns_sys)
+{
+    if (pl->ap_mapped) {   /* only after a successful unmap, or at close */
+        struct vidmm_segment *s = &a->seg[pl->ap_segment];
+        vidmm_ra_free(&s->ra, pl->ap_node);
+        s->committed -= size;
+        s->allocations--;
+        a->aperture_mapped_bytes -= size;
+        pl->ap_mapped = 0;
+    }
     if (pl->sys) {
-        /* The GPU may still read these pages: drain before freeing. */
-        (void)vidmm_paging_flush(a);
-        /* Nothing is freed while a queue that may still touch it runs:
-         * the drain gives up only when the paging engine is stopped (a
-         * reset of it is pending, which drops its queue), so a paging
-         * buffer still outstanding here is a bug (docs/DECISIONS.md D61).
-         * Counted and reported by vidmm_adapter_check; the pages are
-         * kept (leaked) rather than handed back while the GPU writes. */
-        if (!VIDMM_BUG_ON(a, vidmm_fence_paging_outstanding(a, al->paging_fence)))
-            vidmm_hfree(a->ha, pl->sys, (size_t)al->size, VIDMM_PAGE_4K);
-        a->seg[0].committed -= al->size;
-        a->seg[0].allocations--;
-        pl->sys = NULL;
+        /* A quarantined aperture range may still map these pages: they
+         * join it (the range's record owns them from now), not the heap. */
+        struct vidmm_quarantine *q = owns_sys ? a->quarantine : NULL;
+        while (q && (&q->pl == pl || q->pl.sys != pl->sys || q->owns_sys))
+            q = q->next;
+        if (q)
+            q->owns_sys = 1;
+        else if (owns_sys) {
+            vidmm_hfree(a->ha, pl->sys, (size_t)size, VIDMM_PAGE_4K);
+            a->seg[0].committed -= size;
+            a->seg[0].allocations--;
+        }
     } else if (pl->pages.count) {
         struct vidmm_segment *s = &a->seg[pl->segment_id];
         vidmm_pages_free(&s->ra, &pl->pages);
-        s->committed -= al->size;
+        s->committed -= size;
         s->allocations--;
     }
     memset(pl, 0, sizeof(*pl));
+}
+
+/* Free pl: the last step of "prepare, point, then free" (callers have
+ * pointed every page-table entry away from it and submitted that).  The
+ * one place memory of an allocation goes back to the allocators.  Its
+ * aperture range is unmapped first and system pages wait for the GPU;
+ * when the driver refuses either, no entry may be trusted not to reach
+ * pl any more: pl goes to the quarantine, and an adapter reset rewrites
+ * every entry before it is freed. */
+void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_placement *pl)
+{
+    vidmm_status st = vidmm_aperture_unmap(a, al, pl);
+    if (st >= 0 && pl->sys)
+        st = vidmm_paging_flush(a);   /* the GPU may still read these pages */
+    /* Nothing is freed while a queue that may still touch it runs: the
+     * drain gives up only when the paging engine is stopped (a reset of
+     * it is pending, which drops its queue), so a paging buffer still
+     * outstanding on a running engine here is a bug (docs/DECISIONS.md
+     * D61), reported by vidmm_adapter_check; the pages wait in the
+     * quarantine for the reset rather than go back while the GPU writes. */
+    if (st >= 0 && pl->sys && VIDMM_BUG_ON(a, vidmm_fence_paging_outstanding(a, al->paging_fence)))
+        st = VIDMM_E_DRIVER_FAILURE;
+    if (st < 0) {
+        vidmm_quarantine(a, al, pl, 1);
+        return;
+    }
+    release(a, al->size, pl, 1);
+}
+
+/* ---- quarantine ------------------------------------------------------- */
+
+static struct vidmm_quarantine *quarantine_record(struct vidmm_adapter *a)
+{
+    struct vidmm_quarantine *q = vidmm_halloc(a->ha, VIDMM_SITE_QUARANTINE_RECORD, sizeof(*q),
+                                              _Alignof(struct vidmm_quarantine));
+    if (q)
+        return q;
+    for (uint32_t i = 0; i < VIDMM_QUARANTINE_INLINE; i++)
+        if (!(a->quarantine_inline_used & (1u << i))) {
+            a->quarantine_inline_used |= 1u << i;
+            return &a->quarantine_inline[i];
+        }
+    return NULL;
+}
+
+static void quarantine_free_record(struct vidmm_adapter *a, struct vidmm_quarantine *q)
+{
+    if (q >= a->quarantine_inline && q < a->quarantine_inline + VIDMM_QUARANTINE_INLINE)
+        a->quarantine_inline_used &= ~(1u << (q - a->quarantine_inline));
+    else
+        vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_quarantine));
+}
+
+void vidmm_quarantine(struct vidmm_adapter *a, const struct vidmm_allocation *al, struct vidmm_placement *pl,
+                      int owns_sys)
+{
+    struct vidmm_quarantine *q = quarantine_record(a);
+    if (q) {
+        vidmm_placement_take(&q->pl, pl);
+        q->size = al->size;
+        q->driver_allocation = al->info.driver_allocation;
+        q->owns_sys = owns_sys;
+        q->next = a->quarantine;
+        a->quarantine = q;
+        a->quarantined++;
+    } else {
+        /* No record at all (host memory and the inline records spent):
+         * the memory stays taken, unnamed, until close, and the
+         * structure checker reports it. */
+        (void)VIDMM_BUG_ON(a, q == NULL);   /* no quarantine record */
+    }
+    memset(pl, 0, sizeof(*pl));
+    vidmm_reset_schedule(a);
+}
+
+vidmm_status vidmm_quarantine_release(struct vidmm_adapter *a)
+{
+    vidmm_status last = VIDMM_OK;
+    for (struct vidmm_quarantine **pp = &a->quarantine; *pp;) {
+        struct vidmm_quarantine *q = *pp;
+        vidmm_status st = aperture_unmap_sized(a, q->driver_allocation, &q->pl);
+        if (st >= 0 && q->pl.sys)
+            st = vidmm_paging_flush(a);
+        if (st < 0) {
+            last = st;
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        release(a, q->size, &q->pl, q->owns_sys);
+        quarantine_free_record(a, q);
+    }
+    return last;
+}
+
+void vidmm_quarantine_fini(struct vidmm_adapter *a)
+{
+    (void)vidmm_quarantine_release(a);
+    while (a->quarantine) {   /* the driver still refuses: the adapter goes anyway */
+        struct vidmm_quarantine *q = a->quarantine;
+        a->quarantine = q->next;
+        release(a, q->size, &q->pl, q->owns_sys);
+        quarantine_free_record(a, q);
+    }
+}
+
+void vidmm_quarantine_account(const struct vidmm_adapter *a, uint64_t *used, uint64_t *committed,
+                              uint64_t *allocations)
+{
+    for (const struct vidmm_quarantine *q = a->quarantine; q; q = q->next) {
+        const struct vidmm_placement *pl = &q->pl;
+        if (pl->ap_mapped) {
+            used[pl->ap_segment] += vidmm_ra_node_size(&a->seg[pl->ap_segment].ra, pl->ap_node);
+            committed[pl->ap_segment] += q->size;
+            allocations[pl->ap_segment]++;
+        }
+        if (pl->sys && q->owns_sys) {
+            committed[0] += q->size;
+            allocations[0]++;
+        } else if (!pl->sys && pl->pages.count) {
+            for (uint32_t i = 0; i < pl->pages.count; i++)
+                used[pl->segment_id] += pl->pages.ext[i].size;
+            committed[pl->segment_id] += q->size;
+            allocations[pl->segment_id]++;
+        }
+    }
 }
 
 /* Supported segments in placement order; returns the count. */

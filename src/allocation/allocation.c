@@ -192,9 +192,8 @@ static void display_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al)
     if (!al->display_mapped)
         return;
     vidmm_res_leave(a, al);
-    vidmm_aperture_unmap(a, al, &al->pl);
-    if (!al->pl.ap_mapped)
-        al->pl.segment_id = 0;
+    (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
+    al->pl.segment_id = 0;
     al->display_mapped = 0;
     vidmm_res_enter(a, al);
 }
@@ -322,7 +321,13 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
     vidmm_allocation_unlist_private(a, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
     vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
-    vidmm_unplace(a, al, &al->pl);
+    /* Point, then free: the invalid entries must have run before the
+     * pages go.  Refused, they may still reach the pages: quarantine
+     * them until the reset that rewrites every entry. */
+    if (vidmm_paging_flush(a) < 0)
+        vidmm_quarantine(a, al, &al->pl, 1);
+    else
+        vidmm_unplace(a, al, &al->pl);
     (void)vidmm_paging_flush(a);
     struct vidmm_destroy_allocation_args da = { al->info.driver_allocation };
     a->ops.destroy_allocation(a->driver, &da);
@@ -424,6 +429,44 @@ static uint32_t effective_target(const struct vidmm_adapter *a, const struct vid
     return id;
 }
 
+/* System pages stay where they are; only the aperture mapping changes
+ * (0 <-> aperture, or aperture <-> AGP).  The new mapping is made and
+ * written before the old one goes, so a refusal before that changes
+ * nothing; a refused unmap of the old range leaves it in quarantine. */
+static vidmm_status move_mapping(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t eff)
+{
+    vidmm_status st;
+    if (eff != 0) {
+        struct vidmm_placement old = al->pl;
+        al->pl.ap_mapped = 0;
+        st = vidmm_aperture_map(a, al, &al->pl, eff);
+        if (st >= 0)
+            st = vidmm_paging_flush(a);
+        if (st < 0) {
+            if (al->pl.ap_mapped)
+                (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
+            al->pl = old;
+            return st;
+        }
+        if (old.ap_mapped)
+            (void)vidmm_aperture_unmap_or_quarantine(a, al, &old);
+    } else if (al->pl.ap_mapped) {
+        st = vidmm_aperture_unmap(a, al, &al->pl);
+        if (st < 0)
+            return st;   /* still mapped, nothing changed */
+    }
+    al->pl.segment_id = eff;
+    al->moves++;
+    /* The entries keep reaching the same pages whatever the driver does
+     * with this rewrite (of their cache flags). */
+    st = vidmm_process_remap_allocation(a, al);
+    vidmm_status f = vidmm_paging_flush(a);
+    return st < 0 ? st : f;
+}
+
+/* "Prepare, point, then free" (docs/ARCHITECTURE.md): the new place is
+ * taken and filled, every entry is rewritten to it and that is waited
+ * for, and only then is the old place freed. */
 static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
 {
     uint32_t eff = effective_target(a, al, target);
@@ -434,29 +477,8 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     vidmm_status st;
     int top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
-    if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY) {
-        /* System pages stay where they are; only the aperture mapping
-         * changes (0 <-> aperture, or aperture <-> AGP).  The new mapping
-         * is made before the old one goes, so a failure changes nothing. */
-        if (eff != 0) {
-            struct vidmm_placement old = al->pl;
-            al->pl.ap_mapped = 0;
-            st = vidmm_aperture_map(a, al, &al->pl, eff);
-            if (st < 0) {
-                al->pl = old;
-                return st;
-            }
-            if (old.ap_mapped)
-                vidmm_aperture_unmap(a, al, &old);
-        } else if (al->pl.ap_mapped) {
-            vidmm_aperture_unmap(a, al, &al->pl);
-        }
-        al->pl.segment_id = eff;
-        al->moves++;
-        st = vidmm_process_remap_allocation(a, al);
-        vidmm_status f = vidmm_paging_flush(a);
-        return st < 0 ? st : f;
-    }
+    if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY)
+        return move_mapping(a, al, eff);
     struct vidmm_placement dst;
     st = vidmm_place(a, al, eff, top, &dst);
     if (st < 0)
@@ -469,6 +491,7 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
         (void)vidmm_paging_flush(a);
         return st;
     }
+    /* Prepare: the copy, finished before any entry points at it. */
     if (discard) {
         /* Content is not needed: discard the source, start the
          * destination content-less (zero). */
@@ -481,18 +504,40 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
     if (st >= 0)
         st = vidmm_paging_flush(a);
     if (st < 0) {
-        vidmm_unplace(a, al, &dst);
+        vidmm_unplace(a, al, &dst);   /* no entry ever reached it */
         return st;
     }
-    vidmm_unplace(a, al, &al->pl);
-    al->pl = dst;
-    if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
-        al->pl.pages.ext = al->pl.pages.inline_ext; /* the inline array moved with the struct */
-    al->moves++;
-    /* Same GPU virtual addresses, new pages: rewrite the PTEs. */
+    /* Point: same GPU virtual addresses, new pages. */
+    struct vidmm_placement old;
+    vidmm_placement_take(&old, &al->pl);
+    vidmm_placement_take(&al->pl, &dst);
     st = vidmm_process_remap_allocation(a, al);
-    vidmm_status f = vidmm_paging_flush(a);
-    return st < 0 ? st : f;
+    if (st >= 0)
+        st = vidmm_paging_flush(a);
+    if (st < 0) {
+        /* Refused: point back at the old place, which is still held.
+         * If even that is refused, entries may reach either place: both
+         * stay held (the old one in quarantine) and a reset rewrites
+         * them all. */
+        vidmm_placement_take(&dst, &al->pl);
+        vidmm_placement_take(&al->pl, &old);
+        vidmm_status r = vidmm_process_remap_allocation(a, al);
+        if (r >= 0)
+            r = vidmm_paging_flush(a);
+        if (r >= 0) {
+            vidmm_unplace(a, al, &dst);
+        } else {
+            vidmm_placement_take(&old, &al->pl);
+            vidmm_placement_take(&al->pl, &dst);
+            vidmm_quarantine(a, al, &old, 1);
+            al->moves++;
+        }
+        return st;
+    }
+    /* Free: nothing reaches the old place any more. */
+    vidmm_unplace(a, al, &old);
+    al->moves++;
+    return VIDMM_OK;
 }
 
 static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id, int discard)

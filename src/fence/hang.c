@@ -22,6 +22,7 @@
 #include "model/objects.h"
 #include "fence/fence.h"
 #include "fence/fence_state.h"
+#include "fence/fence.h"
 #include "fence/hang.h"
 
 #include <errno.h>
@@ -119,6 +120,18 @@ int vidmm_hang_poll(struct vidmm_adapter *a)
         done = a->up.run_pending(a) != 0;
     vidmm_adapter_unlock(a);
     return done;
+}
+
+void vidmm_reset_schedule(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->fence_lock);
+    vidmm_fence_paging_fault_locked(a);
+    int pending = vidmm_reset_pending_locked(a);
+    pthread_mutex_unlock(&a->fence_lock);
+    /* Refused while a reset runs (its own paging was refused): the fault
+     * stays for the next wait or poll, and the next entry starts with it. */
+    if (!pending && a->up.recover && !a->up.recover(a, -1))
+        a->reset_carried = 1;
 }
 
 int vidmm_reset_pending_locked(const struct vidmm_adapter *a)

@@ -27,6 +27,14 @@ int vidmm_reset_pending_locked(const struct vidmm_adapter *a);
 
 int vidmm_reset_pending(struct vidmm_adapter *a);
 
+/* A refused driver step left entries (page tables, the aperture) that
+ * vidmm can no longer vouch for (docs/ARCHITECTURE.md "Prepare, point,
+ * then free"): the adapter is reset as the current entry returns (or at
+ * the next wait or poll when a reset is running now), as for a faulted
+ * paging buffer, and the reset rewrites every entry.  The adapter lock
+ * held. */
+void vidmm_reset_schedule(struct vidmm_adapter *a);
+
 /* Mark allocation al's content as written by the paging buffer being
  * built (an adapter reset that drops that buffer loses the content). */
 void vidmm_fence_note_paging(struct vidmm_adapter *a, struct vidmm_allocation *al);

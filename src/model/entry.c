@@ -82,9 +82,17 @@ int vidmm_adapter_held(const struct vidmm_adapter *a)
 
 void vidmm_entry_enter(const struct vidmm_adapter *a)
 {
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* recovery is not the caller's state */
     vidmm_adapter_lock(a);
-    if (a->lock_depth == 1)
-        vidmm_error_clear();
+    if (a->lock_depth != 1)
+        return;
+    vidmm_error_clear();
+    /* Nothing is held yet: the carried reset runs before the operation. */
+    if (m->reset_carried && m->up.recover && m->up.run_pending) {
+        m->reset_carried = 0;
+        if (m->up.recover(m, -1))
+            (void)m->up.run_pending(m);
+    }
 }
 
 vidmm_status vidmm_entry_no_adapter(const char *entry)

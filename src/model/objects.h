@@ -82,6 +82,20 @@ struct vidmm_placement {
     uint64_t ap_offset;
 };
 
+/* Memory a refused driver step left reachable (docs/ARCHITECTURE.md
+ * "Prepare, point, then free"): a placement, or only its aperture range,
+ * that page-table or aperture entries may still name, held out of every
+ * allocator until an adapter reset rewrote those entries
+ * (src/alloc/placement.c, vidmm_quarantine). */
+struct vidmm_quarantine {
+    struct vidmm_placement pl;
+    uint64_t size;                  /* the allocation's size when it was put here */
+    void *driver_allocation;        /* for the aperture unmap */
+    int owns_sys;                   /* 0: only pl's aperture range is held (the pages are an allocation's) */
+    struct vidmm_quarantine *next;
+};
+#define VIDMM_QUARANTINE_INLINE 8u
+
 struct vidmm_allocation {
     /* Hot in handle lookups and make-resident: the first cache line (the
      * object is 64-byte aligned, so make-resident of an already resident,
@@ -411,6 +425,10 @@ struct vidmm_adapter {
      * and cleared by the adapter lock's holder under the fence lock, so
      * that holder reads them freely and others under the fence lock. */
     int reset_pending;
+    /* A reset a refused driver step scheduled could not finish (its own
+     * paging was refused): the next outermost entry runs one first
+     * (model/entry.c), so the next call does not fail for it. */
+    int reset_carried;
     int pending_node;               /* -1: the paging engine */
     pthread_t pending_owner;
     /* Violated invariants found by VIDMM_BUG_ON in a release build
@@ -484,6 +502,12 @@ struct vidmm_adapter {
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
+    /* Quarantined memory (alloc/placement.c): records from the host
+     * allocator, or from the inline ones when it refuses. */
+    struct vidmm_quarantine *quarantine;
+    struct vidmm_quarantine quarantine_inline[VIDMM_QUARANTINE_INLINE];
+    uint32_t quarantine_inline_used;   /* bit i: quarantine_inline[i] is on the list */
+    uint64_t quarantined;           /* records put in quarantine since open (statistics) */
     /* The caller's debug callback (observe/; vidmm/observe.h), NULL = none. */
     vidmm_debug_callback debug_cb;
     void *debug_user;

@@ -63,17 +63,15 @@ struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_han
  * encode it, a paging buffer could not be submitted, or a paging wait
  * found the engine hung): the page tables no longer say what the VA tree
  * says, and the change cannot be taken back.  Treated as an unrecoverable
- * paging fault (D31): the next paging wait or hang poll resets the
- * adapter, whose page-table rebuild (vidmm_tdr_rebuild_page_tables)
+ * paging fault (D31): the adapter is reset as the entry returns (at the
+ * next wait or poll when a reset runs now), and its page-table rebuild (vidmm_tdr_rebuild_page_tables)
  * writes every entry again from the VA trees (D45).  A hang found by the
  * write itself has left that reset pending already. */
 static void pte_write_lost(struct vidmm_adapter *a)
 {
     if (vidmm_fence_paging_reset_pending(a))
         return;   /* an adapter reset is coming anyway (a node's reset alone rebuilds no page table) */
-    pthread_mutex_lock(&a->fence_lock);
-    vidmm_fence_paging_fault_locked(a);
-    pthread_mutex_unlock(&a->fence_lock);
+    vidmm_reset_schedule(a);
 }
 
 /* Commit half: every step of a VA change becomes page-table writes.  The
@@ -309,6 +307,8 @@ static vidmm_status finish(struct vidmm_adapter *a, struct vidmm_process *p, vid
     vidmm_status f = vidmm_pt_flush(a, p);
     if (f >= 0)
         f = vidmm_paging_flush(a);
+    if (f < 0)
+        pte_write_lost(a);   /* the buffer holding the change's entries did not run */
     if (st >= 0 && f < 0)
         st = f;
     return st;

@@ -230,6 +230,18 @@ void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al
 
 /* ---- eviction ---------------------------------------------------------- */
 
+/* An eviction the driver refused: al is resident again where it was;
+ * write its entries back.  Refused too, they may be invalid or half
+ * written: a reset rewrites them (al owns everything they may reach). */
+static void repoint(struct vidmm_adapter *a, struct vidmm_allocation *al)
+{
+    vidmm_status r = vidmm_process_remap_allocation(a, al);
+    if (r >= 0)
+        r = vidmm_paging_flush(a);
+    if (r < 0)
+        vidmm_reset_schedule(a);
+}
+
 /* Move a resident allocation out: content to system pages (or dropped),
  * PTEs invalid.  Fails only for host memory / commit limit, changing
  * nothing. */
@@ -280,10 +292,9 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         if (st < 0) {
             /* A driver failure: keep the allocation where it was. */
             al->resident = 1;
-            (void)vidmm_process_remap_allocation(a, al);
-            (void)vidmm_paging_flush(a);
+            repoint(a, al);
             if (fresh)
-                vidmm_unplace(a, al, &bk);
+                vidmm_unplace(a, al, &bk);   /* no entry ever reached it */
             vidmm_res_enter(a, al);
             return st;
         }
@@ -302,21 +313,22 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         /* System pages: nothing moves; the aperture mapping (kept only
          * while resident) and the PTEs go. */
         vidmm_res_leave(a, al);
-        if (al->pl.ap_mapped && !al->displayed)
-            vidmm_aperture_unmap(a, al, &al->pl);
-        if (!al->pl.ap_mapped)
-            al->pl.segment_id = 0;
         al->resident = 0;
-        st = vidmm_process_remap_allocation(a, al);
-        vidmm_status f = vidmm_paging_submit(a, NULL);
+        st = vidmm_process_remap_allocation(a, al);   /* invalid entries first */
         if (st >= 0)
-            st = f;
-        a->res->stats.evictions++;
+            st = vidmm_paging_submit(a, NULL);
+        if (st >= 0 && al->pl.ap_mapped && !al->displayed)
+            st = vidmm_aperture_unmap(a, al, &al->pl);   /* then the aperture range (the pages stay) */
         if (st < 0) {
+            /* Resident again, its entries valid again, before it says so. */
             al->resident = 1;
+            repoint(a, al);
             vidmm_res_enter(a, al);
             return st;
         }
+        if (!al->pl.ap_mapped)
+            al->pl.segment_id = 0;
+        a->res->stats.evictions++;
     }
     al->evictions++;
     if (a->res->undo_epoch && al->undo_epoch != a->res->undo_epoch) {
@@ -718,13 +730,47 @@ static vidmm_status place_evicting(struct vidmm_adapter *a, struct vidmm_allocat
     }
 }
 
+/* A restore whose entries the driver refused: back to evicted, the
+ * entries written invalid again, and only then the new place freed (its
+ * system pages were kept as the backing copy: they are the placement
+ * again).  If even the invalid entries are refused, the allocation stays
+ * resident where the entries may reach (it owns that memory) and a
+ * reset rewrites them. */
+static void unrestore(struct vidmm_adapter *a, struct vidmm_allocation *al, int lost, int mapped)
+{
+    al->resident = 0;
+    vidmm_status r = vidmm_process_remap_allocation(a, al);
+    if (r >= 0)
+        r = vidmm_paging_flush(a);
+    if (r < 0) {
+        al->resident = 1;
+        vidmm_reset_schedule(a);
+        return;
+    }
+    al->content_lost = lost;
+    if (al->backing.sys) {
+        struct vidmm_placement gpu;
+        vidmm_placement_take(&gpu, &al->pl);
+        vidmm_placement_take(&al->pl, &al->backing);
+        memset(&al->backing, 0, sizeof(al->backing));
+        al->backing_valid = 0;
+        a->res->stats.bytes_restored -= al->size;   /* counted when the copy was made */
+        vidmm_unplace(a, al, &gpu);
+    } else if (mapped) {
+        (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
+        al->pl.segment_id = 0;
+    }
+}
+
 /* Restore an evicted allocation into memory segment id (evicting) or
- * map it where it is (aperture / system).  Everything that can fail
- * comes before the allocation is marked resident. */
+ * map it where it is (aperture / system): prepare (place and copy, or
+ * map), then point (its entries written and submitted); it stays
+ * resident only when both were (unrestore takes a refused one back). */
 static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t id, int top,
                                  uint32_t prio, int max_pass, int exact)
 {
     vidmm_status st;
+    int mapped = 0;   /* the aperture mapping is this restore's */
     if (vidmm_seg_is_memory(a, id)) {
         if (al->lock_count)
             return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
@@ -768,21 +814,35 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
             if (st < 0)
                 return st;
             al->pl.segment_id = id;
+            mapped = 1;
         }
         if (al->content_lost) {
             st = vidmm_paging_flush(a);   /* no GPU access to the old bytes in flight */
-            if (st < 0)
+            if (st < 0) {
+                if (mapped) {   /* evicted again: plain system pages */
+                    (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
+                    al->pl.segment_id = 0;
+                }
                 return st;
+            }
             memset(al->pl.sys, 0, (size_t)al->size);
         }
     }
+    /* Point: the entries are written, and submitted, before the
+     * allocation counts as resident. */
+    int lost = al->content_lost;
     al->content_lost = 0;
     al->resident = 1;
     st = vidmm_process_remap_allocation(a, al);
-    vidmm_status f = vidmm_paging_submit(a, NULL);
+    if (st >= 0)
+        st = vidmm_paging_submit(a, NULL);
+    if (st < 0) {
+        unrestore(a, al, lost, mapped);
+        return st;
+    }
     al->restores++;
     a->res->stats.restores++;
-    return st < 0 ? st : f;
+    return VIDMM_OK;
 }
 
 vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al)

@@ -203,6 +203,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
 static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty, int paging_hang)
 {
     vidmm_fence_stats(a)->adapter_resets++;
+    a->reset_carried = 0;   /* this is the reset it was carried for */
     /* What is half built goes to the engine so the reset drops it too. */
     (void)vidmm_paging_submit(a, NULL);
     if (!a->ops.reset_from_timeout || a->ops.reset_from_timeout(a->driver) < 0) {
@@ -238,9 +239,26 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     if (a->ops.restart_from_timeout)
         (void)a->ops.restart_from_timeout(a->driver);
 
-    /* Page tables first: virtual content moves go through them. */
-    (void)vidmm_tdr_rebuild_page_tables(a);
-    (void)vidmm_paging_flush(a);
+    /* Page tables first: virtual content moves go through them.  The
+     * GART survives a reset, but a refused map or unmap may have left it
+     * saying something else than vidmm's records: every aperture mapping
+     * is written again too.  Once all of it ran, nothing reaches the
+     * quarantine (the memory refused steps left reachable): it is
+     * freed.  A rebuild the driver refuses leaves entries vidmm cannot
+     * vouch for: another reset follows (at the next wait or poll, or the
+     * start of the next entry), and the quarantine waits for it. */
+    vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
+    uint32_t ai = 0;
+    for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &ai)) != NULL;) {
+        vidmm_status m = vidmm_aperture_rewrite(a, al);
+        if (m < 0 && st >= 0)
+            st = m;
+    }
+    vidmm_status f = vidmm_paging_flush(a);
+    if (st >= 0 && f >= 0)
+        st = vidmm_quarantine_release(a);
+    if (st < 0 || f < 0)
+        vidmm_reset_schedule(a);
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
         (void)repair(a, al, done_before, paging_hang);

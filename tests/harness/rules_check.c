@@ -4,6 +4,7 @@
  * view through softgpu's MMU, and the failed-call rule.
  */
 #include "harness/rules_check.h"
+#include "softgpu_int.h"   /* softgpu_aperture_entry, softgpu_dummy_page: white-box reads */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -427,6 +428,118 @@ static void gpu_zero_range(struct softgpu *sg, const struct vidmm_physical_addre
     }
 }
 
+/* ---- gpu.entry_reaches_owned: who owns each byte of the memory segments ---- */
+
+struct owned_range {
+    uint32_t segment_id;
+    uint64_t offset, size;
+    vidmm_handle allocation;
+};
+struct owners {
+    struct owned_range *r;
+    uint32_t n, cap;
+};
+
+static int owned_cmp(const void *pa, const void *pb)
+{
+    const struct owned_range *x = pa, *y = pb;
+    if (x->segment_id != y->segment_id)
+        return x->segment_id < y->segment_id ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Every live allocation's ranges in memory segments, sorted. */
+static void owners_take(const struct vidmm_adapter *a, struct owners *w)
+{
+    memset(w, 0, sizeof(*w));
+    uint64_t cursor = 0;
+    struct vidmm_allocation_item it;
+    while (vidmm_allocation_iterate(a, NULL, &cursor, &it) == VIDMM_OK) {
+        if (!is_memory(a, it.segment_id))
+            continue;
+        uint32_t cnt = 0;
+        if (vidmm_allocation_physical_ranges(a, it.handle, NULL, 0, &cnt) != VIDMM_OK || !cnt)
+            continue;
+        if (w->n + cnt > w->cap) {
+            uint32_t cap = (w->n + cnt) * 2;
+            struct owned_range *r = realloc(w->r, (size_t)cap * sizeof(*r));
+            if (!r)
+                return;
+            w->r = r;
+            w->cap = cap;
+        }
+        struct vidmm_physical_range *pr = malloc((size_t)cnt * sizeof(*pr));
+        if (!pr || vidmm_allocation_physical_ranges(a, it.handle, pr, cnt, &cnt) != VIDMM_OK) {
+            free(pr);
+            continue;
+        }
+        for (uint32_t i = 0; i < cnt; i++)
+            w->r[w->n++] = (struct owned_range){ pr[i].segment_id, pr[i].offset, pr[i].size, it.handle };
+        free(pr);
+    }
+    if (w->n)
+        qsort(w->r, w->n, sizeof(*w->r), owned_cmp);
+}
+
+/* The allocation owning byte off of segment id, 0 when none does. */
+static vidmm_handle owner_of(const struct owners *w, uint32_t id, uint64_t off)
+{
+    uint32_t lo = 0, hi = w->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct owned_range *m = &w->r[mid];
+        if (m->segment_id < id || (m->segment_id == id && m->offset + m->size <= off))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < w->n && w->r[lo].segment_id == id && w->r[lo].offset <= off && off - w->r[lo].offset < w->r[lo].size)
+        return w->r[lo].allocation;
+    return 0;
+}
+
+/* Is byte off of segment id one of allocation h's (h may be another
+ * holder's handle of the same shared allocation)? */
+static int is_own(struct vidmm_adapter *a, vidmm_handle h, uint32_t id, uint64_t off)
+{
+    struct vidmm_physical_range pr[64];
+    uint32_t cnt = 0;
+    if (vidmm_allocation_physical_ranges(a, h, pr, 64, &cnt) != VIDMM_OK)
+        return 0;
+    for (uint32_t i = 0; i < cnt && i < 64; i++)
+        if (pr[i].segment_id == id && pr[i].offset <= off && off - pr[i].offset < pr[i].size)
+            return 1;
+    return 0;
+}
+
+/* Every valid entry under [va, va+size) of process pi (a range mapping
+ * allocation h, or reserved: h = 0) reaches memory h owns - never free
+ * memory, never another allocation's.  Memory segments only: system
+ * pages are named by host address, which the public API does not give. */
+static void gpu_owned(struct vidmm_adapter *a, struct softgpu *sg, const struct vidmm_physical_address *root,
+                      uint32_t pi, const struct vidmm_gpuva_range *g, const struct owners *w, struct rep *r)
+{
+    /* Every page of a range up to 256 MiB; beyond, 65536 pages spread over
+     * it (a reservation may span terabytes, and this runs after every call). */
+    uint64_t stride = g->size > (1ull << 28) ? ((g->size >> 16) + 4095) & ~4095ull : 0;
+    for (uint64_t va = g->va; va < g->va + g->size;) {
+        struct softgpu_translation t;
+        vidmm_status st = softgpu_translate(sg, root, va, SOFTGPU_ACCESS_READ, &t);
+        uint64_t ps = st == VIDMM_OK && t.page_size ? t.page_size : 4096;
+        if (st == VIDMM_OK && !t.zero && is_memory(a, t.segment_id)) {
+            vidmm_handle o = owner_of(w, t.segment_id, t.offset);
+            if (o != g->allocation && !(o && g->allocation && is_own(a, g->allocation, t.segment_id, t.offset))) {
+                rep_add(r, "gpu.entry_reaches_owned: process %u VA 0x%llx (%s 0x%llx) reaches segment %u offset 0x%llx, "
+                           "%s 0x%llx", pi, (unsigned long long)va, g->allocation ? "allocation" : "reserved, no allocation",
+                        (unsigned long long)g->allocation, t.segment_id, (unsigned long long)t.offset,
+                        o ? "owned by allocation" : "free memory", (unsigned long long)o);
+                return;
+            }
+        }
+        va = stride > ps ? va + stride : (va & ~(ps - 1)) + ps;
+    }
+}
+
 int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n)
 {
     struct rep r = { report, n, 0, 0 };
@@ -440,6 +553,9 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
     uint32_t power = VIDMM_POWER_D0;
     if (vidmm_adapter_get_power_state(a, &power) == VIDMM_OK && power != VIDMM_POWER_D0)
         return 0;
+    struct owners w;
+    int have_owners = 0;
+    memset(&w, 0, sizeof(w));
     for (uint32_t i = 0; i < o->nproc; i++) {
         struct vidmm_physical_address root;
         if (!o->proc[i] || vidmm_process_root_page_table(a, o->proc[i], &root) != VIDMM_OK)
@@ -451,15 +567,165 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
             if (vidmm_gpuva_query(a, o->proc[i], from, g, 64, &cnt) != VIDMM_OK)
                 break;
             for (uint32_t k = 0; k < cnt; k++) {
-                if (g[k].state == 2 && g[k].allocation)
+                if (g[k].state == 2 && g[k].allocation) {
                     gpu_range(a, sg, &root, i, &g[k], &r);
-                else if (g[k].state == 1 && g[k].mode == VIDMM_GPUVA_RESERVE_ZERO)
+                } else if (g[k].state == 1 && g[k].mode == VIDMM_GPUVA_RESERVE_ZERO) {
                     gpu_zero_range(sg, &root, i, &g[k], &r);
+                } else if (g[k].state == 1) {
+                    /* A mapped page reaching anything but its placement
+                     * is gpu.translates_to_placement already; under a
+                     * reservation nothing may be reached at all. */
+                    if (!have_owners) {
+                        owners_take(a, &w);
+                        have_owners = 1;
+                    }
+                    gpu_owned(a, sg, &root, i, &g[k], &w, &r);
+                }
             }
             if (cnt < 64)
                 break;
             from = g[63].va + g[63].size;
         }
+    }
+    free(w.r);
+    return r.errors;
+}
+
+/* ---- gpu.unmapped_faults ------------------------------------------------- */
+
+int rc_check_unmapped(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, uint64_t max_pages,
+                      char *report, size_t n)
+{
+    struct rep r = { report, n, 0, 0 };
+    if (report && n)
+        report[0] = '\0';
+    if (!a || !sg)
+        return 0;
+    for (uint32_t i = 0; i < o->nproc; i++) {
+        struct vidmm_physical_address root;
+        if (!o->proc[i] || vidmm_process_root_page_table(a, o->proc[i], &root) != VIDMM_OK)
+            continue;
+        uint64_t from = 0, walked = 0;
+        int done = 0;
+        while (!done && walked < max_pages) {
+            struct vidmm_gpuva_range g[64];
+            uint32_t cnt = 0;
+            if (vidmm_gpuva_query(a, o->proc[i], from, g, 64, &cnt) != VIDMM_OK)
+                break;
+            /* The hole before each range (and, after the last, as far as
+             * max_pages allows): no entry there may be valid. */
+            for (uint32_t k = 0; k <= cnt && walked < max_pages; k++) {
+                uint64_t end = k < cnt ? g[k].va : UINT64_MAX;
+                for (uint64_t va = from; va < end && walked < max_pages; va += 4096, walked++) {
+                    struct softgpu_translation t;
+                    if (softgpu_translate(sg, &root, va, SOFTGPU_ACCESS_READ, &t) == VIDMM_OK && !t.zero) {
+                        rep_add(&r, "gpu.unmapped_faults: process %u VA 0x%llx, mapped by nothing, reaches segment %u "
+                                    "offset 0x%llx", i, (unsigned long long)va, t.segment_id,
+                                (unsigned long long)t.offset);
+                        walked = max_pages;
+                        break;
+                    }
+                }
+                if (k < cnt)
+                    from = g[k].va + g[k].size;
+            }
+            if (cnt < 64)
+                done = 1;
+        }
+    }
+    return r.errors;
+}
+
+/* ---- gpu.aperture_entry_owned -------------------------------------------- */
+
+struct ap_range {
+    uint64_t first, count;   /* pages of the aperture segment */
+};
+
+static int ap_cmp(const void *pa, const void *pb)
+{
+    const struct ap_range *x = pa, *y = pb;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Aperture segment id: every allocation's range maps consecutive host
+ * pages (its one block of system pages), and the mapped entries outside
+ * every allocation's range form at most one run of consecutive host
+ * pages (the paging-buffer ring, when the driver put it here): a range
+ * kept after its pages were freed, or a range freed while still mapped,
+ * is a second run. */
+static void aperture_segment(struct vidmm_adapter *a, struct softgpu *sg, uint32_t id, int ring_here, struct rep *r)
+{
+    struct vidmm_segment_info si;
+    if (vidmm_segment_query(a, id, &si) != VIDMM_OK)
+        return;
+    uint32_t n = 0, cap = 16;
+    struct ap_range *ar = malloc(cap * sizeof(*ar));
+    uint64_t cursor = 0;
+    struct vidmm_allocation_item it;
+    while (ar && vidmm_allocation_iterate(a, NULL, &cursor, &it) == VIDMM_OK) {
+        if (it.segment_id != id)
+            continue;
+        if (n == cap) {
+            struct ap_range *m = realloc(ar, (cap *= 2) * sizeof(*ar));
+            if (!m)
+                break;
+            ar = m;
+        }
+        ar[n++] = (struct ap_range){ it.offset / 4096, it.size / 4096 };
+    }
+    if (!ar)
+        return;
+    qsort(ar, n, sizeof(*ar), ap_cmp);
+    const void *dummy = softgpu_dummy_page(sg);
+    uint32_t runs = 0, k = 0;
+    const char *prev = NULL;       /* host page of the previous unowned mapped entry */
+    for (uint64_t pg = 0; pg < si.size / 4096; pg++) {
+        while (k < n && pg >= ar[k].first + ar[k].count)
+            k++;
+        /* Unmapped: softgpu's dummy page or vidmm's (what vidmm unmaps to). */
+        const char *e = sg_gart_is_mapped(&sg->seg[id], pg) ? softgpu_aperture_entry(sg, id, pg) : dummy;
+        int owned = k < n && pg >= ar[k].first;
+        if (owned) {
+            const char *first = sg_gart_is_mapped(&sg->seg[id], ar[k].first)
+                                     ? softgpu_aperture_entry(sg, id, ar[k].first) : dummy;
+            if (e == dummy || e != first + (pg - ar[k].first) * 4096) {
+                rep_add(r, "gpu.aperture_entry_owned: aperture segment %u page 0x%llx of an allocation's range %s", id,
+                        (unsigned long long)pg, e == dummy ? "is unmapped" : "breaks its block of system pages");
+                break;
+            }
+            prev = NULL;
+            continue;
+        }
+        if (e == dummy) {
+            prev = NULL;
+            continue;
+        }
+        if (!prev || e != prev + 4096)
+            runs++;
+        prev = e;
+        if (runs > (ring_here ? 1u : 0u)) {
+            rep_add(r, "gpu.aperture_entry_owned: aperture segment %u page 0x%llx maps a host page outside every "
+                       "allocation's range (and outside the paging ring)", id, (unsigned long long)pg);
+            break;
+        }
+    }
+    free(ar);
+}
+
+int rc_check_aperture(struct vidmm_adapter *a, struct softgpu *sg, char *report, size_t n)
+{
+    struct rep r = { report, n, 0, 0 };
+    if (report && n)
+        report[0] = '\0';
+    struct vidmm_adapter_info ai;
+    if (!a || !sg || vidmm_adapter_query_info(a, &ai) != VIDMM_OK)
+        return 0;
+    for (uint32_t id = 1; id < ai.segment_count; id++) {
+        struct vidmm_segment_info si;
+        if (vidmm_segment_query(a, id, &si) == VIDMM_OK &&
+            (si.kind == VIDMM_SEGMENT_KIND_APERTURE || si.kind == VIDMM_SEGMENT_KIND_AGP))
+            aperture_segment(a, sg, id, ai.paging_buffer_segment_id == id, &r);
     }
     return r.errors;
 }

@@ -19,6 +19,12 @@
  *                                 with VIDMM_GPUVA_RESERVE_ZERO or unmapped
  *                                 back to it) faults or reaches memory,
  *                                 after any page-table rebuild too
+       gpu.entry_reaches_owned   a valid entry under a reserved range
+                                 reaches memory-segment bytes that are
+                                 free or an allocation's (under a mapped
+                                 range translates_to_placement and
+                                 evicted_faults already say that no entry
+                                 reaches free or another's memory)
  *   - what a call changed (call.*): a fingerprint of every public query
  *     about every object the harness knows, taken before a call and
  *     after it.
@@ -78,6 +84,18 @@ int rc_fp_diff(const struct rc_fp *p, const struct rc_fp *q, int weak, const cha
 /* The gpu.* rules over the processes of o (nothing on IoMmu or adapters
  * without GPU VA).  Returns the violations; report as in vidmm/rules.h. */
 int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);
+/* gpu.unmapped_faults: a VA no range of its process's VA space covers
+ * faults (no entry left behind by an unmap, a free or a destroyed
+ * allocation).  Walks the holes page by page from VA 0, at most max_pages
+ * pages per process, so not part of rc_check_rules. */
+int rc_check_unmapped(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, uint64_t max_pages,
+                      char *report, size_t n);
+/* gpu.aperture_entry_owned: every aperture and AGP segment's GART (read
+ * through softgpu's white-box accessor) maps each allocation's range onto
+ * one block of host pages, and nothing else but the paging ring: no
+ * entry outlives its range.  A scan of every aperture page, so not part
+ * of rc_check_rules (run after every call); the drvfail suite runs it. */
+int rc_check_aperture(struct vidmm_adapter *a, struct softgpu *sg, char *report, size_t n);
 /* vidmm_adapter_check_rules plus rc_check_gpu (sg may be NULL: library
  * rules only). */
 int rc_check_rules(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);

@@ -18,6 +18,7 @@
 #include "sim/sim_os.h"
 
 #include "harness/fault_alloc.h"
+#include "harness/fault_driver.h"
 #include "harness/rules_check.h"
 #include "harness/splitmix.h"
 #include "vidmm/softgpu.h"
@@ -63,17 +64,9 @@ struct ex_heap {
     size_t qalign[MAX_BLOCKS];
 };
 
-/* Failing driver ops (a minimal wrapper: the op-th call from now). */
-struct ex_drv {
-    struct vidmm_driver_ops ops;
-    const struct vidmm_driver_ops *real;
-    void *sg;
-    uint64_t left[2];             /* calls to go before the failure, 0 = not armed */
-};
-
 struct ex_world {
     struct ex_heap heap;
-    struct ex_drv drv;
+    struct fault_driver drv;      /* refuses a chosen op's k-th call (EX_DRIVER_FAIL) */
     struct softgpu *sg;
     struct vidmm_adapter *a;
     struct ex_proc p[NP];
@@ -86,7 +79,6 @@ struct ex_world {
     char touch_msg[256];
 };
 
-static struct ex_world *g_w;     /* the driver wrapper's and heap's way back (one schedule per process) */
 
 static void fold(struct ex_result *r, uint64_t v)
 {
@@ -170,30 +162,6 @@ static void touch(void *ctx, uint32_t segment_id, uint64_t address, uint64_t siz
     snprintf(w->touch_msg, sizeof w->touch_msg,
              "paging.touches_freed: a paging buffer %s %llu bytes of %s memory vidmm freed",
              write ? "writes" : "reads", (unsigned long long)size, "host");
-}
-
-/* ---- driver wrapper --------------------------------------------------------- */
-
-static int drv_fail_now(unsigned op)
-{
-    struct ex_drv *d = &g_w->drv;
-    if (!d->left[op])
-        return 0;
-    return --d->left[op] == 0;
-}
-
-static vidmm_status drv_build(void *driver, struct vidmm_build_paging_buffer_args *args)
-{
-    if (drv_fail_now(0))
-        return VIDMM_E_DRIVER_FAILURE;
-    return g_w->drv.real->build_paging_buffer(driver, args);
-}
-
-static vidmm_status drv_submit(void *driver, const struct vidmm_submit_command_args *args)
-{
-    if (drv_fail_now(1))
-        return VIDMM_E_DRIVER_FAILURE;
-    return g_w->drv.real->submit_command(driver, args);
 }
 
 /* ---- the scheduler inside waits ----------------------------------------------- */
@@ -289,11 +257,7 @@ static int world_open(struct ex_world *w)
     struct vidmm_adapter_create_info info;
     memset(&info, 0, sizeof info);
     softgpu_fill_adapter_create_info(w->sg, &info);
-    w->drv.real = info.ops;
-    w->drv.ops = *info.ops;
-    w->drv.ops.build_paging_buffer = drv_build;
-    w->drv.ops.submit_command = drv_submit;
-    info.ops = &w->drv.ops;
+    fault_driver_wrap(&w->drv, &info);
     info.host_allocator = &w->heap.ha;
     info.system_memory_limit = 64 * KIB * KIB;
     if (vidmm_adapter_open(&info, &w->a) != VIDMM_OK)
@@ -303,7 +267,7 @@ static int world_open(struct ex_world *w)
 
 static void world_close(struct ex_world *w)
 {
-    w->drv.left[0] = w->drv.left[1] = 0;
+    fault_driver_disarm(&w->drv);
     w->heap.fa.fail_at = 0;
     vidmm_adapter_close(w->a);
     softgpu_destroy(w->sg);
@@ -493,6 +457,12 @@ static vidmm_status ev_tick(struct ex_world *w)
     return vidmm_adapter_detect_hangs(w->a, &rec);
 }
 
+/* The ops EX_DRIVER_FAIL refuses (its a indexes this). */
+static const enum fault_op drv_ops[] = {
+    FAULT_OP_BUILD_PAGING_BUFFER, FAULT_OP_SUBMIT_COMMAND, FAULT_OP_SUBMIT_COMMAND_VIRTUAL, FAULT_OP_DESCRIBE_ALLOCATION,
+    FAULT_OP_RESET_ENGINE, FAULT_OP_RESET_FROM_TIMEOUT, FAULT_OP_SET_POWER_STATE, FAULT_OP_QUERY_ENGINE_STATUS
+};
+
 static vidmm_status apply(struct ex_world *w, const struct ex_event *e)
 {
     switch (e->op) {
@@ -513,7 +483,10 @@ static vidmm_status apply(struct ex_world *w, const struct ex_event *e)
     case EX_STEP: return step(w, e->a < SOFTGPU_NODES ? e->a : SOFTGPU_ENGINE_PAGING) ? VIDMM_OK : VIDMM_E_STATE;
     case EX_PAGING_HANG: softgpu_inject_paging_hang(w->sg, 0); return VIDMM_OK;
     case EX_HOST_FAIL: fault_alloc_arm(&w->heap.fa, e->a + 1u, 0); return VIDMM_OK;
-    case EX_DRIVER_FAIL: w->drv.left[e->a & 1] = e->b + 1u; return VIDMM_OK;
+    case EX_DRIVER_FAIL:
+        fault_driver_arm(&w->drv, drv_ops[e->a % (sizeof drv_ops / sizeof drv_ops[0])], e->b + 1u,
+                         e->c ? FAULT_DRIVER_STICKY : FAULT_DRIVER_ONCE, VIDMM_E_DRIVER_FAILURE);
+        return VIDMM_OK;
     case EX_FAULT: return ev_fault(w, e->a, e->b);
     case EX_HIBERNATE: return vidmm_adapter_set_power_state(w->a, VIDMM_POWER_HIBERNATE);
     default: return VIDMM_E_INVALID_ARG;
@@ -592,7 +565,6 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
     w->r = r;
     w->rng = seed ^ 0x5C4EDu;
     heap_init(&w->heap);
-    g_w = w;
     struct sim_hooks hooks = { sched_block, sched_deadlock, w };
     sim_install(&hooks, 1000000000ull);
     if (world_open(w)) {
@@ -616,7 +588,7 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
             /* An armed failure lives through the next event only: then
              * the host and the driver work again. */
             w->heap.fa.fail_at = 0;
-            w->drv.left[0] = w->drv.left[1] = 0;
+            fault_driver_disarm(&w->drv);
         }
         r->events = i + 1;
         if (check_all(w, r->msg, sizeof r->msg)) {
@@ -643,7 +615,6 @@ void ex_run(uint64_t seed, const struct ex_event *ev, uint32_t n, const struct e
                  (long long)w->heap.fa.live_blocks, (long long)w->heap.fa.live_bytes);
     }
     sim_install(NULL, 0);
-    g_w = NULL;
 }
 
 /* ---- generation ------------------------------------------------------------------- */
@@ -738,7 +709,7 @@ static struct ex_event gen_global(uint64_t *s, const struct ex_options *o)
         return (struct ex_event){ EX_PAGING_HANG, 0, 0, 0, 0 };
     if (k < 96 || !o->driver_failures)
         return (struct ex_event){ EX_HOST_FAIL, (uint8_t)rnd(s, 6), 0, 0, 0 };
-    return (struct ex_event){ EX_DRIVER_FAIL, (uint8_t)rnd(s, 2), (uint8_t)rnd(s, 4), 0, 0 };
+    return (struct ex_event){ EX_DRIVER_FAIL, (uint8_t)rnd(s, 8), (uint8_t)rnd(s, 4), (uint8_t)rnd(s, 2), 0 };
 }
 
 uint32_t ex_generate(uint64_t seed, const struct ex_options *o, struct ex_event *ev, uint32_t max)

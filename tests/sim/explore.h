@@ -34,7 +34,8 @@ enum ex_op {
     EX_STEP,          /* a: engine (node, or 3 = the copy engine) */
     EX_PAGING_HANG,   /* the copy engine hangs on its next buffer */
     EX_HOST_FAIL,     /* a: the a-th host allocation from now fails (once) */
-    EX_DRIVER_FAIL,   /* a: 0 build_paging_buffer, 1 submit_command; b: the b-th call from now fails (once) */
+    EX_DRIVER_FAIL,   /* a: the op (explore.c drv_ops), b + 1: its call from now that fails, c: sticky
+                         (that call and the later ones) - during the next event only */
     EX_FAULT,         /* a: process, b: command alloc - a write to a GPU VA nothing maps (a page fault) */
     EX_HIBERNATE,
     EX_NOPS

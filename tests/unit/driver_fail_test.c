@@ -2,7 +2,7 @@
  * driver_fail_test.c - driver failure injection, in the manner of TTM's
  * mock managers.
  *
- * A wrapping driver ("fdrv") forwards every op to softgpu; each op can be
+ * A wrapping driver (tests/harness/fault_driver.h) forwards every op to softgpu; each op can be
  * switched to fail with a given status (a "bad" driver: always; a "busy"
  * driver: VIDMM_E_ALLOCATION_BUSY), or to fail only the first n calls (the
  * paging-buffer restart protocol: INSUFFICIENT_DMA_BUFFER once must be
@@ -21,6 +21,7 @@
  * a child process, so a crash is reported rather than fatal).
  */
 #include "harness/fault_alloc.h"
+#include "harness/fault_driver.h"
 #include "harness/test.h"
 #include "sg_fixture.h"
 #include "vidmm/softgpu.h"
@@ -47,117 +48,16 @@ static const char *const op_names[OP_COUNT] = {
 };
 static int op_is_void(enum op o) { return o == OP_DESTROY || o == OP_SET_ROOT || o == OP_ROOT_SIZE; }
 
-/* ---- the failing driver ------------------------------------------------ */
-
-struct fdrv {
-    struct softgpu *sg;
-    const struct vidmm_driver_ops *in;
-    int armed_op;            /* -1 = everything passes through */
-    vidmm_status fail_with;  /* status the armed op returns */
-    uint32_t fail_limit;     /* fail only the first n calls (0 = every call) */
-    uint32_t failed;
-    uint64_t calls[OP_COUNT];
-};
-
-/* Nonzero when this call of op o must fail. */
-static int fd_fail(struct fdrv *d, enum op o)
-{
-    d->calls[o]++;
-    if (d->armed_op != (int)o)
-        return 0;
-    if (d->fail_limit && d->failed >= d->fail_limit)
-        return 0;
-    d->failed++;
-    return 1;
-}
-
-static vidmm_status fd_query(void *drv, const struct vidmm_query_adapter_info_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_QUERY) ? d->fail_with : d->in->query_adapter_info(d->sg, a);
-}
-static vidmm_status fd_describe(void *drv, struct vidmm_describe_allocation_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_DESCRIBE) ? d->fail_with : d->in->describe_allocation(d->sg, a);
-}
-static void fd_destroy(void *drv, const struct vidmm_destroy_allocation_args *a)
-{
-    struct fdrv *d = drv;
-    if (!fd_fail(d, OP_DESTROY) && d->in->destroy_allocation)
-        d->in->destroy_allocation(d->sg, a);
-}
-static vidmm_status fd_build(void *drv, struct vidmm_build_paging_buffer_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_BUILD) ? d->fail_with : d->in->build_paging_buffer(d->sg, a);
-}
-static vidmm_status fd_submit(void *drv, const struct vidmm_submit_command_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_SUBMIT) ? d->fail_with : d->in->submit_command(d->sg, a);
-}
-static vidmm_status fd_map_hap(void *drv, const struct vidmm_map_cpu_host_aperture_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_MAP_HAP) ? d->fail_with : d->in->map_cpu_host_aperture(d->sg, a);
-}
-static vidmm_status fd_unmap_hap(void *drv, const struct vidmm_unmap_cpu_host_aperture_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_UNMAP_HAP) ? d->fail_with : d->in->unmap_cpu_host_aperture(d->sg, a);
-}
-static void fd_set_root(void *drv, const struct vidmm_set_root_page_table_args *a)
-{
-    struct fdrv *d = drv;
-    if (!fd_fail(d, OP_SET_ROOT) && d->in->set_root_page_table)
-        d->in->set_root_page_table(d->sg, a);
-}
-static uint64_t fd_root_size(void *drv, uint32_t *n)
-{
-    struct fdrv *d = drv;
-    if (fd_fail(d, OP_ROOT_SIZE))
-        return 0;
-    return d->in->get_root_page_table_size ? d->in->get_root_page_table_size(d->sg, n) : 0;
-}
-static vidmm_status fd_submit_virt(void *drv, const struct vidmm_submit_context_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_SUBMIT_VIRT) ? d->fail_with : d->in->submit_command_virtual(d->sg, a);
-}
-static vidmm_status fd_submit_phys(void *drv, const struct vidmm_submit_context_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_SUBMIT_PHYS) ? d->fail_with : d->in->submit_command_physical(d->sg, a);
-}
-static vidmm_status fd_patch(void *drv, const struct vidmm_patch_args *a)
-{
-    struct fdrv *d = drv;
-    return fd_fail(d, OP_PATCH) ? d->fail_with : d->in->patch(d->sg, a);
-}
-
-static const struct vidmm_driver_ops fd_ops = {
-    .abi_version = VIDMM_ABI_VERSION,
-    .query_adapter_info = fd_query,
-    .describe_allocation = fd_describe,
-    .destroy_allocation = fd_destroy,
-    .build_paging_buffer = fd_build,
-    .submit_command = fd_submit,
-    .map_cpu_host_aperture = fd_map_hap,
-    .unmap_cpu_host_aperture = fd_unmap_hap,
-    .set_root_page_table = fd_set_root,
-    .get_root_page_table_size = fd_root_size,
-    .submit_command_virtual = fd_submit_virt,
-    .submit_command_physical = fd_submit_phys,
-    .patch = fd_patch,
-};
+/* The failing driver is tests/harness/fault_driver.h; the ops of this
+ * table are its first OP_COUNT ops, in its order. */
+_Static_assert((int)OP_PATCH == (int)FAULT_OP_PATCH, "op order follows fault_driver.h");
 
 /* ---- fixture ------------------------------------------------------------ */
 
 struct fx {
     struct fault_alloc fa;
     struct softgpu *sg;
-    struct fdrv d;
+    struct fault_driver d;
     struct vidmm_adapter_create_info ci;
     struct vidmm_adapter *a;
     vidmm_handle proc, dev, queue, ctx;
@@ -186,11 +86,7 @@ static int fx_driver(struct fx *f, uint32_t levels)
     if (!f->sg)
         return -1;
     softgpu_fill_adapter_create_info(f->sg, &f->ci);
-    f->d.sg = f->sg;
-    f->d.in = f->ci.ops;
-    f->d.armed_op = -1;
-    f->ci.ops = &fd_ops;
-    f->ci.driver = &f->d;
+    fault_driver_wrap(&f->d, &f->ci);
     f->ci.host_allocator = &f->fa.ha;
     return 0;
 }
@@ -514,14 +410,11 @@ static int run_one(enum scen s, enum op o, enum kind k, int check)
         fx_close(&f);
         return NOT_REACHED;
     }
-    memset(f.d.calls, 0, sizeof f.d.calls);
-    f.d.armed_op = (int)o;
-    f.d.fail_with = kind_status[k];
-    f.d.fail_limit = k == K_INSUFFICIENT_ONCE ? 1 : 0;
-    f.d.failed = 0;
+    fault_driver_arm(&f.d, (enum fault_op)o, 1, k == K_INSUFFICIENT_ONCE ? FAULT_DRIVER_ONCE : FAULT_DRIVER_STICKY,
+                     kind_status[k]);
     vidmm_status st = sc->act(&f);
-    f.d.armed_op = -1;
-    int reached = f.d.calls[o] != 0;
+    fault_driver_disarm(&f.d);
+    int reached = fault_driver_calls(&f.d, (enum fault_op)o) != 0;
     if (check) {
         T_EQ(fx_check(&f), 0);
         if (sc->opens && st != VIDMM_OK)
@@ -691,16 +584,17 @@ static void t_reach(void)
         if (sc->opens ? fx_driver(&f, sc->levels) : fx_open(&f, sc->levels))
             return;
         T_EQ(sc->setup(&f), 0);
-        memset(f.d.calls, 0, sizeof f.d.calls);
+        fault_driver_reset_counts(&f.d);
         T_ST(sc->act(&f), VIDMM_OK);
         for (int o = 0; o < OP_COUNT; o++) {
             int listed = 0;
             for (size_t i = 0; i < NROWS; i++)
                 listed |= rows[i].s == (enum scen)s && rows[i].o == (enum op)o;
-            if (listed != (f.d.calls[o] != 0))
+            uint64_t calls = fault_driver_calls(&f.d, (enum fault_op)o);
+            if (listed != (calls != 0))
                 fprintf(stderr, "driver_fail: %s reaches %s %" PRIu64 " times, table says %s\n", sc->name,
-                        op_names[o], f.d.calls[o], listed ? "reached" : "not reached");
-            T_EQ(listed, f.d.calls[o] != 0);
+                        op_names[o], calls, listed ? "reached" : "not reached");
+            T_EQ(listed, calls != 0);
         }
         T_EQ(fx_check(&f), 0);
         fx_close(&f);

@@ -129,6 +129,8 @@ int cli_demo(int argc, char **argv)
     int rc = cli_parse_adapter_options("demo", argc, argv, 2, &o);
     if (rc)
         return rc;
+    if (o.driver)
+        return cli_plugin_demo(o.driver);
     /* Every new allocation is zero-filled by the device, so keep the
      * simulated memory small enough that the demo touches little RAM. */
     if (!o.config.segment_size[2])

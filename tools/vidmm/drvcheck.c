@@ -153,20 +153,10 @@ int cli_drvcheck(int argc, char **argv)
     }
     drvcheck_ctor ctor = softgpu_ctor;
     void *lib = NULL;
-    if (path) {
-        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            fprintf(stderr, "vidmm drvcheck: --driver %s: cannot load it: %s\n", path, dlerror());
-            return 2;
-        }
-        void *sym = dlsym(lib, DRVCHECK_ENTRY_SYMBOL);
-        if (!sym) {
-            fprintf(stderr, "vidmm drvcheck: --driver %s: no %s in it (docs/WRITING_A_DRIVER.md)\n", path,
-                    DRVCHECK_ENTRY_SYMBOL);
-            dlclose(lib);
-            return 2;
-        }
-        memcpy(&ctor, &sym, sizeof ctor);   /* POSIX: a data pointer from dlsym names the function */
+    if (path) {                             /* a plug-in, or "vkgpu" (plugin.c) */
+        int rc = cli_plugin_load("drvcheck", path, &lib, &ctor);
+        if (rc)
+            return rc;
     }
     struct drvcheck_result r;
     unsigned failed = drvcheck_run(ctor, options, groups, verbose, stdout, &r);

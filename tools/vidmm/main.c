@@ -52,24 +52,28 @@ static int cmd_help(int argc, char **argv);
  * --help` and the dispatch all read it, so they cannot disagree; the
  * docs test compares the manual page's verbs with this list. */
 static const struct verb verbs[] = {
-    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json] | --socket PATH",
+    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json] | --driver NAME | --socket PATH",
       "print the adapter's segments as the manager sees them",
       "Print the adapter's segments (id, kind, GPU base, size, page, CPU visibility,\n"
       "commit limit, committed, flags), the paging-buffer segment and the GpuMmu\n"
       "geometry, then run the adapter's structure check.\n"
       "  --prefault          touch all simulated video memory at start\n"
       "  --json              print JSON (format vidmm-info/1) instead of a table\n"
+      "  --driver NAME       instead of softgpu: vkgpu (a Vulkan device, docs/VKGPU.md;\n"
+      "                      VIDMM_VKGPU_DEVICE picks it) or a driver plug-in FILE.so\n"
       "  --socket PATH       instead: the running vidmmd at PATH - the daemon, its\n"
       "                      connections and requests, host memory, residency totals,\n"
       "                      limits, and its adapter's segments (committed, free)\n",
       H_ADAPTER, "the adapter could not be opened, or its structure check failed; with --socket:\n"
       "         no daemon answers at PATH, or it refused (only its user or root may ask)", cmd_info },
-    { "demo", "[--adapter dgpu|big] [--segment ID=SIZE]... [--prefault]",
+    { "demo", "[--adapter dgpu|big] [--segment ID=SIZE]... [--prefault] | --driver NAME",
       "run the demonstration scenario and print what happened",
       "One allocation of every placement class, CPU patterns, moves between\n"
       "segments, a flip, three processes over-committing memory twice, then hangs,\n"
       "resets, standby and resume.  Runs on the dgpu (default) or big preset.\n"
-      "  --prefault          touch all simulated video memory at start\n",
+      "  --prefault          touch all simulated video memory at start\n"
+      "  --driver NAME       instead: three times the memory segments of vkgpu (a Vulkan\n"
+      "                      device) or a driver plug-in FILE.so, every byte read back\n",
       H_ADAPTER, "a step of the demonstration failed or a read-back differed", cli_demo },
     { "vamap", "[--adapter dgpu|wddm1|big] [--segment ID=SIZE]... [--prefault]",
       "build two processes' GPU VA spaces (GpuMmu) and dump them",
@@ -126,11 +130,12 @@ static const struct verb verbs[] = {
       "Reduce a failing scenario file to a minimal one that fails the same way\n"
       "(delta debugging over lines) and write it to stdout.\n",
       0, "FILE cannot be read, or it does not fail (nothing to shrink)", cli_shrink },
-    { "drvcheck", "[--driver FILE.so] [--options STR] [--groups LIST] [-v]",
+    { "drvcheck", "[--driver FILE.so|vkgpu] [--options STR] [--groups LIST] [-v]",
       "run the driver conformance kit on softgpu or a driver plug-in",
       "Run the driver conformance kit (docs/WRITING_A_DRIVER.md) on softgpu, or on\n"
       "the driver a shared object's vidmm_driver_entry constructs.\n"
-      "  --driver FILE.so    the driver plug-in (default: softgpu)\n"
+      "  --driver FILE.so    the driver plug-in (default: softgpu); vkgpu: the Vulkan\n"
+      "                      driver's plug-in (docs/VKGPU.md)\n"
       "  --options STR       given to the driver's constructor (softgpu: preset=NAME)\n"
       "  --groups LIST       comma-separated: query, describe, restart, paging, fences,\n"
       "                      reset, vidmm (default: all)\n"
@@ -231,6 +236,9 @@ static void verb_help(FILE *f, const struct verb *v)
                    "  --seed N            the scenario's random seed (default 1)\n"
                    "  --frames N          frames (compute: passes), 1-100000 (default: the scenario's)\n"
                    "  --async             paging on softgpu's engine thread (not reproducible)\n"
+                   "  --fail-driver OP:K[:once|sticky]  (run) the driver refuses OP (build_paging_buffer,\n"
+                   "                      submit_command, ...) at its K-th call, once or from then on (K 0:\n"
+                   "                      count its calls); the end state is judged, not the statuses\n"
                    "  --progress, --no-progress   progress on stderr (default: if it is a terminal)\n"
                    "scenarios:");
         for (const struct scenario *const *p = scenarios(); *p; p++)
@@ -442,6 +450,10 @@ int cli_parse_adapter_options(const char *verb, int argc, char **argv, int first
                 return rc;
         } else if (!strncmp(a, "--adapter=", 10)) {
             o->config.preset = a + 10;
+        } else if (!strcmp(a, "--driver") && strcmp(verb, "vamap")) {
+            if (!v)
+                return cli_usage_error(verb, "--driver needs a value (vkgpu, or a driver plug-in FILE.so)");
+            o->driver = argv[++i];
         } else if (!strcmp(a, "--prefault")) {
             o->config.prefault = 1;
         } else if (!strcmp(a, "--json") && !strcmp(verb, "info")) {
@@ -676,6 +688,8 @@ static int cmd_info(int argc, char **argv)
     int rc = cli_parse_adapter_options("info", argc, argv, 2, &o);
     if (rc)
         return rc;
+    if (o.driver)
+        return cli_plugin_info(o.driver);
     struct cli_session s;
     if (cli_open(&o, &s))
         return 1;

@@ -9,6 +9,10 @@
  *   both: --rules (default) | --no-rules: the WDDM rules checker after
  *         every call; the first violation fails the run (a replay or a
  *         scenario file stops there)
+ *   run:  --fail-driver OP:K[:once|sticky]: a failing driver
+ *         (tests/harness/fault_driver.h) refuses OP at its K-th call (K 0:
+ *         counts the calls only); the run's statuses are not judged, the
+ *         state at the end is (structure, rules, aperture entries)
  *   output options: --record FILE  --format text|json|csv  -o FILE
  *                   --snapshot FILE  --timeline FILE  --html FILE  --fdinfo FILE
  *
@@ -52,6 +56,11 @@ struct run_options {
     int decode_only;             /* replay FILE.rmv --decode-only: read and check the file, print what it holds */
     int lenient;                 /* replay FILE.rmv --lenient: count the stream's anomalies instead of refusing */
     uint32_t local_scale;        /* replay FILE.rmv --local-scale N: local heaps divided by N (0: as recorded) */
+    /* run --fail-driver OP:K[:once|sticky]: refuse op at its k-th call
+     * (k 0: only count the calls); fail_op FAULT_OP_COUNT = not given. */
+    enum fault_op fail_op;
+    uint64_t fail_at;
+    enum fault_mode fail_mode;
 };
 
 /* The library's policies, "lru, adaptive, belady or reuse", for messages. */
@@ -97,6 +106,7 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
     memset(o, 0, sizeof(*o));
     o->progress = -1;
     o->rules = 1;
+    o->fail_op = FAULT_OP_COUNT;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -175,6 +185,17 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->frames = (uint32_t)n;
         } else if (!replay && !strcmp(a, "--async")) {
             o->async = 1;
+        } else if (!replay && !strcmp(a, "--fail-driver")) {
+            NEED_VALUE("OP:K[:once|sticky], e.g. submit_command:3:sticky");
+            char op[40], mode[16] = "once";
+            unsigned long long k = 0;
+            if (sscanf(v, "%39[^:]:%llu:%15s", op, &k, mode) < 2 ||
+                (o->fail_op = fault_driver_op_from_name(op)) == FAULT_OP_COUNT ||
+                (strcmp(mode, "once") && strcmp(mode, "sticky")))
+                return cli_usage_error(cmd, "--fail-driver %s: want OP:K[:once|sticky] with OP a driver op "
+                                            "(build_paging_buffer, submit_command, ...)", v);
+            o->fail_at = k;
+            o->fail_mode = strcmp(mode, "sticky") ? FAULT_DRIVER_ONCE : FAULT_DRIVER_STICKY;
         } else if (replay && (!strcmp(a, "--adapter") || !strcmp(a, "--segment") || !strcmp(a, "--seed") ||
                               !strcmp(a, "--frames") || !strcmp(a, "--async"))) {
             return cli_usage_error(cmd, "%s: a replay takes the adapter, policy and seed from the trace's header "
@@ -379,6 +400,32 @@ static void belady_warning(const char *cmd, const struct tr_header *h)
                         "not give them), so it evicts in LRU order: expect the lru policy's results\n", cmd);
 }
 
+/* run --fail-driver: the scenario ran with the driver refusing; its
+ * statuses and read-backs are not the designed ones and are not judged.
+ * With the driver working again (a hang poll runs any reset a refusal
+ * left scheduled), the structure checker, the rules (library and GPU
+ * view) and the aperture's entries must hold: no entry reaches free or
+ * foreign memory.  Prints the op's calls and the verdict on stderr. */
+static int fail_verdict(struct tr *t, struct fault_driver *fd, const struct run_options *o)
+{
+    uint64_t calls = fault_driver_calls(fd, o->fail_op), refused = fault_driver_refused(fd, o->fail_op);
+    fault_driver_disarm(fd);
+    (void)vidmm_adapter_detect_hangs(t->adapter, NULL);
+    char rep[2048] = "";
+    int e = vidmm_adapter_check(t->adapter, rep, sizeof rep);
+    if (!e)
+        e = tr_check_rules_now(t, rep, sizeof rep);
+    if (!e)
+        e = rc_check_aperture(t->adapter, t->gpummu ? t->gpu : NULL, rep, sizeof rep);
+    struct rc_objects obj;
+    if (!e && !tr_rules_objects(t, &obj))
+        e = rc_check_unmapped(t->adapter, t->gpummu ? t->gpu : NULL, &obj, 1u << 16, rep, sizeof rep);
+    fprintf(stderr, "vidmm run: driver op %s: %" PRIu64 " calls, %" PRIu64 " refused (from call %" PRIu64 ", %s): %s%s\n",
+            fault_driver_op_name(o->fail_op), calls, refused, o->fail_at,
+            o->fail_mode == FAULT_DRIVER_STICKY ? "sticky" : "once", e ? "FAILED: " : "state sound", rep);
+    return e != 0;
+}
+
 int cli_run(int argc, char **argv)
 {
     struct run_options o;
@@ -445,9 +492,18 @@ int cli_run(int argc, char **argv)
     FILE *rec;
     struct collect c;
     uint64_t frames = sc && cli_progress_wanted(o.progress) ? (o.frames ? o.frames : sc->frames) : 0;
+    struct fault_driver fd;
+    if (o.fail_op != FAULT_OP_COUNT) {
+        h.fault = &fd;
+        o.rules = 0;   /* checked once the driver works again (fail_verdict) */
+    }
     if (start(&t, &h, &o, &rec, &c, frames)) {
         replay_close(&r);
         return 1;
+    }
+    if (h.fault) {
+        fault_driver_reset_counts(&fd);
+        fault_driver_arm(&fd, o.fail_op, o.fail_at, o.fail_mode, VIDMM_E_DRIVER_FAILURE);
     }
     int errors = 0;
     if (sc) {
@@ -462,9 +518,11 @@ int cli_run(int argc, char **argv)
             errors++;
         }
     }
+    if (h.fault)
+        errors = fail_verdict(&t, &fd, &o);
     int bad = outputs(&t, &o, &c);
     bad |= finish_record(&t, rec, o.record);
-    if (t.check_failures || t.adapter_check_failures || t.rules_violations)
+    if (!h.fault && (t.check_failures || t.adapter_check_failures || t.rules_violations))
         errors++;
     rules_summary(&t);
     tr_close(&t);

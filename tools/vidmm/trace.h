@@ -26,6 +26,7 @@
 #ifndef VIDMM_TOOL_TRACE_H
 #define VIDMM_TOOL_TRACE_H
 
+#include "harness/fault_driver.h"
 #include "harness/rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -60,6 +61,9 @@ struct tr_header {
     char policy[16];             /* eviction policy name */
     uint64_t seed;               /* the scenario's random seed (informative on replay) */
     char scenario[64];           /* what produced the trace */
+    /* Not part of the trace: a failing driver (`vidmm run --fail-driver`)
+     * that tr_open puts between vidmm and softgpu; NULL = none. */
+    struct fault_driver *fault;
 };
 
 /* One traced object.  parent: the process of a device or VA range, the

@@ -500,6 +500,8 @@ int tr_open(struct tr *t, const struct tr_header *h, FILE *rec)
     memset(&ci, 0, sizeof ci);
     softgpu_fill_adapter_create_info(t->gpu, &ci);
     ci.system_memory_limit = h->system_memory;
+    if (h->fault)
+        fault_driver_wrap(h->fault, &ci);
     ci.error_message = t->error;
     ci.error_message_size = sizeof t->error;
     st = vidmm_adapter_open(&ci, &t->adapter);
