@@ -90,6 +90,8 @@ static vidmm_status resume(struct vidmm_adapter *a)
     a->power_state = VIDMM_POWER_D0;
     vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
     vidmm_status f = vidmm_paging_flush(a);
+    if (st < 0 || f < 0)
+        vidmm_reset_schedule(a);   /* tables left unwritten: the reset at the entry boundary rebuilds them (D66) */
     return st < 0 ? st : f;
 }
 
