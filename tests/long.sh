@@ -123,7 +123,7 @@ fi
 explore_seconds=${EXPLORE_SECONDS:-1800}
 if [ "$explore_seconds" -gt 0 ]; then
   step "deterministic explorer, $explore_seconds s (tests/sim, failures shrunk)"
-  "$b/vidmm-explore" --seconds "$explore_seconds" > "$log.explore" 2>&1 || { fail=1; tail -n 60 "$log.explore"; }
+  "$b/vidmm-explore" --driver-failures --seconds "$explore_seconds" > "$log.explore" 2>&1 || { fail=1; tail -n 60 "$log.explore"; }
   explore=$(grep -h 'schedules in' "$log.explore" | tail -n 1)
   grep -h '^explore: seed' "$log.explore"
   echo "$explore"

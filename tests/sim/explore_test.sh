@@ -5,7 +5,8 @@
 #     failed before the fix of the defect it reproduces);
 #   - the same seed runs bit for bit the same, three times;
 #   - EXPLORE_SCHEDULES (default 300) schedules from EXPLORE_SEED (default
-#     a fixed one, so the run is the same on every machine) run clean;
+#     a fixed one, so the run is the same on every machine) run clean,
+#     then as many again with driver ops refused as events;
 #     a failure prints its seed and its shrunk reproduction.
 # Usage: tests/sim/explore_test.sh BUILD_DIR.  Prints one summary line,
 # "explore: N passed, M failed".
@@ -42,6 +43,9 @@ done
 check "same seed, same run" "$x" --seed "$seed" --same 3
 # shellcheck disable=SC2086
 check "$schedules schedules from seed $seed" "$x" $allow --seed "$seed" --schedules "$schedules" --seconds 600
+# shellcheck disable=SC2086
+check "$schedules schedules with driver failures" "$x" $allow --driver-failures --seed "$seed" \
+    --schedules "$schedules" --seconds 600
 grep -h '^explore: known defect' "$out" | head -n 5 || true
 grep -h '^explore: [0-9]* schedules in' "$out" || true
 rm -f "$out"
