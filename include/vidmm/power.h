@@ -43,7 +43,10 @@ extern "C" {
  * VIDMM_E_TIMEOUT when an engine hung on the way (it is reset before the
  * call returns; the adapter stays in D0).  A failure going down
  * (host memory for the system copies, a driver failure) leaves the
- * adapter in D0 with what was already evicted evicted. */
+ * adapter in D0 with what was already evicted evicted.  A resume whose
+ * page-table rebuild the driver refuses answers the failure in D0, and
+ * the adapter reset that rebuilds the tables runs as the call returns
+ * (or, refused again, at the start of the next call). */
 VIDMM_API vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *adapter, uint32_t state);
 VIDMM_API vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *adapter, uint32_t *state);
 
