@@ -46,7 +46,8 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         if (al->resident && (al->lock_count || al->displayed) &&
             !preserved(a, al->pl.segment_id, state))
-            return VIDMM_E_BUSY;
+            return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is %s in a segment the state does not preserve",
+                              (unsigned long long)al->self, al->lock_count ? "locked" : "scanned out");
     }
     vidmm_inflight_wait_all(a);
     if (vidmm_reset_pending(a))
@@ -77,7 +78,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
     if (st < 0)
         return st;
     if (a->ops.set_power_state && a->ops.set_power_state(a->driver, state) < 0)
-        return VIDMM_E_DRIVER_FAILURE;
+        return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's set_power_state(%u) failed", state);
     a->power_state = state;
     return VIDMM_OK;
 }
@@ -85,7 +86,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
 static vidmm_status resume(struct vidmm_adapter *a)
 {
     if (a->ops.set_power_state && a->ops.set_power_state(a->driver, VIDMM_POWER_D0) < 0)
-        return VIDMM_E_DRIVER_FAILURE;
+        return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's set_power_state(D0) failed");
     a->power_state = VIDMM_POWER_D0;
     vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
     vidmm_status f = vidmm_paging_flush(a);
@@ -95,12 +96,14 @@ static vidmm_status resume(struct vidmm_adapter *a)
 static vidmm_status set_power_state(struct vidmm_adapter *a, uint32_t state)
 {
     if (state > VIDMM_POWER_HIBERNATE)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "power state %u: D0 (0) to HIBERNATE (%u)", state,
+                          (unsigned)VIDMM_POWER_HIBERNATE);
     vidmm_status st = VIDMM_OK;
     if (state == a->power_state) {
         /* Already there. */
     } else if (a->power_state != VIDMM_POWER_D0 && state != VIDMM_POWER_D0) {
-        st = VIDMM_E_STATE;   /* from one low-power state to another: resume first */
+        /* from one low-power state to another: resume first */
+        st = vidmm_fail(VIDMM_E_STATE, "power state %u to %u: resume to D0 first", a->power_state, state);
     } else {
         st = state == VIDMM_POWER_D0 ? resume(a) : go_down(a, state);
         if (st >= 0)
@@ -117,7 +120,7 @@ vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t sta
 static vidmm_status get_power_state(const struct vidmm_adapter *a, uint32_t *state)
 {
     if (!state)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "state is NULL");
     *state = a->power_state;
     return VIDMM_OK;
 }
@@ -130,7 +133,7 @@ vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *a, uint32
 static vidmm_status get_power_stats(const struct vidmm_adapter *a, struct vidmm_power_stats *out)
 {
     if (!out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
     *out = a->power_stats;
     return VIDMM_OK;
 }
