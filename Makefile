@@ -148,6 +148,16 @@ $(MINIDRV_SO): $(MINIDRV_OBJ) $(BUILD)/examples/minidrv/entry.o
 
 examples: $(EXAMPLES)
 
+# ---- a driver whose VRAM the CPU cannot reach (tests/drvcheck_test.sh) ----
+# Written from docs/WRITING_A_DRIVER.md as a plug-in of the kit; public
+# headers only.
+INVISIBLE_SO := $(BUILD)/tests/drvcheck/invisible_vram.so
+$(INVISIBLE_SO): tests/drvcheck/invisible_vram.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -shared -o $@ $< -lpthread
+test: $(INVISIBLE_SO)
+# ---- end of the invisible-VRAM driver ----
+
 # ---- the D3DKMT front end (docs/D3DKMT.md) -------------------------------
 # libvidmm-d3dkmt: the D3DKMT thunks over the public vidmm API only (no
 # -Isrc); its tests and the sample client are separate programs.

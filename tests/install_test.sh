@@ -14,7 +14,7 @@ bad() { fail=$((fail + 1)); echo "install: FAIL $*"; }
 prefix="$stage/usr"
 make -s install PREFIX="$prefix" >/dev/null || bad "make install"
 pc="$prefix/lib/pkgconfig"
-for f in include/vidmm/vidmm.h include/vidmm/version.h lib/libvidmm.a lib/libsoftgpu.a lib/libvidmm.so lib/pkgconfig/vidmm.pc \
+for f in include/vidmm/vidmm.h include/vidmm/version.h include/vidmm/drvcheck.h lib/libvidmm.a lib/libsoftgpu.a lib/libvidmm.so lib/pkgconfig/vidmm.pc \
          lib/pkgconfig/softgpu.pc lib/cmake/vidmm/vidmmConfig.cmake share/man/man1/vidmm.1 bin/vidmm \
          bin/vidmmd lib/libvidmm-client.a include/vidmm-client/client.h \
          lib/systemd/system/vidmmd.service lib/systemd/system/vidmmd.socket; do
@@ -30,6 +30,9 @@ if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-shared" \
      $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs softgpu vidmm) -lpthread -lm &&
    LD_LIBRARY_PATH="$prefix/lib" "$stage/c-shared" >/dev/null; then ok; else bad "pkg-config shared consumer"; fi
 if ldd "$stage/c-shared" 2>/dev/null | grep -q "libvidmm.so.$major"; then ok; else bad "shared consumer does not load libvidmm.so.$major"; fi
+# The driver kit's header: a plug-in builds against the install alone.
+if cc -std=c11 -Wall -Werror -shared -fPIC tests/drvcheck/invisible_vram.c -o "$stage/invisible_vram.so" \
+     $(PKG_CONFIG_PATH="$pc" pkg-config --cflags vidmm) -lpthread; then ok; else bad "a drvcheck plug-in against the install"; fi
 # pkg-config, static
 if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-static" \
      $(PKG_CONFIG_PATH="$pc" pkg-config --cflags softgpu vidmm) "$prefix/lib/libsoftgpu.a" "$prefix/lib/libvidmm.a" \

@@ -1,5 +1,5 @@
 /*
- * drvcheck.h - the driver conformance kit: runs the contract of
+ * vidmm/drvcheck.h - the driver conformance kit: runs the contract of
  * include/vidmm/driver.h against any driver and says which clause fails.
  *
  * A driver is given to the kit as a constructor (drvcheck_ctor).  The kit
@@ -42,6 +42,10 @@
  *
  * The kit is built against the public headers only and keeps no global
  * state.  docs/WRITING_A_DRIVER.md says how to run it on a new driver.
+ * This header is installed with vidmm so that a plug-in builds against
+ * an installed vidmm; drvcheck_run itself lives in
+ * examples/drvcheck/drvcheck.c (the vidmm tool links it), not in
+ * libvidmm.
  */
 #ifndef VIDMM_DRVCHECK_H
 #define VIDMM_DRVCHECK_H

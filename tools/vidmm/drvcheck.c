@@ -12,7 +12,7 @@
  * Exit status: 0 every check passed, 1 a check failed, 2 usage or load.
  */
 #include "cli.h"
-#include "drvcheck.h"
+#include "vidmm/drvcheck.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
