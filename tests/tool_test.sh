@@ -181,6 +181,28 @@ demo_has "demo standby and resume" "every byte back (GPU checksum and CPU read):
 demo_has "demo recovery integrity" "recovery integrity: 0 failures; adapter check: clean"
 demo_has "demo final check" "adapter check after the demo: clean"
 rm -f /tmp/vidmm_demo_out.$$
+
+# ---- the test runner's own output (tests/main.c, tests/harness/test.c) ----
+# A line per suite as it ends, flushed into a pipe; a labelled summary; a
+# filter that matches no test is an error.
+tests_bin=$(dirname "$tool")/vidmm-tests
+if [ -x "$tests_bin" ]; then
+  "$tests_bin" status > /tmp/vidmm_tool_out.$$ 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^suite status: [0-9]* tests, 0 failing' /tmp/vidmm_tool_out.$$ &&
+     grep -q '^unit: [0-9]* passed, 0 failed$' /tmp/vidmm_tool_out.$$; then ok; else
+    bad "vidmm-tests status: a suite line and a labelled summary (rc $rc)"; cat /tmp/vidmm_tool_out.$$; fi
+  # Lines reach a pipe as they are written: head takes the seed and the
+  # first suite's line and closes the pipe, and the whole run (minutes)
+  # stops at its next line, a few seconds in.  Buffered, it would run on
+  # to the end and timeout would stop it.
+  first=$(timeout 60 sh -c "\"$tests_bin\" 2>/dev/null | head -n 2" | tail -n 1)
+  case $first in "suite status:"*) ok ;; *) bad "no suite line through a pipe within 60 s: '$first'" ;; esac
+  expect_rc 2 "vidmm-tests with a filter that matches no test" "$tests_bin" no_such_suite_xyz
+  expect_out "vidmm-tests names the filter that matched nothing" "no test name contains 'no_such_suite_xyz'" \
+    "$tests_bin" no_such_suite_xyz
+fi
+# ---- end of the runner's output checks ----
 rm -f /tmp/vidmm_tool_out.$$
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -43,8 +43,9 @@ wait_socket() {
 run() {
   timeout 120 "$@" >"$out" 2>&1
   rc=$?
-  # A bare summary (the D3DKMT tests') gets the prefix run.sh does not sum.
-  sed -E 's/^([0-9]+ passed, [0-9]+ failed)$/daemon remote: \1/' "$out" >"$out.1" && mv "$out.1" "$out"
+  # The D3DKMT tests' summary ("d3dkmt: N passed, M failed") gets the
+  # prefix run.sh does not sum (it sums this script's own line).
+  sed -E 's/^(d3dkmt: )?([0-9]+ passed, [0-9]+ failed)$/daemon remote: \2/' "$out" >"$out.1" && mv "$out.1" "$out"
   cat "$out"
   line=$(grep -E '^daemon [a-z]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
   if [ -z "$line" ]; then
