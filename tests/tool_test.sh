@@ -232,6 +232,16 @@ if [ -x "$vidmmd" ]; then
   expect_out "vidmmd --preset xyz lists the presets" "no such softgpu preset (dgpu, igpu, wddm1, big)" \
     "$vidmmd" --preset xyz
 fi
+# A recorded trace under another eviction policy: the differences listed,
+# the paging compared, exit status 0 (a refusal before).
+"$tool" run desktop --record "$t/d.trace" >/dev/null 2>&1
+expect_rc 0 "replay a trace under another policy" "$tool" replay "$t/d.trace" --policy adaptive
+expect_out "the replay compares the policies' paging" "policy comparison, [0-9]* calls" \
+  "$tool" replay "$t/d.trace" --policy adaptive
+expect_out "the replay lists an outcome that differs with FILE:LINE" "d.trace:[0-9]*: make-resident: recorded" \
+  "$tool" replay "$t/d.trace" --policy adaptive
+expect_out "run of a trace under another policy points at the comparison" "vidmm replay .*--policy adaptive" \
+  "$tool" run "$t/d.trace" --policy adaptive
 rm -rf "$t"
 # ---- end of the new user's mistakes ----
 

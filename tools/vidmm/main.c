@@ -98,7 +98,10 @@ static const struct verb verbs[] = {
       "  --decode-only       (.rmv) read and check the whole file, print what it holds, replay nothing\n"
       "  --lenient           (.rmv) count the streams' anomalies instead of refusing the file\n"
       "  --local-scale N     (.rmv) divide the file's local heaps by N (1-64): the same trace on a smaller card\n"
-      "  --policy NAME       (.rmv) eviction policy; belady is told each allocation's next use from the file\n",
+      "  --policy NAME       (.rmv) eviction policy; belady is told each allocation's next use from the file;\n"
+      "                      (trace) replay under NAME too: results that differ are listed as that\n"
+      "                      policy's outcomes, and both policies' paging is compared (stderr); the\n"
+      "                      report is NAME's run\n",
       H_OUTPUT,
       "a result differed, a read-back or rule failed, the trace is missing, unreadable\n"
       "         or malformed, or an output could not be written",

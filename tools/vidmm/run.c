@@ -53,7 +53,6 @@ struct run_options {
     int rules;                   /* the rules checker after every call (--rules, the default) */
     int decode_only;             /* replay FILE.rmv --decode-only: read and check the file, print what it holds */
     int lenient;                 /* replay FILE.rmv --lenient: count the stream's anomalies instead of refusing */
-    int compare;                 /* replay TRACE --compare: outcomes may differ (another policy); report them */
     uint32_t local_scale;        /* replay FILE.rmv --local-scale N: local heaps divided by N (0: as recorded) */
 };
 
@@ -78,7 +77,7 @@ static void policy_names(char *buf, size_t n)
 enum {
     O_FORMAT = 256, O_JSON, O_RECORD, O_SNAPSHOT, O_TIMELINE, O_HTML, O_FDINFO, O_MEMMAP, O_RULES, O_NO_RULES,
     O_DECODE_ONLY, O_LENIENT, O_LOCAL_SCALE, O_PROGRESS, O_NO_PROGRESS, O_ADAPTER, O_SEGMENT, O_POLICY, O_SEED,
-    O_FRAMES, O_ASYNC, O_COMPARE
+    O_FRAMES, O_ASYNC
 };
 static const struct option run_longs[] = {
     { "format", required_argument, NULL, O_FORMAT },     { "json", no_argument, NULL, O_JSON },
@@ -92,7 +91,7 @@ static const struct option run_longs[] = {
     { "adapter", required_argument, NULL, O_ADAPTER },   { "segment", required_argument, NULL, O_SEGMENT },
     { "policy", required_argument, NULL, O_POLICY },     { "seed", required_argument, NULL, O_SEED },
     { "frames", required_argument, NULL, O_FRAMES },     { "async", no_argument, NULL, O_ASYNC },
-    { "compare", no_argument, NULL, O_COMPARE },         { NULL, 0, NULL, 0 },
+    { NULL, 0, NULL, 0 },
 };
 
 /* The option's name for messages ("--seed"). */
@@ -163,7 +162,7 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
         /* Run's adapter and scenario options have no meaning to a replay
          * (its trace's header says them); the RMV ones none to a run. */
         int run_only = c == O_ADAPTER || c == O_SEGMENT || c == O_SEED || c == O_FRAMES || c == O_ASYNC;
-        int replay_only = c == O_DECODE_ONLY || c == O_LENIENT || c == O_LOCAL_SCALE || c == O_COMPARE;
+        int replay_only = c == O_DECODE_ONLY || c == O_LENIENT || c == O_LOCAL_SCALE;
         if (replay && run_only)
             return cli_usage_error(cmd, "--%s: a replay takes the adapter, policy and seed from the trace's header "
                                         "(vidmm run FILE takes them from the command line)", long_name(c));
@@ -193,7 +192,6 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
         case O_NO_RULES: o->rules = 0; break;
         case O_DECODE_ONLY: o->decode_only = 1; break;
         case O_LENIENT: o->lenient = 1; break;
-        case O_COMPARE: o->compare = 1; break;
         case O_LOCAL_SCALE:
             if (tr_parse_u64(v, &n) || n == 0 || n > 64)
                 return cli_usage_error(cmd, "--local-scale %s: want a divisor of the local heaps, 1-64", v);
@@ -210,7 +208,7 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             if ((rc = cli_add_segment(cmd, &o->seg, v)) != 0)
                 return rc;
             break;
-        case O_POLICY:   /* replay: RMV files and --compare only (checked there) */
+        case O_POLICY:   /* replay: an RMV file's policy, or a trace's comparison run */
             if (!tr_policy_by_name(v))
                 return cli_usage_error(cmd, "--policy %s: no such policy (%s)", v, names);
             o->policy = v;
@@ -522,6 +520,9 @@ int cli_run(int argc, char **argv)
         if (r.mismatches) {
             fprintf(stderr, "vidmm run: %" PRIu64 " of %" PRIu64 " stated results differ\n", r.mismatches,
                     r.checked);
+            if (o.policy)   /* the usual cause: outcomes of another policy */
+                fprintf(stderr, "vidmm run: to compare policies on a recorded trace, vidmm replay %s --policy %s "
+                                "lists the differences and compares paging\n", o.what, o.policy);
             errors++;
         }
     }
@@ -607,6 +608,108 @@ static int replay_rmv(const struct run_options *o)
     return failed || bad ? 1 : 0;
 }
 
+/* What a replay moved, for the comparison of two policies. */
+struct paging_figures {
+    struct vidmm_residency_stats rs;
+    uint64_t paging_buffers;
+    uint64_t executed, differ;
+};
+
+static void paging_figures_take(const struct tr *t, const struct replay *r, struct paging_figures *f)
+{
+    struct vidmm_adapter_info ai;
+    memset(f, 0, sizeof *f);
+    vidmm_residency_get_stats(t->adapter, &f->rs);
+    if (vidmm_adapter_query_info(t->adapter, &ai) >= 0)
+        f->paging_buffers = ai.paging_buffers_submitted;
+    f->executed = r->executed;
+    f->differ = r->mismatches;
+}
+
+/* One replay of the trace at o->what under policy (NULL: the recorded
+ * one).  The outputs only for the run that asks (write_outputs); the
+ * figures and the run's verdict (0 ok, 1 a malformed line, a failed
+ * check, a rule violated, an output not written). */
+static int replay_once(const struct run_options *o, const char *policy, int write_outputs, struct tr_header *h,
+                       struct paging_figures *f)
+{
+    struct replay r;
+    if (replay_open(&r, o->what, h, 1))
+        return 1;
+    if (policy)
+        snprintf(h->policy, sizeof h->policy, "%s", policy);
+    struct run_options quiet = *o;
+    if (!write_outputs)
+        quiet.record = quiet.output = quiet.snapshot = quiet.timeline = quiet.html = quiet.fdinfo = quiet.memmap = NULL;
+    r.progress = cli_progress_wanted(o->progress);
+    struct tr t;
+    FILE *rec;
+    struct collect c;
+    if (start(&t, h, &quiet, &rec, &c, 0)) {
+        replay_close(&r);
+        return 1;
+    }
+    int bad = replay_run(&r, &t);
+    paging_figures_take(&t, &r, f);
+    if (write_outputs && !bad) {
+        bad |= outputs(&t, &quiet, &c);
+        bad |= finish_record(&t, rec, quiet.record);
+    } else if (rec) {
+        fclose(rec);
+    }
+    bad |= t.check_failures || t.adapter_check_failures || t.rules_violations;
+    rules_summary(&t);
+    tr_close(&t);
+    collect_free(&c);
+    replay_close(&r);
+    return bad;
+}
+
+/* `vidmm replay TRACE --policy NAME`: the calls replayed under another
+ * eviction policy.  Results that differ from the trace's are outcomes of
+ * the other policy, not faults: each is listed (the first 20, with
+ * FILE:LINE) and counted, and the paging of both policies is compared
+ * (the recorded one from a replay under it, which must be exact).  The
+ * report and the other outputs are the other policy's run. */
+static int replay_compare(const struct run_options *o)
+{
+    struct tr_header h0, h1;
+    struct paging_figures a, b;
+    fprintf(stderr, "vidmm replay: %s under its recorded policy (the baseline)\n", o->what);
+    int bad = replay_once(o, NULL, 0, &h0, &a);
+    if (bad)
+        return 1;
+    if (!strcmp(h0.policy, o->policy))
+        fprintf(stderr, "vidmm replay: the trace was recorded under %s already: both runs are the same\n", o->policy);
+    fprintf(stderr, "vidmm replay: %s under %s (results that differ are its outcomes, listed below)\n", o->what,
+            o->policy);
+    memset(&h1, 0, sizeof h1);
+    bad = replay_once(o, o->policy, 1, &h1, &b);
+    if (!strcmp(o->policy, "belady"))
+        belady_warning("replay", &h1);
+    fprintf(stderr, "\nvidmm replay: policy comparison, %" PRIu64 " calls\n", b.executed);
+    fprintf(stderr, "  %-28s %16s %16s\n", "", h0.policy, o->policy);
+#define ROW(name, x) fprintf(stderr, "  %-28s %16" PRIu64 " %16" PRIu64 "\n", name, a.x, b.x)
+    ROW("results differing from trace", differ);
+    ROW("evictions", rs.evictions);
+    ROW("bytes evicted", rs.bytes_evicted);
+    ROW("restores", rs.restores);
+    ROW("bytes restored", rs.bytes_restored);
+    ROW("discards", rs.discards);
+    ROW("relocations", rs.relocations);
+    ROW("bytes relocated", rs.bytes_relocated);
+    ROW("make-resident over budget", rs.over_budget);
+    ROW("trim notifications", rs.trim_notifications);
+    ROW("paging buffers", paging_buffers);
+#undef ROW
+    if (a.differ) {
+        fprintf(stderr, "vidmm replay: the trace does not replay exactly under its own policy (%" PRIu64
+                        " results differ): the comparison has no baseline\n", a.differ);
+        return 1;
+    }
+    return bad ? 1 : 0;
+}
+
 int cli_replay(int argc, char **argv)
 {
     struct run_options o;
@@ -617,9 +720,10 @@ int cli_replay(int argc, char **argv)
         return replay_rmv(&o);
     if (o.decode_only)
         return cli_usage_error("replay", "--decode-only is for RMV files, not %s", o.what);
-    if (o.policy || o.local_scale)
-        return cli_usage_error("replay", "--policy and --local-scale are for RMV files (a trace names its adapter), "
-                                         "not %s", o.what);
+    if (o.local_scale)
+        return cli_usage_error("replay", "--local-scale is for RMV files (a trace names its adapter), not %s", o.what);
+    if (o.policy)
+        return replay_compare(&o);
     struct tr_header h;
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))
