@@ -5,7 +5,7 @@
 #   make html-check   the HTML report rendered by headless Chromium (skipped
 #                     when `chromium` is not installed; installs nothing)
 #   make demo         build and run the demo and the default scenario (desktop) on softgpu
-#   make docs-refresh rewrite the README's demo excerpts from vidmm demo (tests/docs_test.py)
+#   make docs-refresh rewrite the docs' excerpts of program output (tests/docs_test.py)
 #   make bench        build (-O2 -DNDEBUG) and run the benchmarks
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
@@ -212,8 +212,10 @@ tsan-stress:
 html-check: $(TOOL)
 	sh tests/html_render_test.sh $(TOOL)
 
-# Rewrite the README's demo excerpts from `vidmm demo` (tests/docs_test.py
-# checks them in `make test`); review the diff before committing.
+# Rewrite the README's demo excerpts from `vidmm demo`, and every
+# <!-- output: ARGS --> excerpt in README.md and docs/*.md from what
+# `vidmm ARGS` prints (tests/docs_test.py checks them in `make test`);
+# review the diff before committing.
 docs-refresh: $(TOOL)
 	python3 tests/docs_test.py $(TOOL) --refresh
 
