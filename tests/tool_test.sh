@@ -222,6 +222,9 @@ expect_rc 1 "ps on a missing socket" "$tool" ps --socket "$t/none.sock"
 expect_out "ps on a missing socket says how to start vidmmd" "vidmmd --socket $t/none.sock" "$tool" ps --socket "$t/none.sock"
 expect_out "info --socket on a missing socket" "no vidmmd socket at" "$tool" info --socket "$t/none.sock"
 expect_rc 2 "ps --format xml is refused" "$tool" ps --format xml
+# With no socket named, the default search includes the system service's.
+expect_out "the default search names the systemd socket" "/run/vidmmd/vidmmd.sock" \
+  env VIDMMD_SOCKET= XDG_RUNTIME_DIR="$t" "$tool" ps
 expect_out "info --format csv" "^id,kind,base_address,size" "$tool" info --format csv
 # vidmmd: GNU options, --version, a bad option and a bad preset named.
 vidmmd=$(dirname "$tool")/vidmmd
