@@ -44,8 +44,8 @@ if "$b/examples/d3dkmt_client/d3dkmt_client" >/dev/null; then echo "d3dkmt_clien
 else echo "d3dkmt_client: 0 passed, 1 failed" | tee -a "$out"; rc13=1; fi
 sh tests/daemon/run.sh "$b" | tee -a "$out"
 rc14=$?
-p=$(grep -E '^([a-z0-9]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z0-9]+: //' | awk '{s+=$1} END {print s+0}')
-f=$(grep -E '^([a-z0-9]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z0-9]+: //' | awk '{s+=$3} END {print s+0}')
+p=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$1} END {print s+0}')
+f=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$out" | sed -E 's/^[a-z]+: //' | awk '{s+=$3} END {print s+0}')
 rm -f "$out"
 echo "total: $p passed, $f failed"
 echo "$p passed, $f failed"
