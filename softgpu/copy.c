@@ -269,6 +269,7 @@ static inline void sg_stream_line(uint8_t *d, const uint8_t *s)
 /* n >= 256 bytes with streaming stores. */
 static void sg_copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
+    sg_asan_check(dst, src, n);
     uint64_t i = 0;
     /* Head: until the destination is 16-byte aligned (streaming stores
      * need it; loads may be unaligned). */

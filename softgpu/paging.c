@@ -372,6 +372,7 @@ vidmm_status sg_build_paging_buffer(void *driver, struct vidmm_build_paging_buff
 
 void sg_fill32(uint8_t *dst, uint64_t size, uint32_t pattern)
 {
+    sg_asan_check(dst, NULL, size);
     uint64_t i = 0;
     /* Head: bytes until 16-byte aligned.  Byte i of the fill is byte i%4
      * of the pattern (little-endian). */

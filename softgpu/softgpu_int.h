@@ -317,6 +317,38 @@ int sg_copy_class_info(const struct sg_copy_tuner *t, unsigned cls, uint32_t *co
  * operation of size class op_class (sg_copy_size_class of its size). */
 void sg_copy(struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n, unsigned op_class);
 
+/* ASan does not see the SSE2 streaming stores of the copy and fill
+ * paths: under ASan, check the ranges as its memcpy interceptor would,
+ * so a copy or fill into (or out of) freed memory - a manager that
+ * freed pages its paging still names - is reported where it happens.
+ * Nothing without ASan. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SG_ASAN 1
+#endif
+#endif
+#ifdef SG_ASAN
+#include <sanitizer/asan_interface.h>
+static inline void sg_asan_check(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+    volatile uint8_t *w = __asan_region_is_poisoned(dst, (size_t)n);
+    if (w)
+        *w = 0;   /* reported as the write it is */
+    const volatile uint8_t *r = src ? __asan_region_is_poisoned((void *)(uintptr_t)src, (size_t)n) : NULL;
+    if (r)
+        (void)*r;
+}
+#else
+static inline void sg_asan_check(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+    (void)dst;
+    (void)src;
+    (void)n;
+}
+#endif
+
 /* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
 vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels);
 vidmm_status sg_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args);

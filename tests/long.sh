@@ -62,7 +62,8 @@ grep -E 'stress \(power\): [0-9]+ transitions' "$log.power"
 tail -n 1 "$log.power"
 
 step "TSan: stress, $threads threads x $ops operations"
-make -s BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests > /dev/null 2>&1
+make -s BUILD=build-tsan OPT="-O1 -g" CFLAGS=-fsanitize=thread LDFLAGS=-fsanitize=thread build-tsan/vidmm-tests > "$log.tsanbuild" 2>&1 ||
+  { fail=1; tail -n 5 "$log.tsanbuild"; }
 VIDMM_STRESS_THREADS=$threads VIDMM_STRESS_OPS=$ops TSAN_OPTIONS=halt_on_error=1 \
   build-tsan/vidmm-tests stress > "$log.tsan" 2>&1 || fail=1
 tail -n 1 "$log.tsan"
@@ -81,6 +82,12 @@ sweep=$(grep -E '^sweep: [0-9]+ runs' "$log.sweep")
 
 step "generated scenarios, $gen_seconds s, rules after every call (failures shrunk into $b/long-scenarios/)"
 "$b/vidmm" fuzz-scenarios --seconds "$gen_seconds" --seed "$(date +%s)" --save "$b/long-scenarios" > "$log.gen" 2>&1
+# Exit status 1 is "some scenario failed" (judged below against the known
+# defects); anything else, a signal included, or no summary, is a failure.
+gen_rc=$?
+if [ "$gen_rc" -gt 1 ] || ! grep -qE '^fuzz-scenarios: [0-9]+ scenarios' "$log.gen"; then
+  echo "generator: exit status $gen_rc"; tail -n 5 "$log.gen"; fail=1
+fi
 grep -E '^fuzz-scenarios: ([0-9]+ scenarios|  |minimal)' "$log.gen"
 gen=$(grep -E '^fuzz-scenarios: [0-9]+ scenarios' "$log.gen")
 # Failures of a known defect (gen:RULE in tests/known_defects) do not fail the tier.

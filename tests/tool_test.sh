@@ -6,6 +6,7 @@ pass=0
 fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAILED tool: $1"; }
+. tests/skip.sh
 
 expect_rc() { # want_rc name cmd...
   want=$1; name=$2; shift 2
@@ -39,6 +40,8 @@ expect_out "presets" "wddm1" "$tool" presets
 expect_out "info --json format" '"format": "vidmm-info/1"' "$tool" info --json
 if command -v python3 >/dev/null 2>&1; then
   if "$tool" info --json --adapter wddm1 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["segments"])==5 and d["segments"][3]["kind"]=="agp"'; then ok; else bad "info --json parses"; fi
+else
+  skipped "tool: info --json parses" "python3 is not installed" || bad "info --json parses (no python3)"
 fi
 expect_rc 0 "vamap" "$tool" vamap
 expect_out "vamap shows a mapping" "texture+0x0" "$tool" vamap
@@ -137,6 +140,8 @@ PY
   "$tool" run igpu --frames 3 --html /tmp/vidmm_tool_html.$$ >/dev/null 2>&1
   if grep -q 'id="usage-non-local"' /tmp/vidmm_tool_html.$$; then ok; else bad "igpu non-local usage chart"; fi
   rm -f /tmp/vidmm_tool_html.$$
+else
+  skipped "tool: HTML charts" "python3 is not installed" || bad "HTML charts (no python3)"
 fi
 
 # The memory map: well-formed SVG, one row per segment, each at its own

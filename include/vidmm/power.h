@@ -12,9 +12,11 @@
  * and tells the driver (set_power_state).  Page tables are not saved:
  * they are rebuilt on resume.  While the adapter is down, entries that
  * need the GPU (make-resident, submissions, CPU locks, creating resident
- * allocations, moves, flips, GPU VA map/unmap/update/free, process and
- * context creation, evict, reclaim) answer VIDMM_E_STATE and change
- * nothing; creating, destroying and querying work.  Back in VIDMM_POWER_D0 the page tables are rebuilt and evicted
+ * allocations, moves, flips, GPU VA reserve/map/unmap/update/free,
+ * process and context creation, evict, reclaim) answer VIDMM_E_STATE and
+ * change nothing; creating, destroying and querying work, and hand the
+ * driver no work: the page-table changes of a destroy wait for the
+ * rebuild on resume (docs/DECISIONS.md D59).  Back in VIDMM_POWER_D0 the page tables are rebuilt and evicted
  * allocations come back on their next make-resident or submission, with
  * their content.
  */
@@ -32,8 +34,10 @@ extern "C" {
 #endif
 
 /* state: VIDMM_POWER_D0 / STANDBY / HIBERNATE (driver.h).  Going down is
- * allowed only from D0 and resuming only to D0 (VIDMM_E_STATE otherwise);
- * VIDMM_E_INVALID_ARG for an unknown state.  VIDMM_E_BUSY, changing
+ * allowed only from D0 and resuming only to D0 (VIDMM_E_STATE otherwise,
+ * the state the adapter is already in included: standby while in standby
+ * changes nothing and tells the driver nothing; D0 while in D0 is OK and
+ * does nothing); VIDMM_E_INVALID_ARG for an unknown state.  VIDMM_E_BUSY, changing
  * nothing, while an allocation is CPU-locked or displayed in a segment
  * that loses its content (blank the source first: docs/DECISIONS.md D41);
  * VIDMM_E_TIMEOUT when an engine hung on the way (it is reset before the

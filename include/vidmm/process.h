@@ -59,7 +59,8 @@ VIDMM_API vidmm_status vidmm_process_destroy(struct vidmm_adapter *adapter, vidm
 
 /* D3DKMTReserveGpuVirtualAddress: at base (64 KiB aligned), or with base 0
  * anywhere in [min, max] (0 = no bound).  VIDMM_E_BUSY when base overlaps
- * anything, VIDMM_E_NO_SEGMENT_SPACE when no hole fits. */
+ * anything, VIDMM_E_NO_SEGMENT_SPACE when no hole fits, VIDMM_E_STATE
+ * while the adapter is powered down (vidmm/power.h). */
 VIDMM_API vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *adapter, vidmm_handle process, uint64_t base,
                                  uint64_t min, uint64_t max, uint64_t size, unsigned mode, uint64_t *va);
 

@@ -22,6 +22,21 @@
  *   pte.mapping_has_leaf          every leaf span has a leaf table
  *   pte.leaf_fits_placement       64 KB entries only over a placement in a
  *                                 64 KB-page memory segment, aligned
+ * per process (GpuMmu):
+ *   pte.tables_follow_mappings    every leaf table has held a valid entry
+ *                                 (a mapping or the zero page) and every
+ *                                 lower table has a child: page-table memory
+ *                                 is bounded by what was mapped, not by the
+ *                                 span a call covered
+ * per make-resident refused with VIDMM_E_NO_SEGMENT_SPACE (checked at the
+ * refusal, reported from then on):
+ *   fair_share.refused_within_share
+ *                                 never while its process stays within its
+ *                                 fair share of a memory segment every
+ *                                 refused member supports (its size over
+ *                                 the processes holding bytes in it) and
+ *                                 free bytes plus what processes over
+ *                                 their share hold there, evictable, fit
  * per allocation:
  *   aperture.accessed_physically_mapped
  *                                 AccessedPhysically and resident in system

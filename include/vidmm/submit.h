@@ -19,11 +19,15 @@
  *             otherwise).  Listed allocations are made resident, the
  *             driver's patch op writes their (segment, offset) at the
  *             patch locations - for a buffer submitted again
- *             (VIDMM_SUBMIT_REUSED) only where an allocation moved since
- *             it was last patched - and the buffer is submitted.  A write flag makes the allocation's
+ *             (VIDMM_SUBMIT_REUSED) on the same context only where an
+ *             allocation moved since it was last patched - and the
+ *             buffer is submitted.  A write flag makes the allocation's
  *             backing copy stale (it is then copied, not discarded, on
  *             eviction).  The caller keeps the buffer untouched until
- *             the submission's fence passed.
+ *             the submission's fence passed; vidmm knows every buffer
+ *             in flight, on every context of the adapter, and refuses
+ *             (VIDMM_E_BUSY) to patch or submit one, or any buffer
+ *             overlapping it, until then.
  *
  * Each submission signals the context's monitored 64-bit fence with the
  * next value (1, 2, ...).  Query it, or wait on the CPU with a timeout.
@@ -68,10 +72,15 @@ struct vidmm_submit_allocation {
     uint32_t reserved;
 };
 
-/* The buffer is the one submitted before from the same address, size
- * and allocation list, unchanged since except by vidmm's patching: only
- * the locations of allocations that moved since are patched again.
- * Without it every location is patched. */
+/* The buffer is the one submitted before from the same address and
+ * size, unchanged since except by vidmm's patching.  A location is left
+ * as it is only when the buffer's last patch was for this context, with
+ * the same allocation at that allocation-list index, and that
+ * allocation has not moved since; every other location is patched (all
+ * of them after a submission on another context, or once vidmm forgot
+ * the buffer - it remembers the 256 idle buffers submitted last).  So a
+ * buffer never carries one context's addresses into another's work.
+ * Without the flag every location is patched. */
 #define VIDMM_SUBMIT_REUSED 0x1u
 
 struct vidmm_submit_physical_args {
@@ -91,9 +100,11 @@ struct vidmm_submit_physical_args {
  * outside the buffer or its allocation, an allocation index out of range,
  * the driver refusing the patch), VIDMM_E_INVALID_HANDLE,
  * VIDMM_E_NOT_ACCESSED_PHYSICALLY, VIDMM_E_STATE (a virtual-mode
- * context), VIDMM_E_BUSY (the same buffer's previous submission has not
- * finished), VIDMM_E_NOT_SUPPORTED, VIDMM_E_DEVICE_LOST,
- * VIDMM_E_NO_SEGMENT_SPACE.  Nothing is submitted on failure. */
+ * context), VIDMM_E_BUSY (the buffer, or a buffer it overlaps, was
+ * submitted on any context of the adapter and that submission has not
+ * finished; however many buffers were submitted since), VIDMM_E_NO_HOST_MEMORY,
+ * VIDMM_E_NOT_SUPPORTED, VIDMM_E_DEVICE_LOST, VIDMM_E_NO_SEGMENT_SPACE.
+ * Nothing is submitted on failure. */
 VIDMM_API vidmm_status vidmm_submit_physical(struct vidmm_adapter *adapter, vidmm_handle context,
                                    struct vidmm_submit_physical_args *args);
 

@@ -21,6 +21,7 @@
 #include "observe/observe.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
+#include "submit/submit.h"
 #include "tdr/tdr.h"
 
 #include <stdarg.h>
@@ -540,6 +541,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     vidmm_observe_report_leaks(a);
     /* Submitted work first: it uses allocations and contexts that go
      * below; deferred destructions are completed there. */
+    vidmm_submit_fini(a);
     vidmm_inflight_fini(a);
     vidmm_tdr_run_pending(a);
     vidmm_process_destroy_all(a);

@@ -10,7 +10,8 @@
  * those about what a call changed live in the test harness
  * (tools/rules/), which tools, tests and fuzzers share.
  *
- * Read-only and O(processes + allocations + mapped leaf spans), so a
+ * Read-only and O(processes + allocations + mapped leaf spans + page
+ * tables), so a
  * scenario can run it after every call.
  */
 #include "core/report.h"
@@ -18,6 +19,7 @@
 #include "alloc/alloc.h"
 #include "mmu/mmu.h"
 #include "observe/observe.h"
+#include "residency/residency.h"
 #include "vidmm/rules.h"
 
 #include <stdio.h>
@@ -108,6 +110,23 @@ static void pte_rules(const struct vidmm_adapter *a, uint32_t i, const struct vi
     }
 }
 
+/* Page-table memory follows what is mapped: every leaf table held a
+ * valid entry (a mapping or the zero page) since it was made and every
+ * lower table leads to one, so the tables are bounded by the leaf spans
+ * ever mapped, never by the span a call covered (a batch over a 2 TiB
+ * reservation).  Tables an unmap emptied stay (mmu/page_table.c), and so
+ * do those a refused rollback left. */
+static void pt_bound_rules(const struct vidmm_adapter *a, uint32_t i, const struct vidmm_process *p,
+                           struct vidmm_report *r)
+{
+    if (!a->has_gpummu)
+        return;
+    uint64_t va = 0, n = vidmm_pt_unneeded(a, p, &va);
+    if (n)
+        vidmm_report_add(r, "pte.tables_follow_mappings: process %u has %llu page table%s no mapping needed, the first "
+            "at VA 0x%llx", i, (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)va);
+}
+
 static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
                              struct vidmm_report *r)
 {
@@ -135,13 +154,29 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
             al->busy, al->busy == 1 ? "" : "s");
 }
 
+/* Fair share per segment (D62): no make-resident was refused for want of
+ * segment space while its process stayed within its fair share of a
+ * segment every refused member supports and others over their share (or
+ * free space) held the bytes.  Checked by the residency manager at each
+ * refusal, while the state is the one the request saw. */
+static void fair_share_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
+    const char *last = NULL;
+    uint64_t n = vidmm_res_unfair_refusals(a, &last);
+    if (n)
+        vidmm_report_add(r, "fair_share.refused_within_share: %llu refusal%s; the last: %s", (unsigned long long)n,
+            n == 1 ? "" : "s", last);
+}
+
 static int check_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
+    fair_share_rules(a, r);
     const struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
         uint32_t i = vidmm_process_slot(p);
         budget_rules(a, i, p, r);
         pte_rules(a, i, p, r);
+        pt_bound_rules(a, i, p, r);
     }
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)

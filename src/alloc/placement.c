@@ -18,6 +18,7 @@
  */
 #include "model/objects.h"
 #include "alloc/alloc.h"
+#include "fence/fence.h"
 #include "paging/paging.h"
 
 #include <string.h>
@@ -238,7 +239,14 @@ void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct 
     if (pl->sys) {
         /* The GPU may still read these pages: drain before freeing. */
         (void)vidmm_paging_flush(a);
-        vidmm_hfree(a->ha, pl->sys, (size_t)al->size, VIDMM_PAGE_4K);
+        /* Nothing is freed while a queue that may still touch it runs:
+         * the drain gives up only when the paging engine is stopped (a
+         * reset of it is pending, which drops its queue), so a paging
+         * buffer still outstanding here is a bug (docs/DECISIONS.md D61).
+         * Counted and reported by vidmm_adapter_check; the pages are
+         * kept (leaked) rather than handed back while the GPU writes. */
+        if (!VIDMM_BUG_ON(a, vidmm_fence_paging_outstanding(a, al->paging_fence)))
+            vidmm_hfree(a->ha, pl->sys, (size_t)al->size, VIDMM_PAGE_4K);
         a->seg[0].committed -= al->size;
         a->seg[0].allocations--;
         pl->sys = NULL;

@@ -216,6 +216,14 @@ static void undisplay_all(struct vidmm_adapter *a, vidmm_handle h, struct vidmm_
 
 static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
+/* A pooled allocation object outlives its allocation (handle.c reuses
+ * it), so a walk that destroys one twice is invisible to ASan: refuse
+ * an object the table no longer names (counted; a debug build stops). */
+static int stale(struct vidmm_adapter *a, const struct vidmm_allocation *al)
+{
+    return VIDMM_BUG_ON(a, !al->live || vidmm_handle_get_any(a, al->self) != al);
+}
+
 /* Destroy while in use: hide the handle, keep the memory until the work
  * finished.  1 if deferred (the caller is done), 0 if al is idle. */
 int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al)
@@ -223,6 +231,8 @@ int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocat
     struct vidmm_submit_state *s = a->sub;
     if (!s)
         return 0;
+    if (stale(a, al))
+        return 1;   /* destroyed already: nothing left for the caller to do */
     vidmm_adapter_lock(a);
     vidmm_inflight_retire(a);
     vidmm_inflight_reap(a);
@@ -283,24 +293,35 @@ void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocatio
     }
 }
 
+/* Off its creator's list, if it is on it: a dead creator's list was let
+ * go, and a dying creator's teardown takes each allocation off before
+ * destroying it (vidmm_allocation_destroy_private). */
+static void private_unlink(struct vidmm_process *creator, struct vidmm_allocation *al)
+{
+    if (!al->private_prev && creator->private_first != al)
+        return;
+    if (al->private_prev)
+        al->private_prev->private_next = al->private_next;
+    else
+        creator->private_first = al->private_next;
+    if (al->private_next)
+        al->private_next->private_prev = al->private_prev;
+    al->private_prev = al->private_next = NULL;
+    creator->private_allocations--;
+}
+
 void vidmm_allocation_unlist_private(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     struct vidmm_process *creator = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
-    if (creator) {   /* off its creator's list (a dead creator's list was let go) */
-        if (al->private_prev)
-            al->private_prev->private_next = al->private_next;
-        else
-            creator->private_first = al->private_next;
-        if (al->private_next)
-            al->private_next->private_prev = al->private_prev;
-        al->private_prev = al->private_next = NULL;
-        creator->private_allocations--;
-    }
+    if (creator)
+        private_unlink(creator, al);
     al->private_process = 0;
 }
 
 void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
+    if (stale(a, al))
+        return;
     vidmm_handle h = al->self;
     vidmm_allocation_unlist_private(a, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
@@ -846,9 +867,15 @@ static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, 
 void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle process)
 {
     /* Its list of private allocations: O(what it created).  A destroy
-     * that must wait for GPU work leaves a zombie on the list; the list
-     * is let go at the end (the zombies are destroyed later, their
-     * creator gone). */
+     * that must wait for GPU work leaves a zombie, off the list, still
+     * naming its creator (statistics); it is destroyed later.
+     *
+     * No cursor survives a step: a destruction releases the zombies
+     * whose work has finished (vidmm_allocation_defer_destroy reaps),
+     * this process's included, so a `next` read before it may name an
+     * allocation destroyed meanwhile (docs/DECISIONS.md D61).  Each
+     * step takes the list's head off first and reads the head again
+     * after. */
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
         return;
@@ -856,8 +883,8 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
      * created that others still hold leaves its list there, one whose
      * last holder it was is destroyed (or deferred) with it. */
     vidmm_share_process_gone(a, p);
-    for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
-        next = al->private_next;
+    for (struct vidmm_allocation *al; (al = p->private_first) != NULL;) {
+        private_unlink(p, al);
         if (al->zombie)
             continue;
         if (al->lock_count) {   /* its CPU mappings die with the process */
@@ -870,12 +897,7 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (!vidmm_allocation_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
-    for (struct vidmm_allocation *al = p->private_first, *next; al; al = next) {
-        next = al->private_next;
-        al->private_prev = al->private_next = NULL;
-    }
-    p->private_first = NULL;
-    p->private_allocations = 0;
+    VIDMM_BUG_ON(a, p->private_allocations != 0);
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

@@ -140,20 +140,73 @@ void vidmm_fence_mark_pending(struct vidmm_adapter *a, int node)
     pthread_mutex_unlock(&a->fence_lock);
 }
 
-int vidmm_fence_take_pending(struct vidmm_adapter *a, int *node)
+void vidmm_fence_mark_paging_pending(struct vidmm_adapter *a, int stopped)
 {
+    struct vidmm_fence_state *f = a->fence;
+    pthread_mutex_lock(&a->fence_lock);
+    /* A node's reset pending already keeps its node: that context's
+     * device stays the guilty one of the adapter reset. */
+    if (!vidmm_entry_reset_any(a))
+        vidmm_entry_reset_set(a, -1);
+    f->pending_paging = 1;
+    if (stopped)
+        f->paging_stopped = 1;
+    pthread_cond_broadcast(&a->fence_cond);   /* the owner's waits look again */
+    pthread_mutex_unlock(&a->fence_lock);
+}
+
+int vidmm_fence_take_pending(struct vidmm_adapter *a, int *node, int *paging)
+{
+    struct vidmm_fence_state *f = a->fence;
     pthread_mutex_lock(&a->fence_lock);
     int pending = vidmm_entry_reset_flagged(a, node);
-    if (pending)
+    if (pending) {
+        *paging = f->pending_paging;
         vidmm_entry_reset_clear(a);
+        f->pending_paging = 0;
+        f->paging_stopped = 0;
+    }
     pthread_mutex_unlock(&a->fence_lock);
     return pending;
 }
 
-int vidmm_fence_recovering(struct vidmm_adapter *a)
+void vidmm_fence_reset_view(struct vidmm_adapter *a, struct vidmm_reset_view *v)
+{
+    struct vidmm_fence_state *f = a->fence;
+    pthread_mutex_lock(&a->fence_lock);
+    v->running = f->in_recovery;
+    v->pending = vidmm_entry_reset_any(a);
+    v->paging = v->pending && f->pending_paging;
+    v->stopped = v->pending && f->paging_stopped;
+    pthread_mutex_unlock(&a->fence_lock);
+}
+
+int vidmm_fence_paging_stopped_locked(const struct vidmm_adapter *a)
+{
+    return a->fence->paging_stopped && vidmm_entry_reset_flagged(a, NULL);
+}
+
+int vidmm_fence_paging_reset_pending_locked(const struct vidmm_adapter *a)
+{
+    return a->fence->pending_paging && vidmm_entry_reset_flagged(a, NULL);
+}
+
+int vidmm_fence_paging_reset_pending(struct vidmm_adapter *a)
 {
     pthread_mutex_lock(&a->fence_lock);
-    int r = a->fence->in_recovery || vidmm_entry_reset_any(a);
+    int r = vidmm_fence_paging_reset_pending_locked(a);
+    pthread_mutex_unlock(&a->fence_lock);
+    return r;
+}
+
+int vidmm_fence_paging_outstanding(struct vidmm_adapter *a, uint64_t fence)
+{
+    struct vidmm_fence_state *f = a->fence;
+    pthread_mutex_lock(&a->fence_lock);
+    /* Handed to the driver (below paging_next: the adapter lock guards
+     * it), not completed, and the engine not known to be stuck. */
+    int r = fence < f->paging_next && fence > f->paging_completed && !f->in_recovery &&
+            !vidmm_fence_paging_stopped_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
     return r;
 }

@@ -54,14 +54,41 @@ void vidmm_fence_node_completed_locked(struct vidmm_adapter *a, uint32_t node, u
 /* ---- reset records (the tdr layer's bookkeeping) ---- */
 
 /* A hang on node is confirmed: its reset is pending for the calling
- * thread; the caller's waits return. */
+ * thread; the caller's waits for submitted work return (its paging
+ * waits do not: that engine still runs). */
 void vidmm_fence_mark_pending(struct vidmm_adapter *a, int node);
 
-/* Take the calling thread's pending reset: 1 and *node, or 0. */
-int vidmm_fence_take_pending(struct vidmm_adapter *a, int *node);
+/* The paging engine joins the pending reset (making it an adapter reset;
+ * a node already pending stays its guilty node): a paging fault, or with
+ * stopped, a confirmed paging hang, after which paging waits give up. */
+void vidmm_fence_mark_paging_pending(struct vidmm_adapter *a, int stopped);
 
-/* A reset is pending or running: nothing more to confirm. */
-int vidmm_fence_recovering(struct vidmm_adapter *a);
+/* Take the calling thread's pending reset: 1, *node, and *paging (it
+ * must reset the paging engine: an adapter reset), or 0. */
+int vidmm_fence_take_pending(struct vidmm_adapter *a, int *node, int *paging);
+
+/* The reset records now: a reset running; one pending (any thread); it
+ * resets the paging engine; that engine is confirmed stuck. */
+struct vidmm_reset_view {
+    int running, pending, paging, stopped;
+};
+void vidmm_fence_reset_view(struct vidmm_adapter *a, struct vidmm_reset_view *v);
+
+/* The calling thread's pending reset found the paging engine stuck:
+ * nothing queued on it runs before the reset, which drops it. */
+int vidmm_fence_paging_stopped_locked(const struct vidmm_adapter *a);
+
+/* The calling thread's pending reset resets the paging engine (an
+ * adapter reset): every paging fence passes before the entry returns,
+ * and results of paging since the fault cannot be trusted. */
+int vidmm_fence_paging_reset_pending_locked(const struct vidmm_adapter *a);
+int vidmm_fence_paging_reset_pending(struct vidmm_adapter *a);
+
+/* Paging buffer `fence` (an allocation's paging_fence) was handed to the
+ * driver, has not completed, and the paging engine is not stopped: it
+ * may still read or write what it names, which must not be freed yet
+ * (the rule vidmm_unplace checks). */
+int vidmm_fence_paging_outstanding(struct vidmm_adapter *a, uint64_t fence);
 
 void vidmm_fence_set_recovery(struct vidmm_adapter *a, int running);
 

@@ -40,6 +40,17 @@ struct vidmm_fence_state {
      * entry mechanism's (model/entry.h); whether one runs is here, for
      * the waits (docs/RESET_AND_POWER.md "Where a reset runs"). */
     int in_recovery;
+    /* The pending reset (model/entry.h records whether one is, on which
+     * node, for which thread) also resets the paging engine: a paging
+     * hang or fault made it an adapter reset, whose every paging fence
+     * passes before the entry returns.  paging_stopped: the paging
+     * engine is confirmed stuck (the driver does not call it responsive):
+     * nothing queued on it runs before that reset, so a paging wait may
+     * give up.  A pending reset of a context's node alone stops nothing
+     * on the paging engine (docs/DECISIONS.md D61).  Both go with the
+     * pending reset when it is taken to run. */
+    int pending_paging;
+    int paging_stopped;
     uint64_t generation;            /* adapter resets so far (adapter lock) */
     struct vidmm_tdr_stats stats;   /* counted where the event is seen */
 };

@@ -14,10 +14,13 @@
  *
  * Recovery is the tdr layer's (tdr/tdr.c), far above this one: a hang
  * found here is handed to it through the adapter's upcall table
- * (model/objects.h), which runs an engine reset in place and leaves an
- * adapter reset pending for the outermost entry to run as it unwinds.
+ * (model/objects.h), which confirms it and leaves its reset pending for
+ * the outermost entry to run as it unwinds.  Meanwhile the waits for
+ * contexts' work return; paging waits go on until the paging engine is
+ * stuck too (a node's reset leaves it running: docs/DECISIONS.md D61).
  */
 #include "model/objects.h"
+#include "fence/fence.h"
 #include "fence/fence_state.h"
 #include "fence/hang.h"
 
@@ -56,13 +59,17 @@ static int sample(uint64_t busy, uint64_t completed, uint64_t *seen, uint64_t *s
 }
 
 /* Sample every engine, the fence lock held: 1 and *node (-1 = the paging
- * engine) for the first hung one. */
+ * engine) for the first hung one.  While a reset is pending only the
+ * paging engine can still matter: a node's reset stops nothing on it,
+ * so the paging waits go on and must still find it stuck (which makes
+ * the pending reset an adapter reset and lets them give up). */
 static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 {
     struct vidmm_fence_state *t = a->fence;
-    if (t->in_recovery || vidmm_entry_reset_any(a))
+    int pending = vidmm_entry_reset_any(a);
+    if (t->in_recovery || (pending && t->paging_stopped))
         return 0;   /* already being dealt with */
-    if (t->paging_fault) {
+    if (t->paging_fault && !(pending && t->pending_paging)) {
         *node = -1;   /* an unrecoverable paging fault: no timeout to wait */
         return 1;
     }
@@ -77,7 +84,7 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
     uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
     for (uint32_t n = 0; n < nodes; n++) {
         if (sample(t->node_submitted[n] > t->node_completed[n], t->node_completed[n], &t->node_seen[n],
-                   &t->node_seen_ns[n], &t->node_busy[n], now, t->timeout_ns) && !hung) {
+                   &t->node_seen_ns[n], &t->node_busy[n], now, t->timeout_ns) && !hung && !pending) {
             *node = (int)n;
             hung = 1;
         }
@@ -155,8 +162,8 @@ int vidmm_fence_wait(struct vidmm_adapter *a, const struct timespec *until)
         return 0;
     if (last)
         return ETIMEDOUT;
-    if (vidmm_reset_pending_locked(a))
-        return 0;   /* the caller sees it and returns */
+    if (vidmm_reset_pending_locked(a) && vidmm_fence_paging_stopped_locked(a))
+        return 0;   /* nothing more to find: the caller sees it and returns */
     pthread_mutex_unlock(&a->fence_lock);
     (void)vidmm_hang_poll(a);
     pthread_mutex_lock(&a->fence_lock);

@@ -18,9 +18,11 @@ int vidmm_fence_wait(struct vidmm_adapter *a, const struct timespec *until);
  * the fence lock not held.  1 if a reset was made. */
 int vidmm_hang_poll(struct vidmm_adapter *a);
 
-/* Is an adapter reset pending for the calling thread (it holds the
- * adapter lock)?  Its waits then return at once: the engines will not
- * progress before the reset.  _locked: the fence lock held. */
+/* Is a reset pending for the calling thread (it holds the adapter
+ * lock)?  Its waits for submitted work then return at once (the hung
+ * node will not progress before the reset); its paging waits return only
+ * once the paging engine is stopped too (fence.h,
+ * vidmm_fence_paging_stopped_locked).  _locked: the fence lock held. */
 int vidmm_reset_pending_locked(const struct vidmm_adapter *a);
 
 int vidmm_reset_pending(struct vidmm_adapter *a);

@@ -19,6 +19,8 @@ struct vidmm_submission {
     struct vidmm_allocation **list;    /* each allocation once; busy raised by one */
 };
 
+struct vidmm_physbuf_table;
+
 struct vidmm_submit_state {
     struct vidmm_submission *head;
     uint64_t in_flight;
@@ -31,6 +33,9 @@ struct vidmm_submit_state {
     uint32_t alist_cap;
     struct vidmm_patch_location *plist;
     uint32_t plist_cap;
+    /* The physical-mode command buffers known (the submission layer's
+     * submit/physbuf.c owns and releases it; NULL until the first). */
+    struct vidmm_physbuf_table *physbufs;
 };
 
 vidmm_status vidmm_inflight_init(struct vidmm_adapter *a);

@@ -67,6 +67,12 @@ int vidmm_pt_leaf64_supported(const struct vidmm_adapter *a);
  * counts, allocator ranges, child counters.  Returns the violations. */
 int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_process *p, char *msg, size_t n);
 
+/* Tables of p that nothing needs - a leaf that never held a valid entry
+ * (a mapping or the zero page), a lower table without children - other
+ * than those a refused rollback stranded; *first_va: the first one's VA.
+ * Page-table memory then follows what was mapped (the rules checker). */
+uint64_t vidmm_pt_unneeded(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t *first_va);
+
 /* Sum the page-table bytes of a tree per segment (for the checker). */
 void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes_per_segment, uint64_t *tables);
 

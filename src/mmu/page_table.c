@@ -74,6 +74,12 @@ static vidmm_status emit_entries(struct vidmm_adapter *a, const struct vidmm_pag
                                  uint32_t count, const struct vidmm_pte *e, uint32_t flags, uint64_t first_va,
                                  void *driver_allocation, uint64_t alloc_offset)
 {
+    /* Powered down, the GPU takes no work and the tables' memory is
+     * written again from the VA trees on resume (vidmm_pt_rebuild): a
+     * change made now (a destroy, a teardown) lives in those trees only
+     * (docs/DECISIONS.md D59). */
+    if (vidmm_powered_down(a))
+        return VIDMM_OK;
     struct vidmm_build_paging_buffer_args op;
     memset(&op, 0, sizeof(op));
     op.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
@@ -302,6 +308,8 @@ static vidmm_status demote_leaf(struct vidmm_adapter *a, struct vidmm_process *p
         return st;
     }
     struct vidmm_page_table *old = parent->child[idx];
+    n->held_valid |= old->held_valid;   /* the same translations: as needed as the leaf it replaces */
+    n->stranded |= old->stranded;
     parent->child[idx] = n;
     vidmm_pt_destroy(a, old);
     if (span < p->flush_lo)
@@ -312,7 +320,9 @@ static vidmm_status demote_leaf(struct vidmm_adapter *a, struct vidmm_process *p
 }
 
 /* Walk the leaf spans of [va, va+size): create what is missing (when
- * create), demote 64 KB leaves (when !want64k). */
+ * create), demote 64 KB leaves (when !want64k).  Without create, VA with
+ * no table at some level is skipped whole, so the walk costs the tables
+ * there are, not the span (an UPDATE over a 2 TiB reservation). */
 static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size,
                                int create, int want64k)
 {
@@ -327,18 +337,18 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
         if (st < 0)
             return st;
     }
-    for (uint64_t cur = va & ~(leaf_span - 1); cur < end; cur += leaf_span) {
+    for (uint64_t cur = va & ~(leaf_span - 1), next; cur < end; cur = next) {
+        next = cur + leaf_span;
         struct vidmm_page_table *t = p->root;
         for (uint32_t l = top; l > 0 && t; l--) {
             uint32_t idx = index_of(g, l, cur);
-            if (idx >= t->entries) {   /* past a resizable root: no tables there */
-                t = NULL;
-                break;
-            }
+            if (idx >= t->entries)   /* past a resizable root: no tables there, nor further up */
+                return VIDMM_OK;
             struct vidmm_page_table *c = t->child[idx];
             if (!c) {
                 if (!create) {
-                    t = NULL;
+                    uint64_t span = g->leaf_span[l - 1];   /* what the missing child would cover */
+                    next = (cur & ~(span - 1)) + span;
                     break;
                 }
                 vidmm_status st = table_new(a, p, l - 1, l == 1 && want64k && vidmm_pt_leaf64_supported(a), &c);
@@ -360,8 +370,8 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
             }
             t = c;
         }
-        if (cur + leaf_span < cur)
-            break;
+        if (next <= cur)
+            break;   /* the top of the 64-bit space */
     }
     return VIDMM_OK;
 }
@@ -403,11 +413,25 @@ static vidmm_status rollback_table(struct vidmm_adapter *a, struct vidmm_process
     return VIDMM_OK;
 }
 
+/* The tables of this epoch a refused rollback left linked: empty, sound
+ * (invalid entries are what no table says), and kept like any other. */
+static void strand_epoch(struct vidmm_page_table *t, uint64_t epoch, int mark)
+{
+    mark |= t->epoch == epoch;
+    t->stranded |= (uint8_t)mark;
+    for (uint32_t i = 0; t->child && i < t->entries; i++)
+        if (t->child[i])
+            strand_epoch(t->child[i], epoch, mark);
+}
+
 vidmm_status vidmm_pt_rollback(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (!p->root || !p->epoch)
         return VIDMM_OK;
-    return rollback_table(a, p, p->root);
+    vidmm_status st = rollback_table(a, p, p->root);
+    if (st < 0)
+        strand_epoch(p->root, p->epoch, 0);
+    return st;
 }
 
 vidmm_status vidmm_pt_demote(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t va, uint64_t size)
@@ -483,6 +507,8 @@ static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p,
     const struct vidmm_gpummu_info *g = &a->gpummu;
     struct vidmm_allocation *al = NULL;
     uint64_t flags = 0;
+    if (d && (d->state == VIDMM_VA_MAPPED || (d->state == VIDMM_VA_RESERVED && d->mode == VIDMM_VA_ZERO)))
+        leaf->held_valid = 1;
     if (d && d->state == VIDMM_VA_MAPPED) {
         al = vidmm_handle_get_any(a, d->object);
         if (!al)
@@ -625,6 +651,7 @@ vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_proces
             addr += page;
             left -= page;
         }
+        leaf->held_valid = 1;
         vidmm_status st = emit_entries(a, leaf, index_of(g, 0, cur) >> (shift - 12), n, p->pte_buf, 0, cur,
                                        driver_allocation, off + (cur - va));
         if (st < 0)
@@ -642,6 +669,12 @@ vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (p->flush_hi <= p->flush_lo)
         return VIDMM_OK;
+    if (vidmm_powered_down(a)) {
+        /* No TLB to flush while down; resume flushes every range (D59). */
+        p->flush_lo = UINT64_MAX;
+        p->flush_hi = 0;
+        return VIDMM_OK;
+    }
     struct vidmm_build_paging_buffer_args op;
     memset(&op, 0, sizeof(op));
     op.operation = VIDMM_PAGING_FLUSH_TLB;
@@ -721,6 +754,40 @@ int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_proces
     if (!p->root)
         return 0;
     return check_table(a, p, p->root, a->gpummu.level_count - 1, 1, msg, n);
+}
+
+/* Tables below t (at level, covering VA from va) that nothing needs: a
+ * leaf that never held a valid entry, a lower table with no child;
+ * *first = the VA of the first one. */
+static uint64_t unneeded(const struct vidmm_gpummu_info *g, const struct vidmm_page_table *t, uint32_t level,
+                         uint64_t va, uint64_t *first)
+{
+    uint64_t n = 0;
+    uint32_t shift = level_shift(g, level);
+    for (uint32_t i = 0; i < t->entries; i++) {
+        const struct vidmm_page_table *c = t->child[i];
+        if (!c)
+            continue;
+        uint64_t cva = va + ((uint64_t)i << shift);
+        int idle = c->child ? c->live_children == 0 : !c->held_valid;
+        if (idle && !c->stranded && n++ == 0)
+            *first = cva;
+        if (c->child) {
+            uint64_t f = 0, m = unneeded(g, c, level - 1, cva, &f);
+            if (m && !n)
+                *first = f;
+            n += m;
+        }
+    }
+    return n;
+}
+
+uint64_t vidmm_pt_unneeded(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t *first_va)
+{
+    *first_va = 0;
+    if (!p->root || p->paging_process || !p->root->child)
+        return 0;
+    return unneeded(&a->gpummu, p->root, p->root->level, 0, first_va);
 }
 
 void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes, uint64_t *tables)

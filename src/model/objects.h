@@ -218,6 +218,11 @@ struct vidmm_page_table {
     void *host;                     /* segment 0: the host block */
     struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
     uint32_t live_children;
+    /* Why the table may stay (rule pte.tables_follow_mappings): a leaf
+     * that held a valid entry (a mapping, even of an evicted allocation,
+     * or the zero page) since it was made; or one a refused rollback left
+     * linked (vidmm_pt_rollback). */
+    uint8_t held_valid, stranded;
 };
 
 struct vidmm_device;
@@ -288,6 +293,7 @@ struct vidmm_process {
     /* "Over budget" cached for one eviction round (res_over_epoch). */
     uint64_t over_epoch[2];
     int over_val[2];
+    uint64_t fair_held;   /* scratch of the fair-share check at a refusal (residency.c) */
     /* For the rules checker (adapter/rules.c), per segment group:
      * whether its last successful make-resident that left something
      * resident in the group said CantTrimFurther (then its usage may
@@ -311,7 +317,6 @@ struct vidmm_context {
      * lock, completed under the fence lock (the driver reports it). */
     uint64_t fence_submitted;
     uint64_t fence_completed;
-    struct vidmm_patch_cache *patch_cache;  /* physical mode: recently patched buffers */
 };
 
 struct vidmm_device {

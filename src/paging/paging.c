@@ -36,21 +36,26 @@
 /* Wait until the GPU finished fence.  No deadline: every caller frees or
  * reuses memory the GPU may still touch once this returns, so giving up
  * early would hand that memory out while the engine works on it.  A hung
- * engine is found between the wait's slices (tdr/tdr.c).  Below a public
- * entry the adapter reset is left pending and the wait fails with
- * VIDMM_E_TIMEOUT: the engine is stuck and everything queued will be
- * dropped by that reset, so the caller backs out (nothing it frees is
- * touched again by the GPU) and the reset runs as the entry unwinds. */
+ * engine is found between the wait's slices (tdr/tdr.c), and its reset
+ * is left pending for the entry boundary.  The wait gives up only when
+ * that reset found the paging engine itself stuck: nothing queued on it
+ * runs before the reset drops it, so the caller may back out and free
+ * what those buffers name.  A pending reset of a context's node stops
+ * nothing here (the paging engine goes on writing), so the wait goes on
+ * (docs/DECISIONS.md D61).  VIDMM_E_TIMEOUT whenever the pending reset
+ * resets the paging engine (a hang, or a fault that makes its results
+ * untrustworthy); the caller backs out and the reset runs as the entry
+ * unwinds. */
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     pthread_mutex_lock(&a->fence_lock);
-    while (vidmm_fence_paging_completed_locked(a) < fence && !vidmm_reset_pending_locked(a))
+    while (vidmm_fence_paging_completed_locked(a) < fence && !vidmm_fence_paging_stopped_locked(a))
         (void)vidmm_fence_wait(a, NULL);   /* looks for hangs between slices */
     int fault = vidmm_fence_paging_fault_unhandled_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
     if (fault)
         (void)vidmm_hang_poll(a);   /* a paging buffer faulted: reset before its results are used */
-    return vidmm_reset_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;
+    return vidmm_fence_paging_reset_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;
 }
 
 /* Return to the ring every buffer whose fence has passed (and, with
@@ -283,7 +288,7 @@ nomem:
  * hold nothing a reset frees); the reset makes every fence pass. */
 static void drain(struct vidmm_adapter *a)
 {
-    if (vidmm_paging_flush(a) < 0 && vidmm_reset_pending(a)) {
+    if (vidmm_paging_flush(a) < 0 && vidmm_fence_paging_reset_pending(a)) {
         a->up.run_pending(a);
         (void)vidmm_paging_flush(a);
     }

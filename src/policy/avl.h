@@ -1,6 +1,8 @@
 /*
  * avl.h - the intrusive AVL tree shared by the ordered policies (belady,
- * adaptive); internal, never installed.
+ * adaptive) and the submission layer's table of physical-mode command
+ * buffers (submit/physbuf.c, key[0] = ~start address); internal, never
+ * installed.
  *
  * Nodes are struct vidmm_policy_entry: link[0] left, link[1] right,
  * link[2] parent, the subtree height in flags bits 5..11 (the other flag

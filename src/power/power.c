@@ -14,6 +14,7 @@
  * every table is written again from vidmm's own records.
  */
 #include "model/objects.h"
+#include "core/error.h"
 #include "alloc/alloc.h"
 #include "fence/hang.h"
 #include "fence/inflight.h"
@@ -98,12 +99,16 @@ static vidmm_status set_power_state(struct vidmm_adapter *a, uint32_t state)
     if (state > VIDMM_POWER_HIBERNATE)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "power state %u: D0 (0) to HIBERNATE (%u)", state,
                           (unsigned)VIDMM_POWER_HIBERNATE);
+    static const char *const names[] = { "D0", "standby", "hibernate" };
     vidmm_status st = VIDMM_OK;
-    if (state == a->power_state) {
-        /* Already there. */
-    } else if (a->power_state != VIDMM_POWER_D0 && state != VIDMM_POWER_D0) {
-        /* from one low-power state to another: resume first */
-        st = vidmm_fail(VIDMM_E_STATE, "power state %u to %u: resume to D0 first", a->power_state, state);
+    if (state == VIDMM_POWER_D0 && a->power_state == VIDMM_POWER_D0) {
+        /* Already running: nothing to resume. */
+    } else if (state != VIDMM_POWER_D0 && a->power_state != VIDMM_POWER_D0) {
+        /* power.h: going down only from D0, the same low-power state
+         * again included (a second standby would claim an eviction and a
+         * driver notification that did not happen). */
+        st = vidmm_fail(VIDMM_E_STATE, "%s requested in %s: going down is allowed only from D0 (resume first)",
+                        names[state], names[a->power_state]);
     } else {
         st = state == VIDMM_POWER_D0 ? resume(a) : go_down(a, state);
         if (st >= 0)

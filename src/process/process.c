@@ -69,8 +69,8 @@ struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_han
  * write itself has left that reset pending already. */
 static void pte_write_lost(struct vidmm_adapter *a)
 {
-    if (vidmm_reset_pending(a))
-        return;
+    if (vidmm_fence_paging_reset_pending(a))
+        return;   /* an adapter reset is coming anyway (a node's reset alone rebuilds no page table) */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_fence_paging_fault_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
@@ -530,6 +530,23 @@ static vidmm_status gpuva_free(struct vidmm_adapter *a, vidmm_handle h, uint64_t
     return cut(a, h, va, size, vidmm_va_free_prepare);
 }
 
+/* The tables of a prepared batch: made for the spans that will hold
+ * valid entries only (table memory follows the pages mapped, not the
+ * span of the targets; docs/VA_SPACE.md "Batches"), with 4 KB entries
+ * (tiles); and each target's existing 64 KB leaves switched to 4 KB
+ * entries, since the batch writes 4 KB-granular entries there.  Both
+ * walks skip the VA that has no tables, so a batch over a 2 TiB
+ * reservation costs what its pages do. */
+static vidmm_status update_tables(struct vidmm_adapter *a, struct vidmm_process *p, const struct vidmm_va_prep *op)
+{
+    vidmm_status st = VIDMM_OK;
+    for (size_t k = 0; k < op->nspans && st >= 0; k++)
+        st = vidmm_pt_ensure(a, p, op->spans[k].lo, op->spans[k].hi - op->spans[k].lo, 0);
+    for (size_t i = 0; i < op->n && st >= 0; i++)
+        st = vidmm_pt_demote(a, p, op->ops[i].va, op->ops[i].size);
+    return st;
+}
+
 static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const struct vidmm_gpuva_update_op *ops,
                                 uint32_t count)
 {
@@ -579,8 +596,8 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
         }
     }
     /* Prepare: the VA space validates the whole batch (every target in
-     * reservation-backed VA, every COPY source too) and reserves; the
-     * tables of the targets' hull are then all it can need. */
+     * reservation-backed VA, every COPY source too), reserves, and names
+     * the targets that will hold valid entries: those get tables. */
     struct vidmm_va_prep op;
     /* First: a link for each MAP of an allocation p does not map yet (a
      * COPY only repeats mappings p has). */
@@ -595,7 +612,7 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
         unreserve_users(a, p, added);
     if (st >= 0) {
         vidmm_pt_begin(p);
-        st = vidmm_pt_ensure(a, p, op.va, op.size, 0); /* tiles: 4 KB entries */
+        st = update_tables(a, p, &op);
         if (st < 0) {
             unreserve_users(a, p, added);
             vidmm_hfree(a->ha, v, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
@@ -681,6 +698,20 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
     return VIDMM_OK;
 }
 
+vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    if (p->iommu || !p->root)
+        return VIDMM_OK;
+    for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, 0); r; r = vidmm_va_next(&p->vs, r)) {
+        if (r->d.state != VIDMM_VA_RESERVED || r->d.mode != VIDMM_VA_ZERO)
+            continue;
+        vidmm_status st = vidmm_pt_write(a, p, r->d.va, r->d.size, &r->d);
+        if (st < 0)
+            return st;
+    }
+    return VIDMM_OK;
+}
+
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
@@ -755,7 +786,11 @@ vidmm_status vidmm_gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, ui
 vidmm_status vidmm_gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint64_t base, uint64_t min,
                                  uint64_t max, uint64_t size, unsigned mode, uint64_t *va)
 {
-    VIDMM_ENTRY(a, gpuva_reserve(a, h, base, min, max, size, mode, va));
+    /* Reserving writes page tables (invalid or Zero entries) through a
+     * paging buffer: GPU work, refused while down like map and free. */
+    VIDMM_ENTRY(a, vidmm_powered_down(a)
+                       ? vidmm_fail(VIDMM_E_STATE, "the adapter is powered down: reserve GPU VA after resume")
+                       : gpuva_reserve(a, h, base, min, max, size, mode, va));
 }
 
 vidmm_status vidmm_gpuva_unmap(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size)

@@ -9,6 +9,10 @@
 /* The allocation moved or changed: rewrite its PTEs in every process. */
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
+/* After a rebuild (vidmm_pt_rebuild): write p's zero reservations
+ * again, the entries no allocation's remap writes (D60). */
+vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_process *p);
+
 /* Before al's bytes go to dst: switch to 4 KB entries wherever a mapping
  * of al could not keep 64 KB entries there (may allocate). */
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,

@@ -112,10 +112,11 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
     while (q->pend_count == VIDMM_QUEUE_PENDING) {
         /* Too many values in flight: wait for the oldest (hangs are
          * found between slices). */
-        if (vidmm_reset_pending_locked(a)) {
-            /* The engine is stuck and the pending reset passes every
-             * fence before this entry returns: the oldest value is as
-             * good as done. */
+        if (vidmm_fence_paging_reset_pending_locked(a)) {
+            /* The pending reset resets the paging engine (an adapter
+             * reset), which passes every paging fence before this entry
+             * returns: the oldest value is as good as done.  A node's
+             * reset alone passes none of them: wait. */
             q->completed = q->pend_value[q->pend_first];
             q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
             q->pend_count--;
@@ -211,7 +212,7 @@ static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vi
  * undone): free bytes plus what the eviction rules may free for a
  * request.  Cheap when there is room; walks the segments' resident
  * allocations only when there is not. */
-static int memory_may_fit(struct vidmm_adapter *a, uint64_t need, uint32_t segs)
+static int memory_may_fit(struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t need, uint32_t segs)
 {
     uint64_t room = 0;
     for (uint32_t id = 1; id < a->segment_count && room < need; id++)
@@ -219,7 +220,7 @@ static int memory_may_fit(struct vidmm_adapter *a, uint64_t need, uint32_t segs)
             room += a->seg[id].size - a->seg[id].committed;
     for (uint32_t id = 1; id < a->segment_count && room < need; id++)
         if (segs & VIDMM_SEGMENT_BIT(id))
-            room += vidmm_res_evictable_bytes(a, id);
+            room += vidmm_res_evictable_bytes(a, id, p);
     return room >= need;
 }
 
@@ -445,8 +446,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     /* Decide up front whether the list can fit at all (optimistic: free
      * bytes plus what may be evicted, fragmentation ignored): a list that
      * cannot is refused before any paging. */
-    if (mem_need && !memory_may_fit(a, mem_need, mem_segs)) {
+    if (mem_need && !memory_may_fit(a, p, mem_need, mem_segs)) {
         drop_demand(a, p, add_demand);
+        vidmm_res_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
         a->res->epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
             pthread_mutex_lock(&a->fence_lock);
@@ -529,6 +531,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                     vidmm_res_set_owner(a, r->al, NULL);
                 vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
             }
+            if (st == VIDMM_E_NO_SEGMENT_SPACE)
+                vidmm_res_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
             a->res->epoch++;
             if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
                 pthread_mutex_lock(&a->fence_lock);

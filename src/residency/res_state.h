@@ -15,6 +15,14 @@ struct vidmm_res_state {
     uint64_t epoch;             /* request being served (pins) */
     uint64_t undo_epoch;        /* != 0: a make-resident records what it changes */
     uint64_t over_epoch;        /* eviction round: processes' over-budget cache */
+    /* Per segment, for one eviction round: the processes holding bytes
+     * in it (fair share, D62). */
+    uint64_t holders_epoch[VIDMM_MAX_SEGMENTS + 1];
+    uint32_t holders[VIDMM_MAX_SEGMENTS + 1];
+    /* Refusals that broke the fair share (vidmm_res_check_refusal), the
+     * last one described: the rules checker reports them. */
+    uint64_t unfair_refusals;
+    char unfair_refusal[200];
     uint64_t demand_total[2];       /* sum of the processes' demand per group (budgets read it) */
     uint64_t usage_total[2];        /* sum of the processes' usage per group (seg_usage) */
     uint32_t budget_overrides;      /* processes with a budget set by the OS side in either group */

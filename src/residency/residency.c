@@ -12,14 +12,17 @@
  * Eviction under pressure.  When a memory segment cannot hold an
  * allocation being placed or restored, make_room() asks the eviction
  * policy for the segment's resident allocations in eviction order and
- * evicts, in three passes, what it may (D42):
+ * evicts, in four passes, what it may (D42, D62):
  *   0. offered allocations (their content is simply dropped);
  *   1. allocations no device lists;
  *   2. listed allocations whose every listing process is over its budget
  *      in the segment's group: a process within its budget keeps its
- *      devices' lists, also against its own later requests.
+ *      devices' lists, also against its own later requests;
+ *   3. for a requester that stays within its fair share of the segment,
+ *      listed allocations whose every listing process is another one
+ *      over its fair share of that segment, whatever their budgets.
  * Every supported segment is tried with passes 0-1 before pass 2 runs
- * anywhere.
+ * anywhere, and with passes 0-2 before pass 3.
  * Never: allocations of the request being served (pinned by epoch),
  * locked or displayed ones, ones submitted GPU work still uses (busy;
  * when no segment has room otherwise, the restore waits for that work
@@ -355,19 +358,63 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
     return p->over_val[g];
 }
 
-/* May v go to make room for req (NULL: a page table) at priority prio in
- * pass `pass`?  Passes (D22, revised by D42):
+/* Process p's fair share of segment id (D62): the segment's bytes over
+ * the processes holding bytes in it, p included.  The count is cached
+ * for one eviction round (res_over_epoch), like the budgets. */
+static uint64_t fair_share(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
+{
+    struct vidmm_res_state *r = a->res;
+    if (r->holders_epoch[id] != r->over_epoch) {
+        uint32_t n = 0;
+        const struct vidmm_process *q;
+        vidmm_for_each_process(a, q)
+            n += q->seg_usage[id] != 0;
+        r->holders[id] = n;
+        r->holders_epoch[id] = r->over_epoch;
+    }
+    uint64_t n = (uint64_t)r->holders[id] + (p->seg_usage[id] == 0);
+    return a->seg[id].size / (n ? n : 1);
+}
+
+/* Pass 3 (D62): may a request of rp that adds `want` bytes to v's
+ * segment take v?  Only while rp stays within its fair share of that
+ * segment, and only when every process listing v is another one over
+ * its fair share there - whatever their budgets for the whole group.
+ * One share for all: the requester counts among the holders. */
+static int fair_victim(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_process *rp,
+                       uint64_t want)
+{
+    uint32_t id = v->pl.segment_id;
+    if (!rp || !vidmm_seg_is_memory(a, id))
+        return 0;
+    uint64_t fair = fair_share(a, id, rp);
+    if (rp->seg_usage[id] + want > fair)
+        return 0;
+    for (const struct vidmm_res_ref *r = v->refs; r; r = r->al_next) {
+        const struct vidmm_process *q = r->dev->process;
+        if (q == rp || q->seg_usage[id] <= fair)
+            return 0;
+    }
+    return 1;
+}
+
+/* May v go to make room for req (NULL: a page table) of process rp
+ * (NULL: none), which adds `want` bytes, at priority prio in pass
+ * `pass`?  Passes (D22, revised by D42 and D62):
  *   0 offered allocations (their content may be dropped);
  *   1 allocations no device lists;
  *   2 listed allocations whose every listing process is over its budget
  *     in v's segment group: a process within its budget keeps what its
  *     devices made resident (their submissions rely on it), and a device
  *     never loses its own list to its own request unless its budget
- *     requires it. */
+ *     requires it;
+ *   3 listed allocations whose every listing process is over its fair
+ *     share of v's segment, for a requester that stays within its own
+ *     (segments are shared out one by one, whatever the group budgets). */
 /* count_busy: planning, not evicting - allocations submitted work still
  * uses count (a restore waits for that work). */
 static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_allocation *req,
-                     uint32_t prio, int pass, int count_busy)
+                     const struct vidmm_process *rp, uint64_t want, uint32_t prio, int pass, int count_busy)
 {
     if (v == req || v->pin_epoch == a->res->epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
         return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
@@ -382,10 +429,12 @@ static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, 
     if (pass == 1)
         return 0;
     unsigned g = group_of(a, v->pl.segment_id);
-    for (const struct vidmm_res_ref *r = v->refs; r; r = r->al_next)
-        if (!over_budget(a, r->dev->process, g))
-            return 0;
-    return 1;
+    int over = 1;
+    for (const struct vidmm_res_ref *r = v->refs; r && over; r = r->al_next)
+        over = over_budget(a, r->dev->process, g);
+    if (over)
+        return 1;
+    return pass >= 3 && fair_victim(a, v, rp, want);
 }
 
 #define VICTIM_BATCH 32u
@@ -397,18 +446,22 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
                               uint32_t prio, int max_pass)
 {
     uint64_t freed = 0;
+    const struct vidmm_process *rp = req ? owner_of(a, req) : NULL;
     for (int pass = 0; pass <= max_pass && freed < need; pass++) {
+        /* Pass 3 takes one victim at a time: each changes who is over
+         * its fair share. */
+        uint32_t cap = pass == 3 ? 1 : VICTIM_BATCH;
         for (;;) {
             /* Collect a batch first: the policy's order must not change
              * under the iteration. */
             struct vidmm_allocation *batch[VICTIM_BATCH];
             uint32_t n = 0;
             uint64_t bytes = 0;
-            a->res->over_epoch++;   /* budgets move as victims leave */
-            for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && n < VICTIM_BATCH;
+            a->res->over_epoch++;   /* budgets and fair shares move as victims leave */
+            for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && n < cap;
                  e = a->res->policy->next(a->res->policy_state, e)) {
                 struct vidmm_allocation *v = ENTRY_OF(e);
-                if (!evictable(a, v, req, prio, pass, 0))
+                if (!evictable(a, v, req, rp, req ? req->size : 0, prio, pass, 0))
                     continue;
                 batch[n++] = v;
                 bytes += v->size;
@@ -428,6 +481,89 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
         }
     }
     return freed ? VIDMM_OK : VIDMM_E_NO_SEGMENT_SPACE;
+}
+
+/* ---- the fair-share rule, checked at refusals (D62) -------------------- */
+
+/* Bytes of segment id that passes 0-1 free (offered, unlisted) plus, per
+ * process q other than p over its share, what q holds there listed only
+ * by such processes - at most q's excess over its share.  One walk of
+ * the segment's allocations and two of the processes. */
+static uint64_t fair_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_process *p, uint64_t fair)
+{
+    uint64_t room = a->seg[id].size - a->seg[id].committed;
+    struct vidmm_process *q;
+    vidmm_for_each_process(a, q)
+        q->fair_held = 0;
+    for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e;
+         e = a->res->policy->next(a->res->policy_state, e)) {
+        const struct vidmm_allocation *v = ENTRY_OF(e);
+        if (v->lock_count || v->displayed || v->busy || v->pin_epoch == a->res->epoch)
+            continue;
+        if (v->offered || !v->refs) {
+            room += v->size;
+            continue;
+        }
+        q = owner_of(a, v);
+        int others_over = q && q != p && q->seg_usage[id] > fair;
+        for (const struct vidmm_res_ref *r = v->refs; r && others_over; r = r->al_next)
+            others_over = r->dev->process != p && r->dev->process->seg_usage[id] > fair;
+        if (others_over)
+            q->fair_held += v->size;
+    }
+    vidmm_for_each_process(a, q)
+        if (q->fair_held)
+            room += (q->fair_held < q->seg_usage[id] - fair ? q->fair_held : q->seg_usage[id] - fair);
+    return room;
+}
+
+void vidmm_res_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
+                             uint32_t n)
+{
+    uint64_t need[VIDMM_MAX_SEGMENTS + 1] = { 0 };
+    uint32_t segs = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
+        if (!al || al->resident)
+            continue;
+        uint32_t mine = 0;
+        for (uint32_t id = 1; id < a->segment_count; id++) {
+            const struct vidmm_segment *s = &a->seg[id];
+            if (!(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(id)) || !vidmm_seg_is_memory(a, id) ||
+                vidmm_needs_contiguous(a, al, s))
+                continue;
+            mine |= VIDMM_SEGMENT_BIT(id);
+            need[id] += (al->size + s->page_size - 1) / s->page_size * s->page_size;   /* a duplicate counts twice: conservative */
+        }
+        segs &= mine;
+    }
+    for (uint32_t id = 1; id < a->segment_count && segs != UINT32_MAX; id++) {
+        if (!(segs & VIDMM_SEGMENT_BIT(id)) || !need[id])
+            continue;
+        uint32_t holders = 0;
+        const struct vidmm_process *q;
+        vidmm_for_each_process(a, q)
+            holders += q->seg_usage[id] != 0;
+        uint64_t fair = a->seg[id].size / (holders + (p->seg_usage[id] == 0));
+        if (p->seg_usage[id] + need[id] > fair)
+            continue;
+        uint64_t room = fair_room(a, id, p, fair);
+        if (room < need[id])
+            continue;
+        a->res->unfair_refusals++;
+        snprintf(a->res->unfair_refusal, sizeof a->res->unfair_refusal,
+                 "process %u refused %llu bytes of segment %u holding %llu of its fair share %llu, while %llu bytes "
+                 "are free or held by processes over their share", vidmm_process_slot(p),
+                 (unsigned long long)need[id], id, (unsigned long long)p->seg_usage[id], (unsigned long long)fair,
+                 (unsigned long long)room);
+        return;
+    }
+}
+
+uint64_t vidmm_res_unfair_refusals(const struct vidmm_adapter *a, const char **last)
+{
+    *last = a->res->unfair_refusal;
+    return a->res->unfair_refusals;
 }
 
 /* ---- placement with eviction ------------------------------------------ */
@@ -500,12 +636,13 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     if (st < 0)
         return st;
     int found = 0;
+    const struct vidmm_process *rp = req ? owner_of(a, req) : NULL;
     a->res->over_epoch++;
     for (int pass = 0; pass <= max_pass && !found; pass++)
         for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && !found;
              e = a->res->policy->next(a->res->policy_state, e)) {
             struct vidmm_allocation *v = ENTRY_OF(e);
-            if (!evictable(a, v, req, prio, pass, 0))
+            if (!evictable(a, v, req, rp, size, prio, pass, 0))
                 continue;
             /* Extents already added in an earlier pass answer
              * INVALID_HANDLE: nothing to do. */
@@ -525,13 +662,13 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     return st;
 }
 
-uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id)
+uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
 {
     uint64_t n = 0;
     a->res->over_epoch++;
     for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e; e = a->res->policy->next(a->res->policy_state, e)) {
         struct vidmm_allocation *v = ENTRY_OF(e);
-        if (evictable(a, v, NULL, UINT32_MAX, 2, 1))
+        if (evictable(a, v, NULL, p, 0, UINT32_MAX, 3, 1))
             n += v->size;
     }
     return n;
@@ -667,13 +804,13 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
          * evicting anything idle, rather than fail.  Within each, every
          * supported segment is tried in preference order taking only
          * what no device lists (passes 0-1) before anything listed is
-         * evicted (pass 2) anywhere. */
+         * evicted (pass 2) anywhere, and fair share (pass 3) last. */
         for (int relax = 0; relax < 2 && !again; relax++) {
             uint32_t prio = relax ? UINT32_MAX : al->pe.priority;
             int stop = 0;
-            for (int max_pass = 1; max_pass <= 2 && !stop; max_pass++) {
+            for (int max_pass = 1; max_pass <= 3 && !stop; max_pass++) {
                 for (uint32_t i = 0; i < n; i++) {
-                    if ((relax || max_pass == 2) && !vidmm_seg_is_memory(a, order[i]))
+                    if ((relax || max_pass >= 2) && !vidmm_seg_is_memory(a, order[i]))
                         continue;   /* nothing to evict there: tried already */
                     vidmm_status st = restore_into(a, al, order[i], top[i], prio, max_pass, 0);
                     if (st >= 0) {

@@ -69,8 +69,22 @@ void vidmm_res_notify_all(struct vidmm_adapter *a);
 
 /* Free size bytes (aligned) in memory segment id for a page table by
  * evicting offered and unreferenced allocations (never listed ones). */
-/* Bytes of memory segment id that eviction may free for a request. */
-uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id);
+/* A make-resident of process p refused with VIDMM_E_NO_SEGMENT_SPACE,
+ * its state undone, list members still pinned: could the evicted members
+ * have had their room from processes over their fair share of a memory
+ * segment every member supports, p staying within its own (D62)?  Then
+ * the refusal broke the fair share: counted for the rules checker.
+ * Worked out from the allocations, independently of the victim passes;
+ * conservative (what may be busy, locked, displayed or shared with p is
+ * not counted; contiguous members are left out). */
+void vidmm_res_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
+                             uint32_t n);
+/* Refusals found to break the fair share so far; *last: the last one. */
+uint64_t vidmm_res_unfair_refusals(const struct vidmm_adapter *a, const char **last);
+
+/* Bytes of memory segment id that eviction may free for a request of
+ * process p (NULL: none; its fair share of the segment counts, D62). */
+uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p);
 
 vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
 

@@ -19,9 +19,9 @@
  * and queues it; it is released (destroy_now) at a later safe point -
  * the start of a public entry, never inside a placement - once idle.
  *
- * Physical mode keeps, per context, a small cache of recently patched
- * buffers: the address each allocation-list entry was patched with, so a
- * buffer submitted again is patched only where an allocation moved.
+ * Physical mode knows every buffer it patched, adapter-wide (physbuf.c):
+ * one still in flight is refused (BUSY), and a buffer submitted again on
+ * the same context is patched only where an allocation moved.
  *
  * Locking: the adapter lock (recursive: entries call helpers that take
  * it again; it was this file's submission lock, docs/THREADING.md)
@@ -35,6 +35,7 @@
 #include "fence/hang.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
+#include "submit/physbuf.h"
 #include "submit/submit.h"
 #include "vidmm/submit.h"
 
@@ -42,26 +43,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#define PATCH_CACHE_ENTRIES 4u
-
-struct vidmm_patch_entry {
-    const void *buffer;                /* NULL: unused */
-    uint32_t size;
-    uint32_t count;                    /* allocation-list entries */
-    uint32_t cap;                      /* of handles / addr */
-    uint64_t fence;                    /* its last submission */
-    uint64_t last_use;
-    vidmm_handle *handles;
-    uint64_t *addr;                    /* packed (segment << 56 | offset) patched last time */
-};
-
-struct vidmm_patch_cache {
-    struct vidmm_patch_entry e[PATCH_CACHE_ENTRIES];
-    uint64_t clock;
-};
-
-#define PACK_ADDR(seg, off) (((uint64_t)(seg) << 56) | (off))
 
 static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
 {
@@ -80,24 +61,15 @@ static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 }
 
 
-static void patch_cache_free(struct vidmm_adapter *a, struct vidmm_context *c)
-{
-    struct vidmm_patch_cache *pc = c->patch_cache;
-    if (!pc)
-        return;
-    for (uint32_t i = 0; i < PATCH_CACHE_ENTRIES; i++) {
-        struct vidmm_patch_entry *e = &pc->e[i];
-        vidmm_hfree(a->ha, e->handles, (size_t)e->cap * sizeof(*e->handles), _Alignof(vidmm_handle));
-        vidmm_hfree(a->ha, e->addr, (size_t)e->cap * sizeof(*e->addr), _Alignof(uint64_t));
-    }
-    vidmm_hfree(a->ha, pc, sizeof(*pc), _Alignof(struct vidmm_patch_cache));
-    c->patch_cache = NULL;
-}
-
 void vidmm_submit_context_gone(struct vidmm_adapter *a, struct vidmm_context *c)
 {
     vidmm_inflight_context_gone(a, c);
-    patch_cache_free(a, c);
+    vidmm_physbuf_context_gone(a, c);
+}
+
+void vidmm_submit_fini(struct vidmm_adapter *a)
+{
+    vidmm_physbuf_fini(a);
 }
 
 /* ---- submission --------------------------------------------------------- */
@@ -291,42 +263,6 @@ static vidmm_status grow_scratch(struct vidmm_adapter *a, uint32_t nal, uint32_t
     return VIDMM_OK;
 }
 
-/* The cache entry of buffer (NULL: none); *slot receives where a new
- * entry would go (an empty one, else the least recently used). */
-static struct vidmm_patch_entry *cache_find(struct vidmm_patch_cache *pc, const void *buffer, uint32_t size,
-                                            struct vidmm_patch_entry **slot)
-{
-    struct vidmm_patch_entry *victim = &pc->e[0];
-    for (uint32_t i = 0; i < PATCH_CACHE_ENTRIES; i++) {
-        struct vidmm_patch_entry *e = &pc->e[i];
-        if (e->buffer == buffer && e->size == size)
-            return e;
-        if (!e->buffer ? victim->buffer != NULL || e < victim : victim->buffer && e->last_use < victim->last_use)
-            victim = e;
-    }
-    *slot = victim;
-    return NULL;
-}
-
-static vidmm_status cache_fit(struct vidmm_adapter *a, struct vidmm_patch_entry *e, uint32_t n)
-{
-    if (n <= e->cap)
-        return VIDMM_OK;
-    vidmm_handle *h = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_CACHE_HANDLES, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
-    uint64_t *ad = vidmm_halloc(a->ha, VIDMM_SITE_SUBMIT_CACHE_ADDRS, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
-    if (!h || !ad) {
-        vidmm_hfree(a->ha, h, (size_t)n * sizeof(*h), _Alignof(vidmm_handle));
-        vidmm_hfree(a->ha, ad, (size_t)n * sizeof(*ad), _Alignof(uint64_t));
-        return VIDMM_E_NO_HOST_MEMORY;
-    }
-    vidmm_hfree(a->ha, e->handles, (size_t)e->cap * sizeof(*e->handles), _Alignof(vidmm_handle));
-    vidmm_hfree(a->ha, e->addr, (size_t)e->cap * sizeof(*e->addr), _Alignof(uint64_t));
-    e->handles = h;
-    e->addr = ad;
-    e->cap = n;
-    return VIDMM_OK;
-}
-
 /* Where the GPU reaches a resident AccessedPhysically allocation: one
  * contiguous range of a memory segment, or its aperture mapping. */
 static int physical_address(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *seg,
@@ -346,6 +282,110 @@ static int physical_address(const struct vidmm_adapter *a, const struct vidmm_al
     return 0;
 }
 
+/* Everything about the lists, before anything changes. */
+static vidmm_status check_physical(struct vidmm_adapter *a, const struct vidmm_context *c,
+                                   const struct vidmm_submit_physical_args *args)
+{
+    uint32_t n = args->allocation_count;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vidmm_allocation *al =
+            vidmm_handle_get_for(a, args->allocations[i].allocation, c->device->process->self);
+        if (!al)
+            return VIDMM_E_INVALID_HANDLE;
+        if (args->allocations[i].flags & ~VIDMM_SUBMIT_WRITE || args->allocations[i].reserved)
+            return VIDMM_E_INVALID_ARG;
+        if (!(al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY))
+            return VIDMM_E_NOT_ACCESSED_PHYSICALLY;   /* the "GPU segments" page: only these have physical references */
+    }
+    for (uint32_t i = 0; i < args->patch_count; i++) {
+        const struct vidmm_patch_location *p = &args->patches[i];
+        if (p->allocation_index >= n || p->patch_offset >= args->size ||
+            p->allocation_offset >= vidmm_handle_get(a, args->allocations[p->allocation_index].allocation)->size)
+            return VIDMM_E_INVALID_ARG;
+    }
+    return VIDMM_OK;
+}
+
+/* Pin the listed allocations (each once, into r) and make them resident. */
+static vidmm_status pin_physical(struct vidmm_adapter *a, const struct vidmm_submit_physical_args *args,
+                                 struct vidmm_submission *r)
+{
+    uint64_t epoch = vidmm_res_pin(a);
+    uint32_t distinct = 0;
+    for (uint32_t i = 0; i < args->allocation_count; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        if (al->pin_epoch != epoch) {
+            al->pin_epoch = epoch;
+            r->list[distinct++] = al;
+        }
+    }
+    r->count = distinct;
+    vidmm_status st = make_list_resident(a, r->list, distinct, 1);
+    vidmm_res_unpin(a);
+    return st;
+}
+
+/* The allocation list as the driver sees it, in the scratch list. */
+static vidmm_status fill_alist(struct vidmm_adapter *a, const struct vidmm_submit_physical_args *args)
+{
+    struct vidmm_submit_state *s = a->sub;
+    for (uint32_t i = 0; i < args->allocation_count; i++) {
+        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
+        struct vidmm_allocation_list_entry *le = &s->alist[i];
+        uint32_t seg;
+        uint64_t off;
+        if (!physical_address(a, al, &seg, &off))
+            return VIDMM_E_STATE;   /* resident, yet out of physical reach: cannot happen with D3/D6 */
+        le->driver_allocation = al->info.driver_allocation;
+        le->flags = args->allocations[i].flags & VIDMM_SUBMIT_WRITE ? VIDMM_ALLOCATION_LIST_WRITE : 0;
+        le->segment_id = seg;
+        le->segment_offset = off;
+        le->size = al->size;
+    }
+    return VIDMM_OK;
+}
+
+/* The patch locations to write, into the scratch list: every one, or for
+ * a buffer the caller says is unchanged (REUSED) those the buffer's last
+ * patch - on this context, for this allocation at this address - did not
+ * already write (physbuf.c).  Returns how many. */
+static uint32_t pick_patches(struct vidmm_adapter *a, const struct vidmm_context *c,
+                             const struct vidmm_submit_physical_args *args, const struct vidmm_physbuf_claim *cl)
+{
+    struct vidmm_submit_state *s = a->sub;
+    int reused = (args->flags & VIDMM_SUBMIT_REUSED) != 0;
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < args->patch_count; i++) {
+        uint32_t k = args->patches[i].allocation_index;
+        if (reused && vidmm_physbuf_patched(cl, c, k, args->allocations[k].allocation, &s->alist[k]))
+            continue;
+        s->plist[np++] = args->patches[i];
+    }
+    return np;
+}
+
+static vidmm_status patch_buffer(struct vidmm_adapter *a, const struct vidmm_context *c,
+                                 const struct vidmm_submit_physical_args *args, uint32_t np,
+                                 struct vidmm_physbuf_claim *cl)
+{
+    if (!np)
+        return VIDMM_OK;
+    struct vidmm_submit_state *s = a->sub;
+    struct vidmm_patch_args pa;
+    memset(&pa, 0, sizeof(pa));
+    pa.context = c->self;
+    pa.node = c->node;
+    pa.dma_buffer = args->buffer;
+    pa.dma_buffer_size = args->size;
+    pa.allocation_list = s->alist;
+    pa.allocation_list_size = args->allocation_count;
+    pa.patch_location_list = s->plist;
+    pa.patch_location_list_size = np;
+    pa.submission_fence = c->fence_submitted + 1;
+    cl->patched = 1;   /* from here the buffer's bytes may differ from what vidmm knew */
+    return a->ops.patch(a->driver, &pa) < 0 ? VIDMM_E_INVALID_ARG : VIDMM_OK;
+}
+
 static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle context,
                                    struct vidmm_submit_physical_args *args)
 {
@@ -360,144 +400,38 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
     args->patched = 0;
     struct vidmm_submit_state *s = a->sub;
     struct vidmm_context *c = NULL;
-    vidmm_status st = VIDMM_E_STATE;   /* powered down (power.h) */
     if (a->power_state != VIDMM_POWER_D0)
-        goto out;
-    st = enter(a, context, VIDMM_CONTEXT_PHYSICAL, &c);
-    if (st < 0)
-        goto out;
-    uint32_t n = args->allocation_count;
-    /* Validate everything before anything changes. */
-    for (uint32_t i = 0; i < n; i++) {
-        const struct vidmm_allocation *al =
-            vidmm_handle_get_for(a, args->allocations[i].allocation, c->device->process->self);
-        if (!al) {
-            st = VIDMM_E_INVALID_HANDLE;
-            goto out;
-        }
-        if (args->allocations[i].flags & ~VIDMM_SUBMIT_WRITE || args->allocations[i].reserved) {
-            st = VIDMM_E_INVALID_ARG;
-            goto out;
-        }
-        if (!(al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY)) {
-            st = VIDMM_E_NOT_ACCESSED_PHYSICALLY;   /* the "GPU segments" page: only these have physical references */
-            goto out;
-        }
-    }
-    for (uint32_t i = 0; i < args->patch_count; i++) {
-        const struct vidmm_patch_location *p = &args->patches[i];
-        if (p->allocation_index >= n || p->patch_offset >= args->size ||
-            p->allocation_offset >= vidmm_handle_get(a, args->allocations[p->allocation_index].allocation)->size) {
-            st = VIDMM_E_INVALID_ARG;
-            goto out;
-        }
-    }
-    if (!c->patch_cache) {
-        c->patch_cache = vidmm_hzalloc(a->ha, VIDMM_SITE_SUBMIT_PATCH_CACHE, sizeof(*c->patch_cache), _Alignof(struct vidmm_patch_cache));
-        if (!c->patch_cache) {
-            st = VIDMM_E_NO_HOST_MEMORY;
-            goto out;
-        }
-    }
-    struct vidmm_patch_entry *slot = NULL;
-    struct vidmm_patch_entry *e = cache_find(c->patch_cache, args->buffer, args->size, &slot);
-    if (e) {
-        pthread_mutex_lock(&a->fence_lock);
-        int running = c->fence_completed < e->fence;
-        pthread_mutex_unlock(&a->fence_lock);
-        if (running) {
-            st = VIDMM_E_BUSY;   /* the GPU may still read it: no patching under its feet */
-            goto out;
-        }
-    }
-    struct vidmm_patch_entry *target = e ? e : slot;
-    st = grow_scratch(a, n, args->patch_count);
+        return VIDMM_E_STATE;   /* powered down (power.h) */
+    vidmm_status st = enter(a, context, VIDMM_CONTEXT_PHYSICAL, &c);
     if (st >= 0)
-        st = cache_fit(a, target, n);
+        st = check_physical(a, c, args);
+    uint32_t n = args->allocation_count;
+    struct vidmm_physbuf_claim cl;
+    if (st >= 0)   /* VIDMM_E_BUSY while the GPU may still read the buffer: no patching under its feet */
+        st = vidmm_physbuf_claim(a, args->buffer, args->size, n, &cl);
+    if (st < 0)
+        return st;
+    st = grow_scratch(a, n, args->patch_count);
     struct vidmm_submission *r = st >= 0 ? new_record(a, n) : NULL;
     if (!r) {
-        st = st < 0 ? st : VIDMM_E_NO_HOST_MEMORY;
-        goto out;
+        vidmm_physbuf_release(a, &cl);
+        return st < 0 ? st : VIDMM_E_NO_HOST_MEMORY;
     }
-    /* Pin the listed allocations (each once) and make them resident. */
-    uint64_t epoch = vidmm_res_pin(a);
-    uint32_t distinct = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
-        if (al->pin_epoch != epoch) {
-            al->pin_epoch = epoch;
-            r->list[distinct++] = al;
-        }
-    }
-    r->count = distinct;
-    st = make_list_resident(a, r->list, distinct, 1);
-    vidmm_res_unpin(a);
-    /* The allocation list as the driver sees it, and the patch locations
-     * whose allocation is not where this buffer last saw it. */
-    /* Only a buffer the caller says is unchanged may keep its patches. */
-    int same = e && e->count == n && (args->flags & VIDMM_SUBMIT_REUSED);
-    for (uint32_t i = 0; i < n && st >= 0; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
-        struct vidmm_allocation_list_entry *le = &s->alist[i];
-        uint32_t seg;
-        uint64_t off;
-        if (!physical_address(a, al, &seg, &off)) {
-            st = VIDMM_E_STATE;   /* resident, yet out of physical reach: cannot happen with D3/D6 */
-            break;
-        }
-        le->driver_allocation = al->info.driver_allocation;
-        le->flags = args->allocations[i].flags & VIDMM_SUBMIT_WRITE ? VIDMM_ALLOCATION_LIST_WRITE : 0;
-        le->segment_id = seg;
-        le->segment_offset = off;
-        le->size = al->size;
-    }
-    uint32_t np = 0;
-    for (uint32_t i = 0; i < args->patch_count && st >= 0; i++) {
-        const struct vidmm_patch_location *p = &args->patches[i];
-        uint32_t k = p->allocation_index;
-        if (same && e->handles[k] == args->allocations[k].allocation &&
-            e->addr[k] == PACK_ADDR(s->alist[k].segment_id, s->alist[k].segment_offset))
-            continue;   /* patched with this address last time: still right */
-        s->plist[np++] = *p;
-    }
-    if (st >= 0 && np) {
-        struct vidmm_patch_args pa;
-        memset(&pa, 0, sizeof(pa));
-        pa.context = c->self;
-        pa.node = c->node;
-        pa.dma_buffer = args->buffer;
-        pa.dma_buffer_size = args->size;
-        pa.allocation_list = s->alist;
-        pa.allocation_list_size = n;
-        pa.patch_location_list = s->plist;
-        pa.patch_location_list_size = np;
-        pa.submission_fence = c->fence_submitted + 1;
-        if (a->ops.patch(a->driver, &pa) < 0) {
-            st = VIDMM_E_INVALID_ARG;
-            /* The buffer may be half patched: forget what it held. */
-            if (e)
-                e->buffer = NULL;
-        }
-    }
+    st = pin_physical(a, args, r);
+    if (st >= 0)
+        st = fill_alist(a, args);
+    uint32_t np = st >= 0 ? pick_patches(a, c, args, &cl) : 0;
+    if (st >= 0)
+        st = patch_buffer(a, c, args, np, &cl);
     uint64_t fence = 0;
     if (st >= 0)
         st = submit_to_driver(a, c, 0, args->buffer, args->size, &fence);
     if (st < 0) {
-        if (np && e)
-            e->buffer = NULL;   /* patched, not submitted: its content no longer matches the cache */
+        vidmm_physbuf_release(a, &cl);   /* a buffer patched, not submitted: what it holds is unknown */
         vidmm_inflight_free_record(a, r);
-        goto out;
+        return st;
     }
-    /* Remember what the buffer holds now. */
-    target->buffer = args->buffer;
-    target->size = args->size;
-    target->count = n;
-    target->fence = fence;
-    target->last_use = ++c->patch_cache->clock;
-    for (uint32_t i = 0; i < n; i++) {
-        target->handles[i] = args->allocations[i].allocation;
-        target->addr[i] = PACK_ADDR(s->alist[i].segment_id, s->alist[i].segment_offset);
-    }
+    vidmm_physbuf_commit(a, &cl, c, fence, args->allocations, s->alist);
     /* A write makes the system copy stale: a later eviction copies. */
     for (uint32_t i = 0; i < n; i++)
         if (args->allocations[i].flags & VIDMM_SUBMIT_WRITE)
@@ -509,8 +443,7 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
     s->stats.patch_locations_skipped += args->patch_count - np;
     args->fence = fence;
     args->patched = np;
-out:
-    return st;
+    return VIDMM_OK;
 }
 
 vidmm_status vidmm_submit_physical(struct vidmm_adapter *a, vidmm_handle context,
@@ -628,7 +561,7 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
     const struct vidmm_submit_state *s = a->sub;
     if (!s)
         return 0;
-    int e = 0;
+    int e = vidmm_physbuf_check(a, msg, n);
     uint64_t records = 0, zombies = 0;
     for (const struct vidmm_submission *r = s->head; r; r = r->next)
         records++;

@@ -17,8 +17,10 @@
  * inside an entry already holds it); otherwise the holder will, since
  * whoever holds the lock and waits runs the same check.  An adapter
  * reset is never run below a public entry: there it is left pending,
- * the holder's waits fail, and the outermost entry runs it as it
- * unwinds (docs/RESET_AND_POWER.md "Where a reset runs").
+ * the holder's waits on the engines it stops fail (its paging waits
+ * only once the paging engine is stuck: a node's reset leaves that
+ * engine running), and the outermost entry runs it as it unwinds
+ * (docs/RESET_AND_POWER.md "Where a reset runs").
  *
  * Recovery, adapter lock held, never nested:
  *  - engine reset: the driver abandons the buffer its node is stuck on
@@ -139,6 +141,9 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
     vidmm_for_each_process(a, p) {
         if (p->root) {
             r = vidmm_pt_rebuild(a, p);
+            /* Zero reservations have no allocation to remap them below. */
+            if (r >= 0)
+                r = vidmm_process_rewrite_zero(a, p);
             if (r < 0 && st >= 0)
                 st = r;
         }
@@ -242,15 +247,17 @@ static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty,
     (void)vidmm_paging_flush(a);
 }
 
-static void run_adapter_reset(struct vidmm_adapter *a, int node)
+/* node >= 0: the oldest unfinished buffer of that node is the guilty
+ * one; paging: the paging engine hung or faulted too (or alone). */
+static void run_adapter_reset(struct vidmm_adapter *a, int node, int paging)
 {
     vidmm_fence_set_recovery(a, 1);
-    if (node < 0) {
-        adapter_reset(a, NULL, 1);
-    } else {
+    struct vidmm_context *guilty = NULL;
+    if (node >= 0) {
         uint64_t fence = 0;
-        adapter_reset(a, vidmm_inflight_oldest_on_node(a, (uint32_t)node, &fence), 0);
+        guilty = vidmm_inflight_oldest_on_node(a, (uint32_t)node, &fence);
     }
+    adapter_reset(a, guilty, paging || node < 0);
     vidmm_fence_set_recovery(a, 0);
 }
 
@@ -259,24 +266,37 @@ static void run_adapter_reset(struct vidmm_adapter *a, int node)
  * engine) unless the driver calls the engine responsive, and leaves the
  * reset pending: it runs at the entry boundary (vidmm_tdr_run_pending),
  * never under a caller that may hold pointers into what a reset frees
- * or rewrites.  Meanwhile every wait of the lock's holder returns at
- * once (the engines will not progress before the reset) and its
- * operation backs out with VIDMM_E_TIMEOUT.  1 if a reset is pending. */
+ * or rewrites.  Meanwhile the holder's waits for submitted work return
+ * and its operation backs out with VIDMM_E_TIMEOUT; its paging waits go
+ * on until the paging engine is confirmed stuck as well (a node's reset
+ * leaves that engine running), which this also does while a node's reset
+ * is pending: the paging engine joins it, making it an adapter reset.
+ * A paging fault needs no confirmation (the buffer's results are wrong
+ * whatever the engine does next) but stops nothing.  1 if a reset is
+ * pending now that was not, or now covers the paging engine. */
 int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
 {
-    if (vidmm_fence_recovering(a))
-        return 0;
+    struct vidmm_reset_view v;
+    vidmm_fence_reset_view(a, &v);
+    if (v.running || (v.pending && (node >= 0 || v.stopped)))
+        return 0;   /* being dealt with: nothing more to confirm */
+    int fault = node < 0 && !v.paging && vidmm_fence_paging_faulted(a);
     uint32_t responsive = 0;
-    if (!(node < 0 && vidmm_fence_paging_faulted(a)) && a->ops.query_engine_status &&
+    if (!fault && a->ops.query_engine_status &&
         a->ops.query_engine_status(a->driver, node < 0 ? VIDMM_PAGING_ENGINE : (uint32_t)node, &responsive) >= 0 &&
         responsive) {
         vidmm_fence_seen_now(a, node);   /* slow, not stuck: another timeout from now */
         return 0;
     }
-    vidmm_fence_stats(a)->hangs++;
+    if (node >= 0 || !v.paging) {   /* a fault confirmed stuck later is the same paging hang */
+        vidmm_fence_stats(a)->hangs++;
+        if (node < 0)
+            vidmm_fence_stats(a)->paging_hangs++;
+    }
     if (node < 0)
-        vidmm_fence_stats(a)->paging_hangs++;
-    vidmm_fence_mark_pending(a, node);   /* the owner's waits return */
+        vidmm_fence_mark_paging_pending(a, !fault);
+    else
+        vidmm_fence_mark_pending(a, node);   /* the owner's waits for submitted work return */
     return 1;
 }
 
@@ -290,17 +310,17 @@ int vidmm_tdr_recover(struct vidmm_adapter *a, int node)
  * VIDMM_TDR_RAN_ADAPTER: what ran. */
 int vidmm_tdr_run_pending(struct vidmm_adapter *a)
 {
-    int node;
-    if (!vidmm_fence_take_pending(a, &node))
+    int node, paging = 0;
+    if (!vidmm_fence_take_pending(a, &node, &paging))
         return 0;
-    if (node >= 0) {
+    if (node >= 0 && !paging) {
         vidmm_fence_set_recovery(a, 1);
         vidmm_status st = engine_reset(a, (uint32_t)node);
         vidmm_fence_set_recovery(a, 0);
         if (st >= 0)
             return VIDMM_TDR_RAN_ENGINE;
     }
-    run_adapter_reset(a, node);
+    run_adapter_reset(a, node, paging);
     return VIDMM_TDR_RAN_ADAPTER;
 }
 

@@ -265,6 +265,11 @@ int vidmm_va_prep_check(const struct vidmm_va_space *vs, const struct vidmm_va_p
         e += !op->ops || op->n == 0;
         for (size_t i = 0; !e && i < op->n; i++)
             e += op->ops[i].va < op->va || op->ops[i].va + op->ops[i].size > op->va + op->size;
+        /* The spans that get tables: non-empty, page-aligned pieces of the hull. */
+        e += op->nspans && !op->spans;
+        for (size_t k = 0; !e && k < op->nspans; k++)
+            e += op->spans[k].lo >= op->spans[k].hi || op->spans[k].lo < op->va ||
+                 op->spans[k].hi > op->va + op->size || !va_aligned(op->spans[k].lo | op->spans[k].hi, VIDMM_VA_PAGE);
         break;
     default:
         break;

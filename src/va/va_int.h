@@ -9,6 +9,7 @@
  *   va_tree.c    the B+-tree keyed by start address, hole summaries, search
  *   va_split.c   split/merge: make [a, e) one new range, emitting the steps
  *   va_space.c   the entries: prepare / commit of every change, queries
+ *   va_update.c  which targets of an UPDATE batch need page tables
  *   va_check.c   vidmm_va_space_check
  *
  * Functions one file defines for another are named vidmm_vai_* ("VA
@@ -177,6 +178,11 @@ struct va_pos {
 };
 
 /* ---- functions one file defines for the others (see the top) ---------- */
+
+/* va_update.c: vs->upd_spans[0, upd_span_n) := the targets of the
+ * (validated) batch that will hold valid entries; NO_HOST_MEMORY. */
+vidmm_status vidmm_vai_update_spans(struct vidmm_va_space *vs, const struct vidmm_va_update_op *ops, size_t n);
+void vidmm_vai_update_fini(struct vidmm_va_space *vs);
 
 /* va_pool.c */
 void vidmm_vai_free_blocks(const struct vidmm_va_space *vs, struct vidmm_va_chunk *dir, uint64_t from, uint64_t to);

@@ -140,6 +140,7 @@ void vidmm_va_space_fini(struct vidmm_va_space *vs)
         vs->ha->free(vs->ha->user_data, vs->objs, (size_t)vs->obj_cap * sizeof *vs->objs, 16);
     if (vs->scratch)
         vs->ha->free(vs->ha->user_data, vs->scratch, (size_t)vs->scratch_cap * sizeof *vs->scratch, 16);
+    vidmm_vai_update_fini(vs);
     memset(vs, 0, sizeof *vs);
 }
 
@@ -391,11 +392,16 @@ vidmm_status vidmm_va_update_prepare(struct vidmm_va_space *vs, const struct vid
         vs->scratch = s;
         vs->scratch_cap = scratch;
     }
+    /* The page tables follow the pages made valid, not the hull. */
+    if ((st = vidmm_vai_update_spans(vs, ops, n)) != VIDMM_OK)
+        return st;
     op->kind = VIDMM_VA_PREP_UPDATE;
     op->va = tlo;
     op->size = thi - tlo;
     op->ops = ops;
     op->n = n;
+    op->spans = vs->upd_spans;
+    op->nspans = (size_t)vs->upd_span_n;
     return VIDMM_OK;
 }
 

@@ -135,6 +135,11 @@ struct vidmm_va_update_op {
     uint64_t src;               /* COPY: the source */
 };
 
+/* VA [lo, hi). */
+struct vidmm_va_span {
+    uint64_t lo, hi;
+};
+
 struct vidmm_va_leaf;     /* private to src/va (va_int.h): up to 16 ranges' starts, ends and record indices */
 struct vidmm_va_inner;    /* private to src/va (va_int.h): up to 16 children with their keys and hole maxima */
 struct vidmm_va_chunk;    /* private to src/va (va_int.h): one chunk of range records */
@@ -172,6 +177,13 @@ struct vidmm_va_space {
     uint64_t obj_cap, obj_count;
     struct vidmm_va_desc *scratch; /* COPY source snapshots */
     uint64_t scratch_cap;
+    /* UPDATE prepare (va_update.c): the spans that will hold valid
+     * entries, each op's first span, the unresolved COPY source pieces
+     * (two lists) and the hull of each prefix of the batch's targets;
+     * kept for later calls. */
+    struct vidmm_va_span *upd_spans, *upd_work[2], *upd_hull;
+    uint64_t *upd_first;
+    uint64_t upd_span_n, upd_span_cap, upd_work_cap[2], upd_first_cap, upd_hull_cap;
 };
 
 /* Manage [64 KiB, 2^va_bits); va_bits in [20, 63].  VA [0, 64 KiB) is the
@@ -246,7 +258,7 @@ vidmm_status vidmm_va_unmap_object(struct vidmm_va_space *vs, uint64_t object);
  * change above is the pair *_prepare + vidmm_va_commit.  Prepare
  * validates (same statuses as the one-call entry), resolves the address
  * (op->va, op->size: the span the change creates or cuts; UPDATE: the
- * hull of its targets) and obtains from the host allocator every record,
+ * hull of its targets, and op->spans: the targets that need tables) and obtains from the host allocator every record,
  * tree node, hash slot and scratch entry the change can need; it changes
  * no range and emits no step.  Commit applies the change, emitting its
  * steps; it cannot fail.  Between the two the caller may read the space
@@ -272,6 +284,13 @@ struct vidmm_va_prep {
                                            * UNMAP_OBJECT: d.object names the object */
     const struct vidmm_va_update_op *ops; /* UPDATE: the batch (the caller's) */
     size_t n;
+    /* UPDATE: the target spans that will hold valid entries (mapped, or
+     * zero) after the batch's op that writes them - the only ones that
+     * need page tables; held by the space until its next UPDATE prepare.
+     * Sum of sizes bounded by the bytes the batch maps, zeroes or copies
+     * from valid source, never by the hull. */
+    const struct vidmm_va_span *spans;
+    size_t nspans;
 };
 
 vidmm_status vidmm_va_reserve_prepare(struct vidmm_va_space *vs, uint64_t at, uint64_t min, uint64_t max,

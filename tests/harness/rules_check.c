@@ -400,6 +400,33 @@ static void gpu_range(struct vidmm_adapter *a, struct softgpu *sg, const struct 
         free(pr);
 }
 
+/* A range reserved with VIDMM_GPUVA_RESERVE_ZERO (or unmapped back to
+ * it) reads as zero: its pages translate to Zero entries, whatever
+ * rebuilt the page tables since (resume, adapter reset).  Up to 64 pages
+ * spread over the range and its last page: enough to see a range whose
+ * entries were lost, cheap enough for a multi-gigabyte reservation after
+ * every call. */
+static void gpu_zero_range(struct softgpu *sg, const struct vidmm_physical_address *root, uint32_t pi,
+                           const struct vidmm_gpuva_range *g, struct rep *r)
+{
+    uint64_t step = (g->size / 64 + 4095) & ~4095ull;
+    if (step < 4096)
+        step = 4096;
+    for (uint64_t k = 0; k <= 64; k++) {
+        uint64_t va = k < 64 ? g->va + k * step : g->va + g->size - 4096;
+        if (k < 64 && va >= g->va + g->size)
+            continue;
+        struct softgpu_translation t;
+        vidmm_status st = softgpu_translate(sg, root, va, SOFTGPU_ACCESS_READ, &t);
+        if (st != VIDMM_OK || !t.zero) {
+            rep_add(r, "gpu.zero_translates_zero: process %u VA 0x%llx of zero reservation [0x%llx, +0x%llx) %s", pi,
+                    (unsigned long long)va, (unsigned long long)g->va, (unsigned long long)g->size,
+                    st != VIDMM_OK ? "faults" : "reaches memory");
+            return;
+        }
+    }
+}
+
 int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n)
 {
     struct rep r = { report, n, 0, 0 };
@@ -423,9 +450,12 @@ int rc_check_gpu(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_ob
             uint32_t cnt = 0;
             if (vidmm_gpuva_query(a, o->proc[i], from, g, 64, &cnt) != VIDMM_OK)
                 break;
-            for (uint32_t k = 0; k < cnt; k++)
+            for (uint32_t k = 0; k < cnt; k++) {
                 if (g[k].state == 2 && g[k].allocation)
                     gpu_range(a, sg, &root, i, &g[k], &r);
+                else if (g[k].state == 1 && g[k].mode == VIDMM_GPUVA_RESERVE_ZERO)
+                    gpu_zero_range(sg, &root, i, &g[k], &r);
+            }
             if (cnt < 64)
                 break;
             from = g[63].va + g[63].size;

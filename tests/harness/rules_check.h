@@ -15,6 +15,10 @@
  *       gpu.resident_translates   a resident page faults or is Zero
  *       gpu.translates_to_placement  it reaches another place
  *       gpu.evicted_faults        an evicted allocation's page translates
+ *       gpu.zero_translates_zero  a page of a zero reservation (reserved
+ *                                 with VIDMM_GPUVA_RESERVE_ZERO or unmapped
+ *                                 back to it) faults or reaches memory,
+ *                                 after any page-table rebuild too
  *   - what a call changed (call.*): a fingerprint of every public query
  *     about every object the harness knows, taken before a call and
  *     after it.

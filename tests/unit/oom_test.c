@@ -612,8 +612,9 @@ static int capacity_site(const char *name)
         "va_space.inners_reserve.inners", "va_space.obj_reserve.records", "range_alloc.grow_nodes.nodes",
         "ring.grow_recs.records", "submit.grow_scratch.allocation_list", "submit.grow_scratch.patch_list",
         "evict_scan.reserve.entries", "evict_scan.reserve.victims", "evict_scan.reserve.node_map",
-        "submit.physical.patch_cache", "submit.cache_fit.handles", "submit.cache_fit.addresses",
+        "submit.physbuf.table",
         "handle.new.allocation_chunk", "residency.make_resident.fast_table",
+        "va_space.update.scratch", "va_space.update.spans",
     };
     for (size_t i = 0; i < sizeof cap / sizeof cap[0]; i++)
         if (!strcmp(cap[i], name))

@@ -46,7 +46,8 @@ static void fx_close(struct sg_fx *f)
 
 /* A CPU-visible allocation created evicted, filled with seed's pattern
  * while in system memory; pref is its preferred segment (0 = none). */
-static vidmm_handle make_alloc_pref(struct sg_fx *f, uint32_t set, uint32_t pref, uint64_t size, uint64_t seed)
+static vidmm_handle make_alloc_flags(struct sg_fx *f, uint32_t set, uint32_t pref, uint32_t flags, uint64_t size,
+                                     uint64_t seed)
 {
     struct softgpu_alloc_desc d;
     memset(&d, 0, sizeof(d));
@@ -54,12 +55,17 @@ static vidmm_handle make_alloc_pref(struct sg_fx *f, uint32_t set, uint32_t pref
     d.info.size = size;
     d.info.supported_write_segment_set = set;
     d.info.preferred_segment = pref ? VIDMM_PREF(0, pref, 0) : 0;
-    d.info.flags = VIDMM_ALLOC_CPU_VISIBLE;
+    d.info.flags = flags;
     vidmm_handle h = 0;
     T_ST(vidmm_allocation_create2(f->a, &d, sizeof(d), 0, &h), VIDMM_OK);
     if (h && seed)
         gv_pattern(f->a, h, seed);
     return h;
+}
+
+static vidmm_handle make_alloc_pref(struct sg_fx *f, uint32_t set, uint32_t pref, uint64_t size, uint64_t seed)
+{
+    return make_alloc_flags(f, set, pref, VIDMM_ALLOC_CPU_VISIBLE, size, seed);
 }
 
 static vidmm_handle make_alloc(struct sg_fx *f, uint32_t set, uint64_t size, uint64_t seed)
@@ -123,6 +129,16 @@ static uint32_t resident(struct sg_fx *f, vidmm_handle h)
 static uint32_t segment_of(struct sg_fx *f, vidmm_handle h)
 {
     return sg_alloc_state(f->a, h).segment_id;
+}
+
+/* No WDDM rule broken (vidmm/rules.h); the report goes to stderr. */
+static int rules_clean(struct vidmm_adapter *a)
+{
+    char rep[1024];
+    int e = vidmm_adapter_check_rules(a, rep, sizeof rep);
+    if (e)
+        fprintf(stderr, "rules: %s\n", rep);
+    return e == 0;
 }
 
 #define MEM (VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2))
@@ -311,11 +327,14 @@ static void priority_honoured(void)
     fx_close(&f);
 }
 
-/* A device's list is kept while its process is within its budget: a
- * second process's request that finds no other room fails and changes
- * nothing.  Once the first is over its budget (the OS lowered it), its
- * listed allocations are trimmed for the second; the first, asking for
- * them back, may evict only its own (it is the one over budget). */
+/* A device's list is kept while its process is within its budget, except
+ * from a process within its fair share of the segment (D62): p1 holds
+ * nearly all of the 64 MiB segment 2.  p2's request that would take it
+ * past its share (32 MiB) fails and changes nothing; 24 MiB, within its
+ * share, comes in by evicting p1's.  Once p1 is over its budget (the OS
+ * lowered it), its listed allocations are trimmed for p2 beyond the fair
+ * share too; p1, asking for them back, may evict only its own (it is the
+ * one over budget, and over its share). */
 static void fair_share(void)
 {
     struct sg_fx f;
@@ -324,10 +343,10 @@ static void fair_share(void)
     struct proc p1, p2;
     proc_open(&f, &p1);
     proc_open(&f, &p2);
-    vidmm_handle a1[16], a2[6];
+    vidmm_handle a1[16], a2[10];
     for (int i = 0; i < 16; i++)
         a1[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 10; i++)
         a2[i] = make_alloc(&f, INVIS, 4 * MIB, 0);
     /* The page tables take part of the segment: the 16th may not fit,
      * and p1 (within its budget) never pushes out its own list for it. */
@@ -340,36 +359,126 @@ static void fair_share(void)
         held += (int)resident(&f, a1[i]);
     struct vidmm_residency_stats s0, s1;
     T_ST(vidmm_residency_get_stats(f.a, &s0), VIDMM_OK);
-    /* p1 within its budget: its list stays, p2 gets no room. */
-    T_ST(mres(&f, &p2, a2, 6, 0, NULL), VIDMM_E_NO_SEGMENT_SPACE);
+    /* p1 within its budget, p2 asking for 40 MiB, past its share: p1's
+     * list stays, p2 gets no room, nothing changed. */
+    T_ST(mres(&f, &p2, a2, 10, 0, NULL), VIDMM_E_NO_SEGMENT_SPACE);
+    T_CHECK(rules_clean(f.a));   /* a refusal past the share breaks no rule */
     T_ST(vidmm_residency_get_stats(f.a, &s1), VIDMM_OK);
     T_EQ_U64(s1.evictions, s0.evictions);
     int still = 0;
     for (int i = 0; i < 16; i++)
         still += (int)resident(&f, a1[i]);
     T_EQ(still, held);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 10; i++) {
         struct vidmm_residency_state r;
         T_ST(vidmm_allocation_residency(f.a, a2[i], &r), VIDMM_OK);
         T_EQ(r.references, 0);
         T_EQ(r.resident, 0);
     }
-    /* The OS lowers p1's budget to 32 MiB: p2 (24 MiB) gets in by
-     * evicting p1's. */
-    T_ST(vidmm_process_set_budget(f.a, p1.p, VIDMM_SEGMENT_GROUP_LOCAL, 32 * MIB), VIDMM_OK);
+    /* 24 MiB, within p2's share: taken from p1, over its share. */
+    T_ST(mres(&f, &p2, a2, 6, 0, NULL), VIDMM_OK);
     for (int i = 0; i < 6; i++)
+        T_EQ(resident(&f, a2[i]), 1);
+    still = 0;
+    for (int i = 0; i < 16; i++)
+        still += (int)resident(&f, a1[i]);
+    T_CHECK(still < held && still >= 8);   /* p1 keeps at least its share */
+    /* The OS lowers p1's budget to 24 MiB: p2 gets 12 MiB more, past
+     * its share, by evicting p1's (over its budget). */
+    T_ST(vidmm_process_set_budget(f.a, p1.p, VIDMM_SEGMENT_GROUP_LOCAL, 24 * MIB), VIDMM_OK);
+    for (int i = 6; i < 9; i++)
         T_ST(mres(&f, &p2, &a2[i], 1, 0, NULL), VIDMM_OK);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 9; i++)
         T_EQ(resident(&f, a2[i]), 1);
-    /* p1 (over its budget) asks for its evicted ones back: it may only
-     * evict its own, so p2's all stay. */
-    for (int round = 0; round < 2; round++)
-        for (int i = 0; i < 15; i++)
-            if (!resident(&f, a1[i]))
-                T_ST(mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
-    for (int i = 0; i < 6; i++)
-        T_EQ(resident(&f, a2[i]), 1);
+    /* p1, at its budget, asks for its evicted ones back: it takes from
+     * p2 (over its share) while within its own share, and otherwise
+     * only from itself; p2 keeps its share. */
+    int p1_before = 0, p1_after = 0, p2_after = 0;
+    for (int i = 0; i < 16; i++)
+        p1_before += (int)resident(&f, a1[i]);
+    for (int i = 0; i < 15; i++)
+        if (!resident(&f, a1[i])) {
+            vidmm_status st = mres(&f, &p1, &a1[i], 1, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL);
+            T_CHECK(st == VIDMM_OK || st == VIDMM_E_NO_SEGMENT_SPACE);
+        }
+    for (int i = 0; i < 16; i++)
+        p1_after += (int)resident(&f, a1[i]);
+    for (int i = 0; i < 9; i++)
+        p2_after += (int)resident(&f, a2[i]);
+    T_CHECK(p1_after > p1_before && p1_after <= 8);
+    T_EQ(p2_after, 8);
+    T_CHECK(rules_clean(f.a));
     fx_close(&f);
+}
+
+/* Fair share within one segment (docs/DECISIONS.md D62): A holds 12 MiB
+ * of the 32 MiB segment 1 and B 20 MiB, both well within their budgets
+ * for the local group (96 MiB).  A asks for 2 MiB more of segment 1: it
+ * stays within its share of segment 1 (32 / 2 processes = 16 MiB) while B
+ * is over it, so A takes the room from B - whose budget for the whole
+ * group protected it before - and B's bytes come back intact on its next
+ * make-resident (into segment 2, segment 1 being full).  A's allocations
+ * are CPU-visible (contiguous in the BAR segment) or not (page sets); for
+ * the latter the refusal was also what the rule
+ * fair_share.refused_within_share reports. */
+static void fair_share_per_segment_run(uint32_t a_flags)
+{
+    struct sg_fx f;
+    if (fx_open(&f) < 0)
+        return;
+    struct proc pa, pb;
+    proc_open(&f, &pa);
+    proc_open(&f, &pb);
+    const uint32_t seg1 = VIDMM_SEGMENT_BIT(1);
+    vidmm_handle b[5], a[3], more;
+    for (int i = 0; i < 5; i++)
+        b[i] = make_alloc_pref(&f, MEM, 1, 4 * MIB, 100 + (uint64_t)i);
+    for (int i = 0; i < 3; i++)
+        a[i] = make_alloc_flags(&f, seg1, 0, a_flags, 4 * MIB, 0);
+    more = make_alloc_flags(&f, seg1, 0, a_flags, 2 * MIB, 0);
+    T_ST(mres(&f, &pb, b, 5, 0, NULL), VIDMM_OK);
+    T_ST(mres(&f, &pa, a, 3, 0, NULL), VIDMM_OK);
+    for (int i = 0; i < 5; i++)
+        T_EQ(segment_of(&f, b[i]), 1);
+    struct vidmm_video_memory_info va, vb;
+    T_ST(vidmm_query_video_memory_info(f.a, pa.p, VIDMM_SEGMENT_GROUP_LOCAL, &va), VIDMM_OK);
+    T_ST(vidmm_query_video_memory_info(f.a, pb.p, VIDMM_SEGMENT_GROUP_LOCAL, &vb), VIDMM_OK);
+    T_CHECK(va.current_usage <= va.budget && vb.current_usage <= vb.budget);   /* both within budget */
+    T_ST(mres(&f, &pa, &more, 1, 0, NULL), VIDMM_OK);
+    T_CHECK(rules_clean(f.a));
+    T_EQ(resident(&f, more), 1);
+    T_EQ(segment_of(&f, more), 1);
+    for (int i = 0; i < 3; i++)
+        T_EQ(resident(&f, a[i]), 1);   /* A's own list stays */
+    int gone = 0, victim = -1;
+    for (int i = 0; i < 5; i++)
+        if (!resident(&f, b[i])) {
+            gone++;
+            victim = i;
+        }
+    T_EQ(gone, 1);                     /* one of B's, and only one: B is at its share again */
+    T_EQ(sg_checked(f.a, NULL), 0);
+    /* B's next make-resident of its list brings it back, bytes intact. */
+    T_ST(mres(&f, &pb, b, 5, 0, NULL), VIDMM_OK);
+    for (int i = 0; i < 5; i++)
+        T_EQ(resident(&f, b[i]), 1);
+    if (victim >= 0)
+        T_EQ(segment_of(&f, b[victim]), 2);
+    for (int i = 0; i < 5; i++) {
+        vidmm_handle c = make_alloc(&f, MEM, 4 * MIB, 100 + (uint64_t)i);   /* the same pattern, never moved */
+        for (uint64_t off = 0; off < 4 * MIB; off += 256 * 1024)
+            T_EQ_U64(sg_cpu_read64(f.a, b[i], off), sg_cpu_read64(f.a, c, off));
+        vidmm_allocation_destroy(f.a, c);
+    }
+    T_EQ(resident(&f, more), 1);
+    T_CHECK(rules_clean(f.a));
+    fx_close(&f);
+}
+
+static void fair_share_per_segment(void)
+{
+    fair_share_per_segment_run(VIDMM_ALLOC_CPU_VISIBLE);
+    fair_share_per_segment_run(0);
 }
 
 /* One process's demand lowers every budget: the process pushed over its
@@ -1139,6 +1248,7 @@ void suite_residency(void)
     t_run("residency.all_or_nothing", all_or_nothing);
     t_run("residency.priority_honoured", priority_honoured);
     t_run("residency.fair_share", fair_share);
+    t_run("residency.fair_share_per_segment", fair_share_per_segment);
     t_run("residency.demand_notifies_others", demand_notifies_others);
     t_run("residency.budgets", budgets);
     t_run("residency.trim_callbacks_destroy", trim_callbacks_destroy);

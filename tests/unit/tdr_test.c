@@ -20,6 +20,7 @@
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
+#include "softgpu_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,14 @@ struct tx {
     struct vidmm_driver_ops ops;
     int fail_power;          /* set_power_state wrapper answers DRIVER_FAILURE */
     int responsive;          /* query_engine_status wrapper: 1 = "slow, not stuck" */
+    /* query_engine_status and reset_engine wrappers: softgpu's copy
+     * engine is held until vidmm, having confirmed a node hang
+     * (node_stuck), asks about the paging engine, or resets the node
+     * (a held copy engine keeps the stalled node's thread from
+     * finishing its run, which the engine reset waits for). */
+    int release_after_node;
+    int node_stuck;
+    int paging_after_node;   /* the paging engine "responsive" until a node hang was confirmed */
 };
 
 static struct tx *g_tx;      /* the wrapper's fixture (one test at a time) */
@@ -55,7 +64,43 @@ static vidmm_status wrapped_query_engine(void *drv, uint32_t node, uint32_t *res
         *responsive = 1;
         return VIDMM_OK;
     }
-    return softgpu_driver_ops()->query_engine_status(drv, node, responsive);
+    vidmm_status st = softgpu_driver_ops()->query_engine_status(drv, node, responsive);
+    if (g_tx && st >= 0 && g_tx->paging_after_node) {
+        if (node != VIDMM_PAGING_ENGINE && !*responsive)
+            g_tx->node_stuck = 1;
+        if (node == VIDMM_PAGING_ENGINE && !g_tx->node_stuck)
+            *responsive = 1;
+    }
+    if (g_tx && g_tx->release_after_node && st >= 0) {
+        if (node != VIDMM_PAGING_ENGINE && !*responsive)
+            g_tx->node_stuck = 1;
+        if (node == VIDMM_PAGING_ENGINE && g_tx->node_stuck) {   /* held, not hung: it runs from now on */
+            g_tx->release_after_node = 0;
+            softgpu_engine_hold(g_tx->sg, 0);
+        }
+    }
+    return st;
+}
+
+static vidmm_status wrapped_reset_engine(void *drv, struct vidmm_reset_engine_args *args)
+{
+    if (g_tx && g_tx->release_after_node) {
+        g_tx->release_after_node = 0;
+        softgpu_engine_hold(g_tx->sg, 0);
+    }
+    return softgpu_driver_ops()->reset_engine(drv, args);
+}
+
+/* Until softgpu reports node's head buffer stalled on its WAIT. */
+static void until_stalled(struct tx *f, uint32_t node)
+{
+    uint32_t responsive = 1;
+    for (int i = 0; i < 5000 && responsive; i++) {
+        T_ST(softgpu_driver_ops()->query_engine_status(f->sg, node, &responsive), VIDMM_OK);
+        if (responsive)
+            nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+    T_EQ(responsive, 0);
 }
 
 /* engine_reset: 0 = a driver without DxgkDdiResetEngine (hangs escalate
@@ -83,6 +128,8 @@ static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_
         f->ops.query_engine_status = NULL;
     else if (query == 2)
         f->ops.query_engine_status = wrapped_query_engine;
+    if (engine_reset && query == 2)
+        f->ops.reset_engine = wrapped_reset_engine;
     f->ops.set_power_state = failing_power;
     if (sg_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
@@ -647,6 +694,96 @@ static void destroy_across_reset(void)
     tx_close(&f);
 }
 
+/* A context's engine hangs while a move's copy is queued on the copy
+ * engine, which is held (softgpu_engine_hold) until vidmm has confirmed
+ * the node hang and then asks about the paging engine.  The pending
+ * engine reset stops nothing on the copy engine, so the move's paging
+ * wait must not give up on it: it waits for the copy, the move succeeds,
+ * and the engine reset runs as the entry returns.  A wait that gave up
+ * let the move back out and free its destination's system pages while
+ * the copy was still queued to write them (ASan: heap-use-after-free in
+ * the copy; the checker: system pages freed under outstanding paging). */
+static void context_hang_during_move(void)
+{
+    struct tx f;
+    if (tx_open_q(&f, 0, 1, 0, 0, 2))
+        return;
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle big = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 16 * MIB, 91);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    vidmm_handle lp[] = { cp, wp };
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    sg_make_resident(f.a, q.dev, q.queue, &big, 1);   /* not P's: the hung buffer does not hold it */
+    T_EQ(sg_alloc_state(f.a, big).segment_id, 2);
+    (void)submit_hang(&f, &p, cp, vcp, vwp, 0);
+    until_stalled(&f, SOFTGPU_NODE_GRAPHICS);   /* a node runs only while the copy engine is idle */
+    softgpu_engine_hold(f.sg, 1);
+    f.release_after_node = 1;
+    T_ST(vidmm_allocation_move(f.a, big, 0), VIDMM_OK);
+    T_EQ(f.node_stuck, 1);   /* the node hang was found during the move's wait */
+    T_EQ(f.release_after_node, 0);
+    if (f.release_after_node)
+        softgpu_engine_hold(f.sg, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
+    T_CHECK(holds(&f, big, 91));
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.engine_resets, 1);
+    T_EQ_U64(s.adapter_resets, 0);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    T_EQ(dev_info(&f, q.dev).lost, 0);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
+/* As above, but the copy engine hangs for good on the move's copy
+ * (confirmed only after the node, so the order is fixed): the paging
+ * engine joins the pending engine reset, which becomes an adapter reset
+ * with the node's buffer still guilty; the move's wait gives up only
+ * then, the move fails with VIDMM_E_TIMEOUT, and what it freed was
+ * never touched (the reset dropped the hung copy). */
+static void context_and_paging_hang_during_move(void)
+{
+    struct tx f;
+    if (tx_open_q(&f, 0, 1, 0, 0, 2))
+        return;
+    struct sg_proc p, q;
+    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
+    vidmm_handle big = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 16 * MIB, 93);
+    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    vidmm_handle lp[] = { cp, wp };
+    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    sg_make_resident(f.a, q.dev, q.queue, &big, 1);
+    (void)submit_hang(&f, &p, cp, vcp, vwp, 0);
+    until_stalled(&f, SOFTGPU_NODE_GRAPHICS);
+    f.paging_after_node = 1;
+    softgpu_inject_paging_hang(f.sg, 0);
+    T_ST(vidmm_allocation_move(f.a, big, 0), VIDMM_E_TIMEOUT);
+    f.paging_after_node = 0;
+    T_EQ(f.node_stuck, 1);
+    struct vidmm_tdr_stats s = tdr_stats(&f);
+    T_EQ_U64(s.hangs, 2);
+    T_EQ_U64(s.paging_hangs, 1);
+    T_EQ_U64(s.engine_resets, 0);
+    T_EQ_U64(s.adapter_resets, 1);
+    struct vidmm_device_info di = dev_info(&f, p.dev);
+    T_EQ(di.lost, 1);
+    T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
+    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(sg_alloc_state(f.a, big).segment_id, 2);   /* backed out: still where it was */
+    /* The adapter goes on: the move again, and a fresh allocation's bytes. */
+    T_ST(vidmm_allocation_move(f.a, big, 0), VIDMM_OK);
+    vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 95);
+    T_CHECK(holds(&f, z, 95));
+    T_EQ(sg_checked(f.a, NULL), 0);
+    tx_close(&f);
+}
+
 /* The paging engine hangs while the adapter closes (on the first paging
  * buffer of the teardown): the close resets it and returns, leaking
  * nothing (tx_close checks the allocator). */
@@ -1029,6 +1166,8 @@ void suite_tdr(void)
     t_run("tdr.offered_evict_across_reset", offered_evict_across_reset);
     t_run("tdr.offered_standby_across_reset", offered_standby_across_reset);
     t_run("tdr.destroy_across_reset", destroy_across_reset);
+    t_run("tdr.context_hang_during_move", context_hang_during_move);
+    t_run("tdr.context_and_paging_hang_during_move", context_and_paging_hang_during_move);
     t_run("tdr.close_with_paging_hang", close_with_paging_hang);
     t_run("tdr.idle_gap_no_false_hang", idle_gap_no_false_hang);
     t_run("tdr.bad_input", bad_input);

@@ -427,6 +427,62 @@ static void locked_and_displayed(void)
     iso_close(&f);
 }
 
+/* A word at the start of h written through softgpu's memory port: a CPU
+ * lock would wait for the GPU work that waits on the word. */
+static void word_write(struct iso_fx *f, vidmm_handle h, uint64_t v)
+{
+    struct vidmm_physical_range r;
+    uint32_t n = 0;
+    memset(&r, 0, sizeof(r));
+    T_ST(vidmm_allocation_physical_ranges(f->a, h, &r, 1, &n), VIDMM_OK);
+    T_ST(softgpu_write_physical(f->sg, r.segment_id, r.offset, &v, sizeof v), VIDMM_OK);
+}
+
+/* A zombie released in the middle of its creator's teardown.  Private
+ * allocations cmd (the aux one), W, Z, X; a buffer on the graphics node
+ * waits on a word of W, then fills Z 24 times; Z is destroyed while the
+ * buffer holds it (deferred for certain: the buffer cannot pass the WAIT
+ * before the word is written); the word is written; the process goes.
+ * Its contexts finish the buffer first, so Z is idle when the walk over
+ * the private allocations starts (newest first: X, then Z), and the
+ * destruction of X releases Z.  The walk must not visit Z again: a
+ * double destroy leaked an allocation, underflowed the group usage and
+ * destroyed the driver's allocation twice. */
+static void zombie_released_by_teardown(void)
+{
+    struct iso_fx f;
+    if (open_dgpu(&f))
+        return;
+    struct td_base base;
+    base_take(&f, &base);
+    struct iso_proc p;
+    iso_new_proc(&f, &p);
+    vidmm_handle w = iso_palloc(&f, &p, SETMEM, 64 * KIB, 1, 1, 0, VIDMM_OK);
+    vidmm_handle z = iso_palloc(&f, &p, SETMEM, 4 * MIB, 0, 1, 0, VIDMM_OK);
+    vidmm_handle x = iso_palloc(&f, &p, SETMEM, 1 * MIB, 0, 1, 0, VIDMM_OK);
+    uint64_t vw = iso_map(&f, &p, w, 64 * KIB), vz = iso_map(&f, &p, z, 4 * MIB);
+    vidmm_handle l[] = { w, z, x };
+    iso_mr(&f, &p, l, 3, VIDMM_OK);
+    uint8_t buf[1024];
+    struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
+    T_ST(softgpu_cmd_wait(&cb, vw, 1), VIDMM_OK);
+    for (uint32_t i = 0; i < 24; i++)
+        T_ST(softgpu_cmd_fill(&cb, vz, 4 * MIB, 0x2B000000u | i), VIDMM_OK);
+    iso_aux_write(&f, &p, 0, cb.data, cb.size);
+    uint64_t fence = 0;
+    T_ST(vidmm_submit_virtual(f.a, p.vctx, p.aux_va, cb.size, &fence), VIDMM_OK);
+    T_ST(vidmm_allocation_destroy(f.a, z), VIDMM_OK);
+    struct vidmm_submit_stats ss;
+    T_ST(vidmm_submit_get_stats(f.a, &ss), VIDMM_OK);
+    T_EQ_U64(ss.deferred_destroys - ss.deferred_freed, 1);   /* Z is a zombie */
+    word_write(&f, w, 1);   /* the fills run */
+    T_ST(vidmm_process_destroy(f.a, p.proc), VIDMM_OK);
+    T_CHECK(checked_ok(&f));
+    T_ST(vidmm_allocation_query(f.a, x, &(struct vidmm_allocation_state){ 0 }), VIDMM_E_INVALID_HANDLE);
+    base_expect(&f, &base);
+    iso_close(&f);
+}
+
 /* ---- randomised ------------------------------------------------------------ */
 
 #define RP 3u        /* process slots */
@@ -574,5 +630,6 @@ void suite_teardown(void)
     t_run("teardown_devices_and_contexts", devices_and_contexts);
     t_run("teardown_adapter_with_work", adapter_with_work);
     t_run("teardown_locked_and_displayed", locked_and_displayed);
+    t_run("teardown_zombie_released_by_teardown", zombie_released_by_teardown);
     t_run("teardown_randomised", randomised);
 }
