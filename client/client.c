@@ -184,6 +184,32 @@ static int need(struct vidmm_client *c, size_t n)
         return leave_st_;                     \
     } while (0)
 
+const char *vidmm_client_default_socket(char *buf, size_t size)
+{
+    const char *env = getenv("VIDMMD_SOCKET");
+    if (env && *env) {
+        snprintf(buf, size, "%s", env);
+        return buf;
+    }
+    /* Per user first (a daemon the user started), then the system
+     * service's, so `vidmm ps` finds an installed service unasked. */
+    char cand[3][108];
+    int n = 0;
+    const char *rt = getenv("XDG_RUNTIME_DIR");
+    if (rt && *rt)
+        snprintf(cand[n++], sizeof cand[0], "%s/vidmmd.sock", rt);
+    snprintf(cand[n++], sizeof cand[0], "/tmp/vidmmd-%ld.sock", (long)getuid());
+    snprintf(cand[n++], sizeof cand[0], "%s", VIDMM_CLIENT_SYSTEM_SOCKET);
+    int pick = 0;
+    for (int i = 0; i < n; i++)
+        if (access(cand[i], F_OK) == 0) {
+            pick = i;
+            break;
+        }
+    snprintf(buf, size, "%s", cand[pick]);
+    return buf;
+}
+
 vidmm_status vidmm_client_connect(const char *path, struct vidmm_client **out)
 {
     if (!out)
@@ -191,15 +217,7 @@ vidmm_status vidmm_client_connect(const char *path, struct vidmm_client **out)
     *out = NULL;
     char def[108];
     if (!path)
-        path = getenv("VIDMMD_SOCKET");
-    if (!path) {
-        const char *rt = getenv("XDG_RUNTIME_DIR");
-        if (rt && *rt)
-            snprintf(def, sizeof def, "%s/vidmmd.sock", rt);
-        else
-            snprintf(def, sizeof def, "/tmp/vidmmd-%ld.sock", (long)getuid());
-        path = def;
-    }
+        path = vidmm_client_default_socket(def, sizeof def);
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;

@@ -1035,7 +1035,12 @@ static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vm
         n = 16;
         break;
     case VMMD_OP_ECHO:
-        reply(c, op, r->h.request_id, VIDMM_OK, r->data, r->data_size > VMMD_MAX_PAYLOAD - 8 ? VMMD_MAX_PAYLOAD - 8 : r->data_size, -1);
+        /* The reply carries an 8-byte status before the bytes: what does
+         * not fit is refused, never cut (docs/PROTOCOL.md). */
+        if (r->data_size > VMMD_MAX_PAYLOAD - 8)
+            reply(c, op, r->h.request_id, VIDMM_E_TOO_LARGE, NULL, 0, -1);
+        else
+            reply(c, op, r->h.request_id, VIDMM_OK, r->data, r->data_size, -1);
         return;
     case VMMD_OP_DEVICE_CREATE: {
         vidmm_handle d = 0;
