@@ -76,12 +76,13 @@ enum vmmd_op {
     VMMD_OP_LAST = 96
 };
 
-/* Payload sizes of the fixed records of the API's requests. */
-#define VMMD_ADAPTER_INFO_SIZE 352u     /* ADAPTER_INFO reply after the status */
-#define VMMD_SEGMENT_INFO_SIZE 88u      /* SEGMENT_QUERY reply after the status */
-#define VMMD_GPUVA_OP_SIZE 64u          /* one GPUVA_UPDATE operation (VMMD_REC_gpuva_op_SIZE) */
+/* Payload sizes of the fixed records of the API's requests (the table
+ * below, proto.def, defines them: 352, 88, 64 and 24 bytes). */
+#define VMMD_ADAPTER_INFO_SIZE ((unsigned)VMMD_REP_ADAPTER_INFO_SIZE)     /* ADAPTER_INFO reply after the status */
+#define VMMD_SEGMENT_INFO_SIZE ((unsigned)VMMD_REP_SEGMENT_QUERY_SIZE)      /* SEGMENT_QUERY reply after the status */
+#define VMMD_GPUVA_OP_SIZE ((unsigned)VMMD_REC_gpuva_op_SIZE)          /* one GPUVA_UPDATE operation (VMMD_REC_gpuva_op_SIZE) */
 #define VMMD_MAX_GPUVA_OPS ((VMMD_MAX_PAYLOAD - 8u) / VMMD_GPUVA_OP_SIZE)
-#define VMMD_TRIM_EVENT_SIZE 24u        /* TRIM event after the status */
+#define VMMD_TRIM_EVENT_SIZE ((unsigned)VMMD_REC_trim_event_SIZE)        /* TRIM event after the status */
 
 /* Statuses the daemon adds to vidmm_status (replies carry them in the
  * same field; include/vidmm-client/client.h names them for clients). */
@@ -90,11 +91,11 @@ enum vmmd_op {
 
 /* ADMIN_ADAPTER reply (after the status): the fixed part, then
  * VMMD_ADMIN_SEGMENT_SIZE bytes per segment. */
-#define VMMD_ADMIN_ADAPTER_FIXED 168u
-#define VMMD_ADMIN_SEGMENT_SIZE 64u
+#define VMMD_ADMIN_ADAPTER_FIXED ((unsigned)VMMD_REP_ADMIN_ADAPTER_SIZE)
+#define VMMD_ADMIN_SEGMENT_SIZE ((unsigned)VMMD_REC_admin_segment_SIZE)
 #define VMMD_ADMIN_MAX_SEGMENTS 32u
 /* ADMIN_CLIENTS reply: u32 total, u32 count, then count records. */
-#define VMMD_ADMIN_CLIENT_SIZE 128u
+#define VMMD_ADMIN_CLIENT_SIZE ((unsigned)VMMD_REC_admin_client_SIZE)
 #define VMMD_ADMIN_CLIENTS_PER_REPLY ((VMMD_MAX_PAYLOAD - 16u) / VMMD_ADMIN_CLIENT_SIZE)
 
 struct vmmd_header {
