@@ -1,5 +1,6 @@
 /*
- * daemon/proto.c - header and request decoding (docs/PROTOCOL.md).
+ * daemon/proto.c - header and request decoding, and the encoders and
+ * decoders of every layout of proto.def (docs/PROTOCOL.md).
  * Every size comes from the message itself and is checked against the
  * bytes actually received before anything is read.
  */

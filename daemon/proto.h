@@ -1,8 +1,9 @@
 /*
  * daemon/proto.h - the wire protocol between vidmmd and libvidmm-client
  * (docs/PROTOCOL.md): message layout, opcodes, little-endian field
- * access and the decoder that checks every request before the daemon
- * looks at it.  Pure functions, no state: the daemon, the client library
+ * access, the structures, sizes and codecs of every message generated
+ * from the one table daemon/proto.def, and the decoder that checks
+ * every request before the daemon looks at it.  Pure functions, no state: the daemon, the client library
  * and the fuzz harness (fuzz/proto.c) share it.
  */
 #ifndef VIDMMD_PROTO_H

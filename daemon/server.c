@@ -2,6 +2,11 @@
  * daemon/server.c - vidmmd's clients, their handle tables and the
  * request handlers (docs/DAEMON.md).
  *
+ * Requests reach their handler through handlers[], one entry per request
+ * of daemon/proto.def: {fixed payload size, h_NAME}.  A handler reads
+ * its decoded fields (struct vmmd_req_NAME), calls vidmm and leaves the
+ * reply's fields, encoded by proto.def's codecs, to handle().
+ *
  * Each connection is one vidmm process (vidmm_process_create at
  * connect, vidmm_process_destroy when the connection goes, whatever the
  * reason) plus a device of its own that creates the connection's
