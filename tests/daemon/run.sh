@@ -24,6 +24,8 @@
 #     allocation read back; it must shut down clean.
 # DAEMON_CHAOS_SECONDS (default 6) is the chaos test's length (make long
 # sets more); VIDMM_TEST_SEED replays a chaos seed.
+# Before them all, wire.c checks the protocol's one table (daemon/proto.def)
+# against the decoder and docs/PROTOCOL.md.
 # Prints "daemon: N passed, M failed" (tests/run.sh sums it).
 b=${1:-build}
 chaos_seconds=${DAEMON_CHAOS_SECONDS:-6}
@@ -71,6 +73,10 @@ stop_clean() {
 root=0
 as_user=""
 if [ "$(id -u)" -eq 0 ]; then root=1; as_user="--user nobody"; fi
+
+# ---- 0. the wire table (daemon/proto.def), no daemon: every request,
+# reply and record round-trips, and docs/PROTOCOL.md lists its fields.
+run "$b/tests/daemon/wire" docs/PROTOCOL.md
 
 # ---- 1. the main daemon: 24 MiB of local memory, 8 processes x 6 MiB
 # over-commit it twice.  At most 200 processes at once (their root page
