@@ -5,7 +5,7 @@
 #   make html-check   the HTML report rendered by headless Chromium (skipped
 #                     when `chromium` is not installed; installs nothing)
 #   make demo         build and run the demo and the default scenario (desktop) on softgpu
-#   make docs-refresh rewrite the README's demo excerpts from vidmm demo (tests/docs_test.py)
+#   make docs-refresh rewrite the docs' excerpts of program output (tests/docs_test.py)
 #   make bench        build (-O2 -DNDEBUG) and run the benchmarks
 #   make install PREFIX=/usr/local
 #   make SAN=1 test   the same tests under ASan+UBSan (objects in build-san/)
@@ -150,6 +150,16 @@ $(MINIDRV_SO): $(MINIDRV_OBJ) $(BUILD)/examples/minidrv/entry.o
 
 examples: $(EXAMPLES)
 
+# ---- a driver whose VRAM the CPU cannot reach (tests/drvcheck_test.sh) ----
+# Written from docs/WRITING_A_DRIVER.md as a plug-in of the kit; public
+# headers only.
+INVISIBLE_SO := $(BUILD)/tests/drvcheck/invisible_vram.so
+$(INVISIBLE_SO): tests/drvcheck/invisible_vram.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -shared -o $@ $< -lpthread
+test: $(INVISIBLE_SO)
+# ---- end of the invisible-VRAM driver ----
+
 # ---- the D3DKMT front end (docs/D3DKMT.md) -------------------------------
 # libvidmm-d3dkmt: the D3DKMT thunks over the public vidmm API only (no
 # -Isrc); its tests and the sample client are separate programs.
@@ -204,8 +214,10 @@ tsan-stress:
 html-check: $(TOOL)
 	sh tests/html_render_test.sh $(TOOL)
 
-# Rewrite the README's demo excerpts from `vidmm demo` (tests/docs_test.py
-# checks them in `make test`); review the diff before committing.
+# Rewrite the README's demo excerpts from `vidmm demo`, and every
+# <!-- output: ARGS --> excerpt in README.md and docs/*.md from what
+# `vidmm ARGS` prints (tests/docs_test.py checks them in `make test`);
+# review the diff before committing.
 docs-refresh: $(TOOL)
 	python3 tests/docs_test.py $(TOOL) --refresh
 
@@ -237,7 +249,8 @@ check-headers:
 
 # Installation (docs/ABI.md "Packaging"): DESTDIR stages, PREFIX, LIBDIR,
 # INCLUDEDIR, BINDIR and MANDIR place; the .pc and CMake files name the
-# final places (not DESTDIR).
+# final places (not DESTDIR), relative to the prefix where they can be
+# (see "shared libraries and packaging" below).
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR     ?= $(PREFIX)/bin
@@ -260,9 +273,9 @@ install: all
 	ln -sf libvidmm.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/libvidmm.so
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
 	install -m 644 docs/vidmm.1 $(DESTDIR)$(MANDIR)/man1/
-	$(SUBST) vidmm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm.pc
-	$(SUBST) softgpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/softgpu.pc
-	$(SUBST) cmake/vidmmConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfig.cmake
+	$(SUBST_PKG) vidmm.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm.pc
+	$(SUBST_PKG) softgpu.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/softgpu.pc
+	$(SUBST_PKG) cmake/vidmmConfig.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfig.cmake
 	$(SUBST) cmake/vidmmConfigVersion.cmake.in > $(DESTDIR)$(LIBDIR)/cmake/vidmm/vidmmConfigVersion.cmake
 	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(INCLUDEDIR)/vidmm-client
 	install -m 755 $(VIDMMD) $(DESTDIR)$(BINDIR)/
@@ -503,3 +516,69 @@ $(VKGPU_DCLIENT): $(BUILD)/tests/vkgpu/client/daemon_client.o $(CLIENT_LIB) $(ST
 ifeq ($(VULKAN_OK),1)
 vkgpu: $(VKGPU_DCLIENT) $(VIDMMD)
 endif
+
+# ---- shared libraries and packaging of softgpu, the client and D3DKMT ----
+# (docs/ABI.md "Packaging").  Each has its static archive and a shared
+# library with the SONAME of the major version; libsoftgpu and
+# libvidmm-d3dkmt link libvidmm.so (and the client), so a program takes
+# them by name with pkg-config or CMake.
+SOFTGPU_SO  := $(BUILD)/libsoftgpu.so.$(VERSION)
+CLIENT_SO   := $(BUILD)/libvidmm-client.so.$(VERSION)
+D3DKMT_SO   := $(BUILD)/libvidmm-d3dkmt.so.$(VERSION)
+SHARED_EXTRA := $(SOFTGPU_SO) $(CLIENT_SO) $(D3DKMT_SO)
+
+$(SOFTGPU_SO): $(SOFTGPU_OBJ) $(SHARED)
+	$(CC) -shared -Wl,-soname,libsoftgpu.so.$(MAJOR) $(LDFLAGS_ALL) -o $@ $(SOFTGPU_OBJ) -L$(BUILD) -lvidmm $(LIBS)
+	ln -sf libsoftgpu.so.$(VERSION) $(BUILD)/libsoftgpu.so
+$(CLIENT_SO): $(CLIENT_OBJ) $(SHARED)
+	$(CC) -shared -Wl,-soname,libvidmm-client.so.$(MAJOR) $(LDFLAGS_ALL) -o $@ $(CLIENT_OBJ) -L$(BUILD) -lvidmm $(LIBS)
+	ln -sf libvidmm-client.so.$(VERSION) $(BUILD)/libvidmm-client.so
+$(D3DKMT_SO): $(D3DKMT_OBJ) $(SOFTGPU_SO) $(CLIENT_SO)
+	$(CC) -shared -Wl,-soname,libvidmm-d3dkmt.so.$(MAJOR) $(LDFLAGS_ALL) -o $@ $(D3DKMT_OBJ) -L$(BUILD) -lvidmm-client \
+	  -lsoftgpu -lvidmm $(LIBS)
+	ln -sf libvidmm-d3dkmt.so.$(VERSION) $(BUILD)/libvidmm-d3dkmt.so
+all: $(SHARED_EXTRA)
+
+# The .pc and CMake files find everything from where they lie when the
+# install tree moves (pkg-config --define-prefix; CMAKE_CURRENT_LIST_DIR):
+# paths under PREFIX are written relative to it.  A LIBDIR or INCLUDEDIR
+# outside PREFIX stays absolute.
+REL = $(if $(filter $(PREFIX)/%,$(1)),$(patsubst $(PREFIX)/%,%,$(1)),)
+PC_LIBDIR     = $(if $(call REL,$(LIBDIR)),$${prefix}/$(call REL,$(LIBDIR)),$(LIBDIR))
+PC_INCLUDEDIR = $(if $(call REL,$(INCLUDEDIR)),$${prefix}/$(call REL,$(INCLUDEDIR)),$(INCLUDEDIR))
+# From LIBDIR/cmake/vidmm up to PREFIX: one ".." per component of LIBDIR
+# below PREFIX, plus two.
+CMAKE_UP      = $(shell echo "$(call REL,$(LIBDIR))" | awk -F/ '{ s = ""; for (i = 0; i < NF + 2; i++) s = s "/.."; print s }')
+CMAKE_LIBDIR  = $(if $(call REL,$(LIBDIR)),$${_vidmm_prefix}/$(call REL,$(LIBDIR)),$(LIBDIR))
+CMAKE_INCDIR  = $(if $(call REL,$(INCLUDEDIR)),$${_vidmm_prefix}/$(call REL,$(INCLUDEDIR)),$(INCLUDEDIR))
+SUBST_PKG     = $(SUBST) -e 's|@PC_LIBDIR@|$(PC_LIBDIR)|g' -e 's|@PC_INCLUDEDIR@|$(PC_INCLUDEDIR)|g' \
+                  -e 's|@CMAKE_UP@|$(CMAKE_UP)|g' -e 's|@CMAKE_LIBDIR@|$(CMAKE_LIBDIR)|g' -e 's|@CMAKE_INCDIR@|$(CMAKE_INCDIR)|g'
+MAN8DIR      ?= $(MANDIR)/man8
+D3DKMT_H     := $(sort $(wildcard include/d3dkmt/*.h))
+
+# Run after install's own recipe (a second rule of the same target adds
+# prerequisites only, so the extra files are a target of their own).
+install: install-extra
+install-extra: all
+	install -d $(DESTDIR)$(INCLUDEDIR)/d3dkmt $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/vidmm
+	install -m 644 $(D3DKMT_H) $(DESTDIR)$(INCLUDEDIR)/d3dkmt/
+	install -m 644 $(D3DKMT_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED_EXTRA) $(DESTDIR)$(LIBDIR)/
+	for l in softgpu vidmm-client vidmm-d3dkmt; do \
+	  ln -sf lib$$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/lib$$l.so.$(MAJOR) && \
+	  ln -sf lib$$l.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/lib$$l.so || exit 1; \
+	done
+	$(SUBST_PKG) vidmm-client.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm-client.pc
+	$(SUBST_PKG) vidmm-d3dkmt.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm-d3dkmt.pc
+	install -m 644 docs/vidmmd.8 $(DESTDIR)$(MAN8DIR)/
+uninstall: uninstall-extra
+uninstall-extra:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/d3dkmt/,$(notdir $(D3DKMT_H))) $(DESTDIR)$(LIBDIR)/libvidmm-d3dkmt.a
+	for l in softgpu vidmm-client vidmm-d3dkmt; do \
+	  rm -f $(DESTDIR)$(LIBDIR)/lib$$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/lib$$l.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/lib$$l.so; \
+	done
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm-client.pc $(DESTDIR)$(LIBDIR)/pkgconfig/vidmm-d3dkmt.pc
+	rm -f $(DESTDIR)$(MAN8DIR)/vidmmd.8
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/d3dkmt $(DESTDIR)$(MAN8DIR) 2>/dev/null
+.PHONY: install-extra uninstall-extra
+# ---- end of the shared libraries and packaging ----

@@ -73,7 +73,9 @@ static int take_event(struct vidmm_client *c, const struct vmmd_header *h)
     if (h->opcode != (VMMD_EV_TRIM | VMMD_REPLY) || h->request_id != 0 || h->flags != 0 ||
         h->length != 8 + VMMD_TRIM_EVENT_SIZE)
         return -1;
-    struct trim_event e = { vmmd_get64(p + 8), vmmd_get32(p + 16), vmmd_get64(p + 24) };
+    struct vmmd_rec_trim_event w;
+    vmmd_get_rec_trim_event(p + 8, &w);   /* after the status */
+    struct trim_event e = { w.device, w.flags, w.bytes_to_trim };
     for (size_t i = 0; i < c->nevents && c->nevents == MAX_EVENTS; i++)
         if (c->events[i].device == e.device && c->events[i].flags == e.flags) {
             c->events[i].bytes = e.bytes;   /* full: the latest per device and group */
@@ -162,6 +164,22 @@ static int need(struct vidmm_client *c, size_t n)
 }
 
 #define P (c->buf + VMMD_HEADER_SIZE)
+/* Requests and replies are encoded and decoded by proto.def's codecs
+ * only: PUT_REQ writes request OP's fixed part m at P (a variable part
+ * goes at P + VMMD_REQ_OP_SIZE) and sends it with extra more bytes;
+ * GET_REP reads reply OP's fixed part into m when the reply holds it
+ * (1), else breaks the connection (0). */
+#define PUT_REQ(c, OP, name, m, extra) \
+    (vmmd_put_req_##name(P, (m)), call((c), VMMD_OP_##OP, VMMD_REQ_##OP##_SIZE + (size_t)(extra)))
+#define GET_REP(c, OP, name, m) (need((c), VMMD_REP_##OP##_SIZE) && (vmmd_get_rep_##name((c)->rp, (m)), 1))
+
+/* A request's handle list: count u64 handles after its fixed part of
+ * fixed bytes (MAKE_RESIDENT, EVICT, OFFER, RECLAIM). */
+static void put_handles(struct vidmm_client *c, size_t fixed, const vidmm_handle *list, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        vmmd_put64(P + fixed + 8 * (size_t)i, list[i]);
+}
 #define ENTER(c)                              \
     do {                                      \
         if (!(c))                             \
@@ -184,6 +202,32 @@ static int need(struct vidmm_client *c, size_t n)
         return leave_st_;                     \
     } while (0)
 
+const char *vidmm_client_default_socket(char *buf, size_t size)
+{
+    const char *env = getenv("VIDMMD_SOCKET");
+    if (env && *env) {
+        snprintf(buf, size, "%s", env);
+        return buf;
+    }
+    /* Per user first (a daemon the user started), then the system
+     * service's, so `vidmm ps` finds an installed service unasked. */
+    char cand[3][108];
+    int n = 0;
+    const char *rt = getenv("XDG_RUNTIME_DIR");
+    if (rt && *rt)
+        snprintf(cand[n++], sizeof cand[0], "%s/vidmmd.sock", rt);
+    snprintf(cand[n++], sizeof cand[0], "/tmp/vidmmd-%ld.sock", (long)getuid());
+    snprintf(cand[n++], sizeof cand[0], "%s", VIDMM_CLIENT_SYSTEM_SOCKET);
+    int pick = 0;
+    for (int i = 0; i < n; i++)
+        if (access(cand[i], F_OK) == 0) {
+            pick = i;
+            break;
+        }
+    snprintf(buf, size, "%s", cand[pick]);
+    return buf;
+}
+
 vidmm_status vidmm_client_connect(const char *path, struct vidmm_client **out)
 {
     if (!out)
@@ -191,15 +235,7 @@ vidmm_status vidmm_client_connect(const char *path, struct vidmm_client **out)
     *out = NULL;
     char def[108];
     if (!path)
-        path = getenv("VIDMMD_SOCKET");
-    if (!path) {
-        const char *rt = getenv("XDG_RUNTIME_DIR");
-        if (rt && *rt)
-            snprintf(def, sizeof def, "%s/vidmmd.sock", rt);
-        else
-            snprintf(def, sizeof def, "/tmp/vidmmd-%ld.sock", (long)getuid());
-        path = def;
-    }
+        path = vidmm_client_default_socket(def, sizeof def);
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;
@@ -256,18 +292,30 @@ vidmm_status vidmm_client_query(struct vidmm_client *c, struct vidmm_client_info
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
     vidmm_status st = call(c, VMMD_OP_HELLO, 0);
-    if (st >= 0 && need(c, 16)) {
+    struct vmmd_rep_hello m;
+    if (st >= 0 && GET_REP(c, HELLO, hello, &m)) {
         memset(out, 0, sizeof *out);
-        out->pid = vmmd_get32(c->rp);
-        out->uid = vmmd_get32(c->rp + 4);
-        out->connection = vmmd_get32(c->rp + 8);
+        out->pid = m.pid;
+        out->uid = m.uid;
+        out->connection = m.connection;
     } else if (st >= 0) {
         st = VIDMM_E_DEVICE_LOST;
     }
     LEAVE(c, st);
 }
 
-/* A request of one 64-bit argument whose reply may carry one 64-bit result. */
+/* A request whose fixed part is one u64 (a handle; n_in 8) or nothing
+ * (n_in 0), whose reply may carry one u64 result: the layouts of
+ * proto.def checked here, so that one helper serves them all. */
+_Static_assert(VMMD_REQ_QUEUE_DESTROY_SIZE == 8 && VMMD_REQ_QUEUE_FENCE_SIZE == 8 &&
+                   VMMD_REQ_ALLOC_DESTROY_SIZE == 8 && VMMD_REQ_LOCK_SIZE == 8 && VMMD_REQ_UNLOCK_SIZE == 8 &&
+                   VMMD_REQ_ALLOC_QUERY_SIZE == 8 && VMMD_REQ_SHARE_EXPORT_SIZE == 8 &&
+                   VMMD_REQ_SHARE_QUERY_SIZE == 8 && VMMD_REQ_CONTEXT_DESTROY_SIZE == 8 &&
+                   VMMD_REQ_CONTEXT_FENCE_SIZE == 8 && VMMD_REQ_DEVICE_DESTROY_SIZE == 8 &&
+                   VMMD_REQ_SHARE_OPEN_SIZE == 0,
+               "call_h's requests: one u64 or nothing");
+_Static_assert(VMMD_REP_QUEUE_FENCE_SIZE == 8 && VMMD_REP_SHARE_OPEN_SIZE == 8 && VMMD_REP_DEVICE_CREATE_SIZE == 8,
+               "call_h's results: one u64");
 static vidmm_status call_h(struct vidmm_client *c, uint16_t op, uint64_t arg, size_t n_in, uint64_t *result)
 {
     if (n_in)
@@ -314,12 +362,11 @@ vidmm_status vidmm_client_paging_queue_create(struct vidmm_client *c, vidmm_hand
     if (!queue)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, device);
-    vmmd_put32(P + 8, (uint32_t)(int32_t)priority);
-    vmmd_put32(P + 12, 0);
-    vidmm_status st = call(c, VMMD_OP_QUEUE_CREATE, 16);
+    struct vmmd_req_queue_create m = { device, (int32_t)priority, 0 };
+    vidmm_status st = PUT_REQ(c, QUEUE_CREATE, queue_create, &m, 0);
+    struct vmmd_rep_queue_create rm = { 0 };
     if (st >= 0)
-        *queue = need(c, 8) ? vmmd_get64(c->rp) : 0;
+        *queue = GET_REP(c, QUEUE_CREATE, queue_create, &rm) ? rm.queue : 0;
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
@@ -343,10 +390,8 @@ vidmm_status vidmm_client_paging_queue_wait(struct vidmm_client *c, vidmm_handle
                                             uint64_t timeout_ns)
 {
     ENTER(c);
-    vmmd_put64(P, queue);
-    vmmd_put64(P + 8, value);
-    vmmd_put64(P + 16, timeout_ns);
-    vidmm_status st = call(c, VMMD_OP_QUEUE_WAIT, 24);
+    struct vmmd_req_queue_wait m = { queue, value, timeout_ns };
+    vidmm_status st = PUT_REQ(c, QUEUE_WAIT, queue_wait, &m, 0);
     LEAVE(c, st);
 }
 
@@ -359,14 +404,13 @@ vidmm_status vidmm_client_device_allocation_create(struct vidmm_client *c, vidmm
     if (priv_size > VMMD_MAX_PRIVATE_DATA)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, device);
-    vmmd_put32(P + 8, flags);
-    vmmd_put32(P + 12, (uint32_t)priv_size);
+    struct vmmd_req_alloc_create m = { device, flags, (uint32_t)priv_size };
     if (priv_size)
-        memcpy(P + 16, priv, priv_size);
-    vidmm_status st = call(c, VMMD_OP_ALLOC_CREATE, 16 + priv_size);
+        memcpy(P + VMMD_REQ_ALLOC_CREATE_SIZE, priv, priv_size);
+    vidmm_status st = PUT_REQ(c, ALLOC_CREATE, alloc_create, &m, priv_size);
+    struct vmmd_rep_alloc_create rm = { 0 };
     if (st >= 0)
-        *out = need(c, 8) ? vmmd_get64(c->rp) : 0;
+        *out = GET_REP(c, ALLOC_CREATE, alloc_create, &rm) ? rm.allocation : 0;
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
@@ -414,16 +458,14 @@ vidmm_status vidmm_client_make_resident(struct vidmm_client *c, vidmm_handle dev
     if (args->count > VMMD_MAX_LIST)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, device);
-    vmmd_put64(P + 8, args->paging_queue);
-    vmmd_put32(P + 16, args->flags);
-    vmmd_put32(P + 20, args->count);
-    for (uint32_t i = 0; i < args->count; i++)
-        vmmd_put64(P + 24 + 8 * (size_t)i, args->allocations[i]);
-    vidmm_status st = call(c, VMMD_OP_MAKE_RESIDENT, 24 + 8 * (size_t)args->count);
-    if (!c->broken && c->rn >= 16) {
-        args->paging_fence_value = vmmd_get64(c->rp);
-        args->bytes_to_trim = vmmd_get64(c->rp + 8);
+    struct vmmd_req_make_resident m = { device, args->paging_queue, args->flags, args->count };
+    put_handles(c, VMMD_REQ_MAKE_RESIDENT_SIZE, args->allocations, args->count);
+    vidmm_status st = PUT_REQ(c, MAKE_RESIDENT, make_resident, &m, 8 * (size_t)args->count);
+    if (!c->broken && c->rn >= VMMD_REP_MAKE_RESIDENT_SIZE) {
+        struct vmmd_rep_make_resident rm;
+        vmmd_get_rep_make_resident(c->rp, &rm);
+        args->paging_fence_value = rm.paging_fence_value;
+        args->bytes_to_trim = rm.bytes_to_trim;
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
@@ -435,14 +477,14 @@ vidmm_status vidmm_client_evict(struct vidmm_client *c, vidmm_handle device, str
     if (args->count > VMMD_MAX_LIST)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, device);
-    vmmd_put32(P + 8, args->flags);
-    vmmd_put32(P + 12, args->count);
-    for (uint32_t i = 0; i < args->count; i++)
-        vmmd_put64(P + 16 + 8 * (size_t)i, args->allocations[i]);
-    vidmm_status st = call(c, VMMD_OP_EVICT, 16 + 8 * (size_t)args->count);
-    if (!c->broken && c->rn >= 8)
-        args->bytes_to_trim = vmmd_get64(c->rp);
+    struct vmmd_req_evict m = { device, args->flags, args->count };
+    put_handles(c, VMMD_REQ_EVICT_SIZE, args->allocations, args->count);
+    vidmm_status st = PUT_REQ(c, EVICT, evict, &m, 8 * (size_t)args->count);
+    if (!c->broken && c->rn >= VMMD_REP_EVICT_SIZE) {
+        struct vmmd_rep_evict rm;
+        vmmd_get_rep_evict(c->rp, &rm);
+        args->bytes_to_trim = rm.bytes_to_trim;
+    }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
@@ -452,14 +494,14 @@ vidmm_status vidmm_client_query_video_memory_info(struct vidmm_client *c, enum v
     if (!out)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put32(P, (uint32_t)group);
-    vmmd_put32(P + 4, 0);
-    vidmm_status st = call(c, VMMD_OP_QUERY_VIDMEM, 8);
-    if (st >= 0 && need(c, 32)) {
-        out->budget = vmmd_get64(c->rp);
-        out->current_usage = vmmd_get64(c->rp + 8);
-        out->current_reservation = vmmd_get64(c->rp + 16);
-        out->available_for_reservation = vmmd_get64(c->rp + 24);
+    struct vmmd_req_query_vidmem m = { (uint32_t)group, 0 };
+    vidmm_status st = PUT_REQ(c, QUERY_VIDMEM, query_vidmem, &m, 0);
+    struct vmmd_rep_query_vidmem rm;
+    if (st >= 0 && GET_REP(c, QUERY_VIDMEM, query_vidmem, &rm)) {
+        out->budget = rm.budget;
+        out->current_usage = rm.current_usage;
+        out->current_reservation = rm.current_reservation;
+        out->available_for_reservation = rm.available_for_reservation;
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
@@ -472,9 +514,10 @@ vidmm_status vidmm_client_allocation_lock(struct vidmm_client *c, vidmm_handle h
     vidmm_status st = call_h(c, VMMD_OP_LOCK, h, 8, NULL);
     if (st < 0 || c->broken)
         LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
-    if (!need(c, 8))
+    struct vmmd_rep_lock rm;
+    if (!GET_REP(c, LOCK, lock, &rm))
         LEAVE(c, VIDMM_E_DEVICE_LOST);
-    uint64_t size = vmmd_get64(c->rp);
+    uint64_t size = rm.size;
     struct mapping *m = find_map(c, h);
     if (c->reply_fd < 0) {   /* nested lock: the mapping we have */
         if (!m || !m->locks) {
@@ -531,18 +574,18 @@ vidmm_status vidmm_client_allocation_query(struct vidmm_client *c, vidmm_handle 
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
     vidmm_status st = call_h(c, VMMD_OP_ALLOC_QUERY, h, 8, NULL);
-    if (st >= 0 && need(c, 56)) {
-        const uint8_t *r = c->rp;
-        out->size = vmmd_get64(r);
-        out->requested_size = vmmd_get64(r + 8);
-        out->alignment = vmmd_get64(r + 16);
-        out->flags = vmmd_get32(r + 24);
-        out->segment_id = vmmd_get32(r + 28);
-        out->supported_segment_set = vmmd_get32(r + 32);
-        out->preferred_segment = vmmd_get32(r + 36);
-        out->lock_count = vmmd_get32(r + 40);
-        out->resident = vmmd_get32(r + 44);
-        out->moves = vmmd_get64(r + 48);
+    struct vmmd_rep_alloc_query m;
+    if (st >= 0 && GET_REP(c, ALLOC_QUERY, alloc_query, &m)) {
+        out->size = m.size;
+        out->requested_size = m.requested_size;
+        out->alignment = m.alignment;
+        out->flags = m.flags;
+        out->segment_id = m.segment_id;
+        out->supported_segment_set = m.supported_segment_set;
+        out->preferred_segment = m.preferred_segment;
+        out->lock_count = m.lock_count;
+        out->resident = m.resident;
+        out->moves = m.moves;
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
@@ -553,15 +596,11 @@ vidmm_status vidmm_client_gpuva_reserve(struct vidmm_client *c, uint64_t base, u
     if (!va)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, base);
-    vmmd_put64(P + 8, min);
-    vmmd_put64(P + 16, max);
-    vmmd_put64(P + 24, size);
-    vmmd_put32(P + 32, mode);
-    vmmd_put32(P + 36, 0);
-    vidmm_status st = call(c, VMMD_OP_GPUVA_RESERVE, 40);
+    struct vmmd_req_gpuva_reserve m = { base, min, max, size, mode, 0 };
+    vidmm_status st = PUT_REQ(c, GPUVA_RESERVE, gpuva_reserve, &m, 0);
+    struct vmmd_rep_gpuva_reserve rm = { 0 };
     if (st >= 0)
-        *va = need(c, 8) ? vmmd_get64(c->rp) : 0;
+        *va = GET_REP(c, GPUVA_RESERVE, gpuva_reserve, &rm) ? rm.va : 0;
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
@@ -572,27 +611,19 @@ vidmm_status vidmm_client_gpuva_map(struct vidmm_client *c, uint64_t base, uint6
     if (!va)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, base);
-    vmmd_put64(P + 8, min);
-    vmmd_put64(P + 16, max);
-    vmmd_put64(P + 24, allocation);
-    vmmd_put64(P + 32, offset);
-    vmmd_put64(P + 40, size);
-    vmmd_put64(P + 48, driver_protection);
-    vmmd_put32(P + 56, protection);
-    vmmd_put32(P + 60, 0);
-    vidmm_status st = call(c, VMMD_OP_GPUVA_MAP, 64);
+    struct vmmd_req_gpuva_map m = { base, min, max, allocation, offset, size, driver_protection, protection, 0 };
+    vidmm_status st = PUT_REQ(c, GPUVA_MAP, gpuva_map, &m, 0);
+    struct vmmd_rep_gpuva_map rm = { 0 };
     if (st >= 0)
-        *va = need(c, 8) ? vmmd_get64(c->rp) : 0;
+        *va = GET_REP(c, GPUVA_MAP, gpuva_map, &rm) ? rm.va : 0;
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
 vidmm_status vidmm_client_gpuva_free(struct vidmm_client *c, uint64_t va, uint64_t size)
 {
     ENTER(c);
-    vmmd_put64(P, va);
-    vmmd_put64(P + 8, size);
-    vidmm_status st = call(c, VMMD_OP_GPUVA_FREE, 16);
+    struct vmmd_req_gpuva_free m = { va, size };
+    vidmm_status st = PUT_REQ(c, GPUVA_FREE, gpuva_free, &m, 0);
     LEAVE(c, st);
 }
 
@@ -601,13 +632,14 @@ vidmm_status vidmm_client_debug_check(struct vidmm_client *c, uint32_t *violatio
 {
     ENTER(c);
     vidmm_status st = call(c, VMMD_OP_DEBUG_CHECK, 0);
-    if (st >= 0 && need(c, 16)) {
+    struct vmmd_rep_debug_check m;
+    if (st >= 0 && GET_REP(c, DEBUG_CHECK, debug_check, &m)) {
         if (violations)
-            *violations = vmmd_get32(c->rp);
+            *violations = m.violations;
         if (clients)
-            *clients = vmmd_get32(c->rp + 4);
+            *clients = m.clients;
         if (live_allocations)
-            *live_allocations = vmmd_get64(c->rp + 8);
+            *live_allocations = m.live_allocations;
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
@@ -664,11 +696,12 @@ vidmm_status vidmm_client_share_query(struct vidmm_client *c, vidmm_handle alloc
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
     vidmm_status st = call_h(c, VMMD_OP_SHARE_QUERY, allocation, 8, NULL);
-    if (st >= 0 && need(c, 16)) {
+    struct vmmd_rep_share_query m;
+    if (st >= 0 && GET_REP(c, SHARE_QUERY, share_query, &m)) {
         memset(out, 0, sizeof *out);
-        out->holders = vmmd_get32(c->rp);
-        out->creator_holds = vmmd_get32(c->rp + 4);
-        out->is_creator = vmmd_get32(c->rp + 8);
+        out->holders = m.holders;
+        out->creator_holds = m.creator_holds;
+        out->is_creator = m.is_creator;
     } else if (st >= 0) {
         st = VIDMM_E_DEVICE_LOST;
     }
@@ -683,26 +716,26 @@ vidmm_status vidmm_client_adapter_query_info(struct vidmm_client *c, struct vidm
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
     vidmm_status st = call(c, VMMD_OP_ADAPTER_INFO, 0);
-    if (st >= 0 && need(c, VMMD_ADAPTER_INFO_SIZE)) {
-        const uint8_t *r = c->rp;
+    struct vmmd_rep_adapter_info m;
+    if (st >= 0 && GET_REP(c, ADAPTER_INFO, adapter_info, &m)) {
         memset(out, 0, sizeof *out);
-        out->wddm_version = vmmd_get32(r);
-        out->memory_management_caps = vmmd_get32(r + 4);
-        out->physical_adapter_flags = vmmd_get32(r + 8);
-        out->segment_count = vmmd_get32(r + 12);
-        out->aperture_segment_id = vmmd_get32(r + 16);
-        out->agp_segment_id = vmmd_get32(r + 20);
-        out->paging_buffer_segment_id = vmmd_get32(r + 24);
-        out->paging_buffer_size = vmmd_get32(r + 28);
-        out->aperture_segment_commit_limit = vmmd_get64(r + 32);
-        out->live_allocations = vmmd_get64(r + 40);
-        out->paging_buffers_submitted = vmmd_get64(r + 48);
-        out->paging_restarts = vmmd_get64(r + 56);
-        out->last_fence_submitted = vmmd_get64(r + 64);
-        out->last_fence_completed = vmmd_get64(r + 72);
+        out->wddm_version = m.wddm_version;
+        out->memory_management_caps = m.memory_management_caps;
+        out->physical_adapter_flags = m.physical_adapter_flags;
+        out->segment_count = m.segment_count;
+        out->aperture_segment_id = m.aperture_segment_id;
+        out->agp_segment_id = m.agp_segment_id;
+        out->paging_buffer_segment_id = m.paging_buffer_segment_id;
+        out->paging_buffer_size = m.paging_buffer_size;
+        out->aperture_segment_commit_limit = m.aperture_segment_commit_limit;
+        out->live_allocations = m.live_allocations;
+        out->paging_buffers_submitted = m.paging_buffers_submitted;
+        out->paging_restarts = m.paging_restarts;
+        out->last_fence_submitted = m.last_fence_submitted;
+        out->last_fence_completed = m.last_fence_completed;
         for (int i = 0; i < 17; i++) {
-            out->paging_ops[i] = vmmd_get64(r + 80 + 8 * i);
-            out->paging_bytes[i] = vmmd_get64(r + 216 + 8 * i);
+            out->paging_ops[i] = m.paging_ops[i];
+            out->paging_bytes[i] = m.paging_bytes[i];
         }
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
@@ -713,27 +746,26 @@ vidmm_status vidmm_client_segment_query(struct vidmm_client *c, uint32_t id, str
     if (!out)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put32(P, id);
-    vmmd_put32(P + 4, 0);
-    vidmm_status st = call(c, VMMD_OP_SEGMENT_QUERY, 8);
-    if (st >= 0 && need(c, VMMD_SEGMENT_INFO_SIZE)) {
-        const uint8_t *r = c->rp;
+    struct vmmd_req_segment_query q = { id, 0 };
+    vidmm_status st = PUT_REQ(c, SEGMENT_QUERY, segment_query, &q, 0);
+    struct vmmd_rep_segment_query m;
+    if (st >= 0 && GET_REP(c, SEGMENT_QUERY, segment_query, &m)) {
         memset(out, 0, sizeof *out);
-        out->id = vmmd_get32(r);
-        out->kind = (enum vidmm_segment_kind)vmmd_get32(r + 4);
-        out->flags = vmmd_get32(r + 8);
-        out->page_size = vmmd_get32(r + 12);
-        out->base_address = vmmd_get64(r + 16);
-        out->size = vmmd_get64(r + 24);
-        out->commit_limit = vmmd_get64(r + 32);
-        out->committed = vmmd_get64(r + 40);
-        out->free_bytes = vmmd_get64(r + 48);
-        out->largest_free = vmmd_get64(r + 56);
-        out->allocations = vmmd_get64(r + 64);
-        out->cpu_visible = (int)vmmd_get32(r + 72);
-        out->cpu_host_aperture = (int)vmmd_get32(r + 76);
-        out->host_aperture_pages = vmmd_get32(r + 80);
-        out->host_aperture_free = vmmd_get32(r + 84);
+        out->id = m.id;
+        out->kind = (enum vidmm_segment_kind)m.kind;
+        out->flags = m.flags;
+        out->page_size = m.page_size;
+        out->base_address = m.base_address;
+        out->size = m.size;
+        out->commit_limit = m.commit_limit;
+        out->committed = m.committed;
+        out->free_bytes = m.free_bytes;
+        out->largest_free = m.largest_free;
+        out->allocations = m.allocations;
+        out->cpu_visible = (int)m.cpu_visible;
+        out->cpu_host_aperture = (int)m.cpu_host_aperture;
+        out->host_aperture_pages = m.host_aperture_pages;
+        out->host_aperture_free = m.host_aperture_free;
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
@@ -743,22 +775,11 @@ vidmm_status vidmm_client_segment_query(struct vidmm_client *c, uint32_t id, str
 vidmm_status vidmm_client_allocation_set_priority(struct vidmm_client *c, vidmm_handle allocation, uint32_t priority)
 {
     ENTER(c);
-    vmmd_put64(P, allocation);
-    vmmd_put32(P + 8, priority);
-    vmmd_put32(P + 12, 0);
-    vidmm_status st = call(c, VMMD_OP_ALLOC_SET_PRIORITY, 16);
+    struct vmmd_req_alloc_set_priority m = { allocation, priority, 0 };
+    vidmm_status st = PUT_REQ(c, ALLOC_SET_PRIORITY, alloc_set_priority, &m, 0);
     LEAVE(c, st);
 }
 
-/* h, u32, u32 count, count handles: OFFER and RECLAIM. */
-static void put_list(struct vidmm_client *c, vidmm_handle h, uint32_t u, const vidmm_handle *list, uint32_t count)
-{
-    vmmd_put64(P, h);
-    vmmd_put32(P + 8, u);
-    vmmd_put32(P + 12, count);
-    for (uint32_t i = 0; i < count; i++)
-        vmmd_put64(P + 16 + 8 * (size_t)i, list[i]);
-}
 
 vidmm_status vidmm_client_offer(struct vidmm_client *c, vidmm_handle device, const vidmm_handle *allocations,
                                 uint32_t count, uint32_t offer_priority)
@@ -766,8 +787,9 @@ vidmm_status vidmm_client_offer(struct vidmm_client *c, vidmm_handle device, con
     if ((count && !allocations) || count > VMMD_MAX_LIST)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    put_list(c, device, offer_priority, allocations, count);
-    vidmm_status st = call(c, VMMD_OP_OFFER, 16 + 8 * (size_t)count);
+    struct vmmd_req_offer m = { device, offer_priority, count };
+    put_handles(c, VMMD_REQ_OFFER_SIZE, allocations, count);
+    vidmm_status st = PUT_REQ(c, OFFER, offer, &m, 8 * (size_t)count);
     LEAVE(c, st);
 }
 
@@ -777,39 +799,37 @@ vidmm_status vidmm_client_reclaim(struct vidmm_client *c, vidmm_handle paging_qu
     if ((count && (!allocations || !results)) || count > VMMD_MAX_LIST)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    put_list(c, paging_queue, 0, allocations, count);
-    vidmm_status st = call(c, VMMD_OP_RECLAIM, 16 + 8 * (size_t)count);
-    if (!c->broken && st >= 0 && c->rn != 8 + 4 * (size_t)count)
+    struct vmmd_req_reclaim m = { paging_queue, 0, count };
+    put_handles(c, VMMD_REQ_RECLAIM_SIZE, allocations, count);
+    vidmm_status st = PUT_REQ(c, RECLAIM, reclaim, &m, 8 * (size_t)count);
+    if (!c->broken && st >= 0 && c->rn != VMMD_REP_RECLAIM_SIZE + 4 * (size_t)count)
         fail_conn(c);   /* the daemon answered another list */
     if (!c->broken && st >= 0) {
+        struct vmmd_rep_reclaim rm;
+        vmmd_get_rep_reclaim(c->rp, &rm);
         if (paging_fence_value)
-            *paging_fence_value = vmmd_get64(c->rp);
+            *paging_fence_value = rm.paging_fence_value;
         for (uint32_t i = 0; i < count; i++)
-            results[i] = vmmd_get32(c->rp + 8 + 4 * (size_t)i);
+            results[i] = vmmd_get32(c->rp + VMMD_REP_RECLAIM_SIZE + 4 * (size_t)i);
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
-static vidmm_status group_call(struct vidmm_client *c, uint16_t op, enum vidmm_segment_group group, uint64_t bytes)
-{
-    vmmd_put32(P, (uint32_t)group);
-    vmmd_put32(P + 4, 0);
-    vmmd_put64(P + 8, bytes);
-    return call(c, op, 16);
-}
 
 vidmm_status vidmm_client_change_video_memory_reservation(struct vidmm_client *c, enum vidmm_segment_group group,
                                                           uint64_t reservation)
 {
     ENTER(c);
-    vidmm_status st = group_call(c, VMMD_OP_CHANGE_RESERVATION, group, reservation);
+    struct vmmd_req_change_reservation m = { (uint32_t)group, 0, reservation };
+    vidmm_status st = PUT_REQ(c, CHANGE_RESERVATION, change_reservation, &m, 0);
     LEAVE(c, st);
 }
 
 vidmm_status vidmm_client_process_set_budget(struct vidmm_client *c, enum vidmm_segment_group group, uint64_t budget)
 {
     ENTER(c);
-    vidmm_status st = group_call(c, VMMD_OP_PROCESS_SET_BUDGET, group, budget);
+    struct vmmd_req_process_set_budget m = { (uint32_t)group, 0, budget };
+    vidmm_status st = PUT_REQ(c, PROCESS_SET_BUDGET, process_set_budget, &m, 0);
     LEAVE(c, st);
 }
 
@@ -831,10 +851,8 @@ vidmm_status vidmm_client_register_trim_notification(struct vidmm_client *c, vid
         c->regs = n;
         c->rcap = ncap;
     }
-    vmmd_put64(P, device);
-    vmmd_put32(P + 8, callback ? 1u : 0u);
-    vmmd_put32(P + 12, 0);
-    vidmm_status st = call(c, VMMD_OP_TRIM_REGISTER, 16);
+    struct vmmd_req_trim_register m = { device, callback ? 1u : 0u, 0 };
+    vidmm_status st = PUT_REQ(c, TRIM_REGISTER, trim_register, &m, 0);
     if (st >= 0) {
         if (!callback)
             reg_drop(c, device);
@@ -879,23 +897,14 @@ vidmm_status vidmm_client_gpuva_update(struct vidmm_client *c, const struct vidm
     if ((count && !ops) || count > VMMD_MAX_GPUVA_OPS)
         return VIDMM_E_INVALID_ARG;   /* past one message: the library's limit is 4,096 */
     ENTER(c);
-    vmmd_put32(P, count);
-    vmmd_put32(P + 4, 0);
     for (uint32_t i = 0; i < count; i++) {
-        uint8_t *p = P + 8 + (size_t)i * VMMD_GPUVA_OP_SIZE;
         const struct vidmm_gpuva_update_op *o = &ops[i];
-        vmmd_put32(p, o->type);
-        vmmd_put32(p + 4, o->protection);
-        vmmd_put64(p + 8, o->va);
-        vmmd_put64(p + 16, o->size);
-        vmmd_put64(p + 24, o->allocation);
-        vmmd_put64(p + 32, o->offset);
-        vmmd_put64(p + 40, o->driver_protection);
-        vmmd_put32(p + 48, o->unmap_mode);
-        vmmd_put32(p + 52, o->reserved);
-        vmmd_put64(p + 56, o->source);
+        struct vmmd_rec_gpuva_op w = { o->type, o->protection, o->va, o->size, o->allocation, o->offset,
+                                       o->driver_protection, o->unmap_mode, o->reserved, o->source };
+        vmmd_put_rec_gpuva_op(P + VMMD_REQ_GPUVA_UPDATE_SIZE + (size_t)i * VMMD_GPUVA_OP_SIZE, &w);
     }
-    vidmm_status st = call(c, VMMD_OP_GPUVA_UPDATE, 8 + (size_t)count * VMMD_GPUVA_OP_SIZE);
+    struct vmmd_req_gpuva_update m = { count, 0 };
+    vidmm_status st = PUT_REQ(c, GPUVA_UPDATE, gpuva_update, &m, (size_t)count * VMMD_GPUVA_OP_SIZE);
     LEAVE(c, st);
 }
 
@@ -907,14 +916,11 @@ vidmm_status vidmm_client_context_create(struct vidmm_client *c, vidmm_handle de
     if (!desc || !context)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, device);
-    vmmd_put32(P + 8, desc->node);
-    vmmd_put32(P + 12, desc->mode);
-    vmmd_put32(P + 16, desc->flags);
-    vmmd_put32(P + 20, desc->reserved);
-    vidmm_status st = call(c, VMMD_OP_CONTEXT_CREATE, 24);
+    struct vmmd_req_context_create m = { device, desc->node, desc->mode, desc->flags, desc->reserved };
+    vidmm_status st = PUT_REQ(c, CONTEXT_CREATE, context_create, &m, 0);
+    struct vmmd_rep_context_create rm = { 0 };
     if (st >= 0)
-        *context = need(c, 8) ? vmmd_get64(c->rp) : 0;
+        *context = GET_REP(c, CONTEXT_CREATE, context_create, &rm) ? rm.context : 0;
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
@@ -931,13 +937,11 @@ vidmm_status vidmm_client_submit_virtual(struct vidmm_client *c, vidmm_handle co
     if (!fence)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put64(P, context);
-    vmmd_put64(P + 8, gpu_va);
-    vmmd_put32(P + 16, size);
-    vmmd_put32(P + 20, 0);
-    vidmm_status st = call(c, VMMD_OP_SUBMIT_VIRTUAL, 24);
+    struct vmmd_req_submit_virtual m = { context, gpu_va, size, 0 };
+    vidmm_status st = PUT_REQ(c, SUBMIT_VIRTUAL, submit_virtual, &m, 0);
+    struct vmmd_rep_submit_virtual rm = { 0 };
     if (st >= 0)
-        *fence = need(c, 8) ? vmmd_get64(c->rp) : 0;
+        *fence = GET_REP(c, SUBMIT_VIRTUAL, submit_virtual, &rm) ? rm.fence : 0;
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
 
@@ -948,9 +952,10 @@ vidmm_status vidmm_client_context_fence(struct vidmm_client *c, vidmm_handle con
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
     vidmm_status st = call_h(c, VMMD_OP_CONTEXT_FENCE, context, 8, NULL);
-    if (st >= 0 && need(c, 16)) {
-        *submitted = vmmd_get64(c->rp);
-        *completed = vmmd_get64(c->rp + 8);
+    struct vmmd_rep_context_fence m;
+    if (st >= 0 && GET_REP(c, CONTEXT_FENCE, context_fence, &m)) {
+        *submitted = m.submitted;
+        *completed = m.completed;
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
 }
@@ -959,10 +964,8 @@ vidmm_status vidmm_client_context_wait(struct vidmm_client *c, vidmm_handle cont
                                        uint64_t timeout_ns)
 {
     ENTER(c);
-    vmmd_put64(P, context);
-    vmmd_put64(P + 8, value);
-    vmmd_put64(P + 16, timeout_ns);
-    vidmm_status st = call(c, VMMD_OP_CONTEXT_WAIT, 24);
+    struct vmmd_req_context_wait m = { context, value, timeout_ns };
+    vidmm_status st = PUT_REQ(c, CONTEXT_WAIT, context_wait, &m, 0);
     LEAVE(c, st);
 }
 
@@ -979,52 +982,83 @@ vidmm_status vidmm_client_admin_adapter(struct vidmm_client *c, struct vidmm_cli
     vidmm_status st = call(c, VMMD_OP_ADMIN_ADAPTER, 0);
     if (st >= 0 && need(c, VMMD_ADMIN_ADAPTER_FIXED)) {
         const uint8_t *r = c->rp;
+        struct vmmd_rep_admin_adapter m;
+        vmmd_get_rep_admin_adapter(r, &m);
         memset(out, 0, sizeof *out);
-        out->daemon_pid = vmmd_get32(r);
-        out->daemon_uid = vmmd_get32(r + 4);
-        out->clients = vmmd_get32(r + 8);
-        uint32_t nseg = vmmd_get32(r + 12);
-        out->connections = vmmd_get64(r + 16);
-        out->requests = vmmd_get64(r + 24);
-        out->protocol_errors = vmmd_get64(r + 32);
-        out->locks = vmmd_get64(r + 40);
-        out->host_blocks = (int64_t)vmmd_get64(r + 48);
-        out->host_bytes = (int64_t)vmmd_get64(r + 56);
-        out->live_allocations = vmmd_get64(r + 64);
-        out->make_resident_calls = vmmd_get64(r + 72);
-        out->evictions = vmmd_get64(r + 80);
-        out->restores = vmmd_get64(r + 88);
-        out->bytes_evicted = vmmd_get64(r + 96);
-        out->bytes_restored = vmmd_get64(r + 104);
-        out->paging_buffers_submitted = vmmd_get64(r + 112);
-        out->uptime_ns = vmmd_get64(r + 120);
-        out->max_alloc_bytes = vmmd_get64(r + 128);
-        out->max_locked_bytes = vmmd_get64(r + 136);
-        out->max_handles = vmmd_get32(r + 144);
-        out->max_requests = vmmd_get32(r + 148);
-        out->max_connections_per_uid = vmmd_get32(r + 152);
-        out->wddm_version = vmmd_get32(r + 156);
-        out->quota_refusals = vmmd_get64(r + 160);
+        out->daemon_pid = m.daemon_pid;
+        out->daemon_uid = m.daemon_uid;
+        out->clients = m.clients;
+        uint32_t nseg = m.segments;
+        out->connections = m.connections;
+        out->requests = m.requests;
+        out->protocol_errors = m.protocol_errors;
+        out->locks = m.locks;
+        out->host_blocks = m.host_blocks;
+        out->host_bytes = m.host_bytes;
+        out->live_allocations = m.live_allocations;
+        out->make_resident_calls = m.make_resident_calls;
+        out->evictions = m.evictions;
+        out->restores = m.restores;
+        out->bytes_evicted = m.bytes_evicted;
+        out->bytes_restored = m.bytes_restored;
+        out->paging_buffers_submitted = m.paging_buffers_submitted;
+        out->uptime_ns = m.uptime_ns;
+        out->max_alloc_bytes = m.max_alloc_bytes;
+        out->max_locked_bytes = m.max_locked_bytes;
+        out->max_handles = m.max_handles;
+        out->max_requests = m.max_requests;
+        out->max_connections_per_uid = m.max_connections_per_uid;
+        out->wddm_version = m.wddm_version;
+        out->quota_refusals = m.quota_refusals;
         if (nseg > VIDMM_CLIENT_ADMIN_MAX_SEGMENTS ||
             !need(c, VMMD_ADMIN_ADAPTER_FIXED + (size_t)nseg * VMMD_ADMIN_SEGMENT_SIZE))
             LEAVE(c, VIDMM_E_DEVICE_LOST);
         out->segment_count = nseg;
         for (uint32_t i = 0; i < nseg; i++) {
-            const uint8_t *p = r + VMMD_ADMIN_ADAPTER_FIXED + (size_t)i * VMMD_ADMIN_SEGMENT_SIZE;
+            struct vmmd_rec_admin_segment w;
+            vmmd_get_rec_admin_segment(r + VMMD_ADMIN_ADAPTER_FIXED + (size_t)i * VMMD_ADMIN_SEGMENT_SIZE, &w);
             struct vidmm_client_admin_segment *g = &out->segment[i];
-            g->id = vmmd_get32(p);
-            g->kind = vmmd_get32(p + 4);
-            g->size = vmmd_get64(p + 8);
-            g->committed = vmmd_get64(p + 16);
-            g->free_bytes = vmmd_get64(p + 24);
-            g->commit_limit = vmmd_get64(p + 32);
-            g->flags = vmmd_get32(p + 40);
-            g->page_size = vmmd_get32(p + 44);
-            memcpy(g->region, p + 48, 15);
+            g->id = w.id;
+            g->kind = w.kind;
+            g->size = w.size;
+            g->committed = w.committed;
+            g->free_bytes = w.free_bytes;
+            g->commit_limit = w.commit_limit;
+            g->flags = w.flags;
+            g->page_size = w.page_size;
+            memcpy(g->region, w.name, 15);
             g->region[15] = 0;
         }
     }
     LEAVE(c, c->broken ? VIDMM_E_DEVICE_LOST : st);
+}
+
+/* One ADMIN_CLIENTS record into the client's structure. */
+static void admin_process_get(const uint8_t *p, struct vidmm_client_admin_process *o)
+{
+    struct vmmd_rec_admin_client w;
+    vmmd_get_rec_admin_client(p, &w);
+    memset(o, 0, sizeof *o);
+    o->connection = w.connection;
+    o->pid = w.pid;
+    o->uid = w.uid;
+    o->gid = w.gid;
+    memcpy(o->comm, w.comm, 15);
+    o->comm[15] = 0;
+    o->process = w.process;
+    o->allocated_bytes = w.allocated_bytes;
+    o->allocations = w.allocations;
+    o->handles = w.handles;
+    o->locked_bytes = w.locked_bytes;
+    o->budget[0] = w.local_budget;
+    o->usage[0] = w.local_usage;
+    o->budget[1] = w.nonlocal_budget;
+    o->usage[1] = w.nonlocal_usage;
+    o->evictions = w.evictions;
+    o->restores = w.restores;
+    o->requests = w.requests;
+    o->in_flight = w.in_flight;
+    o->flags = w.flags;
 }
 
 vidmm_status vidmm_client_admin_processes(struct vidmm_client *c, uint32_t first,
@@ -1034,43 +1068,21 @@ vidmm_status vidmm_client_admin_processes(struct vidmm_client *c, uint32_t first
     if (max && !out)
         return VIDMM_E_INVALID_ARG;
     ENTER(c);
-    vmmd_put32(P, first);
-    vmmd_put32(P + 4, 0);
-    vidmm_status st = call(c, VMMD_OP_ADMIN_CLIENTS, 8);
-    if (st >= 0 && need(c, 8)) {
-        const uint8_t *r = c->rp;
-        uint32_t n = vmmd_get32(r + 4);
-        if (n > VMMD_ADMIN_CLIENTS_PER_REPLY || !need(c, 8 + (size_t)n * VMMD_ADMIN_CLIENT_SIZE))
+    struct vmmd_req_admin_clients q = { first, 0 };
+    vidmm_status st = PUT_REQ(c, ADMIN_CLIENTS, admin_clients, &q, 0);
+    struct vmmd_rep_admin_clients m;
+    if (st >= 0 && GET_REP(c, ADMIN_CLIENTS, admin_clients, &m)) {
+        const uint8_t *recs = c->rp + VMMD_REP_ADMIN_CLIENTS_SIZE;
+        uint32_t n = m.count;
+        if (n > VMMD_ADMIN_CLIENTS_PER_REPLY ||
+            !need(c, VMMD_REP_ADMIN_CLIENTS_SIZE + (size_t)n * VMMD_ADMIN_CLIENT_SIZE))
             LEAVE(c, VIDMM_E_DEVICE_LOST);
         if (total)
-            *total = vmmd_get32(r);
+            *total = m.total;
         if (n > max)
             n = max;
-        for (uint32_t i = 0; i < n; i++) {
-            const uint8_t *p = r + 8 + (size_t)i * VMMD_ADMIN_CLIENT_SIZE;
-            struct vidmm_client_admin_process *o = &out[i];
-            memset(o, 0, sizeof *o);
-            o->connection = vmmd_get32(p);
-            o->pid = vmmd_get32(p + 4);
-            o->uid = vmmd_get32(p + 8);
-            o->gid = vmmd_get32(p + 12);
-            memcpy(o->comm, p + 16, 15);
-            o->comm[15] = 0;
-            o->process = vmmd_get64(p + 32);
-            o->allocated_bytes = vmmd_get64(p + 40);
-            o->allocations = vmmd_get32(p + 48);
-            o->handles = vmmd_get32(p + 52);
-            o->locked_bytes = vmmd_get64(p + 56);
-            for (int g = 0; g < 2; g++) {
-                o->budget[g] = vmmd_get64(p + 64 + 16 * g);
-                o->usage[g] = vmmd_get64(p + 72 + 16 * g);
-            }
-            o->evictions = vmmd_get64(p + 96);
-            o->restores = vmmd_get64(p + 104);
-            o->requests = vmmd_get64(p + 112);
-            o->in_flight = vmmd_get32(p + 120);
-            o->flags = vmmd_get32(p + 124);
-        }
+        for (uint32_t i = 0; i < n; i++)
+            admin_process_get(recs + (size_t)i * VMMD_ADMIN_CLIENT_SIZE, &out[i]);
         if (count)
             *count = n;
     }

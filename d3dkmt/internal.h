@@ -154,9 +154,18 @@ struct d3dkmt_trim_reg {
 };
 
 struct d3dkmt_entry {
-    uint32_t gen;
+    D3DKMT_HANDLE handle;        /* the handle it was given (0 while free) */
     uint32_t type;
     void *obj;
+};
+
+/* The handle index: (handle, slot) in increasing handle order, since
+ * handles only grow; a removed one keeps its place with slot
+ * D3DKMT_INDEX_DEAD until the index is compacted. */
+#define D3DKMT_INDEX_DEAD 0xFFFFFFFFu
+struct d3dkmt_index {
+    D3DKMT_HANDLE handle;
+    uint32_t slot;
 };
 
 struct d3dkmt_runtime {
@@ -167,6 +176,9 @@ struct d3dkmt_runtime {
     uint32_t adapter_count;
     struct d3dkmt_entry *entries;
     uint32_t capacity, used, hint;
+    struct d3dkmt_index *index;
+    uint32_t index_n, index_cap, index_dead;
+    D3DKMT_HANDLE next_handle;   /* the next local handle (docs/D3DKMT.md "Handles") */
     struct d3dkmt_trim_reg *regs;
     uint32_t nregs, regs_cap;
     uintptr_t next_reg_id;

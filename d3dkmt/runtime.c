@@ -113,29 +113,76 @@ NTSTATUS d3dkmt_ntstatus_from_vidmm(int status)
 
 /* ---- the handle table -------------------------------------------------- */
 
-/* D3DKMT_HANDLE: bit 30 set, generation in bits 18-29, slot in 0-17;
- * 0 and anything without bit 30 are never valid. */
-#define H_TAG       0x40000000u
-#define H_SLOT_BITS 18u
-#define H_SLOT_MASK ((1u << H_SLOT_BITS) - 1u)
-#define H_GEN_MASK  0xFFFu
+/* Local D3DKMT handles as Windows gives them (Wine's conformance tests
+ * record it): at least one of bits 0xC0000000 set, the low 6 bits zero,
+ * each new handle the previous plus 0x40 - one counter for every kind of
+ * object - and a value never given twice.  Global (shared) handles, which
+ * this front end does not make, are the ones with (h & 0x3F) == 2, so a
+ * layer above can tell them apart.  Objects live in slots (reused); the
+ * index maps a handle to its slot by binary search. */
+#define H_FIRST 0x40000040u
+#define H_STEP  0x40u
 
-static D3DKMT_HANDLE make_handle(uint32_t slot, uint32_t gen)
+static int index_find(const struct d3dkmt_runtime *rt, D3DKMT_HANDLE h, uint32_t *at)
 {
-    return H_TAG | ((gen & H_GEN_MASK) << H_SLOT_BITS) | slot;
+    uint32_t lo = 0, hi = rt->index_n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (rt->index[mid].handle < h)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return lo < rt->index_n && rt->index[lo].handle == h && rt->index[lo].slot != D3DKMT_INDEX_DEAD;
+}
+
+/* Drop the removed handles' places (order is kept). */
+static void index_compact(struct d3dkmt_runtime *rt)
+{
+    uint32_t i, n = 0;
+    for (i = 0; i < rt->index_n; i++)
+        if (rt->index[i].slot != D3DKMT_INDEX_DEAD)
+            rt->index[n++] = rt->index[i];
+    rt->index_n = n;
+    rt->index_dead = 0;
+}
+
+static NTSTATUS index_append(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h, uint32_t slot)
+{
+    if (rt->index_n == rt->index_cap && rt->index_dead)
+        index_compact(rt);
+    if (rt->index_n == rt->index_cap) {
+        uint32_t ncap = rt->index_cap ? rt->index_cap * 2u : 64u;
+        struct d3dkmt_index *ni = d3dkmt_alloc(rt, ncap * sizeof *ni);
+        if (!ni)
+            return STATUS_NO_MEMORY;
+        if (rt->index)
+            memcpy(ni, rt->index, rt->index_n * sizeof *ni);
+        d3dkmt_free(rt, rt->index, rt->index_cap * sizeof *ni);
+        rt->index = ni;
+        rt->index_cap = ncap;
+    }
+    rt->index[rt->index_n].handle = h;
+    rt->index[rt->index_n].slot = slot;
+    rt->index_n++;
+    return STATUS_SUCCESS;
 }
 
 NTSTATUS d3dkmt_insert(struct d3dkmt_runtime *rt, uint32_t type, void *obj, D3DKMT_HANDLE *out)
 {
     uint32_t i, slot = UINT32_MAX;
+    if (!rt->next_handle)
+        rt->next_handle = H_FIRST;
+    if (rt->next_handle < H_FIRST)   /* the counter wrapped: every value was given once */
+        return STATUS_NO_MEMORY;
     if (rt->used == rt->capacity) {
         uint32_t ncap = rt->capacity ? rt->capacity * 2u : 64u;
         struct d3dkmt_entry *ne;
-        if (ncap > H_SLOT_MASK + 1u)
-            return STATUS_NO_MEMORY;
         ne = d3dkmt_alloc(rt, ncap * sizeof *ne);
         if (!ne)
             return STATUS_NO_MEMORY;
+        memset(ne, 0, ncap * sizeof *ne);
         if (rt->entries)
             memcpy(ne, rt->entries, rt->capacity * sizeof *ne);
         d3dkmt_free(rt, rt->entries, rt->capacity * sizeof *ne);
@@ -152,12 +199,15 @@ NTSTATUS d3dkmt_insert(struct d3dkmt_runtime *rt, uint32_t type, void *obj, D3DK
     }
     if (slot == UINT32_MAX)
         return STATUS_INTERNAL_ERROR;
-    rt->entries[slot].gen = (rt->entries[slot].gen + 1u) & H_GEN_MASK;
+    if (index_append(rt, rt->next_handle, slot) != STATUS_SUCCESS)
+        return STATUS_NO_MEMORY;
+    rt->entries[slot].handle = rt->next_handle;
     rt->entries[slot].type = type;
     rt->entries[slot].obj = obj;
     rt->used++;
     rt->hint = slot + 1u;
-    *out = make_handle(slot, rt->entries[slot].gen);
+    *out = rt->next_handle;
+    rt->next_handle += H_STEP;
     if (type != T_ADAPTER)
         ((struct d3dkmt_obj *)obj)->handle = *out;
     return STATUS_SUCCESS;
@@ -165,22 +215,29 @@ NTSTATUS d3dkmt_insert(struct d3dkmt_runtime *rt, uint32_t type, void *obj, D3DK
 
 void *d3dkmt_lookup(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h, uint32_t type)
 {
-    uint32_t slot = h & H_SLOT_MASK, gen = (h >> H_SLOT_BITS) & H_GEN_MASK;
-    if ((h & 0xC0000000u) != H_TAG || slot >= rt->capacity)
+    const struct d3dkmt_entry *e;
+    uint32_t at;
+    if (!(h & 0xC0000000u) || (h & 0x3Fu) || !index_find(rt, h, &at))
         return NULL;
-    if (rt->entries[slot].type != type || rt->entries[slot].gen != gen)
-        return NULL;
-    return rt->entries[slot].obj;
+    e = &rt->entries[rt->index[at].slot];
+    return e->type == type && e->handle == h ? e->obj : NULL;
 }
 
 void d3dkmt_remove(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h)
 {
-    uint32_t slot = h & H_SLOT_MASK;
-    if (slot < rt->capacity && rt->entries[slot].type != T_FREE) {
-        rt->entries[slot].type = T_FREE;
-        rt->entries[slot].obj = NULL;
-        rt->used--;
-    }
+    struct d3dkmt_entry *e;
+    uint32_t at;
+    if (!index_find(rt, h, &at))
+        return;
+    e = &rt->entries[rt->index[at].slot];
+    rt->index[at].slot = D3DKMT_INDEX_DEAD;
+    rt->index_dead++;
+    if (rt->index_dead * 2u > rt->index_n)
+        index_compact(rt);
+    e->type = T_FREE;
+    e->obj = NULL;
+    e->handle = 0;
+    rt->used--;
 }
 
 size_t d3dkmt_obj_size(uint32_t type)
@@ -343,6 +400,7 @@ void d3dkmt_runtime_close(struct d3dkmt_runtime *rt)
     if (t_thread_runtime == rt)
         t_thread_runtime = NULL;
     d3dkmt_free(rt, rt->entries, rt->capacity * sizeof *rt->entries);
+    d3dkmt_free(rt, rt->index, rt->index_cap * sizeof *rt->index);
     d3dkmt_free(rt, rt->regs, rt->regs_cap * sizeof *rt->regs);
     pthread_cond_destroy(&rt->fence_cv);
     pthread_mutex_destroy(&rt->lock);

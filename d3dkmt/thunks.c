@@ -147,7 +147,11 @@ static uint32_t driver_version(uint32_t wddm)
 }
 
 /* Sums of the adapter's segments, as Microsoft's 'Calculating graphics
- * memory' page adds them up. */
+ * memory' page adds them up.  The segment groups are what the budgets
+ * (D3DKMTQueryVideoMemoryInfo) divide: LocalMemory the memory segments,
+ * NonLocalMemory the system memory the non-local group's allocations
+ * live in (its commit limit; the aperture is a window onto it, not more
+ * of it), so no budget exceeds its group (docs/DECISIONS.md D74). */
 static NTSTATUS segment_sums(struct d3dkmt_adapter *ad, D3DKMT_SEGMENTGROUPSIZEINFO *out)
 {
     struct vidmm_adapter_info ai;
@@ -188,7 +192,7 @@ static NTSTATUS segment_sums(struct d3dkmt_adapter *ad, D3DKMT_SEGMENTGROUPSIZEI
     if (system_limit && aperture > system_limit)
         aperture = system_limit;
     out->LegacyInfo.SharedSystemMemorySize = aperture;
-    out->NonLocalMemory += aperture;
+    out->NonLocalMemory += system_limit;
     return STATUS_SUCCESS;
 }
 
@@ -527,8 +531,10 @@ NTSTATUS D3DKMTCreateAllocation2(D3DKMT_CREATEALLOCATION *args)
     n = args->NumAllocations;
     if (n == 0 || n > MAX_ALLOCATIONS_PER_CREATE || !args->pAllocationInfo2)
         return STATUS_INVALID_PARAMETER;
-    if (args->hResource || args->hGlobalShare || args->hPrivateRuntimeResourceHandle ||
-        (create_flags_value(&args->Flags) & k_unsupported_create_flags_mask) ||
+    /* hGlobalShare is an output (Windows clears it when nothing is
+     * shared); hPrivateRuntimeResourceHandle is the runtime's opaque
+     * tracing handle, accepted and left as it is. */
+    if (args->hResource || (create_flags_value(&args->Flags) & k_unsupported_create_flags_mask) ||
         (create_flags_value(&args->Flags) & 0x7F800000u))
         return STATUS_NOT_SUPPORTED;
     for (i = 0; i < n; i++) {
@@ -599,6 +605,8 @@ NTSTATUS D3DKMTCreateAllocation2(D3DKMT_CREATEALLOCATION *args)
                 d.ad->be->allocation_destroy(d.ad, vh);
             args->pAllocationInfo2[i].hAllocation = 0;
         }
+    } else {
+        args->hGlobalShare = 0;   /* nothing shared */
     }
     return st;
 }

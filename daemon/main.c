@@ -37,10 +37,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <grp.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -176,14 +178,15 @@ static void usage(FILE *f)
                "              [--system-memory BYTES] [--max-locked BYTES] [--max-alloc-bytes BYTES]\n"
                "              [--max-handles N] [--max-requests N] [--max-connections-per-uid N]\n"
                "              [--max-processes N] [--user NAME] [--allow-set-budget] [-v|--verbose]...\n"
-               "              [--quiet] [--foreground] [--driver vkgpu|FILE.so]\n"
+               "              [--quiet] [--foreground] [--driver vkgpu|FILE.so] [--version] [--help]\n"
                "  --driver: the adapter on a driver plug-in instead of softgpu: vkgpu (a Vulkan\n"
                "  device, docs/VKGPU.md; VIDMM_VKGPU_DEVICE picks it) or a FILE.so exporting\n"
                "  vidmm_driver_entry; VIDMM_DRIVER_OPTIONS goes to its constructor.\n"
                "  --allow-set-budget: clients may pin their own budgets (PROCESS_SET_BUDGET; tests).\n"
                "  BYTES takes a K, M or G suffix.  The socket defaults to $VIDMMD_SOCKET,\n"
                "  else $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-$UID.sock; a socket\n"
-               "  passed by the service manager (LISTEN_FDS) is used instead.\n"
+               "  passed by the service manager (LISTEN_FDS) is used instead (the system\n"
+               "  unit's is /run/vidmmd/vidmmd.sock, on the clients' default search path).\n"
                "  Limits per connection (defaults): --max-locked 256M, --max-alloc-bytes 4G,\n"
                "  --max-handles 65536, --max-requests 256; per uid: --max-connections-per-uid 256.\n"
                "  As root, --user NAME is required: the daemon drops to NAME once the socket\n"
@@ -340,6 +343,137 @@ static int plugin_open(const char *name, void **lib, struct drvcheck_driver *drv
     return 0;
 }
 
+/* A usage error: what was wrong, then where the options are listed.
+ * Returns 2. */
+static int bad_usage(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "vidmmd: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(vidmmd --help lists the options)\n");
+    return 2;
+}
+
+/* The preset names, for a --preset that names none. */
+static int preset_known(const char *name)
+{
+    for (const char *const *p = softgpu_preset_names(); *p; p++)
+        if (!strcmp(*p, name))
+            return 1;
+    return 0;
+}
+
+/* The command line, GNU style (getopt_long: --name=value, options in any
+ * order, -- ends them).  Returns -1 to go on, else the exit status (0
+ * after --help or --version, 2 after a usage error naming the argument). */
+static int parse_args(int argc, char **argv, const char **sock_path, struct softgpu_config *sc, uint64_t *sysmem,
+                      uint64_t *max_locked, uint64_t *max_alloc, uint64_t *max_handles, uint64_t *max_requests,
+                      uint64_t *max_per_uid, uint64_t *max_processes, const char **user, int *verbose,
+                      int *allow_set_budget, const char **driver)
+{
+    enum { O_SOCKET = 256, O_PRESET, O_SEGMENT, O_SYSMEM, O_MAX_LOCKED, O_MAX_PROCESSES, O_MAX_ALLOC, O_MAX_HANDLES,
+           O_MAX_REQUESTS, O_MAX_PER_UID, O_USER, O_QUIET, O_ALLOW_BUDGET, O_FOREGROUND, O_VERSION, O_DRIVER };
+    static const struct option longs[] = {
+        { "socket", required_argument, NULL, O_SOCKET },
+        { "preset", required_argument, NULL, O_PRESET },
+        { "driver", required_argument, NULL, O_DRIVER },
+        { "segment", required_argument, NULL, O_SEGMENT },
+        { "system-memory", required_argument, NULL, O_SYSMEM },
+        { "max-locked", required_argument, NULL, O_MAX_LOCKED },
+        { "max-processes", required_argument, NULL, O_MAX_PROCESSES },
+        { "max-alloc-bytes", required_argument, NULL, O_MAX_ALLOC },
+        { "max-handles", required_argument, NULL, O_MAX_HANDLES },
+        { "max-requests", required_argument, NULL, O_MAX_REQUESTS },
+        { "max-connections-per-uid", required_argument, NULL, O_MAX_PER_UID },
+        { "user", required_argument, NULL, O_USER },
+        { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, O_QUIET },
+        { "allow-set-budget", no_argument, NULL, O_ALLOW_BUDGET },
+        { "foreground", no_argument, NULL, O_FOREGROUND },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, O_VERSION },
+        { NULL, 0, NULL, 0 },
+    };
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
+        const char *v = optarg, *opt = argv[optind - 1];
+        switch (c) {
+        case O_SOCKET: *sock_path = v; break;
+        case O_PRESET:
+            if (!preset_known(v)) {
+                fprintf(stderr, "vidmmd: --preset %s: no such softgpu preset (", v);
+                for (const char *const *p = softgpu_preset_names(); *p; p++)
+                    fprintf(stderr, "%s%s", p == softgpu_preset_names() ? "" : ", ", *p);
+                fprintf(stderr, ")\n");
+                return 2;
+            }
+            sc->preset = v;
+            break;
+        case O_SEGMENT: {
+            const char *eq = strchr(v, '=');
+            uint64_t id = 0, size = 0;
+            char idbuf[16];
+            if (!eq || (size_t)(eq - v) >= sizeof idbuf)
+                return bad_usage("--segment %s: want ID=BYTES (ID 1-%u)", v, SOFTGPU_MAX_SEGMENTS);
+            memcpy(idbuf, v, (size_t)(eq - v));
+            idbuf[eq - v] = 0;
+            if (parse_u64(idbuf, &id) || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_u64(eq + 1, &size))
+                return bad_usage("--segment %s: want ID=BYTES (ID 1-%u, BYTES with K, M or G)", v,
+                                 SOFTGPU_MAX_SEGMENTS);
+            sc->segment_size[id] = size;
+            break;
+        }
+        case O_SYSMEM:
+            if (parse_u64(v, sysmem))
+                return bad_usage("--system-memory %s: want BYTES (K, M or G suffix)", v);
+            break;
+        case O_MAX_LOCKED:
+            if (parse_u64(v, max_locked))
+                return bad_usage("--max-locked %s: want BYTES (K, M or G suffix)", v);
+            break;
+        case O_MAX_PROCESSES:
+            if (parse_u64(v, max_processes) || *max_processes > VIDMM_MAX_PROCESSES_LIMIT)
+                return bad_usage("--max-processes %s: want a number up to %u", v, VIDMM_MAX_PROCESSES_LIMIT);
+            break;
+        case O_MAX_ALLOC: case O_MAX_HANDLES: case O_MAX_REQUESTS: case O_MAX_PER_UID: {
+            uint64_t *dst = c == O_MAX_ALLOC ? max_alloc : c == O_MAX_HANDLES ? max_handles
+                          : c == O_MAX_REQUESTS ? max_requests : max_per_uid;
+            uint64_t cap = c == O_MAX_ALLOC ? UINT64_MAX : c == O_MAX_HANDLES ? (1u << 24) - 1 : UINT32_MAX;
+            if (parse_u64(v, dst) || *dst == 0 || *dst > cap)
+                return bad_usage("%s %s: want a positive number%s", opt, v,
+                                 c == O_MAX_HANDLES ? " up to 16777215" : "");
+            break;
+        }
+        case O_USER: *user = v; break;
+        case O_DRIVER: *driver = v; break;
+        case 'v': (*verbose)++; break;
+        case O_QUIET: *verbose = 0; break;
+        case O_ALLOW_BUDGET: *allow_set_budget = 1; break;
+        case O_FOREGROUND: break;   /* the only mode: a service manager keeps it in the foreground */
+        case 'h': usage(stdout); return 0;
+        case O_VERSION: printf("vidmmd %s\n", VIDMM_VERSION_STRING); return 0;
+        case ':': return bad_usage("%s needs a value", opt);
+        default:
+            if (optopt && opt[0] == '-' && opt[1] == '-' && strchr(opt, '='))
+                return bad_usage("%.*s takes no value", (int)(strchr(opt, '=') - opt), opt);
+            if (optopt && !(opt[0] == '-' && opt[1] == '-'))
+                return bad_usage("unknown option '-%c'", optopt);
+            return bad_usage("unknown option '%s'", opt);
+        }
+    }
+    if (optind < argc)
+        return bad_usage("unknown argument '%s' (vidmmd takes options only)", argv[optind]);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     const char *driver = NULL;
@@ -359,81 +493,10 @@ int main(int argc, char **argv)
      * that name shared allocations, is then closed to other processes of
      * its user (docs/DAEMON.md "Shared allocations"). */
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--socket") && v) {
-            sock_path = v, i++;
-        } else if (!strcmp(a, "--preset") && v) {
-            sc.preset = v, i++;
-        } else if (!strcmp(a, "--driver") && v) {
-            driver = v, i++;
-        } else if (!strcmp(a, "--segment") && v) {
-            char *eq = strchr(v, '=');
-            uint64_t id = 0, size = 0;
-            char idbuf[16];
-            if (!eq || (size_t)(eq - v) >= sizeof idbuf) {
-                usage(stderr);
-                return 2;
-            }
-            memcpy(idbuf, v, (size_t)(eq - v));
-            idbuf[eq - v] = 0;
-            if (parse_u64(idbuf, &id) || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_u64(eq + 1, &size)) {
-                fprintf(stderr, "vidmmd: bad --segment %s\n", v);
-                return 2;
-            }
-            sc.segment_size[id] = size;
-            i++;
-        } else if (!strcmp(a, "--system-memory") && v) {
-            if (parse_u64(v, &sysmem)) {
-                fprintf(stderr, "vidmmd: bad --system-memory %s\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--max-locked") && v) {
-            if (parse_u64(v, &max_locked)) {
-                fprintf(stderr, "vidmmd: bad --max-locked %s\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--max-processes") && v) {
-            if (parse_u64(v, &max_processes) || max_processes > VIDMM_MAX_PROCESSES_LIMIT) {
-                fprintf(stderr, "vidmmd: bad --max-processes %s\n", v);
-                return 2;
-            }
-            i++;
-        } else if ((!strcmp(a, "--max-alloc-bytes") || !strcmp(a, "--max-handles") || !strcmp(a, "--max-requests") ||
-                    !strcmp(a, "--max-connections-per-uid")) &&
-                   v) {
-            uint64_t *dst = !strcmp(a, "--max-alloc-bytes") ? &max_alloc
-                            : !strcmp(a, "--max-handles")   ? &max_handles
-                            : !strcmp(a, "--max-requests")  ? &max_requests
-                                                            : &max_per_uid;
-            uint64_t cap = dst == &max_alloc ? UINT64_MAX : dst == &max_handles ? (1u << 24) - 1 : UINT32_MAX;
-            if (parse_u64(v, dst) || *dst == 0 || *dst > cap) {
-                fprintf(stderr, "vidmmd: bad %s %s (a positive number%s)\n", a, v,
-                        dst == &max_handles ? " up to 16777215" : "");
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--user") && v) {
-            user = v, i++;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose++;
-        } else if (!strcmp(a, "--quiet")) {
-            verbose = 0;
-        } else if (!strcmp(a, "--allow-set-budget")) {
-            allow_set_budget = 1;
-        } else if (!strcmp(a, "--foreground")) {
-            /* the only mode: a service manager keeps it in the foreground */
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+    int rc = parse_args(argc, argv, &sock_path, &sc, &sysmem, &max_locked, &max_alloc, &max_handles, &max_requests,
+                        &max_per_uid, &max_processes, &user, &verbose, &allow_set_budget, &driver);
+    if (rc >= 0)
+        return rc;
     /* Who the daemon will be: refused as root without --user (a client
      * would reach an adapter - memfds, the paging engine - run by root). */
     struct passwd pwbuf, *pw = NULL;

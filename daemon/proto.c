@@ -1,5 +1,6 @@
 /*
- * daemon/proto.c - header and request decoding (docs/PROTOCOL.md).
+ * daemon/proto.c - header and request decoding, and the encoders and
+ * decoders of every layout of proto.def (docs/PROTOCOL.md).
  * Every size comes from the message itself and is checked against the
  * bytes actually received before anything is read.
  */
@@ -41,58 +42,99 @@ int vmmd_header_get(const uint8_t *p, size_t n, struct vmmd_header *out)
     return VMMD_DECODE_OK;
 }
 
-/* Fixed payload bytes per request opcode; -1 = not a request. */
+/* The encoders and decoders of every layout in proto.def: fields in
+ * table order, each at the running offset. */
+#define VMMD_F(t, n) vmmd_put_##t(p + o, m->n); o += sizeof(vmmd_##t);
+#define VMMD_A(t, n, k) for (size_t i = 0; i < (k); i++, o += sizeof(vmmd_##t)) vmmd_put_##t(p + o, m->n[i]);
+#define VMMD_B(n, k) memcpy(p + o, m->n, (k)); o += (k);
+#define VMMD_PUT(kind, name, fields)                                                          \
+    void vmmd_put_##kind##_##name(uint8_t *p, const struct vmmd_##kind##_##name *m)           \
+    {                                                                                         \
+        size_t o = 0;                                                                         \
+        fields                                                                                \
+        (void)o;                                                                              \
+    }
+#define VMMD_REQ(OP, name, fields) VMMD_PUT(req, name, fields)
+#define VMMD_REP(OP, name, fields) VMMD_PUT(rep, name, fields)
+#define VMMD_REC(name, fields) VMMD_PUT(rec, name, fields)
+#define VMMD_REQ0(OP, name)
+#define VMMD_REP0(OP, name)
+#include "proto.def"
+#undef VMMD_F
+#undef VMMD_A
+#undef VMMD_B
+#undef VMMD_REQ
+#undef VMMD_REP
+#undef VMMD_REC
+
+#define VMMD_F(t, n) m->n = vmmd_get_##t(p + o); o += sizeof(vmmd_##t);
+#define VMMD_A(t, n, k) for (size_t i = 0; i < (k); i++, o += sizeof(vmmd_##t)) m->n[i] = vmmd_get_##t(p + o);
+#define VMMD_B(n, k) memcpy(m->n, p + o, (k)); o += (k);
+#define VMMD_GET(kind, name, fields)                                                          \
+    void vmmd_get_##kind##_##name(const uint8_t *p, struct vmmd_##kind##_##name *m)           \
+    {                                                                                         \
+        size_t o = 0;                                                                         \
+        fields                                                                                \
+        (void)o;                                                                              \
+    }
+#define VMMD_REQ(OP, name, fields) VMMD_GET(req, name, fields)
+#define VMMD_REP(OP, name, fields) VMMD_GET(rep, name, fields)
+#define VMMD_REC(name, fields) VMMD_GET(rec, name, fields)
+#include "proto.def"
+#undef VMMD_F
+#undef VMMD_A
+#undef VMMD_B
+#undef VMMD_REQ
+#undef VMMD_REP
+#undef VMMD_REC
+#undef VMMD_REQ0
+#undef VMMD_REP0
+
+/* Fixed payload bytes per request opcode (proto.def); -1 = not a
+ * request. */
 int vmmd_request_fixed_size(uint16_t opcode)
 {
     switch (opcode) {
-    case VMMD_OP_HELLO:
-    case VMMD_OP_DEVICE_CREATE:
-    case VMMD_OP_ADAPTER_INFO:
-    case VMMD_OP_DEBUG_CHECK:
-    case VMMD_OP_ECHO:
-    case VMMD_OP_SHARE_OPEN:
-    case VMMD_OP_ADMIN_ADAPTER:
-        return 0;
-    case VMMD_OP_DEVICE_DESTROY:
-    case VMMD_OP_QUEUE_DESTROY:
-    case VMMD_OP_QUEUE_FENCE:
-    case VMMD_OP_ALLOC_DESTROY:
-    case VMMD_OP_LOCK:
-    case VMMD_OP_UNLOCK:
-    case VMMD_OP_ALLOC_QUERY:
-    case VMMD_OP_QUERY_VIDMEM:
-    case VMMD_OP_SHARE_EXPORT:
-    case VMMD_OP_SHARE_QUERY:
-    case VMMD_OP_SEGMENT_QUERY:
-    case VMMD_OP_CONTEXT_DESTROY:
-    case VMMD_OP_CONTEXT_FENCE:
-    case VMMD_OP_GPUVA_UPDATE:
-    case VMMD_OP_ADMIN_CLIENTS:
-        return 8;
-    case VMMD_OP_QUEUE_CREATE:
-    case VMMD_OP_ALLOC_CREATE:
-    case VMMD_OP_EVICT:
-    case VMMD_OP_GPUVA_FREE:
-    case VMMD_OP_ALLOC_SET_PRIORITY:
-    case VMMD_OP_OFFER:
-    case VMMD_OP_RECLAIM:
-    case VMMD_OP_CHANGE_RESERVATION:
-    case VMMD_OP_TRIM_REGISTER:
-    case VMMD_OP_PROCESS_SET_BUDGET:
-        return 16;
-    case VMMD_OP_QUEUE_WAIT:
-    case VMMD_OP_MAKE_RESIDENT:
-    case VMMD_OP_CONTEXT_CREATE:
-    case VMMD_OP_SUBMIT_VIRTUAL:
-    case VMMD_OP_CONTEXT_WAIT:
-        return 24;
-    case VMMD_OP_GPUVA_RESERVE:
-        return 40;
-    case VMMD_OP_GPUVA_MAP:
-        return 64;
+#define VMMD_REQ(OP, name, fields) case VMMD_OP_##OP: return VMMD_REQ_##OP##_SIZE;
+#define VMMD_REQ0(OP, name) case VMMD_OP_##OP: return 0;
+#define VMMD_REP(OP, name, fields)
+#define VMMD_REC(name, fields)
+#define VMMD_REP0(OP, name)
+#include "proto.def"
+#undef VMMD_REQ
+#undef VMMD_REQ0
     default:
         return -1;
     }
+}
+
+/* Read the fixed part of a request whose opcode is known and whose
+ * payload holds at least its fixed size. */
+static void get_fields(uint16_t opcode, const uint8_t *p, union vmmd_request_fields *m)
+{
+    switch (opcode) {
+#define VMMD_REQ(OP, name, fields) case VMMD_OP_##OP: vmmd_get_req_##name(p, &m->name); break;
+#define VMMD_REQ0(OP, name)
+#include "proto.def"
+#undef VMMD_REQ
+#undef VMMD_REQ0
+#undef VMMD_REP
+#undef VMMD_REC
+#undef VMMD_REP0
+    default:
+        break;
+    }
+}
+
+/* The variable part after the fixed one: count elements of size bytes
+ * (at most max) must fill the rest of the payload exactly. */
+static int tail(const uint8_t *p, uint32_t len, uint32_t fixed, uint32_t count, uint32_t size, uint32_t max,
+                const uint8_t **out)
+{
+    if (count > max || len != fixed + size * count)
+        return VMMD_DECODE_BAD_PAYLOAD;
+    *out = p + fixed;
+    return VMMD_DECODE_OK;
 }
 
 int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
@@ -111,114 +153,36 @@ int vmmd_decode_request(const uint8_t *msg, size_t n, struct vmmd_request *out)
     if (fixed < 0)
         return VMMD_DECODE_BAD_OPCODE;
     const uint8_t *p = msg + VMMD_HEADER_SIZE;
-    uint32_t len = out->h.length;
-    if (len < (uint32_t)fixed)
+    uint32_t len = out->h.length, f = (uint32_t)fixed;
+    if (len < f)
         return VMMD_DECODE_BAD_PAYLOAD;
+    get_fields(out->h.opcode, p, &out->m);
     switch (out->h.opcode) {
     case VMMD_OP_ECHO:
         out->data = p;
         out->data_size = len;
         return VMMD_DECODE_OK;
-    case VMMD_OP_QUERY_VIDMEM:
-    case VMMD_OP_SEGMENT_QUERY:
-    case VMMD_OP_ADMIN_CLIENTS:
-        out->u0 = vmmd_get32(p);
-        out->u1 = vmmd_get32(p + 4);
-        break;
-    case VMMD_OP_CHANGE_RESERVATION:
-    case VMMD_OP_PROCESS_SET_BUDGET:
-        out->u0 = vmmd_get32(p);
-        out->u1 = vmmd_get32(p + 4);
-        out->a = vmmd_get64(p + 8);
-        break;
-    case VMMD_OP_GPUVA_UPDATE:
-        out->u0 = vmmd_get32(p);
-        out->u1 = vmmd_get32(p + 4);
-        if (out->u0 > VMMD_MAX_GPUVA_OPS || len != 8u + VMMD_GPUVA_OP_SIZE * out->u0)
-            return VMMD_DECODE_BAD_PAYLOAD;
-        out->list = p + 8;
-        return VMMD_DECODE_OK;
-    case VMMD_OP_CONTEXT_CREATE:
-        /* h:device, u32 node, u32 mode, u32 flags, u32 reserved */
-        out->a = vmmd_get64(p);
-        out->c = vmmd_get32(p + 8);
-        out->d = vmmd_get32(p + 12);
-        out->u0 = vmmd_get32(p + 16);
-        out->u1 = vmmd_get32(p + 20);
-        break;
-    case VMMD_OP_SUBMIT_VIRTUAL:
-        out->a = vmmd_get64(p);
-        out->b = vmmd_get64(p + 8);
-        out->u0 = vmmd_get32(p + 16);
-        out->u1 = vmmd_get32(p + 20);
-        break;
-    case VMMD_OP_QUEUE_CREATE:
-    case VMMD_OP_ALLOC_SET_PRIORITY:
-    case VMMD_OP_TRIM_REGISTER:
-        out->a = vmmd_get64(p);
-        out->u0 = vmmd_get32(p + 8);
-        out->u1 = vmmd_get32(p + 12);
-        break;
     case VMMD_OP_ALLOC_CREATE:
-        out->a = vmmd_get64(p);
-        out->u0 = vmmd_get32(p + 8);
-        out->u1 = vmmd_get32(p + 12);
-        if (out->u1 > VMMD_MAX_PRIVATE_DATA || len != 16u + out->u1)
-            return VMMD_DECODE_BAD_PAYLOAD;
-        out->data = p + 16;
-        out->data_size = out->u1;
-        return VMMD_DECODE_OK;
+        out->data_size = out->m.alloc_create.private_size;
+        return tail(p, len, f, out->data_size, 1, VMMD_MAX_PRIVATE_DATA, &out->data);
+    case VMMD_OP_GPUVA_UPDATE:
+        out->list_count = out->m.gpuva_update.count;
+        return tail(p, len, f, out->list_count, VMMD_GPUVA_OP_SIZE, VMMD_MAX_GPUVA_OPS, &out->list);
     case VMMD_OP_MAKE_RESIDENT:
-        out->a = vmmd_get64(p);
-        out->b = vmmd_get64(p + 8);
-        out->u0 = vmmd_get32(p + 16);
-        out->u1 = vmmd_get32(p + 20);
-        if (out->u1 > VMMD_MAX_LIST || len != 24u + 8u * out->u1)
-            return VMMD_DECODE_BAD_PAYLOAD;
-        out->list = p + 24;
-        return VMMD_DECODE_OK;
+        out->list_count = out->m.make_resident.count;
+        return tail(p, len, f, out->list_count, 8, VMMD_MAX_LIST, &out->list);
     case VMMD_OP_EVICT:
+        out->list_count = out->m.evict.count;
+        return tail(p, len, f, out->list_count, 8, VMMD_MAX_LIST, &out->list);
     case VMMD_OP_OFFER:
+        out->list_count = out->m.offer.count;
+        return tail(p, len, f, out->list_count, 8, VMMD_MAX_LIST, &out->list);
     case VMMD_OP_RECLAIM:
-        /* h, u32 (evict flags, offer priority; RECLAIM: 0), u32 count,
-         * count handles. */
-        out->a = vmmd_get64(p);
-        out->u0 = vmmd_get32(p + 8);
-        out->u1 = vmmd_get32(p + 12);
-        if (out->u1 > VMMD_MAX_LIST || len != 16u + 8u * out->u1)
-            return VMMD_DECODE_BAD_PAYLOAD;
-        out->list = p + 16;
-        return VMMD_DECODE_OK;
-    case VMMD_OP_GPUVA_RESERVE:
-        out->a = vmmd_get64(p);
-        out->b = vmmd_get64(p + 8);
-        out->c = vmmd_get64(p + 16);
-        out->d = vmmd_get64(p + 24);
-        out->u0 = vmmd_get32(p + 32);
-        out->u1 = vmmd_get32(p + 36);
-        break;
-    case VMMD_OP_GPUVA_MAP:
-        out->a = vmmd_get64(p);
-        out->b = vmmd_get64(p + 8);
-        out->c = vmmd_get64(p + 16);
-        out->d = vmmd_get64(p + 24);
-        out->e = vmmd_get64(p + 32);
-        out->f = vmmd_get64(p + 40);
-        out->g = vmmd_get64(p + 48);
-        out->u0 = vmmd_get32(p + 56);
-        out->u1 = vmmd_get32(p + 60);
-        break;
-    default: {
-        /* Only 64-bit fields: a, b, c in order. */
-        uint64_t *f[3] = { &out->a, &out->b, &out->c };
-        for (int i = 0; i < fixed / 8 && i < 3; i++)
-            *f[i] = vmmd_get64(p + 8 * i);
-        break;
+        out->list_count = out->m.reclaim.count;
+        return tail(p, len, f, out->list_count, 8, VMMD_MAX_LIST, &out->list);
+    default:
+        return len == f ? VMMD_DECODE_OK : VMMD_DECODE_BAD_PAYLOAD;
     }
-    }
-    if (len != (uint32_t)fixed)
-        return VMMD_DECODE_BAD_PAYLOAD;
-    return VMMD_DECODE_OK;
 }
 
 const char *vmmd_op_name(uint16_t opcode)

@@ -1,8 +1,9 @@
 /*
  * daemon/proto.h - the wire protocol between vidmmd and libvidmm-client
  * (docs/PROTOCOL.md): message layout, opcodes, little-endian field
- * access and the decoder that checks every request before the daemon
- * looks at it.  Pure functions, no state: the daemon, the client library
+ * access, the structures, sizes and codecs of every message generated
+ * from the one table daemon/proto.def, and the decoder that checks
+ * every request before the daemon looks at it.  Pure functions, no state: the daemon, the client library
  * and the fuzz harness (fuzz/proto.c) share it.
  */
 #ifndef VIDMMD_PROTO_H
@@ -76,12 +77,13 @@ enum vmmd_op {
     VMMD_OP_LAST = 96
 };
 
-/* Payload sizes of the fixed records of the API's requests. */
-#define VMMD_ADAPTER_INFO_SIZE 352u     /* ADAPTER_INFO reply after the status */
-#define VMMD_SEGMENT_INFO_SIZE 88u      /* SEGMENT_QUERY reply after the status */
-#define VMMD_GPUVA_OP_SIZE 64u          /* one GPUVA_UPDATE operation */
+/* Payload sizes of the fixed records of the API's requests (the table
+ * below, proto.def, defines them: 352, 88, 64 and 24 bytes). */
+#define VMMD_ADAPTER_INFO_SIZE ((unsigned)VMMD_REP_ADAPTER_INFO_SIZE)     /* ADAPTER_INFO reply after the status */
+#define VMMD_SEGMENT_INFO_SIZE ((unsigned)VMMD_REP_SEGMENT_QUERY_SIZE)      /* SEGMENT_QUERY reply after the status */
+#define VMMD_GPUVA_OP_SIZE ((unsigned)VMMD_REC_gpuva_op_SIZE)          /* one GPUVA_UPDATE operation (VMMD_REC_gpuva_op_SIZE) */
 #define VMMD_MAX_GPUVA_OPS ((VMMD_MAX_PAYLOAD - 8u) / VMMD_GPUVA_OP_SIZE)
-#define VMMD_TRIM_EVENT_SIZE 24u        /* TRIM event after the status */
+#define VMMD_TRIM_EVENT_SIZE ((unsigned)VMMD_REC_trim_event_SIZE)        /* TRIM event after the status */
 
 /* Statuses the daemon adds to vidmm_status (replies carry them in the
  * same field; include/vidmm-client/client.h names them for clients). */
@@ -90,11 +92,11 @@ enum vmmd_op {
 
 /* ADMIN_ADAPTER reply (after the status): the fixed part, then
  * VMMD_ADMIN_SEGMENT_SIZE bytes per segment. */
-#define VMMD_ADMIN_ADAPTER_FIXED 168u
-#define VMMD_ADMIN_SEGMENT_SIZE 64u
+#define VMMD_ADMIN_ADAPTER_FIXED ((unsigned)VMMD_REP_ADMIN_ADAPTER_SIZE)
+#define VMMD_ADMIN_SEGMENT_SIZE ((unsigned)VMMD_REC_admin_segment_SIZE)
 #define VMMD_ADMIN_MAX_SEGMENTS 32u
 /* ADMIN_CLIENTS reply: u32 total, u32 count, then count records. */
-#define VMMD_ADMIN_CLIENT_SIZE 128u
+#define VMMD_ADMIN_CLIENT_SIZE ((unsigned)VMMD_REC_admin_client_SIZE)
 #define VMMD_ADMIN_CLIENTS_PER_REPLY ((VMMD_MAX_PAYLOAD - 16u) / VMMD_ADMIN_CLIENT_SIZE)
 
 struct vmmd_header {
@@ -104,18 +106,6 @@ struct vmmd_header {
     uint32_t length;       /* payload bytes after the header */
     uint32_t flags;
     uint64_t request_id;
-};
-
-/* A decoded request: the header plus the fields of its opcode.  list
- * and data point into the message buffer (valid while it is). */
-struct vmmd_request {
-    struct vmmd_header h;
-    uint64_t a, b, c, d, e, f, g;   /* 64-bit fields in wire order */
-    uint32_t u0, u1;               /* 32-bit fields in wire order */
-    const uint8_t *list;           /* MAKE_RESIDENT / EVICT / OFFER / RECLAIM handles (count = u1);
-                                      GPUVA_UPDATE operations (count = u0) */
-    const uint8_t *data;           /* ALLOC_CREATE private data (size = u1), ECHO bytes */
-    uint32_t data_size;
 };
 
 /* Why a message was refused. */
@@ -145,6 +135,112 @@ static inline void vmmd_put64(uint8_t *p, uint64_t v)
 static inline uint16_t vmmd_get16(const uint8_t *p) { return (uint16_t)(p[0] | (uint16_t)p[1] << 8); }
 static inline uint32_t vmmd_get32(const uint8_t *p) { return vmmd_get16(p) | (uint32_t)vmmd_get16(p + 2) << 16; }
 static inline uint64_t vmmd_get64(const uint8_t *p) { return vmmd_get32(p) | (uint64_t)vmmd_get32(p + 4) << 32; }
+
+static inline void vmmd_put_u32(uint8_t *p, uint32_t v) { vmmd_put32(p, v); }
+static inline void vmmd_put_i32(uint8_t *p, int32_t v) { vmmd_put32(p, (uint32_t)v); }
+static inline void vmmd_put_u64(uint8_t *p, uint64_t v) { vmmd_put64(p, v); }
+static inline void vmmd_put_i64(uint8_t *p, int64_t v) { vmmd_put64(p, (uint64_t)v); }
+static inline uint32_t vmmd_get_u32(const uint8_t *p) { return vmmd_get32(p); }
+static inline int32_t vmmd_get_i32(const uint8_t *p) { return (int32_t)vmmd_get32(p); }
+static inline uint64_t vmmd_get_u64(const uint8_t *p) { return vmmd_get64(p); }
+static inline int64_t vmmd_get_i64(const uint8_t *p) { return (int64_t)vmmd_get64(p); }
+typedef uint32_t vmmd_u32;
+typedef int32_t vmmd_i32;
+typedef uint64_t vmmd_u64;
+typedef int64_t vmmd_i64;
+
+/*
+ * The message layouts, from daemon/proto.def.  For every entry:
+ *   struct vmmd_req_NAME / vmmd_rep_NAME / vmmd_rec_NAME  its fields;
+ *   VMMD_REQ_OP_SIZE / VMMD_REP_OP_SIZE (OP as in VMMD_OP_<OP>),
+ *     VMMD_REC_name_SIZE: its bytes on the wire (enum constants);
+ *   vmmd_put_req_NAME(p, m) writes it at p, vmmd_get_req_NAME(p, m)
+ *     reads it (the caller has checked that SIZE bytes are there);
+ * and NAME0 entries (no fixed part) get only their size, 0.
+ */
+#define VMMD_F(t, n) vmmd_##t n;
+#define VMMD_A(t, n, k) vmmd_##t n[k];
+#define VMMD_B(n, k) char n[k];
+#define VMMD_STRUCT(kind, name, fields) struct vmmd_##kind##_##name { fields };
+#define VMMD_REQ(OP, name, fields) VMMD_STRUCT(req, name, fields)
+#define VMMD_REP(OP, name, fields) VMMD_STRUCT(rep, name, fields)
+#define VMMD_REC(name, fields) VMMD_STRUCT(rec, name, fields)
+#define VMMD_REQ0(OP, name)
+#define VMMD_REP0(OP, name)
+#include "proto.def"
+#undef VMMD_F
+#undef VMMD_A
+#undef VMMD_B
+#undef VMMD_REQ
+#undef VMMD_REP
+#undef VMMD_REC
+#undef VMMD_REQ0
+#undef VMMD_REP0
+
+#define VMMD_F(t, n) + sizeof(vmmd_##t)
+#define VMMD_A(t, n, k) + (k) * sizeof(vmmd_##t)
+#define VMMD_B(n, k) + (k)
+#define VMMD_REQ(OP, name, fields) VMMD_REQ_##OP##_SIZE = 0 fields,
+#define VMMD_REP(OP, name, fields) VMMD_REP_##OP##_SIZE = 0 fields,
+#define VMMD_REC(name, fields) VMMD_REC_##name##_SIZE = 0 fields,
+#define VMMD_REQ0(OP, name) VMMD_REQ_##OP##_SIZE = 0,
+#define VMMD_REP0(OP, name) VMMD_REP_##OP##_SIZE = 0,
+enum vmmd_wire_size {
+#include "proto.def"
+    VMMD_WIRE_SIZE_END
+};
+#undef VMMD_F
+#undef VMMD_A
+#undef VMMD_B
+#undef VMMD_REQ
+#undef VMMD_REP
+#undef VMMD_REC
+#undef VMMD_REQ0
+#undef VMMD_REP0
+
+#define VMMD_CODEC(kind, name)                                                                  \
+    void vmmd_put_##kind##_##name(uint8_t *p, const struct vmmd_##kind##_##name *m);            \
+    void vmmd_get_##kind##_##name(const uint8_t *p, struct vmmd_##kind##_##name *m);
+#define VMMD_REQ(OP, name, fields) VMMD_CODEC(req, name)
+#define VMMD_REP(OP, name, fields) VMMD_CODEC(rep, name)
+#define VMMD_REC(name, fields) VMMD_CODEC(rec, name)
+#define VMMD_REQ0(OP, name)
+#define VMMD_REP0(OP, name)
+#include "proto.def"
+#undef VMMD_REQ
+#undef VMMD_REP
+#undef VMMD_REC
+#undef VMMD_REQ0
+#undef VMMD_REP0
+#undef VMMD_CODEC
+
+/* The fixed parts of all requests, one member per request (named as in
+ * proto.def). */
+union vmmd_request_fields {
+#define VMMD_REQ(OP, name, fields) struct vmmd_req_##name name;
+#define VMMD_REP(OP, name, fields)
+#define VMMD_REC(name, fields)
+#define VMMD_REQ0(OP, name)
+#define VMMD_REP0(OP, name)
+#include "proto.def"
+#undef VMMD_REQ
+#undef VMMD_REP
+#undef VMMD_REC
+#undef VMMD_REQ0
+#undef VMMD_REP0
+};
+
+/* A decoded request: the header plus the fields of its opcode.  list
+ * and data point into the message buffer (valid while it is). */
+struct vmmd_request {
+    struct vmmd_header h;
+    union vmmd_request_fields m;   /* the member of h.opcode */
+    const uint8_t *list;           /* MAKE_RESIDENT / EVICT / OFFER / RECLAIM handles (count = m.NAME.count);
+                                      GPUVA_UPDATE operations (count = m.gpuva_update.count) */
+    uint32_t list_count;           /* that count */
+    const uint8_t *data;           /* ALLOC_CREATE private data, ECHO bytes */
+    uint32_t data_size;
+};
 
 /* Write a header at p (VMMD_HEADER_SIZE bytes). */
 void vmmd_header_put(uint8_t *p, uint16_t opcode, uint32_t length, uint32_t flags, uint64_t request_id);

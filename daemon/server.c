@@ -2,6 +2,11 @@
  * daemon/server.c - vidmmd's clients, their handle tables and the
  * request handlers (docs/DAEMON.md).
  *
+ * Requests reach their handler through handlers[], one entry per request
+ * of daemon/proto.def: {fixed payload size, h_NAME}.  A handler reads
+ * its decoded fields (struct vmmd_req_NAME), calls vidmm and leaves the
+ * reply's fields, encoded by proto.def's codecs, to handle().
+ *
  * Each connection is one vidmm process (vidmm_process_create at
  * connect, vidmm_process_destroy when the connection goes, whatever the
  * reason) plus a device of its own that creates the connection's
@@ -557,7 +562,7 @@ void vmmd_client_drop(struct vmmd_server *s, struct vmmd_client *c, const char *
     s->st.disconnections++;
 }
 
-/* ---- request handlers ----------------------------------------------------- */
+/* ---- objects behind requests --------------------------------------------- */
 
 static vidmm_status translate_list(const struct vmmd_client *c, const uint8_t *list, uint32_t n, vidmm_handle *out)
 {
@@ -777,31 +782,6 @@ static vidmm_status do_open(struct vmmd_server *s, struct vmmd_client *c, int fd
     return VIDMM_OK;
 }
 
-static void park_wait(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle q)
-{
-    /* r: QUEUE_WAIT or CONTEXT_WAIT (a = handle, b = value, c = timeout). */
-    if (s->nwaits == s->wcap) {
-        size_t ncap = s->wcap ? s->wcap * 2 : 16;
-        struct wait *n = realloc(s->waits, ncap * sizeof *n);
-        if (!n) {
-            reply(c, r->h.opcode, r->h.request_id, VIDMM_E_NO_HOST_MEMORY, NULL, 0, -1);
-            return;
-        }
-        s->waits = n;
-        s->wcap = ncap;
-    }
-    uint64_t now = now_ns();
-    struct wait *w = &s->waits[s->nwaits++];
-    c->nwaits++;
-    w->c = c;
-    w->request_id = r->h.request_id;
-    w->op = r->h.opcode;
-    w->queue = q;
-    w->value = r->b;
-    w->deadline_ns = r->c == UINT64_MAX || r->c > UINT64_MAX - now ? UINT64_MAX : now + r->c;
-    s->st.waits_parked++;
-}
-
 size_t vmmd_server_poll_waits(struct vmmd_server *s)
 {
     if (!s || !s->nwaits)
@@ -842,10 +822,8 @@ static void on_trim(void *context, vidmm_handle device, uint32_t flags, uint64_t
     for (uint32_t i = 1; i < c->nobj; i++)
         if (c->objs[i].type == OBJ_DEVICE && c->objs[i].lib == device) {
             uint8_t ev[VMMD_TRIM_EVENT_SIZE];
-            vmmd_put64(ev, obj_handle(c, i));
-            vmmd_put32(ev + 8, flags);
-            vmmd_put32(ev + 12, 0);
-            vmmd_put64(ev + 16, bytes_to_trim);
+            struct vmmd_rec_trim_event m = { obj_handle(c, i), flags, 0, bytes_to_trim };
+            vmmd_put_rec_trim_event(ev, &m);
             send_event(c, VMMD_EV_TRIM, ev, sizeof ev);
             mark_pending(c->srv, c);
             c->srv->st.trim_events++;
@@ -853,780 +831,906 @@ static void on_trim(void *context, vidmm_handle device, uint32_t flags, uint64_t
         }
 }
 
-/* The handles of an OFFER or RECLAIM list, translated into a buffer the
- * caller frees when it is not stackbuf. */
-static vidmm_status list_get(const struct vmmd_client *c, const struct vmmd_request *r, vidmm_handle *stackbuf,
-                             size_t stackn, vidmm_handle **out)
+/* ---- request handlers ----------------------------------------------------- */
+
+/* One request being answered.  A handler reads the decoded fields in
+ * r->m, returns the reply's status and leaves the reply's fields in
+ * out[0..n) (n stays 0 where the reply has none for that outcome) and a
+ * descriptor to pass in fd; one that queues its own reply, or parks a
+ * wait, sets answered. */
+struct req {
+    struct vmmd_server *s;
+    struct vmmd_client *c;
+    struct vidmm_adapter *a;
+    const struct vmmd_request *r;
+    int in_fd;                          /* SHARE_OPEN's descriptor */
+    uint8_t out[VMMD_ADAPTER_INFO_SIZE]; /* the largest fixed reply */
+    size_t n;
+    int fd;
+    int answered;
+};
+
+/* The wire handle h of type in x's connection: its slot, 0 when it is
+ * not a live object of that type. */
+static uint32_t req_find(const struct req *x, uint64_t h, uint8_t type) { return obj_find(x->c, h, type); }
+
+static vidmm_status h_hello(struct req *x)
 {
-    vidmm_handle *list = r->u1 <= stackn ? stackbuf : malloc(sizeof *list * r->u1);
+    struct vmmd_rep_hello m = { (uint32_t)x->c->pid, (uint32_t)x->c->uid, x->c->id, 0 };
+    vmmd_put_rep_hello(x->out, &m);
+    x->n = VMMD_REP_HELLO_SIZE;
+    return VIDMM_OK;
+}
+
+static vidmm_status h_echo(struct req *x)
+{
+    const struct vmmd_request *r = x->r;
+    /* The reply carries an 8-byte status before the bytes: what does
+     * not fit is refused, never cut (docs/PROTOCOL.md). */
+    if (r->data_size > VMMD_MAX_PAYLOAD - 8)
+        reply(x->c, r->h.opcode, r->h.request_id, VIDMM_E_TOO_LARGE, NULL, 0, -1);
+    else
+        reply(x->c, r->h.opcode, r->h.request_id, VIDMM_OK, r->data, r->data_size, -1);
+    x->answered = 1;
+    return VIDMM_OK;
+}
+
+/* A new object's wire handle as the 8-byte reply. */
+static void put_handle(struct req *x, uint32_t slot)
+{
+    vmmd_put64(x->out, obj_handle(x->c, slot));
+    x->n = 8;
+}
+
+static vidmm_status h_device_create(struct req *x)
+{
+    vidmm_handle d = 0;
+    uint32_t slot;
+    vidmm_status st = vidmm_device_create(x->a, x->c->process, &d);
+    if (st < 0)
+        return st;
+    vidmm_status ost = obj_add(x->s, x->c, OBJ_DEVICE, d, 0, &slot);
+    if (ost < 0) {
+        vidmm_device_destroy(x->a, d);
+        return ost;
+    }
+    put_handle(x, slot);
+    return st;
+}
+
+static vidmm_status h_device_destroy(struct req *x)
+{
+    struct vmmd_client *c = x->c;
+    uint32_t slot = req_find(x, x->r->m.device_destroy.device, OBJ_DEVICE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_status st = vidmm_device_destroy(x->a, c->objs[slot].lib);
+    if (st >= 0) {
+        /* The library destroyed the device's queues and contexts with it
+         * (and its trim registration). */
+        for (uint32_t i = 1; i < c->nobj; i++)
+            if ((c->objs[i].type == OBJ_QUEUE || c->objs[i].type == OBJ_CONTEXT) && c->objs[i].parent == slot)
+                obj_free(c, i);
+        obj_free(c, slot);
+    }
+    return st;
+}
+
+static vidmm_status h_queue_create(struct req *x)
+{
+    const struct vmmd_req_queue_create *m = &x->r->m.queue_create;
+    uint32_t slot = req_find(x, m->device, OBJ_DEVICE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_handle q = 0;
+    vidmm_status st = vidmm_paging_queue_create(x->a, x->c->objs[slot].lib, m->priority, &q);
+    if (st < 0)
+        return st;
+    uint32_t qs = 0;
+    vidmm_status ost = obj_add(x->s, x->c, OBJ_QUEUE, q, slot, &qs);
+    if (ost < 0) {
+        vidmm_paging_queue_destroy(x->a, q);
+        return ost;
+    }
+    put_handle(x, qs);
+    return st;
+}
+
+static vidmm_status h_queue_destroy(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.queue_destroy.queue, OBJ_QUEUE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_status st = vidmm_paging_queue_destroy(x->a, x->c->objs[slot].lib);
+    if (st >= 0)
+        obj_free(x->c, slot);
+    return st;
+}
+
+static vidmm_status h_queue_fence(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.queue_fence.queue, OBJ_QUEUE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vmmd_rep_queue_fence m = { 0 };
+    vidmm_status st = vidmm_paging_queue_fence(x->a, x->c->objs[slot].lib, &m.completed);
+    vmmd_put_rep_queue_fence(x->out, &m);
+    x->n = VMMD_REP_QUEUE_FENCE_SIZE;
+    return st;
+}
+
+/* Park a QUEUE_WAIT or CONTEXT_WAIT on q until value passes or
+ * timeout_ns has gone by (vmmd_server_poll_waits answers it). */
+static void park_wait(struct req *x, vidmm_handle q, uint64_t value, uint64_t timeout_ns)
+{
+    struct vmmd_server *s = x->s;
+    const struct vmmd_request *r = x->r;
+    x->answered = 1;
+    if (s->nwaits == s->wcap) {
+        size_t ncap = s->wcap ? s->wcap * 2 : 16;
+        struct wait *n = realloc(s->waits, ncap * sizeof *n);
+        if (!n) {
+            reply(x->c, r->h.opcode, r->h.request_id, VIDMM_E_NO_HOST_MEMORY, NULL, 0, -1);
+            return;
+        }
+        s->waits = n;
+        s->wcap = ncap;
+    }
+    uint64_t now = now_ns();
+    struct wait *w = &s->waits[s->nwaits++];
+    x->c->nwaits++;
+    w->c = x->c;
+    w->request_id = r->h.request_id;
+    w->op = r->h.opcode;
+    w->queue = q;
+    w->value = value;
+    w->deadline_ns = timeout_ns == UINT64_MAX || timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+    s->st.waits_parked++;
+}
+
+static vidmm_status h_queue_wait(struct req *x)
+{
+    const struct vmmd_req_queue_wait *m = &x->r->m.queue_wait;
+    uint32_t slot = req_find(x, m->queue, OBJ_QUEUE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    uint64_t v = 0;
+    vidmm_status st = vidmm_paging_queue_fence(x->a, x->c->objs[slot].lib, &v);
+    if (st >= 0 && v < m->value) {
+        if (m->timeout_ns == 0)
+            return VIDMM_E_TIMEOUT;
+        park_wait(x, x->c->objs[slot].lib, m->value, m->timeout_ns);
+        return VIDMM_OK;
+    }
+    return st > 0 ? VIDMM_OK : st;
+}
+
+/* A new allocation h of the connection: counted against its limit, then
+ * given a handle; destroyed again when either fails. */
+static vidmm_status adopt_allocation(struct req *x, vidmm_handle h, uint32_t *aslot)
+{
+    struct vmmd_server *s = x->s;
+    struct vmmd_client *c = x->c;
+    /* The size is the driver's answer: known only once created. */
+    struct vidmm_allocation_state as;
+    memset(&as, 0, sizeof as);
+    vidmm_status ast = vidmm_allocation_query(x->a, h, &as);
+    if (ast >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
+        s->st.quota_refusals++;
+        LOG(s, 1, "client %u (pid %ld): allocation of %llu bytes over its limit (%llu of %llu alive)\n", c->id,
+            (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
+            (unsigned long long)s->cfg.max_alloc_bytes);
+        ast = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
+    } else if (ast >= 0) {
+        ast = obj_add(s, c, OBJ_ALLOC, h, 0, aslot);
+    }
+    if (ast < 0) {
+        vidmm_allocation_destroy(x->a, h);
+        return ast;
+    }
+    c->objs[*aslot].size = as.size;
+    c->alloc_bytes += as.size;
+    c->nallocs++;
+    return VIDMM_OK;
+}
+
+static vidmm_status h_alloc_create(struct req *x)
+{
+    const struct vmmd_request *r = x->r;
+    const struct vmmd_req_alloc_create *m = &r->m.alloc_create;
+    vidmm_handle dev = x->c->device;
+    if (m->device) {
+        uint32_t slot = req_find(x, m->device, OBJ_DEVICE);
+        if (!slot)
+            return VIDMM_E_INVALID_HANDLE;
+        dev = x->c->objs[slot].lib;
+    }
+    vidmm_handle h = 0;
+    vidmm_status st =
+        vidmm_device_allocation_create(x->a, dev, r->data_size ? r->data : NULL, r->data_size, m->flags, &h);
+    if (st < 0)
+        return st;
+    uint32_t aslot = 0;
+    vidmm_status ast = adopt_allocation(x, h, &aslot);
+    if (ast < 0)
+        return ast;
+    put_handle(x, aslot);
+    return st;   /* the creation's own success status (VIDMM_PENDING) */
+}
+
+static vidmm_status h_alloc_destroy(struct req *x)
+{
+    struct vmmd_client *c = x->c;
+    uint32_t slot = req_find(x, x->r->m.alloc_destroy.allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    if (c->objs[slot].lock_count)
+        return VIDMM_E_BUSY;   /* as the library: not while locked */
+    struct vidmm_residency_state rs;
+    memset(&rs, 0, sizeof rs);
+    vidmm_allocation_residency(x->a, c->objs[slot].lib, &rs);
+    vidmm_status st = vidmm_allocation_destroy(x->a, c->objs[slot].lib);
+    if (st >= 0) {
+        c->retired_evictions += rs.evictions;
+        c->retired_restores += rs.restores;
+        obj_free(c, slot);
+    }
+    return st;
+}
+
+/* The request's handle list (r->list, r->list_count), translated into a
+ * buffer the caller frees when it is not stackbuf. */
+static vidmm_status list_get(const struct req *x, vidmm_handle *stackbuf, size_t stackn, vidmm_handle **out)
+{
+    uint32_t n = x->r->list_count;
+    vidmm_handle *list = n <= stackn ? stackbuf : malloc(sizeof *list * n);
     *out = list;
     if (!list)
         return VIDMM_E_NO_HOST_MEMORY;
-    return translate_list(c, r->list, r->u1, list);
+    return translate_list(x->c, x->r->list, n, list);
+}
+
+static vidmm_status h_make_resident(struct req *x)
+{
+    const struct vmmd_req_make_resident *m = &x->r->m.make_resident;
+    uint32_t ds = req_find(x, m->device, OBJ_DEVICE);
+    uint32_t qs = req_find(x, m->paging_queue, OBJ_QUEUE);
+    if (!ds || !qs)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_handle stackbuf[64], *list = NULL;
+    vidmm_status st = list_get(x, stackbuf, 64, &list);
+    if (st >= 0) {
+        struct vidmm_make_resident_args mr;
+        memset(&mr, 0, sizeof mr);
+        mr.paging_queue = x->c->objs[qs].lib;
+        mr.allocations = m->count ? list : NULL;
+        mr.count = m->count;
+        mr.flags = m->flags;
+        st = vidmm_make_resident(x->a, x->c->objs[ds].lib, &mr);
+        struct vmmd_rep_make_resident rm = { mr.paging_fence_value, mr.bytes_to_trim };
+        vmmd_put_rep_make_resident(x->out, &rm);
+        x->n = VMMD_REP_MAKE_RESIDENT_SIZE;
+    }
+    if (list != stackbuf)
+        free(list);
+    return st;
+}
+
+static vidmm_status h_evict(struct req *x)
+{
+    const struct vmmd_req_evict *m = &x->r->m.evict;
+    uint32_t ds = req_find(x, m->device, OBJ_DEVICE);
+    if (!ds)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_handle stackbuf[64], *list = NULL;
+    vidmm_status st = list_get(x, stackbuf, 64, &list);
+    if (st >= 0) {
+        struct vidmm_evict_args ev;
+        memset(&ev, 0, sizeof ev);
+        ev.allocations = m->count ? list : NULL;
+        ev.count = m->count;
+        ev.flags = m->flags;
+        st = vidmm_evict(x->a, x->c->objs[ds].lib, &ev);
+        struct vmmd_rep_evict rm = { ev.bytes_to_trim };
+        vmmd_put_rep_evict(x->out, &rm);
+        x->n = VMMD_REP_EVICT_SIZE;
+    }
+    if (list != stackbuf)
+        free(list);
+    return st;
+}
+
+static vidmm_status h_query_vidmem(struct req *x)
+{
+    const struct vmmd_req_query_vidmem *m = &x->r->m.query_vidmem;
+    struct vidmm_video_memory_info vi;
+    memset(&vi, 0, sizeof vi);
+    if (m->group > 1 || m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status st = vidmm_query_video_memory_info(x->a, x->c->process, (enum vidmm_segment_group)m->group, &vi);
+    struct vmmd_rep_query_vidmem rm = { vi.budget, vi.current_usage, vi.current_reservation,
+                                        vi.available_for_reservation };
+    vmmd_put_rep_query_vidmem(x->out, &rm);
+    x->n = VMMD_REP_QUERY_VIDMEM_SIZE;
+    return st;
+}
+
+static vidmm_status h_lock(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.lock.allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vmmd_rep_lock rm = { 0 };
+    vidmm_status st = do_lock(x->s, x->c, slot, &rm.size, &x->fd);
+    vmmd_put_rep_lock(x->out, &rm);
+    x->n = VMMD_REP_LOCK_SIZE;
+    return st;
+}
+
+static vidmm_status h_unlock(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.unlock.allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    return do_unlock(x->s, x->c, slot);
+}
+
+static vidmm_status h_alloc_query(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.alloc_query.allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_allocation_state as;
+    struct vidmm_residency_state rs;
+    memset(&as, 0, sizeof as);
+    memset(&rs, 0, sizeof rs);
+    vidmm_status st = vidmm_allocation_query(x->a, x->c->objs[slot].lib, &as);
+    if (st >= 0)
+        st = vidmm_allocation_residency(x->a, x->c->objs[slot].lib, &rs);
+    struct vmmd_rep_alloc_query rm = {
+        .size = as.size, .requested_size = as.requested_size, .alignment = as.alignment, .flags = as.flags,
+        .segment_id = as.segment_id, .supported_segment_set = as.supported_segment_set,
+        .preferred_segment = as.preferred_segment, .lock_count = x->c->objs[slot].lock_count,
+        .resident = rs.resident, .moves = as.moves,
+    };
+    vmmd_put_rep_alloc_query(x->out, &rm);
+    x->n = VMMD_REP_ALLOC_QUERY_SIZE;
+    return st;
+}
+
+static vidmm_status h_gpuva_reserve(struct req *x)
+{
+    const struct vmmd_req_gpuva_reserve *m = &x->r->m.gpuva_reserve;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    struct vmmd_rep_gpuva_reserve rm = { 0 };
+    vidmm_status st = vidmm_gpuva_reserve(x->a, x->c->process, m->base, m->min, m->max, m->size, m->mode, &rm.va);
+    vmmd_put_rep_gpuva_reserve(x->out, &rm);
+    x->n = VMMD_REP_GPUVA_RESERVE_SIZE;
+    return st;
+}
+
+static vidmm_status h_gpuva_map(struct req *x)
+{
+    const struct vmmd_req_gpuva_map *m = &x->r->m.gpuva_map;
+    uint32_t slot = req_find(x, m->allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    struct vmmd_rep_gpuva_map rm = { 0 };
+    vidmm_status st = vidmm_gpuva_map(x->a, x->c->process, m->base, m->min, m->max, x->c->objs[slot].lib, m->offset,
+                                      m->size, m->protection, m->driver_protection, &rm.va);
+    vmmd_put_rep_gpuva_map(x->out, &rm);
+    x->n = VMMD_REP_GPUVA_MAP_SIZE;
+    return st;
+}
+
+static vidmm_status h_gpuva_free(struct req *x)
+{
+    return vidmm_gpuva_free(x->a, x->c->process, x->r->m.gpuva_free.va, x->r->m.gpuva_free.size);
+}
+
+static vidmm_status h_adapter_info(struct req *x)
+{
+    struct vidmm_adapter_info ai;
+    memset(&ai, 0, sizeof ai);
+    vidmm_status st = vidmm_adapter_query_info(x->a, &ai);
+    struct vmmd_rep_adapter_info rm = {
+        .wddm_version = ai.wddm_version, .memory_management_caps = ai.memory_management_caps,
+        .physical_adapter_flags = ai.physical_adapter_flags, .segment_count = ai.segment_count,
+        .aperture_segment_id = ai.aperture_segment_id, .agp_segment_id = ai.agp_segment_id,
+        .paging_buffer_segment_id = ai.paging_buffer_segment_id, .paging_buffer_size = ai.paging_buffer_size,
+        .aperture_segment_commit_limit = ai.aperture_segment_commit_limit, .live_allocations = ai.live_allocations,
+        .paging_buffers_submitted = ai.paging_buffers_submitted, .paging_restarts = ai.paging_restarts,
+        .last_fence_submitted = ai.last_fence_submitted, .last_fence_completed = ai.last_fence_completed,
+    };
+    for (int i = 0; i < 17; i++) {
+        rm.paging_ops[i] = ai.paging_ops[i];
+        rm.paging_bytes[i] = ai.paging_bytes[i];
+    }
+    vmmd_put_rep_adapter_info(x->out, &rm);
+    x->n = VMMD_REP_ADAPTER_INFO_SIZE;
+    return st;
+}
+
+static vidmm_status h_segment_query(struct req *x)
+{
+    const struct vmmd_req_segment_query *m = &x->r->m.segment_query;
+    struct vidmm_segment_info si;
+    memset(&si, 0, sizeof si);
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    vidmm_status st = vidmm_segment_query(x->a, m->segment_id, &si);
+    struct vmmd_rep_segment_query rm = {
+        .id = si.id, .kind = (uint32_t)si.kind, .flags = si.flags, .page_size = si.page_size,
+        .base_address = si.base_address, .size = si.size, .commit_limit = si.commit_limit,
+        .committed = si.committed, .free_bytes = si.free_bytes, .largest_free = si.largest_free,
+        .allocations = si.allocations, .cpu_visible = (uint32_t)si.cpu_visible,
+        .cpu_host_aperture = (uint32_t)si.cpu_host_aperture, .host_aperture_pages = si.host_aperture_pages,
+        .host_aperture_free = si.host_aperture_free,
+    };
+    vmmd_put_rep_segment_query(x->out, &rm);
+    x->n = VMMD_REP_SEGMENT_QUERY_SIZE;
+    return st;
+}
+
+static vidmm_status h_alloc_set_priority(struct req *x)
+{
+    const struct vmmd_req_alloc_set_priority *m = &x->r->m.alloc_set_priority;
+    uint32_t slot = req_find(x, m->allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    return vidmm_allocation_set_priority(x->a, x->c->objs[slot].lib, m->priority);
+}
+
+static vidmm_status h_offer(struct req *x)
+{
+    const struct vmmd_req_offer *m = &x->r->m.offer;
+    uint32_t ds = req_find(x, m->device, OBJ_DEVICE);
+    if (!ds)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_handle stackbuf[64], *list = NULL;
+    vidmm_status st = list_get(x, stackbuf, 64, &list);
+    if (st >= 0)
+        st = vidmm_offer(x->a, x->c->objs[ds].lib, m->count ? list : NULL, m->count, m->priority);
+    if (list != stackbuf)
+        free(list);
+    return st;
+}
+
+static vidmm_status h_reclaim(struct req *x)
+{
+    /* Variable reply: u64 paging fence, count x u32 results (zeros on
+     * failure, as every reply's fields). */
+    const struct vmmd_req_reclaim *m = &x->r->m.reclaim;
+    uint32_t qs = req_find(x, m->paging_queue, OBJ_QUEUE);
+    vidmm_handle stackbuf[64], *list = stackbuf;
+    uint8_t *rep = malloc(VMMD_REP_RECLAIM_SIZE + 4 * (size_t)m->count);
+    uint32_t *results = malloc(sizeof *results * (m->count ? m->count : 1));
+    struct vmmd_rep_reclaim rm = { 0 };
+    vidmm_status st;
+    if (!rep || !results)
+        st = VIDMM_E_NO_HOST_MEMORY;
+    else if (!qs)
+        st = VIDMM_E_INVALID_HANDLE;
+    else if (m->reserved)
+        st = VIDMM_E_INVALID_ARG;
+    else
+        st = list_get(x, stackbuf, 64, &list);
+    if (st >= 0) {
+        memset(results, 0, sizeof *results * m->count);
+        st = vidmm_reclaim(x->a, x->c->objs[qs].lib, m->count ? list : NULL, m->count, results,
+                           &rm.paging_fence_value);
+    }
+    if (list != stackbuf)
+        free(list);
+    if (rep) {
+        if (st < 0)
+            rm.paging_fence_value = 0;
+        vmmd_put_rep_reclaim(rep, &rm);
+        for (uint32_t i = 0; i < m->count; i++)
+            vmmd_put32(rep + VMMD_REP_RECLAIM_SIZE + 4 * (size_t)i, results && st >= 0 ? results[i] : 0);
+    }
+    free(results);
+    reply(x->c, x->r->h.opcode, x->r->h.request_id, st, rep, rep ? VMMD_REP_RECLAIM_SIZE + 4 * (size_t)m->count : 0,
+          -1);
+    free(rep);
+    x->answered = 1;
+    return st;
+}
+
+static vidmm_status h_change_reservation(struct req *x)
+{
+    const struct vmmd_req_change_reservation *m = &x->r->m.change_reservation;
+    if (m->group > 1 || m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    return vidmm_change_video_memory_reservation(x->a, x->c->process, (enum vidmm_segment_group)m->group, m->bytes);
+}
+
+static vidmm_status h_process_set_budget(struct req *x)
+{
+    const struct vmmd_req_process_set_budget *m = &x->r->m.process_set_budget;
+    if (m->group > 1 || m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    if (!x->s->cfg.allow_set_budget)   /* the OS's call: only a daemon started for tests serves it */
+        return VIDMM_E_NOT_SUPPORTED;
+    return vidmm_process_set_budget(x->a, x->c->process, (enum vidmm_segment_group)m->group, m->budget);
+}
+
+static vidmm_status h_trim_register(struct req *x)
+{
+    const struct vmmd_req_trim_register *m = &x->r->m.trim_register;
+    uint32_t slot = req_find(x, m->device, OBJ_DEVICE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    if (m->enable > 1 || m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    return vidmm_register_trim_notification(x->a, x->c->objs[slot].lib, m->enable ? on_trim : NULL,
+                                            m->enable ? x->c : NULL);
+}
+
+/* One GPUVA_UPDATE operation from the wire: only a MAP names an
+ * allocation (translated to the library's handle); elsewhere the field
+ * is 0. */
+static vidmm_status gpuva_op_get(const struct req *x, const uint8_t *p, struct vidmm_gpuva_update_op *o)
+{
+    struct vmmd_rec_gpuva_op w;
+    vmmd_get_rec_gpuva_op(p, &w);
+    memset(o, 0, sizeof *o);
+    o->type = w.type;
+    o->protection = w.protection;
+    o->va = w.va;
+    o->size = w.size;
+    o->offset = w.offset;
+    o->driver_protection = w.driver_protection;
+    o->unmap_mode = w.unmap_mode;
+    o->reserved = w.reserved;
+    o->source = w.source;
+    if (o->type == VIDMM_GPUVA_UPDATE_MAP) {
+        uint32_t as = req_find(x, w.allocation, OBJ_ALLOC);
+        if (!as)
+            return VIDMM_E_INVALID_HANDLE;
+        o->allocation = x->c->objs[as].lib;
+    } else if (w.allocation) {
+        return VIDMM_E_INVALID_ARG;
+    }
+    return VIDMM_OK;
+}
+
+static vidmm_status h_gpuva_update(struct req *x)
+{
+    const struct vmmd_req_gpuva_update *m = &x->r->m.gpuva_update;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_gpuva_update_op *ops = malloc(sizeof *ops * (m->count ? m->count : 1));
+    if (!ops)
+        return VIDMM_E_NO_HOST_MEMORY;
+    vidmm_status st = VIDMM_OK;
+    for (uint32_t i = 0; i < m->count && st >= 0; i++)
+        st = gpuva_op_get(x, x->r->list + (size_t)i * VMMD_GPUVA_OP_SIZE, &ops[i]);
+    if (st >= 0)
+        st = vidmm_gpuva_update(x->a, x->c->process, m->count ? ops : NULL, m->count);
+    free(ops);
+    return st;
+}
+
+static vidmm_status h_context_create(struct req *x)
+{
+    const struct vmmd_req_context_create *m = &x->r->m.context_create;
+    uint32_t slot = req_find(x, m->device, OBJ_DEVICE);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vidmm_context_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.node = m->node;
+    desc.mode = m->mode;
+    desc.flags = m->flags;
+    desc.reserved = m->reserved;
+    vidmm_handle ctx = 0;
+    vidmm_status st = vidmm_context_create(x->a, x->c->objs[slot].lib, &desc, &ctx);
+    if (st < 0)
+        return st;
+    uint32_t cs = 0;
+    vidmm_status ost = obj_add(x->s, x->c, OBJ_CONTEXT, ctx, slot, &cs);
+    if (ost < 0) {
+        vidmm_context_destroy(x->a, ctx);
+        return ost;
+    }
+    put_handle(x, cs);
+    return st;
+}
+
+static vidmm_status h_context_destroy(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.context_destroy.context, OBJ_CONTEXT);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_status st = vidmm_context_destroy(x->a, x->c->objs[slot].lib);
+    if (st >= 0)
+        obj_free(x->c, slot);
+    return st;
+}
+
+static vidmm_status h_submit_virtual(struct req *x)
+{
+    /* The command buffer is already in the process's GPU address space
+     * (an allocation the client filled through LOCK): only its address
+     * and size travel. */
+    const struct vmmd_req_submit_virtual *m = &x->r->m.submit_virtual;
+    uint32_t slot = req_find(x, m->context, OBJ_CONTEXT);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    struct vmmd_rep_submit_virtual rm = { 0 };
+    vidmm_status st = vidmm_submit_virtual(x->a, x->c->objs[slot].lib, m->gpu_va, m->size, &rm.fence);
+    if (st >= 0)
+        x->s->st.submissions++;
+    vmmd_put_rep_submit_virtual(x->out, &rm);
+    x->n = VMMD_REP_SUBMIT_VIRTUAL_SIZE;
+    return st;
+}
+
+static vidmm_status h_context_fence(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.context_fence.context, OBJ_CONTEXT);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    struct vmmd_rep_context_fence rm = { 0, 0 };
+    vidmm_status st = vidmm_context_fence(x->a, x->c->objs[slot].lib, &rm.submitted, &rm.completed);
+    vmmd_put_rep_context_fence(x->out, &rm);
+    x->n = VMMD_REP_CONTEXT_FENCE_SIZE;
+    return st;
+}
+
+static vidmm_status h_context_wait(struct req *x)
+{
+    /* As vidmm_context_wait, without blocking the loop: parked like a
+     * paging-queue wait when the fence has not passed. */
+    const struct vmmd_req_context_wait *m = &x->r->m.context_wait;
+    uint64_t sub = 0, done = 0;
+    uint32_t slot = req_find(x, m->context, OBJ_CONTEXT);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_status st = vidmm_context_fence(x->a, x->c->objs[slot].lib, &sub, &done);
+    if (st < 0)
+        return st;
+    if (m->value > sub)
+        return VIDMM_E_INVALID_ARG;   /* never submitted: it would never pass */
+    if (done < m->value) {
+        if (m->timeout_ns == 0)
+            return VIDMM_E_TIMEOUT;
+        park_wait(x, x->c->objs[slot].lib, m->value, m->timeout_ns);
+    }
+    return VIDMM_OK;
+}
+
+static vidmm_status h_share_export(struct req *x)
+{
+    uint32_t slot = req_find(x, x->r->m.share_export.allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    return do_export(x->s, x->c, slot, &x->fd);
+}
+
+static vidmm_status h_share_open(struct req *x)
+{
+    struct vmmd_rep_share_open rm = { 0 };
+    vidmm_status st = do_open(x->s, x->c, x->in_fd, &rm.allocation);
+    vmmd_put_rep_share_open(x->out, &rm);
+    x->n = VMMD_REP_SHARE_OPEN_SIZE;
+    return st;
+}
+
+static vidmm_status h_share_query(struct req *x)
+{
+    struct vidmm_share_info si;
+    memset(&si, 0, sizeof si);
+    uint32_t slot = req_find(x, x->r->m.share_query.allocation, OBJ_ALLOC);
+    if (!slot)
+        return VIDMM_E_INVALID_HANDLE;
+    vidmm_status st = vidmm_share_query(x->a, x->c->objs[slot].lib, &si);
+    struct vmmd_rep_share_query rm = { si.holders, si.creator_holds, si.is_creator, 0 };
+    vmmd_put_rep_share_query(x->out, &rm);
+    x->n = VMMD_REP_SHARE_QUERY_SIZE;
+    return st;
+}
+
+static vidmm_status h_debug_check(struct req *x)
+{
+    struct vmmd_server *s = x->s;
+    char report[2048] = "";
+    int v = vidmm_adapter_check(x->a, report, sizeof report);
+    struct vidmm_adapter_info ai;
+    memset(&ai, 0, sizeof ai);
+    vidmm_adapter_query_info(x->a, &ai);
+    LOG(s, 1, "check (asked by client %u): %d violations, %zu clients, %llu live allocations%s%s\n", x->c->id, v,
+        s->nclients, (unsigned long long)ai.live_allocations, v ? "\n" : "", v ? report : "");
+    struct vmmd_rep_debug_check rm = { (uint32_t)v, (uint32_t)s->nclients, ai.live_allocations };
+    vmmd_put_rep_debug_check(x->out, &rm);
+    x->n = VMMD_REP_DEBUG_CHECK_SIZE;
+    return VIDMM_OK;
 }
 
 /* ---- administration (docs/PROTOCOL.md "Administration") ------------------ */
 
-static void put_name16(uint8_t *p, const char *name)
+static void put_name16(char *p, const char *name)
 {
     memset(p, 0, 16);
     size_t k = strlen(name);
     memcpy(p, name, k < 15 ? k : 15);
 }
 
-static void admin_adapter(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+/* Only the daemon's own uid or root may ask; anyone else gets
+ * VMMD_E_ACCESS_DENIED and the connection goes on. */
+static int admin_allowed(struct req *x)
 {
-    struct vidmm_adapter *a = s->cfg.adapter;
+    struct vmmd_client *c = x->c;
+    if (c->uid == 0 || c->uid == x->s->cfg.admin_uid)
+        return 1;
+    LOG(x->s, 1, "client %u (pid %ld uid %ld): %s refused: not the daemon's uid or root\n", c->id, (long)c->pid,
+        (long)c->uid, vmmd_op_name(x->r->h.opcode));
+    return 0;
+}
+
+static void admin_segment_record(struct vidmm_adapter *a, uint32_t id, uint8_t *p)
+{
+    struct vidmm_segment_info si;
+    memset(&si, 0, sizeof si);
+    vidmm_segment_query(a, id, &si);
+    char region[16] = "";
+    vidmm_segment_region_name(a, id, region, sizeof region);
+    struct vmmd_rec_admin_segment m = {
+        .id = id, .kind = (uint32_t)si.kind, .size = si.size, .committed = si.committed,
+        .free_bytes = si.free_bytes, .commit_limit = si.commit_limit, .flags = si.flags, .page_size = si.page_size,
+    };
+    put_name16(m.name, region);
+    vmmd_put_rec_admin_segment(p, &m);
+}
+
+static vidmm_status h_admin_adapter(struct req *x)
+{
+    struct vmmd_server *s = x->s;
+    if (!admin_allowed(x))
+        return (vidmm_status)VMMD_E_ACCESS_DENIED;
     struct vidmm_adapter_info ai;
     struct vidmm_residency_stats rs;
     memset(&ai, 0, sizeof ai);
     memset(&rs, 0, sizeof rs);
-    vidmm_adapter_query_info(a, &ai);
-    vidmm_residency_get_stats(a, &rs);
+    vidmm_adapter_query_info(x->a, &ai);
+    vidmm_residency_get_stats(x->a, &rs);
     int64_t blocks = 0, bytes = 0;
     if (s->cfg.host_usage)
         s->cfg.host_usage(s->cfg.host_usage_user, &blocks, &bytes);
     uint32_t nseg = ai.segment_count < VMMD_ADMIN_MAX_SEGMENTS ? ai.segment_count : VMMD_ADMIN_MAX_SEGMENTS;
     uint8_t out[VMMD_ADMIN_ADAPTER_FIXED + VMMD_ADMIN_MAX_SEGMENTS * VMMD_ADMIN_SEGMENT_SIZE];
     memset(out, 0, sizeof out);
-    vmmd_put32(out, (uint32_t)getpid());
-    vmmd_put32(out + 4, (uint32_t)geteuid());
-    vmmd_put32(out + 8, (uint32_t)s->nclients);
-    vmmd_put32(out + 12, nseg);
-    vmmd_put64(out + 16, s->st.connections);
-    vmmd_put64(out + 24, s->st.requests);
-    vmmd_put64(out + 32, s->st.protocol_errors);
-    vmmd_put64(out + 40, s->st.locks);
-    vmmd_put64(out + 48, (uint64_t)blocks);
-    vmmd_put64(out + 56, (uint64_t)bytes);
-    vmmd_put64(out + 64, ai.live_allocations);
-    vmmd_put64(out + 72, rs.make_resident_calls);
-    vmmd_put64(out + 80, rs.evictions);
-    vmmd_put64(out + 88, rs.restores);
-    vmmd_put64(out + 96, rs.bytes_evicted);
-    vmmd_put64(out + 104, rs.bytes_restored);
-    vmmd_put64(out + 112, ai.paging_buffers_submitted);
-    vmmd_put64(out + 120, now_ns() - s->start_ns);
-    vmmd_put64(out + 128, s->cfg.max_alloc_bytes);
-    vmmd_put64(out + 136, s->cfg.max_locked_bytes);
-    vmmd_put32(out + 144, s->cfg.max_objects);
-    vmmd_put32(out + 148, s->cfg.max_requests);
-    vmmd_put32(out + 152, s->cfg.max_connections_per_uid);
-    vmmd_put32(out + 156, ai.wddm_version);
-    vmmd_put64(out + 160, s->st.quota_refusals);
-    for (uint32_t id = 0; id < nseg; id++) {
-        uint8_t *p = out + VMMD_ADMIN_ADAPTER_FIXED + (size_t)id * VMMD_ADMIN_SEGMENT_SIZE;
-        struct vidmm_segment_info si;
-        memset(&si, 0, sizeof si);
-        vidmm_segment_query(a, id, &si);
-        char region[16] = "";
-        vidmm_segment_region_name(a, id, region, sizeof region);
-        vmmd_put32(p, id);
-        vmmd_put32(p + 4, (uint32_t)si.kind);
-        vmmd_put64(p + 8, si.size);
-        vmmd_put64(p + 16, si.committed);
-        vmmd_put64(p + 24, si.free_bytes);
-        vmmd_put64(p + 32, si.commit_limit);
-        vmmd_put32(p + 40, si.flags);
-        vmmd_put32(p + 44, si.page_size);
-        put_name16(p + 48, region);
-    }
-    reply(c, r->h.opcode, r->h.request_id, VIDMM_OK, out,
+    struct vmmd_rep_admin_adapter m = {
+        .daemon_pid = (uint32_t)getpid(), .daemon_uid = (uint32_t)geteuid(), .clients = (uint32_t)s->nclients,
+        .segments = nseg, .connections = s->st.connections, .requests = s->st.requests,
+        .protocol_errors = s->st.protocol_errors, .locks = s->st.locks, .host_blocks = blocks,
+        .host_bytes = bytes, .live_allocations = ai.live_allocations, .make_resident_calls = rs.make_resident_calls,
+        .evictions = rs.evictions, .restores = rs.restores, .bytes_evicted = rs.bytes_evicted,
+        .bytes_restored = rs.bytes_restored, .paging_buffers_submitted = ai.paging_buffers_submitted,
+        .uptime_ns = now_ns() - s->start_ns, .max_alloc_bytes = s->cfg.max_alloc_bytes,
+        .max_locked_bytes = s->cfg.max_locked_bytes, .max_handles = s->cfg.max_objects,
+        .max_requests = s->cfg.max_requests, .max_connections_per_uid = s->cfg.max_connections_per_uid,
+        .wddm_version = ai.wddm_version, .quota_refusals = s->st.quota_refusals,
+    };
+    vmmd_put_rep_admin_adapter(out, &m);
+    for (uint32_t id = 0; id < nseg; id++)
+        admin_segment_record(x->a, id, out + VMMD_ADMIN_ADAPTER_FIXED + (size_t)id * VMMD_ADMIN_SEGMENT_SIZE);
+    reply(x->c, x->r->h.opcode, x->r->h.request_id, VIDMM_OK, out,
           VMMD_ADMIN_ADAPTER_FIXED + (size_t)nseg * VMMD_ADMIN_SEGMENT_SIZE, -1);
+    x->answered = 1;
+    return VIDMM_OK;
 }
 
 static void admin_client_record(struct vmmd_server *s, const struct vmmd_client *asker, const struct vmmd_client *c,
                                 uint8_t *p)
 {
     struct vidmm_adapter *a = s->cfg.adapter;
-    memset(p, 0, VMMD_ADMIN_CLIENT_SIZE);
-    vmmd_put32(p, c->id);
-    vmmd_put32(p + 4, (uint32_t)c->pid);
-    vmmd_put32(p + 8, (uint32_t)c->uid);
-    vmmd_put32(p + 12, (uint32_t)c->gid);
-    put_name16(p + 16, c->comm);
-    vmmd_put64(p + 32, c->process);
-    vmmd_put64(p + 40, c->alloc_bytes);
-    vmmd_put32(p + 48, c->nallocs);
-    vmmd_put32(p + 52, c->live);
-    vmmd_put64(p + 56, c->locked_bytes);
+    struct vmmd_rec_admin_client m = {
+        .connection = c->id, .pid = (uint32_t)c->pid, .uid = (uint32_t)c->uid, .gid = (uint32_t)c->gid,
+        .process = c->process, .allocated_bytes = c->alloc_bytes, .allocations = c->nallocs, .handles = c->live,
+        .locked_bytes = c->locked_bytes, .evictions = c->retired_evictions, .restores = c->retired_restores,
+        .requests = c->requests, .in_flight = (uint32_t)(c->nwaits + c->out_count),
+        .flags = (c->refused < 0 ? 1u : 0u) | (c->closing ? 2u : 0u) | (c == asker ? 4u : 0u),
+    };
+    put_name16(m.comm, c->comm);
     if (c->process) {
-        for (int g = 0; g < 2; g++) {
-            struct vidmm_video_memory_info vi;
-            memset(&vi, 0, sizeof vi);
-            vidmm_query_video_memory_info(a, c->process, (enum vidmm_segment_group)g, &vi);
-            vmmd_put64(p + 64 + 16 * g, vi.budget);
-            vmmd_put64(p + 72 + 16 * g, vi.current_usage);
-        }
+        struct vidmm_video_memory_info vi[2];
+        memset(vi, 0, sizeof vi);
+        for (int g = 0; g < 2; g++)
+            vidmm_query_video_memory_info(a, c->process, (enum vidmm_segment_group)g, &vi[g]);
+        m.local_budget = vi[0].budget;
+        m.local_usage = vi[0].current_usage;
+        m.nonlocal_budget = vi[1].budget;
+        m.nonlocal_usage = vi[1].current_usage;
     }
-    uint64_t ev = c->retired_evictions, rt = c->retired_restores;
     for (uint32_t i = 1; i < c->nobj; i++)
         if (c->objs[i].type == OBJ_ALLOC) {
             struct vidmm_residency_state rs;
             memset(&rs, 0, sizeof rs);
             if (vidmm_allocation_residency(a, c->objs[i].lib, &rs) >= 0) {
-                ev += rs.evictions;
-                rt += rs.restores;
+                m.evictions += rs.evictions;
+                m.restores += rs.restores;
             }
         }
-    vmmd_put64(p + 96, ev);
-    vmmd_put64(p + 104, rt);
-    vmmd_put64(p + 112, c->requests);
-    vmmd_put32(p + 120, (uint32_t)(c->nwaits + c->out_count));
-    vmmd_put32(p + 124, (c->refused < 0 ? 1u : 0u) | (c->closing ? 2u : 0u) | (c == asker ? 4u : 0u));
+    vmmd_put_rec_admin_client(p, &m);
 }
 
-static void admin(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r)
+static vidmm_status h_admin_clients(struct req *x)
 {
-    if (c->uid != 0 && c->uid != s->cfg.admin_uid) {
-        LOG(s, 1, "client %u (pid %ld uid %ld): %s refused: not the daemon's uid or root\n", c->id, (long)c->pid,
-            (long)c->uid, vmmd_op_name(r->h.opcode));
-        reply(c, r->h.opcode, r->h.request_id, (vidmm_status)VMMD_E_ACCESS_DENIED, NULL, 0, -1);
-        return;
-    }
-    if (r->h.opcode == VMMD_OP_ADMIN_ADAPTER) {
-        admin_adapter(s, c, r);
-        return;
-    }
-    if (r->u1) {
-        reply(c, r->h.opcode, r->h.request_id, VIDMM_E_INVALID_ARG, NULL, 0, -1);
-        return;
-    }
-    /* The records from index u0 on (connection order), as many as fit. */
-    size_t first = r->u0, total = s->nclients;
+    struct vmmd_server *s = x->s;
+    const struct vmmd_req_admin_clients *m = &x->r->m.admin_clients;
+    if (!admin_allowed(x))
+        return (vidmm_status)VMMD_E_ACCESS_DENIED;
+    if (m->reserved)
+        return VIDMM_E_INVALID_ARG;
+    /* The records from index first on (connection order), as many as fit. */
+    size_t first = m->first, total = s->nclients;
     size_t count = first < total ? total - first : 0;
     if (count > VMMD_ADMIN_CLIENTS_PER_REPLY)
         count = VMMD_ADMIN_CLIENTS_PER_REPLY;
-    size_t n = 8 + count * VMMD_ADMIN_CLIENT_SIZE;
+    size_t n = VMMD_REP_ADMIN_CLIENTS_SIZE + count * VMMD_ADMIN_CLIENT_SIZE;
     uint8_t *out = malloc(n);
-    if (!out) {
-        reply(c, r->h.opcode, r->h.request_id, VIDMM_E_NO_HOST_MEMORY, NULL, 0, -1);
-        return;
-    }
-    vmmd_put32(out, (uint32_t)total);
-    vmmd_put32(out + 4, (uint32_t)count);
+    if (!out)
+        return VIDMM_E_NO_HOST_MEMORY;
+    struct vmmd_rep_admin_clients rm = { (uint32_t)total, (uint32_t)count };
+    vmmd_put_rep_admin_clients(out, &rm);
     for (size_t i = 0; i < count; i++)
-        admin_client_record(s, c, s->clients[first + i], out + 8 + i * VMMD_ADMIN_CLIENT_SIZE);
-    reply(c, r->h.opcode, r->h.request_id, VIDMM_OK, out, n, -1);
+        admin_client_record(s, x->c, s->clients[first + i], out + VMMD_REP_ADMIN_CLIENTS_SIZE + i * VMMD_ADMIN_CLIENT_SIZE);
+    reply(x->c, x->r->h.opcode, x->r->h.request_id, VIDMM_OK, out, n, -1);
     free(out);
+    x->answered = 1;
+    return VIDMM_OK;
 }
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+/* Every request of proto.def: its fixed payload size (the decoder has
+ * checked it already; handle() checks again so that a handler can never
+ * read past what arrived) and its handler h_NAME. */
+struct req_handler {
+    uint32_t min_size;
+    vidmm_status (*fn)(struct req *x);
+};
+
+static const struct req_handler handlers[VMMD_OP_LAST] = {
+#define VMMD_REQ(OP, name, fields) [VMMD_OP_##OP] = { VMMD_REQ_##OP##_SIZE, h_##name },
+#define VMMD_REQ0(OP, name) [VMMD_OP_##OP] = { 0, h_##name },
+#define VMMD_REP(OP, name, fields)
+#define VMMD_REP0(OP, name)
+#define VMMD_REC(name, fields)
+#include "proto.def"
+#undef VMMD_REQ
+#undef VMMD_REQ0
+#undef VMMD_REP
+#undef VMMD_REP0
+#undef VMMD_REC
+};
 
 static void handle(struct vmmd_server *s, struct vmmd_client *c, const struct vmmd_request *r, int in_fd)
 {
-    struct vidmm_adapter *a = s->cfg.adapter;
-    uint8_t out[VMMD_ADAPTER_INFO_SIZE];
-    size_t n = 0;
-    int fd = -1;
-    vidmm_status st = VIDMM_OK;
-    uint32_t slot;
     uint16_t op = r->h.opcode;
-
     if (c->refused < 0) {
         reply(c, op, r->h.request_id, c->refused, NULL, 0, -1);
         c->closing = 1;
         return;
     }
-    switch (op) {
-    case VMMD_OP_HELLO:
-        vmmd_put32(out, (uint32_t)c->pid);
-        vmmd_put32(out + 4, (uint32_t)c->uid);
-        vmmd_put32(out + 8, c->id);
-        vmmd_put32(out + 12, 0);
-        n = 16;
-        break;
-    case VMMD_OP_ECHO:
-        reply(c, op, r->h.request_id, VIDMM_OK, r->data, r->data_size > VMMD_MAX_PAYLOAD - 8 ? VMMD_MAX_PAYLOAD - 8 : r->data_size, -1);
-        return;
-    case VMMD_OP_DEVICE_CREATE: {
-        vidmm_handle d = 0;
-        st = vidmm_device_create(a, c->process, &d);
-        if (st >= 0) {
-            vidmm_status ost = obj_add(s, c, OBJ_DEVICE, d, 0, &slot);
-            if (ost < 0) {
-                vidmm_device_destroy(a, d);
-                st = ost;
-                break;
-            }
-            vmmd_put64(out, obj_handle(c, slot));
-            n = 8;
-        }
-        break;
-    }
-    case VMMD_OP_DEVICE_DESTROY:
-        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = vidmm_device_destroy(a, c->objs[slot].lib);
-        if (st >= 0) {
-            /* The library destroyed the device's queues and contexts with it
-             * (and its trim registration). */
-            for (uint32_t i = 1; i < c->nobj; i++)
-                if ((c->objs[i].type == OBJ_QUEUE || c->objs[i].type == OBJ_CONTEXT) && c->objs[i].parent == slot)
-                    obj_free(c, i);
-            obj_free(c, slot);
-        }
-        break;
-    case VMMD_OP_QUEUE_CREATE: {
-        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        vidmm_handle q = 0;
-        st = vidmm_paging_queue_create(a, c->objs[slot].lib, (int)(int32_t)r->u0, &q);
-        if (st >= 0) {
-            uint32_t qs = 0;
-            vidmm_status ost = obj_add(s, c, OBJ_QUEUE, q, slot, &qs);
-            if (ost < 0) {
-                vidmm_paging_queue_destroy(a, q);
-                st = ost;
-                break;
-            }
-            vmmd_put64(out, obj_handle(c, qs));
-            n = 8;
-        }
-        break;
-    }
-    case VMMD_OP_QUEUE_DESTROY:
-        if (!(slot = obj_find(c, r->a, OBJ_QUEUE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = vidmm_paging_queue_destroy(a, c->objs[slot].lib);
-        if (st >= 0)
-            obj_free(c, slot);
-        break;
-    case VMMD_OP_QUEUE_FENCE: {
-        if (!(slot = obj_find(c, r->a, OBJ_QUEUE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        uint64_t v = 0;
-        st = vidmm_paging_queue_fence(a, c->objs[slot].lib, &v);
-        vmmd_put64(out, v);
-        n = 8;
-        break;
-    }
-    case VMMD_OP_QUEUE_WAIT: {
-        if (!(slot = obj_find(c, r->a, OBJ_QUEUE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        uint64_t v = 0;
-        st = vidmm_paging_queue_fence(a, c->objs[slot].lib, &v);
-        if (st >= 0 && v < r->b) {
-            if (r->c == 0) {
-                st = VIDMM_E_TIMEOUT;
-                break;
-            }
-            park_wait(s, c, r, c->objs[slot].lib);   /* answered by vmmd_server_poll_waits */
-            return;
-        }
-        if (st > 0)
-            st = VIDMM_OK;
-        break;
-    }
-    case VMMD_OP_ALLOC_CREATE: {
-        vidmm_handle dev = c->device;
-        if (r->a) {
-            if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
-                st = VIDMM_E_INVALID_HANDLE;
-                break;
-            }
-            dev = c->objs[slot].lib;
-        }
-        vidmm_handle h = 0;
-        st = vidmm_device_allocation_create(a, dev, r->data_size ? r->data : NULL, r->data_size, r->u0, &h);
-        if (st >= 0) {
-            /* The size is the driver's answer: known only once created. */
-            struct vidmm_allocation_state as;
-            memset(&as, 0, sizeof as);
-            vidmm_status qst = vidmm_allocation_query(a, h, &as);
-            uint32_t aslot = 0;
-            vidmm_status ast = qst;   /* st keeps the creation's own success status (VIDMM_PENDING) */
-            if (qst >= 0 && as.size > s->cfg.max_alloc_bytes - c->alloc_bytes) {
-                s->st.quota_refusals++;
-                LOG(s, 1, "client %u (pid %ld): allocation of %llu bytes over its limit (%llu of %llu alive)\n",
-                    c->id, (long)c->pid, (unsigned long long)as.size, (unsigned long long)c->alloc_bytes,
-                    (unsigned long long)s->cfg.max_alloc_bytes);
-                ast = (vidmm_status)VMMD_E_QUOTA_EXCEEDED;
-            } else if (qst >= 0) {
-                ast = obj_add(s, c, OBJ_ALLOC, h, 0, &aslot);
-            }
-            if (ast < 0) {
-                vidmm_allocation_destroy(a, h);
-                st = ast;
-                break;
-            }
-            c->objs[aslot].size = as.size;
-            c->alloc_bytes += as.size;
-            c->nallocs++;
-            vmmd_put64(out, obj_handle(c, aslot));
-            n = 8;
-        }
-        break;
-    }
-    case VMMD_OP_ALLOC_DESTROY:
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (c->objs[slot].lock_count) {
-            st = VIDMM_E_BUSY;   /* as the library: not while locked */
-            break;
-        }
-        {
-            struct vidmm_residency_state rs;
-            memset(&rs, 0, sizeof rs);
-            vidmm_allocation_residency(a, c->objs[slot].lib, &rs);
-            st = vidmm_allocation_destroy(a, c->objs[slot].lib);
-            if (st >= 0) {
-                c->retired_evictions += rs.evictions;
-                c->retired_restores += rs.restores;
-                obj_free(c, slot);
-            }
-        }
-        break;
-    case VMMD_OP_MAKE_RESIDENT:
-    case VMMD_OP_EVICT: {
-        uint32_t ds = obj_find(c, r->a, OBJ_DEVICE);
-        uint32_t qs = op == VMMD_OP_MAKE_RESIDENT ? obj_find(c, r->b, OBJ_QUEUE) : 1;
-        if (!ds || !qs) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        vidmm_handle stackbuf[64];
-        vidmm_handle *list = r->u1 <= 64 ? stackbuf : malloc(sizeof *list * r->u1);
-        if (!list) {
-            st = VIDMM_E_NO_HOST_MEMORY;
-            break;
-        }
-        st = translate_list(c, r->list, r->u1, list);
-        if (st >= 0 && op == VMMD_OP_MAKE_RESIDENT) {
-            struct vidmm_make_resident_args mr;
-            memset(&mr, 0, sizeof mr);
-            mr.paging_queue = c->objs[qs].lib;
-            mr.allocations = r->u1 ? list : NULL;
-            mr.count = r->u1;
-            mr.flags = r->u0;
-            st = vidmm_make_resident(a, c->objs[ds].lib, &mr);
-            vmmd_put64(out, mr.paging_fence_value);
-            vmmd_put64(out + 8, mr.bytes_to_trim);
-            n = 16;
-        } else if (st >= 0) {
-            struct vidmm_evict_args ev;
-            memset(&ev, 0, sizeof ev);
-            ev.allocations = r->u1 ? list : NULL;
-            ev.count = r->u1;
-            ev.flags = r->u0;
-            st = vidmm_evict(a, c->objs[ds].lib, &ev);
-            vmmd_put64(out, ev.bytes_to_trim);
-            n = 8;
-        }
-        if (list != stackbuf)
-            free(list);
-        break;
-    }
-    case VMMD_OP_QUERY_VIDMEM: {
-        struct vidmm_video_memory_info vi;
-        memset(&vi, 0, sizeof vi);
-        if (r->u0 > 1 || r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_query_video_memory_info(a, c->process, (enum vidmm_segment_group)r->u0, &vi);
-        vmmd_put64(out, vi.budget);
-        vmmd_put64(out + 8, vi.current_usage);
-        vmmd_put64(out + 16, vi.current_reservation);
-        vmmd_put64(out + 24, vi.available_for_reservation);
-        n = 32;
-        break;
-    }
-    case VMMD_OP_LOCK: {
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        uint64_t size = 0;
-        st = do_lock(s, c, slot, &size, &fd);
-        vmmd_put64(out, size);
-        n = 8;
-        break;
-    }
-    case VMMD_OP_UNLOCK:
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = do_unlock(s, c, slot);
-        break;
-    case VMMD_OP_ALLOC_QUERY: {
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        struct vidmm_allocation_state as;
-        struct vidmm_residency_state rs;
-        memset(&as, 0, sizeof as);
-        memset(&rs, 0, sizeof rs);
-        st = vidmm_allocation_query(a, c->objs[slot].lib, &as);
-        if (st >= 0)
-            st = vidmm_allocation_residency(a, c->objs[slot].lib, &rs);
-        vmmd_put64(out, as.size);
-        vmmd_put64(out + 8, as.requested_size);
-        vmmd_put64(out + 16, as.alignment);
-        vmmd_put32(out + 24, as.flags);
-        vmmd_put32(out + 28, as.segment_id);
-        vmmd_put32(out + 32, as.supported_segment_set);
-        vmmd_put32(out + 36, as.preferred_segment);
-        vmmd_put32(out + 40, c->objs[slot].lock_count);
-        vmmd_put32(out + 44, rs.resident);
-        vmmd_put64(out + 48, as.moves);
-        n = 56;
-        break;
-    }
-    case VMMD_OP_GPUVA_RESERVE: {
-        uint64_t va = 0;
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_gpuva_reserve(a, c->process, r->a, r->b, r->c, r->d, r->u0, &va);
-        vmmd_put64(out, va);
-        n = 8;
-        break;
-    }
-    case VMMD_OP_GPUVA_MAP: {
-        uint64_t va = 0;
-        if (!(slot = obj_find(c, r->d, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_gpuva_map(a, c->process, r->a, r->b, r->c, c->objs[slot].lib, r->e, r->f, r->u0, r->g, &va);
-        vmmd_put64(out, va);
-        n = 8;
-        break;
-    }
-    case VMMD_OP_GPUVA_FREE:
-        st = vidmm_gpuva_free(a, c->process, r->a, r->b);
-        break;
-    case VMMD_OP_ADAPTER_INFO: {
-        struct vidmm_adapter_info ai;
-        memset(&ai, 0, sizeof ai);
-        st = vidmm_adapter_query_info(a, &ai);
-        const uint32_t u[8] = { ai.wddm_version, ai.memory_management_caps, ai.physical_adapter_flags,
-                                ai.segment_count, ai.aperture_segment_id, ai.agp_segment_id,
-                                ai.paging_buffer_segment_id, ai.paging_buffer_size };
-        for (int i = 0; i < 8; i++)
-            vmmd_put32(out + 4 * i, u[i]);
-        const uint64_t q[6] = { ai.aperture_segment_commit_limit, ai.live_allocations, ai.paging_buffers_submitted,
-                                ai.paging_restarts, ai.last_fence_submitted, ai.last_fence_completed };
-        for (int i = 0; i < 6; i++)
-            vmmd_put64(out + 32 + 8 * i, q[i]);
-        for (int i = 0; i < 17; i++) {
-            vmmd_put64(out + 80 + 8 * i, ai.paging_ops[i]);
-            vmmd_put64(out + 216 + 8 * i, ai.paging_bytes[i]);
-        }
-        n = VMMD_ADAPTER_INFO_SIZE;
-        break;
-    }
-    case VMMD_OP_SEGMENT_QUERY: {
-        struct vidmm_segment_info si;
-        memset(&si, 0, sizeof si);
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_segment_query(a, r->u0, &si);
-        vmmd_put32(out, si.id);
-        vmmd_put32(out + 4, (uint32_t)si.kind);
-        vmmd_put32(out + 8, si.flags);
-        vmmd_put32(out + 12, si.page_size);
-        const uint64_t q[7] = { si.base_address, si.size, si.commit_limit, si.committed,
-                                si.free_bytes, si.largest_free, si.allocations };
-        for (int i = 0; i < 7; i++)
-            vmmd_put64(out + 16 + 8 * i, q[i]);
-        vmmd_put32(out + 72, (uint32_t)si.cpu_visible);
-        vmmd_put32(out + 76, (uint32_t)si.cpu_host_aperture);
-        vmmd_put32(out + 80, si.host_aperture_pages);
-        vmmd_put32(out + 84, si.host_aperture_free);
-        n = VMMD_SEGMENT_INFO_SIZE;
-        break;
-    }
-    case VMMD_OP_ALLOC_SET_PRIORITY:
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_allocation_set_priority(a, c->objs[slot].lib, r->u0);
-        break;
-    case VMMD_OP_OFFER: {
-        uint32_t ds = obj_find(c, r->a, OBJ_DEVICE);
-        if (!ds) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        vidmm_handle stackbuf[64], *list = NULL;
-        st = list_get(c, r, stackbuf, 64, &list);
-        if (st >= 0)
-            st = vidmm_offer(a, c->objs[ds].lib, r->u1 ? list : NULL, r->u1, r->u0);
-        if (list != stackbuf)
-            free(list);
-        break;
-    }
-    case VMMD_OP_RECLAIM: {
-        /* Variable reply: u64 paging fence, count x u32 results (zeros
-         * on failure, as every reply's fields). */
-        uint32_t qs = obj_find(c, r->a, OBJ_QUEUE);
-        vidmm_handle stackbuf[64], *list = stackbuf;
-        uint8_t *rep = malloc(8 + 4 * (size_t)r->u1);
-        uint32_t *results = malloc(sizeof *results * (r->u1 ? r->u1 : 1));
-        uint64_t fence = 0;
-        if (!rep || !results)
-            st = VIDMM_E_NO_HOST_MEMORY;
-        else if (!qs)
-            st = VIDMM_E_INVALID_HANDLE;
-        else if (r->u0)
-            st = VIDMM_E_INVALID_ARG;
-        else
-            st = list_get(c, r, stackbuf, 64, &list);
-        if (st >= 0) {
-            memset(results, 0, sizeof *results * r->u1);
-            st = vidmm_reclaim(a, c->objs[qs].lib, r->u1 ? list : NULL, r->u1, results, &fence);
-        }
-        if (list != stackbuf)
-            free(list);
-        if (rep) {
-            vmmd_put64(rep, st >= 0 ? fence : 0);
-            for (uint32_t i = 0; i < r->u1; i++)
-                vmmd_put32(rep + 8 + 4 * (size_t)i, results && st >= 0 ? results[i] : 0);
-        }
-        free(results);
-        reply(c, op, r->h.request_id, st, rep, rep ? 8 + 4 * (size_t)r->u1 : 0, -1);
-        free(rep);
-        return;
-    }
-    case VMMD_OP_CHANGE_RESERVATION:
-    case VMMD_OP_PROCESS_SET_BUDGET:
-        if (r->u0 > 1 || r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        if (op == VMMD_OP_CHANGE_RESERVATION)
-            st = vidmm_change_video_memory_reservation(a, c->process, (enum vidmm_segment_group)r->u0, r->a);
-        else if (s->cfg.allow_set_budget)   /* the OS's call: only a daemon started for tests serves it */
-            st = vidmm_process_set_budget(a, c->process, (enum vidmm_segment_group)r->u0, r->a);
-        else
-            st = VIDMM_E_NOT_SUPPORTED;
-        break;
-    case VMMD_OP_TRIM_REGISTER:
-        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (r->u0 > 1 || r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_register_trim_notification(a, c->objs[slot].lib, r->u0 ? on_trim : NULL, r->u0 ? c : NULL);
-        break;
-    case VMMD_OP_GPUVA_UPDATE: {
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        struct vidmm_gpuva_update_op *ops = malloc(sizeof *ops * (r->u0 ? r->u0 : 1));
-        if (!ops) {
-            st = VIDMM_E_NO_HOST_MEMORY;
-            break;
-        }
-        for (uint32_t i = 0; i < r->u0 && st >= 0; i++) {
-            const uint8_t *p = r->list + (size_t)i * VMMD_GPUVA_OP_SIZE;
-            struct vidmm_gpuva_update_op *o = &ops[i];
-            memset(o, 0, sizeof *o);
-            o->type = vmmd_get32(p);
-            o->protection = vmmd_get32(p + 4);
-            o->va = vmmd_get64(p + 8);
-            o->size = vmmd_get64(p + 16);
-            o->offset = vmmd_get64(p + 32);
-            o->driver_protection = vmmd_get64(p + 40);
-            o->unmap_mode = vmmd_get32(p + 48);
-            o->reserved = vmmd_get32(p + 52);
-            o->source = vmmd_get64(p + 56);
-            /* Only a MAP names an allocation; elsewhere the field is 0. */
-            uint64_t h = vmmd_get64(p + 24);
-            if (o->type == VIDMM_GPUVA_UPDATE_MAP) {
-                uint32_t as = obj_find(c, h, OBJ_ALLOC);
-                if (!as)
-                    st = VIDMM_E_INVALID_HANDLE;
-                else
-                    o->allocation = c->objs[as].lib;
-            } else if (h) {
-                st = VIDMM_E_INVALID_ARG;
-            }
-        }
-        if (st >= 0)
-            st = vidmm_gpuva_update(a, c->process, r->u0 ? ops : NULL, r->u0);
-        free(ops);
-        break;
-    }
-    case VMMD_OP_CONTEXT_CREATE: {
-        if (!(slot = obj_find(c, r->a, OBJ_DEVICE))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        struct vidmm_context_desc desc;
-        memset(&desc, 0, sizeof desc);
-        desc.node = (uint32_t)r->c;
-        desc.mode = (uint32_t)r->d;
-        desc.flags = r->u0;
-        desc.reserved = r->u1;
-        vidmm_handle ctx = 0;
-        st = vidmm_context_create(a, c->objs[slot].lib, &desc, &ctx);
-        if (st >= 0) {
-            uint32_t cs = 0;
-            vidmm_status ost = obj_add(s, c, OBJ_CONTEXT, ctx, slot, &cs);
-            if (ost < 0) {
-                vidmm_context_destroy(a, ctx);
-                st = ost;
-                break;
-            }
-            vmmd_put64(out, obj_handle(c, cs));
-            n = 8;
-        }
-        break;
-    }
-    case VMMD_OP_CONTEXT_DESTROY:
-        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = vidmm_context_destroy(a, c->objs[slot].lib);
-        if (st >= 0)
-            obj_free(c, slot);
-        break;
-    case VMMD_OP_SUBMIT_VIRTUAL: {
-        /* The command buffer is already in the process's GPU address
-         * space (an allocation the client filled through LOCK): only its
-         * address and size travel. */
-        uint64_t fence = 0;
-        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        if (r->u1) {
-            st = VIDMM_E_INVALID_ARG;
-            break;
-        }
-        st = vidmm_submit_virtual(a, c->objs[slot].lib, r->b, r->u0, &fence);
-        if (st >= 0)
-            s->st.submissions++;
-        vmmd_put64(out, fence);
-        n = 8;
-        break;
-    }
-    case VMMD_OP_CONTEXT_FENCE: {
-        uint64_t sub = 0, done = 0;
-        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = vidmm_context_fence(a, c->objs[slot].lib, &sub, &done);
-        vmmd_put64(out, sub);
-        vmmd_put64(out + 8, done);
-        n = 16;
-        break;
-    }
-    case VMMD_OP_CONTEXT_WAIT: {
-        /* As vidmm_context_wait, without blocking the loop: parked like
-         * a paging-queue wait when the fence has not passed. */
-        uint64_t sub = 0, done = 0;
-        if (!(slot = obj_find(c, r->a, OBJ_CONTEXT))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = vidmm_context_fence(a, c->objs[slot].lib, &sub, &done);
-        if (st < 0)
-            break;
-        if (r->b > sub) {
-            st = VIDMM_E_INVALID_ARG;   /* never submitted: it would never pass */
-            break;
-        }
-        if (done < r->b) {
-            if (r->c == 0) {
-                st = VIDMM_E_TIMEOUT;
-                break;
-            }
-            park_wait(s, c, r, c->objs[slot].lib);
-            return;
-        }
-        st = VIDMM_OK;
-        break;
-    }
-    case VMMD_OP_SHARE_EXPORT:
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = do_export(s, c, slot, &fd);
-        break;
-    case VMMD_OP_SHARE_OPEN: {
-        uint64_t h = 0;
-        st = do_open(s, c, in_fd, &h);
-        vmmd_put64(out, h);
-        n = 8;
-        break;
-    }
-    case VMMD_OP_SHARE_QUERY: {
-        struct vidmm_share_info si;
-        memset(&si, 0, sizeof si);
-        if (!(slot = obj_find(c, r->a, OBJ_ALLOC))) {
-            st = VIDMM_E_INVALID_HANDLE;
-            break;
-        }
-        st = vidmm_share_query(a, c->objs[slot].lib, &si);
-        vmmd_put32(out, si.holders);
-        vmmd_put32(out + 4, si.creator_holds);
-        vmmd_put32(out + 8, si.is_creator);
-        vmmd_put32(out + 12, 0);
-        n = 16;
-        break;
-    }
-    case VMMD_OP_DEBUG_CHECK: {
-        char report[2048] = "";
-        int v = vidmm_adapter_check(a, report, sizeof report);
-        struct vidmm_adapter_info ai;
-        memset(&ai, 0, sizeof ai);
-        vidmm_adapter_query_info(a, &ai);
-        LOG(s, 1, "check (asked by client %u): %d violations, %zu clients, %llu live allocations%s%s\n", c->id, v,
-            s->nclients, (unsigned long long)ai.live_allocations, v ? "\n" : "", v ? report : "");
-        vmmd_put32(out, (uint32_t)v);
-        vmmd_put32(out + 4, (uint32_t)s->nclients);
-        vmmd_put64(out + 8, ai.live_allocations);
-        n = 16;
-        break;
-    }
-    case VMMD_OP_ADMIN_ADAPTER:
-    case VMMD_OP_ADMIN_CLIENTS:
-        admin(s, c, r);
-        return;
-    default:
-        st = VIDMM_E_NOT_SUPPORTED;
-        break;
-    }
-    reply(c, op, r->h.request_id, st, out, n, fd);
+    struct req x = { .s = s, .c = c, .a = s->cfg.adapter, .r = r, .in_fd = in_fd, .n = 0, .fd = -1, .answered = 0 };
+    const struct req_handler *h = op < VMMD_OP_LAST ? &handlers[op] : NULL;
+    vidmm_status st = VIDMM_E_NOT_SUPPORTED;
+    if (h && h->fn)
+        st = r->h.length >= h->min_size ? h->fn(&x) : VIDMM_E_INVALID_ARG;
+    if (!x.answered)
+        reply(c, op, r->h.request_id, st, x.out, x.n, x.fd);
 }
 
 static int client_message(struct vmmd_server *s, struct vmmd_client *c, const uint8_t *msg, size_t n,

@@ -109,9 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_REQUIRE(d <= 0 && d >= VMMD_DECODE_BAD_FLAGS, "decode result %d", d);
         if (d == 0 && (r.h.opcode == VMMD_OP_MAKE_RESIDENT || r.h.opcode == VMMD_OP_EVICT ||
                        r.h.opcode == VMMD_OP_OFFER || r.h.opcode == VMMD_OP_RECLAIM))
-            FUZZ_REQUIRE(r.list + 8 * (size_t)r.u1 <= msg + n, "list past the message");
+            FUZZ_REQUIRE(r.list + 8 * (size_t)r.list_count <= msg + n, "list past the message");
         if (d == 0 && r.h.opcode == VMMD_OP_GPUVA_UPDATE)
-            FUZZ_REQUIRE(r.u0 <= VMMD_MAX_GPUVA_OPS && r.list + VMMD_GPUVA_OP_SIZE * (size_t)r.u0 <= msg + n,
+            FUZZ_REQUIRE(r.list_count <= VMMD_MAX_GPUVA_OPS &&
+                             r.list + VMMD_GPUVA_OP_SIZE * (size_t)r.list_count <= msg + n,
                          "operations past the message");
         if (d == 0)
             FUZZ_REQUIRE(r.h.opcode != VMMD_EV_TRIM, "an event opcode decoded as a request");

@@ -13,6 +13,11 @@ Checks:
   options  every option a verb's --help lists is in the manual page, and
            every option the manual page or the README synopsis names is
            in some verb's --help (and accepted: not "unknown option");
+  outputs  every block between <!-- output: ARGS --> and <!-- output:end -->
+           in README.md and docs/*.md appears in what `vidmm ARGS` prints
+           (stdout and stderr), as demo excerpts do; ARGS may be several
+           commands joined by " ; " (the last one's output counts) and
+           may name {tmp}, a scratch folder;
   counts   with RUN_OUTPUT (what tests/run.sh collected), the per-suite
            counts between <!-- counts:begin --> and <!-- counts:end --> in
            docs/TESTING.md are the ones the run printed.
@@ -54,7 +59,34 @@ def mask(line):
 
 
 def shape(line):
-    return re.sub(r"[0-9.]+( [KMGT]?i?B\b)?", "#", line.strip())
+    # Digits and units aside, and column padding too (a wider number
+    # shifts the columns after it).
+    return re.sub(r"\s+", " ", re.sub(r"[0-9.]+( [KMGT]?i?B\b)?", "#", line.strip()))
+
+
+def match_excerpt(lines, masked, raw):
+    """An excerpt's lines in order in the output (masked for comparison;
+    "..." skips any number; a long line may be cut short).  Returns the
+    first line that is not there (None when all are) and the excerpt
+    rewritten from the output (lines of the same shape replaced)."""
+    at, out, bad = 0, [], None
+    for l in lines:
+        if l.strip() == "...":
+            out.append(l)
+            continue
+        m = mask(l)
+        j = next((k for k in range(at, len(masked)) if masked[k] == m or (len(m) > 40 and masked[k].startswith(m))), None)
+        if j is None:
+            j2 = next((k for k in range(at, len(masked)) if shape(masked[k]) == shape(m)), None)
+            if bad is None:
+                bad = l
+            if j2 is None:
+                out.append(l)
+                continue
+            j = j2
+        out.append(l if masked[j] == m or masked[j].startswith(m) else raw[j])
+        at = j + 1
+    return bad, out
 
 
 readme = open("README.md", encoding="utf-8").read()
@@ -95,6 +127,46 @@ for b in blocks:
 if refresh and new_readme != readme:
     open("README.md", "w", encoding="utf-8").write(new_readme)
     print("docs: README demo excerpts refreshed")
+
+# ---- outputs --------------------------------------------------------------
+import glob
+import shlex
+import tempfile
+
+scratch = tempfile.mkdtemp(prefix="vidmm-docs-")
+cache = {}
+
+
+def output_of(args):
+    if args not in cache:
+        text = ""
+        for cmd in args.split(" ; "):
+            r = subprocess.run([tool] + shlex.split(cmd.replace("{tmp}", scratch)), capture_output=True, text=True)
+            text = r.stdout + r.stderr
+        cache[args] = text
+    return cache[args]
+
+
+for path in ["README.md"] + sorted(glob.glob("docs/*.md")):
+    text = open(path, encoding="utf-8").read()
+    found = list(re.finditer(r"<!-- output: (.*?) -->\n```\n(.*?)```\n<!-- output:end -->", text, re.S))
+    new_text = text
+    for b in found:
+        raw = output_of(b.group(1)).splitlines()
+        bad, out = match_excerpt(b.group(2).splitlines(), [mask(l) for l in raw], raw)
+        if refresh:
+            new_text = new_text.replace(b.group(2), "\n".join(out) + "\n")
+        else:
+            check(bad is None, "%s: excerpt of `vidmm %s` has a line it no longer prints (make docs-refresh): %r"
+                  % (path, b.group(1), bad))
+    if refresh and new_text != text:
+        open(path, "w", encoding="utf-8").write(new_text)
+        print("docs: %s excerpts refreshed" % path)
+    if path == "README.md":
+        check(len(found) >= 2, "README has <!-- output: ... --> excerpts")
+    if path == "docs/OUTPUTS.md":
+        check(len(found) >= 2, "docs/OUTPUTS.md has <!-- output: ... --> excerpts")
+subprocess.run(["rm", "-rf", scratch])
 
 # ---- verbs ----------------------------------------------------------------
 _, help_out, _ = sh("--help")
@@ -141,9 +213,9 @@ for opt in sorted(man_opts | readme_opts):
 if run_output:
     got = {}
     for l in open(run_output, encoding="utf-8", errors="replace"):
-        m = re.match(r"^(?:([a-z]+): )?(\d+) passed, (\d+) failed", l)
+        m = re.match(r"^(?:([a-z0-9]+): )?(\d+) passed, (\d+) failed", l)
         if m and m.group(1) != "total":
-            got[m.group(1) or "library"] = int(m.group(2))
+            got[m.group(1) if m.group(1) not in (None, "unit") else "library"] = int(m.group(2))
     testing = open("docs/TESTING.md", encoding="utf-8").read()
     m = re.search(r"<!-- counts:begin -->\n(.*?)<!-- counts:end -->", testing, re.S)
     check(m is not None, "docs/TESTING.md has <!-- counts:begin --> ... <!-- counts:end -->")

@@ -29,6 +29,16 @@ catches() { # breakage check: the kit exits 1 and names the check
   rc=$?
   if [ "$rc" -eq 1 ] && grep -q "^FAIL $2" "$out"; then ok; else bad "break=$1 not caught as $2 (rc $rc)"; cat "$out"; fi
 }
+# A driver whose VRAM the CPU cannot reach (tests/drvcheck/invisible_vram.c,
+# written from the guide) passes; with its private data missing
+# CPU_VISIBLE the kit names the refused lock and vidmm's reason.
+inv=$b/tests/drvcheck/invisible_vram.so
+passes "kit on a driver with invisible VRAM" "$tool" drvcheck --driver "$inv"
+"$tool" drvcheck --driver "$inv" --options mistake=no-cpu-visible >"$out" 2>&1
+rc=$?
+if [ "$rc" -eq 1 ] && grep "^FAIL vidmm.create" "$out" | grep "vidmm_allocation_lock" | grep "VIDMM_E_NOT_SUPPORTED" |
+     grep -q "VIDMM_ALLOC_CPU_VISIBLE"; then ok; else bad "a lock without CPU_VISIBLE is not named (rc $rc)"; cat "$out"; fi
+
 catches fence-early fences.after_execution
 catches restart restart.fill_bytes
 catches stride query.stride

@@ -14,10 +14,12 @@ bad() { fail=$((fail + 1)); echo "install: FAIL $*"; }
 prefix="$stage/usr"
 make -s install PREFIX="$prefix" >/dev/null || bad "make install"
 pc="$prefix/lib/pkgconfig"
-for f in include/vidmm/vidmm.h include/vidmm/version.h lib/libvidmm.a lib/libsoftgpu.a lib/libvidmm.so lib/pkgconfig/vidmm.pc \
+for f in include/vidmm/vidmm.h include/vidmm/version.h include/vidmm/drvcheck.h lib/libvidmm.a lib/libsoftgpu.a lib/libvidmm.so lib/pkgconfig/vidmm.pc \
          lib/pkgconfig/softgpu.pc lib/cmake/vidmm/vidmmConfig.cmake share/man/man1/vidmm.1 bin/vidmm \
          bin/vidmmd lib/libvidmm-client.a include/vidmm-client/client.h \
-         lib/systemd/system/vidmmd.service lib/systemd/system/vidmmd.socket; do
+         lib/systemd/system/vidmmd.service lib/systemd/system/vidmmd.socket \
+         lib/libsoftgpu.so lib/libvidmm-client.so lib/libvidmm-d3dkmt.so lib/libvidmm-d3dkmt.a \
+         include/d3dkmt/d3dkmthk.h lib/pkgconfig/vidmm-client.pc lib/pkgconfig/vidmm-d3dkmt.pc share/man/man8/vidmmd.8; do
   if [ -e "$prefix/$f" ]; then ok; else bad "not installed: $f"; fi
 done
 major=$(sed -n 's/^#define VIDMM_VERSION_MAJOR \([0-9]*\)/\1/p' include/vidmm/version.h)
@@ -30,6 +32,16 @@ if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-shared" \
      $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs softgpu vidmm) -lpthread -lm &&
    LD_LIBRARY_PATH="$prefix/lib" "$stage/c-shared" >/dev/null; then ok; else bad "pkg-config shared consumer"; fi
 if ldd "$stage/c-shared" 2>/dev/null | grep -q "libvidmm.so.$major"; then ok; else bad "shared consumer does not load libvidmm.so.$major"; fi
+# The D3DKMT front end and the client, shared, through pkg-config.
+if cc -std=c11 -Wall -Werror tests/consumer/d3dkmt_consumer.c -o "$stage/d-shared" \
+     $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs vidmm-d3dkmt vidmm-client softgpu vidmm) &&
+   LD_LIBRARY_PATH="$prefix/lib" "$stage/d-shared" >/dev/null; then ok; else bad "pkg-config D3DKMT and client consumer"; fi
+for l in softgpu vidmm-client vidmm-d3dkmt; do
+  if readelf -d "$prefix/lib/lib$l.so" | grep -q "SONAME.*lib$l.so.$major\]"; then ok; else bad "lib$l.so: no SONAME lib$l.so.$major"; fi
+done
+# The driver kit's header: a plug-in builds against the install alone.
+if cc -std=c11 -Wall -Werror -shared -fPIC tests/drvcheck/invisible_vram.c -o "$stage/invisible_vram.so" \
+     $(PKG_CONFIG_PATH="$pc" pkg-config --cflags vidmm) -lpthread; then ok; else bad "a drvcheck plug-in against the install"; fi
 # pkg-config, static
 if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-static" \
      $(PKG_CONFIG_PATH="$pc" pkg-config --cflags softgpu vidmm) "$prefix/lib/libsoftgpu.a" "$prefix/lib/libvidmm.a" \
@@ -39,7 +51,19 @@ if cc -std=c11 -Wall -Werror tests/consumer/consumer.c -o "$stage/c-static" \
 if command -v cmake >/dev/null 2>&1; then
   if cmake -S tests/consumer -B "$stage/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >"$stage/cmake.log" 2>&1 &&
      cmake --build "$stage/cmake-build" >>"$stage/cmake.log" 2>&1 &&
-     LD_LIBRARY_PATH="$prefix/lib" "$stage/cmake-build/consumer" >/dev/null; then ok; else bad "CMake consumer: $(tail -5 "$stage/cmake.log")"; fi
+     LD_LIBRARY_PATH="$prefix/lib" "$stage/cmake-build/consumer" >/dev/null &&
+     LD_LIBRARY_PATH="$prefix/lib" "$stage/cmake-build/d3dkmt_consumer" >/dev/null; then ok; else bad "CMake consumer: $(tail -5 "$stage/cmake.log")"; fi
+  # Relocatable: the tree moved elsewhere is still found, by CMake from the
+  # package file's place and by pkg-config --define-prefix.
+  cp -a "$prefix" "$stage/moved"
+  if cmake -S tests/consumer -B "$stage/cmake-moved" -DCMAKE_PREFIX_PATH="$stage/moved" >"$stage/cmake-moved.log" 2>&1 &&
+     cmake --build "$stage/cmake-moved" >>"$stage/cmake-moved.log" 2>&1 &&
+     LD_LIBRARY_PATH="$stage/moved/lib" "$stage/cmake-moved/consumer" >/dev/null &&
+     ! grep -rq "$prefix" "$stage/moved/lib/cmake/vidmm/"; then ok; else
+    bad "CMake package not relocatable: $(tail -5 "$stage/cmake-moved.log")"; fi
+  if [ "$(PKG_CONFIG_PATH="$stage/moved/lib/pkgconfig" pkg-config --define-prefix --cflags vidmm | sed "s/ *$//")" = "-I$stage/moved/include" ]
+  then ok; else bad "vidmm.pc not relocatable with --define-prefix"; fi
+  rm -rf "$stage/moved"
   # An incompatible version is refused.
   sed 's/find_package(vidmm 0.2 REQUIRED)/find_package(vidmm 9.0 REQUIRED)/' tests/consumer/CMakeLists.txt > "$stage/CMakeLists.txt"
   mkdir -p "$stage/src9" && cp "$stage/CMakeLists.txt" tests/consumer/consumer.c "$stage/src9/"

@@ -1,6 +1,8 @@
 /*
- * main.c - runs every suite listed in suites.def and prints the summary.
+ * main.c - runs every suite listed in suites.def and prints the summary
+ * ("unit: N passed, M failed"), a line per suite as it ends.
  * Usage: vidmm-tests [--seed N] [filter-substring]
+ * A filter that no test name contains is an error (exit status 2).
  */
 #include "harness/test.h"
 
@@ -9,6 +11,9 @@
 
 void t_set_filter(const char *f);
 void t_set_seed(uint64_t s);
+void t_set_label(const char *label);
+void t_suite_begin(const char *name);
+void t_suite_end(void);
 int t_summary(void);
 
 #define SUITE(name) void suite_##name(void);
@@ -23,8 +28,11 @@ int main(int argc, char **argv)
         else
             t_set_filter(argv[i]);
     }
+    /* Line-buffered even into a pipe: make test shows progress. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    t_set_label("unit");
     printf("seed %" PRIu64 "\n", t_seed());
-#define SUITE(name) suite_##name();
+#define SUITE(name) t_suite_begin(#name); suite_##name(); t_suite_end();
 #include "suites.def"
 #undef SUITE
     return t_summary();

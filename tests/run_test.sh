@@ -27,7 +27,9 @@ fake() {
 # must be LAST and its stdout+stderr must contain GREP.
 expect() {
   name=$1; want=$2; last=$3; pat=$4; suites=$5; shift 5
-  env VIDMM_RUN_SUITES="$suites" "$@" sh tests/run.sh "$t/b" >"$t/out" 2>"$t/err"
+  # CI= first: the cases without CI=true must not inherit the caller's
+  # (.ci/run exports CI=true); a case's own CI=true comes after it.
+  env CI= VIDMM_RUN_SUITES="$suites" "$@" sh tests/run.sh "$t/b" >"$t/out" 2>"$t/err"
   rc=$?
   if [ "$want" = ok ] && [ "$rc" -ne 0 ]; then bad "$name: exit status $rc, want 0"; return; fi
   if [ "$want" = fail ] && [ "$rc" -eq 0 ]; then bad "$name: exit status 0, want a failure"; return; fi

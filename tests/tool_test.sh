@@ -195,6 +195,94 @@ demo_has "demo standby and resume" "every byte back (GPU checksum and CPU read):
 demo_has "demo recovery integrity" "recovery integrity: 0 failures; adapter check: clean"
 demo_has "demo final check" "adapter check after the demo: clean"
 rm -f /tmp/vidmm_demo_out.$$
+
+# ---- a new user's mistakes: GNU options, scenario-file typos, outputs ----
+# GNU conventions (getopt_long): --name=value, -ovalue, -- before operands.
+t=/tmp/vidmm_tool_pc.$$
+mkdir -p "$t"
+expect_rc 0 "--frames=2 and -oFILE" "$tool" run desktop --frames=2 "-o$t/r.txt"
+if grep -q "2 frames" "$t/r.txt" 2>/dev/null; then ok; else bad "-oFILE did not get the 2-frame report"; fi
+expect_rc 0 "-- before the scenario" "$tool" run --frames 1 -- desktop
+expect_out "a known option given a value is named" "--async takes no value" "$tool" run desktop --async=1
+expect_rc 2 "fuzz-scenarios --count 0 is refused" "$tool" fuzz-scenarios --count 0
+expect_rc 2 "fuzz-scenarios --seconds 0 is refused" "$tool" fuzz-scenarios --seconds 0
+# Outputs are checked before the run, with the system's reason.
+expect_out "-o into a missing folder: before the run, with the reason" "No such file or directory" \
+  "$tool" run desktop -o /nonexistent/dir/x.txt
+if "$tool" run desktop -o /nonexistent/dir/x.txt 2>&1 | grep -q "rules checked"; then
+  bad "-o into a missing folder: the run went ahead"; else ok; fi
+expect_out "--html DIR is refused with the reason" "Is a directory" "$tool" run desktop --html "$t"
+expect_out "run of a missing file gives the reason" "No such file or directory" "$tool" run "$t/none.scn"
+if [ "$(id -u)" != 0 ]; then
+  echo "adapter dgpu" > "$t/unreadable.scn"; chmod 000 "$t/unreadable.scn"
+  expect_out "run of an unreadable file says Permission denied" "Permission denied" "$tool" run "$t/unreadable.scn"
+fi
+# Scenario files: unknown keys and values are errors with FILE:LINE and the valid set.
+printf 'adapter dgpu\nprocess P1\ndevice D1 P1\ncreate2 A1 flags=- kind=texture size=1M cpuu=1\n' > "$t/k.scn"
+expect_rc 1 "an unknown key fails the run" "$tool" run "$t/k.scn"
+expect_out "the unknown key is named with FILE:LINE and the keys" "k.scn:4: unknown key 'cpuu' for create2 (.*cpu=" \
+  "$tool" run "$t/k.scn"
+printf 'adapter dgpu\nprocess P1\ndevice D1 P1\nqueue Q1 D1 priorty=high\n' > "$t/q.scn"
+expect_out "a misspelt queue key is named" "q.scn:4: unknown key 'priorty' for queue (priority=)" "$tool" run "$t/q.scn"
+printf 'adapter dgpu\nprocess P1\ndevice D1 P1\nqueue Q1 D1 priority=high\n' > "$t/p.scn"
+expect_out "a bad queue priority is named" "p.scn:4: queue priority: an integer" "$tool" run "$t/p.scn"
+printf 'adapter dgpu\nprocess P1\ncolour=red\n' > "$t/c.scn"
+expect_out "an unknown verb lists the verbs" "c.scn:3: unknown verb 'colour=red' (frame, " "$tool" run "$t/c.scn"
+printf 'adapter dgpu\nprocess P1\ndevice D1 P1\ncreate2 A1 flags=- kind=textur size=1M\n' > "$t/t.scn"
+expect_out "an unknown kind lists the kinds" "t.scn:4: unknown allocation kind 'textur' (kind=texture|" "$tool" run "$t/t.scn"
+if [ -z "$("$tool" run "$t/t.scn" 2>/dev/null)" ]; then ok; else bad "a malformed file still printed a report"; fi
+# The daemon's tools: a missing socket says so and how to start vidmmd.
+expect_rc 1 "ps on a missing socket" "$tool" ps --socket "$t/none.sock"
+expect_out "ps on a missing socket says how to start vidmmd" "vidmmd --socket $t/none.sock" "$tool" ps --socket "$t/none.sock"
+expect_out "info --socket on a missing socket" "no vidmmd socket at" "$tool" info --socket "$t/none.sock"
+expect_rc 2 "ps --format xml is refused" "$tool" ps --format xml
+# With no socket named, the default search includes the system service's.
+expect_out "the default search names the systemd socket" "/run/vidmmd/vidmmd.sock" \
+  env VIDMMD_SOCKET= XDG_RUNTIME_DIR="$t" "$tool" ps
+expect_out "info --format csv" "^id,kind,base_address,size" "$tool" info --format csv
+# vidmmd: GNU options, --version, a bad option and a bad preset named.
+vidmmd=$(dirname "$tool")/vidmmd
+if [ -x "$vidmmd" ]; then
+  expect_out "vidmmd --version" "^vidmmd 0" "$vidmmd" --version
+  expect_rc 2 "vidmmd --bogus" "$vidmmd" --bogus
+  expect_out "vidmmd --bogus is named" "unknown option '--bogus'" "$vidmmd" --bogus
+  expect_out "vidmmd --preset xyz lists the presets" "no such softgpu preset (dgpu, igpu, wddm1, big)" \
+    "$vidmmd" --preset xyz
+fi
+# A recorded trace under another eviction policy: the differences listed,
+# the paging compared, exit status 0 (a refusal before).
+"$tool" run desktop --record "$t/d.trace" >/dev/null 2>&1
+expect_rc 0 "replay a trace under another policy" "$tool" replay "$t/d.trace" --policy adaptive
+expect_out "the replay compares the policies' paging" "policy comparison, [0-9]* calls" \
+  "$tool" replay "$t/d.trace" --policy adaptive
+expect_out "the replay lists an outcome that differs with FILE:LINE" "d.trace:[0-9]*: make-resident: recorded" \
+  "$tool" replay "$t/d.trace" --policy adaptive
+expect_out "run of a trace under another policy points at the comparison" "vidmm replay .*--policy adaptive" \
+  "$tool" run "$t/d.trace" --policy adaptive
+rm -rf "$t"
+# ---- end of the new user's mistakes ----
+
+# ---- the test runner's own output (tests/main.c, tests/harness/test.c) ----
+# A line per suite as it ends, flushed into a pipe; a labelled summary; a
+# filter that matches no test is an error.
+tests_bin=$(dirname "$tool")/vidmm-tests
+if [ -x "$tests_bin" ]; then
+  "$tests_bin" status > /tmp/vidmm_tool_out.$$ 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^suite status: [0-9]* tests, 0 failing' /tmp/vidmm_tool_out.$$ &&
+     grep -q '^unit: [0-9]* passed, 0 failed$' /tmp/vidmm_tool_out.$$; then ok; else
+    bad "vidmm-tests status: a suite line and a labelled summary (rc $rc)"; cat /tmp/vidmm_tool_out.$$; fi
+  # Lines reach a pipe as they are written: head takes the seed and the
+  # first suite's line and closes the pipe, and the whole run (minutes)
+  # stops at its next line, a few seconds in.  Buffered, it would run on
+  # to the end and timeout would stop it.
+  first=$(timeout 60 sh -c "\"$tests_bin\" 2>/dev/null | head -n 2" | tail -n 1)
+  case $first in "suite status:"*) ok ;; *) bad "no suite line through a pipe within 60 s: '$first'" ;; esac
+  expect_rc 2 "vidmm-tests with a filter that matches no test" "$tests_bin" no_such_suite_xyz
+  expect_out "vidmm-tests names the filter that matched nothing" "no test name contains 'no_such_suite_xyz'" \
+    "$tests_bin" no_such_suite_xyz
+fi
+# ---- end of the runner's output checks ----
 rm -f /tmp/vidmm_tool_out.$$
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

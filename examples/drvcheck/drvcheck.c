@@ -16,7 +16,7 @@
  * hook) that the buffer really ran, then forwards to vidmm when there is
  * a real adapter behind it.
  */
-#include "drvcheck.h"
+#include "vidmm/drvcheck.h"
 
 #include "vidmm/vidmm.h"
 
@@ -103,11 +103,12 @@ struct dc {
     uint32_t pb_segment, pb_size;
     uint32_t mem;                      /* the memory segment the byte checks use, 0 = none */
     uint8_t *mem_cpu;                  /* its CPU address, NULL = read back through system pages */
+    char why[512];                     /* the group's first failed vidmm call (dc_call) */
 };
 
 static void dc_report(struct dc *k, int ok, int skip, const char *name, const char *fmt, ...)
 {
-    char detail[256] = "";
+    char detail[768] = "";
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
@@ -128,6 +129,22 @@ static void dc_report(struct dc *k, int ok, int skip, const char *name, const ch
 }
 #define CHECK(k, cond, name, ...) dc_report((k), (cond) != 0, 0, (name), __VA_ARGS__)
 #define SKIP(k, name, ...) dc_report((k), 0, 1, (name), __VA_ARGS__)
+
+/* A call into vidmm: the first that fails in a group is kept in k->why
+ * with its status and vidmm_last_error(), so the check it spoils can
+ * print the cause rather than its consequence.  Returns st. */
+static vidmm_status dc_call(struct dc *k, const char *call, vidmm_status st)
+{
+    if (st < 0 && !k->why[0])
+        snprintf(k->why, sizeof k->why, "%s returned %s (%s)", call, vidmm_status_str(st), vidmm_last_error());
+    return st;
+}
+#define DC_CALL(k, call) dc_call((k), #call, (call))
+/* The failed call behind a failed check, or "no vidmm call failed". */
+static const char *dc_why(const struct dc *k)
+{
+    return k->why[0] ? k->why : "no vidmm call failed";
+}
 
 static vidmm_status dc_query(struct dc *k, enum vidmm_query_type type, const void *in, size_t in_size, void *out,
                              size_t out_size)
@@ -1228,29 +1245,29 @@ static void group_reset(struct dc *k)
 #define DC_ALLOC (1u << 20)
 #define DC_MAX_ALLOCS 96u
 
-static int dc_write_alloc(struct vidmm_adapter *a, vidmm_handle h, uint32_t seed)
+static int dc_write_alloc(struct dc *k, struct vidmm_adapter *a, vidmm_handle h, uint32_t seed)
 {
     uint8_t *p = NULL;
-    if (vidmm_allocation_lock(a, h, (void **)&p) < 0)
+    if (DC_CALL(k, vidmm_allocation_lock(a, h, (void **)&p)) < 0)
         return -1;
     dc_random(p, DC_ALLOC, seed);
-    return vidmm_allocation_unlock(a, h);
+    return DC_CALL(k, vidmm_allocation_unlock(a, h));
 }
 
-static int dc_alloc_ok(struct vidmm_adapter *a, vidmm_handle h, uint32_t seed)
+static int dc_alloc_ok(struct dc *k, struct vidmm_adapter *a, vidmm_handle h, uint32_t seed)
 {
     uint8_t *p = NULL;
-    if (vidmm_allocation_lock(a, h, (void **)&p) < 0)
+    if (DC_CALL(k, vidmm_allocation_lock(a, h, (void **)&p)) < 0)
         return 0;
     int ok = 1;
     for (uint64_t i = 0; i < DC_ALLOC && ok; i++)
         ok = p[i] == dc_byte(seed, i);
-    vidmm_allocation_unlock(a, h);
+    DC_CALL(k, vidmm_allocation_unlock(a, h));
     return ok;
 }
 
-static vidmm_status dc_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle q, const vidmm_handle *h,
-                                uint32_t n)
+static vidmm_status dc_resident(struct dc *k, struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle q,
+                                const vidmm_handle *h, uint32_t n)
 {
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof mr);
@@ -1262,9 +1279,53 @@ static vidmm_status dc_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm
         mr.flags = VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER;
         st = vidmm_make_resident(a, dev, &mr);
     }
+    DC_CALL(k, st);   /* make-resident */
     if (st == VIDMM_PENDING)
-        st = vidmm_paging_queue_wait(a, q, mr.paging_fence_value, 5000000000ull);
+        st = DC_CALL(k, vidmm_paging_queue_wait(a, q, mr.paging_fence_value, 5000000000ull));
     return st;
+}
+
+/* 1 when every memory segment is CPU-visible.  Otherwise a lock of a
+ * resident allocation moves it where the CPU can reach it (the aperture
+ * or system memory): the kit then evicts a group before it reads and
+ * writes it, so its bytes go through the driver's VRAM and back, and
+ * the locks never move them. */
+static int dc_memory_cpu_visible(const struct dc *k)
+{
+    for (uint32_t id = 1; id <= k->nb; id++)
+        if (!(k->seg[id].flags & (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_AGP | VIDMM_SEGMENT_CPU_VISIBLE)))
+            return 0;
+    return 1;
+}
+
+/* One pass over the allocations, group by group: make resident, then
+ * (per the segments) evict, then check every byte through a lock and
+ * rewrite with the next seed (rewrite 0: check only).  Counts the
+ * make-resident calls that failed and the allocations with other bytes. */
+static void dc_pass(struct dc *k, struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle q, vidmm_handle *h,
+                    uint32_t *seed, uint32_t made, int rewrite, unsigned *failed, unsigned *bad)
+{
+    const uint32_t group = 4;
+    const int evict_first = !dc_memory_cpu_visible(k);
+    for (uint32_t g = 0; g + group <= made; g += group) {
+        if (dc_resident(k, a, dev, q, &h[g], group) != VIDMM_OK) {
+            (*failed)++;
+            continue;
+        }
+        struct vidmm_evict_args ev = { .allocations = &h[g], .count = group,
+                                       .flags = evict_first ? 0 : VIDMM_EVICT_ONLY_IF_NECESSARY };
+        if (evict_first)
+            DC_CALL(k, vidmm_evict(a, dev, &ev));
+        for (uint32_t i = g; i < g + group; i++) {
+            *bad += !dc_alloc_ok(k, a, h[i], seed[i]);
+            if (rewrite) {
+                seed[i] += 1000;
+                dc_write_alloc(k, a, h[i], seed[i]);
+            }
+        }
+        if (!evict_first)
+            DC_CALL(k, vidmm_evict(a, dev, &ev));
+    }
 }
 
 static void group_vidmm(struct dc *k)
@@ -1275,13 +1336,14 @@ static void group_vidmm(struct dc *k)
         SKIP(k, "all", "the driver gives no private data for a CPU-visible allocation");
         return;
     }
+    k->why[0] = '\0';
     struct dc_proxy px;
     dc_proxy_init(&px, k);
     px.force_restart = 1;
     struct vidmm_adapter *a = NULL;
     char msg[256];
     vidmm_status st = dc_adapter_open(&px, &a, msg, sizeof msg);
-    CHECK(k, st == VIDMM_OK, "open", "%s: %s", vidmm_status_str(st), msg);
+    CHECK(k, st == VIDMM_OK, "open", "vidmm_adapter_open returned %s: %s", vidmm_status_str(st), msg);
     if (!a)
         return;
     /* Three times what the memory segments hold, at most DC_MAX_ALLOCS
@@ -1297,63 +1359,43 @@ static void group_vidmm(struct dc *k)
         n = 8;
     vidmm_handle proc = 0, dev = 0, q = 0, h[DC_MAX_ALLOCS];
     uint32_t seed[DC_MAX_ALLOCS];
-    int ok = vidmm_process_create(a, &proc) == VIDMM_OK && vidmm_device_create(a, proc, &dev) == VIDMM_OK &&
-             vidmm_paging_queue_create(a, dev, VIDMM_PAGING_QUEUE_NORMAL, &q) == VIDMM_OK;
-    CHECK(k, ok, "process_device", "process, device or paging queue creation failed");
+    int ok = DC_CALL(k, vidmm_process_create(a, &proc)) == VIDMM_OK &&
+             DC_CALL(k, vidmm_device_create(a, proc, &dev)) == VIDMM_OK &&
+             DC_CALL(k, vidmm_paging_queue_create(a, dev, VIDMM_PAGING_QUEUE_NORMAL, &q)) == VIDMM_OK;
+    CHECK(k, ok, "process_device", "%s", dc_why(k));
     uint32_t made = 0;
     for (uint32_t i = 0; ok && i < n; i++) {
         pds = k->drv.private_data(k->drv.driver, DC_ALLOC, pd, sizeof pd);
-        st = vidmm_device_allocation_create(a, dev, pd, pds, 0, &h[i]);
-        if (st < 0)
+        if (DC_CALL(k, vidmm_device_allocation_create(a, dev, pd, pds, 0, &h[i])) < 0)
             break;
         made++;
         seed[i] = 100 + i;
-        if (dc_write_alloc(a, h[i], seed[i]) < 0)
+        if (dc_write_alloc(k, a, h[i], seed[i]) < 0)
             ok = 0;
     }
-    CHECK(k, ok && made == n, "create", "%u of %u allocations created and written (%s)", made, n,
-          vidmm_status_str(st));
+    CHECK(k, ok && made == n, "create", "%u of %u allocations created and written: %s", made, n, dc_why(k));
     unsigned bad = 0, failed = 0;
-    const uint32_t group = 4;
     for (uint32_t round = 0; ok && round < 2; round++)
-        for (uint32_t g = 0; g + group <= made; g += group) {
-            if (dc_resident(a, dev, q, &h[g], group) != VIDMM_OK) {
-                failed++;
-                continue;
-            }
-            for (uint32_t i = g; i < g + group; i++) {
-                bad += !dc_alloc_ok(a, h[i], seed[i]);
-                seed[i] += 1000;
-                dc_write_alloc(a, h[i], seed[i]);
-            }
-            vidmm_evict(a, dev, &(struct vidmm_evict_args){ .allocations = &h[g], .count = group, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY });
-        }
-    CHECK(k, failed == 0, "make_resident", "%u make-resident calls failed", failed);
-    CHECK(k, bad == 0, "bytes", "%u allocations came back with other bytes", bad);
+        dc_pass(k, a, dev, q, h, seed, made, 1, &failed, &bad);
+    CHECK(k, failed == 0, "make_resident", "%u make-resident calls failed: %s", failed, dc_why(k));
+    CHECK(k, bad == 0, "bytes", "%u allocations came back with other bytes (%s)", bad, dc_why(k));
     struct vidmm_residency_stats rs;
-    vidmm_residency_get_stats(a, &rs);
-    CHECK(k, rs.evictions > 0 && rs.restores > 0, "evicts_and_restores", "%llu evictions, %llu restores",
-          (unsigned long long)rs.evictions, (unsigned long long)rs.restores);
+    DC_CALL(k, vidmm_residency_get_stats(a, &rs));
+    CHECK(k, rs.evictions > 0 && rs.restores > 0, "evicts_and_restores", "%llu evictions, %llu restores (%s)",
+          (unsigned long long)rs.evictions, (unsigned long long)rs.restores, dc_why(k));
     struct vidmm_adapter_info ai;
-    vidmm_adapter_query_info(a, &ai);
-    CHECK(k, ai.paging_restarts > 0, "restarts_forced", "no restart happened");
+    DC_CALL(k, vidmm_adapter_query_info(a, &ai));
+    CHECK(k, ai.paging_restarts > 0, "restarts_forced", "no restart happened (%s)", dc_why(k));
 
     /* Standby and back: vidmm saves what the driver's segments lose. */
-    st = vidmm_adapter_set_power_state(a, VIDMM_POWER_STANDBY);
-    vidmm_status st2 = vidmm_adapter_set_power_state(a, VIDMM_POWER_D0);
-    CHECK(k, st == VIDMM_OK && st2 == VIDMM_OK, "standby_resume", "%s, %s", vidmm_status_str(st),
-          vidmm_status_str(st2));
+    st = DC_CALL(k, vidmm_adapter_set_power_state(a, VIDMM_POWER_STANDBY));
+    vidmm_status st2 = DC_CALL(k, vidmm_adapter_set_power_state(a, VIDMM_POWER_D0));
+    CHECK(k, st == VIDMM_OK && st2 == VIDMM_OK, "standby_resume", "%s", dc_why(k));
     bad = 0;
-    for (uint32_t g = 0; g + group <= made; g += group) {
-        if (dc_resident(a, dev, q, &h[g], group) != VIDMM_OK) {
-            bad++;
-            continue;
-        }
-        for (uint32_t i = g; i < g + group; i++)
-            bad += !dc_alloc_ok(a, h[i], seed[i]);
-        vidmm_evict(a, dev, &(struct vidmm_evict_args){ .allocations = &h[g], .count = group, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY });
-    }
-    CHECK(k, bad == 0, "bytes_after_resume", "%u allocations lost bytes across standby", bad);
+    failed = 0;
+    dc_pass(k, a, dev, q, h, seed, made, 0, &failed, &bad);
+    CHECK(k, bad == 0 && failed == 0, "bytes_after_resume",
+          "%u allocations lost bytes across standby, %u make-resident calls failed (%s)", bad, failed, dc_why(k));
     CHECK(k, vidmm_adapter_check(a, msg, sizeof msg) == 0, "adapter_check", "%s", msg);
     if (k->drv.signals_through_env) {
         pthread_mutex_lock(&k->rec.lock);

@@ -8,7 +8,7 @@
  */
 #include "minidrv.h"
 
-#include "../drvcheck/drvcheck.h"
+#include "vidmm/drvcheck.h"
 
 #include <string.h>
 

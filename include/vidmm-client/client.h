@@ -39,11 +39,18 @@ extern "C" {
 
 struct vidmm_client;
 
-/* socket_path NULL: $VIDMMD_SOCKET, else $XDG_RUNTIME_DIR/vidmmd.sock,
- * else /tmp/vidmmd-$UID.sock (where vidmmd listens by default).
- * VIDMM_E_DEVICE_LOST when nobody listens there; the daemon's refusal
- * (VIDMM_E_BUSY: no process slot left) otherwise. */
+/* socket_path NULL: vidmm_client_default_socket's.  VIDMM_E_DEVICE_LOST
+ * when nobody listens there; the daemon's refusal (VIDMM_E_BUSY: no
+ * process slot left) otherwise. */
 vidmm_status vidmm_client_connect(const char *socket_path, struct vidmm_client **out);
+
+/* The system service's socket (daemon/systemd/vidmmd.socket). */
+#define VIDMM_CLIENT_SYSTEM_SOCKET "/run/vidmmd/vidmmd.sock"
+/* The socket a NULL path means: $VIDMMD_SOCKET if set; else the first of
+ * $XDG_RUNTIME_DIR/vidmmd.sock, /tmp/vidmmd-$UID.sock (where vidmmd
+ * listens by default) and VIDMM_CLIENT_SYSTEM_SOCKET that exists; else
+ * the first of those.  Written to buf (size bytes); returns buf. */
+const char *vidmm_client_default_socket(char *buf, size_t size);
 /* Close the connection: the daemon destroys its process and everything in
  * it.  Mappings of locked allocations are unmapped.  NULL is a no-op. */
 void vidmm_client_disconnect(struct vidmm_client *c);

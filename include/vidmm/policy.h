@@ -93,10 +93,10 @@ struct vidmm_eviction_policy {
     int (*check)(const void *state);
 };
 
-extern const struct vidmm_eviction_policy vidmm_policy_lru;
-extern const struct vidmm_eviction_policy vidmm_policy_adaptive;
-extern const struct vidmm_eviction_policy vidmm_policy_belady;
-extern const struct vidmm_eviction_policy vidmm_policy_reuse;
+VIDMM_API extern const struct vidmm_eviction_policy vidmm_policy_lru;
+VIDMM_API extern const struct vidmm_eviction_policy vidmm_policy_adaptive;
+VIDMM_API extern const struct vidmm_eviction_policy vidmm_policy_belady;
+VIDMM_API extern const struct vidmm_eviction_policy vidmm_policy_reuse;
 
 /* The built-in policies, NULL-terminated (for tools: --policy NAME). */
 VIDMM_API const struct vidmm_eviction_policy *const *vidmm_policies(void);

@@ -583,7 +583,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
 static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vidmm_adapter_info *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     memset(out, 0, sizeof(*out));
     out->wddm_version = a->caps.wddm_version;
     out->memory_management_caps = a->caps.memory_management_caps;
@@ -614,7 +614,8 @@ const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind)
 static vidmm_status segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
 {
     if (!a || !out || id >= a->segment_count)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !out ? "out is NULL"
+                          : "segment %u: the adapter has segments 0 to %u", id, a->segment_count - 1);
     const struct vidmm_segment *s = &a->seg[id];
     memset(out, 0, sizeof(*out));
     out->id = id;

@@ -130,8 +130,12 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
     info.private_driver_data_size = priv_size;
     struct vidmm_describe_allocation_args d = { &info };
     vidmm_status st = a->ops.describe_allocation(a->driver, &d);
-    if (st < 0)
-        return st == VIDMM_E_NO_HOST_MEMORY ? st : VIDMM_E_INVALID_ARG;
+    if (st == VIDMM_E_NO_HOST_MEMORY)
+        return st;
+    if (st < 0)   /* the driver's own checks: short or malformed private data */
+        return vidmm_fail(VIDMM_E_INVALID_ARG,
+                          "private driver data (%zu bytes%s): the driver's describe_allocation refused it with %s",
+                          priv_size, priv ? "" : ", NULL", vidmm_status_str(st));
     info.private_driver_data = NULL;
     info.private_driver_data_size = 0;
 
@@ -251,7 +255,7 @@ int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocat
 static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     /* A holder's handle of a shared allocation: that holder lets go;
      * the last one destroys it (vidmm/share.h). */
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
@@ -262,7 +266,7 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     if (al->lock_count)
-        return VIDMM_E_BUSY;
+        return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is locked by the CPU: unlock it first", (unsigned long long)h);
     vidmm_allocation_destroy_unlocked(a, al);
     return VIDMM_OK;
 }
@@ -338,7 +342,7 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
 static vidmm_status allocation_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_allocation_state *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
@@ -371,7 +375,7 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
                                               struct vidmm_physical_range *r, uint32_t cap, uint32_t *count)
 {
     if (!a || !count || (cap && !r))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !count ? "count is NULL" : "ranges is NULL with capacity %u", cap);
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
@@ -543,21 +547,27 @@ static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al
 static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id, int discard)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     if (segment_id >= a->segment_count)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "segment %u: the adapter has segments 1 to %u (0: system memory)",
+                          segment_id, a->segment_count - 1);
     if (segment_id != 0 && !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(segment_id)))
-        return VIDMM_E_BAD_SEGMENT_SET;
+        return vidmm_fail(VIDMM_E_BAD_SEGMENT_SET, "segment %u is not in the allocation's write segment set 0x%x",
+                          segment_id, al->info.supported_write_segment_set);
     if (!al->resident)   /* evicted: its bytes are in system memory already */
-        return segment_id == 0 ? VIDMM_OK : VIDMM_E_STATE;
+        return segment_id == 0 ? VIDMM_OK
+                               : vidmm_fail(VIDMM_E_STATE, "allocation 0x%llx is evicted: make it resident first",
+                                            (unsigned long long)h);
     if (segment_id == 0 && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && !system_window(a, al))
-        return VIDMM_E_BAD_SEGMENT_SET;   /* the GPU could not reach it in system memory */
+        return vidmm_fail(VIDMM_E_BAD_SEGMENT_SET, "segment 0: the GPU accesses the allocation physically and "
+                          "no aperture can reach it in system memory");
     if (al->lock_count || al->displayed)
-        return VIDMM_E_BUSY;
+        return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is %s", (unsigned long long)h,
+                          al->lock_count ? "locked by the CPU" : "being scanned out");
     vidmm_res_leave(a, al);
     vidmm_res_drop_backing(a, al);
     vidmm_status st = move_to(a, al, segment_id, discard);
@@ -601,7 +611,8 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
     struct vidmm_segment *s = &a->seg[al->pl.segment_id];
     uint64_t count = al->size / s->page_size;
     if (count > s->host_ap_pages)
-        return VIDMM_E_TOO_LARGE;
+        return vidmm_fail(VIDMM_E_TOO_LARGE, "%llu pages: larger than segment %u's CPU host aperture (%llu pages)",
+                          (unsigned long long)count, s->id, (unsigned long long)s->host_ap_pages);
     uint64_t off;
     uint32_t node;
     vidmm_status st = vidmm_ra_alloc(&s->host_ap_ra, al->size, s->page_size, 0, &off, &node);
@@ -613,7 +624,7 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
         vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
         vidmm_hfree(a->ha, sp, count * sizeof(uint64_t), 8);
         vidmm_ra_free(&s->host_ap_ra, node);
-        return VIDMM_E_NO_HOST_MEMORY;
+        return vidmm_fail(VIDMM_E_NO_HOST_MEMORY, "CPU host aperture page lists of %llu pages", (unsigned long long)count);
     }
     uint64_t first = off / s->page_size, k = 0;
     for (uint32_t e = 0; e < al->pl.pages.count; e++) {
@@ -635,7 +646,8 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
     if (st < 0) {
         vidmm_hfree(a->ha, ap, count * sizeof(uint32_t), 4);
         vidmm_ra_free(&s->host_ap_ra, node);
-        return VIDMM_E_DRIVER_FAILURE;
+        return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's map_cpu_host_aperture failed with %s",
+                          vidmm_status_str(st));
     }
     al->host_ap_list = ap;
     al->host_ap_mapped = 1;
@@ -670,17 +682,19 @@ static vidmm_status move_cpu_reachable(struct vidmm_adapter *a, struct vidmm_all
 static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
 {
     if (!a || !cpu)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "cpu_address is NULL");
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
-    if (a->power_state != VIDMM_POWER_D0)
-        return VIDMM_E_STATE;   /* powered down (power.h) */
+    if (a->power_state != VIDMM_POWER_D0)   /* powered down (power.h) */
+        return vidmm_fail(VIDMM_E_STATE, "the adapter is powered down (power state %u)", a->power_state);
     if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED,
+                          "allocation 0x%llx was not described with VIDMM_ALLOC_CPU_VISIBLE: the CPU cannot lock it",
+                          (unsigned long long)h);
     if (al->lock_count == UINT32_MAX)
-        return VIDMM_E_BUSY;
+        return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx: lock count at its maximum", (unsigned long long)h);
     /* A shared allocation's locks are counted per holder too: a holder
      * that goes takes its own locks with it (vidmm/share.h). */
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
@@ -717,8 +731,9 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
                 return st;
         }
         if (!p) {
-            if (al->displayed)
-                return VIDMM_E_BUSY; /* scan-out pins it where it is */
+            if (al->displayed)   /* scan-out pins it where it is */
+                return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is being scanned out and the CPU cannot reach "
+                                  "it where it is", (unsigned long long)h);
             vidmm_res_leave(a, al);
             vidmm_res_drop_backing(a, al);
             st = move_cpu_reachable(a, al);
@@ -742,13 +757,13 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
 static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     if (al->lock_count == 0)
-        return VIDMM_E_STATE;
+        return vidmm_fail(VIDMM_E_STATE, "allocation 0x%llx is not locked", (unsigned long long)h);
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
     if (sh && !sh->locks)
         return vidmm_fail(VIDMM_E_STATE, "shared allocation 0x%llx: not locked through this handle",
@@ -767,7 +782,7 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm_handle h)
 {
     if (!a || source >= VIDMM_MAX_VIDPN_SOURCES)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "vidpn_source %u: at most %u sources", source, VIDMM_MAX_VIDPN_SOURCES);
     struct vidmm_allocation *al = NULL;
     if (h != VIDMM_HANDLE_NULL) {
         al = vidmm_handle_get(a, h);
@@ -775,7 +790,8 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
             return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                               (unsigned long long)(h));
         if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
-            return VIDMM_E_NOT_SUPPORTED;
+            return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx was not described with VIDMM_ALLOC_PRIMARY",
+                              (unsigned long long)h);
         h = al->self;   /* the sources name it by its own handle (a holder's resolves to it) */
     }
     vidmm_handle old = a->displayed[source];
@@ -792,7 +808,8 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
          * map it for as long as some source shows it. */
         if (al->pl.sys && !al->pl.ap_mapped) {
             if (!a->aperture_id)
-                return VIDMM_E_NOT_SUPPORTED;   /* no aperture to scan out system memory through */
+                return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx is in system memory and the adapter has "
+                                  "no aperture segment to scan it out through", (unsigned long long)h);
             vidmm_res_leave(a, al);
             vidmm_status st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
             if (st >= 0) {
@@ -821,14 +838,16 @@ static vidmm_handle device_process(struct vidmm_adapter *a, vidmm_handle device,
 {
     struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
     if (!d) {
-        *st = VIDMM_E_INVALID_HANDLE;
+        *st = vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
+                         (unsigned long long)device);
         return 0;
     }
     pthread_mutex_lock(&a->fence_lock);   /* the error state comes from driver threads */
     int lost = d->lost;
     pthread_mutex_unlock(&a->fence_lock);
     if (lost) {
-        *st = VIDMM_E_DEVICE_LOST;
+        *st = vidmm_fail(VIDMM_E_DEVICE_LOST, "device 0x%llx is lost (an engine reset blamed it)",
+                         (unsigned long long)device);
         return 0;
     }
     *st = VIDMM_OK;
@@ -839,7 +858,7 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
                                             size_t priv_size, uint32_t flags, vidmm_handle *out)
 {
     if (!out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
     vidmm_status st;
     vidmm_handle proc = device_process(a, device, &st);
     if (!proc)
@@ -869,7 +888,7 @@ static vidmm_status device_allocation_create(struct vidmm_adapter *a, vidmm_hand
 static vidmm_status device_lock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h, void **cpu)
 {
     if (!cpu)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "cpu_address is NULL");
     vidmm_status st;
     vidmm_handle proc = device_process(a, device, &st);
     if (!proc)

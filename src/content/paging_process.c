@@ -426,7 +426,7 @@ int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, si
 static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, struct vidmm_paging_process_info *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     if (!a->pp)
         return VIDMM_E_NOT_SUPPORTED;
     const struct vidmm_paging_process *pp = a->pp;

@@ -46,7 +46,7 @@ static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
@@ -117,7 +117,7 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
 static vidmm_status device_destroy(struct vidmm_adapter *a, vidmm_handle device)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_device *d = dev_get(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
@@ -135,7 +135,7 @@ void vidmm_device_destroy_all(struct vidmm_adapter *a, struct vidmm_process *p)
 static vidmm_status device_query(const struct vidmm_adapter *a, vidmm_handle device, struct vidmm_device_info *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     const struct vidmm_device *d = dev_get(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
@@ -159,19 +159,22 @@ static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device,
                                   vidmm_handle *out)
 {
     if (!a || !desc || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !desc ? "desc is NULL" : "context is NULL");
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_device *d = dev_get(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
                           (unsigned long long)(device));
     uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
-    if (desc->node >= nodes || desc->mode > VIDMM_CONTEXT_PHYSICAL || desc->flags || desc->reserved)
-        return VIDMM_E_INVALID_ARG;
+    if (desc->node >= nodes)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "node %u: the adapter has %u engine nodes", desc->node, nodes);
+    if (desc->mode > VIDMM_CONTEXT_PHYSICAL || desc->flags || desc->reserved)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "mode %u, flags 0x%x, reserved %u: mode VIRTUAL or PHYSICAL, the rest 0",
+                          desc->mode, desc->flags, desc->reserved);
     if (desc->mode == VIDMM_CONTEXT_VIRTUAL && !a->has_gpummu && !d->process->iommu)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "a virtual context needs a GpuMmu or IoMmu adapter");
     if (dev_lost(a, d))
-        return VIDMM_E_DEVICE_LOST;
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "device 0x%llx is lost", (unsigned long long)device);
     struct vidmm_context *c = vidmm_hzalloc(a->ha, VIDMM_SITE_CONTEXT_OBJECT, sizeof(*c), _Alignof(struct vidmm_context));
     if (!c)
         return VIDMM_E_NO_HOST_MEMORY;
@@ -210,7 +213,7 @@ void vidmm_process_rebind_root(struct vidmm_adapter *a, struct vidmm_process *p)
 static vidmm_status context_destroy(struct vidmm_adapter *a, vidmm_handle context)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     pthread_mutex_unlock(&a->fence_lock);
@@ -224,7 +227,7 @@ static vidmm_status context_destroy(struct vidmm_adapter *a, vidmm_handle contex
 static vidmm_status context_query(const struct vidmm_adapter *a, vidmm_handle context, struct vidmm_context_info *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     pthread_mutex_t *lock = (pthread_mutex_t *)&a->fence_lock;
     pthread_mutex_lock(lock);
     const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);

@@ -116,7 +116,7 @@ vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n)
 static vidmm_status adapter_query_gpummu(const struct vidmm_adapter *a, struct vidmm_gpummu_info *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     if (!a->has_gpummu)
         return VIDMM_E_NOT_SUPPORTED;
     *out = a->gpummu;

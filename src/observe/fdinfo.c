@@ -55,10 +55,11 @@ static vidmm_status process_fdinfo(const struct vidmm_adapter *a, vidmm_handle p
                                    size_t *needed)
 {
     if (!vidmm_text_args_ok(buf, size, needed))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_text_args_fail(buf, size, needed);
     const struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
+                          (unsigned long long)process);
     uint64_t fig[VIDMM_MAX_SEGMENTS + 1][F_COUNT];
     memset(fig, 0, sizeof fig);
     uint32_t it = 0;

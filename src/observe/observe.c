@@ -72,6 +72,15 @@ int vidmm_text_args_ok(const char *buf, size_t size, const size_t *needed)
     return size > 0;
 }
 
+vidmm_status vidmm_text_args_fail(const char *buf, size_t size, const size_t *needed)
+{
+    if (!buf && size)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "buf is NULL with size %zu", size);
+    if (!buf && !needed)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "buf and needed are both NULL: a size query needs needed");
+    return vidmm_fail(VIDMM_E_INVALID_ARG, "size 0 with a buffer");
+}
+
 vidmm_status vidmm_text_finish(struct vidmm_text *t, size_t *needed)
 {
     if (needed)
@@ -151,7 +160,9 @@ void vidmm_observe_region(const struct vidmm_adapter *a, uint32_t id, char *buf,
 static vidmm_status segment_region_name(const struct vidmm_adapter *a, uint32_t id, char *buf, size_t size)
 {
     if (!buf || size < 16 || id >= a->segment_count)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !buf ? "buf is NULL" : size < 16 ? "size %u: at least 16 bytes"
+                          : "segment %u: the adapter has segments 0 to %u", !buf ? 0u : size < 16 ? (unsigned)size : id,
+                          a->segment_count - 1);
     vidmm_observe_region(a, id, buf, size);
     return VIDMM_OK;
 }
@@ -211,10 +222,11 @@ static vidmm_status set_name(struct vidmm_adapter *a, vidmm_handle h, const char
 {
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)h);
     size_t len = 0;
     if (name && !name_ok(name, &len))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "name: longer than the limit or holding a control character");
     char *copy = NULL;
     if (len) {
         copy = vidmm_halloc(a->ha, VIDMM_SITE_OBSERVE_NAME, len + 1, 1);
@@ -233,10 +245,11 @@ static vidmm_status set_name(struct vidmm_adapter *a, vidmm_handle h, const char
 static vidmm_status get_name(const struct vidmm_adapter *a, vidmm_handle h, char *buf, size_t size, size_t *needed)
 {
     if (!vidmm_text_args_ok(buf, size, needed))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_text_args_fail(buf, size, needed);
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)h);
     struct vidmm_text t = { buf, size, 0 };
     if (al->name)
         text_put(&t, al->name, al->name_size - 1);
@@ -247,7 +260,8 @@ static vidmm_status set_user_data(struct vidmm_adapter *a, vidmm_handle h, void 
 {
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)h);
     al->user_data = user_data;
     return VIDMM_OK;
 }
@@ -255,10 +269,11 @@ static vidmm_status set_user_data(struct vidmm_adapter *a, vidmm_handle h, void 
 static vidmm_status get_user_data(const struct vidmm_adapter *a, vidmm_handle h, void **user_data)
 {
     if (!user_data)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "user_data is NULL");
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
-        return VIDMM_E_INVALID_HANDLE;
+        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
+                          (unsigned long long)h);
     *user_data = al->user_data;
     return VIDMM_OK;
 }
@@ -269,15 +284,19 @@ static vidmm_status iterate(const struct vidmm_adapter *a, const struct vidmm_al
                             struct vidmm_allocation_item *out)
 {
     if (!cursor || !out || *cursor > UINT32_MAX)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !cursor ? "cursor is NULL" : !out ? "out is NULL"
+                                                                    : "cursor: not one this call returned");
     if (f) {
         if (f->flags & ~(uint32_t)(VIDMM_FILTER_PROCESS | VIDMM_FILTER_SEGMENT | VIDMM_FILTER_RESIDENCY) ||
             f->reserved)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_fail(VIDMM_E_INVALID_ARG, "filter flags 0x%x (reserved %u): PROCESS, SEGMENT, RESIDENCY only",
+                              f->flags, (unsigned)f->reserved);
         if ((f->flags & VIDMM_FILTER_SEGMENT) && f->segment_id >= a->segment_count)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_fail(VIDMM_E_INVALID_ARG, "filter segment %u: the adapter has segments 0 to %u",
+                              f->segment_id, a->segment_count - 1);
         if ((f->flags & VIDMM_FILTER_RESIDENCY) && (!f->residency || (f->residency & ~VIDMM_RESIDENCY_ALL)))
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_fail(VIDMM_E_INVALID_ARG, "filter residency 0x%x: a non-empty set of VIDMM_RESIDENCY_* bits",
+                              (unsigned)f->residency);
     }
     uint32_t it = (uint32_t)*cursor;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {

@@ -52,6 +52,8 @@ void vidmm_text_json_str(struct vidmm_text *t, const char *s);
 vidmm_status vidmm_text_finish(struct vidmm_text *t, size_t *needed);
 /* Validate buf/size/needed of the two-call pattern. */
 int vidmm_text_args_ok(const char *buf, size_t size, const size_t *needed);
+/* The refusal of arguments vidmm_text_args_ok rejected, with the reason. */
+vidmm_status vidmm_text_args_fail(const char *buf, size_t size, const size_t *needed);
 
 /* The region name of segment id (vidmm/observe.h); n >= 16. */
 void vidmm_observe_region(const struct vidmm_adapter *a, uint32_t id, char *buf, size_t n);

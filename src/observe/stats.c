@@ -244,7 +244,7 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
 static vidmm_status stats_json(const struct vidmm_adapter *a, char *buf, size_t size, size_t *needed)
 {
     if (!vidmm_text_args_ok(buf, size, needed))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_text_args_fail(buf, size, needed);
     const uint32_t nseg = a->segment_count;
 
     /* The extents in memory, aperture and AGP segments, sorted by

@@ -47,7 +47,8 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         if (al->resident && (al->lock_count || al->displayed) &&
             !preserved(a, al->pl.segment_id, state))
-            return VIDMM_E_BUSY;
+            return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is %s in a segment the state does not preserve",
+                              (unsigned long long)al->self, al->lock_count ? "locked" : "scanned out");
     }
     vidmm_inflight_wait_all(a);
     if (vidmm_reset_pending(a))
@@ -78,7 +79,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
     if (st < 0)
         return st;
     if (a->ops.set_power_state && a->ops.set_power_state(a->driver, state) < 0)
-        return VIDMM_E_DRIVER_FAILURE;
+        return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's set_power_state(%u) failed", state);
     a->power_state = state;
     return VIDMM_OK;
 }
@@ -86,7 +87,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
 static vidmm_status resume(struct vidmm_adapter *a)
 {
     if (a->ops.set_power_state && a->ops.set_power_state(a->driver, VIDMM_POWER_D0) < 0)
-        return VIDMM_E_DRIVER_FAILURE;
+        return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's set_power_state(D0) failed");
     a->power_state = VIDMM_POWER_D0;
     vidmm_status st = vidmm_tdr_rebuild_page_tables(a);
     vidmm_status f = vidmm_paging_flush(a);
@@ -98,7 +99,8 @@ static vidmm_status resume(struct vidmm_adapter *a)
 static vidmm_status set_power_state(struct vidmm_adapter *a, uint32_t state)
 {
     if (state > VIDMM_POWER_HIBERNATE)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "power state %u: D0 (0) to HIBERNATE (%u)", state,
+                          (unsigned)VIDMM_POWER_HIBERNATE);
     static const char *const names[] = { "D0", "standby", "hibernate" };
     vidmm_status st = VIDMM_OK;
     if (state == VIDMM_POWER_D0 && a->power_state == VIDMM_POWER_D0) {
@@ -125,7 +127,7 @@ vidmm_status vidmm_adapter_set_power_state(struct vidmm_adapter *a, uint32_t sta
 static vidmm_status get_power_state(const struct vidmm_adapter *a, uint32_t *state)
 {
     if (!state)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "state is NULL");
     *state = a->power_state;
     return VIDMM_OK;
 }
@@ -138,7 +140,7 @@ vidmm_status vidmm_adapter_get_power_state(const struct vidmm_adapter *a, uint32
 static vidmm_status get_power_stats(const struct vidmm_adapter *a, struct vidmm_power_stats *out)
 {
     if (!out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
     *out = a->power_stats;
     return VIDMM_OK;
 }

@@ -206,7 +206,7 @@ void vidmm_process_unlist(struct vidmm_adapter *a, struct vidmm_process *p)
 static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     *out = VIDMM_HANDLE_NULL;
     int iommu = !a->has_gpummu && (a->caps.memory_management_caps & VIDMM_CAPS_IOMMU);
     /* An adapter with neither model still has processes and devices
@@ -276,7 +276,7 @@ static int faulted(struct vidmm_adapter *a, const struct vidmm_process *p)
 static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_process_info *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
@@ -315,6 +315,21 @@ static vidmm_status finish(struct vidmm_adapter *a, struct vidmm_process *p, vid
 }
 
 static int aligned(uint64_t x, uint64_t al) { return (x & (al - 1)) == 0; }
+
+/* The VA space's checks return bare statuses (it is below the error
+ * layer's callers): name the call and what each status means there. */
+static vidmm_status va_refused(vidmm_status st, const char *what, uint64_t va, uint64_t size)
+{
+    const char *why = st == VIDMM_E_ALIGNMENT        ? "addresses and sizes are multiples of 4 KB (64 KB for reservations)"
+                      : st == VIDMM_E_BUSY           ? "the range overlaps what is mapped or reserved there"
+                      : st == VIDMM_E_NO_SEGMENT_SPACE ? "no free range of that size in the [min, max) window"
+                      : st == VIDMM_E_OVERFLOW       ? "the range wraps past the end of the address space"
+                      : st == VIDMM_E_INVALID_ARG
+                          ? "size 0, a range outside the address space or the window, or (unmap, free) a range "
+                            "that is not wholly mapped or reserved"
+                          : "see the status";
+    return vidmm_fail(st, "%s of [0x%llx, +0x%llx): %s", what, (unsigned long long)va, (unsigned long long)size, why);
+}
 
 /* What [va, va+size) holds now, as a mask (a cut demotes 64 KB leaves
  * only where it cuts through a mapping). */
@@ -360,25 +375,26 @@ static vidmm_status gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint6
                                  uint64_t size, unsigned mode, uint64_t *va)
 {
     if (!a || !va)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "va is NULL");
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(h));
     if (p->no_va)
-        return VIDMM_E_NOT_SUPPORTED; /* no GPU virtual addressing on this adapter */
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
-        return VIDMM_E_DEVICE_LOST;
-    if (p->iommu)
-        return VIDMM_E_NOT_SUPPORTED; /* the CPU's address space is the OS's */
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "process 0x%llx took a GPU page fault: its devices are lost",
+                          (unsigned long long)p->self);
+    if (p->iommu)   /* the CPU's address space is the OS's */
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "an IoMmu process shares the CPU's address space: nothing to reserve");
     if (mode > VIDMM_GPUVA_RESERVE_ZERO)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "mode %u: not a VIDMM_GPUVA_RESERVE_* value", mode);
     /* Prepare: the VA space places and validates; a ZERO reservation
      * needs its tables (64 KB entries: reservations are 64 KiB granular). */
     struct vidmm_va_prep op;
     vidmm_status st = vidmm_va_reserve_prepare(&p->vs, base, min, max, size, mode, &op);
     if (st < 0)
-        return finish(a, p, st);
+        return finish(a, p, va_refused(st, "reserve", base, size));
     vidmm_pt_begin(p);
     if (mode == VIDMM_GPUVA_RESERVE_ZERO) {
         st = vidmm_pt_ensure(a, p, op.va, op.size, ((op.va | op.size) & (VIDMM_PAGE_64K - 1)) == 0);
@@ -396,34 +412,42 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
                              uint64_t driver_protection, uint64_t *va)
 {
     if (!a || !va)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "va is NULL");
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(h));
     if (p->no_va)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
-        return VIDMM_E_DEVICE_LOST;
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "process 0x%llx took a GPU page fault: its devices are lost",
+                          (unsigned long long)p->self);
     struct vidmm_allocation *al = vidmm_handle_get_for(a, allocation, p->self);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
                           (unsigned long long)(allocation));
     if (prot & ~(unsigned)(VIDMM_GPUVA_READ_ONLY | VIDMM_GPUVA_NO_EXECUTE))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "protection 0x%x: only READ_ONLY and NO_EXECUTE are defined", prot);
     if (!aligned(offset, VIDMM_VA_PAGE) || !aligned(size, VIDMM_VA_PAGE) || !aligned(base, VIDMM_VA_PAGE))
-        return VIDMM_E_ALIGNMENT;
+        return vidmm_fail(VIDMM_E_ALIGNMENT, "base 0x%llx, offset 0x%llx, size 0x%llx: each must be a multiple of %u",
+                          (unsigned long long)base, (unsigned long long)offset, (unsigned long long)size,
+                          (unsigned)VIDMM_VA_PAGE);
     if (offset + size < offset)
-        return VIDMM_E_OVERFLOW;
+        return vidmm_fail(VIDMM_E_OVERFLOW, "offset 0x%llx + size 0x%llx overflows", (unsigned long long)offset,
+                          (unsigned long long)size);
     if (!size || offset >= al->size || size > al->size - offset)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "offset 0x%llx, size 0x%llx: not a non-empty range of the allocation's "
+                          "0x%llx bytes", (unsigned long long)offset, (unsigned long long)size,
+                          (unsigned long long)al->size);
     if (p->iommu) {
         /* The GPU uses the CPU's address of the system pages. */
         if (!al->pl.sys)
-            return VIDMM_E_NOT_SUPPORTED;
+            return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "an IoMmu GPU maps system memory only and the allocation is in "
+                              "segment %u", al->pl.segment_id);
         uint64_t cpu = (uint64_t)(uintptr_t)al->pl.sys + offset;
         if (base && base != cpu)
-            return VIDMM_E_INVALID_ARG;
+            return vidmm_fail(VIDMM_E_INVALID_ARG, "base 0x%llx: an IoMmu mapping is at the CPU address 0x%llx",
+                              (unsigned long long)base, (unsigned long long)cpu);
         if ((min && cpu < min) || (max && cpu + size > max))
             return VIDMM_E_NO_SEGMENT_SPACE;
         uint32_t added = 0;
@@ -444,6 +468,8 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
     if (st >= 0)
         st = vidmm_va_map_prepare(&p->vs, base, min, max, size, al->self, offset, prot, driver_protection, &op);
+    if (st < 0 && st != VIDMM_E_NO_HOST_MEMORY)
+        st = va_refused(st, "map", base, size);
     if (st < 0) {
         unreserve_users(a, p, added);
         return finish(a, p, st);
@@ -467,19 +493,20 @@ typedef vidmm_status (*cut_prepare_fn)(struct vidmm_va_space *, uint64_t, uint64
 static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, uint64_t size, cut_prepare_fn prepare)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(h));
     if (p->no_va)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
-        return VIDMM_E_DEVICE_LOST;
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "process 0x%llx took a GPU page fault: its devices are lost",
+                          (unsigned long long)p->self);
     struct vidmm_va_prep op;
     vidmm_status st = prepare(&p->vs, va, size, &op);
     if (st < 0)
-        return finish(a, p, st);
+        return finish(a, p, va_refused(st, prepare == vidmm_va_unmap_prepare ? "unmap" : "free", va, size));
     /* Only a cut through a mapping needs 4 KB entries.  A demotion keeps
      * every translation (a 64 KB leaf is replaced by a 4 KB one saying the
      * same), so one that fails half-way changes nothing the GPU sees. */
@@ -524,21 +551,22 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
                                 uint32_t count)
 {
     if (!a || (count && !ops))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "ops is NULL with count %u", count);
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(h));
     if (p->no_va)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
-        return VIDMM_E_DEVICE_LOST;
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "process 0x%llx took a GPU page fault: its devices are lost",
+                          (unsigned long long)p->self);
     if (p->iommu)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "an IoMmu process shares the CPU's address space: no GPU VA updates");
     if (!count)
         return VIDMM_OK;
     if (count > 4096)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "count %u: at most 4096 operations a call", count);
     struct vidmm_va_update_op *v = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_UPDATE_OPS, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
     if (!v)
         return VIDMM_E_NO_HOST_MEMORY;
@@ -601,13 +629,14 @@ static vidmm_status process_root_page_table(const struct vidmm_adapter *a, vidmm
                                            struct vidmm_physical_address *root)
 {
     if (!a || !root)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "root is NULL");
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(h));
     if (p->iommu || p->no_va)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "process 0x%llx has no GPU page tables of its own",
+                          (unsigned long long)h);
     memset(root, 0, sizeof(*root));
     root->segment_id = p->root->segment_id;
     root->segment_offset = p->root->offset;
@@ -618,7 +647,8 @@ static vidmm_status gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, u
                                struct vidmm_gpuva_range *out, uint32_t cap, uint32_t *count)
 {
     if (!a || !count || (cap && !out))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !count ? "count is NULL"
+                                                                          : "ranges is NULL with capacity %u", cap);
     struct vidmm_process *p = vidmm_process_get(a, h);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",

@@ -43,14 +43,15 @@ static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle de
                                        vidmm_handle *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     *out = VIDMM_HANDLE_NULL;
     struct vidmm_device *d = device_of(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
                           (unsigned long long)(device));
     if (priority < VIDMM_PAGING_QUEUE_BELOW_NORMAL || priority > VIDMM_PAGING_QUEUE_ABOVE_NORMAL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "priority %d: not a VIDMM_PAGING_QUEUE_* value (%d to %d)", priority,
+                          VIDMM_PAGING_QUEUE_BELOW_NORMAL, VIDMM_PAGING_QUEUE_ABOVE_NORMAL);
     if (lost(a, d))
         return VIDMM_E_DEVICE_LOST;
     struct vidmm_paging_queue *q = vidmm_hzalloc(a->ha, VIDMM_SITE_QUEUE_OBJECT, sizeof(*q), _Alignof(struct vidmm_paging_queue));
@@ -72,7 +73,7 @@ static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle de
 static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
@@ -135,7 +136,7 @@ static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q,
 static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
 {
     if (!a || !completed)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "completed is NULL");
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
@@ -150,7 +151,7 @@ static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle que
 static vidmm_status paging_queue_wait_plain(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     /* The lookup under the adapter lock, the sleep without it (a CPU wait
      * must not stop other threads; the fence moves under the fence lock). */
     vidmm_adapter_lock(a);
@@ -716,7 +717,7 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
 static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handle h, uint32_t priority)
 {
     if (!a || priority == 0)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "priority 0: priorities start at 1");
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
@@ -730,7 +731,7 @@ static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handl
 static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handle h, uint64_t clock)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
@@ -749,7 +750,7 @@ static uint64_t residency_clock(const struct vidmm_adapter *a)
 static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_residency_state *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     const struct vidmm_allocation *al = vidmm_handle_get(a, h);
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
@@ -768,12 +769,13 @@ static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_ha
 static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const struct vidmm_eviction_policy *policy)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     if (!policy)
         policy = &vidmm_policy_lru;
     if (!policy->create || !policy->destroy || !policy->insert || !policy->touch || !policy->remove ||
         !policy->first || !policy->next)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "policy '%s' lacks one of create, destroy, insert, touch, remove, first, next",
+                          policy->name ? policy->name : "(unnamed)");
     void *state = NULL;
     vidmm_status st = policy->create(a->ha, a->segment_count, &state);
     if (st < 0)
@@ -820,7 +822,7 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
 static vidmm_status residency_get_stats(const struct vidmm_adapter *a, struct vidmm_residency_stats *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     *out = a->res->stats;
     return VIDMM_OK;
 }
@@ -831,7 +833,8 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
                          uint32_t offer_priority)
 {
     if (!a || (count && !allocs) || offer_priority < VIDMM_OFFER_LOW || offer_priority > VIDMM_OFFER_AUTO)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : (count && !allocs) ? "allocations is NULL with count %u"
+                          : "offer_priority %u: not a VIDMM_OFFER_* value", count && !allocs ? count : offer_priority);
     struct vidmm_device *d = device_of(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
@@ -863,7 +866,8 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
                            uint32_t *results, uint64_t *fence)
 {
     if (!a || (count && (!allocs || !results)))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !allocs ? "allocations is NULL with count %u"
+                                                                      : "results is NULL with count %u", count);
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
     if (!q)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",

@@ -138,7 +138,8 @@ static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm
                                            enum vidmm_segment_group group, struct vidmm_video_memory_info *out)
 {
     if (!a || !out || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !out ? "out is NULL"
+                          : "segment group %u: LOCAL (0) or NON_LOCAL (1)", (unsigned)group);
     const struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
@@ -156,7 +157,8 @@ static vidmm_status change_video_memory_reservation(struct vidmm_adapter *a, vid
                                                    enum vidmm_segment_group group, uint64_t reservation)
 {
     if (!a || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "segment group %u: LOCAL (0) or NON_LOCAL (1)",
+                          (unsigned)group);
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
@@ -164,7 +166,8 @@ static vidmm_status change_video_memory_reservation(struct vidmm_adapter *a, vid
     struct vidmm_video_memory_info info;
     (void)vidmm_query_video_memory_info(a, process, group, &info);
     if (reservation > info.available_for_reservation)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "reservation %llu bytes: above the %llu available for reservation",
+                          (unsigned long long)reservation, (unsigned long long)info.available_for_reservation);
     p->reservation[group] = reservation;
     return VIDMM_OK;
 }
@@ -173,7 +176,8 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
                                       uint64_t budget)
 {
     if (!a || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "segment group %u: LOCAL (0) or NON_LOCAL (1)",
+                          (unsigned)group);
     struct vidmm_process *p = vidmm_process_get(a, process);
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
@@ -193,7 +197,7 @@ static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_ha
                                               vidmm_trim_callback callback, void *context)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",

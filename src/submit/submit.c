@@ -140,12 +140,14 @@ static vidmm_status enter(struct vidmm_adapter *a, vidmm_handle context, uint32_
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
                           (unsigned long long)(context));
     if (c->mode != mode)
-        return VIDMM_E_STATE;
+        return vidmm_fail(VIDMM_E_STATE, "context 0x%llx is a %s context", (unsigned long long)context,
+                          c->mode == VIDMM_CONTEXT_VIRTUAL ? "virtual" : "physical");
     if (mode == VIDMM_CONTEXT_VIRTUAL ? !a->ops.submit_command_virtual || !c->root_bound
                                       : !a->ops.submit_command_physical || !a->ops.patch)
-        return VIDMM_E_NOT_SUPPORTED;
+        return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the driver has no %s submission (or the context has no page tables)",
+                          mode == VIDMM_CONTEXT_VIRTUAL ? "virtual" : "physical");
     if (dev_lost(a, c->device))
-        return VIDMM_E_DEVICE_LOST;
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "the device of context 0x%llx is lost", (unsigned long long)context);
     vidmm_inflight_retire(a);
     vidmm_inflight_reap(a);
     *out = c;
@@ -186,7 +188,8 @@ static vidmm_status submit_virtual(struct vidmm_adapter *a, vidmm_handle context
                               uint64_t *fence)
 {
     if (!a || !fence || !size || gpu_va > UINT64_MAX - size)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !fence ? "fence is NULL"
+                          : !size ? "size 0" : "gpu_va + size overflows");
     *fence = 0;
     struct vidmm_submit_state *s = a->sub;
     struct vidmm_context *c = NULL;
@@ -389,7 +392,10 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
     if (!a || !args || !args->buffer || !args->size || (args->flags & ~VIDMM_SUBMIT_REUSED) ||
         (args->allocation_count && !args->allocations) ||
         (args->patch_count && !args->patches))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !args ? "args is NULL"
+                          : (!args->buffer || !args->size) ? "empty command buffer"
+                          : (args->flags & ~VIDMM_SUBMIT_REUSED) ? "flags: only VIDMM_SUBMIT_REUSED is defined"
+                          : "a count without its list (allocations or patches NULL)");
     args->fence = 0;
     args->patched = 0;
     struct vidmm_submit_state *s = a->sub;
@@ -452,7 +458,7 @@ static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle co
                                  uint64_t *completed)
 {
     if (!a || (!submitted && !completed))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "submitted and completed are both NULL");
     pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     if (c) {
@@ -462,7 +468,9 @@ static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle co
             *completed = c->fence_completed;
     }
     pthread_mutex_unlock(&a->fence_lock);
-    return c ? VIDMM_OK : VIDMM_E_INVALID_HANDLE;
+    return c ? VIDMM_OK
+             : vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
+                          (unsigned long long)context);
 }
 
 /* Outside VIDMM_ENTRY (see the body above): the thread's last error is
@@ -479,7 +487,7 @@ vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, 
 static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     if (timeout_ns != UINT64_MAX) {
@@ -491,9 +499,11 @@ static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle con
     pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     if (!c) {
-        st = VIDMM_E_INVALID_HANDLE;
-    } else if (value > c->fence_submitted) {
-        st = VIDMM_E_INVALID_ARG;   /* would never be signalled */
+        st = vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
+                        (unsigned long long)context);
+    } else if (value > c->fence_submitted) {   /* would never be signalled */
+        st = vidmm_fail(VIDMM_E_INVALID_ARG, "fence %llu: the context has submitted only up to %llu",
+                        (unsigned long long)value, (unsigned long long)c->fence_submitted);
     } else {
         vidmm_handle h = c->self;
         while (c->fence_completed < value) {
@@ -531,7 +541,7 @@ vidmm_status vidmm_context_wait(struct vidmm_adapter *a, vidmm_handle context, u
 static vidmm_status submit_get_stats(struct vidmm_adapter *a, struct vidmm_submit_stats *out)
 {
     if (!out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
     struct vidmm_submit_state *s = a->sub;
     vidmm_inflight_retire(a);
     *out = s->stats;

@@ -347,7 +347,8 @@ int vidmm_tdr_run_pending(struct vidmm_adapter *a)
 static vidmm_status adapter_set_tdr_timeout_plain(struct vidmm_adapter *a, uint64_t timeout_ns)
 {
     if (!a || (timeout_ns && timeout_ns < 1000000))
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "timeout %llu ns: 0 (off) or at least 1 ms",
+                          (unsigned long long)timeout_ns);
     vidmm_fence_set_timeout(a, timeout_ns);
     return VIDMM_OK;
 }
@@ -365,7 +366,7 @@ vidmm_status vidmm_adapter_set_tdr_timeout(struct vidmm_adapter *a, uint64_t tim
 static vidmm_status adapter_detect_hangs_plain(struct vidmm_adapter *a, int *recovered)
 {
     if (!a)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
     int r = vidmm_hang_poll(a);
     if (recovered)
         *recovered = r;
@@ -385,7 +386,7 @@ vidmm_status vidmm_adapter_detect_hangs(struct vidmm_adapter *a, int *recovered)
 static vidmm_status adapter_get_tdr_stats_plain(const struct vidmm_adapter *a, struct vidmm_tdr_stats *out)
 {
     if (!a || !out)
-        return VIDMM_E_INVALID_ARG;
+        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the locks are not part of the state */
     vidmm_adapter_lock(m);
     vidmm_fence_get_stats(m, out);

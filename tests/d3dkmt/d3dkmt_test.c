@@ -1122,6 +1122,148 @@ static void test_host_memory_failures(void)
     T_CHECK(succeeded);
 }
 
+/* ---- what Windows answers (Wine's conformance tests record it) ----------- */
+
+/* A local handle as Windows gives it: a bit of 0xC0000000 set, the low 6
+ * bits zero, and - with *next set - the previous one plus 0x40. */
+static int local_ok(D3DKMT_HANDLE h, D3DKMT_HANDLE *next)
+{
+    int ok = (h & 0xC0000000u) && !(h & 0x3Fu) && (!next || !*next || h == *next);
+    if (!ok)
+        printf("  handle 0x%08x%s (expected 0x%08x)\n", (unsigned)h, "", next ? (unsigned)*next : 0u);
+    if (next)
+        *next = h + 0x40u;
+    return ok;
+}
+
+static D3DKMT_HANDLE new_allocation(struct fx *f, struct softgpu_alloc_desc *desc, D3DKMT_CREATEALLOCATION *ca,
+                                    D3DDDI_ALLOCATIONINFO2 *info)
+{
+    memset(ca, 0, sizeof *ca);
+    memset(info, 0, sizeof *info);
+    info->pPrivateDriverData = desc;
+    info->PrivateDriverDataSize = sizeof *desc;
+    ca->hDevice = f->device;
+    ca->NumAllocations = 1;
+    ca->pAllocationInfo2 = info;
+    T_NT(D3DKMTCreateAllocation2(ca), STATUS_SUCCESS);
+    return info->hAllocation;
+}
+
+static void test_handles_as_windows(void)
+{
+    struct fx f;
+    struct softgpu_alloc_desc desc;
+    D3DKMT_CREATEALLOCATION ca;
+    D3DDDI_ALLOCATIONINFO2 info;
+    D3DKMT_DESTROYALLOCATION2 da;
+    D3DKMT_OPENADAPTERFROMLUID oa;
+    D3DKMT_CLOSEADAPTER cl;
+    D3DKMT_HANDLE next = 0, h, seen[64];
+    uint32_t i, j, n = 0;
+    fx_open(&f);
+    /* One counter for every kind: adapter, device, then the paging queue
+     * and its sync object (in either order). */
+    T_CHECK(local_ok(f.adapter, &next));
+    T_CHECK(local_ok(f.device, &next));
+    T_CHECK(local_ok(f.queue < f.queue_sync ? f.queue : f.queue_sync, &next));
+    T_CHECK(local_ok(f.queue < f.queue_sync ? f.queue_sync : f.queue, &next));
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_CONSTANT;
+    desc.cpu_visible = 1;
+    desc.size = 64 * 1024;
+    /* Created, destroyed, created: a value is never given twice. */
+    for (i = 0; i < 20; i++) {
+        h = new_allocation(&f, &desc, &ca, &info);
+        T_CHECK(local_ok(h, &next));
+        for (j = 0; j < n; j++)
+            T_CHECK(seen[j] != h);
+        seen[n++] = h;
+        if (i % 2 == 0) {
+            memset(&da, 0, sizeof da);
+            da.hDevice = f.device;
+            da.phAllocationList = &h;
+            da.AllocationCount = 1;
+            T_NT(D3DKMTDestroyAllocation2(&da), STATUS_SUCCESS);
+        }
+    }
+    memset(&oa, 0, sizeof oa);
+    oa.AdapterLuid = k_luid;
+    T_NT(D3DKMTOpenAdapterFromLuid(&oa), STATUS_SUCCESS);
+    T_CHECK(local_ok(oa.hAdapter, &next));
+    cl.hAdapter = oa.hAdapter;
+    T_NT(D3DKMTCloseAdapter(&cl), STATUS_SUCCESS);
+    T_NT(D3DKMTOpenAdapterFromLuid(&oa), STATUS_SUCCESS);
+    T_CHECK(local_ok(oa.hAdapter, &next) && oa.hAdapter != cl.hAdapter);
+    /* A global handle's shape, (h & 0x3F) == 2, names nothing here. */
+    cl.hAdapter = f.adapter | 2u;
+    T_NT(D3DKMTCloseAdapter(&cl), STATUS_INVALID_PARAMETER);
+    cl.hAdapter = oa.hAdapter;
+    T_NT(D3DKMTCloseAdapter(&cl), STATUS_SUCCESS);
+    fx_close(&f);
+}
+
+/* D3DKMTCreateAllocation2: hGlobalShare is an output, cleared when
+ * nothing is shared; hPrivateRuntimeResourceHandle (a runtime's tracing
+ * handle) is accepted and left as it is. */
+static void test_create_allocation_outputs(void)
+{
+    struct fx f;
+    struct softgpu_alloc_desc desc;
+    D3DKMT_CREATEALLOCATION ca;
+    D3DDDI_ALLOCATIONINFO2 info;
+    fx_open(&f);
+    memset(&desc, 0, sizeof desc);
+    desc.kind = SOFTGPU_ALLOC_CONSTANT;
+    desc.cpu_visible = 1;
+    desc.size = 64 * 1024;
+    memset(&ca, 0, sizeof ca);
+    memset(&info, 0, sizeof info);
+    info.pPrivateDriverData = &desc;
+    info.PrivateDriverDataSize = sizeof desc;
+    ca.hDevice = f.device;
+    ca.NumAllocations = 1;
+    ca.pAllocationInfo2 = &info;
+    ca.hGlobalShare = 0x40000002u;
+    ca.hPrivateRuntimeResourceHandle = (HANDLE)(uintptr_t)0x5678;
+    T_NT(D3DKMTCreateAllocation2(&ca), STATUS_SUCCESS);
+    T_EQ(ca.hGlobalShare, 0);
+    T_CHECK(ca.hPrivateRuntimeResourceHandle == (HANDLE)(uintptr_t)0x5678);
+    T_CHECK(local_ok(info.hAllocation, NULL));
+    fx_close(&f);
+}
+
+/* No budget exceeds its segment group's size (GETSEGMENTGROUPSIZE): one
+ * process without pressure gets the whole group. */
+static void test_budget_within_group(void)
+{
+    struct fx f;
+    D3DKMT_QUERYADAPTERINFO q;
+    D3DKMT_SEGMENTGROUPSIZEINFO sg;
+    D3DKMT_QUERYVIDEOMEMORYINFO mi;
+    fx_open(&f);
+    memset(&q, 0, sizeof q);
+    memset(&sg, 0, sizeof sg);
+    q.hAdapter = f.adapter;
+    q.Type = KMTQAITYPE_GETSEGMENTGROUPSIZE;
+    q.pPrivateDriverData = &sg;
+    q.PrivateDriverDataSize = sizeof sg;
+    T_NT(D3DKMTQueryAdapterInfo(&q), STATUS_SUCCESS);
+    memset(&mi, 0, sizeof mi);
+    mi.hAdapter = f.adapter;
+    mi.MemorySegmentGroup = D3DKMT_MEMORY_SEGMENT_GROUP_LOCAL;
+    T_NT(D3DKMTQueryVideoMemoryInfo(&mi), STATUS_SUCCESS);
+    T_EQ_U64(mi.Budget, sg.LocalMemory);
+    mi.MemorySegmentGroup = D3DKMT_MEMORY_SEGMENT_GROUP_NON_LOCAL;
+    T_NT(D3DKMTQueryVideoMemoryInfo(&mi), STATUS_SUCCESS);
+    if (mi.Budget != sg.NonLocalMemory)
+        printf("  non-local budget %llu, GETSEGMENTGROUPSIZE NonLocalMemory %llu\n", (unsigned long long)mi.Budget,
+               (unsigned long long)sg.NonLocalMemory);
+    T_EQ_U64(mi.Budget, sg.NonLocalMemory);
+    T_CHECK(sg.NonLocalMemory >= sg.LegacyInfo.SharedSystemMemorySize);
+    fx_close(&f);
+}
+
 void suite_d3dkmt(void)
 {
     t_run("d3dkmt/status_table", test_status_table);
@@ -1141,4 +1283,7 @@ void suite_d3dkmt(void)
     t_run("d3dkmt/cpu_fences", test_cpu_fences);
     t_run("d3dkmt/submit_virtual", test_submit_virtual);
     t_run("d3dkmt/host_memory_failures", test_host_memory_failures);
+    t_run("d3dkmt/handles_as_windows", test_handles_as_windows);
+    t_run("d3dkmt/create_allocation_outputs", test_create_allocation_outputs);
+    t_run("d3dkmt/budget_within_group", test_budget_within_group);
 }

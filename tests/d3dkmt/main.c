@@ -10,6 +10,7 @@
 #include <string.h>
 
 void t_set_filter(const char *f);
+void t_set_label(const char *label);
 int t_summary(void);
 void suite_d3dkmt(void);
 void d3dkmt_test_set_remote(const char *socket_path);
@@ -23,6 +24,8 @@ int main(int argc, char **argv)
     }
     if (argc > i)
         t_set_filter(argv[i]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    t_set_label("d3dkmt");
     suite_d3dkmt();
     return t_summary();
 }

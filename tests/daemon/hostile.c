@@ -178,6 +178,13 @@ int main(int argc, char **argv)
     memset(p, 0, sizeof p);
     n = msg(b, 999, NULL, 0);
     refused(fd, "unknown opcode", b, n, VIDMM_E_NOT_SUPPORTED);
+    /* An ECHO over the documented maximum (65,528 bytes: the reply's
+     * status takes 8) is refused, not answered cut short. */
+    memset(b + VMMD_HEADER_SIZE, 0x5a, VMMD_MAX_PAYLOAD);
+    n = msg(b, VMMD_OP_ECHO, NULL, VMMD_MAX_PAYLOAD);
+    refused(fd, "ECHO of 65,536 bytes", b, n, VIDMM_E_TOO_LARGE);
+    n = msg(b, VMMD_OP_ECHO, NULL, VMMD_MAX_PAYLOAD - 8);
+    refused(fd, "ECHO of 65,528 bytes", b, n, VIDMM_OK);
     n = msg(b, VMMD_OP_ECHO | VMMD_REPLY, NULL, 0);
     refused(fd, "a reply opcode", b, n, VIDMM_E_NOT_SUPPORTED);
     n = msg(b, VMMD_OP_DEVICE_DESTROY, p, 4);

@@ -24,6 +24,8 @@
 #     allocation read back; it must shut down clean.
 # DAEMON_CHAOS_SECONDS (default 6) is the chaos test's length (make long
 # sets more); VIDMM_TEST_SEED replays a chaos seed.
+# Before them all, wire.c checks the protocol's one table (daemon/proto.def)
+# against the decoder and docs/PROTOCOL.md.
 # Prints "daemon: N passed, M failed" (tests/run.sh sums it).
 b=${1:-build}
 chaos_seconds=${DAEMON_CHAOS_SECONDS:-6}
@@ -43,8 +45,9 @@ wait_socket() {
 run() {
   timeout 120 "$@" >"$out" 2>&1
   rc=$?
-  # A bare summary (the D3DKMT tests') gets the prefix run.sh does not sum.
-  sed -E 's/^([0-9]+ passed, [0-9]+ failed)$/daemon remote: \1/' "$out" >"$out.1" && mv "$out.1" "$out"
+  # The D3DKMT tests' summary ("d3dkmt: N passed, M failed") gets the
+  # prefix run.sh does not sum (it sums this script's own line).
+  sed -E 's/^(d3dkmt: )?([0-9]+ passed, [0-9]+ failed)$/daemon remote: \2/' "$out" >"$out.1" && mv "$out.1" "$out"
   cat "$out"
   line=$(grep -E '^daemon [a-z]+: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
   if [ -z "$line" ]; then
@@ -70,6 +73,10 @@ stop_clean() {
 root=0
 as_user=""
 if [ "$(id -u)" -eq 0 ]; then root=1; as_user="--user nobody"; fi
+
+# ---- 0. the wire table (daemon/proto.def), no daemon: every request,
+# reply and record round-trips, and docs/PROTOCOL.md lists its fields.
+run "$b/tests/daemon/wire" docs/PROTOCOL.md
 
 # ---- 1. the main daemon: 24 MiB of local memory, 8 processes x 6 MiB
 # over-commit it twice.  At most 200 processes at once (their root page
@@ -131,6 +138,37 @@ wait_socket "$asock"
 run "$b/tests/daemon/multi" "$asock" stress 2 3 65536 5
 if "$b/vidmm" info --socket "$asock" | grep -q "^daemon: vidmmd pid $dpid,"; then ok; else
   bad "vidmm info through the activated socket does not name daemon $dpid"; fi
+# The daemon's views for scripts (docs/OUTPUTS.md "The daemon's views"):
+# JSON that parses, with its format and the fields the schema names;
+# CSV with the schema's header.
+jcheck() { # name want_format python_expression_on_d cmd...
+  name=$1; fmt=$2; expr=$3; shift 3
+  if "$@" >"$t/j.out" 2>"$t/j.err" && python3 -c "
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.strip():
+        continue
+    d = json.loads(line) if sys.argv[2] == 'lines' else None
+    break
+d = d if d is not None else json.load(open(sys.argv[1]))
+assert d['format'] == sys.argv[3], d['format']
+assert $expr
+" "$t/j.out" "$( [ "$fmt" = vidmm-top/1 ] && echo lines || echo whole)" "$fmt"; then ok; else
+    bad "$name: $(head -c 300 "$t/j.out") $(cat "$t/j.err")"; fi
+}
+jcheck "ps --json" vidmm-ps/1 "any(p['self'] and p['comm'] for p in d['processes']) and 'local_budget' in d['processes'][0]" \
+  "$b/vidmm" ps --socket "$asock" --json
+jcheck "info --socket --json" vidmm-daemon-info/1 "d['daemon']['pid'] == $dpid and len(d['segments']) > 1" \
+  "$b/vidmm" info --socket="$asock" --json
+jcheck "top --once --json" vidmm-top/1 "'evictions_per_s' in d['processes'][0] and d['frame'] == 0" \
+  "$b/vidmm" top --socket "$asock" --once --json
+if "$b/vidmm" ps --socket "$asock" --format csv | head -n 1 |
+   grep -q '^connection,pid,uid,comm,allocations,allocated_bytes,local_usage,local_budget,'; then ok; else
+  bad "ps --format csv: no schema header"; fi
+if [ "$("$b/vidmm" top --socket "$asock" -n 2 --interval 0.05 --format=csv | grep -c '^[01],')" -ge 2 ]; then ok; else
+  bad "top --format csv: a row per process per refresh"; fi
+if "$b/vidmm" info --socket "$asock" --format csv | head -n 1 | grep -q '^id,kind,region,size,committed,free'; then ok
+else bad "info --socket --format csv: no segment header"; fi
 if grep -q "socket from the service manager" "$t/act.log" && [ ! -e "$t/not-this.sock" ]; then ok; else
   bad "the daemon did not take the passed socket: $(head -n 1 "$t/act.log")"; fi
 stop_clean "$t/act.log"

@@ -19,12 +19,12 @@
  *                                 with VIDMM_GPUVA_RESERVE_ZERO or unmapped
  *                                 back to it) faults or reaches memory,
  *                                 after any page-table rebuild too
-       gpu.entry_reaches_owned   a valid entry under a reserved range
-                                 reaches memory-segment bytes that are
-                                 free or an allocation's (under a mapped
-                                 range translates_to_placement and
-                                 evicted_faults already say that no entry
-                                 reaches free or another's memory)
+ *       gpu.entry_reaches_owned   a valid entry under a reserved range
+ *                                 reaches memory-segment bytes that are
+ *                                 free or an allocation's (under a mapped
+ *                                 range translates_to_placement and
+ *                                 evicted_faults already say that no entry
+ *                                 reaches free or another's memory)
  *   - what a call changed (call.*): a fingerprint of every public query
  *     about every object the harness knows, taken before a call and
  *     after it.

@@ -15,12 +15,46 @@ static int g_passed, g_failed;
 static uint64_t g_seed;
 static int g_seed_set;
 static const char *g_filter;
+static const char *g_label = "tests";
+static const char *g_suite;
+static int g_suite_passed, g_suite_failed;
+static struct timespec g_suite_start;
 
 void t_set_filter(const char *f);
 void t_set_seed(uint64_t s);
+void t_set_label(const char *label);
+void t_suite_begin(const char *name);
+void t_suite_end(void);
 int t_summary(void);
 
 void t_set_filter(const char *f) { g_filter = f; }
+/* The word before the summary line ("unit: N passed, M failed"), so
+ * every summary tests/run.sh sums says whose it is. */
+void t_set_label(const char *label) { g_label = label; }
+
+/* Progress while a long run is piped (make test): one line per suite that
+ * ran a test, flushed at once.  Its wording ("N tests") is not the
+ * summary's, so nothing sums it twice. */
+void t_suite_begin(const char *name)
+{
+    g_suite = name;
+    g_suite_passed = g_passed;
+    g_suite_failed = g_failed;
+    clock_gettime(CLOCK_MONOTONIC, &g_suite_start);
+}
+
+void t_suite_end(void)
+{
+    int ran = g_passed - g_suite_passed + g_failed - g_suite_failed;
+    if (!g_suite || !ran)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double s = (double)(now.tv_sec - g_suite_start.tv_sec) + (double)(now.tv_nsec - g_suite_start.tv_nsec) / 1e9;
+    printf("suite %s: %d tests, %d failing, %.1f s\n", g_suite, ran, g_failed - g_suite_failed, s);
+    fflush(stdout);
+    g_suite = NULL;
+}
 void t_set_seed(uint64_t s) { g_seed = s; g_seed_set = 1; }
 
 void t_fail(const char *file, int line, const char *expr)
@@ -46,6 +80,7 @@ void t_run(const char *name, void (*fn)(void))
         if (getenv("VIDMM_TEST_VERBOSE"))
             printf("ok %s\n", name);
     }
+    fflush(stdout);   /* a piped run shows each result as it comes */
 }
 
 uint64_t t_seed(void)
@@ -71,10 +106,17 @@ int t_no_big(void)
     return e && *e && *e != '0';
 }
 
+/* A filter that matches no test is a mistake (a typo in a suite name),
+ * not a pass: rc 2 and the reason. */
 int t_summary(void)
 {
     printf("seed %" PRIu64 " (rerun with VIDMM_TEST_SEED=%" PRIu64 ")\n", t_seed(), t_seed());
-    printf("%d passed, %d failed\n", g_passed, g_failed);
+    printf("%s: %d passed, %d failed\n", g_label, g_passed, g_failed);
+    fflush(stdout);
+    if (g_filter && g_passed + g_failed == 0) {
+        fprintf(stderr, "%s: no test name contains '%s'\n", g_label, g_filter);
+        return 2;
+    }
     return g_failed ? 1 : 0;
 }
 

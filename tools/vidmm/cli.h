@@ -9,13 +9,22 @@
 
 #include "drvcheck.h"
 
+#include <getopt.h>
 #include <stdio.h>
+
+/* The output formats of the tool's tables (--format, docs/OUTPUTS.md). */
+enum cli_format { CLI_FORMAT_TEXT, CLI_FORMAT_JSON, CLI_FORMAT_CSV };
 
 struct cli_options {
     struct softgpu_config config;
     int json;
     const char *driver;          /* --driver NAME: a plug-in instead of softgpu (plugin.c) */
+    enum cli_format format;      /* info: --json / --format */
+    const char *socket;          /* info --socket PATH: the running vidmmd */
 };
+
+/* --format VALUE: text, json or csv.  0, or 2 after a usage error. */
+int cli_parse_format(const char *verb, const char *value, enum cli_format *out);
 
 struct cli_session {
     struct softgpu *gpu;
@@ -40,6 +49,16 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* getopt_long over a verb's arguments (argv[2..]), GNU conventions:
+ * --name=value, -ovalue, options and operands in any order, -- ends the
+ * options.  Call cli_getopt_begin once, then cli_getopt until it returns
+ * -1; operands are then argv[cli_operand_first(argc)..argc-1] (getopt
+ * moved them to the end).  An unknown option or a missing value is a
+ * usage error naming it: cli_getopt returns '?' and *rc is 2.  Long
+ * options' codes are the short letter or a value >= 256. */
+void cli_getopt_begin(void);
+int cli_getopt(const char *verb, int argc, char **argv, const char *shorts, const struct option *longs, int *rc);
+int cli_operand_first(void);
 /* 0, or a usage error when a verb that takes no arguments got some. */
 int cli_no_arguments(const char *verb, int argc, char **argv);
 /* A byte count: decimal or 0x hex, optional K/M/G/T (binary) suffix with
@@ -105,6 +124,6 @@ int cli_drvcheck(int argc, char **argv);
 /* daemon_verbs.c: the running vidmmd (docs/DAEMON.md "Observing the daemon"). */
 int cli_ps(int argc, char **argv);
 int cli_top(int argc, char **argv);
-int cli_info_daemon(const char *socket_path);
+int cli_info_daemon(const char *socket_path, enum cli_format format);
 
 #endif

@@ -4,7 +4,10 @@
  * (docs/DAEMON.md "Observing the daemon", docs/PROTOCOL.md
  * "Administration").  They are clients of libvidmm-client like any
  * program; the daemon answers them only for its own uid or root.  Plain
- * text and ANSI escapes (top on a terminal), no curses.
+ * text and ANSI escapes (top on a terminal), no curses; --json and
+ * --format csv give the same figures to scripts, in the layouts
+ * docs/OUTPUTS.md "The daemon's views" documents (vidmm-ps/1,
+ * vidmm-daemon-info/1, vidmm-top/1).
  */
 #include "vidmm-client/client.h"
 #include "vidmm/segment.h"
@@ -12,9 +15,11 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,16 +31,37 @@ struct sample {
     uint32_t n;
 };
 
+/* Connect, or say why not in the user's terms: no socket there (and how
+ * to start vidmmd), not a socket, nobody listening, or the daemon's own
+ * refusal. */
 static int connect_daemon(const char *verb, const char *path, struct vidmm_client **c)
 {
+    char def[108];
+    int given = path != NULL;
+    if (!path)
+        path = vidmm_client_default_socket(def, sizeof def);
     vidmm_status st = vidmm_client_connect(path, c);
-    if (st < 0) {
-        fprintf(stderr, "vidmm %s: cannot connect to vidmmd at %s: %s\n", verb,
-                path ? path : "the default socket ($VIDMMD_SOCKET, $XDG_RUNTIME_DIR/vidmmd.sock, /tmp/vidmmd-UID.sock)",
-                vidmm_client_status_str(st));
-        return 1;
+    if (st >= 0)
+        return 0;
+    const char *which = given ? "" : " (the default: $VIDMMD_SOCKET, else the first of $XDG_RUNTIME_DIR/vidmmd.sock, "
+                                     "/tmp/vidmmd-UID.sock and " VIDMM_CLIENT_SYSTEM_SOCKET " that exists)";
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        int e = errno;
+        fprintf(stderr, "vidmm %s: no vidmmd socket at %s%s: %s\n", verb, path, which, strerror(e));
+        if (e == ENOENT)
+            fprintf(stderr, "vidmm %s: vidmmd is not running there; start it with `vidmmd --socket %s` "
+                            "(or `vidmmd` for the default path), or, installed as a service, "
+                            "`systemctl start vidmmd.socket`\n", verb, path);
+    } else if (!S_ISSOCK(sb.st_mode)) {
+        fprintf(stderr, "vidmm %s: %s%s is not a socket\n", verb, path, which);
+    } else if (st == VIDMM_E_DEVICE_LOST) {
+        fprintf(stderr, "vidmm %s: nobody listens at %s%s: a vidmmd that ended left it; start vidmmd again "
+                        "(`vidmmd --socket %s`)\n", verb, path, which, path);
+    } else {
+        fprintf(stderr, "vidmm %s: vidmmd at %s refused the connection: %s\n", verb, path, vidmm_client_status_str(st));
     }
-    return 0;
+    return 1;
 }
 
 /* Adapter totals and every connection (several requests past 511). */
@@ -62,50 +88,164 @@ static int take_sample(const char *verb, struct vidmm_client *c, struct sample *
     return 0;
 }
 
-/* Options every daemon verb takes: --socket PATH; top also --interval,
- * -n and --once.  Returns 0 or 2 (usage error). */
+/* Options every daemon verb takes: --socket PATH, --json, --format; top
+ * also --interval, -n and --once.  Returns 0 or 2 (usage error). */
 struct dopts {
     const char *socket;
     double interval;
     long count;          /* top: frames; 0 = until interrupted */
+    enum cli_format format;
 };
 
-static int parse_dopts(const char *verb, int argc, char **argv, int first, struct dopts *o, int top)
+static int parse_dopts(const char *verb, int argc, char **argv, struct dopts *o, int top)
 {
     memset(o, 0, sizeof *o);
     o->interval = 1.0;
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--socket")) {
-            if (!v)
-                return cli_usage_error(verb, "--socket needs a value (the daemon's socket path)");
-            o->socket = v;
-            i++;
-        } else if (top && !strcmp(a, "--once")) {
-            o->count = 1;
-        } else if (top && (!strcmp(a, "-n") || !strcmp(a, "--count"))) {
-            char *end = NULL;
-            errno = 0;
-            long n = v ? strtol(v, &end, 10) : 0;
-            if (!v || errno || end == v || *end || n < 1 || n > 1000000)
-                return cli_usage_error(verb, "%s %s: want a number of refreshes, 1-1000000", a, v ? v : "(missing)");
+    enum { O_SOCKET = 256, O_JSON, O_FORMAT, O_ONCE, O_INTERVAL };
+    static const struct option ps_opts[] = {
+        { "socket", required_argument, NULL, O_SOCKET }, { "json", no_argument, NULL, O_JSON },
+        { "format", required_argument, NULL, O_FORMAT }, { NULL, 0, NULL, 0 },
+    };
+    static const struct option top_opts[] = {
+        { "socket", required_argument, NULL, O_SOCKET }, { "json", no_argument, NULL, O_JSON },
+        { "format", required_argument, NULL, O_FORMAT }, { "once", no_argument, NULL, O_ONCE },
+        { "count", required_argument, NULL, 'n' },        { "interval", required_argument, NULL, O_INTERVAL },
+        { NULL, 0, NULL, 0 },
+    };
+    int rc = 0;
+    cli_getopt_begin();
+    for (int c; (c = cli_getopt(verb, argc, argv, top ? "n:" : "", top ? top_opts : ps_opts, &rc)) != -1;) {
+        char *end = NULL;
+        errno = 0;
+        switch (c) {
+        case O_SOCKET: o->socket = optarg; break;
+        case O_JSON: o->format = CLI_FORMAT_JSON; break;
+        case O_FORMAT:
+            if ((rc = cli_parse_format(verb, optarg, &o->format)) != 0)
+                return rc;
+            break;
+        case O_ONCE: o->count = 1; break;
+        case 'n': {
+            long n = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || n < 1 || n > 1000000)
+                return cli_usage_error(verb, "--count %s: want a number of refreshes, 1-1000000", optarg);
             o->count = n;
-            i++;
-        } else if (top && !strcmp(a, "--interval")) {
-            char *end = NULL;
-            errno = 0;
-            double d = v ? strtod(v, &end) : 0;
-            if (!v || errno || end == v || *end || !(d >= 0.05 && d <= 3600))
-                return cli_usage_error(verb, "--interval %s: want seconds between refreshes, 0.05-3600",
-                                       v ? v : "(missing)");
+            break;
+        }
+        case O_INTERVAL: {
+            double d = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(d >= 0.05 && d <= 3600))
+                return cli_usage_error(verb, "--interval %s: want seconds between refreshes, 0.05-3600", optarg);
             o->interval = d;
-            i++;
-        } else {
-            return cli_usage_error(verb, "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
+            break;
+        }
+        default: return rc;
         }
     }
+    if (cli_operand_first() < argc)
+        return cli_usage_error(verb, "unknown argument '%s'", argv[cli_operand_first()]);
     return 0;
+}
+
+/* ---- JSON and CSV ------------------------------------------------------- */
+
+/* A JSON string of a command name (comm is at most 15 bytes, from /proc):
+ * quotes, backslashes and control bytes escaped. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* A CSV field of a command name: quoted when it holds a comma, a quote or
+ * a line break (RFC 4180). */
+static void csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+#define PROC_FIELDS "connection,pid,uid,comm,allocations,allocated_bytes,local_usage,local_budget,nonlocal_usage," \
+                    "nonlocal_budget,locked_bytes,evictions,restores,requests,self,refused"
+
+/* rates (top): evictions, restores and requests per second, or NULL. */
+static void json_process(FILE *f, const struct vidmm_client_admin_process *p, const double *rates)
+{
+    fprintf(f, "{\"connection\": %u, \"pid\": %u, \"uid\": %u, \"comm\": ", p->connection, p->pid, p->uid);
+    json_str(f, p->comm);
+    fprintf(f, ", \"allocations\": %u, \"allocated_bytes\": %" PRIu64 ", \"local_usage\": %" PRIu64
+               ", \"local_budget\": %" PRIu64 ", \"nonlocal_usage\": %" PRIu64 ", \"nonlocal_budget\": %" PRIu64
+               ", \"locked_bytes\": %" PRIu64 ", \"evictions\": %" PRIu64 ", \"restores\": %" PRIu64
+               ", \"requests\": %" PRIu64 ", \"self\": %s, \"refused\": %s",
+            p->allocations, p->allocated_bytes, p->usage[0], p->budget[0], p->usage[1], p->budget[1], p->locked_bytes,
+            p->evictions, p->restores, p->requests, (p->flags & VIDMM_CLIENT_ADMIN_SELF) ? "true" : "false",
+            (p->flags & VIDMM_CLIENT_ADMIN_REFUSED) ? "true" : "false");
+    if (rates)
+        fprintf(f, ", \"evictions_per_s\": %.3f, \"restores_per_s\": %.3f, \"requests_per_s\": %.3f", rates[0],
+                rates[1], rates[2]);
+    fputc('}', f);
+}
+
+static void csv_process(FILE *f, const struct vidmm_client_admin_process *p, const double *rates)
+{
+    fprintf(f, "%u,%u,%u,", p->connection, p->pid, p->uid);
+    csv_str(f, p->comm);
+    fprintf(f, ",%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+               ",%" PRIu64 ",%d,%d",
+            p->allocations, p->allocated_bytes, p->usage[0], p->budget[0], p->usage[1], p->budget[1], p->locked_bytes,
+            p->evictions, p->restores, p->requests, (p->flags & VIDMM_CLIENT_ADMIN_SELF) ? 1 : 0,
+            (p->flags & VIDMM_CLIENT_ADMIN_REFUSED) ? 1 : 0);
+    if (rates)
+        fprintf(f, ",%.3f,%.3f,%.3f", rates[0], rates[1], rates[2]);
+    fputc('\n', f);
+}
+
+static void json_segments(FILE *f, const struct vidmm_client_admin_adapter *a)
+{
+    fprintf(f, "\"segments\": [");
+    for (uint32_t i = 0; i < a->segment_count; i++) {
+        const struct vidmm_client_admin_segment *g = &a->segment[i];
+        fprintf(f, "%s{\"id\": %u, \"kind\": \"%s\", \"region\": ", i ? ", " : "", g->id,
+                vidmm_segment_kind_str((enum vidmm_segment_kind)g->kind));
+        json_str(f, g->region);
+        fprintf(f, ", \"size\": %" PRIu64 ", \"committed\": %" PRIu64 ", \"free\": %" PRIu64
+                   ", \"commit_limit\": %" PRIu64 ", \"page_size\": %" PRIu64 "}",
+                (uint64_t)g->size, (uint64_t)g->committed, (uint64_t)g->free_bytes, (uint64_t)g->commit_limit,
+                (uint64_t)g->page_size);
+    }
+    fputc(']', f);
+}
+
+static void json_daemon(FILE *f, const struct vidmm_client_admin_adapter *a)
+{
+    fprintf(f, "\"daemon\": {\"pid\": %u, \"uid\": %u, \"uptime_ns\": %" PRIu64 ", \"wddm_version\": %u, "
+               "\"clients\": %u, \"connections\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"protocol_errors\": %"
+               PRIu64 ", \"limit_refusals\": %" PRIu64 ", \"host_blocks\": %" PRId64 ", \"host_bytes\": %" PRId64
+               ", \"live_allocations\": %" PRIu64 ", \"make_resident_calls\": %" PRIu64 ", \"evictions\": %" PRIu64
+               ", \"bytes_evicted\": %" PRIu64 ", \"restores\": %" PRIu64 ", \"bytes_restored\": %" PRIu64
+               ", \"paging_buffers\": %" PRIu64 "}",
+            a->daemon_pid, a->daemon_uid, a->uptime_ns, a->wddm_version, a->clients, a->connections, a->requests,
+            a->protocol_errors, a->quota_refusals, a->host_blocks, a->host_bytes, a->live_allocations,
+            a->make_resident_calls, a->evictions, a->bytes_evicted, a->restores, a->bytes_restored,
+            a->paging_buffers_submitted);
 }
 
 static void size_str(uint64_t v, char *buf, size_t n)
@@ -142,7 +282,7 @@ static void print_ps_line(FILE *f, const struct vidmm_client_admin_process *p)
 int cli_ps(int argc, char **argv)
 {
     struct dopts o;
-    int rc = parse_dopts("ps", argc, argv, 2, &o, 0);
+    int rc = parse_dopts("ps", argc, argv, &o, 0);
     if (rc)
         return rc;
     struct vidmm_client *c = NULL;
@@ -155,11 +295,24 @@ int cli_ps(int argc, char **argv)
         return 1;
     }
     rc = take_sample("ps", c, &s);
-    if (!rc) {
+    if (!rc && o.format == CLI_FORMAT_JSON) {
+        printf("{\"format\": \"vidmm-ps/1\", \"daemon_pid\": %u, \"processes\": [", s.ad.daemon_pid);
+        for (uint32_t i = 0; i < s.n; i++) {
+            fputs(i ? ",\n  " : "\n  ", stdout);
+            json_process(stdout, &s.p[i], NULL);
+        }
+        printf("\n]}\n");
+    } else if (!rc && o.format == CLI_FORMAT_CSV) {
+        printf("%s\n", PROC_FIELDS);
+        for (uint32_t i = 0; i < s.n; i++)
+            csv_process(stdout, &s.p[i], NULL);
+    } else if (!rc) {
         print_ps_header(stdout);
         for (uint32_t i = 0; i < s.n; i++)
             print_ps_line(stdout, &s.p[i]);
     }
+    if (!rc && fflush(stdout))
+        rc = 1;
     free(s.p);
     vidmm_client_disconnect(c);
     return rc;
@@ -208,7 +361,7 @@ static void print_daemon_segments(FILE *f, const struct vidmm_client_admin_adapt
     }
 }
 
-int cli_info_daemon(const char *socket_path)
+int cli_info_daemon(const char *socket_path, enum cli_format format)
 {
     struct vidmm_client *c = NULL;
     if (connect_daemon("info", socket_path, &c))
@@ -221,9 +374,29 @@ int cli_info_daemon(const char *socket_path)
                 vidmm_client_status_str(st));
         return 1;
     }
-    print_daemon_totals(stdout, &a);
-    print_daemon_segments(stdout, &a);
-    return 0;
+    if (format == CLI_FORMAT_JSON) {
+        printf("{\"format\": \"vidmm-daemon-info/1\", ");
+        json_daemon(stdout, &a);
+        printf(",\n \"limits\": {\"max_alloc_bytes\": %" PRIu64 ", \"max_locked_bytes\": %" PRIu64
+               ", \"max_handles\": %u, \"max_requests\": %u, \"max_connections_per_uid\": %u},\n ",
+               a.max_alloc_bytes, a.max_locked_bytes, a.max_handles, a.max_requests, a.max_connections_per_uid);
+        json_segments(stdout, &a);
+        printf("}\n");
+    } else if (format == CLI_FORMAT_CSV) {
+        /* The table part: one row per segment. */
+        printf("id,kind,region,size,committed,free,commit_limit,page_size\n");
+        for (uint32_t i = 0; i < a.segment_count; i++) {
+            const struct vidmm_client_admin_segment *g = &a.segment[i];
+            printf("%u,%s,", g->id, vidmm_segment_kind_str((enum vidmm_segment_kind)g->kind));
+            csv_str(stdout, g->region);
+            printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", (uint64_t)g->size,
+                   (uint64_t)g->committed, (uint64_t)g->free_bytes, (uint64_t)g->commit_limit, (uint64_t)g->page_size);
+        }
+    } else {
+        print_daemon_totals(stdout, &a);
+        print_daemon_segments(stdout, &a);
+    }
+    return fflush(stdout) ? 1 : 0;
 }
 
 /* ---- vidmm top ----------------------------------------------------------- */
@@ -295,10 +468,57 @@ static void print_top(FILE *f, const struct sample *cur, const struct sample *pr
     }
 }
 
+/* A process's rates over the frame (since the daemon started when it was
+ * not in the previous frame); returns the span they cover. */
+static double top_rates(const struct vidmm_client_admin_adapter *a, const struct vidmm_client_admin_process *p,
+                        const struct vidmm_client_admin_process *q, double span, double r[3])
+{
+    double ps = q ? span : (double)a->uptime_ns / 1e9;
+    if (ps <= 0)
+        ps = 1e-9;
+    r[0] = (double)(p->evictions - (q ? q->evictions : 0)) / ps;
+    r[1] = (double)(p->restores - (q ? q->restores : 0)) / ps;
+    r[2] = (double)(p->requests - (q ? q->requests : 0)) / ps;
+    return ps;
+}
+
+/* One frame for scripts: JSON (one object a line, vidmm-top/1) or CSV
+ * rows (one per process, the frame number first; the header once). */
+static void print_top_machine(FILE *f, enum cli_format format, long frame, const struct sample *cur,
+                              const struct sample *prev, double dt)
+{
+    const struct vidmm_client_admin_adapter *a = &cur->ad;
+    double span = prev ? dt : (double)a->uptime_ns / 1e9;
+    if (span <= 0)
+        span = 1e-9;
+    if (format == CLI_FORMAT_CSV) {
+        if (frame == 0)
+            fprintf(f, "frame,interval_s,%s,evictions_per_s,restores_per_s,requests_per_s\n", PROC_FIELDS);
+        for (uint32_t i = 0; i < cur->n; i++) {
+            double r[3], ps = top_rates(a, &cur->p[i], find_conn(prev, cur->p[i].connection), span, r);
+            fprintf(f, "%ld,%.3f,", frame, ps);
+            csv_process(f, &cur->p[i], r);
+        }
+        return;
+    }
+    fprintf(f, "{\"format\": \"vidmm-top/1\", \"frame\": %ld, \"interval_s\": %.3f, ", frame, span);
+    json_daemon(f, a);
+    fprintf(f, ", ");
+    json_segments(f, a);
+    fprintf(f, ", \"processes\": [");
+    for (uint32_t i = 0; i < cur->n; i++) {
+        double r[3];
+        top_rates(a, &cur->p[i], find_conn(prev, cur->p[i].connection), span, r);
+        fputs(i ? ", " : "", f);
+        json_process(f, &cur->p[i], r);
+    }
+    fprintf(f, "]}\n");
+}
+
 int cli_top(int argc, char **argv)
 {
     struct dopts o;
-    int rc = parse_dopts("top", argc, argv, 2, &o, 1);
+    int rc = parse_dopts("top", argc, argv, &o, 1);
     if (rc)
         return rc;
     struct vidmm_client *c = NULL;
@@ -329,6 +549,12 @@ int cli_top(int argc, char **argv)
         double t = mono_s();
         if ((rc = take_sample("top", c, cur)) != 0)
             break;
+        if (o.format != CLI_FORMAT_TEXT) {
+            print_top_machine(stdout, o.format, frame, cur, prev, t - last);
+            fflush(stdout);
+            last = t;
+            continue;
+        }
         if (tty)
             fputs("\033[H\033[2J", stdout);
         else if (frame)

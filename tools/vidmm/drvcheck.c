@@ -12,7 +12,7 @@
  * Exit status: 0 every check passed, 1 a check failed, 2 usage or load.
  */
 #include "cli.h"
-#include "drvcheck.h"
+#include "vidmm/drvcheck.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -127,34 +127,31 @@ static int check_groups(const char *groups)
 int cli_drvcheck(int argc, char **argv)
 {
     const char *path = NULL, *options = NULL, *groups = NULL;
-    int verbose = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **val = !strcmp(a, "--driver") ? &path : !strcmp(a, "--options") ? &options
-                           : !strcmp(a, "--groups") ? &groups : NULL;
-        if (val) {
-            if (!v)
-                return cli_usage_error("drvcheck", "%s needs a value (%s)", a,
-                                       val == &path ? "a shared object exporting vidmm_driver_entry"
-                                       : val == &options ? "a string for the driver's constructor"
-                                                         : "comma-separated group names");
-            *val = v;
-            i++;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = 1;
-        } else {
-            return cli_usage_error("drvcheck", "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
+    int verbose = 0, rc = 0;
+    enum { O_DRIVER = 256, O_OPTIONS, O_GROUPS };
+    static const struct option longs[] = {
+        { "driver", required_argument, NULL, O_DRIVER }, { "options", required_argument, NULL, O_OPTIONS },
+        { "groups", required_argument, NULL, O_GROUPS }, { "verbose", no_argument, NULL, 'v' },
+        { NULL, 0, NULL, 0 },
+    };
+    cli_getopt_begin();
+    for (int c; (c = cli_getopt("drvcheck", argc, argv, "v", longs, &rc)) != -1;) {
+        switch (c) {
+        case O_DRIVER: path = optarg; break;
+        case O_OPTIONS: options = optarg; break;
+        case O_GROUPS: groups = optarg; break;
+        case 'v': verbose = 1; break;
+        default: return rc;
         }
     }
-    if (groups) {
-        int rc = check_groups(groups);
-        if (rc)
-            return rc;
-    }
+    if (cli_operand_first() < argc)
+        return cli_usage_error("drvcheck", "unknown argument '%s'", argv[cli_operand_first()]);
+    if (groups && (rc = check_groups(groups)) != 0)
+        return rc;
     drvcheck_ctor ctor = softgpu_ctor;
     void *lib = NULL;
     if (path) {                             /* a plug-in, or "vkgpu" (plugin.c) */
-        int rc = cli_plugin_load("drvcheck", path, &lib, &ctor);
+        rc = cli_plugin_load("drvcheck", path, &lib, &ctor);
         if (rc)
             return rc;
     }

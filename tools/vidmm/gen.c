@@ -360,7 +360,7 @@ static int run_text(const char *text, size_t len, int quiet, struct outcome *o)
     memset(o, 0, sizeof(*o));
     char path[256];
     if (write_temp(text, len, path, sizeof path)) {
-        fprintf(stderr, "vidmm: cannot write a temporary file\n");
+        fprintf(stderr, "vidmm: cannot write a temporary file: %s\n", strerror(errno));
         return -1;
     }
     int saved = -1;
@@ -625,46 +625,57 @@ static int parse(const char *cmd, int argc, char **argv, struct gen_options *o)
     int fuzz = !strcmp(cmd, "fuzz-scenarios"), shrinking = !strcmp(cmd, "shrink");
     memset(o, 0, sizeof(*o));
     o->calls = 120;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t *num = shrinking                 ? NULL
-                        : !strcmp(a, "--seed")    ? &o->seed
-                        : !strcmp(a, "--calls")   ? &o->calls
-                        : !fuzz                   ? NULL
-                        : !strcmp(a, "--seconds") ? &o->seconds
-                        : !strcmp(a, "--count")   ? &o->count
-                                                  : NULL;
+    enum { O_SEED = 256, O_CALLS, O_SECONDS, O_COUNT, O_ADAPTER, O_SAVE };
+    static const struct option gen_opts[] = {
+        { "seed", required_argument, NULL, O_SEED }, { "calls", required_argument, NULL, O_CALLS },
+        { "adapter", required_argument, NULL, O_ADAPTER }, { NULL, 0, NULL, 0 },
+    };
+    static const struct option fuzz_opts[] = {
+        { "seed", required_argument, NULL, O_SEED },       { "calls", required_argument, NULL, O_CALLS },
+        { "adapter", required_argument, NULL, O_ADAPTER }, { "seconds", required_argument, NULL, O_SECONDS },
+        { "count", required_argument, NULL, O_COUNT },     { "save", required_argument, NULL, O_SAVE },
+        { NULL, 0, NULL, 0 },
+    };
+    static const struct option no_opts[] = { { NULL, 0, NULL, 0 } };
+    int rc = 0, have_seconds = 0, have_count = 0;
+    cli_getopt_begin();
+    for (int c; (c = cli_getopt(cmd, argc, argv, "", shrinking ? no_opts : fuzz ? fuzz_opts : gen_opts, &rc)) != -1;) {
+        uint64_t *num = c == O_SEED ? &o->seed : c == O_CALLS ? &o->calls : c == O_SECONDS ? &o->seconds
+                      : c == O_COUNT ? &o->count : NULL;
+        const char *name = c == O_SEED ? "--seed" : c == O_CALLS ? "--calls" : c == O_SECONDS ? "--seconds" : "--count";
+        if (c == '?')
+            return rc;
         if (num) {
-            if (!v)
-                return cli_usage_error(cmd, "%s needs a value (a number)", a);
-            if (tr_parse_u64(v, num))
-                return cli_usage_error(cmd, "%s %s: not a number (decimal or 0x hex)", a, v);
-            if (num == &o->seed)
-                o->seed_given = 1;
-            if (num == &o->calls && (o->calls == 0 || o->calls > 100000))
-                return cli_usage_error(cmd, "--calls %s: want 1-100000", v);
-            i++;
-        } else if (!shrinking && !strcmp(a, "--adapter")) {
-            if (!v)
-                return cli_usage_error(cmd, "--adapter needs a value (dgpu or wddm1)");
-            if (strcmp(v, "dgpu") && strcmp(v, "wddm1"))
-                return cli_usage_error(cmd, "--adapter %s: generated scenarios use dgpu or wddm1", v);
-            o->preset = v;
-            i++;
-        } else if (fuzz && !strcmp(a, "--save")) {
-            if (!v)
-                return cli_usage_error(cmd, "--save needs a value (a directory)");
-            o->save = v;
-            i++;
-        } else if (shrinking && a[0] != '-' && !o->file) {
-            o->file = a;
-        } else if (shrinking && a[0] != '-') {
-            return cli_usage_error(cmd, "'%s': one file at a time ('%s' was given first)", a, o->file);
+            if (tr_parse_u64(optarg, num))
+                return cli_usage_error(cmd, "%s %s: not a number (decimal or 0x hex)", name, optarg);
+            o->seed_given |= c == O_SEED;
+            have_seconds |= c == O_SECONDS;
+            have_count |= c == O_COUNT;
+            if (c == O_CALLS && (o->calls == 0 || o->calls > 100000))
+                return cli_usage_error(cmd, "--calls %s: want 1-100000", optarg);
+            /* 0 would mean "the default" to the loop below: say so rather
+             * than run something else than asked. */
+            if ((c == O_SECONDS || c == O_COUNT) && *num == 0)
+                return cli_usage_error(cmd, "%s 0: want at least 1 (leave it out for the default, 10 seconds)",
+                                       name);
+        } else if (c == O_ADAPTER) {
+            if (strcmp(optarg, "dgpu") && strcmp(optarg, "wddm1"))
+                return cli_usage_error(cmd, "--adapter %s: generated scenarios use dgpu or wddm1", optarg);
+            o->preset = optarg;
+        } else if (c == O_SAVE) {
+            o->save = optarg;
         } else {
-            return cli_usage_error(cmd, "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
+            return cli_usage_error(cmd, "unknown option");
         }
     }
-    if (fuzz && o->seconds && o->count)
+    for (int i = cli_operand_first(); i < argc; i++) {
+        if (!shrinking)
+            return cli_usage_error(cmd, "unknown argument '%s'", argv[i]);
+        if (o->file)
+            return cli_usage_error(cmd, "'%s': one file at a time ('%s' was given first)", argv[i], o->file);
+        o->file = argv[i];
+    }
+    if (fuzz && have_seconds && have_count)
         return cli_usage_error(cmd, "--seconds and --count: give one of them");
     if (!o->seed_given)
         o->seed = (uint64_t)time(NULL);
@@ -738,7 +749,7 @@ int cli_shrink(int argc, char **argv)
         return cli_usage_error("shrink", "which scenario file? (vidmm shrink FILE)");
     char *text = slurp(o.file);
     if (!text) {
-        fprintf(stderr, "vidmm shrink: cannot read '%s'\n", o.file);
+        fprintf(stderr, "vidmm shrink: cannot read '%s': %s\n", o.file, strerror(errno));
         return 1;
     }
     unseal(text);
@@ -770,8 +781,9 @@ int cli_fuzz_scenarios(int argc, char **argv)
         return rc;
     if (!o.seconds && !o.count)
         o.seconds = 10;
-    if (o.save && mkdir(o.save, 0777) && errno != EEXIST) {
-        fprintf(stderr, "vidmm fuzz-scenarios: cannot create '%s'\n", o.save);
+    /* The folder is checked before the run, not at its first failure. */
+    if (o.save && ((mkdir(o.save, 0777) && errno != EEXIST) || access(o.save, W_OK))) {
+        fprintf(stderr, "vidmm fuzz-scenarios: --save %s: cannot create or write: %s\n", o.save, strerror(errno));
         return 1;
     }
     fprintf(stderr, "vidmm fuzz-scenarios: seeds from %" PRIu64 " (rerun one: vidmm gen --seed N --calls %" PRIu64

@@ -52,7 +52,7 @@ static int cmd_help(int argc, char **argv);
  * --help` and the dispatch all read it, so they cannot disagree; the
  * docs test compares the manual page's verbs with this list. */
 static const struct verb verbs[] = {
-    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json] | --driver NAME | --socket PATH",
+    { "info", "[--adapter PRESET] [--segment ID=SIZE]... [--prefault] [--json | --format F] | --driver NAME | --socket PATH",
       "print the adapter's segments as the manager sees them",
       "Print the adapter's segments (id, kind, GPU base, size, page, CPU visibility,\n"
       "commit limit, committed, flags), the paging-buffer segment and the GpuMmu\n"
@@ -61,9 +61,11 @@ static const struct verb verbs[] = {
       "  --json              print JSON (format vidmm-info/1) instead of a table\n"
       "  --driver NAME       instead of softgpu: vkgpu (a Vulkan device, docs/VKGPU.md;\n"
       "                      VIDMM_VKGPU_DEVICE picks it) or a driver plug-in FILE.so\n"
+      "  --format FORMAT     text (default), json, or csv (the segment table)\n"
       "  --socket PATH       instead: the running vidmmd at PATH - the daemon, its\n"
       "                      connections and requests, host memory, residency totals,\n"
-      "                      limits, and its adapter's segments (committed, free)\n",
+      "                      limits, and its adapter's segments (committed, free);\n"
+      "                      --json: vidmm-daemon-info/1, csv: its segment table\n",
       H_ADAPTER, "the adapter could not be opened, or its structure check failed; with --socket:\n"
       "         no daemon answers at PATH, or it refused (only its user or root may ask)", cmd_info },
     { "demo", "[--adapter dgpu|big] [--segment ID=SIZE]... [--prefault] | --driver NAME",
@@ -100,7 +102,10 @@ static const struct verb verbs[] = {
       "  --decode-only       (.rmv) read and check the whole file, print what it holds, replay nothing\n"
       "  --lenient           (.rmv) count the streams' anomalies instead of refusing the file\n"
       "  --local-scale N     (.rmv) divide the file's local heaps by N (1-64): the same trace on a smaller card\n"
-      "  --policy NAME       (.rmv) eviction policy; belady is told each allocation's next use from the file\n",
+      "  --policy NAME       (.rmv) eviction policy; belady is told each allocation's next use from the file;\n"
+      "                      (trace) replay under NAME too: results that differ are listed as that\n"
+      "                      policy's outcomes, and both policies' paging is compared (stderr); the\n"
+      "                      report is NAME's run\n",
       H_OUTPUT,
       "a result differed, a read-back or rule failed, the trace is missing, unreadable\n"
       "         or malformed, or an output could not be written",
@@ -141,14 +146,17 @@ static const struct verb verbs[] = {
       "                      reset, vidmm (default: all)\n"
       "  -v, --verbose       list passing checks too\n",
       0, "a check failed (exit status 2 also when FILE.so cannot be loaded)", cli_drvcheck },
-    { "ps", "[--socket PATH]", "list the processes connected to the running vidmmd",
+    { "ps", "[--socket PATH] [--json | --format F]", "list the processes connected to the running vidmmd",
       "One line per connection to vidmmd (each is one vidmm process): connection\n"
       "number, pid, uid, command name, allocations and their bytes, local usage and\n"
       "budget, non-local usage, evictions and restores of its allocations, requests.\n"
-      "  --socket PATH       the daemon's socket (default: $VIDMMD_SOCKET, else\n"
-      "                      $XDG_RUNTIME_DIR/vidmmd.sock, else /tmp/vidmmd-UID.sock)\n",
+      "  --socket PATH       the daemon's socket (default: $VIDMMD_SOCKET, else the first\n"
+      "                      of $XDG_RUNTIME_DIR/vidmmd.sock, /tmp/vidmmd-UID.sock and\n"
+      "                      /run/vidmmd/vidmmd.sock (the system service's) that exists)\n"
+      "  --json              JSON (format vidmm-ps/1, docs/OUTPUTS.md)\n"
+      "  --format FORMAT     text (default), json or csv (one row per connection)\n",
       0, "no daemon answers at PATH, or it refused (only its user or root may ask)", cli_ps },
-    { "top", "[--socket PATH] [--interval S] [-n COUNT | --once]",
+    { "top", "[--socket PATH] [--interval S] [-n COUNT | --once] [--json | --format F]",
       "live view of vidmmd: per-process usage against budget, paging rates",
       "Refresh every S seconds: the daemon's totals, paging rates (evictions and\n"
       "restores per second, MiB/s), each segment's commitment, and per process its\n"
@@ -158,7 +166,9 @@ static const struct verb verbs[] = {
       "  --socket PATH       the daemon's socket (default as for vidmm ps)\n"
       "  --interval S        seconds between refreshes, 0.05-3600 (default 1)\n"
       "  -n, --count COUNT   stop after COUNT refreshes (default: until interrupted)\n"
-      "  --once              one refresh (rates since the daemon started), for scripts\n",
+      "  --once              one refresh (rates since the daemon started), for scripts\n"
+      "  --json              a JSON object a line per refresh (format vidmm-top/1)\n"
+      "  --format FORMAT     text (default), json, or csv (a row per process per refresh)\n",
       0, "no daemon answers at PATH, or it refused (only its user or root may ask)", cli_top },
     { "help", "[VERB]", "this list, or one verb's usage, options and exit status",
       "Print the list of verbs, or VERB's usage, options and exit status\n"
@@ -294,6 +304,55 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n(vidmm help %s lists the options)\n", verb);
     return 2;
+}
+
+void cli_getopt_begin(void)
+{
+    optind = 0;   /* glibc: a full re-initialisation (permutation state too) */
+    opterr = 0;   /* the tool's own messages (cli_usage_error) */
+}
+
+int cli_getopt(const char *verb, int argc, char **argv, const char *shorts, const struct option *longs, int *rc)
+{
+    /* argv[1] (the verb) plays getopt's program name: it sees argv[1..]. */
+    char sh[64];
+    snprintf(sh, sizeof sh, ":%s", shorts);   /* ':' first: a missing value is told apart from an unknown option */
+    int c = getopt_long(argc - 1, argv + 1, sh, longs, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    const char *opt = argv[optind];   /* argv + 1 is getopt's; optind - 1 there is argv[optind] here */
+    char name[64];
+    if (optopt && optopt < 256 && !(opt && opt[0] == '-' && opt[1] == '-'))
+        snprintf(name, sizeof name, "-%c", optopt);
+    else if (optopt >= 256 || (opt && opt[0] == '-'))
+        snprintf(name, sizeof name, "%.*s", (int)(opt && strchr(opt, '=') ? strchr(opt, '=') - opt : 60), opt ? opt : "?");
+    else
+        snprintf(name, sizeof name, "?");
+    if (c == ':')
+        *rc = cli_usage_error(verb, "%s needs a value", name);
+    else if (optopt && opt && opt[0] == '-' && opt[1] == '-' && strchr(opt, '='))   /* a known option given a value */
+        *rc = cli_usage_error(verb, "%s takes no value ('%s')", name, opt);
+    else
+        *rc = cli_usage_error(verb, "unknown option '%s'", name);
+    return '?';
+}
+
+int cli_parse_format(const char *verb, const char *value, enum cli_format *out)
+{
+    if (!strcmp(value, "text"))
+        *out = CLI_FORMAT_TEXT;
+    else if (!strcmp(value, "json"))
+        *out = CLI_FORMAT_JSON;
+    else if (!strcmp(value, "csv"))
+        *out = CLI_FORMAT_CSV;
+    else
+        return cli_usage_error(verb, "--format %s: no such format (text, json or csv)", value);
+    return 0;
+}
+
+int cli_operand_first(void)
+{
+    return optind + 1;   /* getopt's index into argv + 1 */
 }
 
 int cli_no_arguments(const char *verb, int argc, char **argv)
@@ -436,32 +495,51 @@ int cli_parse_adapter_options(const char *verb, int argc, char **argv, int first
     memset(o, 0, sizeof(*o));
     memset(&seg, 0, sizeof seg);
     o->config.preset = "dgpu";
-    int rc;
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--adapter") || !strcmp(a, "--segment")) {
-            if (!v)
-                return cli_usage_error(verb, "%s needs a value (%s)", a,
-                                       a[2] == 'a' ? "a preset: vidmm presets" : "ID=SIZE");
-            i++;
-            if (a[2] == 'a')
-                o->config.preset = v;
-            else if ((rc = cli_add_segment(verb, &seg, v)) != 0)
+    int rc = 0, info = !strcmp(verb, "info");
+    enum { O_ADAPTER = 256, O_SEGMENT, O_PREFAULT, O_DRIVER, O_JSON, O_FORMAT, O_SOCKET };
+    /* info alone takes --json, --format and --socket; every verb but vamap
+     * takes --driver (a plug-in instead of softgpu, plugin.c). */
+    static const struct option all[] = {
+        { "adapter", required_argument, NULL, O_ADAPTER }, { "segment", required_argument, NULL, O_SEGMENT },
+        { "prefault", no_argument, NULL, O_PREFAULT },     { "driver", required_argument, NULL, O_DRIVER },
+        { "json", no_argument, NULL, O_JSON },
+        { "format", required_argument, NULL, O_FORMAT },   { "socket", required_argument, NULL, O_SOCKET },
+        { NULL, 0, NULL, 0 },
+    };
+    struct option longs[sizeof all / sizeof all[0]];
+    size_t n = 0;
+    for (size_t k = 0; all[k].name; k++)
+        if (info || all[k].val < O_DRIVER || (all[k].val == O_DRIVER && strcmp(verb, "vamap")))
+            longs[n++] = all[k];
+    memset(&longs[n], 0, sizeof longs[n]);
+    (void)first;
+    cli_getopt_begin();
+    for (int c; (c = cli_getopt(verb, argc, argv, "", longs, &rc)) != -1;) {
+        switch (c) {
+        case O_ADAPTER: o->config.preset = optarg; break;
+        case O_SEGMENT:
+            if ((rc = cli_add_segment(verb, &seg, optarg)) != 0)
                 return rc;
-        } else if (!strncmp(a, "--adapter=", 10)) {
-            o->config.preset = a + 10;
-        } else if (!strcmp(a, "--driver") && strcmp(verb, "vamap")) {
-            if (!v)
-                return cli_usage_error(verb, "--driver needs a value (vkgpu, or a driver plug-in FILE.so)");
-            o->driver = argv[++i];
-        } else if (!strcmp(a, "--prefault")) {
-            o->config.prefault = 1;
-        } else if (!strcmp(a, "--json") && !strcmp(verb, "info")) {
-            o->json = 1;
-        } else {
-            return cli_usage_error(verb, "unknown %s '%s'", a[0] == '-' ? "option" : "argument", a);
+            break;
+        case O_PREFAULT: o->config.prefault = 1; break;
+        case O_DRIVER: o->driver = optarg; break;
+        case O_JSON: o->format = CLI_FORMAT_JSON; break;
+        case O_FORMAT:
+            if ((rc = cli_parse_format(verb, optarg, &o->format)) != 0)
+                return rc;
+            break;
+        case O_SOCKET: o->socket = optarg; break;
+        default: return rc;
         }
     }
+    int op = cli_operand_first();
+    if (op < argc)
+        return cli_usage_error(verb, "unknown argument '%s'", argv[op]);
+    o->json = o->format == CLI_FORMAT_JSON;
+    if (o->socket)   /* the daemon's adapter is its own */
+        return o->config.prefault || seg.n || strcmp(o->config.preset, "dgpu")
+                   ? cli_usage_error(verb, "--socket: adapter options do not apply (the daemon's adapter is its own)")
+                   : 0;
     return cli_check_adapter(verb, o->config.preset, &seg, o->config.segment_size);
 }
 
@@ -651,6 +729,24 @@ static void print_info_json(const char *preset, const struct vidmm_adapter *a, F
     fprintf(f, "]}\n}\n");
 }
 
+/* The segment table as CSV, the JSON's segment fields as columns. */
+static void print_info_csv(const struct vidmm_adapter *a, FILE *f)
+{
+    struct vidmm_adapter_info ai;
+    vidmm_adapter_query_info(a, &ai);
+    fprintf(f, "id,kind,base_address,size,page_size,cpu_visible,cpu_host_aperture_bytes,flags,commit_limit,"
+               "committed,free,largest_free\n");
+    for (uint32_t id = 0; id < ai.segment_count; id++) {
+        struct vidmm_segment_info si;
+        vidmm_segment_query(a, id, &si);
+        fprintf(f, "%u,%s,%llu,%llu,%u,%d,%llu,%u,%llu,%llu,%llu,%llu\n", id, vidmm_segment_kind_str(si.kind),
+                (unsigned long long)si.base_address, (unsigned long long)si.size, si.page_size, si.cpu_visible ? 1 : 0,
+                (unsigned long long)si.host_aperture_pages * si.page_size, si.flags,
+                (unsigned long long)si.commit_limit, (unsigned long long)si.committed,
+                (unsigned long long)si.free_bytes, (unsigned long long)si.largest_free);
+    }
+}
+
 void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f)
 {
     struct vidmm_gpummu_info g;
@@ -676,25 +772,26 @@ void cli_print_gpummu(const struct vidmm_adapter *a, FILE *f)
 
 static int cmd_info(int argc, char **argv)
 {
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "--socket")) {
-            if (i + 1 >= argc)
-                return cli_usage_error("info", "--socket needs a value (the daemon's socket path)");
-            if (argc != 4)
-                return cli_usage_error("info", "--socket takes no other option (the daemon's adapter is its own)");
-            return cli_info_daemon(argv[i + 1]);
-        }
     struct cli_options o;
     int rc = cli_parse_adapter_options("info", argc, argv, 2, &o);
     if (rc)
         return rc;
     if (o.driver)
         return cli_plugin_info(o.driver);
+    if (o.socket)
+        return cli_info_daemon(o.socket, o.format);
+
     struct cli_session s;
     if (cli_open(&o, &s))
         return 1;
     struct vidmm_adapter_info ai;
     vidmm_adapter_query_info(s.adapter, &ai);
+    if (o.format == CLI_FORMAT_CSV) {   /* the segment table */
+        print_info_csv(s.adapter, stdout);
+        int bad = vidmm_adapter_check(s.adapter, NULL, 0);
+        cli_close(&s);
+        return bad ? 1 : 0;
+    }
     if (o.json) {
         print_info_json(o.config.preset, s.adapter, stdout);
         int bad = vidmm_adapter_check(s.adapter, NULL, 0);

@@ -82,7 +82,10 @@ static int do_queue(struct call *c)
     if (rd_def(c->r, TR_QUEUE, c->pos[0], &fid) || rd_ref(c->r, TR_DEV, c->pos[1], &x))
         return 1;
     const char *ps = rd_kv(&c->a, "priority");
-    long prio = ps ? strtol(ps, NULL, 10) : 0;
+    char *end = NULL;
+    long prio = ps ? strtol(ps, &end, 10) : 0;
+    if (ps && (end == ps || *end || prio < INT32_MIN || prio > INT32_MAX))
+        return rd_bad(c->r, "queue priority: an integer (-1 below normal, 0 normal, 1 above normal)", ps);
     tr_queue_create(c->t, x, (int)prio, &id);
     return def_done(c->r, TR_QUEUE, fid, id);
 }
@@ -615,7 +618,9 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
             break;
         }
     const char *pos[8];
-    struct call c = { r, t, { tok, eq, r }, pos, 0, TV_COUNT };
+    struct rd_seen seen;
+    memset(&seen, 0, sizeof seen);
+    struct call c = { r, t, { tok, eq, r, &seen }, pos, 0, TV_COUNT };
     c.np = rd_positional(&c.a, pos, 8);
     const char *verb = tok[0];
 
@@ -630,14 +635,22 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     for (v = 0; v < TV_COUNT; v++)
         if (!strcmp(verb, tr_verb_names[v]))
             break;
-    if (v == TV_COUNT || !verb_table[v].fn)
-        return rd_bad(r, "unknown verb", verb);
+    if (v == TV_COUNT || !verb_table[v].fn) {
+        char what[1024];
+        int len = snprintf(what, sizeof what, "unknown verb '%s' (frame", verb);
+        for (int k = 0; k < TV_COUNT && len > 0 && (size_t)len < sizeof what; k++)
+            if (verb_table[k].fn)
+                len += snprintf(what + len, sizeof what - (size_t)len, ", %s", tr_verb_names[k]);
+        if (len > 0 && (size_t)len < sizeof what)
+            snprintf(what + len, sizeof what - (size_t)len, ")");
+        return rd_bad(r, what, NULL);
+    }
     if (r->strict && eq == n)
         return rd_bad(r, "call line without a recorded result", verb);
 
     const struct verb_entry *e = &verb_table[v];
     c.v = (enum tr_verb)v;
-    if (rd_want_pos(r, c.np, e->npos, e->usage) || e->fn(&c))
+    if (rd_want_pos(r, c.np, e->npos, e->usage) || e->fn(&c) || rd_unknown_keys(&c.a, verb))
         return 1;
     r->executed++;
     char why[512];

@@ -19,6 +19,7 @@
 #include "rmv.h"
 #include "rmv_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,9 +85,10 @@ int rmv_load(const char *path, int lenient, uint32_t local_scale, struct rmv_imp
              void **state)
 {
     size_t n = 0;
+    errno = 0;
     uint8_t *d = read_all(path, &n);
     if (!d) {
-        fprintf(stderr, "vidmm: cannot read '%s'\n", path);
+        fprintf(stderr, "vidmm: cannot read '%s': %s\n", path, errno ? strerror(errno) : "empty or unreadable");
         return 1;
     }
     int rc = rmv_decode(d, n, path, imp, state, stderr, lenient);

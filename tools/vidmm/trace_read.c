@@ -438,10 +438,40 @@ int rd_def(struct replay *r, enum tr_kind k, const char *s, uint32_t *fid)
 const char *rd_kv(const struct rd_args *a, const char *key)
 {
     size_t kl = strlen(key);
+    struct rd_seen *s = a->seen;
+    if (s) {
+        int known = 0;
+        for (int k = 0; k < s->nasked && !known; k++)
+            known = !strcmp(s->asked[k], key);
+        if (!known && s->nasked < (int)(sizeof s->asked / sizeof s->asked[0]))
+            s->asked[s->nasked++] = key;
+    }
     for (int i = 1; i < a->n; i++)
-        if (!strncmp(a->tok[i], key, kl) && a->tok[i][kl] == '=')
+        if (!strncmp(a->tok[i], key, kl) && a->tok[i][kl] == '=') {
+            if (s && i < 64)
+                s->used |= 1ull << i;
             return a->tok[i] + kl + 1;
+        }
     return NULL;
+}
+
+int rd_unknown_keys(const struct rd_args *a, const char *verb)
+{
+    if (!a->seen)
+        return 0;
+    for (int i = 1; i < a->n && i < 64; i++) {
+        const char *eq = strchr(a->tok[i], '=');
+        if (!eq || (a->seen->used >> i) & 1)
+            continue;
+        char what[512];
+        int len = snprintf(what, sizeof what, "unknown key '%.*s' for %s (", (int)(eq - a->tok[i]), a->tok[i], verb);
+        for (int k = 0; k < a->seen->nasked && len > 0 && (size_t)len < sizeof what; k++)
+            len += snprintf(what + len, sizeof what - (size_t)len, "%s%s=", k ? ", " : "", a->seen->asked[k]);
+        if (len > 0 && (size_t)len < sizeof what)
+            snprintf(what + len, sizeof what - (size_t)len, "%s)", a->seen->nasked ? "" : "it takes no key=value");
+        return rd_bad(a->r, what, NULL);
+    }
+    return 0;
 }
 
 int rd_kv_u64(const struct rd_args *a, const char *key, uint64_t def_value, int required, uint64_t *out)
@@ -540,8 +570,12 @@ int rd_flags(struct replay *r, const char *s, const char *const names[2], uint32
             *out |= 2u;
         else if (!tr_parse_u64(p, &v) && v <= UINT32_MAX)
             *out |= (uint32_t)v;
-        else
-            return rd_bad(r, "unknown flag", p);
+        else {
+            char what[160];
+            snprintf(what, sizeof what, "unknown flag '%s' (-, a number, or %s%s%s joined by ',')", p,
+                     names ? names[0] : "", names ? " and " : "", names ? names[1] : "");
+            return rd_bad(r, what, NULL);
+        }
     }
     return 0;
 }
@@ -605,7 +639,13 @@ int rd_kind(struct replay *r, const char *s, enum softgpu_alloc_kind *k)
             *k = (enum softgpu_alloc_kind)i;
             return 0;
         }
-    return rd_bad(r, "unknown allocation kind", s ? s : "(none)");
+    char what[256];
+    int len = snprintf(what, sizeof what, "unknown allocation kind '%s' (kind=", s ? s : "(none)");
+    for (uint32_t i = 1; i <= SOFTGPU_ALLOC_HEAP && len > 0 && (size_t)len < sizeof what; i++)
+        len += snprintf(what + len, sizeof what - (size_t)len, "%s%s", i > 1 ? "|" : "", tr_alloc_kind_name(i));
+    if (len > 0 && (size_t)len < sizeof what)
+        snprintf(what + len, sizeof what - (size_t)len, ")");
+    return rd_bad(r, what, NULL);
 }
 
 int rd_group(struct replay *r, const char *s, enum vidmm_segment_group *g)

@@ -14,12 +14,26 @@
 /* At most this many tokens on a line (a longer one is refused). */
 #define RD_MAX_TOKENS 64
 
+/* Which of a line's key=value tokens its handler read, and every key it
+ * asked for: a key no handler asks for is a typo (rd_unknown_keys). */
+struct rd_seen {
+    uint64_t used;               /* bit i: tok[i] was read */
+    const char *asked[32];       /* the keys the handler knows, in the order asked */
+    int nasked;
+};
+
 /* A call line's key=value arguments: tok[1..n-1] (n stops before "="). */
 struct rd_args {
     char **tok;
     int n;                       /* call tokens (before "=") */
     struct replay *r;
+    struct rd_seen *seen;        /* NULL: nothing tracked */
 };
+
+/* After a handler ran: a key=value token it did not read is reported
+ * with the keys the verb takes ("file:line: unknown key 'cpuu' for
+ * create2 (its keys: kind, flags, size, ...)"); returns 1, else 0. */
+int rd_unknown_keys(const struct rd_args *a, const char *verb);
 
 /* Report a bad line ("what: tok"); returns 1. */
 int rd_bad(struct replay *r, const char *what, const char *tok);
