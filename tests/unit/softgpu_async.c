@@ -901,6 +901,27 @@ static void manual_mode_touch_and_power(void)
     free(pages);
 }
 
+/* The manual scheduler's entries refuse NULL and a device that is not in
+ * manual mode, and the refusal changes nothing: the threaded device
+ * still runs its buffers on its own. */
+static void manual_mode_bad_input(void)
+{
+    struct softgpu_pending pend[4];
+    T_ST(softgpu_step(NULL, SOFTGPU_ENGINE_PAGING), VIDMM_E_INVALID_ARG);
+    T_EQ(softgpu_pending(NULL, pend, 4), 0);
+    softgpu_set_touch_hook(NULL, NULL, NULL);   /* no device: nothing to do, no crash */
+    struct softgpu *sg = sa_create(0);
+    T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_E_STATE);
+    T_ST(softgpu_step(sg, SOFTGPU_NODES), VIDMM_E_INVALID_ARG);
+    T_EQ(softgpu_pending(sg, pend, 4), 0);
+    T_ST(softgpu_wait_idle(sg), VIDMM_OK);
+    softgpu_destroy(sg);
+    sg = sa_create(2);
+    T_EQ(softgpu_pending(sg, NULL, 0), 0);      /* nothing queued, no output asked */
+    T_ST(softgpu_step(sg, SOFTGPU_ENGINE_PAGING), VIDMM_E_STATE);   /* an empty queue */
+    softgpu_destroy(sg);
+}
+
 void suite_softgpu_async(void);
 void suite_softgpu_async(void)
 {
@@ -912,4 +933,5 @@ void suite_softgpu_async(void)
     t_run("softgpu_async.sync_async_same_bytes", sync_async_same_bytes);
     t_run("softgpu_async.manual_mode_steps", manual_mode_steps);
     t_run("softgpu_async.manual_mode_touch_and_power", manual_mode_touch_and_power);
+    t_run("softgpu_async.manual_mode_bad_input", manual_mode_bad_input);
 }
