@@ -741,7 +741,7 @@ int main(int argc, char **argv)
     memset(&rs, 0, sizeof rs);
     vidmm_residency_get_stats(ad, &rs);
     vidmm_adapter_close(ad);
-    int sg_bad = sg ? softgpu_check(sg) : 0;
+    int softgpu_bad = sg ? softgpu_check(sg) : 0;
     driver_close(sg, &drv, driver_lib);
     int64_t lb = ca.blocks, lbytes = ca.bytes;
     fprintf(stderr,
@@ -761,10 +761,10 @@ int main(int argc, char **argv)
     fprintf(stderr,
             "vidmmd: leak report: %llu allocations alive after teardown, %lld host blocks (%lld bytes) alive after "
             "close, %d adapter check violations, %d softgpu check violations\n",
-            (unsigned long long)ai.live_allocations, (long long)lb, (long long)lbytes, violations, sg_bad);
+            (unsigned long long)ai.live_allocations, (long long)lb, (long long)lbytes, violations, softgpu_bad);
     if (violations)
         fprintf(stderr, "%s\n", report);
-    int clean = ai.live_allocations == 0 && lb == 0 && lbytes == 0 && violations == 0 && sg_bad == 0;
+    int clean = ai.live_allocations == 0 && lb == 0 && lbytes == 0 && violations == 0 && softgpu_bad == 0;
     fprintf(stderr, "vidmmd: %s\n", clean ? "clean" : "NOT CLEAN");
     close(ep);
     close(sfd);
