@@ -88,7 +88,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: d3dkmt uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
+.PHONY: same-behaviour d3dkmt uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -205,6 +205,18 @@ tsan:
 # the part of `make tsan` short enough for CI.
 long: all $(TESTS)
 	sh tests/long.sh $(BUILD)
+
+# A refactor changes no behaviour: the tool built at BASE (a git revision,
+# default HEAD~1, built in a throw-away worktree) and this tree's tool must
+# write byte-identical traces, reports and snapshots for the same runs
+# (tests/same_behaviour.sh; docs/TESTING.md "Refactors").
+BASE ?= HEAD~1
+same-behaviour: $(TOOL)
+	rm -rf $(BUILD)/base-tree
+	git worktree add --detach $(BUILD)/base-tree $(BASE)
+	$(MAKE) -C $(BUILD)/base-tree BUILD=build build/vidmm || { git worktree remove --force $(BUILD)/base-tree; exit 1; }
+	sh tests/same_behaviour.sh $(BUILD)/base-tree/build/vidmm $(TOOL) $(SEEDS); rc=$$?; \
+	  git worktree remove --force $(BUILD)/base-tree; exit $$rc
 
 tsan-stress:
 	$(MAKE) tsan TSAN_FILTER=stress
