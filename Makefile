@@ -316,7 +316,7 @@ clean:
 # stays what `make demo` and the other tests use.
 VIDMMD         := $(BUILD)/vidmmd
 CLIENT_LIB     := $(BUILD)/libvidmm-client.a
-DAEMON_LIB_OBJ := $(BUILD)/daemon/server.o $(BUILD)/daemon/proto.o
+DAEMON_LIB_OBJ := $(addprefix $(BUILD)/daemon/,server.o dispatch.o handles.o share.o req_device.o req_allocation.o req_admin.o proto.o)
 DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ)
 CLIENT_OBJ     := $(BUILD)/client/client.o $(BUILD)/daemon/proto.o
 DTEST_SRC      := $(sort $(wildcard tests/daemon/*.c))
