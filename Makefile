@@ -320,10 +320,10 @@ VIDMMD         := $(BUILD)/vidmmd
 CLIENT_LIB     := $(BUILD)/libvidmm-client.a
 DAEMON_LIB_OBJ := $(addprefix $(BUILD)/daemon/,server.o dispatch.o handles.o share.o req_device.o req_allocation.o req_admin.o proto.o)
 DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ) $(PLUGIN_OBJ)
-CLIENT_OBJ     := $(BUILD)/client/client.o $(BUILD)/daemon/proto.o
+CLIENT_OBJ     := $(addprefix $(BUILD)/client/,client.o device.o allocation.o adapter.o) $(BUILD)/daemon/proto.o
 DTEST_SRC      := $(sort $(wildcard tests/daemon/*.c))
 DTESTS         := $(DTEST_SRC:tests/daemon/%.c=$(BUILD)/tests/daemon/%)
-$(BUILD)/client/client.o: CFLAGS_ALL += -Idaemon
+$(filter $(BUILD)/client/%,$(CLIENT_OBJ)): CFLAGS_ALL += -Idaemon
 $(DTEST_SRC:%.c=$(BUILD)/%.o): CFLAGS_ALL += -Idaemon
 
 $(VIDMMD): $(DAEMON_OBJ) $(SOFTGPU) $(STATIC)

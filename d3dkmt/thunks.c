@@ -55,6 +55,97 @@ static int alloc_handles(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device, const 
     return 1;
 }
 
+/* The runtime locked, with device h's identity copied into d: 1.  0
+ * when h names no device, the lock released again (the thunk answers
+ * STATUS_INVALID_PARAMETER). */
+static int lock_device(struct d3dkmt_runtime *rt, D3DKMT_HANDLE h, struct devref *d)
+{
+    LOCK(rt);
+    if (device_ref(rt, h, d))
+        return 1;
+    UNLOCK(rt);
+    return 0;
+}
+
+/* The handle-list prologue of the thunks that name allocations of one
+ * device: under the lock, the device (STATUS_INVALID_PARAMETER when h
+ * names none) and the n allocations of in, each of that device
+ * (STATUS_INVALID_HANDLE otherwise), translated into out; the lock is
+ * released either way. */
+static NTSTATUS device_handles(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device, const D3DKMT_HANDLE *in, uint32_t n,
+                               struct devref *d, vidmm_handle *out)
+{
+    int ok;
+    if (!lock_device(rt, device, d))
+        return STATUS_INVALID_PARAMETER;
+    ok = alloc_handles(rt, d->handle, in, n, out);
+    UNLOCK(rt);
+    return ok ? STATUS_SUCCESS : STATUS_INVALID_HANDLE;
+}
+
+/* device_handles into a list of n handles allocated here first
+ * (STATUS_NO_MEMORY).  On success the caller frees *list with
+ * d3dkmt_free(rt, *list, n * sizeof **list); on failure it is freed. */
+static NTSTATUS device_list(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device, const D3DKMT_HANDLE *in, uint32_t n,
+                            struct devref *d, vidmm_handle **list)
+{
+    NTSTATUS st;
+    *list = d3dkmt_alloc(rt, n * sizeof **list);
+    if (!*list)
+        return STATUS_NO_MEMORY;
+    st = device_handles(rt, device, in, n, d, *list);
+    if (st != STATUS_SUCCESS) {
+        d3dkmt_free(rt, *list, n * sizeof **list);
+        *list = NULL;
+    }
+    return st;
+}
+
+/* A paging queue's identity, taken under the lock. */
+struct queueref {
+    struct d3dkmt_adapter *ad;
+    vidmm_handle vq;
+    vidmm_handle vdev;      /* its device's (0 if the device went) */
+};
+
+/* The prologue of the thunks that name allocations through a paging
+ * queue: under the lock, the queue and the n allocations of in, each of
+ * the queue's device, translated into out; STATUS_INVALID_HANDLE when
+ * either is wrong.  The lock is released either way. */
+static NTSTATUS queue_handles(struct d3dkmt_runtime *rt, D3DKMT_HANDLE queue, const D3DKMT_HANDLE *in, uint32_t n,
+                              struct queueref *q, vidmm_handle *out)
+{
+    struct d3dkmt_queue *pq;
+    int ok;
+    LOCK(rt);
+    pq = d3dkmt_lookup(rt, queue, T_QUEUE);
+    ok = pq && alloc_handles(rt, pq->o.device, in, n, out);
+    if (ok) {
+        struct d3dkmt_obj *dev = d3dkmt_lookup(rt, pq->o.device, T_DEVICE);
+        q->ad = pq->o.adapter;
+        q->vq = pq->o.vh;
+        q->vdev = dev ? dev->vh : 0;
+    }
+    UNLOCK(rt);
+    return ok ? STATUS_SUCCESS : STATUS_INVALID_HANDLE;
+}
+
+/* queue_handles into a list allocated here, as device_list does. */
+static NTSTATUS queue_list(struct d3dkmt_runtime *rt, D3DKMT_HANDLE queue, const D3DKMT_HANDLE *in, uint32_t n,
+                           struct queueref *q, vidmm_handle **list)
+{
+    NTSTATUS st;
+    *list = d3dkmt_alloc(rt, n * sizeof **list);
+    if (!*list)
+        return STATUS_NO_MEMORY;
+    st = queue_handles(rt, queue, in, n, q, *list);
+    if (st != STATUS_SUCCESS) {
+        d3dkmt_free(rt, *list, n * sizeof **list);
+        *list = NULL;
+    }
+    return st;
+}
+
 /* ---- adapters ----------------------------------------------------------- */
 
 static NTSTATUS open_adapter_handle(struct d3dkmt_runtime *rt, struct d3dkmt_adapter *ad, D3DKMT_HANDLE *out)
@@ -443,11 +534,8 @@ NTSTATUS D3DKMTCreatePagingQueue(D3DKMT_CREATEPAGINGQUEUE *args)
     if (args->Priority < D3DDDI_PAGINGQUEUE_PRIORITY_BELOW_NORMAL ||
         args->Priority > D3DDDI_PAGINGQUEUE_PRIORITY_ABOVE_NORMAL || args->PhysicalAdapterIndex != 0)
         return STATUS_INVALID_PARAMETER;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
+    if (!lock_device(rt, args->hDevice, &d))
         return STATUS_INVALID_PARAMETER;
-    }
     UNLOCK(rt);
     q = d3dkmt_alloc(rt, sizeof *q);
     if (!q)
@@ -546,11 +634,8 @@ NTSTATUS D3DKMTCreateAllocation2(D3DKMT_CREATEALLOCATION *args)
         if (ai->Flags.OverridePriority && ai->Priority == 0)
             return STATUS_INVALID_PARAMETER;
     }
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
+    if (!lock_device(rt, args->hDevice, &d))
         return STATUS_INVALID_PARAMETER;
-    }
     UNLOCK(rt);
     for (i = 0; i < n && st == STATUS_SUCCESS; i++) {
         D3DDDI_ALLOCATIONINFO2 *ai = &args->pAllocationInfo2[i];
@@ -628,11 +713,8 @@ NTSTATUS D3DKMTDestroyAllocation2(const D3DKMT_DESTROYALLOCATION2 *args)
         return STATUS_NOT_SUPPORTED;
     if (!args->phAllocationList || args->AllocationCount == 0)
         return STATUS_INVALID_PARAMETER;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
+    if (!lock_device(rt, args->hDevice, &d))
         return STATUS_INVALID_PARAMETER;
-    }
     /* All or nothing: every handle first. */
     for (i = 0; i < args->AllocationCount; i++) {
         struct d3dkmt_allocation *a = d3dkmt_lookup(rt, args->phAllocationList[i], T_ALLOCATION);
@@ -672,18 +754,12 @@ NTSTATUS D3DKMTLock2(D3DKMT_LOCK2 *args)
     vidmm_handle va = 0;
     vidmm_status vs;
     void *p = NULL;
+    NTSTATUS st;
     if (!args || !rt || args->Flags.Value != 0)
         return STATUS_INVALID_PARAMETER;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
-        return STATUS_INVALID_PARAMETER;
-    }
-    if (!alloc_handles(rt, d.handle, &args->hAllocation, 1, &va)) {
-        UNLOCK(rt);
-        return STATUS_INVALID_HANDLE;
-    }
-    UNLOCK(rt);
+    st = device_handles(rt, args->hDevice, &args->hAllocation, 1, &d, &va);
+    if (st != STATUS_SUCCESS)
+        return st;
     vs = d.ad->be->device_lock(d.ad, d.vdev, va, &p);
     if (vs < 0)
         return d3dkmt_nt(vs);
@@ -707,11 +783,8 @@ NTSTATUS D3DKMTUnlock2(const D3DKMT_UNLOCK2 *args)
     vidmm_handle va;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
+    if (!lock_device(rt, args->hDevice, &d))
         return STATUS_INVALID_PARAMETER;
-    }
     a = d3dkmt_lookup(rt, args->hAllocation, T_ALLOCATION);
     if (!a || a->o.device != d.handle) {
         UNLOCK(rt);
@@ -734,10 +807,10 @@ NTSTATUS D3DKMTMakeResident(D3DDDI_MAKERESIDENT *args)
 {
     struct d3dkmt_runtime *rt = d3dkmt_rt();
     struct vidmm_make_resident_args mr;
-    struct d3dkmt_queue *q;
-    struct d3dkmt_adapter *ad;
-    vidmm_handle *list, vdev = 0;
+    struct queueref q;
+    vidmm_handle *list;
     vidmm_status vs;
+    NTSTATUS st;
     uint32_t n;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
@@ -745,29 +818,16 @@ NTSTATUS D3DKMTMakeResident(D3DDDI_MAKERESIDENT *args)
     if (n == 0 || n > MAX_MAKE_RESIDENT || !args->AllocationList || args->Flags.Reserved ||
         (args->Flags.MustSucceed && !args->Flags.CantTrimFurther))
         return STATUS_INVALID_PARAMETER;
-    list = d3dkmt_alloc(rt, n * sizeof *list);
-    if (!list)
-        return STATUS_NO_MEMORY;
-    LOCK(rt);
-    q = d3dkmt_lookup(rt, args->hPagingQueue, T_QUEUE);
-    if (q) {
-        struct d3dkmt_obj *dev = d3dkmt_lookup(rt, q->o.device, T_DEVICE);
-        vdev = dev ? dev->vh : 0;
-    }
-    if (!q || !alloc_handles(rt, q->o.device, args->AllocationList, n, list)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_HANDLE;
-    }
-    ad = q->o.adapter;
+    st = queue_list(rt, args->hPagingQueue, args->AllocationList, n, &q, &list);
+    if (st != STATUS_SUCCESS)
+        return st;
     memset(&mr, 0, sizeof mr);
-    mr.paging_queue = q->o.vh;
-    UNLOCK(rt);
+    mr.paging_queue = q.vq;
     mr.allocations = list;
     mr.count = n;
     mr.flags = (args->Flags.CantTrimFurther ? VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER : 0u) |
                (args->Flags.MustSucceed ? VIDMM_MAKE_RESIDENT_MUST_SUCCEED : 0u);
-    vs = ad->be->make_resident(ad, vdev, &mr);
+    vs = q.ad->be->make_resident(q.ad, q.vdev, &mr);
     d3dkmt_free(rt, list, n * sizeof *list);
     args->PagingFenceValue = vs >= 0 ? mr.paging_fence_value : 0;
     args->NumBytesToTrim = vs == VIDMM_E_OVER_BUDGET ? mr.bytes_to_trim : 0;
@@ -781,27 +841,16 @@ NTSTATUS D3DKMTEvict(D3DKMT_EVICT *args)
     struct devref d;
     vidmm_handle *list;
     vidmm_status vs;
+    NTSTATUS st;
     uint32_t n;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
     n = args->NumAllocations;
     if (n == 0 || n > MAX_MAKE_RESIDENT || !args->AllocationList || args->Flags.Reserved)
         return STATUS_INVALID_PARAMETER;
-    list = d3dkmt_alloc(rt, n * sizeof *list);
-    if (!list)
-        return STATUS_NO_MEMORY;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_PARAMETER;
-    }
-    if (!alloc_handles(rt, d.handle, args->AllocationList, n, list)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_HANDLE;
-    }
-    UNLOCK(rt);
+    st = device_list(rt, args->hDevice, args->AllocationList, n, &d, &list);
+    if (st != STATUS_SUCCESS)
+        return st;
     memset(&ev, 0, sizeof ev);
     ev.allocations = list;
     ev.count = n;
@@ -819,6 +868,7 @@ NTSTATUS D3DKMTSetAllocationPriority(const D3DKMT_SETALLOCATIONPRIORITY *args)
     struct devref d;
     vidmm_handle *list;
     vidmm_status vs = VIDMM_OK;
+    NTSTATUS st;
     uint32_t i, n;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
@@ -830,21 +880,9 @@ NTSTATUS D3DKMTSetAllocationPriority(const D3DKMT_SETALLOCATIONPRIORITY *args)
     for (i = 0; i < n; i++)
         if (args->pPriorities[i] == 0)
             return STATUS_INVALID_PARAMETER;
-    list = d3dkmt_alloc(rt, n * sizeof *list);
-    if (!list)
-        return STATUS_NO_MEMORY;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_PARAMETER;
-    }
-    if (!alloc_handles(rt, d.handle, args->phAllocationList, n, list)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_HANDLE;
-    }
-    UNLOCK(rt);
+    st = device_list(rt, args->hDevice, args->phAllocationList, n, &d, &list);
+    if (st != STATUS_SUCCESS)
+        return st;
     for (i = 0; i < n && vs >= 0; i++)
         vs = d.ad->be->allocation_set_priority(d.ad, list[i], args->pPriorities[i]);
     d3dkmt_free(rt, list, n * sizeof *list);
@@ -857,6 +895,7 @@ NTSTATUS D3DKMTOfferAllocations(const D3DKMT_OFFERALLOCATIONS *args)
     struct devref d;
     vidmm_handle *list;
     vidmm_status vs;
+    NTSTATUS st;
     uint32_t n;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
@@ -866,21 +905,9 @@ NTSTATUS D3DKMTOfferAllocations(const D3DKMT_OFFERALLOCATIONS *args)
     if (n == 0 || !args->HandleList || args->Priority < D3DKMT_OFFER_PRIORITY_LOW ||
         args->Priority > D3DKMT_OFFER_PRIORITY_AUTO || args->Flags.Reserved)
         return STATUS_INVALID_PARAMETER;
-    list = d3dkmt_alloc(rt, n * sizeof *list);
-    if (!list)
-        return STATUS_NO_MEMORY;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_PARAMETER;
-    }
-    if (!alloc_handles(rt, d.handle, args->HandleList, n, list)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
-        return STATUS_INVALID_HANDLE;
-    }
-    UNLOCK(rt);
+    st = device_list(rt, args->hDevice, args->HandleList, n, &d, &list);
+    if (st != STATUS_SUCCESS)
+        return st;
     vs = d.ad->be->offer(d.ad, d.vdev, list, n, (uint32_t)args->Priority);
     d3dkmt_free(rt, list, n * sizeof *list);
     return d3dkmt_nt(vs);
@@ -889,12 +916,12 @@ NTSTATUS D3DKMTOfferAllocations(const D3DKMT_OFFERALLOCATIONS *args)
 NTSTATUS D3DKMTReclaimAllocations2(D3DKMT_RECLAIMALLOCATIONS2 *args)
 {
     struct d3dkmt_runtime *rt = d3dkmt_rt();
-    struct d3dkmt_queue *q;
-    struct d3dkmt_adapter *ad;
-    vidmm_handle *list, vq;
+    struct queueref q;
+    vidmm_handle *list;
     uint32_t *results, i, n;
     uint64_t fence = 0;
     vidmm_status vs;
+    NTSTATUS st;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
     if (args->pResources)
@@ -902,25 +929,15 @@ NTSTATUS D3DKMTReclaimAllocations2(D3DKMT_RECLAIMALLOCATIONS2 *args)
     n = args->NumAllocations;
     if (n == 0 || !args->HandleList)
         return STATUS_INVALID_PARAMETER;
-    list = d3dkmt_alloc(rt, n * sizeof *list);
     results = d3dkmt_alloc(rt, n * sizeof *results);
-    if (!list || !results) {
-        d3dkmt_free(rt, list, n * sizeof *list);
-        d3dkmt_free(rt, results, n * sizeof *results);
+    if (!results)
         return STATUS_NO_MEMORY;
-    }
-    LOCK(rt);
-    q = d3dkmt_lookup(rt, args->hPagingQueue, T_QUEUE);
-    if (!q || !alloc_handles(rt, q->o.device, args->HandleList, n, list)) {
-        UNLOCK(rt);
-        d3dkmt_free(rt, list, n * sizeof *list);
+    st = queue_list(rt, args->hPagingQueue, args->HandleList, n, &q, &list);
+    if (st != STATUS_SUCCESS) {
         d3dkmt_free(rt, results, n * sizeof *results);
-        return STATUS_INVALID_HANDLE;
+        return st;
     }
-    ad = q->o.adapter;
-    vq = q->o.vh;
-    UNLOCK(rt);
-    vs = ad->be->reclaim(ad, vq, list, n, results, &fence);
+    vs = q.ad->be->reclaim(q.ad, q.vq, list, n, results, &fence);
     if (vs >= 0 && args->pResults)
         for (i = 0; i < n; i++)
             args->pResults[i] = results[i] == VIDMM_RECLAIM_DISCARDED ? D3DDDI_RECLAIM_RESULT_DISCARDED
@@ -1031,24 +1048,20 @@ NTSTATUS D3DKMTMapGpuVirtualAddress(D3DDDI_MAPGPUVIRTUALADDRESS *args)
 {
     struct d3dkmt_runtime *rt = d3dkmt_rt();
     struct d3dkmt_adapter *ad;
-    struct d3dkmt_queue *q;
-    vidmm_handle alloc = 0, vq;
+    struct queueref q;
+    vidmm_handle alloc = 0;
     uint64_t va = 0, fence = 0;
     vidmm_status vs;
+    NTSTATUS st;
     if (!args || !rt)
         return STATUS_INVALID_PARAMETER;
     if (args->SizeInPages == 0 || args->SizeInPages > (UINT64_MAX >> 12) || args->OffsetInPages > (UINT64_MAX >> 12) ||
         args->Protection.Zero || args->Protection.NoAccess || args->Protection.SystemUseOnly)
         return STATUS_INVALID_PARAMETER;
-    LOCK(rt);
-    q = d3dkmt_lookup(rt, args->hPagingQueue, T_QUEUE);
-    if (!q || !alloc_handles(rt, q->o.device, &args->hAllocation, 1, &alloc)) {
-        UNLOCK(rt);
-        return STATUS_INVALID_HANDLE;
-    }
-    ad = q->o.adapter;
-    vq = q->o.vh;
-    UNLOCK(rt);
+    st = queue_handles(rt, args->hPagingQueue, &args->hAllocation, 1, &q, &alloc);
+    if (st != STATUS_SUCCESS)
+        return st;
+    ad = q.ad;
     vs = ad->be->gpuva_map(ad, ad->process, args->BaseAddress, args->MinimumAddress, args->MaximumAddress, alloc,
                            args->OffsetInPages << 12, args->SizeInPages << 12, protection_of(&args->Protection),
                            args->DriverProtection, &va);
@@ -1056,7 +1069,7 @@ NTSTATUS D3DKMTMapGpuVirtualAddress(D3DDDI_MAPGPUVIRTUALADDRESS *args)
         return d3dkmt_nt(vs);
     /* The entries are written when the map returns: the fence value to
      * wait for is one the queue has already reached. */
-    ad->be->paging_queue_fence(ad, vq, &fence);
+    ad->be->paging_queue_fence(ad, q.vq, &fence);
     args->VirtualAddress = va;
     args->PagingFenceValue = fence;
     return STATUS_SUCCESS;
@@ -1174,11 +1187,8 @@ NTSTATUS D3DKMTCreateContextVirtual(D3DKMT_CREATECONTEXTVIRTUAL *args)
         return STATUS_INVALID_PARAMETER;
     if (args->Flags.HwQueueSupported || args->Flags.NullRendering)
         return STATUS_NOT_SUPPORTED;
-    LOCK(rt);
-    if (!device_ref(rt, args->hDevice, &d)) {
-        UNLOCK(rt);
+    if (!lock_device(rt, args->hDevice, &d))
         return STATUS_INVALID_PARAMETER;
-    }
     UNLOCK(rt);
     c = d3dkmt_alloc(rt, sizeof *c);
     if (!c)
