@@ -158,14 +158,24 @@ struct req {
 
 /* ---- handles.c: the connection's handle table ------------------------------ */
 
+/* The wire handle of the connection's object in slot. */
 uint64_t vmmd_obj_handle(const struct vmmd_client *c, uint32_t slot);
+/* The slot a wire handle of that type names in this connection, or 0. */
 uint32_t vmmd_obj_find(const struct vmmd_client *c, uint64_t h, uint8_t type);
+/* A new object in the connection's table (its handle limit checked):
+ * its slot in *out. */
 vidmm_status vmmd_obj_add(struct vmmd_server *s, struct vmmd_client *c, uint8_t type, vidmm_handle lib,
                           uint32_t parent, uint32_t *out);
+/* The allocation's CPU locks dropped: the daemon's mapping of it unmapped. */
 void vmmd_obj_unlock_all(struct vmmd_client *c, struct obj *o);
+/* The slot freed: its locks, its export reference, its bytes given back. */
 void vmmd_obj_free(struct vmmd_client *c, uint32_t slot);
+/* One holder fewer of export share (index + 1); the last closes it. */
 void vmmd_export_unref(struct vmmd_server *s, uint32_t share);
+/* A new object's wire handle as the 8-byte reply. */
 void vmmd_put_handle(struct req *x, uint32_t slot);
+/* A request's allocation list translated to vidmm handles: into
+ * stackbuf when it fits, else a list *out the caller frees. */
 vidmm_status vmmd_list_get(const struct req *x, vidmm_handle *stackbuf, size_t stackn, vidmm_handle **out);
 /* The wire handle h of type in x's connection: its slot, 0 when it is
  * not a live object of that type. */
@@ -173,9 +183,12 @@ static inline uint32_t req_find(const struct req *x, uint64_t h, uint8_t type) {
 
 /* ---- server.c: replies, events, the clients to flush ------------------------ */
 
+/* Queues a reply (status, payload, a descriptor to pass or -1). */
 void vmmd_reply(struct vmmd_client *c, uint16_t opcode, uint64_t id, vidmm_status st, const uint8_t *payload,
                 size_t n, int fd);
+/* Queues an event (TRIM) outside any request. */
 void vmmd_send_event(struct vmmd_client *c, uint16_t opcode, const uint8_t *payload, size_t n);
+/* c got output outside its own turn: the event loop flushes it. */
 void vmmd_mark_pending(struct vmmd_server *s, struct vmmd_client *c);
 
 /* ---- the request handlers, one per request of proto.def --------------------- */
