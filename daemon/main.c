@@ -344,6 +344,37 @@ static int preset_known(const char *name)
     return 0;
 }
 
+/* --preset NAME: -1 when it names a softgpu preset, else 2 after
+ * listing them. */
+static int parse_preset(const char *v, struct softgpu_config *sc)
+{
+    if (!preset_known(v)) {
+        fprintf(stderr, "vidmmd: --preset %s: no such softgpu preset (", v);
+        for (const char *const *p = softgpu_preset_names(); *p; p++)
+            fprintf(stderr, "%s%s", p == softgpu_preset_names() ? "" : ", ", *p);
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    sc->preset = v;
+    return -1;
+}
+
+/* --segment ID=BYTES: -1, or 2 after a usage error. */
+static int parse_segment(const char *v, struct softgpu_config *sc)
+{
+    const char *eq = strchr(v, '=');
+    uint64_t id = 0, size = 0;
+    char idbuf[16];
+    if (!eq || (size_t)(eq - v) >= sizeof idbuf)
+        return bad_usage("--segment %s: want ID=BYTES (ID 1-%u)", v, SOFTGPU_MAX_SEGMENTS);
+    memcpy(idbuf, v, (size_t)(eq - v));
+    idbuf[eq - v] = 0;
+    if (parse_u64(idbuf, &id) || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_u64(eq + 1, &size))
+        return bad_usage("--segment %s: want ID=BYTES (ID 1-%u, BYTES with K, M or G)", v, SOFTGPU_MAX_SEGMENTS);
+    sc->segment_size[id] = size;
+    return -1;
+}
+
 /* The command line, GNU style (getopt_long: --name=value, options in any
  * order, -- ends them).  Returns -1 to go on, else the exit status (0
  * after --help or --version, 2 after a usage error naming the argument). */
@@ -373,35 +404,19 @@ static int parse_args(int argc, char **argv, struct options *o)
         { NULL, 0, NULL, 0 },
     };
     opterr = 0;
-    int c;
+    int c, rc;
     while ((c = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
         const char *v = optarg, *opt = argv[optind - 1];
         switch (c) {
         case O_SOCKET: o->sock_path = v; break;
         case O_PRESET:
-            if (!preset_known(v)) {
-                fprintf(stderr, "vidmmd: --preset %s: no such softgpu preset (", v);
-                for (const char *const *p = softgpu_preset_names(); *p; p++)
-                    fprintf(stderr, "%s%s", p == softgpu_preset_names() ? "" : ", ", *p);
-                fprintf(stderr, ")\n");
-                return 2;
-            }
-            o->sc.preset = v;
+            if ((rc = parse_preset(v, &o->sc)) >= 0)
+                return rc;
             break;
-        case O_SEGMENT: {
-            const char *eq = strchr(v, '=');
-            uint64_t id = 0, size = 0;
-            char idbuf[16];
-            if (!eq || (size_t)(eq - v) >= sizeof idbuf)
-                return bad_usage("--segment %s: want ID=BYTES (ID 1-%u)", v, SOFTGPU_MAX_SEGMENTS);
-            memcpy(idbuf, v, (size_t)(eq - v));
-            idbuf[eq - v] = 0;
-            if (parse_u64(idbuf, &id) || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_u64(eq + 1, &size))
-                return bad_usage("--segment %s: want ID=BYTES (ID 1-%u, BYTES with K, M or G)", v,
-                                 SOFTGPU_MAX_SEGMENTS);
-            o->sc.segment_size[id] = size;
+        case O_SEGMENT:
+            if ((rc = parse_segment(v, &o->sc)) >= 0)
+                return rc;
             break;
-        }
         case O_SYSMEM:
             if (parse_u64(v, &o->sysmem))
                 return bad_usage("--system-memory %s: want BYTES (K, M or G suffix)", v);
