@@ -150,10 +150,9 @@ int cli_drvcheck(int argc, char **argv)
         return rc;
     drvcheck_ctor ctor = softgpu_ctor;
     void *lib = NULL;
-    if (path) {                             /* a plug-in, or "vkgpu" (plugin.c) */
-        rc = cli_plugin_load("drvcheck", path, &lib, &ctor);
-        if (rc)
-            return rc;
+    if (path) {                             /* a plug-in, or "vkgpu" (support/plugin.c) */
+        if (vidmm_plugin_load("vidmm drvcheck", path, &lib, &ctor) != VIDMM_PLUGIN_OK)
+            return 2;
     }
     struct drvcheck_result r;
     unsigned failed = drvcheck_run(ctor, options, groups, verbose, stdout, &r);
