@@ -363,6 +363,11 @@ static vidmm_status make_segments(struct vkgpu *g, int have_budget, char *err, s
     uint64_t max_arena = VK_ALIGN64K(g->info.max_allocation_size);
     if (g->cfg.arena_size && VK_ALIGN64K(g->cfg.arena_size) && VK_ALIGN64K(g->cfg.arena_size) < max_arena)
         max_arena = VK_ALIGN64K(g->cfg.arena_size);
+    /* GpuMmu: vidmm's paging process takes a quarter of the largest
+     * segment as scratch VA (twice with 64 KB windows); 256 MiB arenas
+     * keep both inside a 256 MiB process VA space (D83). */
+    if (g->cfg.gpummu && max_arena > VKGPU_GPUMMU_MAX_ARENA)
+        max_arena = VKGPU_GPUMMU_MAX_ARENA;
     for (uint32_t h = 0; h < mp->memoryHeapCount; h++) {
         if (!(mp->memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT))
             continue;
