@@ -811,7 +811,7 @@ vidmm_status vk_mmu_init(struct vkgpu *g)
     g->block = req.alignment > VK_PAGE || g->cfg.page64 ? VK_PAGE64 : VK_PAGE;
     g->info.sparse_block = (uint32_t)req.alignment;
     g->mmu = 1;
-    return VIDMM_OK;
+    return g->block == VK_PAGE ? VIDMM_OK : vk_device_rebase(g);
 }
 
 void vk_mmu_device_gone(struct vkgpu *g)

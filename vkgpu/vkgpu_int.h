@@ -190,6 +190,9 @@ int vk_side_ok(const struct vkgpu *g, uint32_t id, uint64_t offset, uint64_t siz
  * its id, and the offset in it; 0 if none. */
 uint32_t vk_find_address(const struct vkgpu *g, uint64_t addr, uint64_t size, uint64_t *offset);
 
+/* Once GpuMmu chose 64 KB pages: the segment bases again, aligned to
+ * them, and the aperture above. */
+vidmm_status vk_device_rebase(struct vkgpu *g);
 /* After a device loss (engine idle, its objects freed): a new logical
  * device with the same arenas.  VIDMM_E_DRIVER_FAILURE when they did not
  * land at the addresses vidmm was told. */

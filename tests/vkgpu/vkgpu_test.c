@@ -40,7 +40,22 @@ struct fx {
     uint32_t nseg, ap;             /* memory segments 1..nseg, the aperture */
 };
 
+/* gpummu: 0 physical mode, FX_GPUMMU GpuMmu through sparse binding,
+ * FX_PAGE64 the same with 64 KB pages (page64).  Returns 1 when the
+ * device cannot (no sparse binding). */
+#define FX_GPUMMU 1u
+#define FX_PAGE64 2u
 static int fx_open_mmu(struct fx *f, uint64_t heap_cap, uint64_t arena, uint32_t gpummu);
+
+/* A device without sparse binding: says so and passes, unless
+ * VKGPU_REQUIRE_SPARSE=1 (tests/vkgpu/run.sh on lavapipe 25). */
+static void no_sparse(const char *test)
+{
+    const char *req = getenv("VKGPU_REQUIRE_SPARSE");
+    printf("%s: the device has no sparse binding (lavapipe 22.3); %s\n", test,
+           req && *req == '1' ? "required: FAILED" : "not tested here");
+    T_CHECK(!(req && *req == '1'));
+}
 
 static int fx_open(struct fx *f, uint64_t heap_cap, uint64_t arena)
 {
@@ -58,7 +73,9 @@ static int fx_open_mmu(struct fx *f, uint64_t heap_cap, uint64_t arena, uint32_t
     c.heap_cap = heap_cap;
     c.arena_size = arena;
     c.aperture_size = 64 * MIB;
-    c.gpummu = gpummu;
+    c.gpummu = gpummu != 0;
+    c.page64 = gpummu == FX_PAGE64;
+    c.notify_page_fault = vidmm_cb_notify_page_fault;
     c.error_message = err;
     c.error_message_size = sizeof err;
     vidmm_status st = vkgpu_create(&c, &f->gpu);
@@ -214,10 +231,15 @@ static void test_open(void)
 #define OC_SIZE MIB
 #define OC_MAX 128
 
-static void test_overcommit(void)
+static void overcommit(uint32_t mode, const char *name)
 {
     struct fx f;
-    if (fx_open(&f, 32 * MIB, 16 * MIB) < 0) {
+    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, mode);
+    if (rc == 1) {
+        no_sparse(name);
+        return;
+    }
+    if (rc < 0) {
         T_CHECK(!"vkgpu opens on the Vulkan device");
         return;
     }
@@ -296,10 +318,12 @@ static void test_overcommit(void)
     vidmm_residency_get_stats(f.a, &rs);
     struct vkgpu_device_info after;
     vkgpu_query_device(f.gpu, &after);
-    printf("overcommit: %u x 1 MiB on 32 MiB: %llu evictions, %llu restores, %llu moves; vkgpu: %llu copies "
-           "(%llu MiB), %llu imports\n", made, (unsigned long long)rs.evictions, (unsigned long long)rs.restores,
-           (unsigned long long)moved, (unsigned long long)(after.copy_commands - before.copy_commands),
+    printf("%s: %u x 1 MiB on 32 MiB: %llu evictions, %llu restores, %llu moves; vkgpu: %llu copies "
+           "(%llu MiB, %llu MiB virtual), %llu imports\n", name, made, (unsigned long long)rs.evictions,
+           (unsigned long long)rs.restores, (unsigned long long)moved,
+           (unsigned long long)(after.copy_commands - before.copy_commands),
            (unsigned long long)((after.copy_bytes - before.copy_bytes) >> 20),
+           (unsigned long long)((after.virtual_copy_bytes - before.virtual_copy_bytes) >> 20),
            (unsigned long long)(after.host_imports - before.host_imports));
     T_CHECK(rs.evictions > 32 && rs.restores > 32);
     /* The bytes went through the Vulkan queue: at least every eviction,
@@ -307,9 +331,47 @@ static void test_overcommit(void)
     T_CHECK(after.copy_bytes - before.copy_bytes >= rs.bytes_evicted + rs.bytes_restored);
     T_CHECK(after.host_imports > before.host_imports);
     T_CHECK(fx_sound(&f));
+    struct vidmm_paging_process_info pp;
+    vidmm_status pst = vidmm_adapter_query_paging_process(f.a, &pp);
+    if (mode) {
+        /* GpuMmu: every content move was a TRANSFER_VIRTUAL (or
+         * FILL_VIRTUAL) through the paging process's sparse buffer. */
+        T_ST(pst, VIDMM_OK);
+        T_CHECK(after.virtual_copy_bytes - before.virtual_copy_bytes >= rs.bytes_evicted + rs.bytes_restored);
+        T_EQ_U64(after.paging_faults, 0);
+        T_EQ_U64(pp.faults, 0);
+        T_CHECK(pp.moves > 0 && pp.chunks >= pp.moves);
+        T_EQ(after.page_size, mode == FX_PAGE64 ? 65536 : 4096);
+        /* 64 KB pages: the local sides went through the 64 KB windows. */
+        T_CHECK(mode != FX_PAGE64 || pp.chunks_64k > 0);
+        printf("%s: paging process: %llu moves in %llu chunks (%llu through 64 KB windows); %llu sparse binds "
+               "in %llu vkQueueBindSparse\n", name, (unsigned long long)pp.moves, (unsigned long long)pp.chunks,
+               (unsigned long long)pp.chunks_64k, (unsigned long long)(after.sparse_binds - before.sparse_binds),
+               (unsigned long long)(after.bind_batches - before.bind_batches));
+    } else {
+        T_ST(pst, VIDMM_E_NOT_SUPPORTED);          /* physical mode: plain TRANSFER / FILL */
+        T_EQ_U64(after.virtual_copy_bytes, 0);
+    }
     for (uint32_t i = 0; i < made; i++)
         vidmm_allocation_destroy(f.a, h[i]);
     fx_close(&f);
+}
+
+static void test_overcommit(void)
+{
+    overcommit(0, "overcommit");
+}
+
+/* The same through TRANSFER_VIRTUAL on lavapipe 25. */
+static void test_overcommit_virtual(void)
+{
+    overcommit(FX_GPUMMU, "overcommit virtual");
+}
+
+/* And with 64 KB pages: 64 KB-page segments, 64 KiB binds. */
+static void test_overcommit_page64(void)
+{
+    overcommit(FX_PAGE64, "overcommit page64");
 }
 
 /* ------------------------------------------------------------------ */
@@ -710,15 +772,12 @@ static vidmm_status sp_run(struct fx *f, vidmm_handle ctx, uint64_t va, uint32_t
 /* GpuMmu through sparse binding: a GPU VA that stays the same while its
  * pages move between arenas and through system memory, read by GPU
  * commands each time. */
-static void test_sparse(void)
+static void sparse(uint32_t mode, const char *name)
 {
     struct fx f;
-    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, 1);
+    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, mode);
     if (rc == 1) {
-        const char *req = getenv("VKGPU_REQUIRE_SPARSE");
-        printf("sparse: the device has no sparse binding (lavapipe 22.3); %s\n",
-               req && *req == '1' ? "required: FAILED" : "not tested here");
-        T_CHECK(!(req && *req == '1'));
+        no_sparse(name);
         return;
     }
     if (rc < 0) {
@@ -774,9 +833,13 @@ static void test_sparse(void)
         T_CHECK(fx_sound(&f));
     }
     vkgpu_query_device(f.gpu, &after);
-    printf("sparse: one GPU VA read 4 times across %u moves and an eviction: %llu sparse binds\n", moves,
-           (unsigned long long)(after.sparse_binds - before.sparse_binds));
+    printf("%s: one GPU VA read 4 times across %u moves and an eviction: %llu sparse binds of %u KiB pages\n", name,
+           moves, (unsigned long long)(after.sparse_binds - before.sparse_binds), after.page_size >> 10);
     T_CHECK(after.sparse_binds > before.sparse_binds);
+    T_EQ(after.page_size, mode == FX_PAGE64 ? 65536 : 4096);
+    struct vidmm_segment_info si;
+    T_ST(vidmm_segment_query(f.a, 1, &si), VIDMM_OK);
+    T_EQ(si.page_size, after.page_size);
     /* A command naming an unmapped VA is refused before anything runs. */
     struct vkgpu_cmd wild = { VKGPU_CMD_FILL, 0, 0, 200ull << 20, 4096 };
     T_ST(vidmm_allocation_lock(f.a, c, &p), VIDMM_OK);
@@ -789,6 +852,17 @@ static void test_sparse(void)
         T_ST(vidmm_process_destroy(f.a, others[i]), VIDMM_OK);
     vidmm_context_destroy(f.a, ctx);
     fx_close(&f);
+}
+
+static void test_sparse(void)
+{
+    sparse(FX_GPUMMU, "sparse");
+}
+
+/* 64 KB pages on lavapipe's 4 KiB blocks: each page 16 blocks bound as one. */
+static void test_sparse_page64(void)
+{
+    sparse(FX_PAGE64, "sparse page64");
 }
 
 int main(int argc, char **argv)
@@ -804,8 +878,11 @@ int main(int argc, char **argv)
     t_run("vkgpu.open", test_open);
     t_run("vkgpu.overlap", test_overlap);
     t_run("vkgpu.overcommit", test_overcommit);
+    t_run("vkgpu.overcommit_virtual", test_overcommit_virtual);
+    t_run("vkgpu.overcommit_page64", test_overcommit_page64);
     t_run("vkgpu.physical", test_physical);
     t_run("vkgpu.device_loss", test_device_loss);
     t_run("vkgpu.sparse", test_sparse);
+    t_run("vkgpu.sparse_page64", test_sparse_page64);
     return t_summary();
 }
