@@ -854,6 +854,276 @@ static void sparse(uint32_t mode, const char *name)
     fx_close(&f);
 }
 
+/* ------------------------------------------------------------------ */
+
+/* The ordering of binds with the queue, on the driver alone: a context's
+ * copy into a page, the re-bind of that page to another arena (a paging
+ * buffer's UPDATE_PAGE_TABLE) and a context's read of the page after it
+ * are all queued while the queue is held at a gate, so that only the
+ * device's semaphores can order them.  The copy must land in the old
+ * page, the read must see the new one.  Then TRANSFER_VIRTUAL through
+ * the same root (a memory page to host pages) and one over a hole
+ * (skipped, reported as a page fault before its fence). */
+
+static pthread_mutex_t od_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t od_paging, od_context, od_fault_va, od_faults, od_fault_ctx;
+
+static void od_fence(struct vidmm_adapter *a, uint64_t f)
+{
+    (void)a;
+    pthread_mutex_lock(&od_lock);
+    od_paging = f;
+    pthread_mutex_unlock(&od_lock);
+}
+
+static void od_context_fence(struct vidmm_adapter *a, uint64_t c, uint32_t node, uint64_t f)
+{
+    (void)a;
+    (void)c;
+    (void)node;
+    pthread_mutex_lock(&od_lock);
+    od_context = f;
+    pthread_mutex_unlock(&od_lock);
+}
+
+static void od_fault(struct vidmm_adapter *a, uint64_t c, uint64_t va, uint32_t flags)
+{
+    (void)a;
+    (void)flags;
+    pthread_mutex_lock(&od_lock);
+    od_faults++;
+    od_fault_va = va;
+    od_fault_ctx = c;
+    pthread_mutex_unlock(&od_lock);
+}
+
+static void od_seen(uint64_t *paging, uint64_t *context)
+{
+    pthread_mutex_lock(&od_lock);
+    *paging = od_paging;
+    *context = od_context;
+    pthread_mutex_unlock(&od_lock);
+}
+
+struct od {
+    struct vkgpu *g;
+    const struct vidmm_driver_ops *ops;
+    uint64_t fence;                /* the last paging fence submitted */
+    uint64_t unit;                 /* the page: 4 KiB or 64 KiB */
+    uint64_t *root, *leaf;         /* host tables */
+};
+
+/* One paging buffer of one built operation, submitted with the next fence. */
+static vidmm_status od_paging_op(struct od *o, struct vidmm_build_paging_buffer_args *a)
+{
+    uint8_t buf[8192];
+    a->dma_buffer = buf;
+    a->dma_size = sizeof buf;
+    vidmm_status st = o->ops->build_paging_buffer(o->g, a);
+    if (st < 0)
+        return st;
+    struct vidmm_submit_command_args sc;
+    memset(&sc, 0, sizeof sc);
+    sc.dma_buffer = buf;
+    sc.dma_buffer_size = (uint32_t)(sizeof buf - a->dma_size);
+    sc.flags = VIDMM_SUBMIT_PAGING;
+    sc.fence = o->fence + 1;
+    st = o->ops->submit_command(o->g, &sc);
+    if (st >= 0)
+        o->fence++;
+    return st;
+}
+
+/* Entries [first, first + n) of the leaf (or root, level 1) map
+ * consecutive 4 KiB frames of segment seg from byte off (seg 0: host
+ * address off), n = 0 entries invalid when seg is ~0u. */
+static vidmm_status od_map(struct od *o, uint32_t level, uint32_t first, uint32_t n, uint32_t seg, uint64_t off)
+{
+    struct vidmm_pte e[512];
+    memset(e, 0, sizeof e);
+    for (uint32_t i = 0; i < n && seg != ~0u; i++) {
+        e[i].flags = VIDMM_PTE_VALID | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+        e[i].page_address = (off >> 12) + i;
+    }
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    struct vidmm_paging_update_page_table *u = &a.u.update_page_table;
+    u->page_table_level = level;
+    u->page_table_address.segment_offset = (uint64_t)(uintptr_t)(level ? o->root : o->leaf);
+    u->page_table_entries = e;
+    u->start_index = first;
+    u->num_page_table_entries = n;
+    return od_paging_op(o, &a);
+}
+
+static vidmm_status od_context_submit(struct od *o, uint64_t va, uint64_t fence)
+{
+    struct vidmm_submit_context_args c;
+    memset(&c, 0, sizeof c);
+    c.context = 0x77;
+    c.dma_buffer_virtual_address = va;
+    c.dma_buffer_size = sizeof(struct vkgpu_cmd);
+    c.fence = fence;
+    return o->ops->submit_command_virtual(o->g, &c);
+}
+
+static void order(uint32_t page64, const char *name)
+{
+    struct od o;
+    memset(&o, 0, sizeof o);
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.notify_fence = od_fence;
+    c.notify_context_fence = od_context_fence;
+    c.notify_page_fault = od_fault;
+    c.heap_cap = 32 * MIB;
+    c.arena_size = 16 * MIB;
+    c.gpummu = 1;
+    c.page64 = page64;
+    od_paging = od_context = od_faults = 0;
+    if (vkgpu_create(&c, &o.g) == VIDMM_E_NOT_SUPPORTED) {
+        no_sparse(name);
+        return;
+    }
+    T_CHECK(o.g != NULL);
+    if (!o.g)
+        return;
+    o.ops = vkgpu_driver_ops();
+    o.unit = page64 ? 65536 : 4096;
+    struct vidmm_segment_descriptor d[4];
+    struct vidmm_query_segment_out qo;
+    memset(&qo, 0, sizeof qo);
+    qo.segment_descriptor = d;
+    qo.segment_descriptor_stride = sizeof d[0];
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &qo, sizeof qo };
+    qo.nb_segment = 3;
+    T_ST(o.ops->query_adapter_info(o.g, &q), VIDMM_OK);
+    uint8_t *m1 = d[0].cpu_translated_address, *m2 = d[1].cpu_translated_address;
+    o.root = aligned_alloc(4096, 4096);
+    o.leaf = aligned_alloc(4096, 4096);
+    uint8_t *host = aligned_alloc(65536, 2 * 65536);
+    if (!m1 || !m2 || !o.root || !o.leaf || !host) {
+        T_CHECK(!"CPU-visible arenas and host tables");
+        goto out;
+    }
+    memset(o.root, 0, 4096);
+    memset(o.leaf, 0, 4096);
+    memset(host, 0xCD, 2 * 65536);
+    const uint64_t U = o.unit, E4 = U / 4096;      /* 4 KiB entries per page */
+    struct vidmm_set_root_page_table_args sr;
+    memset(&sr, 0, sizeof sr);
+    sr.context = 0x77;
+    sr.address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    sr.num_entries = 128;
+    o.ops->set_root_page_table(o.g, &sr);
+    /* VA page k of leaf 0: 0 the commands, 1 the source S, 2 the
+     * destination D, 3 the read-back R (arena 1 pages 0-3); 4 host pages. */
+    struct vidmm_pte re;
+    memset(&re, 0, sizeof re);
+    re.flags = VIDMM_PTE_VALID;
+    re.page_address = (uint64_t)(uintptr_t)o.leaf >> 12;
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    a.u.update_page_table.page_table_level = 1;
+    a.u.update_page_table.page_table_address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    a.u.update_page_table.page_table_entries = &re;
+    a.u.update_page_table.num_page_table_entries = 1;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    T_ST(od_map(&o, 0, 0, (uint32_t)(4 * E4), 1, 0), VIDMM_OK);
+    T_ST(od_map(&o, 0, (uint32_t)(4 * E4), (uint32_t)E4, 0, (uint64_t)(uintptr_t)host), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    uint64_t seed = t_seed() ^ 0x0D3Dull;
+    for (uint64_t i = 0; i < U; i++) {
+        m1[U + i] = byte_of(seed, i);                 /* S */
+        m2[i] = byte_of(seed + 1, i);                 /* E, arena 2 page 0 */
+    }
+    memset(m1 + 2 * U, 0, U);                         /* D */
+    memset(m1 + 3 * U, 0xEE, U);                      /* R */
+    struct vkgpu_cmd cmd[2] = { { VKGPU_CMD_COPY, 0, U, 2 * U, U }, { VKGPU_CMD_COPY, 0, 2 * U, 3 * U, U } };
+    memcpy(m1, cmd, sizeof cmd);
+
+    /* Held: the copy S -> D, D re-bound to E, the read D -> R. */
+    uint64_t fence0 = o.fence, pf, cf;
+    T_ST(vkgpu_hold_queue(o.g, 1), VIDMM_OK);
+    T_ST(od_context_submit(&o, 0, 1), VIDMM_OK);
+    T_ST(od_map(&o, 0, (uint32_t)(2 * E4), (uint32_t)E4, 2, 0), VIDMM_OK);
+    T_ST(od_context_submit(&o, sizeof cmd[0], 2), VIDMM_OK);
+    od_seen(&pf, &cf);
+    uint64_t untouched = 0;
+    for (uint64_t i = 0; i < U; i++)
+        untouched += m1[2 * U + i] == 0 && m1[3 * U + i] == 0xEE && m2[i] == byte_of(seed + 1, i);
+    T_EQ_U64(pf, fence0);                             /* all three in flight at once */
+    T_EQ_U64(cf, 0);
+    T_EQ_U64(untouched, U);
+    T_ST(vkgpu_hold_queue(o.g, 0), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    od_seen(&pf, &cf);
+    T_EQ_U64(pf, o.fence);
+    T_EQ_U64(cf, 2);
+    uint64_t d_bad = 0, e_bad = 0, r_bad = 0;
+    for (uint64_t i = 0; i < U; i++) {
+        d_bad += m1[2 * U + i] != byte_of(seed, i);  /* the copy went to the old page */
+        e_bad += m2[i] != byte_of(seed + 1, i);      /* and not to the new one */
+        r_bad += m1[3 * U + i] != byte_of(seed + 1, i); /* the read saw the new page */
+    }
+    T_EQ_U64(d_bad, 0);
+    T_EQ_U64(e_bad, 0);
+    T_EQ_U64(r_bad, 0);
+
+    /* TRANSFER_VIRTUAL from S to the host pages, then one from a hole. */
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    a.u.transfer_virtual.transfer_size_in_bytes = U;
+    a.u.transfer_virtual.source_virtual_address = U;
+    a.u.transfer_virtual.destination_virtual_address = 4 * U;
+    a.u.transfer_virtual.transfer_direction = VIDMM_TRANSFER_LOCAL_TO_SYSTEM;
+    a.u.transfer_virtual.root_page_table_address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    a.u.transfer_virtual.source_virtual_address = 6 * U;   /* never mapped */
+    a.u.transfer_virtual.destination_virtual_address = 3 * U;
+    a.u.transfer_virtual.transfer_direction = VIDMM_TRANSFER_LOCAL_TO_LOCAL;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    uint64_t h_bad = 0;
+    for (uint64_t i = 0; i < U; i++) {
+        h_bad += host[i] != byte_of(seed, i);
+        r_bad += m1[3 * U + i] != byte_of(seed + 1, i);  /* the skipped one wrote nothing */
+    }
+    T_EQ_U64(h_bad, 0);
+    T_EQ_U64(r_bad, 0);
+    pthread_mutex_lock(&od_lock);
+    T_EQ_U64(od_faults, 1);
+    T_EQ_U64(od_fault_va, 6 * U);
+    T_EQ_U64(od_fault_ctx, 0x77);
+    T_EQ_U64(od_paging, o.fence);                     /* its fence still came */
+    pthread_mutex_unlock(&od_lock);
+    struct vkgpu_device_info di;
+    vkgpu_query_device(o.g, &di);
+    T_EQ_U64(di.paging_faults, 1);
+    T_EQ_U64(di.virtual_copy_bytes, U);
+    printf("%s: copy, re-bind and read held in flight at once, kept in order; %llu sparse binds in %llu "
+           "vkQueueBindSparse\n", name, (unsigned long long)di.sparse_binds, (unsigned long long)di.bind_batches);
+    sr.address.segment_offset = 0;                    /* unbound: the buffer goes */
+    o.ops->set_root_page_table(o.g, &sr);
+out:
+    vkgpu_destroy(o.g);
+    free(o.root);
+    free(o.leaf);
+    free(host);
+}
+
+static void test_order(void)
+{
+    order(0, "order");
+}
+
+static void test_order_page64(void)
+{
+    order(1, "order page64");
+}
+
 static void test_sparse(void)
 {
     sparse(FX_GPUMMU, "sparse");
@@ -884,5 +1154,7 @@ int main(int argc, char **argv)
     t_run("vkgpu.device_loss", test_device_loss);
     t_run("vkgpu.sparse", test_sparse);
     t_run("vkgpu.sparse_page64", test_sparse_page64);
+    t_run("vkgpu.order", test_order);
+    t_run("vkgpu.order_page64", test_order_page64);
     return t_summary();
 }
