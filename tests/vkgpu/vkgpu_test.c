@@ -32,6 +32,7 @@ void t_set_seed(uint64_t s);
 int t_summary(void);
 
 #define MIB (1ull << 20)
+#define VK_REC_COPY_FOR_TEST 1u      /* vkgpu's paging record opcode for COPY (vkgpu/vkgpu_int.h) */
 
 struct fx {
     struct vkgpu *gpu;
@@ -596,6 +597,13 @@ static void test_api(void)
     T_ST(vkgpu_wait_idle(NULL), VIDMM_E_INVALID_ARG);
     T_ST(vkgpu_query_device(NULL, NULL), VIDMM_E_INVALID_ARG);
     T_ST(vkgpu_inject_device_loss(NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vkgpu_hold_queue(NULL, 1), VIDMM_E_INVALID_ARG);
+    c.page64 = 1;                                             /* 64 KB pages are GpuMmu's */
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    c.page64 = 0;
+    c.gpummu = 2;
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    c.gpummu = 0;
     vkgpu_destroy(NULL);
     char list[512];
     T_ST(vkgpu_list_devices(list, sizeof list), VIDMM_OK);
@@ -649,9 +657,19 @@ static void test_api(void)
     a.u.fill.destination_segment_address = d[0].base_address + d[0].size - 4;
     T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
     T_EQ(a.dma_size, sizeof buf);                              /* nothing written */
-    /* UPDATE_PAGE_TABLE without GpuMmu, and a patch outside the buffer. */
+    /* UPDATE_PAGE_TABLE and the virtual moves without GpuMmu, a hold
+     * that is neither 0 nor 1, and a patch outside the buffer. */
     a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
     T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    memset(&a.u, 0, sizeof a.u);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    a.u.transfer_virtual.transfer_size_in_bytes = 4096;
+    a.u.transfer_virtual.root_page_table_address.segment_offset = 4096;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.operation = VIDMM_PAGING_FILL_VIRTUAL;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    T_EQ(a.dma_size, sizeof buf);
+    T_ST(vkgpu_hold_queue(g, 2), VIDMM_E_INVALID_ARG);
     struct vidmm_allocation_list_entry e = { NULL, 0, 1, 0, 4096 };
     struct vidmm_patch_location pl = { 0, 0, 0, 0, 64, 0 };
     struct vidmm_patch_args pa;
@@ -668,6 +686,92 @@ static void test_api(void)
     T_CHECK(memcmp(before, buf, sizeof buf) == 0);
     T_ST(vkgpu_wait_idle(g), VIDMM_OK);
     vkgpu_destroy(g);
+}
+
+/* Malformed virtual paging requests on a GpuMmu device: refused at build
+ * (nothing written) or, as records vkgpu did not write, at submission. */
+static void test_api_virtual(void)
+{
+    struct vkgpu *g = NULL;
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.notify_fence = no_fence;
+    c.heap_cap = 16 * MIB;
+    c.gpummu = 1;
+    if (vkgpu_create(&c, &g) == VIDMM_E_NOT_SUPPORTED) {
+        no_sparse("api_virtual");
+        return;
+    }
+    T_CHECK(g != NULL);
+    if (!g)
+        return;
+    const struct vidmm_driver_ops *ops = vkgpu_driver_ops();
+    uint64_t *root = aligned_alloc(4096, 4096);
+    uint8_t buf[256];
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    a.operation = VIDMM_PAGING_FILL_VIRTUAL;
+    struct vidmm_paging_fill_virtual *f = &a.u.fill_virtual;
+    f->fill_size_in_bytes = 8192;
+    f->destination_virtual_address = 1 << 20;
+    f->root_page_table_address.segment_offset = (uint64_t)(uintptr_t)root;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_OK);          /* the control: 2 records */
+    T_EQ(a.dma_size, sizeof buf - 64);
+    uint8_t good[64];
+    memcpy(good, buf, sizeof good);
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    f->fill_size_in_bytes = 6;                                /* whole words only */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    f->fill_size_in_bytes = 4096;
+    f->destination_virtual_address = (256ull << 20) - 2048;   /* past the 256 MiB VA */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    f->destination_virtual_address = 0;
+    f->root_page_table_address.segment_id = 1;                /* tables are host memory */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    f->root_page_table_address.segment_id = 0;
+    f->root_page_table_address.segment_offset += 8;           /* not a table */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    memset(&a.u, 0, sizeof a.u);
+    a.u.transfer_virtual.transfer_size_in_bytes = 4096;
+    a.u.transfer_virtual.root_page_table_address.segment_offset = (uint64_t)(uintptr_t)root;
+    a.u.transfer_virtual.flags = 0x4;                         /* unknown flag */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.u.transfer_virtual.flags = 0;
+    a.u.transfer_virtual.transfer_direction = 3;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    T_EQ(a.dma_size, sizeof buf);                             /* nothing written by any */
+    /* 64 KB entries on 4 KiB pages: not what vkgpu declared. */
+    struct vidmm_pte e;
+    memset(&e, 0, sizeof e);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    memset(&a.u, 0, sizeof a.u);
+    a.u.update_page_table.flags = VIDMM_UPDATE_PT_USE_64KB_PAGES;
+    a.u.update_page_table.page_table_address.segment_offset = (uint64_t)(uintptr_t)root;
+    a.u.update_page_table.page_table_entries = &e;
+    a.u.update_page_table.num_page_table_entries = 1;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    /* A VFILL without its root record, and one whose root record is
+     * something else: refused whole at submission. */
+    struct vidmm_submit_command_args s;
+    memset(&s, 0, sizeof s);
+    s.dma_buffer = good;
+    s.dma_buffer_size = 32;
+    s.fence = 1;
+    T_ST(ops->submit_command(g, &s), VIDMM_E_INVALID_ARG);
+    uint32_t op = VK_REC_COPY_FOR_TEST;
+    memcpy(good + 32, &op, sizeof op);
+    s.dma_buffer_size = 64;
+    T_ST(ops->submit_command(g, &s), VIDMM_E_INVALID_ARG);
+    struct vkgpu_device_info di;
+    vkgpu_query_device(g, &di);
+    T_EQ_U64(di.submissions, 0);
+    T_ST(vkgpu_wait_idle(g), VIDMM_OK);
+    vkgpu_destroy(g);
+    free(root);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1145,6 +1249,7 @@ int main(int argc, char **argv)
     }
     printf("seed %" PRIu64 "\n", t_seed());
     t_run("vkgpu.api", test_api);
+    t_run("vkgpu.api_virtual", test_api_virtual);
     t_run("vkgpu.open", test_open);
     t_run("vkgpu.overlap", test_overlap);
     t_run("vkgpu.overcommit", test_overcommit);
