@@ -345,9 +345,11 @@ static void overcommit(uint32_t mode, const char *name)
         T_EQ(after.page_size, mode == FX_PAGE64 ? 65536 : 4096);
         /* 64 KB pages: the local sides went through the 64 KB windows. */
         T_CHECK(mode != FX_PAGE64 || pp.chunks_64k > 0);
-        printf("%s: paging process: %llu moves in %llu chunks (%llu through 64 KB windows); %llu sparse binds "
-               "in %llu vkQueueBindSparse\n", name, (unsigned long long)pp.moves, (unsigned long long)pp.chunks,
-               (unsigned long long)pp.chunks_64k, (unsigned long long)(after.sparse_binds - before.sparse_binds),
+        printf("%s: paging process: %llu moves in %llu chunks (%llu through 64 KB windows), %llu KiB filled; "
+               "%llu sparse binds in %llu vkQueueBindSparse\n", name, (unsigned long long)pp.moves,
+               (unsigned long long)pp.chunks, (unsigned long long)pp.chunks_64k,
+               (unsigned long long)(after.virtual_fill_bytes >> 10),
+               (unsigned long long)(after.sparse_binds - before.sparse_binds),
                (unsigned long long)(after.bind_batches - before.bind_batches));
     } else {
         T_ST(pst, VIDMM_E_NOT_SUPPORTED);          /* physical mode: plain TRANSFER / FILL */
@@ -1203,10 +1205,29 @@ static void order(uint32_t page64, const char *name)
     T_EQ_U64(od_fault_ctx, 0x77);
     T_EQ_U64(od_paging, o.fence);                     /* its fence still came */
     pthread_mutex_unlock(&od_lock);
+    /* FILL_VIRTUAL over R (an arena page) and the host pages: two pieces. */
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_FILL_VIRTUAL;
+    a.u.fill_virtual.fill_size_in_bytes = 2 * U;
+    a.u.fill_virtual.fill_pattern = 0xA1B2C3D4u;
+    a.u.fill_virtual.destination_virtual_address = 3 * U;
+    a.u.fill_virtual.root_page_table_address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    uint64_t f_bad = 0;
+    for (uint64_t i = 0; i < U; i += 4) {
+        uint32_t x, y;
+        memcpy(&x, m1 + 3 * U + i, 4);
+        memcpy(&y, host + i, 4);
+        f_bad += (x != 0xA1B2C3D4u) + (y != 0xA1B2C3D4u);
+    }
+    T_EQ_U64(f_bad, 0);
+    T_CHECK(host[U] == 0xCD);                         /* not a byte past it */
     struct vkgpu_device_info di;
     vkgpu_query_device(o.g, &di);
     T_EQ_U64(di.paging_faults, 1);
     T_EQ_U64(di.virtual_copy_bytes, U);
+    T_EQ_U64(di.virtual_fill_bytes, 2 * U);
     printf("%s: copy, re-bind and read held in flight at once, kept in order; %llu sparse binds in %llu "
            "vkQueueBindSparse\n", name, (unsigned long long)di.sparse_binds, (unsigned long long)di.bind_batches);
     sr.address.segment_offset = 0;                    /* unbound: the buffer goes */
