@@ -342,9 +342,9 @@ static void overcommit(uint32_t mode, const char *name)
         T_EQ_U64(after.paging_faults, 0);
         T_EQ_U64(pp.faults, 0);
         T_CHECK(pp.moves > 0 && pp.chunks >= pp.moves);
-        T_EQ(after.page_size, mode == FX_PAGE64 ? 65536 : 4096);
+        T_EQ(after.page_size, mode == FX_PAGE64 || after.sparse_block > 4096 ? 65536 : 4096);
         /* 64 KB pages: the local sides went through the 64 KB windows. */
-        T_CHECK(mode != FX_PAGE64 || pp.chunks_64k > 0);
+        T_CHECK(after.page_size != 65536 || pp.chunks_64k > 0);
         printf("%s: paging process: %llu moves in %llu chunks (%llu through 64 KB windows), %llu KiB filled; "
                "%llu sparse binds in %llu vkQueueBindSparse\n", name, (unsigned long long)pp.moves,
                (unsigned long long)pp.chunks, (unsigned long long)pp.chunks_64k,
@@ -960,7 +960,7 @@ static void sparse(uint32_t mode, const char *name)
     printf("%s: one GPU VA read 4 times across %u moves and an eviction: %llu sparse binds of %u KiB pages\n", name,
            moves, (unsigned long long)(after.sparse_binds - before.sparse_binds), after.page_size >> 10);
     T_CHECK(after.sparse_binds > before.sparse_binds);
-    T_EQ(after.page_size, mode == FX_PAGE64 ? 65536 : 4096);
+    T_EQ(after.page_size, mode == FX_PAGE64 || after.sparse_block > 4096 ? 65536 : 4096);
     struct vidmm_segment_info si;
     T_ST(vidmm_segment_query(f.a, 1, &si), VIDMM_OK);
     T_EQ(si.page_size, after.page_size);
@@ -1114,7 +1114,10 @@ static void order(uint32_t page64, const char *name)
     if (!o.g)
         return;
     o.ops = vkgpu_driver_ops();
-    o.unit = page64 ? 65536 : 4096;
+    struct vkgpu_device_info di;
+    vkgpu_query_device(o.g, &di);
+    o.unit = di.page_size;                            /* 64 KiB with page64 or on a 64 KiB-block GPU */
+    T_CHECK(o.unit == (page64 || di.sparse_block > 4096 ? 65536u : 4096u));
     struct vidmm_segment_descriptor d[4];
     struct vidmm_query_segment_out qo;
     memset(&qo, 0, sizeof qo);
@@ -1241,7 +1244,6 @@ static void order(uint32_t page64, const char *name)
     }
     T_EQ_U64(f_bad, 0);
     T_CHECK(host[U] == 0xCD);                         /* not a byte past it */
-    struct vkgpu_device_info di;
     vkgpu_query_device(o.g, &di);
     T_EQ_U64(di.paging_faults, 1);
     T_EQ_U64(di.virtual_copy_bytes, U);
