@@ -15,6 +15,13 @@
  * signals a timeline semaphore: the paging timeline with vidmm's own
  * fence value, the context timeline with a vkgpu serial.
  *
+ * Sparse binds (mmu.c) queued while a buffer is recorded run between
+ * its commands: the job's command buffer is cut there, the part before
+ * submitted, then one vkQueueBindSparse, then the next part; the order
+ * timeline semaphore chains them, since Vulkan orders binds and
+ * submissions only through semaphores.  A job whose last operation is a
+ * bind lets the bind signal its fence.
+ *
  * The waiter thread waits for the oldest slot's value, reports it
  * (vidmm_cb_notify_fence or vidmm_cb_notify_context_fence through the
  * config), frees its imports and gives the slot back.  A reset marks the

@@ -7,10 +7,12 @@
  *              paging-buffer records (struct vk_rec);
  *   engine.c   submission: records into Vulkan command buffers, host
  *              pages imported for the system side, the timeline
- *              semaphores, the waiter thread that reports fences;
+ *              semaphores (fences, and the order of binds with the
+ *              queue), the waiter thread that reports fences;
  *   submit.c   physical-mode context submission and patching;
  *   mmu.c      GpuMmu through sparse binding (optional): host page
- *              tables, a sparse buffer per process, virtual submission;
+ *              tables, a sparse buffer per process, its binds, virtual
+ *              submission, TRANSFER_VIRTUAL / FILL_VIRTUAL;
  *   vkgpu.c    the ops table, the adapter queries, describe_allocation,
  *              create and destroy;
  *   entry.c    vidmm_driver_entry: vkgpu as the plug-in vkgpu.so.
