@@ -521,8 +521,10 @@ static void device_loss(uint32_t mode)
     /* On a GPU the new VkDevice's arenas may land elsewhere: vkgpu then
      * refuses the reset and vidmm puts the devices in the error state
      * (docs/VKGPU.md).  A CPU device's arenas are vkgpu's own host memory
-     * and always come back in place. */
-    if (di.device_type != 4 /* VK_PHYSICAL_DEVICE_TYPE_CPU */ && di.device_recreations == 0) {
+     * and always come back in place, except with GpuMmu, where they are
+     * the driver's own allocations (lavapipe binds only those) and land
+     * wherever its allocator puts them (elsewhere under ASan). */
+    if ((di.device_type != 4 /* VK_PHYSICAL_DEVICE_TYPE_CPU */ || mode) && di.device_recreations == 0) {
         struct vidmm_device_info dv;
         T_ST(vidmm_device_query(f.a, f.dev, &dv), VIDMM_OK);
         T_CHECK(dv.lost);
