@@ -21,7 +21,7 @@
  * waits for a context's work before destroying it.
  */
 #include "fuzz.h"
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 

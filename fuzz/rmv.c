@@ -9,8 +9,8 @@
  * (leniency only counts anomalies, it does not change what is read).
  */
 #include "fuzz.h"
-#include "rmv.h"
-#include "rmv_int.h"
+#include "rmv/rmv.h"
+#include "rmv/rmv_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -24,7 +24,7 @@
 #define VIDMM_FUZZ_TRACE_FZ_H
 
 #include "fuzz.h"
-#include "replay.h"
+#include "trace/replay.h"
 
 #include <unistd.h>
 #include <fcntl.h>

@@ -18,9 +18,9 @@
 #include "sim/sim_os.h"
 
 #include "harness/fault_alloc.h"
-#include "harness/fault_driver.h"
-#include "harness/rules_check.h"
-#include "harness/splitmix.h"
+#include "fault_driver.h"
+#include "rules_check.h"
+#include "splitmix.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 

@@ -21,7 +21,7 @@
  * a child process, so a crash is reported rather than fatal).
  */
 #include "harness/fault_alloc.h"
-#include "harness/fault_driver.h"
+#include "fault_driver.h"
 #include "harness/test.h"
 #include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"

@@ -39,8 +39,8 @@
  * destruction freed pages its refused unmap still left reachable).
  */
 #include "harness/fault_alloc.h"
-#include "harness/fault_driver.h"
-#include "harness/rules_check.h"
+#include "fault_driver.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"

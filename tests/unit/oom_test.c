@@ -36,7 +36,7 @@
  * step's attempts.
  */
 #include "harness/fault_alloc.h"
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"

@@ -7,7 +7,7 @@
  * Minimal repros of open defects the checker finds go to
  * tests/scenarios/pending/ (none today; docs/TESTING.md "Rules").
  */
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "unit/softgpu_fixture.h"
 

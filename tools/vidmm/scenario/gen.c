@@ -33,9 +33,9 @@
  * Every run prints its seed; `vidmm gen --seed N` gives back the scenario
  * of seed N that fuzz-scenarios ran.
  */
-#include "cli.h"
-#include "replay.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "trace/replay.h"
+#include "splitmix.h"
 
 #include <errno.h>
 #include <fcntl.h>

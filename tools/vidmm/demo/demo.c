@@ -8,8 +8,8 @@
  * with paging operations, flips a system-memory primary onto the display,
  * and after every step re-reads the bytes and runs the adapter checker.
  */
-#include "cli.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "splitmix.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -12,8 +12,8 @@
  * time.  Each finished line also goes to the timeline (trace_timeline.c).
  */
 #include "trace_int.h"
-#include "harness/softgpu_cmds.h"
-#include "harness/splitmix.h"
+#include "softgpu_cmds.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

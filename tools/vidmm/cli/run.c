@@ -25,11 +25,11 @@
  * stderr for that reason.
  */
 #include "cli.h"
-#include "html.h"
-#include "replay.h"
-#include "report.h"
-#include "rmv.h"
-#include "scenario.h"
+#include "report/html.h"
+#include "trace/replay.h"
+#include "report/report.h"
+#include "rmv/rmv.h"
+#include "scenario/scenario.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -26,8 +26,8 @@
 #ifndef VIDMM_TOOL_TRACE_H
 #define VIDMM_TOOL_TRACE_H
 
-#include "harness/fault_driver.h"
-#include "harness/rules_check.h"
+#include "fault_driver.h"
+#include "rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 

@@ -12,8 +12,8 @@
  *   3. standby and resume: what was saved, and every byte back.
  * Every read-back goes through the GPU (a CHECKSUM command) or the CPU.
  */
-#include "cli.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report.h"
-#include "trace.h"
+#include "report/report.h"
+#include "trace/trace.h"
 
 #define RMV_TOKEN_TYPES 16
 #define RMV_MAX_STREAMS 16

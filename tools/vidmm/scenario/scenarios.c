@@ -34,7 +34,7 @@
  * MISMATCH or a fault.
  */
 #include "scenario.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,8 +10,8 @@
  * demo reports per-process usage against budget, evictions, restores,
  * paging traffic by operation, and the integrity of every read-back.
  */
-#include "cli.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>

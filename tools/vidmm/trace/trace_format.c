@@ -7,8 +7,8 @@
  * the growable text buffer the outputs are built in.
  */
 #include "trace.h"
-#include "harness/softgpu_cmds.h"
-#include "harness/splitmix.h"
+#include "softgpu_cmds.h"
+#include "splitmix.h"
 
 #include <stdarg.h>
 #include <stdio.h>

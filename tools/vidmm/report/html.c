@@ -30,7 +30,7 @@
  */
 #include "html.h"
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "report.h"
 
 #include <inttypes.h>
