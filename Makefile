@@ -382,9 +382,9 @@ FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
 FUZZ_DEPS      := $(SUPPORT) $(SOFTGPU) $(STATIC)
 $(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm -Idaemon -Isupport
 # The RMV harness links the tool's decoder (it needs nothing else of the tool).
-$(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv/rmv_decode.o
+$(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv/rmv_decode.o $(BUILD)/tools/vidmm/rmv/rmv_stream.o
 # The reader harnesses run the tool's trace layer (reader, replay, writer).
-TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/trace/,trace_read.o replay.o trace_write.o trace_format.o trace_timeline.o)
+TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/trace/,trace_read.o replay.o trace_write.o trace_write_calls.o trace_format.o trace_timeline.o)
 $(BUILD)/fuzz/trace_reader-replay $(BUILD)/fuzz/trace_reader-fuzzer: $(TRACE_LAYER_OBJ)
 $(BUILD)/fuzz/scenario_reader-replay $(BUILD)/fuzz/scenario_reader-fuzzer: $(TRACE_LAYER_OBJ)
 # The protocol harness links vidmmd's decoder and request handlers.
