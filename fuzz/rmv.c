@@ -1,6 +1,6 @@
 /*
  * rmv.c - libFuzzer harness for the RMV importer's decoder
- * (tools/vidmm/rmv_decode.c): any bytes are an RMV file.  The decoder
+ * (tools/vidmm/rmv/rmv_decode.c, rmv_stream.c): any bytes are an RMV file.  The decoder
  * must either refuse them or return a summary whose books balance: every
  * stream's token bytes add up to the stream's bytes (a token read at the
  * wrong place cannot), the per-stream counts add up to the totals, and

@@ -188,7 +188,7 @@ static void ox_close(struct ox *x)
 
 /* ---- the state fingerprint -------------------------------------------- */
 
-/* The shared fingerprint (harness/rules_check.h: every query the public
+/* The shared fingerprint (support/rules_check.h: every query the public
  * API offers about the objects the scenario knows), plus the trim
  * callbacks this fixture counted. */
 #define FP_MAX 8192

@@ -184,7 +184,7 @@ struct tr {
     tr_observer_fn observer;     /* NULL = none */
     void *observer_ctx;
 
-    /* The WDDM rules checker (harness/rules_check.h), on by default:
+    /* The WDDM rules checker (support/rules_check.h), on by default:
      * after every call the library's rules and the GPU's view are
      * checked, around a make-resident the failed-call rule.  The first
      * violation is kept (and said on stderr); checking stops there, so a
