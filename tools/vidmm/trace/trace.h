@@ -15,10 +15,10 @@
  * replay re-creates the run call for call, and the report (report.c) reads
  * only state that both have: vidmm's answers and the wrappers' counters.
  *
- * The layer is four files: trace_format.c (names and definitions of the
- * format), trace_write.c (the wrappers and their lines), trace_timeline.c
- * (the Chrome trace JSON) and trace_read.c (reading a trace back; its
- * execution is replay.c).
+ * The layer is five files: trace_format.c (names and definitions of the
+ * format), trace_write.c and trace_write_calls.c (the wrappers and their
+ * lines), trace_timeline.c (the Chrome trace JSON) and trace_read.c
+ * (reading a trace back; its execution is replay.c).
  *
  * Raw vidmm handles never leave this layer: they embed an address-derived
  * salt and would differ between a run and its replay.
