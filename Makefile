@@ -50,13 +50,16 @@ BUILD   ?= build
 SANFLAGS :=
 endif
 
-CFLAGS_ALL  = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(DBGFLAGS) -fPIC -Iinclude -Isrc $(CFLAGS)
+# No -Isrc here: only the library's own objects and the white-box tests
+# (tests/unit, WHITEBOX_BENCH_OBJ) see src/ (tests/layering.sh checks it).
+CFLAGS_ALL  = $(CSTD) $(WARN) $(OPT) $(SANFLAGS) $(DBGFLAGS) -fPIC -Iinclude $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 LIBS        = -lpthread -lm
 
 LIB_SRC     := $(sort $(wildcard src/*/*.c))
 SOFTGPU_SRC := $(sort $(wildcard softgpu/*.c))
-TOOL_SRC    := $(sort $(wildcard tools/vidmm/*.c))
+TOOL_SRC    := $(sort $(wildcard tools/vidmm/*.c tools/vidmm/*/*.c))
+SUPPORT_SRC := $(sort $(wildcard support/*.c))
 TEST_SRC    := $(sort $(wildcard tests/*.c tests/harness/*.c tests/unit/*.c))
 # PEERS="a.c b.o": link other allocators into the benchmark (bench/peers.h);
 # PEER_LIBS: the libraries they need (e.g. -lstdc++ for C++ peers);
@@ -72,6 +75,7 @@ endif
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/%.o)
 SOFTGPU_OBJ := $(SOFTGPU_SRC:%.c=$(BUILD)/%.o)
 TOOL_OBJ    := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ    := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_OBJ   := $(BENCH_SRC:%.c=$(BUILD)/%.o)
 
@@ -84,6 +88,7 @@ EXAMPLES     := $(HELLO) $(MINIDRV_SO)
 STATIC  := $(BUILD)/libvidmm.a
 SHARED  := $(BUILD)/libvidmm.so.$(VERSION)
 SOFTGPU := $(BUILD)/libsoftgpu.a
+SUPPORT := $(BUILD)/libvidmm-support.a
 TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
@@ -101,7 +106,7 @@ $(STATIC): $(LIB_OBJ)
 
 # Hidden by default: only what the public headers mark VIDMM_API is
 # exported, under the version script's node.
-$(LIB_OBJ): CFLAGS_ALL += -fvisibility=hidden -DVIDMM_BUILDING_LIBRARY
+$(LIB_OBJ): CFLAGS_ALL += -Isrc -fvisibility=hidden -DVIDMM_BUILDING_LIBRARY
 $(SHARED): $(LIB_OBJ) src/libvidmm.map
 	$(CC) -shared -Wl,-soname,libvidmm.so.$(MAJOR) -Wl,--version-script=src/libvidmm.map $(LDFLAGS_ALL) -o $@ $(LIB_OBJ) $(LIBS)
 	ln -sf libvidmm.so.$(VERSION) $(BUILD)/libvidmm.so
@@ -110,28 +115,39 @@ $(SOFTGPU): $(SOFTGPU_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# The harness side of the rules checker (tests/harness/rules_check.c):
-# one object linked into the tool, the tests and the fuzzers.
-# The failing driver (tests/harness/fault_driver.c) likewise: `vidmm run
-# --fail-driver` wraps softgpu with it.
-RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o $(BUILD)/tests/harness/fault_driver.o
-$(TOOL_OBJ): CFLAGS_ALL += -Itests
-$(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck -Isupport
-# The driver plug-in loader the tool shares with vidmmd (support/plugin.c).
-PLUGIN_OBJ  := $(BUILD)/support/plugin.o
-$(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(PLUGIN_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(PLUGIN_OBJ) $(SOFTGPU) $(CLIENT_LIB) $(STATIC) $(LIBS) -ldl
+# The support library (support/, not installed): what the tool, the tests,
+# the fuzzers and the explorer share - the WDDM rules checker, the failing
+# driver (`vidmm run --fail-driver` wraps softgpu with it), the seeded
+# generator and softgpu's command helpers.  Public headers, plus softgpu's
+# internal header for the rules checker's white-box reads.
+$(SUPPORT_OBJ): CFLAGS_ALL += -Isoftgpu
+$(SUPPORT): $(SUPPORT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
 
-$(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
-$(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TEST_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+# The tool: public headers, its own folders (tools/vidmm/FOLDER/x.h), the
+# support library and the conformance kit; nothing of src/ or tests/.
+$(TOOL_OBJ): CFLAGS_ALL += -Itools/vidmm -Isupport
+$(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
+$(TOOL): $(TOOL_OBJ) $(SUPPORT) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(DRVCHECK_OBJ) $(SUPPORT) $(SOFTGPU) $(CLIENT_LIB) $(STATIC) $(LIBS) -ldl
 
-$(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu -Itests
+$(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Isupport
+# The white-box unit tests read the library's internals.
+$(filter $(BUILD)/tests/unit/%,$(TEST_OBJ)): CFLAGS_ALL += -Isrc
+$(TESTS): $(TEST_OBJ) $(SUPPORT) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TEST_OBJ) $(SUPPORT) $(SOFTGPU) $(STATIC) $(LIBS)
+
+$(BENCH_OBJ): CFLAGS_ALL += -Isoftgpu -Itests -Isupport
+# The benchmarks that time the library's internal structures directly
+# (range allocator, eviction scan, VA space) are white-box.
+WHITEBOX_BENCH_OBJ := $(addprefix $(BUILD)/bench/,alloc_bench.o evict_bench.o va_bench.o)
+$(WHITEBOX_BENCH_OBJ): CFLAGS_ALL += -Isrc
 # Peer sources are compiled here, with the project's flags, except that a
 # peer written for the six-member struct bench_allocator (positional
 # initializers, before the workloads member) must still compile.
-$(BENCH): $(BENCH_OBJ) $(SOFTGPU) $(STATIC) $(PEERS)
-	$(CC) $(CFLAGS_ALL) -Wno-missing-field-initializers -Ibench $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(PEERS) $(SOFTGPU) $(STATIC) $(LIBS) $(PEER_LIBS)
+$(BENCH): $(BENCH_OBJ) $(SUPPORT) $(SOFTGPU) $(STATIC) $(PEERS)
+	$(CC) $(CFLAGS_ALL) -Wno-missing-field-initializers -Ibench $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(PEERS) $(SUPPORT) $(SOFTGPU) $(STATIC) $(LIBS) $(PEER_LIBS)
 
 # ---- examples (docs/WRITING_A_DRIVER.md) ---------------------------------
 # The example driver and the driver conformance kit are clients of the
@@ -181,7 +197,7 @@ $(D3DKMT_LIB): $(D3DKMT_OBJ)
 
 $(BUILD)/tests/d3dkmt/%.o: tests/d3dkmt/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(EX_CFLAGS) -Itests -MMD -MP -c $< -o $@
+	$(CC) $(EX_CFLAGS) -Itests -Isupport -MMD -MP -c $< -o $@
 
 # Both also reach vidmmd through the remote backend (d3dkmt/backend_client.c),
 # hence libvidmm-client (its rule is in the vidmmd section below).
@@ -321,7 +337,8 @@ install-check: all
 clean:
 	rm -rf build build-san build-bench build-clang build-tsan build-fuzz
 
--include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d $(BUILD)/*/*/*/*.d)
+# (Not build/lavapipe-backports: its unpacked tree has directories named *.d.)
+-include $(filter-out $(BUILD)/lavapipe-backports/%,$(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d $(BUILD)/*/*/*/*.d $(BUILD)/*/*/*/*/*.d))
 
 # ---- vidmmd and libvidmm-client (docs/DAEMON.md, docs/PROTOCOL.md) ------
 # The daemon owns one softgpu adapter and serves processes over a
@@ -331,15 +348,15 @@ clean:
 VIDMMD         := $(BUILD)/vidmmd
 CLIENT_LIB     := $(BUILD)/libvidmm-client.a
 DAEMON_LIB_OBJ := $(addprefix $(BUILD)/daemon/,server.o dispatch.o handles.o share.o req_device.o req_allocation.o req_admin.o proto.o)
-DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ) $(PLUGIN_OBJ)
+DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ)
 CLIENT_OBJ     := $(addprefix $(BUILD)/client/,client.o device.o allocation.o adapter.o) $(BUILD)/daemon/proto.o
 DTEST_SRC      := $(sort $(wildcard tests/daemon/*.c))
 DTESTS         := $(DTEST_SRC:tests/daemon/%.c=$(BUILD)/tests/daemon/%)
 $(filter $(BUILD)/client/%,$(CLIENT_OBJ)): CFLAGS_ALL += -Idaemon
 $(DTEST_SRC:%.c=$(BUILD)/%.o): CFLAGS_ALL += -Idaemon
 
-$(VIDMMD): $(DAEMON_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(DAEMON_OBJ) $(SOFTGPU) $(STATIC) $(LIBS) -ldl
+$(VIDMMD): $(DAEMON_OBJ) $(SUPPORT) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(DAEMON_OBJ) $(SUPPORT) $(SOFTGPU) $(STATIC) $(LIBS) -ldl
 
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
@@ -375,12 +392,12 @@ FUZZ_HARNESSES := api_stream driver_desc cmdbuf rmv trace_reader scenario_reader
 FUZZ_SECONDS   ?= 60
 FUZZ_OBJ       := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%.o) $(BUILD)/fuzz/replay_main.o
 FUZZ_REPLAY    := $(FUZZ_HARNESSES:%=$(BUILD)/fuzz/%-replay)
-FUZZ_DEPS      := $(RULES_OBJ) $(SOFTGPU) $(STATIC)
-$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm -Idaemon
+FUZZ_DEPS      := $(SUPPORT) $(SOFTGPU) $(STATIC)
+$(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm -Idaemon -Isupport
 # The RMV harness links the tool's decoder (it needs nothing else of the tool).
-$(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv_decode.o
+$(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv/rmv_decode.o $(BUILD)/tools/vidmm/rmv/rmv_stream.o
 # The reader harnesses run the tool's trace layer (reader, replay, writer).
-TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/,trace_read.o replay.o trace_write.o trace_format.o trace_timeline.o)
+TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/trace/,trace_read.o replay.o trace_write.o trace_write_calls.o trace_format.o trace_timeline.o)
 $(BUILD)/fuzz/trace_reader-replay $(BUILD)/fuzz/trace_reader-fuzzer: $(TRACE_LAYER_OBJ)
 $(BUILD)/fuzz/scenario_reader-replay $(BUILD)/fuzz/scenario_reader-fuzzer: $(TRACE_LAYER_OBJ)
 # The protocol harness links vidmmd's decoder and request handlers.
@@ -413,11 +430,11 @@ SIM_LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/sim/%.o)
 SIM_SRC     := $(sort $(wildcard tests/sim/*.c))
 SIM_OBJ     := $(SIM_SRC:%.c=$(BUILD)/%.o)
 EXPLORE     := $(BUILD)/vidmm-explore
-EXPLORE_DEPS := $(RULES_OBJ) $(BUILD)/tests/harness/fault_alloc.o
+EXPLORE_DEPS := $(BUILD)/tests/harness/fault_alloc.o $(SUPPORT)
 $(BUILD)/sim/src/%.o: src/%.c tests/sim/sim_os.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -include sim/sim_os.h -MMD -MP -c $< -o $@
-$(SIM_OBJ): CFLAGS_ALL += -Itests
+	$(CC) $(CFLAGS_ALL) -Isrc -Itests -include sim/sim_os.h -MMD -MP -c $< -o $@
+$(SIM_OBJ): CFLAGS_ALL += -Itests -Isupport
 $(EXPLORE): $(SIM_OBJ) $(EXPLORE_DEPS) $(SIM_LIB_OBJ) $(SOFTGPU)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(SIM_OBJ) $(EXPLORE_DEPS) $(SIM_LIB_OBJ) $(SOFTGPU) $(LIBS)
 -include $(SIM_LIB_OBJ:.o=.d)
@@ -452,7 +469,7 @@ $(BUILD)/vkgpu/%.o: vkgpu/%.c
 	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/tests/vkgpu/%.o: tests/vkgpu/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -Itests -MMD -MP -c $< -o $@
+	$(CC) $(EX_CFLAGS) $(VULKAN_CFLAGS) -Itests -Isupport -MMD -MP -c $< -o $@
 
 $(VKGPU): $(VKGPU_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -17,7 +17,7 @@
 #include "seg/ring.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>

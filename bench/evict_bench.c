@@ -56,7 +56,7 @@
 
 #include "seg/evict_scan.h"
 #include "seg/range_alloc.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -46,7 +46,7 @@
 #include "policy_bench.h"
 
 #include "vidmm/policy.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -29,7 +29,7 @@
 
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <stdio.h>
 #include <stdlib.h>

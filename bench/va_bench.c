@@ -25,7 +25,7 @@
 #include "va_bench.h"
 
 #include "va/va_space.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <stdio.h>

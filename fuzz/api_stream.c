@@ -21,7 +21,7 @@
  * waits for a context's work before destroying it.
  */
 #include "fuzz.h"
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -58,7 +58,7 @@ struct fz {
     uint32_t rule_violations;   /* counted instead of fatal when FUZZ_RULES_KNOWN is set */
 };
 
-/* The WDDM rules (harness/rules_check.h) after every call.  A violation
+/* The WDDM rules (support/rules_check.h) after every call.  A violation
  * aborts, unless FUZZ_RULES_KNOWN is set: tests/fuzz_replay.sh sets it
  * while tests/known_defects lists fuzz.api_stream.rules, and the
  * violations are then printed and counted. */

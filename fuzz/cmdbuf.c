@@ -33,7 +33,7 @@
  *    always point into the harness's own host arena.
  */
 #include "fuzz.h"
-#include "harness/softgpu_cmds.h"
+#include "softgpu_cmds.h"
 #include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"

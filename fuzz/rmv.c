@@ -1,16 +1,16 @@
 /*
  * rmv.c - libFuzzer harness for the RMV importer's decoder
- * (tools/vidmm/rmv_decode.c): any bytes are an RMV file.  The decoder
- * must either refuse them or return a summary whose books balance: every
- * stream's token bytes add up to the stream's bytes (a token read at the
- * wrong place cannot), the per-stream counts add up to the totals, and
- * the replayable events it hands on are in time order.  Whatever it
- * accepts is decoded a second time, leniently, and must read the same
+ * (tools/vidmm/rmv/rmv_decode.c, rmv_stream.c): any bytes are an RMV
+ * file.  The decoder must either refuse them or return a summary whose books
+ * balance: every stream's token bytes add up to the stream's bytes (a token
+ * read at the wrong place cannot), the per-stream counts add up to the
+ * totals, and the replayable events it hands on are in time order.  Whatever
+ * it accepts is decoded a second time, leniently, and must read the same
  * (leniency only counts anomalies, it does not change what is read).
  */
 #include "fuzz.h"
-#include "rmv.h"
-#include "rmv_int.h"
+#include "rmv/rmv.h"
+#include "rmv/rmv_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

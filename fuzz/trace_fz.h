@@ -2,7 +2,7 @@
  * trace_fz.h - what the two reader harnesses (trace_reader.c: any bytes
  * as a trace for `vidmm replay`; scenario_reader.c: as a scenario file
  * for `vidmm run FILE`) share: reading the input through the tool's
- * reader (tools/vidmm/trace_read.c, replay.c) from memory, on a small
+ * reader (tools/vidmm/trace/trace_read.c, replay.c) from memory, on a small
  * adapter, and the invariants every input must keep.
  *
  *  - The reader either refuses the input (a message, nothing left open)
@@ -24,7 +24,7 @@
 #define VIDMM_FUZZ_TRACE_FZ_H
 
 #include "fuzz.h"
-#include "replay.h"
+#include "trace/replay.h"
 
 #include <unistd.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 #!/bin/sh
 # drvfail_sweep.sh - every built-in scenario and generated scenarios with
 # a driver op refused at each of its calls, once and from that call on
-# (vidmm run --fail-driver, tests/harness/fault_driver.h).  A run passes
+# (vidmm run --fail-driver, support/fault_driver.h).  A run passes
 # when the state at its end, with the driver working again, is sound:
 # the structure checker, the rules (library rules, the GPU's view with
 # gpu.entry_reaches_owned) and the aperture's entries.  The drvfail suite

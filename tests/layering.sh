@@ -104,6 +104,42 @@ done >> "$t/private"
 while read -r verdict rest; do
   if [ "$verdict" = ok ]; then ok; else bad "$rest"; fi
 done < "$t/private"
+# The library's internals stay its own: no component outside src/ names a
+# module header of src/ ("model/objects.h"), and the Makefile compiles
+# none of their files with -Isrc.  Only src/ and the white-box tests
+# (tests/unit, the benchmarks that time internal structures, the
+# explorer's build of src/) see them.  Each check is also run once on a
+# planted violation, which it must report.
+outside="softgpu vkgpu tools daemon client d3dkmt support examples fuzz"
+mods=$(for d in src/*/; do basename "$d"; done | tr '\n' '|' | sed 's/|$//')
+# src_includes DIR...: "FILE includes HEADER" for each include of src/.
+src_includes() {
+  find "$@" -name '*.[ch]' 2>/dev/null | sort | while read -r f; do
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
+      grep -E "^(\.\./)*(src/|($mods)/)" | sed "s|^|$f includes |"
+  done
+}
+# isrc_objects [VAR=VALUE]: the objects of those components whose
+# compile command, as the Makefile gives it, has -Isrc.
+isrc_objects() {
+  o=$(for d in $outside; do find "$d" -name '*.c' 2>/dev/null; done | sort | sed "s|^\(.*\)\.c$|$b/\1.o|")
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -B BUILD="$b" "$@" $o 2>/dev/null |
+    awk '/ -c / && / -Isrc( |$)/ { for (i = 1; i <= NF; i++) if ($i == "-o") print $(i + 1) }'
+}
+src_includes $outside > "$t/isrc_inc"
+if [ -s "$t/isrc_inc" ]; then
+  while read -r line; do bad "include of src/ outside src/: $line"; done < "$t/isrc_inc"
+else ok; fi
+mkdir -p "$t/planted/tools"
+printf '#include "model/objects.h"\n' > "$t/planted/tools/planted.c"
+if [ -n "$(src_includes "$t/planted")" ]; then ok; else bad "the include check misses a planted include of src/"; fi
+if command -v make >/dev/null 2>&1; then
+  isrc_objects > "$t/isrc_obj"
+  if [ -s "$t/isrc_obj" ]; then
+    while read -r o; do bad "-Isrc outside src/: the Makefile compiles $o with it"; done < "$t/isrc_obj"
+  else ok; fi
+  if [ -n "$(isrc_objects CFLAGS=-Isrc)" ]; then ok; else bad "the -Isrc check misses CFLAGS=-Isrc"; fi
+fi
 # The graph in docs/ARCHITECTURE.md is this one.
 if [ -f docs/ARCHITECTURE.md ]; then
   sh "$0" "$b" --graph > "$t/graph"

@@ -12,7 +12,7 @@
 #ifndef VIDMM_TEST_H
 #define VIDMM_TEST_H
 
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <inttypes.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * and the checks after every event (see explore.h).
  *
  * The checks: vidmm_adapter_check (structures), the rules checker
- * (tests/harness/rules_check.h: the library's rules and the GPU's view,
+ * (support/rules_check.h: the library's rules and the GPU's view,
  * zero reservations included), and the rules the simulator can see
  * directly:
  *   driver.work_while_down   softgpu got a buffer while not in D0
@@ -18,9 +18,9 @@
 #include "sim/sim_os.h"
 
 #include "harness/fault_alloc.h"
-#include "harness/fault_driver.h"
-#include "harness/rules_check.h"
-#include "harness/splitmix.h"
+#include "fault_driver.h"
+#include "rules_check.h"
+#include "splitmix.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 

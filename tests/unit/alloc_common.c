@@ -2,7 +2,7 @@
  * alloc_common.c - see alloc_common.h.
  */
 #include "alloc_common.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>

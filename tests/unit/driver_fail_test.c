@@ -2,7 +2,7 @@
  * driver_fail_test.c - driver failure injection, in the manner of TTM's
  * mock managers.
  *
- * A wrapping driver (tests/harness/fault_driver.h) forwards every op to softgpu; each op can be
+ * A wrapping driver (support/fault_driver.h) forwards every op to softgpu; each op can be
  * switched to fail with a given status (a "bad" driver: always; a "busy"
  * driver: VIDMM_E_ALLOCATION_BUSY), or to fail only the first n calls (the
  * paging-buffer restart protocol: INSUFFICIENT_DMA_BUFFER once must be
@@ -21,7 +21,7 @@
  * a child process, so a crash is reported rather than fatal).
  */
 #include "harness/fault_alloc.h"
-#include "harness/fault_driver.h"
+#include "fault_driver.h"
 #include "harness/test.h"
 #include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"
@@ -48,7 +48,7 @@ static const char *const op_names[OP_COUNT] = {
 };
 static int op_is_void(enum op o) { return o == OP_DESTROY || o == OP_SET_ROOT || o == OP_ROOT_SIZE; }
 
-/* The failing driver is tests/harness/fault_driver.h; the ops of this
+/* The failing driver is support/fault_driver.h; the ops of this
  * table are its first OP_COUNT ops, in its order. */
 _Static_assert((int)OP_PATCH == (int)FAULT_OP_PATCH, "op order follows fault_driver.h");
 

@@ -10,7 +10,7 @@
  * and restores), explicit evictions, moves, a destruction whose pages
  * another process's new allocation then takes, the destruction of a
  * mapped allocation created resident, and CPU writes of a seeded
- * pattern.  The driver is tests/harness/fault_driver.h over a
+ * pattern.  The driver is support/fault_driver.h over a
  * synchronous softgpu.
  *
  * For each op the scenario calls (counted first with nothing armed), for
@@ -20,7 +20,7 @@
  * resident again.  Then:
  *   - vidmm_adapter_check is clean;
  *   - the rules checker (library rules and the GPU's view,
- *     tests/harness/rules_check.h) is clean: every mapped GPU VA reaches
+ *     support/rules_check.h) is clean: every mapped GPU VA reaches
  *     its own allocation's place or faults, no page-table entry reaches
  *     memory that is free or another allocation's, a VA nothing maps
  *     faults, and the aperture maps only allocations' ranges, each onto
@@ -39,8 +39,8 @@
  * destruction freed pages its refused unmap still left reachable).
  */
 #include "harness/fault_alloc.h"
-#include "harness/fault_driver.h"
-#include "harness/rules_check.h"
+#include "fault_driver.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"

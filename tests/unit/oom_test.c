@@ -36,7 +36,7 @@
  * step's attempts.
  */
 #include "harness/fault_alloc.h"
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -188,7 +188,7 @@ static void ox_close(struct ox *x)
 
 /* ---- the state fingerprint -------------------------------------------- */
 
-/* The shared fingerprint (harness/rules_check.h: every query the public
+/* The shared fingerprint (support/rules_check.h: every query the public
  * API offers about the objects the scenario knows), plus the trim
  * callbacks this fixture counted. */
 #define FP_MAX 8192

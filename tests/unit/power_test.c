@@ -22,7 +22,7 @@
 #include "gpuva_common.h"
 #include "softgpu_fixture.h"
 #include "harness/fault_alloc.h"
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"

@@ -1,13 +1,13 @@
 /*
  * rules_test.c - the WDDM rules checker: vidmm_adapter_check_rules (the
  * library's rules) and the harness's GPU view and failed-call rule
- * (harness/rules_check.h), on states whose answer is known: a clean
+ * (support/rules_check.h), on states whose answer is known: a clean
  * adapter, the exemptions the budget rule allows, a failed call that
  * changes nothing, and the fingerprint naming what a call changed.
  * Minimal repros of open defects the checker finds go to
  * tests/scenarios/pending/ (none today; docs/TESTING.md "Rules").
  */
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "unit/softgpu_fixture.h"
 

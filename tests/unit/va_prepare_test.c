@@ -27,7 +27,7 @@
  */
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "harness/test.h"
 #include "softgpu_fixture.h"
 #include "va/va_space.h"

@@ -15,7 +15,7 @@
  * groups twice, every byte read back, the structure and rules checkers
  * after each group.
  */
-#include "cli.h"
+#include "cli/cli.h"
 #include "drvcheck.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * rules_check.h): the state fingerprint of the public queries, the GPU
  * view through softgpu's MMU, and the failed-call rule.
  */
-#include "harness/rules_check.h"
+#include "rules_check.h"
 #include "softgpu_int.h"   /* softgpu_aperture_entry, softgpu_dummy_page: white-box reads */
 
 #include <stdarg.h>

@@ -10,7 +10,7 @@
 #ifndef VIDMM_TOOL_SCENARIO_H
 #define VIDMM_TOOL_SCENARIO_H
 
-#include "trace.h"
+#include "trace/trace.h"
 
 struct scenario_params {
     uint64_t seed;

@@ -10,7 +10,7 @@
  */
 #include "report.h"
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "html.h"
 
 #include <inttypes.h>

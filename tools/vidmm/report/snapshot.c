@@ -3,7 +3,7 @@
  * fdinfo text (--fdinfo) after the last call: both are the library's
  * (vidmm_adapter_stats_json, vidmm_process_fdinfo; docs/OBSERVABILITY.md),
  * written as they come.  The allocations carry the names the recording
- * layer gave them at creation ("A<id> <name>", trace_write.c).
+ * layer gave them at creation ("A<id> <name>", trace_write_calls.c).
  */
 #include "report.h"
 

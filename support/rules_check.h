@@ -1,8 +1,12 @@
 /*
  * rules_check.h - the harness side of the WDDM rules checker, shared by
  * the vidmm tool (run, replay, gen/fuzz-scenarios/shrink), the test
- * suites (oom, stress) and the fuzzers: one object file linked into
- * each, never copied.
+ * suites (oom, stress), the fuzzers and the explorer: part of the support
+ * library (support/, libvidmm-support.a, not installed), linked into
+ * each, never copied.  Like the rest of support/ it uses the public
+ * headers, plus softgpu's internal header (softgpu_int.h) for the
+ * white-box reads of the GPU's view (the aperture's entries, the dummy
+ * page) that softgpu's public interface does not offer.
  *
  * The library's vidmm_adapter_check_rules (vidmm/rules.h) checks the
  * state rules vidmm can see by itself.  Two kinds need more:

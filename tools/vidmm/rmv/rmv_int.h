@@ -1,6 +1,6 @@
 /*
- * rmv_int.h - what the RMV decoder (rmv_decode.c) hands the replay
- * (rmv.c): the replayable events.  Not for the rest of the tool.
+ * rmv_int.h - what the RMV decoder (rmv_decode.c, rmv_stream.c) hands the
+ * replay (rmv.c): the replayable events.  Not for the rest of the tool.
  */
 #ifndef VIDMM_TOOL_RMV_INT_H
 #define VIDMM_TOOL_RMV_INT_H

@@ -34,7 +34,7 @@
  * MISMATCH or a fault.
  */
 #include "scenario.h"
-#include "harness/splitmix.h"
+#include "splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +308,66 @@ static struct tr_cmd sc_cmd(uint32_t op, uint32_t v0, uint64_t o0, uint32_t v1, 
 
 /* ---- desktop -------------------------------------------------------- */
 
+/* The compositor's copy engine runs a physical-mode context: two
+ * AccessedPhysically rings, a command buffer in host memory with an
+ * allocation list and patch locations for every address.  Returns the
+ * context (0: none), its command buffer in *pbuf. */
+static uint32_t desktop_compose_setup(struct sc *s, int cout, uint32_t *pbuf)
+{
+    struct tr *t = s->t;
+    uint32_t pctx = 0;
+    s->al[cout].nocheck = 1;
+    vidmm_status cst = tr_context_create(t, s->proc[0].d, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL, &pctx);
+    if (cst < 0) {
+        sc_unexpected(s, "context", cst);
+        pctx = 0;
+    }
+    /* Addresses are 0 until patched: copy out+4096 <- src (4 KiB),
+     * checksum that copy into out+8, checksum src into out+0. */
+    struct tr_cmd prog[3] = {
+        sc_cmd(SOFTGPU_CMD_COPY, 0, 0, 0, 0, 0, 4096),
+        sc_cmd(SOFTGPU_CMD_CHECKSUM, 0, 0, 0, 4096, 0, 0),
+        sc_cmd(SOFTGPU_CMD_CHECKSUM, 0, 0, 0, 256u << 10, 0, 0),
+    };
+    if (pctx && (cst = tr_cmdbuf(t, prog, 3, 0, 0, pbuf)) < 0) {
+        sc_unexpected(s, "cmdbuf", cst);
+        pctx = 0;
+    }
+    return pctx;
+}
+
+/* Compose frame f: the results are cleared, the buffer submitted again
+ * (after the first frame as reused: only the locations of a ring that
+ * moved are patched), and checked by the CPU. */
+static void desktop_compose(struct sc *s, uint32_t f, struct sc_alloc *src, struct sc_alloc *out, uint32_t pctx,
+                            uint32_t pbuf)
+{
+    struct tr *t = s->t;
+    static const struct tr_patch patches[6] = {
+        { 1, 4096, 0 + SOFTGPU_CMD_OPERAND(0) }, { 0, 0, 0 + SOFTGPU_CMD_OPERAND(1) },
+        { 1, 4096, 32 + SOFTGPU_CMD_OPERAND(0) }, { 1, 8, 32 + SOFTGPU_CMD_OPERAND(2) },
+        { 0, 0, 64 + SOFTGPU_CMD_OPERAND(0) }, { 1, 0, 64 + SOFTGPU_CMD_OPERAND(2) },
+    };
+    uint32_t al[2] = { src->a, out->a }, alf[2] = { 0, VIDMM_SUBMIT_WRITE };
+    uint64_t fence = 0;
+    vidmm_status st;
+    if ((st = tr_write(t, out->a, 0)) < 0)
+        sc_unexpected(s, "write", st);
+    /* Every fourth frame the source ring moves (to the aperture and
+     * back): its three locations are patched again. */
+    if (f % 4 == 2 && (st = tr_move(t, src->a, f % 8 == 2 ? 3 : 1, 0)) < 0)
+        sc_unexpected(s, "move", st);
+    st = tr_submit_physical(t, pctx, pbuf, al, alf, 2, patches, 6, f ? VIDMM_SUBMIT_REUSED : 0, &fence, NULL);
+    if (st < 0)
+        sc_unexpected(s, "submit-physical", st);
+    else if ((st = tr_context_wait(t, pctx, fence)) < 0)
+        sc_unexpected(s, "context-wait", st);
+    else {
+        sc_result(s, out, 0, tr_pattern_checksum(src->size, src->seed));
+        sc_result(s, out, 8, tr_pattern_checksum(4096, src->seed));
+    }
+}
+
 static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *log)
 {
     struct sc *s = calloc(1, sizeof(*s));
@@ -337,25 +397,8 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
     int csrc = sc_alloc(s, -1, SOFTGPU_ALLOC_RING, 256u << 10, 0, "compose-src");
     int cout = sc_alloc(s, -1, SOFTGPU_ALLOC_RING, 64u << 10, 0, "compose-out");
     uint32_t pctx = 0, pbuf = 0;
-    if (csrc >= 0 && cout >= 0) {
-        s->al[cout].nocheck = 1;
-        vidmm_status cst = tr_context_create(t, s->proc[0].d, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL, &pctx);
-        if (cst < 0) {
-            sc_unexpected(s, "context", cst);
-            pctx = 0;
-        }
-        /* Addresses are 0 until patched: copy out+4096 <- src (4 KiB),
-         * checksum that copy into out+8, checksum src into out+0. */
-        struct tr_cmd prog[3] = {
-            sc_cmd(SOFTGPU_CMD_COPY, 0, 0, 0, 0, 0, 4096),
-            sc_cmd(SOFTGPU_CMD_CHECKSUM, 0, 0, 0, 4096, 0, 0),
-            sc_cmd(SOFTGPU_CMD_CHECKSUM, 0, 0, 0, 256u << 10, 0, 0),
-        };
-        if (pctx && (cst = tr_cmdbuf(t, prog, 3, 0, 0, &pbuf)) < 0) {
-            sc_unexpected(s, "cmdbuf", cst);
-            pctx = 0;
-        }
-    }
+    if (csrc >= 0 && cout >= 0)
+        pctx = desktop_compose_setup(s, cout, &pbuf);
     /* Twice the memory segments in textures of 1-4 MiB. */
     uint64_t target = 2 * s->local;
     for (int i = 0; i < 4; i++) {
@@ -384,34 +427,8 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
     uint32_t offered[64], noffered = 0;
     for (uint32_t f = 0; f < frames; f++) {
         tr_frame(t, f);
-        if (pctx) {
-            /* Compose: the results are cleared, the buffer submitted again
-             * (after the first frame as reused: only the locations of a
-             * ring that moved are patched), and checked by the CPU. */
-            struct sc_alloc *src = &s->al[csrc], *out = &s->al[cout];
-            static const struct tr_patch patches[6] = {
-                { 1, 4096, 0 + SOFTGPU_CMD_OPERAND(0) }, { 0, 0, 0 + SOFTGPU_CMD_OPERAND(1) },
-                { 1, 4096, 32 + SOFTGPU_CMD_OPERAND(0) }, { 1, 8, 32 + SOFTGPU_CMD_OPERAND(2) },
-                { 0, 0, 64 + SOFTGPU_CMD_OPERAND(0) }, { 1, 0, 64 + SOFTGPU_CMD_OPERAND(2) },
-            };
-            uint32_t al[2] = { src->a, out->a }, alf[2] = { 0, VIDMM_SUBMIT_WRITE };
-            uint64_t fence = 0;
-            if ((st = tr_write(t, out->a, 0)) < 0)
-                sc_unexpected(s, "write", st);
-            /* Every fourth frame the source ring moves (to the aperture
-             * and back): its three locations are patched again. */
-            if (f % 4 == 2 && (st = tr_move(t, src->a, f % 8 == 2 ? 3 : 1, 0)) < 0)
-                sc_unexpected(s, "move", st);
-            st = tr_submit_physical(t, pctx, pbuf, al, alf, 2, patches, 6, f ? VIDMM_SUBMIT_REUSED : 0, &fence, NULL);
-            if (st < 0)
-                sc_unexpected(s, "submit-physical", st);
-            else if ((st = tr_context_wait(t, pctx, fence)) < 0)
-                sc_unexpected(s, "context-wait", st);
-            else {
-                sc_result(s, out, 0, tr_pattern_checksum(src->size, src->seed));
-                sc_result(s, out, 8, tr_pattern_checksum(4096, src->seed));
-            }
-        }
+        if (pctx)
+            desktop_compose(s, f, &s->al[csrc], &s->al[cout], pctx, pbuf);
         for (int pi = 0; pi < 4; pi++) {
             uint32_t list[SC_MAX_ALLOCS], n = 0;
             uint64_t bytes = 0, cap = pi == 3 ? s->local * 3 / 32 : s->local / 3;
@@ -479,6 +496,46 @@ static int run_desktop(struct tr *t, const struct scenario_params *prm, FILE *lo
 
 /* ---- game ----------------------------------------------------------- */
 
+/* Level l's textures, adding up to 60% of memory: the first one's index
+ * and their count. */
+static void game_level(struct sc *s, int l, int *first, int *count)
+{
+    *first = s->nal;
+    uint64_t bytes = 0;
+    int k = 0;
+    while (bytes < s->local * 6 / 10 && s->nal < SC_MAX_ALLOCS - 8) {
+        char name[32];
+        snprintf(name, sizeof name, "level%d-tex%d", l, k++);
+        uint64_t size = (1ull << 20) << (splitmix64_next(&s->rng) % 3);
+        if (sc_alloc(s, 0, SOFTGPU_ALLOC_TEXTURE, size, 0, name) < 0)
+            break;
+        bytes += size;
+    }
+    *count = s->nal - *first;
+}
+
+/* Frame f's GPU work: clear part of the G-buffer g, resolve the depth
+ * buffer dp into it, checksum both into r and signal the frame. */
+static void game_gpu_work(struct sc *s, uint32_t f, uint32_t ctx, struct sc_alloc *g, struct sc_alloc *dp,
+                          struct sc_alloc *r, struct sc_alloc *cmdb)
+{
+    uint32_t pattern = 0x9E3779B9u * (f + 1);
+    struct tr_cmd prog[5] = {
+        sc_cmd(SOFTGPU_CMD_FILL, g->v, 0, 0, 1u << 20, 0, pattern),
+        sc_cmd(SOFTGPU_CMD_CHECKSUM, g->v, 0, 0, 1u << 20, r->v, 0),
+        sc_cmd(SOFTGPU_CMD_COPY, g->v, 0, dp->v, 0, 0, g->size),
+        sc_cmd(SOFTGPU_CMD_CHECKSUM, g->v, 0, 0, g->size, r->v, 8),
+        sc_cmd(SOFTGPU_CMD_SIGNAL, r->v, 16, 0, f + 1, 0, 0),
+    };
+    if (sc_submit_virtual(s, ctx, cmdb, prog, 5) >= 0) {
+        g->seed = dp->seed;
+        g->dirty = 1;
+        sc_result(s, r, 0, tr_fill_checksum(1u << 20, pattern));
+        sc_result(s, r, 8, tr_pattern_checksum(g->size, dp->seed));
+        sc_result(s, r, 16, f + 1);
+    }
+}
+
 static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
 {
     struct sc *s = calloc(1, sizeof(*s));
@@ -531,20 +588,8 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
     }
     /* Three levels, each with textures adding up to 60% of memory. */
     int level_first[3], level_count[3];
-    for (int l = 0; l < 3; l++) {
-        level_first[l] = s->nal;
-        uint64_t bytes = 0;
-        int k = 0;
-        while (bytes < s->local * 6 / 10 && s->nal < SC_MAX_ALLOCS - 8) {
-            char name[32];
-            snprintf(name, sizeof name, "level%d-tex%d", l, k++);
-            uint64_t size = (1ull << 20) << (splitmix64_next(&s->rng) % 3);
-            if (sc_alloc(s, 0, SOFTGPU_ALLOC_TEXTURE, size, 0, name) < 0)
-                break;
-            bytes += size;
-        }
-        level_count[l] = s->nal - level_first[l];
-    }
+    for (int l = 0; l < 3; l++)
+        game_level(s, l, &level_first[l], &level_count[l]);
     sc_check_adapter(s);
     uint32_t frames = prm->frames ? prm->frames : 30;
     int level = -1;
@@ -585,26 +630,8 @@ static int run_game(struct tr *t, const struct scenario_params *prm, FILE *log)
         struct sc_alloc *back = &s->al[prim[f % 2]];
         sc_gpu_read_all(s, 0, &s->al[rt[2]].a, 1);
         sc_gpu_write(s, &s->al[rt[0]]);
-        if (ctx) {
-            /* GPU work: clear part of the G-buffer, resolve the depth
-             * buffer into it, checksum both and signal the frame. */
-            struct sc_alloc *g = &s->al[rt[1]], *dp = &s->al[rt[0]], *r = &s->al[res];
-            uint32_t pattern = 0x9E3779B9u * (f + 1);
-            struct tr_cmd prog[5] = {
-                sc_cmd(SOFTGPU_CMD_FILL, g->v, 0, 0, 1u << 20, 0, pattern),
-                sc_cmd(SOFTGPU_CMD_CHECKSUM, g->v, 0, 0, 1u << 20, r->v, 0),
-                sc_cmd(SOFTGPU_CMD_COPY, g->v, 0, dp->v, 0, 0, g->size),
-                sc_cmd(SOFTGPU_CMD_CHECKSUM, g->v, 0, 0, g->size, r->v, 8),
-                sc_cmd(SOFTGPU_CMD_SIGNAL, r->v, 16, 0, f + 1, 0, 0),
-            };
-            if (sc_submit_virtual(s, ctx, &s->al[cmdb], prog, 5) >= 0) {
-                g->seed = dp->seed;
-                g->dirty = 1;
-                sc_result(s, r, 0, tr_fill_checksum(1u << 20, pattern));
-                sc_result(s, r, 8, tr_pattern_checksum(g->size, dp->seed));
-                sc_result(s, r, 16, f + 1);
-            }
-        }
+        if (ctx)
+            game_gpu_work(s, f, ctx, &s->al[rt[1]], &s->al[rt[0]], &s->al[res], &s->al[cmdb]);
         sc_gpu_write(s, back);
         if ((st = tr_flip(t, 0, back->a)) < 0)
             sc_unexpected(s, "flip", st);

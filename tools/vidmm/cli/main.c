@@ -15,7 +15,7 @@
 #include "vidmm/vidmm.h"
 
 #include "cli.h"
-#include "scenario.h"
+#include "scenario/scenario.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,7 +14,7 @@
 #ifndef VIDMM_TOOL_HTML_H
 #define VIDMM_TOOL_HTML_H
 
-#include "trace.h"
+#include "trace/trace.h"
 
 #include <stdio.h>
 

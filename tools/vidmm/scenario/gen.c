@@ -18,7 +18,7 @@
  * evict, moves to every segment, maps, CPU writes and checks, GPU reads
  * and writes through the page tables, offer/reclaim, virtual-mode
  * submissions, destroys.  Results are not stated (the generator cannot
- * know them); what fails a run is a rule violation (harness/rules_check.h),
+ * know them); what fails a run is a rule violation (support/rules_check.h),
  * a read-back that differs from bytes the generator knows (CPU checks and
  * GPU reads of content no offer, GPU write or discard made unknown), or
  * a check-adapter that finds a structure violation.
@@ -33,9 +33,9 @@
  * Every run prints its seed; `vidmm gen --seed N` gives back the scenario
  * of seed N that fuzz-scenarios ran.
  */
-#include "cli.h"
-#include "replay.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "trace/replay.h"
+#include "splitmix.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
  *         every call; the first violation fails the run (a replay or a
  *         scenario file stops there)
  *   run:  --fail-driver OP:K[:once|sticky]: a failing driver
- *         (tests/harness/fault_driver.h) refuses OP at its K-th call (K 0:
+ *         (support/fault_driver.h) refuses OP at its K-th call (K 0:
  *         counts the calls only); the run's statuses are not judged, the
  *         state at the end is (structure, rules, aperture entries)
  *   output options: --record FILE  --format text|json|csv  -o FILE
@@ -25,11 +25,11 @@
  * stderr for that reason.
  */
 #include "cli.h"
-#include "html.h"
-#include "replay.h"
-#include "report.h"
-#include "rmv.h"
-#include "scenario.h"
+#include "report/html.h"
+#include "trace/replay.h"
+#include "report/report.h"
+#include "rmv/rmv.h"
+#include "scenario/scenario.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -6,7 +6,7 @@
  * allocation is moved between dumps to show that its GPU VA stays while
  * its pages change.
  */
-#include "cli.h"
+#include "cli/cli.h"
 
 #include "vidmm/process.h"
 

@@ -7,8 +7,8 @@
  * the growable text buffer the outputs are built in.
  */
 #include "trace.h"
-#include "harness/softgpu_cmds.h"
-#include "harness/splitmix.h"
+#include "softgpu_cmds.h"
+#include "splitmix.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,7 +126,7 @@ const char *tr_node_name(uint32_t node)
                                                                                      : NULL;
 }
 
-/* ---- command-buffer commands (the shared table, harness/softgpu_cmds.h) */
+/* ---- command-buffer commands (the shared table, support/softgpu_cmds.h) */
 
 int tr_cmd_operands(uint32_t op)
 {

@@ -3,17 +3,16 @@
  *
  * An RMV file holds RMT token streams (the format defined by the
  * MIT-licensed radeon_memory_visualizer parser), either in an "AMD_RDF "
- * container (Radeon Developer Panel) or in the legacy chunk file whose
- * magic is 0x494e494d.  rmv_decode.c reads every chunk and every token,
- * checks what can be checked (token bytes against chunk sizes, chunk
- * regions against the file, the heap table against the system
- * description) and refuses the file with a message at the first
- * inconsistency; what it does not use it names and counts.  rmv.c
- * replays the application's virtual allocations (with their heap
- * preferences turned into segment preferences), frees and residency
- * references against vidmm through the recording layer (so an import
- * can be recorded as a vidmm trace), and scores vidmm's placements
- * against the page-table updates the driver recorded.
+ * container (Radeon Developer Panel) or in the legacy chunk file whose magic
+ * is 0x494e494d.  rmv_decode.c and rmv_stream.c read every chunk and every
+ * token, check what can be checked (token bytes against chunk sizes, chunk
+ * regions against the file, the heap table against the system description)
+ * and refuse the file with a message at the first inconsistency; what they do
+ * not use they name and count.  rmv.c replays the application's virtual
+ * allocations (with their heap preferences turned into segment preferences),
+ * frees and residency references against vidmm through the recording layer
+ * (so an import can be recorded as a vidmm trace), and scores vidmm's
+ * placements against the page-table updates the driver recorded.
  */
 #ifndef VIDMM_TOOL_RMV_H
 #define VIDMM_TOOL_RMV_H
@@ -21,8 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report.h"
-#include "trace.h"
+#include "report/report.h"
+#include "trace/trace.h"
 
 #define RMV_TOKEN_TYPES 16
 #define RMV_MAX_STREAMS 16

@@ -15,10 +15,10 @@
  * replay re-creates the run call for call, and the report (report.c) reads
  * only state that both have: vidmm's answers and the wrappers' counters.
  *
- * The layer is four files: trace_format.c (names and definitions of the
- * format), trace_write.c (the wrappers and their lines), trace_timeline.c
- * (the Chrome trace JSON) and trace_read.c (reading a trace back; its
- * execution is replay.c).
+ * The layer is five files: trace_format.c (names and definitions of the
+ * format), trace_write.c and trace_write_calls.c (the wrappers and their
+ * lines), trace_timeline.c (the Chrome trace JSON) and trace_read.c
+ * (reading a trace back; its execution is replay.c).
  *
  * Raw vidmm handles never leave this layer: they embed an address-derived
  * salt and would differ between a run and its replay.
@@ -26,8 +26,8 @@
 #ifndef VIDMM_TOOL_TRACE_H
 #define VIDMM_TOOL_TRACE_H
 
-#include "harness/fault_driver.h"
-#include "harness/rules_check.h"
+#include "fault_driver.h"
+#include "rules_check.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -184,7 +184,7 @@ struct tr {
     tr_observer_fn observer;     /* NULL = none */
     void *observer_ctx;
 
-    /* The WDDM rules checker (harness/rules_check.h), on by default:
+    /* The WDDM rules checker (support/rules_check.h), on by default:
      * after every call the library's rules and the GPU's view are
      * checked, around a make-resident the failed-call rule.  The first
      * violation is kept (and said on stderr); checking stops there, so a

@@ -10,7 +10,7 @@
 #ifndef VIDMM_TOOL_REPORT_H
 #define VIDMM_TOOL_REPORT_H
 
-#include "trace.h"
+#include "trace/trace.h"
 
 #include <stdio.h>
 

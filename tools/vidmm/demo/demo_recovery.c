@@ -12,8 +12,8 @@
  *   3. standby and resume: what was saved, and every byte back.
  * Every read-back goes through the GPU (a CHECKSUM command) or the CPU.
  */
-#include "cli.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "splitmix.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +166,52 @@ static void rd_devices(struct rd_env *e, struct rd_proc *const *ps, int n)
     }
 }
 
+/* Standby and resume: the viewer's resident texture is saved to system
+ * memory and comes back; a submission while down is refused; the first
+ * one after resume sees every byte. */
+static void rd_standby(struct rd_env *e, struct rd_proc *viewer, uint32_t set, struct softgpu_cmdbuf *cb,
+                       vidmm_handle vcmd, uint64_t vvc, uint64_t vvd, uint64_t vvr, vidmm_handle vres)
+{
+    struct vidmm_adapter *a = e->a;
+    vidmm_status st;
+    uint64_t t0, fv = 0;
+    vidmm_handle keep = rd_alloc(e, viewer, set, RD_SZ, 79, NULL);
+    if ((st = rd_resident(e, viewer, &keep, 1)) < 0)
+        rd_fail(e, "make-resident", st);
+    t0 = rd_now();
+    st = vidmm_adapter_set_power_state(a, VIDMM_POWER_STANDBY);
+    struct vidmm_power_stats ps;
+    vidmm_adapter_get_power_stats(a, &ps);
+    char sb[32];
+    cli_format_size(ps.bytes_saved, sb, sizeof sb);
+    printf("\n== standby and resume ==\n  standby: %s in %.1f ms, %llu allocations saved to system memory (%s), "
+           "%llu dropped (a current system copy exists)\n",
+           vidmm_status_str(st), rd_ms(t0), (unsigned long long)ps.allocations_saved, sb,
+           (unsigned long long)ps.allocations_discarded);
+    uint64_t f2;
+    printf("  while down, a submission answers %s\n",
+           vidmm_status_str(vidmm_submit_virtual(a, viewer->ctx, vvc, 8, &f2)));
+    t0 = rd_now();
+    vidmm_status st2 = vidmm_adapter_set_power_state(a, VIDMM_POWER_D0);
+    cb->size = 0;
+    softgpu_cmd_checksum(cb, vvd, RD_SZ, vvr + 16);
+    if (st2 >= 0 && (st2 = rd_submit(e, viewer, vcmd, vvc, cb, &fv)) >= 0)
+        st2 = vidmm_context_wait(a, viewer->ctx, fv, UINT64_MAX);
+    void *cpu = NULL;
+    int keep_ok = 0;
+    if (st2 >= 0 && vidmm_allocation_lock(a, keep, &cpu) >= 0) {
+        uint64_t sd = 79, *w = cpu;
+        keep_ok = 1;
+        for (uint64_t i = 0; i < RD_SZ / 8; i++)
+            keep_ok &= w[i] == splitmix64_next(&sd);
+        vidmm_allocation_unlock(a, keep);
+    }
+    int ok = st >= 0 && st2 >= 0 && rd_read64(e, vres, 16) == rd_sum(RD_SZ, 71) && keep_ok;
+    printf("  resume and first submission: %s in %.1f ms; every byte back (GPU checksum and CPU read): %s\n",
+           vidmm_status_str(st2), rd_ms(t0), ok ? "yes" : "NO");
+    e->failures += !ok;
+}
+
 int cli_demo_recovery(struct cli_session *s)
 {
     struct rd_env e = { s, s->adapter, 0 };
@@ -274,41 +320,7 @@ int cli_demo_recovery(struct cli_session *s)
     e.failures += !ok;
 
     /* 3. Standby and resume. */
-    vidmm_handle keep = rd_alloc(&e, &viewer, set, RD_SZ, 79, NULL);
-    if ((st = rd_resident(&e, &viewer, &keep, 1)) < 0)
-        rd_fail(&e, "make-resident", st);
-    t0 = rd_now();
-    st = vidmm_adapter_set_power_state(a, VIDMM_POWER_STANDBY);
-    struct vidmm_power_stats ps;
-    vidmm_adapter_get_power_stats(a, &ps);
-    char sb[32];
-    cli_format_size(ps.bytes_saved, sb, sizeof sb);
-    printf("\n== standby and resume ==\n  standby: %s in %.1f ms, %llu allocations saved to system memory (%s), "
-           "%llu dropped (a current system copy exists)\n",
-           vidmm_status_str(st), rd_ms(t0), (unsigned long long)ps.allocations_saved, sb,
-           (unsigned long long)ps.allocations_discarded);
-    uint64_t f2;
-    printf("  while down, a submission answers %s\n",
-           vidmm_status_str(vidmm_submit_virtual(a, viewer.ctx, vvc, 8, &f2)));
-    t0 = rd_now();
-    vidmm_status st2 = vidmm_adapter_set_power_state(a, VIDMM_POWER_D0);
-    cb.size = 0;
-    softgpu_cmd_checksum(&cb, vvd, RD_SZ, vvr + 16);
-    if (st2 >= 0 && (st2 = rd_submit(&e, &viewer, vcmd, vvc, &cb, &fv)) >= 0)
-        st2 = vidmm_context_wait(a, viewer.ctx, fv, UINT64_MAX);
-    void *cpu = NULL;
-    int keep_ok = 0;
-    if (st2 >= 0 && vidmm_allocation_lock(a, keep, &cpu) >= 0) {
-        uint64_t sd = 79, *w = cpu;
-        keep_ok = 1;
-        for (uint64_t i = 0; i < RD_SZ / 8; i++)
-            keep_ok &= w[i] == splitmix64_next(&sd);
-        vidmm_allocation_unlock(a, keep);
-    }
-    ok = st >= 0 && st2 >= 0 && rd_read64(&e, vres, 16) == rd_sum(RD_SZ, 71) && keep_ok;
-    printf("  resume and first submission: %s in %.1f ms; every byte back (GPU checksum and CPU read): %s\n",
-           vidmm_status_str(st2), rd_ms(t0), ok ? "yes" : "NO");
-    e.failures += !ok;
+    rd_standby(&e, &viewer, set, &cb, vcmd, vvc, vvd, vvr, vres);
     printf("  recovery integrity: %d failures; adapter check: %s\n", e.failures,
            vidmm_adapter_check(a, NULL, 0) ? "FAILED" : "clean");
 out:

@@ -8,8 +8,8 @@
  * with paging operations, flips a system-memory primary onto the display,
  * and after every step re-reads the bytes and runs the adapter checker.
  */
-#include "cli.h"
-#include "harness/splitmix.h"
+#include "cli/cli.h"
+#include "splitmix.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -123,6 +123,52 @@ static int move(struct vidmm_adapter *a, struct demo_alloc *d, uint32_t seg)
     return st < 0;
 }
 
+/* Content that is not needed any more leaves without a copy: a dead
+ * render target evicted with discard. */
+static int evict_discard(struct vidmm_adapter *a)
+{
+    int failures = 0;
+    struct demo_alloc scratch = { "scratch", "render target whose content is dead", 0, 0, 18 };
+    failures += create(a, SOFTGPU_ALLOC_TEXTURE, 2u << 20, 0, &scratch) < 0;
+    char from[96], to[96];
+    where(a, scratch.h, from, sizeof from);
+    vidmm_status st = vidmm_allocation_move_discard(a, scratch.h, 0);
+    where(a, scratch.h, to, sizeof to);
+    printf("  evict %-7s %-34s -> %-34s %s (discard, no transfer)\n", scratch.name, from, to,
+           st < 0 ? vidmm_status_str(st) : "ok");
+    failures += st < 0;
+    vidmm_allocation_destroy(a, scratch.h);
+    return failures;
+}
+
+/* The paging the placement scenario caused: buffers, operations and
+ * bytes by kind, and the paging process's content moves. */
+static void print_paging(struct vidmm_adapter *a, const struct vidmm_adapter_info *ai)
+{
+    static const char *const opname[17] = { "transfer", "fill", "discard", 0, 0, "map-aperture", "unmap-aperture",
+                                            0, "transfer-virtual", "fill-virtual" };
+    printf("\npaging: %llu buffers submitted, %llu restarts, fence %llu/%llu\n",
+           (unsigned long long)ai->paging_buffers_submitted, (unsigned long long)ai->paging_restarts,
+           (unsigned long long)ai->last_fence_completed, (unsigned long long)ai->last_fence_submitted);
+    for (int k = 0; k < 17; k++) {
+        if (!ai->paging_ops[k] || !opname[k])
+            continue;
+        char b[32];
+        cli_format_size(ai->paging_bytes[k], b, sizeof b);
+        printf("  %-17s %6llu ops %12s\n", opname[k], (unsigned long long)ai->paging_ops[k], b);
+    }
+    struct vidmm_paging_process_info pp;
+    if (vidmm_adapter_query_paging_process(a, &pp) == VIDMM_OK) {
+        char w[32];
+        cli_format_size(pp.window_size, w, sizeof w);
+        printf("  paging process: %llu content moves in %llu chunks through two %s scratch windows",
+               (unsigned long long)pp.moves, (unsigned long long)pp.chunks, w);
+        if (pp.scratch_va_64k)
+            printf(" (%llu with 64 KB entries)", (unsigned long long)pp.chunks_64k);
+        printf("\n");
+    }
+}
+
 int cli_demo(int argc, char **argv)
 {
     struct cli_options o;
@@ -216,19 +262,7 @@ int cli_demo(int argc, char **argv)
     failures += move(a, &d[1], 0);        /* constant buffer evicted */
     failures += move(a, &d[1], vis);
     failures += verify_all(a, d, 7, &verified);
-    {
-        /* Content that is not needed any more leaves without a copy. */
-        struct demo_alloc scratch = { "scratch", "render target whose content is dead", 0, 0, 18 };
-        failures += create(a, SOFTGPU_ALLOC_TEXTURE, 2u << 20, 0, &scratch) < 0;
-        char from[96], to[96];
-        where(a, scratch.h, from, sizeof from);
-        vidmm_status st = vidmm_allocation_move_discard(a, scratch.h, 0);
-        where(a, scratch.h, to, sizeof to);
-        printf("  evict %-7s %-34s -> %-34s %s (discard, no transfer)\n", scratch.name, from, to,
-               st < 0 ? vidmm_status_str(st) : "ok");
-        failures += st < 0;
-        vidmm_allocation_destroy(a, scratch.h);
-    }
+    failures += evict_discard(a);
 
     printf("\n== display: flip the system-memory primary, then the memory one ==\n");
     failures += vidmm_adapter_flip(a, 0, d[5].h) < 0;
@@ -242,28 +276,7 @@ int cli_demo(int argc, char **argv)
     for (int i = 0; i < 7; i++)
         print_alloc(a, &d[i]);
     vidmm_adapter_query_info(a, &ai);
-    static const char *const opname[17] = { "transfer", "fill", "discard", 0, 0, "map-aperture", "unmap-aperture",
-                                            0, "transfer-virtual", "fill-virtual" };
-    printf("\npaging: %llu buffers submitted, %llu restarts, fence %llu/%llu\n",
-           (unsigned long long)ai.paging_buffers_submitted, (unsigned long long)ai.paging_restarts,
-           (unsigned long long)ai.last_fence_completed, (unsigned long long)ai.last_fence_submitted);
-    for (int k = 0; k < 17; k++) {
-        if (!ai.paging_ops[k] || !opname[k])
-            continue;
-        char b[32];
-        cli_format_size(ai.paging_bytes[k], b, sizeof b);
-        printf("  %-17s %6llu ops %12s\n", opname[k], (unsigned long long)ai.paging_ops[k], b);
-    }
-    struct vidmm_paging_process_info pp;
-    if (vidmm_adapter_query_paging_process(a, &pp) == VIDMM_OK) {
-        char w[32];
-        cli_format_size(pp.window_size, w, sizeof w);
-        printf("  paging process: %llu content moves in %llu chunks through two %s scratch windows",
-               (unsigned long long)pp.moves, (unsigned long long)pp.chunks, w);
-        if (pp.scratch_va_64k)
-            printf(" (%llu with 64 KB entries)", (unsigned long long)pp.chunks_64k);
-        printf("\n");
-    }
+    print_paging(a, &ai);
     cli_print_segments(a, stdout);
     printf("\nintegrity: %d of %d read-backs matched; adapter check: %s\n", verified, 7 * 3,
            failures ? "FAILED" : "clean");
