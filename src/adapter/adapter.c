@@ -601,17 +601,6 @@ static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vid
     return VIDMM_OK;
 }
 
-const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind)
-{
-    switch (kind) {
-    case VIDMM_SEGMENT_KIND_SYSTEM: return "system";
-    case VIDMM_SEGMENT_KIND_MEMORY: return "memory";
-    case VIDMM_SEGMENT_KIND_APERTURE: return "aperture";
-    case VIDMM_SEGMENT_KIND_AGP: return "agp";
-    }
-    return "unknown";
-}
-
 static vidmm_status segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)
 {
     if (!a || !out || id >= a->segment_count)

@@ -282,7 +282,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         uint32_t i = it - 1;
-        if (!al->live || al->self != ((al->self & ~0xFFFFFFull) | i))
+        if (!al->live || VIDMM_HANDLE_SLOT(al->self) != i)
             vidmm_report_add(&r, "allocation %u: in the table but not live, or named by another slot", i);
         if (!al->shared != !al->share)
             vidmm_report_add(&r, "allocation %u: shared flag %u but share record %s", i, al->shared,

@@ -67,7 +67,7 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
 
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+    if (VIDMM_HANDLE_TYPE(h) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
         const struct vidmm_share_holder *sh = vidmm_objtab_get(&a->share_holders, h);
         return sh ? sh->share->al : NULL;   /* a holder keeps it alive: never a zombie */
     }
@@ -81,7 +81,7 @@ struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_h
 
 struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process)
 {
-    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+    if (VIDMM_HANDLE_TYPE(h) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
         const struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
         return sh && sh->process == process ? sh->share->al : NULL;
     }
@@ -96,7 +96,7 @@ struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vid
 
 struct vidmm_share_holder *vidmm_share_holder_of(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION)
+    if (VIDMM_HANDLE_TYPE(h) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION)
         return vidmm_objtab_get(&a->share_holders, h);
     const struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
     if (!al || !al->shared || al->zombie)

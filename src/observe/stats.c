@@ -125,33 +125,15 @@ static void name_member(struct vidmm_text *t, const struct vidmm_allocation *al)
     vidmm_text_json_str(t, al->name);
 }
 
-static const struct {
-    uint32_t bit;
-    const char *name;
-} segment_flag_names[] = {
-    { VIDMM_SEGMENT_APERTURE, "Aperture" },
-    { VIDMM_SEGMENT_AGP, "Agp" },
-    { VIDMM_SEGMENT_CPU_VISIBLE, "CpuVisible" },
-    { VIDMM_SEGMENT_CACHE_COHERENT, "CacheCoherent" },
-    { VIDMM_SEGMENT_POPULATED_FROM_SYSTEM, "PopulatedFromSystemMemory" },
-    { VIDMM_SEGMENT_PRESERVED_DURING_STANDBY, "PreservedDuringStandby" },
-    { VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE, "PreservedDuringHibernate" },
-    { VIDMM_SEGMENT_DIRECT_FLIP, "DirectFlip" },
-    { VIDMM_SEGMENT_USE_64KB_PAGES, "Use64KBPages" },
-    { VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE, "SupportsCpuHostAperture" },
-    { VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE, "SupportsCachedCpuHostAperture" },
-    { VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, "LocalBudgetGroup" },
-    { VIDMM_SEGMENT_NON_LOCAL_BUDGET_GROUP, "NonLocalBudgetGroup" },
-};
-
-/* The segment's flags by their DXGK_SEGMENTFLAGS names. */
+/* The segment's flags by their DXGK_SEGMENTFLAGS names (core/names.c). */
 static void flags_write(struct vidmm_text *t, uint32_t flags)
 {
     int first = 1;
-    for (size_t i = 0; i < sizeof segment_flag_names / sizeof segment_flag_names[0]; i++) {
-        if (!(flags & segment_flag_names[i].bit))
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        const char *name = (flags & bit) ? vidmm_segment_flag_name(bit) : NULL;
+        if (!name)
             continue;
-        vidmm_text_add(t, "%s\"%s\"", first ? "" : ", ", segment_flag_names[i].name);
+        vidmm_text_add(t, "%s\"%s\"", first ? "" : ", ", name);
         first = 0;
     }
 }
@@ -161,22 +143,9 @@ static uint64_t seg_free(const struct vidmm_segment *s)
     return s->has_ra ? s->ra.free_bytes : s->commit_limit - s->committed;
 }
 
-/* vidmm_segment_kind_str's words (that function is the adapter layer's,
- * above this one). */
-static const char *kind_str(enum vidmm_segment_kind k)
-{
-    switch (k) {
-    case VIDMM_SEGMENT_KIND_SYSTEM: return "system";
-    case VIDMM_SEGMENT_KIND_MEMORY: return "memory";
-    case VIDMM_SEGMENT_KIND_APERTURE: return "aperture";
-    case VIDMM_SEGMENT_KIND_AGP: return "agp";
-    }
-    return "?";
-}
-
 static void label(const struct vidmm_adapter *a, uint32_t id, char *buf, size_t n)
 {
-    snprintf(buf, n, "Segment %u (%s)", id, kind_str(a->seg[id].kind));
+    snprintf(buf, n, "Segment %u (%s)", id, vidmm_segment_kind_str(a->seg[id].kind));
 }
 
 static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, uint64_t live, uint64_t zombies)
@@ -190,7 +159,7 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
         char region[16];
         vidmm_observe_region(a, id, region, sizeof region);
         vidmm_text_add(t, "%s\n      {\"id\": %u, \"kind\": \"%s\", \"region\": \"%s\", \"size\": %llu, ", id ? "," : "",
-                       id, kind_str(s->kind), region, U(s->size));
+                       id, vidmm_segment_kind_str(s->kind), region, U(s->size));
         vidmm_text_add(t, "\"page_size\": %u, \"commit_limit\": %llu, \"committed\": %llu, \"free\": %llu, ",
                        s->page_size, U(s->commit_limit), U(s->committed), U(seg_free(s)));
         vidmm_text_add(t, "\"allocations\": %llu}", U(s->allocations));

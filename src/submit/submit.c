@@ -485,18 +485,26 @@ vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, 
     return st;
 }
 
+/* vidmm_fence_wait_reached's question for a context: looked up again
+ * each time (the fence lock is dropped while hangs are looked for). */
+struct context_wait {
+    vidmm_handle context;
+    uint64_t value;
+};
+static int context_reached(struct vidmm_adapter *a, void *arg)
+{
+    const struct context_wait *w = arg;
+    const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, w->context);
+    if (!c)
+        return VIDMM_E_INVALID_HANDLE;
+    return c->fence_completed >= w->value;
+}
+
 static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout_ns != UINT64_MAX) {
-        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
-        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-    }
-    vidmm_status st = VIDMM_OK;
+    vidmm_status st;
     pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
     if (!c) {
@@ -506,24 +514,7 @@ static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle con
         st = vidmm_fail(VIDMM_E_INVALID_ARG, "fence %llu: the context has submitted only up to %llu",
                         (unsigned long long)value, (unsigned long long)c->fence_submitted);
     } else {
-        vidmm_handle h = c->self;
-        while (c->fence_completed < value) {
-            if (vidmm_reset_pending_locked(a)) {
-                st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
-                break;
-            }
-            int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
-            /* The lock was dropped to look for hangs: the context may be gone. */
-            c = vidmm_objtab_get(&a->contexts, h);
-            if (!c) {
-                st = VIDMM_E_INVALID_HANDLE;
-                break;
-            }
-            if (rc == ETIMEDOUT && c->fence_completed < value) {
-                st = VIDMM_E_TIMEOUT;
-                break;
-            }
-        }
+        st = vidmm_fence_wait_reached(a, context_reached, &(struct context_wait){ context, value }, timeout_ns);
     }
     pthread_mutex_unlock(&a->fence_lock);
     return st;
@@ -590,7 +581,7 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
     if (cnt) {
         for (const struct vidmm_submission *r = s->head; r; r = r->next)
             for (uint32_t i = 0; i < r->count; i++) {
-                uint32_t slot = (uint32_t)r->list[i]->self & 0xFFFFFFu;
+                uint32_t slot = VIDMM_HANDLE_SLOT(r->list[i]->self);
                 if (slot < used && vidmm_objtab_at(&a->allocations, slot) == r->list[i])
                     cnt[slot]++;
                 else {
