@@ -7,6 +7,7 @@
  * queues paging operations ends with a flush: in this foundation layer
  * every public call is synchronous with the GPU.
  */
+#include "handle/lookup.h"
 #include "fence/inflight.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -262,10 +263,10 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
     if (sh)
         return vidmm_share_close(a, sh);
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (al->lock_count)
         return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is locked by the CPU: unlock it first", (unsigned long long)h);
     vidmm_allocation_destroy_unlocked(a, al);
@@ -344,10 +345,10 @@ static vidmm_status allocation_query(const struct vidmm_adapter *a, vidmm_handle
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     memset(out, 0, sizeof(*out));
     out->size = al->size;
     out->requested_size = al->info.size;
@@ -377,10 +378,10 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
 {
     if (!a || !count || (cap && !r))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !count ? "count is NULL" : "ranges is NULL with capacity %u", cap);
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     const struct vidmm_placement *pl = &al->pl;
     if (pl->sys) {
         *count = 1;
@@ -549,10 +550,10 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (segment_id >= a->segment_count)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "segment %u: the adapter has segments 1 to %u (0: system memory)",
                           segment_id, a->segment_count - 1);
@@ -571,7 +572,7 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
                           al->lock_count ? "locked by the CPU" : "being scanned out");
     vidmm_residency_leave(a, al);
     vidmm_residency_drop_backing(a, al);
-    vidmm_status st = move_to(a, al, segment_id, discard);
+    st = move_to(a, al, segment_id, discard);
     vidmm_residency_enter(a, al);
     return st;
 }
@@ -684,10 +685,10 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
 {
     if (!a || !cpu)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "cpu_address is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (a->power_state != VIDMM_POWER_D0)   /* powered down (power.h) */
         return vidmm_fail(VIDMM_E_STATE, "the adapter is powered down (power state %u)", a->power_state);
     if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
@@ -716,7 +717,7 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */
-    vidmm_status st = vidmm_paging_flush(a);
+    st = vidmm_paging_flush(a);
     if (st < 0)
         return st;
     void *p = NULL;
@@ -759,10 +760,10 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (al->lock_count == 0)
         return vidmm_fail(VIDMM_E_STATE, "allocation 0x%llx is not locked", (unsigned long long)h);
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
@@ -786,10 +787,9 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
         return vidmm_fail(VIDMM_E_INVALID_ARG, "vidpn_source %u: at most %u sources", source, VIDMM_MAX_VIDPN_SOURCES);
     struct vidmm_allocation *al = NULL;
     if (h != VIDMM_HANDLE_NULL) {
-        al = vidmm_handle_get(a, h);
-        if (!al)
-            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                              (unsigned long long)(h));
+        vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+        if (st < 0)
+            return st;
         if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
             return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx was not described with VIDMM_ALLOC_PRIMARY",
                               (unsigned long long)h);
@@ -837,12 +837,10 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
 /* The device's process, or 0 for a bad or lost device (*st says which). */
 static vidmm_handle device_process(struct vidmm_adapter *a, vidmm_handle device, vidmm_status *st)
 {
-    struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
-    if (!d) {
-        *st = vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                         (unsigned long long)device);
+    struct vidmm_device *d;
+    *st = vidmm_device_lookup(a, device, &d);
+    if (*st < 0)
         return 0;
-    }
     pthread_mutex_lock(&a->fence_lock);   /* the error state comes from driver threads */
     int lost = d->lost;
     pthread_mutex_unlock(&a->fence_lock);
@@ -894,10 +892,9 @@ static vidmm_status device_lock(struct vidmm_adapter *a, vidmm_handle device, vi
     vidmm_handle proc = device_process(a, device, &st);
     if (!proc)
         return st;
-    if (!vidmm_handle_get_for(a, h, proc))
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                          (unsigned long long)(h));   /* never another process's pointer */
-    return vidmm_allocation_lock(a, h, cpu);
+    struct vidmm_allocation *al;
+    st = vidmm_allocation_lookup_for(a, h, proc, &al);   /* never another process's pointer */
+    return st < 0 ? st : vidmm_allocation_lock(a, h, cpu);
 }
 
 static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)

@@ -16,6 +16,7 @@
  * share-holder table.  The adapter's table of tokens is a hash table
  * by token (open addressing, below): an open costs O(1) expected.
  */
+#include "handle/lookup.h"
 #include "model/objects.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -302,13 +303,13 @@ static vidmm_status share_export(struct vidmm_adapter *a, vidmm_handle process, 
 {
     if (!a || !token)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "token is NULL");
-    if (!vidmm_process_get(a, process))
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)process);
-    struct vidmm_allocation *al = vidmm_handle_get_for(a, h, process);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                          (unsigned long long)h);
+    struct vidmm_process *p;
+    struct vidmm_allocation *al = NULL;
+    vidmm_status st = vidmm_process_lookup(a, process, &p);
+    if (st >= 0)
+        st = vidmm_allocation_lookup_for(a, h, process, &al);
+    if (st < 0)
+        return st;
     if (!al->share)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx was not created with VIDMM_CREATE_SHARED",
                           (unsigned long long)h);
@@ -323,9 +324,10 @@ static vidmm_status share_open(struct vidmm_adapter *a, vidmm_handle process, co
 {
     if (!a || !token || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !token ? "token is NULL" : "out is NULL");
-    if (!vidmm_process_get(a, process))
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)process);
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, process, &p);
+    if (st < 0)
+        return st;
     struct vidmm_share *s = (token->value[0] | token->value[1]) ? share_find(a, token) : NULL;
     if (!s)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "share token: names no live shared allocation of this adapter");
@@ -339,7 +341,7 @@ static vidmm_status share_open(struct vidmm_adapter *a, vidmm_handle process, co
     if (!sh)
         return VIDMM_E_NO_HOST_MEMORY;
     uint64_t h;
-    vidmm_status st = vidmm_objtab_add(&a->share_holders, a->ha, sh, &h);
+    st = vidmm_objtab_add(&a->share_holders, a->ha, sh, &h);
     if (st < 0) {
         vidmm_hfree(a->ha, sh, sizeof(*sh), _Alignof(struct vidmm_share_holder));
         return st == VIDMM_E_BUSY ? VIDMM_E_NO_HOST_MEMORY : st;   /* 16 M open handles per adapter */

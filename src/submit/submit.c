@@ -29,6 +29,7 @@
  * the fence lock.  Internal waits for fences hold the adapter lock (the
  * engines progress without it); vidmm_context_wait does not hold it.
  */
+#include "handle/lookup.h"
 #include "fence/fence.h"
 #include "fence/inflight.h"
 #include "handle/handle.h"
@@ -44,14 +45,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
-{
-    pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, h);
-    pthread_mutex_unlock(&a->fence_lock);
-    return c;
-}
 
 static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 {
@@ -136,10 +129,10 @@ static struct vidmm_submission *new_record(struct vidmm_adapter *a, uint32_t n)
 /* Common entry checks: the context in the mode wanted, its device alive. */
 static vidmm_status enter(struct vidmm_adapter *a, vidmm_handle context, uint32_t mode, struct vidmm_context **out)
 {
-    struct vidmm_context *c = ctx_get(a, context);
-    if (!c)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                          (unsigned long long)(context));
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup(a, context, &c);
+    if (st < 0)
+        return st;
     if (c->mode != mode)
         return vidmm_fail(VIDMM_E_STATE, "context 0x%llx is a %s context", (unsigned long long)context,
                           c->mode == VIDMM_CONTEXT_VIRTUAL ? "virtual" : "physical");
@@ -461,7 +454,8 @@ static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle co
     if (!a || (!submitted && !completed))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "submitted and completed are both NULL");
     pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup_locked(a, context, &c);
     if (c) {
         if (submitted)
             *submitted = c->fence_submitted;
@@ -469,9 +463,7 @@ static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle co
             *completed = c->fence_completed;
     }
     pthread_mutex_unlock(&a->fence_lock);
-    return c ? VIDMM_OK
-             : vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                          (unsigned long long)context);
+    return st;
 }
 
 /* Outside VIDMM_ENTRY (see the body above): the thread's last error is
@@ -504,12 +496,10 @@ static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle con
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    vidmm_status st;
     pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
-    if (!c) {
-        st = vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                        (unsigned long long)context);
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup_locked(a, context, &c);
+    if (st < 0) {
     } else if (value > c->fence_submitted) {   /* would never be signalled */
         st = vidmm_fail(VIDMM_E_INVALID_ARG, "fence %llu: the context has submitted only up to %llu",
                         (unsigned long long)value, (unsigned long long)c->fence_submitted);
