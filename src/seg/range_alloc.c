@@ -46,21 +46,12 @@
  * branch-free: whether a random block falls inside them is unpredictable.
  */
 #include "seg/range_alloc.h"
+#include "seg/range_alloc_int.h"
 
 #include "core/alloc_sites.h"
 
 #include <stddef.h>
 #include <string.h>
-
-#define RA_NIL  VIDMM_RA_NONE /* no node (0xFFFFFFFF) */
-#define RA_USED 0xFFFFFFFEu   /* prev_free of a live allocation */
-#define RA_SLOT 0xFFFFFFFDu   /* prev_free of an unused slot (next_free chains slots) */
-#define RA_MAX_NODES 0x7FFFFFFFu
-
-/* 64 second-level bins per power of two, one uint64 bitmap word each. */
-#define SL_LOG2 6u
-#define SL_COUNT 64u
-#define SLBIT(sl) (UINT64_C(1) << (sl))
 
 /* Candidates that fit looked at in the request's own bin before taking the
  * first one (an exact or padding-free fit ends the scan at once). */
@@ -70,64 +61,6 @@
 #define RA_MAX_SIZE (UINT64_C(1) << 62)
 #define RA_INITIAL_NODES 64u
 
-struct vidmm_ra_node {
-    uint64_t offset;
-    uint64_t size;
-    uint32_t prev_phys, next_phys;
-    /* Free range: its bin's list links.  Live allocation: prev_free is
-     * RA_USED and next_free the class index of its size, so a free that
-     * merges with nothing inserts it without recomputing the mapping. */
-    uint32_t prev_free, next_free;
-};
-
-/* ---- bit helpers: builtins where available, portable loops otherwise ---- */
-
-static inline unsigned msb64(uint64_t x) /* x != 0 */
-{
-#if defined(__GNUC__)
-    return 63u - (unsigned)__builtin_clzll(x);
-#else
-    unsigned r = 0;
-    if (x >> 32) { x >>= 32; r += 32; }
-    if (x >> 16) { x >>= 16; r += 16; }
-    if (x >> 8) { x >>= 8; r += 8; }
-    if (x >> 4) { x >>= 4; r += 4; }
-    if (x >> 2) { x >>= 2; r += 2; }
-    if (x >> 1) r += 1;
-    return r;
-#endif
-}
-
-static inline unsigned ctz64(uint64_t x) /* x != 0 */
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_ctzll(x);
-#else
-    return msb64(x & (~x + 1));
-#endif
-}
-
-/* Size class of n chunks (n >= 1). */
-static inline void mapping(uint64_t n, unsigned *fl, unsigned *sl)
-{
-    if (n < SL_COUNT) {
-        *fl = 0;
-        *sl = (unsigned)n;
-    } else {
-        unsigned m = msb64(n);
-        *fl = m - SL_LOG2 + 1;
-        *sl = (unsigned)(n >> (m - SL_LOG2)) & (SL_COUNT - 1);
-    }
-}
-
-/* Smallest size in chunks of bin (fl, sl). */
-static inline uint64_t bin_low(unsigned fl, unsigned sl)
-{
-    if (fl == 0)
-        return sl;
-    return (uint64_t)(SL_COUNT + sl) << (fl - 1);
-}
-
 #if defined(__GNUC__)
 #define RA_HOT inline __attribute__((always_inline))
 #define RA_COLD __attribute__((noinline))
@@ -135,16 +68,6 @@ static inline uint64_t bin_low(unsigned fl, unsigned sl)
 #define RA_HOT inline
 #define RA_COLD
 #endif
-
-/* Class index fl * SL_COUNT + sl of n chunks. */
-static inline unsigned class_index(uint64_t n)
-{
-    unsigned fl, sl;
-    mapping(n, &fl, &sl);
-    return fl * SL_COUNT + sl;
-}
-
-static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 /* ---- free lists ---- */
 
@@ -912,103 +835,4 @@ uint64_t vidmm_ra_largest_free(const struct vidmm_range_alloc *ra)
         if (ra->nodes[b].size > best)
             best = ra->nodes[b].size;
     return best;
-}
-
-void vidmm_ra_for_each(const struct vidmm_range_alloc *ra,
-                       void (*fn)(void *ctx, uint64_t offset, uint64_t size, int used), void *ctx)
-{
-    if (!ra || !ra->nodes || !fn)
-        return;
-    for (uint32_t i = ra->first_node; i != RA_NIL; i = ra->nodes[i].next_phys)
-        fn(ctx, ra->nodes[i].offset, ra->nodes[i].size, ra->nodes[i].prev_free == RA_USED);
-}
-
-int vidmm_ra_check(const struct vidmm_range_alloc *ra)
-{
-    int err = 0;
-    if (!ra || !ra->nodes || !ra->bins || !ra->sl_bitmap)
-        return 1;
-    if (!is_pow2(ra->chunk) || ((uint64_t)1 << ra->chunk_shift) != ra->chunk)
-        err++;
-    if (ra->node_count > ra->node_cap)
-        return err + 1;
-
-    /* Physical walk: ranges tile [0, size) in order. */
-    uint64_t pos = 0, free_bytes = 0, live = 0, free_nodes = 0, seen = 0;
-    uint32_t prev = RA_NIL;
-    int prev_free = 0;
-    for (uint32_t i = ra->first_node; i != RA_NIL; i = ra->nodes[i].next_phys) {
-        if (i >= ra->node_cap || ++seen > ra->node_count)
-            return err + 1; /* broken chain: stop before looping */
-        const struct vidmm_ra_node *n = &ra->nodes[i];
-        if (n->prev_phys != prev)
-            err++;
-        if (n->offset != pos || !n->size || (n->size & (ra->chunk - 1)) || n->prev_free == RA_SLOT)
-            err++;
-        int fr = n->prev_free != RA_USED;
-        if (fr) {
-            free_bytes += n->size;
-            free_nodes++;
-            if (prev_free)
-                err++; /* two adjacent free ranges */
-        } else {
-            live++;
-            if (n->next_free != class_index(n->size >> ra->chunk_shift))
-                err++;
-        }
-        prev_free = fr;
-        pos = n->offset + n->size;
-        prev = i;
-    }
-    if (pos != ra->size)
-        err++;
-    if (free_bytes != ra->free_bytes)
-        err++;
-    if (live != ra->live_count)
-        err++;
-
-    /* Slot chain: every slot not in the physical list. */
-    uint64_t slots = 0;
-    for (uint32_t i = ra->free_node_head; i != RA_NIL; i = ra->nodes[i].next_free) {
-        if (i >= ra->node_cap || ++slots > ra->node_cap)
-            return err + 1;
-        if (ra->nodes[i].prev_free != RA_SLOT)
-            err++;
-    }
-    if (seen != ra->node_count || slots != (uint64_t)ra->node_cap - ra->node_count)
-        err++;
-
-    /* Bins: each list holds free ranges of its class, links consistent,
-     * bitmaps set exactly for non-empty bins. */
-    uint64_t in_bins = 0;
-    for (unsigned fl = 0; fl < ra->fl_count; fl++) {
-        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
-            uint32_t head = ra->bins[fl * SL_COUNT + sl];
-            int bit = (ra->sl_bitmap[fl] >> sl) & 1;
-            if (bit != (head != RA_NIL))
-                err++;
-            uint32_t pv = RA_NIL;
-            for (uint32_t b = head; b != RA_NIL; b = ra->nodes[b].next_free) {
-                if (b >= ra->node_cap || ++in_bins > free_nodes)
-                    return err + 1;
-                const struct vidmm_ra_node *n = &ra->nodes[b];
-                unsigned f2, s2;
-                if (n->prev_free == RA_USED || n->prev_free == RA_SLOT || n->prev_free != pv || !n->size)
-                    err++;
-                else {
-                    mapping(n->size >> ra->chunk_shift, &f2, &s2);
-                    if (f2 != fl || s2 != sl)
-                        err++;
-                }
-                pv = b;
-            }
-        }
-        if (((ra->fl_bitmap >> fl) & 1) != (ra->sl_bitmap[fl] != 0))
-            err++;
-    }
-    if (ra->fl_count < 64 && (ra->fl_bitmap >> ra->fl_count))
-        err++;
-    if (in_bins != free_nodes)
-        err++;
-    return err;
 }

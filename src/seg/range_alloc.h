@@ -148,7 +148,12 @@ void vidmm_ra_for_each(const struct vidmm_range_alloc *ra,
 /* Verify every invariant (ranges tile [0,size) in order, no two adjacent
  * free ranges, bins and bitmaps agree with the free ranges, free_bytes and
  * live_count match).  Returns the number of violations, 0 when sound;
- * prints nothing. */
+ * prints nothing (range_alloc_check.c). */
 int vidmm_ra_check(const struct vidmm_range_alloc *ra);
+
+/* The same, and the first violation in words - the invariant and the
+ * node, bin or counter where it broke - into msg (n bytes; "" when
+ * sound; msg may be NULL). */
+int vidmm_ra_check_msg(const struct vidmm_range_alloc *ra, char *msg, size_t n);
 
 #endif
