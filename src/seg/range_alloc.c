@@ -150,6 +150,8 @@ static vidmm_status grow_nodes(struct vidmm_range_alloc *ra)
 static inline uint32_t slot_get(struct vidmm_range_alloc *ra)
 {
     uint32_t i = ra->free_node_head;
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, i == RA_NIL || ra->nodes[i].prev_free != RA_SLOT,
+                           "slot_get: the slot chain head %u is not an unused slot (node storage not grown first)", i);
     ra->free_node_head = ra->nodes[i].next_free;
     ra->node_count++;
     return i;
@@ -436,6 +438,9 @@ static RA_HOT void take_whole(struct vidmm_range_alloc *ra, uint32_t b, unsigned
     bin_remove_cls(ra, b, cls);
     n->prev_free = RA_USED;
     n->next_free = cls;
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->free_bytes < n->size,
+                           "alloc: node %u of 0x%llx bytes taken with free_bytes 0x%llx", b,
+                           (unsigned long long)n->size, (unsigned long long)ra->free_bytes);
     ra->free_bytes -= n->size;
     ra->live_count++;
     *node = b;
@@ -449,6 +454,11 @@ static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned
                               uint64_t size, uint32_t *node)
 {
     struct vidmm_ra_node *n = &ra->nodes[b];
+    if (VIDMM_BUG_ON_LOG(&ra->bugs, start < n->offset || start + size > n->offset + n->size || n->prev_free == RA_USED,
+                         "carve: [0x%llx, +0x%llx) is not inside free node %u [0x%llx, +0x%llx)",
+                         (unsigned long long)start, (unsigned long long)size, b, (unsigned long long)n->offset,
+                         (unsigned long long)n->size))
+        return VIDMM_E_INTERNAL;
     uint64_t left = start - n->offset;
     uint64_t right = n->offset + n->size - (start + size);
     uint32_t need = (uint32_t)(left != 0) + (uint32_t)(right != 0);
@@ -489,6 +499,8 @@ static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned
     n->size = size;
     n->prev_free = RA_USED;
     n->next_free = class_index(size >> ra->chunk_shift);
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->free_bytes < size, "alloc: 0x%llx bytes carved with free_bytes 0x%llx",
+                           (unsigned long long)size, (unsigned long long)ra->free_bytes);
     ra->free_bytes -= size;
     ra->live_count++;
     *node = b;
@@ -729,12 +741,17 @@ static RA_COLD vidmm_status free_merge(struct vidmm_range_alloc *ra, uint32_t i)
 {
     struct vidmm_ra_node *nodes = ra->nodes;
     struct vidmm_ra_node *n = &nodes[i];
-    if (ra->front_keep)
-        zone_touch(ra, n->offset, n->size);
-    ra->free_bytes += n->size;
-    ra->live_count--;
     /* A physical neighbour is either live or a free range, never a slot. */
     uint32_t p = n->prev_phys;
+    if (VIDMM_BUG_ON_LOG(&ra->bugs, (p != RA_NIL && nodes[p].prev_free == RA_SLOT) ||
+                                        (n->next_phys != RA_NIL && nodes[n->next_phys].prev_free == RA_SLOT),
+                         "free: a physical neighbour of node %u is an unused slot", i))
+        return VIDMM_E_INTERNAL;
+    if (ra->front_keep)
+        zone_touch(ra, n->offset, n->size);
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->live_count == 0, "free: live node %u but live_count is 0", i);
+    ra->free_bytes += n->size;
+    ra->live_count--;
     if (p != RA_NIL && nodes[p].prev_free != RA_USED) {
         struct vidmm_ra_node *pn = &nodes[p];
         bin_remove(ra, p);
@@ -776,6 +793,7 @@ vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
      * it is, into the class kept in its next_free. */
     if (ra->front_keep)
         zone_touch(ra, n->offset, n->size);
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->live_count == 0, "free: live node %u but live_count is 0", i);
     ra->free_bytes += n->size;
     ra->live_count--;
     bin_insert_cls(ra, i, n->next_free);

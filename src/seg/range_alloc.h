@@ -15,6 +15,7 @@
 #ifndef VIDMM_RANGE_ALLOC_H
 #define VIDMM_RANGE_ALLOC_H
 
+#include "core/error.h"
 #include "vidmm/host_alloc.h"
 #include "vidmm/status.h"
 
@@ -47,6 +48,9 @@ struct vidmm_range_alloc {
     uint64_t *sl_bitmap;   /* one word per first-level bin */
     uint32_t *bins;        /* heads of free lists, [fl][sl] */
     unsigned fl_count;
+    /* Internal invariants found broken where the allocator changes
+     * (core/error.h); vidmm_ra_check reports them. */
+    struct vidmm_bug_log bugs;
 };
 
 /* size and chunk must be non-zero, chunk a power of two, size a multiple

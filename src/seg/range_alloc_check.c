@@ -189,6 +189,9 @@ int vidmm_ra_check_msg(const struct vidmm_range_alloc *ra, char *msg, size_t n)
         bad(&t, "node_count %u over node_cap %u", ra->node_count, ra->node_cap);
         return t.errors;
     }
+    if (ra->bugs.count)
+        bad(&t, "%llu internal invariants broken where it changed; first: %s", (unsigned long long)ra->bugs.count,
+            ra->bugs.first);
     struct ra_walk w = { 0, 0 };
     if (check_physical(ra, &t, &w) && check_slots(ra, &t, &w))
         (void)check_bins(ra, &t, &w);

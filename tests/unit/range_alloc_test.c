@@ -654,6 +654,26 @@ static void check_names_invariant(void)
     vidmm_ra_fini(&ra);
 }
 
+/* A broken invariant met where the allocator changes (VIDMM_BUG_ON_LOG)
+ * is kept with its words and reported by the checker.  Release builds
+ * only: a debug build stops at it. */
+static void bug_log_reported(void)
+{
+#ifndef VIDMM_DEBUG
+    struct vidmm_range_alloc ra;
+    uint64_t off;
+    uint32_t a;
+    T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 1 * MiB, 4 * KiB), VIDMM_OK);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &a), VIDMM_OK);
+    ra.live_count = 0;   /* the count lost the live block */
+    T_ST(vidmm_ra_free(&ra, a), VIDMM_OK);
+    T_EQ_U64(ra.bugs.count, 1);
+    T_CHECK(strstr(ra.bugs.first, "range_alloc.c:") != NULL);
+    expect_named(&ra, "free: live node");
+    vidmm_ra_fini(&ra);
+#endif
+}
+
 void suite_range_alloc(void);
 void suite_range_alloc(void)
 {
@@ -669,4 +689,5 @@ void suite_range_alloc(void)
     t_run("range_alloc.neighbours", neighbours);
     t_run("range_alloc.fault_sweep", fault_sweep);
     t_run("range_alloc.check_names_invariant", check_names_invariant);
+    t_run("range_alloc.bug_log_reported", bug_log_reported);
 }
