@@ -222,7 +222,9 @@ static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al
  * an object the table no longer names (counted; a debug build stops). */
 static int stale(struct vidmm_adapter *a, const struct vidmm_allocation *al)
 {
-    return VIDMM_BUG_ON(a, !al->live || vidmm_handle_get_any(a, al->self) != al);
+    return VIDMM_BUG_ON_MSG(a, !al->live || vidmm_handle_get_any(a, al->self) != al,
+                            "destroy: allocation object of handle 0x%llx is no longer the one its handle names "
+                            "(destroyed twice)", (unsigned long long)al->self);
 }
 
 /* Destroy while in use: hide the handle, keep the memory until the work
@@ -285,7 +287,8 @@ void vidmm_allocation_destroy_unlocked(struct vidmm_adapter *a, struct vidmm_all
 
 void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t n)
 {
-    if (VIDMM_BUG_ON(a, n > al->lock_count))
+    if (VIDMM_BUG_ON_MSG(a, n > al->lock_count, "unlock: dropping %u locks of allocation 0x%llx, which holds %u", n,
+                         (unsigned long long)al->self, al->lock_count))
         n = al->lock_count;
     al->lock_count -= n;
     if (!al->lock_count && al->lock_ptr) {
@@ -308,6 +311,9 @@ static void private_unlink(struct vidmm_process *creator, struct vidmm_allocatio
     if (al->private_next)
         al->private_next->private_prev = al->private_prev;
     al->private_prev = al->private_next = NULL;
+    (void)VIDMM_BUG_ON_MSG(creator->adapter, creator->private_allocations == 0,
+                           "private list: allocation 0x%llx leaves a process that counts no private allocations",
+                           (unsigned long long)al->self);
     creator->private_allocations--;
 }
 
@@ -940,7 +946,9 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (!vidmm_allocation_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
-    VIDMM_BUG_ON(a, p->private_allocations != 0);
+    (void)VIDMM_BUG_ON_MSG(a, p->private_allocations != 0,
+                           "process teardown: %llu private allocations left after destroying every one on its list",
+                           (unsigned long long)p->private_allocations);
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

@@ -105,7 +105,7 @@ static void index_remove(struct vidmm_adapter *a, const struct vidmm_share *s)
     uint32_t mask = a->share_index_cap - 1;
     uint32_t i = (uint32_t)s->token[0] & mask;
     while (a->share_index[i] != s) {
-        if (VIDMM_BUG_ON(a, !a->share_index[i]))
+        if (VIDMM_BUG_ON_MSG(a, !a->share_index[i], "token table: the share being removed is not in its run"))
             return;
         i = (i + 1) & mask;
     }

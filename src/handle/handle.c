@@ -51,6 +51,9 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
             return st;
     }
     struct vidmm_allocation *al = a->alloc_free;
+    if (VIDMM_BUG_ON_MSG(a, al->live, "handle new: the pooled allocation object of handle 0x%llx is still live",
+                         (unsigned long long)al->self))
+        return VIDMM_E_INTERNAL;
     uint64_t handle;
     vidmm_status st = vidmm_objtab_add(&a->allocations, a->ha, al, &handle);
     if (st < 0)
@@ -118,7 +121,8 @@ vidmm_handle vidmm_share_handle_in(const struct vidmm_allocation *al, vidmm_hand
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
 {
     struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
-    if (VIDMM_BUG_ON(a, !al))
+    if (VIDMM_BUG_ON_MSG(a, !al || !al->live, "handle release: 0x%llx names no live allocation object",
+                         (unsigned long long)h))
         return;
     vidmm_objtab_remove(&a->allocations, h);
     /* The name goes with the object: the next user of the slot starts unnamed. */

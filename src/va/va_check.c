@@ -118,6 +118,8 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
     if (!c.errs && (c.leaves != vs->leaf_used || c.inners != vs->inner_used || c.entries != vs->range_count + 1 ||
                     LF(c.prev_leaf).next != 0))
         c.errs++;
+    if (vs->bugs.count)
+        c.errs++;   /* an invariant broken where it changed (va_space.h: bugs.first says which) */
     if (c.errs)
         return c.errs; /* the walks below trust the shape */
     for (uint64_t i = 0; i < vs->obj_cap; i++)

@@ -134,6 +134,9 @@ static inline void va_leaf_take_covered(struct vidmm_va_space *vs, const va_leaf
         p->ce[i] = l->end[p->s + i];
         unsigned kd = l->kind[p->s + i];
         if (p->cs[i] >= a && p->ce[i] <= e) {
+            (void)VIDMM_BUG_ON_LOG(&vs->bugs, vs->range_count == 0 || ((kd & VIDMM_VA_MAPPED) && vs->mapped_count == 0),
+                                   "replace: range [0x%llx, 0x%llx) removed with no live range counted",
+                                   (unsigned long long)p->cs[i], (unsigned long long)p->ce[i]);
             vs->range_count--;
             if (kd & VIDMM_VA_MAPPED) {
                 vs->mapped_count--;
