@@ -499,13 +499,11 @@ static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle con
     pthread_mutex_lock(&a->fence_lock);
     struct vidmm_context *c;
     vidmm_status st = vidmm_context_lookup_locked(a, context, &c);
-    if (st < 0) {
-    } else if (value > c->fence_submitted) {   /* would never be signalled */
+    if (st >= 0 && value > c->fence_submitted)   /* would never be signalled */
         st = vidmm_fail(VIDMM_E_INVALID_ARG, "fence %llu: the context has submitted only up to %llu",
                         (unsigned long long)value, (unsigned long long)c->fence_submitted);
-    } else {
+    else if (st >= 0)
         st = vidmm_fence_wait_reached(a, context_reached, &(struct context_wait){ context, value }, timeout_ns);
-    }
     pthread_mutex_unlock(&a->fence_lock);
     return st;
 }
