@@ -30,6 +30,9 @@
 #define VIDMM_HANDLE_SALT(h) ((uint32_t)((uint64_t)(h) >> VIDMM_HANDLE_SALT_SHIFT) & 0xFFFFu)
 #define VIDMM_HANDLE_GEN(h)  ((uint32_t)((uint64_t)(h) >> VIDMM_HANDLE_GEN_SHIFT) & 0xFFFFu)
 #define VIDMM_HANDLE_SLOT(h) ((uint32_t)((uint64_t)(h) & VIDMM_HANDLE_SLOT_MASK))
+/* Generation and slot without type and salt: unique among one adapter's
+ * objects of one type, over its whole life (what reports print). */
+#define VIDMM_HANDLE_LOCAL(h) ((uint64_t)(h) & ((UINT64_C(1) << VIDMM_HANDLE_SALT_SHIFT) - 1))
 #define VIDMM_HANDLE_MAKE(type, salt, gen, slot)                                                               \
     (((uint64_t)(type) << VIDMM_HANDLE_TYPE_SHIFT) | ((uint64_t)(salt) << VIDMM_HANDLE_SALT_SHIFT) |           \
      ((uint64_t)(gen) << VIDMM_HANDLE_GEN_SHIFT) | (uint64_t)(slot))
