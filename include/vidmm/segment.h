@@ -53,6 +53,12 @@ VIDMM_API vidmm_status vidmm_segment_query(const struct vidmm_adapter *adapter, 
 /* "system", "memory", "aperture", "agp". */
 VIDMM_API const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind);
 
+/* The DXGK_SEGMENTFLAGS field name of one VIDMM_SEGMENT_* bit a segment
+ * reports ("Aperture", "CpuVisible", "Use64KBPages", ...), or NULL for a
+ * value that is not such a single bit.  Walk bits 0..31 to name a
+ * segment's flags in order. */
+VIDMM_API const char *vidmm_segment_flag_name(uint32_t flag);
+
 #ifdef __cplusplus
 }
 #endif

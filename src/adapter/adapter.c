@@ -204,13 +204,10 @@ static int init_adapter_lock(struct vidmm_adapter *a)
 }
 
 
-static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+/* Open, phase 1: the create info on its own, before anything is made.
+ * *max_processes is the caller's bound (0: the default). */
+static vidmm_status check_create_info(const struct vidmm_adapter_create_info *ci, uint32_t *max_processes)
 {
-    if (!ci || !out)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, "%s is NULL", !ci ? "info" : "adapter_out");
-    *out = NULL;
-    if (ci->error_message && ci->error_message_size)
-        ci->error_message[0] = '\0';
     /* Structure layouts: generations 1 to 3 (2 added max_processes, 3 the
      * 64 KB scratch windows' members of vidmm_paging_process_info).  The
      * library reads and writes a caller's generation and no member
@@ -227,9 +224,9 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
                     ci->ops->abi_version, VIDMM_ABI_VERSION);
         return VIDMM_E_INVALID_ARG;
     }
-    uint32_t max_processes = ci->abi_version >= 2 ? ci->max_processes : 0;
-    if (max_processes > VIDMM_MAX_PROCESSES_LIMIT) {
-        (void)fault(ci, "max_processes %u is above VIDMM_MAX_PROCESSES_LIMIT (%u)", max_processes,
+    *max_processes = ci->abi_version >= 2 ? ci->max_processes : 0;
+    if (*max_processes > VIDMM_MAX_PROCESSES_LIMIT) {
+        (void)fault(ci, "max_processes %u is above VIDMM_MAX_PROCESSES_LIMIT (%u)", *max_processes,
                     VIDMM_MAX_PROCESSES_LIMIT);
         return VIDMM_E_INVALID_ARG;
     }
@@ -251,10 +248,14 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
                     (unsigned long long)ci->system_memory_limit);
         return VIDMM_E_INVALID_ARG;
     }
-    const struct vidmm_host_allocator *ha = ci->host_allocator ? ci->host_allocator : vidmm_default_host_allocator();
-    if (!ha->alloc || !ha->free)
-        return VIDMM_E_INVALID_ARG;
+    return VIDMM_OK;
+}
 
+/* Open, phase 2: the adapter object with its upcalls, its lock (taken)
+ * and its empty handle tables. */
+static vidmm_status adapter_new(const struct vidmm_adapter_create_info *ci, const struct vidmm_host_allocator *ha,
+                                uint32_t max_processes, struct vidmm_adapter **out)
+{
     struct vidmm_adapter *a = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_OBJECT, sizeof(*a), _Alignof(struct vidmm_adapter));
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
@@ -299,125 +300,147 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     a->caller_abi = ci->abi_version;
     vidmm_objtab_set_sites(&a->processes, VIDMM_SITE_PROCESS_TABLE_OBJECTS, VIDMM_SITE_PROCESS_TABLE_GENERATIONS,
                            VIDMM_SITE_PROCESS_TABLE_FREE_LINKS);
+    *out = a;
+    return VIDMM_OK;
+}
 
-    vidmm_status st;
-    struct vidmm_segment_descriptor *desc = NULL;
-    uint32_t nb = 0;
+/* Open, undone after phase 2: the object and its lock (nothing else was
+ * built, or it was torn down already). */
+static void adapter_free_unbuilt(struct vidmm_adapter *a)
+{
+    const struct vidmm_host_allocator *ha = a->ha;
+    /* Not the entry boundary: the state is gone (a reset left pending
+     * was run by the paging teardown), so the lock is just released. */
+    a->lock_depth = 0;
+    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_destroy(&a->lock);
+    vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
+}
 
-    /* Driver caps: a driver that does not answer gets WDDM 2.0 defaults. */
-    st = vidmm_driver_query(a, VIDMM_QAI_DRIVERCAPS, NULL, 0, &a->caps, sizeof(a->caps));
+/* Open, phase 3: the driver's caps; a driver that does not answer gets
+ * WDDM 2.0 defaults. */
+static vidmm_status query_driver_caps(struct vidmm_adapter *a, const struct vidmm_adapter_create_info *ci)
+{
+    vidmm_status st = vidmm_driver_query(a, VIDMM_QAI_DRIVERCAPS, NULL, 0, &a->caps, sizeof(a->caps));
     if (st == VIDMM_E_NOT_SUPPORTED) {
         memset(&a->caps, 0, sizeof(a->caps));
         a->caps.wddm_version = 0x2000;
     } else if (st < 0) {
-        st = fault(ci, "driver caps query failed: %s", vidmm_status_str(st));
-        goto fail;
+        return fault(ci, "driver caps query failed: %s", vidmm_status_str(st));
     }
-    if (a->caps.node_count > VIDMM_MAX_NODES) {
-        st = fault(ci, "driver reports %u nodes; at most %u", a->caps.node_count, VIDMM_MAX_NODES);
-        goto fail;
-    }
+    if (a->caps.node_count > VIDMM_MAX_NODES)
+        return fault(ci, "driver reports %u nodes; at most %u", a->caps.node_count, VIDMM_MAX_NODES);
+    return VIDMM_OK;
+}
 
-    /* Two-call segment query: first the count... */
+/* Open, phase 4a: the two-call segment query (DXGKQAITYPE_QUERYSEGMENT):
+ * first the count, then the descriptors into *desc (nb of them, the
+ * caller frees them; NULL when the first call failed). */
+static vidmm_status query_segments(struct vidmm_adapter *a, const struct vidmm_adapter_create_info *ci,
+                                   struct vidmm_query_segment_out *qout, struct vidmm_segment_descriptor **desc,
+                                   uint32_t *nb)
+{
     struct vidmm_query_segment_in qin;
     memset(&qin, 0, sizeof(qin));
     qin.agp_aperture_base = ci->agp_aperture_base;
     qin.agp_aperture_size = ci->agp_aperture_size;
-    struct vidmm_query_segment_out qout;
-    memset(&qout, 0, sizeof(qout));
-    st = vidmm_driver_query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
-    if (st < 0) {
-        st = fault(ci, "segment query (first call) failed: %s", vidmm_status_str(st));
-        goto fail;
-    }
-    nb = qout.nb_segment;
-    if (nb == 0) {
-        st = fault(ci, "driver reports no segments (WDDM 2 needs at least the aperture segment)");
-        goto fail;
-    }
-    if (nb > VIDMM_MAX_SEGMENTS) {
-        st = fault(ci, "driver reports %u segments; segment ids are 5 bits, at most %u", nb, VIDMM_MAX_SEGMENTS);
-        goto fail;
-    }
-    /* ...then the descriptors. */
-    desc = vidmm_hzalloc(ha, VIDMM_SITE_ADAPTER_SEGMENT_DESC, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
-    if (!desc) {
-        st = VIDMM_E_NO_HOST_MEMORY;
-        goto fail;
-    }
-    memset(&qout, 0, sizeof(qout));
-    qout.nb_segment = nb;
-    qout.segment_descriptor = desc;
-    qout.segment_descriptor_stride = sizeof(*desc);
-    st = vidmm_driver_query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), &qout, sizeof(qout));
-    if (st < 0) {
-        st = fault(ci, "segment query (second call) failed: %s", vidmm_status_str(st));
-        goto fail;
-    }
-    if (qout.nb_segment != nb) {
-        st = fault(ci, "segment count changed between the two query calls (%u then %u)", nb, qout.nb_segment);
-        goto fail;
-    }
+    memset(qout, 0, sizeof(*qout));
+    vidmm_status st = vidmm_driver_query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), qout, sizeof(*qout));
+    if (st < 0)
+        return fault(ci, "segment query (first call) failed: %s", vidmm_status_str(st));
+    uint32_t n = qout->nb_segment;
+    if (n == 0)
+        return fault(ci, "driver reports no segments (WDDM 2 needs at least the aperture segment)");
+    if (n > VIDMM_MAX_SEGMENTS)
+        return fault(ci, "driver reports %u segments; segment ids are 5 bits, at most %u", n, VIDMM_MAX_SEGMENTS);
+    *desc = vidmm_hzalloc(a->ha, VIDMM_SITE_ADAPTER_SEGMENT_DESC, n * sizeof(**desc),
+                          _Alignof(struct vidmm_segment_descriptor));
+    if (!*desc)
+        return VIDMM_E_NO_HOST_MEMORY;
+    *nb = n;
+    memset(qout, 0, sizeof(*qout));
+    qout->nb_segment = n;
+    qout->segment_descriptor = *desc;
+    qout->segment_descriptor_stride = sizeof(**desc);
+    st = vidmm_driver_query(a, VIDMM_QAI_QUERYSEGMENT, &qin, sizeof(qin), qout, sizeof(*qout));
+    if (st < 0)
+        return fault(ci, "segment query (second call) failed: %s", vidmm_status_str(st));
+    if (qout->nb_segment != n)
+        return fault(ci, "segment count changed between the two query calls (%u then %u)", n, qout->nb_segment);
+    return VIDMM_OK;
+}
 
+/* Open, phase 4b: each descriptor on its own, then exactly one aperture
+ * segment and at most one AGP-type one (their ids noted on a). */
+static vidmm_status check_segment_kinds(struct vidmm_adapter *a, const struct vidmm_adapter_create_info *ci,
+                                        const struct vidmm_segment_descriptor *desc, uint32_t nb)
+{
     uint32_t apertures = 0, agps = 0;
     for (uint32_t i = 0; i < nb; i++) {
         uint32_t id = i + 1;
-        st = check_descriptor(ci, id, &desc[i], &a->ops);
+        vidmm_status st = check_descriptor(ci, id, &desc[i], &a->ops);
         if (st < 0)
-            goto fail;
+            return st;
         if (desc[i].flags & VIDMM_SEGMENT_APERTURE) {
-            if (apertures++) {
-                st = fault(ci, "segment %u: more than one aperture segment (segment %u is one already); WDDM 2 allows exactly one",
-                           id, a->aperture_id);
-                goto fail;
-            }
+            if (apertures++)
+                return fault(ci, "segment %u: more than one aperture segment (segment %u is one already); WDDM 2 allows exactly one",
+                             id, a->aperture_id);
             a->aperture_id = id;
         }
         if (desc[i].flags & VIDMM_SEGMENT_AGP) {
-            if (agps++) {
-                st = fault(ci, "segment %u: more than one AGP-type aperture segment", id);
-                goto fail;
-            }
+            if (agps++)
+                return fault(ci, "segment %u: more than one AGP-type aperture segment", id);
             a->agp_id = id;
         }
     }
-    if (!apertures) {
-        st = fault(ci, "no aperture segment: WDDM 2 requires exactly one");
-        goto fail;
-    }
-    /* GPU physical ranges must not overlap (AGP sits at the OS's aperture). */
+    if (!apertures)
+        return fault(ci, "no aperture segment: WDDM 2 requires exactly one");
+    return VIDMM_OK;
+}
+
+/* Open, phase 4c: GPU physical ranges must not overlap (AGP sits at the
+ * OS's aperture). */
+static vidmm_status check_segment_overlaps(const struct vidmm_adapter_create_info *ci,
+                                           const struct vidmm_segment_descriptor *desc, uint32_t nb)
+{
     for (uint32_t i = 0; i < nb; i++) {
         uint64_t bi = (desc[i].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_base : desc[i].base_address;
         uint64_t si = (desc[i].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_size : desc[i].size;
         for (uint32_t j = i + 1; j < nb; j++) {
             uint64_t bj = (desc[j].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_base : desc[j].base_address;
             uint64_t sj = (desc[j].flags & VIDMM_SEGMENT_AGP) ? ci->agp_aperture_size : desc[j].size;
-            if (bi < bj + sj && bj < bi + si) {
-                st = fault(ci, "segment %u [0x%llx, 0x%llx) overlaps segment %u [0x%llx, 0x%llx)", j + 1,
-                           (unsigned long long)bj, (unsigned long long)(bj + sj), i + 1,
-                           (unsigned long long)bi, (unsigned long long)(bi + si));
-                goto fail;
-            }
+            if (bi < bj + sj && bj < bi + si)
+                return fault(ci, "segment %u [0x%llx, 0x%llx) overlaps segment %u [0x%llx, 0x%llx)", j + 1,
+                             (unsigned long long)bj, (unsigned long long)(bj + sj), i + 1,
+                             (unsigned long long)bi, (unsigned long long)(bi + si));
         }
     }
-    if (qout.paging_buffer_segment_id > nb) {
-        st = fault(ci, "paging-buffer segment id %u is out of range (driver has %u segments)",
-                   qout.paging_buffer_segment_id, nb);
-        goto fail;
-    }
-    if (qout.paging_buffer_segment_id && !(desc[qout.paging_buffer_segment_id - 1].flags & VIDMM_SEGMENT_APERTURE)) {
-        st = fault(ci, "paging-buffer segment %u is not an aperture segment (it must be the aperture or 0)",
-                   qout.paging_buffer_segment_id);
-        goto fail;
-    }
-    if (qout.paging_buffer_size < VIDMM_PAGE_4K || qout.paging_buffer_size % VIDMM_PAGE_4K ||
-        qout.paging_buffer_size > (64u << 20)) {
-        st = fault(ci, "paging-buffer size %u must be a multiple of 4 KB between 4 KB and 64 MB",
-                   qout.paging_buffer_size);
-        goto fail;
-    }
+    return VIDMM_OK;
+}
 
-    /* Build the segment table: 0 is system memory. */
+/* Open, phase 4d: where and how large the paging buffers are. */
+static vidmm_status check_paging_buffer(const struct vidmm_adapter_create_info *ci,
+                                        const struct vidmm_segment_descriptor *desc, uint32_t nb,
+                                        const struct vidmm_query_segment_out *qout)
+{
+    if (qout->paging_buffer_segment_id > nb)
+        return fault(ci, "paging-buffer segment id %u is out of range (driver has %u segments)",
+                     qout->paging_buffer_segment_id, nb);
+    if (qout->paging_buffer_segment_id && !(desc[qout->paging_buffer_segment_id - 1].flags & VIDMM_SEGMENT_APERTURE))
+        return fault(ci, "paging-buffer segment %u is not an aperture segment (it must be the aperture or 0)",
+                     qout->paging_buffer_segment_id);
+    if (qout->paging_buffer_size < VIDMM_PAGE_4K || qout->paging_buffer_size % VIDMM_PAGE_4K ||
+        qout->paging_buffer_size > (64u << 20))
+        return fault(ci, "paging-buffer size %u must be a multiple of 4 KB between 4 KB and 64 MB",
+                     qout->paging_buffer_size);
+    return VIDMM_OK;
+}
+
+/* Open, phase 4e: the segment table from the checked descriptors;
+ * segment 0 is system memory. */
+static void build_segment_table(struct vidmm_adapter *a, const struct vidmm_adapter_create_info *ci,
+                                const struct vidmm_segment_descriptor *desc, uint32_t nb)
+{
     a->segment_count = nb + 1;
     struct vidmm_segment *s0 = &a->seg[0];
     s0->id = 0;
@@ -458,13 +481,39 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
             }
         }
     }
-    a->paging_segment_id = qout.paging_buffer_segment_id;
-    vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
-    desc = NULL;
+}
 
-    st = vidmm_gpummu_init(a, ci->error_message, ci->error_message_size);
+/* Open, phase 4: the segments, from the driver's answer to the table. */
+static vidmm_status segments_from_driver(struct vidmm_adapter *a, const struct vidmm_adapter_create_info *ci,
+                                         struct vidmm_query_segment_out *qout)
+{
+    struct vidmm_segment_descriptor *desc = NULL;
+    uint32_t nb = 0;
+    vidmm_status st = query_segments(a, ci, qout, &desc, &nb);
+    if (st >= 0)
+        st = check_segment_kinds(a, ci, desc, nb);
+    if (st >= 0)
+        st = check_segment_overlaps(ci, desc, nb);
+    if (st >= 0)
+        st = check_paging_buffer(ci, desc, nb, qout);
+    if (st >= 0) {
+        build_segment_table(a, ci, desc, nb);
+        a->paging_segment_id = qout->paging_buffer_segment_id;
+    }
+    if (desc)
+        vidmm_hfree(a->ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
+    return st;
+}
+
+/* Open, phase 5: the modules, lowest layer first; a failure undoes the
+ * ones already made, in reverse. */
+static vidmm_status init_modules(struct vidmm_adapter *a, const struct vidmm_adapter_create_info *ci,
+                                 const struct vidmm_query_segment_out *qout)
+{
+    const struct vidmm_host_allocator *ha = a->ha;
+    vidmm_status st = vidmm_gpummu_init(a, ci->error_message, ci->error_message_size);
     if (st < 0)
-        goto fail;
+        return st;
     st = init_segment_allocators(a);
     if (st < 0)
         goto fail_segments;
@@ -476,10 +525,10 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     st = vidmm_fence_init(a);
     if (st < 0)
         goto fail_dummy;
-    st = vidmm_paging_init(a, qout.paging_buffer_size, qout.paging_buffer_private_data_size);
+    st = vidmm_paging_init(a, qout->paging_buffer_size, qout->paging_buffer_private_data_size);
     if (st == VIDMM_E_BAD_DRIVER_DESC)
         fault(ci, "paging buffers (%u bytes each) do not fit in segment %u's space or commit limits",
-              qout.paging_buffer_size, a->paging_segment_id);
+              qout->paging_buffer_size, a->paging_segment_id);
     if (st < 0)
         goto fail_fence;
     st = vidmm_residency_init(a);
@@ -492,8 +541,6 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     st = vidmm_inflight_init(a);
     if (st < 0)
         goto fail_pp;
-    *out = a;
-    vidmm_adapter_unlock(a);
     return VIDMM_OK;
 
 fail_pp:
@@ -508,16 +555,42 @@ fail_dummy:
     vidmm_hfree(ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
 fail_segments:
     release_segments(a);
-fail:
-    if (desc)
-        vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
-    /* Not the entry boundary: the state is gone (a reset left pending
-     * was run by the paging teardown), so the lock is just released. */
-    a->lock_depth = 0;
-    pthread_mutex_unlock(&a->lock);
-    pthread_mutex_destroy(&a->lock);
-    vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
     return st;
+}
+
+/* The phases above, in order: check the create info, make the adapter
+ * object, ask the driver for its caps and segments, build the modules. */
+static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, struct vidmm_adapter **out)
+{
+    if (!ci || !out)
+        return vidmm_fail(VIDMM_E_INVALID_ARG, "%s is NULL", !ci ? "info" : "adapter_out");
+    *out = NULL;
+    if (ci->error_message && ci->error_message_size)
+        ci->error_message[0] = '\0';
+    uint32_t max_processes = 0;
+    vidmm_status st = check_create_info(ci, &max_processes);
+    if (st < 0)
+        return st;
+    const struct vidmm_host_allocator *ha = ci->host_allocator ? ci->host_allocator : vidmm_default_host_allocator();
+    if (!ha->alloc || !ha->free)
+        return VIDMM_E_INVALID_ARG;
+    struct vidmm_adapter *a;
+    st = adapter_new(ci, ha, max_processes, &a);
+    if (st < 0)
+        return st;
+    struct vidmm_query_segment_out qout;
+    st = query_driver_caps(a, ci);
+    if (st >= 0)
+        st = segments_from_driver(a, ci, &qout);
+    if (st >= 0)
+        st = init_modules(a, ci, &qout);
+    if (st < 0) {
+        adapter_free_unbuilt(a);
+        return st;
+    }
+    *out = a;
+    vidmm_adapter_unlock(a);
+    return VIDMM_OK;
 }
 
 /* Not through VIDMM_ENTRY: there is no adapter yet; the open takes the
@@ -599,17 +672,6 @@ static vidmm_status adapter_query_info(const struct vidmm_adapter *a, struct vid
     out->last_fence_submitted = vidmm_fence_paging_last(a);
     out->last_fence_completed = vidmm_fence_paging_completed((struct vidmm_adapter *)a);   /* the lock is not state */
     return VIDMM_OK;
-}
-
-const char *vidmm_segment_kind_str(enum vidmm_segment_kind kind)
-{
-    switch (kind) {
-    case VIDMM_SEGMENT_KIND_SYSTEM: return "system";
-    case VIDMM_SEGMENT_KIND_MEMORY: return "memory";
-    case VIDMM_SEGMENT_KIND_APERTURE: return "aperture";
-    case VIDMM_SEGMENT_KIND_AGP: return "agp";
-    }
-    return "unknown";
 }
 
 static vidmm_status segment_query(const struct vidmm_adapter *a, uint32_t id, struct vidmm_segment_info *out)

@@ -195,42 +195,56 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                          (unsigned long long)objects, (unsigned long long)counted);
 }
 
-static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
+/* Paging buffers in the aperture and the system paging process's
+ * tables (pinned, in the paging-process segments) count like any
+ * placement. */
+static void check_paging_use(const struct vidmm_adapter *a, struct seg_sum *sum, struct vidmm_report *r)
 {
-    struct vidmm_report r = { buf, size, 0, 0, NULL, NULL };
-    if (buf && size)
-        buf[0] = '\0';
-    if (!a) {
-        vidmm_report_add(&r, "adapter is NULL");
-        return r.errors;
+    uint64_t used, committed;
+    if (vidmm_paging_aperture_use(a, &used, &committed)) {
+        sum[a->paging_segment_id].used += used;
+        sum[a->paging_segment_id].committed += committed;
     }
-    if (a->bugs)
-        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)a->bugs, a->bug_msg);
-    struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
-    memset(sum, 0, sizeof(sum));
-    {
-        uint64_t used, committed;
-        if (vidmm_paging_aperture_use(a, &used, &committed)) {
-            sum[a->paging_segment_id].used += used;
-            sum[a->paging_segment_id].committed += committed;
-        }
+    uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
+    char pmsg[160];
+    memset(bytes, 0, sizeof(bytes));
+    pmsg[0] = '\0';
+    int e = vidmm_paging_process_check(a, bytes, pmsg, sizeof(pmsg));
+    if (e)
+        vidmm_report_add(r, "paging process: %d violations (%s)", e, pmsg);
+    for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
+        sum[id].used += bytes[id];
+        sum[id].committed += bytes[id];
     }
-    /* The system paging process's tables (pinned, in the paging-process
-     * segments) count like any page table. */
-    {
-        uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
-        char pmsg[160];
-        memset(bytes, 0, sizeof(bytes));
-        pmsg[0] = '\0';
-        int e = vidmm_paging_process_check(a, bytes, pmsg, sizeof(pmsg));
-        if (e)
-            vidmm_report_add(&r, "paging process: %d violations (%s)", e, pmsg);
-        for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
-            sum[id].used += bytes[id];
-            sum[id].committed += bytes[id];
-        }
+}
+
+/* What each mapped range of process p (slot i) names: a live allocation,
+ * within its size, one the process may map. */
+static void check_process_mappings(const struct vidmm_adapter *a, const struct vidmm_process *p, uint32_t i,
+                                   struct vidmm_report *r)
+{
+    for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {
+        if (v->d.state != VIDMM_VA_MAPPED)
+            continue;
+        const struct vidmm_allocation *al = vidmm_handle_get_any(a, v->d.object);
+        if (!al)
+            vidmm_report_add(r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
+        else if (v->d.object_offset + v->d.size > al->size)
+            vidmm_report_add(r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
+        else if (al->share && vidmm_share_handle_in(al, p->self) == al->self &&
+                 !(al->share->holders->creator && al->private_process == p->self))
+            vidmm_report_add(r, "process %u: VA 0x%llx maps a shared allocation the process does not hold", i,
+                (unsigned long long)v->d.va);
+        else if (!al->share && al->private_process && al->private_process != p->self)
+            vidmm_report_add(r, "process %u: VA 0x%llx maps another process's private allocation", i,
+                (unsigned long long)v->d.va);
     }
-    /* Page tables: implicit allocations in their levels' segments. */
+}
+
+/* Every process: its page tables (implicit allocations in their levels'
+ * segments), its VA space and what it maps. */
+static void check_processes(const struct vidmm_adapter *a, struct seg_sum *sum, struct vidmm_report *r)
+{
     const struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
         uint32_t i = vidmm_process_slot(p);
@@ -244,130 +258,156 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         }
         int e = vidmm_va_space_check(&p->vs);
         if (e)
-            vidmm_report_add(&r, "process %u: VA space has %d violations", i, e);
+            vidmm_report_add(r, "process %u: VA space has %d violations", i, e);
         char tmsg[160];
         e = vidmm_pt_check_tree(a, p, tmsg, sizeof(tmsg));
         if (e)
-            vidmm_report_add(&r, "process %u: page tables have %d violations (%s)", i, e, tmsg);
-        for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {
-            if (v->d.state != VIDMM_VA_MAPPED)
-                continue;
-            const struct vidmm_allocation *al = vidmm_handle_get_any(a, v->d.object);
-            if (!al)
-                vidmm_report_add(&r, "process %u: VA 0x%llx maps a dead allocation", i, (unsigned long long)v->d.va);
-            else if (v->d.object_offset + v->d.size > al->size)
-                vidmm_report_add(&r, "process %u: VA 0x%llx maps past the end of its allocation", i, (unsigned long long)v->d.va);
-            else if (al->share && vidmm_share_handle_in(al, p->self) == al->self &&
-                     !(al->share->holders->creator && al->private_process == p->self))
-                vidmm_report_add(&r, "process %u: VA 0x%llx maps a shared allocation the process does not hold", i,
-                    (unsigned long long)v->d.va);
-            else if (!al->share && al->private_process && al->private_process != p->self)
-                vidmm_report_add(&r, "process %u: VA 0x%llx maps another process's private allocation", i,
-                    (unsigned long long)v->d.va);
-        }
+            vidmm_report_add(r, "process %u: page tables have %d violations (%s)", i, e, tmsg);
+        check_process_mappings(a, p, i, r);
     }
-    {
-        char smsg[160];
-        smsg[0] = '\0';
-        int se = vidmm_share_check(a, smsg, sizeof(smsg));
-        if (se)
-            vidmm_report_add(&r, "shared allocations: %d violations (%s)", se, smsg);
-    }
-    {
-        char hmsg[160];
-        int he = vidmm_handle_check(a, hmsg, sizeof(hmsg));
-        if (he)
-            vidmm_report_add(&r, "allocation handles: %d violations (%s)", he, hmsg);
-    }
+}
+
+/* The share records, the handle table, then each allocation against
+ * them (and its placement, added to sum). */
+static void check_allocations(const struct vidmm_adapter *a, struct seg_sum *sum, struct vidmm_report *r)
+{
+    char smsg[160];
+    smsg[0] = '\0';
+    int se = vidmm_share_check(a, smsg, sizeof(smsg));
+    if (se)
+        vidmm_report_add(r, "shared allocations: %d violations (%s)", se, smsg);
+    char hmsg[160];
+    int he = vidmm_handle_check(a, hmsg, sizeof(hmsg));
+    if (he)
+        vidmm_report_add(r, "allocation handles: %d violations (%s)", he, hmsg);
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         uint32_t i = it - 1;
-        if (!al->live || al->self != ((al->self & ~0xFFFFFFull) | i))
-            vidmm_report_add(&r, "allocation %u: in the table but not live, or named by another slot", i);
+        if (!al->live || VIDMM_HANDLE_SLOT(al->self) != i)
+            vidmm_report_add(r, "allocation %u: in the table but not live, or named by another slot", i);
         if (!al->shared != !al->share)
-            vidmm_report_add(&r, "allocation %u: shared flag %u but share record %s", i, al->shared,
+            vidmm_report_add(r, "allocation %u: shared flag %u but share record %s", i, al->shared,
                              al->share ? "set" : "none");
         if (!al->zombie && al->private_process && !vidmm_process_get(a, al->private_process))
-            vidmm_report_add(&r, "allocation %u: private to a dead process", i);
-        check_allocation(a, i, al, sum, &r);
+            vidmm_report_add(r, "allocation %u: private to a dead process", i);
+        check_allocation(a, i, al, sum, r);
     }
-    {
-        /* Quarantined memory (placement/placement.c) stays taken until a reset. */
-        uint64_t used[VIDMM_MAX_SEGMENTS + 1], committed[VIDMM_MAX_SEGMENTS + 1], count[VIDMM_MAX_SEGMENTS + 1];
-        memset(used, 0, sizeof(used));
-        memset(committed, 0, sizeof(committed));
-        memset(count, 0, sizeof(count));
-        vidmm_quarantine_account(a, used, committed, count);
-        for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++) {
-            sum[id].used += used[id];
-            sum[id].committed += committed[id];
-            sum[id].allocations += count[id];
-        }
+    /* Quarantined memory (placement/placement.c) stays taken until a reset. */
+    uint64_t used[VIDMM_MAX_SEGMENTS + 1], committed[VIDMM_MAX_SEGMENTS + 1], count[VIDMM_MAX_SEGMENTS + 1];
+    memset(used, 0, sizeof(used));
+    memset(committed, 0, sizeof(committed));
+    memset(count, 0, sizeof(count));
+    vidmm_quarantine_account(a, used, committed, count);
+    for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++) {
+        sum[id].used += used[id];
+        sum[id].committed += committed[id];
+        sum[id].allocations += count[id];
     }
+}
 
+/* Each segment's counters against the sum of what is placed in it, and
+ * its range allocators; the bytes mapped through apertures. */
+static void check_segments(const struct vidmm_adapter *a, const struct seg_sum *sum, struct vidmm_report *r)
+{
     uint64_t ap_mapped = 0;
     for (uint32_t id = 0; id < a->segment_count; id++) {
         const struct vidmm_segment *s = &a->seg[id];
         if (s->committed != sum[id].committed)
-            vidmm_report_add(&r, "segment %u: committed 0x%llx, allocations add up to 0x%llx", id,
+            vidmm_report_add(r, "segment %u: committed 0x%llx, allocations add up to 0x%llx", id,
                 (unsigned long long)s->committed, (unsigned long long)sum[id].committed);
         if (s->committed > s->commit_limit)
-            vidmm_report_add(&r, "segment %u: committed 0x%llx over its limit 0x%llx", id, (unsigned long long)s->committed,
+            vidmm_report_add(r, "segment %u: committed 0x%llx over its limit 0x%llx", id, (unsigned long long)s->committed,
                 (unsigned long long)s->commit_limit);
         if (s->allocations != sum[id].allocations)
-            vidmm_report_add(&r, "segment %u: %llu allocations counted, %llu found", id, (unsigned long long)s->allocations,
+            vidmm_report_add(r, "segment %u: %llu allocations counted, %llu found", id, (unsigned long long)s->allocations,
                 (unsigned long long)sum[id].allocations);
         if (s->kind == VIDMM_SEGMENT_KIND_APERTURE || s->kind == VIDMM_SEGMENT_KIND_AGP)
             ap_mapped += s->committed;
         if (!s->has_ra)
             continue;
-        int e = vidmm_ra_check(&s->ra);
+        char rmsg[160];
+        int e = vidmm_ra_check_msg(&s->ra, rmsg, sizeof(rmsg));
         if (e)
-            vidmm_report_add(&r, "segment %u: range allocator has %d violations", id, e);
+            vidmm_report_add(r, "segment %u: range allocator has %d violations (%s)", id, e, rmsg);
         if (s->size - s->ra.free_bytes != sum[id].used)
-            vidmm_report_add(&r, "segment %u: 0x%llx bytes in use, placements cover 0x%llx", id,
+            vidmm_report_add(r, "segment %u: 0x%llx bytes in use, placements cover 0x%llx", id,
                 (unsigned long long)(s->size - s->ra.free_bytes), (unsigned long long)sum[id].used);
         if (s->has_host_ap_ra) {
-            e = vidmm_ra_check(&s->host_ap_ra);
+            e = vidmm_ra_check_msg(&s->host_ap_ra, rmsg, sizeof(rmsg));
             if (e)
-                vidmm_report_add(&r, "segment %u: host aperture allocator has %d violations", id, e);
+                vidmm_report_add(r, "segment %u: host aperture allocator has %d violations (%s)", id, e, rmsg);
             if (s->host_ap_ra.size - s->host_ap_ra.free_bytes != sum[id].host_ap_used)
-                vidmm_report_add(&r, "segment %u: host aperture pages in use disagree with locked allocations", id);
+                vidmm_report_add(r, "segment %u: host aperture pages in use disagree with locked allocations", id);
         }
     }
-    vidmm_paging_check(a, &r);
+    vidmm_paging_check(a, r);
     if (ap_mapped != a->aperture_mapped_bytes)
-        vidmm_report_add(&r, "aperture mapped bytes 0x%llx, segments say 0x%llx", (unsigned long long)a->aperture_mapped_bytes,
+        vidmm_report_add(r, "aperture mapped bytes 0x%llx, segments say 0x%llx", (unsigned long long)a->aperture_mapped_bytes,
             (unsigned long long)ap_mapped);
     if (a->caps.aperture_segment_commit_limit && a->aperture_mapped_bytes > a->caps.aperture_segment_commit_limit)
-        vidmm_report_add(&r, "aperture mapped bytes over the global aperture commit limit");
+        vidmm_report_add(r, "aperture mapped bytes over the global aperture commit limit");
+}
+
+/* What each VidPN source scans out. */
+static void check_displayed(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
     for (uint32_t src = 0; src < VIDMM_MAX_VIDPN_SOURCES; src++) {
         vidmm_handle h = a->displayed[src];
         if (h == VIDMM_HANDLE_NULL)
             continue;
         const struct vidmm_allocation *al = vidmm_handle_get(a, h);
         if (!al)
-            vidmm_report_add(&r, "source %u displays a dead allocation", src);
+            vidmm_report_add(r, "source %u displays a dead allocation", src);
         else if (!al->displayed)
-            vidmm_report_add(&r, "source %u displays an allocation not marked displayed", src);
+            vidmm_report_add(r, "source %u displays an allocation not marked displayed", src);
         else if (al->pl.sys && !al->pl.ap_mapped)
-            vidmm_report_add(&r, "source %u displays a system-memory primary that is not mapped into the aperture", src);
+            vidmm_report_add(r, "source %u displays a system-memory primary that is not mapped into the aperture", src);
     }
+}
+
+/* The modules with checkers of their own: devices, handle tables,
+ * residency, submission. */
+static void check_modules(const struct vidmm_adapter *a, struct vidmm_report *r)
+{
     char dmsg[160];
     int de = vidmm_device_check(a, dmsg, sizeof(dmsg));
     if (de)
-        vidmm_report_add(&r, "devices: %d violations (%s)", de, dmsg);
+        vidmm_report_add(r, "devices: %d violations (%s)", de, dmsg);
     if (vidmm_objtab_check(&a->queues))
-        vidmm_report_add(&r, "paging-queue handle table inconsistent");
+        vidmm_report_add(r, "paging-queue handle table inconsistent");
     if (vidmm_objtab_check(&a->processes))
-        vidmm_report_add(&r, "process handle table inconsistent");
-    check_process_list(a, &r);
+        vidmm_report_add(r, "process handle table inconsistent");
+    check_process_list(a, r);
     de = vidmm_residency_check(a, dmsg, sizeof(dmsg));
     if (de)
-        vidmm_report_add(&r, "residency: %d violations (%s)", de, dmsg);
+        vidmm_report_add(r, "residency: %d violations (%s)", de, dmsg);
     de = vidmm_submit_check(a, dmsg, sizeof(dmsg));
     if (de)
-        vidmm_report_add(&r, "submission: %d violations (%s)", de, dmsg);
+        vidmm_report_add(r, "submission: %d violations (%s)", de, dmsg);
+}
+
+/* The whole adapter, in phases: what each placement holder uses is
+ * summed per segment (paging, processes, allocations), then compared
+ * with the segments' own counters; then the display and the modules. */
+static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
+{
+    struct vidmm_report r = { buf, size, 0, 0, NULL, NULL };
+    if (buf && size)
+        buf[0] = '\0';
+    if (!a) {
+        vidmm_report_add(&r, "adapter is NULL");
+        return r.errors;
+    }
+    if (a->bugs)
+        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)a->bugs, a->bug_msg);
+    struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
+    memset(sum, 0, sizeof(sum));
+    check_paging_use(a, sum, &r);
+    check_processes(a, sum, &r);
+    check_allocations(a, sum, &r);
+    check_segments(a, sum, &r);
+    check_displayed(a, &r);
+    check_modules(a, &r);
     return r.errors;
 }
 

@@ -1,12 +1,14 @@
 /*
  * allocation.c - the public allocation entries: create, destroy, query,
- * physical references, CPU lock/unlock, move, and flip (display).
+ * physical references, CPU lock/unlock and flip (display); moves are in
+ * move.c.
  *
  * Every entry validates its input before it changes anything, so a
  * rejected call leaves the adapter exactly as it was.  Each call that
  * queues paging operations ends with a flush: in this foundation layer
  * every public call is synchronous with the GPU.
  */
+#include "handle/lookup.h"
 #include "fence/inflight.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -221,7 +223,9 @@ static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al
  * an object the table no longer names (counted; a debug build stops). */
 static int stale(struct vidmm_adapter *a, const struct vidmm_allocation *al)
 {
-    return VIDMM_BUG_ON(a, !al->live || vidmm_handle_get_any(a, al->self) != al);
+    return VIDMM_BUG_ON_MSG(a, !al->live || vidmm_handle_get_any(a, al->self) != al,
+                            "destroy: allocation object of handle 0x%llx is no longer the one its handle names "
+                            "(destroyed twice)", (unsigned long long)al->self);
 }
 
 /* Destroy while in use: hide the handle, keep the memory until the work
@@ -262,10 +266,10 @@ static vidmm_status allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
     if (sh)
         return vidmm_share_close(a, sh);
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (al->lock_count)
         return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is locked by the CPU: unlock it first", (unsigned long long)h);
     vidmm_allocation_destroy_unlocked(a, al);
@@ -284,7 +288,8 @@ void vidmm_allocation_destroy_unlocked(struct vidmm_adapter *a, struct vidmm_all
 
 void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t n)
 {
-    if (VIDMM_BUG_ON(a, n > al->lock_count))
+    if (VIDMM_BUG_ON_MSG(a, n > al->lock_count, "unlock: dropping %u locks of allocation 0x%llx, which holds %u", n,
+                         (unsigned long long)al->self, al->lock_count))
         n = al->lock_count;
     al->lock_count -= n;
     if (!al->lock_count && al->lock_ptr) {
@@ -307,6 +312,9 @@ static void private_unlink(struct vidmm_process *creator, struct vidmm_allocatio
     if (al->private_next)
         al->private_next->private_prev = al->private_prev;
     al->private_prev = al->private_next = NULL;
+    (void)VIDMM_BUG_ON_MSG(creator->adapter, creator->private_allocations == 0,
+                           "private list: allocation 0x%llx leaves a process that counts no private allocations",
+                           (unsigned long long)al->self);
     creator->private_allocations--;
 }
 
@@ -344,10 +352,10 @@ static vidmm_status allocation_query(const struct vidmm_adapter *a, vidmm_handle
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "out is NULL");
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     memset(out, 0, sizeof(*out));
     out->size = al->size;
     out->requested_size = al->info.size;
@@ -377,10 +385,10 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
 {
     if (!a || !count || (cap && !r))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !count ? "count is NULL" : "ranges is NULL with capacity %u", cap);
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     const struct vidmm_placement *pl = &al->pl;
     if (pl->sys) {
         *count = 1;
@@ -400,190 +408,6 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
         r[i].size = pl->pages.ext[i].size;
     }
     return VIDMM_OK;
-}
-
-/* ---- moves ---------------------------------------------------------- */
-
-/* Effective location of a placement request: a non-AccessedPhysically
- * allocation "in the aperture" lives in system memory (segment 0). */
-/* Where a move to id really goes.  Plain system pages and the aperture
- * are one place for an allocation the GPU reaches through its page
- * tables (0); an AccessedPhysically one is resident in system memory
- * only through the aperture, so "system memory" means the aperture
- * (D43: an aperture-mapped allocation reports the aperture's id). */
-/* The aperture (or else an AGP segment) through which an
- * AccessedPhysically allocation can live in system memory; 0: none. */
-static uint32_t system_window(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
-{
-    uint32_t set = al->info.supported_write_segment_set;
-    if (a->aperture_id && (set & VIDMM_SEGMENT_BIT(a->aperture_id)))
-        return a->aperture_id;
-    for (uint32_t id = 1; id < a->segment_count; id++)
-        if (a->seg[id].kind == VIDMM_SEGMENT_KIND_AGP && (set & VIDMM_SEGMENT_BIT(id)))
-            return id;
-    return 0;
-}
-
-static uint32_t effective_target(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t id)
-{
-    int ap = (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) != 0;
-    if (a->seg[id].kind == VIDMM_SEGMENT_KIND_APERTURE && !ap)
-        return 0;
-    if (id == 0 && ap)
-        return al->pl.sys && al->pl.ap_mapped ? al->pl.segment_id : system_window(a, al);
-    return id;
-}
-
-/* System pages stay where they are; only the aperture mapping changes
- * (0 <-> aperture, or aperture <-> AGP).  The new mapping is made and
- * written before the old one goes, so a refusal before that changes
- * nothing; a refused unmap of the old range leaves it in quarantine. */
-static vidmm_status move_mapping(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t eff)
-{
-    vidmm_status st;
-    if (eff != 0) {
-        struct vidmm_placement old = al->pl;
-        al->pl.ap_mapped = 0;
-        st = vidmm_aperture_map(a, al, &al->pl, eff);
-        if (st >= 0)
-            st = vidmm_paging_flush(a);
-        if (st < 0) {
-            if (al->pl.ap_mapped)
-                (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
-            al->pl = old;
-            return st;
-        }
-        if (old.ap_mapped)
-            (void)vidmm_aperture_unmap_or_quarantine(a, al, &old);
-    } else if (al->pl.ap_mapped) {
-        st = vidmm_aperture_unmap(a, al, &al->pl);
-        if (st < 0)
-            return st;   /* still mapped, nothing changed */
-    }
-    al->pl.segment_id = eff;
-    al->moves++;
-    /* The entries keep reaching the same pages whatever the driver does
-     * with this rewrite (of their cache flags). */
-    st = vidmm_process_remap_allocation(a, al);
-    vidmm_status f = vidmm_paging_flush(a);
-    return st < 0 ? st : f;
-}
-
-/* "Prepare, point, then free" (docs/ARCHITECTURE.md): the new place is
- * taken and filled, every entry is rewritten to it and that is waited
- * for, and only then is the old place freed. */
-static vidmm_status move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target, int discard)
-{
-    uint32_t eff = effective_target(a, al, target);
-    if (eff == al->pl.segment_id)
-        return VIDMM_OK;
-    vidmm_inflight_wait_idle(a, al);   /* submitted work may still read or write it there */
-    if (al->busy)
-        return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
-    vidmm_status st;
-    int top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
-    if (al->pl.sys && a->seg[eff].kind != VIDMM_SEGMENT_KIND_MEMORY)
-        return move_mapping(a, al, eff);
-    struct vidmm_placement dst;
-    st = vidmm_place(a, al, eff, top, &dst);
-    if (st < 0)
-        return st;
-    /* Page tables first: where the new place cannot keep 64 KB entries,
-     * switch them to 4 KB now, while failing still changes nothing. */
-    st = vidmm_process_prepare_move(a, al, &dst);
-    if (st < 0) {
-        vidmm_unplace(a, al, &dst);
-        (void)vidmm_paging_flush(a);
-        return st;
-    }
-    /* Prepare: the copy, finished before any entry points at it. */
-    if (discard) {
-        /* Content is not needed: discard the source, start the
-         * destination content-less (zero). */
-        st = vidmm_discard_content(a, al, &al->pl);
-        if (st >= 0)
-            st = vidmm_fill_content(a, al, &dst, 0);
-    } else {
-        st = vidmm_copy_content(a, al, &al->pl, &dst);
-    }
-    if (st >= 0)
-        st = vidmm_paging_flush(a);
-    if (st < 0) {
-        vidmm_unplace(a, al, &dst);   /* no entry ever reached it */
-        return st;
-    }
-    /* Point: same GPU virtual addresses, new pages. */
-    struct vidmm_placement old;
-    vidmm_placement_take(&old, &al->pl);
-    vidmm_placement_take(&al->pl, &dst);
-    st = vidmm_process_remap_allocation(a, al);
-    if (st >= 0)
-        st = vidmm_paging_flush(a);
-    if (st < 0) {
-        /* Refused: point back at the old place, which is still held.
-         * If even that is refused, entries may reach either place: both
-         * stay held (the old one in quarantine) and a reset rewrites
-         * them all. */
-        vidmm_placement_take(&dst, &al->pl);
-        vidmm_placement_take(&al->pl, &old);
-        vidmm_status r = vidmm_process_remap_allocation(a, al);
-        if (r >= 0)
-            r = vidmm_paging_flush(a);
-        if (r >= 0) {
-            vidmm_unplace(a, al, &dst);
-        } else {
-            vidmm_placement_take(&old, &al->pl);
-            vidmm_placement_take(&al->pl, &dst);
-            vidmm_quarantine(a, al, &old, 1);
-            al->moves++;
-        }
-        return st;
-    }
-    /* Free: nothing reaches the old place any more. */
-    vidmm_unplace(a, al, &old);
-    al->moves++;
-    return VIDMM_OK;
-}
-
-static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id, int discard)
-{
-    if (!a)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
-    if (segment_id >= a->segment_count)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, "segment %u: the adapter has segments 1 to %u (0: system memory)",
-                          segment_id, a->segment_count - 1);
-    if (segment_id != 0 && !(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(segment_id)))
-        return vidmm_fail(VIDMM_E_BAD_SEGMENT_SET, "segment %u is not in the allocation's write segment set 0x%x",
-                          segment_id, al->info.supported_write_segment_set);
-    if (!al->resident)   /* evicted: its bytes are in system memory already */
-        return segment_id == 0 ? VIDMM_OK
-                               : vidmm_fail(VIDMM_E_STATE, "allocation 0x%llx is evicted: make it resident first",
-                                            (unsigned long long)h);
-    if (segment_id == 0 && (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) && !system_window(a, al))
-        return vidmm_fail(VIDMM_E_BAD_SEGMENT_SET, "segment 0: the GPU accesses the allocation physically and "
-                          "no aperture can reach it in system memory");
-    if (al->lock_count || al->displayed)
-        return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is %s", (unsigned long long)h,
-                          al->lock_count ? "locked by the CPU" : "being scanned out");
-    vidmm_residency_leave(a, al);
-    vidmm_residency_drop_backing(a, al);
-    vidmm_status st = move_to(a, al, segment_id, discard);
-    vidmm_residency_enter(a, al);
-    return st;
-}
-
-static vidmm_status allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
-{
-    return move_entry(a, h, segment_id, 0);
-}
-
-static vidmm_status allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
-{
-    return move_entry(a, h, segment_id, 1);
 }
 
 /* ---- CPU access ----------------------------------------------------- */
@@ -672,7 +496,7 @@ static vidmm_status move_cpu_reachable(struct vidmm_adapter *a, struct vidmm_all
             const struct vidmm_segment *s = &a->seg[id];
             if (s->kind == VIDMM_SEGMENT_KIND_MEMORY && !s->cpu_base)
                 continue;
-            st = move_to(a, al, id, 0);
+            st = vidmm_allocation_move_to(a, al, id, 0);
             if (st >= 0 || (st != VIDMM_E_NO_SEGMENT_SPACE && st != VIDMM_E_COMMIT_LIMIT && st != VIDMM_E_TOO_LARGE))
                 return st;
         }
@@ -684,10 +508,10 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
 {
     if (!a || !cpu)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "cpu_address is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (a->power_state != VIDMM_POWER_D0)   /* powered down (power.h) */
         return vidmm_fail(VIDMM_E_STATE, "the adapter is powered down (power state %u)", a->power_state);
     if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
@@ -716,7 +540,7 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
     /* Paging may still be moving its bytes (make-resident and evict do
      * not wait): the CPU sees them only once that work is done. */
-    vidmm_status st = vidmm_paging_flush(a);
+    st = vidmm_paging_flush(a);
     if (st < 0)
         return st;
     void *p = NULL;
@@ -759,10 +583,10 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     if (al->lock_count == 0)
         return vidmm_fail(VIDMM_E_STATE, "allocation 0x%llx is not locked", (unsigned long long)h);
     struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
@@ -786,10 +610,9 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
         return vidmm_fail(VIDMM_E_INVALID_ARG, "vidpn_source %u: at most %u sources", source, VIDMM_MAX_VIDPN_SOURCES);
     struct vidmm_allocation *al = NULL;
     if (h != VIDMM_HANDLE_NULL) {
-        al = vidmm_handle_get(a, h);
-        if (!al)
-            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                              (unsigned long long)(h));
+        vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+        if (st < 0)
+            return st;
         if (!(al->info.flags & VIDMM_ALLOC_PRIMARY))
             return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx was not described with VIDMM_ALLOC_PRIMARY",
                               (unsigned long long)h);
@@ -837,12 +660,10 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
 /* The device's process, or 0 for a bad or lost device (*st says which). */
 static vidmm_handle device_process(struct vidmm_adapter *a, vidmm_handle device, vidmm_status *st)
 {
-    struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
-    if (!d) {
-        *st = vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                         (unsigned long long)device);
+    struct vidmm_device *d;
+    *st = vidmm_device_lookup(a, device, &d);
+    if (*st < 0)
         return 0;
-    }
     pthread_mutex_lock(&a->fence_lock);   /* the error state comes from driver threads */
     int lost = d->lost;
     pthread_mutex_unlock(&a->fence_lock);
@@ -894,10 +715,9 @@ static vidmm_status device_lock(struct vidmm_adapter *a, vidmm_handle device, vi
     vidmm_handle proc = device_process(a, device, &st);
     if (!proc)
         return st;
-    if (!vidmm_handle_get_for(a, h, proc))
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                          (unsigned long long)(h));   /* never another process's pointer */
-    return vidmm_allocation_lock(a, h, cpu);
+    struct vidmm_allocation *al;
+    st = vidmm_allocation_lookup_for(a, h, proc, &al);   /* never another process's pointer */
+    return st < 0 ? st : vidmm_allocation_lock(a, h, cpu);
 }
 
 static vidmm_status device_unlock(struct vidmm_adapter *a, vidmm_handle device, vidmm_handle h)
@@ -943,7 +763,9 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (!vidmm_allocation_defer_destroy(a, al))
             vidmm_allocation_destroy_now(a, al);
     }
-    VIDMM_BUG_ON(a, p->private_allocations != 0);
+    (void)VIDMM_BUG_ON_MSG(a, p->private_allocations != 0,
+                           "process teardown: %llu private allocations left after destroying every one on its list",
+                           (unsigned long long)p->private_allocations);
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */
@@ -972,16 +794,6 @@ vidmm_status vidmm_allocation_destroy(struct vidmm_adapter *a, vidmm_handle h)
 vidmm_status vidmm_allocation_lock(struct vidmm_adapter *a, vidmm_handle h, void **cpu)
 {
     VIDMM_ENTRY(a, allocation_lock(a, h, cpu));
-}
-
-vidmm_status vidmm_allocation_move(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
-{
-    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move(a, h, segment_id));
-}
-
-vidmm_status vidmm_allocation_move_discard(struct vidmm_adapter *a, vidmm_handle h, uint32_t segment_id)
-{
-    VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : allocation_move_discard(a, h, segment_id));
 }
 
 vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapter *a, vidmm_handle h,

@@ -8,6 +8,12 @@
 
 /* Destroy while in use: hide the handle, keep the memory until the work
  * finished.  1 if deferred (the caller is done), 0 if al is idle. */
+/* Move al to segment target (move.c): the new placement first, the GPU
+ * mappings pointed at it, then the old one let go; discard: the content
+ * need not follow.  A failure changes nothing. */
+vidmm_status vidmm_allocation_move_to(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t target,
+                                      int discard);
+
 int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
 /* Release an allocation now (it is idle). */

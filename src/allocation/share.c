@@ -16,6 +16,7 @@
  * share-holder table.  The adapter's table of tokens is a hash table
  * by token (open addressing, below): an open costs O(1) expected.
  */
+#include "handle/lookup.h"
 #include "model/objects.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -24,6 +25,7 @@
 #include "process/process.h"
 #include "residency/residency.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -103,7 +105,7 @@ static void index_remove(struct vidmm_adapter *a, const struct vidmm_share *s)
     uint32_t mask = a->share_index_cap - 1;
     uint32_t i = (uint32_t)s->token[0] & mask;
     while (a->share_index[i] != s) {
-        if (VIDMM_BUG_ON(a, !a->share_index[i]))
+        if (VIDMM_BUG_ON_MSG(a, !a->share_index[i], "token table: the share being removed is not in its run"))
             return;
         i = (i + 1) & mask;
     }
@@ -302,13 +304,13 @@ static vidmm_status share_export(struct vidmm_adapter *a, vidmm_handle process, 
 {
     if (!a || !token)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "token is NULL");
-    if (!vidmm_process_get(a, process))
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)process);
-    struct vidmm_allocation *al = vidmm_handle_get_for(a, h, process);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                          (unsigned long long)h);
+    struct vidmm_process *p;
+    struct vidmm_allocation *al = NULL;
+    vidmm_status st = vidmm_process_lookup(a, process, &p);
+    if (st >= 0)
+        st = vidmm_allocation_lookup_for(a, h, process, &al);
+    if (st < 0)
+        return st;
     if (!al->share)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx was not created with VIDMM_CREATE_SHARED",
                           (unsigned long long)h);
@@ -323,9 +325,10 @@ static vidmm_status share_open(struct vidmm_adapter *a, vidmm_handle process, co
 {
     if (!a || !token || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !token ? "token is NULL" : "out is NULL");
-    if (!vidmm_process_get(a, process))
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)process);
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, process, &p);
+    if (st < 0)
+        return st;
     struct vidmm_share *s = (token->value[0] | token->value[1]) ? share_find(a, token) : NULL;
     if (!s)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "share token: names no live shared allocation of this adapter");
@@ -339,7 +342,7 @@ static vidmm_status share_open(struct vidmm_adapter *a, vidmm_handle process, co
     if (!sh)
         return VIDMM_E_NO_HOST_MEMORY;
     uint64_t h;
-    vidmm_status st = vidmm_objtab_add(&a->share_holders, a->ha, sh, &h);
+    st = vidmm_objtab_add(&a->share_holders, a->ha, sh, &h);
     if (st < 0) {
         vidmm_hfree(a->ha, sh, sizeof(*sh), _Alignof(struct vidmm_share_holder));
         return st == VIDMM_E_BUSY ? VIDMM_E_NO_HOST_MEMORY : st;   /* 16 M open handles per adapter */
@@ -374,130 +377,136 @@ static vidmm_status share_query(const struct vidmm_adapter *a, vidmm_handle h, s
 
 /* ---- the structure checker's part (vidmm_adapter_check) ---------------- */
 
-int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
+/* The checker's tally: violations counted, the last one in words. */
+struct share_tally {
+    int e;
+    char *msg;
+    size_t n;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void share_bad(struct share_tally *t, const char *fmt, ...)
 {
-    int e = 0;
-    uint32_t shares = 0, openers = 0;
+    va_list ap;
+    t->e++;
+    va_start(ap, fmt);
+    vsnprintf(t->msg, t->n, fmt, ap);
+    va_end(ap);
+}
+
+/* The holders of share s (of allocation al): each of s, of a live
+ * process, the creator's first, openers in the holder table, one hold
+ * per process; their count and locks. */
+static void check_holders(const struct vidmm_adapter *a, const struct vidmm_share *s, const struct vidmm_allocation *al,
+                          uint32_t *openers, struct share_tally *t)
+{
+    uint32_t holders = 0;
+    uint64_t locks = 0;
+    for (const struct vidmm_share_holder *sh = s->holders; sh && holders <= s->holder_count; sh = sh->next) {
+        holders++;
+        locks += sh->locks;
+        if (sh->share != s || !vidmm_process_get(a, sh->process))
+            share_bad(t, "allocation 0x%llx: a holder of another share, or of a dead process",
+                      (unsigned long long)al->self);
+        if (sh->creator && (sh != s->holders || sh->self != al->self || al->private_process != sh->process))
+            share_bad(t, "allocation 0x%llx: the creator's hold is not first, not its handle or not its process",
+                      (unsigned long long)al->self);
+        if (!sh->creator) {
+            ++*openers;
+            if (vidmm_objtab_get(&a->share_holders, sh->self) != sh)
+                share_bad(t, "allocation 0x%llx: opener handle 0x%llx not in the holder table",
+                          (unsigned long long)al->self, (unsigned long long)sh->self);
+        }
+        for (const struct vidmm_share_holder *o = sh->next; o; o = o->next)
+            if (o->process == sh->process)
+                share_bad(t, "allocation 0x%llx: two holds of one process", (unsigned long long)al->self);
+    }
+    if (holders != s->holder_count || !holders)
+        share_bad(t, "allocation 0x%llx: %u holders listed, count says %u", (unsigned long long)al->self, holders,
+                  s->holder_count);
+    if (!s->holders->creator && al->private_process)
+        share_bad(t, "allocation 0x%llx: the creator let go but it is still private to a process",
+                  (unsigned long long)al->self);
+    if (locks != al->lock_count)
+        share_bad(t, "allocation 0x%llx: locked %u times, its holders' locks sum to %llu", (unsigned long long)al->self,
+                  al->lock_count, (unsigned long long)locks);
+}
+
+/* Does process hold share s? */
+static int holds(const struct vidmm_share *s, vidmm_handle process)
+{
+    const struct vidmm_share_holder *sh = s->holders;
+    while (sh && sh->process != process)
+        sh = sh->next;
+    return sh != NULL;
+}
+
+/* Only holders' processes map al (its list of mapping processes), own
+ * it for budgets, or list it on a device. */
+static void check_share_users(const struct vidmm_share *s, const struct vidmm_allocation *al, struct share_tally *t)
+{
+    for (const struct vidmm_va_user *u = al->va_users; u; u = u->next)
+        if (!holds(s, u->process->self))
+            share_bad(t, "allocation 0x%llx: mapped by a process that does not hold it", (unsigned long long)al->self);
+    if (al->pe.process && !holds(s, al->pe.process))
+        share_bad(t, "allocation 0x%llx: owned by a process that does not hold it", (unsigned long long)al->self);
+    for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next)
+        if (!holds(s, r->dev->process->self))
+            share_bad(t, "allocation 0x%llx: on the residency list of a device of a process that does not hold it",
+                      (unsigned long long)al->self);
+}
+
+/* Each share: a live allocation that points back, list links, a unique
+ * non-zero token, its holders and users.  The shares counted. */
+static uint32_t check_shares(const struct vidmm_adapter *a, uint32_t *openers, struct share_tally *t)
+{
+    uint32_t shares = 0;
     for (const struct vidmm_share *s = a->shares; s && shares <= a->share_count; s = s->next) {
         shares++;
         const struct vidmm_allocation *al = s->al;
         if (!al || !al->live || al->zombie || al->share != s || !al->shared || vidmm_handle_get_any(a, al->self) != al) {
-            e++;
-            snprintf(msg, n, "share %u: its allocation is not live, deferred, or does not point back", shares);
+            share_bad(t, "share %u: its allocation is not live, deferred, or does not point back", shares);
             continue;
         }
-        if (s->next && s->next->prev != s) {
-            e++;
-            snprintf(msg, n, "share of allocation 0x%llx: list links disagree", (unsigned long long)al->self);
-        }
-        if (!(s->token[0] | s->token[1])) {
-            e++;
-            snprintf(msg, n, "share of allocation 0x%llx: zero token", (unsigned long long)al->self);
-        }
+        if (s->next && s->next->prev != s)
+            share_bad(t, "share of allocation 0x%llx: list links disagree", (unsigned long long)al->self);
+        if (!(s->token[0] | s->token[1]))
+            share_bad(t, "share of allocation 0x%llx: zero token", (unsigned long long)al->self);
         /* Pairwise, so only on adapters of up to 1,024 shares: the
          * walker stays O(n) on large ones (docs/ARCHITECTURE.md "Cost"). */
         for (const struct vidmm_share *o = s->next; o && a->share_count <= 1024; o = o->next)
-            if (o->token[0] == s->token[0] && o->token[1] == s->token[1]) {
-                e++;
-                snprintf(msg, n, "two shares have one token");
-            }
-        uint32_t holders = 0;
-        uint64_t locks = 0;
-        for (const struct vidmm_share_holder *sh = s->holders; sh && holders <= s->holder_count; sh = sh->next) {
-            holders++;
-            locks += sh->locks;
-            if (sh->share != s || !vidmm_process_get(a, sh->process)) {
-                e++;
-                snprintf(msg, n, "allocation 0x%llx: a holder of another share, or of a dead process",
-                         (unsigned long long)al->self);
-            }
-            if (sh->creator && (sh != s->holders || sh->self != al->self || al->private_process != sh->process)) {
-                e++;
-                snprintf(msg, n, "allocation 0x%llx: the creator's hold is not first, not its handle or not its process",
-                         (unsigned long long)al->self);
-            }
-            if (!sh->creator) {
-                openers++;
-                if (vidmm_objtab_get(&a->share_holders, sh->self) != sh) {
-                    e++;
-                    snprintf(msg, n, "allocation 0x%llx: opener handle 0x%llx not in the holder table",
-                             (unsigned long long)al->self, (unsigned long long)sh->self);
-                }
-            }
-            for (const struct vidmm_share_holder *o = sh->next; o; o = o->next)
-                if (o->process == sh->process) {
-                    e++;
-                    snprintf(msg, n, "allocation 0x%llx: two holds of one process", (unsigned long long)al->self);
-                }
-        }
-        if (holders != s->holder_count || !holders) {
-            e++;
-            snprintf(msg, n, "allocation 0x%llx: %u holders listed, count says %u", (unsigned long long)al->self,
-                     holders, s->holder_count);
-        }
-        if (!s->holders->creator && al->private_process) {
-            e++;
-            snprintf(msg, n, "allocation 0x%llx: the creator let go but it is still private to a process",
-                     (unsigned long long)al->self);
-        }
-        if (locks != al->lock_count) {
-            e++;
-            snprintf(msg, n, "allocation 0x%llx: locked %u times, its holders' locks sum to %llu",
-                     (unsigned long long)al->self, al->lock_count, (unsigned long long)locks);
-        }
-        /* Only holders' processes map it (its list of mapping processes)
-         * or list it on a device. */
-        for (const struct vidmm_va_user *u = al->va_users; u; u = u->next) {
-            const struct vidmm_share_holder *sh = s->holders;
-            while (sh && sh->process != u->process->self)
-                sh = sh->next;
-            if (!sh) {
-                e++;
-                snprintf(msg, n, "allocation 0x%llx: mapped by a process that does not hold it",
-                         (unsigned long long)al->self);
-            }
-        }
-        if (al->pe.process) {
-            const struct vidmm_share_holder *sh = s->holders;
-            while (sh && sh->process != al->pe.process)
-                sh = sh->next;
-            if (!sh) {
-                e++;
-                snprintf(msg, n, "allocation 0x%llx: owned by a process that does not hold it",
-                         (unsigned long long)al->self);
-            }
-        }
-        /* Only holders' processes map it or list it on a device. */
-        for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
-            const struct vidmm_share_holder *sh = s->holders;
-            while (sh && sh->process != r->dev->process->self)
-                sh = sh->next;
-            if (!sh) {
-                e++;
-                snprintf(msg, n, "allocation 0x%llx: on the residency list of a device of a process that does not hold it",
-                         (unsigned long long)al->self);
-            }
-        }
+            if (o->token[0] == s->token[0] && o->token[1] == s->token[1])
+                share_bad(t, "two shares have one token");
+        check_holders(a, s, al, openers, t);
+        check_share_users(s, al, t);
     }
-    /* The token table: each share found by its token, no other entry. */
+    return shares;
+}
+
+/* The token table: each share found by its token, no other entry. */
+static void check_token_table(const struct vidmm_adapter *a, struct share_tally *t)
+{
     uint32_t indexed = 0;
     for (uint32_t i = 0; i < a->share_index_cap; i++)
         indexed += a->share_index[i] != NULL;
-    if (indexed != a->share_count || (uint64_t)a->share_count * 2 > a->share_index_cap) {
-        e++;
-        snprintf(msg, n, "token table: %u entries in %u slots, %u shares", indexed, a->share_index_cap, a->share_count);
-    }
+    if (indexed != a->share_count || (uint64_t)a->share_count * 2 > a->share_index_cap)
+        share_bad(t, "token table: %u entries in %u slots, %u shares", indexed, a->share_index_cap, a->share_count);
     for (const struct vidmm_share *s = a->shares; s; s = s->next) {
         struct vidmm_share_token k = { { s->token[0], s->token[1] } };
         if (share_find(a, &k) != s) {
-            e++;
-            snprintf(msg, n, "token table: the share of allocation 0x%llx is not found by its token",
-                     (unsigned long long)(s->al ? s->al->self : 0));
+            share_bad(t, "token table: the share of allocation 0x%llx is not found by its token",
+                      (unsigned long long)(s->al ? s->al->self : 0));
             break;
         }
     }
-    /* Each process's list of its holds: its own, linked both ways, as
-     * many as counted; together, every hold. */
+}
+
+/* Each process's list of its holds: its own, linked both ways, as many
+ * as counted; together, every hold. */
+static void check_process_holds(const struct vidmm_adapter *a, struct share_tally *t)
+{
     uint64_t listed = 0, held = 0;   /* held: the holders the shares list (their counts are checked above) */
     for (const struct vidmm_share *sp = a->shares; sp && held <= a->share_holders.live + a->share_count; sp = sp->next)
         for (const struct vidmm_share_holder *sh = sp->holders; sh && held <= a->share_holders.live + a->share_count;
@@ -510,36 +519,35 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
              sh = sh->proc_next) {
             k++;
             if (sh->process != p->self || (sh->proc_next && sh->proc_next->proc_prev != sh) ||
-                (sh == p->share_holds && sh->proc_prev)) {
-                e++;
-                snprintf(msg, n, "process 0x%llx: list of share holds broken", (unsigned long long)p->self);
-            }
+                (sh == p->share_holds && sh->proc_prev))
+                share_bad(t, "process 0x%llx: list of share holds broken", (unsigned long long)p->self);
         }
-        if (k != p->share_hold_count) {
-            e++;
-            snprintf(msg, n, "process 0x%llx: %u share holds listed, count says %u", (unsigned long long)p->self, k,
-                     p->share_hold_count);
-        }
+        if (k != p->share_hold_count)
+            share_bad(t, "process 0x%llx: %u share holds listed, count says %u", (unsigned long long)p->self, k,
+                      p->share_hold_count);
         listed += k;
     }
-    if (listed != held) {
-        e++;
-        snprintf(msg, n, "%llu holds on the processes' lists, the shares have %llu", (unsigned long long)listed,
-                 (unsigned long long)held);
-    }
-    if (shares != a->share_count) {
-        e++;
-        snprintf(msg, n, "%u shares listed, count says %u", shares, a->share_count);
-    }
-    if (openers != a->share_holders.live) {
-        e++;
-        snprintf(msg, n, "%u opener holds listed, the holder table has %u handles", openers, a->share_holders.live);
-    }
-    if (vidmm_objtab_check(&a->share_holders)) {
-        e++;
-        snprintf(msg, n, "share holder handle table inconsistent");
-    }
-    return e;
+    if (listed != held)
+        share_bad(t, "%llu holds on the processes' lists, the shares have %llu", (unsigned long long)listed,
+                  (unsigned long long)held);
+}
+
+/* In phases: the shares with their holders and users, the token table,
+ * the processes' lists of holds, then the counts. */
+int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
+{
+    struct share_tally t = { 0, msg, n };
+    uint32_t openers = 0;
+    uint32_t shares = check_shares(a, &openers, &t);
+    check_token_table(a, &t);
+    check_process_holds(a, &t);
+    if (shares != a->share_count)
+        share_bad(&t, "%u shares listed, count says %u", shares, a->share_count);
+    if (openers != a->share_holders.live)
+        share_bad(&t, "%u opener holds listed, the holder table has %u handles", openers, a->share_holders.live);
+    if (vidmm_objtab_check(&a->share_holders))
+        share_bad(&t, "share holder handle table inconsistent");
+    return t.e;
 }
 
 /* ---- public entries: the adapter lock around each body (docs/THREADING.md) ---- */

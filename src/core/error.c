@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local struct {
@@ -53,4 +54,25 @@ void vidmm_error_finish(const char *entry, vidmm_status st)
 const char *vidmm_last_error(void)
 {
     return last.text;
+}
+
+int vidmm_bug_note(uint64_t *count, char *first, size_t n, const char *cond, const char *file, int line,
+                   const char *fmt, ...)
+{
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+#ifdef VIDMM_DEBUG
+    (void)count;
+    (void)first;
+    (void)n;
+    fprintf(stderr, "vidmm: BUG at %s:%d: %s (%s)\n", file, line, what, cond);
+    abort();
+#else
+    if (count && !(*count)++ && first && n)
+        snprintf(first, n, "%s:%d: %s (%s)", file, line, what, cond);
+    return 1;
+#endif
 }

@@ -115,13 +115,13 @@ vidmm_status vidmm_objtab_add(struct vidmm_objtab *t, const struct vidmm_host_al
         *(uint16_t *)((char *)obj + t->obj_gen_off) = t->gen[s];
     t->next_free[s] = UINT32_MAX;
     t->live++;
-    *handle = ((uint64_t)t->type << 56) | ((uint64_t)t->salt << 40) | ((uint64_t)t->gen[s] << 24) | s;
+    *handle = VIDMM_HANDLE_MAKE(t->type, t->salt, t->gen[s], s);
     return VIDMM_OK;
 }
 
 void vidmm_objtab_remove(struct vidmm_objtab *t, uint64_t h)
 {
-    uint32_t s = (uint32_t)h & (OT_MAX_SLOTS - 1);
+    uint32_t s = VIDMM_HANDLE_SLOT(h);
     t->obj[s] = NULL;
     t->live--;
     if (t->gen[s] == 0xFFFFu) {

@@ -20,6 +20,23 @@
 
 #include <stdint.h>
 
+/* The fields of a handle, by name: every place that builds or takes a
+ * handle apart goes through these (nothing else shifts or masks one). */
+#define VIDMM_HANDLE_TYPE_SHIFT 56
+#define VIDMM_HANDLE_SALT_SHIFT 40
+#define VIDMM_HANDLE_GEN_SHIFT  24
+#define VIDMM_HANDLE_SLOT_MASK  0xFFFFFFull   /* 24 bits */
+#define VIDMM_HANDLE_TYPE(h) ((uint32_t)((uint64_t)(h) >> VIDMM_HANDLE_TYPE_SHIFT))
+#define VIDMM_HANDLE_SALT(h) ((uint32_t)((uint64_t)(h) >> VIDMM_HANDLE_SALT_SHIFT) & 0xFFFFu)
+#define VIDMM_HANDLE_GEN(h)  ((uint32_t)((uint64_t)(h) >> VIDMM_HANDLE_GEN_SHIFT) & 0xFFFFu)
+#define VIDMM_HANDLE_SLOT(h) ((uint32_t)((uint64_t)(h) & VIDMM_HANDLE_SLOT_MASK))
+/* Generation and slot without type and salt: unique among one adapter's
+ * objects of one type, over its whole life (what reports print). */
+#define VIDMM_HANDLE_LOCAL(h) ((uint64_t)(h) & ((UINT64_C(1) << VIDMM_HANDLE_SALT_SHIFT) - 1))
+#define VIDMM_HANDLE_MAKE(type, salt, gen, slot)                                                               \
+    (((uint64_t)(type) << VIDMM_HANDLE_TYPE_SHIFT) | ((uint64_t)(salt) << VIDMM_HANDLE_SALT_SHIFT) |           \
+     ((uint64_t)(gen) << VIDMM_HANDLE_GEN_SHIFT) | (uint64_t)(slot))
+
 struct vidmm_objtab {
     uint32_t type;               /* VIDMM_HANDLE_TYPE_* of every handle */
     uint32_t salt;               /* the adapter's salt */
@@ -43,7 +60,7 @@ void vidmm_objtab_set_limit(struct vidmm_objtab *t, uint32_t max);
  * VIDMM_SITE_OBJTAB_*. */
 void vidmm_objtab_set_sites(struct vidmm_objtab *t, unsigned objects, unsigned generations, unsigned free_links);
 /* The largest limit vidmm_objtab_set_limit takes (a handle's 24-bit slot). */
-#define VIDMM_OBJTAB_MAX_SLOTS (1u << 24)
+#define VIDMM_OBJTAB_MAX_SLOTS ((uint32_t)VIDMM_HANDLE_SLOT_MASK + 1u)
 /* Objects keep a copy of their slot's generation, a uint16_t at byte
  * offset off, and lookups compare that copy instead of the table's: a
  * lookup then reads the object pointer and a line of the object the
@@ -66,14 +83,14 @@ int vidmm_objtab_check(const struct vidmm_objtab *t);
  * every public call that names an object starts here. */
 static inline void *vidmm_objtab_get(const struct vidmm_objtab *t, uint64_t h)
 {
-    uint32_t s = (uint32_t)h & 0xFFFFFFu;
-    if ((h >> 56) != t->type || ((h >> 40) & 0xFFFFu) != t->salt || s >= t->used)
+    uint32_t s = VIDMM_HANDLE_SLOT(h);
+    if (VIDMM_HANDLE_TYPE(h) != t->type || VIDMM_HANDLE_SALT(h) != t->salt || s >= t->used)
         return NULL;
     void *o = t->obj[s];
     if (!o)
         return NULL;
     uint16_t g = t->obj_gen_off != UINT32_MAX ? *(const uint16_t *)((const char *)o + t->obj_gen_off) : t->gen[s];
-    return g == ((h >> 24) & 0xFFFFu) ? o : NULL;
+    return g == VIDMM_HANDLE_GEN(h) ? o : NULL;
 }
 
 /* The object in slot s (< t->used), or NULL. */

@@ -20,6 +20,7 @@
  * from a driver thread, so contexts are added, removed and looked up
  * under the fence lock, and the error fields are written under it.
  */
+#include "handle/lookup.h"
 #include "model/objects.h"
 #include "device/device.h"
 #include "mmu/mmu.h"
@@ -29,11 +30,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-static struct vidmm_device *dev_get(const struct vidmm_adapter *a, vidmm_handle h)
-{
-    return a ? vidmm_objtab_get(&a->devices, h) : NULL;
-}
 
 static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 {
@@ -48,14 +44,14 @@ static vidmm_status device_create(struct vidmm_adapter *a, vidmm_handle process,
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     *out = VIDMM_HANDLE_NULL;
-    struct vidmm_process *p = vidmm_process_get(a, process);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(process));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, process, &p);
+    if (st < 0)
+        return st;
     struct vidmm_device *d = vidmm_hzalloc(a->ha, VIDMM_SITE_DEVICE_OBJECT, sizeof(*d), _Alignof(struct vidmm_device));
     if (!d)
         return VIDMM_E_NO_HOST_MEMORY;
-    vidmm_status st = vidmm_objtab_add(&a->devices, a->ha, d, &d->self);
+    st = vidmm_objtab_add(&a->devices, a->ha, d, &d->self);
     if (st < 0) {
         vidmm_hfree(a->ha, d, sizeof(*d), _Alignof(struct vidmm_device));
         return st;
@@ -118,10 +114,10 @@ static vidmm_status device_destroy(struct vidmm_adapter *a, vidmm_handle device)
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_device *d = dev_get(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status st = vidmm_device_lookup(a, device, &d);
+    if (st < 0)
+        return st;
     device_free(a, d);
     return VIDMM_OK;
 }
@@ -136,10 +132,10 @@ static vidmm_status device_query(const struct vidmm_adapter *a, vidmm_handle dev
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
-    const struct vidmm_device *d = dev_get(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status st = vidmm_device_lookup(a, device, &d);
+    if (st < 0)
+        return st;
     memset(out, 0, sizeof(*out));
     out->process = d->process->self;
     out->contexts = d->context_count;
@@ -161,10 +157,10 @@ static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device,
     if (!a || !desc || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !desc ? "desc is NULL" : "context is NULL");
     *out = VIDMM_HANDLE_NULL;
-    struct vidmm_device *d = dev_get(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status st = vidmm_device_lookup(a, device, &d);
+    if (st < 0)
+        return st;
     uint32_t nodes = a->caps.node_count ? a->caps.node_count : 1;
     if (desc->node >= nodes)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "node %u: the adapter has %u engine nodes", desc->node, nodes);
@@ -179,7 +175,7 @@ static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device,
     if (!c)
         return VIDMM_E_NO_HOST_MEMORY;
     pthread_mutex_lock(&a->fence_lock);
-    vidmm_status st = vidmm_objtab_add(&a->contexts, a->ha, c, &c->self);
+    st = vidmm_objtab_add(&a->contexts, a->ha, c, &c->self);
     pthread_mutex_unlock(&a->fence_lock);
     if (st < 0) {
         vidmm_hfree(a->ha, c, sizeof(*c), _Alignof(struct vidmm_context));
@@ -214,12 +210,10 @@ static vidmm_status context_destroy(struct vidmm_adapter *a, vidmm_handle contex
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
-    pthread_mutex_unlock(&a->fence_lock);
-    if (!c)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                          (unsigned long long)(context));
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup(a, context, &c);
+    if (st < 0)
+        return st;
     context_free(a, c);
     return VIDMM_OK;
 }
@@ -228,13 +222,10 @@ static vidmm_status context_query(const struct vidmm_adapter *a, vidmm_handle co
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
-    pthread_mutex_t *lock = (pthread_mutex_t *)&a->fence_lock;
-    pthread_mutex_lock(lock);
-    const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
-    pthread_mutex_unlock(lock);
-    if (!c)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                          (unsigned long long)(context));
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup((struct vidmm_adapter *)a, context, &c);   /* the lock is not state */
+    if (st < 0)
+        return st;
     memset(out, 0, sizeof(*out));
     out->device = c->device->self;
     out->process = c->device->process->self;

@@ -11,6 +11,7 @@
  * or the system paging process: the paging process only counts it; a
  * device (or every device of the process) enters the error state.
  */
+#include "handle/lookup.h"
 #include "model/objects.h"
 #include "allocation/allocation.h"
 #include "paging_process/paging_process.h"
@@ -43,10 +44,10 @@ static vidmm_status process_destroy(struct vidmm_adapter *a, vidmm_handle h)
 {
     if (!a)
         return VIDMM_E_INVALID_ARG;
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     process_free(a, p);
     return VIDMM_OK;
 }

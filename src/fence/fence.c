@@ -87,6 +87,9 @@ uint64_t vidmm_fence_paging_begin(struct vidmm_adapter *a)
 {
     struct vidmm_fence_state *f = a->fence;
     pthread_mutex_lock(&a->fence_lock);
+    (void)VIDMM_BUG_ON_MSG(a, f->paging_next <= f->paging_completed,
+                           "paging begin: fence %llu would not be past the completed %llu (paging fences only grow)",
+                           (unsigned long long)f->paging_next, (unsigned long long)f->paging_completed);
     f->paging_submitted = f->paging_next;
     pthread_mutex_unlock(&a->fence_lock);
     return f->paging_next;

@@ -183,3 +183,25 @@ int vidmm_fence_wait(struct vidmm_adapter *a, const struct timespec *until)
     return 0;
 }
 
+vidmm_status vidmm_fence_wait_reached(struct vidmm_adapter *a, vidmm_fence_reached_fn reached, void *arg,
+                                      uint64_t timeout_ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ns != UINT64_MAX) {
+        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
+        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+        until.tv_nsec = (long)(ns % 1000000000u);
+    }
+    int done = reached(a, arg);
+    while (done == 0) {
+        if (vidmm_reset_pending_locked(a))
+            return VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
+        int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
+        done = reached(a, arg);   /* the lock was dropped to look for hangs: the object may be gone */
+        if (done == 0 && rc == ETIMEDOUT)
+            return VIDMM_E_TIMEOUT;
+    }
+    return done > 0 ? VIDMM_OK : (vidmm_status)done;
+}
+

@@ -14,6 +14,19 @@ uint64_t vidmm_fence_now(void);
  * meanwhile).  ETIMEDOUT once `until` passed, else 0. */
 int vidmm_fence_wait(struct vidmm_adapter *a, const struct timespec *until);
 
+/* What a CPU wait waits for, asked under the fence lock: 1 once the
+ * value is reached, 0 not yet, or a negative status that ends the wait
+ * (the object waited on is gone: the lock was dropped meanwhile). */
+typedef int (*vidmm_fence_reached_fn)(struct vidmm_adapter *a, void *arg);
+
+/* The one loop of a CPU wait for a fence value (vidmm_context_wait,
+ * vidmm_paging_queue_wait), the fence lock held: sleep until reached
+ * says so, timeout_ns passes (UINT64_MAX = never) or a reset is pending
+ * for the caller (it runs as the caller unwinds).  VIDMM_OK,
+ * VIDMM_E_TIMEOUT, or reached's negative status. */
+vidmm_status vidmm_fence_wait_reached(struct vidmm_adapter *a, vidmm_fence_reached_fn reached, void *arg,
+                                      uint64_t timeout_ns);
+
 /* Look for a hang (or a reported paging fault) now and recover it;
  * the fence lock not held.  1 if a reset was made. */
 int vidmm_hang_poll(struct vidmm_adapter *a);

@@ -71,7 +71,9 @@ uint32_t vidmm_inflight_retire(struct vidmm_adapter *a)
         struct vidmm_submission *r = done;
         done = r->next;
         for (uint32_t i = 0; i < r->count; i++)
-            if (!VIDMM_BUG_ON(a, r->list[i]->busy == 0))   /* a record names each allocation once */
+            if (!VIDMM_BUG_ON_MSG(a, r->list[i]->busy == 0,
+                                  "retire: allocation 0x%llx named by a finished submission is not busy (a record "
+                                  "names each allocation once)", (unsigned long long)r->list[i]->self))
                 r->list[i]->busy--;
         vidmm_inflight_free_record(a, r);
         s->in_flight--;

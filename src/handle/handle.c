@@ -51,6 +51,9 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
             return st;
     }
     struct vidmm_allocation *al = a->alloc_free;
+    if (VIDMM_BUG_ON_MSG(a, al->live, "handle new: the pooled allocation object of handle 0x%llx is still live",
+                         (unsigned long long)al->self))
+        return VIDMM_E_INTERNAL;
     uint64_t handle;
     vidmm_status st = vidmm_objtab_add(&a->allocations, a->ha, al, &handle);
     if (st < 0)
@@ -67,7 +70,7 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
 
 struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+    if (VIDMM_HANDLE_TYPE(h) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
         const struct vidmm_share_holder *sh = vidmm_objtab_get(&a->share_holders, h);
         return sh ? sh->share->al : NULL;   /* a holder keeps it alive: never a zombie */
     }
@@ -81,7 +84,7 @@ struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_h
 
 struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process)
 {
-    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
+    if (VIDMM_HANDLE_TYPE(h) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION) {
         const struct vidmm_share_holder *sh = vidmm_share_holder_of(a, h);
         return sh && sh->process == process ? sh->share->al : NULL;
     }
@@ -96,7 +99,7 @@ struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vid
 
 struct vidmm_share_holder *vidmm_share_holder_of(const struct vidmm_adapter *a, vidmm_handle h)
 {
-    if ((h >> 56) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION)
+    if (VIDMM_HANDLE_TYPE(h) == VIDMM_HANDLE_TYPE_SHARED_ALLOCATION)
         return vidmm_objtab_get(&a->share_holders, h);
     const struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
     if (!al || !al->shared || al->zombie)
@@ -118,7 +121,8 @@ vidmm_handle vidmm_share_handle_in(const struct vidmm_allocation *al, vidmm_hand
 void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
 {
     struct vidmm_allocation *al = vidmm_objtab_get(&a->allocations, h);
-    if (VIDMM_BUG_ON(a, !al))
+    if (VIDMM_BUG_ON_MSG(a, !al || !al->live, "handle release: 0x%llx names no live allocation object",
+                         (unsigned long long)h))
         return;
     vidmm_objtab_remove(&a->allocations, h);
     /* The name goes with the object: the next user of the slot starts unnamed. */

@@ -10,6 +10,7 @@
 #include "model/objects.h"
 #include "core/error.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -139,4 +140,16 @@ int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file,
     }
     return 1;
 #endif
+}
+
+int vidmm_bug_msg(const struct vidmm_adapter *a, const char *cond, const char *file, int line, const char *fmt, ...)
+{
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* diagnostics, not logical state */
+    return vidmm_bug_note(m ? &m->bugs : NULL, m ? m->bug_msg : NULL, m ? sizeof(m->bug_msg) : 0, cond, file, line,
+                          "%s", what);
 }

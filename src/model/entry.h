@@ -70,6 +70,16 @@ vidmm_status vidmm_entry_no_adapter(const char *entry);
 int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file, int line);
 #define VIDMM_BUG_ON(a, cond) ((cond) ? vidmm_bug((a), #cond, __FILE__, __LINE__) : 0)
 
+/* The same with the invariant in words (printf format), the way
+ * DRM_MM_BUG_ON's callers say what broke: the adapter's log keeps
+ * "file:line: message (condition)" (core/error.h, VIDMM_BUG_ON_LOG). */
+int vidmm_bug_msg(const struct vidmm_adapter *a, const char *cond, const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+#define VIDMM_BUG_ON_MSG(a, cond, ...) ((cond) ? vidmm_bug_msg((a), #cond, __FILE__, __LINE__, __VA_ARGS__) : 0)
+
 /* A reset is pending for the calling thread (the adapter lock's holder),
  * on *node (-1: the paging engine; node may be NULL).  NULL-safe. */
 int vidmm_entry_reset_flagged(const struct vidmm_adapter *a, int *node);

@@ -539,7 +539,7 @@ static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter 
 /* A process's slot in the handle table (reports name processes by it). */
 static inline uint32_t vidmm_process_slot(const struct vidmm_process *p)
 {
-    return (uint32_t)p->self & 0xFFFFFFu;
+    return VIDMM_HANDLE_SLOT(p->self);
 }
 
 /* Every live process, first created first: O(live processes).  The body

@@ -18,6 +18,7 @@
  *   - vidmm's own keys, prefixed "vidmm-" as the rules ask of
  *     driver-specific ones: budget and usage per segment group.
  */
+#include "handle/lookup.h"
 #include "observe/observe.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -57,10 +58,10 @@ static vidmm_status process_fdinfo(const struct vidmm_adapter *a, vidmm_handle p
 {
     if (!vidmm_text_args_ok(buf, size, needed))
         return vidmm_text_args_fail(buf, size, needed);
-    const struct vidmm_process *p = vidmm_process_get(a, process);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)process);
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, process, &p);
+    if (st < 0)
+        return st;
     uint64_t fig[VIDMM_MAX_SEGMENTS + 1][F_COUNT];
     memset(fig, 0, sizeof fig);
     uint32_t it = 0;

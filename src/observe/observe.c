@@ -8,6 +8,7 @@
  * Read-only apart from the name, the user data and the callback: nothing
  * here changes where an allocation is or what it holds.
  */
+#include "handle/lookup.h"
 #include "observe/observe.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -221,10 +222,10 @@ static int name_ok(const char *name, size_t *len)
 
 static vidmm_status set_name(struct vidmm_adapter *a, vidmm_handle h, const char *name)
 {
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)h);
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     size_t len = 0;
     if (name && !name_ok(name, &len))
         return vidmm_fail(VIDMM_E_INVALID_ARG, "name: longer than the limit or holding a control character");
@@ -247,10 +248,10 @@ static vidmm_status get_name(const struct vidmm_adapter *a, vidmm_handle h, char
 {
     if (!vidmm_text_args_ok(buf, size, needed))
         return vidmm_text_args_fail(buf, size, needed);
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)h);
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     struct vidmm_text t = { buf, size, 0 };
     if (al->name)
         text_put(&t, al->name, al->name_size - 1);
@@ -259,10 +260,10 @@ static vidmm_status get_name(const struct vidmm_adapter *a, vidmm_handle h, char
 
 static vidmm_status set_user_data(struct vidmm_adapter *a, vidmm_handle h, void *user_data)
 {
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)h);
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     al->user_data = user_data;
     return VIDMM_OK;
 }
@@ -271,10 +272,10 @@ static vidmm_status get_user_data(const struct vidmm_adapter *a, vidmm_handle h,
 {
     if (!user_data)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "user_data is NULL");
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)h);
+    struct vidmm_allocation *al;
+    vidmm_status st = vidmm_allocation_lookup(a, h, &al);
+    if (st < 0)
+        return st;
     *user_data = al->user_data;
     return VIDMM_OK;
 }

@@ -63,7 +63,7 @@ void vidmm_observe_region(const struct vidmm_adapter *a, uint32_t id, char *buf,
  * the handle itself is not. */
 static inline uint64_t vidmm_observe_id(vidmm_handle h)
 {
-    return h & ((1ull << 40) - 1);
+    return VIDMM_HANDLE_LOCAL(h);
 }
 
 #endif

@@ -125,33 +125,15 @@ static void name_member(struct vidmm_text *t, const struct vidmm_allocation *al)
     vidmm_text_json_str(t, al->name);
 }
 
-static const struct {
-    uint32_t bit;
-    const char *name;
-} segment_flag_names[] = {
-    { VIDMM_SEGMENT_APERTURE, "Aperture" },
-    { VIDMM_SEGMENT_AGP, "Agp" },
-    { VIDMM_SEGMENT_CPU_VISIBLE, "CpuVisible" },
-    { VIDMM_SEGMENT_CACHE_COHERENT, "CacheCoherent" },
-    { VIDMM_SEGMENT_POPULATED_FROM_SYSTEM, "PopulatedFromSystemMemory" },
-    { VIDMM_SEGMENT_PRESERVED_DURING_STANDBY, "PreservedDuringStandby" },
-    { VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE, "PreservedDuringHibernate" },
-    { VIDMM_SEGMENT_DIRECT_FLIP, "DirectFlip" },
-    { VIDMM_SEGMENT_USE_64KB_PAGES, "Use64KBPages" },
-    { VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE, "SupportsCpuHostAperture" },
-    { VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE, "SupportsCachedCpuHostAperture" },
-    { VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, "LocalBudgetGroup" },
-    { VIDMM_SEGMENT_NON_LOCAL_BUDGET_GROUP, "NonLocalBudgetGroup" },
-};
-
-/* The segment's flags by their DXGK_SEGMENTFLAGS names. */
+/* The segment's flags by their DXGK_SEGMENTFLAGS names (core/names.c). */
 static void flags_write(struct vidmm_text *t, uint32_t flags)
 {
     int first = 1;
-    for (size_t i = 0; i < sizeof segment_flag_names / sizeof segment_flag_names[0]; i++) {
-        if (!(flags & segment_flag_names[i].bit))
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        const char *name = (flags & bit) ? vidmm_segment_flag_name(bit) : NULL;
+        if (!name)
             continue;
-        vidmm_text_add(t, "%s\"%s\"", first ? "" : ", ", segment_flag_names[i].name);
+        vidmm_text_add(t, "%s\"%s\"", first ? "" : ", ", name);
         first = 0;
     }
 }
@@ -161,22 +143,9 @@ static uint64_t seg_free(const struct vidmm_segment *s)
     return s->has_ra ? s->ra.free_bytes : s->commit_limit - s->committed;
 }
 
-/* vidmm_segment_kind_str's words (that function is the adapter layer's,
- * above this one). */
-static const char *kind_str(enum vidmm_segment_kind k)
-{
-    switch (k) {
-    case VIDMM_SEGMENT_KIND_SYSTEM: return "system";
-    case VIDMM_SEGMENT_KIND_MEMORY: return "memory";
-    case VIDMM_SEGMENT_KIND_APERTURE: return "aperture";
-    case VIDMM_SEGMENT_KIND_AGP: return "agp";
-    }
-    return "?";
-}
-
 static void label(const struct vidmm_adapter *a, uint32_t id, char *buf, size_t n)
 {
-    snprintf(buf, n, "Segment %u (%s)", id, kind_str(a->seg[id].kind));
+    snprintf(buf, n, "Segment %u (%s)", id, vidmm_segment_kind_str(a->seg[id].kind));
 }
 
 static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, uint64_t live, uint64_t zombies)
@@ -190,7 +159,7 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
         char region[16];
         vidmm_observe_region(a, id, region, sizeof region);
         vidmm_text_add(t, "%s\n      {\"id\": %u, \"kind\": \"%s\", \"region\": \"%s\", \"size\": %llu, ", id ? "," : "",
-                       id, kind_str(s->kind), region, U(s->size));
+                       id, vidmm_segment_kind_str(s->kind), region, U(s->size));
         vidmm_text_add(t, "\"page_size\": %u, \"commit_limit\": %llu, \"committed\": %llu, \"free\": %llu, ",
                        s->page_size, U(s->commit_limit), U(s->committed), U(seg_free(s)));
         vidmm_text_add(t, "\"allocations\": %llu}", U(s->allocations));
@@ -242,33 +211,34 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
     vidmm_text_add(t, "]}");
 }
 
-static vidmm_status stats_json(const struct vidmm_adapter *a, char *buf, size_t size, size_t *needed)
-{
-    if (!vidmm_text_args_ok(buf, size, needed))
-        return vidmm_text_args_fail(buf, size, needed);
-    const uint32_t nseg = a->segment_count;
+/* The extents of one JSON dump, sorted by segment and offset. */
+struct extent_list {
+    struct ext *ex;
+    size_t n, cap;
+    uint64_t live, zombies;
+};
 
-    /* The extents in memory, aperture and AGP segments, sorted by
-     * segment and offset; system memory's allocations are walked in
-     * slot order below. */
-    size_t n = 0, cap = 0;
-    uint64_t live = 0, zombies = 0;
+/* Dump, phase 1: the extents in memory, aperture and AGP segments,
+ * sorted by segment and offset (system memory's allocations are walked
+ * in slot order where they are written); live and deferred-destroyed
+ * allocations counted. */
+static vidmm_status collect_extents(const struct vidmm_adapter *a, struct extent_list *l)
+{
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         if (al->zombie) {
-            zombies++;
+            l->zombies++;
             continue;
         }
-        live++;
+        l->live++;
         uint64_t off;
         uint32_t extents;
         if (vidmm_observe_where(al, &off, &extents) != 0)
-            cap += extents;
+            l->cap += extents;
     }
-    struct ext *ex = NULL;
-    if (cap) {
-        ex = vidmm_halloc(a->ha, VIDMM_SITE_OBSERVE_EXTENTS, cap * sizeof(*ex), _Alignof(struct ext));
-        if (!ex)
+    if (l->cap) {
+        l->ex = vidmm_halloc(a->ha, VIDMM_SITE_OBSERVE_EXTENTS, l->cap * sizeof(*l->ex), _Alignof(struct ext));
+        if (!l->ex)
             return VIDMM_E_NO_HOST_MEMORY;
     }
     it = 0;
@@ -279,35 +249,37 @@ static vidmm_status stats_json(const struct vidmm_adapter *a, char *buf, size_t 
         if (al->zombie || seg == 0)
             continue;
         if (al->pl.sys) {
-            ex[n++] = (struct ext){ off, al->size, al, seg };
+            l->ex[l->n++] = (struct ext){ off, al->size, al, seg };
             continue;
         }
-        for (uint32_t i = 0; i < al->pl.pages.count && n < cap; i++)
-            ex[n++] = (struct ext){ al->pl.pages.ext[i].offset, al->pl.pages.ext[i].size, al, seg };
+        for (uint32_t i = 0; i < al->pl.pages.count && l->n < l->cap; i++)
+            l->ex[l->n++] = (struct ext){ al->pl.pages.ext[i].offset, al->pl.pages.ext[i].size, al, seg };
     }
-    if (n)
-        qsort(ex, n, sizeof(*ex), ext_cmp);
+    if (l->n)
+        qsort(l->ex, l->n, sizeof(*l->ex), ext_cmp);
+    return VIDMM_OK;
+}
 
-    /* Statistics per segment. */
-    struct stats st[VIDMM_MAX_SEGMENTS + 1], total;
-    memset(st, 0, sizeof st);
-    memset(&total, 0, sizeof total);
+/* Dump, phase 2: the statistics of each segment and their total. */
+static void segment_stats(const struct vidmm_adapter *a, const struct extent_list *l, struct stats *st,
+                          struct stats *total)
+{
     size_t i = 0;
-    for (uint32_t id = 1; id < nseg; id++) {
+    for (uint32_t id = 1; id < a->segment_count; id++) {
         st[id].blocks = 1;
         st[id].block_bytes = a->seg[id].size;
         uint64_t at = 0;
-        for (; i < n && ex[i].segment == id; i++) {
-            if (ex[i].offset > at)
-                stats_unused(&st[id], ex[i].offset - at);
-            stats_alloc(&st[id], ex[i].size);
-            if (ex[i].offset + ex[i].size > at)
-                at = ex[i].offset + ex[i].size;
+        for (; i < l->n && l->ex[i].segment == id; i++) {
+            if (l->ex[i].offset > at)
+                stats_unused(&st[id], l->ex[i].offset - at);
+            stats_alloc(&st[id], l->ex[i].size);
+            if (l->ex[i].offset + l->ex[i].size > at)
+                at = l->ex[i].offset + l->ex[i].size;
         }
         if (at < a->seg[id].size)
             stats_unused(&st[id], a->seg[id].size - at);
     }
-    it = 0;
+    uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         uint64_t off;
         uint32_t extents;
@@ -317,97 +289,147 @@ static vidmm_status stats_json(const struct vidmm_adapter *a, char *buf, size_t 
         st[0].blocks++;
         st[0].block_bytes += al->size;
     }
-    for (uint32_t id = 0; id < nseg; id++)
-        stats_add(&total, &st[id]);
+    for (uint32_t id = 0; id < a->segment_count; id++)
+        stats_add(total, &st[id]);
+}
 
+/* Dump, phase 3: "General" (with vidmm's own section) and "Total". */
+static void general_write(struct vidmm_text *t, const struct vidmm_adapter *a, const struct extent_list *l,
+                          const struct stats *total)
+{
     uint64_t dedicated = 0, shared = a->seg[0].size;
-    for (uint32_t id = 1; id < nseg; id++) {
+    for (uint32_t id = 1; id < a->segment_count; id++) {
         if (a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY)
             dedicated += a->seg[id].size;
         else
             shared += a->seg[id].size;
     }
-
-    struct vidmm_text t = { buf, size, 0 };
-    vidmm_text_add(&t, "{\n  \"General\": {\"API\": \"Direct3D 12\", \"GPU\": \"vidmm %s (WDDM %u.%u)\", ",
+    vidmm_text_add(t, "{\n  \"General\": {\"API\": \"Direct3D 12\", \"GPU\": \"vidmm %s (WDDM %u.%u)\", ",
                    VIDMM_VERSION_STRING, a->caps.wddm_version >> 12, (a->caps.wddm_version >> 8) & 0xfu);
-    vidmm_text_add(&t, "\"DedicatedVideoMemory\": %llu, \"DedicatedSystemMemory\": 0, \"SharedSystemMemory\": %llu,\n    ",
+    vidmm_text_add(t, "\"DedicatedVideoMemory\": %llu, \"DedicatedSystemMemory\": 0, \"SharedSystemMemory\": %llu,\n    ",
                    U(dedicated), U(shared));
-    vidmm_section(&t, a, live, zombies);
-    vidmm_text_add(&t, "},\n  \"Total\": ");
-    stats_write(&t, &total);
-    vidmm_text_add(&t, ",\n  \"MemoryInfo\": {");
-    for (uint32_t id = 0; id < nseg; id++) {
+    vidmm_section(t, a, l->live, l->zombies);
+    vidmm_text_add(t, "},\n  \"Total\": ");
+    stats_write(t, total);
+}
+
+/* Dump, phase 4: "MemoryInfo", one member per segment. */
+static void memory_info_write(struct vidmm_text *t, const struct vidmm_adapter *a, const struct stats *st)
+{
+    vidmm_text_add(t, ",\n  \"MemoryInfo\": {");
+    for (uint32_t id = 0; id < a->segment_count; id++) {
         char lb[48];
         label(a, id, lb, sizeof lb);
-        vidmm_text_add(&t, "%s\n    \"%s\": {\"Flags\": [", id ? "," : "", lb);
+        vidmm_text_add(t, "%s\n    \"%s\": {\"Flags\": [", id ? "," : "", lb);
         if (id)
-            flags_write(&t, a->seg[id].flags);
-        vidmm_text_add(&t, "], \"Size\": %llu, \"Budget\": {\"BudgetBytes\": %llu, \"UsageBytes\": %llu}, \"Stats\": ",
+            flags_write(t, a->seg[id].flags);
+        vidmm_text_add(t, "], \"Size\": %llu, \"Budget\": {\"BudgetBytes\": %llu, \"UsageBytes\": %llu}, \"Stats\": ",
                        U(a->seg[id].size), U(a->seg[id].commit_limit), U(a->seg[id].committed));
-        stats_write(&t, &st[id]);
-        vidmm_text_add(&t, ", \"MemoryPools\": {\"%s\": {\"Flags\": [], \"Stats\": ", lb);
-        stats_write(&t, &st[id]);
-        vidmm_text_add(&t, "}}}");
+        stats_write(t, &st[id]);
+        vidmm_text_add(t, ", \"MemoryPools\": {\"%s\": {\"Flags\": [], \"Stats\": ", lb);
+        stats_write(t, &st[id]);
+        vidmm_text_add(t, "}}}");
     }
-    vidmm_text_add(&t, "\n  },\n  \"DefaultPools\": {");
-    i = 0;
-    for (uint32_t id = 0; id < nseg; id++) {
-        char lb[48];
-        label(a, id, lb, sizeof lb);
-        vidmm_text_add(&t, "%s\n    \"%s\": {\n      \"PreferredBlockSize\": %llu,\n      \"Blocks\": {", id ? "," : "",
-                       lb, U(id ? a->seg[id].size : 0));
-        if (id) {
-            const uint64_t segsize = a->seg[id].size;
-            vidmm_text_add(&t, "\n        \"0\": {\"MapRefCount\": 0, \"TotalBytes\": %llu, \"UnusedBytes\": %llu, ",
-                           U(segsize), U(seg_free(&a->seg[id])));
-            vidmm_text_add(&t, "\"Allocations\": %llu, \"UnusedRanges\": %llu, \"Suballocations\": [", U(st[id].allocs),
-                           U(st[id].unused_ranges));
-            uint64_t at = 0;
-            int first = 1;
-            for (; i < n && ex[i].segment == id; i++) {
-                if (ex[i].offset > at) {
-                    vidmm_text_add(&t, "%s\n          {\"Offset\": %llu, \"Type\": \"FREE\", \"Size\": %llu}",
-                                   first ? "" : ",", U(at), U(ex[i].offset - at));
-                    first = 0;
-                }
-                uint32_t usage;
-                const char *type = alloc_type(ex[i].al, &usage);
-                vidmm_text_add(&t, "%s\n          {\"Offset\": %llu, \"Type\": \"%s\", \"Size\": %llu, \"Usage\": %u",
-                               first ? "" : ",", U(ex[i].offset), type, U(ex[i].size), usage);
-                name_member(&t, ex[i].al);
-                vidmm_text_add(&t, "}");
-                first = 0;
-                if (ex[i].offset + ex[i].size > at)
-                    at = ex[i].offset + ex[i].size;
-            }
-            if (at < segsize)
-                vidmm_text_add(&t, "%s\n          {\"Offset\": %llu, \"Type\": \"FREE\", \"Size\": %llu}",
-                               first ? "" : ",", U(at), U(segsize - at));
-            vidmm_text_add(&t, "\n        ]}\n      },\n      \"DedicatedAllocations\": []\n    }");
-            continue;
-        }
-        vidmm_text_add(&t, "},\n      \"DedicatedAllocations\": [");
-        int first = 1;
-        it = 0;
-        for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-            uint64_t off;
-            uint32_t extents;
-            if (al->zombie || vidmm_observe_where(al, &off, &extents) != 0 || !extents)
-                continue;
-            uint32_t usage;
-            const char *type = alloc_type(al, &usage);
-            vidmm_text_add(&t, "%s\n        {\"Type\": \"%s\", \"Size\": %llu, \"Usage\": %u", first ? "" : ",", type,
-                           U(al->size), usage);
-            name_member(&t, al);
-            vidmm_text_add(&t, "}");
+}
+
+/* Dump, phase 5a: segment id (not system memory) as one block, its
+ * suballocations and the free ranges between them; *i walks l's
+ * extents. */
+static void block_write(struct vidmm_text *t, const struct vidmm_adapter *a, uint32_t id, const struct extent_list *l,
+                        size_t *i, const struct stats *st)
+{
+    const uint64_t segsize = a->seg[id].size;
+    vidmm_text_add(t, "\n        \"0\": {\"MapRefCount\": 0, \"TotalBytes\": %llu, \"UnusedBytes\": %llu, ",
+                   U(segsize), U(seg_free(&a->seg[id])));
+    vidmm_text_add(t, "\"Allocations\": %llu, \"UnusedRanges\": %llu, \"Suballocations\": [", U(st[id].allocs),
+                   U(st[id].unused_ranges));
+    uint64_t at = 0;
+    int first = 1;
+    for (; *i < l->n && l->ex[*i].segment == id; ++*i) {
+        const struct ext *e = &l->ex[*i];
+        if (e->offset > at) {
+            vidmm_text_add(t, "%s\n          {\"Offset\": %llu, \"Type\": \"FREE\", \"Size\": %llu}",
+                           first ? "" : ",", U(at), U(e->offset - at));
             first = 0;
         }
-        vidmm_text_add(&t, "\n      ]\n    }");
+        uint32_t usage;
+        const char *type = alloc_type(e->al, &usage);
+        vidmm_text_add(t, "%s\n          {\"Offset\": %llu, \"Type\": \"%s\", \"Size\": %llu, \"Usage\": %u",
+                       first ? "" : ",", U(e->offset), type, U(e->size), usage);
+        name_member(t, e->al);
+        vidmm_text_add(t, "}");
+        first = 0;
+        if (e->offset + e->size > at)
+            at = e->offset + e->size;
     }
+    if (at < segsize)
+        vidmm_text_add(t, "%s\n          {\"Offset\": %llu, \"Type\": \"FREE\", \"Size\": %llu}",
+                       first ? "" : ",", U(at), U(segsize - at));
+    vidmm_text_add(t, "\n        ]}\n      },\n      \"DedicatedAllocations\": []\n    }");
+}
+
+/* Dump, phase 5b: system memory's allocations, each a dedicated one. */
+static void dedicated_write(struct vidmm_text *t, const struct vidmm_adapter *a)
+{
+    vidmm_text_add(t, "},\n      \"DedicatedAllocations\": [");
+    int first = 1;
+    uint32_t it = 0;
+    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
+        uint64_t off;
+        uint32_t extents;
+        if (al->zombie || vidmm_observe_where(al, &off, &extents) != 0 || !extents)
+            continue;
+        uint32_t usage;
+        const char *type = alloc_type(al, &usage);
+        vidmm_text_add(t, "%s\n        {\"Type\": \"%s\", \"Size\": %llu, \"Usage\": %u", first ? "" : ",", type,
+                       U(al->size), usage);
+        name_member(t, al);
+        vidmm_text_add(t, "}");
+        first = 0;
+    }
+    vidmm_text_add(t, "\n      ]\n    }");
+}
+
+/* Dump, phase 5: "DefaultPools", one pool per segment. */
+static void default_pools_write(struct vidmm_text *t, const struct vidmm_adapter *a, const struct extent_list *l,
+                                const struct stats *st)
+{
+    vidmm_text_add(t, "\n  },\n  \"DefaultPools\": {");
+    size_t i = 0;
+    for (uint32_t id = 0; id < a->segment_count; id++) {
+        char lb[48];
+        label(a, id, lb, sizeof lb);
+        vidmm_text_add(t, "%s\n    \"%s\": {\n      \"PreferredBlockSize\": %llu,\n      \"Blocks\": {", id ? "," : "",
+                       lb, U(id ? a->seg[id].size : 0));
+        if (id)
+            block_write(t, a, id, l, &i, st);
+        else
+            dedicated_write(t, a);
+    }
+}
+
+/* The D3D12 Memory Allocator's JSON dump layout (docs/OBSERVABILITY.md),
+ * in phases: the extents, their statistics, then each top-level member
+ * in order. */
+static vidmm_status stats_json(const struct vidmm_adapter *a, char *buf, size_t size, size_t *needed)
+{
+    if (!vidmm_text_args_ok(buf, size, needed))
+        return vidmm_text_args_fail(buf, size, needed);
+    struct extent_list l = { NULL, 0, 0, 0, 0 };
+    vidmm_status status = collect_extents(a, &l);
+    if (status < 0)
+        return status;
+    struct stats st[VIDMM_MAX_SEGMENTS + 1], total;
+    memset(st, 0, sizeof st);
+    memset(&total, 0, sizeof total);
+    segment_stats(a, &l, st, &total);
+    struct vidmm_text t = { buf, size, 0 };
+    general_write(&t, a, &l, &total);
+    memory_info_write(&t, a, st);
+    default_pools_write(&t, a, &l, st);
     vidmm_text_add(&t, "\n  },\n  \"CustomPools\": {}\n}\n");
-    if (ex)
-        vidmm_hfree(a->ha, ex, cap * sizeof(*ex), _Alignof(struct ext));
+    if (l.ex)
+        vidmm_hfree(a->ha, l.ex, l.cap * sizeof(*l.ex), _Alignof(struct ext));
     return vidmm_text_finish(&t, needed);
 }
 

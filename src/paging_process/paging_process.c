@@ -140,7 +140,7 @@ vidmm_status vidmm_paging_process_init(struct vidmm_adapter *a, char *msg, size_
     p->adapter = a;
     p->paging_process = 1;
     p->flush_lo = UINT64_MAX;
-    p->self = ((vidmm_handle)VIDMM_HANDLE_TYPE_PAGING_PROCESS << 56) | ((vidmm_handle)a->handle_salt << 40);
+    p->self = VIDMM_HANDLE_MAKE(VIDMM_HANDLE_TYPE_PAGING_PROCESS, a->handle_salt, 0, 0);
     pp->scratch_va = base;
     pp->window = area / 2;
     /* The 64 KB windows where some memory segment has 64 KB pages and

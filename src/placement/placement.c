@@ -132,6 +132,29 @@ static vidmm_status place_system(struct vidmm_adapter *a, struct vidmm_allocatio
     return VIDMM_OK;
 }
 
+/* A placement of size bytes leaves segment s: its commitment and count
+ * go down (never below what the placements hold). */
+static void segment_uncommit(struct vidmm_adapter *a, struct vidmm_segment *s, uint64_t size)
+{
+    (void)VIDMM_BUG_ON_MSG(a, s->committed < size || !s->allocations,
+                           "release: segment %u gives back 0x%llx bytes of one allocation, holding 0x%llx in %llu",
+                           s->id, (unsigned long long)size, (unsigned long long)s->committed,
+                           (unsigned long long)s->allocations);
+    s->committed -= size;
+    s->allocations--;
+}
+
+/* The same for an aperture range, which also leaves the adapter's count
+ * of bytes mapped through apertures. */
+static void aperture_uncommit(struct vidmm_adapter *a, struct vidmm_segment *s, uint64_t size)
+{
+    segment_uncommit(a, s, size);
+    (void)VIDMM_BUG_ON_MSG(a, a->aperture_mapped_bytes < size,
+                           "release: 0x%llx aperture bytes unmapped with 0x%llx mapped", (unsigned long long)size,
+                           (unsigned long long)a->aperture_mapped_bytes);
+    a->aperture_mapped_bytes -= size;
+}
+
 static vidmm_status aperture_unmap_sized(struct vidmm_adapter *a, void *driver_allocation,
                                         struct vidmm_placement *pl)
 {
@@ -153,9 +176,7 @@ static vidmm_status aperture_unmap_sized(struct vidmm_adapter *a, void *driver_a
     if (st < 0)
         return st;
     vidmm_ra_free(&s->ra, pl->ap_node);
-    s->committed -= size;
-    s->allocations--;
-    a->aperture_mapped_bytes -= size;
+    aperture_uncommit(a, s, size);
     pl->ap_mapped = 0;
     return VIDMM_OK;
 }
@@ -286,9 +307,7 @@ static void release(struct vidmm_adapter *a, uint64_t size, struct vidmm_placeme
     if (pl->ap_mapped) {   /* only after a successful unmap, or at close */
         struct vidmm_segment *s = &a->seg[pl->ap_segment];
         vidmm_ra_free(&s->ra, pl->ap_node);
-        s->committed -= size;
-        s->allocations--;
-        a->aperture_mapped_bytes -= size;
+        aperture_uncommit(a, s, size);
         pl->ap_mapped = 0;
     }
     if (pl->sys) {
@@ -301,14 +320,12 @@ static void release(struct vidmm_adapter *a, uint64_t size, struct vidmm_placeme
             q->owns_sys = 1;
         else if (owns_sys) {
             vidmm_hfree(a->ha, pl->sys, (size_t)size, VIDMM_PAGE_4K);
-            a->seg[0].committed -= size;
-            a->seg[0].allocations--;
+            segment_uncommit(a, &a->seg[0], size);
         }
     } else if (pl->pages.count) {
         struct vidmm_segment *s = &a->seg[pl->segment_id];
         vidmm_pages_free(&s->ra, &pl->pages);
-        s->committed -= size;
-        s->allocations--;
+        segment_uncommit(a, s, size);
     }
     memset(pl, 0, sizeof(*pl));
 }
@@ -331,7 +348,10 @@ void vidmm_unplace(struct vidmm_adapter *a, struct vidmm_allocation *al, struct 
      * outstanding on a running engine here is a bug (docs/DECISIONS.md
      * D61), reported by vidmm_adapter_check; the pages wait in the
      * quarantine for the reset rather than go back while the GPU writes. */
-    if (st >= 0 && pl->sys && VIDMM_BUG_ON(a, vidmm_fence_paging_outstanding(a, al->paging_fence)))
+    if (st >= 0 && pl->sys && VIDMM_BUG_ON_MSG(a, vidmm_fence_paging_outstanding(a, al->paging_fence),
+                                                 "release: allocation 0x%llx's system pages go back while its "
+                                                 "paging buffer is outstanding on a running engine",
+                                                 (unsigned long long)al->self))
         st = VIDMM_E_DRIVER_FAILURE;
     if (st < 0) {
         vidmm_quarantine(a, al, pl, 1);
@@ -380,7 +400,8 @@ void vidmm_quarantine(struct vidmm_adapter *a, const struct vidmm_allocation *al
         /* No record at all (host memory and the inline records spent):
          * the memory stays taken, unnamed, until close, and the
          * structure checker reports it. */
-        (void)VIDMM_BUG_ON(a, q == NULL);   /* no quarantine record */
+        (void)VIDMM_BUG_ON_MSG(a, q == NULL, "quarantine: no record for the memory of allocation 0x%llx",
+                               (unsigned long long)al->self);
     }
     memset(pl, 0, sizeof(*pl));
     vidmm_reset_schedule(a);

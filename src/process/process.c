@@ -44,6 +44,7 @@
  * with links reserved in prepare): a move or a destroy of an allocation
  * visits those processes only, whatever the number of processes.
  */
+#include "handle/lookup.h"
 #include "model/objects.h"
 #include "fence/fence.h"
 #include "fence/hang.h"
@@ -278,10 +279,10 @@ static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h,
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
     out->faulted = p->faulted;
@@ -377,10 +378,10 @@ static vidmm_status gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint6
 {
     if (!a || !va)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "va is NULL");
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     if (p->no_va)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
@@ -393,7 +394,7 @@ static vidmm_status gpuva_reserve(struct vidmm_adapter *a, vidmm_handle h, uint6
     /* Prepare: the VA space places and validates; a ZERO reservation
      * needs its tables (64 KB entries: reservations are 64 KiB granular). */
     struct vidmm_va_prep op;
-    vidmm_status st = vidmm_va_reserve_prepare(&p->vs, base, min, max, size, mode, &op);
+    st = vidmm_va_reserve_prepare(&p->vs, base, min, max, size, mode, &op);
     if (st < 0)
         return finish(a, p, va_refused(st, "reserve", base, size));
     vidmm_pt_begin(p);
@@ -414,19 +415,19 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
 {
     if (!a || !va)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "va is NULL");
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     if (p->no_va)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
         return vidmm_fail(VIDMM_E_DEVICE_LOST, "process 0x%llx took a GPU page fault: its devices are lost",
                           (unsigned long long)p->self);
-    struct vidmm_allocation *al = vidmm_handle_get_for(a, allocation, p->self);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                          (unsigned long long)(allocation));
+    struct vidmm_allocation *al;
+    st = vidmm_allocation_lookup_for(a, allocation, p->self, &al);
+    if (st < 0)
+        return st;
     if (prot & ~(unsigned)(VIDMM_GPUVA_READ_ONLY | VIDMM_GPUVA_NO_EXECUTE))
         return vidmm_fail(VIDMM_E_INVALID_ARG, "protection 0x%x: only READ_ONLY and NO_EXECUTE are defined", prot);
     if (!aligned(offset, VIDMM_VA_PAGE) || !aligned(size, VIDMM_VA_PAGE) || !aligned(base, VIDMM_VA_PAGE))
@@ -452,7 +453,7 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
         if ((min && cpu < min) || (max && cpu + size > max))
             return VIDMM_E_NO_SEGMENT_SPACE;
         uint32_t added = 0;
-        vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+        st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
         if (st >= 0)
             st = vidmm_va_map(&p->vs, cpu, 0, 0, size, al->self, offset, prot, driver_protection, va);
         if (st < 0)
@@ -466,7 +467,7 @@ static vidmm_status gpuva_map(struct vidmm_adapter *a, vidmm_handle h, uint64_t 
     /* The VA space names the object by its own handle (an opener's
      * handle of a shared allocation resolves to it). */
     uint32_t added = 0;   /* first, so that its refusal changes nothing: p joins al's users in the commit */
-    vidmm_status st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
+    st = vidmm_va_object_mapping_count(&p->vs, al->self) ? VIDMM_OK : reserve_users(a, p, 1, &added);
     if (st >= 0)
         st = vidmm_va_map_prepare(&p->vs, base, min, max, size, al->self, offset, prot, driver_protection, &op);
     if (st < 0 && st != VIDMM_E_NO_HOST_MEMORY)
@@ -495,17 +496,17 @@ static vidmm_status cut(struct vidmm_adapter *a, vidmm_handle h, uint64_t va, ui
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     if (p->no_va)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
         return vidmm_fail(VIDMM_E_DEVICE_LOST, "process 0x%llx took a GPU page fault: its devices are lost",
                           (unsigned long long)p->self);
     struct vidmm_va_prep op;
-    vidmm_status st = prepare(&p->vs, va, size, &op);
+    st = prepare(&p->vs, va, size, &op);
     if (st < 0)
         return finish(a, p, va_refused(st, prepare == vidmm_va_unmap_prepare ? "unmap" : "free", va, size));
     /* Only a cut through a mapping needs 4 KB entries.  A demotion keeps
@@ -553,10 +554,10 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
 {
     if (!a || (count && !ops))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "ops is NULL with count %u", count);
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     if (p->no_va)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "the adapter has no GPU virtual addressing");
     if (faulted(a, p))
@@ -571,7 +572,7 @@ static vidmm_status gpuva_update(struct vidmm_adapter *a, vidmm_handle h, const 
     struct vidmm_va_update_op *v = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_UPDATE_OPS, (size_t)count * sizeof(*v), _Alignof(struct vidmm_va_update_op));
     if (!v)
         return VIDMM_E_NO_HOST_MEMORY;
-    vidmm_status st = VIDMM_OK;
+    st = VIDMM_OK;
     for (uint32_t i = 0; i < count && st >= 0; i++) {
         const struct vidmm_gpuva_update_op *o = &ops[i];
         memset(&v[i], 0, sizeof(v[i]));
@@ -631,10 +632,10 @@ static vidmm_status process_root_page_table(const struct vidmm_adapter *a, vidmm
 {
     if (!a || !root)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "root is NULL");
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     if (p->iommu || p->no_va)
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "process 0x%llx has no GPU page tables of its own",
                           (unsigned long long)h);
@@ -650,10 +651,10 @@ static vidmm_status gpuva_query(const struct vidmm_adapter *a, vidmm_handle h, u
     if (!a || !count || (cap && !out))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !count ? "count is NULL"
                                                                           : "ranges is NULL with capacity %u", cap);
-    struct vidmm_process *p = vidmm_process_get(a, h);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_process *p;
+    vidmm_status st = vidmm_process_lookup(a, h, &p);
+    if (st < 0)
+        return st;
     uint32_t n = 0;
     for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, va); r && n < cap;
          r = vidmm_va_next(&p->vs, r), n++) {

@@ -149,6 +149,18 @@ static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle que
     return VIDMM_OK;
 }
 
+/* vidmm_fence_wait_reached's question for a paging queue. */
+struct queue_wait {
+    struct vidmm_paging_queue *q;
+    uint64_t value;
+};
+static int queue_reached(struct vidmm_adapter *a, void *arg)
+{
+    struct queue_wait *w = arg;
+    resolve(a, w->q);
+    return w->q->completed >= w->value;
+}
+
 static vidmm_status paging_queue_wait_plain(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
@@ -161,28 +173,9 @@ static vidmm_status paging_queue_wait_plain(struct vidmm_adapter *a, vidmm_handl
     if (!q)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
                           (unsigned long long)(queue));
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout_ns != UINT64_MAX) {
-        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
-        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-    }
-    vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&a->fence_lock);
-    for (resolve(a, q); q->completed < value; resolve(a, q)) {
-        /* Hangs are reset between slices.  The queue must outlive the
-         * wait (destroying it meanwhile is the caller's error, THREADING.md). */
-        if (vidmm_reset_pending_locked(a)) {
-            st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
-            break;
-        }
-        int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
-        if (rc == ETIMEDOUT && q->completed < value) {
-            st = VIDMM_E_TIMEOUT;
-            break;
-        }
-    }
+    /* The queue must outlive the wait (destroying it meanwhile is the caller's error, THREADING.md). */
+    vidmm_status st = vidmm_fence_wait_reached(a, queue_reached, &(struct queue_wait){ q, value }, timeout_ns);
     pthread_mutex_unlock(&a->fence_lock);
     return st;
 }

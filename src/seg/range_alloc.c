@@ -46,21 +46,12 @@
  * branch-free: whether a random block falls inside them is unpredictable.
  */
 #include "seg/range_alloc.h"
+#include "seg/range_alloc_int.h"
 
 #include "core/alloc_sites.h"
 
 #include <stddef.h>
 #include <string.h>
-
-#define RA_NIL  VIDMM_RA_NONE /* no node (0xFFFFFFFF) */
-#define RA_USED 0xFFFFFFFEu   /* prev_free of a live allocation */
-#define RA_SLOT 0xFFFFFFFDu   /* prev_free of an unused slot (next_free chains slots) */
-#define RA_MAX_NODES 0x7FFFFFFFu
-
-/* 64 second-level bins per power of two, one uint64 bitmap word each. */
-#define SL_LOG2 6u
-#define SL_COUNT 64u
-#define SLBIT(sl) (UINT64_C(1) << (sl))
 
 /* Candidates that fit looked at in the request's own bin before taking the
  * first one (an exact or padding-free fit ends the scan at once). */
@@ -70,64 +61,6 @@
 #define RA_MAX_SIZE (UINT64_C(1) << 62)
 #define RA_INITIAL_NODES 64u
 
-struct vidmm_ra_node {
-    uint64_t offset;
-    uint64_t size;
-    uint32_t prev_phys, next_phys;
-    /* Free range: its bin's list links.  Live allocation: prev_free is
-     * RA_USED and next_free the class index of its size, so a free that
-     * merges with nothing inserts it without recomputing the mapping. */
-    uint32_t prev_free, next_free;
-};
-
-/* ---- bit helpers: builtins where available, portable loops otherwise ---- */
-
-static inline unsigned msb64(uint64_t x) /* x != 0 */
-{
-#if defined(__GNUC__)
-    return 63u - (unsigned)__builtin_clzll(x);
-#else
-    unsigned r = 0;
-    if (x >> 32) { x >>= 32; r += 32; }
-    if (x >> 16) { x >>= 16; r += 16; }
-    if (x >> 8) { x >>= 8; r += 8; }
-    if (x >> 4) { x >>= 4; r += 4; }
-    if (x >> 2) { x >>= 2; r += 2; }
-    if (x >> 1) r += 1;
-    return r;
-#endif
-}
-
-static inline unsigned ctz64(uint64_t x) /* x != 0 */
-{
-#if defined(__GNUC__)
-    return (unsigned)__builtin_ctzll(x);
-#else
-    return msb64(x & (~x + 1));
-#endif
-}
-
-/* Size class of n chunks (n >= 1). */
-static inline void mapping(uint64_t n, unsigned *fl, unsigned *sl)
-{
-    if (n < SL_COUNT) {
-        *fl = 0;
-        *sl = (unsigned)n;
-    } else {
-        unsigned m = msb64(n);
-        *fl = m - SL_LOG2 + 1;
-        *sl = (unsigned)(n >> (m - SL_LOG2)) & (SL_COUNT - 1);
-    }
-}
-
-/* Smallest size in chunks of bin (fl, sl). */
-static inline uint64_t bin_low(unsigned fl, unsigned sl)
-{
-    if (fl == 0)
-        return sl;
-    return (uint64_t)(SL_COUNT + sl) << (fl - 1);
-}
-
 #if defined(__GNUC__)
 #define RA_HOT inline __attribute__((always_inline))
 #define RA_COLD __attribute__((noinline))
@@ -135,16 +68,6 @@ static inline uint64_t bin_low(unsigned fl, unsigned sl)
 #define RA_HOT inline
 #define RA_COLD
 #endif
-
-/* Class index fl * SL_COUNT + sl of n chunks. */
-static inline unsigned class_index(uint64_t n)
-{
-    unsigned fl, sl;
-    mapping(n, &fl, &sl);
-    return fl * SL_COUNT + sl;
-}
-
-static inline int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 /* ---- free lists ---- */
 
@@ -227,6 +150,8 @@ static vidmm_status grow_nodes(struct vidmm_range_alloc *ra)
 static inline uint32_t slot_get(struct vidmm_range_alloc *ra)
 {
     uint32_t i = ra->free_node_head;
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, i == RA_NIL || ra->nodes[i].prev_free != RA_SLOT,
+                           "slot_get: the slot chain head %u is not an unused slot (node storage not grown first)", i);
     ra->free_node_head = ra->nodes[i].next_free;
     ra->node_count++;
     return i;
@@ -513,6 +438,9 @@ static RA_HOT void take_whole(struct vidmm_range_alloc *ra, uint32_t b, unsigned
     bin_remove_cls(ra, b, cls);
     n->prev_free = RA_USED;
     n->next_free = cls;
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->free_bytes < n->size,
+                           "alloc: node %u of 0x%llx bytes taken with free_bytes 0x%llx", b,
+                           (unsigned long long)n->size, (unsigned long long)ra->free_bytes);
     ra->free_bytes -= n->size;
     ra->live_count++;
     *node = b;
@@ -526,6 +454,11 @@ static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned
                               uint64_t size, uint32_t *node)
 {
     struct vidmm_ra_node *n = &ra->nodes[b];
+    if (VIDMM_BUG_ON_LOG(&ra->bugs, start < n->offset || start + size > n->offset + n->size || n->prev_free == RA_USED,
+                         "carve: [0x%llx, +0x%llx) is not inside free node %u [0x%llx, +0x%llx)",
+                         (unsigned long long)start, (unsigned long long)size, b, (unsigned long long)n->offset,
+                         (unsigned long long)n->size))
+        return VIDMM_E_INTERNAL;
     uint64_t left = start - n->offset;
     uint64_t right = n->offset + n->size - (start + size);
     uint32_t need = (uint32_t)(left != 0) + (uint32_t)(right != 0);
@@ -566,6 +499,8 @@ static vidmm_status carve_cls(struct vidmm_range_alloc *ra, uint32_t b, unsigned
     n->size = size;
     n->prev_free = RA_USED;
     n->next_free = class_index(size >> ra->chunk_shift);
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->free_bytes < size, "alloc: 0x%llx bytes carved with free_bytes 0x%llx",
+                           (unsigned long long)size, (unsigned long long)ra->free_bytes);
     ra->free_bytes -= size;
     ra->live_count++;
     *node = b;
@@ -806,12 +741,17 @@ static RA_COLD vidmm_status free_merge(struct vidmm_range_alloc *ra, uint32_t i)
 {
     struct vidmm_ra_node *nodes = ra->nodes;
     struct vidmm_ra_node *n = &nodes[i];
-    if (ra->front_keep)
-        zone_touch(ra, n->offset, n->size);
-    ra->free_bytes += n->size;
-    ra->live_count--;
     /* A physical neighbour is either live or a free range, never a slot. */
     uint32_t p = n->prev_phys;
+    if (VIDMM_BUG_ON_LOG(&ra->bugs, (p != RA_NIL && nodes[p].prev_free == RA_SLOT) ||
+                                        (n->next_phys != RA_NIL && nodes[n->next_phys].prev_free == RA_SLOT),
+                         "free: a physical neighbour of node %u is an unused slot", i))
+        return VIDMM_E_INTERNAL;
+    if (ra->front_keep)
+        zone_touch(ra, n->offset, n->size);
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->live_count == 0, "free: live node %u but live_count is 0", i);
+    ra->free_bytes += n->size;
+    ra->live_count--;
     if (p != RA_NIL && nodes[p].prev_free != RA_USED) {
         struct vidmm_ra_node *pn = &nodes[p];
         bin_remove(ra, p);
@@ -853,6 +793,7 @@ vidmm_status vidmm_ra_free(struct vidmm_range_alloc *ra, uint32_t i)
      * it is, into the class kept in its next_free. */
     if (ra->front_keep)
         zone_touch(ra, n->offset, n->size);
+    (void)VIDMM_BUG_ON_LOG(&ra->bugs, ra->live_count == 0, "free: live node %u but live_count is 0", i);
     ra->free_bytes += n->size;
     ra->live_count--;
     bin_insert_cls(ra, i, n->next_free);
@@ -912,103 +853,4 @@ uint64_t vidmm_ra_largest_free(const struct vidmm_range_alloc *ra)
         if (ra->nodes[b].size > best)
             best = ra->nodes[b].size;
     return best;
-}
-
-void vidmm_ra_for_each(const struct vidmm_range_alloc *ra,
-                       void (*fn)(void *ctx, uint64_t offset, uint64_t size, int used), void *ctx)
-{
-    if (!ra || !ra->nodes || !fn)
-        return;
-    for (uint32_t i = ra->first_node; i != RA_NIL; i = ra->nodes[i].next_phys)
-        fn(ctx, ra->nodes[i].offset, ra->nodes[i].size, ra->nodes[i].prev_free == RA_USED);
-}
-
-int vidmm_ra_check(const struct vidmm_range_alloc *ra)
-{
-    int err = 0;
-    if (!ra || !ra->nodes || !ra->bins || !ra->sl_bitmap)
-        return 1;
-    if (!is_pow2(ra->chunk) || ((uint64_t)1 << ra->chunk_shift) != ra->chunk)
-        err++;
-    if (ra->node_count > ra->node_cap)
-        return err + 1;
-
-    /* Physical walk: ranges tile [0, size) in order. */
-    uint64_t pos = 0, free_bytes = 0, live = 0, free_nodes = 0, seen = 0;
-    uint32_t prev = RA_NIL;
-    int prev_free = 0;
-    for (uint32_t i = ra->first_node; i != RA_NIL; i = ra->nodes[i].next_phys) {
-        if (i >= ra->node_cap || ++seen > ra->node_count)
-            return err + 1; /* broken chain: stop before looping */
-        const struct vidmm_ra_node *n = &ra->nodes[i];
-        if (n->prev_phys != prev)
-            err++;
-        if (n->offset != pos || !n->size || (n->size & (ra->chunk - 1)) || n->prev_free == RA_SLOT)
-            err++;
-        int fr = n->prev_free != RA_USED;
-        if (fr) {
-            free_bytes += n->size;
-            free_nodes++;
-            if (prev_free)
-                err++; /* two adjacent free ranges */
-        } else {
-            live++;
-            if (n->next_free != class_index(n->size >> ra->chunk_shift))
-                err++;
-        }
-        prev_free = fr;
-        pos = n->offset + n->size;
-        prev = i;
-    }
-    if (pos != ra->size)
-        err++;
-    if (free_bytes != ra->free_bytes)
-        err++;
-    if (live != ra->live_count)
-        err++;
-
-    /* Slot chain: every slot not in the physical list. */
-    uint64_t slots = 0;
-    for (uint32_t i = ra->free_node_head; i != RA_NIL; i = ra->nodes[i].next_free) {
-        if (i >= ra->node_cap || ++slots > ra->node_cap)
-            return err + 1;
-        if (ra->nodes[i].prev_free != RA_SLOT)
-            err++;
-    }
-    if (seen != ra->node_count || slots != (uint64_t)ra->node_cap - ra->node_count)
-        err++;
-
-    /* Bins: each list holds free ranges of its class, links consistent,
-     * bitmaps set exactly for non-empty bins. */
-    uint64_t in_bins = 0;
-    for (unsigned fl = 0; fl < ra->fl_count; fl++) {
-        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
-            uint32_t head = ra->bins[fl * SL_COUNT + sl];
-            int bit = (ra->sl_bitmap[fl] >> sl) & 1;
-            if (bit != (head != RA_NIL))
-                err++;
-            uint32_t pv = RA_NIL;
-            for (uint32_t b = head; b != RA_NIL; b = ra->nodes[b].next_free) {
-                if (b >= ra->node_cap || ++in_bins > free_nodes)
-                    return err + 1;
-                const struct vidmm_ra_node *n = &ra->nodes[b];
-                unsigned f2, s2;
-                if (n->prev_free == RA_USED || n->prev_free == RA_SLOT || n->prev_free != pv || !n->size)
-                    err++;
-                else {
-                    mapping(n->size >> ra->chunk_shift, &f2, &s2);
-                    if (f2 != fl || s2 != sl)
-                        err++;
-                }
-                pv = b;
-            }
-        }
-        if (((ra->fl_bitmap >> fl) & 1) != (ra->sl_bitmap[fl] != 0))
-            err++;
-    }
-    if (ra->fl_count < 64 && (ra->fl_bitmap >> ra->fl_count))
-        err++;
-    if (in_bins != free_nodes)
-        err++;
-    return err;
 }

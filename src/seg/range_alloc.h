@@ -15,6 +15,7 @@
 #ifndef VIDMM_RANGE_ALLOC_H
 #define VIDMM_RANGE_ALLOC_H
 
+#include "core/error.h"
 #include "vidmm/host_alloc.h"
 #include "vidmm/status.h"
 
@@ -47,6 +48,9 @@ struct vidmm_range_alloc {
     uint64_t *sl_bitmap;   /* one word per first-level bin */
     uint32_t *bins;        /* heads of free lists, [fl][sl] */
     unsigned fl_count;
+    /* Internal invariants found broken where the allocator changes
+     * (core/error.h); vidmm_ra_check reports them. */
+    struct vidmm_bug_log bugs;
 };
 
 /* size and chunk must be non-zero, chunk a power of two, size a multiple
@@ -148,7 +152,12 @@ void vidmm_ra_for_each(const struct vidmm_range_alloc *ra,
 /* Verify every invariant (ranges tile [0,size) in order, no two adjacent
  * free ranges, bins and bitmaps agree with the free ranges, free_bytes and
  * live_count match).  Returns the number of violations, 0 when sound;
- * prints nothing. */
+ * prints nothing (range_alloc_check.c). */
 int vidmm_ra_check(const struct vidmm_range_alloc *ra);
+
+/* The same, and the first violation in words - the invariant and the
+ * node, bin or counter where it broke - into msg (n bytes; "" when
+ * sound; msg may be NULL). */
+int vidmm_ra_check_msg(const struct vidmm_range_alloc *ra, char *msg, size_t n);
 
 #endif

@@ -184,7 +184,7 @@ static void pb_drop_overlaps(struct vidmm_adapter *a, struct vidmm_physbuf_table
 {
     for (struct vidmm_physbuf *e = first_ending_after(t, start), *nx; e && e->start < start + size; e = nx) {
         nx = pb_next(e);
-        if (e != keep && !VIDMM_BUG_ON(a, e->inflight))
+        if (e != keep && !VIDMM_BUG_ON_MSG(a, e->inflight, "physical buffer entry freed while a submission still uses it"))
             pb_drop(a, t, e);
     }
 }

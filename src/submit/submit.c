@@ -29,6 +29,7 @@
  * the fence lock.  Internal waits for fences hold the adapter lock (the
  * engines progress without it); vidmm_context_wait does not hold it.
  */
+#include "handle/lookup.h"
 #include "fence/fence.h"
 #include "fence/inflight.h"
 #include "handle/handle.h"
@@ -44,14 +45,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static struct vidmm_context *ctx_get(struct vidmm_adapter *a, vidmm_handle h)
-{
-    pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, h);
-    pthread_mutex_unlock(&a->fence_lock);
-    return c;
-}
 
 static int dev_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
 {
@@ -136,10 +129,10 @@ static struct vidmm_submission *new_record(struct vidmm_adapter *a, uint32_t n)
 /* Common entry checks: the context in the mode wanted, its device alive. */
 static vidmm_status enter(struct vidmm_adapter *a, vidmm_handle context, uint32_t mode, struct vidmm_context **out)
 {
-    struct vidmm_context *c = ctx_get(a, context);
-    if (!c)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                          (unsigned long long)(context));
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup(a, context, &c);
+    if (st < 0)
+        return st;
     if (c->mode != mode)
         return vidmm_fail(VIDMM_E_STATE, "context 0x%llx is a %s context", (unsigned long long)context,
                           c->mode == VIDMM_CONTEXT_VIRTUAL ? "virtual" : "physical");
@@ -461,7 +454,8 @@ static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle co
     if (!a || (!submitted && !completed))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "submitted and completed are both NULL");
     pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup_locked(a, context, &c);
     if (c) {
         if (submitted)
             *submitted = c->fence_submitted;
@@ -469,9 +463,7 @@ static vidmm_status context_fence_plain(struct vidmm_adapter *a, vidmm_handle co
             *completed = c->fence_completed;
     }
     pthread_mutex_unlock(&a->fence_lock);
-    return c ? VIDMM_OK
-             : vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                          (unsigned long long)context);
+    return st;
 }
 
 /* Outside VIDMM_ENTRY (see the body above): the thread's last error is
@@ -485,46 +477,33 @@ vidmm_status vidmm_context_fence(struct vidmm_adapter *a, vidmm_handle context, 
     return st;
 }
 
+/* vidmm_fence_wait_reached's question for a context: looked up again
+ * each time (the fence lock is dropped while hangs are looked for). */
+struct context_wait {
+    vidmm_handle context;
+    uint64_t value;
+};
+static int context_reached(struct vidmm_adapter *a, void *arg)
+{
+    const struct context_wait *w = arg;
+    const struct vidmm_context *c = vidmm_objtab_get(&a->contexts, w->context);
+    if (!c)
+        return VIDMM_E_INVALID_HANDLE;
+    return c->fence_completed >= w->value;
+}
+
 static vidmm_status context_wait_plain(struct vidmm_adapter *a, vidmm_handle context, uint64_t value, uint64_t timeout_ns)
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout_ns != UINT64_MAX) {
-        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
-        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-    }
-    vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&a->fence_lock);
-    struct vidmm_context *c = vidmm_objtab_get(&a->contexts, context);
-    if (!c) {
-        st = vidmm_fail(VIDMM_E_INVALID_HANDLE, "context handle 0x%llx: not a live context of this adapter",
-                        (unsigned long long)context);
-    } else if (value > c->fence_submitted) {   /* would never be signalled */
+    struct vidmm_context *c;
+    vidmm_status st = vidmm_context_lookup_locked(a, context, &c);
+    if (st >= 0 && value > c->fence_submitted)   /* would never be signalled */
         st = vidmm_fail(VIDMM_E_INVALID_ARG, "fence %llu: the context has submitted only up to %llu",
                         (unsigned long long)value, (unsigned long long)c->fence_submitted);
-    } else {
-        vidmm_handle h = c->self;
-        while (c->fence_completed < value) {
-            if (vidmm_reset_pending_locked(a)) {
-                st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
-                break;
-            }
-            int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
-            /* The lock was dropped to look for hangs: the context may be gone. */
-            c = vidmm_objtab_get(&a->contexts, h);
-            if (!c) {
-                st = VIDMM_E_INVALID_HANDLE;
-                break;
-            }
-            if (rc == ETIMEDOUT && c->fence_completed < value) {
-                st = VIDMM_E_TIMEOUT;
-                break;
-            }
-        }
-    }
+    else if (st >= 0)
+        st = vidmm_fence_wait_reached(a, context_reached, &(struct context_wait){ context, value }, timeout_ns);
     pthread_mutex_unlock(&a->fence_lock);
     return st;
 }
@@ -590,7 +569,7 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
     if (cnt) {
         for (const struct vidmm_submission *r = s->head; r; r = r->next)
             for (uint32_t i = 0; i < r->count; i++) {
-                uint32_t slot = (uint32_t)r->list[i]->self & 0xFFFFFFu;
+                uint32_t slot = VIDMM_HANDLE_SLOT(r->list[i]->self);
                 if (slot < used && vidmm_objtab_at(&a->allocations, slot) == r->list[i])
                     cnt[slot]++;
                 else {

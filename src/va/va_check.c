@@ -109,20 +109,11 @@ static void va_check_node(const struct vidmm_va_space *vs, uint32_t n, uint32_t 
         c->errs++;
 }
 
-int vidmm_va_space_check(const struct vidmm_va_space *vs)
+/* Walk, phase 2: the ranges in address order - each sound, tiling up to
+ * the sentinel, reservation-backed runs on 64 KiB, equal reserved
+ * neighbours merged - and the counts. */
+static int va_check_ranges(const struct vidmm_va_space *vs)
 {
-    struct va_chk c;
-    memset(&c, 0, sizeof c);
-    uint64_t m, m64, lo;
-    va_check_node(vs, vs->root, vs->height, 0, 0, &c, &m, &m64, &lo);
-    if (!c.errs && (c.leaves != vs->leaf_used || c.inners != vs->inner_used || c.entries != vs->range_count + 1 ||
-                    LF(c.prev_leaf).next != 0))
-        c.errs++;
-    if (c.errs)
-        return c.errs; /* the walks below trust the shape */
-    for (uint64_t i = 0; i < vs->obj_cap; i++)
-        if (vs->objs[i].head >= vs->node_cap)
-            return 1; /* the walks below follow the heads */
     int errs = 0;
     uint64_t prev_end = vs->base, count = 0, mapped = 0, inres = 0;
     uint32_t prev = 0;
@@ -173,7 +164,13 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
         errs++;
     if (count != vs->range_count || mapped != vs->mapped_count || inres != vs->inres_count)
         errs++;
-    /* Object hash and lists. */
+    return errs;
+}
+
+/* Walk, phase 3: the object hash and each object's list of mappings. */
+static int va_check_objects(const struct vidmm_va_space *vs)
+{
+    int errs = 0;
     uint64_t objs = 0, listed = 0;
     for (uint64_t i = 0; i < vs->obj_cap; i++) {
         const struct vidmm_va_objrec *rec = &vs->objs[i];
@@ -208,7 +205,14 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
     }
     if (objs != vs->obj_count || listed != vs->mapped_count || vs->obj_count * 2 > vs->obj_cap)
         errs++;
-    /* The free pools are intact, and with the live nodes fill the arrays. */
+    return errs;
+}
+
+/* Walk, phase 4: the free pools are intact, and with the live nodes fill
+ * the arrays. */
+static int va_check_pools(const struct vidmm_va_space *vs)
+{
+    int errs = 0;
     uint64_t fc = 0;
     for (uint32_t f = vs->free_nodes; f && f < vs->node_cap && fc <= vs->free_node_count; f = va_rec(vs, f)->obj_next)
         fc++;
@@ -225,6 +229,27 @@ int vidmm_va_space_check(const struct vidmm_va_space *vs)
     if (fc != vs->free_inner_count || (vs->inner_cap && fc + vs->inner_used + 1 != vs->inner_cap))
         errs++;
     return errs;
+}
+
+/* In phases: the tree's shape and summaries (phase 1, va_check_node),
+ * then - trusting the shape - the ranges, the objects and the pools. */
+int vidmm_va_space_check(const struct vidmm_va_space *vs)
+{
+    struct va_chk c;
+    memset(&c, 0, sizeof c);
+    uint64_t m, m64, lo;
+    va_check_node(vs, vs->root, vs->height, 0, 0, &c, &m, &m64, &lo);
+    if (!c.errs && (c.leaves != vs->leaf_used || c.inners != vs->inner_used || c.entries != vs->range_count + 1 ||
+                    LF(c.prev_leaf).next != 0))
+        c.errs++;
+    if (vs->bugs.count)
+        c.errs++;   /* an invariant broken where it changed (va_space.h: bugs.first says which) */
+    if (c.errs)
+        return c.errs; /* the walks below trust the shape */
+    for (uint64_t i = 0; i < vs->obj_cap; i++)
+        if (vs->objs[i].head >= vs->node_cap)
+            return 1; /* the walks below follow the heads */
+    return va_check_ranges(vs) + va_check_objects(vs) + va_check_pools(vs);
 }
 
 int vidmm_va_prep_check(const struct vidmm_va_space *vs, const struct vidmm_va_prep *op)

@@ -336,6 +336,8 @@ static inline void va_dirty(struct vidmm_va_space *vs, uint32_t lf)
 static inline uint32_t va_node_get(struct vidmm_va_space *vs)
 {
     uint32_t i = vs->free_nodes;
+    (void)VIDMM_BUG_ON_LOG(&vs->bugs, vs->free_node_count == 0,
+                           "record get: no free record (the prepare step reserves every one a change takes)");
     struct vidmm_va_range *c = va_rec(vs, i);
     vs->free_nodes = c->obj_next;
     vs->free_node_count--;

@@ -34,6 +34,7 @@
 #ifndef VIDMM_VA_SPACE_H
 #define VIDMM_VA_SPACE_H
 
+#include "core/error.h"
 #include "vidmm/host_alloc.h"
 #include "vidmm/status.h"
 
@@ -184,6 +185,9 @@ struct vidmm_va_space {
     struct vidmm_va_span *upd_spans, *upd_work[2], *upd_hull;
     uint64_t *upd_first;
     uint64_t upd_span_n, upd_span_cap, upd_work_cap[2], upd_first_cap, upd_hull_cap;
+    /* Internal invariants found broken where the space changes
+     * (core/error.h); vidmm_va_space_check counts them. */
+    struct vidmm_bug_log bugs;
 };
 
 /* Manage [64 KiB, 2^va_bits); va_bits in [20, 63].  VA [0, 64 KiB) is the

@@ -78,6 +78,219 @@ static void va_merge_reserved(struct vidmm_va_space *vs, uint32_t n)
     }
 }
 
+/* va_replace_leaf's plan: the leaf's entries s..k-1 are covered by
+ * [a, e); m new entries (the kept head, the new range, the kept tail)
+ * take their place. */
+struct va_leaf_plan {
+    unsigned s, k, c, nk, m, nc;
+    unsigned head, split, tail, neu;
+    /* The covered entries, for the record half. */
+    uint32_t ci[VA_LB];
+    uint64_t cs[VA_LB], ce[VA_LB];
+    /* The new entries. */
+    uint64_t ns[3], ne[3];
+    uint32_t ni[3], nt[3];
+    uint8_t nkd[3];
+    uint32_t n, t;   /* the new range's record; the split tail's */
+};
+
+/* Replace, phase 1: does the change stay inside leaf lf and its fill
+ * bounds?  0 (nothing changed) when not; else the plan's shape. */
+static inline int va_leaf_plan_fits(const struct vidmm_va_space *vs, const va_leaf *l, uint64_t a, uint64_t e,
+                                    const struct vidmm_va_desc *nd, int plain, struct va_leaf_plan *p)
+{
+    unsigned s = p->s, c = l->count, k = s;
+    while (k < c && l->start[k] < e)
+        k++;
+    /* Up to the leaf's end: the next leaf must start at or past e (there
+     * is one, as the sentinel starts at limit >= e); its prev_end follows
+     * the new last end. */
+    if (k == c && LF(l->next).start[0] < e)
+        return 0;
+    if (plain)
+        for (unsigned i = s; i < k; i++)
+            if (l->kind[i] != VIDMM_VA_MAPPED)
+                return 0;
+    p->k = k;
+    p->c = c;
+    p->head = s < k && l->start[s] < a;
+    p->split = p->head && l->end[s] > e;
+    p->tail = p->split || (k > s && l->end[k - 1] > e);
+    p->neu = nd->state != VIDMM_VA_FREE;
+    p->m = p->head + p->neu + p->tail;
+    p->nc = c - (k - s) + p->m;
+    p->nk = k - s;
+    return !(p->nc > VA_LB || (p->nc < VA_LMIN && vs->height));
+}
+
+/* Replace, phase 2: note the covered entries; those wholly inside
+ * [a, e) leave the space's counts. */
+static inline void va_leaf_take_covered(struct vidmm_va_space *vs, const va_leaf *l, uint64_t a, uint64_t e,
+                                        struct va_leaf_plan *p)
+{
+    for (unsigned i = 0; i < p->nk; i++) {
+        p->ci[i] = l->idx[p->s + i];
+        p->cs[i] = l->start[p->s + i];
+        p->ce[i] = l->end[p->s + i];
+        unsigned kd = l->kind[p->s + i];
+        if (p->cs[i] >= a && p->ce[i] <= e) {
+            (void)VIDMM_BUG_ON_LOG(&vs->bugs, vs->range_count == 0 || ((kd & VIDMM_VA_MAPPED) && vs->mapped_count == 0),
+                                   "replace: range [0x%llx, 0x%llx) removed with no live range counted",
+                                   (unsigned long long)p->cs[i], (unsigned long long)p->ce[i]);
+            vs->range_count--;
+            if (kd & VIDMM_VA_MAPPED) {
+                vs->mapped_count--;
+                vs->inres_count -= (kd & VA_K_INRES) != 0;
+            }
+        }
+    }
+}
+
+/* Replace, phase 3: the new entries at s - the kept head, the new range,
+ * the kept tail (a new record when the one range is split in two). */
+static inline void va_leaf_new_entries(struct vidmm_va_space *vs, uint32_t lf, const va_leaf *l, uint64_t a,
+                                       uint64_t e, const struct vidmm_va_desc *nd, struct va_leaf_plan *p)
+{
+    unsigned j = 0, s = p->s;
+    if (p->head) {
+        p->ns[j] = l->start[s];
+        p->ne[j] = a;
+        p->ni[j] = l->idx[s];
+        p->nkd[j] = l->kind[s];
+        p->nt[j++] = l->tag[s];
+    }
+    if (p->neu) {
+        p->n = va_node_get(vs);
+        va_rec(vs, p->n)->leaf = lf;
+        p->ns[j] = a;
+        p->ne[j] = e;
+        p->ni[j] = p->n;
+        p->nkd[j] = va_kind(nd);
+        p->nt[j++] = nd->state == VIDMM_VA_MAPPED ? va_tag(nd->object) : 0;
+        vs->range_count++;
+        if (nd->state == VIDMM_VA_MAPPED) {
+            vs->mapped_count++;
+            vs->inres_count += nd->in_reservation;
+        }
+    }
+    if (p->tail) {
+        unsigned from = p->split ? s : p->k - 1;
+        p->ns[j] = e;
+        p->ne[j] = l->end[from];
+        p->ni[j] = l->idx[from];
+        p->nkd[j] = l->kind[from];
+        p->nt[j] = l->tag[from];
+        if (p->split) {
+            p->t = p->ni[j] = va_node_get(vs);
+            va_rec(vs, p->t)->leaf = lf;
+            vs->range_count++;
+            if (p->nkd[j] & VIDMM_VA_MAPPED) {
+                vs->mapped_count++;
+                vs->inres_count += (p->nkd[j] & VA_K_INRES) != 0;
+            }
+        }
+    }
+}
+
+/* Replace, phase 4: the leaf - entries k.. move to s + m, the new ones go
+ * in front; its key and the next leaf's prev_end follow, both summaries
+ * are marked stale. */
+static inline void va_leaf_write(struct vidmm_va_space *vs, uint32_t lf, va_leaf *l, const struct va_leaf_plan *p)
+{
+    unsigned s = p->s, k = p->k, c = p->c, m = p->m, nc = p->nc;
+    uint64_t first = l->start[0];
+    if (k != s + m) {
+        unsigned rest = c - k;
+        memmove(&l->start[s + m], &l->start[k], rest * sizeof l->start[0]);
+        memmove(&l->end[s + m], &l->end[k], rest * sizeof l->end[0]);
+        memmove(&l->idx[s + m], &l->idx[k], rest * sizeof l->idx[0]);
+        memmove(&l->tag[s + m], &l->tag[k], rest * sizeof l->tag[0]);
+        memmove(&l->kind[s + m], &l->kind[k], rest * sizeof l->kind[0]);
+        for (unsigned i = nc; i < c; i++) {
+            l->start[i] = UINT64_MAX;
+            l->end[i] = 0;
+            l->idx[i] = 0;
+            l->tag[i] = 0;
+            l->kind[i] = 0;
+        }
+    }
+    for (unsigned i = 0; i < m; i++) {
+        l->start[s + i] = p->ns[i];
+        l->end[s + i] = p->ne[i];
+        l->idx[s + i] = p->ni[i];
+        l->tag[s + i] = p->nt[i];
+        l->kind[s + i] = p->nkd[i];
+    }
+    l->count = nc;
+    if (s == 0 && l->start[0] != first)
+        vidmm_vai_key_up(vs, lf, l->start[0]);
+    if (k == c && LF(l->next).prev_end != l->end[nc - 1]) {
+        LF(l->next).prev_end = l->end[nc - 1];
+        va_dirty(vs, l->next);
+    }
+    va_dirty(vs, lf);
+}
+
+/* Replace, phase 5: the records - copy the old descriptors for the steps
+ * into old, then cut, unlink and free the covered ones; fill the new
+ * range's. */
+static inline void va_records_replace(struct vidmm_va_space *vs, uint64_t a, uint64_t e,
+                                      const struct vidmm_va_desc *nd, const struct va_leaf_plan *p,
+                                      struct vidmm_va_desc *old)
+{
+    for (unsigned i = 0; i < p->nk; i++) {
+        uint32_t r = p->ci[i];
+        struct vidmm_va_desc *rd = &D(r);
+        uint64_t rs = p->cs[i], re = p->ce[i];
+        old[i] = *rd;
+        if (rs >= a && re <= e) {
+            if (rd->state == VIDMM_VA_MAPPED)
+                vidmm_vai_obj_unlink(vs, r);
+            va_node_put(vs, r); /* d stays intact: nothing is allocated below */
+        } else if (rs < a && re > e) {
+            struct vidmm_va_desc *td = &D(p->t);
+            *td = *rd;
+            td->va = e;
+            td->size = re - e;
+            rd->size = a - rs;
+            if (td->state == VIDMM_VA_MAPPED) {
+                td->object_offset += e - rs;
+                vidmm_vai_obj_link_after(vs, p->t, r); /* r's object: no hash access */
+            }
+        } else if (rs < a) {
+            rd->size = a - rs;
+        } else {
+            rd->va = e;
+            rd->size = re - e;
+            if (rd->state == VIDMM_VA_MAPPED)
+                rd->object_offset += e - rs;
+        }
+    }
+    if (p->neu) {
+        struct vidmm_va_desc *d = &D(p->n);
+        *d = *nd;
+        d->va = a;
+        d->size = e - a;
+        if (d->state == VIDMM_VA_MAPPED)
+            vidmm_vai_obj_link(vs, p->n);
+    }
+}
+
+/* Replace, phase 6: the steps, from the copies of the old descriptors. */
+static void va_replace_steps(struct vidmm_va_space *vs, uint64_t a, uint64_t e, const struct va_leaf_plan *p,
+                             const struct vidmm_va_desc *old)
+{
+    for (unsigned i = 0; i < p->nk; i++) {
+        uint64_t rs = p->cs[i], re = p->ce[i];
+        if (rs >= a && re <= e)
+            va_emit(vs, VIDMM_VA_STEP_UNMAP, &old[i], NULL, 0, 0);
+        else
+            va_emit(vs, VIDMM_VA_STEP_REMAP, &old[i], NULL, rs < a ? a - rs : 0, re > e ? re - e : 0);
+    }
+    if (p->neu)
+        va_emit(vs, VIDMM_VA_STEP_MAP, NULL, &D(p->n), 0, 0);
+}
+
 /* The common case of va_replace_do, done on one leaf's arrays in one
  * pass: every range that [a, e) touches lies in leaf lf from slot s on
  * (if they reach the leaf's end, the next leaf starts at or past e), the
@@ -97,166 +310,18 @@ static int va_replace_leaf(struct vidmm_va_space *vs, uint32_t lf, unsigned s, u
                            const struct vidmm_va_desc *nd, int plain)
 {
     va_leaf *l = &LF(lf);
-    unsigned c = l->count, k = s;
-    while (k < c && l->start[k] < e)
-        k++;
-    /* Up to the leaf's end: the next leaf must start at or past e (there
-     * is one, as the sentinel starts at limit >= e); its prev_end follows
-     * the new last end. */
-    if (k == c && LF(l->next).start[0] < e)
+    struct va_leaf_plan p;
+    p.s = s;
+    p.n = p.t = 0;
+    if (!va_leaf_plan_fits(vs, l, a, e, nd, plain, &p))
         return 0;
-    if (plain)
-        for (unsigned i = s; i < k; i++)
-            if (l->kind[i] != VIDMM_VA_MAPPED)
-                return 0;
-    unsigned head = s < k && l->start[s] < a;
-    unsigned split = head && l->end[s] > e;
-    unsigned tail = split || (k > s && l->end[k - 1] > e);
-    unsigned neu = nd->state != VIDMM_VA_FREE;
-    unsigned m = head + neu + tail, nc = c - (k - s) + m, nk = k - s;
-    if (nc > VA_LB || (nc < VA_LMIN && vs->height))
-        return 0;
-    /* The covered entries, for the record half. */
-    uint32_t ci[VA_LB];
-    uint64_t cs[VA_LB], ce[VA_LB];
-    for (unsigned i = 0; i < nk; i++) {
-        ci[i] = l->idx[s + i];
-        cs[i] = l->start[s + i];
-        ce[i] = l->end[s + i];
-        unsigned kd = l->kind[s + i];
-        if (cs[i] >= a && ce[i] <= e) {
-            vs->range_count--;
-            if (kd & VIDMM_VA_MAPPED) {
-                vs->mapped_count--;
-                vs->inres_count -= (kd & VA_K_INRES) != 0;
-            }
-        }
-    }
-    /* The new entries at s: the kept head, the new range, the kept tail
-     * (a new record when the one range is split in two). */
-    uint64_t ns[3], ne[3], first = l->start[0];
-    uint32_t ni[3], nt[3], t = 0, n = 0;
-    uint8_t nkd[3];
-    unsigned j = 0;
-    if (head) {
-        ns[j] = l->start[s];
-        ne[j] = a;
-        ni[j] = l->idx[s];
-        nkd[j] = l->kind[s];
-        nt[j++] = l->tag[s];
-    }
-    if (neu) {
-        n = va_node_get(vs);
-        va_rec(vs, n)->leaf = lf;
-        ns[j] = a;
-        ne[j] = e;
-        ni[j] = n;
-        nkd[j] = va_kind(nd);
-        nt[j++] = nd->state == VIDMM_VA_MAPPED ? va_tag(nd->object) : 0;
-        vs->range_count++;
-        if (nd->state == VIDMM_VA_MAPPED) {
-            vs->mapped_count++;
-            vs->inres_count += nd->in_reservation;
-        }
-    }
-    if (tail) {
-        unsigned from = split ? s : k - 1;
-        ns[j] = e;
-        ne[j] = l->end[from];
-        ni[j] = l->idx[from];
-        nkd[j] = l->kind[from];
-        nt[j] = l->tag[from];
-        if (split) {
-            t = ni[j] = va_node_get(vs);
-            va_rec(vs, t)->leaf = lf;
-            vs->range_count++;
-            if (nkd[j] & VIDMM_VA_MAPPED) {
-                vs->mapped_count++;
-                vs->inres_count += (nkd[j] & VA_K_INRES) != 0;
-            }
-        }
-    }
-    /* The leaf: entries k.. move to s + m, the new ones go in front. */
-    if (k != s + m) {
-        unsigned rest = c - k;
-        memmove(&l->start[s + m], &l->start[k], rest * sizeof l->start[0]);
-        memmove(&l->end[s + m], &l->end[k], rest * sizeof l->end[0]);
-        memmove(&l->idx[s + m], &l->idx[k], rest * sizeof l->idx[0]);
-        memmove(&l->tag[s + m], &l->tag[k], rest * sizeof l->tag[0]);
-        memmove(&l->kind[s + m], &l->kind[k], rest * sizeof l->kind[0]);
-        for (unsigned i = nc; i < c; i++) {
-            l->start[i] = UINT64_MAX;
-            l->end[i] = 0;
-            l->idx[i] = 0;
-            l->tag[i] = 0;
-            l->kind[i] = 0;
-        }
-    }
-    for (unsigned i = 0; i < m; i++) {
-        l->start[s + i] = ns[i];
-        l->end[s + i] = ne[i];
-        l->idx[s + i] = ni[i];
-        l->tag[s + i] = nt[i];
-        l->kind[s + i] = nkd[i];
-    }
-    l->count = nc;
-    if (s == 0 && l->start[0] != first)
-        vidmm_vai_key_up(vs, lf, l->start[0]);
-    if (k == c && LF(l->next).prev_end != l->end[nc - 1]) {
-        LF(l->next).prev_end = l->end[nc - 1];
-        va_dirty(vs, l->next);
-    }
-    va_dirty(vs, lf);
-    /* The records: copy the old descriptors for the steps, then cut,
-     * unlink and free. */
+    va_leaf_take_covered(vs, l, a, e, &p);
+    va_leaf_new_entries(vs, lf, l, a, e, nd, &p);
+    va_leaf_write(vs, lf, l, &p);
     struct vidmm_va_desc old[VA_LB];
-    for (unsigned i = 0; i < nk; i++) {
-        uint32_t r = ci[i];
-        struct vidmm_va_desc *rd = &D(r);
-        uint64_t rs = cs[i], re = ce[i];
-        old[i] = *rd;
-        if (rs >= a && re <= e) {
-            if (rd->state == VIDMM_VA_MAPPED)
-                vidmm_vai_obj_unlink(vs, r);
-            va_node_put(vs, r); /* d stays intact: nothing is allocated below */
-        } else if (rs < a && re > e) {
-            struct vidmm_va_desc *td = &D(t);
-            *td = *rd;
-            td->va = e;
-            td->size = re - e;
-            rd->size = a - rs;
-            if (td->state == VIDMM_VA_MAPPED) {
-                td->object_offset += e - rs;
-                vidmm_vai_obj_link_after(vs, t, r); /* r's object: no hash access */
-            }
-        } else if (rs < a) {
-            rd->size = a - rs;
-        } else {
-            rd->va = e;
-            rd->size = re - e;
-            if (rd->state == VIDMM_VA_MAPPED)
-                rd->object_offset += e - rs;
-        }
-    }
-    if (neu) {
-        struct vidmm_va_desc *d = &D(n);
-        *d = *nd;
-        d->va = a;
-        d->size = e - a;
-        if (d->state == VIDMM_VA_MAPPED)
-            vidmm_vai_obj_link(vs, n);
-    }
-    if (vs->step_fn) {
-        for (unsigned i = 0; i < nk; i++) {
-            uint64_t rs = cs[i], re = ce[i];
-            if (rs >= a && re <= e)
-                va_emit(vs, VIDMM_VA_STEP_UNMAP, &old[i], NULL, 0, 0);
-            else
-                va_emit(vs, VIDMM_VA_STEP_REMAP, &old[i], NULL, rs < a ? a - rs : 0, re > e ? re - e : 0);
-        }
-        if (neu)
-            va_emit(vs, VIDMM_VA_STEP_MAP, NULL, &D(n), 0, 0);
-    }
+    va_records_replace(vs, a, e, nd, &p, old);
+    if (vs->step_fn)
+        va_replace_steps(vs, a, e, &p, old);
     return 1;
 }
 

@@ -7,10 +7,12 @@
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "seg/range_alloc.h"
+#include "seg/range_alloc_int.h"
 
 #include <stdlib.h>
 #include "ra_layout.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define KiB (UINT64_C(1) << 10)
@@ -571,6 +573,107 @@ static void front_reserve(void)
     vidmm_ra_fini(&ra);
 }
 
+/* The checker names the invariant a corrupted allocator breaks, and
+ * where: each corruption below is made, named and undone. */
+static void expect_named(const struct vidmm_range_alloc *ra, const char *words)
+{
+    char msg[256];
+    T_CHECK(vidmm_ra_check_msg(ra, msg, sizeof msg) > 0);
+    if (!strstr(msg, words))
+        printf("  checker said \"%s\", wanted \"%s\"\n", msg, words);
+    T_CHECK(strstr(msg, words) != NULL);
+    T_EQ(vidmm_ra_check(ra), vidmm_ra_check_msg(ra, NULL, 0));
+}
+
+static void expect_sound(const struct vidmm_range_alloc *ra)
+{
+    char msg[256];
+    T_EQ(vidmm_ra_check_msg(ra, msg, sizeof msg), 0);
+    T_EQ(msg[0], '\0');
+}
+
+static void check_names_invariant(void)
+{
+    struct vidmm_range_alloc ra;
+    uint64_t off;
+    uint32_t a, b, c;
+    T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 1 * MiB, 4 * KiB), VIDMM_OK);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &a), VIDMM_OK);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &b), VIDMM_OK);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &c), VIDMM_OK);
+    T_ST(vidmm_ra_free(&ra, b), VIDMM_OK);   /* live, free, live, free */
+    expect_sound(&ra);
+
+    ra.free_bytes += 4 * KiB;
+    expect_named(&ra, "free_bytes");
+    ra.free_bytes -= 4 * KiB;
+    expect_sound(&ra);
+
+    ra.live_count++;
+    expect_named(&ra, "live_count");
+    ra.live_count--;
+
+    uint64_t fl = ra.fl_bitmap;
+    ra.fl_bitmap |= UINT64_C(1) << 63;   /* fl_count is far below 63 for 256 chunks */
+    expect_named(&ra, "first-level bitmap");
+    ra.fl_bitmap = fl;
+
+    /* A bin that holds a range but whose bit is clear. */
+    unsigned f, sl;
+    mapping((64 * KiB) >> ra.chunk_shift, &f, &sl);
+    ra.sl_bitmap[f] ^= SLBIT(sl);
+    expect_named(&ra, "bin (");
+    ra.sl_bitmap[f] ^= SLBIT(sl);
+    expect_sound(&ra);
+
+    struct vidmm_ra_node *nodes = ra.nodes;
+    uint32_t keep = nodes[a].next_free;   /* a live node's cached class index */
+    nodes[a].next_free = keep + 1;
+    expect_named(&ra, "cached class index");
+    nodes[a].next_free = keep;
+
+    keep = nodes[c].prev_phys;
+    nodes[c].prev_phys = a;
+    expect_named(&ra, "prev_phys");
+    nodes[c].prev_phys = keep;
+
+    /* A cycle in the address chain: the walk ends, and names where the
+     * chain turned back. */
+    keep = nodes[c].next_phys;
+    nodes[c].next_phys = ra.first_node;
+    expect_named(&ra, "but the address walk came from node");
+    nodes[c].next_phys = keep;
+
+    /* Two free neighbours: freeing b's neighbour behind the allocator's back. */
+    nodes[c].prev_free = RA_NIL;
+    expect_named(&ra, "adjacent free ranges");
+    nodes[c].prev_free = RA_USED;
+    expect_sound(&ra);
+
+    expect_named(NULL, "not initialised");
+    vidmm_ra_fini(&ra);
+}
+
+/* A broken invariant met where the allocator changes (VIDMM_BUG_ON_LOG)
+ * is kept with its words and reported by the checker.  Release builds
+ * only: a debug build stops at it. */
+static void bug_log_reported(void)
+{
+#ifndef VIDMM_DEBUG
+    struct vidmm_range_alloc ra;
+    uint64_t off;
+    uint32_t a;
+    T_ST(vidmm_ra_init(&ra, vidmm_default_host_allocator(), 1 * MiB, 4 * KiB), VIDMM_OK);
+    T_ST(vidmm_ra_alloc(&ra, 64 * KiB, 0, 0, &off, &a), VIDMM_OK);
+    ra.live_count = 0;   /* the count lost the live block */
+    T_ST(vidmm_ra_free(&ra, a), VIDMM_OK);
+    T_EQ_U64(ra.bugs.count, 1);
+    T_CHECK(strstr(ra.bugs.first, "range_alloc.c:") != NULL);
+    expect_named(&ra, "free: live node");
+    vidmm_ra_fini(&ra);
+#endif
+}
+
 void suite_range_alloc(void);
 void suite_range_alloc(void)
 {
@@ -585,4 +688,6 @@ void suite_range_alloc(void)
     t_run("range_alloc.front_reserve", front_reserve);
     t_run("range_alloc.neighbours", neighbours);
     t_run("range_alloc.fault_sweep", fault_sweep);
+    t_run("range_alloc.check_names_invariant", check_names_invariant);
+    t_run("range_alloc.bug_log_reported", bug_log_reported);
 }

@@ -619,27 +619,13 @@ void cli_format_size(uint64_t v, char *buf, size_t n)
 
 void cli_segment_flag_names(uint32_t f, char *buf, size_t n)
 {
-    static const struct { uint32_t bit; const char *name; } names[] = {
-        { VIDMM_SEGMENT_APERTURE, "Aperture" },
-        { VIDMM_SEGMENT_AGP, "Agp" },
-        { VIDMM_SEGMENT_CPU_VISIBLE, "CpuVisible" },
-        { VIDMM_SEGMENT_CACHE_COHERENT, "CacheCoherent" },
-        { VIDMM_SEGMENT_POPULATED_FROM_SYSTEM, "PopulatedFromSystemMemory" },
-        { VIDMM_SEGMENT_PRESERVED_DURING_STANDBY, "PreservedDuringStandby" },
-        { VIDMM_SEGMENT_PRESERVED_DURING_HIBERNATE, "PreservedDuringHibernate" },
-        { VIDMM_SEGMENT_DIRECT_FLIP, "DirectFlip" },
-        { VIDMM_SEGMENT_USE_64KB_PAGES, "Use64KBPages" },
-        { VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE, "SupportsCpuHostAperture" },
-        { VIDMM_SEGMENT_SUPPORTS_CACHED_CPU_HOST_APERTURE, "SupportsCachedCpuHostAperture" },
-        { VIDMM_SEGMENT_LOCAL_BUDGET_GROUP, "LocalBudgetGroup" },
-        { VIDMM_SEGMENT_NON_LOCAL_BUDGET_GROUP, "NonLocalBudgetGroup" },
-    };
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (!(f & names[i].bit))
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        const char *name = (f & bit) ? vidmm_segment_flag_name(bit) : NULL;
+        if (!name)
             continue;
-        int k = snprintf(buf + used, n - used, "%s%s", used ? "," : "", names[i].name);
+        int k = snprintf(buf + used, n - used, "%s%s", used ? "," : "", name);
         if (k < 0 || (size_t)k >= n - used)
             break;
         used += (size_t)k;
