@@ -117,6 +117,12 @@ struct cli_plugin {
 const char *cli_plugin_path(const char *driver, char *buf, size_t n);
 /* dlopen + the entry symbol: 0, or 2 after saying why on stderr. */
 int cli_plugin_load(const char *verb, const char *driver, void **lib, drvcheck_ctor *ctor);
+/* Load the plug-in and construct its driver with options (driver-
+ * defined, may be NULL); no adapter.  0, or 1/2 after saying why. */
+int cli_plugin_construct(const char *verb, const char *driver, const char *options, struct cli_plugin *p);
+/* Wait for it to go idle, destroy it, unload it (after the adapter on it
+ * is closed).  Nothing when none is constructed. */
+void cli_plugin_destroy(struct cli_plugin *p);
 int cli_plugin_info(const char *driver);
 int cli_plugin_demo(const char *driver);
 /* drvcheck.c: the driver conformance kit on softgpu or a plug-in driver. */

@@ -1,6 +1,7 @@
 /*
  * plugin.c - the tool on a driver other than softgpu: `--driver NAME`
- * for info and demo, and the driver name of `vidmm drvcheck --driver`.
+ * for info, demo, run and replay, and the driver name of `vidmm
+ * drvcheck --driver`.
  *
  * A driver is a plug-in (a shared object exporting vidmm_driver_entry,
  * examples/drvcheck/drvcheck.h), so the tool itself never links a GPU
@@ -75,8 +76,7 @@ int cli_plugin_load(const char *verb, const char *driver, void **lib, drvcheck_c
     return 0;
 }
 
-/* Opens the adapter on the plug-in's driver.  0, or 1 (said why). */
-static int plugin_open(const char *verb, const char *driver, struct cli_plugin *p)
+int cli_plugin_construct(const char *verb, const char *driver, const char *options, struct cli_plugin *p)
 {
     memset(p, 0, sizeof *p);
     drvcheck_ctor ctor;
@@ -84,13 +84,36 @@ static int plugin_open(const char *verb, const char *driver, struct cli_plugin *
     if (rc)
         return rc;
     struct drvcheck_env env = { vidmm_cb_notify_fence, vidmm_cb_notify_context_fence, vidmm_cb_notify_page_fault,
-                                getenv("VIDMM_DRIVER_OPTIONS") };
+                                options };
     vidmm_status st = ctor(&env, &p->drv);
     if (st < 0) {
-        fprintf(stderr, "vidmm %s: --driver %s: the driver did not start: %s\n", verb, driver, vidmm_status_str(st));
+        fprintf(stderr, "vidmm %s: --driver %s: the driver did not start: %s%s%s%s\n", verb, driver,
+                vidmm_status_str(st), options ? " (options " : "", options ? options : "", options ? ")" : "");
         dlclose(p->lib);
+        p->lib = NULL;
         return 1;
     }
+    return 0;
+}
+
+void cli_plugin_destroy(struct cli_plugin *p)
+{
+    if (!p->lib)
+        return;
+    if (p->drv.wait_idle)
+        p->drv.wait_idle(p->drv.driver);
+    p->drv.destroy(p->drv.driver);
+    dlclose(p->lib);
+    p->lib = NULL;
+}
+
+/* Opens the adapter on the plug-in's driver.  0, or 1 (said why). */
+static int plugin_open(const char *verb, const char *driver, struct cli_plugin *p)
+{
+    int rc = cli_plugin_construct(verb, driver, getenv("VIDMM_DRIVER_OPTIONS"), p);
+    if (rc)
+        return rc;
+    vidmm_status st;
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     ci.abi_version = VIDMM_ABI_VERSION;
@@ -102,8 +125,7 @@ static int plugin_open(const char *verb, const char *driver, struct cli_plugin *
     ci.error_message_size = sizeof p->error;
     if ((st = vidmm_adapter_open(&ci, &p->adapter)) < 0) {
         fprintf(stderr, "vidmm %s: adapter open failed: %s: %s\n", verb, vidmm_status_str(st), p->error);
-        p->drv.destroy(p->drv.driver);
-        dlclose(p->lib);
+        cli_plugin_destroy(p);
         return 1;
     }
     return 0;
@@ -112,10 +134,7 @@ static int plugin_open(const char *verb, const char *driver, struct cli_plugin *
 static void plugin_close(struct cli_plugin *p)
 {
     vidmm_adapter_close(p->adapter);
-    if (p->drv.wait_idle)
-        p->drv.wait_idle(p->drv.driver);
-    p->drv.destroy(p->drv.driver);
-    dlclose(p->lib);
+    cli_plugin_destroy(p);
 }
 
 int cli_plugin_info(const char *driver)
