@@ -85,6 +85,13 @@ printf 'process P1\ndevice D1 P1\nqueue Q1 D1\ncreate2 A1 kind=texture size=1M c
 if [ $? -eq 1 ] && grep -q "MISMATCH" "$out"; then ok; else bad "a wrong read-back on vkgpu fails the run"; fi
 rm -f "$out.bad"
 vk_scenarios "" ""
+# Without GpuMmu (lavapipe 22.3) the GPU VA calls are refused by vidmm and
+# said once by name; the GPU reads, which need softgpu's MMU walker, are
+# not made and said.
+"$b/vidmm" run tests/scenarios/evict-faults.scn --driver vkgpu >"$out.rep" 2>"$out"
+if grep -q "map refused on driver vkgpu: it declares no GPU virtual addressing" "$out" \
+   && grep -q "gpu-read not made on driver vkgpu" "$out" && grep -q "(physical)" "$out.rep"; then ok
+else bad "GpuMmu absent and softgpu-only calls said by name on vkgpu"; fi
 # A device that is not there is refused by name, nothing crashes.
 VIDMM_VKGPU_DEVICE=no-such-gpu "$b/vidmm" info --driver vkgpu >"$out" 2>&1
 if [ $? -eq 1 ] && grep -q "no-such-gpu" "$out"; then ok; else bad "VIDMM_VKGPU_DEVICE=no-such-gpu refused"; fi
@@ -102,6 +109,9 @@ if [ -e "$lvp/root/.done" ]; then
     if "$b/vidmm" drvcheck --driver vkgpu --options gpummu=1 >"$out" 2>&1 && grep -q " 0 failed, 0 skipped" "$out"
     then ok; else bad "drvcheck --driver vkgpu --options gpummu=1 on lavapipe 25"; fi
     vk_scenarios gpummu=1 " (lavapipe 25, gpummu=1)"
+    "$b/vidmm" run tests/scenarios/evict-faults.scn --driver vkgpu --options gpummu=1 >"$out.rep" 2>"$out"
+    if grep -q "(GpuMmu)" "$out.rep" && ! grep -q "refused on driver" "$out"; then ok
+    else bad "scenario maps on vkgpu with gpummu=1 (lavapipe 25)"; fi
     unset VK_DRIVER_FILES LD_LIBRARY_PATH
   else
     bad "build/lavapipe-backports is there but unusable"
@@ -111,6 +121,6 @@ else
   # Under CI=true a skip is a failure: CI unpacks it.
   [ "${CI:-}" = true ] && bad "lavapipe 25 absent under CI=true (make lavapipe-backports)"
 fi
-rm -f "$out"
+rm -f "$out" "$out.rep"
 echo "vkgpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

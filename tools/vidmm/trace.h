@@ -191,7 +191,8 @@ struct tr {
     uint64_t gpu_results, gpu_result_failures;   /* GPU-computed values checked by the CPU */
     /* Calls the tool did not make on this driver (TR_NOT_APPLICABLE), per
      * verb; a verb's first is said on stderr with its reason. */
-    uint64_t not_applicable[TV_COUNT];     /* calls per status, index TR_STATUS_INDEX(st) */
+    uint64_t not_applicable[TV_COUNT];
+    uint64_t va_refused;         /* GPU VA calls refused: the driver has no GPU VA (tr_driver_refused) */     /* calls per status, index TR_STATUS_INDEX(st) */
 
     /* Timeline (NULL buffer = not collecting). */
     struct tr_buf *timeline;
@@ -257,6 +258,9 @@ size_t tr_driver_desc(const struct tr *t, const struct softgpu_alloc_desc *d, vo
 /* Says on stderr, once per verb, why the tool does not make this call on
  * this driver, and counts it.  Returns TR_NOT_APPLICABLE. */
 vidmm_status tr_not_applicable(struct tr *t, const char *why);
+/* After a call on a plug-in driver: a GPU VA call vidmm refused since
+ * the driver declares no GPU virtual addressing is said once, by name. */
+void tr_driver_refused(struct tr *t, vidmm_status st);
 /* Close the adapter and softgpu; free everything. */
 void tr_close(struct tr *t);
 /* Start collecting timeline events into buf (before tr_start). */

@@ -21,7 +21,9 @@
  * command set for command buffers).  Each is said once per verb on
  * stderr with its reason and counted in the report (docs/DECISIONS.md
  * D80): a scenario keeps running, and what it checks through the CPU
- * (write, check) and the rules checker still holds it to account.
+ * (write, check) and the rules checker still holds it to account.  A
+ * feature the driver declares absent is refused by vidmm itself (GPU VA
+ * calls without GpuMmu: E_NOT_SUPPORTED), and said once by name here.
  */
 #include "trace.h"
 #include "vidmm/vkgpu.h"
@@ -39,6 +41,19 @@ vidmm_status tr_not_applicable(struct tr *t, const char *why)
         fprintf(stderr, "vidmm: %s not made on driver %s: %s (counted in the report)\n", tr_verb_names[t->verb],
                 tr_driver_name(t), why);
     return TR_NOT_APPLICABLE;
+}
+
+void tr_driver_refused(struct tr *t, vidmm_status st)
+{
+    int va_verb = t->verb == TV_RESERVE || t->verb == TV_MAP || t->verb == TV_PLACE || t->verb == TV_UNMAP ||
+                  t->verb == TV_FREE;
+    if (!t->hdr.plugin || st != VIDMM_E_NOT_SUPPORTED || !va_verb || t->gpummu || t->iommu)
+        return;
+    if (t->va_refused++ == 0)
+        fprintf(stderr, "vidmm: %s refused on driver %s: it declares no GPU virtual addressing (neither GpuMmu nor "
+                        "IoMmu: physical mode; vkgpu declares GpuMmu with gpummu=1 on a device with sparse binding); "
+                        "every GPU VA call is refused alike, counted in the report by status\n",
+                tr_verb_names[t->verb], tr_driver_name(t));
 }
 
 /* The vkgpu kind for a heap: where Direct3D 12 would put it. */

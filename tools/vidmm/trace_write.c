@@ -450,6 +450,7 @@ static void line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
         t->pending++;
     if (st == VIDMM_E_OVER_BUDGET)
         t->over_budget++;
+    tr_driver_refused(t, st);
     if (t->rec) {
         if (t->line_oom) {
             /* A cut line would replay as another call: the record is lost. */
