@@ -314,6 +314,11 @@ static int do_wait(struct call *c)
         fence = x < r->last_fence_cap ? r->last_fence[x] : 0;
     else if (rd_kv_u64(&c->a, "fence", 0, 1, &fence))
         return 1;
+    /* Another driver numbers its paging fences otherwise: a recorded
+     * value may never come on this one.  Waiting for all the queue got
+     * is at least what the trace waited for (docs/DECISIONS.md D81). */
+    if (r->foreign_driver && !(fs && !strcmp(fs, "last")))
+        fence = x < r->last_fence_cap ? r->last_fence[x] : 0;
     tr_wait(c->t, x, fence);
     return 0;
 }
@@ -656,6 +661,12 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     if (r->strict && eq == n)
         return rd_bad(r, "call line without a recorded result", verb);
 
+    if (r->foreign_driver && eq + 1 < n && !strcmp(tok[eq + 1], "NOT_APPLICABLE")) {
+        /* Not made where the trace was recorded, and what follows assumes
+         * it was not: not made here either (docs/DECISIONS.md D81). */
+        r->skipped_na++;
+        return 0;
+    }
     const struct verb_entry *e = &verb_table[v];
     c.v = (enum tr_verb)v;
     if (rd_want_pos(r, c.np, e->npos, e->usage) || e->fn(&c) || rd_unknown_keys(&c.a, verb))

@@ -48,11 +48,13 @@ struct replay {
      * exactly only for the integrity checks (write, check, gpu-read,
      * gpu-write, result, check-adapter); the others are that driver's
      * outcomes, listed and counted in driver_outcomes, and a call the
-     * tool does not make there (NOT_APPLICABLE) is not compared.  A
+     * tool does not make there (NOT_APPLICABLE) is not compared, and one
+     * recorded NOT_APPLICABLE is not made here (skipped_na).  A
      * create the driver cannot express ends the run: not_applicable
      * (docs/DECISIONS.md D80). */
     int foreign_driver;
     uint64_t driver_outcomes;
+    uint64_t skipped_na;         /* calls recorded NOT_APPLICABLE by the other driver: not made here */
     int not_applicable;
     uint64_t executed;           /* call lines run */
     uint64_t checked;            /* lines whose result was compared */

@@ -559,12 +559,16 @@ static void choose_driver(struct tr_header *h, const struct run_options *o)
 
 /* A replay's driver (choose_driver) and whether the trace was written for
  * another one. */
-static void replay_driver(struct replay *r, struct tr_header *h, const struct run_options *o)
+static int replay_driver(struct replay *r, struct tr_header *h, const struct run_options *o)
 {
     char written_for[sizeof h->driver];
     snprintf(written_for, sizeof written_for, "%s", h->driver);
     choose_driver(h, o);
     r->foreign_driver = strcmp(written_for, h->driver) != 0;
+    if (o->driver_options && !h->driver[0])
+        return cli_usage_error("replay", "--options %s: %s replays on softgpu, which takes no options (--driver NAME)",
+                               o->driver_options, o->what);
+    return 0;
 }
 
 /* Belady's policy evicts the allocation used furthest in the future; it
@@ -839,7 +843,10 @@ static int replay_once(const struct run_options *o, const char *policy, int writ
     struct replay r;
     if (replay_open(&r, o->what, h, 1))
         return 1;
-    replay_driver(&r, h, o);
+    if (replay_driver(&r, h, o)) {
+        replay_close(&r);
+        return 1;
+    }
     if (policy)
         snprintf(h->policy, sizeof h->policy, "%s", policy);
     struct run_options quiet = *o;
@@ -935,7 +942,10 @@ int cli_replay(int argc, char **argv)
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))
         return 1;
-    replay_driver(&r, &h, &o);
+    if ((rc = replay_driver(&r, &h, &o)) != 0) {
+        replay_close(&r);
+        return rc;
+    }
     belady_warning("replay", &h);
     r.progress = cli_progress_wanted(o.progress);
     struct tr t;
@@ -951,11 +961,12 @@ int cli_replay(int argc, char **argv)
     if (!failed)
         fprintf(stderr, "vidmm replay: %" PRIu64 " calls re-executed, %" PRIu64 " results compared, %" PRIu64
                         " differ%s\n",
-                r.executed, r.checked, r.mismatches, r.mismatches ? "" : " (exact replay)");
+                r.executed, r.checked, r.mismatches,
+                r.mismatches ? "" : r.foreign_driver ? " (the integrity results exact)" : " (exact replay)");
     if (r.foreign_driver)
         fprintf(stderr, "vidmm replay: on driver %s, a trace of another driver: %" PRIu64 " other results differ as "
-                        "its outcomes (listed above, not compared)\n", h.driver[0] ? h.driver : "softgpu",
-                r.driver_outcomes);
+                        "its outcomes (listed above, not compared); %" PRIu64 " calls it recorded NOT_APPLICABLE skipped\n",
+                h.driver[0] ? h.driver : "softgpu", r.driver_outcomes, r.skipped_na);
     if (t.check_failures || t.adapter_check_failures)
         fprintf(stderr, "vidmm replay: integrity checks failed (%" PRIu64 " read-backs, %" PRIu64 " adapter checks)\n",
                 t.check_failures, t.adapter_check_failures);
