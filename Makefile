@@ -88,7 +88,7 @@ TOOL    := $(BUILD)/vidmm
 TESTS   := $(BUILD)/vidmm-tests
 BENCH   := $(BUILD)/vidmm-bench
 
-.PHONY: d3dkmt uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
+.PHONY: same-behaviour d3dkmt uninstall install-check all examples test html-check docs-refresh demo bench install clean check-headers tsan tsan-stress long
 all: $(STATIC) $(SHARED) $(SOFTGPU) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -116,9 +116,11 @@ $(SOFTGPU): $(SOFTGPU_OBJ)
 # --fail-driver` wraps softgpu with it.
 RULES_OBJ   := $(BUILD)/tests/harness/rules_check.o $(BUILD)/tests/harness/fault_driver.o
 $(TOOL_OBJ): CFLAGS_ALL += -Itests
-$(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck
-$(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(SOFTGPU) $(CLIENT_LIB) $(STATIC) $(LIBS) -ldl
+$(TOOL_OBJ): CFLAGS_ALL += -Iexamples/drvcheck -Isupport
+# The driver plug-in loader the tool shares with vidmmd (support/plugin.c).
+PLUGIN_OBJ  := $(BUILD)/support/plugin.o
+$(TOOL): $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(PLUGIN_OBJ) $(SOFTGPU) $(STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(RULES_OBJ) $(DRVCHECK_OBJ) $(PLUGIN_OBJ) $(SOFTGPU) $(CLIENT_LIB) $(STATIC) $(LIBS) -ldl
 
 $(TEST_OBJ): CFLAGS_ALL += -Itests -Isoftgpu
 $(TESTS): $(TEST_OBJ) $(SOFTGPU) $(STATIC)
@@ -205,6 +207,18 @@ tsan:
 # the part of `make tsan` short enough for CI.
 long: all $(TESTS)
 	sh tests/long.sh $(BUILD)
+
+# A refactor changes no behaviour: the tool built at BASE (a git revision,
+# default HEAD~1, built in a throw-away worktree) and this tree's tool must
+# write byte-identical traces, reports and snapshots for the same runs
+# (tests/same_behaviour.sh; docs/TESTING.md "Refactors").
+BASE ?= HEAD~1
+same-behaviour: $(TOOL)
+	rm -rf $(BUILD)/base-tree
+	git worktree add --detach $(BUILD)/base-tree $(BASE)
+	$(MAKE) -C $(BUILD)/base-tree BUILD=build build/vidmm || { git worktree remove --force $(BUILD)/base-tree; exit 1; }
+	sh tests/same_behaviour.sh $(BUILD)/base-tree/build/vidmm $(TOOL) $(SEEDS); rc=$$?; \
+	  git worktree remove --force $(BUILD)/base-tree; exit $$rc
 
 tsan-stress:
 	$(MAKE) tsan TSAN_FILTER=stress
@@ -316,16 +330,16 @@ clean:
 # stays what `make demo` and the other tests use.
 VIDMMD         := $(BUILD)/vidmmd
 CLIENT_LIB     := $(BUILD)/libvidmm-client.a
-DAEMON_LIB_OBJ := $(BUILD)/daemon/server.o $(BUILD)/daemon/proto.o
-DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ)
-CLIENT_OBJ     := $(BUILD)/client/client.o $(BUILD)/daemon/proto.o
+DAEMON_LIB_OBJ := $(addprefix $(BUILD)/daemon/,server.o dispatch.o handles.o share.o req_device.o req_allocation.o req_admin.o proto.o)
+DAEMON_OBJ     := $(BUILD)/daemon/main.o $(DAEMON_LIB_OBJ) $(PLUGIN_OBJ)
+CLIENT_OBJ     := $(addprefix $(BUILD)/client/,client.o device.o allocation.o adapter.o) $(BUILD)/daemon/proto.o
 DTEST_SRC      := $(sort $(wildcard tests/daemon/*.c))
 DTESTS         := $(DTEST_SRC:tests/daemon/%.c=$(BUILD)/tests/daemon/%)
-$(BUILD)/client/client.o: CFLAGS_ALL += -Idaemon
+$(filter $(BUILD)/client/%,$(CLIENT_OBJ)): CFLAGS_ALL += -Idaemon
 $(DTEST_SRC:%.c=$(BUILD)/%.o): CFLAGS_ALL += -Idaemon
 
 $(VIDMMD): $(DAEMON_OBJ) $(SOFTGPU) $(STATIC)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(DAEMON_OBJ) $(SOFTGPU) $(STATIC) $(LIBS)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(DAEMON_OBJ) $(SOFTGPU) $(STATIC) $(LIBS) -ldl
 
 $(CLIENT_LIB): $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
@@ -472,8 +486,8 @@ test: vkgpu
 # build/lavapipe-backports without installing anything.
 lavapipe-backports:
 	sh tools/lavapipe-backports.sh build/lavapipe-backports
-# The tool finds the installed plug-in here (tools/vidmm/plugin.c).
-$(BUILD)/tools/vidmm/plugin.o: CFLAGS_ALL += -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
+# The tool and the daemon find the installed plug-in here (support/plugin.c).
+$(BUILD)/support/plugin.o: CFLAGS_ALL += -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
 # Installed beside softgpu: libvkgpu.a and vkgpu.pc, and the plug-in in
 # $(LIBDIR)/vidmm where `vidmm ... --driver vkgpu` looks (vkgpu.h is one
 # of the public headers install copies anyway).
@@ -509,7 +523,7 @@ else
 bench-vkgpu: vkgpu-skip
 endif
 # vidmmd --driver vkgpu|FILE.so: the daemon loads driver plug-ins like the tool.
-$(BUILD)/daemon/main.o: CFLAGS_ALL += -Iexamples/drvcheck -DVIDMM_PLUGIN_DIR='"$(LIBDIR)/vidmm"'
+$(BUILD)/daemon/main.o: CFLAGS_ALL += -Isupport
 # A vidmmd client on vkgpu (tests/vkgpu/run.sh starts vidmmd --driver vkgpu).
 VKGPU_DCLIENT := $(BUILD)/tests/vkgpu/client/daemon_client
 $(VKGPU_DCLIENT): $(BUILD)/tests/vkgpu/client/daemon_client.o $(CLIENT_LIB) $(STATIC)

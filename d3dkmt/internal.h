@@ -203,7 +203,7 @@ NTSTATUS d3dkmt_adapter_register(struct d3dkmt_runtime *rt, const struct d3dkmt_
                                  struct vidmm_client *conn, vidmm_handle process, LUID luid,
                                  void (*release)(void *owner), void *owner);
 NTSTATUS d3dkmt_nt(vidmm_status st);
-/* Thunk-side helpers (thunks.c) used by the runtime's close. */
+/* Thunk-side helpers (d3dkmt/device.c) used by the runtime's close. */
 void d3dkmt_destroy_device_locked_out(struct d3dkmt_runtime *rt, D3DKMT_HANDLE device);
 /* sync.c */
 void d3dkmt_trim_trampoline(void *context, vidmm_handle device, uint32_t flags, uint64_t bytes_to_trim);

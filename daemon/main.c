@@ -32,9 +32,8 @@
 
 #include "vidmm/softgpu.h"
 
-#include "drvcheck.h"
+#include "plugin.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -287,61 +286,36 @@ static void client_readable(struct vmmd_server *srv, int ep, struct vmmd_client 
     settle(srv, ep, c, "protocol error");
 }
 
-/* softgpu, or the plug-in's driver and the plug-in. */
-static void driver_close(struct softgpu *sg, struct drvcheck_driver *drv, void *lib)
-{
-    if (sg) {
-        softgpu_destroy(sg);
-        return;
-    }
-    if (drv->wait_idle)
-        drv->wait_idle(drv->driver);
-    drv->destroy(drv->driver);
-    dlclose(lib);
-}
+/* The command line (parse_args), before anything is set up. */
+struct options {
+    const char *sock_path;          /* --socket, else $VIDMMD_SOCKET; NULL: the default */
+    struct softgpu_config sc;       /* --preset, --segment */
+    const char *driver;             /* --driver; NULL: softgpu */
+    const char *user;               /* --user */
+    uint64_t sysmem, max_locked, max_alloc, max_handles, max_requests, max_per_uid, max_processes;
+    int verbose, allow_set_budget;
+};
 
-#ifndef VIDMM_PLUGIN_DIR
-#define VIDMM_PLUGIN_DIR "/usr/local/lib/vidmm"
-#endif
-
-/* A driver plug-in instead of softgpu (--driver): "vkgpu" is vkgpu.so
- * from $VIDMM_VKGPU_PLUGIN, beside the daemon, or the installed plug-in
- * directory; anything else a path.  0, or -1 after saying why. */
-static int plugin_open(const char *name, void **lib, struct drvcheck_driver *drv)
-{
-    char buf[4096];
-    const char *path = name;
-    if (!strcmp(name, "vkgpu")) {
-        const char *env = getenv("VIDMM_VKGPU_PLUGIN");
-        ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 16);
-        char *slash = n > 0 ? (buf[n] = 0, strrchr(buf, '/')) : NULL;
-        if (env && *env)
-            path = env;
-        else if (slash && (strcpy(slash, "/vkgpu.so"), access(buf, R_OK) == 0))
-            path = buf;
-        else
-            path = VIDMM_PLUGIN_DIR "/vkgpu.so";
-    }
-    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    void *sym = *lib ? dlsym(*lib, DRVCHECK_ENTRY_SYMBOL) : NULL;
-    if (!sym) {
-        fprintf(stderr, "vidmmd: --driver %s: cannot load %s or it has no %s\n", name, path, DRVCHECK_ENTRY_SYMBOL);
-        if (*lib)
-            dlclose(*lib);
-        return -1;
-    }
-    drvcheck_ctor ctor;
-    memcpy(&ctor, &sym, sizeof ctor);       /* POSIX: a data pointer from dlsym names the function */
-    struct drvcheck_env env = { vidmm_cb_notify_fence, vidmm_cb_notify_context_fence, vidmm_cb_notify_page_fault,
-                                getenv("VIDMM_DRIVER_OPTIONS") };
-    vidmm_status st = ctor(&env, drv);
-    if (st < 0) {
-        fprintf(stderr, "vidmmd: --driver %s: the driver did not start: %s\n", name, vidmm_status_str(st));
-        dlclose(*lib);
-        return -1;
-    }
-    return 0;
-}
+/* What main() sets up phase by phase, and shut_down() takes apart. */
+struct daemon {
+    struct options o;
+    struct passwd pwbuf, *pw;       /* --user's entry, or NULL */
+    char pwstore[4096];
+    int lfd, sfd, ep;               /* the listening socket, the signalfd, the epoll instance */
+    int activated;                  /* lfd came from the service manager */
+    const char *sock_path;          /* for the log, and to unlink at shutdown */
+    char path_buf[108];
+    struct sockaddr_un sa;
+    sigset_t mask;                  /* SIGTERM and SIGINT: read from sfd only */
+    struct softgpu *sg;             /* the driver: softgpu, or */
+    struct vidmm_plugin plugin;     /* the --driver plug-in */
+    struct counting_alloc ca;
+    struct vidmm_adapter *ad;
+    struct vmmd_server *srv;
+    uint8_t *buf;                   /* one received message */
+    int spare;                      /* given up when accept finds no descriptor left */
+    uint64_t refused_nofile;
+};
 
 /* A usage error: what was wrong, then where the options are listed.
  * Returns 2. */
@@ -370,13 +344,41 @@ static int preset_known(const char *name)
     return 0;
 }
 
+/* --preset NAME: -1 when it names a softgpu preset, else 2 after
+ * listing them. */
+static int parse_preset(const char *v, struct softgpu_config *sc)
+{
+    if (!preset_known(v)) {
+        fprintf(stderr, "vidmmd: --preset %s: no such softgpu preset (", v);
+        for (const char *const *p = softgpu_preset_names(); *p; p++)
+            fprintf(stderr, "%s%s", p == softgpu_preset_names() ? "" : ", ", *p);
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    sc->preset = v;
+    return -1;
+}
+
+/* --segment ID=BYTES: -1, or 2 after a usage error. */
+static int parse_segment(const char *v, struct softgpu_config *sc)
+{
+    const char *eq = strchr(v, '=');
+    uint64_t id = 0, size = 0;
+    char idbuf[16];
+    if (!eq || (size_t)(eq - v) >= sizeof idbuf)
+        return bad_usage("--segment %s: want ID=BYTES (ID 1-%u)", v, SOFTGPU_MAX_SEGMENTS);
+    memcpy(idbuf, v, (size_t)(eq - v));
+    idbuf[eq - v] = 0;
+    if (parse_u64(idbuf, &id) || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_u64(eq + 1, &size))
+        return bad_usage("--segment %s: want ID=BYTES (ID 1-%u, BYTES with K, M or G)", v, SOFTGPU_MAX_SEGMENTS);
+    sc->segment_size[id] = size;
+    return -1;
+}
+
 /* The command line, GNU style (getopt_long: --name=value, options in any
  * order, -- ends them).  Returns -1 to go on, else the exit status (0
  * after --help or --version, 2 after a usage error naming the argument). */
-static int parse_args(int argc, char **argv, const char **sock_path, struct softgpu_config *sc, uint64_t *sysmem,
-                      uint64_t *max_locked, uint64_t *max_alloc, uint64_t *max_handles, uint64_t *max_requests,
-                      uint64_t *max_per_uid, uint64_t *max_processes, const char **user, int *verbose,
-                      int *allow_set_budget, const char **driver)
+static int parse_args(int argc, char **argv, struct options *o)
 {
     enum { O_SOCKET = 256, O_PRESET, O_SEGMENT, O_SYSMEM, O_MAX_LOCKED, O_MAX_PROCESSES, O_MAX_ALLOC, O_MAX_HANDLES,
            O_MAX_REQUESTS, O_MAX_PER_UID, O_USER, O_QUIET, O_ALLOW_BUDGET, O_FOREGROUND, O_VERSION, O_DRIVER };
@@ -402,61 +404,45 @@ static int parse_args(int argc, char **argv, const char **sock_path, struct soft
         { NULL, 0, NULL, 0 },
     };
     opterr = 0;
-    int c;
+    int c, rc;
     while ((c = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
         const char *v = optarg, *opt = argv[optind - 1];
         switch (c) {
-        case O_SOCKET: *sock_path = v; break;
+        case O_SOCKET: o->sock_path = v; break;
         case O_PRESET:
-            if (!preset_known(v)) {
-                fprintf(stderr, "vidmmd: --preset %s: no such softgpu preset (", v);
-                for (const char *const *p = softgpu_preset_names(); *p; p++)
-                    fprintf(stderr, "%s%s", p == softgpu_preset_names() ? "" : ", ", *p);
-                fprintf(stderr, ")\n");
-                return 2;
-            }
-            sc->preset = v;
+            if ((rc = parse_preset(v, &o->sc)) >= 0)
+                return rc;
             break;
-        case O_SEGMENT: {
-            const char *eq = strchr(v, '=');
-            uint64_t id = 0, size = 0;
-            char idbuf[16];
-            if (!eq || (size_t)(eq - v) >= sizeof idbuf)
-                return bad_usage("--segment %s: want ID=BYTES (ID 1-%u)", v, SOFTGPU_MAX_SEGMENTS);
-            memcpy(idbuf, v, (size_t)(eq - v));
-            idbuf[eq - v] = 0;
-            if (parse_u64(idbuf, &id) || id == 0 || id > SOFTGPU_MAX_SEGMENTS || parse_u64(eq + 1, &size))
-                return bad_usage("--segment %s: want ID=BYTES (ID 1-%u, BYTES with K, M or G)", v,
-                                 SOFTGPU_MAX_SEGMENTS);
-            sc->segment_size[id] = size;
+        case O_SEGMENT:
+            if ((rc = parse_segment(v, &o->sc)) >= 0)
+                return rc;
             break;
-        }
         case O_SYSMEM:
-            if (parse_u64(v, sysmem))
+            if (parse_u64(v, &o->sysmem))
                 return bad_usage("--system-memory %s: want BYTES (K, M or G suffix)", v);
             break;
         case O_MAX_LOCKED:
-            if (parse_u64(v, max_locked))
+            if (parse_u64(v, &o->max_locked))
                 return bad_usage("--max-locked %s: want BYTES (K, M or G suffix)", v);
             break;
         case O_MAX_PROCESSES:
-            if (parse_u64(v, max_processes) || *max_processes > VIDMM_MAX_PROCESSES_LIMIT)
+            if (parse_u64(v, &o->max_processes) || o->max_processes > VIDMM_MAX_PROCESSES_LIMIT)
                 return bad_usage("--max-processes %s: want a number up to %u", v, VIDMM_MAX_PROCESSES_LIMIT);
             break;
         case O_MAX_ALLOC: case O_MAX_HANDLES: case O_MAX_REQUESTS: case O_MAX_PER_UID: {
-            uint64_t *dst = c == O_MAX_ALLOC ? max_alloc : c == O_MAX_HANDLES ? max_handles
-                          : c == O_MAX_REQUESTS ? max_requests : max_per_uid;
+            uint64_t *dst = c == O_MAX_ALLOC ? &o->max_alloc : c == O_MAX_HANDLES ? &o->max_handles
+                          : c == O_MAX_REQUESTS ? &o->max_requests : &o->max_per_uid;
             uint64_t cap = c == O_MAX_ALLOC ? UINT64_MAX : c == O_MAX_HANDLES ? (1u << 24) - 1 : UINT32_MAX;
             if (parse_u64(v, dst) || *dst == 0 || *dst > cap)
                 return bad_usage("%s %s: want a positive number%s", opt, v,
                                  c == O_MAX_HANDLES ? " up to 16777215" : "");
             break;
         }
-        case O_USER: *user = v; break;
-        case O_DRIVER: *driver = v; break;
-        case 'v': (*verbose)++; break;
-        case O_QUIET: *verbose = 0; break;
-        case O_ALLOW_BUDGET: *allow_set_budget = 1; break;
+        case O_USER: o->user = v; break;
+        case O_DRIVER: o->driver = v; break;
+        case 'v': o->verbose++; break;
+        case O_QUIET: o->verbose = 0; break;
+        case O_ALLOW_BUDGET: o->allow_set_budget = 1; break;
         case O_FOREGROUND: break;   /* the only mode: a service manager keeps it in the foreground */
         case 'h': usage(stdout); return 0;
         case O_VERSION: printf("vidmmd %s\n", VIDMM_VERSION_STRING); return 0;
@@ -474,40 +460,21 @@ static int parse_args(int argc, char **argv, const char **sock_path, struct soft
     return -1;
 }
 
-int main(int argc, char **argv)
+/* ---- setup, one phase each ----------------------------------------------- */
+
+/* Who the daemon will be: refused as root without --user (a client
+ * would reach an adapter - memfds, the paging engine - run by root).
+ * -1 to go on, else the exit status. */
+static int check_user(struct daemon *d)
 {
-    const char *driver = NULL;
-    void *driver_lib = NULL;
-    struct drvcheck_driver drv;
-    memset(&drv, 0, sizeof drv);
-    const char *sock_path = getenv("VIDMMD_SOCKET");
-    char default_path[108];
-    struct softgpu_config sc;
-    memset(&sc, 0, sizeof sc);
-    sc.preset = "dgpu";
-    uint64_t sysmem = 0, max_locked = 0, max_alloc = 0, max_handles = 0, max_requests = 0, max_per_uid = 0;
-    uint64_t max_processes = 0;
-    const char *user = NULL;
-    int verbose = 1, allow_set_budget = 0;
-    /* Not dumpable: /proc/<vidmmd>/fd, the one path to the export files
-     * that name shared allocations, is then closed to other processes of
-     * its user (docs/DAEMON.md "Shared allocations"). */
-    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    int rc = parse_args(argc, argv, &sock_path, &sc, &sysmem, &max_locked, &max_alloc, &max_handles, &max_requests,
-                        &max_per_uid, &max_processes, &user, &verbose, &allow_set_budget, &driver);
-    if (rc >= 0)
-        return rc;
-    /* Who the daemon will be: refused as root without --user (a client
-     * would reach an adapter - memfds, the paging engine - run by root). */
-    struct passwd pwbuf, *pw = NULL;
-    char pwstore[4096];
+    const char *user = d->o.user;
     if (user) {
-        int e = getpwnam_r(user, &pwbuf, pwstore, sizeof pwstore, &pw);
-        if (e || !pw) {
+        int e = getpwnam_r(user, &d->pwbuf, d->pwstore, sizeof d->pwstore, &d->pw);
+        if (e || !d->pw) {
             fprintf(stderr, "vidmmd: --user %s: no such user\n", user);
             return 2;
         }
-        if (geteuid() != 0 && pw->pw_uid != geteuid()) {
+        if (geteuid() != 0 && d->pw->pw_uid != geteuid()) {
             fprintf(stderr, "vidmmd: --user %s: only root can change user\n", user);
             return 2;
         }
@@ -516,257 +483,359 @@ int main(int argc, char **argv)
                         "bound), or start it as that user\n");
         return 2;
     }
-    int lfd = listen_fd_from_environment();
-    if (lfd == -2)
+    return -1;
+}
+
+/* The socket: the service manager's (LISTEN_FDS), else --socket, else
+ * the default path.  -1 to go on, else the exit status. */
+static int choose_socket(struct daemon *d)
+{
+    d->lfd = listen_fd_from_environment();
+    if (d->lfd == -2)
         return 2;
-    int activated = lfd >= 0;
-    if (!sock_path) {
+    d->activated = d->lfd >= 0;
+    d->sock_path = d->o.sock_path;
+    if (!d->sock_path) {
         const char *rt = getenv("XDG_RUNTIME_DIR");
         if (rt && *rt)
-            snprintf(default_path, sizeof default_path, "%s/vidmmd.sock", rt);
+            snprintf(d->path_buf, sizeof d->path_buf, "%s/vidmmd.sock", rt);
         else
-            snprintf(default_path, sizeof default_path, "/tmp/vidmmd-%ld.sock", (long)getuid());
-        sock_path = default_path;
+            snprintf(d->path_buf, sizeof d->path_buf, "/tmp/vidmmd-%ld.sock", (long)getuid());
+        d->sock_path = d->path_buf;
     }
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    if (activated) {   /* the service manager's socket: its path for the log only */
-        socklen_t sl = sizeof sa;
-        if (getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0 || sl <= offsetof(struct sockaddr_un, sun_path))
-            snprintf(sa.sun_path, sizeof sa.sun_path, "(unnamed)");
-        sa.sun_path[sizeof sa.sun_path - 1] = 0;
-        snprintf(default_path, sizeof default_path, "%s", sa.sun_path);
-        sock_path = default_path;
-    } else if (strlen(sock_path) >= sizeof sa.sun_path) {
-        fprintf(stderr, "vidmmd: socket path too long: %s\n", sock_path);
+    struct sockaddr_un *sa = &d->sa;
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    if (d->activated) {   /* the service manager's socket: its path for the log only */
+        socklen_t sl = sizeof *sa;
+        if (getsockname(d->lfd, (struct sockaddr *)sa, &sl) != 0 || sl <= offsetof(struct sockaddr_un, sun_path))
+            snprintf(sa->sun_path, sizeof sa->sun_path, "(unnamed)");
+        sa->sun_path[sizeof sa->sun_path - 1] = 0;
+        snprintf(d->path_buf, sizeof d->path_buf, "%s", sa->sun_path);
+        d->sock_path = d->path_buf;
+    } else if (strlen(d->sock_path) >= sizeof sa->sun_path) {
+        fprintf(stderr, "vidmmd: socket path too long: %s\n", d->sock_path);
         return 2;
     }
-    if (!activated)
-        strcpy(sa.sun_path, sock_path);
+    if (!d->activated)
+        strcpy(sa->sun_path, d->sock_path);
+    return -1;
+}
 
-    /* SIGTERM and SIGINT blocked before softgpu starts its engine
-     * thread (threads inherit the mask): they arrive on the signalfd
-     * only, never kill a thread that did not block them. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+/* SIGTERM and SIGINT blocked before softgpu starts its engine thread
+ * (threads inherit the mask): they arrive on the signalfd only, never
+ * kill a thread that did not block them. */
+static void block_signals(struct daemon *d)
+{
+    sigemptyset(&d->mask);
+    sigaddset(&d->mask, SIGTERM);
+    sigaddset(&d->mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &d->mask, NULL);
     signal(SIGPIPE, SIG_IGN);
-    raise_nofile(max_processes ? max_processes : VIDMM_DEFAULT_MAX_PROCESSES, verbose);
+}
 
-    /* The adapter. */
-    struct softgpu *sg = NULL;
-    vidmm_status st = VIDMM_OK;
-    if (driver) {
-        if (plugin_open(driver, &driver_lib, &drv) < 0)
-            return 1;
-    } else if ((st = softgpu_create(&sc, &sg)) < 0) {
-        fprintf(stderr, "vidmmd: softgpu_create(%s): %s\n", sc.preset, vidmm_status_str(st));
-        return 1;
+/* The driver: softgpu, or the --driver plug-in (support/plugin.c, as
+ * the tool loads it).  0, or -1 after saying why. */
+static int open_driver(struct daemon *d)
+{
+    if (d->o.driver)
+        return vidmm_plugin_start("vidmmd", d->o.driver, &d->plugin) == VIDMM_PLUGIN_OK ? 0 : -1;
+    vidmm_status st = softgpu_create(&d->o.sc, &d->sg);
+    if (st < 0) {
+        fprintf(stderr, "vidmmd: softgpu_create(%s): %s\n", d->o.sc.preset, vidmm_status_str(st));
+        return -1;
     }
-    struct counting_alloc ca;
-    memset(&ca, 0, sizeof ca);
-    ca.ha.alloc = ca_alloc;
-    ca.ha.free = ca_free;
-    ca.ha.user_data = &ca;
+    return 0;
+}
+
+static void close_driver(struct daemon *d)
+{
+    if (d->sg)
+        softgpu_destroy(d->sg);
+    else
+        vidmm_plugin_stop(&d->plugin);
+}
+
+/* The adapter on the driver, its host memory counted for the leak
+ * report.  0, or -1 after saying why (the driver closed again). */
+static int open_adapter(struct daemon *d)
+{
+    struct counting_alloc *ca = &d->ca;
+    memset(ca, 0, sizeof *ca);
+    ca->ha.alloc = ca_alloc;
+    ca->ha.free = ca_free;
+    ca->ha.user_data = ca;
     char msg[256] = "";
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
-    if (sg) {
-        softgpu_fill_adapter_create_info(sg, &ci);
+    if (d->sg) {
+        softgpu_fill_adapter_create_info(d->sg, &ci);
     } else {
         ci.abi_version = VIDMM_ABI_VERSION;
-        ci.ops = drv.ops;
-        ci.driver = drv.driver;
-        ci.agp_aperture_base = drv.agp_aperture_base;
-        ci.agp_aperture_size = drv.agp_aperture_size;
+        ci.ops = d->plugin.drv.ops;
+        ci.driver = d->plugin.drv.driver;
+        ci.agp_aperture_base = d->plugin.drv.agp_aperture_base;
+        ci.agp_aperture_size = d->plugin.drv.agp_aperture_size;
     }
-    ci.host_allocator = &ca.ha;
-    ci.system_memory_limit = sysmem;
-    ci.max_processes = (uint32_t)max_processes;
+    ci.host_allocator = &ca->ha;
+    ci.system_memory_limit = d->o.sysmem;
+    ci.max_processes = (uint32_t)d->o.max_processes;
     ci.error_message = msg;
     ci.error_message_size = sizeof msg;
-    struct vidmm_adapter *ad = NULL;
-    st = vidmm_adapter_open(&ci, &ad);
+    vidmm_status st = vidmm_adapter_open(&ci, &d->ad);
     if (st < 0) {
         fprintf(stderr, "vidmmd: vidmm_adapter_open: %s: %s\n", vidmm_status_str(st), msg);
-        driver_close(sg, &drv, driver_lib);
-        return 1;
+        close_driver(d);
+        return -1;
     }
+    return 0;
+}
+
+/* The request server on the adapter, with the limits of the command
+ * line.  0, or -1 after saying why. */
+static int start_server(struct daemon *d)
+{
     struct vmmd_server_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.adapter = ad;
+    cfg.adapter = d->ad;
     cfg.log = stderr;
-    cfg.verbose = verbose;
-    cfg.max_locked_bytes = max_locked;
-    cfg.allow_set_budget = allow_set_budget;
-    cfg.max_alloc_bytes = max_alloc;
-    cfg.max_objects = (uint32_t)max_handles;
-    cfg.max_requests = (uint32_t)max_requests;
-    cfg.max_connections_per_uid = (uint32_t)max_per_uid;
-    cfg.admin_uid = pw ? pw->pw_uid : geteuid();
+    cfg.verbose = d->o.verbose;
+    cfg.max_locked_bytes = d->o.max_locked;
+    cfg.allow_set_budget = d->o.allow_set_budget;
+    cfg.max_alloc_bytes = d->o.max_alloc;
+    cfg.max_objects = (uint32_t)d->o.max_handles;
+    cfg.max_requests = (uint32_t)d->o.max_requests;
+    cfg.max_connections_per_uid = (uint32_t)d->o.max_per_uid;
+    cfg.admin_uid = d->pw ? d->pw->pw_uid : geteuid();
     cfg.host_usage = ca_usage;
-    cfg.host_usage_user = &ca;
-    struct vmmd_server *srv = NULL;
-    if (vmmd_server_create(&cfg, &srv) < 0) {
+    cfg.host_usage_user = &d->ca;
+    if (vmmd_server_create(&cfg, &d->srv) < 0) {
         fprintf(stderr, "vidmmd: out of memory\n");
-        return 1;
+        return -1;
     }
+    return 0;
+}
 
-    /* Socket, loop. */
-    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (!activated)
-        lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (sfd < 0 || lfd < 0) {
+/* Bind and listen (unless the service manager did), hand the socket to
+ * --user's user.  0, or -1 after saying why. */
+static int bind_socket(struct daemon *d)
+{
+    unlink(d->sock_path);   /* a stale socket of an earlier run */
+    mode_t old = umask(0077);   /* only this user connects (docs/DAEMON.md) */
+    int brc = bind(d->lfd, (struct sockaddr *)&d->sa, sizeof d->sa);
+    umask(old);
+    /* SOMAXCONN: many clients may connect at once (the kernel clips it
+     * to net.core.somaxconn). */
+    if (brc != 0 || listen(d->lfd, SOMAXCONN) != 0) {
+        fprintf(stderr, "vidmmd: cannot listen on %s: %s\n", d->sock_path, strerror(errno));
+        return -1;
+    }
+    /* The socket belongs to the user the daemon serves as. */
+    if (d->pw && geteuid() == 0 && chown(d->sock_path, d->pw->pw_uid, d->pw->pw_gid) != 0) {
+        fprintf(stderr, "vidmmd: chown %s to %s: %s\n", d->sock_path, d->pw->pw_name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The signalfd and the socket, privileges dropped, the epoll instance
+ * watching both.  0, or -1 after saying why. */
+static int open_socket(struct daemon *d)
+{
+    d->sfd = signalfd(-1, &d->mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (!d->activated)
+        d->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (d->sfd < 0 || d->lfd < 0) {
         perror("vidmmd: socket");
-        return 1;
+        return -1;
     }
-    if (!activated) {
-        unlink(sock_path);   /* a stale socket of an earlier run */
-        mode_t old = umask(0077);   /* only this user connects (docs/DAEMON.md) */
-        int brc = bind(lfd, (struct sockaddr *)&sa, sizeof sa);
-        umask(old);
-        /* SOMAXCONN: many clients may connect at once (the kernel clips
-         * it to net.core.somaxconn). */
-        if (brc != 0 || listen(lfd, SOMAXCONN) != 0) {
-            fprintf(stderr, "vidmmd: cannot listen on %s: %s\n", sock_path, strerror(errno));
-            return 1;
-        }
-        /* The socket belongs to the user the daemon serves as. */
-        if (pw && geteuid() == 0 && chown(sock_path, pw->pw_uid, pw->pw_gid) != 0) {
-            fprintf(stderr, "vidmmd: chown %s to %s: %s\n", sock_path, pw->pw_name, strerror(errno));
-            return 1;
-        }
-    }
+    if (!d->activated && bind_socket(d) < 0)
+        return -1;
     /* Socket bound and adapter open: nothing needs root from here on. */
-    if (pw && geteuid() == 0 && drop_privileges(pw) != 0)
-        return 1;
+    if (d->pw && geteuid() == 0 && drop_privileges(d->pw) != 0)
+        return -1;
     /* A change of uid resets the dumpable flag to the system's default:
-     * not dumpable again (the export files, above). */
+     * not dumpable again (the export files, main()). */
     (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    d->ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
-    ev.data.ptr = &lfd;
-    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
-    ev.data.ptr = &sfd;
-    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-    if (verbose)
-        fprintf(stderr, "vidmmd: listening on %s%s (%s %s, pid %ld, uid %ld)\n", sock_path,
-                activated ? " (socket from the service manager)" : "", driver ? "driver" : "preset",
-                driver ? drv.name : sc.preset, (long)getpid(), (long)geteuid());
-    uint8_t *buf = malloc(VMMD_MAX_MESSAGE);
-    if (!buf)
+    ev.data.ptr = &d->lfd;
+    epoll_ctl(d->ep, EPOLL_CTL_ADD, d->lfd, &ev);
+    ev.data.ptr = &d->sfd;
+    epoll_ctl(d->ep, EPOLL_CTL_ADD, d->sfd, &ev);
+    return 0;
+}
+
+/* ---- serving ------------------------------------------------------------- */
+
+/* Every pending connection taken.  Out of descriptors, the connection is
+ * taken with the spare's and closed (the client sees the connection
+ * end), or it would stay pending and wake the loop forever. */
+static void accept_clients(struct daemon *d)
+{
+    for (;;) {
+        int fd = accept4(d->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && d->spare >= 0) {
+            close(d->spare);
+            fd = accept4(d->lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0)
+                close(fd);
+            d->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            if (d->refused_nofile++ == 0 || d->o.verbose >= 2)
+                fprintf(stderr, "vidmmd: out of descriptors (RLIMIT_NOFILE): connection refused\n");
+            continue;
+        }
+        if (fd < 0)
+            break;
+        add_client(d->srv, d->ep, fd);
+    }
+}
+
+/* One event of a batch.  Returns 0 when a signal asks to shut down. */
+static int on_event(struct daemon *d, const struct epoll_event *e)
+{
+    void *p = e->data.ptr;
+    if (p == &d->sfd) {
+        struct signalfd_siginfo si;
+        while (read(d->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+            if (d->o.verbose)
+                fprintf(stderr, "vidmmd: %s: shutting down\n", strsignal((int)si.ssi_signo));
+        return 0;
+    }
+    if (p == &d->lfd) {
+        accept_clients(d);
         return 1;
-    /* Given up when accept finds no descriptor left (EMFILE), so the
-     * pending connection can be taken and closed. */
-    int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    uint64_t refused_nofile = 0;
+    }
+    /* A client dropped earlier in this batch is still in memory (freed
+     * after the batch): O(1) to skip. */
+    struct vmmd_client *c = p;
+    if (vmmd_client_dropped(c))
+        return 1;
+    if (e->events & EPOLLIN)
+        client_readable(d->srv, d->ep, c, d->buf);
+    else if (e->events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+        settle(d->srv, d->ep, c, "closing");
+    return 1;
+}
+
+/* The loop, until SIGTERM or SIGINT.  0, or 1 when there was no memory
+ * for the receive buffer. */
+static int serve(struct daemon *d)
+{
+    if (d->o.verbose)
+        fprintf(stderr, "vidmmd: listening on %s%s (%s %s, pid %ld, uid %ld)\n", d->sock_path,
+                d->activated ? " (socket from the service manager)" : "", d->o.driver ? "driver" : "preset",
+                d->o.driver ? d->plugin.drv.name : d->o.sc.preset, (long)getpid(), (long)geteuid());
+    d->buf = malloc(VMMD_MAX_MESSAGE);
+    if (!d->buf)
+        return 1;
+    d->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int running = 1;
     while (running) {
         struct epoll_event evs[64];
-        size_t parked = vmmd_server_poll_waits(srv);
+        size_t parked = vmmd_server_poll_waits(d->srv);
         /* Send what was queued outside a client's own turn - the answers
          * of waits just released, trim events raised by another client's
          * request - to those clients only (the server lists them). */
-        for (struct vmmd_client *c; (c = vmmd_server_next_pending(srv)) != NULL;)
-            settle(srv, ep, c, "closing");
-        int n = epoll_wait(ep, evs, 64, parked ? 1 : -1);
+        for (struct vmmd_client *c; (c = vmmd_server_next_pending(d->srv)) != NULL;)
+            settle(d->srv, d->ep, c, "closing");
+        int n = epoll_wait(d->ep, evs, 64, parked ? 1 : -1);
         if (n < 0 && errno != EINTR)
             break;
-        for (int i = 0; i < n; i++) {
-            void *p = evs[i].data.ptr;
-            if (p == &sfd) {
-                struct signalfd_siginfo si;
-                while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-                    if (verbose)
-                        fprintf(stderr, "vidmmd: %s: shutting down\n", strsignal((int)si.ssi_signo));
-                running = 0;
-            } else if (p == &lfd) {
-                for (;;) {
-                    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare >= 0) {
-                        /* Out of descriptors: take the connection with
-                         * the spare's and close it (the client sees the
-                         * connection end), or it would stay pending and
-                         * wake the loop forever. */
-                        close(spare);
-                        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-                        if (fd >= 0)
-                            close(fd);
-                        spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                        if (refused_nofile++ == 0 || verbose >= 2)
-                            fprintf(stderr, "vidmmd: out of descriptors (RLIMIT_NOFILE): connection refused\n");
-                        continue;
-                    }
-                    if (fd < 0)
-                        break;
-                    add_client(srv, ep, fd);
-                }
-            } else {
-                /* A client dropped earlier in this batch is still in
-                 * memory (freed after the batch): O(1) to skip. */
-                struct vmmd_client *c = p;
-                if (vmmd_client_dropped(c))
-                    continue;
-                if (evs[i].events & EPOLLIN)
-                    client_readable(srv, ep, c, buf);
-                else if (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-                    settle(srv, ep, c, "closing");
-            }
-        }
-        vmmd_server_reap(srv);   /* no event of this batch names them any more */
+        for (int i = 0; i < n; i++)
+            running &= on_event(d, &evs[i]);
+        vmmd_server_reap(d->srv);   /* no event of this batch names them any more */
     }
-    free(buf);
-    if (spare >= 0)
-        close(spare);
+    free(d->buf);
+    if (d->spare >= 0)
+        close(d->spare);
+    return 0;
+}
 
-    /* Shutdown: every client torn down, the checkers, the leak report. */
-    struct vmmd_server_stats ss;
-    vmmd_server_get_stats(srv, &ss);
-    size_t left = vmmd_server_client_count(srv);
-    vmmd_server_destroy(srv);
-    close(lfd);
-    if (!activated)   /* the service manager's socket outlives this run */
-        unlink(sock_path);
-    char report[4096] = "";
-    int violations = vidmm_adapter_check(ad, report, sizeof report);
-    struct vidmm_adapter_info ai;
-    memset(&ai, 0, sizeof ai);
-    vidmm_adapter_query_info(ad, &ai);
-    struct vidmm_residency_stats rs;
-    memset(&rs, 0, sizeof rs);
-    vidmm_residency_get_stats(ad, &rs);
-    vidmm_adapter_close(ad);
-    int sg_bad = sg ? softgpu_check(sg) : 0;
-    driver_close(sg, &drv, driver_lib);
-    int64_t lb = ca.blocks, lbytes = ca.bytes;
+/* ---- shutdown ------------------------------------------------------------ */
+
+/* What the run served, and whether it left anything behind. */
+static void shutdown_report(const struct vmmd_server_stats *ss, size_t left, const struct vidmm_residency_stats *rs)
+{
     fprintf(stderr,
             "vidmmd: shutdown: %llu connections served (%zu still open, torn down), %llu requests, "
             "%llu protocol errors, %llu locks\n",
-            (unsigned long long)ss.connections, left, (unsigned long long)ss.requests,
-            (unsigned long long)ss.protocol_errors, (unsigned long long)ss.locks);
+            (unsigned long long)ss->connections, left, (unsigned long long)ss->requests,
+            (unsigned long long)ss->protocol_errors, (unsigned long long)ss->locks);
     fprintf(stderr, "vidmmd: sharing: %llu exports, %llu opens, %llu export files open at shutdown\n",
-            (unsigned long long)ss.shares_exported, (unsigned long long)ss.shares_opened,
-            (unsigned long long)ss.shares_live);
+            (unsigned long long)ss->shares_exported, (unsigned long long)ss->shares_opened,
+            (unsigned long long)ss->shares_live);
     fprintf(stderr, "vidmmd: residency: %llu make-resident calls, %llu evictions (%llu MiB), %llu restores\n",
-            (unsigned long long)rs.make_resident_calls, (unsigned long long)rs.evictions,
-            (unsigned long long)(rs.bytes_evicted >> 20), (unsigned long long)rs.restores);
+            (unsigned long long)rs->make_resident_calls, (unsigned long long)rs->evictions,
+            (unsigned long long)(rs->bytes_evicted >> 20), (unsigned long long)rs->restores);
     fprintf(stderr, "vidmmd: submissions: %llu virtual submissions, %llu waits parked, %llu trim events sent\n",
-            (unsigned long long)ss.submissions, (unsigned long long)ss.waits_parked,
-            (unsigned long long)ss.trim_events);
+            (unsigned long long)ss->submissions, (unsigned long long)ss->waits_parked,
+            (unsigned long long)ss->trim_events);
+}
+
+/* Every client torn down, the checkers, the leak report.  The exit
+ * status: 0 only when all of it came out clean. */
+static int shut_down(struct daemon *d)
+{
+    struct vmmd_server_stats ss;
+    vmmd_server_get_stats(d->srv, &ss);
+    size_t left = vmmd_server_client_count(d->srv);
+    vmmd_server_destroy(d->srv);
+    close(d->lfd);
+    if (!d->activated)   /* the service manager's socket outlives this run */
+        unlink(d->sock_path);
+    char report[4096] = "";
+    int violations = vidmm_adapter_check(d->ad, report, sizeof report);
+    struct vidmm_adapter_info ai;
+    memset(&ai, 0, sizeof ai);
+    vidmm_adapter_query_info(d->ad, &ai);
+    struct vidmm_residency_stats rs;
+    memset(&rs, 0, sizeof rs);
+    vidmm_residency_get_stats(d->ad, &rs);
+    vidmm_adapter_close(d->ad);
+    int softgpu_bad = d->sg ? softgpu_check(d->sg) : 0;
+    close_driver(d);
+    int64_t lb = d->ca.blocks, lbytes = d->ca.bytes;
+    shutdown_report(&ss, left, &rs);
     fprintf(stderr,
             "vidmmd: leak report: %llu allocations alive after teardown, %lld host blocks (%lld bytes) alive after "
             "close, %d adapter check violations, %d softgpu check violations\n",
-            (unsigned long long)ai.live_allocations, (long long)lb, (long long)lbytes, violations, sg_bad);
+            (unsigned long long)ai.live_allocations, (long long)lb, (long long)lbytes, violations, softgpu_bad);
     if (violations)
         fprintf(stderr, "%s\n", report);
-    int clean = ai.live_allocations == 0 && lb == 0 && lbytes == 0 && violations == 0 && sg_bad == 0;
+    int clean = ai.live_allocations == 0 && lb == 0 && lbytes == 0 && violations == 0 && softgpu_bad == 0;
     fprintf(stderr, "vidmmd: %s\n", clean ? "clean" : "NOT CLEAN");
-    close(ep);
-    close(sfd);
+    close(d->ep);
+    close(d->sfd);
     return clean ? 0 : 1;
+}
+
+/* Parse, validate, open the driver, open the adapter, serve, shut down. */
+int main(int argc, char **argv)
+{
+    struct daemon d;
+    memset(&d, 0, sizeof d);
+    d.o.sock_path = getenv("VIDMMD_SOCKET");
+    d.o.sc.preset = "dgpu";
+    d.o.verbose = 1;
+    /* Not dumpable: /proc/<vidmmd>/fd, the one path to the export files
+     * that name shared allocations, is then closed to other processes of
+     * its user (docs/DAEMON.md "Shared allocations"). */
+    (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    int rc = parse_args(argc, argv, &d.o);
+    if (rc < 0)
+        rc = check_user(&d);
+    if (rc < 0)
+        rc = choose_socket(&d);
+    if (rc >= 0)
+        return rc;
+    block_signals(&d);
+    raise_nofile(d.o.max_processes ? d.o.max_processes : VIDMM_DEFAULT_MAX_PROCESSES, d.o.verbose);
+    if (open_driver(&d) < 0 || open_adapter(&d) < 0 || start_server(&d) < 0 || open_socket(&d) < 0)
+        return 1;
+    if (serve(&d) != 0)
+        return 1;
+    return shut_down(&d);
 }

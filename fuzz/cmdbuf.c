@@ -118,7 +118,7 @@ static uint32_t sanitise(struct cf *f, uint8_t *b, uint32_t size, int physical, 
     uint32_t pos = 0;
     *nslots = 0;
     while (pos + 8 <= size) {
-        struct sg_cmd_hdr h;
+        struct softgpu_cmd_hdr h;
         memcpy(&h, b + pos, sizeof h);
         uint32_t n = cmd_kind_size(h.opcode);
         if (n == 0 || h.size != n || h.flags != 0 || n > size - pos)

@@ -1,6 +1,7 @@
 /*
  * proto.c - libFuzzer harness: vidmmd's message decoder and request
- * handlers (daemon/proto.c, daemon/server.c) on hostile bytes.
+ * handlers (daemon/proto.c, daemon/dispatch.c and the req_*.c files)
+ * on hostile bytes.
  *
  * An adapter on softgpu (synchronous, dgpu with small segments) and a
  * vidmmd server with two socket-less clients.  The input is a list of

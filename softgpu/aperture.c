@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-vidmm_status sg_gart_create(struct sg_segment *s)
+vidmm_status softgpu_gart_create(struct softgpu_segment *s)
 {
-    s->gart_pages = s->size / SG_PAGE_4K;
+    s->gart_pages = s->size / SOFTGPU_PAGE_4K;
     s->gart_bytes = (size_t)s->gart_pages * sizeof(void *);
     void *p = mmap(NULL, s->gart_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -29,13 +29,13 @@ vidmm_status sg_gart_create(struct sg_segment *s)
     s->gart = p;
     s->gart_mapped = calloc((size_t)((s->gart_pages + 63) / 64), sizeof(uint64_t));
     if (!s->gart_mapped) {
-        sg_gart_destroy(s);
+        softgpu_gart_destroy(s);
         return VIDMM_E_NO_HOST_MEMORY;
     }
     return VIDMM_OK;
 }
 
-void sg_gart_destroy(struct sg_segment *s)
+void softgpu_gart_destroy(struct softgpu_segment *s)
 {
     if (s->gart)
         munmap(s->gart, s->gart_bytes);
@@ -44,17 +44,17 @@ void sg_gart_destroy(struct sg_segment *s)
     s->gart_mapped = NULL;
 }
 
-int sg_gart_is_mapped(const struct sg_segment *s, uint64_t page)
+int softgpu_gart_is_mapped(const struct softgpu_segment *s, uint64_t page)
 {
     return (int)((s->gart_mapped[page / 64] >> (page % 64)) & 1u);
 }
 
-void sg_gart_map(struct softgpu *sg, struct sg_segment *s, uint64_t first, uint64_t count, uint8_t *pages)
+void softgpu_gart_map(struct softgpu *sg, struct softgpu_segment *s, uint64_t first, uint64_t count, uint8_t *pages)
 {
     for (uint64_t i = 0; i < count; i++) {
         uint64_t e = first + i;
         uint64_t bit = 1ull << (e % 64);
-        s->gart[e] = pages + i * SG_PAGE_4K;
+        s->gart[e] = pages + i * SOFTGPU_PAGE_4K;
         if (!(s->gart_mapped[e / 64] & bit)) {
             s->gart_mapped[e / 64] |= bit;
             sg->stats.aperture_pages_mapped++;
@@ -62,7 +62,7 @@ void sg_gart_map(struct softgpu *sg, struct sg_segment *s, uint64_t first, uint6
     }
 }
 
-void sg_gart_unmap(struct softgpu *sg, struct sg_segment *s, uint64_t first, uint64_t count, void *dummy)
+void softgpu_gart_unmap(struct softgpu *sg, struct softgpu_segment *s, uint64_t first, uint64_t count, void *dummy)
 {
     /* softgpu's own dummy page is stored as NULL, as in a fresh table. */
     void *entry = dummy == sg->dummy_page ? NULL : dummy;
@@ -78,7 +78,7 @@ void sg_gart_unmap(struct softgpu *sg, struct sg_segment *s, uint64_t first, uin
 }
 
 /* Mapped entries must hold a 4 KiB-aligned page that is not a dummy. */
-int sg_gart_check(const struct softgpu *sg, const struct sg_segment *s, uint64_t *mapped)
+int softgpu_gart_check(const struct softgpu *sg, const struct softgpu_segment *s, uint64_t *mapped)
 {
     int bad = 0;
     for (uint64_t w = 0; w < (s->gart_pages + 63) / 64; w++) {
@@ -88,7 +88,7 @@ int sg_gart_check(const struct softgpu *sg, const struct sg_segment *s, uint64_t
             bits &= bits - 1;
             uint64_t e = w * 64 + b;
             const void *p = s->gart[e];
-            if (e >= s->gart_pages || !p || p == sg->dummy_page || ((uintptr_t)p & (SG_PAGE_4K - 1)))
+            if (e >= s->gart_pages || !p || p == sg->dummy_page || ((uintptr_t)p & (SOFTGPU_PAGE_4K - 1)))
                 bad++;
             (*mapped)++;
         }
@@ -100,13 +100,13 @@ const void *softgpu_aperture_entry(const struct softgpu *sg, uint32_t segment_id
 {
     if (!sg || segment_id == 0 || segment_id > sg->nb_segment)
         return NULL;
-    const struct sg_segment *s = &sg->seg[segment_id];
+    const struct softgpu_segment *s = &sg->seg[segment_id];
     if (!s->gart || page >= s->gart_pages)
         return NULL;
     /* The engine writes the table: read it between buffers. */
-    sg_lock_access(sg);
+    softgpu_lock_access(sg);
     const void *p = s->gart[page] ? s->gart[page] : sg->dummy_page;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     return p;
 }
 

@@ -28,7 +28,7 @@
  * stalled forever is a hang; vidmm's timeout handles it.
  *
  * Locking.  Execution takes softgpu's lock once the copy engine is idle
- * (sg_lock_idle), so contexts' work and paging never touch memory at the
+ * (softgpu_lock_idle), so contexts' work and paging never touch memory at the
  * same time and the test accessors see whole buffers: one memory port.
  * The queues have their own lock (cp->lock), taken after softgpu's when
  * both are needed.  Callbacks into vidmm are made with neither held.
@@ -40,10 +40,10 @@
 #include <string.h>
 #include <time.h>
 
-#define SG_NODE_QUEUE 64u
-#define SG_CMD_MAX 40u          /* largest command (COMPARE) */
+#define SOFTGPU_NODE_QUEUE 64u
+#define SOFTGPU_CMD_MAX 40u          /* largest command (COMPARE) */
 
-struct sg_cjob {
+struct softgpu_cjob {
     struct vidmm_adapter *adapter;
     uint64_t context;
     uint64_t fence;
@@ -53,8 +53,8 @@ struct sg_cjob {
     uint32_t pos;               /* next command: a stalled job resumes here */
 };
 
-struct sg_node {
-    struct sg_cjob queue[SG_NODE_QUEUE];
+struct softgpu_node {
+    struct softgpu_cjob queue[SOFTGPU_NODE_QUEUE];
     uint32_t head, count;
     int stalled;                /* the head job waits (WAIT not satisfied) */
     int executing;              /* the node's thread runs the head job outside cp->lock */
@@ -63,11 +63,11 @@ struct sg_node {
     int running;
     pthread_cond_t work;
     int work_ok;
-    struct sg_cmdproc *cp;      /* back pointer for the node's thread */
+    struct softgpu_cmdproc *cp;      /* back pointer for the node's thread */
     uint32_t id;
 };
 
-struct sg_cmdproc {
+struct softgpu_cmdproc {
     pthread_mutex_t lock;
     pthread_cond_t space;       /* submitters: an entry was freed */
     int lock_ok, space_ok;
@@ -76,13 +76,13 @@ struct sg_cmdproc {
     int stop;
     uint64_t signals;           /* bumped by every SIGNAL: stalled nodes look again */
     struct softgpu *sg;
-    struct sg_node node[SOFTGPU_NODES];
+    struct softgpu_node node[SOFTGPU_NODES];
 };
 
 /* What one run of a job produced, for the callbacks after the locks. */
-enum sg_run_result { SG_RUN_DONE, SG_RUN_STALLED, SG_RUN_FAULT };
+enum softgpu_run_result { SOFTGPU_RUN_DONE, SOFTGPU_RUN_STALLED, SOFTGPU_RUN_FAULT };
 
-struct sg_report {
+struct softgpu_report {
     struct vidmm_adapter *adapter;
     uint64_t context, fence, fault_addr;
     uint32_t node, fault_flags;
@@ -91,13 +91,13 @@ struct sg_report {
 
 /* ---- builders ------------------------------------------------------------ */
 
-static vidmm_status sg_put(struct softgpu_cmdbuf *cb, uint16_t op, const uint64_t *ops, uint32_t n)
+static vidmm_status softgpu_put(struct softgpu_cmdbuf *cb, uint16_t op, const uint64_t *ops, uint32_t n)
 {
     uint32_t size = 8u + 8u * n;
     if (!cb || !cb->data || cb->size > cb->capacity || cb->capacity - cb->size < size)
         return VIDMM_E_INVALID_ARG;
     uint8_t *p = (uint8_t *)cb->data + cb->size;
-    struct sg_cmd_hdr h = { op, 0, size };
+    struct softgpu_cmd_hdr h = { op, 0, size };
     memcpy(p, &h, sizeof h);
     if (n)
         memcpy(p + 8, ops, 8u * n);   /* NOP has no operands (and a NULL array) */
@@ -107,78 +107,78 @@ static vidmm_status sg_put(struct softgpu_cmdbuf *cb, uint16_t op, const uint64_
 
 vidmm_status softgpu_cmd_nop(struct softgpu_cmdbuf *cb)
 {
-    return sg_put(cb, SOFTGPU_CMD_NOP, NULL, 0);
+    return softgpu_put(cb, SOFTGPU_CMD_NOP, NULL, 0);
 }
 
 vidmm_status softgpu_cmd_write32(struct softgpu_cmdbuf *cb, uint64_t addr, uint32_t value)
 {
     uint64_t o[2] = { addr, value };
-    return sg_put(cb, SOFTGPU_CMD_WRITE32, o, 2);
+    return softgpu_put(cb, SOFTGPU_CMD_WRITE32, o, 2);
 }
 
 vidmm_status softgpu_cmd_write64(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t value)
 {
     uint64_t o[2] = { addr, value };
-    return sg_put(cb, SOFTGPU_CMD_WRITE64, o, 2);
+    return softgpu_put(cb, SOFTGPU_CMD_WRITE64, o, 2);
 }
 
 vidmm_status softgpu_cmd_copy(struct softgpu_cmdbuf *cb, uint64_t dst, uint64_t src, uint64_t size)
 {
     uint64_t o[3] = { dst, src, size };
-    return sg_put(cb, SOFTGPU_CMD_COPY, o, 3);
+    return softgpu_put(cb, SOFTGPU_CMD_COPY, o, 3);
 }
 
 vidmm_status softgpu_cmd_fill(struct softgpu_cmdbuf *cb, uint64_t dst, uint64_t size, uint32_t pattern)
 {
     uint64_t o[3] = { dst, size, pattern };
-    return sg_put(cb, SOFTGPU_CMD_FILL, o, 3);
+    return softgpu_put(cb, SOFTGPU_CMD_FILL, o, 3);
 }
 
 vidmm_status softgpu_cmd_checksum(struct softgpu_cmdbuf *cb, uint64_t src, uint64_t size, uint64_t result)
 {
     uint64_t o[3] = { src, size, result };
-    return sg_put(cb, SOFTGPU_CMD_CHECKSUM, o, 3);
+    return softgpu_put(cb, SOFTGPU_CMD_CHECKSUM, o, 3);
 }
 
 vidmm_status softgpu_cmd_compare(struct softgpu_cmdbuf *cb, uint64_t a, uint64_t b, uint64_t size, uint64_t result)
 {
     uint64_t o[4] = { a, b, size, result };
-    return sg_put(cb, SOFTGPU_CMD_COMPARE, o, 4);
+    return softgpu_put(cb, SOFTGPU_CMD_COMPARE, o, 4);
 }
 
 vidmm_status softgpu_cmd_signal(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t value)
 {
     uint64_t o[2] = { addr, value };
-    return sg_put(cb, SOFTGPU_CMD_SIGNAL, o, 2);
+    return softgpu_put(cb, SOFTGPU_CMD_SIGNAL, o, 2);
 }
 
 vidmm_status softgpu_cmd_wait(struct softgpu_cmdbuf *cb, uint64_t addr, uint64_t value)
 {
     uint64_t o[2] = { addr, value };
-    return sg_put(cb, SOFTGPU_CMD_WAIT, o, 2);
+    return softgpu_put(cb, SOFTGPU_CMD_WAIT, o, 2);
 }
 
-#define SG_FNV_BASIS 0xcbf29ce484222325ull
-#define SG_FNV_PRIME 0x100000001b3ull
+#define SOFTGPU_FNV_BASIS 0xcbf29ce484222325ull
+#define SOFTGPU_FNV_PRIME 0x100000001b3ull
 
-static uint64_t sg_fnv(uint64_t h, const uint8_t *p, uint64_t n)
+static uint64_t softgpu_fnv(uint64_t h, const uint8_t *p, uint64_t n)
 {
     for (uint64_t i = 0; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        h = (h ^ w) * SG_FNV_PRIME;
+        h = (h ^ w) * SOFTGPU_FNV_PRIME;
     }
     return h;
 }
 
 uint64_t softgpu_checksum(const void *data, uint64_t size)
 {
-    return data ? sg_fnv(SG_FNV_BASIS, data, size & ~7ull) : SG_FNV_BASIS;
+    return data ? softgpu_fnv(SOFTGPU_FNV_BASIS, data, size & ~7ull) : SOFTGPU_FNV_BASIS;
 }
 
 /* ---- command sizes --------------------------------------------------------- */
 
-static uint32_t sg_cmd_size(uint16_t op)
+static uint32_t softgpu_cmd_size(uint16_t op)
 {
     switch (op) {
     case SOFTGPU_CMD_NOP: return 8;
@@ -196,13 +196,13 @@ static uint32_t sg_cmd_size(uint16_t op)
 
 /* A header that names a known command of the right size inside the
  * buffer, with flags 0 and sane operands. */
-static int sg_cmd_ok(const uint8_t *c, uint32_t left)
+static int softgpu_cmd_ok(const uint8_t *c, uint32_t left)
 {
-    struct sg_cmd_hdr h;
+    struct softgpu_cmd_hdr h;
     if (left < 8)
         return 0;
     memcpy(&h, c, sizeof h);
-    uint32_t want = sg_cmd_size(h.opcode);
+    uint32_t want = softgpu_cmd_size(h.opcode);
     if (!want || h.size != want || h.flags || h.size > left)
         return 0;
     if (h.opcode == SOFTGPU_CMD_CHECKSUM) {
@@ -217,7 +217,7 @@ static int sg_cmd_ok(const uint8_t *c, uint32_t left)
 
 /* ---- memory access ----------------------------------------------------------- */
 
-struct sg_xctx {
+struct softgpu_xctx {
     struct softgpu *sg;
     int virt;
     struct vidmm_physical_address root;
@@ -228,12 +228,12 @@ struct sg_xctx {
 
 /* Host bytes behind addr, valid for *run (<= len) bytes; *host NULL for a
  * zero page.  -1 on a fault (recorded in x). */
-static int sg_span(struct sg_xctx *x, uint64_t addr, uint64_t len, int write, uint8_t **host, uint64_t *run)
+static int softgpu_span(struct softgpu_xctx *x, uint64_t addr, uint64_t len, int write, uint8_t **host, uint64_t *run)
 {
     struct softgpu *sg = x->sg;
     if (x->virt) {
         uint32_t ff = 0;
-        if (sg_mmu_access(sg, &x->root, addr, write ? SOFTGPU_ACCESS_WRITE : SOFTGPU_ACCESS_READ, host, run, &ff) !=
+        if (softgpu_mmu_access(sg, &x->root, addr, write ? SOFTGPU_ACCESS_WRITE : SOFTGPU_ACCESS_READ, host, run, &ff) !=
             VIDMM_OK) {
             x->fault_addr = addr;
             x->fault_flags = ff;
@@ -245,14 +245,14 @@ static int sg_span(struct sg_xctx *x, uint64_t addr, uint64_t len, int write, ui
     }
     uint32_t seg = (uint32_t)(addr >> 56);
     uint64_t off = addr & ((1ull << 56) - 1);
-    const struct sg_segment *s = seg && seg <= sg->nb_segment ? &sg->seg[seg] : NULL;
+    const struct softgpu_segment *s = seg && seg <= sg->nb_segment ? &sg->seg[seg] : NULL;
     if (!s || off >= s->size || len > s->size - off) {
         x->fault_addr = addr;
         x->fault_flags = VIDMM_FAULT_NOT_PRESENT | (write ? VIDMM_FAULT_WRITE : 0);
         return -1;
     }
     int mapped;
-    *host = sg_resolve(sg, s, off, len, run, &mapped);
+    *host = softgpu_resolve(sg, s, off, len, run, &mapped);
     if (!mapped) {   /* the dummy page: a stray physical access is reported, not absorbed */
         x->fault_addr = addr;
         x->fault_flags = VIDMM_FAULT_NOT_PRESENT | (write ? VIDMM_FAULT_WRITE : 0);
@@ -261,12 +261,12 @@ static int sg_span(struct sg_xctx *x, uint64_t addr, uint64_t len, int write, ui
     return 0;
 }
 
-static int sg_xread(struct sg_xctx *x, uint64_t addr, void *dst, uint64_t len)
+static int softgpu_xread(struct softgpu_xctx *x, uint64_t addr, void *dst, uint64_t len)
 {
     for (uint64_t done = 0; done < len;) {
         uint8_t *h;
         uint64_t run;
-        if (sg_span(x, addr + done, len - done, 0, &h, &run) < 0)
+        if (softgpu_span(x, addr + done, len - done, 0, &h, &run) < 0)
             return -1;
         if (h)
             memcpy((uint8_t *)dst + done, h, (size_t)run);
@@ -277,21 +277,21 @@ static int sg_xread(struct sg_xctx *x, uint64_t addr, void *dst, uint64_t len)
     return 0;
 }
 
-static int sg_xwrite(struct sg_xctx *x, uint64_t addr, const void *src, uint64_t len)
+static int softgpu_xwrite(struct softgpu_xctx *x, uint64_t addr, const void *src, uint64_t len)
 {
     /* Every page is checked before the first byte is stored: a faulting
      * write changes nothing. */
     for (uint64_t done = 0; done < len;) {
         uint8_t *h;
         uint64_t run;
-        if (sg_span(x, addr + done, len - done, 1, &h, &run) < 0)
+        if (softgpu_span(x, addr + done, len - done, 1, &h, &run) < 0)
             return -1;
         done += run;
     }
     for (uint64_t done = 0; done < len;) {
         uint8_t *h;
         uint64_t run;
-        (void)sg_span(x, addr + done, len - done, 1, &h, &run);
+        (void)softgpu_span(x, addr + done, len - done, 1, &h, &run);
         if (h)
             memcpy(h, (const uint8_t *)src + done, (size_t)run);
         done += run;
@@ -299,12 +299,12 @@ static int sg_xwrite(struct sg_xctx *x, uint64_t addr, const void *src, uint64_t
     return 0;
 }
 
-static int sg_xcopy(struct sg_xctx *x, uint64_t dst, uint64_t src, uint64_t len)
+static int softgpu_xcopy(struct softgpu_xctx *x, uint64_t dst, uint64_t src, uint64_t len)
 {
     for (uint64_t done = 0; done < len;) {
         uint8_t *d, *s;
         uint64_t rd, rs;
-        if (sg_span(x, src + done, len - done, 0, &s, &rs) < 0 || sg_span(x, dst + done, len - done, 1, &d, &rd) < 0)
+        if (softgpu_span(x, src + done, len - done, 0, &s, &rs) < 0 || softgpu_span(x, dst + done, len - done, 1, &d, &rd) < 0)
             return -1;
         uint64_t n = rd < rs ? rd : rs;
         if (d && s)
@@ -316,38 +316,38 @@ static int sg_xcopy(struct sg_xctx *x, uint64_t dst, uint64_t src, uint64_t len)
     return 0;
 }
 
-static int sg_xfill(struct sg_xctx *x, uint64_t dst, uint64_t len, uint32_t pattern)
+static int softgpu_xfill(struct softgpu_xctx *x, uint64_t dst, uint64_t len, uint32_t pattern)
 {
     for (uint64_t done = 0; done < len;) {
         uint8_t *d;
         uint64_t run;
-        if (sg_span(x, dst + done, len - done, 1, &d, &run) < 0)
+        if (softgpu_span(x, dst + done, len - done, 1, &d, &run) < 0)
             return -1;
         if (d) {
             /* Byte i of the fill is byte i mod 4 of the pattern. */
             unsigned r = (unsigned)(done & 3u) * 8u;
             uint32_t p = r ? (pattern >> r) | (pattern << (32u - r)) : pattern;
-            sg_fill(x->sg, d, run, p);
+            softgpu_fill(x->sg, d, run, p);
         }
         done += run;
     }
     return 0;
 }
 
-static int sg_xchecksum(struct sg_xctx *x, uint64_t src, uint64_t len, uint64_t *out)
+static int softgpu_xchecksum(struct softgpu_xctx *x, uint64_t src, uint64_t len, uint64_t *out)
 {
-    static const uint8_t zeros[SG_PAGE_4K];
-    uint64_t h = SG_FNV_BASIS;
+    static const uint8_t zeros[SOFTGPU_PAGE_4K];
+    uint64_t h = SOFTGPU_FNV_BASIS;
     for (uint64_t done = 0; done < len;) {
         uint8_t *s;
         uint64_t run;
-        if (sg_span(x, src + done, len - done, 0, &s, &run) < 0)
+        if (softgpu_span(x, src + done, len - done, 0, &s, &run) < 0)
             return -1;
         if (s) {
-            h = sg_fnv(h, s, run);
+            h = softgpu_fnv(h, s, run);
         } else {
             for (uint64_t z = 0; z < run; z += sizeof zeros)
-                h = sg_fnv(h, zeros, run - z < sizeof zeros ? run - z : sizeof zeros);
+                h = softgpu_fnv(h, zeros, run - z < sizeof zeros ? run - z : sizeof zeros);
         }
         done += run;
     }
@@ -355,14 +355,14 @@ static int sg_xchecksum(struct sg_xctx *x, uint64_t src, uint64_t len, uint64_t 
     return 0;
 }
 
-static int sg_xcompare(struct sg_xctx *x, uint64_t a, uint64_t b, uint64_t len, uint64_t *out)
+static int softgpu_xcompare(struct softgpu_xctx *x, uint64_t a, uint64_t b, uint64_t len, uint64_t *out)
 {
-    static const uint8_t zeros[SG_PAGE_4K];
+    static const uint8_t zeros[SOFTGPU_PAGE_4K];
     *out = 0;
     for (uint64_t done = 0; done < len;) {
         uint8_t *pa, *pb;
         uint64_t ra, rb;
-        if (sg_span(x, a + done, len - done, 0, &pa, &ra) < 0 || sg_span(x, b + done, len - done, 0, &pb, &rb) < 0)
+        if (softgpu_span(x, a + done, len - done, 0, &pa, &ra) < 0 || softgpu_span(x, b + done, len - done, 0, &pb, &rb) < 0)
             return -1;
         uint64_t n = ra < rb ? ra : rb;
         if (n > sizeof zeros && (!pa || !pb))
@@ -391,7 +391,7 @@ static uint64_t op64(const uint8_t *c, uint32_t n)
 
 /* Run job from its position until it ends, stalls or faults.  softgpu's
  * lock is held. */
-static enum sg_run_result sg_run(struct softgpu *sg, struct sg_cjob *j, struct sg_xctx *x)
+static enum softgpu_run_result softgpu_run(struct softgpu *sg, struct softgpu_cjob *j, struct softgpu_xctx *x)
 {
     memset(x, 0, sizeof *x);
     x->sg = sg;
@@ -403,34 +403,34 @@ static enum sg_run_result sg_run(struct softgpu *sg, struct sg_cjob *j, struct s
         if (i == sg->nroots) {
             x->fault_addr = j->va;   /* no address space bound to the context */
             x->fault_flags = VIDMM_FAULT_NOT_PRESENT | VIDMM_FAULT_EXECUTE;
-            return SG_RUN_FAULT;
+            return SOFTGPU_RUN_FAULT;
         }
         x->root.segment_id = sg->roots[i].segment_id;
         x->root.segment_offset = sg->roots[i].offset;
     }
     while (j->pos < j->size) {
-        uint8_t c[SG_CMD_MAX];
+        uint8_t c[SOFTGPU_CMD_MAX];
         uint32_t left = j->size - j->pos;
         if (x->virt) {
             /* The buffer is read through the MMU, as the GPU fetches it. */
-            if (sg_xread(x, j->va + j->pos, c, 8) < 0)
-                return SG_RUN_FAULT;
-            struct sg_cmd_hdr h;
+            if (softgpu_xread(x, j->va + j->pos, c, 8) < 0)
+                return SOFTGPU_RUN_FAULT;
+            struct softgpu_cmd_hdr h;
             memcpy(&h, c, sizeof h);
-            uint32_t n = sg_cmd_size(h.opcode);
-            if (n > 8 && n <= left && sg_xread(x, j->va + j->pos + 8, c + 8, n - 8) < 0)
-                return SG_RUN_FAULT;
-            if (!sg_cmd_ok(c, left)) {
+            uint32_t n = softgpu_cmd_size(h.opcode);
+            if (n > 8 && n <= left && softgpu_xread(x, j->va + j->pos + 8, c + 8, n - 8) < 0)
+                return SOFTGPU_RUN_FAULT;
+            if (!softgpu_cmd_ok(c, left)) {
                 x->fault_addr = j->va + j->pos;
                 x->fault_flags = VIDMM_FAULT_EXECUTE;
-                return SG_RUN_FAULT;
+                return SOFTGPU_RUN_FAULT;
             }
         } else {
-            struct sg_cmd_hdr h;
+            struct softgpu_cmd_hdr h;
             memcpy(&h, j->buf + j->pos, sizeof h);
             memcpy(c, j->buf + j->pos, h.size);   /* validated at submission */
         }
-        struct sg_cmd_hdr h;
+        struct softgpu_cmd_hdr h;
         memcpy(&h, c, sizeof h);
         uint64_t v;
         int r = 0;
@@ -439,51 +439,51 @@ static enum sg_run_result sg_run(struct softgpu *sg, struct sg_cjob *j, struct s
             break;
         case SOFTGPU_CMD_WRITE32: {
             uint32_t w = (uint32_t)op64(c, 1);
-            r = sg_xwrite(x, op64(c, 0), &w, 4);
+            r = softgpu_xwrite(x, op64(c, 0), &w, 4);
             break;
         }
         case SOFTGPU_CMD_WRITE64:
         case SOFTGPU_CMD_SIGNAL:
             v = op64(c, 1);
-            r = sg_xwrite(x, op64(c, 0), &v, 8);
+            r = softgpu_xwrite(x, op64(c, 0), &v, 8);
             if (h.opcode == SOFTGPU_CMD_SIGNAL && r == 0)
                 x->signalled = 1;
             break;
         case SOFTGPU_CMD_COPY:
-            r = sg_xcopy(x, op64(c, 0), op64(c, 1), op64(c, 2));
+            r = softgpu_xcopy(x, op64(c, 0), op64(c, 1), op64(c, 2));
             break;
         case SOFTGPU_CMD_FILL:
-            r = sg_xfill(x, op64(c, 0), op64(c, 1), (uint32_t)op64(c, 2));
+            r = softgpu_xfill(x, op64(c, 0), op64(c, 1), (uint32_t)op64(c, 2));
             break;
         case SOFTGPU_CMD_CHECKSUM:
-            r = sg_xchecksum(x, op64(c, 0), op64(c, 1), &v);
+            r = softgpu_xchecksum(x, op64(c, 0), op64(c, 1), &v);
             if (r == 0)
-                r = sg_xwrite(x, op64(c, 2), &v, 8);
+                r = softgpu_xwrite(x, op64(c, 2), &v, 8);
             break;
         case SOFTGPU_CMD_COMPARE:
-            r = sg_xcompare(x, op64(c, 0), op64(c, 1), op64(c, 2), &v);
+            r = softgpu_xcompare(x, op64(c, 0), op64(c, 1), op64(c, 2), &v);
             if (r == 0)
-                r = sg_xwrite(x, op64(c, 3), &v, 8);
+                r = softgpu_xwrite(x, op64(c, 3), &v, 8);
             break;
         case SOFTGPU_CMD_WAIT:
-            r = sg_xread(x, op64(c, 0), &v, 8);
+            r = softgpu_xread(x, op64(c, 0), &v, 8);
             if (r == 0 && v < op64(c, 1))
-                return SG_RUN_STALLED;   /* resumes at this command */
+                return SOFTGPU_RUN_STALLED;   /* resumes at this command */
             break;
         default:
             break;   /* unreachable: checked above */
         }
         if (r < 0)
-            return SG_RUN_FAULT;
+            return SOFTGPU_RUN_FAULT;
         sg->stats.commands++;
         j->pos += h.size;
     }
-    return SG_RUN_DONE;
+    return SOFTGPU_RUN_DONE;
 }
 
 /* The job finished (or faulted): count it and prepare its callbacks. */
-static void sg_finish(struct softgpu *sg, const struct sg_cjob *j, uint32_t node, enum sg_run_result r,
-                      const struct sg_xctx *x, struct sg_report *rep)
+static void softgpu_finish(struct softgpu *sg, const struct softgpu_cjob *j, uint32_t node, enum softgpu_run_result r,
+                      const struct softgpu_xctx *x, struct softgpu_report *rep)
 {
     sg->stats.command_buffers++;
     memset(rep, 0, sizeof *rep);
@@ -491,7 +491,7 @@ static void sg_finish(struct softgpu *sg, const struct sg_cjob *j, uint32_t node
     rep->context = j->context;
     rep->fence = j->fence;
     rep->node = node;
-    if (r == SG_RUN_FAULT) {
+    if (r == SOFTGPU_RUN_FAULT) {
         sg->stats.command_faults++;
         rep->faulted = 1;
         rep->fault_addr = x->fault_addr;
@@ -501,7 +501,7 @@ static void sg_finish(struct softgpu *sg, const struct sg_cjob *j, uint32_t node
 
 /* Outside every softgpu lock: the fault first (the device is in error
  * before anyone sees the fence), then the fence. */
-static void sg_deliver(const struct sg_report *rep)
+static void softgpu_deliver(const struct softgpu_report *rep)
 {
     if (!rep->adapter)
         return;
@@ -511,17 +511,17 @@ static void sg_deliver(const struct sg_report *rep)
 }
 
 /* Other nodes may be stalled on what was just signalled.  cp->lock held. */
-static void sg_wake_all(struct sg_cmdproc *cp)
+static void softgpu_wake_all(struct softgpu_cmdproc *cp)
 {
     cp->signals++;
     for (uint32_t n = 0; n < SOFTGPU_NODES; n++)
         pthread_cond_broadcast(&cp->node[n].work);
 }
 
-static void *sg_node_main(void *arg)
+static void *softgpu_node_main(void *arg)
 {
-    struct sg_node *nd = arg;
-    struct sg_cmdproc *cp = nd->cp;
+    struct softgpu_node *nd = arg;
+    struct softgpu_cmdproc *cp = nd->cp;
     uint32_t id = nd->id;
     struct softgpu *sg = cp->sg;
     pthread_mutex_lock(&cp->lock);
@@ -545,17 +545,17 @@ static void *sg_node_main(void *arg)
             if (cp->stop || nd->count == 0 || !nd->stalled)
                 continue;   /* stopping, or a reset took the stalled job away */
         }
-        struct sg_cjob j = nd->queue[nd->head];
+        struct softgpu_cjob j = nd->queue[nd->head];
         nd->executing = 1;
         pthread_mutex_unlock(&cp->lock);
 
-        sg_lock_idle(sg);
-        struct sg_xctx x;
-        enum sg_run_result r = sg_run(sg, &j, &x);
-        struct sg_report rep;
-        if (r != SG_RUN_STALLED)
-            sg_finish(sg, &j, id, r, &x, &rep);
-        sg_unlock(sg);
+        softgpu_lock_idle(sg);
+        struct softgpu_xctx x;
+        enum softgpu_run_result r = softgpu_run(sg, &j, &x);
+        struct softgpu_report rep;
+        if (r != SOFTGPU_RUN_STALLED)
+            softgpu_finish(sg, &j, id, r, &x, &rep);
+        softgpu_unlock(sg);
 
         pthread_mutex_lock(&cp->lock);
         nd->executing = 0;
@@ -566,18 +566,18 @@ static void *sg_node_main(void *arg)
             continue;
         }
         if (x.signalled)
-            sg_wake_all(cp);
-        if (r == SG_RUN_STALLED) {
+            softgpu_wake_all(cp);
+        if (r == SOFTGPU_RUN_STALLED) {
             nd->queue[nd->head].pos = j.pos;
             nd->stalled = 1;
             continue;
         }
         nd->stalled = 0;
-        nd->head = (nd->head + 1) % SG_NODE_QUEUE;
+        nd->head = (nd->head + 1) % SOFTGPU_NODE_QUEUE;
         nd->count--;
         pthread_cond_broadcast(&cp->space);
         pthread_mutex_unlock(&cp->lock);
-        sg_deliver(&rep);
+        softgpu_deliver(&rep);
         pthread_mutex_lock(&cp->lock);
     }
     pthread_mutex_unlock(&cp->lock);
@@ -585,39 +585,39 @@ static void *sg_node_main(void *arg)
 }
 
 /* Synchronous mode: run every node's queue until none progresses. */
-static void sg_pump(struct softgpu *sg)
+static void softgpu_pump(struct softgpu *sg)
 {
-    struct sg_cmdproc *cp = sg->cp;
-    struct sg_report reps[16];
+    struct softgpu_cmdproc *cp = sg->cp;
+    struct softgpu_report reps[16];
     int progress = 1;
     while (progress) {
         progress = 0;
         uint32_t nrep = 0;
-        sg_lock(sg);
+        softgpu_lock(sg);
         pthread_mutex_lock(&cp->lock);
         for (uint32_t id = 0; id < SOFTGPU_NODES && nrep < 16; id++) {
-            struct sg_node *nd = &cp->node[id];
+            struct softgpu_node *nd = &cp->node[id];
             while (nd->count && nrep < 16) {
-                struct sg_cjob *j = &nd->queue[nd->head];
-                struct sg_xctx x;
-                enum sg_run_result r = sg_run(sg, j, &x);
+                struct softgpu_cjob *j = &nd->queue[nd->head];
+                struct softgpu_xctx x;
+                enum softgpu_run_result r = softgpu_run(sg, j, &x);
                 if (x.signalled)
                     cp->signals++;
-                if (r == SG_RUN_STALLED) {
+                if (r == SOFTGPU_RUN_STALLED) {
                     nd->stalled = 1;
                     break;
                 }
-                sg_finish(sg, j, id, r, &x, &reps[nrep++]);
+                softgpu_finish(sg, j, id, r, &x, &reps[nrep++]);
                 nd->stalled = 0;
-                nd->head = (nd->head + 1) % SG_NODE_QUEUE;
+                nd->head = (nd->head + 1) % SOFTGPU_NODE_QUEUE;
                 nd->count--;
                 progress = 1;
             }
         }
         pthread_mutex_unlock(&cp->lock);
-        sg_unlock(sg);
+        softgpu_unlock(sg);
         for (uint32_t i = 0; i < nrep; i++)
-            sg_deliver(&reps[i]);
+            softgpu_deliver(&reps[i]);
     }
 }
 
@@ -625,68 +625,68 @@ static void sg_pump(struct softgpu *sg)
 
 /* Manual mode: run node's head job once, as one pass of the pump does.
  * 1 when it made progress. */
-int sg_cmdproc_step(struct softgpu *sg, uint32_t node)
+int softgpu_cmdproc_step(struct softgpu *sg, uint32_t node)
 {
-    struct sg_cmdproc *cp = sg->cp;
-    struct sg_node *nd = &cp->node[node];
-    struct sg_report rep;
-    sg_lock(sg);
+    struct softgpu_cmdproc *cp = sg->cp;
+    struct softgpu_node *nd = &cp->node[node];
+    struct softgpu_report rep;
+    softgpu_lock(sg);
     pthread_mutex_lock(&cp->lock);
     if (!nd->count) {
         pthread_mutex_unlock(&cp->lock);
-        sg_unlock(sg);
+        softgpu_unlock(sg);
         return 0;
     }
-    struct sg_cjob *j = &nd->queue[nd->head];
+    struct softgpu_cjob *j = &nd->queue[nd->head];
     uint32_t pos = j->pos;
-    struct sg_xctx x;
-    enum sg_run_result r = sg_run(sg, j, &x);
+    struct softgpu_xctx x;
+    enum softgpu_run_result r = softgpu_run(sg, j, &x);
     if (x.signalled)
         cp->signals++;
-    int done = r != SG_RUN_STALLED;
+    int done = r != SOFTGPU_RUN_STALLED;
     if (done) {
-        sg_finish(sg, j, node, r, &x, &rep);
+        softgpu_finish(sg, j, node, r, &x, &rep);
         nd->stalled = 0;
-        nd->head = (nd->head + 1) % SG_NODE_QUEUE;
+        nd->head = (nd->head + 1) % SOFTGPU_NODE_QUEUE;
         nd->count--;
     } else {
         nd->stalled = 1;
     }
     int progress = done || j->pos != pos;
     pthread_mutex_unlock(&cp->lock);
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     if (done)
-        sg_deliver(&rep);
+        softgpu_deliver(&rep);
     return progress;
 }
 
-void sg_cmdproc_pending(struct softgpu *sg, uint32_t node, uint32_t *queued, int *stalled)
+void softgpu_cmdproc_pending(struct softgpu *sg, uint32_t node, uint32_t *queued, int *stalled)
 {
-    struct sg_cmdproc *cp = sg->cp;
+    struct softgpu_cmdproc *cp = sg->cp;
     pthread_mutex_lock(&cp->lock);
     *queued = cp->node[node].count;
     *stalled = cp->node[node].count && cp->node[node].stalled;
     pthread_mutex_unlock(&cp->lock);
 }
 
-static vidmm_status sg_enqueue(struct softgpu *sg, const struct vidmm_submit_context_args *args, const uint8_t *buf)
+static vidmm_status softgpu_enqueue(struct softgpu *sg, const struct vidmm_submit_context_args *args, const uint8_t *buf)
 {
-    struct sg_cmdproc *cp = sg->cp;
-    struct sg_node *nd = &cp->node[args->node];
-    sg_note_work(sg);
-    if (cp->manual && nd->count == SG_NODE_QUEUE && !sg_cmdproc_step(sg, args->node))
+    struct softgpu_cmdproc *cp = sg->cp;
+    struct softgpu_node *nd = &cp->node[args->node];
+    softgpu_note_work(sg);
+    if (cp->manual && nd->count == SOFTGPU_NODE_QUEUE && !softgpu_cmdproc_step(sg, args->node))
         return VIDMM_E_BUSY;   /* a full ring behind a stalled head: nothing drains it but a reset */
     pthread_mutex_lock(&cp->lock);
     if (args->adapter)
         sg->adapter = args->adapter;
-    while (nd->count == SG_NODE_QUEUE) {
+    while (nd->count == SOFTGPU_NODE_QUEUE) {
         if (cp->synchronous || cp->manual) {
             pthread_mutex_unlock(&cp->lock);
             return VIDMM_E_BUSY;   /* a stalled node behind a full queue: nothing would drain it */
         }
         pthread_cond_wait(&cp->space, &cp->lock);
     }
-    struct sg_cjob *j = &nd->queue[(nd->head + nd->count) % SG_NODE_QUEUE];
+    struct softgpu_cjob *j = &nd->queue[(nd->head + nd->count) % SOFTGPU_NODE_QUEUE];
     memset(j, 0, sizeof *j);
     j->adapter = args->adapter;
     j->context = args->context;
@@ -698,11 +698,11 @@ static vidmm_status sg_enqueue(struct softgpu *sg, const struct vidmm_submit_con
     pthread_cond_broadcast(&nd->work);
     pthread_mutex_unlock(&cp->lock);
     if (cp->synchronous)
-        sg_pump(sg);
+        softgpu_pump(sg);
     return VIDMM_OK;
 }
 
-vidmm_status sg_submit_command_virtual(void *driver, const struct vidmm_submit_context_args *args)
+vidmm_status softgpu_submit_command_virtual(void *driver, const struct vidmm_submit_context_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || args->node >= SOFTGPU_NODES || !args->dma_buffer_size || args->flags ||
@@ -710,10 +710,10 @@ vidmm_status sg_submit_command_virtual(void *driver, const struct vidmm_submit_c
         return VIDMM_E_INVALID_ARG;
     if (!sg->mmu.levels)
         return VIDMM_E_NOT_SUPPORTED;   /* IoMmu preset: no page tables to walk */
-    return sg_enqueue(sg, args, NULL);
+    return softgpu_enqueue(sg, args, NULL);
 }
 
-vidmm_status sg_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args)
+vidmm_status softgpu_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || args->node >= SOFTGPU_NODES || !args->dma_buffer || !args->dma_buffer_size || args->flags)
@@ -721,16 +721,16 @@ vidmm_status sg_submit_command_physical(void *driver, const struct vidmm_submit_
     /* The buffer is host memory: check every command before it runs. */
     const uint8_t *b = args->dma_buffer;
     for (uint32_t o = 0; o < args->dma_buffer_size;) {
-        if (!sg_cmd_ok(b + o, args->dma_buffer_size - o))
+        if (!softgpu_cmd_ok(b + o, args->dma_buffer_size - o))
             return VIDMM_E_INVALID_ARG;
-        struct sg_cmd_hdr h;
+        struct softgpu_cmd_hdr h;
         memcpy(&h, b + o, sizeof h);
         o += h.size;
     }
-    return sg_enqueue(sg, args, b);
+    return softgpu_enqueue(sg, args, b);
 }
 
-vidmm_status sg_patch(void *driver, const struct vidmm_patch_args *args)
+vidmm_status softgpu_patch(void *driver, const struct vidmm_patch_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || !args->dma_buffer || (args->patch_location_list_size && !args->patch_location_list) ||
@@ -758,97 +758,97 @@ vidmm_status sg_patch(void *driver, const struct vidmm_patch_args *args)
 /* ---- resets ------------------------------------------------------------------ */
 
 /* Wait until node's thread is not in the middle of a run.  cp->lock held. */
-static void sg_node_quiesce(struct sg_cmdproc *cp, struct sg_node *nd)
+static void softgpu_node_quiesce(struct softgpu_cmdproc *cp, struct softgpu_node *nd)
 {
     while (nd->executing)
         pthread_cond_wait(&cp->space, &cp->lock);
 }
 
-vidmm_status sg_reset_engine(void *driver, struct vidmm_reset_engine_args *args)
+vidmm_status softgpu_reset_engine(void *driver, struct vidmm_reset_engine_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || args->node >= SOFTGPU_NODES)
         return VIDMM_E_INVALID_ARG;
-    struct sg_cmdproc *cp = sg->cp;
-    struct sg_node *nd = &cp->node[args->node];
+    struct softgpu_cmdproc *cp = sg->cp;
+    struct softgpu_node *nd = &cp->node[args->node];
     args->context = 0;
     args->last_aborted_fence = 0;
     pthread_mutex_lock(&cp->lock);
-    sg_node_quiesce(cp, nd);
+    softgpu_node_quiesce(cp, nd);
     /* Only a stalled head is stuck: anything else is running or about to. */
     if (nd->count && nd->stalled) {
-        const struct sg_cjob *j = &nd->queue[nd->head];
+        const struct softgpu_cjob *j = &nd->queue[nd->head];
         args->context = j->context;
         args->last_aborted_fence = j->fence;
         nd->stalled = 0;
-        nd->head = (nd->head + 1) % SG_NODE_QUEUE;
+        nd->head = (nd->head + 1) % SOFTGPU_NODE_QUEUE;
         nd->count--;
         pthread_cond_broadcast(&cp->space);
         pthread_cond_broadcast(&nd->work);
     }
     pthread_mutex_unlock(&cp->lock);
     if (args->context) {
-        sg_lock(sg);
+        softgpu_lock(sg);
         sg->reset_stats.engine_resets++;
-        sg_unlock(sg);
+        softgpu_unlock(sg);
         if (cp->synchronous)
-            sg_pump(sg);   /* what was queued behind it runs now (manual: when stepped) */
+            softgpu_pump(sg);   /* what was queued behind it runs now (manual: when stepped) */
     }
     return VIDMM_OK;
 }
 
 /* A node is stuck only when its head job waits on a WAIT; the copy
  * engine only when it sits on an injected hang. */
-vidmm_status sg_query_engine_status(void *driver, uint32_t node, uint32_t *responsive)
+vidmm_status softgpu_query_engine_status(void *driver, uint32_t node, uint32_t *responsive)
 {
     struct softgpu *sg = driver;
     if (!sg || !responsive || (node >= SOFTGPU_NODES && node != VIDMM_PAGING_ENGINE))
         return VIDMM_E_INVALID_ARG;
     if (node == VIDMM_PAGING_ENGINE) {
-        sg_lock(sg);
+        softgpu_lock(sg);
         *responsive = !sg->engine.hung;
-        sg_unlock(sg);
+        softgpu_unlock(sg);
         return VIDMM_OK;
     }
-    struct sg_cmdproc *cp = sg->cp;
+    struct softgpu_cmdproc *cp = sg->cp;
     pthread_mutex_lock(&cp->lock);
     *responsive = !(cp->node[node].count && cp->node[node].stalled);
     pthread_mutex_unlock(&cp->lock);
     return VIDMM_OK;
 }
 
-uint64_t sg_cmdproc_drop_all(struct softgpu *sg)
+uint64_t softgpu_cmdproc_drop_all(struct softgpu *sg)
 {
-    struct sg_cmdproc *cp = sg->cp;
+    struct softgpu_cmdproc *cp = sg->cp;
     uint64_t n = 0;
     pthread_mutex_lock(&cp->lock);
     for (uint32_t id = 0; id < SOFTGPU_NODES; id++) {
-        struct sg_node *nd = &cp->node[id];
+        struct softgpu_node *nd = &cp->node[id];
         if (nd->executing)
             nd->dropped = 1;   /* its thread forgets the job when the run ends */
         n += nd->count;
-        nd->head = (nd->head + nd->count) % SG_NODE_QUEUE;
+        nd->head = (nd->head + nd->count) % SOFTGPU_NODE_QUEUE;
         nd->count = 0;
         nd->stalled = 0;
     }
     pthread_cond_broadcast(&cp->space);
     for (uint32_t id = 0; id < SOFTGPU_NODES; id++)
-        sg_node_quiesce(cp, &cp->node[id]);
+        softgpu_node_quiesce(cp, &cp->node[id]);
     pthread_mutex_unlock(&cp->lock);
     return n;
 }
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
-vidmm_status sg_cmdproc_init(struct softgpu *sg, int mode)
+vidmm_status softgpu_cmdproc_init(struct softgpu *sg, int mode)
 {
-    struct sg_cmdproc *cp = calloc(1, sizeof *cp);
+    struct softgpu_cmdproc *cp = calloc(1, sizeof *cp);
     if (!cp)
         return VIDMM_E_NO_HOST_MEMORY;
     sg->cp = cp;
     cp->sg = sg;
-    cp->synchronous = mode == SG_MODE_SYNCHRONOUS;
-    cp->manual = mode == SG_MODE_MANUAL;
+    cp->synchronous = mode == SOFTGPU_MODE_SYNCHRONOUS;
+    cp->manual = mode == SOFTGPU_MODE_MANUAL;
     if (pthread_mutex_init(&cp->lock, NULL) != 0)
         return VIDMM_E_NO_HOST_MEMORY;
     cp->lock_ok = 1;
@@ -865,16 +865,16 @@ vidmm_status sg_cmdproc_init(struct softgpu *sg, int mode)
     if (cp->synchronous || cp->manual)
         return VIDMM_OK;
     for (uint32_t n = 0; n < SOFTGPU_NODES; n++) {
-        if (pthread_create(&cp->node[n].thread, NULL, sg_node_main, &cp->node[n]) != 0)
+        if (pthread_create(&cp->node[n].thread, NULL, softgpu_node_main, &cp->node[n]) != 0)
             return VIDMM_E_NO_HOST_MEMORY;   /* fini stops the ones started */
         cp->node[n].running = 1;
     }
     return VIDMM_OK;
 }
 
-void sg_cmdproc_fini(struct softgpu *sg)
+void softgpu_cmdproc_fini(struct softgpu *sg)
 {
-    struct sg_cmdproc *cp = sg->cp;
+    struct softgpu_cmdproc *cp = sg->cp;
     if (!cp)
         return;
     if (cp->lock_ok) {

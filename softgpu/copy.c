@@ -26,12 +26,12 @@
  *    of each four are timed (the first ones pay for the other path's
  *    cache state: after streaming stores the destination is no longer
  *    cached, and a cached copy takes a few rounds to get it back).  From
- *    128 MiB operations up a run is one copy (SG_COPY_STREAMED);
+ *    128 MiB operations up a run is one copy (SOFTGPU_COPY_STREAMED);
  *  - then the path measured faster; one steady copy in four is timed;
  *  - the other path gets a run again eight copies after learning (a
  *    choice made on two timings, maybe of first touches, is confirmed or
  *    undone at once), then at a spacing set by what its last run cost, so
- *    that watching costs about 0.5% of the copying time (sg_copy_period):
+ *    that watching costs about 0.5% of the copying time (softgpu_copy_period):
  *    every 64 copies in a close race, up to every 8192 for a path that
  *    loses by far.  At 2 MiB moves streaming stores can run at a third of
  *    a cached copy and leave the caches cold behind them; watching them
@@ -58,30 +58,30 @@
 #endif
 
 /* Pages copied side by side by the streaming path. */
-#define SG_COPY_PAGES 4u
+#define SOFTGPU_COPY_PAGES 4u
 /* Source lines are prefetched this far ahead of the streaming copy (two
- * groups of SG_COPY_PAGES pages): the loads of a streaming copy are
+ * groups of SOFTGPU_COPY_PAGES pages): the loads of a streaming copy are
  * ordinary cached loads, and the hardware prefetcher does not cross the
  * page boundaries the interleaved pages put in its way. */
-#define SG_COPY_PREFETCH (2u * SG_COPY_PAGES * 4096u)
+#define SOFTGPU_COPY_PREFETCH (2u * SOFTGPU_COPY_PAGES * 4096u)
 /* Copies a path is tried for at a time while learning or exploring (the
  * last two are timed)... */
-#define SG_COPY_RUN 4u
-/* ...except from operations of 2^SG_COPY_STREAMED bytes (128 MiB) up:
+#define SOFTGPU_COPY_RUN 4u
+/* ...except from operations of 2^SOFTGPU_COPY_STREAMED bytes (128 MiB) up:
  * their source and destination are larger than any cache, so the first
  * copy on a path finds the caches as the next one will, and a run of
  * four would spend four whole operations (the first eight 1 GiB moves)
  * learning. */
-#define SG_COPY_STREAMED 27u
-/* Copies between two runs on the slower path (sg_copy_period): bounds. */
-#define SG_COPY_EXPLORE 64u
-#define SG_COPY_EXPLORE_MAX 8192u
+#define SOFTGPU_COPY_STREAMED 27u
+/* Copies between two runs on the slower path (softgpu_copy_period): bounds. */
+#define SOFTGPU_COPY_EXPLORE 64u
+#define SOFTGPU_COPY_EXPLORE_MAX 8192u
 /* One steady copy in this many is timed. */
-#define SG_COPY_SAMPLE 4u
+#define SOFTGPU_COPY_SAMPLE 4u
 /* Copies after learning before the confirming run on the slower path. */
-#define SG_COPY_CONFIRM 8u
+#define SOFTGPU_COPY_CONFIRM 8u
 
-void sg_copy_tuner_init(struct sg_copy_tuner *t)
+void softgpu_copy_tuner_init(struct softgpu_copy_tuner *t)
 {
     memset(t, 0, sizeof *t);
     const char *e = getenv("SOFTGPU_NT_THRESHOLD");
@@ -95,18 +95,18 @@ void sg_copy_tuner_init(struct sg_copy_tuner *t)
     }
 }
 
-unsigned sg_copy_size_class(uint64_t size)
+unsigned softgpu_copy_size_class(uint64_t size)
 {
     unsigned c = 0;
-    while (c < SG_COPY_CLASSES - 1 && (size >> (c + 1)) != 0)
+    while (c < SOFTGPU_COPY_CLASSES - 1 && (size >> (c + 1)) != 0)
         c++;
     return c;
 }
 
 /* The faster path of a class whose two estimates are known. */
-static int sg_copy_winner(uint32_t cached, uint32_t stream)
+static int softgpu_copy_winner(uint32_t cached, uint32_t stream)
 {
-    return stream > cached ? SG_COPY_STREAM : SG_COPY_CACHED;
+    return stream > cached ? SOFTGPU_PATH_STREAM : SOFTGPU_PATH_CACHED;
 }
 
 /* Copies between two runs on the slower path, from what the last one
@@ -115,70 +115,70 @@ static int sg_copy_winner(uint32_t cached, uint32_t stream)
  * it left too (about half its excess again, measured at 2 and 16 MiB), so
  * the excess counts one and a half times; spacing the runs 300 times the
  * excess in copies apart keeps watching at 0.5% of the copying time,
- * whatever the two paths' speeds, and SG_COPY_EXPLORE keeps a close race
+ * whatever the two paths' speeds, and SOFTGPU_COPY_EXPLORE keeps a close race
  * (or a run that found its path faster) watched often. */
-uint32_t sg_copy_period(uint64_t run_ns, uint64_t copy_ns, unsigned copies)
+uint32_t softgpu_copy_period(uint64_t run_ns, uint64_t copy_ns, unsigned copies)
 {
     uint64_t base = copies * copy_ns;
     if (!copy_ns || run_ns <= base)
-        return SG_COPY_EXPLORE;
+        return SOFTGPU_COPY_EXPLORE;
     uint64_t excess = run_ns - base;
     if (excess > UINT64_MAX / 300u)
-        return SG_COPY_EXPLORE_MAX;
+        return SOFTGPU_COPY_EXPLORE_MAX;
     uint64_t p = 300u * excess / copy_ns;
-    return p < SG_COPY_EXPLORE ? SG_COPY_EXPLORE : p > SG_COPY_EXPLORE_MAX ? SG_COPY_EXPLORE_MAX : (uint32_t)p;
+    return p < SOFTGPU_COPY_EXPLORE ? SOFTGPU_COPY_EXPLORE : p > SOFTGPU_COPY_EXPLORE_MAX ? SOFTGPU_COPY_EXPLORE_MAX : (uint32_t)p;
 }
 
-unsigned sg_copy_run(unsigned cls)
+unsigned softgpu_copy_run(unsigned cls)
 {
-    return cls >= SG_COPY_STREAMED ? 1u : SG_COPY_RUN;
+    return cls >= SOFTGPU_COPY_STREAMED ? 1u : SOFTGPU_COPY_RUN;
 }
 
-struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint64_t n)
+struct softgpu_copy_ticket softgpu_copy_choose(struct softgpu_copy_tuner *t, unsigned cls, uint64_t n)
 {
-    struct sg_copy_ticket k;
+    struct softgpu_copy_ticket k;
     memset(&k, 0, sizeof k);
-    k.path = SG_COPY_CACHED;
+    k.path = SOFTGPU_PATH_CACHED;
     /* Only copies of 1 MiB or more of an operation of 1 MiB or more are
      * measured and counted: the 4 KiB runs of a scattered virtual
      * transfer stay plain memcpy, with no atomics or clock reads, and do
      * not blur the class's estimates. */
-    int tuned = cls >= SG_COPY_TUNE_MIN && cls < SG_COPY_CLASSES && n >= ((uint64_t)1 << SG_COPY_TUNE_MIN);
+    int tuned = cls >= SOFTGPU_COPY_TUNE_MIN && cls < SOFTGPU_COPY_CLASSES && n >= ((uint64_t)1 << SOFTGPU_COPY_TUNE_MIN);
     if (t->fixed) {
         if (tuned)
             atomic_fetch_add_explicit(&t->cls[cls].copies, 1u, memory_order_relaxed);
-        k.path = n >= t->threshold && n >= 256 ? SG_COPY_STREAM : SG_COPY_CACHED;
+        k.path = n >= t->threshold && n >= 256 ? SOFTGPU_PATH_STREAM : SOFTGPU_PATH_CACHED;
         return k;
     }
     if (!tuned)
         return k;
-    struct sg_copy_class *c = &t->cls[cls];
+    struct softgpu_copy_class *c = &t->cls[cls];
     uint32_t i = atomic_fetch_add_explicit(&c->copies, 1u, memory_order_relaxed);
-    const uint32_t run = sg_copy_run(cls), timed = run > 2u ? run - 2u : 0u; /* from copy "timed" of a run */
-    uint32_t m0 = atomic_load_explicit(&c->mbps[SG_COPY_CACHED], memory_order_relaxed);
-    uint32_t m1 = atomic_load_explicit(&c->mbps[SG_COPY_STREAM], memory_order_relaxed);
+    const uint32_t run = softgpu_copy_run(cls), timed = run > 2u ? run - 2u : 0u; /* from copy "timed" of a run */
+    uint32_t m0 = atomic_load_explicit(&c->mbps[SOFTGPU_PATH_CACHED], memory_order_relaxed);
+    uint32_t m1 = atomic_load_explicit(&c->mbps[SOFTGPU_PATH_STREAM], memory_order_relaxed);
     k.index = i;
     if (!m0 || !m1 || i < 2u * run) {
         /* Learning: a run of cached copies, then one of streaming ones
          * (again while a path is unmeasured); the last two of a run are
          * timed, the first ones settle the caches. */
-        k.path = (i / run) & 1u ? SG_COPY_STREAM : SG_COPY_CACHED;
+        k.path = (i / run) & 1u ? SOFTGPU_PATH_STREAM : SOFTGPU_PATH_CACHED;
         k.time = k.sample = i % run >= timed;
         return k;
     }
-    int win = sg_copy_winner(m0, m1);
+    int win = softgpu_copy_winner(m0, m1);
     if (!atomic_load_explicit(&c->period, memory_order_relaxed)) {
         /* Learning just ended: another run on the slower path soon, to
          * confirm a choice made on two timings each. */
-        atomic_store_explicit(&c->period, SG_COPY_EXPLORE, memory_order_relaxed);
-        atomic_store_explicit(&c->next_explore, i + SG_COPY_CONFIRM, memory_order_relaxed);
+        atomic_store_explicit(&c->period, SOFTGPU_COPY_EXPLORE, memory_order_relaxed);
+        atomic_store_explicit(&c->next_explore, i + SOFTGPU_COPY_CONFIRM, memory_order_relaxed);
     }
     uint32_t d = i - atomic_load_explicit(&c->next_explore, memory_order_relaxed);
     k.path = win;
-    /* One steady copy in SG_COPY_SAMPLE is timed: reading the clock costs
+    /* One steady copy in SOFTGPU_COPY_SAMPLE is timed: reading the clock costs
      * about a microsecond on a guest whose clock is not in the vDSO,
      * 0.7% of a 2 MiB copy. */
-    k.time = k.sample = i % SG_COPY_SAMPLE == 0;
+    k.time = k.sample = i % SOFTGPU_COPY_SAMPLE == 0;
     if (d < run) {
         /* A run on the other path: every copy timed for its cost, the
          * last two for the path's estimate.  It keeps the path it started
@@ -192,7 +192,7 @@ struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint
         k.sample = d >= timed;
         k.explore = 1;
         k.last = d == run - 1u;
-        /* The next run; sg_copy_record spaces it from this one's cost. */
+        /* The next run; softgpu_copy_record spaces it from this one's cost. */
         if (k.last)
             atomic_store_explicit(&c->next_explore,
                                   i + 1u + atomic_load_explicit(&c->period, memory_order_relaxed),
@@ -201,13 +201,13 @@ struct sg_copy_ticket sg_copy_choose(struct sg_copy_tuner *t, unsigned cls, uint
     return k;
 }
 
-void sg_copy_record(struct sg_copy_tuner *t, unsigned cls, struct sg_copy_ticket k, uint64_t n, uint64_t ns)
+void softgpu_copy_record(struct softgpu_copy_tuner *t, unsigned cls, struct softgpu_copy_ticket k, uint64_t n, uint64_t ns)
 {
-    if (cls >= SG_COPY_CLASSES || (k.path != SG_COPY_CACHED && k.path != SG_COPY_STREAM))
+    if (cls >= SOFTGPU_COPY_CLASSES || (k.path != SOFTGPU_PATH_CACHED && k.path != SOFTGPU_PATH_STREAM))
         return;
     if (ns == 0)
         ns = 1;
-    struct sg_copy_class *c = &t->cls[cls];
+    struct softgpu_copy_class *c = &t->cls[cls];
     if (k.sample) {
         uint64_t mbps = n * 1000u / ns; /* bytes per microsecond = MB/s */
         if (mbps == 0)
@@ -229,32 +229,32 @@ void sg_copy_record(struct sg_copy_tuner *t, unsigned cls, struct sg_copy_ticket
     uint64_t run = atomic_fetch_add_explicit(&c->run_ns, ns, memory_order_relaxed) + ns;
     if (!k.last)
         return;
-    uint32_t m0 = atomic_load_explicit(&c->mbps[SG_COPY_CACHED], memory_order_relaxed);
-    uint32_t m1 = atomic_load_explicit(&c->mbps[SG_COPY_STREAM], memory_order_relaxed);
+    uint32_t m0 = atomic_load_explicit(&c->mbps[SOFTGPU_PATH_CACHED], memory_order_relaxed);
+    uint32_t m1 = atomic_load_explicit(&c->mbps[SOFTGPU_PATH_STREAM], memory_order_relaxed);
     uint32_t best = m0 > m1 ? m0 : m1;
-    uint32_t period = sg_copy_period(run, best ? n * 1000u / best : 0, sg_copy_run(cls));
+    uint32_t period = softgpu_copy_period(run, best ? n * 1000u / best : 0, softgpu_copy_run(cls));
     atomic_store_explicit(&c->period, period, memory_order_relaxed);
     atomic_store_explicit(&c->next_explore, k.index + 1u + period, memory_order_relaxed);
 }
 
-int sg_copy_class_info(const struct sg_copy_tuner *t, unsigned cls, uint32_t *copies, uint32_t *cached_mbps,
+int softgpu_copy_class_info(const struct softgpu_copy_tuner *t, unsigned cls, uint32_t *copies, uint32_t *cached_mbps,
                        uint32_t *stream_mbps)
 {
     /* C11's atomic loads take a pointer to non-const. */
-    struct sg_copy_class *k = (struct sg_copy_class *)(uintptr_t)&t->cls[cls];
+    struct softgpu_copy_class *k = (struct softgpu_copy_class *)(uintptr_t)&t->cls[cls];
     *copies = atomic_load_explicit(&k->copies, memory_order_relaxed);
-    *cached_mbps = atomic_load_explicit(&k->mbps[SG_COPY_CACHED], memory_order_relaxed);
-    *stream_mbps = atomic_load_explicit(&k->mbps[SG_COPY_STREAM], memory_order_relaxed);
+    *cached_mbps = atomic_load_explicit(&k->mbps[SOFTGPU_PATH_CACHED], memory_order_relaxed);
+    *stream_mbps = atomic_load_explicit(&k->mbps[SOFTGPU_PATH_STREAM], memory_order_relaxed);
     if (t->fixed)
         return -1;
     if (!*cached_mbps || !*stream_mbps)
-        return SG_COPY_CACHED;
-    return sg_copy_winner(*cached_mbps, *stream_mbps);
+        return SOFTGPU_PATH_CACHED;
+    return softgpu_copy_winner(*cached_mbps, *stream_mbps);
 }
 
 #if defined(__SSE2__)
 /* One 64-byte line: unaligned loads, streaming stores (d 16-byte aligned). */
-static inline void sg_stream_line(uint8_t *d, const uint8_t *s)
+static inline void softgpu_stream_line(uint8_t *d, const uint8_t *s)
 {
     __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
     __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
@@ -267,9 +267,9 @@ static inline void sg_stream_line(uint8_t *d, const uint8_t *s)
 }
 
 /* n >= 256 bytes with streaming stores. */
-static void sg_copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
+static void softgpu_copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
-    sg_asan_check(dst, src, n);
+    softgpu_asan_check(dst, src, n);
     uint64_t i = 0;
     /* Head: until the destination is 16-byte aligned (streaming stores
      * need it; loads may be unaligned). */
@@ -285,16 +285,16 @@ static void sg_copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
      * prefetched two groups ahead, except in the last two groups (a
      * prefetch past the end of the source could touch an unmapped page
      * of a sparse segment; prefetches never fault, but they are wasted). */
-    uint64_t group = SG_COPY_PAGES * 4096u;
+    uint64_t group = SOFTGPU_COPY_PAGES * 4096u;
     uint64_t grouped = m / group * group;
-    uint64_t fetched = grouped > SG_COPY_PREFETCH ? grouped - SG_COPY_PREFETCH : 0;
+    uint64_t fetched = grouped > SOFTGPU_COPY_PREFETCH ? grouped - SOFTGPU_COPY_PREFETCH : 0;
     for (uint64_t g = 0; g < grouped; g += group) {
         int pf = g < fetched;
         for (uint64_t l = 0; l < 4096u; l += 64)
             for (uint64_t pg = 0; pg < group; pg += 4096u) {
                 if (pf)
-                    _mm_prefetch((const char *)(s + g + pg + l + SG_COPY_PREFETCH), _MM_HINT_T0);
-                sg_stream_line(d + g + pg + l, s + g + pg + l);
+                    _mm_prefetch((const char *)(s + g + pg + l + SOFTGPU_COPY_PREFETCH), _MM_HINT_T0);
+                softgpu_stream_line(d + g + pg + l, s + g + pg + l);
             }
     }
     s += grouped;
@@ -302,14 +302,14 @@ static void sg_copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
     m -= grouped;
     i += grouped;
     for (uint64_t o = 0; o < m; o += 64)
-        sg_stream_line(d + o, s + o);
+        softgpu_stream_line(d + o, s + o);
     _mm_sfence(); /* streaming stores are weakly ordered: done before the fence signals */
     i += m;
     memcpy(dst + i, src + i, (size_t)(n - i));
 }
 #endif
 
-static uint64_t sg_copy_now_ns(void)
+static uint64_t softgpu_copy_now_ns(void)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
@@ -317,19 +317,19 @@ static uint64_t sg_copy_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void sg_copy(struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n, unsigned op_class)
+void softgpu_copy(struct softgpu *sg, uint8_t *dst, const uint8_t *src, uint64_t n, unsigned op_class)
 {
 #if defined(__SSE2__)
-    struct sg_copy_ticket k = sg_copy_choose(&sg->copy_tuner, op_class, n);
-    uint64_t t0 = k.time ? sg_copy_now_ns() : 0;
-    if (k.path == SG_COPY_STREAM)
-        sg_copy_stream(dst, src, n);
+    struct softgpu_copy_ticket k = softgpu_copy_choose(&sg->copy_tuner, op_class, n);
+    uint64_t t0 = k.time ? softgpu_copy_now_ns() : 0;
+    if (k.path == SOFTGPU_PATH_STREAM)
+        softgpu_copy_stream(dst, src, n);
     else
         memcpy(dst, src, (size_t)n);
     if (t0) {
-        uint64_t t1 = sg_copy_now_ns();
+        uint64_t t1 = softgpu_copy_now_ns();
         if (t1 > t0)
-            sg_copy_record(&sg->copy_tuner, op_class, k, n, t1 - t0);
+            softgpu_copy_record(&sg->copy_tuner, op_class, k, n, t1 - t0);
     }
 #else
     (void)sg;
@@ -343,15 +343,15 @@ uint32_t softgpu_get_copy_paths(const struct softgpu *sg, struct softgpu_copy_pa
     if (!sg)
         return 0;
     uint32_t n = 0;
-    for (unsigned c = SG_COPY_TUNE_MIN; c < SG_COPY_CLASSES; c++) {
+    for (unsigned c = SOFTGPU_COPY_TUNE_MIN; c < SOFTGPU_COPY_CLASSES; c++) {
         uint32_t copies, m0, m1;
-        int path = sg_copy_class_info(&sg->copy_tuner, c, &copies, &m0, &m1);
+        int path = softgpu_copy_class_info(&sg->copy_tuner, c, &copies, &m0, &m1);
         if (!copies)
             continue;
         if (out && n < max) {
             out[n].min_size = (uint64_t)1 << c;
             out[n].copies = copies;
-            out[n].path = path < 0 ? SOFTGPU_COPY_FIXED : path == SG_COPY_STREAM ? SOFTGPU_COPY_STREAMING
+            out[n].path = path < 0 ? SOFTGPU_COPY_FIXED : path == SOFTGPU_PATH_STREAM ? SOFTGPU_COPY_STREAMING
                                                                                   : SOFTGPU_COPY_CACHED;
             out[n].cached_mbps = m0;
             out[n].streaming_mbps = m1;

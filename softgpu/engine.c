@@ -4,10 +4,10 @@
  *
  * submit_command (paging.c) validates a buffer on the caller's thread,
  * then hands it here.  In the default mode it is appended to a bounded
- * FIFO (a fixed array of SG_QUEUE_LEN jobs in struct softgpu, so the
+ * FIFO (a fixed array of SOFTGPU_QUEUE_LEN jobs in struct softgpu, so the
  * submit path never allocates; a full queue makes the submitter wait, as
  * a full hardware ring would) and the engine thread takes jobs in
- * submission order, runs each with sg_execute_buffer (the one executor
+ * submission order, runs each with softgpu_execute_buffer (the one executor
  * of both modes) and then signals its fence with vidmm_cb_notify_fence.
  * In synchronous mode there is no thread: the buffer runs inside
  * submit_command and its fence is signalled before it returns.  In
@@ -33,15 +33,15 @@
 
 /* The engine is part of a device the caller may hold as const (stats,
  * check): locking is not a change of the device. */
-static struct sg_engine *sg_eng(const struct softgpu *sg)
+static struct softgpu_engine *softgpu_eng(const struct softgpu *sg)
 {
-    return (struct sg_engine *)&sg->engine;
+    return (struct softgpu_engine *)&sg->engine;
 }
 
 /* Reports a paging command's fault (before the fence, so vidmm sees it
  * once the buffer is done), runs the observer (test hook) and tells
  * vidmm the fence passed. */
-static void sg_signal(const struct sg_job *j, const struct sg_fault *f, void (*observer)(void *, uint64_t),
+static void softgpu_signal(const struct softgpu_job *j, const struct softgpu_fault *f, void (*observer)(void *, uint64_t),
                       void *ctx)
 {
     if (f->pending && f->context && j->adapter)
@@ -52,7 +52,7 @@ static void sg_signal(const struct sg_job *j, const struct sg_fault *f, void (*o
 }
 
 /* Is the job just taken the one to hang on?  Engine lock held. */
-static int sg_hang_now(struct sg_engine *e)
+static int softgpu_hang_now(struct softgpu_engine *e)
 {
     if (!e->hang_armed)
         return 0;
@@ -64,24 +64,24 @@ static int sg_hang_now(struct sg_engine *e)
     return 1;
 }
 
-static void *sg_engine_main(void *arg)
+static void *softgpu_engine_main(void *arg)
 {
     struct softgpu *sg = arg;
-    struct sg_engine *e = &sg->engine;
+    struct softgpu_engine *e = &sg->engine;
     pthread_mutex_lock(&e->lock);
     for (;;) {
         while (!e->stop && (e->count == 0 || e->hold))
             pthread_cond_wait(&e->work, &e->lock);
         if (e->count == 0)
             break;                      /* stopping and drained */
-        struct sg_job j = e->queue[e->head];
+        struct softgpu_job j = e->queue[e->head];
         void (*observer)(void *, uint64_t) = e->observer;
         void *ctx = e->observer_ctx;
-        e->head = (e->head + 1) % SG_QUEUE_LEN;
+        e->head = (e->head + 1) % SOFTGPU_QUEUE_LEN;
         e->count--;
         e->busy = 1;
         pthread_cond_broadcast(&e->done);   /* an entry is free for a waiting submitter */
-        if (sg_hang_now(e)) {
+        if (softgpu_hang_now(e)) {
             /* Injected hang: sit on the job until an adapter reset drops
              * it (or the device goes); it never runs, its fence never
              * comes. */
@@ -97,9 +97,9 @@ static void *sg_engine_main(void *arg)
         }
         pthread_mutex_unlock(&e->lock);
 
-        struct sg_fault f = { NULL, 0, 0, 0, 0 };
-        sg_execute_buffer(sg, j.buf, j.size, &f);
-        sg_signal(&j, &f, observer, ctx);
+        struct softgpu_fault f = { NULL, 0, 0, 0, 0 };
+        softgpu_execute_buffer(sg, j.buf, j.size, &f);
+        softgpu_signal(&j, &f, observer, ctx);
 
         pthread_mutex_lock(&e->lock);
         e->busy = 0;
@@ -109,11 +109,11 @@ static void *sg_engine_main(void *arg)
     return NULL;
 }
 
-vidmm_status sg_engine_init(struct softgpu *sg, int mode)
+vidmm_status softgpu_engine_init(struct softgpu *sg, int mode)
 {
-    struct sg_engine *e = &sg->engine;
-    e->synchronous = mode == SG_MODE_SYNCHRONOUS;
-    e->manual = mode == SG_MODE_MANUAL;
+    struct softgpu_engine *e = &sg->engine;
+    e->synchronous = mode == SOFTGPU_MODE_SYNCHRONOUS;
+    e->manual = mode == SOFTGPU_MODE_MANUAL;
     if (pthread_mutex_init(&e->lock, NULL) != 0)
         return VIDMM_E_NO_HOST_MEMORY;
     e->lock_ok = 1;
@@ -125,15 +125,15 @@ vidmm_status sg_engine_init(struct softgpu *sg, int mode)
     e->done_ok = 1;
     if (e->synchronous || e->manual)
         return VIDMM_OK;
-    if (pthread_create(&e->thread, NULL, sg_engine_main, sg) != 0)
+    if (pthread_create(&e->thread, NULL, softgpu_engine_main, sg) != 0)
         return VIDMM_E_NO_HOST_MEMORY;   /* the host refused a thread: a resource, like memory */
     e->running = 1;
     return VIDMM_OK;
 }
 
-void sg_engine_fini(struct softgpu *sg)
+void softgpu_engine_fini(struct softgpu *sg)
 {
-    struct sg_engine *e = &sg->engine;
+    struct softgpu_engine *e = &sg->engine;
     if (e->running) {
         /* Work still queued belongs to submitters that expect its fences:
          * run it (a hold does not survive destroy), then let the thread
@@ -160,26 +160,26 @@ void sg_engine_fini(struct softgpu *sg)
 /* Manual mode: run the head job (engine lock held; dropped and taken
  * again around the callbacks).  0 when nothing ran: the queue is empty,
  * or the engine is (or just got) hung on an injected hang. */
-static int sg_manual_run_head(struct softgpu *sg)
+static int softgpu_manual_run_head(struct softgpu *sg)
 {
-    struct sg_engine *e = &sg->engine;
+    struct softgpu_engine *e = &sg->engine;
     if (!e->count || e->hung)
         return 0;
-    if (sg_hang_now(e)) {
+    if (softgpu_hang_now(e)) {
         e->hung = 1;   /* sits on the head until an adapter reset drops it */
         return 0;
     }
-    struct sg_job j = e->queue[e->head];
+    struct softgpu_job j = e->queue[e->head];
     void (*observer)(void *, uint64_t) = e->observer;
     void *ctx = e->observer_ctx;
-    e->head = (e->head + 1) % SG_QUEUE_LEN;
+    e->head = (e->head + 1) % SOFTGPU_QUEUE_LEN;
     e->count--;
     if (e->touch)
-        sg_touch_buffer(sg, j.buf, j.size, e->touch, e->touch_ctx);
-    struct sg_fault f = { NULL, 0, 0, 0, 0 };
-    sg_execute_buffer(sg, j.buf, j.size, &f);
+        softgpu_touch_buffer(sg, j.buf, j.size, e->touch, e->touch_ctx);
+    struct softgpu_fault f = { NULL, 0, 0, 0, 0 };
+    softgpu_execute_buffer(sg, j.buf, j.size, &f);
     pthread_mutex_unlock(&e->lock);
-    sg_signal(&j, &f, observer, ctx);
+    softgpu_signal(&j, &f, observer, ctx);
     pthread_mutex_lock(&e->lock);
     return 1;
 }
@@ -188,28 +188,28 @@ static int sg_manual_run_head(struct softgpu *sg)
  * ring: the engine must make room first, so its oldest job runs now
  * (deterministically, on the submitter's thread).  Called with the lock
  * held; returns with it released. */
-static vidmm_status sg_manual_queue(struct softgpu *sg, const struct sg_job *job)
+static vidmm_status softgpu_manual_queue(struct softgpu *sg, const struct softgpu_job *job)
 {
-    struct sg_engine *e = &sg->engine;
-    if (e->count == SG_QUEUE_LEN && !sg_manual_run_head(sg)) {
+    struct softgpu_engine *e = &sg->engine;
+    if (e->count == SOFTGPU_QUEUE_LEN && !softgpu_manual_run_head(sg)) {
         pthread_mutex_unlock(&e->lock);
         return VIDMM_E_BUSY;   /* hung with a full ring: nothing will drain it before a reset */
     }
-    e->queue[(e->head + e->count) % SG_QUEUE_LEN] = *job;
+    e->queue[(e->head + e->count) % SOFTGPU_QUEUE_LEN] = *job;
     e->count++;
     pthread_mutex_unlock(&e->lock);
     return VIDMM_OK;
 }
 
-vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
+vidmm_status softgpu_engine_submit(struct softgpu *sg, const struct softgpu_job *job)
 {
-    struct sg_engine *e = &sg->engine;
+    struct softgpu_engine *e = &sg->engine;
     pthread_mutex_lock(&e->lock);
     if (sg->power_state != VIDMM_POWER_D0)
         sg->reset_stats.work_while_down++;   /* a manager bug: executed anyway, and counted */
     if (job->adapter)
         sg->adapter = job->adapter;   /* fault reports go to the adapter that submits */
-    if (e->synchronous && (e->hung || sg_hang_now(e))) {
+    if (e->synchronous && (e->hung || softgpu_hang_now(e))) {
         /* Hung (injected): this buffer and any after it wait for the
          * adapter reset that drops them. */
         if (!e->hung)
@@ -220,76 +220,76 @@ vidmm_status sg_engine_submit(struct softgpu *sg, const struct sg_job *job)
         return VIDMM_OK;
     }
     if (e->manual)
-        return sg_manual_queue(sg, job);   /* unlocks */
+        return softgpu_manual_queue(sg, job);   /* unlocks */
     if (e->synchronous) {
         /* Under the lock, so an accessor on another thread sees the
          * buffer whole or not at all. */
         void (*observer)(void *, uint64_t) = e->observer;
         void *ctx = e->observer_ctx;
-        struct sg_fault f = { NULL, 0, 0, 0, 0 };
-        sg_execute_buffer(sg, job->buf, job->size, &f);
+        struct softgpu_fault f = { NULL, 0, 0, 0, 0 };
+        softgpu_execute_buffer(sg, job->buf, job->size, &f);
         pthread_mutex_unlock(&e->lock);
-        sg_signal(job, &f, observer, ctx);
+        softgpu_signal(job, &f, observer, ctx);
         return VIDMM_OK;
     }
-    while (e->count == SG_QUEUE_LEN) {
+    while (e->count == SOFTGPU_QUEUE_LEN) {
         e->blocked++;
         pthread_cond_wait(&e->done, &e->lock);
         e->blocked--;
     }
-    e->queue[(e->head + e->count) % SG_QUEUE_LEN] = *job;
+    e->queue[(e->head + e->count) % SOFTGPU_QUEUE_LEN] = *job;
     e->count++;
     pthread_cond_signal(&e->work);
     pthread_mutex_unlock(&e->lock);
     return VIDMM_OK;
 }
 
-void sg_note_work(struct softgpu *sg)
+void softgpu_note_work(struct softgpu *sg)
 {
-    sg_lock(sg);
+    softgpu_lock(sg);
     if (sg->power_state != VIDMM_POWER_D0)
         sg->reset_stats.work_while_down++;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }
 
-void sg_lock(const struct softgpu *sg)
+void softgpu_lock(const struct softgpu *sg)
 {
-    pthread_mutex_lock(&sg_eng(sg)->lock);
+    pthread_mutex_lock(&softgpu_eng(sg)->lock);
 }
 
-void sg_lock_idle(const struct softgpu *sg)
+void softgpu_lock_idle(const struct softgpu *sg)
 {
-    struct sg_engine *e = sg_eng(sg);
+    struct softgpu_engine *e = softgpu_eng(sg);
     pthread_mutex_lock(&e->lock);
     while (!e->manual && (e->count || e->busy))
         pthread_cond_wait(&e->done, &e->lock);   /* manual: queued jobs wait for a step, not for this */
 }
 
-/* The test accessors' lock: as sg_lock_idle, except that nothing is
+/* The test accessors' lock: as softgpu_lock_idle, except that nothing is
  * waited for that cannot end on its own.  A hung engine (injected, until
  * an adapter reset drops its buffer) and a held one leave the queue as it
  * is for good; the hung buffer sits unexecuted and the engine thread, if
  * any, sleeps on the condition variable, so under the lock memory is
  * stable: the accessor runs at once and sees the device without the hung
  * or held buffers. */
-void sg_lock_access(const struct softgpu *sg)
+void softgpu_lock_access(const struct softgpu *sg)
 {
-    struct sg_engine *e = sg_eng(sg);
+    struct softgpu_engine *e = softgpu_eng(sg);
     pthread_mutex_lock(&e->lock);
     while (!e->manual && !e->hung && ((e->count && !e->hold) || e->busy))
         pthread_cond_wait(&e->done, &e->lock);
 }
 
-void sg_unlock(const struct softgpu *sg)
+void softgpu_unlock(const struct softgpu *sg)
 {
-    pthread_mutex_unlock(&sg_eng(sg)->lock);
+    pthread_mutex_unlock(&softgpu_eng(sg)->lock);
 }
 
 vidmm_status softgpu_wait_idle(struct softgpu *sg)
 {
     if (!sg)
         return VIDMM_E_INVALID_ARG;
-    struct sg_engine *e = &sg->engine;
+    struct softgpu_engine *e = &sg->engine;
     vidmm_status st = VIDMM_OK;
     pthread_mutex_lock(&e->lock);
     /* Synchronous mode: every submit finished its buffer before returning,
@@ -308,30 +308,30 @@ void softgpu_set_fence_observer(struct softgpu *sg, void (*fn)(void *ctx, uint64
 {
     if (!sg)
         return;
-    sg_lock(sg);
+    softgpu_lock(sg);
     sg->engine.observer = fn;
     sg->engine.observer_ctx = ctx;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }
 
 void softgpu_engine_hold(struct softgpu *sg, int hold)
 {
     if (!sg)
         return;
-    sg_lock(sg);
+    softgpu_lock(sg);
     sg->engine.hold = hold != 0;
     pthread_cond_broadcast(&sg->engine.work);
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }
 
 void softgpu_engine_queue(const struct softgpu *sg, uint32_t *queued, uint32_t *blocked)
 {
     uint32_t q = 0, b = 0;
     if (sg) {
-        sg_lock(sg);
+        softgpu_lock(sg);
         q = sg->engine.count;
         b = sg->engine.blocked;
-        sg_unlock(sg);
+        softgpu_unlock(sg);
     }
     if (queued)
         *queued = q;
@@ -343,23 +343,23 @@ void softgpu_inject_paging_hang(struct softgpu *sg, uint32_t after)
 {
     if (!sg)
         return;
-    sg_lock(sg);
+    softgpu_lock(sg);
     sg->engine.hang_armed = 1;
     sg->engine.hang_after = after;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }
 
-uint64_t sg_engine_drop_all(struct softgpu *sg)
+uint64_t softgpu_engine_drop_all(struct softgpu *sg)
 {
-    struct sg_engine *e = &sg->engine;
+    struct softgpu_engine *e = &sg->engine;
     pthread_mutex_lock(&e->lock);
     uint64_t n = e->count;
     if (e->synchronous || e->manual) {
         e->hung = 0;
-        e->head = (e->head + e->count) % SG_QUEUE_LEN;
+        e->head = (e->head + e->count) % SOFTGPU_QUEUE_LEN;
         e->count = 0;
     } else {
-        e->head = (e->head + e->count) % SG_QUEUE_LEN;
+        e->head = (e->head + e->count) % SOFTGPU_QUEUE_LEN;
         e->count = 0;
         if (e->hung) {
             e->drop_current = 1;   /* counted by the engine thread */
@@ -383,9 +383,9 @@ uint32_t softgpu_pending(struct softgpu *sg, struct softgpu_pending *out, uint32
     if (!sg || !sg->engine.manual)
         return 0;
     uint32_t n = 0;
-    sg_lock(sg);
+    softgpu_lock(sg);
     struct softgpu_pending p = { SOFTGPU_ENGINE_PAGING, sg->engine.count, sg->engine.hung };
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     if (p.queued) {
         if (n < max && out)
             out[n] = p;
@@ -393,7 +393,7 @@ uint32_t softgpu_pending(struct softgpu *sg, struct softgpu_pending *out, uint32
     }
     for (uint32_t node = 0; node < SOFTGPU_NODES; node++) {
         struct softgpu_pending q = { node, 0, 0 };
-        sg_cmdproc_pending(sg, node, &q.queued, &q.stuck);
+        softgpu_cmdproc_pending(sg, node, &q.queued, &q.stuck);
         if (!q.queued)
             continue;
         if (n < max && out)
@@ -410,10 +410,10 @@ vidmm_status softgpu_step(struct softgpu *sg, uint32_t engine)
     if (!sg->engine.manual)
         return VIDMM_E_STATE;
     if (engine != SOFTGPU_ENGINE_PAGING)
-        return sg_cmdproc_step(sg, engine) ? VIDMM_OK : VIDMM_E_STATE;
-    struct sg_engine *e = &sg->engine;
+        return softgpu_cmdproc_step(sg, engine) ? VIDMM_OK : VIDMM_E_STATE;
+    struct softgpu_engine *e = &sg->engine;
     pthread_mutex_lock(&e->lock);
-    int ran = sg_manual_run_head(sg);
+    int ran = softgpu_manual_run_head(sg);
     pthread_mutex_unlock(&e->lock);
     return ran ? VIDMM_OK : VIDMM_E_STATE;
 }
@@ -424,8 +424,8 @@ void softgpu_set_touch_hook(struct softgpu *sg,
 {
     if (!sg)
         return;
-    sg_lock(sg);
+    softgpu_lock(sg);
     sg->engine.touch = fn;
     sg->engine.touch_ctx = ctx;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-vidmm_status sg_host_aperture_create(struct sg_segment *s)
+vidmm_status softgpu_host_aperture_create(struct softgpu_segment *s)
 {
     size_t bytes = (size_t)s->host_ap_pages * s->page_size;
     void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -28,7 +28,7 @@ vidmm_status sg_host_aperture_create(struct sg_segment *s)
     s->host_ap = p;
     s->host_ap_map = malloc(s->host_ap_pages * sizeof(int64_t));
     if (!s->host_ap_map) {
-        sg_host_aperture_destroy(s);
+        softgpu_host_aperture_destroy(s);
         return VIDMM_E_NO_HOST_MEMORY;
     }
     for (uint32_t i = 0; i < s->host_ap_pages; i++)
@@ -36,7 +36,7 @@ vidmm_status sg_host_aperture_create(struct sg_segment *s)
     return VIDMM_OK;
 }
 
-void sg_host_aperture_destroy(struct sg_segment *s)
+void softgpu_host_aperture_destroy(struct softgpu_segment *s)
 {
     if (s->host_ap)
         munmap(s->host_ap, (size_t)s->host_ap_pages * s->page_size);
@@ -45,20 +45,20 @@ void sg_host_aperture_destroy(struct sg_segment *s)
     s->host_ap_map = NULL;
 }
 
-static struct sg_segment *sg_host_ap_segment(struct softgpu *sg, uint32_t id)
+static struct softgpu_segment *softgpu_host_ap_segment(struct softgpu *sg, uint32_t id)
 {
     if (!sg || id == 0 || id > sg->nb_segment)
         return NULL;
-    struct sg_segment *s = &sg->seg[id];
+    struct softgpu_segment *s = &sg->seg[id];
     return s->host_ap ? s : NULL;
 }
 
-vidmm_status sg_map_cpu_host_aperture(void *driver, const struct vidmm_map_cpu_host_aperture_args *args)
+vidmm_status softgpu_map_cpu_host_aperture(void *driver, const struct vidmm_map_cpu_host_aperture_args *args)
 {
     struct softgpu *sg = driver;
     if (!args)
         return VIDMM_E_INVALID_ARG;
-    struct sg_segment *s = sg_host_ap_segment(sg, args->segment_id);
+    struct softgpu_segment *s = softgpu_host_ap_segment(sg, args->segment_id);
     if (!s || args->number_of_pages == 0 || !args->cpu_host_aperture_pages || !args->memory_segment_pages ||
         args->number_of_pages > s->host_ap_pages)
         return VIDMM_E_INVALID_ARG;
@@ -67,7 +67,7 @@ vidmm_status sg_map_cpu_host_aperture(void *driver, const struct vidmm_map_cpu_h
         if (args->cpu_host_aperture_pages[i] >= s->host_ap_pages || args->memory_segment_pages[i] >= seg_pages)
             return VIDMM_E_INVALID_ARG;
     vidmm_status st = VIDMM_OK;
-    sg_lock(sg);
+    softgpu_lock(sg);
     for (uint64_t i = 0; i < args->number_of_pages; i++) {
         uint32_t a = args->cpu_host_aperture_pages[i];
         uint64_t p = args->memory_segment_pages[i];
@@ -81,16 +81,16 @@ vidmm_status sg_map_cpu_host_aperture(void *driver, const struct vidmm_map_cpu_h
             sg->stats.host_aperture_pages_mapped++;
         s->host_ap_map[a] = (int64_t)p;
     }
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     return st;
 }
 
-vidmm_status sg_unmap_cpu_host_aperture(void *driver, const struct vidmm_unmap_cpu_host_aperture_args *args)
+vidmm_status softgpu_unmap_cpu_host_aperture(void *driver, const struct vidmm_unmap_cpu_host_aperture_args *args)
 {
     struct softgpu *sg = driver;
     if (!args)
         return VIDMM_E_INVALID_ARG;
-    struct sg_segment *s = sg_host_ap_segment(sg, args->segment_id);
+    struct softgpu_segment *s = softgpu_host_ap_segment(sg, args->segment_id);
     if (!s || args->number_of_pages == 0 || !args->cpu_host_aperture_pages ||
         args->number_of_pages > s->host_ap_pages)
         return VIDMM_E_INVALID_ARG;
@@ -98,7 +98,7 @@ vidmm_status sg_unmap_cpu_host_aperture(void *driver, const struct vidmm_unmap_c
         if (args->cpu_host_aperture_pages[i] >= s->host_ap_pages)
             return VIDMM_E_INVALID_ARG;
     vidmm_status st = VIDMM_OK;
-    sg_lock(sg);
+    softgpu_lock(sg);
     for (uint64_t i = 0; i < args->number_of_pages; i++) {
         uint32_t a = args->cpu_host_aperture_pages[i];
         if (s->host_ap_map[a] < 0)
@@ -112,13 +112,13 @@ vidmm_status sg_unmap_cpu_host_aperture(void *driver, const struct vidmm_unmap_c
         s->host_ap_map[a] = -1;
         sg->stats.host_aperture_pages_mapped--;
     }
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     return st;
 }
 
 /* Every mapped window page must show its segment page: compare one word
  * read through the window with the same word of the segment mapping. */
-int sg_host_aperture_check(const struct sg_segment *s, uint64_t *mapped)
+int softgpu_host_aperture_check(const struct softgpu_segment *s, uint64_t *mapped)
 {
     int bad = 0;
     uint64_t seg_pages = s->size / s->page_size;

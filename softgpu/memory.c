@@ -28,7 +28,7 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-uint64_t sg_available_ram(void)
+uint64_t softgpu_available_ram(void)
 {
     long pages = sysconf(_SC_AVPHYS_PAGES);
     long psz = sysconf(_SC_PAGESIZE);
@@ -37,7 +37,7 @@ uint64_t sg_available_ram(void)
     return (uint64_t)pages * (uint64_t)psz;
 }
 
-static int sg_memfd(uint32_t id)
+static int softgpu_memfd(uint32_t id)
 {
     char name[32];
     snprintf(name, sizeof name, "softgpu-seg%u", (unsigned)id);
@@ -50,20 +50,20 @@ static int sg_memfd(uint32_t id)
 #endif
 }
 
-static void sg_prefault(uint8_t *p, uint64_t size)
+static void softgpu_prefault(uint8_t *p, uint64_t size)
 {
     if (madvise(p, size, MADV_POPULATE_WRITE) == 0)
         return;
     /* Older kernel: write one byte per 4 KiB page. */
-    for (uint64_t o = 0; o < size; o += SG_PAGE_4K) {
+    for (uint64_t o = 0; o < size; o += SOFTGPU_PAGE_4K) {
         volatile uint8_t *b = p + o;
         *b = 0; /* fresh segment: already zero */
     }
 }
 
-vidmm_status sg_memory_create(struct sg_segment *s, uint32_t id, int prefault)
+vidmm_status softgpu_memory_create(struct softgpu_segment *s, uint32_t id, int prefault)
 {
-    s->memfd = sg_memfd(id);
+    s->memfd = softgpu_memfd(id);
     if (s->memfd < 0)
         return VIDMM_E_NO_HOST_MEMORY;
     if (ftruncate(s->memfd, (off_t)s->size) != 0) {
@@ -85,11 +85,11 @@ vidmm_status sg_memory_create(struct sg_segment *s, uint32_t id, int prefault)
     s->mem = p;
     s->prefaulted = prefault;
     if (prefault)
-        sg_prefault(s->mem, s->size);
+        softgpu_prefault(s->mem, s->size);
     return VIDMM_OK;
 }
 
-void sg_memory_destroy(struct sg_segment *s)
+void softgpu_memory_destroy(struct softgpu_segment *s)
 {
     if (s->mem)
         munmap(s->mem, (size_t)s->size);

@@ -14,7 +14,7 @@
  * entries.
  *
  * Hardware PTE: 8 bytes, flags low, 4 KiB frame in bits 12-55, segment in
- * 56-60 (SG_HWPTE_* in softgpu_int.h; docs/SOFTGPU.md has the table).
+ * 56-60 (SOFTGPU_HWPTE_* in softgpu_int.h; docs/SOFTGPU.md has the table).
  * build_paging_buffer converts each neutral struct vidmm_pte into it and
  * copies the result INTO the paging buffer, so execution is a plain
  * memcpy into the table (that is what keeps a long run under 1 ns/PTE)
@@ -40,34 +40,34 @@
 /* Vector paths for the run conversion: SSE2 (the x86-64 baseline) and
  * AVX2 chosen at run time.  -DSG_NO_SIMD / -DSG_NO_AVX2 build without
  * them (to test the portable loop). */
-#if defined(__SSE2__) && defined(__x86_64__) && !defined(SG_NO_SIMD)
+#if defined(__SSE2__) && defined(__x86_64__) && !defined(SOFTGPU_NO_SIMD)
 #include <emmintrin.h>
-#define SG_HAVE_SSE2_PATH 1
+#define SOFTGPU_HAVE_SSE2_PATH 1
 #endif
-#if defined(SG_HAVE_SSE2_PATH) && (defined(__GNUC__) || defined(__clang__)) && !defined(SG_NO_AVX2)
+#if defined(SOFTGPU_HAVE_SSE2_PATH) && (defined(__GNUC__) || defined(__clang__)) && !defined(SOFTGPU_NO_AVX2)
 #include <immintrin.h>
-#define SG_HAVE_AVX2_PATH 1
+#define SOFTGPU_HAVE_AVX2_PATH 1
 #endif
 
-#define SG_VA_TARGET_BITS 48u
-#define SG_ROOT_MAX_BITS 20u   /* a resizable root: up to 1 M entries (8 MiB) */
+#define SOFTGPU_VA_TARGET_BITS 48u
+#define SOFTGPU_ROOT_MAX_BITS 20u   /* a resizable root: up to 1 M entries (8 MiB) */
 
 /* UPDATE_PAGE_TABLE command: header, then REPEAT ? 1 : count hardware
  * entries of 8 bytes. */
-struct sg_cmd_upt {            /* 32 bytes + entries */
-    struct sg_cmd_hdr hdr;
+struct softgpu_cmd_upt {            /* 32 bytes + entries */
+    struct softgpu_cmd_hdr hdr;
     uint32_t segment;          /* table's memory segment */
     uint16_t level;            /* 0 = leaf */
-    uint16_t flags;            /* SG_UPT_* */
+    uint16_t flags;            /* SOFTGPU_UPT_* */
     uint64_t table;            /* segment offset of the table */
     uint32_t start;            /* first entry written */
     uint32_t count;            /* entries written */
 };
-#define SG_UPT_REPEAT 0x1u     /* one entry follows, stored count times */
-#define SG_UPT_64K    0x2u     /* leaf of 64 KB entries */
+#define SOFTGPU_UPT_REPEAT 0x1u     /* one entry follows, stored count times */
+#define SOFTGPU_UPT_64K    0x2u     /* leaf of 64 KB entries */
 
-struct sg_cmd_flush {          /* 40 bytes */
-    struct sg_cmd_hdr hdr;
+struct softgpu_cmd_flush {          /* 40 bytes */
+    struct softgpu_cmd_hdr hdr;
     uint32_t segment;          /* root table */
     uint32_t reserved;
     uint64_t root;
@@ -75,41 +75,41 @@ struct sg_cmd_flush {          /* 40 bytes */
     uint64_t end_va;
 };
 
-_Static_assert(sizeof(struct sg_cmd_upt) == 32, "update-page-table command layout");
-_Static_assert(sizeof(struct sg_cmd_flush) == 40, "flush-tlb command layout");
+_Static_assert(sizeof(struct softgpu_cmd_upt) == 32, "update-page-table command layout");
+_Static_assert(sizeof(struct softgpu_cmd_flush) == 40, "flush-tlb command layout");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "softgpu's command words assume a little-endian host"
 #endif
-_Static_assert(offsetof(struct sg_cmd_upt, segment) == 8 && offsetof(struct sg_cmd_upt, level) == 12 &&
-                   offsetof(struct sg_cmd_upt, flags) == 14 && offsetof(struct sg_cmd_upt, table) == 16 &&
-                   offsetof(struct sg_cmd_upt, start) == 24 && offsetof(struct sg_cmd_upt, count) == 28,
+_Static_assert(offsetof(struct softgpu_cmd_upt, segment) == 8 && offsetof(struct softgpu_cmd_upt, level) == 12 &&
+                   offsetof(struct softgpu_cmd_upt, flags) == 14 && offsetof(struct softgpu_cmd_upt, table) == 16 &&
+                   offsetof(struct softgpu_cmd_upt, start) == 24 && offsetof(struct softgpu_cmd_upt, count) == 28,
                "update-page-table command words");
 
 /* ------------------------------------------------------------------ */
 /* Geometry                                                            */
 /* ------------------------------------------------------------------ */
 
-static uint64_t sg_round_up(uint64_t v, uint64_t a)
+static uint64_t softgpu_round_up(uint64_t v, uint64_t a)
 {
     return (v + a - 1) / a * a;
 }
 
-vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels)
+vidmm_status softgpu_mmu_init(struct softgpu *sg, uint32_t levels)
 {
-    struct sg_mmu *m = &sg->mmu;
+    struct softgpu_mmu *m = &sg->mmu;
     memset(m, 0, sizeof *m);
     if (levels == 0)
-        levels = sg->seg[sg->invis_id].page_size == SG_PAGE_64K ? 3u : 4u;
+        levels = sg->seg[sg->invis_id].page_size == SOFTGPU_PAGE_64K ? 3u : 4u;
     if (levels < VIDMM_MIN_PAGE_TABLE_LEVELS || levels > VIDMM_MAX_PAGE_TABLE_LEVELS || !sg->invis_id)
         return VIDMM_E_INVALID_ARG;
     uint32_t page = sg->seg[sg->invis_id].page_size;
-    uint32_t full = page == SG_PAGE_64K ? 13u : 9u;   /* one page of 8-byte entries */
+    uint32_t full = page == SOFTGPU_PAGE_64K ? 13u : 9u;   /* one page of 8-byte entries */
     m->levels = levels;
     m->pt_segment = sg->invis_id;
     m->bits[0] = full;
     /* Upper levels: fill the lower ones first (fewer, fuller tables), keep
      * at least one bit for each level above. */
-    uint32_t left = SG_VA_TARGET_BITS - 12u - full;
+    uint32_t left = SOFTGPU_VA_TARGET_BITS - 12u - full;
     for (uint32_t l = 1; l < levels; l++) {
         uint32_t above = levels - 1 - l;
         uint32_t b = left > above ? left - above : 1u;
@@ -120,27 +120,27 @@ vidmm_status sg_mmu_init(struct softgpu *sg, uint32_t levels)
     }
     if (levels == 2) {
         /* Two levels: a large root, resizable (DxgkDdiGetRootPageTableSize),
-         * of up to 2^SG_ROOT_MAX_BITS entries. */
-        m->bits[1] = SG_ROOT_MAX_BITS;
+         * of up to 2^SOFTGPU_ROOT_MAX_BITS entries. */
+        m->bits[1] = SOFTGPU_ROOT_MAX_BITS;
         m->root_resizable = 1;
     }
     uint32_t shift = 12;
     for (uint32_t l = 0; l < levels; l++) {
         m->shift[l] = shift;
         shift += m->bits[l];
-        m->table_size[l] = sg_round_up((8ull << m->bits[l]), page);
+        m->table_size[l] = softgpu_round_up((8ull << m->bits[l]), page);
     }
     if (m->root_resizable)
         m->table_size[1] = page;   /* the smallest root: what commands are checked against */
     m->va_bits = shift;
     m->leaf64_bits = full - 4u;
-    m->leaf64_size = sg_round_up(8ull << m->leaf64_bits, page);
+    m->leaf64_size = softgpu_round_up(8ull << m->leaf64_bits, page);
     return VIDMM_OK;
 }
 
-vidmm_status sg_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
+vidmm_status softgpu_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
 {
-    const struct sg_mmu *m = &sg->mmu;
+    const struct softgpu_mmu *m = &sg->mmu;
     if (!m->levels)
         return VIDMM_E_NOT_SUPPORTED;
     if (!args->output || args->output_size < sizeof(struct vidmm_gpummu_caps))
@@ -158,9 +158,9 @@ vidmm_status sg_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_a
     return VIDMM_OK;
 }
 
-vidmm_status sg_query_page_table_level(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
+vidmm_status softgpu_query_page_table_level(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
 {
-    const struct sg_mmu *m = &sg->mmu;
+    const struct softgpu_mmu *m = &sg->mmu;
     if (!m->levels)
         return VIDMM_E_NOT_SUPPORTED;
     if (!args->input || args->input_size < sizeof(struct vidmm_query_page_table_level_in))
@@ -183,24 +183,24 @@ vidmm_status sg_query_page_table_level(struct softgpu *sg, const struct vidmm_qu
 }
 
 /* Entries of a table of level (64 KB-entry leaf when leaf64). */
-static uint64_t sg_entries(const struct sg_mmu *m, uint32_t level, int leaf64)
+static uint64_t softgpu_entries(const struct softgpu_mmu *m, uint32_t level, int leaf64)
 {
     return 1ull << (leaf64 ? m->leaf64_bits : m->bits[level]);
 }
 
-static uint64_t sg_tsize(const struct sg_mmu *m, uint32_t level, int leaf64)
+static uint64_t softgpu_tsize(const struct softgpu_mmu *m, uint32_t level, int leaf64)
 {
     return leaf64 ? m->leaf64_size : m->table_size[level];
 }
 
 /* A memory segment holding a whole table of bytes at a 4 KiB-aligned
  * offset. */
-static struct sg_segment *sg_table_seg(struct softgpu *sg, uint32_t id, uint64_t offset, uint64_t bytes)
+static struct softgpu_segment *softgpu_table_seg(struct softgpu *sg, uint32_t id, uint64_t offset, uint64_t bytes)
 {
     if (id < 1 || id > sg->nb_segment)
         return NULL;
-    struct sg_segment *s = &sg->seg[id];
-    if (!s->is_memory || (offset & (SG_PAGE_4K - 1)) || offset > s->size || bytes > s->size - offset)
+    struct softgpu_segment *s = &sg->seg[id];
+    if (!s->is_memory || (offset & (SOFTGPU_PAGE_4K - 1)) || offset > s->size || bytes > s->size - offset)
         return NULL;
     return s;
 }
@@ -209,11 +209,11 @@ static struct sg_segment *sg_table_seg(struct softgpu *sg, uint32_t id, uint64_t
 /* Neutral PTE -> hardware PTE                                         */
 /* ------------------------------------------------------------------ */
 
-#define SG_NEUTRAL_KNOWN (VIDMM_PTE_VALID | VIDMM_PTE_ZERO | VIDMM_PTE_CACHE_COHERENT | VIDMM_PTE_READ_ONLY | \
+#define SOFTGPU_NEUTRAL_KNOWN (VIDMM_PTE_VALID | VIDMM_PTE_ZERO | VIDMM_PTE_CACHE_COHERENT | VIDMM_PTE_READ_ONLY | \
                           VIDMM_PTE_NO_EXECUTE | VIDMM_PTE_SEGMENT_MASK | VIDMM_PTE_PAGE_TABLE_64KB)
-#define SG_FRAME_LIMIT (1ull << 44)
+#define SOFTGPU_FRAME_LIMIT (1ull << 44)
 
-/* struct sg_pte_class (softgpu_int.h) is what every entry with neutral
+/* struct softgpu_pte_class (softgpu_int.h) is what every entry with neutral
  * flags f becomes in a level-`level` table (leaf64: a 64 KB leaf): an
  * entry that carries an address (addr) is tmpl | frame << 12 with
  * frame - lo <= span and (frame & align) == 0 (lo is a multiple of
@@ -222,22 +222,22 @@ static struct sg_segment *sg_table_seg(struct softgpu *sg, uint32_t id, uint64_t
  * makes a long run cheap. */
 
 /* 0 when no entry with flags f can be an entry of that table.  Bits
- * outside SG_NEUTRAL_KNOWN (LargePage, a physical adapter index) are
+ * outside SOFTGPU_NEUTRAL_KNOWN (LargePage, a physical adapter index) are
  * refused: softgpu does not report those capabilities. */
-static int sg_pte_class(const struct softgpu *sg, uint32_t level, int leaf64, uint64_t f, struct sg_pte_class *k)
+static int softgpu_pte_class(const struct softgpu *sg, uint32_t level, int leaf64, uint64_t f, struct softgpu_pte_class *k)
 {
     k->flags = f;
     k->lo = 0;
-    k->span = SG_FRAME_LIMIT - 1;
+    k->span = SOFTGPU_FRAME_LIMIT - 1;
     k->align = 0;
     k->addr = 0;
-    if (f & ~SG_NEUTRAL_KNOWN)
+    if (f & ~SOFTGPU_NEUTRAL_KNOWN)
         return 0;
-    uint64_t prot = (f & VIDMM_PTE_READ_ONLY ? SG_HWPTE_RO : 0) | (f & VIDMM_PTE_NO_EXECUTE ? SG_HWPTE_NX : 0) |
-                    (f & VIDMM_PTE_CACHE_COHERENT ? SG_HWPTE_CC : 0);
+    uint64_t prot = (f & VIDMM_PTE_READ_ONLY ? SOFTGPU_HWPTE_RO : 0) | (f & VIDMM_PTE_NO_EXECUTE ? SOFTGPU_HWPTE_NX : 0) |
+                    (f & VIDMM_PTE_CACHE_COHERENT ? SOFTGPU_HWPTE_CC : 0);
     if (f & VIDMM_PTE_ZERO) {
         /* A Zero entry needs no address: reads return 0 on any level. */
-        k->tmpl = SG_HWPTE_VALID | SG_HWPTE_ZERO | prot;
+        k->tmpl = SOFTGPU_HWPTE_VALID | SOFTGPU_HWPTE_ZERO | prot;
         return 1;
     }
     if (!(f & VIDMM_PTE_VALID)) {
@@ -248,9 +248,9 @@ static int sg_pte_class(const struct softgpu *sg, uint32_t level, int leaf64, ui
     int pt64 = (f & VIDMM_PTE_PAGE_TABLE_64KB) != 0;
     if (seg > sg->nb_segment || (pt64 && level != 1))
         return 0;
-    uint64_t hi = SG_FRAME_LIMIT - 1;   /* last frame allowed */
+    uint64_t hi = SOFTGPU_FRAME_LIMIT - 1;   /* last frame allowed */
     if (level == 0) {
-        uint64_t bytes = leaf64 ? SG_PAGE_64K : SG_PAGE_4K;
+        uint64_t bytes = leaf64 ? SOFTGPU_PAGE_64K : SOFTGPU_PAGE_4K;
         k->align = leaf64 ? 15u : 0u;   /* a 64 KB entry maps a 64 KB-aligned page */
         if (seg == 0) {
             k->lo = k->align + 1;       /* no system page at host address 0 */
@@ -262,30 +262,30 @@ static int sg_pte_class(const struct softgpu *sg, uint32_t level, int leaf64, ui
         }
     } else {
         /* Tables live in memory segments, whole. */
-        uint64_t ts = sg_tsize(&sg->mmu, level - 1, pt64);
+        uint64_t ts = softgpu_tsize(&sg->mmu, level - 1, pt64);
         if (seg < 1 || !sg->seg[seg].is_memory || sg->seg[seg].size < ts)
             return 0;
         hi = (sg->seg[seg].size - ts) >> 12;
     }
-    if (hi >= SG_FRAME_LIMIT)
-        hi = SG_FRAME_LIMIT - 1;
+    if (hi >= SOFTGPU_FRAME_LIMIT)
+        hi = SOFTGPU_FRAME_LIMIT - 1;
     if (hi < k->lo)
         return 0;
     k->span = hi - k->lo;
     k->addr = 1;
-    k->tmpl = SG_HWPTE_VALID | prot | (pt64 ? SG_HWPTE_PT64K : 0) | ((uint64_t)seg << SG_HWPTE_SEG_SHIFT);
+    k->tmpl = SOFTGPU_HWPTE_VALID | prot | (pt64 ? SOFTGPU_HWPTE_PT64K : 0) | ((uint64_t)seg << SOFTGPU_HWPTE_SEG_SHIFT);
     return 1;
 }
 
 /* The class of flags f, from the one-entry cache when it matches; NULL
  * when f is refused. */
-static inline const struct sg_pte_class *sg_class_of(struct softgpu *sg, uint32_t level, int leaf64, uint64_t f)
+static inline const struct softgpu_pte_class *softgpu_class_of(struct softgpu *sg, uint32_t level, int leaf64, uint64_t f)
 {
-    struct sg_mmu *m = &sg->mmu;
+    struct softgpu_mmu *m = &sg->mmu;
     uint32_t key = 1u + level * 2u + (leaf64 ? 1u : 0u);
     if (m->last_key == key && m->last.flags == f)
         return &m->last;
-    if (!sg_pte_class(sg, level, leaf64, f, &m->last)) {
+    if (!softgpu_pte_class(sg, level, leaf64, f, &m->last)) {
         m->last_key = 0;
         return NULL;
     }
@@ -294,9 +294,9 @@ static inline const struct sg_pte_class *sg_class_of(struct softgpu *sg, uint32_
 }
 
 /* One entry, exactly: 0 when p cannot be an entry of that table. */
-static inline int sg_pte_encode(struct softgpu *sg, uint32_t level, int leaf64, const struct vidmm_pte *p, uint64_t *hw)
+static inline int softgpu_pte_encode(struct softgpu *sg, uint32_t level, int leaf64, const struct vidmm_pte *p, uint64_t *hw)
 {
-    const struct sg_pte_class *k = sg_class_of(sg, level, leaf64, p->flags);
+    const struct softgpu_pte_class *k = softgpu_class_of(sg, level, leaf64, p->flags);
     if (!k)
         return 0;
     if (!k->addr) {
@@ -317,12 +317,12 @@ static inline int sg_pte_encode(struct softgpu *sg, uint32_t level, int leaf64, 
  * an upper bound of every frame - lo (and holding any misaligned bit).
  * No branch depends on the entries: two loads, a subtract and an OR per
  * entry plus, for out, a shift, an OR and an 8-byte store. */
-static inline void sg_scan(const struct sg_pte_class *k, const struct vidmm_pte *e, uint64_t n, uint8_t *out,
+static inline void softgpu_scan(const struct softgpu_pte_class *k, const struct vidmm_pte *e, uint64_t n, uint8_t *out,
                            uint64_t *diff, uint64_t *acc)
 {
     uint64_t i = 0;
     uint64_t fm = k->addr ? ~0ull : 0;   /* an entry without address ignores its frame */
-#ifdef SG_HAVE_SSE2_PATH
+#ifdef SOFTGPU_HAVE_SSE2_PATH
     const __m128i sub = _mm_set_epi64x((long long)k->lo, (long long)k->flags);   /* {flags, lo} */
     const __m128i tmpl = _mm_set1_epi64x((long long)k->tmpl);
     const __m128i mask = _mm_set1_epi64x((long long)fm);
@@ -356,12 +356,12 @@ static inline void sg_scan(const struct sg_pte_class *k, const struct vidmm_pte 
     *acc = a;
 }
 
-#ifdef SG_HAVE_AVX2_PATH
-/* sg_scan four entries (two 32-byte loads) at a time, eight per turn:
+#ifdef SOFTGPU_HAVE_AVX2_PATH
+/* softgpu_scan four entries (two 32-byte loads) at a time, eight per turn:
  * about a third of the SSE2 loop's instructions per entry, which is what
  * gets a run under the 2.3 cycles per PTE that 1 ns allows here.  Chosen
- * at run time (sg_scan_fast), so the build needs no -mavx2. */
-__attribute__((target("avx2"))) static void sg_scan_avx2(const struct sg_pte_class *k, const struct vidmm_pte *e,
+ * at run time (softgpu_scan_fast), so the build needs no -mavx2. */
+__attribute__((target("avx2"))) static void softgpu_scan_avx2(const struct softgpu_pte_class *k, const struct vidmm_pte *e,
                                                          uint64_t n, uint8_t *out, uint64_t *diff, uint64_t *acc)
 {
     uint64_t i = 0;
@@ -404,19 +404,19 @@ __attribute__((target("avx2"))) static void sg_scan_avx2(const struct sg_pte_cla
 }
 #endif
 
-static void sg_scan_fast(const struct sg_pte_class *k, const struct vidmm_pte *e, uint64_t n, uint8_t *out,
+static void softgpu_scan_fast(const struct softgpu_pte_class *k, const struct vidmm_pte *e, uint64_t n, uint8_t *out,
                          uint64_t *diff, uint64_t *acc)
 {
-#ifdef SG_HAVE_AVX2_PATH
+#ifdef SOFTGPU_HAVE_AVX2_PATH
     if (__builtin_cpu_supports("avx2")) {
-        sg_scan_avx2(k, e, n, out, diff, acc);
+        softgpu_scan_avx2(k, e, n, out, diff, acc);
         return;
     }
 #endif
-    sg_scan(k, e, n, out, diff, acc);
+    softgpu_scan(k, e, n, out, diff, acc);
 }
 
-#define SG_SCAN_BLOCK 512u     /* entries a failed fast check re-does one by one */
+#define SOFTGPU_SCAN_BLOCK 512u     /* entries a failed fast check re-does one by one */
 
 /* Converts n entries into out (8 bytes each), or only checks them when
  * out is NULL.  0 when any entry cannot be converted; out may then hold
@@ -425,14 +425,14 @@ static void sg_scan_fast(const struct sg_pte_class *k, const struct vidmm_pte *e
  * before (the normal case: vidmm maps an allocation with one protection)
  * are checked once per block; a block that mixes flags, or whose frame
  * bound is not conclusive, is re-done one entry at a time. */
-static int sg_encode_entries(struct softgpu *sg, uint32_t level, int leaf64, const struct vidmm_pte *e,
+static int softgpu_encode_entries(struct softgpu *sg, uint32_t level, int leaf64, const struct vidmm_pte *e,
                              uint64_t n, uint8_t *out)
 {
     if (n <= 4) {
         /* A few single updates: no block machinery. */
         for (uint64_t j = 0; j < n; j++) {
             uint64_t hw;
-            if (!sg_pte_encode(sg, level, leaf64, &e[j], &hw))
+            if (!softgpu_pte_encode(sg, level, leaf64, &e[j], &hw))
                 return 0;
             if (out)
                 memcpy(out + j * 8u, &hw, 8);
@@ -440,17 +440,17 @@ static int sg_encode_entries(struct softgpu *sg, uint32_t level, int leaf64, con
         return 1;
     }
     for (uint64_t i = 0; i < n;) {
-        uint64_t b = n - i < SG_SCAN_BLOCK ? n - i : SG_SCAN_BLOCK;
-        const struct sg_pte_class *c = sg_class_of(sg, level, leaf64, e[i].flags);
+        uint64_t b = n - i < SOFTGPU_SCAN_BLOCK ? n - i : SOFTGPU_SCAN_BLOCK;
+        const struct softgpu_pte_class *c = softgpu_class_of(sg, level, leaf64, e[i].flags);
         if (!c)
             return 0;
-        struct sg_pte_class k = *c;   /* the per-entry fallback may replace the cached one */
+        struct softgpu_pte_class k = *c;   /* the per-entry fallback may replace the cached one */
         uint64_t diff, acc;
-        sg_scan_fast(&k, e + i, b, out ? out + i * 8u : NULL, &diff, &acc);
+        softgpu_scan_fast(&k, e + i, b, out ? out + i * 8u : NULL, &diff, &acc);
         if (diff || (k.addr && (acc > k.span || (acc & k.align)))) {
             for (uint64_t j = i; j < i + b; j++) {
                 uint64_t hw;
-                if (!sg_pte_encode(sg, level, leaf64, &e[j], &hw))
+                if (!softgpu_pte_encode(sg, level, leaf64, &e[j], &hw))
                     return 0;
                 if (out)
                     memcpy(out + j * 8u, &hw, 8);
@@ -465,14 +465,14 @@ static int sg_encode_entries(struct softgpu *sg, uint32_t level, int leaf64, con
 /* Build                                                               */
 /* ------------------------------------------------------------------ */
 
-#define SG_UPT_KNOWN_FLAGS (VIDMM_UPDATE_PT_REPEAT | VIDMM_UPDATE_PT_INITIAL_UPDATE | \
+#define SOFTGPU_UPT_KNOWN_FLAGS (VIDMM_UPDATE_PT_REPEAT | VIDMM_UPDATE_PT_INITIAL_UPDATE | \
                             VIDMM_UPDATE_PT_NOTIFY_EVICTION | VIDMM_UPDATE_PT_USE_64KB_PAGES)
 
-vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+vidmm_status softgpu_build_update_page_table(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
 {
-    const struct sg_mmu *m = &sg->mmu;
+    const struct softgpu_mmu *m = &sg->mmu;
     const struct vidmm_paging_update_page_table *u = &args->u.update_page_table;
-    if (!m->levels || u->page_table_level >= m->levels || (u->flags & ~SG_UPT_KNOWN_FLAGS))
+    if (!m->levels || u->page_table_level >= m->levels || (u->flags & ~SOFTGPU_UPT_KNOWN_FLAGS))
         return VIDMM_E_INVALID_ARG;
     int leaf64 = (u->flags & VIDMM_UPDATE_PT_USE_64KB_PAGES) != 0;
     int repeat = (u->flags & VIDMM_UPDATE_PT_REPEAT) != 0;
@@ -481,10 +481,10 @@ vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_p
         return VIDMM_E_INVALID_ARG;
     uint32_t seg = u->page_table_address.segment_id;
     uint64_t table = u->page_table_address.segment_offset;
-    if (!sg_table_seg(sg, seg, table, sg_tsize(m, level, leaf64)))
+    if (!softgpu_table_seg(sg, seg, table, softgpu_tsize(m, level, leaf64)))
         return VIDMM_E_INVALID_ARG;
     uint64_t n = u->num_page_table_entries;
-    if (!u->page_table_entries || n == 0 || (uint64_t)u->start_index + n > sg_entries(m, level, leaf64))
+    if (!u->page_table_entries || n == 0 || (uint64_t)u->start_index + n > softgpu_entries(m, level, leaf64))
         return VIDMM_E_INVALID_ARG;
     /* A resizable root is as large as its entries: keep them in the segment. */
     if (table + ((uint64_t)u->start_index + n) * 8u > sg->seg[seg].size)
@@ -494,14 +494,14 @@ vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_p
         return VIDMM_E_INVALID_ARG;   /* a restart past the end of the request */
 
     /* How many entries this call encodes: all that fit in one command. */
-    const uint32_t hdr = sizeof(struct sg_cmd_upt);
+    const uint32_t hdr = sizeof(struct softgpu_cmd_upt);
     uint64_t fit = args->dma_size >= hdr + 8u ? (args->dma_size - hdr) / 8u : 0;
     uint64_t k = repeat ? (fit ? n - done : 0) : (n - done < fit ? n - done : fit);
 
     uint8_t *out = args->dma_buffer;
     if (repeat) {
         uint64_t hw;
-        if (!sg_pte_encode(sg, level, leaf64, &u->page_table_entries[0], &hw))
+        if (!softgpu_pte_encode(sg, level, leaf64, &u->page_table_entries[0], &hw))
             return VIDMM_E_INVALID_ARG;
         if (k)
             memcpy(out + hdr, &hw, 8);
@@ -513,13 +513,13 @@ vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_p
         const struct vidmm_pte *e = u->page_table_entries + done;
         if (k == 1 && n - done == 1) {
             uint64_t hw;   /* a single update: the common random case */
-            if (!sg_pte_encode(sg, level, leaf64, e, &hw))
+            if (!softgpu_pte_encode(sg, level, leaf64, e, &hw))
                 return VIDMM_E_INVALID_ARG;
             memcpy(out + hdr, &hw, 8);
         } else {
-            if (k && !sg_encode_entries(sg, level, leaf64, e, k, out + hdr))
+            if (k && !softgpu_encode_entries(sg, level, leaf64, e, k, out + hdr))
                 return VIDMM_E_INVALID_ARG;
-            if (done == 0 && k < n && !sg_encode_entries(sg, level, leaf64, e + k, n - k, NULL))
+            if (done == 0 && k < n && !softgpu_encode_entries(sg, level, leaf64, e + k, n - k, NULL))
                 return VIDMM_E_INVALID_ARG;
         }
     }
@@ -527,15 +527,15 @@ vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_p
         sg->stats.multipass_restarts++;
         return VIDMM_E_INSUFFICIENT_DMA_BUFFER;   /* not even one entry fits: nothing written */
     }
-    /* The header as four 8-byte words (the layout of struct sg_cmd_upt):
+    /* The header as four 8-byte words (the layout of struct softgpu_cmd_upt):
      * assembling the struct field by field on the stack and copying it
      * out costs a store-forwarding stall per command, which a buffer of
      * single-entry updates pays 1600 times. */
     uint32_t size = (uint32_t)(hdr + (repeat ? 8u : k * 8u));
-    uint64_t w0 = (uint64_t)VIDMM_PAGING_UPDATE_PAGE_TABLE | (uint64_t)(done == 0 ? SG_CMDF_FIRST : 0) << 16 |
+    uint64_t w0 = (uint64_t)VIDMM_PAGING_UPDATE_PAGE_TABLE | (uint64_t)(done == 0 ? SOFTGPU_CMDF_FIRST : 0) << 16 |
                   (uint64_t)size << 32;
     uint64_t w1 = (uint64_t)seg | (uint64_t)level << 32 |
-                  (uint64_t)((repeat ? SG_UPT_REPEAT : 0) | (leaf64 ? SG_UPT_64K : 0)) << 48;
+                  (uint64_t)((repeat ? SOFTGPU_UPT_REPEAT : 0) | (leaf64 ? SOFTGPU_UPT_64K : 0)) << 48;
     uint64_t w3 = (uint64_t)(u->start_index + done) | k << 32;
     memcpy(out, &w0, 8);
     memcpy(out + 8, &w1, 8);
@@ -551,21 +551,21 @@ vidmm_status sg_build_update_page_table(struct softgpu *sg, struct vidmm_build_p
     return VIDMM_OK;
 }
 
-vidmm_status sg_build_flush_tlb(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
+vidmm_status softgpu_build_flush_tlb(struct softgpu *sg, struct vidmm_build_paging_buffer_args *args)
 {
-    const struct sg_mmu *m = &sg->mmu;
+    const struct softgpu_mmu *m = &sg->mmu;
     const struct vidmm_paging_flush_tlb *f = &args->u.flush_tlb;
     if (!m->levels)
         return VIDMM_E_INVALID_ARG;
     const struct vidmm_physical_address *r = &f->root_page_table_address;
-    if (!sg_table_seg(sg, r->segment_id, r->segment_offset, m->table_size[m->levels - 1]))
+    if (!softgpu_table_seg(sg, r->segment_id, r->segment_offset, m->table_size[m->levels - 1]))
         return VIDMM_E_INVALID_ARG;
     if (f->start_virtual_address > f->end_virtual_address)
         return VIDMM_E_INVALID_ARG;
-    struct sg_cmd_flush c;
+    struct softgpu_cmd_flush c;
     memset(&c, 0, sizeof c);
     c.hdr.opcode = VIDMM_PAGING_FLUSH_TLB;
-    c.hdr.flags = SG_CMDF_FIRST;
+    c.hdr.flags = SOFTGPU_CMDF_FIRST;
     c.hdr.size = sizeof c;
     c.segment = r->segment_id;
     c.root = r->segment_offset;
@@ -585,7 +585,7 @@ vidmm_status sg_build_flush_tlb(struct softgpu *sg, struct vidmm_build_paging_bu
 /* Execute                                                             */
 /* ------------------------------------------------------------------ */
 
-static int sg_is_mmu_cmd(uint16_t opcode)
+static int softgpu_is_mmu_cmd(uint16_t opcode)
 {
     return opcode == VIDMM_PAGING_UPDATE_PAGE_TABLE || opcode == VIDMM_PAGING_FLUSH_TLB;
 }
@@ -594,48 +594,48 @@ static int sg_is_mmu_cmd(uint16_t opcode)
  * already known to fit and to be a multiple of 8.  The entries are not
  * checked: they are hardware entries, and the walker re-checks whatever
  * it reads. */
-static uint32_t sg_mmu_validate_cmd(struct softgpu *sg, const uint8_t *p, const struct sg_cmd_hdr *h)
+static uint32_t softgpu_mmu_validate_cmd(struct softgpu *sg, const uint8_t *p, const struct softgpu_cmd_hdr *h)
 {
-    const struct sg_mmu *m = &sg->mmu;
+    const struct softgpu_mmu *m = &sg->mmu;
     if (h->opcode == VIDMM_PAGING_FLUSH_TLB) {
-        struct sg_cmd_flush c;
+        struct softgpu_cmd_flush c;
         if (h->size != sizeof c)
             return 0;
         memcpy(&c, p, sizeof c);
-        if (!sg_table_seg(sg, c.segment, c.root, m->table_size[m->levels - 1]) || c.start_va > c.end_va)
+        if (!softgpu_table_seg(sg, c.segment, c.root, m->table_size[m->levels - 1]) || c.start_va > c.end_va)
             return 0;
         return h->size;
     }
-    struct sg_cmd_upt c;
+    struct softgpu_cmd_upt c;
     if (h->size < sizeof c + 8u)
         return 0;
     memcpy(&c, p, sizeof c);
-    int leaf64 = (c.flags & SG_UPT_64K) != 0;
-    if (c.level >= m->levels || (c.flags & ~(SG_UPT_REPEAT | SG_UPT_64K)) || (leaf64 && c.level != 0) ||
+    int leaf64 = (c.flags & SOFTGPU_UPT_64K) != 0;
+    if (c.level >= m->levels || (c.flags & ~(SOFTGPU_UPT_REPEAT | SOFTGPU_UPT_64K)) || (leaf64 && c.level != 0) ||
         c.count == 0)
         return 0;
-    if (h->size != sizeof c + ((c.flags & SG_UPT_REPEAT) ? 8u : (uint64_t)c.count * 8u))
+    if (h->size != sizeof c + ((c.flags & SOFTGPU_UPT_REPEAT) ? 8u : (uint64_t)c.count * 8u))
         return 0;
-    if (!sg_table_seg(sg, c.segment, c.table, sg_tsize(m, c.level, leaf64)) ||
-        (uint64_t)c.start + c.count > sg_entries(m, c.level, leaf64) ||
+    if (!softgpu_table_seg(sg, c.segment, c.table, softgpu_tsize(m, c.level, leaf64)) ||
+        (uint64_t)c.start + c.count > softgpu_entries(m, c.level, leaf64) ||
         c.table + ((uint64_t)c.start + c.count) * 8u > sg->seg[c.segment].size)
         return 0;
     return h->size;
 }
 
-uint32_t sg_mmu_validate_run(struct softgpu *sg, const uint8_t *p, uint32_t left)
+uint32_t softgpu_mmu_validate_run(struct softgpu *sg, const uint8_t *p, uint32_t left)
 {
     if (!sg->mmu.levels)
         return 0;
     uint32_t o = 0;
-    while (left - o >= sizeof(struct sg_cmd_hdr)) {
-        struct sg_cmd_hdr h;
+    while (left - o >= sizeof(struct softgpu_cmd_hdr)) {
+        struct softgpu_cmd_hdr h;
         memcpy(&h, p + o, sizeof h);
-        if (!sg_is_mmu_cmd(h.opcode))
+        if (!softgpu_is_mmu_cmd(h.opcode))
             break;
         if (h.size > left - o || (h.size & 7u))
             return 0;
-        uint32_t n = sg_mmu_validate_cmd(sg, p + o, &h);
+        uint32_t n = softgpu_mmu_validate_cmd(sg, p + o, &h);
         if (!n)
             return 0;
         o += n;
@@ -643,23 +643,23 @@ uint32_t sg_mmu_validate_run(struct softgpu *sg, const uint8_t *p, uint32_t left
     return o;
 }
 
-uint32_t sg_mmu_exec_run(struct softgpu *sg, const uint8_t *p, uint32_t left)
+uint32_t softgpu_mmu_exec_run(struct softgpu *sg, const uint8_t *p, uint32_t left)
 {
     uint64_t ops[2] = { 0, 0 }, ptes = 0;   /* [0] update page table, [1] flush */
     uint32_t o = 0;
-    while (left - o >= sizeof(struct sg_cmd_hdr)) {
-        struct sg_cmd_hdr h;
+    while (left - o >= sizeof(struct softgpu_cmd_hdr)) {
+        struct softgpu_cmd_hdr h;
         memcpy(&h, p + o, sizeof h);
-        if (!sg_is_mmu_cmd(h.opcode))
+        if (!softgpu_is_mmu_cmd(h.opcode))
             break;
         int upt = h.opcode == VIDMM_PAGING_UPDATE_PAGE_TABLE;
-        ops[!upt] += (h.flags & SG_CMDF_FIRST) != 0;
+        ops[!upt] += (h.flags & SOFTGPU_CMDF_FIRST) != 0;
         if (upt) {
-            struct sg_cmd_upt c;
+            struct softgpu_cmd_upt c;
             memcpy(&c, p + o, sizeof c);
             uint8_t *dst = sg->seg[c.segment].mem + c.table + (uint64_t)c.start * 8u;
             const uint8_t *src = p + o + sizeof c;
-            if (c.flags & SG_UPT_REPEAT) {
+            if (c.flags & SOFTGPU_UPT_REPEAT) {
                 uint64_t e;
                 memcpy(&e, src, 8);
                 for (uint32_t i = 0; i < c.count; i++)
@@ -685,26 +685,26 @@ uint32_t sg_mmu_exec_run(struct softgpu *sg, const uint8_t *p, uint32_t left)
 /* The walker                                                          */
 /* ------------------------------------------------------------------ */
 
-struct sg_walk {
+struct softgpu_walk {
     struct softgpu_translation t;
     uint8_t *host;             /* host byte of va; NULL for a zero page */
     uint64_t run;              /* contiguous host bytes from va inside the page */
     int gart_unmapped;         /* aperture page the GART does not map */
     /* The leaf entry that mapped va (not for a Zero entry above the
-     * leaf): lets sg_mmu_run read the next entries without a new walk. */
+     * leaf): lets softgpu_mmu_run read the next entries without a new walk. */
     uint32_t leaf_seg;
     uint64_t leaf_table, leaf_idx, leaf_entries;
     uint64_t leaf_entry;
 };
 
-static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root);
+static uint64_t softgpu_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root);
 
 /* VIDMM_OK, VIDMM_E_PAGE_FAULT; the root is already checked.  The GPU
  * faults on root indices at or past root_entries (the bound NumEntries). */
-static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
-                            uint64_t va, uint32_t access, struct sg_walk *w)
+static vidmm_status softgpu_walk(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
+                            uint64_t va, uint32_t access, struct softgpu_walk *w)
 {
-    const struct sg_mmu *m = &sg->mmu;
+    const struct softgpu_mmu *m = &sg->mmu;
     memset(w, 0, sizeof *w);
     if (m->va_bits < 64 && (va >> m->va_bits))
         return VIDMM_E_PAGE_FAULT;   /* beyond the address space */
@@ -722,27 +722,27 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
         if (table + idx * 8u + 8u > sg->seg[seg].size)
             return VIDMM_E_PAGE_FAULT;
         memcpy(&e, sg->seg[seg].mem + table + idx * 8u, 8);
-        if ((e & SG_HWPTE_RESERVED) || !(e & SG_HWPTE_VALID))
+        if ((e & SOFTGPU_HWPTE_RESERVED) || !(e & SOFTGPU_HWPTE_VALID))
             return VIDMM_E_PAGE_FAULT;
-        ro |= (e & SG_HWPTE_RO) != 0;
-        nx |= (e & SG_HWPTE_NX) != 0;
+        ro |= (e & SOFTGPU_HWPTE_RO) != 0;
+        nx |= (e & SOFTGPU_HWPTE_NX) != 0;
         if ((access & SOFTGPU_ACCESS_WRITE) && ro)
             return VIDMM_E_PAGE_FAULT;
         if ((access & SOFTGPU_ACCESS_EXEC) && nx)
             return VIDMM_E_PAGE_FAULT;
-        uint32_t eseg = (uint32_t)((e & SG_HWPTE_SEG_MASK) >> SG_HWPTE_SEG_SHIFT);
-        uint64_t off = e & SG_HWPTE_FRAME_MASK;
-        if (e & SG_HWPTE_ZERO) {
+        uint32_t eseg = (uint32_t)((e & SOFTGPU_HWPTE_SEG_MASK) >> SOFTGPU_HWPTE_SEG_SHIFT);
+        uint64_t off = e & SOFTGPU_HWPTE_FRAME_MASK;
+        if (e & SOFTGPU_HWPTE_ZERO) {
             /* Zero on any level: the whole span below reads as zeros. */
             w->t.zero = 1;
-            w->t.page_size = l64 ? SG_PAGE_64K : SG_PAGE_4K;
+            w->t.page_size = l64 ? SOFTGPU_PAGE_64K : SOFTGPU_PAGE_4K;
             break;
         }
         if (l > 0) {
-            int pt64 = (e & SG_HWPTE_PT64K) != 0;
+            int pt64 = (e & SOFTGPU_HWPTE_PT64K) != 0;
             if (pt64 && l != 1)
                 return VIDMM_E_PAGE_FAULT;
-            if (!sg_table_seg(sg, eseg, off, sg_tsize(m, l - 1, pt64)))
+            if (!softgpu_table_seg(sg, eseg, off, softgpu_tsize(m, l - 1, pt64)))
                 return VIDMM_E_PAGE_FAULT;
             leaf64 = pt64;
             seg = eseg;
@@ -750,9 +750,9 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
             continue;
         }
         /* Leaf: the page. */
-        uint64_t psize = l64 ? SG_PAGE_64K : SG_PAGE_4K;
+        uint64_t psize = l64 ? SOFTGPU_PAGE_64K : SOFTGPU_PAGE_4K;
         uint64_t in = va & (psize - 1);
-        if (e & SG_HWPTE_PT64K || eseg > sg->nb_segment || (l64 && (off & (SG_PAGE_64K - 1))))
+        if (e & SOFTGPU_HWPTE_PT64K || eseg > sg->nb_segment || (l64 && (off & (SOFTGPU_PAGE_64K - 1))))
             return VIDMM_E_PAGE_FAULT;
         w->leaf_seg = seg;
         w->leaf_table = table;
@@ -768,12 +768,12 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
                 return VIDMM_E_PAGE_FAULT;
             w->host = (uint8_t *)(uintptr_t)(off + in);
         } else {
-            struct sg_segment *s = &sg->seg[eseg];
+            struct softgpu_segment *s = &sg->seg[eseg];
             if (off > s->size || psize > s->size - off)
                 return VIDMM_E_PAGE_FAULT;
             uint64_t run;
             int mapped;
-            w->host = sg_resolve(sg, s, off + in, w->run, &run, &mapped);
+            w->host = softgpu_resolve(sg, s, off + in, w->run, &run, &mapped);
             w->gart_unmapped = !mapped;
             w->run = run;
         }
@@ -786,55 +786,55 @@ static vidmm_status sg_walk(struct softgpu *sg, const struct vidmm_physical_addr
     return VIDMM_OK;
 }
 
-static int sg_root_ok(struct softgpu *sg, const struct vidmm_physical_address *root)
+static int softgpu_root_ok(struct softgpu *sg, const struct vidmm_physical_address *root)
 {
     return sg && root && sg->mmu.levels &&
-           sg_table_seg(sg, root->segment_id, root->segment_offset, sg->mmu.table_size[sg->mmu.levels - 1]);
+           softgpu_table_seg(sg, root->segment_id, root->segment_offset, sg->mmu.table_size[sg->mmu.levels - 1]);
 }
 
 /* DxgkDdiSetRootPageTable: remember which context owns a root (or
  * forget it), for fault reports. */
-void sg_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args)
+void softgpu_set_root_page_table(void *driver, const struct vidmm_set_root_page_table_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args)
         return;
     /* Fault reports read the bindings under the lock, maybe on another
      * thread than vidmm's. */
-    sg_lock(sg);
+    softgpu_lock(sg);
     for (uint32_t i = 0; i < sg->nroots; i++) {
         if (sg->roots[i].context == args->context) {
             sg->roots[i] = sg->roots[--sg->nroots];
             break;
         }
     }
-    if ((args->address.segment_id || args->address.segment_offset) && sg->nroots < SG_MAX_ROOTS) {
-        struct sg_root_binding *b = &sg->roots[sg->nroots++];
+    if ((args->address.segment_id || args->address.segment_offset) && sg->nroots < SOFTGPU_MAX_ROOTS) {
+        struct softgpu_root_binding *b = &sg->roots[sg->nroots++];
         b->segment_id = args->address.segment_id;
         b->num_entries = args->num_entries;
         b->offset = args->address.segment_offset;
         b->context = args->context;
     }
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }
 
 /* DxgkDdiGetRootPageTableSize: whole pages of 8-byte entries. */
-uint64_t sg_get_root_page_table_size(void *driver, uint32_t *number_of_pte)
+uint64_t softgpu_get_root_page_table_size(void *driver, uint32_t *number_of_pte)
 {
     struct softgpu *sg = driver;
     if (!sg || !number_of_pte || !sg->mmu.root_resizable || *number_of_pte == 0 ||
-        *number_of_pte > (1u << SG_ROOT_MAX_BITS))
+        *number_of_pte > (1u << SOFTGPU_ROOT_MAX_BITS))
         return 0;
     uint64_t page = sg->seg[sg->mmu.pt_segment].page_size;
-    uint64_t size = sg_round_up((uint64_t)*number_of_pte * 8u, page);
+    uint64_t size = softgpu_round_up((uint64_t)*number_of_pte * 8u, page);
     uint64_t n = size / 8u;
-    *number_of_pte = (uint32_t)(n < (1u << SG_ROOT_MAX_BITS) ? n : (1u << SG_ROOT_MAX_BITS));
+    *number_of_pte = (uint32_t)(n < (1u << SOFTGPU_ROOT_MAX_BITS) ? n : (1u << SOFTGPU_ROOT_MAX_BITS));
     return size;
 }
 
 /* Root entries the GPU may index for a root (its binding's NumEntries;
  * the full width for a root nobody bound). */
-static uint64_t sg_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root)
+static uint64_t softgpu_root_entries(const struct softgpu *sg, const struct vidmm_physical_address *root)
 {
     for (uint32_t i = 0; i < sg->nroots; i++)
         if (sg->roots[i].segment_id == root->segment_id && sg->roots[i].offset == root->segment_offset &&
@@ -854,7 +854,7 @@ static uint32_t fault_flags(uint32_t access, int present)
     return f;
 }
 
-void sg_mmu_binding(const struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t *entries,
+void softgpu_mmu_binding(const struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t *entries,
                     uint64_t *context)
 {
     *entries = 1ull << sg->mmu.bits[sg->mmu.levels - 1];
@@ -868,17 +868,17 @@ void sg_mmu_binding(const struct softgpu *sg, const struct vidmm_physical_addres
         }
 }
 
-vidmm_status sg_mmu_run(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
-                        uint64_t va, uint64_t len, uint32_t access, struct sg_run *r)
+vidmm_status softgpu_mmu_run(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t root_entries,
+                        uint64_t va, uint64_t len, uint32_t access, struct softgpu_run *r)
 {
-    struct sg_walk w;
+    struct softgpu_walk w;
     memset(r, 0, sizeof *r);
-    vidmm_status st = sg_walk(sg, root, root_entries, va, access, &w);
+    vidmm_status st = softgpu_walk(sg, root, root_entries, va, access, &w);
     if (st != VIDMM_OK || w.gart_unmapped) {
         /* Not present unless a read probe translates (then it was the
          * protection, or an aperture page the GART does not map). */
-        struct sg_walk probe;
-        int present = st == VIDMM_OK || sg_walk(sg, root, root_entries, va, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+        struct softgpu_walk probe;
+        int present = st == VIDMM_OK || softgpu_walk(sg, root, root_entries, va, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
         r->fault_flags = fault_flags(access, present);
         return VIDMM_E_PAGE_FAULT;
     }
@@ -892,7 +892,7 @@ vidmm_status sg_mmu_run(struct softgpu *sg, const struct vidmm_physical_address 
     /* Extend over the following entries of the same leaf while they map
      * the next page with the same flags and segment: host-contiguous
      * (a memory segment is one mapping; system pages are host pages). */
-    const uint64_t mask = SG_HWPTE_FRAME_MASK;
+    const uint64_t mask = SOFTGPU_HWPTE_FRAME_MASK;
     uint64_t psize = w.t.page_size, e = w.leaf_entry;
     const uint8_t *leaf = sg->seg[w.leaf_seg].mem + w.leaf_table;
     uint64_t seg_size = w.t.segment_id ? sg->seg[w.t.segment_id].size : UINT64_MAX;
@@ -910,8 +910,8 @@ vidmm_status sg_mmu_run(struct softgpu *sg, const struct vidmm_physical_address 
 }
 
 /* A GPU access faulted: count it and find which context owns the root. */
-static void sg_note_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags,
-                          struct sg_fault *f)
+static void softgpu_note_fault(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va, uint32_t flags,
+                          struct softgpu_fault *f)
 {
     sg->stats.page_faults++;
     if (!sg->adapter)
@@ -931,11 +931,11 @@ vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_a
                                uint32_t access, struct softgpu_translation *out)
 {
     const uint32_t all = SOFTGPU_ACCESS_READ | SOFTGPU_ACCESS_WRITE | SOFTGPU_ACCESS_EXEC;
-    if (!sg_root_ok(sg, root) || !out || access == 0 || (access & ~all))
+    if (!softgpu_root_ok(sg, root) || !out || access == 0 || (access & ~all))
         return VIDMM_E_INVALID_ARG;
-    struct sg_walk w;
-    sg_lock_access(sg);
-    vidmm_status st = sg_walk(sg, root, sg_root_entries(sg, root), va, access, &w);
+    struct softgpu_walk w;
+    softgpu_lock_access(sg);
+    vidmm_status st = softgpu_walk(sg, root, softgpu_root_entries(sg, root), va, access, &w);
     if (st != VIDMM_OK) {
         /* Translation is a probe, not a GPU access: counted, not reported. */
         sg->stats.page_faults++;
@@ -943,30 +943,30 @@ vidmm_status softgpu_translate(struct softgpu *sg, const struct vidmm_physical_a
     } else {
         *out = w.t;
     }
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     return st;
 }
 
 /* Runs under the lock; a fault is left in *f for the caller to report. */
-static vidmm_status sg_virtual_locked(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
-                                      uint8_t *dst, const uint8_t *src, size_t size, struct sg_fault *f)
+static vidmm_status softgpu_virtual_locked(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+                                      uint8_t *dst, const uint8_t *src, size_t size, struct softgpu_fault *f)
 {
     uint32_t access = dst ? SOFTGPU_ACCESS_READ : SOFTGPU_ACCESS_WRITE;
     uint64_t done = 0;
     while (done < size) {
-        struct sg_walk w;
+        struct softgpu_walk w;
         /* The MMU translated, but an aperture page the GART does not map
          * would reach softgpu's dummy page: fault instead, so a stray
          * access is reported rather than absorbed. */
-        uint64_t entries = sg_root_entries(sg, root);
-        vidmm_status ws = sg_walk(sg, root, entries, va + done, access, &w);
+        uint64_t entries = softgpu_root_entries(sg, root);
+        vidmm_status ws = softgpu_walk(sg, root, entries, va + done, access, &w);
         if (ws != VIDMM_OK || w.gart_unmapped) {
-            /* Present unless the walk found no valid entry: sg_walk tells
+            /* Present unless the walk found no valid entry: softgpu_walk tells
              * protection faults apart by succeeding a read probe. */
-            struct sg_walk probe;
+            struct softgpu_walk probe;
             int present =
-                ws == VIDMM_OK || sg_walk(sg, root, entries, va + done, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
-            sg_note_fault(sg, root, va + done, fault_flags(access, present), f);
+                ws == VIDMM_OK || softgpu_walk(sg, root, entries, va + done, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+            softgpu_note_fault(sg, root, va + done, fault_flags(access, present), f);
             return VIDMM_E_PAGE_FAULT;
         }
         uint64_t n = w.run < size - done ? w.run : size - done;
@@ -983,16 +983,16 @@ static vidmm_status sg_virtual_locked(struct softgpu *sg, const struct vidmm_phy
     return VIDMM_OK;
 }
 
-static vidmm_status sg_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+static vidmm_status softgpu_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
                                uint8_t *dst, const uint8_t *src, size_t size)
 {
-    if (!sg_root_ok(sg, root) || (size && !dst && !src) || size > UINT64_MAX - va)
+    if (!softgpu_root_ok(sg, root) || (size && !dst && !src) || size > UINT64_MAX - va)
         return VIDMM_E_INVALID_ARG;
-    struct sg_fault f;
+    struct softgpu_fault f;
     memset(&f, 0, sizeof f);
-    sg_lock_access(sg);
-    vidmm_status st = sg_virtual_locked(sg, root, va, dst, src, size, &f);
-    sg_unlock(sg);
+    softgpu_lock_access(sg);
+    vidmm_status st = softgpu_virtual_locked(sg, root, va, dst, src, size, &f);
+    softgpu_unlock(sg);
     /* Outside softgpu's lock: vidmm takes its own inside the callback. */
     if (f.adapter)
         vidmm_cb_notify_page_fault(f.adapter, f.context, f.va, f.flags);
@@ -1004,7 +1004,7 @@ vidmm_status softgpu_read_virtual(struct softgpu *sg, const struct vidmm_physica
 {
     if (size && !dst)
         return VIDMM_E_INVALID_ARG;
-    return sg_virtual(sg, root, va, dst, NULL, size);
+    return softgpu_virtual(sg, root, va, dst, NULL, size);
 }
 
 vidmm_status softgpu_write_virtual(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
@@ -1012,7 +1012,7 @@ vidmm_status softgpu_write_virtual(struct softgpu *sg, const struct vidmm_physic
 {
     if (size && !src)
         return VIDMM_E_INVALID_ARG;
-    return sg_virtual(sg, root, va, NULL, src, size);
+    return softgpu_virtual(sg, root, va, NULL, src, size);
 }
 
 /* The command processor's view of one GPU virtual address (cmdproc.c):
@@ -1021,20 +1021,20 @@ vidmm_status softgpu_write_virtual(struct softgpu *sg, const struct vidmm_physic
  * A fault is counted and its VIDMM_FAULT_* flags returned; reporting it
  * is the caller's business (after the lock is dropped).  Runs with the
  * lock held. */
-vidmm_status sg_mmu_access(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
+vidmm_status softgpu_mmu_access(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
                            uint32_t access, uint8_t **host, uint64_t *run, uint32_t *fflags)
 {
-    if (!sg_root_ok(sg, root)) {
+    if (!softgpu_root_ok(sg, root)) {
         *fflags = fault_flags(access, 0);
         sg->stats.page_faults++;
         return VIDMM_E_PAGE_FAULT;
     }
-    struct sg_walk w;
-    uint64_t entries = sg_root_entries(sg, root);   /* the bound root's NumEntries */
-    vidmm_status ws = sg_walk(sg, root, entries, va, access, &w);
+    struct softgpu_walk w;
+    uint64_t entries = softgpu_root_entries(sg, root);   /* the bound root's NumEntries */
+    vidmm_status ws = softgpu_walk(sg, root, entries, va, access, &w);
     if (ws != VIDMM_OK || w.gart_unmapped) {
-        struct sg_walk probe;
-        int present = ws == VIDMM_OK || sg_walk(sg, root, entries, va, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
+        struct softgpu_walk probe;
+        int present = ws == VIDMM_OK || softgpu_walk(sg, root, entries, va, SOFTGPU_ACCESS_READ, &probe) == VIDMM_OK;
         *fflags = fault_flags(access, present);
         sg->stats.page_faults++;
         return VIDMM_E_PAGE_FAULT;

@@ -12,7 +12,7 @@
  * memory (invis), the aperture (ap, i.e. system memory) and, on wddm1,
  * the AGP aperture.  A role the preset lacks is skipped, so on igpu every
  * kind lands in the aperture.  SOFTGPU_ALLOC_HEAP carries a Direct3D 12
- * heap's properties instead of a kind's role, and sg_heap maps them the
+ * heap's properties instead of a kind's role, and softgpu_heap maps them the
  * way a Direct3D 12 driver's CreateHeap does (L1 local, L0 system).
  */
 #include "softgpu_int.h"
@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <string.h>
 
-static vidmm_status sg_query_segment(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
+static vidmm_status softgpu_query_segment(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args)
 {
     if (args->input && args->input_size < sizeof(struct vidmm_query_segment_in))
         return VIDMM_E_INVALID_ARG;
@@ -37,7 +37,7 @@ static vidmm_status sg_query_segment(struct softgpu *sg, const struct vidmm_quer
         return VIDMM_E_INVALID_ARG;
     unsigned char *p = (unsigned char *)out->segment_descriptor;
     for (uint32_t id = 1; id <= sg->nb_segment; id++, p += out->segment_descriptor_stride) {
-        const struct sg_segment *s = &sg->seg[id];
+        const struct softgpu_segment *s = &sg->seg[id];
         struct vidmm_segment_descriptor d;
         memset(&d, 0, sizeof d);
         d.flags = s->flags;
@@ -59,7 +59,7 @@ static vidmm_status sg_query_segment(struct softgpu *sg, const struct vidmm_quer
     return VIDMM_OK;
 }
 
-vidmm_status sg_query_adapter_info(void *driver, const struct vidmm_query_adapter_info_args *args)
+vidmm_status softgpu_query_adapter_info(void *driver, const struct vidmm_query_adapter_info_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args)
@@ -71,11 +71,11 @@ vidmm_status sg_query_adapter_info(void *driver, const struct vidmm_query_adapte
         memcpy(args->output, &sg->caps, sizeof sg->caps);
         return VIDMM_OK;
     case VIDMM_QAI_QUERYSEGMENT:
-        return sg_query_segment(sg, args);
+        return softgpu_query_segment(sg, args);
     case VIDMM_QAI_GPUMMUCAPS:
-        return sg_query_gpummu_caps(sg, args);
+        return softgpu_query_gpummu_caps(sg, args);
     case VIDMM_QAI_PAGETABLELEVELDESC:
-        return sg_query_page_table_level(sg, args);
+        return softgpu_query_page_table_level(sg, args);
     default:
         return VIDMM_E_NOT_SUPPORTED;
     }
@@ -83,19 +83,19 @@ vidmm_status sg_query_adapter_info(void *driver, const struct vidmm_query_adapte
 
 /* Builds set and preference list from up to 4 segment ids in preference
  * order; ids of 0 (role absent) are skipped. */
-struct sg_placement {
+struct softgpu_placement {
     uint32_t set;
     uint32_t pref;
     uint32_t slots;
 };
 
-static void sg_support(struct sg_placement *pl, uint32_t id)
+static void softgpu_support(struct softgpu_placement *pl, uint32_t id)
 {
     if (id)
         pl->set |= VIDMM_SEGMENT_BIT(id);
 }
 
-static void sg_prefer(struct sg_placement *pl, uint32_t id, int top)
+static void softgpu_prefer(struct softgpu_placement *pl, uint32_t id, int top)
 {
     if (!id || pl->slots >= VIDMM_PREF_SLOTS)
         return;
@@ -108,10 +108,10 @@ static void sg_prefer(struct sg_placement *pl, uint32_t id, int top)
 
 /* GPU-only data (TEXTURE, an L1 heap): local memory, invisible first,
  * system memory (the aperture) last. */
-static void sg_gpu_data(const struct softgpu *sg, struct sg_placement *pl)
+static void softgpu_gpu_data(const struct softgpu *sg, struct softgpu_placement *pl)
 {
-    sg_support(pl, sg->vis_id), sg_support(pl, sg->invis_id), sg_support(pl, sg->ap_id);
-    sg_prefer(pl, sg->invis_id, 0), sg_prefer(pl, sg->vis_id, 0), sg_prefer(pl, sg->ap_id, 0);
+    softgpu_support(pl, sg->vis_id), softgpu_support(pl, sg->invis_id), softgpu_support(pl, sg->ap_id);
+    softgpu_prefer(pl, sg->invis_id, 0), softgpu_prefer(pl, sg->vis_id, 0), softgpu_prefer(pl, sg->ap_id, 0);
 }
 
 /* A Direct3D 12 heap's properties to segments (softgpu.h lists the
@@ -119,7 +119,7 @@ static void sg_gpu_data(const struct softgpu *sg, struct sg_placement *pl)
  * GetCustomHeapProperties does, refuse what Direct3D 12 refuses, then
  * place L1 in local memory and L0 in system memory.  Returns -1 when the
  * properties are invalid for this adapter. */
-static int sg_heap(const struct softgpu *sg, const struct softgpu_heap_properties *h, struct sg_placement *pl,
+static int softgpu_heap(const struct softgpu *sg, const struct softgpu_heap_properties *h, struct softgpu_placement *pl,
                    uint32_t *flags)
 {
     uint32_t vis = sg->vis_id, invis = sg->invis_id, ap = sg->ap_id, agp = sg->agp_id;
@@ -147,8 +147,8 @@ static int sg_heap(const struct softgpu *sg, const struct softgpu_heap_propertie
         /* CPU-visible local memory: the one heap that asks for the BAR. */
         if (!vis)
             return -1;
-        sg_support(pl, vis);
-        sg_prefer(pl, vis, 0);
+        softgpu_support(pl, vis);
+        softgpu_prefer(pl, vis, 0);
         *flags |= VIDMM_ALLOC_CPU_VISIBLE;
         return 0;
     }
@@ -162,14 +162,14 @@ static int sg_heap(const struct softgpu *sg, const struct softgpu_heap_propertie
         /* Local memory, which the CPU does not reach on a NUMA adapter. */
         if (!local || page != SOFTGPU_CPU_PAGE_NOT_AVAILABLE)
             return -1;
-        sg_gpu_data(sg, pl);
+        softgpu_gpu_data(sg, pl);
         return 0;
     }
     /* L0: system memory, reached by the GPU through the aperture (or AGP). */
     if (!ap && !agp)
         return -1;
-    sg_support(pl, ap), sg_support(pl, agp);
-    sg_prefer(pl, ap, 0), sg_prefer(pl, agp, 0);
+    softgpu_support(pl, ap), softgpu_support(pl, agp);
+    softgpu_prefer(pl, ap, 0), softgpu_prefer(pl, agp, 0);
     if (page != SOFTGPU_CPU_PAGE_NOT_AVAILABLE)
         *flags |= VIDMM_ALLOC_CPU_VISIBLE;
     if (page == SOFTGPU_CPU_PAGE_WRITE_BACK)
@@ -177,7 +177,7 @@ static int sg_heap(const struct softgpu *sg, const struct softgpu_heap_propertie
     return 0;
 }
 
-vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocation_args *args)
+vidmm_status softgpu_describe_allocation(void *driver, struct vidmm_describe_allocation_args *args)
 {
     struct softgpu *sg = driver;
     if (!sg || !args || !args->info)
@@ -205,36 +205,36 @@ vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocati
         return VIDMM_E_INVALID_ARG;
 
     uint32_t vis = sg->vis_id, invis = sg->invis_id, ap = sg->ap_id, agp = sg->agp_id;
-    struct sg_placement pl = { 0, 0, 0 };
+    struct softgpu_placement pl = { 0, 0, 0 };
     uint32_t flags = 0;
     switch (desc.kind) {
     case SOFTGPU_ALLOC_TEXTURE:
-        sg_gpu_data(sg, &pl);
+        softgpu_gpu_data(sg, &pl);
         break;
     case SOFTGPU_ALLOC_CONSTANT:
-        sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
-        sg_prefer(&pl, vis, 0), sg_prefer(&pl, ap, 0);
+        softgpu_support(&pl, vis), softgpu_support(&pl, invis), softgpu_support(&pl, ap);
+        softgpu_prefer(&pl, vis, 0), softgpu_prefer(&pl, ap, 0);
         flags |= VIDMM_ALLOC_CPU_VISIBLE;
         break;
     case SOFTGPU_ALLOC_STAGING:
-        sg_support(&pl, vis), sg_support(&pl, ap), sg_support(&pl, agp);
-        sg_prefer(&pl, ap, 0), sg_prefer(&pl, agp, 0), sg_prefer(&pl, vis, 1);
+        softgpu_support(&pl, vis), softgpu_support(&pl, ap), softgpu_support(&pl, agp);
+        softgpu_prefer(&pl, ap, 0), softgpu_prefer(&pl, agp, 0), softgpu_prefer(&pl, vis, 1);
         flags |= VIDMM_ALLOC_CPU_VISIBLE;
         break;
     case SOFTGPU_ALLOC_PRIMARY:
-        sg_support(&pl, vis), sg_support(&pl, invis), sg_support(&pl, ap);
-        sg_prefer(&pl, vis, 0), sg_prefer(&pl, invis, 0);
+        softgpu_support(&pl, vis), softgpu_support(&pl, invis), softgpu_support(&pl, ap);
+        softgpu_prefer(&pl, vis, 0), softgpu_prefer(&pl, invis, 0);
         if (!vis && !invis)
-            sg_prefer(&pl, ap, 0);
+            softgpu_prefer(&pl, ap, 0);
         flags |= VIDMM_ALLOC_PRIMARY;
         break;
     case SOFTGPU_ALLOC_RING:
-        sg_support(&pl, vis), sg_support(&pl, ap);
-        sg_prefer(&pl, vis, 1), sg_prefer(&pl, ap, 0);
+        softgpu_support(&pl, vis), softgpu_support(&pl, ap);
+        softgpu_prefer(&pl, vis, 1), softgpu_prefer(&pl, ap, 0);
         flags |= VIDMM_ALLOC_ACCESSED_PHYSICALLY | VIDMM_ALLOC_CPU_VISIBLE;
         break;
     case SOFTGPU_ALLOC_HEAP:
-        if (desc.cpu_visible || sg_heap(sg, &desc.heap, &pl, &flags) < 0)
+        if (desc.cpu_visible || softgpu_heap(sg, &desc.heap, &pl, &flags) < 0)
             return VIDMM_E_INVALID_ARG;
         break;
     default:
@@ -243,10 +243,10 @@ vidmm_status sg_describe_allocation(void *driver, struct vidmm_describe_allocati
     if (desc.cpu_visible)
         flags |= VIDMM_ALLOC_CPU_VISIBLE;
 
-    uint64_t align = SG_PAGE_4K;
+    uint64_t align = SOFTGPU_PAGE_4K;
     for (uint32_t id = 1; id <= sg->nb_segment; id++)
-        if ((pl.set & VIDMM_SEGMENT_BIT(id)) && sg->seg[id].page_size == SG_PAGE_64K)
-            align = SG_PAGE_64K;
+        if ((pl.set & VIDMM_SEGMENT_BIT(id)) && sg->seg[id].page_size == SOFTGPU_PAGE_64K)
+            align = SOFTGPU_PAGE_64K;
     if (desc.alignment > align)
         align = desc.alignment;
 

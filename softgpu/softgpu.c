@@ -15,7 +15,7 @@
  * updates, the walker) and host_aperture.c.
  *
  * The test accessors here (stats, read/write_physical, check) run
- * between sg_lock_access and sg_unlock: after every submitted buffer has
+ * between softgpu_lock_access and softgpu_unlock: after every submitted buffer has
  * executed (except those a hung or held engine will not run), and with
  * the engine kept from starting another meanwhile.
  */
@@ -25,19 +25,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define SG_AGP_BASE 0xE0000000ull
+#define SOFTGPU_AGP_BASE 0xE0000000ull
 
-struct sg_seg_template {
+struct softgpu_seg_template {
     uint32_t flags;
     uint32_t page_size;
     uint64_t size;
     uint32_t host_ap_pages;   /* CPU host aperture window, in segment pages */
 };
 
-struct sg_preset {
+struct softgpu_preset {
     const char *name;
     uint32_t nb_segment;
-    struct sg_seg_template seg[5];   /* [1..nb_segment] */
+    struct softgpu_seg_template seg[5];   /* [1..nb_segment] */
     uint32_t caps, adapter_flags;
     uint32_t paging_buffer_segment_id;
     uint32_t vis_id, invis_id, ap_id, agp_id;
@@ -49,79 +49,79 @@ struct sg_preset {
 #define DGPU_AP (VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_CACHE_COHERENT | VIDMM_SEGMENT_NON_LOCAL_BUDGET_GROUP)
 #define GPUMMU_CAPS (VIDMM_CAPS_GPUMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING)
 
-static const struct sg_preset sg_presets[] = {
+static const struct softgpu_preset softgpu_presets[] = {
     { "dgpu", 3,
       { {0, 0, 0, 0},
-        {DGPU_VIS, SG_PAGE_64K, SG_MIB(256), 0},
-        {DGPU_INVIS, SG_PAGE_64K, SG_GIB(4), 256},
-        {DGPU_AP, SG_PAGE_4K, SG_GIB(2), 0} },
+        {DGPU_VIS, SOFTGPU_PAGE_64K, SOFTGPU_MIB(256), 0},
+        {DGPU_INVIS, SOFTGPU_PAGE_64K, SOFTGPU_GIB(4), 256},
+        {DGPU_AP, SOFTGPU_PAGE_4K, SOFTGPU_GIB(2), 0} },
       GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 3, 1, 2, 3, 0, 1 },
     { "igpu", 1,
       { {0, 0, 0, 0},
         {VIDMM_SEGMENT_APERTURE | VIDMM_SEGMENT_CACHE_COHERENT | VIDMM_SEGMENT_LOCAL_BUDGET_GROUP,
-         SG_PAGE_4K, SG_GIB(2), 0} },
+         SOFTGPU_PAGE_4K, SOFTGPU_GIB(2), 0} },
       VIDMM_CAPS_IOMMU | VIDMM_CAPS_VIRTUAL_ADDRESSING, 0, 1, 0, 0, 1, 0, 0 },
     { "wddm1", 4,
       { {0, 0, 0, 0},
-        {VIDMM_SEGMENT_CPU_VISIBLE, SG_PAGE_4K, SG_MIB(64), 0},
-        {0, SG_PAGE_4K, SG_MIB(192), 0},
-        {VIDMM_SEGMENT_AGP, SG_PAGE_4K, SG_MIB(64), 0},
-        {VIDMM_SEGMENT_APERTURE, SG_PAGE_4K, SG_MIB(256), 0} },
+        {VIDMM_SEGMENT_CPU_VISIBLE, SOFTGPU_PAGE_4K, SOFTGPU_MIB(64), 0},
+        {0, SOFTGPU_PAGE_4K, SOFTGPU_MIB(192), 0},
+        {VIDMM_SEGMENT_AGP, SOFTGPU_PAGE_4K, SOFTGPU_MIB(64), 0},
+        {VIDMM_SEGMENT_APERTURE, SOFTGPU_PAGE_4K, SOFTGPU_MIB(256), 0} },
       GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 4, 1, 2, 4, 3, 0 },
     { "big", 3,
       { {0, 0, 0, 0},
-        {DGPU_VIS, SG_PAGE_64K, SG_MIB(256), 0},
-        {DGPU_INVIS, SG_PAGE_64K, SG_GIB(80), 256},
-        {DGPU_AP, SG_PAGE_4K, SG_GIB(2), 0} },
+        {DGPU_VIS, SOFTGPU_PAGE_64K, SOFTGPU_MIB(256), 0},
+        {DGPU_INVIS, SOFTGPU_PAGE_64K, SOFTGPU_GIB(80), 256},
+        {DGPU_AP, SOFTGPU_PAGE_4K, SOFTGPU_GIB(2), 0} },
       GPUMMU_CAPS, VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED, 3, 1, 2, 3, 0, 1 },
 };
-#define SG_NB_PRESETS (sizeof sg_presets / sizeof sg_presets[0])
+#define SOFTGPU_NB_PRESETS (sizeof softgpu_presets / sizeof softgpu_presets[0])
 
-static const char *const sg_preset_names[] = { "dgpu", "igpu", "wddm1", "big", NULL };
+static const char *const softgpu_preset_name_list[] = { "dgpu", "igpu", "wddm1", "big", NULL };
 
 const char *const *softgpu_preset_names(void)
 {
-    return sg_preset_names;
+    return softgpu_preset_name_list;
 }
 
-static const struct vidmm_driver_ops sg_ops = {
+static const struct vidmm_driver_ops softgpu_ops = {
     .abi_version = VIDMM_ABI_VERSION,
-    .query_adapter_info = sg_query_adapter_info,
-    .describe_allocation = sg_describe_allocation,
+    .query_adapter_info = softgpu_query_adapter_info,
+    .describe_allocation = softgpu_describe_allocation,
     .destroy_allocation = NULL,
-    .build_paging_buffer = sg_build_paging_buffer,
-    .submit_command = sg_submit_command,
-    .map_cpu_host_aperture = sg_map_cpu_host_aperture,
-    .unmap_cpu_host_aperture = sg_unmap_cpu_host_aperture,
-    .set_root_page_table = sg_set_root_page_table,
-    .get_root_page_table_size = sg_get_root_page_table_size,
-    .submit_command_virtual = sg_submit_command_virtual,
-    .submit_command_physical = sg_submit_command_physical,
-    .patch = sg_patch,
-    .reset_engine = sg_reset_engine,
-    .query_engine_status = sg_query_engine_status,
-    .reset_from_timeout = sg_reset_from_timeout,
-    .restart_from_timeout = sg_restart_from_timeout,
-    .set_power_state = sg_set_power_state,
+    .build_paging_buffer = softgpu_build_paging_buffer,
+    .submit_command = softgpu_submit_command,
+    .map_cpu_host_aperture = softgpu_map_cpu_host_aperture,
+    .unmap_cpu_host_aperture = softgpu_unmap_cpu_host_aperture,
+    .set_root_page_table = softgpu_set_root_page_table,
+    .get_root_page_table_size = softgpu_get_root_page_table_size,
+    .submit_command_virtual = softgpu_submit_command_virtual,
+    .submit_command_physical = softgpu_submit_command_physical,
+    .patch = softgpu_patch,
+    .reset_engine = softgpu_reset_engine,
+    .query_engine_status = softgpu_query_engine_status,
+    .reset_from_timeout = softgpu_reset_from_timeout,
+    .restart_from_timeout = softgpu_restart_from_timeout,
+    .set_power_state = softgpu_set_power_state,
 };
 
 const struct vidmm_driver_ops *softgpu_driver_ops(void)
 {
-    return &sg_ops;
+    return &softgpu_ops;
 }
 
-static uint64_t sg_align_up(uint64_t v, uint64_t a)
+static uint64_t softgpu_align_up(uint64_t v, uint64_t a)
 {
     return (v + a - 1) & ~(a - 1);
 }
 
 /* Next free GPU range of size bytes at or above *cursor, skipping the
  * AGP aperture window. */
-static uint64_t sg_place(uint64_t *cursor, uint64_t size, uint64_t align, uint64_t agp_base, uint64_t agp_size)
+static uint64_t softgpu_place(uint64_t *cursor, uint64_t size, uint64_t align, uint64_t agp_base, uint64_t agp_size)
 {
-    uint64_t b = sg_align_up(*cursor, align);
+    uint64_t b = softgpu_align_up(*cursor, align);
     if (agp_size && b < agp_base + agp_size && agp_base < b + size)
-        b = sg_align_up(agp_base + agp_size, align);
+        b = softgpu_align_up(agp_base + agp_size, align);
     *cursor = b + size;
     return b;
 }
@@ -133,10 +133,10 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     *out = NULL;
     if (!config || !config->preset)
         return VIDMM_E_INVALID_ARG;
-    const struct sg_preset *pr = NULL;
-    for (size_t i = 0; i < SG_NB_PRESETS; i++)
-        if (strcmp(sg_presets[i].name, config->preset) == 0)
-            pr = &sg_presets[i];
+    const struct softgpu_preset *pr = NULL;
+    for (size_t i = 0; i < SOFTGPU_NB_PRESETS; i++)
+        if (strcmp(softgpu_presets[i].name, config->preset) == 0)
+            pr = &softgpu_presets[i];
     if (!pr)
         return VIDMM_E_INVALID_ARG;
     for (uint32_t id = pr->nb_segment + 1; id <= SOFTGPU_MAX_SEGMENTS; id++)
@@ -144,8 +144,8 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
             return VIDMM_E_INVALID_ARG;       /* override of a segment the preset lacks */
     if (config->segment_size[0] != 0)
         return VIDMM_E_INVALID_ARG;           /* segment 0 is system memory */
-    uint32_t pbs = config->paging_buffer_size ? config->paging_buffer_size : (uint32_t)SG_KIB(64);
-    if (pbs % SG_PAGE_4K != 0)
+    uint32_t pbs = config->paging_buffer_size ? config->paging_buffer_size : (uint32_t)SOFTGPU_KIB(64);
+    if (pbs % SOFTGPU_PAGE_4K != 0)
         return VIDMM_E_INVALID_ARG;
 
     struct softgpu *sg = calloc(1, sizeof *sg);
@@ -155,7 +155,7 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     sg->nb_segment = pr->nb_segment;
     sg->paging_buffer_segment_id = pr->paging_buffer_segment_id;
     sg->paging_buffer_size = pbs;
-    sg_copy_tuner_init(&sg->copy_tuner);
+    softgpu_copy_tuner_init(&sg->copy_tuner);
     sg->caps.wddm_version = 0x2000;
     sg->caps.memory_management_caps = pr->caps;
     sg->caps.physical_adapter_flags = pr->adapter_flags;
@@ -183,10 +183,10 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
     /* Sizes. */
     uint64_t memory_total = 0;
     for (uint32_t id = 1; id <= pr->nb_segment; id++) {
-        const struct sg_seg_template *t = &pr->seg[id];
-        struct sg_segment *s = &sg->seg[id];
+        const struct softgpu_seg_template *t = &pr->seg[id];
+        struct softgpu_segment *s = &sg->seg[id];
         uint64_t size = config->segment_size[id] ? config->segment_size[id] : t->size;
-        if (size % t->page_size != 0 || size > SG_GIB(1024) ||
+        if (size % t->page_size != 0 || size > SOFTGPU_GIB(1024) ||
             (size_t)size != size) {
             free(sg);
             return VIDMM_E_INVALID_ARG;
@@ -208,13 +208,13 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
             s->host_ap_pages = (uint32_t)(size / t->page_size < t->host_ap_pages ? size / t->page_size
                                                                                  : t->host_ap_pages);
     }
-    if (config->prefault && memory_total > sg_available_ram()) {
+    if (config->prefault && memory_total > softgpu_available_ram()) {
         free(sg);
         return VIDMM_E_NO_HOST_MEMORY;
     }
     /* The MMU geometry depends on the page-table segment's page size. */
     if (pr->caps & VIDMM_CAPS_GPUMMU) {
-        vidmm_status mst = sg_mmu_init(sg, config->mmu_levels);
+        vidmm_status mst = softgpu_mmu_init(sg, config->mmu_levels);
         if (mst != VIDMM_OK) {
             free(sg);
             return mst;
@@ -223,45 +223,45 @@ vidmm_status softgpu_create(const struct softgpu_config *config, struct softgpu 
 
     /* GPU physical layout. */
     if (sg->agp_id) {
-        sg->agp_base = SG_AGP_BASE;
+        sg->agp_base = SOFTGPU_AGP_BASE;
         sg->agp_size = sg->seg[sg->agp_id].size;
         sg->seg[sg->agp_id].base_address = sg->agp_base;
     }
     uint64_t cursor = 0;
     for (uint32_t id = 1; id <= sg->nb_segment; id++)
         if (sg->seg[id].is_memory)
-            sg->seg[id].base_address = sg_place(&cursor, sg->seg[id].size, sg->seg[id].page_size,
+            sg->seg[id].base_address = softgpu_place(&cursor, sg->seg[id].size, sg->seg[id].page_size,
                                                 sg->agp_base, sg->agp_size);
     for (uint32_t id = 1; id <= sg->nb_segment; id++)
         if (sg->seg[id].flags & VIDMM_SEGMENT_APERTURE)
-            sg->seg[id].base_address = sg_place(&cursor, sg->seg[id].size, SG_GIB(1),
+            sg->seg[id].base_address = softgpu_place(&cursor, sg->seg[id].size, SOFTGPU_GIB(1),
                                                 sg->agp_base, sg->agp_size);
 
     /* Backing. */
     vidmm_status st = VIDMM_OK;
-    sg->dummy_page = mmap(NULL, SG_PAGE_4K, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    sg->dummy_page = mmap(NULL, SOFTGPU_PAGE_4K, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (sg->dummy_page == MAP_FAILED) {
         sg->dummy_page = NULL;
         st = VIDMM_E_NO_HOST_MEMORY;
     }
     for (uint32_t id = 1; st == VIDMM_OK && id <= sg->nb_segment; id++) {
-        struct sg_segment *s = &sg->seg[id];
+        struct softgpu_segment *s = &sg->seg[id];
         if (s->is_memory) {
-            st = sg_memory_create(s, id, config->prefault);
+            st = softgpu_memory_create(s, id, config->prefault);
             if (st == VIDMM_OK && (s->flags & VIDMM_SEGMENT_SUPPORTS_CPU_HOST_APERTURE) && s->host_ap_pages)
-                st = sg_host_aperture_create(s);
+                st = softgpu_host_aperture_create(s);
         } else {
-            st = sg_gart_create(s);
+            st = softgpu_gart_create(s);
         }
     }
     /* The engine last: once its thread runs, the device must be whole. */
-    int mode = config->scheduler == SOFTGPU_SCHED_MANUAL ? SG_MODE_MANUAL
-               : config->scheduler == SOFTGPU_SCHED_SYNCHRONOUS || config->synchronous ? SG_MODE_SYNCHRONOUS
-                                                                                        : SG_MODE_THREADED;
+    int mode = config->scheduler == SOFTGPU_SCHED_MANUAL ? SOFTGPU_MODE_MANUAL
+               : config->scheduler == SOFTGPU_SCHED_SYNCHRONOUS || config->synchronous ? SOFTGPU_MODE_SYNCHRONOUS
+                                                                                        : SOFTGPU_MODE_THREADED;
     if (st == VIDMM_OK)
-        st = sg_engine_init(sg, mode);
+        st = softgpu_engine_init(sg, mode);
     if (st == VIDMM_OK)
-        st = sg_cmdproc_init(sg, mode);
+        st = softgpu_cmdproc_init(sg, mode);
     if (st != VIDMM_OK) {
         softgpu_destroy(sg);
         return st;
@@ -276,16 +276,16 @@ void softgpu_destroy(struct softgpu *sg)
         return;
     /* Drain first: queued buffers still read and write the segments.
      * The nodes go before the copy engine, whose idleness they wait for. */
-    sg_cmdproc_fini(sg);
-    sg_engine_fini(sg);
+    softgpu_cmdproc_fini(sg);
+    softgpu_engine_fini(sg);
     for (uint32_t id = 1; id <= sg->nb_segment; id++) {
-        struct sg_segment *s = &sg->seg[id];
-        sg_host_aperture_destroy(s);
-        sg_memory_destroy(s);
-        sg_gart_destroy(s);
+        struct softgpu_segment *s = &sg->seg[id];
+        softgpu_host_aperture_destroy(s);
+        softgpu_memory_destroy(s);
+        softgpu_gart_destroy(s);
     }
     if (sg->dummy_page)
-        munmap(sg->dummy_page, SG_PAGE_4K);
+        munmap(sg->dummy_page, SOFTGPU_PAGE_4K);
     free(sg);
 }
 
@@ -294,7 +294,7 @@ void softgpu_fill_adapter_create_info(struct softgpu *sg, struct vidmm_adapter_c
     if (!info)
         return;
     info->abi_version = VIDMM_ABI_VERSION;
-    info->ops = &sg_ops;
+    info->ops = &softgpu_ops;
     info->driver = sg;
     info->host_allocator = NULL;
     info->agp_aperture_base = sg ? sg->agp_base : 0;
@@ -309,9 +309,9 @@ void softgpu_get_stats(const struct softgpu *sg, struct softgpu_stats *out)
         memset(out, 0, sizeof *out);
         return;
     }
-    sg_lock_access(sg);
+    softgpu_lock_access(sg);
     *out = sg->stats;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
 }
 
 void softgpu_inject_insufficient_dma(struct softgpu *sg, uint32_t n)
@@ -320,7 +320,7 @@ void softgpu_inject_insufficient_dma(struct softgpu *sg, uint32_t n)
         sg->inject_insufficient = n;
 }
 
-uint8_t *sg_resolve(struct softgpu *sg, const struct sg_segment *s, uint64_t offset, uint64_t len,
+uint8_t *softgpu_resolve(struct softgpu *sg, const struct softgpu_segment *s, uint64_t offset, uint64_t len,
                     uint64_t *run, int *mapped)
 {
     if (s->is_memory) {
@@ -328,42 +328,42 @@ uint8_t *sg_resolve(struct softgpu *sg, const struct sg_segment *s, uint64_t off
         *mapped = 1;
         return s->mem + offset;
     }
-    uint64_t page = offset / SG_PAGE_4K, in = offset % SG_PAGE_4K;
-    uint64_t n = SG_PAGE_4K - in;
+    uint64_t page = offset / SOFTGPU_PAGE_4K, in = offset % SOFTGPU_PAGE_4K;
+    uint64_t n = SOFTGPU_PAGE_4K - in;
     *run = n < len ? n : len;
-    *mapped = sg_gart_is_mapped(s, page);
+    *mapped = softgpu_gart_is_mapped(s, page);
     uint8_t *p = s->gart[page] ? s->gart[page] : sg->dummy_page;
     return p + in;
 }
 
-static vidmm_status sg_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, uint8_t *dst,
+static vidmm_status softgpu_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, uint8_t *dst,
                                 const uint8_t *src, size_t size)
 {
     if (!sg || segment_id == 0 || segment_id > sg->nb_segment || (size && !dst && !src))
         return VIDMM_E_INVALID_ARG;
-    struct sg_segment *s = &sg->seg[segment_id];
+    struct softgpu_segment *s = &sg->seg[segment_id];
     if (offset > s->size || size > s->size - offset)
         return VIDMM_E_INVALID_ARG;
-    sg_lock_access(sg);
+    softgpu_lock_access(sg);
     /* Check the whole range first so a refused call changes nothing. */
     if (!s->is_memory)
-        for (uint64_t p = offset / SG_PAGE_4K; size && p <= (offset + size - 1) / SG_PAGE_4K; p++)
-            if (!sg_gart_is_mapped(s, p)) {
-                sg_unlock(sg);
+        for (uint64_t p = offset / SOFTGPU_PAGE_4K; size && p <= (offset + size - 1) / SOFTGPU_PAGE_4K; p++)
+            if (!softgpu_gart_is_mapped(s, p)) {
+                softgpu_unlock(sg);
                 return VIDMM_E_INVALID_ARG;
             }
     uint64_t done = 0;
     while (done < size) {
         uint64_t run;
         int mapped;
-        uint8_t *h = sg_resolve(sg, s, offset + done, size - done, &run, &mapped);
+        uint8_t *h = softgpu_resolve(sg, s, offset + done, size - done, &run, &mapped);
         if (dst)
             memcpy(dst + done, h, (size_t)run);
         else
             memcpy(h, src + done, (size_t)run);
         done += run;
     }
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     return VIDMM_OK;
 }
 
@@ -371,7 +371,7 @@ vidmm_status softgpu_read_physical(struct softgpu *sg, uint32_t segment_id, uint
 {
     if (size && !dst)
         return VIDMM_E_INVALID_ARG;
-    return sg_physical(sg, segment_id, offset, dst, NULL, size);
+    return softgpu_physical(sg, segment_id, offset, dst, NULL, size);
 }
 
 vidmm_status softgpu_write_physical(struct softgpu *sg, uint32_t segment_id, uint64_t offset, const void *src,
@@ -379,14 +379,14 @@ vidmm_status softgpu_write_physical(struct softgpu *sg, uint32_t segment_id, uin
 {
     if (size && !src)
         return VIDMM_E_INVALID_ARG;
-    return sg_physical(sg, segment_id, offset, NULL, src, size);
+    return softgpu_physical(sg, segment_id, offset, NULL, src, size);
 }
 
 vidmm_status softgpu_segment_memory(struct softgpu *sg, uint32_t segment_id, void **host, uint64_t *size)
 {
     if (!sg || !host || !size || segment_id == 0 || segment_id > sg->nb_segment)
         return VIDMM_E_INVALID_ARG;
-    const struct sg_segment *s = &sg->seg[segment_id];
+    const struct softgpu_segment *s = &sg->seg[segment_id];
     if (!s->is_memory || !s->mem)
         return VIDMM_E_INVALID_ARG;   /* an aperture has no memory of its own */
     *host = s->mem;
@@ -402,25 +402,25 @@ int softgpu_check(const struct softgpu *sg)
     uint64_t gart_mapped = 0, host_mapped = 0;
     if (sg->nb_segment == 0 || sg->nb_segment > SOFTGPU_MAX_SEGMENTS)
         return 1;
-    sg_lock_access(sg);
+    softgpu_lock_access(sg);
     for (uint32_t id = 1; id <= sg->nb_segment; id++) {
-        const struct sg_segment *s = &sg->seg[id];
+        const struct softgpu_segment *s = &sg->seg[id];
         if (s->size == 0 || s->size % s->page_size)
             bad++;
         if (s->is_memory) {
             if (!s->mem || s->memfd < 0 || s->gart)
                 bad++;
             if (s->host_ap)
-                bad += sg_host_aperture_check(s, &host_mapped);
+                bad += softgpu_host_aperture_check(s, &host_mapped);
         } else {
-            if (!s->gart || s->mem || s->gart_pages != s->size / SG_PAGE_4K)
+            if (!s->gart || s->mem || s->gart_pages != s->size / SOFTGPU_PAGE_4K)
                 bad++;
             else
-                bad += sg_gart_check(sg, s, &gart_mapped);
+                bad += softgpu_gart_check(sg, s, &gart_mapped);
         }
         /* GPU ranges must not overlap. */
         for (uint32_t j = id + 1; j <= sg->nb_segment; j++) {
-            const struct sg_segment *o = &sg->seg[j];
+            const struct softgpu_segment *o = &sg->seg[j];
             if (s->base_address < o->base_address + o->size && o->base_address < s->base_address + s->size)
                 bad++;
         }
@@ -429,6 +429,6 @@ int softgpu_check(const struct softgpu *sg)
         bad++;
     if (host_mapped != sg->stats.host_aperture_pages_mapped)
         bad++;
-    sg_unlock(sg);
+    softgpu_unlock(sg);
     return bad;
 }

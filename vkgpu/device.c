@@ -287,10 +287,12 @@ static vidmm_status make_arena(struct vkgpu *g, struct vk_segment *s, const VkPh
 }
 
 /* Segment bases: the buffers' device addresses when every one is
- * 4 KiB-aligned (vidmm's page), else synthetic bases 1 TiB apart; either
- * way patching writes the device address (submit.c). */
+ * aligned to the segments' page (4 KiB, or 64 KiB with 64 KB pages),
+ * else synthetic bases 1 TiB apart; either way patching writes the
+ * device address (submit.c). */
 static void assign_bases(struct vkgpu *g)
 {
+    uint64_t page = g->mmu ? g->block : VK_PAGE;
     int aligned = g->have_bda;
     for (uint32_t i = 1; i <= g->nseg && aligned; i++) {
         VkBufferDeviceAddressInfo bi;
@@ -298,7 +300,7 @@ static void assign_bases(struct vkgpu *g)
         bi.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
         bi.buffer = g->seg[i].buffer;
         g->seg[i].base = vkGetBufferDeviceAddress(g->device, &bi);
-        aligned = g->seg[i].base && g->seg[i].base % VK_PAGE == 0;
+        aligned = g->seg[i].base && g->seg[i].base % page == 0;
     }
     g->info.buffer_device_address = (uint32_t)aligned;
     if (!aligned)
@@ -321,17 +323,29 @@ static uint64_t heap_bytes(struct vkgpu *g, const VkPhysicalDeviceMemoryProperti
     return VK_ALIGN64K(b);
 }
 
-/* The aperture: a GART above every arena's range (segments may not
+/* The aperture's base: above every arena's range (segments may not
  * overlap in the GPU physical space vidmm keeps). */
-static vidmm_status make_aperture(struct vkgpu *g, char *err, size_t n)
+static int place_aperture(struct vkgpu *g, uint64_t bytes)
 {
-    uint64_t bytes = g->cfg.aperture_size ? g->cfg.aperture_size : (256ull << 20);
     uint64_t top = 0;
     for (uint32_t i = 1; i <= g->nseg; i++)
         if (g->seg[i].base + g->seg[i].size > top)
             top = g->seg[i].base + g->seg[i].size;
     g->ap_base = (top + (1ull << 30)) & ~((1ull << 30) - 1);
-    if (g->ap_base < top || g->ap_base + bytes < g->ap_base)
+    return g->ap_base < top || g->ap_base + bytes < g->ap_base ? -1 : 0;
+}
+
+vidmm_status vk_device_rebase(struct vkgpu *g)
+{
+    assign_bases(g);
+    return place_aperture(g, g->ap_pages * VK_PAGE) < 0 ? VIDMM_E_NOT_SUPPORTED : VIDMM_OK;
+}
+
+/* The aperture: a GART above every arena's range. */
+static vidmm_status make_aperture(struct vkgpu *g, char *err, size_t n)
+{
+    uint64_t bytes = g->cfg.aperture_size ? g->cfg.aperture_size : (256ull << 20);
+    if (place_aperture(g, bytes) < 0)
         return fail(err, n, VIDMM_E_NOT_SUPPORTED, "no room for the aperture above the arenas", NULL);
     g->ap_id = g->nseg + 1;
     g->ap_pages = bytes / VK_PAGE;
@@ -363,6 +377,11 @@ static vidmm_status make_segments(struct vkgpu *g, int have_budget, char *err, s
     uint64_t max_arena = VK_ALIGN64K(g->info.max_allocation_size);
     if (g->cfg.arena_size && VK_ALIGN64K(g->cfg.arena_size) && VK_ALIGN64K(g->cfg.arena_size) < max_arena)
         max_arena = VK_ALIGN64K(g->cfg.arena_size);
+    /* GpuMmu: vidmm's paging process takes a quarter of the largest
+     * segment as scratch VA (twice with 64 KB windows); 256 MiB arenas
+     * keep both inside a 256 MiB process VA space (D83). */
+    if (g->cfg.gpummu && max_arena > VKGPU_GPUMMU_MAX_ARENA)
+        max_arena = VKGPU_GPUMMU_MAX_ARENA;
     for (uint32_t h = 0; h < mp->memoryHeapCount; h++) {
         if (!(mp->memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT))
             continue;

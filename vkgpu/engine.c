@@ -15,6 +15,13 @@
  * signals a timeline semaphore: the paging timeline with vidmm's own
  * fence value, the context timeline with a vkgpu serial.
  *
+ * Sparse binds (mmu.c) queued while a buffer is recorded run between
+ * its commands: the job's command buffer is cut there, the part before
+ * submitted, then one vkQueueBindSparse, then the next part; the order
+ * timeline semaphore chains them, since Vulkan orders binds and
+ * submissions only through semaphores.  A job whose last operation is a
+ * bind lets the bind signal its fence.
+ *
  * The waiter thread waits for the oldest slot's value, reports it
  * (vidmm_cb_notify_fence or vidmm_cb_notify_context_fence through the
  * config), frees its imports and gives the slot back.  A reset marks the
@@ -82,6 +89,8 @@ static int settle_head(struct vkgpu *g, struct vk_job *j)
     }
     if (!j->dropped) {
         pthread_mutex_unlock(&g->lock);
+        if (j->faulted && g->cfg.notify_page_fault)   /* before the fence, as vidmm expects */
+            g->cfg.notify_page_fault(j->adapter, j->fault_context, j->fault_va, VIDMM_FAULT_NOT_PRESENT);
         report(g, j);
         pthread_mutex_lock(&g->lock);
     }
@@ -128,6 +137,33 @@ static VkResult make_timeline(struct vkgpu *g, uint64_t initial, VkSemaphore *ou
     return vkCreateSemaphore(g->device, &si, NULL, out);
 }
 
+/* One more command buffer for j (cbs grows; the pool's reset frees none
+ * of them, so a job cut many times reuses them). */
+static int add_cb(struct vkgpu *g, struct vk_job *j)
+{
+    if (j->ncb == j->capcb) {
+        uint32_t cap = j->capcb ? 2 * j->capcb : 2;
+        VkCommandBuffer *n = realloc(j->cbs, cap * sizeof *n);
+        if (!n)
+            return -1;
+        memset(n + j->capcb, 0, (cap - j->capcb) * sizeof *n);
+        j->cbs = n;
+        j->capcb = cap;
+    }
+    if (!j->cbs[j->ncb]) {
+        VkCommandBufferAllocateInfo ai;
+        memset(&ai, 0, sizeof ai);
+        ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+        ai.commandPool = j->pool;
+        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        ai.commandBufferCount = 1;
+        if (vkAllocateCommandBuffers(g->device, &ai, &j->cbs[j->ncb]) != VK_SUCCESS)
+            return -1;
+    }
+    j->cb = j->cbs[j->ncb++];
+    return 0;
+}
+
 static vidmm_status make_pools(struct vkgpu *g)
 {
     for (uint32_t i = 0; i < VK_RING; i++) {
@@ -139,13 +175,8 @@ static vidmm_status make_pools(struct vkgpu *g)
         pi.queueFamilyIndex = g->family;
         if (vkCreateCommandPool(g->device, &pi, NULL, &j->pool) != VK_SUCCESS)
             return VIDMM_E_NO_HOST_MEMORY;
-        VkCommandBufferAllocateInfo ai;
-        memset(&ai, 0, sizeof ai);
-        ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-        ai.commandPool = j->pool;
-        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-        ai.commandBufferCount = 1;
-        if (vkAllocateCommandBuffers(g->device, &ai, &j->cb) != VK_SUCCESS)
+        j->capcb = j->ncb = 0;
+        if (add_cb(g, j) < 0)
             return VIDMM_E_NO_HOST_MEMORY;
     }
     return VIDMM_OK;
@@ -157,17 +188,23 @@ static void free_pools(struct vkgpu *g)
         struct vk_job *j = &g->ring[i];
         release_imports(g, j);
         if (j->pool)
-            vkDestroyCommandPool(g->device, j->pool, NULL);   /* frees its command buffer */
+            vkDestroyCommandPool(g->device, j->pool, NULL);   /* frees its command buffers */
         j->pool = VK_NULL_HANDLE;
         j->cb = VK_NULL_HANDLE;
+        free(j->cbs);
+        j->cbs = NULL;
+        j->ncb = j->capcb = 0;
     }
 }
 
 /* The Vulkan objects of the engine (also remade after a device loss). */
 static vidmm_status engine_objects(struct vkgpu *g, uint64_t paging_value)
 {
+    g->order_serial = g->gate_value = 0;
+    g->last_was_bind = g->held = 0;
     if (make_timeline(g, paging_value, &g->paging_sem) != VK_SUCCESS ||
-        make_timeline(g, g->context_serial, &g->context_sem) != VK_SUCCESS)
+        make_timeline(g, g->context_serial, &g->context_sem) != VK_SUCCESS ||
+        make_timeline(g, 0, &g->order_sem) != VK_SUCCESS || make_timeline(g, 0, &g->gate_sem) != VK_SUCCESS)
         return VIDMM_E_NO_HOST_MEMORY;
     return make_pools(g);
 }
@@ -179,7 +216,11 @@ static void engine_objects_free(struct vkgpu *g)
         vkDestroySemaphore(g->device, g->paging_sem, NULL);
     if (g->context_sem)
         vkDestroySemaphore(g->device, g->context_sem, NULL);
-    g->paging_sem = g->context_sem = VK_NULL_HANDLE;
+    if (g->order_sem)
+        vkDestroySemaphore(g->device, g->order_sem, NULL);
+    if (g->gate_sem)
+        vkDestroySemaphore(g->device, g->gate_sem, NULL);
+    g->paging_sem = g->context_sem = g->order_sem = g->gate_sem = VK_NULL_HANDLE;
 }
 
 vidmm_status vk_engine_start(struct vkgpu *g)
@@ -208,6 +249,8 @@ static void drop_all_locked(struct vkgpu *g)
 
 void vk_engine_stop(struct vkgpu *g)
 {
+    if (g->held)
+        vkgpu_hold_queue(g, 0);                    /* what waits at the gate runs, then everything stops */
     if (g->thread_started) {
         pthread_mutex_lock(&g->lock);
         if (g->lost)
@@ -229,6 +272,15 @@ void vk_engine_stop(struct vkgpu *g)
 
 /* ---- slots --------------------------------------------------------- */
 
+static int begin_cb(VkCommandBuffer cb)
+{
+    VkCommandBufferBeginInfo bi;
+    memset(&bi, 0, sizeof bi);
+    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    return vkBeginCommandBuffer(cb, &bi) == VK_SUCCESS ? 0 : -1;
+}
+
 struct vk_job *vk_job_begin(struct vkgpu *g)
 {
     pthread_mutex_lock(&g->lock);
@@ -242,20 +294,12 @@ struct vk_job *vk_job_begin(struct vkgpu *g)
         return NULL;
     j->dropped = 0;
     j->nimports = 0;
+    j->dirty = j->queued = j->faulted = 0;
     memset(&j->stat, 0, sizeof j->stat);
-    VkCommandBufferBeginInfo bi;
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    if (vkResetCommandPool(g->device, j->pool, 0) != VK_SUCCESS || vkBeginCommandBuffer(j->cb, &bi) != VK_SUCCESS)
+    j->ncb = 0;
+    if (vkResetCommandPool(g->device, j->pool, 0) != VK_SUCCESS || add_cb(g, j) < 0 || begin_cb(j->cb) < 0)
         return NULL;
     return j;
-}
-
-void vk_job_abandon(struct vkgpu *g, struct vk_job *j)
-{
-    vkEndCommandBuffer(j->cb);
-    release_imports(g, j);
 }
 
 vidmm_status vk_job_import(struct vkgpu *g, struct vk_job *j, uintptr_t addr, uint64_t size, VkBuffer *buf,
@@ -344,57 +388,229 @@ static void barrier_to_host(VkCommandBuffer cb)
                          NULL);
 }
 
-vidmm_status vk_job_submit(struct vkgpu *g, struct vk_job *j)
+/* ---- queue order: the order timeline and the gate ---------------------- */
+
+/* The waits and signals of one queue operation (docs/VKGPU.md
+ * "Ordering"): a bind waits for the operation before it, an operation
+ * after a bind waits for the bind; submissions after submissions need no
+ * wait (queue order and the barriers order them).  Each signals the
+ * order timeline with the next serial, and sig = value when sig is set. */
+struct vk_sync {
+    VkSemaphore wait[2], sig[2];
+    uint64_t wait_v[2], sig_v[2];
+    VkPipelineStageFlags stage[2];
+    uint32_t nwait, nsig;
+    VkTimelineSemaphoreSubmitInfo ts;
+};
+
+static void sync_make(struct vkgpu *g, struct vk_sync *s, int bind, VkSemaphore sig, uint64_t value)
+{
+    memset(s, 0, sizeof *s);
+    if ((bind || g->last_was_bind) && g->order_serial) {
+        s->wait[s->nwait] = g->order_sem;
+        s->wait_v[s->nwait++] = g->order_serial;
+    }
+    if (g->held) {
+        s->wait[s->nwait] = g->gate_sem;
+        s->wait_v[s->nwait++] = g->gate_value;
+    }
+    s->stage[0] = s->stage[1] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    s->sig[s->nsig] = g->order_sem;
+    s->sig_v[s->nsig++] = g->order_serial + 1;
+    if (sig) {
+        s->sig[s->nsig] = sig;
+        s->sig_v[s->nsig++] = value;
+    }
+    s->ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+    s->ts.waitSemaphoreValueCount = s->nwait;
+    s->ts.pWaitSemaphoreValues = s->wait_v;
+    s->ts.signalSemaphoreValueCount = s->nsig;
+    s->ts.pSignalSemaphoreValues = s->sig_v;
+}
+
+/* After a queue operation: VIDMM_OK when it was queued or the device is
+ * lost (then nothing more completes and the reset drops the work). */
+static vidmm_status sync_done(struct vkgpu *g, int bind, VkResult r)
+{
+    if (r == VK_SUCCESS) {
+        g->order_serial++;
+        g->last_was_bind = bind;
+        return VIDMM_OK;
+    }
+    if (r != VK_ERROR_DEVICE_LOST)
+        return VIDMM_E_DRIVER_FAILURE;
+    pthread_mutex_lock(&g->lock);
+    if (!g->lost)
+        g->info.device_losses++;
+    g->lost = 1;
+    pthread_cond_broadcast(&g->work);
+    pthread_mutex_unlock(&g->lock);
+    return VIDMM_OK;
+}
+
+static int injected(struct vkgpu *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int v = g->injected_loss;
+    pthread_mutex_unlock(&g->lock);
+    return v;
+}
+
+/* Ends j's current command buffer and queues it, signalling sig = value
+ * when sig is set. */
+static vidmm_status submit_cb(struct vkgpu *g, struct vk_job *j, VkSemaphore sig, uint64_t value)
 {
     barrier_to_host(j->cb);
-    if (vkEndCommandBuffer(j->cb) != VK_SUCCESS) {
-        release_imports(g, j);
+    if (vkEndCommandBuffer(j->cb) != VK_SUCCESS)
         return VIDMM_E_DRIVER_FAILURE;
-    }
-    VkTimelineSemaphoreSubmitInfo ts;
-    memset(&ts, 0, sizeof ts);
-    ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-    ts.signalSemaphoreValueCount = 1;
-    ts.pSignalSemaphoreValues = &j->value;
+    struct vk_sync y;
+    sync_make(g, &y, 0, sig, value);
     VkSubmitInfo si;
     memset(&si, 0, sizeof si);
     si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.pNext = &ts;
+    si.pNext = &y.ts;
+    si.waitSemaphoreCount = y.nwait;
+    si.pWaitSemaphores = y.wait;
+    si.pWaitDstStageMask = y.stage;
     si.commandBufferCount = 1;
     si.pCommandBuffers = &j->cb;
-    si.signalSemaphoreCount = 1;
-    si.pSignalSemaphores = &j->sem;
-    pthread_mutex_lock(&g->lock);
-    int injected = g->injected_loss;
-    pthread_mutex_unlock(&g->lock);
-    VkResult r = injected ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(g->queue, 1, &si, VK_NULL_HANDLE);
-    pthread_mutex_lock(&g->lock);
+    si.signalSemaphoreCount = y.nsig;
+    si.pSignalSemaphores = y.sig;
+    VkResult r = injected(g) ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(g->queue, 1, &si, VK_NULL_HANDLE);
+    vidmm_status st = sync_done(g, 0, r);
+    if (st >= 0)
+        j->queued++;
+    return st;
+}
+
+vidmm_status vk_queue_bind(struct vkgpu *g, const VkSparseBufferMemoryBindInfo *bb, uint32_t n, VkSemaphore sig,
+                           uint64_t value)
+{
+    struct vk_sync y;
+    sync_make(g, &y, 1, sig, value);
+    VkBindSparseInfo bi;
+    memset(&bi, 0, sizeof bi);
+    bi.sType = VK_STRUCTURE_TYPE_BIND_SPARSE_INFO;
+    bi.pNext = &y.ts;
+    bi.waitSemaphoreCount = y.nwait;
+    bi.pWaitSemaphores = y.wait;
+    bi.bufferBindCount = n;
+    bi.pBufferBinds = bb;
+    bi.signalSemaphoreCount = y.nsig;
+    bi.pSignalSemaphores = y.sig;
+    VkResult r = injected(g) ? VK_ERROR_DEVICE_LOST : vkQueueBindSparse(g->queue, 1, &bi, VK_NULL_HANDLE);
+    return sync_done(g, 1, r);
+}
+
+/* Binds queued since j's last command run between that command and the
+ * next: the part recorded so far is queued, then the binds, and the job
+ * goes on in a new command buffer. */
+vidmm_status vk_job_flush_binds(struct vkgpu *g, struct vk_job *j)
+{
+    if (g->binds_pending) {
+        vidmm_status st = VIDMM_OK;
+        if (j->dirty && (st = submit_cb(g, j, VK_NULL_HANDLE, 0)) >= 0 && (add_cb(g, j) < 0 || begin_cb(j->cb) < 0))
+            st = VIDMM_E_NO_HOST_MEMORY;
+        if (st < 0 || (st = vk_mmu_flush_binds(g, VK_NULL_HANDLE, 0)) < 0)
+            return st;
+        j->dirty = 0;
+    }
+    j->dirty = 1;                                  /* the caller records a command next */
+    return VIDMM_OK;
+}
+
+/* Hands j to the waiter (with the lock held by the caller). */
+static void hand_over_locked(struct vkgpu *g, struct vk_job *j)
+{
     g->info.submissions++;
     g->info.copy_commands += j->stat.copy_commands;
     g->info.copy_bytes += j->stat.copy_bytes;
     g->info.fill_commands += j->stat.fill_commands;
     g->info.fill_bytes += j->stat.fill_bytes;
     g->info.host_imports += j->stat.host_imports;
-    if (r == VK_ERROR_DEVICE_LOST) {
-        if (!g->lost)
-            g->info.device_losses++;
-        g->lost = 1;                               /* counted but never reported: the reset drops it */
-    } else if (r != VK_SUCCESS) {
-        pthread_mutex_unlock(&g->lock);
-        release_imports(g, j);
-        return VIDMM_E_DRIVER_FAILURE;
-    }
+    g->info.virtual_copy_bytes += j->stat.vcopy_bytes;
+    g->info.virtual_fill_bytes += j->stat.vfill_bytes;
+    g->info.paging_faults += j->stat.faults;
     g->count++;
     pthread_cond_broadcast(&g->work);
+}
+
+/* The job's last part signals its timeline: the command buffer, or when
+ * binds were queued after its last command, the vkQueueBindSparse (so
+ * the fence also says the page tables' binds are done). */
+vidmm_status vk_job_submit(struct vkgpu *g, struct vk_job *j)
+{
+    vidmm_status st = VIDMM_OK;
+    if (g->binds_pending) {
+        if (j->dirty)
+            st = submit_cb(g, j, VK_NULL_HANDLE, 0);
+        else
+            vkEndCommandBuffer(j->cb);
+        if (st >= 0)
+            st = vk_mmu_flush_binds(g, j->sem, j->value);
+    } else {
+        st = submit_cb(g, j, j->sem, j->value);
+    }
+    if (st < 0 && !j->queued) {
+        release_imports(g, j);
+        return st;
+    }
+    pthread_mutex_lock(&g->lock);
+    if (st < 0) {                                  /* a part runs already: the waiter frees the job after it */
+        j->dropped = 1;
+        j->sem = g->order_sem;
+        j->value = g->order_serial;
+    }
+    hand_over_locked(g, j);
     pthread_mutex_unlock(&g->lock);
-    return VIDMM_OK;
+    return st;
+}
+
+/* A job refused while recording: nothing of it may stay on the queue
+ * unwatched, so parts already queued are waited for by the waiter
+ * (dropped: no fence reported). */
+void vk_job_abandon(struct vkgpu *g, struct vk_job *j)
+{
+    vkEndCommandBuffer(j->cb);
+    if (!j->queued) {
+        release_imports(g, j);
+        return;
+    }
+    pthread_mutex_lock(&g->lock);
+    j->dropped = 1;
+    j->sem = g->order_sem;
+    j->value = g->order_serial;
+    memset(&j->stat, 0, sizeof j->stat);
+    hand_over_locked(g, j);
+    g->info.submissions--;                         /* not a submission vidmm made */
+    pthread_mutex_unlock(&g->lock);
+}
+
+vidmm_status vkgpu_hold_queue(struct vkgpu *g, int hold)
+{
+    if (!g || (hold != 0 && hold != 1))
+        return VIDMM_E_INVALID_ARG;
+    if (hold == g->held)
+        return VIDMM_OK;
+    if (hold) {
+        g->gate_value++;
+        g->held = 1;
+        return VIDMM_OK;
+    }
+    VkSemaphoreSignalInfo si;
+    memset(&si, 0, sizeof si);
+    si.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
+    si.semaphore = g->gate_sem;
+    si.value = g->gate_value;
+    g->held = 0;
+    return vkSignalSemaphore(g->device, &si) == VK_SUCCESS ? VIDMM_OK : VIDMM_E_DRIVER_FAILURE;
 }
 
 /* ---- recording a paging buffer ------------------------------------------ */
 
 /* Orders every command after the ones before it (in this buffer or any
  * earlier submission on the queue) and after host writes. */
-static void barrier_transfer(VkCommandBuffer cb)
+void vk_barrier_transfer(VkCommandBuffer cb)
 {
     VkMemoryBarrier mb;
     memset(&mb, 0, sizeof mb);
@@ -419,23 +635,29 @@ static vidmm_status resolve(struct vkgpu *g, struct vk_job *j, uint32_t seg, uin
     return vk_job_import(g, j, (uintptr_t)at, size, buf, off);
 }
 
-/* A copy inside one buffer whose ranges overlap: vkCmdCopyBuffer forbids
- * it, so it goes in pieces of the distance, in the safe direction. */
-static void copy_overlapping(struct vk_job *j, VkBuffer b, uint64_t src, uint64_t dst, uint64_t size)
+void vk_cmd_copy(struct vk_job *j, VkBuffer sb, uint64_t so, VkBuffer db, uint64_t dof, uint64_t size, uint64_t step,
+                 int forward)
 {
-    VkCommandBuffer cb = j->cb;
-    uint64_t step = src > dst ? src - dst : dst - src;
-    uint64_t n = (size + step - 1) / step;
+    uint64_t n = step ? (size + step - 1) / step : 1;
+    if (!step)
+        step = size;
     for (uint64_t k = 0; k < n; k++) {
-        uint64_t i = src > dst ? k : n - 1 - k;
+        uint64_t i = forward ? k : n - 1 - k;
         uint64_t o = i * step, len = size - o < step ? size - o : step;
-        VkBufferCopy c = { src + o, dst + o, len };
-        if (k)
-            barrier_transfer(cb);
-        vkCmdCopyBuffer(cb, b, b, 1, &c);
+        VkBufferCopy c = { so + o, dof + o, len };
+        vk_barrier_transfer(j->cb);
+        vkCmdCopyBuffer(j->cb, sb, db, 1, &c);
         j->stat.copy_commands++;
         j->stat.copy_bytes += len;
     }
+}
+
+void vk_cmd_fill(struct vk_job *j, VkBuffer b, uint64_t off, uint64_t size, uint32_t pattern)
+{
+    vk_barrier_transfer(j->cb);
+    vkCmdFillBuffer(j->cb, b, off, size, pattern);
+    j->stat.fill_commands++;
+    j->stat.fill_bytes += size;
 }
 
 /* Where byte `at` of an aperture side really is: the host address, and
@@ -462,17 +684,14 @@ static vidmm_status record_copy(struct vkgpu *g, struct vk_job *j, uint32_t ss, 
     vidmm_status st = resolve(g, j, ds, dst, size, &db, &doff);
     if (st < 0 || (st = resolve(g, j, ss, src, size, &sb, &soff)) < 0)
         return st;
-    barrier_transfer(j->cb);
-    if (sb == db && soff < doff + size && doff < soff + size && soff != doff) {
-        copy_overlapping(j, db, soff, doff, size);
-        return VIDMM_OK;
-    }
-    VkBufferCopy c = { soff, doff, size };
-    if (soff != doff || sb != db) {
-        vkCmdCopyBuffer(j->cb, sb, db, 1, &c);
-        j->stat.copy_commands++;
-        j->stat.copy_bytes += size;
-    }
+    /* A copy inside one buffer whose ranges overlap: vkCmdCopyBuffer
+     * forbids it, so it goes in pieces of the distance, in the safe
+     * direction. */
+    uint64_t step = 0;
+    if (sb == db && soff < doff + size && doff < soff + size)
+        step = soff > doff ? soff - doff : doff - soff;
+    if (soff != doff || sb != db)
+        vk_cmd_copy(j, sb, soff, db, doff, size, step, soff > doff);
     return VIDMM_OK;
 }
 
@@ -500,11 +719,7 @@ static vidmm_status record_copy_run(struct vkgpu *g, struct vk_job *j, const str
             vidmm_status st = vk_job_import(g, j, (uintptr_t)src, len, &sb, &so);
             if (st < 0 || (st = vk_job_import(g, j, (uintptr_t)dst, len, &db, &dof)) < 0)
                 return st;
-            VkBufferCopy c = { so, dof, len };
-            barrier_transfer(j->cb);
-            vkCmdCopyBuffer(j->cb, sb, db, 1, &c);
-            j->stat.copy_commands++;
-            j->stat.copy_bytes += len;
+            vk_cmd_copy(j, sb, so, db, dof, len, 0, 1);
         } else {
             vidmm_status st = record_copy(g, j, ss, src, ds, dst, len);
             if (st < 0)
@@ -529,19 +744,19 @@ vidmm_status vk_record_run(struct vkgpu *g, struct vk_job *j, const struct vk_re
         apply_map(g, r);
         return VIDMM_OK;
     }
-    if (r->op == VK_REC_UPT)
-        return VIDMM_E_INVALID_ARG;                /* carries a payload: record_paging applies it */
+    if (r->op != VK_REC_COPY && r->op != VK_REC_FILL)
+        return VIDMM_E_INVALID_ARG;                /* UPT, VCOPY, VFILL carry payloads: record_paging applies them */
+    vidmm_status st = vk_job_flush_binds(g, j);
+    if (st < 0)
+        return st;
     if (r->op == VK_REC_COPY)
         return record_copy_run(g, j, r);
     VkBuffer db;
     uint64_t doff;
-    vidmm_status st = resolve(g, j, r->dst_seg, r->dst, r->size, &db, &doff);
+    st = resolve(g, j, r->dst_seg, r->dst, r->size, &db, &doff);
     if (st < 0)
         return st;
-    barrier_transfer(j->cb);
-    vkCmdFillBuffer(j->cb, db, doff, r->size, (uint32_t)r->src);
-    j->stat.fill_commands++;
-    j->stat.fill_bytes += r->size;
+    vk_cmd_fill(j, db, doff, r->size, (uint32_t)r->src);
     return VIDMM_OK;
 }
 
@@ -568,6 +783,26 @@ static vidmm_status record_paging(struct vkgpu *g, struct vk_job *j, const uint8
             o += vk_mmu_payload(&run);
             continue;
         }
+        if (run.op == VK_REC_VCOPY || run.op == VK_REC_VFILL) {
+            struct vk_rec root;
+            memcpy(&root, buf + o, sizeof root);
+            o += (uint32_t)sizeof root;
+            /* Chunks of one operation that continue each other: one walk. */
+            while (o + 2 * sizeof run <= size) {
+                struct vk_rec b, br;
+                memcpy(&b, buf + o, sizeof b);
+                memcpy(&br, buf + o + sizeof b, sizeof br);
+                if (b.op != run.op || br.dst != root.dst || b.dst != run.dst + run.size ||
+                    (run.op == VK_REC_VCOPY ? b.src != run.src + run.size : b.src != run.src))
+                    break;
+                run.size += b.size;
+                o += 2 * (uint32_t)sizeof b;
+            }
+            vidmm_status st = vk_mmu_record_virtual(g, j, &run, &root);
+            if (st < 0)
+                return st;
+            continue;
+        }
         while (o < size) {
             struct vk_rec b;
             memcpy(&b, buf + o, sizeof b);
@@ -591,13 +826,11 @@ static int records_valid(const struct vkgpu *g, const uint8_t *buf, uint32_t siz
     for (uint32_t o = 0; o < size; o += (uint32_t)sizeof(struct vk_rec)) {
         struct vk_rec r;
         memcpy(&r, buf + o, sizeof r);
-        if (r.op == VK_REC_UPT) {
-            uint32_t n = (uint32_t)r.size, start = (uint32_t)(r.size >> 32);
-            uint32_t entries = r.dst_seg ? 128u : 512u;
-            if (!g->mmu || r.dst_seg > 1 || !r.dst || r.dst % VK_PAGE || start > entries || n > entries - start ||
-                r.src != (r.src_seg ? 1u : n) || vk_mmu_payload(&r) > size - o - sizeof r)
+        if (r.op == VK_REC_UPT || r.op == VK_REC_VCOPY || r.op == VK_REC_VFILL) {
+            uint32_t used = vk_mmu_records_valid(g, buf + o, size - o);
+            if (!used)
                 return 0;
-            o += vk_mmu_payload(&r);
+            o += used - (uint32_t)sizeof r;
             continue;
         }
         if (r.op == VK_REC_MAP || r.op == VK_REC_UNMAP) {

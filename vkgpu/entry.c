@@ -8,7 +8,8 @@
  * Options (comma-separated): device=INDEX|NAME (else VIDMM_VKGPU_DEVICE,
  * else device 0), cap=SIZE (bytes of each heap taken, with a K, M or G
  * suffix; default 64M so the kit's over-commitment stays quick),
- * gpummu=1 (GpuMmu through sparse binding; docs/VKGPU.md).
+ * gpummu=1 (GpuMmu through sparse binding; docs/VKGPU.md), page64=1
+ * (with gpummu=1: 64 KB pages even on a 4 KiB sparse block).
  */
 #include "vidmm/vkgpu.h"
 
@@ -77,6 +78,7 @@ vidmm_status vidmm_driver_entry(const struct drvcheck_env *env, struct drvcheck_
     memset(&cfg, 0, sizeof cfg);
     cfg.notify_fence = env->notify_fence;
     cfg.notify_context_fence = env->notify_context_fence;
+    cfg.notify_page_fault = env->notify_page_fault;
     cfg.heap_cap = 64ull << 20;
     cfg.error_message = err;
     cfg.error_message_size = sizeof err;
@@ -89,6 +91,11 @@ vidmm_status vidmm_driver_entry(const struct drvcheck_env *env, struct drvcheck_
         if (strcmp(cap, "0") && strcmp(cap, "1"))
             return VIDMM_E_INVALID_ARG;
         cfg.gpummu = cap[0] == '1';
+    }
+    if (option(o, "page64", cap, sizeof cap)) {
+        if (strcmp(cap, "0") && strcmp(cap, "1"))
+            return VIDMM_E_INVALID_ARG;
+        cfg.page64 = cap[0] == '1';
     }
     struct vkgpu *g = NULL;
     vidmm_status st = vkgpu_create(&cfg, &g);

@@ -9,8 +9,9 @@
  * resumes at multipass_offset); at submission consecutive chunks merge
  * back into one vkCmdCopyBuffer region.  DISCARD_CONTENT needs nothing
  * on a Vulkan device.  MAP / UNMAP_APERTURE_SEGMENT become one record
- * each, applied to vkgpu's GART when the buffer is recorded.  vkgpu
- * declares no GpuMmu, so the page-table operations are refused.
+ * each, applied to vkgpu's GART when the buffer is recorded.  The GpuMmu
+ * operations (UPDATE_PAGE_TABLE, FLUSH_TLB, TRANSFER_VIRTUAL,
+ * FILL_VIRTUAL) are mmu.c's, refused without GpuMmu.
  */
 #include "vkgpu_int.h"
 
@@ -155,7 +156,10 @@ vidmm_status vk_build_paging_buffer(void *driver, struct vidmm_build_paging_buff
         return build_map(g, args, 1);
     case VIDMM_PAGING_UNMAP_APERTURE_SEGMENT:
         return build_map(g, args, 0);
+    case VIDMM_PAGING_TRANSFER_VIRTUAL:
+    case VIDMM_PAGING_FILL_VIRTUAL:
+        return vk_mmu_build_virtual(g, args);      /* refused without GpuMmu */
     default:
-        return VIDMM_E_INVALID_ARG;                /* virtual paging ops are not advertised: vidmm never asks */
+        return VIDMM_E_INVALID_ARG;
     }
 }

@@ -87,6 +87,9 @@ static vidmm_status record_cmds(struct vkgpu *g, struct vk_job *j, const uint8_t
                 return st;
             continue;
         }
+        vidmm_status st = vk_job_flush_binds(g, j);
+        if (st < 0)
+            return st;
         VkMemoryBarrier mb;
         memset(&mb, 0, sizeof mb);
         mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;

@@ -3,13 +3,14 @@
  * (driver caps and the two-call segment query), describe_allocation,
  * power states, and creation.
  *
- * What vkgpu declares: one node (the Vulkan queue), no GpuMmu and no
- * IoMmu (vidmm runs in physical mode: a GPU virtual address that
- * survives a move needs sparse binding), no aperture segment (system
- * pages reach the device by host import for each transfer, not through
- * a GART), no CPU host aperture (Vulkan cannot re-point a CPU window at
- * device pages), no per-engine reset (Vulkan only knows device loss).
- * docs/VKGPU.md.
+ * What vkgpu declares: one node (the Vulkan queue); GpuMmu only with
+ * gpummu on a device with sparse binding (mmu.c; else physical mode: a
+ * GPU virtual address that survives a move needs sparse binding), and
+ * then 64 KB-page segments where it binds 64 KiB units; no IoMmu; an
+ * aperture segment whose GART vkgpu keeps (system pages reach the device
+ * by host import for each transfer); no CPU host aperture (Vulkan cannot
+ * re-point a CPU window at device pages), no per-engine reset (Vulkan
+ * only knows device loss).  docs/VKGPU.md.
  */
 #include "vkgpu_int.h"
 
@@ -35,8 +36,11 @@ static vidmm_status query_segments(struct vkgpu *g, const struct vidmm_query_ada
     for (uint32_t i = 1; i <= g->nseg; i++) {
         struct vidmm_segment_descriptor d;
         memset(&d, 0, sizeof d);
-        d.flags = VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | (g->seg[i].map ? VIDMM_SEGMENT_CPU_VISIBLE : 0);
-        d.page_size = VK_PAGE;
+        /* 64 KB pages where GpuMmu binds 64 KiB units (mmu.c). */
+        int big = g->mmu && g->block == VK_PAGE64;
+        d.flags = VIDMM_SEGMENT_LOCAL_BUDGET_GROUP | (g->seg[i].map ? VIDMM_SEGMENT_CPU_VISIBLE : 0) |
+                  (big ? VIDMM_SEGMENT_USE_64KB_PAGES : 0);
+        d.page_size = big ? VK_PAGE64 : VK_PAGE;
         d.base_address = g->seg[i].base;
         d.size = g->seg[i].size;
         d.cpu_translated_address = g->seg[i].map;
@@ -199,7 +203,9 @@ vidmm_status vkgpu_query_device(const struct vkgpu *g, struct vkgpu_device_info 
     pthread_mutex_lock(&m->lock);
     *out = g->info;
     out->sparse_binds = g->sparse_binds;
+    out->bind_batches = g->bind_batches;
     out->gpummu = (uint32_t)g->mmu;
+    out->page_size = g->mmu ? (uint32_t)g->block : VK_PAGE;
     pthread_mutex_unlock(&m->lock);
     return VIDMM_OK;
 }
@@ -208,7 +214,8 @@ vidmm_status vkgpu_create(const struct vkgpu_config *config, struct vkgpu **out)
 {
     if (!config || !out || !config->notify_fence ||
         (config->paging_buffer_size && (config->paging_buffer_size < 4096 || config->paging_buffer_size % 4096)) ||
-        config->aperture_size % VK_PAGE || config->aperture_size > (64ull << 30))
+        config->aperture_size % VK_PAGE || config->aperture_size > (64ull << 30) || config->gpummu > 1 ||
+        config->page64 > 1 || (config->page64 && !config->gpummu))
         return VIDMM_E_INVALID_ARG;
     *out = NULL;
     struct vkgpu *g = calloc(1, sizeof *g);
@@ -222,8 +229,8 @@ vidmm_status vkgpu_create(const struct vkgpu_config *config, struct vkgpu **out)
         snprintf(config->error_message, config->error_message_size, "vkgpu: the engine could not start");
     if (st >= 0 && (st = vk_mmu_init(g)) < 0 && config->error_message && config->error_message_size)
         snprintf(config->error_message, config->error_message_size,
-                 "vkgpu: GpuMmu asked for, but the device has no sparse residency buffers of 4 KiB blocks "
-                 "on its paging queue");
+                 "vkgpu: GpuMmu asked for, but the device has no sparse residency buffers of blocks of at most "
+                 "64 KiB on its paging queue");
     g->cfg.device = NULL;                          /* the caller's strings are not kept */
     g->cfg.error_message = NULL;
     g->cfg.error_message_size = 0;
@@ -242,6 +249,8 @@ void vkgpu_destroy(struct vkgpu *g)
 {
     if (!g)
         return;
+    if (g->held)
+        vkgpu_hold_queue(g, 0);                    /* a test's gate: what waits there runs now */
     if (g->thread_started && !g->lost)
         vkgpu_wait_idle(g);
     vk_engine_stop(g);

@@ -7,10 +7,12 @@
  *              paging-buffer records (struct vk_rec);
  *   engine.c   submission: records into Vulkan command buffers, host
  *              pages imported for the system side, the timeline
- *              semaphores, the waiter thread that reports fences;
+ *              semaphores (fences, and the order of binds with the
+ *              queue), the waiter thread that reports fences;
  *   submit.c   physical-mode context submission and patching;
  *   mmu.c      GpuMmu through sparse binding (optional): host page
- *              tables, a sparse buffer per process, virtual submission;
+ *              tables, a sparse buffer per process, its binds, virtual
+ *              submission, TRANSFER_VIRTUAL / FILL_VIRTUAL;
  *   vkgpu.c    the ops table, the adapter queries, describe_allocation,
  *              create and destroy;
  *   entry.c    vidmm_driver_entry: vkgpu as the plug-in vkgpu.so.
@@ -25,21 +27,31 @@
 #include <vulkan/vulkan.h>
 
 #define VK_PAGE          4096u
+#define VK_PAGE64        65536u            /* a 64 KB page (GpuMmu on 64 KiB sparse blocks, or page64) */
 #define VK_MAX_SEG       16u               /* segments vkgpu reports at most */
 #define VK_RING          16u               /* submissions in flight */
 #define VK_CHUNK         (256u << 10)        /* bytes per paging record (restart granularity) */
 #define VK_PAGING_BUFFER (64u << 10)
+#define VKGPU_GPUMMU_MAX_ARENA (256ull << 20) /* with GpuMmu (device.c) */
 #define VK_ALIGN64K(x)   ((x) & ~((uint64_t)(64u << 10) - 1))
 
 /* A paging-buffer record.  Segment sides name the segment and the byte
  * offset in it; system sides (seg 0) a host address.  MAP: dst = first
  * aperture page, src = host address of the first page, size = pages;
  * UNMAP: the same with src = the dummy page, each entry pointing at it. */
-enum vk_rec_op { VK_REC_COPY = 1, VK_REC_FILL = 2, VK_REC_MAP = 4, VK_REC_UNMAP = 5, VK_REC_UPT = 6 };
+enum vk_rec_op {
+    VK_REC_COPY = 1, VK_REC_FILL = 2, VK_REC_MAP = 4, VK_REC_UNMAP = 5, VK_REC_UPT = 6,
+    VK_REC_VCOPY = 7, VK_REC_VFILL = 8, VK_REC_VROOT = 9
+};
 /* UPT (UPDATE_PAGE_TABLE, mmu.c): dst = the table's host address,
- * dst_seg = its level, src = how many encoded entries follow the record
- * (vk_mmu_payload bytes), src_seg = 1 for REPEAT (one entry for all),
- * size = start index << 32 | entry count. */
+ * dst_seg = its level, reserved = 1 for a leaf of 64 KB entries, src =
+ * how many encoded entries follow the record (vk_mmu_payload bytes),
+ * src_seg = 1 for REPEAT (one entry for all), size = start index << 32 |
+ * entry count.
+ * VCOPY / VFILL (TRANSFER_VIRTUAL / FILL_VIRTUAL, mmu.c): src = the
+ * source VA (VFILL: the 32-bit pattern), dst = the destination VA, size
+ * = bytes; always followed by one VROOT record whose dst is the host
+ * address of the root table the VAs translate through. */
 struct vk_rec {
     uint32_t op;
     uint8_t src_seg, dst_seg;
@@ -74,6 +86,8 @@ struct vk_root {
     uint64_t table;                        /* host address of the root table */
     uint32_t refs;                         /* tokens bound to it */
     VkBuffer sparse;                       /* made on first use */
+    VkSparseMemoryBind *binds;             /* queued for the next vkQueueBindSparse */
+    uint32_t nbinds, capbinds;
 };
 
 enum vk_job_kind { VK_JOB_PAGING = 1, VK_JOB_CONTEXT = 2 };
@@ -81,7 +95,13 @@ enum vk_job_kind { VK_JOB_PAGING = 1, VK_JOB_CONTEXT = 2 };
 /* One submission in flight. */
 struct vk_job {
     VkCommandPool pool;
-    VkCommandBuffer cb;
+    VkCommandBuffer cb;                    /* the one being recorded: cbs[ncb - 1] */
+    VkCommandBuffer *cbs;                  /* a job is cut where sparse binds must run between its commands */
+    uint32_t ncb, capcb;
+    int dirty;                             /* commands recorded in cb */
+    int queued;                            /* parts of the job already on the queue */
+    int faulted;                           /* a virtual paging op did not translate: reported before the fence */
+    uint64_t fault_context, fault_va;
     enum vk_job_kind kind;
     struct vidmm_adapter *adapter;
     uint64_t fence;                        /* vidmm's paging fence, or the context's */
@@ -94,6 +114,7 @@ struct vk_job {
     uint32_t nimports, capimports;
     struct {                               /* what was recorded, added to vkgpu_device_info at submission */
         uint64_t copy_commands, copy_bytes, fill_commands, fill_bytes, host_imports;
+        uint64_t vcopy_bytes, vfill_bytes, faults;
     } stat;
 };
 
@@ -129,14 +150,23 @@ struct vkgpu {
 
     /* GpuMmu through sparse binding (mmu.c). */
     int mmu;
+    uint64_t block;                        /* the bind unit and the segments' page: 4 KiB or 64 KiB */
     struct vk_root *root;                  /* nroot slots, refs 0 = free; grows */
     uint32_t nroot, ntoken;
     struct vk_token { uint64_t token, table; } *token;   /* ntoken slots, table 0 = free; grows */
-    VkSparseMemoryBind *binds;             /* queued for one vkQueueBindSparse */
-    uint32_t nbinds, capbinds;
+    int binds_pending;                     /* some root has binds queued */
     int bind_failed;
-    VkFence bind_fence;
-    uint64_t sparse_binds;
+    uint64_t sparse_binds, bind_batches;
+
+    /* Order on the queue (engine.c): every queue operation signals the
+     * order timeline with the next serial; a sparse bind waits for the
+     * operation before it, an operation after a bind waits for the bind
+     * (Vulkan orders binds and submissions only through semaphores).
+     * The gate: while a test holds the queue, every operation also
+     * waits for gate_value. */
+    VkSemaphore order_sem, gate_sem;
+    uint64_t order_serial, gate_value;
+    int last_was_bind, held;
 
     /* The ring of submissions.  The lock guards head, count, the jobs'
      * dropped flags, lost and stop; a job's Vulkan objects belong to the
@@ -162,6 +192,9 @@ int vk_side_ok(const struct vkgpu *g, uint32_t id, uint64_t offset, uint64_t siz
  * its id, and the offset in it; 0 if none. */
 uint32_t vk_find_address(const struct vkgpu *g, uint64_t addr, uint64_t size, uint64_t *offset);
 
+/* Once GpuMmu chose 64 KB pages: the segment bases again, aligned to
+ * them, and the aperture above. */
+vidmm_status vk_device_rebase(struct vkgpu *g);
 /* After a device loss (engine idle, its objects freed): a new logical
  * device with the same arenas.  VIDMM_E_DRIVER_FAILURE when they did not
  * land at the addresses vidmm was told. */
@@ -188,6 +221,20 @@ vidmm_status vk_submit_command(void *driver, const struct vidmm_submit_command_a
 vidmm_status vk_query_engine_status(void *driver, uint32_t node, uint32_t *responsive);
 vidmm_status vk_reset_from_timeout(void *driver);
 vidmm_status vk_restart_from_timeout(void *driver);
+/* Before a command is recorded into j: binds queued since j's last
+ * command run first (j is cut there). */
+vidmm_status vk_job_flush_binds(struct vkgpu *g, struct vk_job *j);
+/* One vkQueueBindSparse in queue order (after the operation before it,
+ * before the next), also signalling sig = value when sig is given. */
+vidmm_status vk_queue_bind(struct vkgpu *g, const VkSparseBufferMemoryBindInfo *bb, uint32_t n, VkSemaphore sig,
+                           uint64_t value);
+/* Recorded into j's current command buffer, each after a barrier: a
+ * copy (in pieces of step bytes, first to last when forward, else last
+ * to first, when step is not 0: overlapping bytes of one memory), a fill. */
+void vk_barrier_transfer(VkCommandBuffer cb);
+void vk_cmd_copy(struct vk_job *j, VkBuffer sb, uint64_t so, VkBuffer db, uint64_t dof, uint64_t size, uint64_t step,
+                 int forward);
+void vk_cmd_fill(struct vk_job *j, VkBuffer b, uint64_t off, uint64_t size, uint32_t pattern);
 /* Records one run of paging records (or a context command) into j. */
 vidmm_status vk_record_run(struct vkgpu *g, struct vk_job *j, const struct vk_rec *r);
 vidmm_status vk_engine_remake(struct vkgpu *g, uint64_t paging_value);
@@ -206,6 +253,15 @@ vidmm_status vk_mmu_build_update(struct vkgpu *g, struct vidmm_build_paging_buff
 vidmm_status vk_mmu_apply(struct vkgpu *g, const struct vk_rec *rec, const uint8_t *payload);
 uint32_t vk_mmu_payload(const struct vk_rec *r);
 vidmm_status vk_mmu_submit_virtual(void *driver, const struct vidmm_submit_context_args *args);
+/* The queued binds of every root as one vkQueueBindSparse (signalling
+ * sig = value too when sig is given); VIDMM_OK when none are queued. */
+vidmm_status vk_mmu_flush_binds(struct vkgpu *g, VkSemaphore sig, uint64_t value);
+/* TRANSFER_VIRTUAL / FILL_VIRTUAL (r, then its VROOT record) into j. */
+vidmm_status vk_mmu_record_virtual(struct vkgpu *g, struct vk_job *j, const struct vk_rec *r, const struct vk_rec *root);
+vidmm_status vk_mmu_build_virtual(struct vkgpu *g, struct vidmm_build_paging_buffer_args *args);
+/* Bytes of the UPT, VCOPY or VFILL record at p with what follows it
+ * (left bytes from p), or 0 when malformed. */
+uint32_t vk_mmu_records_valid(const struct vkgpu *g, const uint8_t *p, uint32_t left);
 
 /* submit.c */
 vidmm_status vk_submit_command_physical(void *driver, const struct vidmm_submit_context_args *args);

@@ -57,16 +57,28 @@ struct vkgpu_config {
     /* Bytes per paging buffer; 0 = 64 KiB. */
     uint32_t paging_buffer_size;
     /* 1: GpuMmu through sparse binding (a sparse buffer per process
-     * address space, 256 MiB each; virtual-mode contexts).  Needs
-     * sparseBinding, sparseResidencyBuffer and a 4 KiB sparse block
-     * (lavapipe 25): else vkgpu_create answers VIDMM_E_NOT_SUPPORTED.
-     * 0: physical mode only. */
+     * address space, 256 MiB each; virtual-mode contexts; content moves
+     * as TRANSFER_VIRTUAL / FILL_VIRTUAL through the system paging
+     * process's own sparse buffer).  Needs sparseBinding,
+     * sparseResidencyBuffer and a sparse block of 4 KiB or up to 64 KiB
+     * (lavapipe 25: 4 KiB): else vkgpu_create answers
+     * VIDMM_E_NOT_SUPPORTED.  A block above 4 KiB gives 64 KB-page
+     * memory segments.  0: physical mode only. */
     uint32_t gpummu;
+    /* With gpummu: 1 = 64 KB pages (64 KB-page segments, binds of whole
+     * 64 KiB) even on a device whose sparse block is 4 KiB, so that the
+     * path of 64 KiB-block GPUs runs on lavapipe.  0 = the device's
+     * block decides. */
+    uint32_t page64;
     /* The fence callbacks: vidmm_cb_notify_fence and
      * vidmm_cb_notify_context_fence for a program that links vidmm; a
      * conformance kit passes its own.  notify_fence is required. */
     void (*notify_fence)(struct vidmm_adapter *adapter, uint64_t fence);
     void (*notify_context_fence)(struct vidmm_adapter *adapter, uint64_t context, uint32_t node, uint64_t fence);
+    /* vidmm_cb_notify_page_fault: a virtual paging operation whose pages
+     * did not translate (skipped whole, reported before its buffer's
+     * fence).  Optional: without it the fault is only counted. */
+    void (*notify_page_fault)(struct vidmm_adapter *adapter, uint64_t context, uint64_t va, uint32_t flags);
     /* Optional: receives a message naming what failed when create fails. */
     char *error_message;
     size_t error_message_size;
@@ -116,7 +128,13 @@ struct vkgpu_device_info {
     uint64_t device_recreations;    /* new logical devices made after a loss */
     uint64_t sparse_binds;          /* VkSparseMemoryBind records run (GpuMmu) */
     uint32_t gpummu;                /* GpuMmu through sparse binding is on */
+    uint32_t page_size;             /* of the memory segments: 4096, or 65536 (64 KB pages) */
+    uint32_t sparse_block;          /* the device's sparse block for a VA buffer (0: no GpuMmu) */
     uint32_t reserved2;
+    uint64_t bind_batches;          /* vkQueueBindSparse calls */
+    uint64_t virtual_copy_bytes;    /* TRANSFER_VIRTUAL bytes (also in copy_bytes) */
+    uint64_t virtual_fill_bytes;    /* FILL_VIRTUAL bytes (also in fill_bytes) */
+    uint64_t paging_faults;         /* virtual paging operations skipped: a page did not translate */
 };
 vidmm_status vkgpu_query_device(const struct vkgpu *gpu, struct vkgpu_device_info *out);
 
@@ -170,6 +188,14 @@ struct vkgpu_cmd {
  * reports itself unresponsive, and vidmm's adapter reset recreates the
  * device (tests).  Call it with no op of this driver running. */
 vidmm_status vkgpu_inject_device_loss(struct vkgpu *gpu);
+
+/* hold 1: every queue operation from now on (submissions and sparse
+ * binds) waits on a gate the host opens with hold 0, so that a test can
+ * have several in flight at once and see their order kept by the
+ * device, not by host waits.  While held, nothing that waits for the
+ * queue may be called (vkgpu_wait_idle, a reset, destroying a process's
+ * last root); vkgpu_destroy opens the gate itself. */
+vidmm_status vkgpu_hold_queue(struct vkgpu *gpu, int hold);
 
 #ifdef __cplusplus
 }

@@ -11,9 +11,10 @@
  */
 #include "model/objects.h"
 #include "vidmm/rules.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "allocation/allocation.h"
-#include "content/content.h"
+#include "paging_process/paging_process.h"
 #include "device/device.h"
 #include "fence/fence.h"
 #include "fence/inflight.h"
@@ -258,7 +259,7 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     if (!a)
         return VIDMM_E_NO_HOST_MEMORY;
     /* The upcalls first: every layer may need them from here on. */
-    a->up.make_room = vidmm_res_make_room;
+    a->up.make_room = vidmm_residency_make_room;
     a->up.root_moved = vidmm_process_rebind_root;
     a->up.recover = vidmm_tdr_recover;
     a->up.run_pending = vidmm_tdr_run_pending;
@@ -481,11 +482,11 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
               qout.paging_buffer_size, a->paging_segment_id);
     if (st < 0)
         goto fail_fence;
-    st = vidmm_res_init(a);
+    st = vidmm_residency_init(a);
     if (st < 0)
         goto fail_paging;
     /* After paging: building the paging process's tables emits updates. */
-    st = vidmm_pp_init(a, ci->error_message, ci->error_message_size);
+    st = vidmm_paging_process_init(a, ci->error_message, ci->error_message_size);
     if (st < 0)
         goto fail_res;
     st = vidmm_inflight_init(a);
@@ -496,9 +497,9 @@ static vidmm_status adapter_open(const struct vidmm_adapter_create_info *ci, str
     return VIDMM_OK;
 
 fail_pp:
-    vidmm_pp_fini(a);
+    vidmm_paging_process_fini(a);
 fail_res:
-    vidmm_res_fini(a);
+    vidmm_residency_fini(a);
 fail_paging:
     vidmm_paging_fini(a);
 fail_fence:
@@ -560,10 +561,10 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
         }
     }
     vidmm_quarantine_fini(a);
-    vidmm_pp_fini(a);
+    vidmm_paging_process_fini(a);
     vidmm_tdr_run_pending(a);
     vidmm_paging_fini(a);
-    vidmm_res_fini(a);
+    vidmm_residency_fini(a);
     vidmm_handle_table_fini(a);
     vidmm_objtab_fini(&a->queues, a->ha);
     vidmm_objtab_fini(&a->devices, a->ha);

@@ -10,9 +10,10 @@
  */
 #include "core/report.h"
 #include "model/objects.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "allocation/allocation.h"
-#include "content/content.h"
+#include "paging_process/paging_process.h"
 #include "device/device.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
@@ -221,7 +222,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         char pmsg[160];
         memset(bytes, 0, sizeof(bytes));
         pmsg[0] = '\0';
-        int e = vidmm_pp_check(a, bytes, pmsg, sizeof(pmsg));
+        int e = vidmm_paging_process_check(a, bytes, pmsg, sizeof(pmsg));
         if (e)
             vidmm_report_add(&r, "paging process: %d violations (%s)", e, pmsg);
         for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
@@ -291,7 +292,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         check_allocation(a, i, al, sum, &r);
     }
     {
-        /* Quarantined memory (alloc/placement.c) stays taken until a reset. */
+        /* Quarantined memory (placement/placement.c) stays taken until a reset. */
         uint64_t used[VIDMM_MAX_SEGMENTS + 1], committed[VIDMM_MAX_SEGMENTS + 1], count[VIDMM_MAX_SEGMENTS + 1];
         memset(used, 0, sizeof(used));
         memset(committed, 0, sizeof(committed));
@@ -361,7 +362,7 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
     if (vidmm_objtab_check(&a->processes))
         vidmm_report_add(&r, "process handle table inconsistent");
     check_process_list(a, &r);
-    de = vidmm_res_check(a, dmsg, sizeof(dmsg));
+    de = vidmm_residency_check(a, dmsg, sizeof(dmsg));
     if (de)
         vidmm_report_add(&r, "residency: %d violations (%s)", de, dmsg);
     de = vidmm_submit_check(a, dmsg, sizeof(dmsg));

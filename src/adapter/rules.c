@@ -16,7 +16,8 @@
  */
 #include "core/report.h"
 #include "model/objects.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "mmu/mmu.h"
 #include "observe/observe.h"
 #include "residency/residency.h"
@@ -162,7 +163,7 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
 static void fair_share_rules(const struct vidmm_adapter *a, struct vidmm_report *r)
 {
     const char *last = NULL;
-    uint64_t n = vidmm_res_unfair_refusals(a, &last);
+    uint64_t n = vidmm_residency_unfair_refusals(a, &last);
     if (n)
         vidmm_report_add(r, "fair_share.refused_within_share: %llu refusal%s; the last: %s", (unsigned long long)n,
             n == 1 ? "" : "s", last);

@@ -8,9 +8,10 @@
  * every public call is synchronous with the GPU.
  */
 #include "fence/inflight.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "allocation/allocation.h"
-#include "content/content.h"
+#include "paging_process/paging_process.h"
 #include "paging/paging.h"
 #include "process/process.h"
 #include "residency/residency.h"
@@ -159,7 +160,7 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
     al->pe.allocation = h;
     al->pe.priority = info.priority ? info.priority : VIDMM_PRIORITY_NORMAL;
     al->pe.next_use = VIDMM_NEXT_USE_NEVER;
-    al->pe.last_use = vidmm_res_clock(a);
+    al->pe.last_use = vidmm_residency_clock_locked(a);
     /* Creation takes free space only: it never evicts (make-resident
      * does), so a full adapter refuses new allocations it cannot place
      * in any supported segment (docs/DECISIONS.md D20). */
@@ -175,7 +176,7 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
         vidmm_unplace(a, al, &al->pl);
         goto undo_handle;
     }
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
     *out = h;
     return VIDMM_OK;
 
@@ -195,11 +196,11 @@ static void display_unmap(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     if (!al->display_mapped)
         return;
-    vidmm_res_leave(a, al);
+    vidmm_residency_leave(a, al);
     (void)vidmm_aperture_unmap_or_quarantine(a, al, &al->pl);
     al->pl.segment_id = 0;
     al->display_mapped = 0;
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
 }
 
 /* Undisplay on every source showing it; unmap the aperture if only the
@@ -242,7 +243,7 @@ int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocat
          * the work in flight. */
         al->zombie = 1;
         while (al->refs)
-            vidmm_res_unlink_ref(a, al->refs);
+            vidmm_residency_unlink_ref(a, al->refs);
         al->zombie_next = s->zombies;
         s->zombies = al;
         s->zombie_count++;
@@ -324,7 +325,7 @@ void vidmm_allocation_destroy_now(struct vidmm_adapter *a, struct vidmm_allocati
     vidmm_handle h = al->self;
     vidmm_allocation_unlist_private(a, al);
     vidmm_process_forget_allocation(a, al); /* its GPU VAs go with it */
-    vidmm_res_forget_allocation(a, al);     /* residency lists, policy, backing copy */
+    vidmm_residency_forget_allocation(a, al);     /* residency lists, policy, backing copy */
     /* Point, then free: the invalid entries must have run before the
      * pages go.  Refused, they may still reach the pages: quarantine
      * them until the reset that rewrites every entry. */
@@ -568,10 +569,10 @@ static vidmm_status move_entry(struct vidmm_adapter *a, vidmm_handle h, uint32_t
     if (al->lock_count || al->displayed)
         return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is %s", (unsigned long long)h,
                           al->lock_count ? "locked by the CPU" : "being scanned out");
-    vidmm_res_leave(a, al);
-    vidmm_res_drop_backing(a, al);
+    vidmm_residency_leave(a, al);
+    vidmm_residency_drop_backing(a, al);
     vidmm_status st = move_to(a, al, segment_id, discard);
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
     return st;
 }
 
@@ -734,10 +735,10 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
             if (al->displayed)   /* scan-out pins it where it is */
                 return vidmm_fail(VIDMM_E_BUSY, "allocation 0x%llx is being scanned out and the CPU cannot reach "
                                   "it where it is", (unsigned long long)h);
-            vidmm_res_leave(a, al);
-            vidmm_res_drop_backing(a, al);
+            vidmm_residency_leave(a, al);
+            vidmm_residency_drop_backing(a, al);
             st = move_cpu_reachable(a, al);
-            vidmm_res_enter(a, al);
+            vidmm_residency_enter(a, al);
             if (st < 0)
                 return st;
             if (al->pl.sys)
@@ -799,7 +800,7 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
         return VIDMM_OK;
     if (al && !al->resident) {
         /* Scan-out needs it resident. */
-        vidmm_status st = vidmm_res_restore(a, al);
+        vidmm_status st = vidmm_residency_restore(a, al);
         if (st < 0)
             return st;
     }
@@ -810,13 +811,13 @@ static vidmm_status adapter_flip(struct vidmm_adapter *a, uint32_t source, vidmm
             if (!a->aperture_id)
                 return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "allocation 0x%llx is in system memory and the adapter has "
                                   "no aperture segment to scan it out through", (unsigned long long)h);
-            vidmm_res_leave(a, al);
+            vidmm_residency_leave(a, al);
             vidmm_status st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
             if (st >= 0) {
                 al->pl.segment_id = a->aperture_id;   /* D43: mapped = in the aperture */
                 al->display_mapped = 1;
             }
-            vidmm_res_enter(a, al);
+            vidmm_residency_enter(a, al);
             if (st < 0)
                 return st;
         }

@@ -6,7 +6,7 @@
  * (process/), its devices' residency references (residency/) and, for
  * the last holder, the allocation's destruction (this module), so it
  * lives in the allocation-lifetime layer.  The lookups every entry makes
- * (an opener's handle to the allocation) are in alloc/handle.c, below
+ * (an opener's handle to the allocation) are in handle/handle.c, below
  * every module that names allocations.
  *
  * A shared allocation has one struct vidmm_share (its token and its
@@ -17,7 +17,8 @@
  * by token (open addressing, below): an open costs O(1) expected.
  */
 #include "model/objects.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "allocation/allocation.h"
 #include "fence/inflight.h"
 #include "process/process.h"
@@ -273,7 +274,7 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
     }
     if (p) {
         vidmm_process_unmap_allocation_in(a, p, al);
-        vidmm_res_process_lets_go(a, al, p);
+        vidmm_residency_process_lets_go(a, al, p);
     }
     if (sh->creator)
         vidmm_allocation_unlist_private(a, al);   /* the openers' now: named through their handles only */
@@ -467,7 +468,7 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
             }
         }
         /* Only holders' processes map it or list it on a device. */
-        for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+        for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
             const struct vidmm_share_holder *sh = s->holders;
             while (sh && sh->process != r->dev->process->self)
                 sh = sh->next;

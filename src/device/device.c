@@ -98,7 +98,7 @@ static void device_free(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->contexts)
         context_free(a, d->contexts);
-    vidmm_res_device_gone(a, d);
+    vidmm_residency_device_gone(a, d);
     struct vidmm_process *p = d->process;
     pthread_mutex_lock(&a->fence_lock);   /* see device_create */
     if (d->prev)

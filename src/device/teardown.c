@@ -13,7 +13,7 @@
  */
 #include "model/objects.h"
 #include "allocation/allocation.h"
-#include "content/content.h"
+#include "paging_process/paging_process.h"
 #include "device/device.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
@@ -24,7 +24,7 @@ static void process_free(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     vidmm_device_destroy_all(a, p);
     vidmm_allocation_destroy_private(a, p->self);   /* process exit takes its allocations (D38) */
-    vidmm_res_process_gone(a, p);
+    vidmm_residency_process_gone(a, p);
     (void)vidmm_paging_flush(a);
     vidmm_process_bind_root(a, p, p->self, 0);
     vidmm_pt_destroy(a, p->root);
@@ -62,7 +62,7 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
     if (!a)
         return;
     pthread_mutex_lock(&a->fence_lock);
-    if (vidmm_pp_fault_locked(a, context, va)) {
+    if (vidmm_paging_process_fault_locked(a, context, va)) {
         pthread_mutex_unlock(&a->fence_lock);
         return;   /* a paging operation faulted: counted for the paging process, no device to blame */
     }

@@ -34,7 +34,8 @@
  * maps bytes of a placement rather than a VA range's allocation.
  */
 #include "model/objects.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
 

@@ -86,7 +86,7 @@ struct vidmm_placement {
  * "Prepare, point, then free"): a placement, or only its aperture range,
  * that page-table or aperture entries may still name, held out of every
  * allocator until an adapter reset rewrote those entries
- * (src/alloc/placement.c, vidmm_quarantine). */
+ * (src/placement/placement.c, vidmm_quarantine). */
 struct vidmm_quarantine {
     struct vidmm_placement pl;
     uint64_t size;                  /* the allocation's size when it was put here */
@@ -105,10 +105,10 @@ struct vidmm_allocation {
     uint16_t shared;                /* share != NULL (here: handle lookups read this line only) */
     uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
-    int in_policy;                  /* handed to the eviction policy (resident in a memory segment) */
-    uint64_t pin_epoch;             /* == residency epoch: part of the request being served */
-    struct vidmm_res_ref *refs;     /* per-device references (residency lists) */
-    struct vidmm_res_ref *scratch_ref; /* make-resident: this request's reference record */
+    int in_memory_segment;                  /* handed to the eviction policy (resident in a memory segment) */
+    uint64_t request_epoch;             /* == residency epoch: part of the request being served */
+    struct vidmm_residency_ref *refs;     /* per-device references (residency lists) */
+    struct vidmm_residency_ref *scratch_ref; /* make-resident: this request's reference record */
     uint32_t ref_total;
     int offered;
     uint64_t use_clock;             /* reference clock of the last use; pe.last_use follows it into the policy */
@@ -130,7 +130,7 @@ struct vidmm_allocation {
     int display_mapped;             /* system pages mapped into the aperture only for scan-out */
     uint32_t vidpn_source;
     uint64_t moves;
-    struct vidmm_allocation *pool_next; /* free-object list link while !live (alloc/handle.c) */
+    struct vidmm_allocation *pool_next; /* free-object list link while !live (handle/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
     /* The processes whose VA space maps it, and how many (the VA spaces'
      * object index tells each first and last mapping, process/process.c):
@@ -208,13 +208,13 @@ struct vidmm_share {
 
 /* One device's references to one allocation (an entry of the device's
  * residency requirement list). */
-struct vidmm_res_ref {
+struct vidmm_residency_ref {
     struct vidmm_allocation *al;
     struct vidmm_device *dev;
     uint32_t count;
     uint32_t pending;               /* evict validation scratch */
-    struct vidmm_res_ref *al_next;  /* the allocation's references */
-    struct vidmm_res_ref *dev_prev, *dev_next; /* the device's list */
+    struct vidmm_residency_ref *al_next;  /* the allocation's references */
+    struct vidmm_residency_ref *dev_prev, *dev_next; /* the device's list */
 };
 
 /* ---- GpuMmu page tables and processes ------------------------------- */
@@ -240,8 +240,8 @@ struct vidmm_page_table {
 };
 
 struct vidmm_device;
-struct vidmm_res_state;
-struct vidmm_res_slot;
+struct vidmm_residency_mgr;
+struct vidmm_residency_slot;
 struct vidmm_paging;
 struct vidmm_paging_process;
 struct vidmm_fence_state;
@@ -347,7 +347,7 @@ struct vidmm_device {
     uint32_t reset_status;          /* VIDMM_RESET_* (guarded by the fence lock) */
     uint64_t resets;
     /* Residency. */
-    struct vidmm_res_ref *refs;     /* its residency requirement list */
+    struct vidmm_residency_ref *refs;     /* its residency requirement list */
     uint64_t ref_count;
     struct vidmm_paging_queue *queues;
     vidmm_trim_callback trim_cb;
@@ -361,7 +361,7 @@ struct vidmm_device {
      * highest (with thousands of processes each referencing a few
      * allocations, a flat table per device would be O(devices x
      * allocations)).  res_slot_cap = res_dir_len chunks' worth of slots. */
-    struct vidmm_res_slot **res_dir;
+    struct vidmm_residency_slot **res_dir;
     uint32_t res_dir_len;
     uint32_t res_slot_cap;
 };
@@ -450,9 +450,9 @@ struct vidmm_adapter {
     struct vidmm_gpummu_info gpummu;
     /* Non-NULL: content moves are TRANSFER_VIRTUAL / FILL_VIRTUAL in the
      * system paging process (D27); NULL: physical TRANSFER / FILL. */
-    struct vidmm_paging_process *pp;   /* opaque: src/content/pp_state.h */
+    struct vidmm_paging_process *pp;   /* opaque: src/paging_process/state.h */
     /* Allocations: handles from the typed handle table (core/objtab.h);
-     * objects from 64-object chunks (alloc/handle.c). */
+     * objects from 64-object chunks (handle/handle.c). */
     struct vidmm_objtab allocations;
     struct vidmm_allocation *alloc_free;   /* released objects, reused first */
     struct vidmm_alloc_chunk *alloc_chunks;
@@ -481,7 +481,7 @@ struct vidmm_adapter {
     uint64_t share_tokens;          /* tokens made: mixed into the next (entropy fallback) */
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */
-    struct vidmm_res_state *res;
+    struct vidmm_residency_mgr *res;
     /* Paging buffers: the ring, its aperture mapping, statistics
      * (opaque: src/paging/paging_state.h). */
     struct vidmm_paging *paging;
@@ -502,7 +502,7 @@ struct vidmm_adapter {
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
-    /* Quarantined memory (alloc/placement.c): records from the host
+    /* Quarantined memory (placement/placement.c): records from the host
      * allocator, or from the inline ones when it refuses. */
     struct vidmm_quarantine *quarantine;
     struct vidmm_quarantine quarantine_inline[VIDMM_QUARANTINE_INLINE];

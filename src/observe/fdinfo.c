@@ -19,7 +19,8 @@
  *     driver-specific ones: budget and usage per segment group.
  */
 #include "observe/observe.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "process/process.h"
 
 #include <string.h>
@@ -35,7 +36,7 @@ static int uses(const struct vidmm_allocation *al, vidmm_handle p, int *shared)
         mine |= owner == p;
         other |= owner != p;
     }
-    for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+    for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
         vidmm_handle q = r->dev && r->dev->process ? r->dev->process->self : 0;
         mine |= q == p;
         other |= q && q != p;

@@ -9,7 +9,8 @@
  * here changes where an allocation is or what it holds.
  */
 #include "observe/observe.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 
 #include <stdarg.h>
 #include <stdio.h>

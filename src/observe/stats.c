@@ -23,7 +23,8 @@
  * the same calls would print different numbers (observe.h).
  */
 #include "observe/observe.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "vidmm/version.h"
 
 #include <stdio.h>

@@ -15,7 +15,8 @@
  */
 #include "model/objects.h"
 #include "core/error.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "fence/hang.h"
 #include "fence/inflight.h"
 #include "paging/paging.h"
@@ -64,7 +65,7 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
         int clean = al->backing.sys && al->backing_valid && !al->gpu_dirty;
         int dropped = al->offered || clean;
         uint64_t size = al->size;
-        st = vidmm_res_evict(a, al, clean);
+        st = vidmm_residency_evict(a, al, clean);
         if (st < 0)
             break;
         if (dropped) {

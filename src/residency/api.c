@@ -14,7 +14,8 @@
  */
 #include "model/objects.h"
 #include "fence/fence.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "fence/hang.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
@@ -198,9 +199,9 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
 
 /* ---- make resident ---------------------------------------------------------- */
 
-static struct vidmm_res_ref *ref_of(struct vidmm_allocation *al, const struct vidmm_device *d)
+static struct vidmm_residency_ref *ref_of(struct vidmm_allocation *al, const struct vidmm_device *d)
 {
-    for (struct vidmm_res_ref *r = al->refs; r; r = r->al_next)
+    for (struct vidmm_residency_ref *r = al->refs; r; r = r->al_next)
         if (r->dev == d)
             return r;
     return NULL;
@@ -220,15 +221,15 @@ static int memory_may_fit(struct vidmm_adapter *a, const struct vidmm_process *p
             room += a->seg[id].size - a->seg[id].committed;
     for (uint32_t id = 1; id < a->segment_count && room < need; id++)
         if (segs & VIDMM_SEGMENT_BIT(id))
-            room += vidmm_res_evictable_bytes(a, id, p);
+            room += vidmm_residency_evictable_bytes(a, id, p);
     return room >= need;
 }
 
 /* Take back the demand a make-resident added for its new references. */
 static void drop_demand(struct vidmm_adapter *a, struct vidmm_process *p, const uint64_t add[2])
 {
-    vidmm_res_demand_sub(a, p, VIDMM_SEGMENT_GROUP_LOCAL, add[VIDMM_SEGMENT_GROUP_LOCAL]);
-    vidmm_res_demand_sub(a, p, VIDMM_SEGMENT_GROUP_NON_LOCAL, add[VIDMM_SEGMENT_GROUP_NON_LOCAL]);
+    vidmm_residency_demand_sub(a, p, VIDMM_SEGMENT_GROUP_LOCAL, add[VIDMM_SEGMENT_GROUP_LOCAL]);
+    vidmm_residency_demand_sub(a, p, VIDMM_SEGMENT_GROUP_NON_LOCAL, add[VIDMM_SEGMENT_GROUP_NON_LOCAL]);
 }
 
 /* The fast path's test (res_state.h): every member of the list has an
@@ -239,8 +240,8 @@ static void drop_demand(struct vidmm_adapter *a, struct vidmm_process *p, const 
 static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d, const vidmm_handle *list,
                      uint32_t n, int touched[2])
 {
-    const struct vidmm_res_slot *const *dir = (const struct vidmm_res_slot *const *)d->res_dir;
-    uint32_t len = d->res_dir_len;   /* chunks never made read as vidmm_res_no_chunk: nothing ok */
+    const struct vidmm_residency_slot *const *dir = (const struct vidmm_residency_slot *const *)d->res_dir;
+    uint32_t len = d->res_dir_len;   /* chunks never made read as vidmm_residency_no_chunk: nothing ok */
     uint64_t hi = ((uint64_t)a->allocations.type << 16) | a->allocations.salt;
     unsigned groups = 0;
     if (!n || !len)
@@ -255,7 +256,7 @@ static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d
         uint32_t s = (uint32_t)h & 0xFFFFFFu, c = s >> VIDMM_RES_CHUNK_SHIFT;
         if ((h >> 40) != hi || c >= len)
             return 0;
-        const struct vidmm_res_slot *e = &dir[c][s & (VIDMM_RES_CHUNK - 1u)];
+        const struct vidmm_residency_slot *e = &dir[c][s & (VIDMM_RES_CHUNK - 1u)];
         if (!e->ok || e->gen != (uint16_t)(h >> 24) || e->extra == UINT32_MAX)
             return 0;
         groups |= 1u << e->group;
@@ -271,17 +272,17 @@ static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d
 static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const vidmm_handle *list, uint32_t n,
                         uint64_t now, uint64_t mark)
 {
-    struct vidmm_res_slot *const *dir = d->res_dir;   /* fast_scan found every entry ok: in real chunks */
+    struct vidmm_residency_slot *const *dir = d->res_dir;   /* fast_scan found every entry ok: in real chunks */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = (uint32_t)list[i] & 0xFFFFFFu;
-        struct vidmm_res_slot *e = &dir[s >> VIDMM_RES_CHUNK_SHIFT][s & (VIDMM_RES_CHUNK - 1u)];
+        struct vidmm_residency_slot *e = &dir[s >> VIDMM_RES_CHUNK_SHIFT][s & (VIDMM_RES_CHUNK - 1u)];
         e->extra++;
         e->clock = now;
         if (e->group == VIDMM_SEGMENT_GROUP_LOCAL) {
             struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
-            if (al->pin_epoch == mark)
+            if (al->request_epoch == mark)
                 continue;
-            al->pin_epoch = mark;
+            al->request_epoch = mark;
             al->use_clock = now;
             al->pe.last_use = now;
             a->res->policy->touch(a->res->policy_state, &al->pe);
@@ -289,7 +290,7 @@ static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const v
     }
 }
 
-const struct vidmm_res_slot vidmm_res_no_chunk[VIDMM_RES_CHUNK];
+const struct vidmm_residency_slot vidmm_residency_no_chunk[VIDMM_RES_CHUNK];
 
 /* The chunk of slot s in d's fast table (every record's slot has its
  * entry): the directory grown geometrically, the chunk made zeroed; both
@@ -301,24 +302,24 @@ static vidmm_status fast_reserve(struct vidmm_adapter *a, struct vidmm_device *d
         uint32_t len = d->res_dir_len ? d->res_dir_len : 4;
         while (len <= c)
             len *= 2;
-        struct vidmm_res_slot **dir = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS, (size_t)len * sizeof(*dir),
-                                                    _Alignof(struct vidmm_res_slot *));
+        struct vidmm_residency_slot **dir = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS, (size_t)len * sizeof(*dir),
+                                                    _Alignof(struct vidmm_residency_slot *));
         if (!dir)
             return VIDMM_E_NO_HOST_MEMORY;
         if (d->res_dir)
             memcpy(dir, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir));
         for (uint32_t k = d->res_dir_len; k < len; k++)
-            dir[k] = (struct vidmm_res_slot *)vidmm_res_no_chunk;   /* read, never written */
+            dir[k] = (struct vidmm_residency_slot *)vidmm_residency_no_chunk;   /* read, never written */
         if (d->res_dir)
-            vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir), _Alignof(struct vidmm_res_slot *));
+            vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir), _Alignof(struct vidmm_residency_slot *));
         d->res_dir = dir;
         d->res_dir_len = len;
         d->res_slot_cap = len << VIDMM_RES_CHUNK_SHIFT;
     }
-    if (d->res_dir[c] == vidmm_res_no_chunk) {
-        struct vidmm_res_slot *chunk = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS,
-                                                     VIDMM_RES_CHUNK * sizeof(struct vidmm_res_slot),
-                                                     _Alignof(struct vidmm_res_slot));
+    if (d->res_dir[c] == vidmm_residency_no_chunk) {
+        struct vidmm_residency_slot *chunk = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS,
+                                                     VIDMM_RES_CHUNK * sizeof(struct vidmm_residency_slot),
+                                                     _Alignof(struct vidmm_residency_slot));
         if (!chunk)
             return VIDMM_E_NO_HOST_MEMORY;
         d->res_dir[c] = chunk;
@@ -385,19 +386,19 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             if (o && o->refs)
                 __builtin_prefetch(o->refs);
         }
-        if (al->pin_epoch == epoch)
+        if (al->request_epoch == epoch)
             continue;
-        al->pin_epoch = epoch;
-        struct vidmm_res_ref *r = al->refs;
+        al->request_epoch = epoch;
+        struct vidmm_residency_ref *r = al->refs;
         while (r && r->dev != d)
             r = r->al_next;
         al->scratch_ref = r;
         missing_refs += r == NULL;
         uint32_t only_mem = 0;
-        unsigned home = r && al->resident ? 0 : vidmm_res_home(a, al, &only_mem);
-        /* in_policy (first cache line) says "resident in a memory
+        unsigned home = r && al->resident ? 0 : vidmm_residency_home(a, al, &only_mem);
+        /* in_memory_segment (first cache line) says "resident in a memory
          * segment": the placement is not read on the hot path. */
-        touched[al->resident ? (al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL)
+        touched[al->resident ? (al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL)
                              : home] = 1;
         if (!r) {
             add_demand[home] += al->size;
@@ -411,20 +412,20 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 mem_segs |= only_mem;
             }
         } else if (!al->owned) {
-            unowned[al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
+            unowned[al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
         }
     }
     /* Demand first: this request's own references count toward the
      * pressure that sets every budget, so the caller is checked against
      * the budget it will have once the call succeeded. */
     for (unsigned g = 0; g < 2; g++) {
-        vidmm_res_demand_add(a, p, g, add_demand[g]);
+        vidmm_residency_demand_add(a, p, g, add_demand[g]);
         need[g] += unowned[g];
     }
     uint64_t usage[2] = { 0, 0 }, budget[2] = { 0, 0 };
     for (unsigned g = 0; g < 2; g++) {
-        usage[g] = vidmm_res_usage(a, p, g);
-        budget[g] = vidmm_res_budget(a, p, g);
+        usage[g] = vidmm_residency_usage(a, p, g);
+        budget[g] = vidmm_residency_budget(a, p, g);
     }
     if (!(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
         for (unsigned g = 0; g < 2; g++) {
@@ -448,7 +449,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
      * cannot is refused before any paging. */
     if (mem_need && !memory_may_fit(a, p, mem_need, mem_segs)) {
         drop_demand(a, p, add_demand);
-        vidmm_res_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
+        vidmm_residency_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
         a->res->epoch++;
         if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
             pthread_mutex_lock(&a->fence_lock);
@@ -464,7 +465,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     if (missing_refs || evicted) {
         /* Pass 2 (only when needed): the missing reference records - the
          * only host allocations - then the restores, which may evict. */
-        struct vidmm_res_ref *fresh = NULL;
+        struct vidmm_residency_ref *fresh = NULL;
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->scratch_ref)
@@ -474,7 +475,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             st = fast_reserve(a, d, (uint32_t)al->self & 0xFFFFFFu);
             if (st < 0)
                 break;
-            struct vidmm_res_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_res_ref));
+            struct vidmm_residency_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_residency_ref));
             if (!r) {
                 st = VIDMM_E_NO_HOST_MEMORY;
                 break;
@@ -492,11 +493,11 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             if (al->resident)
                 continue;
             if (!al->owned) {   /* the first user owns it for accounting */
-                vidmm_res_set_owner(a, al, p);
+                vidmm_residency_set_owner(a, al, p);
                 al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
             int lost = al->content_lost;
-            st = vidmm_res_restore(a, al);
+            st = vidmm_residency_restore(a, al);
             if (st >= 0) {
                 restored++;
                 al->undo_epoch = epoch;
@@ -508,8 +509,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             /* Where the list landed decides the groups: one that fell
              * back to the other group must fit that group's budget too. */
             for (unsigned g = 0; g < 2 && st >= 0; g++) {
-                uint64_t u = vidmm_res_usage(a, p, g) + unowned[g];
-                uint64_t b = vidmm_res_budget(a, p, g);
+                uint64_t u = vidmm_residency_usage(a, p, g) + unowned[g];
+                uint64_t b = vidmm_residency_budget(a, p, g);
                 if (u > b && u > usage[g]) {
                     args->bytes_to_trim = u - b;
                     a->res->stats.over_budget++;
@@ -518,21 +519,21 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             }
         }
         if (st < 0) {
-            vidmm_res_undo(a, epoch);   /* all or nothing: nothing another call can see changed */
+            vidmm_residency_undo(a, epoch);   /* all or nothing: nothing another call can see changed */
             /* The undone paging is not counted either; the refusal is. */
             uint64_t over = a->res->stats.over_budget;
             a->res->stats = stats_before;
             a->res->stats.over_budget = over;
             drop_demand(a, p, add_demand);
             while (fresh) {
-                struct vidmm_res_ref *r = fresh;
+                struct vidmm_residency_ref *r = fresh;
                 fresh = r->dev_next;
                 if (r->pending)   /* owned by this call: unowned again (D35) */
-                    vidmm_res_set_owner(a, r->al, NULL);
-                vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
+                    vidmm_residency_set_owner(a, r->al, NULL);
+                vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_residency_ref));
             }
             if (st == VIDMM_E_NO_SEGMENT_SPACE)
-                vidmm_res_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
+                vidmm_residency_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
             a->res->epoch++;
             if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
                 pthread_mutex_lock(&a->fence_lock);
@@ -546,7 +547,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
          * again as each is linked). */
         drop_demand(a, p, add_demand);
         while (fresh) {
-            struct vidmm_res_ref *r = fresh;
+            struct vidmm_residency_ref *r = fresh;
             fresh = r->dev_next;
             struct vidmm_allocation *al = r->al;
             r->pending = 0;
@@ -558,7 +559,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 d->refs->dev_prev = r;
             d->refs = r;
             d->ref_count++;
-            vidmm_res_demand_add(a, p, vidmm_res_home_group(a, al), al->size);
+            vidmm_residency_demand_add(a, p, vidmm_residency_home_group(a, al), al->size);
         }
     }
     /* Commit: take the references and tell the policy; nothing fails. */
@@ -571,15 +572,15 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         al->scratch_ref->count++;
         al->ref_total++;
         al->offered = 0;
-        if (al->pin_epoch == mark)
+        if (al->request_epoch == mark)
             continue;   /* a duplicate in the list */
-        al->pin_epoch = mark;
+        al->request_epoch = mark;
         al->use_clock = now;
         if (!al->owned)
-            vidmm_res_set_owner(a, al, p);
+            vidmm_residency_set_owner(a, al, p);
         /* Only the policy reads the clock of its entries; one not in a
          * memory segment catches up when it enters one. */
-        if (al->in_policy) {
+        if (al->in_memory_segment) {
             al->pe.last_use = now;
             a->res->policy->touch(a->res->policy_state, &al->pe);
         }
@@ -592,12 +593,12 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
          * would pass (vidmm/share.h).  Openers take the full path. */
         if (al->shared && al->private_process != p->self)
             continue;
-        struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
+        struct vidmm_residency_slot *e = vidmm_residency_slot_of(d, al->self);
         if (!e)
             continue;   /* not reached: every record has its entry */
         e->ok = 1;
         e->gen = (uint16_t)(al->self >> 24);
-        e->group = (uint8_t)(al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
+        e->group = (uint8_t)(al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
         e->clock = now;
     }
     a->res->epoch++;   /* unpin */
@@ -622,13 +623,13 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         if (!cant && !touched[g])
             continue;
         p->last_mr_cant_trim[g] = cant;
-        p->budget_after_mr[g] = vidmm_res_budget(a, p, g);
-        p->usage_after_mr[g] = vidmm_res_usage(a, p, g);
+        p->budget_after_mr[g] = vidmm_residency_budget(a, p, g);
+        p->usage_after_mr[g] = vidmm_residency_usage(a, p, g);
     }
     /* This request's demand may have lowered every budget: whoever is
      * now over it is told, in each group. */
     if (add_demand[0] || add_demand[1] || need[0] || need[1])
-        vidmm_res_notify_all(a);
+        vidmm_residency_notify_all(a);
     return ret;
 }
 
@@ -650,8 +651,8 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
     for (i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get_for(a, allocs[i], d->process->self);
         if (al)
-            vidmm_res_fold(a, al, 1);   /* exact counts in the records */
-        struct vidmm_res_ref *r = al ? ref_of(al, d) : NULL;
+            vidmm_residency_fold(a, al, 1);   /* exact counts in the records */
+        struct vidmm_residency_ref *r = al ? ref_of(al, d) : NULL;
         if (!al) {
             st = VIDMM_E_INVALID_HANDLE;
             break;
@@ -671,10 +672,10 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
         uint64_t mark = ++a->res->epoch;
         for (uint32_t j = 0; j < count && st >= 0; j++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, allocs[j]);
-            struct vidmm_res_ref *r = ref_of(al, d);
-            if (al->pin_epoch == mark)
+            struct vidmm_residency_ref *r = ref_of(al, d);
+            if (al->request_epoch == mark)
                 continue;   /* a duplicate in the list */
-            al->pin_epoch = mark;
+            al->request_epoch = mark;
             if (r->count != r->pending || al->ref_total != r->pending || !al->resident ||
                 (flags & VIDMM_EVICT_ONLY_IF_NECESSARY) || al->lock_count || al->displayed)
                 continue;
@@ -682,31 +683,31 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
              * so a backing copy stays current; otherwise it is stale. */
             if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
                 al->backing_valid = 0;
-            st = vidmm_res_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
+            st = vidmm_residency_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
         }
         a->res->epoch++;
     }
     if (st < 0) {
         for (uint32_t j = 0; j < i && j < count; j++) {
-            struct vidmm_res_ref *r = ref_of(vidmm_handle_get(a, allocs[j]), d);
+            struct vidmm_residency_ref *r = ref_of(vidmm_handle_get(a, allocs[j]), d);
             r->pending = 0;
         }
         return st;
     }
     for (i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
-        struct vidmm_res_ref *r = ref_of(al, d);
+        struct vidmm_residency_ref *r = ref_of(al, d);
         if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
             al->backing_valid = 0;
         r->pending--;
         r->count--;
         al->ref_total--;
         if (r->count == 0)
-            vidmm_res_unlink_ref(a, r);   /* it leaves the device's list */
+            vidmm_residency_unlink_ref(a, r);   /* it leaves the device's list */
     }
     if (bytes_to_trim) {
-        uint64_t u = vidmm_res_usage(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);
-        uint64_t b = vidmm_res_budget(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);
+        uint64_t u = vidmm_residency_usage(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);
+        uint64_t b = vidmm_residency_budget(a, d->process, VIDMM_SEGMENT_GROUP_LOCAL);
         *bytes_to_trim = u > b ? u - b : 0;
     }
     return st < 0 ? st : VIDMM_OK;
@@ -722,9 +723,9 @@ static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handl
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
-    vidmm_res_leave(a, al);
+    vidmm_residency_leave(a, al);
     al->pe.priority = priority;
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
     return VIDMM_OK;
 }
 
@@ -737,7 +738,7 @@ static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handl
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     al->pe.next_use = clock;
-    if (al->in_policy)
+    if (al->in_memory_segment)
         a->res->policy->touch(a->res->policy_state, &al->pe);
     return VIDMM_OK;
 }
@@ -758,7 +759,7 @@ static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_ha
     memset(out, 0, sizeof(*out));
     out->resident = (uint32_t)al->resident;
     out->priority = al->pe.priority;
-    out->references = vidmm_res_references(a, al);
+    out->references = vidmm_residency_references(a, al);
     out->offered = (uint32_t)al->offered;
     out->owner = al->pe.process;
     out->evictions = al->evictions;
@@ -788,7 +789,7 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
     uint64_t n = 0;
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
-        n += al->in_policy;
+        n += al->in_memory_segment;
     if (n) {
         order = vidmm_halloc(a->ha, VIDMM_SITE_RES_POLICY_ORDER, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
         if (!order) {
@@ -849,7 +850,7 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
     }
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
-        vidmm_res_fold(a, al, 0);   /* offered: no fast path */
+        vidmm_residency_fold(a, al, 0);   /* offered: no fast path */
         al->offered = 1;
         al->offer_discarded = 0;
         al->offer_priority = offer_priority;
@@ -886,7 +887,7 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
         al->offer_discarded = 0;
         /* On a residency list: page it back in now. */
         if (!al->resident && al->ref_total) {
-            vidmm_status r = vidmm_res_restore(a, al);
+            vidmm_status r = vidmm_residency_restore(a, al);
             if (r < 0 && st >= 0)
                 st = r;
         }

@@ -43,7 +43,7 @@ static uint64_t fair(const struct vidmm_adapter *a, unsigned group)
     return capacity(a, group) / (n ? n : 1);
 }
 
-uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group)
+uint64_t vidmm_residency_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group)
 {
     uint64_t u = 0;
     for (uint32_t id = 0; id < a->segment_count; id++) {
@@ -54,7 +54,7 @@ uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_proce
     return u;
 }
 
-uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group)
+uint64_t vidmm_residency_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group)
 {
     if (p->budget_override[group])
         return p->budget_override[group];
@@ -77,7 +77,7 @@ static void notify_process(struct vidmm_adapter *a, vidmm_handle ph, uint64_t ro
             struct vidmm_process *p = vidmm_process_get(a, ph);
             if (!p)
                 return;
-            uint64_t u = vidmm_res_usage(a, p, g), b = vidmm_res_budget(a, p, g);
+            uint64_t u = vidmm_residency_usage(a, p, g), b = vidmm_residency_budget(a, p, g);
             if (u <= b)
                 break;
             struct vidmm_device *d = p->devices;
@@ -93,7 +93,7 @@ static void notify_process(struct vidmm_adapter *a, vidmm_handle ph, uint64_t ro
     }
 }
 
-void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
+void vidmm_residency_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (a->res->trim_depth)
         return;   /* called back from a callback: the running walk looks again */
@@ -119,7 +119,7 @@ static int anyone_may_be_over(const struct vidmm_adapter *a)
     return 0;
 }
 
-void vidmm_res_notify_all(struct vidmm_adapter *a)
+void vidmm_residency_notify_all(struct vidmm_adapter *a)
 {
     if (a->res->trim_depth || !anyone_may_be_over(a))
         return;
@@ -145,8 +145,8 @@ static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(process));
     memset(out, 0, sizeof(*out));
-    out->budget = vidmm_res_budget(a, p, group);
-    out->current_usage = vidmm_res_usage(a, p, group);
+    out->budget = vidmm_residency_budget(a, p, group);
+    out->current_usage = vidmm_residency_usage(a, p, group);
     out->current_reservation = p->reservation[group];
     uint64_t f = fair(a, group);
     out->available_for_reservation = f < out->budget ? f : out->budget;
@@ -189,7 +189,7 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
      * the OS taking the budget lower takes the reservation with it. */
     if (budget && p->reservation[group] > budget)
         p->reservation[group] = budget;
-    vidmm_res_notify_trim(a, p);
+    vidmm_residency_notify_trim(a, p);
     return VIDMM_OK;
 }
 

@@ -8,7 +8,7 @@
 #include "model/objects.h"
 #include "seg/evict_scan.h"
 
-struct vidmm_res_state {
+struct vidmm_residency_mgr {
     const struct vidmm_eviction_policy *policy;
     void *policy_state;
     uint64_t clock;             /* reference clock */
@@ -19,7 +19,7 @@ struct vidmm_res_state {
      * in it (fair share, D62). */
     uint64_t holders_epoch[VIDMM_MAX_SEGMENTS + 1];
     uint32_t holders[VIDMM_MAX_SEGMENTS + 1];
-    /* Refusals that broke the fair share (vidmm_res_check_refusal), the
+    /* Refusals that broke the fair share (vidmm_residency_check_refusal), the
      * last one described: the rules checker reports them. */
     uint64_t unfair_refusals;
     char unfair_refusal[200];
@@ -42,13 +42,13 @@ struct vidmm_res_state {
  * here - extra counts them, clock is their last use - without reading
  * the objects or the records, which at 10^5 and more allocations are
  * cache and TLB misses; members in the policy still get their touch.
- * vidmm_res_fold moves extra into the record's count and the
+ * vidmm_residency_fold moves extra into the record's count and the
  * allocation's total and clock into use_clock, before anything reads
  * the exact count (evict, the checker) or changes the state an ok entry
- * stands for: vidmm_res_leave (placement, residency, owner, priority),
+ * stands for: vidmm_residency_leave (placement, residency, owner, priority),
  * offer and the record's unlink clear the entry.  The full path makes
  * it ok again at the next make-resident. */
-struct vidmm_res_slot {
+struct vidmm_residency_slot {
     uint64_t clock;     /* reference clock of the last fast use */
     uint32_t extra;     /* references taken here, not yet in the record */
     uint16_t gen;       /* the allocation handle's generation */
@@ -58,10 +58,10 @@ struct vidmm_res_slot {
 
 /* Fold the entries of al's records (every device) into the records and
  * al; keep = 0 also clears them (the state they stand for changes). */
-void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep);
+void vidmm_residency_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep);
 
 /* al's references, those on fast tables included. */
-uint32_t vidmm_res_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
+uint32_t vidmm_residency_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
 
 /* Entries per chunk of a device's table (struct vidmm_device.res_dir):
  * 256 x 16 bytes, one 4 KiB block. */
@@ -71,32 +71,32 @@ uint32_t vidmm_res_references(const struct vidmm_adapter *a, const struct vidmm_
 /* What a directory entry of a chunk never made points at: read-only
  * zeros (no entry ok), so the fast path reads through any directory
  * entry without testing it; nothing ever writes it (residency/api.c). */
-extern const struct vidmm_res_slot vidmm_res_no_chunk[VIDMM_RES_CHUNK];
+extern const struct vidmm_residency_slot vidmm_residency_no_chunk[VIDMM_RES_CHUNK];
 
 /* The entry of slot s in d's table, or NULL when its chunk was never made. */
-static inline struct vidmm_res_slot *vidmm_res_slot_at(const struct vidmm_device *d, uint32_t s)
+static inline struct vidmm_residency_slot *vidmm_residency_slot_at(const struct vidmm_device *d, uint32_t s)
 {
     uint32_t c = s >> VIDMM_RES_CHUNK_SHIFT;
-    if (c >= d->res_dir_len || d->res_dir[c] == vidmm_res_no_chunk)
+    if (c >= d->res_dir_len || d->res_dir[c] == vidmm_residency_no_chunk)
         return NULL;
     return &d->res_dir[c][s & (VIDMM_RES_CHUNK - 1u)];
 }
 
 /* The entry of handle h's slot in d's table, or NULL. */
-static inline struct vidmm_res_slot *vidmm_res_slot_of(const struct vidmm_device *d, vidmm_handle h)
+static inline struct vidmm_residency_slot *vidmm_residency_slot_of(const struct vidmm_device *d, vidmm_handle h)
 {
-    return vidmm_res_slot_at(d, (uint32_t)h & 0xFFFFFFu);
+    return vidmm_residency_slot_at(d, (uint32_t)h & 0xFFFFFFu);
 }
 
 /* A process's demand (bytes on its devices' lists) changes: keep the
  * adapter's total with it, so a budget needs no walk of every process. */
-static inline void vidmm_res_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
+static inline void vidmm_residency_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
 {
     p->demand[g] += n;
     a->res->demand_total[g] += n;
 }
 
-static inline void vidmm_res_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
+static inline void vidmm_residency_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
 {
     p->demand[g] -= n;
     a->res->demand_total[g] -= n;

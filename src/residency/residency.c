@@ -3,7 +3,7 @@
  *
  * Model (WDDM 2).  Each device keeps a list of the allocations it needs
  * resident, with a reference count per (device, allocation) pair
- * (struct vidmm_res_ref, linked into both the device's list and the
+ * (struct vidmm_residency_ref, linked into both the device's list and the
  * allocation's).  An allocation is either resident - it has a GPU
  * placement, and its PTEs in every process are valid - or evicted: its
  * bytes live in system pages (its placement is then the system backing)
@@ -50,8 +50,9 @@
  * the paging queue first.
  */
 #include "model/objects.h"
-#include "alloc/alloc.h"
-#include "content/content.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
+#include "paging_process/paging_process.h"
 #include "fence/hang.h"
 #include "fence/inflight.h"
 #include "paging/paging.h"
@@ -71,9 +72,9 @@ static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
 
 /* ---- policy state ---------------------------------------------------- */
 
-vidmm_status vidmm_res_init(struct vidmm_adapter *a)
+vidmm_status vidmm_residency_init(struct vidmm_adapter *a)
 {
-    struct vidmm_res_state *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_STATE, sizeof(*r), _Alignof(struct vidmm_res_state));
+    struct vidmm_residency_mgr *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_STATE, sizeof(*r), _Alignof(struct vidmm_residency_mgr));
     if (!r)
         return VIDMM_E_NO_HOST_MEMORY;
     a->res = r;
@@ -81,45 +82,45 @@ vidmm_status vidmm_res_init(struct vidmm_adapter *a)
     r->policy = &vidmm_policy_lru;
     vidmm_status st = r->policy->create(a->ha, a->segment_count, &r->policy_state);
     if (st < 0)
-        vidmm_res_fini(a);
+        vidmm_residency_fini(a);
     return st;
 }
 
-void vidmm_res_fini(struct vidmm_adapter *a)
+void vidmm_residency_fini(struct vidmm_adapter *a)
 {
-    struct vidmm_res_state *r = a->res;
+    struct vidmm_residency_mgr *r = a->res;
     if (!r)
         return;
     vidmm_evict_scan_fini(&r->evict_scan);
     if (r->policy && r->policy_state)
         r->policy->destroy(r->policy_state);
-    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_state));
+    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_residency_mgr));
     a->res = NULL;
 }
 
-uint64_t vidmm_res_clock(const struct vidmm_adapter *a)
+uint64_t vidmm_residency_clock_locked(const struct vidmm_adapter *a)
 {
     return a->res->clock;
 }
 
-void vidmm_res_use(struct vidmm_adapter *a, struct vidmm_allocation *const *list, uint32_t n)
+void vidmm_residency_use(struct vidmm_adapter *a, struct vidmm_allocation *const *list, uint32_t n)
 {
-    struct vidmm_res_state *r = a->res;
+    struct vidmm_residency_mgr *r = a->res;
     uint64_t now = ++r->clock;
     for (uint32_t i = 0; i < n; i++) {
         struct vidmm_allocation *al = list[i];
         al->pe.last_use = now;
-        if (al->in_policy)
+        if (al->in_memory_segment)
             r->policy->touch(r->policy_state, &al->pe);
     }
 }
 
-uint64_t vidmm_res_pin(struct vidmm_adapter *a)
+uint64_t vidmm_residency_request_begin(struct vidmm_adapter *a)
 {
     return ++a->res->epoch;
 }
 
-void vidmm_res_unpin(struct vidmm_adapter *a)
+void vidmm_residency_request_end(struct vidmm_adapter *a)
 {
     a->res->epoch++;
 }
@@ -141,9 +142,9 @@ static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
     p->owned_allocations--;
 }
 
-void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
+void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
 {
-    vidmm_res_leave(a, al);
+    vidmm_residency_leave(a, al);
     struct vidmm_process *was = owner_of(a, al);
     if (was)
         owned_unlink(was, al);
@@ -157,15 +158,15 @@ void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, s
     }
     al->pe.process = p ? p->self : 0;
     al->owned = p != NULL;
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
 }
 
-void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep)
+void vidmm_residency_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep)
 {
     (void)a;
     uint16_t gen = (uint16_t)(al->self >> 24);
-    for (struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
-        struct vidmm_res_slot *e = vidmm_res_slot_of(r->dev, al->self);
+    for (struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
+        struct vidmm_residency_slot *e = vidmm_residency_slot_of(r->dev, al->self);
         if (!e || !e->ok || e->gen != gen)
             continue;
         r->count += e->extra;
@@ -177,25 +178,25 @@ void vidmm_res_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int ke
     }
 }
 
-uint32_t vidmm_res_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+uint32_t vidmm_residency_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
 {
     (void)a;
     uint32_t n = al->ref_total;
     uint16_t gen = (uint16_t)(al->self >> 24);
-    for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
-        const struct vidmm_res_slot *e = vidmm_res_slot_of(r->dev, al->self);
+    for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
+        const struct vidmm_residency_slot *e = vidmm_residency_slot_of(r->dev, al->self);
         if (e && e->ok && e->gen == gen)
             n += e->extra;
     }
     return n;
 }
 
-void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
+void vidmm_residency_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    vidmm_res_fold(a, al, 0);   /* the fast entries stand for the state that changes now */
-    if (al->in_policy) {
+    vidmm_residency_fold(a, al, 0);   /* the fast entries stand for the state that changes now */
+    if (al->in_memory_segment) {
         a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_EVICTED);
-        al->in_policy = 0;
+        al->in_memory_segment = 0;
     }
     struct vidmm_process *p = owner_of(a, al);
     if (p && al->resident) {
@@ -204,7 +205,7 @@ void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
     }
 }
 
-void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
+void vidmm_residency_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     struct vidmm_process *p = owner_of(a, al);
     if (p && al->resident) {
@@ -217,11 +218,11 @@ void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
         al->pe.segment_id = al->pl.segment_id;
         al->pe.size = al->size;
         a->res->policy->insert(a->res->policy_state, &al->pe);
-        al->in_policy = 1;
+        al->in_memory_segment = 1;
     }
 }
 
-void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al)
+void vidmm_residency_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     if (al->backing.sys)
         vidmm_unplace(a, al, &al->backing);
@@ -266,7 +267,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             if (st < 0)
                 return st;
         }
-        vidmm_res_leave(a, al);
+        vidmm_residency_leave(a, al);
         if (discard) {
             st = vidmm_discard_content(a, al, &al->pl);
             if (st >= 0 && al->offered && (fresh || !al->backing_valid)) {
@@ -295,7 +296,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             repoint(a, al);
             if (fresh)
                 vidmm_unplace(a, al, &bk);   /* no entry ever reached it */
-            vidmm_res_enter(a, al);
+            vidmm_residency_enter(a, al);
             return st;
         }
         vidmm_unplace(a, al, &al->pl);
@@ -312,7 +313,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
     } else {
         /* System pages: nothing moves; the aperture mapping (kept only
          * while resident) and the PTEs go. */
-        vidmm_res_leave(a, al);
+        vidmm_residency_leave(a, al);
         al->resident = 0;
         st = vidmm_process_remap_allocation(a, al);   /* invalid entries first */
         if (st >= 0)
@@ -323,7 +324,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             /* Resident again, its entries valid again, before it says so. */
             al->resident = 1;
             repoint(a, al);
-            vidmm_res_enter(a, al);
+            vidmm_residency_enter(a, al);
             return st;
         }
         if (!al->pl.ap_mapped)
@@ -346,11 +347,11 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             al->undo_len[i] = ext_len[i];
         }
     }
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
+vidmm_status vidmm_residency_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
     VIDMM_ASSERT_LOCKED(a);
     vidmm_inflight_wait_idle(a, al);   /* an explicit evict waits for the work that uses it */
@@ -365,7 +366,7 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
 {
     if (p->over_epoch[g] != a->res->over_epoch) {
         p->over_epoch[g] = a->res->over_epoch;
-        p->over_val[g] = vidmm_res_usage(a, p, g) > vidmm_res_budget(a, p, g);
+        p->over_val[g] = vidmm_residency_usage(a, p, g) > vidmm_residency_budget(a, p, g);
     }
     return p->over_val[g];
 }
@@ -375,7 +376,7 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
  * for one eviction round (res_over_epoch), like the budgets. */
 static uint64_t fair_share(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
 {
-    struct vidmm_res_state *r = a->res;
+    struct vidmm_residency_mgr *r = a->res;
     if (r->holders_epoch[id] != r->over_epoch) {
         uint32_t n = 0;
         const struct vidmm_process *q;
@@ -402,7 +403,7 @@ static int fair_victim(struct vidmm_adapter *a, const struct vidmm_allocation *v
     uint64_t fair = fair_share(a, id, rp);
     if (rp->seg_usage[id] + want > fair)
         return 0;
-    for (const struct vidmm_res_ref *r = v->refs; r; r = r->al_next) {
+    for (const struct vidmm_residency_ref *r = v->refs; r; r = r->al_next) {
         const struct vidmm_process *q = r->dev->process;
         if (q == rp || q->seg_usage[id] <= fair)
             return 0;
@@ -428,7 +429,7 @@ static int fair_victim(struct vidmm_adapter *a, const struct vidmm_allocation *v
 static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_allocation *req,
                      const struct vidmm_process *rp, uint64_t want, uint32_t prio, int pass, int count_busy)
 {
-    if (v == req || v->pin_epoch == a->res->epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
+    if (v == req || v->request_epoch == a->res->epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
         return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
     if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
@@ -442,7 +443,7 @@ static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, 
         return 0;
     unsigned g = group_of(a, v->pl.segment_id);
     int over = 1;
-    for (const struct vidmm_res_ref *r = v->refs; r && over; r = r->al_next)
+    for (const struct vidmm_residency_ref *r = v->refs; r && over; r = r->al_next)
         over = over_budget(a, r->dev->process, g);
     if (over)
         return 1;
@@ -510,7 +511,7 @@ static uint64_t fair_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_pro
     for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e;
          e = a->res->policy->next(a->res->policy_state, e)) {
         const struct vidmm_allocation *v = ENTRY_OF(e);
-        if (v->lock_count || v->displayed || v->busy || v->pin_epoch == a->res->epoch)
+        if (v->lock_count || v->displayed || v->busy || v->request_epoch == a->res->epoch)
             continue;
         if (v->offered || !v->refs) {
             room += v->size;
@@ -518,7 +519,7 @@ static uint64_t fair_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_pro
         }
         q = owner_of(a, v);
         int others_over = q && q != p && q->seg_usage[id] > fair;
-        for (const struct vidmm_res_ref *r = v->refs; r && others_over; r = r->al_next)
+        for (const struct vidmm_residency_ref *r = v->refs; r && others_over; r = r->al_next)
             others_over = r->dev->process != p && r->dev->process->seg_usage[id] > fair;
         if (others_over)
             q->fair_held += v->size;
@@ -529,7 +530,7 @@ static uint64_t fair_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_pro
     return room;
 }
 
-void vidmm_res_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
+void vidmm_residency_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
                              uint32_t n)
 {
     uint64_t need[VIDMM_MAX_SEGMENTS + 1] = { 0 };
@@ -572,7 +573,7 @@ void vidmm_res_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, c
     }
 }
 
-uint64_t vidmm_res_unfair_refusals(const struct vidmm_adapter *a, const char **last)
+uint64_t vidmm_residency_unfair_refusals(const struct vidmm_adapter *a, const char **last)
 {
     *last = a->res->unfair_refusal;
     return a->res->unfair_refusals;
@@ -581,7 +582,7 @@ uint64_t vidmm_res_unfair_refusals(const struct vidmm_adapter *a, const char **l
 /* ---- placement with eviction ------------------------------------------ */
 
 /* Supported segments in placement order (as placement.c orders them). */
-uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+uint32_t vidmm_residency_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                          uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS])
 {
     uint32_t n = 0, taken = 0;
@@ -609,11 +610,11 @@ uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_alloc
     return n;
 }
 
-unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory)
+unsigned vidmm_residency_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory)
 {
     uint32_t order[VIDMM_MAX_SEGMENTS];
     int top[VIDMM_MAX_SEGMENTS];
-    uint32_t n = vidmm_res_order(a, al, order, top), mem = 0;
+    uint32_t n = vidmm_residency_order(a, al, order, top), mem = 0;
     for (uint32_t k = 0; k < n && only_memory; k++) {
         if (!vidmm_seg_is_memory(a, order[k])) {
             mem = 0;
@@ -627,9 +628,9 @@ unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_alloca
 }
 
 /* The group an allocation is meant for: that of its first choice. */
-unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
+unsigned vidmm_residency_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
 {
-    return vidmm_res_home(a, al, NULL);
+    return vidmm_residency_home(a, al, NULL);
 }
 
 /* A contiguous request of size/align that free space cannot hold: plan
@@ -674,7 +675,7 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     return st;
 }
 
-uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
+uint64_t vidmm_residency_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
 {
     uint64_t n = 0;
     a->res->over_epoch++;
@@ -686,7 +687,7 @@ uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const s
     return n;
 }
 
-vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align)
+vidmm_status vidmm_residency_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align)
 {
     if (!vidmm_seg_is_memory(a, id))
         return VIDMM_E_NO_SEGMENT_SPACE;
@@ -845,16 +846,16 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
     return VIDMM_OK;
 }
 
-vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al)
+vidmm_status vidmm_residency_restore(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     VIDMM_ASSERT_LOCKED(a);
     if (al->resident)
         return VIDMM_OK;
     uint32_t order[VIDMM_MAX_SEGMENTS];
     int top[VIDMM_MAX_SEGMENTS];
-    uint32_t n = vidmm_res_order(a, al, order, top);
+    uint32_t n = vidmm_residency_order(a, al, order, top);
     vidmm_status last = VIDMM_E_NO_SEGMENT_SPACE;
-    vidmm_res_leave(a, al);
+    vidmm_residency_leave(a, al);
     for (int again = 1; again;) {
         again = 0;
         /* First with priorities honoured: a request may only push out
@@ -874,7 +875,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
                         continue;   /* nothing to evict there: tried already */
                     vidmm_status st = restore_into(a, al, order[i], top[i], prio, max_pass, 0);
                     if (st >= 0) {
-                        vidmm_res_enter(a, al);
+                        vidmm_residency_enter(a, al);
                         return VIDMM_OK;
                     }
                     last = st;
@@ -894,7 +895,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
              last == VIDMM_E_COMMIT_LIMIT) && vidmm_inflight_wait_some(a))
             again = 1;
     }
-    vidmm_res_enter(a, al);
+    vidmm_residency_enter(a, al);
     /* The wait for submitted work stopped on a hang: its reset runs at
      * the entry boundary, which then tries the call again. */
     if (last < 0 && vidmm_reset_pending(a))
@@ -902,7 +903,7 @@ vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation 
     return last == VIDMM_E_BUSY || last == VIDMM_E_TOO_LARGE || last == VIDMM_E_COMMIT_LIMIT ? VIDMM_E_NO_SEGMENT_SPACE : last;
 }
 
-void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
+void vidmm_residency_undo(struct vidmm_adapter *a, uint64_t epoch)
 {
     a->res->undo_epoch = 0;
     /* What the call made resident goes back out: its system copy is
@@ -922,31 +923,31 @@ void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch)
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         if (al->undo_epoch != epoch || al->undo_kind != 1 || al->resident)
             continue;
-        vidmm_res_leave(a, al);
+        vidmm_residency_leave(a, al);
         if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1, al->undo_extents != 0) >= 0) {
             al->evictions--;
             al->restores--;
             if (al->undo_fresh)   /* it had no system copy before: none now */
-                vidmm_res_drop_backing(a, al);
+                vidmm_residency_drop_backing(a, al);
         }
-        vidmm_res_enter(a, al);
+        vidmm_residency_enter(a, al);
     }
 }
 
 /* ---- teardown hooks ------------------------------------------------------ */
 
-void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
+void vidmm_residency_unlink_ref(struct vidmm_adapter *a, struct vidmm_residency_ref *r)
 {
     struct vidmm_allocation *al = r->al;
     struct vidmm_device *d = r->dev;
-    struct vidmm_res_slot *e = vidmm_res_slot_of(d, al->self);
+    struct vidmm_residency_slot *e = vidmm_residency_slot_of(d, al->self);
     if (e && e->ok && e->gen == (uint16_t)(al->self >> 24)) {
         /* Its fast references go with the record. */
         if (e->clock > al->use_clock)
             al->use_clock = e->clock;
         memset(e, 0, sizeof(*e));
     }
-    struct vidmm_res_ref **pp = &al->refs;
+    struct vidmm_residency_ref **pp = &al->refs;
     while (*pp != r)
         pp = &(*pp)->al_next;
     *pp = r->al_next;
@@ -958,32 +959,32 @@ void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r)
         r->dev_next->dev_prev = r->dev_prev;
     al->ref_total -= r->count;
     d->ref_count--;
-    vidmm_res_demand_sub(a, d->process, vidmm_res_home_group(a, al), al->size);
-    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_res_ref));
+    vidmm_residency_demand_sub(a, d->process, vidmm_residency_home_group(a, al), al->size);
+    vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_residency_ref));
 }
 
-void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
+void vidmm_residency_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     while (al->refs)
-        vidmm_res_unlink_ref(a, al->refs);
-    vidmm_res_leave(a, al);
+        vidmm_residency_unlink_ref(a, al->refs);
+    vidmm_residency_leave(a, al);
     struct vidmm_process *owner = owner_of(a, al);
     if (owner)
         owned_unlink(owner, al);
     a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
-    vidmm_res_drop_backing(a, al);
+    vidmm_residency_drop_backing(a, al);
 }
 
-void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
+void vidmm_residency_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 {
     while (d->refs)
-        vidmm_res_unlink_ref(a, d->refs);
+        vidmm_residency_unlink_ref(a, d->refs);
     for (uint32_t c = 0; c < d->res_dir_len; c++)
-        if (d->res_dir[c] != vidmm_res_no_chunk)
-            vidmm_hfree(a->ha, d->res_dir[c], VIDMM_RES_CHUNK * sizeof(struct vidmm_res_slot),
-                        _Alignof(struct vidmm_res_slot));
+        if (d->res_dir[c] != vidmm_residency_no_chunk)
+            vidmm_hfree(a->ha, d->res_dir[c], VIDMM_RES_CHUNK * sizeof(struct vidmm_residency_slot),
+                        _Alignof(struct vidmm_residency_slot));
     if (d->res_dir)
-        vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*d->res_dir), _Alignof(struct vidmm_res_slot *));
+        vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*d->res_dir), _Alignof(struct vidmm_residency_slot *));
     d->res_dir = NULL;
     d->res_dir_len = 0;
     d->res_slot_cap = 0;
@@ -995,27 +996,27 @@ void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
     }
 }
 
-void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
+void vidmm_residency_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (p->budget_override[0] || p->budget_override[1])
         a->res->budget_overrides--;
     p->budget_override[0] = p->budget_override[1] = 0;
     /* O(what it owns): its list. */
     while (p->owned_first)
-        vidmm_res_set_owner(a, p->owned_first, NULL);
+        vidmm_residency_set_owner(a, p->owned_first, NULL);
 }
 
-void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
+void vidmm_residency_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
 {
-    struct vidmm_res_ref **pp = &al->refs;
+    struct vidmm_residency_ref **pp = &al->refs;
     while (*pp) {
         if ((*pp)->dev->process == p)
-            vidmm_res_unlink_ref(a, *pp);   /* unlinks *pp: the next one moves up */
+            vidmm_residency_unlink_ref(a, *pp);   /* unlinks *pp: the next one moves up */
         else
             pp = &(*pp)->al_next;
     }
     if (al->pe.process == p->self)
-        vidmm_res_set_owner(a, al, NULL);   /* off p's list of owned allocations too */
+        vidmm_residency_set_owner(a, al, NULL);   /* off p's list of owned allocations too */
 }
 
 /* ---- the checker ----------------------------------------------------------- */
@@ -1027,8 +1028,8 @@ void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation 
 static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device *d, uint32_t pi, char *msg, size_t n)
 {
     int e = 0;
-    for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next)
-        if (!vidmm_res_slot_of(d, r->al->self)) {
+    for (const struct vidmm_residency_ref *r = d->refs; r; r = r->dev_next)
+        if (!vidmm_residency_slot_of(d, r->al->self)) {
             e++;
             snprintf(msg, n, "process %u: a device's reference to slot %u has no entry in its fast table (%u slots)", pi,
                      (unsigned)(r->al->self & 0xFFFFFFu), d->res_slot_cap);
@@ -1038,7 +1039,7 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
         snprintf(msg, n, "process %u: fast table of %u chunks says %u slots", pi, d->res_dir_len, d->res_slot_cap);
     }
     for (uint32_t s = 0; s < d->res_slot_cap; s++) {
-        const struct vidmm_res_slot *t = vidmm_res_slot_at(d, s);
+        const struct vidmm_residency_slot *t = vidmm_residency_slot_at(d, s);
         if (!t) {   /* a chunk never made: no entry in it */
             s |= VIDMM_RES_CHUNK - 1u;
             continue;
@@ -1051,7 +1052,7 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
             continue;
         }
         const struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
-        const struct vidmm_res_ref *r = NULL;
+        const struct vidmm_residency_ref *r = NULL;
         if (al && al->live && !al->zombie && al->handle_gen == t->gen)
             for (r = al->refs; r && r->dev != d; r = r->al_next)
                 ;
@@ -1061,7 +1062,7 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
                      pi, s, t->gen);
             continue;
         }
-        unsigned g = al->in_policy ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+        unsigned g = al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
         if (!al->resident || !al->owned || al->offered || t->group != g || t->clock > a->res->clock) {
             e++;
             snprintf(msg, n, "process %u: fast table slot %u: resident %d owned %u offered %d group %u (entry %u), "
@@ -1123,14 +1124,14 @@ static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
     return e;
 }
 
-int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
+int vidmm_residency_check(const struct vidmm_adapter *a, char *msg, size_t n)
 {
     int e = 0;
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         uint32_t i = it - 1;
         uint32_t total = 0;
-        for (const struct vidmm_res_ref *r = al->refs; r; r = r->al_next) {
+        for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
             total += r->count;
             if (r->al != al || !r->count) {
                 e++;
@@ -1142,9 +1143,9 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
             snprintf(msg, n, "allocation %u: %u references, counter says %u", i, total, al->ref_total);
         }
         int want = al->resident && vidmm_seg_is_memory(a, al->pl.segment_id);
-        if (want != al->in_policy) {
+        if (want != al->in_memory_segment) {
             e++;
-            snprintf(msg, n, "allocation %u: policy membership %d, expected %d", i, al->in_policy, want);
+            snprintf(msg, n, "allocation %u: policy membership %d, expected %d", i, al->in_memory_segment, want);
         }
         if (!al->resident && (!al->pl.sys || (al->pl.ap_mapped && !al->displayed))) {
             e++;
@@ -1183,7 +1184,7 @@ int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n)
         overrides += p->budget_override[0] || p->budget_override[1];
         for (const struct vidmm_device *d = p->devices; d; d = d->next) {
             uint64_t refs = 0;
-            for (const struct vidmm_res_ref *r = d->refs; r; r = r->dev_next) {
+            for (const struct vidmm_residency_ref *r = d->refs; r; r = r->dev_next) {
                 refs++;
                 if (r->dev != d || (r->dev_next && r->dev_next->dev_prev != r)) {
                     e++;

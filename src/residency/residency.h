@@ -6,66 +6,66 @@
 
 #include "model/objects.h"
 
-vidmm_status vidmm_res_init(struct vidmm_adapter *a);
+vidmm_status vidmm_residency_init(struct vidmm_adapter *a);
 
-void vidmm_res_fini(struct vidmm_adapter *a);
+void vidmm_residency_fini(struct vidmm_adapter *a);
 
 /* Around every change of an allocation's placement or residency: take it
  * out of the accounting and the policy, then put it back. */
-void vidmm_res_leave(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_residency_leave(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
-void vidmm_res_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_residency_enter(struct vidmm_adapter *a, struct vidmm_allocation *al);
 /* Make p (NULL: nobody) al's residency owner: leave, the owner's count
  * of owned allocations, enter. */
-void vidmm_res_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p);
+void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p);
 
 /* The allocation is going away: drop its references and backing. */
-void vidmm_res_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_residency_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
 /* The backing copy is stale (the allocation moved or was written). */
-void vidmm_res_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al);
+void vidmm_residency_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
 /* Free a reference record, unlinked from its allocation and device; its
  * remaining count leaves the allocation's total. */
-void vidmm_res_unlink_ref(struct vidmm_adapter *a, struct vidmm_res_ref *r);
+void vidmm_residency_unlink_ref(struct vidmm_adapter *a, struct vidmm_residency_ref *r);
 
 /* A device goes: its references and queues go with it. */
-void vidmm_res_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
+void vidmm_residency_device_gone(struct vidmm_adapter *a, struct vidmm_device *d);
 
 /* A process goes: allocations it owned become unowned. */
-void vidmm_res_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
+void vidmm_residency_process_gone(struct vidmm_adapter *a, struct vidmm_process *p);
 
 /* One holder of a shared allocation lets go (vidmm/share.h): the
  * references of p's devices go, and al is unowned if p owned it. */
-void vidmm_res_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p);
+void vidmm_residency_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p);
 
 /* Evict a resident allocation now (content kept unless offered, or
  * not_written with a current backing copy). */
-vidmm_status vidmm_res_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written);
+vidmm_status vidmm_residency_evict(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written);
 
 /* Make a non-resident allocation resident (restore). */
-vidmm_status vidmm_res_restore(struct vidmm_adapter *a, struct vidmm_allocation *al);
+vidmm_status vidmm_residency_restore(struct vidmm_adapter *a, struct vidmm_allocation *al);
 
-int vidmm_res_check(const struct vidmm_adapter *a, char *msg, size_t n);
+int vidmm_residency_check(const struct vidmm_adapter *a, char *msg, size_t n);
 
-unsigned vidmm_res_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
+unsigned vidmm_residency_home_group(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
 
 /* The same, and in *only_memory the memory segments it may use when no
  * other segment takes it (else 0). */
-unsigned vidmm_res_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
+unsigned vidmm_residency_home(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t *only_memory);
 
 
 /* Effective budget of a process in a group (budget.c). */
-uint64_t vidmm_res_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
+uint64_t vidmm_residency_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 
-uint64_t vidmm_res_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
+uint64_t vidmm_residency_usage(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group);
 
-void vidmm_res_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
+void vidmm_residency_notify_trim(struct vidmm_adapter *a, struct vidmm_process *p);
 
 /* Every process over its budget in either group gets a trim notification
  * on each of its devices (budget.c); safe against callbacks that destroy
  * devices or processes. */
-void vidmm_res_notify_all(struct vidmm_adapter *a);
+void vidmm_residency_notify_all(struct vidmm_adapter *a);
 
 /* Free size bytes (aligned) in memory segment id for a page table by
  * evicting offered and unreferenced allocations (never listed ones). */
@@ -77,34 +77,34 @@ void vidmm_res_notify_all(struct vidmm_adapter *a);
  * Worked out from the allocations, independently of the victim passes;
  * conservative (what may be busy, locked, displayed or shared with p is
  * not counted; contiguous members are left out). */
-void vidmm_res_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
+void vidmm_residency_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
                              uint32_t n);
 /* Refusals found to break the fair share so far; *last: the last one. */
-uint64_t vidmm_res_unfair_refusals(const struct vidmm_adapter *a, const char **last);
+uint64_t vidmm_residency_unfair_refusals(const struct vidmm_adapter *a, const char **last);
 
 /* Bytes of memory segment id that eviction may free for a request of
  * process p (NULL: none; its fair share of the segment counts, D62). */
-uint64_t vidmm_res_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p);
+uint64_t vidmm_residency_evictable_bytes(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p);
 
-vidmm_status vidmm_res_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
+vidmm_status vidmm_residency_make_room(struct vidmm_adapter *a, uint32_t id, uint64_t size, uint64_t align);
 
 /* A failed make-resident: put back what the call changed (epoch = its
  * undo epoch): evict what it restored, restore what it evicted where it
  * was when there is room without evicting anything else. */
-void vidmm_res_undo(struct vidmm_adapter *a, uint64_t epoch);
+void vidmm_residency_undo(struct vidmm_adapter *a, uint64_t epoch);
 
 /* Supported segments of al in placement order; the count. */
-uint32_t vidmm_res_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
+uint32_t vidmm_residency_order(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                          uint32_t order[VIDMM_MAX_SEGMENTS], int top[VIDMM_MAX_SEGMENTS]);
 
 /* The reference clock (the eviction policy's notion of "now"). */
-uint64_t vidmm_res_clock(const struct vidmm_adapter *a);
+uint64_t vidmm_residency_clock_locked(const struct vidmm_adapter *a);
 /* A submission uses these allocations: one clock tick, and each one's
  * last use is now (the policy is told). */
-void vidmm_res_use(struct vidmm_adapter *a, struct vidmm_allocation *const *list, uint32_t n);
+void vidmm_residency_use(struct vidmm_adapter *a, struct vidmm_allocation *const *list, uint32_t n);
 /* Pin what the request being served makes resident: restoring one of
- * them never evicts another until vidmm_res_unpin.  The request's epoch. */
-uint64_t vidmm_res_pin(struct vidmm_adapter *a);
-void vidmm_res_unpin(struct vidmm_adapter *a);
+ * them never evicts another until vidmm_residency_request_end.  The request's epoch. */
+uint64_t vidmm_residency_request_begin(struct vidmm_adapter *a);
+void vidmm_residency_request_end(struct vidmm_adapter *a);
 
 #endif

@@ -31,7 +31,8 @@
  */
 #include "fence/fence.h"
 #include "fence/inflight.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
 #include "fence/hang.h"
 #include "paging/paging.h"
 #include "residency/residency.h"
@@ -83,17 +84,17 @@ static vidmm_status make_list_resident(struct vidmm_adapter *a, struct vidmm_all
     for (uint32_t i = 0; i < n && st >= 0; i++) {
         struct vidmm_allocation *al = list[i];
         if (!al->resident) {
-            st = vidmm_res_restore(a, al);
+            st = vidmm_residency_restore(a, al);
         } else if (physical && al->pl.sys && !al->pl.ap_mapped && a->aperture_id &&
                    (al->info.flags & VIDMM_ALLOC_ACCESSED_PHYSICALLY) &&
                    (al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(a->aperture_id))) {
             /* Resident in plain system pages (moved to segment 0): a
              * physical engine reaches it only through the aperture. */
-            vidmm_res_leave(a, al);
+            vidmm_residency_leave(a, al);
             st = vidmm_aperture_map(a, al, &al->pl, a->aperture_id);
             if (st >= 0)
                 al->pl.segment_id = a->aperture_id;
-            vidmm_res_enter(a, al);
+            vidmm_residency_enter(a, al);
         }
     }
     if (st >= 0)
@@ -108,7 +109,7 @@ static void commit_record(struct vidmm_adapter *a, struct vidmm_context *c, stru
     struct vidmm_submit_state *s = a->sub;
     for (uint32_t i = 0; i < r->count; i++)
         r->list[i]->busy++;
-    vidmm_res_use(a, r->list, r->count);
+    vidmm_residency_use(a, r->list, r->count);
     r->ctx = c;
     r->seq = ++s->seq;
     r->next = s->head;   /* order does not matter: retire scans them all */
@@ -207,14 +208,14 @@ static vidmm_status submit_virtual(struct vidmm_adapter *a, vidmm_handle context
         st = VIDMM_E_NO_HOST_MEMORY;
         goto out;
     }
-    uint64_t epoch = vidmm_res_pin(a);   /* pinned: restoring one never evicts another */
+    uint64_t epoch = vidmm_residency_request_begin(a);   /* pinned: restoring one never evicts another */
     uint32_t n = 0;
-    for (struct vidmm_res_ref *ref = d->refs; ref; ref = ref->dev_next) {
-        ref->al->pin_epoch = epoch;
+    for (struct vidmm_residency_ref *ref = d->refs; ref; ref = ref->dev_next) {
+        ref->al->request_epoch = epoch;
         r->list[n++] = ref->al;
     }
     st = make_list_resident(a, r->list, n, 0);
-    vidmm_res_unpin(a);   /* unpin */
+    vidmm_residency_request_end(a);   /* unpin */
     /* The buffer may write them: their system copies are no proof of the
      * content after a reset or for standby.  Marked after the restores,
      * which start an allocation clean: one this submission brought back
@@ -310,18 +311,18 @@ static vidmm_status check_physical(struct vidmm_adapter *a, const struct vidmm_c
 static vidmm_status pin_physical(struct vidmm_adapter *a, const struct vidmm_submit_physical_args *args,
                                  struct vidmm_submission *r)
 {
-    uint64_t epoch = vidmm_res_pin(a);
+    uint64_t epoch = vidmm_residency_request_begin(a);
     uint32_t distinct = 0;
     for (uint32_t i = 0; i < args->allocation_count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
-        if (al->pin_epoch != epoch) {
-            al->pin_epoch = epoch;
+        if (al->request_epoch != epoch) {
+            al->request_epoch = epoch;
             r->list[distinct++] = al;
         }
     }
     r->count = distinct;
     vidmm_status st = make_list_resident(a, r->list, distinct, 1);
-    vidmm_res_unpin(a);
+    vidmm_residency_request_end(a);
     return st;
 }
 

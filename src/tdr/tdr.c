@@ -42,8 +42,9 @@
  * completed before the reset: its bytes are undefined wherever it lives.
  */
 #include "model/objects.h"
-#include "alloc/alloc.h"
-#include "content/content.h"
+#include "handle/handle.h"
+#include "placement/placement.h"
+#include "paging_process/paging_process.h"
 #include "device/device.h"
 #include "fence/fence.h"
 #include "fence/hang.h"
@@ -134,7 +135,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
     vidmm_status st = VIDMM_OK, r;
     if (!a->has_gpummu)
         return VIDMM_OK;
-    r = vidmm_pp_rebuild(a);
+    r = vidmm_paging_process_rebuild(a);
     if (r < 0)
         st = r;
     struct vidmm_process *p;
@@ -184,7 +185,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
     }
     if (lost) {
         if (al->backing.sys)
-            vidmm_res_drop_backing(a, al);
+            vidmm_residency_drop_backing(a, al);
         st = vidmm_fill_content(a, al, &al->pl, 0);
         al->reset_lost++;
         vidmm_fence_stats(a)->allocations_lost++;

@@ -21,7 +21,11 @@
 #     it too must shut down clean;
 #  7. a daemon with room for 4,096 processes and many.c: 4,096 clients
 #     connected at once (16 processes x 256), each with a resident
-#     allocation read back; it must shut down clean.
+#     allocation read back; it must shut down clean;
+#  8. the driver plug-in loader shared with the tool (support/plugin.c):
+#     a missing file and a library without the entry symbol refused by
+#     `vidmm info --driver` and `vidmmd --driver` in the same words, and
+#     both on minidrv's plug-in (the daemon shutting down clean).
 # DAEMON_CHAOS_SECONDS (default 6) is the chaos test's length (make long
 # sets more); VIDMM_TEST_SEED replays a chaos seed.
 # Before them all, wire.c checks the protocol's one table (daemon/proto.def)
@@ -229,6 +233,40 @@ wait_socket "$sock3"
 run "$b/tests/daemon/many" "$sock3" 16 256
 stop_clean "$t/log3"
 grep -E '^vidmmd: (shutdown|leak report)' "$t/log3"
+
+# ---- 8. the driver plug-in loader the daemon shares with the tool
+# (support/plugin.c): a path that is not there and a library without
+# vidmm_driver_entry are refused by both with the same words after their
+# own prefix ("vidmm info: ", "vidmmd: "), the tool with exit status 2,
+# the daemon with 1; minidrv's plug-in runs under both, and the daemon
+# on it shuts down clean.
+. tests/skip.sh
+so="$b/examples/minidrv/minidrv.so"
+if [ ! -f "$so" ] || [ ! -f "$b/libvidmm.so" ]; then
+  skipped "daemon: the plug-in loader" "$so or $b/libvidmm.so is not built (make test builds both)" || bad "plug-in loader skipped"
+else
+  for drv in "$t/no-such-plugin.so" "$b/libvidmm.so"; do
+    "$b/vidmm" info --driver "$drv" >"$out" 2>&1
+    trc=$?
+    timeout 60 "$b/vidmmd" --socket "$t/plugin.sock" $as_user --driver "$drv" >"$out.d" 2>&1
+    drc=$?
+    tm=$(sed -n 's/^vidmm info: \(--driver \)/\1/p' "$out")
+    dm=$(sed -n 's/^vidmmd: \(--driver \)/\1/p' "$out.d")
+    case "$drv" in *no-such*) want="cannot load it: " ;; *) want="no vidmm_driver_entry in it" ;; esac
+    if [ $trc -eq 2 ] && [ $drc -eq 1 ] && [ -n "$tm" ] && [ "$tm" = "$dm" ] && echo "$tm" | grep -q "$want"; then ok; else
+      bad "--driver $drv: tool (exit $trc) and daemon (exit $drc) differ: '$tm' / '$dm'"
+    fi
+  done
+  if "$b/vidmm" info --driver "$so" >"$out" 2>&1 && grep -q "driver 'minidrv'" "$out"; then ok; else
+    cat "$out"; bad "vidmm info --driver minidrv.so"; fi
+  sock4="$t/vidmmd-plugin.sock"
+  "$b/vidmmd" --socket "$sock4" $as_user --driver "$so" 2>"$t/log4" &
+  dpid=$!
+  wait_socket "$sock4"
+  if "$b/vidmm" info --socket "$sock4" >"$out" 2>&1 && grep -q "driver minidrv" "$t/log4"; then ok; else
+    cat "$out" "$t/log4"; bad "vidmmd --driver minidrv.so serves"; fi
+  stop_clean "$t/log4"
+fi
 
 echo "daemon: $p passed, $f failed"
 [ "$f" -eq 0 ]

@@ -684,10 +684,10 @@ static void aperture_segment(struct vidmm_adapter *a, struct softgpu *sg, uint32
         while (k < n && pg >= ar[k].first + ar[k].count)
             k++;
         /* Unmapped: softgpu's dummy page or vidmm's (what vidmm unmaps to). */
-        const char *e = sg_gart_is_mapped(&sg->seg[id], pg) ? softgpu_aperture_entry(sg, id, pg) : dummy;
+        const char *e = softgpu_gart_is_mapped(&sg->seg[id], pg) ? softgpu_aperture_entry(sg, id, pg) : dummy;
         int owned = k < n && pg >= ar[k].first;
         if (owned) {
-            const char *first = sg_gart_is_mapped(&sg->seg[id], ar[k].first)
+            const char *first = softgpu_gart_is_mapped(&sg->seg[id], ar[k].first)
                                      ? softgpu_aperture_entry(sg, id, ar[k].first) : dummy;
             if (e == dummy || e != first + (pg - ar[k].first) * 4096) {
                 rep_add(r, "gpu.aperture_entry_owned: aperture segment %u page 0x%llx of an allocation's range %s", id,

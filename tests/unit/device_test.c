@@ -8,7 +8,7 @@
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -20,8 +20,8 @@ static const struct vidmm_context_desc PHYS = { 0, VIDMM_CONTEXT_PHYSICAL, 0, 0 
 
 static void lifecycle(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0, d = 0, c1 = 0, c2 = 0;
@@ -70,17 +70,17 @@ static void lifecycle(void)
     T_ST(vidmm_context_query(a, c2, &ci), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_context_query(a, c3, &ci), VIDMM_E_INVALID_HANDLE);
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* A handle of one adapter means nothing to another. */
 static void other_adapter(void)
 {
-    struct sg_fx f, g;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f, g;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
-    if (sg_fx_open_preset(&g, "dgpu") < 0) {
-        sg_fx_close(&f);
+    if (softgpu_fx_open_preset(&g, "dgpu") < 0) {
+        softgpu_fx_close(&f);
         return;
     }
     vidmm_handle p = 0, d = 0, c = 0, q = 0, e = 0;
@@ -96,8 +96,8 @@ static void other_adapter(void)
         T_ST(vidmm_context_query(g.a, c, &ci), VIDMM_E_INVALID_HANDLE);
         T_ST(vidmm_device_create(g.a, p, &e), VIDMM_E_INVALID_HANDLE);
     }
-    sg_fx_close(&g);
-    sg_fx_close(&f);
+    softgpu_fx_close(&g);
+    softgpu_fx_close(&f);
 }
 
 /* A stale handle stays invalid however often its slot is reused:
@@ -105,8 +105,8 @@ static void other_adapter(void)
  * every step (the slot is retired when its generation would wrap). */
 static void stale_after_reuse(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0, first = 0, d = 0, firstc = 0, c = 0;
@@ -136,15 +136,15 @@ static void stale_after_reuse(void)
     T_EQ(bad, 0);
     T_CHECK(reused >= 65534);   /* the first slot served until it was retired */
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* Allocation and process handles too: slot reuse never revives a stale
  * handle (the process part is long under valgrind: VIDMM_TEST_NO_BIG). */
 static void stale_alloc_and_process(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     struct softgpu_alloc_desc sd;
@@ -187,14 +187,14 @@ static void stale_alloc_and_process(void)
         T_EQ(bad, 0);
         T_EQ(same_slot, 65534);
     }
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* The error state follows the token of the fault report. */
 static void fault_state(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0, q = 0, d1 = 0, d2 = 0, d3 = 0, c1 = 0, c2 = 0, c3 = 0, cx = 0;
@@ -246,15 +246,15 @@ static void fault_state(void)
     T_ST(vidmm_device_destroy(a, d1), VIDMM_OK);
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
     (void)c3;
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* A GPU access through the softgpu MMU that faults reaches the process's
  * devices through the root binding. */
 static void softgpu_fault_reaches_device(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0, d = 0, c = 0;
@@ -270,14 +270,14 @@ static void softgpu_fault_reaches_device(void)
     T_EQ(di.lost, 1);
     T_EQ_U64(di.fault_va, 0x40000000ull);
     T_EQ(di.fault_flags, VIDMM_FAULT_NOT_PRESENT);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* IoMmu adapters have virtual contexts too, with no root to bind. */
 static void iommu_contexts(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "igpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "igpu") < 0)
         return;
     vidmm_handle p = 0, d = 0, c = 0;
     T_ST(vidmm_process_create(f.a, &p), VIDMM_OK);
@@ -286,14 +286,14 @@ static void iommu_contexts(void)
     struct vidmm_context_info ci;
     T_ST(vidmm_context_query(f.a, c, &ci), VIDMM_OK);
     T_EQ(ci.root_bound, 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* Bad input gets its status and changes nothing. */
 static void bad_input(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0, d = 0, c = 7;
@@ -334,7 +334,7 @@ static void bad_input(void)
     T_ST(vidmm_device_query(a, d, &di), VIDMM_OK);
     T_EQ(di.contexts, 0);
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* Every host allocation of device and context creation refused in turn:
@@ -342,7 +342,7 @@ static void bad_input(void)
  * injection stops the same calls succeed.  Each k runs on a fresh adapter
  * so that the handle tables' first growth is refused too; a second pass
  * with the tables in place checks the host blocks exactly. */
-static int create_pair(struct sg_fx *f, vidmm_handle p, uint64_t k, int64_t *leak)
+static int create_pair(struct softgpu_fx *f, vidmm_handle p, uint64_t k, int64_t *leak)
 {
     vidmm_handle d = 0, c = 0;
     int64_t blocks = f->fa.live_blocks;
@@ -365,8 +365,8 @@ static void oom_sweep(void)
 {
     int sites = 0;
     for (uint64_t k = 1; k < 32; k++) {
-        struct sg_fx f;
-        if (sg_fx_open_preset(&f, "dgpu") < 0)
+        struct softgpu_fx f;
+        if (softgpu_fx_open_preset(&f, "dgpu") < 0)
             return;
         vidmm_handle p = 0;
         int64_t leak = 0;
@@ -376,13 +376,13 @@ static void oom_sweep(void)
             sites++;
             T_EQ(create_pair(&f, p, 0, &leak), 0);   /* succeeds once injection stops */
         }
-        sg_fx_close(&f);   /* checks that every host block came back */
+        softgpu_fx_close(&f);   /* checks that every host block came back */
         if (!failed)
             break;
     }
     T_EQ(sites, 8);   /* device, 3 device-table arrays, context, 3 context-table arrays */
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     vidmm_handle p = 0;
     int64_t leak = 0;
@@ -394,7 +394,7 @@ static void oom_sweep(void)
     }
     T_EQ(create_pair(&f, p, 3, &leak), 0);
     T_EQ(leak, 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* A 2-level geometry: the root is resizable.  It starts small, grows
@@ -402,11 +402,11 @@ static void oom_sweep(void)
  * binding moves to the new root), and the GPU faults past NumEntries. */
 static void resizable_root(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", 64ull << 20, 128ull << 20, 0);
+    softgpu_fixture_config(&cfg, "dgpu", 64ull << 20, 128ull << 20, 0);
     cfg.mmu_levels = 2;
-    if (sg_open(&f.fa, &cfg, NULL, 0, &f.sg, &f.a))
+    if (softgpu_open(&f.fa, &cfg, NULL, 0, &f.sg, &f.a))
         return;
     struct vidmm_adapter *a = f.a;
     struct vidmm_gpummu_info g;
@@ -465,7 +465,7 @@ static void resizable_root(void)
     T_EQ(vidmm_adapter_check(a, NULL, 0), 0);
     T_ST(vidmm_process_destroy(a, p), VIDMM_OK);
     T_ST(vidmm_allocation_destroy(a, h), VIDMM_OK);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 void suite_device(void);

@@ -23,7 +23,7 @@
 #include "harness/fault_alloc.h"
 #include "harness/fault_driver.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -124,7 +124,7 @@ static void fx_close(struct fx *f)
 static vidmm_status new_alloc(struct fx *f, uint32_t set, uint64_t size, int resident, vidmm_handle *h)
 {
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size, VIDMM_ALLOC_CPU_VISIBLE);
+    softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size, VIDMM_ALLOC_CPU_VISIBLE);
     d.info.preferred_segment = VIDMM_PREF(0, set & VIDMM_SEGMENT_BIT(1) ? 1 : 2, 0);
     *h = 0;
     return vidmm_allocation_create2(f->a, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, h);
@@ -144,7 +144,7 @@ static int new_proc(struct fx *f, uint32_t mode)
 /* make_resident, waiting for PENDING. */
 static vidmm_status make_res(struct fx *f, const vidmm_handle *l, uint32_t n)
 {
-    return sg_try_make_resident(f->a, f->dev, f->queue, l, n);
+    return softgpu_try_make_resident(f->a, f->dev, f->queue, l, n);
 }
 
 /* ---- scenarios: setup (all ops pass), then act (the call under test) ---- */

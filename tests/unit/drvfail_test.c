@@ -42,7 +42,7 @@
 #include "harness/fault_driver.h"
 #include "harness/rules_check.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -78,7 +78,7 @@ static int dx_open(struct dx *x, uint64_t scale)
     x->scale = scale;
     fault_alloc_init(&x->fa);
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", 2 * MIB * scale, 2 * MIB * scale, 1);
+    softgpu_fixture_config(&cfg, "dgpu", 2 * MIB * scale, 2 * MIB * scale, 1);
     if (softgpu_create(&cfg, &x->sg) != VIDMM_OK)
         return -1;
     struct vidmm_adapter_create_info ci;
@@ -148,7 +148,7 @@ static void new_alloc_flags(struct dx *x, int i, enum softgpu_alloc_kind kind, u
     if (kind == SOFTGPU_ALLOC_EXPLICIT) {
         /* AccessedPhysically in the aperture only (dgpu: segment 3): its
          * restores map it there. */
-        sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(3), size * x->scale);
+        softgpu_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(3), size * x->scale);
         d.info.flags |= VIDMM_ALLOC_ACCESSED_PHYSICALLY;
         d.info.preferred_segment = VIDMM_PREF(0, 3, 0);
     }
@@ -175,7 +175,7 @@ static vidmm_status resident(struct dx *x, int p, const int *idx, uint32_t n)
     for (uint32_t k = 0; k < n; k++)
         if (x->al[idx[k]])
             l[m++] = x->al[idx[k]];
-    return m ? sg_try_make_resident(x->a, x->dev[p], x->queue[p], l, m) : VIDMM_OK;
+    return m ? softgpu_try_make_resident(x->a, x->dev[p], x->queue[p], l, m) : VIDMM_OK;
 }
 
 static void evict(struct dx *x, int p, int i)

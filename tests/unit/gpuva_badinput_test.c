@@ -25,7 +25,7 @@
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "vidmm/gpummu.h"
 #include "vidmm/process.h"
 #include "vidmm/softgpu.h"
@@ -56,8 +56,8 @@ static int gfx_open(struct gfx *f, const char *preset)
 {
     memset(f, 0, sizeof(*f));
     struct softgpu_config cfg;
-    sg_config(&cfg, preset, strcmp(preset, "igpu") ? MIB(64) : 0, strcmp(preset, "igpu") ? MIB(128) : 0, 0);
-    if (sg_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a))
+    softgpu_fixture_config(&cfg, preset, strcmp(preset, "igpu") ? MIB(64) : 0, strcmp(preset, "igpu") ? MIB(128) : 0, 0);
+    if (softgpu_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a))
         return -1;
     struct vidmm_gpummu_info gi;
     if (vidmm_adapter_query_gpummu(f->a, &gi) == VIDMM_OK)
@@ -70,7 +70,7 @@ static void gfx_close(struct gfx *f)
     if (!f->a)
         return;
     T_EQ(softgpu_check(f->sg), 0);
-    sg_close(&f->fa, f->sg, f->a);
+    softgpu_close(&f->fa, f->sg, f->a);
     f->a = NULL;
 }
 
@@ -1139,8 +1139,8 @@ static void too_many_processes(void)
     struct gfx f;
     memset(&f, 0, sizeof(f));
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", MIB(64), MIB(128), 0);
-    if (sg_open_bounded(&f.fa, &cfg, NULL, 0, PROCESS_BOUND, &f.sg, &f.a))
+    softgpu_fixture_config(&cfg, "dgpu", MIB(64), MIB(128), 0);
+    if (softgpu_open_bounded(&f.fa, &cfg, NULL, 0, PROCESS_BOUND, &f.sg, &f.a))
         return;
     vidmm_handle *p = calloc(PROCESS_BOUND, sizeof *p);
     if (!p) {

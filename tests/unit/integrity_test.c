@@ -23,7 +23,7 @@
 
 struct kind {
     uint32_t set, pref, flags;
-    enum softgpu_alloc_kind sg_kind;   /* 0: explicit */
+    enum softgpu_alloc_kind softgpu_kind;   /* 0: explicit */
 };
 
 struct walk_cfg {
@@ -153,9 +153,9 @@ static void step_create(struct walk *w)
     if (t_rand_range(&w->rng, 4) == 0)
         size -= t_rand_range(&w->rng, c->page / 4096) * 4096 + 1 < size ? t_rand_range(&w->rng, 4096) : 0;
     struct softgpu_alloc_desc d;
-    if (k->sg_kind) {
+    if (k->softgpu_kind) {
         memset(&d, 0, sizeof d);
-        d.kind = k->sg_kind;
+        d.kind = k->softgpu_kind;
         d.size = size;
         d.cpu_visible = 1;
     } else {

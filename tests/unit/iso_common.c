@@ -3,7 +3,7 @@
  */
 #include "iso_common.h"
 
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +22,10 @@ int iso_open_sizes(struct iso_fx *f, const char *preset, const uint64_t *sizes, 
 {
     memset(f, 0, sizeof(*f));
     struct softgpu_config cfg;
-    sg_config(&cfg, preset, 0, 0, sync);
+    softgpu_fixture_config(&cfg, preset, 0, 0, sync);
     for (uint32_t i = 1; i <= SOFTGPU_MAX_SEGMENTS; i++)
         cfg.segment_size[i] = sizes[i];
-    if (sg_open(&f->fa, &cfg, NULL, 256 * MIB, &f->sg, &f->a))
+    if (softgpu_open(&f->fa, &cfg, NULL, 256 * MIB, &f->sg, &f->a))
         return -1;
     struct vidmm_adapter_info ai;
     T_ST(vidmm_adapter_query_info(f->a, &ai), VIDMM_OK);
@@ -37,13 +37,13 @@ int iso_open_sizes(struct iso_fx *f, const char *preset, const uint64_t *sizes, 
 
 int iso_checked(struct iso_fx *f)
 {
-    return sg_checked(f->a, f->sg);
+    return softgpu_checked(f->a, f->sg);
 }
 
 void iso_close(struct iso_fx *f)
 {
     T_EQ(softgpu_check(f->sg), 0);
-    sg_close(&f->fa, f->sg, f->a);
+    softgpu_close(&f->fa, f->sg, f->a);
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -51,7 +51,7 @@ void iso_close(struct iso_fx *f)
 
 void iso_mr(struct iso_fx *f, struct iso_proc *p, const vidmm_handle *l, uint32_t n, vidmm_status want)
 {
-    T_ST(sg_try_make_resident(f->a, p->dev, p->queue, l, n), want);
+    T_ST(softgpu_try_make_resident(f->a, p->dev, p->queue, l, n), want);
 }
 
 /* A private allocation of p: segments set, AccessedPhysically when ap,
@@ -60,7 +60,7 @@ vidmm_handle iso_palloc(struct iso_fx *f, struct iso_proc *p, uint32_t set, uint
                         int resident, vidmm_status want)
 {
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size,
+    softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, set, size,
             (ap ? VIDMM_ALLOC_ACCESSED_PHYSICALLY : 0) | (cpu ? VIDMM_ALLOC_CPU_VISIBLE : 0));
     vidmm_handle h = 0;
     T_ST(vidmm_device_allocation_create(f->a, p->dev, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h),

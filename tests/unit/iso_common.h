@@ -4,7 +4,7 @@
  * device, a paging queue, physical and virtual contexts and an auxiliary
  * allocation (command buffers and results), private allocations, and GPU
  * CHECKSUM runs in a process's own contexts.  The adapter is opened and
- * closed through sg_fixture.h.
+ * closed through softgpu_fixture.h.
  */
 #ifndef VIDMM_ISO_COMMON_H
 #define VIDMM_ISO_COMMON_H

@@ -21,7 +21,7 @@
  * device, context and queue handles are refused where B's are expected.
  */
 #include "iso_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,7 +195,7 @@ static void stale_pages(const struct iso_cfg *cfg, enum iso_how how, int sync)
         T_CHECK(gone + 1 >= nb);   /* B's make-resident pushed A out */
     }
     for (uint32_t i = 0; i < nb; i++)
-        T_EQ(sg_alloc_state(f.a, bh[i]).segment_id, cfg->seg);
+        T_EQ(softgpu_alloc_state(f.a, bh[i]).segment_id, cfg->seg);
     /* B sees zeros: CPU, GPU virtual, GPU physical. */
     uint64_t z = iso_zero_sum(ASIZE);
     iso_gpu_sums(&f, &B, bh, f.gpummu ? bva : NULL, nb, ASIZE, 1, z);

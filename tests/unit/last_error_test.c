@@ -6,7 +6,7 @@
  * checks the first rule after every call of its corpora.
  */
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -25,8 +25,8 @@ static int has(const char *needle)
 
 static void names_entry_and_rule(void)
 {
-    struct sg_fx f;
-    T_CHECK(sg_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
+    struct softgpu_fx f;
+    T_CHECK(softgpu_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
     if (!f.a)
         return;
     T_CHECK(vidmm_last_error() != NULL);
@@ -39,9 +39,9 @@ static void names_entry_and_rule(void)
     T_ST(vidmm_adapter_query_info(f.a, &ai), VIDMM_OK);
     T_CHECK(vidmm_last_error()[0] == '\0');
 
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, 0, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle h = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, 0, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
     /* Evict what the device never listed: names the allocation, the
      * device and the rule; nothing changed. */
     struct vidmm_evict_args ev = { .allocations = &h, .count = 1 };
@@ -51,14 +51,14 @@ static void names_entry_and_rule(void)
     T_ST(vidmm_evict(f.a, p.dev, NULL), VIDMM_E_INVALID_ARG);
     T_CHECK(has("args is NULL"));
     /* A paging queue of another device. */
-    struct sg_proc q;
-    sg_new_proc(f.a, &q, 0, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc q;
+    softgpu_new_proc(f.a, &q, 0, VIDMM_CONTEXT_VIRTUAL);
     struct vidmm_make_resident_args mr = { .paging_queue = q.queue, .allocations = &h, .count = 1 };
     T_ST(vidmm_make_resident(f.a, p.dev, &mr), VIDMM_E_INVALID_HANDLE);
     T_CHECK(has("not a paging queue of device"));
     /* A creation flag that does not exist: the argument and the rule. */
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0);
+    softgpu_desc(&d, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0);
     vidmm_handle bad = 0;
     T_ST(vidmm_allocation_create2(f.a, &d, sizeof d, 0x8u, &bad), VIDMM_E_INVALID_ARG);
     T_CHECK(has("vidmm_allocation_create2: VIDMM_E_INVALID_ARG: create flags 0x8"));
@@ -69,7 +69,7 @@ static void names_entry_and_rule(void)
     T_CHECK(vidmm_last_error()[0] == '\0');
     vidmm_process_destroy(f.a, q.proc);
     vidmm_process_destroy(f.a, p.proc);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* A refusal names what was wrong: "entry: STATUS: reason", the reason
@@ -93,15 +93,15 @@ static int reasoned(vidmm_status st, const char *call, int line)
  * private driver data).  Each must fail and say why. */
 static void every_refusal_names_why(void)
 {
-    struct sg_fx f;
-    T_CHECK(sg_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
+    struct softgpu_fx f;
+    T_CHECK(softgpu_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
     if (!f.a)
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, 0, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle h = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, 0, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0);
+    softgpu_desc(&d, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0);
     vidmm_handle nv = 0, out = 0;
     T_ST(vidmm_allocation_create2(f.a, &d, sizeof d, 0, &nv), VIDMM_OK);
     void *cpu = NULL;
@@ -186,11 +186,11 @@ static void every_refusal_names_why(void)
     REFUSED(vidmm_process_fdinfo(f.a, bogus, NULL, 0, NULL));
     REFUSED(vidmm_segment_region_name(f.a, 9, (char[16]){ 0 }, 16));
     /* Nothing of it changed the adapter. */
-    T_CHECK(sg_checked(f.a, f.sg) == 0);
+    T_CHECK(softgpu_checked(f.a, f.sg) == 0);
     T_ST(vidmm_allocation_destroy(f.a, nv), VIDMM_OK);
     T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
     vidmm_process_destroy(f.a, p.proc);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 static void open_says_why(void)
@@ -220,8 +220,8 @@ static void *other_thread(void *arg)
 
 static void per_thread(void)
 {
-    struct sg_fx f;
-    T_CHECK(sg_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
+    struct softgpu_fx f;
+    T_CHECK(softgpu_fx_open(&f, 64 * MIB, 64 * MIB, 1) == 0);   /* 0: opened */
     if (!f.a)
         return;
     T_ST(vidmm_allocation_destroy(f.a, 0x1234), VIDMM_E_INVALID_HANDLE);
@@ -231,7 +231,7 @@ static void per_thread(void)
     pthread_join(t, NULL);
     T_CHECK(strstr(o.seen, "0x5678") != NULL);
     T_CHECK(has("0x1234"));   /* this thread's reason is untouched */
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 void suite_last_error(void);

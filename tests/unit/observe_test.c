@@ -6,7 +6,7 @@
  * fdinfo text, and the debug callback (leaks at close, rule violations).
  */
 #include "harness/test.h"
-#include "unit/sg_fixture.h"
+#include "unit/softgpu_fixture.h"
 #include "model/objects.h"
 
 #include <ctype.h>
@@ -172,10 +172,10 @@ static long long fd_value(const char *s, const char *key)
 
 static void names(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    vidmm_handle h = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
     char buf[300];
     size_t n = 99;
     T_ST(vidmm_allocation_get_name(f.a, h, buf, sizeof buf, &n), VIDMM_OK);
@@ -239,14 +239,14 @@ static void names(void)
     T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
     T_ST(vidmm_allocation_get_name(f.a, h, buf, sizeof buf, NULL), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_allocation_get_user_data(f.a, h, &ud), VIDMM_E_INVALID_HANDLE);
-    vidmm_handle h2 = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
+    vidmm_handle h2 = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 1);
     T_ST(vidmm_allocation_get_name(f.a, h2, buf, sizeof buf, &n), VIDMM_OK);
     T_EQ(n, 1);
     T_ST(vidmm_allocation_get_user_data(f.a, h2, &ud), VIDMM_OK);
     T_CHECK(ud == NULL);
-    /* Left named at close: released by the close (sg_fx_close checks). */
+    /* Left named at close: released by the close (softgpu_fx_close checks). */
     T_ST(vidmm_allocation_set_name(f.a, h2, "left"), VIDMM_OK);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -265,22 +265,22 @@ static uint32_t count(struct vidmm_adapter *a, const struct vidmm_allocation_fil
 
 static void iterate(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    struct sg_proc p[2];
+    struct softgpu_proc p[2];
     for (int i = 0; i < 2; i++)
-        sg_new_proc(f.a, &p[i], SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+        softgpu_new_proc(f.a, &p[i], SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle h[8];
     for (int i = 0; i < 8; i++) {
-        h[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
+        h[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
         char nm[16];
         snprintf(nm, sizeof nm, "tex%d", i);
         T_ST(vidmm_allocation_set_name(f.a, h[i], nm), VIDMM_OK);
     }
     /* 0-2 resident for process 0, 3-4 for process 1, 5-7 never resident. */
-    sg_make_resident(f.a, p[0].dev, p[0].queue, &h[0], 3);
-    sg_make_resident(f.a, p[1].dev, p[1].queue, &h[3], 2);
+    softgpu_make_resident(f.a, p[0].dev, p[0].queue, &h[0], 3);
+    softgpu_make_resident(f.a, p[1].dev, p[1].queue, &h[3], 2);
     T_ST(vidmm_offer(f.a, p[0].dev, &h[2], 1, VIDMM_OFFER_NORMAL), VIDMM_OK);
 
     T_EQ(count(f.a, NULL), 8);
@@ -311,7 +311,7 @@ static void iterate(void)
         uint64_t cur = 0;
         struct vidmm_allocation_item it;
         while (vidmm_allocation_iterate(f.a, &flt, &cur, &it) == VIDMM_OK) {
-            struct vidmm_allocation_state as = sg_alloc_state(f.a, it.handle);
+            struct vidmm_allocation_state as = softgpu_alloc_state(f.a, it.handle);
             T_EQ(it.segment_id, s);
             T_EQ(as.segment_id, s);
             T_EQ_U64(it.size, as.size);
@@ -355,29 +355,29 @@ static void iterate(void)
     cur = 1ull << 40;
     T_ST(vidmm_allocation_iterate(f.a, NULL, &cur, &it), VIDMM_E_INVALID_ARG);
     T_EQ_U64(cur, 1ull << 40);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* ---- statistics ----------------------------------------------------------- */
 
 static void stats_json(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
     char *s = stats(f.a);
     T_CHECK(s && json_ok(s));
     free(s);
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle h[4];
     for (int i = 0; i < 4; i++) {
-        h[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, (uint64_t)(i + 1) * MIB, 0, 0);
+        h[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, (uint64_t)(i + 1) * MIB, 0, 0);
         char nm[32];
         snprintf(nm, sizeof nm, "quote\"back\\slash %d", i);
         T_ST(vidmm_allocation_set_name(f.a, h[i], nm), VIDMM_OK);
     }
-    sg_make_resident(f.a, p.dev, p.queue, h, 3);
+    softgpu_make_resident(f.a, p.dev, p.queue, h, 3);
     T_ST(vidmm_allocation_set_user_data(f.a, h[0], &f), VIDMM_OK);
     s = stats(f.a);
     T_CHECK(s && json_ok(s));
@@ -417,7 +417,7 @@ static void stats_json(void)
     T_ST(vidmm_adapter_stats_json(f.a, NULL, 0, &n), VIDMM_E_NO_HOST_MEMORY);
     fault_alloc_disarm(&f.fa);
     T_EQ(f.fa.live_blocks, blocks);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* ---- fdinfo ----------------------------------------------------------------- */
@@ -445,18 +445,18 @@ static int line_ok(const char *l, size_t len)
 
 static void fdinfo_text(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    struct sg_proc p[2];
+    struct softgpu_proc p[2];
     for (int i = 0; i < 2; i++)
-        sg_new_proc(f.a, &p[i], SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+        softgpu_new_proc(f.a, &p[i], SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle h[4];
     for (int i = 0; i < 4; i++)
-        h[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
-    sg_make_resident(f.a, p[0].dev, p[0].queue, h, 3);
+        h[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
+    softgpu_make_resident(f.a, p[0].dev, p[0].queue, h, 3);
     /* h[0] shared: on process 1's list too. */
-    sg_make_resident(f.a, p[1].dev, p[1].queue, &h[0], 1);
+    softgpu_make_resident(f.a, p[1].dev, p[1].queue, &h[0], 1);
     T_ST(vidmm_offer(f.a, p[0].dev, &h[1], 1, VIDMM_OFFER_NORMAL), VIDMM_OK);
     char *s = fdinfo(f.a, p[0].proc);
     T_CHECK(s != NULL);
@@ -518,7 +518,7 @@ static void fdinfo_text(void)
     char small[10];
     T_ST(vidmm_process_fdinfo(f.a, p[0].proc, small, sizeof small, &n), VIDMM_E_BUFFER_TOO_SMALL);
     T_CHECK(!strcmp(small, "drm-drive"));
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* ---- the debug callback ------------------------------------------------------ */
@@ -548,20 +548,20 @@ static int has(const struct msgs *m, const char *a, const char *b)
 
 static void debug_callback(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
     struct msgs m;
     memset(&m, 0, sizeof m);
     T_ST(vidmm_adapter_set_debug_callback(NULL, capture, &m), VIDMM_E_INVALID_ARG);
     T_ST(vidmm_adapter_set_debug_callback(f.a, capture, &m), VIDMM_OK);
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle h[2];
     for (int i = 0; i < 2; i++)
-        h[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
+        h[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
     T_ST(vidmm_allocation_set_name(f.a, h[0], "leaked texture"), VIDMM_OK);
-    sg_make_resident(f.a, p.dev, p.queue, h, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, h, 1);
     /* A clean adapter: no rule message. */
     T_EQ(vidmm_adapter_check_rules(f.a, NULL, 0), 0);
     T_EQ(m.count, 0);
@@ -591,7 +591,7 @@ static void debug_callback(void)
      * and a summary, by name. */
     m.count = 0;
     memset(m.n, 0, sizeof m.n);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
     T_EQ(m.n[VIDMM_DEBUG_WARNING], 4);
     T_CHECK(has(&m, "warning: leak: process", "1 devices, 1 allocations, 1024 KiB"));
     T_CHECK(has(&m, "leak: allocation", "'leaked texture'"));
@@ -604,15 +604,15 @@ static void debug_callback(void)
 /* A clean close says nothing. */
 static void no_leaks_no_messages(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
     struct msgs m;
     memset(&m, 0, sizeof m);
     T_ST(vidmm_adapter_set_debug_callback(f.a, capture, &m), VIDMM_OK);
-    vidmm_handle h = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, MIB, 0, 0);
     T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
     T_EQ(m.count, 0);
 }
 

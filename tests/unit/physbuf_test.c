@@ -15,7 +15,7 @@
  * (vidmm_adapter_check, softgpu_check) run after the steps.
  */
 #include "iso_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"

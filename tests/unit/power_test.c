@@ -20,7 +20,7 @@
  *     softgpu_translate directly).
  */
 #include "gpuva_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "harness/fault_alloc.h"
 #include "harness/rules_check.h"
 #include "harness/test.h"
@@ -64,11 +64,11 @@ static int pw_open(struct pw *f)
     memset(f, 0, sizeof(*f));
     g_pw = f;
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", 16 * MIB, 32 * MIB, 0);
+    softgpu_fixture_config(&cfg, "dgpu", 16 * MIB, 32 * MIB, 0);
     f->ops = *softgpu_driver_ops();
     f->ops.build_paging_buffer = counting_build;
     f->ops.submit_command = counting_submit;
-    if (sg_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
+    if (softgpu_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
     T_ST(vidmm_adapter_set_tdr_timeout(f->a, 50000000ull), VIDMM_OK);
     return 0;
@@ -76,7 +76,7 @@ static int pw_open(struct pw *f)
 
 static void pw_close(struct pw *f)
 {
-    sg_close(&f->fa, f->sg, f->a);
+    softgpu_close(&f->fa, f->sg, f->a);
     g_pw = NULL;
 }
 
@@ -98,7 +98,7 @@ static int rules_broken(struct pw *f, const vidmm_handle *procs, uint32_t n)
     int e = rc_check_rules(f->a, f->sg, &o, report, sizeof report);
     if (e)
         fprintf(stderr, "rules: %s\n", report);
-    return e + sg_checked(f->a, f->sg);
+    return e + softgpu_checked(f->a, f->sg);
 }
 
 /* What softgpu's MMU makes of va in proc: 'z' a Zero entry, 'f' a
@@ -146,7 +146,7 @@ static void down_only_from_d0(void)
         T_ST(vidmm_adapter_get_power_stats(f.a, &after), VIDMM_OK);
         T_EQ_U64(after.transitions, before.transitions + 1);
     }
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     pw_close(&f);
 }
 
@@ -157,29 +157,29 @@ static void no_gpu_work_case(uint32_t state)
     struct pw f;
     if (pw_open(&f))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle x = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 11, 0);   /* destroyed while down */
-    vidmm_handle w = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 13, 0);   /* kept */
-    vidmm_handle y = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 17, 0);   /* q's */
-    uint64_t vx = sg_map(f.a, p.proc, x, 1 * MIB), vw = sg_map(f.a, p.proc, w, 1 * MIB);
-    uint64_t vy = sg_map(f.a, q.proc, y, 1 * MIB);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle x = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 11, 0);   /* destroyed while down */
+    vidmm_handle w = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 13, 0);   /* kept */
+    vidmm_handle y = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 17, 0);   /* q's */
+    uint64_t vx = softgpu_map(f.a, p.proc, x, 1 * MIB), vw = softgpu_map(f.a, p.proc, w, 1 * MIB);
+    uint64_t vy = softgpu_map(f.a, q.proc, y, 1 * MIB);
     (void)vy;
     /* q's own allocation, mapped in q: q's destruction destroys it. */
     struct softgpu_alloc_desc d;
-    sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB);
+    softgpu_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB);
     vidmm_handle qp = 0;
     T_ST(vidmm_device_allocation_create(f.a, q.dev, &d, sizeof d, 0, &qp), VIDMM_OK);
-    uint64_t vqp = sg_map(f.a, q.proc, qp, 1 * MIB);
+    uint64_t vqp = softgpu_map(f.a, q.proc, qp, 1 * MIB);
     (void)vqp;
     uint64_t vz = 0, vq = 0;
     T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 2 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &vz), VIDMM_OK);
     T_ST(vidmm_gpuva_reserve(f.a, q.proc, 0, 0, 0, 2 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &vq), VIDMM_OK);
     vidmm_handle px[] = { x, w };
-    sg_make_resident(f.a, p.dev, p.queue, px, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, px, 2);
     vidmm_handle qy[] = { y, qp };
-    sg_make_resident(f.a, q.dev, q.queue, qy, 2);
+    softgpu_make_resident(f.a, q.dev, q.queue, qy, 2);
     T_EQ(gpu_sees(&f, p.proc, vx), 'm');
 
     go(&f, state);
@@ -203,10 +203,10 @@ static void no_gpu_work_case(uint32_t state)
     T_EQ(f.work_while_down, 0);
     T_ST(vidmm_allocation_destroy(f.a, y), VIDMM_OK);
     T_EQ(f.work_while_down, 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
 
     go(&f, VIDMM_POWER_D0);
-    sg_make_resident(f.a, p.dev, p.queue, &w, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, &w, 1);
     /* The GPU's view is what vidmm's VA state says: x's range unmapped
      * (faults), w mapped to its placement with its bytes, the zero
      * reservation Zero. */
@@ -230,9 +230,9 @@ enum rebuild_kind { REBUILD_STANDBY, REBUILD_HIBERNATE, REBUILD_ADAPTER_RESET };
 
 /* A paging hang on q's make-resident: vidmm resets the adapter and
  * rebuilds every page table. */
-static void adapter_reset(struct pw *f, const struct sg_proc *q)
+static void adapter_reset(struct pw *f, const struct softgpu_proc *q)
 {
-    vidmm_handle h = sg_new_alloc(f->a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 19, 0);
+    vidmm_handle h = softgpu_new_alloc(f->a, SOFTGPU_ALLOC_EXPLICIT, SET12, 1 * MIB, 19, 0);
     softgpu_inject_paging_hang(f->sg, 0);
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof(mr));
@@ -255,10 +255,10 @@ static void zero_after_rebuild_case(enum rebuild_kind kind)
     struct pw f;
     if (pw_open(&f))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle m = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 256 * KIB, 23, 0);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle m = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, SET12, 256 * KIB, 23, 0);
     uint64_t z1 = 0, z2 = 0, vm = 0;
     /* z1: reserved Zero; z2: Zero with m mapped into its middle, then the
      * first half of that unmapped back to Zero. */
@@ -266,7 +266,7 @@ static void zero_after_rebuild_case(enum rebuild_kind kind)
     T_ST(vidmm_gpuva_reserve(f.a, p.proc, 0, 0, 0, 2 * MIB, VIDMM_GPUVA_RESERVE_ZERO, &z2), VIDMM_OK);
     T_ST(vidmm_gpuva_map(f.a, p.proc, z2 + 1 * MIB, 0, 0, m, 0, 256 * KIB, 0, 0, &vm), VIDMM_OK);
     T_ST(vidmm_gpuva_unmap(f.a, p.proc, vm, 128 * KIB), VIDMM_OK);
-    sg_make_resident(f.a, p.dev, p.queue, &m, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, &m, 1);
     T_EQ(gpu_sees(&f, p.proc, z1), 'z');
     T_EQ(gpu_sees(&f, p.proc, vm), 'z');
     T_EQ(gpu_sees(&f, p.proc, vm + 128 * KIB), 'm');
@@ -278,7 +278,7 @@ static void zero_after_rebuild_case(enum rebuild_kind kind)
         go(&f, kind == REBUILD_STANDBY ? VIDMM_POWER_STANDBY : VIDMM_POWER_HIBERNATE);
         go(&f, VIDMM_POWER_D0);
     }
-    sg_make_resident(f.a, p.dev, p.queue, &m, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, &m, 1);
     T_EQ(gpu_sees(&f, p.proc, z1), 'z');
     T_EQ(gpu_sees(&f, p.proc, z1 + 4 * MIB - 4096), 'z');
     T_EQ(gpu_sees(&f, p.proc, z2), 'z');

@@ -8,7 +8,7 @@
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "vidmm/process.h"
 #include "vidmm/rules.h"
 #include "vidmm/softgpu.h"
@@ -23,16 +23,16 @@
 #define gpu_sees(f, proc, va, off, size, seed) gv_gpu_sees((f)->a, (f)->sg, proc, va, off, size, seed)
 #define gpu_faults(f, proc, va) gv_gpu_faults((f)->a, (f)->sg, proc, va)
 
-static void fx_close(struct sg_fx *f)
+static void fx_close(struct softgpu_fx *f)
 {
     T_EQ(softgpu_check(f->sg), 0);
-    sg_fx_close(f);
+    softgpu_fx_close(f);
 }
 
 static void map_read_move_unmap(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -86,8 +86,8 @@ static void map_read_move_unmap(void)
 
 static void reservations(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -141,8 +141,8 @@ static void reservations(void)
  * own, and what one unmaps faults only there. */
 static void isolation(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p1 = 0, p2 = 0;
@@ -206,8 +206,8 @@ static void walker_agrees(void)
 {
     const char *presets[] = { "dgpu", "wddm1" };
     for (int pi = 0; pi < 2; pi++) {
-        struct sg_fx f;
-        if (sg_fx_open_preset(&f, presets[pi]) < 0)
+        struct softgpu_fx f;
+        if (softgpu_fx_open_preset(&f, presets[pi]) < 0)
             continue;
         struct vidmm_adapter *a = f.a;
         uint64_t rs = t_seed() ^ (0x9A7E0000ull + (uint64_t)pi);
@@ -314,11 +314,11 @@ static void walker_agrees(void)
 
 static void no_gpummu_and_oom(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     /* Every host-allocation failure of process creation and of a map. */
     int done = 0;
     for (uint64_t k = 1; k < 400 && !done; k++) {
-        if (sg_fx_open_preset(&f, "dgpu") < 0)
+        if (softgpu_fx_open_preset(&f, "dgpu") < 0)
             return;
         vidmm_handle h = alloc_in(f.a, VIDMM_SEGMENT_BIT(2), 128u << 10);
         uint64_t base = f.fa.calls;
@@ -351,8 +351,8 @@ static void no_gpummu_and_oom(void)
 /* D3DKMTUpdateGpuVirtualAddress-style batches (tiled resources). */
 static void update_batches(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -427,8 +427,8 @@ static void update_tables_follow_pages(void)
 {
     static const uint64_t spans[] = { 8ull << 30, 2ull << 40 };
     for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
-        struct sg_fx f;
-        if (sg_fx_open_preset(&f, "dgpu") < 0)
+        struct softgpu_fx f;
+        if (softgpu_fx_open_preset(&f, "dgpu") < 0)
             return;
         struct vidmm_adapter *a = f.a;
         vidmm_handle pool = alloc_in(a, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 64u << 10);
@@ -500,8 +500,8 @@ static void scattered_op(uint64_t *rng, uint64_t r, vidmm_handle pool, struct vi
  * wrote, unmapped or copied. */
 static void update_scattered_tables(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle pool = alloc_in(a, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256u << 10);
@@ -564,8 +564,8 @@ static void update_scattered_tables(void)
  * switch to 4 KB entries when a 4 KB need appears in the leaf's span. */
 static void pages_64k(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -623,8 +623,8 @@ static void pages_64k(void)
  * granular).  Both mappings then read right and the rules hold. */
 static void map_over_mixed_64k(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "dgpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "dgpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle proc = 0;
@@ -653,8 +653,8 @@ static void map_over_mixed_64k(void)
  * GPU page tables; only system memory is reachable. */
 static void iommu_mode(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open_preset(&f, "igpu") < 0)
+    struct softgpu_fx f;
+    if (softgpu_fx_open_preset(&f, "igpu") < 0)
         return;
     struct vidmm_adapter *a = f.a;
     vidmm_handle p = 0;

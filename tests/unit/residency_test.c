@@ -8,7 +8,7 @@
 #include "gpuva_common.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "softgpu_int.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -21,14 +21,14 @@
 #define KIB (1ull << 10)
 
 /* dgpu with a 32 MiB visible and a 64 MiB invisible segment. */
-static int fx_open(struct sg_fx *f)
+static int fx_open(struct softgpu_fx *f)
 {
-    return sg_fx_open(f, 32 * MIB, 64 * MIB, 0);
+    return softgpu_fx_open(f, 32 * MIB, 64 * MIB, 0);
 }
 
-static void fx_close(struct sg_fx *f)
+static void fx_close(struct softgpu_fx *f)
 {
-    T_EQ(sg_checked(f->a, NULL), 0);
+    T_EQ(softgpu_checked(f->a, NULL), 0);
     /* dgpu takes the virtual paging ops: every eviction and restore went
      * through the system paging process, never a physical transfer. */
     struct vidmm_adapter_info ai;
@@ -41,12 +41,12 @@ static void fx_close(struct sg_fx *f)
         T_EQ_U64(ai.paging_ops[VIDMM_PAGING_TRANSFER_VIRTUAL], 0);
         T_EQ_U64(ai.paging_ops[VIDMM_PAGING_FILL_VIRTUAL], 0);
     }
-    sg_fx_close(f);
+    softgpu_fx_close(f);
 }
 
 /* A CPU-visible allocation created evicted, filled with seed's pattern
  * while in system memory; pref is its preferred segment (0 = none). */
-static vidmm_handle make_alloc_flags(struct sg_fx *f, uint32_t set, uint32_t pref, uint32_t flags, uint64_t size,
+static vidmm_handle make_alloc_flags(struct softgpu_fx *f, uint32_t set, uint32_t pref, uint32_t flags, uint64_t size,
                                      uint64_t seed)
 {
     struct softgpu_alloc_desc d;
@@ -63,12 +63,12 @@ static vidmm_handle make_alloc_flags(struct sg_fx *f, uint32_t set, uint32_t pre
     return h;
 }
 
-static vidmm_handle make_alloc_pref(struct sg_fx *f, uint32_t set, uint32_t pref, uint64_t size, uint64_t seed)
+static vidmm_handle make_alloc_pref(struct softgpu_fx *f, uint32_t set, uint32_t pref, uint64_t size, uint64_t seed)
 {
     return make_alloc_flags(f, set, pref, VIDMM_ALLOC_CPU_VISIBLE, size, seed);
 }
 
-static vidmm_handle make_alloc(struct sg_fx *f, uint32_t set, uint64_t size, uint64_t seed)
+static vidmm_handle make_alloc(struct softgpu_fx *f, uint32_t set, uint64_t size, uint64_t seed)
 {
     return make_alloc_pref(f, set, 0, size, seed);
 }
@@ -77,14 +77,14 @@ struct proc {
     vidmm_handle p, d, q;
 };
 
-static void proc_open(struct sg_fx *f, struct proc *pr)
+static void proc_open(struct softgpu_fx *f, struct proc *pr)
 {
     T_ST(vidmm_process_create(f->a, &pr->p), VIDMM_OK);
     T_ST(vidmm_device_create(f->a, pr->p, &pr->d), VIDMM_OK);
     T_ST(vidmm_paging_queue_create(f->a, pr->d, VIDMM_PAGING_QUEUE_NORMAL, &pr->q), VIDMM_OK);
 }
 
-static vidmm_status mres(struct sg_fx *f, const struct proc *pr, const vidmm_handle *h, uint32_t n, uint32_t flags,
+static vidmm_status mres(struct softgpu_fx *f, const struct proc *pr, const vidmm_handle *h, uint32_t n, uint32_t flags,
                          uint64_t *trim)
 {
     struct vidmm_make_resident_args m;
@@ -111,7 +111,7 @@ static vidmm_status mres(struct sg_fx *f, const struct proc *pr, const vidmm_han
  * is done with it for now.  A device's listed allocations are never
  * pushed out for its own later requests (within its budget); cached
  * ones are. */
-static vidmm_status use1(struct sg_fx *f, const struct proc *pr, const vidmm_handle *h)
+static vidmm_status use1(struct softgpu_fx *f, const struct proc *pr, const vidmm_handle *h)
 {
     vidmm_status st = mres(f, pr, h, 1, 0, NULL);
     if (st >= 0)
@@ -119,16 +119,16 @@ static vidmm_status use1(struct sg_fx *f, const struct proc *pr, const vidmm_han
     return st;
 }
 
-static uint32_t resident(struct sg_fx *f, vidmm_handle h)
+static uint32_t resident(struct softgpu_fx *f, vidmm_handle h)
 {
     struct vidmm_residency_state r;
     T_ST(vidmm_allocation_residency(f->a, h, &r), VIDMM_OK);
     return r.resident;
 }
 
-static uint32_t segment_of(struct sg_fx *f, vidmm_handle h)
+static uint32_t segment_of(struct softgpu_fx *f, vidmm_handle h)
 {
-    return sg_alloc_state(f->a, h).segment_id;
+    return softgpu_alloc_state(f->a, h).segment_id;
 }
 
 /* No WDDM rule broken (vidmm/rules.h); the report goes to stderr. */
@@ -147,7 +147,7 @@ static int rules_clean(struct vidmm_adapter *a)
 /* make-resident, evict, restore: same VA, same bytes, faults in between. */
 static void evict_restore_same_va(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -161,12 +161,12 @@ static void evict_restore_same_va(void)
     T_EQ(resident(&f, h), 1);
     T_EQ(segment_of(&f, h), 2);
     T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 77));
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_ST(vidmm_evict(f.a, pr.d, &(struct vidmm_evict_args){ .allocations = &h, .count = 1 }), VIDMM_OK);
     T_EQ(resident(&f, h), 0);
     T_EQ(segment_of(&f, h), 0);
     T_CHECK(gv_gpu_faults(f.a, f.sg, pr.p, va));
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_ST(mres(&f, &pr, &h, 1, 0, NULL), VIDMM_OK);
     T_CHECK(gv_gpu_sees(f.a, f.sg, pr.p, va, 0, 4 * MIB, 77));
     /* References count: two make-resident need two evicts. */
@@ -185,7 +185,7 @@ static void evict_restore_same_va(void)
 
 /* How many of h[0..n) are resident, and whether the evicted ones form a
  * prefix (the oldest went first). */
-static int resident_suffix(struct sg_fx *f, const vidmm_handle *h, int n, int *count)
+static int resident_suffix(struct softgpu_fx *f, const vidmm_handle *h, int n, int *count)
 {
     int c = 0, prefix = 1, seen_resident = 0;
     for (int i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ static int resident_suffix(struct sg_fx *f, const vidmm_handle *h, int n, int *c
 /* A full segment: make-resident evicts the least recently used. */
 static void pressure_evicts_lru(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -212,7 +212,7 @@ static void pressure_evicts_lru(void)
     for (int i = 0; i < 20; i++) {
         h[i] = make_alloc(&f, INVIS, 4 * MIB, 100 + (uint64_t)i);
         T_ST(use1(&f, &pr, &h[i]), VIDMM_OK);
-        T_EQ(sg_checked(f.a, NULL), 0);
+        T_EQ(softgpu_checked(f.a, NULL), 0);
     }
     /* 64 MiB (less the page tables) hold 15 or 16: the oldest went. */
     int n = 0;
@@ -241,7 +241,7 @@ static void pressure_evicts_lru(void)
  * reference; pinned (listed in the same request) are never victims. */
 static void all_or_nothing(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -256,7 +256,7 @@ static void all_or_nothing(void)
         T_ST(vidmm_allocation_residency(f.a, h[i], &r), VIDMM_OK);
         T_EQ(r.references, 0);
     }
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_ST(mres(&f, &pr, h, 15, 0, NULL), VIDMM_OK);
     for (int i = 0; i < 15; i++)
         T_EQ(resident(&f, h[i]), 1);
@@ -294,7 +294,7 @@ static void all_or_nothing(void)
  * to its next segment instead. */
 static void priority_honoured(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -337,7 +337,7 @@ static void priority_honoured(void)
  * one over budget, and over its share). */
 static void fair_share(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc p1, p2;
@@ -423,7 +423,7 @@ static void fair_share(void)
  * fair_share.refused_within_share reports. */
 static void fair_share_per_segment_run(uint32_t a_flags)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pa, pb;
@@ -457,7 +457,7 @@ static void fair_share_per_segment_run(uint32_t a_flags)
             victim = i;
         }
     T_EQ(gone, 1);                     /* one of B's, and only one: B is at its share again */
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* B's next make-resident of its list brings it back, bytes intact. */
     T_ST(mres(&f, &pb, b, 5, 0, NULL), VIDMM_OK);
     for (int i = 0; i < 5; i++)
@@ -467,7 +467,7 @@ static void fair_share_per_segment_run(uint32_t a_flags)
     for (int i = 0; i < 5; i++) {
         vidmm_handle c = make_alloc(&f, MEM, 4 * MIB, 100 + (uint64_t)i);   /* the same pattern, never moved */
         for (uint64_t off = 0; off < 4 * MIB; off += 256 * 1024)
-            T_EQ_U64(sg_cpu_read64(f.a, b[i], off), sg_cpu_read64(f.a, c, off));
+            T_EQ_U64(softgpu_cpu_read64(f.a, b[i], off), softgpu_cpu_read64(f.a, c, off));
         vidmm_allocation_destroy(f.a, c);
     }
     T_EQ(resident(&f, more), 1);
@@ -500,7 +500,7 @@ static void log_trim(void *ctx, vidmm_handle device, uint32_t flags, uint64_t by
 
 static void demand_notifies_others(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc p1, p2;
@@ -565,7 +565,7 @@ static void on_trim(void *ctx, vidmm_handle device, uint32_t flags, uint64_t byt
  * trim notifications; usage <= budget once the process trimmed. */
 static void budgets(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -640,7 +640,7 @@ static void on_trim_kill(void *ctx, vidmm_handle device, uint32_t flags, uint64_
 static void trim_callbacks_destroy(void)
 {
     for (int mode = 0; mode < 2; mode++) {
-        struct sg_fx f;
+        struct softgpu_fx f;
         if (fx_open(&f) < 0)
             return;
         struct proc pr;
@@ -656,7 +656,7 @@ static void trim_callbacks_destroy(void)
         /* The first device notified destroyed the other (or the process):
          * one call in all, nobody left to notify. */
         T_EQ(k0.calls + k1.calls, 1);
-        T_EQ(sg_checked(f.a, NULL), 0);
+        T_EQ(softgpu_checked(f.a, NULL), 0);
         struct vidmm_device_info di;
         if (mode) {
             T_ST(vidmm_device_query(f.a, pr.d, &di), VIDMM_E_INVALID_HANDLE);
@@ -666,7 +666,7 @@ static void trim_callbacks_destroy(void)
             int alive = (vidmm_device_query(f.a, pr.d, &di) == VIDMM_OK) + (vidmm_device_query(f.a, d1, &di) == VIDMM_OK);
             T_EQ(alive, 1);
             T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 2 * MIB), VIDMM_OK);
-            T_EQ(sg_checked(f.a, NULL), 0);
+            T_EQ(softgpu_checked(f.a, NULL), 0);
         }
         T_ST(vidmm_allocation_destroy(f.a, h[0]), VIDMM_OK);
         T_ST(vidmm_allocation_destroy(f.a, h[1]), VIDMM_OK);
@@ -678,7 +678,7 @@ static void trim_callbacks_destroy(void)
  * the content reads as zero.  Not-offered ones keep their bytes. */
 static void offer_reclaim(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -716,7 +716,7 @@ static void offer_reclaim(void)
  * the bytes are still right on the way back. */
 static void clean_discard(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -744,7 +744,7 @@ static void clean_discard(void)
 /* Paging queues: fences, waits with timeouts, typed handles. */
 static void queues(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -777,7 +777,7 @@ static void queues(void)
 /* The bytes of a resident allocation where vidmm says they are (its
  * physical ranges, read by softgpu; system pages through a lock, which
  * does not move them), against the pattern of seed. */
-static int physical_sees(struct sg_fx *f, vidmm_handle h, uint64_t size, uint64_t seed)
+static int physical_sees(struct softgpu_fx *f, vidmm_handle h, uint64_t size, uint64_t seed)
 {
     struct vidmm_physical_range r[64];
     uint32_t n = 0;
@@ -820,12 +820,12 @@ static uint64_t total_page_moves, aperture_landings;
 static void overcommit_integrity_run(const char *preset, uint64_t factor_pct, int steps)
 {
     int virt = !strcmp(preset, "dgpu");
-    struct sg_fx f;
+    struct softgpu_fx f;
     struct softgpu_config cfg;
-    sg_config(&cfg, preset, virt ? 32 * MIB : 16 * MIB, virt ? 64 * MIB : 32 * MIB, 0);
+    softgpu_fixture_config(&cfg, preset, virt ? 32 * MIB : 16 * MIB, virt ? 64 * MIB : 32 * MIB, 0);
     uint64_t memory = cfg.segment_size[1] + cfg.segment_size[2];
     uint32_t ap = virt ? 3 : 4;
-    if (sg_open(&f.fa, &cfg, NULL, 0, &f.sg, &f.a))
+    if (softgpu_open(&f.fa, &cfg, NULL, 0, &f.sg, &f.a))
         return;
     uint64_t seed = t_seed();
     struct proc pr[3];
@@ -894,7 +894,7 @@ static void overcommit_integrity_run(const char *preset, uint64_t factor_pct, in
         for (int i = 0; virt && i < n && !bad; i++)
             if (!resident(&f, h[i]) && !gv_gpu_faults(f.a, f.sg, pr[owner[i]].p, va[i]))
                 bad++;
-        if (sg_checked(f.a, NULL))
+        if (softgpu_checked(f.a, NULL))
             bad++;
         T_ST(vidmm_evict(f.a, pr[p].d, &(struct vidmm_evict_args){ .allocations = list, .count = m, .flags = (t_rand(&seed) % 2) ? VIDMM_EVICT_ONLY_IF_NECESSARY : 0 }),
              VIDMM_OK);
@@ -926,7 +926,7 @@ static void overcommit_integrity(void)
  * the engine runs, and then it is, with the bytes in place. */
 static void pending_fence(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -961,7 +961,7 @@ static void pending_fence(void)
  * only the blocks next to a hole, not the whole LRU order. */
 static void contiguous_scan(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -1022,7 +1022,7 @@ static void contiguous_scan(void)
  * nothing (no reference, no residency change, no host block). */
 static void bad_input(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr;
@@ -1110,14 +1110,14 @@ static void bad_input(void)
     fx_close(&f);
 }
 
-static uint32_t refs_of(struct sg_fx *f, vidmm_handle h)
+static uint32_t refs_of(struct softgpu_fx *f, vidmm_handle h)
 {
     struct vidmm_residency_state r;
     T_ST(vidmm_allocation_residency(f->a, h, &r), VIDMM_OK);
     return r.references;
 }
 
-static vidmm_status evict_n(struct sg_fx *f, const struct proc *pr, const vidmm_handle *h, uint32_t n, uint32_t flags)
+static vidmm_status evict_n(struct softgpu_fx *f, const struct proc *pr, const vidmm_handle *h, uint32_t n, uint32_t flags)
 {
     return vidmm_evict(f->a, pr->d, &(struct vidmm_evict_args){ .allocations = h, .count = n, .flags = flags });
 }
@@ -1129,7 +1129,7 @@ static vidmm_status evict_n(struct sg_fx *f, const struct proc *pr, const vidmm_
  * path; the checker (which verifies every fast entry) after each step. */
 static void fast_references(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     if (fx_open(&f) < 0)
         return;
     struct proc pr, pr2;
@@ -1143,13 +1143,13 @@ static void fast_references(void)
     T_ST(mres(&f, &pr, l3, 3, 0, NULL), VIDMM_OK);
     T_EQ(refs_of(&f, h[0]), 2);
     T_EQ(refs_of(&f, h[1]), 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Again, and again with a duplicate: fast. */
     for (int k = 0; k < 3; k++)
         T_ST(mres(&f, &pr, l3, 3, 0, NULL), VIDMM_OK);
     T_EQ(refs_of(&f, h[0]), 8);
     T_EQ(refs_of(&f, h[1]), 4);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Evict counts them exactly: h[1] stays until its fourth evict. */
     T_ST(evict_n(&f, &pr, &h[1], 1, 0), VIDMM_OK);
     T_EQ(refs_of(&f, h[1]), 3);
@@ -1160,7 +1160,7 @@ static void fast_references(void)
     T_ST(evict_n(&f, &pr, l5, 3, 0), VIDMM_OK);
     T_EQ(refs_of(&f, h[1]), 0);
     T_EQ(resident(&f, h[1]), 0);   /* the last reference went: evicted */
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Back: full path (restore), then fast again. */
     T_ST(mres(&f, &pr, l3, 3, 0, NULL), VIDMM_OK);
     T_ST(mres(&f, &pr, &h[1], 1, 0, NULL), VIDMM_OK);
@@ -1173,12 +1173,12 @@ static void fast_references(void)
     T_EQ(refs_of(&f, h[0]), 12);
     T_ST(evict_n(&f, &pr2, l3, 1, 0), VIDMM_OK);
     T_EQ(refs_of(&f, h[0]), 11);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Offered: the next make-resident takes the full path and clears the
      * offer; the reference count carries on. */
     T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_OK);
     T_ST(vidmm_offer(f.a, pr.d, &h[2], 1, VIDMM_OFFER_LOW), VIDMM_OK);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_OK);
     struct vidmm_residency_state rs;
     T_ST(vidmm_allocation_residency(f.a, h[2], &rs), VIDMM_OK);
@@ -1186,7 +1186,7 @@ static void fast_references(void)
     T_EQ(rs.references, 2);
     T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_OK);
     T_EQ(refs_of(&f, h[2]), 3);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Over budget: refused on the fast path too, nothing changed. */
     T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 4 * MIB), VIDMM_OK);
     uint64_t trim = 0;
@@ -1196,11 +1196,11 @@ static void fast_references(void)
     T_ST(mres(&f, &pr, l3, 3, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
     T_EQ(refs_of(&f, h[0]), 13);
     T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 96 * MIB), VIDMM_OK);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* A destroyed allocation's handle is refused, listed or not, even
      * when its slot serves a new allocation. */
     T_ST(vidmm_allocation_destroy(f.a, h[2]), VIDMM_OK);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     vidmm_handle again = make_alloc(&f, INVIS, 4 * MIB, 0);
     T_EQ((uint32_t)again & 0xFFFFFFu, (uint32_t)h[2] & 0xFFFFFFu);
     T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
@@ -1208,7 +1208,7 @@ static void fast_references(void)
     T_ST(mres(&f, &pr, &again, 1, 0, NULL), VIDMM_OK);
     T_EQ(refs_of(&f, again), 2);
     T_ST(mres(&f, &pr, &h[2], 1, 0, NULL), VIDMM_E_INVALID_HANDLE);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* The other process's device never had it: refused until listed. */
     T_ST(evict_n(&f, &pr2, &again, 1, 0), VIDMM_E_STATE);
     /* Under pressure a process over its budget loses listed allocations;
@@ -1223,7 +1223,7 @@ static void fast_references(void)
     T_EQ(refs_of(&f, h[0]), 13);
     T_ST(mres(&f, &pr2, big, 12, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
     T_EQ(refs_of(&f, h[0]), 13);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_ST(vidmm_process_set_budget(f.a, pr.p, VIDMM_SEGMENT_GROUP_LOCAL, 96 * MIB), VIDMM_OK);
     T_ST(mres(&f, &pr, l3, 3, VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER, NULL), VIDMM_OK);
     T_EQ(resident(&f, h[0]), 1);
@@ -1231,7 +1231,7 @@ static void fast_references(void)
     T_EQ(refs_of(&f, h[0]), 15);
     for (int i = 0; i < 12; i++)
         T_EQ(refs_of(&f, big[i]), 2);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* The device goes with references on its fast table. */
     T_ST(vidmm_device_destroy(f.a, pr2.d), VIDMM_OK);
     for (int i = 0; i < 12; i++)

@@ -9,7 +9,7 @@
  */
 #include "harness/rules_check.h"
 #include "harness/test.h"
-#include "unit/sg_fixture.h"
+#include "unit/softgpu_fixture.h"
 
 #include <string.h>
 
@@ -31,20 +31,20 @@ static void null_adapter(void)
  * eviction the pages fault, which is the rule too. */
 static void clean_and_gpu_view(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    struct sg_proc p[2];
+    struct softgpu_proc p[2];
     vidmm_handle h[4];
     for (int i = 0; i < 2; i++)
-        sg_new_proc(f.a, &p[i], SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+        softgpu_new_proc(f.a, &p[i], SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     uint64_t va0 = 0;
     for (int i = 0; i < 4; i++) {
-        h[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 10 + (uint64_t)i, 0);
-        uint64_t va = sg_map(f.a, p[i & 1].proc, h[i], 2 * MIB);
+        h[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 10 + (uint64_t)i, 0);
+        uint64_t va = softgpu_map(f.a, p[i & 1].proc, h[i], 2 * MIB);
         if (i == 0)
             va0 = va;
-        sg_make_resident(f.a, p[i & 1].dev, p[i & 1].queue, &h[i], 1);
+        softgpu_make_resident(f.a, p[i & 1].dev, p[i & 1].queue, &h[i], 1);
     }
     /* The walk has pages to walk: the first mapping translates. */
     struct vidmm_physical_address root;
@@ -63,7 +63,7 @@ static void clean_and_gpu_view(void)
     T_EQ(rc_check_rules(f.a, f.sg, &o, rep, sizeof rep), 0);
     if (rep[0])
         fprintf(stderr, "%s", rep);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* Over budget is allowed after a CantTrimFurther make-resident, and when
@@ -71,18 +71,18 @@ static void clean_and_gpu_view(void)
  * pinned it lower: the process is owed a trim, not in breach). */
 static void budget_exemptions(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle h[3];
     for (int i = 0; i < 3; i++)
-        h[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 0, 0);
+        h[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 0, 0);
     char rep[512];
-    /* sg_make_resident says CantTrimFurther: 6 MiB against 4 MiB is fine. */
+    /* softgpu_make_resident says CantTrimFurther: 6 MiB against 4 MiB is fine. */
     T_ST(vidmm_process_set_budget(f.a, p.proc, VIDMM_SEGMENT_GROUP_LOCAL, 4 * MIB), VIDMM_OK);
-    sg_make_resident(f.a, p.dev, p.queue, h, 3);
+    softgpu_make_resident(f.a, p.dev, p.queue, h, 3);
     struct vidmm_video_memory_info vi;
     T_ST(vidmm_query_video_memory_info(f.a, p.proc, VIDMM_SEGMENT_GROUP_LOCAL, &vi), VIDMM_OK);
     T_CHECK(vi.current_usage > vi.budget);
@@ -98,19 +98,19 @@ static void budget_exemptions(void)
     T_CHECK(vidmm_make_resident(f.a, p.dev, &mr) >= 0);
     T_ST(vidmm_process_set_budget(f.a, p.proc, VIDMM_SEGMENT_GROUP_LOCAL, 2 * MIB), VIDMM_OK);
     T_EQ(vidmm_adapter_check_rules(f.a, rep, sizeof rep), 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* The fingerprint: unchanged by a refused call, and naming the first
  * difference after a real change; the failed-call rule follows it. */
 static void fingerprint_and_failed_call(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle h[2] = { sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 0, 0), 0 };
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle h[2] = { softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 0, 0), 0 };
     struct rc_objects o = { &p.proc, &p.dev, &p.ctx, &p.queue, h, 1, 1, 1, 1, 1 };
     struct rc_fp before, after;
     T_EQ(rc_fp_init(&before, 4096), 0);
@@ -145,7 +145,7 @@ static void fingerprint_and_failed_call(void)
     rc_fp_free(&small);
     rc_fp_free(&before);
     rc_fp_free(&after);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* The rules that read softgpu itself are named (a harness on another
@@ -163,14 +163,14 @@ static void softgpu_only(void)
     T_CHECK(strstr(all, "gpu.aperture_entry_owned") != NULL);
     rc_softgpu_only_names(tiny, sizeof tiny);
     T_EQ(strlen(tiny), sizeof tiny - 1);
-    struct sg_fx f;
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle h = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 7, 0);
-    sg_map(f.a, p.proc, h, 2 * MIB);
-    sg_make_resident(f.a, p.dev, p.queue, &h, 1);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 7, 0);
+    softgpu_map(f.a, p.proc, h, 2 * MIB);
+    softgpu_make_resident(f.a, p.dev, p.queue, &h, 1);
     struct rc_objects o = { &p.proc, NULL, NULL, NULL, &h, 1, 0, 0, 0, 1 };
     char rep[512];
     T_EQ(rc_check_gpu(f.a, NULL, &o, rep, sizeof rep), 0);
@@ -178,7 +178,7 @@ static void softgpu_only(void)
     T_EQ(rc_check_unmapped(f.a, NULL, &o, 64, rep, sizeof rep), 0);
     T_EQ(rc_check_aperture(f.a, NULL, rep, sizeof rep), 0);
     T_EQ(rc_check_rules(f.a, NULL, &o, rep, sizeof rep), vidmm_adapter_check_rules(f.a, NULL, 0));
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 void suite_rules(void);

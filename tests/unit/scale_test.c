@@ -14,7 +14,7 @@
  */
 #include "harness/test.h"
 #include "harness/fault_alloc.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "gpuva_common.h"
 #include "core/alloc_sites.h"
 
@@ -33,8 +33,8 @@
  * segment's share; scale_segments measures it on one process. */
 static uint64_t root_bytes(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, MIB(8), MIB(16), 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, MIB(8), MIB(16), 1))
         return 0;
     struct vidmm_segment_info before[3], after;
     uint64_t total = 0;
@@ -47,7 +47,7 @@ static uint64_t root_bytes(void)
         total += before[id].free_bytes - after.free_bytes;
     }
     T_ST(vidmm_process_destroy(f.a, p), VIDMM_OK);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
     return total;
 }
 
@@ -75,8 +75,8 @@ static void processes_4096(void)
     uint64_t seg = (root * n + root * n / 4 + MIB(1)) & ~(MIB(1) - 1);
     printf("scale.processes_4096: %u processes, %llu bytes of root page table each, segments of %llu MiB\n", n,
            (unsigned long long)root, (unsigned long long)(seg >> 20));
-    struct sg_fx f;
-    if (sg_fx_open(&f, seg, seg, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, seg, seg, 1))
         return;
     struct proc_set *ps = calloc(n, sizeof *ps);
     uint32_t *order = calloc(n, sizeof *order);
@@ -84,7 +84,7 @@ static void processes_4096(void)
     if (!ps || !order)
         goto out;
     struct softgpu_alloc_desc d;
-    sg_cpu_desc(&d, SOFTGPU_ALLOC_STAGING, 0, KIB(4));
+    softgpu_cpu_desc(&d, SOFTGPU_ALLOC_STAGING, 0, KIB(4));
     uint32_t made = 0;
     for (uint32_t i = 0; i < n; i++) {
         struct proc_set *s = &ps[i];
@@ -96,11 +96,11 @@ static void processes_4096(void)
         T_ST(vidmm_device_create(f.a, s->proc, &s->dev), VIDMM_OK);
         T_ST(vidmm_paging_queue_create(f.a, s->dev, VIDMM_PAGING_QUEUE_NORMAL, &s->queue), VIDMM_OK);
         T_ST(vidmm_allocation_create(f.a, &d, sizeof d, &s->alloc), VIDMM_OK);
-        sg_make_resident(f.a, s->dev, s->queue, &s->alloc, 1);
+        softgpu_make_resident(f.a, s->dev, s->queue, &s->alloc, 1);
         made++;
     }
     T_EQ(made, n);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     /* Every process alive and distinct, every allocation resident. */
     uint32_t resident = 0;
     for (uint32_t i = 0; i < made; i++) {
@@ -127,9 +127,9 @@ static void processes_4096(void)
         T_ST(vidmm_allocation_destroy(f.a, s->alloc), VIDMM_OK);
         T_ST(vidmm_process_destroy(f.a, s->proc), VIDMM_OK);
         if (k == made / 2)
-            T_EQ(sg_checked(f.a, f.sg), 0);
+            T_EQ(softgpu_checked(f.a, f.sg), 0);
     }
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     struct vidmm_process_info pi;
     T_ST(vidmm_process_query(f.a, ps[order[0]].proc, &pi), VIDMM_E_INVALID_HANDLE);
     /* The slots come back. */
@@ -139,7 +139,7 @@ static void processes_4096(void)
 out:
     free(ps);
     free(order);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* Segment space and host blocks of the adapter, to prove a refusal
@@ -149,7 +149,7 @@ struct footprint {
     int64_t blocks;
 };
 
-static void footprint(struct sg_fx *f, struct footprint *fp)
+static void footprint(struct softgpu_fx *f, struct footprint *fp)
 {
     for (uint32_t id = 0; id <= 2; id++) {
         struct vidmm_segment_info si;
@@ -160,7 +160,7 @@ static void footprint(struct sg_fx *f, struct footprint *fp)
     fp->blocks = f->fa.live_blocks;
 }
 
-static void same_footprint(struct sg_fx *f, const struct footprint *was)
+static void same_footprint(struct softgpu_fx *f, const struct footprint *was)
 {
     struct footprint now;
     footprint(f, &now);
@@ -176,11 +176,11 @@ static void same_footprint(struct sg_fx *f, const struct footprint *was)
  * VIDMM_E_NO_HOST_MEMORY; neither changes anything. */
 static void bound_and_oom(void)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     memset(&f, 0, sizeof f);
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", MIB(64), MIB(128), 1);
-    if (sg_open_bounded(&f.fa, &cfg, NULL, 0, 40, &f.sg, &f.a))
+    softgpu_fixture_config(&cfg, "dgpu", MIB(64), MIB(128), 1);
+    if (softgpu_open_bounded(&f.fa, &cfg, NULL, 0, 40, &f.sg, &f.a))
         return;
     vidmm_handle p[41];
     memset(p, 0, sizeof p);
@@ -214,7 +214,7 @@ static void bound_and_oom(void)
             T_ST(st, VIDMM_E_NO_HOST_MEMORY);
             same_footprint(&f, &fp);
         }
-        T_EQ(sg_checked(f.a, f.sg), 0);
+        T_EQ(softgpu_checked(f.a, f.sg), 0);
     }
     T_EQ(table_sites, 3);
     T_CHECK(p[16] != 0);
@@ -225,15 +225,15 @@ static void bound_and_oom(void)
     T_ST(vidmm_process_create(f.a, &x), VIDMM_E_BUSY);
     T_EQ_U64(x, VIDMM_HANDLE_NULL);
     same_footprint(&f, &fp);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     /* One destroyed: its slot is taken again, with a new generation. */
     T_ST(vidmm_process_destroy(f.a, p[7]), VIDMM_OK);
     T_ST(vidmm_process_create(f.a, &p[40]), VIDMM_OK);
     T_EQ(p[40] & 0xFFFFFFu, p[7] & 0xFFFFFFu);
     T_CHECK(p[40] != p[7]);
     T_ST(vidmm_process_create(f.a, &x), VIDMM_E_BUSY);
-    T_EQ(sg_checked(f.a, f.sg), 0);
-    sg_fx_close(&f);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
+    softgpu_fx_close(&f);
 }
 
 /* Generation 1 of the create info has no max_processes: whatever lies
@@ -242,7 +242,7 @@ static void bound_and_oom(void)
 static void abi_generations(void)
 {
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", MIB(64), MIB(128), 1);
+    softgpu_fixture_config(&cfg, "dgpu", MIB(64), MIB(128), 1);
     struct softgpu *sg = NULL;
     T_ST(softgpu_create(&cfg, &sg), VIDMM_OK);
     if (!sg)
@@ -295,21 +295,21 @@ static void abi_generations(void)
  * VA spaces) clean at each step. */
 static void mapped_in_some(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, MIB(64), MIB(128), 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, MIB(64), MIB(128), 1))
         return;
     enum { NP = 64 };
-    struct sg_proc pr[NP];
+    struct softgpu_proc pr[NP];
     for (int i = 0; i < NP; i++)
-        sg_new_proc(f.a, &pr[i], 0, VIDMM_CONTEXT_VIRTUAL);
-    vidmm_handle h = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, VIDMM_SEGMENT_BIT(1), KIB(256), 7, 0);
+        softgpu_new_proc(f.a, &pr[i], 0, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, VIDMM_SEGMENT_BIT(1), KIB(256), 7, 0);
     static const int users[3] = { 5, 31, 60 };
     uint64_t va[3];
     for (int k = 0; k < 3; k++)
-        va[k] = sg_map(f.a, pr[users[k]].proc, h, KIB(256));
-    T_EQ(sg_checked(f.a, f.sg), 0);
-    sg_make_resident(f.a, pr[5].dev, pr[5].queue, &h, 1);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+        va[k] = softgpu_map(f.a, pr[users[k]].proc, h, KIB(256));
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
+    softgpu_make_resident(f.a, pr[5].dev, pr[5].queue, &h, 1);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     for (int k = 0; k < 3; k++)
         T_CHECK(gv_gpu_sees(f.a, f.sg, pr[users[k]].proc, va[k], 0, KIB(256), 7));
     struct vidmm_evict_args ea;
@@ -317,7 +317,7 @@ static void mapped_in_some(void)
     ea.allocations = &h;
     ea.count = 1;
     T_ST(vidmm_evict(f.a, pr[5].dev, &ea), VIDMM_OK);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     /* Evicted: every one of the three processes' mappings faults (its
      * PTEs were rewritten through the allocation's list of users). */
     struct vidmm_residency_state rs;
@@ -326,8 +326,8 @@ static void mapped_in_some(void)
     T_EQ(rs.resident, 0);
     for (int k = 0; k < 3; k++)
         T_CHECK(gv_gpu_faults(f.a, f.sg, pr[users[k]].proc, va[k]));
-    sg_make_resident(f.a, pr[5].dev, pr[5].queue, &h, 1);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    softgpu_make_resident(f.a, pr[5].dev, pr[5].queue, &h, 1);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     for (int k = 0; k < 3; k++)
         T_CHECK(gv_gpu_sees(f.a, f.sg, pr[users[k]].proc, va[k], 0, KIB(256), 7));
     for (int k = 0; k < 3; k++) {
@@ -337,10 +337,10 @@ static void mapped_in_some(void)
         T_CHECK(cnt == 1 && r.allocation == h && r.va == va[k]);
     }
     /* A second mapping in one of them counts that process once. */
-    (void)sg_map(f.a, pr[31].proc, h, KIB(64));
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    (void)softgpu_map(f.a, pr[31].proc, h, KIB(64));
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     T_ST(vidmm_allocation_destroy(f.a, h), VIDMM_OK);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     for (int k = 0; k < 3; k++) {
         struct vidmm_gpuva_range r;
         uint32_t cnt = 0;
@@ -349,14 +349,14 @@ static void mapped_in_some(void)
         T_CHECK(cnt == 0 || r.allocation != h);
     }
     /* A process destroyed while mapping an allocation drops its count. */
-    vidmm_handle h2 = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, VIDMM_SEGMENT_BIT(1), KIB(64), 9, 0);
-    (void)sg_map(f.a, pr[10].proc, h2, KIB(64));
-    (void)sg_map(f.a, pr[11].proc, h2, KIB(64));
+    vidmm_handle h2 = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, VIDMM_SEGMENT_BIT(1), KIB(64), 9, 0);
+    (void)softgpu_map(f.a, pr[10].proc, h2, KIB(64));
+    (void)softgpu_map(f.a, pr[11].proc, h2, KIB(64));
     T_ST(vidmm_process_destroy(f.a, pr[10].proc), VIDMM_OK);
-    T_EQ(sg_checked(f.a, f.sg), 0);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
     T_ST(vidmm_allocation_destroy(f.a, h2), VIDMM_OK);
-    T_EQ(sg_checked(f.a, f.sg), 0);
-    sg_fx_close(&f);
+    T_EQ(softgpu_checked(f.a, f.sg), 0);
+    softgpu_fx_close(&f);
 }
 
 void suite_scale(void);

@@ -22,7 +22,7 @@
  * sweep of the new entries is in oom_test.c ("oom.share").
  */
 #include "iso_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "model/objects.h"   /* share.checker corrupts the state the walkers check */
 
 #include <stdio.h>
@@ -45,7 +45,7 @@ static int all_checked(struct iso_fx *f)
 static vidmm_handle shared_alloc(struct iso_fx *f, struct iso_proc *p, uint32_t flags)
 {
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE, VIDMM_ALLOC_CPU_VISIBLE);
+    softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE, VIDMM_ALLOC_CPU_VISIBLE);
     vidmm_handle h = 0;
     T_ST(vidmm_device_allocation_create(f->a, p->dev, &d, sizeof(d), flags, &h), VIDMM_OK);
     return h;
@@ -227,20 +227,20 @@ static void share_evict(void)
         return;
     struct iso_fx *f = &t.f;
     cpu_fill(f, &t.A, t.ha, 0x0E0E0001u);
-    uint32_t seg = sg_alloc_state(f->a, t.ha).segment_id;
+    uint32_t seg = softgpu_alloc_state(f->a, t.ha).segment_id;
     T_CHECK(seg == 1);
     struct vidmm_evict_args ea = { &t.ha, 1, 0, 0 };
     T_ST(vidmm_evict(f->a, t.A.dev, &ea), VIDMM_OK);
-    T_EQ(sg_alloc_state(f->a, t.hb).segment_id, 1);    /* B's reference keeps it */
+    T_EQ(softgpu_alloc_state(f->a, t.hb).segment_id, 1);    /* B's reference keeps it */
     T_EQ(all_checked(f), 0);
     /* A cannot evict it again (no reference left on A's list), nothing changes. */
     T_ST(vidmm_evict(f->a, t.A.dev, &ea), VIDMM_E_STATE);
     struct vidmm_evict_args eb = { &t.hb, 1, 0, 0 };
     T_ST(vidmm_evict(f->a, t.B.dev, &eb), VIDMM_OK);
-    T_EQ(sg_alloc_state(f->a, t.hb).segment_id, 0);    /* nobody lists it: evicted */
+    T_EQ(softgpu_alloc_state(f->a, t.hb).segment_id, 0);    /* nobody lists it: evicted */
     T_EQ(all_checked(f), 0);
     iso_mr(f, &t.B, &t.hb, 1, VIDMM_OK);
-    T_EQ(sg_alloc_state(f->a, t.ha).segment_id, 1);
+    T_EQ(softgpu_alloc_state(f->a, t.ha).segment_id, 1);
     gpu_sum(&t, &t.B, t.hb, t.va_b, 0x0E0E0001u);
     gpu_sum(&t, &t.A, t.ha, t.va_a, 0x0E0E0001u);       /* A's mapping follows the restore */
     T_EQ(all_checked(f), 0);
@@ -411,7 +411,7 @@ static void share_process_death(int creator_dies)
     struct vidmm_share_info si = info_of(f, hl);
     T_EQ(si.holders, 1);
     T_EQ(si.creator_holds, (uint32_t)!creator_dies);
-    T_EQ(sg_alloc_state(f->a, hl).lock_count, 0);
+    T_EQ(softgpu_alloc_state(f->a, hl).lock_count, 0);
     T_CHECK(cpu_holds(f, lives, hl, 0xDEAD0000u | (uint32_t)creator_dies));
     gpu_sum(&t, lives, hl, vl, 0xDEAD0000u | (uint32_t)creator_dies);
     T_EQ(all_checked(f), 0);
@@ -445,7 +445,7 @@ static void share_lists_offer(void)
     iso_new_proc(&f, &A);
     iso_new_proc(&f, &B);
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE,
+    softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE,
             VIDMM_ALLOC_CPU_VISIBLE | VIDMM_ALLOC_ACCESSED_PHYSICALLY);
     vidmm_handle ha = 0, hb = 0;
     T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, VIDMM_CREATE_SHARED | VIDMM_CREATE_RESIDENT, &ha),
@@ -538,7 +538,7 @@ static void fp_take(struct two *t, struct fp *p)
     p->bytes = (uint64_t)t->f.fa.live_bytes;
     p->sa = info_of(&t->f, t->ha);
     p->sb = info_of(&t->f, t->hb);
-    p->st = sg_alloc_state(t->f.a, t->ha);
+    p->st = softgpu_alloc_state(t->f.a, t->ha);
 }
 
 static void fp_same(struct two *t, const struct fp *before)
@@ -559,7 +559,7 @@ static void share_refusals(void)
     iso_new_proc(f, &C);
     vidmm_handle priv = shared_alloc(f, &C, 0);            /* device-private, not shareable */
     struct softgpu_alloc_desc d;
-    sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE, VIDMM_ALLOC_CPU_VISIBLE);
+    softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), SSIZE, VIDMM_ALLOC_CPU_VISIBLE);
     vidmm_handle wide = 0;
     T_ST(vidmm_allocation_create2(f->a, &d, sizeof d, 0, &wide), VIDMM_OK);   /* adapter-wide */
     struct fp before;
@@ -670,7 +670,7 @@ static void share_tokens(void)
     static int live[N];
     for (int i = 0; i < N; i++) {
         struct softgpu_alloc_desc d;
-        sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
+        softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
         T_ST(vidmm_device_allocation_create(f.a, A.dev, &d, sizeof d, VIDMM_CREATE_SHARED, &h[i]), VIDMM_OK);
         T_ST(vidmm_share_export(f.a, A.proc, h[i], &tk[i]), VIDMM_OK);
         T_CHECK(tk[i].value[0] | tk[i].value[1]);
@@ -840,7 +840,7 @@ static void share_random(void)
                 continue;
             {
                 struct softgpu_alloc_desc d;
-                sg_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), RSIZE,
+                softgpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), RSIZE,
                         VIDMM_ALLOC_CPU_VISIBLE);
                 memset(o, 0, sizeof *o);
                 T_ST(vidmm_device_allocation_create(f.a, pp->dev, &d, sizeof d, VIDMM_CREATE_SHARED, &o->h[p]),
@@ -904,16 +904,16 @@ static void share_random(void)
                 for (int q = 0; q < RPROC; q++)
                     listed |= o->refs[q] != 0;
                 if (!listed)
-                    T_EQ(sg_alloc_state(f.a, h).segment_id, 0);   /* nobody lists it: evicted */
+                    T_EQ(softgpu_alloc_state(f.a, h).segment_id, 0);   /* nobody lists it: evicted */
                 else
-                    T_CHECK(sg_alloc_state(f.a, h).segment_id != 0);   /* another holder's reference keeps it */
+                    T_CHECK(softgpu_alloc_state(f.a, h).segment_id != 0);   /* another holder's reference keeps it */
             }
             break;
         case 8:   /* move through this holder's handle */
             if (!h)
                 continue;
             {
-                uint32_t seg = sg_alloc_state(f.a, h).segment_id;
+                uint32_t seg = softgpu_alloc_state(f.a, h).segment_id;
                 if (seg == 0)
                     continue;   /* evicted: make-resident first */
                 T_ST(vidmm_allocation_move(f.a, h, seg == 1 ? 2 : 1), VIDMM_OK);

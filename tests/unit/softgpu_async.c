@@ -343,7 +343,7 @@ static void queue_full_blocks(void)
     if (!sg)
         return;
     enum { EXTRA = SA_EXTRA };
-    uint8_t *jobs = calloc(SG_QUEUE_LEN + EXTRA, SA_JOB_BYTES);
+    uint8_t *jobs = calloc(SOFTGPU_QUEUE_LEN + EXTRA, SA_JOB_BYTES);
     struct sa_log *l = calloc(1, sizeof *l);
     T_CHECK(jobs && l);
     if (!jobs || !l) {
@@ -354,22 +354,22 @@ static void queue_full_blocks(void)
     }
     sa_log_init(l, sg);
     softgpu_engine_hold(sg, 1);
-    T_EQ(sa_submit_range(sg, jobs, 1, SG_QUEUE_LEN, 0), SG_QUEUE_LEN);
+    T_EQ(sa_submit_range(sg, jobs, 1, SOFTGPU_QUEUE_LEN, 0), SOFTGPU_QUEUE_LEN);
     uint32_t queued = 0, blocked = 0;
     softgpu_engine_queue(sg, &queued, &blocked);
-    T_EQ(queued, SG_QUEUE_LEN);
+    T_EQ(queued, SOFTGPU_QUEUE_LEN);
     T_EQ(blocked, 0);
 
     struct sa_submitter s;
     memset(&s, 0, sizeof s);
     s.sg = sg;
-    s.first_fence = SG_QUEUE_LEN + 1;
+    s.first_fence = SOFTGPU_QUEUE_LEN + 1;
     atomic_init(&s.finished, 0);
     int built = 1;
     for (uint32_t k = 0; k < EXTRA; k++) {
-        uint8_t *job = jobs + (size_t)(SG_QUEUE_LEN + k) * SA_JOB_BYTES;
+        uint8_t *job = jobs + (size_t)(SOFTGPU_QUEUE_LEN + k) * SA_JOB_BYTES;
         s.job[k] = job;
-        s.size[k] = sa_job(sg, job, SG_QUEUE_LEN + 1 + k, 0);
+        s.size[k] = sa_job(sg, job, SOFTGPU_QUEUE_LEN + 1 + k, 0);
         built &= s.size[k] != 0;
     }
     pthread_t th;
@@ -384,7 +384,7 @@ static void queue_full_blocks(void)
             sa_sleep_ms(10);
         }
         T_EQ(blocked, 1);
-        T_EQ(queued, SG_QUEUE_LEN);
+        T_EQ(queued, SOFTGPU_QUEUE_LEN);
         T_EQ(atomic_load(&s.finished), 0);   /* still inside submit_command */
         T_EQ(atomic_load(&l->n), 0);
     }
@@ -400,8 +400,8 @@ static void queue_full_blocks(void)
     softgpu_engine_queue(sg, &queued, &blocked);
     T_EQ(queued, 0);
     T_EQ(blocked, 0);
-    sa_log_expect(l, SG_QUEUE_LEN + (started ? EXTRA : 0), 0);
-    sa_expect_slots(sg, SG_QUEUE_LEN + (started ? EXTRA : 0));
+    sa_log_expect(l, SOFTGPU_QUEUE_LEN + (started ? EXTRA : 0), 0);
+    sa_expect_slots(sg, SOFTGPU_QUEUE_LEN + (started ? EXTRA : 0));
     softgpu_destroy(sg);
     free(jobs);
     free(l);
@@ -496,7 +496,7 @@ static void invalid_buffer_refused(void)
     room = sizeof bad;
     T_EQ(sa_fill(sg, &p, &room, 512, 64, 0x22222222u), 0);
     uint32_t used = (uint32_t)sizeof bad - room;
-    struct sg_cmd_hdr h = { 3, SG_CMDF_FIRST, 32 };   /* opcode 3 does not exist */
+    struct softgpu_cmd_hdr h = { 3, SOFTGPU_CMDF_FIRST, 32 };   /* opcode 3 does not exist */
     memcpy((uint8_t *)bad + used, &h, sizeof h);
     T_ST(sa_submit(sg, bad, used + 32, 2), VIDMM_E_INVALID_ARG);
     /* A header whose size runs past the buffer. */
@@ -506,7 +506,7 @@ static void invalid_buffer_refused(void)
     T_ST(sa_submit(sg, bad, used + 32, 3), VIDMM_E_INVALID_ARG);
     /* A fill that leaves the segment. */
     p = (uint8_t *)bad + used;
-    struct sg_cmd_hdr fh = { VIDMM_PAGING_FILL, SG_CMDF_FIRST, 32 };
+    struct softgpu_cmd_hdr fh = { VIDMM_PAGING_FILL, SOFTGPU_CMDF_FIRST, 32 };
     uint32_t seg = 1, pat = 0x33333333u;
     uint64_t off = SA_MIB(16) - 4, size = 8;
     memcpy(p, &fh, 8);

@@ -349,9 +349,9 @@ static void walk_4k_one(const char *preset, uint32_t levels, uint64_t *rs)
 {
     struct mm *m = mm_new(preset, levels);
     uint8_t *sys = host_pages(4 * 4096);
-    uint64_t data2 = SG_MIB(64);   /* segment 2 data above the tables */
+    uint64_t data2 = SOFTGPU_MIB(64);   /* segment 2 data above the tables */
     /* A VA near the top of the space exercises every index bit. */
-    uint64_t top = (1ull << m->va_bits) - SG_MIB(4);
+    uint64_t top = (1ull << m->va_bits) - SOFTGPU_MIB(4);
     uint64_t vas[3] = { 0x10000, top, (1ull << (m->va_bits - 1)) + 0x123000 };
     for (int v = 0; v < 3; v++) {
         uint64_t va = vas[v];
@@ -403,16 +403,16 @@ static void leaf_64k(void)
 {
     uint64_t rs = t_seed() ^ 0x64;
     struct mm *m = mm_new("dgpu", 0);
-    uint64_t va = SG_MIB(64);   /* start of a leaf span */
-    T_ST(mm_map(m, va, pte(2, SG_MIB(512), 0), 1), VIDMM_OK);
-    T_ST(mm_map(m, va + 0x10000, pte(1, SG_MIB(1), VIDMM_PTE_READ_ONLY), 1), VIDMM_OK);
+    uint64_t va = SOFTGPU_MIB(64);   /* start of a leaf span */
+    T_ST(mm_map(m, va, pte(2, SOFTGPU_MIB(512), 0), 1), VIDMM_OK);
+    T_ST(mm_map(m, va + 0x10000, pte(1, SOFTGPU_MIB(1), VIDMM_PTE_READ_ONLY), 1), VIDMM_OK);
     struct softgpu_translation t;
     T_ST(tr(m, va + 0xABCD, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
     T_EQ(t.page_size, 65536);
     T_EQ(t.segment_id, 2);
-    T_EQ_U64(t.offset, SG_MIB(512) + 0xABCD);
+    T_EQ_U64(t.offset, SOFTGPU_MIB(512) + 0xABCD);
     T_ST(tr(m, va + 0x1FFFF, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
-    T_EQ_U64(t.offset, SG_MIB(1) + 0xFFFF);
+    T_EQ_U64(t.offset, SOFTGPU_MIB(1) + 0xFFFF);
     T_CHECK(t.read_only);
     T_ST(tr(m, va + 0x10000, SOFTGPU_ACCESS_WRITE, &t), VIDMM_E_PAGE_FAULT);
     T_ST(tr(m, va + 0x20000, SOFTGPU_ACCESS_READ, &t), VIDMM_E_PAGE_FAULT);
@@ -420,25 +420,25 @@ static void leaf_64k(void)
     static uint8_t w[70000], r[70000];
     rand_fill(&rs, w, sizeof w);
     T_ST(softgpu_write_virtual(m->sg, &m->root, va + 1000, w, 65536 - 1000), VIDMM_OK);
-    T_ST(softgpu_write_physical(m->sg, 1, SG_MIB(1), w + 65536 - 1000, 4464), VIDMM_OK);
+    T_ST(softgpu_write_physical(m->sg, 1, SOFTGPU_MIB(1), w + 65536 - 1000, 4464), VIDMM_OK);
     T_ST(softgpu_read_virtual(m->sg, &m->root, va + 1000, r, 65536 + 3464), VIDMM_OK);
     T_CHECK(!memcmp(r, w, 65536 + 3464));
     /* A 64 KB entry must map a 64 KB-aligned page. */
-    T_ST(mm_map(m, va + 0x30000, pte(2, SG_MIB(512) + 0x1000, 0), 1), VIDMM_E_INVALID_ARG);
+    T_ST(mm_map(m, va + 0x30000, pte(2, SOFTGPU_MIB(512) + 0x1000, 0), 1), VIDMM_E_INVALID_ARG);
     /* The one-way switch to 4 KB entries: a 4 KB leaf, then the level-1
      * entry without PAGE_TABLE_64KB. */
     uint64_t leaf4 = m->next;
     m->next += m->tsize[0];
     struct vidmm_pte e4[16];
     for (int i = 0; i < 16; i++)
-        e4[i] = pte(2, SG_MIB(512) + (uint64_t)i * 4096, 0);
+        e4[i] = pte(2, SOFTGPU_MIB(512) + (uint64_t)i * 4096, 0);
     T_ST(upt(m->sg, 0, 0, 2, leaf4, 0, e4, 16, 65536), VIDMM_OK);
     uint64_t l1 = mm_table(m, 1, va, 1);
     struct vidmm_pte p1 = pte(2, leaf4, 0);
     T_ST(upt(m->sg, 1, 0, 2, l1, (uint32_t)mm_index(m, 1, 0, va), &p1, 1, 65536), VIDMM_OK);
     T_ST(tr(m, va + 0x5123, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
     T_EQ(t.page_size, 4096);
-    T_EQ_U64(t.offset, SG_MIB(512) + 0x5123);
+    T_EQ_U64(t.offset, SOFTGPU_MIB(512) + 0x5123);
     T_ST(tr(m, va + 0x10000, SOFTGPU_ACCESS_READ, &t), VIDMM_E_PAGE_FAULT);
     T_ST(softgpu_read_virtual(m->sg, &m->root, va + 1000, r, 65536 - 1000), VIDMM_OK);
     T_CHECK(!memcmp(r, w, 65536 - 1000));
@@ -447,8 +447,8 @@ static void leaf_64k(void)
     /* 64 KB leaves of wddm1 (4 KiB tables: 32 entries of 64 KB). */
     m = mm_new("wddm1", 0);
     T_EQ(m->leaf64_bits, 5);
-    T_ST(mm_map(m, SG_MIB(2) + 31 * 65536, pte(1, 0x30000, 0), 1), VIDMM_OK);
-    T_ST(tr(m, SG_MIB(2) + 31 * 65536 + 0x4321, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
+    T_ST(mm_map(m, SOFTGPU_MIB(2) + 31 * 65536, pte(1, 0x30000, 0), 1), VIDMM_OK);
+    T_ST(tr(m, SOFTGPU_MIB(2) + 31 * 65536 + 0x4321, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
     T_EQ_U64(t.offset, 0x34321);
     mm_free(m);
 }
@@ -456,7 +456,7 @@ static void leaf_64k(void)
 static void repeat_and_zero(void)
 {
     struct mm *m = mm_new("dgpu", 0);
-    uint64_t va = SG_MIB(32);
+    uint64_t va = SOFTGPU_MIB(32);
     uint64_t leaf = mm_table(m, 0, va, 0);
     /* REPEAT: entry 0 stored 1000 times. */
     struct vidmm_pte e = pte(1, 0x7000, VIDMM_PTE_NO_EXECUTE);
@@ -477,7 +477,7 @@ static void repeat_and_zero(void)
     uint64_t hw[1000];
     T_ST(softgpu_read_physical(m->sg, 2, leaf + 800, hw, sizeof hw), VIDMM_OK);
     for (int i = 0; i < 1000; i++)
-        T_EQ_U64(hw[i], SG_HWPTE_VALID | SG_HWPTE_NX | 0x7000 | (1ull << SG_HWPTE_SEG_SHIFT));
+        T_EQ_U64(hw[i], SOFTGPU_HWPTE_VALID | SOFTGPU_HWPTE_NX | 0x7000 | (1ull << SOFTGPU_HWPTE_SEG_SHIFT));
 
     /* ZERO leaf entries: read 0, writes dropped, protection still holds. */
     uint8_t buf[8192];
@@ -497,10 +497,10 @@ static void repeat_and_zero(void)
     T_ST(softgpu_write_virtual(m->sg, &m->root, va + 2001 * 4096, buf, 1), VIDMM_E_PAGE_FAULT);
 
     /* ZERO on an upper level: the whole span below reads 0. */
-    uint64_t zva = SG_GIB(8);
+    uint64_t zva = SOFTGPU_GIB(8);
     uint64_t l1 = mm_table(m, 1, zva, 0);
     T_ST(upt(m->sg, 1, 0, 2, l1, (uint32_t)mm_index(m, 1, 0, zva), &z, 1, 65536), VIDMM_OK);
-    T_ST(tr(m, zva + SG_MIB(31), SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
+    T_ST(tr(m, zva + SOFTGPU_MIB(31), SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
     T_CHECK(t.zero);
     T_ST(softgpu_read_virtual(m->sg, &m->root, zva + 12345, buf, 100), VIDMM_OK);
     T_EQ(buf[0], 0);
@@ -510,7 +510,7 @@ static void repeat_and_zero(void)
 static void protection_faults(void)
 {
     struct mm *m = mm_new("wddm1", 0);
-    uint64_t va = SG_MIB(16);
+    uint64_t va = SOFTGPU_MIB(16);
     T_ST(mm_map(m, va, pte(1, 0x1000, 0), 0), VIDMM_OK);
     T_ST(mm_map(m, va + 0x1000, pte(1, 0x2000, VIDMM_PTE_READ_ONLY), 0), VIDMM_OK);
     T_ST(mm_map(m, va + 0x2000, pte(1, 0x3000, VIDMM_PTE_NO_EXECUTE), 0), VIDMM_OK);
@@ -550,7 +550,7 @@ static void protection_faults(void)
 static void invalid_every_level_one(const char *preset, uint32_t levels)
 {
     struct mm *m = mm_new(preset, levels);
-    uint64_t va = (1ull << (m->va_bits - 1)) + SG_MIB(6) + 0x3000;
+    uint64_t va = (1ull << (m->va_bits - 1)) + SOFTGPU_MIB(6) + 0x3000;
     T_ST(mm_map(m, va, pte(1, 0x9000, 0), 0), VIDMM_OK);
     struct softgpu_translation t;
     T_ST(tr(m, va, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
@@ -566,8 +566,8 @@ static void invalid_every_level_one(const char *preset, uint32_t levels)
         T_ST(softgpu_read_virtual(m->sg, &m->root, va, &b, 1), VIDMM_E_PAGE_FAULT);
         /* Garbage in table memory (reserved bits, a table past the end of
          * the segment, an unknown segment) faults; it is never followed. */
-        uint64_t junk[3] = { SG_HWPTE_VALID | 0x100, SG_HWPTE_VALID | (5ull << SG_HWPTE_SEG_SHIFT),
-                             SG_HWPTE_VALID | 0x00FFFFFFFFFFF000ull | (2ull << SG_HWPTE_SEG_SHIFT) };
+        uint64_t junk[3] = { SOFTGPU_HWPTE_VALID | 0x100, SOFTGPU_HWPTE_VALID | (5ull << SOFTGPU_HWPTE_SEG_SHIFT),
+                             SOFTGPU_HWPTE_VALID | 0x00FFFFFFFFFFF000ull | (2ull << SOFTGPU_HWPTE_SEG_SHIFT) };
         for (int j = 0; j < 3; j++) {
             T_ST(softgpu_write_physical(m->sg, m->ptseg, table + idx * 8u, &junk[j], 8), VIDMM_OK);
             T_ST(tr(m, va, SOFTGPU_ACCESS_READ, &t), VIDMM_E_PAGE_FAULT);
@@ -654,7 +654,7 @@ static void split_update(void)
 static void flush_tlb(void)
 {
     struct mm *m = mm_new("dgpu", 0);
-    uint64_t va = SG_MIB(2);
+    uint64_t va = SOFTGPU_MIB(2);
     T_ST(mm_map(m, va, pte(1, 0x4000, 0), 0), VIDMM_OK);
     struct softgpu_translation t;
     T_ST(tr(m, va, SOFTGPU_ACCESS_READ, &t), VIDMM_OK);
@@ -681,7 +681,7 @@ static void flush_tlb(void)
     a.u.flush_tlb.root_page_table_address.segment_id = 3;
     T_ST(run_op(m->sg, &a, 65536), VIDMM_E_INVALID_ARG);
     a.u.flush_tlb.root_page_table_address.segment_id = 2;
-    a.u.flush_tlb.root_page_table_address.segment_offset = SG_GIB(4) - 4096;
+    a.u.flush_tlb.root_page_table_address.segment_offset = SOFTGPU_GIB(4) - 4096;
     T_ST(run_op(m->sg, &a, 65536), VIDMM_E_INVALID_ARG);
     a.u.flush_tlb.root_page_table_address.segment_offset = 0;
     a.dma_buffer = &st;
@@ -713,10 +713,10 @@ static void bad_args(void)
 #define UPT(level, flags, seg, table, start, ents, n) \
     (upt_args(&a, level, flags, seg, table, start, ents, n), build1(sg, &a))
     T_ST(UPT(0, 0, 2, 0, 0, &e, 1), VIDMM_OK);
-    T_ST(UPT(0, 0, 2, SG_GIB(4) - 65536, 8191, &e, 1), VIDMM_OK);
+    T_ST(UPT(0, 0, 2, SOFTGPU_GIB(4) - 65536, 8191, &e, 1), VIDMM_OK);
     /* Table address. */
-    T_ST(UPT(0, 0, 2, SG_GIB(4) - 4096, 0, &e, 1), VIDMM_E_INVALID_ARG);  /* table past the end */
-    T_ST(UPT(0, 0, 2, SG_GIB(4), 0, &e, 1), VIDMM_E_INVALID_ARG);
+    T_ST(UPT(0, 0, 2, SOFTGPU_GIB(4) - 4096, 0, &e, 1), VIDMM_E_INVALID_ARG);  /* table past the end */
+    T_ST(UPT(0, 0, 2, SOFTGPU_GIB(4), 0, &e, 1), VIDMM_E_INVALID_ARG);
     T_ST(UPT(0, 0, 2, UINT64_MAX - 4095, 0, &e, 1), VIDMM_E_INVALID_ARG);
     T_ST(UPT(0, 0, 2, 0x800, 0, &e, 1), VIDMM_E_INVALID_ARG);             /* misaligned */
     T_ST(UPT(0, 0, 3, 0, 0, &e, 1), VIDMM_E_INVALID_ARG);                 /* aperture */
@@ -739,9 +739,9 @@ static void bad_args(void)
     T_ST(UPT(0, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
     b = pte(31, 0, 0);
     T_ST(UPT(0, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
-    b = pte(1, SG_MIB(256), 0);                                           /* page past segment 1 */
+    b = pte(1, SOFTGPU_MIB(256), 0);                                           /* page past segment 1 */
     T_ST(UPT(0, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
-    b = pte(3, SG_GIB(2) - 4096, 0);                                      /* last aperture page: fine */
+    b = pte(3, SOFTGPU_GIB(2) - 4096, 0);                                      /* last aperture page: fine */
     T_ST(UPT(0, 0, 2, 0, 0, &b, 1), VIDMM_OK);
     b = pte(0, 0, 0);                                                     /* system page at NULL */
     T_ST(UPT(0, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
@@ -755,7 +755,7 @@ static void bad_args(void)
     T_ST(UPT(2, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);                 /* ... or on level 2 */
     b = pte(3, 0, 0);                                                     /* a table in the aperture */
     T_ST(UPT(1, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
-    b = pte(2, SG_GIB(4) - 4096, 0);                                      /* a table past the end */
+    b = pte(2, SOFTGPU_GIB(4) - 4096, 0);                                      /* a table past the end */
     T_ST(UPT(1, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
     b = pte(0, 1ull << 56, 0);                                            /* frame beyond 44 bits */
     T_ST(UPT(0, 0, 2, 0, 0, &b, 1), VIDMM_E_INVALID_ARG);
@@ -774,12 +774,12 @@ static void bad_args(void)
     struct softgpu_stats s0, s1;
     softgpu_get_stats(sg, &s0);
     uint64_t cmd[6];
-    struct sg_cmd_hdr h = { VIDMM_PAGING_UPDATE_PAGE_TABLE, SG_CMDF_FIRST, 40 };
+    struct softgpu_cmd_hdr h = { VIDMM_PAGING_UPDATE_PAGE_TABLE, SOFTGPU_CMDF_FIRST, 40 };
     memcpy(&cmd[0], &h, 8);
     cmd[1] = 2 | (0ull << 32);       /* segment 2, level 0, flags 0 */
-    cmd[2] = SG_GIB(4) - 4096;       /* table past the end */
+    cmd[2] = SOFTGPU_GIB(4) - 4096;       /* table past the end */
     cmd[3] = 1ull << 32;             /* start 0, count 1 */
-    cmd[4] = SG_HWPTE_VALID;
+    cmd[4] = SOFTGPU_HWPTE_VALID;
     struct vidmm_submit_command_args s = { NULL, cmd, 40, VIDMM_SUBMIT_PAGING, 1 };
     T_ST(ops->submit_command(sg, &s), VIDMM_E_INVALID_ARG);
     cmd[2] = 0;
@@ -810,7 +810,7 @@ static void bad_args(void)
     struct vidmm_physical_address bad_root = { 3, 0, 0 };
     T_ST(softgpu_translate(sg, &bad_root, 0, SOFTGPU_ACCESS_READ, &t), VIDMM_E_INVALID_ARG);
     bad_root.segment_id = 2;
-    bad_root.segment_offset = SG_GIB(4) - 4096;
+    bad_root.segment_offset = SOFTGPU_GIB(4) - 4096;
     T_ST(softgpu_translate(sg, &bad_root, 0, SOFTGPU_ACCESS_READ, &t), VIDMM_E_INVALID_ARG);
     uint8_t byte;
     T_ST(softgpu_read_virtual(sg, &root, 0, NULL, 1), VIDMM_E_INVALID_ARG);
@@ -852,10 +852,10 @@ static void random_model_one(const char *preset, uint64_t seed, int nops)
     T_CHECK(ent != NULL);
     for (int i = 0; i < leaves; i++)
         leaf_off[i] = mm_table(m, 0, va0 + (uint64_t)i * span, is64[i]);
-    uint8_t *sys = host_pages(SG_MIB(1));
+    uint8_t *sys = host_pages(SOFTGPU_MIB(1));
     uint64_t rs = seed;
-    rand_fill(&rs, sys, SG_MIB(1));
-    uint64_t data2 = (m->next | (SG_MIB(1) - 1)) + 1;   /* segment 2 data above the tables, 64 KiB aligned */
+    rand_fill(&rs, sys, SOFTGPU_MIB(1));
+    uint64_t data2 = (m->next | (SOFTGPU_MIB(1) - 1)) + 1;   /* segment 2 data above the tables, 64 KiB aligned */
     struct vidmm_pte *run = calloc(n4, sizeof *run);
     uint32_t bufs[4] = { 65536, 4096, 200, 40 };
     for (int op = 0; op < nops; op++) {
@@ -875,7 +875,7 @@ static void random_model_one(const char *preset, uint64_t seed, int nops)
                 run[i] = e;
         } else {                             /* map consecutive pages of one segment */
             uint32_t seg = kind == 2 ? 1 : kind == 3 ? 2 : kind == 4 ? 0 : 3;
-            uint64_t room = seg == 1 ? SG_MIB(64) : seg == 2 ? SG_MIB(64) : seg == 0 ? SG_MIB(1) : SG_MIB(32);
+            uint64_t room = seg == 1 ? SOFTGPU_MIB(64) : seg == 2 ? SOFTGPU_MIB(64) : seg == 0 ? SOFTGPU_MIB(1) : SOFTGPU_MIB(32);
             if ((uint64_t)cnt * unit > room)
                 cnt = (uint32_t)(room / unit);
             uint64_t first = t_rand_range(&rs, room / unit - cnt + 1) * unit;

@@ -739,10 +739,10 @@ static void fill_patterns(void)
                     T_EQ(g, 0x77);
                 }
             }
-    /* sg_fill32 directly, on every alignment of a small buffer. */
+    /* softgpu_fill32 directly, on every alignment of a small buffer. */
     for (unsigned mis = 0; mis < 16; mis++) {
         memset(buf, 0x11, 1024);
-        sg_fill32(buf + mis, 700, 0xA1B2C3D4u);
+        softgpu_fill32(buf + mis, 700, 0xA1B2C3D4u);
         int ok = buf[mis + 700] == 0x11 && (mis == 0 || buf[mis - 1] == 0x11);
         for (unsigned i = 0; i < 700; i++)
             ok &= buf[mis + i] == (uint8_t)(0xA1B2C3D4u >> (8 * (i % 4)));
@@ -769,7 +769,7 @@ static void fill_patterns(void)
 }
 
 /* A large zero fill of a memory segment that was not prefaulted releases
- * its whole pages (sg_fill): the range must read back as zeros - through
+ * its whole pages (softgpu_fill): the range must read back as zeros - through
  * the copy engine's view and the CPU's - with the unaligned edges and the
  * bytes around it untouched; a prefaulted segment gets the same bytes by
  * stores. */
@@ -811,7 +811,7 @@ static void zero_fill_release(void)
     }
 }
 
-/* Transfers above the streaming threshold (sg_copy's non-temporal path,
+/* Transfers above the streaming threshold (softgpu_copy's non-temporal path,
  * forced down to 256 bytes through SOFTGPU_NT_THRESHOLD) move exactly the
  * bytes memcpy would, for every misalignment of both sides and sizes
  * around the 64-byte body and 16-byte head. */
@@ -856,93 +856,93 @@ static void transfer_streaming(void)
  * at once and sink by a quarter; runs spaced by what the last one cost. */
 static void copy_path_choice(void)
 {
-    struct sg_copy_tuner *t = calloc(1, sizeof *t);
+    struct softgpu_copy_tuner *t = calloc(1, sizeof *t);
     T_CHECK(t != NULL);
     if (!t)
         return;
     unsetenv("SOFTGPU_NT_THRESHOLD");
-    sg_copy_tuner_init(t);
+    softgpu_copy_tuner_init(t);
     const unsigned cls = 24; /* 16 MiB operations */
     const uint64_t n = (uint64_t)16 << 20;
     const uint64_t ns_12 = n * 1000u / 12000u, ns_4 = n * 1000u / 4000u, ns_24 = n * 1000u / 24000u;
     /* Small operations are not measured, nor small pieces of a large one
      * (the 4 KiB runs of a scattered transfer), which are not counted. */
-    struct sg_copy_ticket k = sg_copy_choose(t, 19, (uint64_t)512 << 10);
-    T_EQ(k.path, SG_COPY_CACHED);
+    struct softgpu_copy_ticket k = softgpu_copy_choose(t, 19, (uint64_t)512 << 10);
+    T_EQ(k.path, SOFTGPU_PATH_CACHED);
     T_EQ(k.time, 0);
-    k = sg_copy_choose(t, cls, 4096);
-    T_EQ(k.path, SG_COPY_CACHED);
+    k = softgpu_copy_choose(t, cls, 4096);
+    T_EQ(k.path, SOFTGPU_PATH_CACHED);
     T_EQ(k.time, 0);
     uint32_t c0, c1, c2;
-    sg_copy_class_info(t, cls, &c0, &c1, &c2);
+    softgpu_copy_class_info(t, cls, &c0, &c1, &c2);
     T_EQ(c0, 0u);
-    T_EQ(sg_copy_size_class((uint64_t)16 << 20), 24u);
-    T_EQ(sg_copy_size_class(((uint64_t)32 << 20) - 1), 24u);
-    T_EQ(sg_copy_size_class(0), 0u);
+    T_EQ(softgpu_copy_size_class((uint64_t)16 << 20), 24u);
+    T_EQ(softgpu_copy_size_class(((uint64_t)32 << 20) - 1), 24u);
+    T_EQ(softgpu_copy_size_class(0), 0u);
     /* Learning. */
     for (unsigned i = 0; i < 8; i++) {
-        k = sg_copy_choose(t, cls, n);
-        T_EQ(k.path, (i < 4 ? SG_COPY_CACHED : SG_COPY_STREAM));
+        k = softgpu_copy_choose(t, cls, n);
+        T_EQ(k.path, (i < 4 ? SOFTGPU_PATH_CACHED : SOFTGPU_PATH_STREAM));
         T_EQ(k.time, ((i % 4) >= 2));
         T_EQ(k.sample, k.time);
         T_EQ(k.explore, 0);
         if (k.time)   /* streaming measured slow at first (a first touch, say) */
-            sg_copy_record(t, cls, k, n, k.path == SG_COPY_CACHED ? ns_12 : ns_4);
+            softgpu_copy_record(t, cls, k, n, k.path == SOFTGPU_PATH_CACHED ? ns_12 : ns_4);
     }
     uint32_t copies, m0, m1;
-    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_CACHED);
+    T_EQ(softgpu_copy_class_info(t, cls, &copies, &m0, &m1), SOFTGPU_PATH_CACHED);
     T_EQ(copies, 8u);
     T_EQ(m0, 12000u);
     T_EQ(m1, 4000u);
     /* Cached for eight copies, then the confirming streaming run, which
      * measures 24 GB/s: the choice flips at once. */
     for (unsigned i = 8; i < 16; i++) {
-        k = sg_copy_choose(t, cls, n);
-        T_EQ(k.path, SG_COPY_CACHED);
+        k = softgpu_copy_choose(t, cls, n);
+        T_EQ(k.path, SOFTGPU_PATH_CACHED);
         T_EQ(k.time, (i % 4 == 0));   /* one steady copy in four is timed */
         T_EQ(k.sample, k.time);
         T_EQ(k.explore, 0);
         if (k.time)
-            sg_copy_record(t, cls, k, n, ns_12);
+            softgpu_copy_record(t, cls, k, n, ns_12);
     }
     for (unsigned i = 16; i < 20; i++) {
-        k = sg_copy_choose(t, cls, n);
-        T_EQ(k.path, SG_COPY_STREAM);
+        k = softgpu_copy_choose(t, cls, n);
+        T_EQ(k.path, SOFTGPU_PATH_STREAM);
         T_EQ(k.time, 1);
         T_EQ(k.sample, (i >= 18));
         T_EQ(k.explore, 1);
         T_EQ(k.last, (i == 19));
-        sg_copy_record(t, cls, k, n, ns_24);
+        softgpu_copy_record(t, cls, k, n, ns_24);
     }
-    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_STREAM);
+    T_EQ(softgpu_copy_class_info(t, cls, &copies, &m0, &m1), SOFTGPU_PATH_STREAM);
     T_EQ(m1, 24000u);
     /* That run cost nothing over the chosen path: the next (cached) run
-     * comes SG_COPY_EXPLORE (64) copies later.  It costs four copies at
+     * comes SOFTGPU_COPY_EXPLORE (64) copies later.  It costs four copies at
      * 12 GB/s against 24: 300 x (its excess / a copy) = 1200 copies to
      * the one after. */
-    T_EQ(sg_copy_period(400, 100, 4), 64u);
-    T_EQ(sg_copy_period(410, 100, 4), 64u);          /* a close race: often */
-    T_EQ(sg_copy_period(800, 100, 4), 1200u);
-    T_EQ(sg_copy_period(200, 100, 1), 300u);     /* a run of one copy at half speed */
-    T_EQ(sg_copy_period(UINT64_MAX, 1, 4), 8192u);   /* a hopeless path: rarely */
-    T_EQ(sg_copy_period(1000, 0, 4), 64u);
+    T_EQ(softgpu_copy_period(400, 100, 4), 64u);
+    T_EQ(softgpu_copy_period(410, 100, 4), 64u);          /* a close race: often */
+    T_EQ(softgpu_copy_period(800, 100, 4), 1200u);
+    T_EQ(softgpu_copy_period(200, 100, 1), 300u);     /* a run of one copy at half speed */
+    T_EQ(softgpu_copy_period(UINT64_MAX, 1, 4), 8192u);   /* a hopeless path: rarely */
+    T_EQ(softgpu_copy_period(1000, 0, 4), 64u);
     /* From 128 MiB operations up a run is one copy, timed. */
-    T_EQ(sg_copy_run(24), 4u);
-    T_EQ(sg_copy_run(26), 4u);
-    T_EQ(sg_copy_run(27), 1u);
-    T_EQ(sg_copy_run(30), 1u);
+    T_EQ(softgpu_copy_run(24), 4u);
+    T_EQ(softgpu_copy_run(26), 4u);
+    T_EQ(softgpu_copy_run(27), 1u);
+    T_EQ(softgpu_copy_run(30), 1u);
     unsigned cached = 0, streamed = 0, first_cached = 0;
     for (unsigned i = 20; i < 1292; i++) {
-        k = sg_copy_choose(t, cls, n);
-        if (k.path == SG_COPY_CACHED) {
+        k = softgpu_copy_choose(t, cls, n);
+        if (k.path == SOFTGPU_PATH_CACHED) {
             if (!cached)
                 first_cached = i;
             cached++;
-            sg_copy_record(t, cls, k, n, ns_12);
+            softgpu_copy_record(t, cls, k, n, ns_12);
         } else {
             streamed++;
             if (k.time)
-                sg_copy_record(t, cls, k, n, ns_24);
+                softgpu_copy_record(t, cls, k, n, ns_24);
         }
     }
     T_EQ(first_cached, 84u);
@@ -951,69 +951,69 @@ static void copy_path_choice(void)
     /* A lasting slowdown of the chosen path sinks its estimate by a
      * quarter per copy until the other path wins. */
     unsigned steps = 0;
-    for (unsigned i = 0; i < 64 && sg_copy_class_info(t, cls, &copies, &m0, &m1) == SG_COPY_STREAM; i++) {
-        k = sg_copy_choose(t, cls, n);
-        if (k.path == SG_COPY_STREAM && k.time)
-            sg_copy_record(t, cls, k, n, ns_4);
+    for (unsigned i = 0; i < 64 && softgpu_copy_class_info(t, cls, &copies, &m0, &m1) == SOFTGPU_PATH_STREAM; i++) {
+        k = softgpu_copy_choose(t, cls, n);
+        if (k.path == SOFTGPU_PATH_STREAM && k.time)
+            softgpu_copy_record(t, cls, k, n, ns_4);
         steps += k.time;
     }
-    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), SG_COPY_CACHED);
+    T_EQ(softgpu_copy_class_info(t, cls, &copies, &m0, &m1), SOFTGPU_PATH_CACHED);
     T_EQ(steps, 4u);   /* timed copies: 24000 -> 19000 -> 15250 -> 12437 -> 10328 */
     /* A 1 GiB class learns in two copies, one per path, both timed, and
      * explores one copy at a time. */
     {
         const unsigned big = 30;
         const uint64_t nb = (uint64_t)1 << 30;
-        k = sg_copy_choose(t, big, nb);
-        T_EQ(k.path, SG_COPY_CACHED);
+        k = softgpu_copy_choose(t, big, nb);
+        T_EQ(k.path, SOFTGPU_PATH_CACHED);
         T_EQ(k.time, 1);
-        sg_copy_record(t, big, k, nb, nb * 1000u / 6000u);
-        k = sg_copy_choose(t, big, nb);
-        T_EQ(k.path, SG_COPY_STREAM);
+        softgpu_copy_record(t, big, k, nb, nb * 1000u / 6000u);
+        k = softgpu_copy_choose(t, big, nb);
+        T_EQ(k.path, SOFTGPU_PATH_STREAM);
         T_EQ(k.time, 1);
-        sg_copy_record(t, big, k, nb, nb * 1000u / 11000u);
+        softgpu_copy_record(t, big, k, nb, nb * 1000u / 11000u);
         for (unsigned i = 2; i < 10; i++) {
-            k = sg_copy_choose(t, big, nb);
-            T_EQ(k.path, SG_COPY_STREAM);
+            k = softgpu_copy_choose(t, big, nb);
+            T_EQ(k.path, SOFTGPU_PATH_STREAM);
             T_EQ(k.explore, 0);
         }
-        k = sg_copy_choose(t, big, nb);   /* the confirming run: one cached copy */
-        T_EQ(k.path, SG_COPY_CACHED);
+        k = softgpu_copy_choose(t, big, nb);   /* the confirming run: one cached copy */
+        T_EQ(k.path, SOFTGPU_PATH_CACHED);
         T_EQ(k.explore, 1);
         T_EQ(k.last, 1);
         T_EQ(k.sample, 1);
-        sg_copy_record(t, big, k, nb, nb * 1000u / 6000u);
-        T_EQ(sg_copy_choose(t, big, nb).path, SG_COPY_STREAM);
+        softgpu_copy_record(t, big, k, nb, nb * 1000u / 6000u);
+        T_EQ(softgpu_copy_choose(t, big, nb).path, SOFTGPU_PATH_STREAM);
     }
     /* Bad arguments to record change nothing. */
     k.path = 7;
     k.sample = 1;
-    sg_copy_record(t, cls, k, n, 1);
-    k.path = SG_COPY_CACHED;
-    sg_copy_record(t, SG_COPY_CLASSES, k, n, 1);
+    softgpu_copy_record(t, cls, k, n, 1);
+    k.path = SOFTGPU_PATH_CACHED;
+    softgpu_copy_record(t, SOFTGPU_COPY_CLASSES, k, n, 1);
     uint32_t m0b, m1b;
-    sg_copy_class_info(t, cls, &copies, &m0b, &m1b);
+    softgpu_copy_class_info(t, cls, &copies, &m0b, &m1b);
     T_EQ(m0b, m0);
     T_EQ(m1b, m1);
     /* A fixed threshold: no measuring, the copy's own size decides. */
     setenv("SOFTGPU_NT_THRESHOLD", "4096", 1);
-    sg_copy_tuner_init(t);
+    softgpu_copy_tuner_init(t);
     unsetenv("SOFTGPU_NT_THRESHOLD");
-    k = sg_copy_choose(t, cls, 4096);
-    T_EQ(k.path, SG_COPY_STREAM);
+    k = softgpu_copy_choose(t, cls, 4096);
+    T_EQ(k.path, SOFTGPU_PATH_STREAM);
     T_EQ(k.time, 0);
-    k = sg_copy_choose(t, cls, 4095);
-    T_EQ(k.path, SG_COPY_CACHED);
-    k = sg_copy_choose(t, cls, n);
-    T_EQ(k.path, SG_COPY_STREAM);
-    k = sg_copy_choose(t, cls, n);
-    T_EQ(sg_copy_class_info(t, cls, &copies, &m0, &m1), -1);
+    k = softgpu_copy_choose(t, cls, 4095);
+    T_EQ(k.path, SOFTGPU_PATH_CACHED);
+    k = softgpu_copy_choose(t, cls, n);
+    T_EQ(k.path, SOFTGPU_PATH_STREAM);
+    k = softgpu_copy_choose(t, cls, n);
+    T_EQ(softgpu_copy_class_info(t, cls, &copies, &m0, &m1), -1);
     T_EQ(copies, 2u);   /* the copies of 1 MiB or more counted */
     T_EQ(m0 + m1, 0u);  /* not measured */
     setenv("SOFTGPU_NT_THRESHOLD", "0", 1);   /* 0: never stream */
-    sg_copy_tuner_init(t);
+    softgpu_copy_tuner_init(t);
     unsetenv("SOFTGPU_NT_THRESHOLD");
-    T_EQ(sg_copy_choose(t, cls, (uint64_t)1 << 40).path, SG_COPY_CACHED);
+    T_EQ(softgpu_copy_choose(t, cls, (uint64_t)1 << 40).path, SOFTGPU_PATH_CACHED);
     free(t);
 }
 
@@ -1087,11 +1087,11 @@ static void copy_paths_measured(void)
     uint32_t used = (uint32_t)sizeof buf - a.dma_size;
     unsigned cmds = 0;
     for (uint32_t o = 0; o < used;) {
-        struct sg_cmd_hdr h;
+        struct softgpu_cmd_hdr h;
         memcpy(&h, (uint8_t *)buf + o, sizeof h);
         T_EQ(h.opcode, VIDMM_PAGING_TRANSFER);
-        T_EQ(SG_CMDF_CLASS_OF(h.flags), 25u);
-        T_EQ((h.flags & SG_CMDF_FIRST), (cmds == 0 ? SG_CMDF_FIRST : 0u));
+        T_EQ(SOFTGPU_CMDF_CLASS_OF(h.flags), 25u);
+        T_EQ((h.flags & SOFTGPU_CMDF_FIRST), (cmds == 0 ? SOFTGPU_CMDF_FIRST : 0u));
         cmds++;
         o += h.size ? h.size : used;
     }

@@ -45,7 +45,7 @@
  */
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -245,7 +245,7 @@ static int content_lost(struct st_worker *w, struct st_obj *o)
 static vidmm_handle new_allocation(struct st_worker *w, uint64_t size, int resident, int use_create2)
 {
     struct softgpu_alloc_desc d;
-    sg_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), size);
+    softgpu_cpu_desc(&d, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), size);
     vidmm_handle h = 0;
     vidmm_status st;
     uint64_t live = atomic_fetch_add(&w->run->live_bytes, size) + size;
@@ -847,8 +847,8 @@ static int run_open(struct st_run *run, uint64_t seg1, uint64_t seg2)
 {
     memset(run, 0, sizeof(*run));
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", seg1, seg2, 0);
-    return sg_open(&run->fa, &cfg, NULL, 0, &run->sg, &run->a);
+    softgpu_fixture_config(&cfg, "dgpu", seg1, seg2, 0);
+    return softgpu_open(&run->fa, &cfg, NULL, 0, &run->sg, &run->a);
 }
 
 static void run_mix(int power)
@@ -880,8 +880,8 @@ static void run_mix(int power)
     }
 
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", 8 * MIB, 16 * MIB, 0);
-    if (sg_open(&run.fa, &cfg, NULL, 0, &run.sg, &run.a))
+    softgpu_fixture_config(&cfg, "dgpu", 8 * MIB, 16 * MIB, 0);
+    if (softgpu_open(&run.fa, &cfg, NULL, 0, &run.sg, &run.a))
         return;
     struct vidmm_adapter_info ai;
     T_ST(vidmm_adapter_query_info(run.a, &ai), VIDMM_OK);
@@ -1040,7 +1040,7 @@ static void run_mix(int power)
                (unsigned long long)ps.allocations_saved, (unsigned long long)ps.allocations_discarded,
                (unsigned long long)refusals, (unsigned long long)lost);
     }
-    sg_close(&run.fa, run.sg, run.a);
+    softgpu_close(&run.fa, run.sg, run.a);
 }
 
 static void mixed_operations(void)
@@ -1100,7 +1100,7 @@ static void reclaimed_write_survives_restore(void)
     if (w.failures)
         fprintf(stderr, "  %s\n", w.first_failure);
     T_EQ(w.failures, 0);
-    sg_close(&run.fa, run.sg, run.a);
+    softgpu_close(&run.fa, run.sg, run.a);
 }
 
 struct waiter {
@@ -1173,7 +1173,7 @@ static void gpu_write_survives_standby(void)
         fprintf(stderr, "  %s\n", w.first_failure);
     T_EQ(w.failures, 0);
     T_ST(vidmm_process_destroy(a, w.proc), VIDMM_OK);
-    sg_close(&run.fa, run.sg, run.a);
+    softgpu_close(&run.fa, run.sg, run.a);
 }
 
 static void *wait_main(void *arg)
@@ -1239,7 +1239,7 @@ static void cpu_wait_leaves_the_adapter_free(void)
     if (w.failures)
         fprintf(stderr, "  %s\n", w.first_failure);
     T_EQ(w.failures, 0);
-    sg_close(&run.fa, run.sg, run.a);
+    softgpu_close(&run.fa, run.sg, run.a);
 }
 
 void suite_stress(void);

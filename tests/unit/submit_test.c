@@ -8,7 +8,7 @@
  * vidmm_adapter_check() after the steps.
  */
 #include "gpuva_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "softgpu_int.h"
@@ -28,23 +28,23 @@
 
 static void virtual_program(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle src = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 11, 0);
-    vidmm_handle dst = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 0, 0);
-    vidmm_handle res = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    uint64_t vs = sg_map(f.a, p.proc, src, 1 * MIB), vd = sg_map(f.a, p.proc, dst, 1 * MIB);
-    uint64_t vr = sg_map(f.a, p.proc, res, 64 * KIB), vc = sg_map(f.a, p.proc, cmd, 64 * KIB);
+    vidmm_handle src = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 11, 0);
+    vidmm_handle dst = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 0, 0);
+    vidmm_handle res = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle cmd = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    uint64_t vs = softgpu_map(f.a, p.proc, src, 1 * MIB), vd = softgpu_map(f.a, p.proc, dst, 1 * MIB);
+    uint64_t vr = softgpu_map(f.a, p.proc, res, 64 * KIB), vc = softgpu_map(f.a, p.proc, cmd, 64 * KIB);
     vidmm_handle list[] = { src, dst, res, cmd };
-    sg_make_resident(f.a, p.dev, p.queue, list, 4);
+    softgpu_make_resident(f.a, p.dev, p.queue, list, 4);
     /* Evict one: submission must bring it back. */
     T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = &src, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
-    sg_make_resident(f.a, p.dev, p.queue, &src, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, &src, 1);
     T_ST(vidmm_allocation_move(f.a, src, 0), VIDMM_OK);   /* evicted behind the list's back */
 
     uint8_t buf[1024];
@@ -59,8 +59,8 @@ static void virtual_program(void)
     T_ST(softgpu_cmd_signal(&cb, vr + 40, 7), VIDMM_OK);
     T_ST(softgpu_cmd_wait(&cb, vr + 40, 7), VIDMM_OK);
     T_ST(softgpu_cmd_nop(&cb), VIDMM_OK);
-    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    softgpu_cpu_write(f.a, cmd, 0, buf, cb.size);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
 
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
@@ -70,18 +70,18 @@ static void virtual_program(void)
     T_ST(vidmm_context_fence(f.a, p.ctx, &sub, &done), VIDMM_OK);
     T_EQ_U64(sub, 1);
     T_EQ_U64(done, 1);
-    T_EQ_U64(sg_cpu_read64(f.a, res, 0), sg_pattern_sum(1 * MIB, 11));
-    T_EQ_U64(sg_cpu_read64(f.a, res, 8), 0);
-    T_EQ_U64(sg_cpu_read64(f.a, res, 16), 4096 + 1);
-    T_EQ_U64(sg_cpu_read64(f.a, res, 24), 0x1122334455667788ull);
-    T_EQ_U64(sg_cpu_read64(f.a, res, 32) & 0xFFFFFFFFu, 0xCAFEu);
-    T_EQ_U64(sg_cpu_read64(f.a, res, 40), 7);
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 0), softgpu_pattern_sum(1 * MIB, 11));
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 8), 0);
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 16), 4096 + 1);
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 24), 0x1122334455667788ull);
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 32) & 0xFFFFFFFFu, 0xCAFEu);
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 40), 7);
     struct softgpu_stats ss;
     softgpu_get_stats(f.sg, &ss);
     T_EQ_U64(ss.command_buffers, 1);
     T_EQ_U64(ss.commands, 10);
     T_EQ_U64(ss.command_faults, 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
 
     /* Bad arguments. */
     T_ST(vidmm_submit_virtual(NULL, p.ctx, vc, 8, &fence), VIDMM_E_INVALID_ARG);
@@ -95,32 +95,32 @@ static void virtual_program(void)
     pa.buffer = buf;
     pa.size = 8;
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_E_STATE);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 static void virtual_fault(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle other = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 3, 0);
-    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB);
-    uint64_t vo = sg_map(f.a, p.proc, other, 64 * KIB);
-    uint64_t vc2 = sg_map(f.a, q.proc, cmd, 64 * KIB);
-    sg_make_resident(f.a, p.dev, p.queue, &cmd, 1);
-    sg_make_resident(f.a, q.dev, q.queue, &cmd, 1);
+    vidmm_handle cmd = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle other = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 3, 0);
+    uint64_t vc = softgpu_map(f.a, p.proc, cmd, 64 * KIB);
+    uint64_t vo = softgpu_map(f.a, p.proc, other, 64 * KIB);
+    uint64_t vc2 = softgpu_map(f.a, q.proc, cmd, 64 * KIB);
+    softgpu_make_resident(f.a, p.dev, p.queue, &cmd, 1);
+    softgpu_make_resident(f.a, q.dev, q.queue, &cmd, 1);
     /* other is mapped but never made resident: its PTEs are invalid. */
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, vc + 128, 1), VIDMM_OK);
     T_ST(softgpu_cmd_write64(&cb, vo + 8, 2), VIDMM_OK);   /* faults */
     T_ST(softgpu_cmd_write64(&cb, vc + 136, 3), VIDMM_OK); /* never runs */
-    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
+    softgpu_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);   /* the faulted packet is over */
@@ -128,8 +128,8 @@ static void virtual_fault(void)
     T_ST(vidmm_device_query(f.a, p.dev, &di), VIDMM_OK);
     T_EQ(di.lost, 1);
     T_EQ_U64(di.fault_va, vo + 8);
-    T_EQ_U64(sg_cpu_read64(f.a, cmd, 128), 1);
-    T_EQ_U64(sg_cpu_read64(f.a, cmd, 136), 0);
+    T_EQ_U64(softgpu_cpu_read64(f.a, cmd, 128), 1);
+    T_EQ_U64(softgpu_cpu_read64(f.a, cmd, 136), 0);
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_E_DEVICE_LOST);
     /* The other process goes on (its buffer: the first command only). */
     T_ST(vidmm_submit_virtual(f.a, q.ctx, vc2, 24, &fence), VIDMM_OK);
@@ -137,31 +137,31 @@ static void virtual_fault(void)
     T_ST(vidmm_device_query(f.a, q.dev, &di), VIDMM_OK);
     T_EQ(di.lost, 0);
     /* A malformed command in a virtual buffer is an execute fault. */
-    struct sg_proc r;
-    sg_new_proc(f.a, &r, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    uint64_t vc3 = sg_map(f.a, r.proc, cmd, 64 * KIB);
-    sg_make_resident(f.a, r.dev, r.queue, &cmd, 1);
+    struct softgpu_proc r;
+    softgpu_new_proc(f.a, &r, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    uint64_t vc3 = softgpu_map(f.a, r.proc, cmd, 64 * KIB);
+    softgpu_make_resident(f.a, r.dev, r.queue, &cmd, 1);
     uint64_t junk[2] = { 0x0000001800000099ull, 0 };
-    sg_cpu_write(f.a, cmd, 512, junk, sizeof junk);
+    softgpu_cpu_write(f.a, cmd, 512, junk, sizeof junk);
     T_ST(vidmm_submit_virtual(f.a, r.ctx, vc3 + 512, 16, &fence), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, r.ctx, fence, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_device_query(f.a, r.dev, &di), VIDMM_OK);
     T_EQ(di.lost, 1);
     T_EQ(di.fault_flags & VIDMM_FAULT_EXECUTE, VIDMM_FAULT_EXECUTE);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* ---- physical mode ---------------------------------------------------- */
 
 static void physical_patch_and_repatch(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL);
-    vidmm_handle ring = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 256 * KIB, 5, 1);
-    vidmm_handle out = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_PHYSICAL);
+    vidmm_handle ring = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 256 * KIB, 5, 1);
+    vidmm_handle out = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     struct vidmm_patch_location pl[5];
@@ -193,18 +193,18 @@ static void physical_patch_and_repatch(void)
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 6);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    uint64_t want = sg_pattern_sum(256 * KIB, 5);
-    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
-    T_EQ_U64(sg_cpu_read64(f.a, out, 8), 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    uint64_t want = softgpu_pattern_sum(256 * KIB, 5);
+    T_EQ_U64(softgpu_cpu_read64(f.a, out, 0), want);
+    T_EQ_U64(softgpu_cpu_read64(f.a, out, 8), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
 
     /* Again, nothing moved: nothing to patch. */
-    sg_cpu_write(f.a, out, 0, &(uint64_t){ 0 }, 8);
+    softgpu_cpu_write(f.a, out, 0, &(uint64_t){ 0 }, 8);
     pa.flags = VIDMM_SUBMIT_REUSED;
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 0);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
+    T_EQ_U64(softgpu_cpu_read64(f.a, out, 0), want);
 
     /* The ring moves (to the aperture, then back to memory elsewhere):
      * exactly its three locations are patched again. */
@@ -214,17 +214,17 @@ static void physical_patch_and_repatch(void)
     T_ST(vidmm_allocation_query(f.a, ring, &s1), VIDMM_OK);
     T_EQ(s1.segment_id, 3);
     T_EQ(s1.aperture_mapped, 1);
-    sg_cpu_write(f.a, out, 0, &(uint64_t){ 0 }, 8);
+    softgpu_cpu_write(f.a, out, 0, &(uint64_t){ 0 }, 8);
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 3);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
-    T_EQ_U64(sg_cpu_read64(f.a, out, 8), 0);
+    T_EQ_U64(softgpu_cpu_read64(f.a, out, 0), want);
+    T_EQ_U64(softgpu_cpu_read64(f.a, out, 8), 0);
     T_ST(vidmm_allocation_move(f.a, ring, 1), VIDMM_OK);
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 3);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, out, 0), want);
+    T_EQ_U64(softgpu_cpu_read64(f.a, out, 0), want);
     struct vidmm_submit_stats st;
     T_ST(vidmm_submit_get_stats(f.a, &st), VIDMM_OK);
     T_EQ_U64(st.physical_submissions, 4);
@@ -236,19 +236,19 @@ static void physical_patch_and_repatch(void)
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_EQ(pa.patched, 6);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 static void physical_rejects(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 1))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 32 * MIB, 64 * MIB, 1))
         return;
-    struct sg_proc p, v;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_PHYSICAL);
-    sg_new_proc(f.a, &v, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);   /* one node runs both modes */
-    vidmm_handle ring = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
-    vidmm_handle tex = sg_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 64 * KIB, 0, 1);
+    struct softgpu_proc p, v;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_PHYSICAL);
+    softgpu_new_proc(f.a, &v, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);   /* one node runs both modes */
+    vidmm_handle ring = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 1);
+    vidmm_handle tex = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 64 * KIB, 0, 1);
     uint8_t buf[64];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, 0, 1), VIDMM_OK);
@@ -297,8 +297,8 @@ static void physical_rejects(void)
     T_EQ_U64(sub, 0);   /* nothing was submitted */
     T_ST(vidmm_submit_physical(f.a, p.ctx, &pa), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, pa.fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, ring, 0), 1);
-    sg_fx_close(&f);
+    T_EQ_U64(softgpu_cpu_read64(f.a, ring, 0), 1);
+    softgpu_fx_close(&f);
 }
 
 /* ---- lifetimes ---------------------------------------------------------- */
@@ -307,22 +307,22 @@ static void physical_rejects(void)
  * so its allocations stay in use while the test acts. */
 static void deferred_destroy(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 32 * MIB, 64 * MIB, 0))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 32 * MIB, 64 * MIB, 0))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle data = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 9, 0);
-    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vd = sg_map(f.a, p.proc, data, 1 * MIB);
+    vidmm_handle cmd = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle data = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 1 * MIB, 9, 0);
+    uint64_t vc = softgpu_map(f.a, p.proc, cmd, 64 * KIB), vd = softgpu_map(f.a, p.proc, data, 1 * MIB);
     vidmm_handle list[] = { cmd, data };
-    sg_make_resident(f.a, p.dev, p.queue, list, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, list, 2);
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_wait(&cb, vc + 1024, 1), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vd, 1 * MIB, vc + 2048), VIDMM_OK);
-    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
+    softgpu_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, 20000000), VIDMM_E_TIMEOUT);   /* stalled on the WAIT */
@@ -338,21 +338,21 @@ static void deferred_destroy(void)
     struct vidmm_adapter_info ai;
     T_ST(vidmm_adapter_query_info(f.a, &ai), VIDMM_OK);
     T_EQ_U64(ai.live_allocations, 2);   /* its memory is still there */
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Release the WAIT through the GPU's view of the word. */
     struct vidmm_physical_address root;
     T_ST(vidmm_process_root_page_table(f.a, p.proc, &root), VIDMM_OK);
     uint64_t one = 1;
     T_ST(softgpu_write_virtual(f.sg, &root, vc + 1024, &one, 8), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, cmd, 2048), sg_pattern_sum(1 * MIB, 9));
+    T_EQ_U64(softgpu_cpu_read64(f.a, cmd, 2048), softgpu_pattern_sum(1 * MIB, 9));
     /* The next entry that reaps frees it. */
     T_ST(vidmm_allocation_destroy(f.a, cmd), VIDMM_OK);
     T_ST(vidmm_submit_get_stats(f.a, &st), VIDMM_OK);
     T_EQ_U64(st.deferred_freed, 1);
     T_ST(vidmm_adapter_query_info(f.a, &ai), VIDMM_OK);
     T_EQ_U64(ai.live_allocations, 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 /* ---- several processes at once under 2x over-commitment --------------------- */
@@ -370,8 +370,8 @@ static void deferred_destroy(void)
  * result slot, and it leaves the list again.  Physical: per iteration a
  * buffer checksums two of its rings, listed with the result ring. */
 struct cc_thread {
-    struct sg_fx *f;
-    struct sg_proc p;
+    struct softgpu_fx *f;
+    struct softgpu_proc p;
     int physical;
     uint64_t cmd_va;                 /* virtual: iteration i's buffer at cmd_va + i * 4096 */
     uint32_t cmd_size;
@@ -440,10 +440,10 @@ static void *cc_main(void *arg)
 
 static void concurrent_overcommit_mode(int sync)
 {
-    struct sg_fx f;
+    struct softgpu_fx f;
     /* 8 + 16 MiB of memory segments; the virtual processes own 48 MiB,
      * the physical ones 16 MiB of rings competing for segment 1. */
-    if (sg_fx_open(&f, 8 * MIB, 16 * MIB, sync))
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, sync))
         return;
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
     struct cc_thread th[CC_VPROCS + CC_PPROCS];
@@ -452,36 +452,36 @@ static void concurrent_overcommit_mode(int sync)
     for (uint32_t i = 0; i < CC_VPROCS; i++) {
         struct cc_thread *t = &th[i];
         t->f = &f;
-        sg_new_proc(f.a, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_VIRTUAL);
+        softgpu_new_proc(f.a, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_VIRTUAL);
         uint64_t va[CC_ALLOCS];
         for (uint32_t k = 0; k < CC_ALLOCS; k++) {
-            t->data[k] = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, CC_ASIZE, 100 * i + k + 1, 0);
-            va[k] = sg_map(f.a, t->p.proc, t->data[k], CC_ASIZE);
+            t->data[k] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, CC_ASIZE, 100 * i + k + 1, 0);
+            va[k] = softgpu_map(f.a, t->p.proc, t->data[k], CC_ASIZE);
         }
-        res[i] = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-        uint64_t vr = sg_map(f.a, t->p.proc, res[i], 64 * KIB);
-        vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-        t->cmd_va = sg_map(f.a, t->p.proc, cmd, 64 * KIB);
+        res[i] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+        uint64_t vr = softgpu_map(f.a, t->p.proc, res[i], 64 * KIB);
+        vidmm_handle cmd = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+        t->cmd_va = softgpu_map(f.a, t->p.proc, cmd, 64 * KIB);
         for (uint32_t it = 0; it < CC_ITERS; it++) {
             uint8_t buf[32];
             struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
             T_ST(softgpu_cmd_checksum(&cb, va[it % CC_ALLOCS], CC_ASIZE, vr + it * 8), VIDMM_OK);
-            sg_cpu_write(f.a, cmd, it * 4096u, buf, cb.size);
+            softgpu_cpu_write(f.a, cmd, it * 4096u, buf, cb.size);
             t->cmd_size = cb.size;
         }
         vidmm_handle list[2] = { res[i], cmd };
-        sg_make_resident(f.a, t->p.dev, t->p.queue, list, 2);
+        softgpu_make_resident(f.a, t->p.dev, t->p.queue, list, 2);
     }
     for (uint32_t i = CC_VPROCS; i < CC_VPROCS + CC_PPROCS; i++) {
         struct cc_thread *t = &th[i];
         t->f = &f;
         t->physical = 1;
-        sg_new_proc(f.a, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_PHYSICAL);
+        softgpu_new_proc(f.a, &t->p, i % SOFTGPU_NODES, VIDMM_CONTEXT_PHYSICAL);
         for (uint32_t k = 0; k < CC_RINGS; k++)
-            t->rings[k] = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, CC_RSIZE, 1000 * i + k + 1, 0);
-        t->out = sg_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 0);
+            t->rings[k] = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, CC_RSIZE, 1000 * i + k + 1, 0);
+        t->out = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_RING, 0, 64 * KIB, 0, 0);
     }
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     pthread_t tid[CC_VPROCS + CC_PPROCS];
     for (uint32_t i = 0; i < CC_VPROCS + CC_PPROCS; i++)
         T_EQ(pthread_create(&tid[i], NULL, cc_main, &th[i]), 0);
@@ -495,16 +495,16 @@ static void concurrent_overcommit_mode(int sync)
             fprintf(stderr, "process %u lost: fault at 0x%llx flags %u\n", i, (unsigned long long)di.fault_va,
                     di.fault_flags);
     }
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Every checksum the GPU took matches the CPU's. */
     for (uint32_t i = 0; i < CC_VPROCS; i++)
         for (uint32_t it = 0; it < CC_ITERS; it++)
-            T_EQ_U64(sg_cpu_read64(f.a, res[i], it * 8), sg_pattern_sum(CC_ASIZE, 100 * i + it % CC_ALLOCS + 1));
+            T_EQ_U64(softgpu_cpu_read64(f.a, res[i], it * 8), softgpu_pattern_sum(CC_ASIZE, 100 * i + it % CC_ALLOCS + 1));
     for (uint32_t i = CC_VPROCS; i < CC_VPROCS + CC_PPROCS; i++)
         for (uint32_t it = 0; it < CC_ITERS; it++)
             for (uint32_t k = 0; k < 2; k++)
-                T_EQ_U64(sg_cpu_read64(f.a, th[i].out, (it * 2 + k) * 8),
-                         sg_pattern_sum(CC_RSIZE, 1000 * i + (2 * it + k) % CC_RINGS + 1));
+                T_EQ_U64(softgpu_cpu_read64(f.a, th[i].out, (it * 2 + k) * 8),
+                         softgpu_pattern_sum(CC_RSIZE, 1000 * i + (2 * it + k) % CC_RINGS + 1));
     struct vidmm_residency_stats rs;
     T_ST(vidmm_residency_get_stats(f.a, &rs), VIDMM_OK);
     T_CHECK(rs.evictions > 0 && rs.restores > 0);   /* it really was over-committed */
@@ -512,7 +512,7 @@ static void concurrent_overcommit_mode(int sync)
     softgpu_get_stats(f.sg, &ss);
     T_EQ_U64(ss.command_buffers, (CC_VPROCS + CC_PPROCS) * CC_ITERS);
     T_EQ_U64(ss.command_faults, 0);
-    sg_fx_close(&f);
+    softgpu_fx_close(&f);
 }
 
 static void concurrent_overcommit_async(void)
@@ -547,28 +547,28 @@ static void *release_later(void *arg)
  * one must wait for the buffer, and evict the first only after it. */
 static void eviction_waits_for_work(void)
 {
-    struct sg_fx f;
-    if (sg_fx_open(&f, 4 * MIB, 4 * MIB, 0))
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 4 * MIB, 4 * MIB, 0))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t set = VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2);
-    vidmm_handle big = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 21, 0);
-    vidmm_handle cmd = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle big2 = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 22, 0);
-    vidmm_handle cmd2 = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
-    vidmm_handle big3 = sg_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 23, 0);
-    uint64_t vb = sg_map(f.a, p.proc, big, 3 * MIB), vc = sg_map(f.a, p.proc, cmd, 64 * KIB);
-    uint64_t vb2 = sg_map(f.a, q.proc, big2, 3 * MIB), vb3 = sg_map(f.a, q.proc, big3, 3 * MIB);
-    uint64_t vc2 = sg_map(f.a, q.proc, cmd2, 64 * KIB);
+    vidmm_handle big = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 21, 0);
+    vidmm_handle cmd = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle big2 = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 22, 0);
+    vidmm_handle cmd2 = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 64 * KIB, 0, 0);
+    vidmm_handle big3 = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_EXPLICIT, set, 3 * MIB, 23, 0);
+    uint64_t vb = softgpu_map(f.a, p.proc, big, 3 * MIB), vc = softgpu_map(f.a, p.proc, cmd, 64 * KIB);
+    uint64_t vb2 = softgpu_map(f.a, q.proc, big2, 3 * MIB), vb3 = softgpu_map(f.a, q.proc, big3, 3 * MIB);
+    uint64_t vc2 = softgpu_map(f.a, q.proc, cmd2, 64 * KIB);
     vidmm_handle l1[] = { big, cmd };
-    sg_make_resident(f.a, p.dev, p.queue, l1, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, l1, 2);
     uint8_t buf[256];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_wait(&cb, vc + 1024, 1), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vb, 3 * MIB, vc + 2048), VIDMM_OK);
-    sg_cpu_write(f.a, cmd, 0, buf, cb.size);
+    softgpu_cpu_write(f.a, cmd, 0, buf, cb.size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vc, cb.size, &fence), VIDMM_OK);
     /* p is done with its list once the buffer is submitted: cached, so
@@ -582,7 +582,7 @@ static void eviction_waits_for_work(void)
     pthread_t tid;
     T_EQ(pthread_create(&tid, NULL, release_later, &rl), 0);
     vidmm_handle l2[] = { big2, big3, cmd2 };
-    sg_make_resident(f.a, q.dev, q.queue, l2, 3);
+    softgpu_make_resident(f.a, q.dev, q.queue, l2, 3);
     pthread_join(tid, NULL);
     struct vidmm_submit_stats sst;
     T_ST(vidmm_submit_get_stats(f.a, &sst), VIDMM_OK);
@@ -593,15 +593,15 @@ static void eviction_waits_for_work(void)
     cb.size = 0;
     T_ST(softgpu_cmd_checksum(&cb, vb2, 3 * MIB, vc2 + 2048), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vb3, 3 * MIB, vc2 + 2056), VIDMM_OK);
-    sg_cpu_write(f.a, cmd2, 0, buf, cb.size);
+    softgpu_cpu_write(f.a, cmd2, 0, buf, cb.size);
     uint64_t f2 = 0;
     T_ST(vidmm_submit_virtual(f.a, q.ctx, vc2, cb.size, &f2), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, q.ctx, f2, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, cmd, 2048), sg_pattern_sum(3 * MIB, 21));
-    T_EQ_U64(sg_cpu_read64(f.a, cmd2, 2048), sg_pattern_sum(3 * MIB, 22));
-    T_EQ_U64(sg_cpu_read64(f.a, cmd2, 2056), sg_pattern_sum(3 * MIB, 23));
-    sg_fx_close(&f);
+    T_EQ_U64(softgpu_cpu_read64(f.a, cmd, 2048), softgpu_pattern_sum(3 * MIB, 21));
+    T_EQ_U64(softgpu_cpu_read64(f.a, cmd2, 2048), softgpu_pattern_sum(3 * MIB, 22));
+    T_EQ_U64(softgpu_cpu_read64(f.a, cmd2, 2056), softgpu_pattern_sum(3 * MIB, 23));
+    softgpu_fx_close(&f);
 }
 
 void suite_submit(void);

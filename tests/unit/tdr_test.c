@@ -15,7 +15,7 @@
  * what the non-preserved segments hold; after resume every byte is back.
  */
 #include "gpuva_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "harness/fault_alloc.h"
 #include "harness/test.h"
 #include "vidmm/softgpu.h"
@@ -118,7 +118,7 @@ static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_
     memset(f, 0, sizeof(*f));
     g_tx = f;
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", 16 * MIB, 32 * MIB, sync);
+    softgpu_fixture_config(&cfg, "dgpu", 16 * MIB, 32 * MIB, sync);
     cfg.standby_preserved = standby_keep;
     cfg.hibernate_preserved = hib_keep;
     f->ops = *softgpu_driver_ops();
@@ -131,7 +131,7 @@ static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_
     if (engine_reset && query == 2)
         f->ops.reset_engine = wrapped_reset_engine;
     f->ops.set_power_state = failing_power;
-    if (sg_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
+    if (softgpu_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
     T_ST(vidmm_adapter_set_tdr_timeout(f->a, TDR_NS), VIDMM_OK);
     return 0;
@@ -139,7 +139,7 @@ static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_
 
 static void tx_close(struct tx *f)
 {
-    sg_close(&f->fa, f->sg, f->a);
+    softgpu_close(&f->fa, f->sg, f->a);
     g_tx = NULL;
 }
 
@@ -149,7 +149,7 @@ static void tx_close(struct tx *f)
  * pattern (seed 0: zero). */
 static vidmm_handle new_alloc(struct tx *f, uint32_t set, uint64_t size, uint64_t seed)
 {
-    return sg_new_alloc(f->a, SOFTGPU_ALLOC_EXPLICIT, set, size, seed, 0);
+    return softgpu_new_alloc(f->a, SOFTGPU_ALLOC_EXPLICIT, set, size, seed, 0);
 }
 
 /* Does h hold seed's pattern (seed 0: all zero)?  Through a CPU lock. */
@@ -171,10 +171,10 @@ static int holds(struct tx *f, vidmm_handle h, uint64_t seed)
 }
 
 /* Write a command buffer into cmd and submit it on p's context. */
-static uint64_t submit(struct tx *f, const struct sg_proc *p, vidmm_handle cmd, uint64_t vcmd,
+static uint64_t submit(struct tx *f, const struct softgpu_proc *p, vidmm_handle cmd, uint64_t vcmd,
                        const struct softgpu_cmdbuf *cb)
 {
-    sg_cpu_write(f->a, cmd, 0, cb->data, cb->size);
+    softgpu_cpu_write(f->a, cmd, 0, cb->data, cb->size);
     uint64_t fence = 0;
     T_ST(vidmm_submit_virtual(f->a, p->ctx, vcmd, cb->size, &fence), VIDMM_OK);
     return fence;
@@ -182,7 +182,7 @@ static uint64_t submit(struct tx *f, const struct sg_proc *p, vidmm_handle cmd, 
 
 /* A hanging buffer: (optionally) a write, then a WAIT on a word nobody
  * writes, then a write that must never happen. */
-static uint64_t submit_hang(struct tx *f, const struct sg_proc *p, vidmm_handle cmd, uint64_t vcmd, uint64_t vword,
+static uint64_t submit_hang(struct tx *f, const struct softgpu_proc *p, vidmm_handle cmd, uint64_t vcmd, uint64_t vword,
                             int work_first)
 {
     uint8_t buf[256];
@@ -219,18 +219,18 @@ static void engine_reset_case(int sync, int work_first)
     struct tx f;
     if (tx_open(&f, sync, 1, 0, 0))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle cq = new_alloc(&f, SET12, 64 * KIB, 0), rq = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle dq = new_alloc(&f, SET12, 1 * MIB, 7);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
-    uint64_t vcq = sg_map(f.a, q.proc, cq, 64 * KIB), vrq = sg_map(f.a, q.proc, rq, 64 * KIB);
-    uint64_t vdq = sg_map(f.a, q.proc, dq, 1 * MIB);
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vwp = softgpu_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcq = softgpu_map(f.a, q.proc, cq, 64 * KIB), vrq = softgpu_map(f.a, q.proc, rq, 64 * KIB);
+    uint64_t vdq = softgpu_map(f.a, q.proc, dq, 1 * MIB);
     vidmm_handle lp[] = { cp, wp }, lq[] = { cq, rq, dq };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
-    sg_make_resident(f.a, q.dev, q.queue, lq, 3);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 2);
+    softgpu_make_resident(f.a, q.dev, q.queue, lq, 3);
 
     uint64_t fp = submit_hang(&f, &p, cp, vcp, vwp, work_first);
     uint8_t buf[256];
@@ -241,10 +241,10 @@ static void engine_reset_case(int sync, int work_first)
     /* Q waits forever in principle: the hang is found and reset meanwhile. */
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, rq, 0), sg_pattern_sum(1 * MIB, 7));
-    T_EQ_U64(sg_cpu_read64(f.a, rq, 8), 5);
-    T_EQ_U64(sg_cpu_read64(f.a, wp, 8), work_first ? 1u : 0u);
-    T_EQ_U64(sg_cpu_read64(f.a, wp, 16), 0);   /* after the WAIT: never ran */
+    T_EQ_U64(softgpu_cpu_read64(f.a, rq, 0), softgpu_pattern_sum(1 * MIB, 7));
+    T_EQ_U64(softgpu_cpu_read64(f.a, rq, 8), 5);
+    T_EQ_U64(softgpu_cpu_read64(f.a, wp, 8), work_first ? 1u : 0u);
+    T_EQ_U64(softgpu_cpu_read64(f.a, wp, 16), 0);   /* after the WAIT: never ran */
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
     T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
@@ -262,7 +262,7 @@ static void engine_reset_case(int sync, int work_first)
     T_EQ_U64(rs.engine_resets, 1);
     T_EQ_U64(rs.adapter_resets, 0);
     T_CHECK(holds(&f, dq, 7));   /* memory untouched by an engine reset */
-    T_EQ(sg_alloc_state(f.a, dq).content_lost, 0);
+    T_EQ(softgpu_alloc_state(f.a, dq).content_lost, 0);
     uint64_t fence;
     T_ST(vidmm_submit_virtual(f.a, p.ctx, vcp, 8, &fence), VIDMM_E_DEVICE_LOST);
     /* Q goes on. */
@@ -279,16 +279,16 @@ static void fault_before_work(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), cq = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle rq = new_alloc(&f, SET12, 64 * KIB, 0), never = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vnever = sg_map(f.a, p.proc, never, 64 * KIB);
-    uint64_t vcq = sg_map(f.a, q.proc, cq, 64 * KIB), vrq = sg_map(f.a, q.proc, rq, 64 * KIB);
-    sg_make_resident(f.a, p.dev, p.queue, &cp, 1);   /* `never` is mapped, never resident: its PTEs are invalid */
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vnever = softgpu_map(f.a, p.proc, never, 64 * KIB);
+    uint64_t vcq = softgpu_map(f.a, q.proc, cq, 64 * KIB), vrq = softgpu_map(f.a, q.proc, rq, 64 * KIB);
+    softgpu_make_resident(f.a, p.dev, p.queue, &cp, 1);   /* `never` is mapped, never resident: its PTEs are invalid */
     vidmm_handle lq[] = { cq, rq };
-    sg_make_resident(f.a, q.dev, q.queue, lq, 2);
+    softgpu_make_resident(f.a, q.dev, q.queue, lq, 2);
     uint8_t buf[128];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, vnever, 1), VIDMM_OK);   /* faults: nothing of the buffer runs */
@@ -299,8 +299,8 @@ static void fault_before_work(void)
     uint64_t fq = submit(&f, &q, cq, vcq, &cb);
     T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, cp, 1024), 0);
-    T_EQ_U64(sg_cpu_read64(f.a, rq, 0), 3);
+    T_EQ_U64(softgpu_cpu_read64(f.a, cp, 1024), 0);
+    T_EQ_U64(softgpu_cpu_read64(f.a, rq, 0), 3);
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
     T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
@@ -326,10 +326,10 @@ static void adapter_reset_case(int sync)
     struct tx f;
     if (tx_open(&f, sync, 0, 0, 0))
         return;
-    struct sg_proc p, q, r;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &r, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q, r;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &r, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle cq = new_alloc(&f, SET12, 64 * KIB, 0), rq = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle dq = new_alloc(&f, SET12, 1 * MIB, 7);
@@ -337,17 +337,17 @@ static void adapter_reset_case(int sync)
     vidmm_handle dirty = new_alloc(&f, SET12, 1 * MIB, 0);
     vidmm_handle sys = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 256 * KIB, 13);   /* the aperture: system pages */
     vidmm_handle cr = new_alloc(&f, SET12, 64 * KIB, 0), rr = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
-    uint64_t vcq = sg_map(f.a, q.proc, cq, 64 * KIB), vrq = sg_map(f.a, q.proc, rq, 64 * KIB);
-    uint64_t vdq = sg_map(f.a, q.proc, dq, 1 * MIB);
-    uint64_t vcr = sg_map(f.a, r.proc, cr, 64 * KIB), vrr = sg_map(f.a, r.proc, rr, 64 * KIB);
-    uint64_t vclean = sg_map(f.a, r.proc, clean, 1 * MIB);
-    uint64_t vsys = sg_map(f.a, r.proc, sys, 256 * KIB);
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vwp = softgpu_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcq = softgpu_map(f.a, q.proc, cq, 64 * KIB), vrq = softgpu_map(f.a, q.proc, rq, 64 * KIB);
+    uint64_t vdq = softgpu_map(f.a, q.proc, dq, 1 * MIB);
+    uint64_t vcr = softgpu_map(f.a, r.proc, cr, 64 * KIB), vrr = softgpu_map(f.a, r.proc, rr, 64 * KIB);
+    uint64_t vclean = softgpu_map(f.a, r.proc, clean, 1 * MIB);
+    uint64_t vsys = softgpu_map(f.a, r.proc, sys, 256 * KIB);
     vidmm_handle lp[] = { cp, wp }, lq[] = { cq, rq, dq };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
-    sg_make_resident(f.a, q.dev, q.queue, lq, 3);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 2);
+    softgpu_make_resident(f.a, q.dev, q.queue, lq, 3);
     vidmm_handle lr[] = { clean, dirty, sys };
-    sg_make_resident(f.a, r.dev, r.queue, lr, 3);
+    softgpu_make_resident(f.a, r.dev, r.queue, lr, 3);
     gv_pattern(f.a, dirty, 17);   /* written by the CPU while resident: no system copy */
     struct vidmm_allocation_state st;
     T_ST(vidmm_allocation_query(f.a, clean, &st), VIDMM_OK);
@@ -373,7 +373,7 @@ static void adapter_reset_case(int sync)
     T_EQ_U64(rs.adapter_resets, 1);
     T_EQ_U64(rs.segments_lost, 2);
     T_CHECK(rs.buffers_dropped >= 2);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
 
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
@@ -384,16 +384,16 @@ static void adapter_reset_case(int sync)
     di = dev_info(&f, r.dev);
     T_EQ(di.lost, 0);
     T_EQ(di.reset_status, VIDMM_RESET_NONE);
-    T_EQ_U64(sg_cpu_read64(f.a, rq, 8), 0);   /* Q's dropped buffer never ran */
+    T_EQ_U64(softgpu_cpu_read64(f.a, rq, 8), 0);   /* Q's dropped buffer never ran */
 
     /* Content by policy D30. */
-    T_EQ(sg_alloc_state(f.a, clean).content_lost, 0);
+    T_EQ(softgpu_alloc_state(f.a, clean).content_lost, 0);
     T_CHECK(holds(&f, clean, 11));
-    T_EQ(sg_alloc_state(f.a, dirty).content_lost, 1);
+    T_EQ(softgpu_alloc_state(f.a, dirty).content_lost, 1);
     T_CHECK(holds(&f, dirty, 0));
-    T_EQ(sg_alloc_state(f.a, sys).content_lost, 0);
+    T_EQ(softgpu_alloc_state(f.a, sys).content_lost, 0);
     T_CHECK(holds(&f, sys, 13));
-    T_EQ(sg_alloc_state(f.a, dq).content_lost, 1);
+    T_EQ(softgpu_alloc_state(f.a, dq).content_lost, 1);
     T_CHECK(holds(&f, dq, 0));
 
     /* Page tables were rebuilt: virtual work of the innocent runs, sees
@@ -402,16 +402,16 @@ static void adapter_reset_case(int sync)
     T_ST(softgpu_cmd_checksum(&cb, vclean, 1 * MIB, vrr), VIDMM_OK);
     T_ST(softgpu_cmd_checksum(&cb, vsys, 256 * KIB, vrr + 8), VIDMM_OK);
     vidmm_handle lr2[] = { cr, rr };
-    sg_make_resident(f.a, r.dev, r.queue, lr2, 2);
+    softgpu_make_resident(f.a, r.dev, r.queue, lr2, 2);
     uint64_t fr = submit(&f, &r, cr, vcr, &cb);
     T_ST(vidmm_context_wait(f.a, r.ctx, fr, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, rr, 0), sg_pattern_sum(1 * MIB, 11));
-    T_EQ_U64(sg_cpu_read64(f.a, rr, 8), sg_pattern_sum(256 * KIB, 13));
+    T_EQ_U64(softgpu_cpu_read64(f.a, rr, 0), softgpu_pattern_sum(1 * MIB, 11));
+    T_EQ_U64(softgpu_cpu_read64(f.a, rr, 8), softgpu_pattern_sum(256 * KIB, 13));
     cb.size = 0;
     T_ST(softgpu_cmd_checksum(&cb, vdq, 1 * MIB, vrq), VIDMM_OK);
     fq = submit(&f, &q, cq, vcq, &cb);
     T_ST(vidmm_context_wait(f.a, q.ctx, fq, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, rq, 0), sg_pattern_sum(1 * MIB, 0));
+    T_EQ_U64(softgpu_cpu_read64(f.a, rq, 0), softgpu_pattern_sum(1 * MIB, 0));
     T_EQ(dev_info(&f, q.dev).lost, 0);
     T_EQ(dev_info(&f, r.dev).lost, 0);
     struct softgpu_stats ss;
@@ -434,12 +434,12 @@ static void paging_hang_case(int sync)
     struct tx f;
     if (tx_open(&f, sync, 1, 0, 0))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle x = new_alloc(&f, SET12, 2 * MIB, 21);
     vidmm_handle y = new_alloc(&f, SET12, 2 * MIB, 23);
-    sg_make_resident(f.a, q.dev, q.queue, &y, 1);
+    softgpu_make_resident(f.a, q.dev, q.queue, &y, 1);
     softgpu_inject_paging_hang(f.sg, 0);
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof(mr));
@@ -454,17 +454,17 @@ static void paging_hang_case(int sync)
     struct vidmm_tdr_stats s = tdr_stats(&f);
     T_EQ_U64(s.paging_hangs, 1);
     T_EQ_U64(s.adapter_resets, 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(sg_alloc_state(f.a, x).content_lost, 1);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, x).content_lost, 1);
     T_CHECK(holds(&f, x, 0));
-    T_EQ(sg_alloc_state(f.a, y).content_lost, 0);
+    T_EQ(softgpu_alloc_state(f.a, y).content_lost, 0);
     T_CHECK(holds(&f, y, 23));
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, p.dev).reset_status, VIDMM_RESET_GUILTY);
     T_EQ(dev_info(&f, q.dev).lost, 0);
     /* The adapter works again: paging runs. */
     vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 25);
-    sg_make_resident(f.a, q.dev, q.queue, &z, 1);
+    softgpu_make_resident(f.a, q.dev, q.queue, &z, 1);
     T_CHECK(holds(&f, z, 25));
     tx_close(&f);
 }
@@ -480,22 +480,22 @@ static void hang_during_eviction(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t s2 = VIDMM_SEGMENT_BIT(2);
     vidmm_handle cp = new_alloc(&f, s2, 64 * KIB, 0), wp = new_alloc(&f, s2, 64 * KIB, 0);
     vidmm_handle big = new_alloc(&f, s2, 24 * MIB, 31);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vwp = softgpu_map(f.a, p.proc, wp, 64 * KIB);
     vidmm_handle lp[] = { cp, wp, big };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 3);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 3);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
     /* p is done with big (cached, no longer listed): the hung buffer
      * still holds it, so the eviction must wait for the reset. */
     T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = &big, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
     vidmm_handle c = new_alloc(&f, s2, 16 * MIB, 33);
-    sg_make_resident(f.a, q.dev, q.queue, &c, 1);   /* needs big's room: waits for the hang's reset */
-    T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
+    softgpu_make_resident(f.a, q.dev, q.queue, &c, 1);   /* needs big's room: waits for the hang's reset */
+    T_EQ(softgpu_alloc_state(f.a, big).segment_id, 0);
     T_EQ_U64(tdr_stats(&f).engine_resets, 1);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_CHECK(holds(&f, big, 31));
@@ -512,15 +512,15 @@ static void paging_hang_during_eviction(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct sg_proc p, q, r;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &r, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q, r;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &r, SOFTGPU_NODE_COPY, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t s1 = VIDMM_SEGMENT_BIT(1);   /* CPU-visible: written through a lock */
     vidmm_handle big = new_alloc(&f, s1, 12 * MIB, 0);
     vidmm_handle keep = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 128 * KIB, 41);
-    sg_make_resident(f.a, p.dev, p.queue, &big, 1);
-    sg_make_resident(f.a, r.dev, r.queue, &keep, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, &big, 1);
+    softgpu_make_resident(f.a, r.dev, r.queue, &keep, 1);
     gv_pattern(f.a, big, 43);   /* CPU-written while resident: the eviction must transfer it */
     /* Cached, not listed: Q's request may take its room. */
     T_ST(vidmm_evict(f.a, p.dev, &(struct vidmm_evict_args){ .allocations = &big, .count = 1, .flags = VIDMM_EVICT_ONLY_IF_NECESSARY }), VIDMM_OK);
@@ -535,10 +535,10 @@ static void paging_hang_during_eviction(void)
     T_CHECK(rst == VIDMM_PENDING);
     T_ST(vidmm_paging_queue_wait(f.a, q.queue, mr.paging_fence_value, UINT64_MAX), VIDMM_OK);
     T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(sg_alloc_state(f.a, big).content_lost, 1);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, big).content_lost, 1);
     T_CHECK(holds(&f, big, 0));
-    T_EQ(sg_alloc_state(f.a, c).content_lost, 1);
+    T_EQ(softgpu_alloc_state(f.a, c).content_lost, 1);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, q.dev).lost, 1);
     T_EQ(dev_info(&f, r.dev).lost, 0);
@@ -553,12 +553,12 @@ static void poll_and_close_with_hang(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vwp = softgpu_map(f.a, p.proc, wp, 64 * KIB);
     vidmm_handle lp[] = { cp, wp };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 2);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 1);
     int rec = -1;
     T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
@@ -570,10 +570,10 @@ static void poll_and_close_with_hang(void)
     T_EQ(dev_info(&f, p.dev).lost, 1);
     /* Another process hangs; the close (and the context destroy inside
      * it) must not wait forever. */
-    struct sg_proc q;
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
-    uint64_t vcq = sg_map(f.a, q.proc, cp, 64 * KIB), vwq = sg_map(f.a, q.proc, wp, 64 * KIB);
-    sg_make_resident(f.a, q.dev, q.queue, lp, 2);
+    struct softgpu_proc q;
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    uint64_t vcq = softgpu_map(f.a, q.proc, cp, 64 * KIB), vwq = softgpu_map(f.a, q.proc, wp, 64 * KIB);
+    softgpu_make_resident(f.a, q.dev, q.queue, lp, 2);
     (void)submit_hang(&f, &q, cp, vcq, vwq, 0);
     T_ST(vidmm_context_destroy(f.a, q.ctx), VIDMM_OK);
     T_EQ(dev_info(&f, q.dev).lost, 1);
@@ -602,13 +602,13 @@ static void offered_evict_across_reset_case(int standby)
     if (tx_open(&f, 0, 1, 0, 0))
         return;
     T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     const uint32_t s1 = VIDMM_SEGMENT_BIT(1);   /* CPU-visible */
     vidmm_handle x = new_alloc(&f, s1, 1 * MIB, 71), y = new_alloc(&f, s1, 1 * MIB, 73);
     vidmm_handle l[] = { x, y };
-    sg_make_resident(f.a, p.dev, p.queue, l, 2);
-    T_EQ(sg_alloc_state(f.a, x).segment_id, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_EQ(softgpu_alloc_state(f.a, x).segment_id, 1);
     T_ST(vidmm_offer(f.a, p.dev, &x, 1, VIDMM_OFFER_LOW), VIDMM_OK);
     softgpu_inject_paging_hang(f.sg, 0);
     if (standby) {
@@ -622,28 +622,28 @@ static void offered_evict_across_reset_case(int standby)
     struct vidmm_tdr_stats s = tdr_stats(&f);
     T_EQ_U64(s.paging_hangs, 1);
     T_EQ_U64(s.adapter_resets, 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(sg_alloc_state(f.a, y).content_lost, 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, y).content_lost, 0);
     T_CHECK(holds(&f, y, 73));
     /* The adapter works again: the eviction (or the transition) goes through. */
     if (standby) {
         T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
-        T_EQ(sg_checked(f.a, NULL), 0);
+        T_EQ(softgpu_checked(f.a, NULL), 0);
         T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
     } else {
         T_ST(evict1(&f, p.dev, x), VIDMM_OK);
-        T_EQ(sg_alloc_state(f.a, x).segment_id, 0);
+        T_EQ(softgpu_alloc_state(f.a, x).segment_id, 0);
     }
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     uint32_t result = 9;
     uint64_t pf = 0;
     vidmm_status rc = vidmm_reclaim(f.a, p.queue, &x, 1, &result, &pf);
     T_CHECK(rc == VIDMM_OK || rc == VIDMM_PENDING);
     T_EQ(result, VIDMM_RECLAIM_DISCARDED);
-    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 2);
     T_CHECK(holds(&f, x, 0));
     T_CHECK(holds(&f, y, 73));
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     tx_close(&f);
 }
 
@@ -665,12 +665,12 @@ static void destroy_across_reset(void)
     T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
     struct vidmm_segment_info s0;
     T_ST(vidmm_segment_query(f.a, 0, &s0), VIDMM_OK);
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cmd = new_alloc(&f, SET12, 128 * KIB, 0), res = new_alloc(&f, SET12, 64 * KIB, 0);
-    uint64_t vc = sg_map(f.a, p.proc, cmd, 128 * KIB), vr = sg_map(f.a, p.proc, res, 64 * KIB);
+    uint64_t vc = softgpu_map(f.a, p.proc, cmd, 128 * KIB), vr = softgpu_map(f.a, p.proc, res, 64 * KIB);
     vidmm_handle l[] = { cmd, res };
-    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 2);
     uint8_t buf[64];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, vr, 81), VIDMM_OK);
@@ -679,7 +679,7 @@ static void destroy_across_reset(void)
     softgpu_inject_paging_hang(f.sg, 0);
     T_ST(vidmm_allocation_destroy(f.a, cmd), VIDMM_OK);
     T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     struct vidmm_allocation_state st;
     T_ST(vidmm_allocation_query(f.a, cmd, &st), VIDMM_E_INVALID_HANDLE);
     T_ST(vidmm_allocation_destroy(f.a, res), VIDMM_OK);
@@ -687,7 +687,7 @@ static void destroy_across_reset(void)
     struct vidmm_segment_info s0b;
     T_ST(vidmm_segment_query(f.a, 0, &s0b), VIDMM_OK);
     T_EQ_U64(s0b.committed, s0.committed);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* The adapter works again. */
     vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 83);
     T_CHECK(holds(&f, z, 83));
@@ -708,16 +708,16 @@ static void context_hang_during_move(void)
     struct tx f;
     if (tx_open_q(&f, 0, 1, 0, 0, 2))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle big = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 16 * MIB, 91);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vwp = softgpu_map(f.a, p.proc, wp, 64 * KIB);
     vidmm_handle lp[] = { cp, wp };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
-    sg_make_resident(f.a, q.dev, q.queue, &big, 1);   /* not P's: the hung buffer does not hold it */
-    T_EQ(sg_alloc_state(f.a, big).segment_id, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 2);
+    softgpu_make_resident(f.a, q.dev, q.queue, &big, 1);   /* not P's: the hung buffer does not hold it */
+    T_EQ(softgpu_alloc_state(f.a, big).segment_id, 2);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 0);
     until_stalled(&f, SOFTGPU_NODE_GRAPHICS);   /* a node runs only while the copy engine is idle */
     softgpu_engine_hold(f.sg, 1);
@@ -727,15 +727,15 @@ static void context_hang_during_move(void)
     T_EQ(f.release_after_node, 0);
     if (f.release_after_node)
         softgpu_engine_hold(f.sg, 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(sg_alloc_state(f.a, big).segment_id, 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, big).segment_id, 0);
     T_CHECK(holds(&f, big, 91));
     struct vidmm_tdr_stats s = tdr_stats(&f);
     T_EQ_U64(s.engine_resets, 1);
     T_EQ_U64(s.adapter_resets, 0);
     T_EQ(dev_info(&f, p.dev).lost, 1);
     T_EQ(dev_info(&f, q.dev).lost, 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     tx_close(&f);
 }
 
@@ -750,15 +750,15 @@ static void context_and_paging_hang_during_move(void)
     struct tx f;
     if (tx_open_q(&f, 0, 1, 0, 0, 2))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), wp = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle big = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 16 * MIB, 93);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vwp = sg_map(f.a, p.proc, wp, 64 * KIB);
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vwp = softgpu_map(f.a, p.proc, wp, 64 * KIB);
     vidmm_handle lp[] = { cp, wp };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
-    sg_make_resident(f.a, q.dev, q.queue, &big, 1);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 2);
+    softgpu_make_resident(f.a, q.dev, q.queue, &big, 1);
     (void)submit_hang(&f, &p, cp, vcp, vwp, 0);
     until_stalled(&f, SOFTGPU_NODE_GRAPHICS);
     f.paging_after_node = 1;
@@ -774,13 +774,13 @@ static void context_and_paging_hang_during_move(void)
     struct vidmm_device_info di = dev_info(&f, p.dev);
     T_EQ(di.lost, 1);
     T_EQ(di.reset_status, VIDMM_RESET_GUILTY);
-    T_EQ(sg_checked(f.a, NULL), 0);
-    T_EQ(sg_alloc_state(f.a, big).segment_id, 2);   /* backed out: still where it was */
+    T_EQ(softgpu_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, big).segment_id, 2);   /* backed out: still where it was */
     /* The adapter goes on: the move again, and a fresh allocation's bytes. */
     T_ST(vidmm_allocation_move(f.a, big, 0), VIDMM_OK);
     vidmm_handle z = new_alloc(&f, SET12, 1 * MIB, 95);
     T_CHECK(holds(&f, z, 95));
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     tx_close(&f);
 }
 
@@ -793,11 +793,11 @@ static void close_with_paging_hang(void)
     if (tx_open(&f, 0, 1, 0, 0))
         return;
     T_ST(vidmm_adapter_set_tdr_timeout(f.a, TDR_SHORT_NS), VIDMM_OK);
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle x = new_alloc(&f, SET12, 1 * MIB, 85);
-    (void)sg_map(f.a, p.proc, x, 1 * MIB);
-    sg_make_resident(f.a, p.dev, p.queue, &x, 1);
+    (void)softgpu_map(f.a, p.proc, x, 1 * MIB);
+    softgpu_make_resident(f.a, p.dev, p.queue, &x, 1);
     softgpu_inject_paging_hang(f.sg, 0);
     tx_close(&f);
 }
@@ -813,13 +813,13 @@ static void idle_gap_no_false_hang(void)
     struct tx f;
     if (tx_open_q(&f, 0, 1, 0, 0, 0))
         return;
-    struct sg_proc p, q;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
-    sg_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p, q;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &q, SOFTGPU_NODE_COMPUTE, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cp = new_alloc(&f, SET12, 64 * KIB, 0), w = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 64 * KIB, 0);
-    uint64_t vcp = sg_map(f.a, p.proc, cp, 64 * KIB), vw = sg_map(f.a, p.proc, w, 64 * KIB);
-    sg_make_resident(f.a, p.dev, p.queue, &cp, 1);
-    sg_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident through Q: mapped at vw in P */
+    uint64_t vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB), vw = softgpu_map(f.a, p.proc, w, 64 * KIB);
+    softgpu_make_resident(f.a, p.dev, p.queue, &cp, 1);
+    softgpu_make_resident(f.a, q.dev, q.queue, &w, 1);   /* resident through Q: mapped at vw in P */
     /* 200 ms: the released buffer must end well within it even on a
      * loaded machine, as nothing asks the driver before a reset. */
     T_ST(vidmm_adapter_set_tdr_timeout(f.a, 4 * TDR_NS), VIDMM_OK);
@@ -840,7 +840,7 @@ static void idle_gap_no_false_hang(void)
     uint64_t one = 1;
     T_ST(softgpu_write_virtual(f.sg, &root, vw, &one, sizeof one), VIDMM_OK);
     T_ST(vidmm_context_wait(f.a, p.ctx, fp, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, w, 16), 2);   /* the write after the WAIT ran */
+    T_EQ_U64(softgpu_cpu_read64(f.a, w, 16), 2);   /* the write after the WAIT ran */
     T_EQ(dev_info(&f, p.dev).lost, 0);
     struct vidmm_tdr_stats s = tdr_stats(&f);
     T_EQ_U64(s.hangs, 0);
@@ -851,13 +851,13 @@ static void idle_gap_no_false_hang(void)
     struct timespec gap = { 0, 80000000 };   /* > the 50 ms timeout */
     if (tx_open_q(&f, 0, 1, 0, 0, 2))
         return;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     cp = new_alloc(&f, SET12, 64 * KIB, 0);
     w = new_alloc(&f, SET12, 64 * KIB, 0);
-    vcp = sg_map(f.a, p.proc, cp, 64 * KIB);
-    vw = sg_map(f.a, p.proc, w, 64 * KIB);
+    vcp = softgpu_map(f.a, p.proc, cp, 64 * KIB);
+    vw = softgpu_map(f.a, p.proc, w, 64 * KIB);
     vidmm_handle lp[] = { cp, w };
-    sg_make_resident(f.a, p.dev, p.queue, lp, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, lp, 2);
     fp = submit_hang(&f, &p, cp, vcp, vw, 0);
     f.responsive = 1;
     T_ST(vidmm_adapter_detect_hangs(f.a, &rec), VIDMM_OK);
@@ -911,18 +911,18 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     struct tx f;
     if (tx_open(&f, 0, 1, standby_keep, hib_keep))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle a1 = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 2 * MIB, 51);
     vidmm_handle a2 = new_alloc(&f, VIDMM_SEGMENT_BIT(2), 4 * MIB, 53);
     vidmm_handle ap = new_alloc(&f, VIDMM_SEGMENT_BIT(3), 256 * KIB, 55);
     vidmm_handle cmd = new_alloc(&f, SET12, 64 * KIB, 0), res = new_alloc(&f, SET12, 64 * KIB, 0);
     vidmm_handle off = new_alloc(&f, VIDMM_SEGMENT_BIT(1), 1 * MIB, 57);
-    uint64_t v1 = sg_map(f.a, p.proc, a1, 2 * MIB), v2 = sg_map(f.a, p.proc, a2, 4 * MIB);
-    uint64_t vap = sg_map(f.a, p.proc, ap, 256 * KIB);
-    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vr = sg_map(f.a, p.proc, res, 64 * KIB);
+    uint64_t v1 = softgpu_map(f.a, p.proc, a1, 2 * MIB), v2 = softgpu_map(f.a, p.proc, a2, 4 * MIB);
+    uint64_t vap = softgpu_map(f.a, p.proc, ap, 256 * KIB);
+    uint64_t vc = softgpu_map(f.a, p.proc, cmd, 64 * KIB), vr = softgpu_map(f.a, p.proc, res, 64 * KIB);
     vidmm_handle l[] = { a1, a2, ap, cmd, res, off };
-    sg_make_resident(f.a, p.dev, p.queue, l, 6);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 6);
     gv_pattern(f.a, a2, 59);   /* written while resident: must be transferred, not dropped */
     gv_pattern(f.a, off, 61);  /* no current system copy: offered and dropped, its content goes */
     T_ST(vidmm_offer(f.a, p.dev, &off, 1, VIDMM_OFFER_LOW), VIDMM_OK);
@@ -945,12 +945,12 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     uint32_t ps = 9;
     T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
     T_EQ(ps, VIDMM_POWER_D0);
-    sg_make_resident(f.a, p.dev, p.queue, l, 5);   /* what the refused transition evicted comes back */
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 5);   /* what the refused transition evicted comes back */
 
     T_ST(vidmm_adapter_set_power_state(f.a, state), VIDMM_OK);
     T_ST(vidmm_adapter_get_power_state(f.a, &ps), VIDMM_OK);
     T_EQ(ps, state);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     struct vidmm_allocation_state st;
     T_ST(vidmm_allocation_query(f.a, a1, &st), VIDMM_OK);
     T_EQ(st.segment_id, (keep & 2u) ? 1u : 0u);
@@ -979,8 +979,8 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     T_EQ_U64(rs.power_transitions, 1);
 
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
-    T_EQ(sg_checked(f.a, NULL), 0);
-    sg_make_resident(f.a, p.dev, p.queue, l, 5);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 5);
     T_CHECK(holds(&f, a1, 51));
     T_CHECK(holds(&f, a2, 59));
     T_CHECK(holds(&f, ap, 55));
@@ -992,9 +992,9 @@ static void power_cycle_case(uint32_t state, uint32_t standby_keep, uint32_t hib
     T_ST(softgpu_cmd_checksum(&cb, vap, 256 * KIB, vr + 16), VIDMM_OK);
     uint64_t fr = submit(&f, &p, cmd, vc, &cb);
     T_ST(vidmm_context_wait(f.a, p.ctx, fr, UINT64_MAX), VIDMM_OK);
-    T_EQ_U64(sg_cpu_read64(f.a, res, 0), sg_pattern_sum(2 * MIB, 51));
-    T_EQ_U64(sg_cpu_read64(f.a, res, 8), sg_pattern_sum(4 * MIB, 59));
-    T_EQ_U64(sg_cpu_read64(f.a, res, 16), sg_pattern_sum(256 * KIB, 55));
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 0), softgpu_pattern_sum(2 * MIB, 51));
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 8), softgpu_pattern_sum(4 * MIB, 59));
+    T_EQ_U64(softgpu_cpu_read64(f.a, res, 16), softgpu_pattern_sum(256 * KIB, 55));
     T_EQ(dev_info(&f, p.dev).lost, 0);
     uint32_t result = 9;
     uint64_t pf = 0;
@@ -1019,21 +1019,21 @@ static void power_down_refuses_gpu_work(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle sys = new_alloc(&f, VIDMM_SEGMENT_BIT(3) | SET12, 256 * KIB, 93);   /* stays in system memory while down */
     vidmm_handle mem = new_alloc(&f, SET12, 1 * MIB, 95);
     vidmm_handle other = new_alloc(&f, SET12, 64 * KIB, 0);
-    vidmm_handle prim = sg_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
-    uint64_t vmem = sg_map(f.a, p.proc, mem, 1 * MIB);
+    vidmm_handle prim = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
+    uint64_t vmem = softgpu_map(f.a, p.proc, mem, 1 * MIB);
     T_ST(vidmm_allocation_move(f.a, sys, 3), VIDMM_E_STATE);   /* evicted: not yet */
     vidmm_handle l[] = { sys, mem };
-    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 2);
     T_ST(vidmm_allocation_move(f.a, sys, 3), VIDMM_OK);
-    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_EQ(softgpu_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
-    T_EQ(sg_alloc_state(f.a, mem).segment_id, 0);
-    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_EQ(softgpu_alloc_state(f.a, mem).segment_id, 0);
+    T_EQ(softgpu_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
 
     struct vidmm_adapter_info before, after;
     T_ST(vidmm_adapter_query_info(f.a, &before), VIDMM_OK);
@@ -1064,22 +1064,22 @@ static void power_down_refuses_gpu_work(void)
     softgpu_get_stats(f.sg, &sa);
     T_EQ_U64(after.paging_buffers_submitted, before.paging_buffers_submitted);
     T_EQ_U64(sa.paging_buffers, sb.paging_buffers);
-    T_EQ(sg_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
-    T_EQ(sg_alloc_state(f.a, mem).segment_id, 0);
-    T_EQ(sg_alloc_state(f.a, prim).displayed, 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, sys).segment_id, 0);   /* the aperture without AccessedPhysically: system pages */
+    T_EQ(softgpu_alloc_state(f.a, mem).segment_id, 0);
+    T_EQ(softgpu_alloc_state(f.a, prim).displayed, 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
 
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
     T_ST(vidmm_allocation_move(f.a, sys, 1), VIDMM_OK);
     T_CHECK(holds(&f, sys, 93));
-    T_EQ(sg_alloc_state(f.a, sys).content_lost, 0);
-    sg_make_resident(f.a, p.dev, p.queue, &mem, 1);
+    T_EQ(softgpu_alloc_state(f.a, sys).content_lost, 0);
+    softgpu_make_resident(f.a, p.dev, p.queue, &mem, 1);
     T_CHECK(holds(&f, mem, 95));
     T_ST(vidmm_gpuva_unmap(f.a, p.proc, vmem, 1 * MIB), VIDMM_OK);
     T_ST(vidmm_process_create(f.a, &proc2), VIDMM_OK);
     T_ST(vidmm_process_destroy(f.a, proc2), VIDMM_OK);
     T_EQ_U64(tdr_stats(&f).adapter_resets, 0);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     tx_close(&f);
 }
 
@@ -1092,9 +1092,9 @@ static void power_displayed_primary(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    vidmm_handle prim = sg_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
+    vidmm_handle prim = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_PRIMARY, SET12, 1 * MIB, 97, 0);
     T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
-    uint32_t seg = sg_alloc_state(f.a, prim).segment_id;
+    uint32_t seg = softgpu_alloc_state(f.a, prim).segment_id;
     T_CHECK(seg == 1 || seg == 2);
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_E_BUSY);
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_HIBERNATE), VIDMM_E_BUSY);
@@ -1104,17 +1104,17 @@ static void power_displayed_primary(void)
     struct vidmm_power_stats pst;
     T_ST(vidmm_adapter_get_power_stats(f.a, &pst), VIDMM_OK);
     T_EQ_U64(pst.transitions + pst.allocations_saved + pst.allocations_discarded, 0);
-    T_EQ(sg_alloc_state(f.a, prim).segment_id, seg);
-    T_EQ(sg_alloc_state(f.a, prim).displayed, 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, prim).segment_id, seg);
+    T_EQ(softgpu_alloc_state(f.a, prim).displayed, 1);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     /* Blank, go down, come back, show it again. */
     T_ST(vidmm_adapter_flip(f.a, 0, VIDMM_HANDLE_NULL), VIDMM_OK);
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
     T_ST(vidmm_adapter_flip(f.a, 0, prim), VIDMM_OK);
-    T_EQ(sg_alloc_state(f.a, prim).displayed, 1);
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ(softgpu_alloc_state(f.a, prim).displayed, 1);
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     T_CHECK(holds(&f, prim, 97));
     tx_close(&f);
 }
@@ -1127,12 +1127,12 @@ static void power_keeps_gpu_writes(void)
     struct tx f;
     if (tx_open(&f, 0, 1, 0, 0))
         return;
-    struct sg_proc p;
-    sg_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
     vidmm_handle cmd = new_alloc(&f, SET12, 64 * KIB, 0), x = new_alloc(&f, SET12, 64 * KIB, 99);
-    uint64_t vc = sg_map(f.a, p.proc, cmd, 64 * KIB), vx = sg_map(f.a, p.proc, x, 64 * KIB);
+    uint64_t vc = softgpu_map(f.a, p.proc, cmd, 64 * KIB), vx = softgpu_map(f.a, p.proc, x, 64 * KIB);
     vidmm_handle l[] = { cmd, x };
-    sg_make_resident(f.a, p.dev, p.queue, l, 2);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 2);
     uint8_t buf[64];
     struct softgpu_cmdbuf cb = { buf, 0, sizeof buf };
     T_ST(softgpu_cmd_write64(&cb, vx + 8, 0x1234), VIDMM_OK);
@@ -1140,11 +1140,11 @@ static void power_keeps_gpu_writes(void)
     T_ST(vidmm_context_wait(f.a, p.ctx, fence, UINT64_MAX), VIDMM_OK);
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_STANDBY), VIDMM_OK);
     T_ST(vidmm_adapter_set_power_state(f.a, VIDMM_POWER_D0), VIDMM_OK);
-    sg_make_resident(f.a, p.dev, p.queue, l, 2);
-    T_EQ_U64(sg_cpu_read64(f.a, x, 8), 0x1234);
+    softgpu_make_resident(f.a, p.dev, p.queue, l, 2);
+    T_EQ_U64(softgpu_cpu_read64(f.a, x, 8), 0x1234);
     uint64_t s = 99;
-    T_EQ_U64(sg_cpu_read64(f.a, x, 0), t_rand(&s));   /* the rest is the CPU's pattern */
-    T_EQ(sg_checked(f.a, NULL), 0);
+    T_EQ_U64(softgpu_cpu_read64(f.a, x, 0), t_rand(&s));   /* the rest is the CPU's pattern */
+    T_EQ(softgpu_checked(f.a, NULL), 0);
     tx_close(&f);
 }
 

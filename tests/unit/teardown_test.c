@@ -20,7 +20,7 @@
  * would block context destruction until reset exists).
  */
 #include "iso_common.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +147,7 @@ static void load_start(struct iso_fx *f, struct td_load *l)
 static vidmm_status mr_nowait(struct iso_fx *f, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
                               uint32_t n)
 {
-    return sg_make_resident_nowait(f->a, dev, queue, l, n, NULL);
+    return softgpu_make_resident_nowait(f->a, dev, queue, l, n, NULL);
 }
 
 /* Long virtual work on the graphics and compute nodes over big[0..3]

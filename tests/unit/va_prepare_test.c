@@ -29,7 +29,7 @@
 #include "harness/fault_alloc.h"
 #include "harness/rules_check.h"
 #include "harness/test.h"
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 #include "va/va_space.h"
 #include "vidmm/host_alloc.h"
 #include "vidmm/tdr.h"
@@ -264,7 +264,7 @@ static void unmap_object_needs_nothing(void)
 #define FAR    (UINT64_C(1) << 38) /* a part of the space no table covers yet */
 
 struct px {
-    struct sg_fx f;
+    struct softgpu_fx f;
     vidmm_handle proc;
     vidmm_handle al[2];
     uint64_t big_va;   /* al[0] mapped with 64 KB entries */
@@ -316,7 +316,7 @@ static void px_dump(struct px *x, struct dump *d)
 
 static int px_checked(struct px *x)
 {
-    int e = sg_checked(x->f.a, x->f.sg);
+    int e = softgpu_checked(x->f.a, x->f.sg);
     char rep[2048];
     struct rc_objects o;
     memset(&o, 0, sizeof o);
@@ -337,11 +337,11 @@ static int px_checked(struct px *x)
 static int px_open(struct px *x)
 {
     memset(x, 0, sizeof *x);
-    if (sg_fx_open(&x->f, 32 * MIB, 32 * MIB, 1))
+    if (softgpu_fx_open(&x->f, 32 * MIB, 32 * MIB, 1))
         return -1;
     T_ST(vidmm_process_create(x->f.a, &x->proc), VIDMM_OK);
-    x->al[0] = sg_new_alloc(x->f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 1 * MIB, 11, 1);
-    x->al[1] = sg_new_alloc(x->f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256 * KIB, 12, 1);
+    x->al[0] = softgpu_new_alloc(x->f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 1 * MIB, 11, 1);
+    x->al[1] = softgpu_new_alloc(x->f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256 * KIB, 12, 1);
     if (!x->proc || !x->al[0] || !x->al[1])
         return -1;
     uint64_t va;
@@ -417,7 +417,7 @@ static void gpuva_fails_cleanly(void)
             struct px x;
             if (px_open(&x)) {
                 T_CHECK(0);
-                sg_fx_close(&x.f);
+                softgpu_fx_close(&x.f);
                 break;
             }
             px_dump(&x, &before);
@@ -443,7 +443,7 @@ static void gpuva_fails_cleanly(void)
             }
             T_ST(st, VIDMM_OK);
             T_EQ(px_checked(&x), 0);
-            sg_fx_close(&x.f);
+            softgpu_fx_close(&x.f);
             if (done || st != VIDMM_OK)
                 break;
         }
@@ -486,16 +486,16 @@ static void commit_write_refused(void)
     ops.build_paging_buffer = refusing_build;
     refuse_pt_updates = 0;
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", 32 * MIB, 32 * MIB, 1);
+    softgpu_fixture_config(&cfg, "dgpu", 32 * MIB, 32 * MIB, 1);
     struct px x;
     memset(&x, 0, sizeof x);
-    if (sg_open(&x.f.fa, &cfg, &ops, 0, &x.f.sg, &x.f.a)) {
+    if (softgpu_open(&x.f.fa, &cfg, &ops, 0, &x.f.sg, &x.f.a)) {
         T_CHECK(0);
         return;
     }
     T_ST(vidmm_process_create(x.f.a, &x.proc), VIDMM_OK);
-    x.al[0] = sg_new_alloc(x.f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 1 * MIB, 11, 1);
-    x.al[1] = sg_new_alloc(x.f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256 * KIB, 12, 1);
+    x.al[0] = softgpu_new_alloc(x.f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 1 * MIB, 11, 1);
+    x.al[1] = softgpu_new_alloc(x.f.a, SOFTGPU_ALLOC_EXPLICIT, VIDMM_SEGMENT_BIT(1) | VIDMM_SEGMENT_BIT(2), 256 * KIB, 12, 1);
     uint64_t va = 0, va2 = 0;
     T_ST(vidmm_gpuva_map(x.f.a, x.proc, 16 * MIB, 0, 0, x.al[0], 0, 1 * MIB, 0, 0, &va), VIDMM_OK);
     T_EQ(px_checked(&x), 0);
@@ -522,7 +522,7 @@ static void commit_write_refused(void)
     T_ST(vidmm_gpuva_unmap(x.f.a, x.proc, 16 * MIB + 1 * MIB, 256 * KIB), VIDMM_OK);
     T_ST(vidmm_gpuva_map(x.f.a, x.proc, 0, 0, 0, x.al[1], 0, 256 * KIB, 0, 0, &va2), VIDMM_OK);
     T_EQ(px_checked(&x), 0);
-    sg_fx_close(&x.f);
+    softgpu_fx_close(&x.f);
 }
 
 void suite_va_prepare(void);

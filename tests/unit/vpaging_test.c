@@ -1119,7 +1119,7 @@ static void merged_fault(void)
     struct vp_fx f;
     if (vp_open(&f, &c))
         return;
-    const uint64_t size = SG_CHUNK + AC_KIB(64);
+    const uint64_t size = SOFTGPU_CHUNK + AC_KIB(64);
     vidmm_handle proc, src, dst;
     T_ST(vidmm_process_create(f.a, &proc), VIDMM_OK);
     T_ST(ac_create(f.a, B(1), 0, VIDMM_ALLOC_CPU_VISIBLE, size, &src), VIDMM_OK);
@@ -1131,7 +1131,7 @@ static void merged_fault(void)
     T_ST(vidmm_gpuva_map(f.a, proc, 0, 0, 0, src, 0, size, 0, 0, &vs), VIDMM_OK);
     T_ST(vidmm_gpuva_reserve(f.a, proc, 0, 0, 0, 2 * size, VIDMM_GPUVA_RESERVE_NO_ACCESS, &vd), VIDMM_OK);
     vd = (vd + AC_MIB(2) - 1) & ~(AC_MIB(2) - 1);
-    T_ST(vidmm_gpuva_map(f.a, proc, vd, 0, 0, dst, 0, SG_CHUNK, 0, 0, &vd), VIDMM_OK);
+    T_ST(vidmm_gpuva_map(f.a, proc, vd, 0, 0, dst, 0, SOFTGPU_CHUNK, 0, 0, &vd), VIDMM_OK);
     struct vidmm_physical_address root;
     T_ST(vidmm_process_root_page_table(f.a, proc, &root), VIDMM_OK);
     struct vidmm_build_paging_buffer_args a;
@@ -1168,7 +1168,7 @@ static void merged_fault(void)
 /* ---- softgpu's encoding of the virtual ops -------------------------------- */
 
 struct vcmd {
-    struct sg_cmd_hdr hdr;
+    struct softgpu_cmd_hdr hdr;
     uint32_t root_segment, root_entries;
     uint64_t root, context, src, dst_va, size;
 };
@@ -1187,7 +1187,7 @@ static void encoding(void)
     struct vidmm_build_paging_buffer_args a;
     memset(&a, 0, sizeof a);
     a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
-    const uint64_t size = 2 * SG_CHUNK + AC_KIB(8);   /* three commands */
+    const uint64_t size = 2 * SOFTGPU_CHUNK + AC_KIB(8);   /* three commands */
     a.u.transfer_virtual.transfer_size_in_bytes = size;
     a.u.transfer_virtual.source_virtual_address = AC_MIB(32);
     a.u.transfer_virtual.destination_virtual_address = AC_MIB(512);
@@ -1208,9 +1208,9 @@ static void encoding(void)
         T_EQ(buf[0].hdr.opcode, VIDMM_PAGING_TRANSFER_VIRTUAL);
         /* FIRST on the first command; every one carries the class of the
          * whole operation (40 MiB: 2^25) for the copy path's choice. */
-        T_EQ((buf[0].hdr.flags & SG_CMDF_FIRST), (call == 0 ? SG_CMDF_FIRST : 0u));
-        T_EQ(SG_CMDF_CLASS_OF(buf[0].hdr.flags), 25u);
-        T_EQ((buf[0].hdr.flags & ~(SG_CMDF_FIRST | SG_CMDF_CLASS_MASK)), 0u);
+        T_EQ((buf[0].hdr.flags & SOFTGPU_CMDF_FIRST), (call == 0 ? SOFTGPU_CMDF_FIRST : 0u));
+        T_EQ(SOFTGPU_CMDF_CLASS_OF(buf[0].hdr.flags), 25u);
+        T_EQ((buf[0].hdr.flags & ~(SOFTGPU_CMDF_FIRST | SOFTGPU_CMDF_CLASS_MASK)), 0u);
         T_EQ(buf[0].hdr.size, VCMD);
         T_EQ(buf[0].root_segment, 2);
         T_EQ_U64(buf[0].root, AC_KIB(64));
@@ -1236,7 +1236,7 @@ static void encoding(void)
     /* FILL_VIRTUAL: the pattern in the command, its phase kept. */
     memset(&a, 0, sizeof a);
     a.operation = VIDMM_PAGING_FILL_VIRTUAL;
-    a.u.fill_virtual.fill_size_in_bytes = SG_CHUNK + 4096;
+    a.u.fill_virtual.fill_size_in_bytes = SOFTGPU_CHUNK + 4096;
     a.u.fill_virtual.fill_pattern = 0x01020304u;
     a.u.fill_virtual.destination_virtual_address = AC_MIB(64);
     a.u.fill_virtual.root_page_table_address.segment_id = 2;
@@ -1247,11 +1247,11 @@ static void encoding(void)
     T_EQ(buf[0].hdr.opcode, VIDMM_PAGING_FILL_VIRTUAL);
     T_EQ_U64(buf[0].src, 0x01020304u);
     T_EQ_U64(buf[1].src, 0x01020304u);
-    T_EQ_U64(buf[1].dst_va, AC_MIB(64) + SG_CHUNK);
+    T_EQ_U64(buf[1].dst_va, AC_MIB(64) + SOFTGPU_CHUNK);
     T_EQ_U64(buf[1].size, 4096);
     /* Submission checks every command: a corrupted one is refused and
      * nothing runs. */
-    buf[1].size = SG_CHUNK + 1;
+    buf[1].size = SOFTGPU_CHUNK + 1;
     struct vidmm_submit_command_args s = { NULL, buf, 2 * VCMD, VIDMM_SUBMIT_PAGING, 1 };
     T_ST(sgo()->submit_command(sg, &s), VIDMM_E_INVALID_ARG);
     buf[1].size = 4096;

@@ -3,7 +3,8 @@
 # its own tests (tests/vkgpu/vkgpu_test.c), the driver conformance kit
 # through the vkgpu.so plug-in, and the tool's info and demo on it; then,
 # where build/lavapipe-backports holds lavapipe 25, the tests again on it
-# with GpuMmu through sparse binding required.  The tool's scenarios,
+# with GpuMmu through sparse binding required, and the kit and the demo
+# with GpuMmu paging (4 KiB and 64 KB pages).  The tool's scenarios,
 # generated scenarios and a recorded trace run on vkgpu with the rules
 # checker after every call (vk_scenarios below), on both.
 # Prints "vkgpu: N passed, M failed".  Usage: tests/vkgpu/run.sh BUILD_DIR
@@ -113,6 +114,17 @@ if [ -e "$lvp/root/.done" ]; then
     grep -E "^(device|sparse):" "$out"
     if "$b/vidmm" drvcheck --driver vkgpu --options gpummu=1 >"$out" 2>&1 && grep -q " 0 failed, 0 skipped" "$out"
     then ok; else bad "drvcheck --driver vkgpu --options gpummu=1 on lavapipe 25"; fi
+    # ---- GpuMmu paging on lavapipe 25: content moves as TRANSFER_VIRTUAL
+    # through the paging process's sparse buffer, and 64 KB pages (page64:
+    # 16 sparse blocks per page): the conformance kit and the demo's 3x
+    # over-commitment, every byte read back.
+    if "$b/vidmm" drvcheck --driver vkgpu --options gpummu=1,page64=1 >"$out" 2>&1 && grep -q " 0 failed, 0 skipped" "$out"
+    then ok; else bad "drvcheck --driver vkgpu --options gpummu=1,page64=1 on lavapipe 25"; fi
+    for o in gpummu=1 gpummu=1,page64=1; do
+      if VIDMM_DRIVER_OPTIONS=$o "$b/vidmm" demo --driver vkgpu >"$out" 2>&1 && grep -q "^demo ok" "$out"; then ok
+      else bad "demo --driver vkgpu with $o on lavapipe 25"; fi
+    done
+    # ---- end of GpuMmu paging
     vk_scenarios gpummu=1 " (lavapipe 25, gpummu=1)"
     "$b/vidmm" run tests/scenarios/evict-faults.scn --driver vkgpu --options gpummu=1 >"$out.rep" 2>"$out"
     if grep -q "(GpuMmu)" "$out.rep" && ! grep -q "refused on driver" "$out"; then ok

@@ -32,6 +32,7 @@ void t_set_seed(uint64_t s);
 int t_summary(void);
 
 #define MIB (1ull << 20)
+#define VK_REC_COPY_FOR_TEST 1u      /* vkgpu's paging record opcode for COPY (vkgpu/vkgpu_int.h) */
 
 struct fx {
     struct vkgpu *gpu;
@@ -40,7 +41,22 @@ struct fx {
     uint32_t nseg, ap;             /* memory segments 1..nseg, the aperture */
 };
 
+/* gpummu: 0 physical mode, FX_GPUMMU GpuMmu through sparse binding,
+ * FX_PAGE64 the same with 64 KB pages (page64).  Returns 1 when the
+ * device cannot (no sparse binding). */
+#define FX_GPUMMU 1u
+#define FX_PAGE64 2u
 static int fx_open_mmu(struct fx *f, uint64_t heap_cap, uint64_t arena, uint32_t gpummu);
+
+/* A device without sparse binding: says so and passes, unless
+ * VKGPU_REQUIRE_SPARSE=1 (tests/vkgpu/run.sh on lavapipe 25). */
+static void no_sparse(const char *test)
+{
+    const char *req = getenv("VKGPU_REQUIRE_SPARSE");
+    printf("%s: the device has no sparse binding (lavapipe 22.3); %s\n", test,
+           req && *req == '1' ? "required: FAILED" : "not tested here");
+    T_CHECK(!(req && *req == '1'));
+}
 
 static int fx_open(struct fx *f, uint64_t heap_cap, uint64_t arena)
 {
@@ -58,7 +74,9 @@ static int fx_open_mmu(struct fx *f, uint64_t heap_cap, uint64_t arena, uint32_t
     c.heap_cap = heap_cap;
     c.arena_size = arena;
     c.aperture_size = 64 * MIB;
-    c.gpummu = gpummu;
+    c.gpummu = gpummu != 0;
+    c.page64 = gpummu == FX_PAGE64;
+    c.notify_page_fault = vidmm_cb_notify_page_fault;
     c.error_message = err;
     c.error_message_size = sizeof err;
     vidmm_status st = vkgpu_create(&c, &f->gpu);
@@ -214,10 +232,15 @@ static void test_open(void)
 #define OC_SIZE MIB
 #define OC_MAX 128
 
-static void test_overcommit(void)
+static void overcommit(uint32_t mode, const char *name)
 {
     struct fx f;
-    if (fx_open(&f, 32 * MIB, 16 * MIB) < 0) {
+    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, mode);
+    if (rc == 1) {
+        no_sparse(name);
+        return;
+    }
+    if (rc < 0) {
         T_CHECK(!"vkgpu opens on the Vulkan device");
         return;
     }
@@ -296,10 +319,12 @@ static void test_overcommit(void)
     vidmm_residency_get_stats(f.a, &rs);
     struct vkgpu_device_info after;
     vkgpu_query_device(f.gpu, &after);
-    printf("overcommit: %u x 1 MiB on 32 MiB: %llu evictions, %llu restores, %llu moves; vkgpu: %llu copies "
-           "(%llu MiB), %llu imports\n", made, (unsigned long long)rs.evictions, (unsigned long long)rs.restores,
-           (unsigned long long)moved, (unsigned long long)(after.copy_commands - before.copy_commands),
+    printf("%s: %u x 1 MiB on 32 MiB: %llu evictions, %llu restores, %llu moves; vkgpu: %llu copies "
+           "(%llu MiB, %llu MiB virtual), %llu imports\n", name, made, (unsigned long long)rs.evictions,
+           (unsigned long long)rs.restores, (unsigned long long)moved,
+           (unsigned long long)(after.copy_commands - before.copy_commands),
            (unsigned long long)((after.copy_bytes - before.copy_bytes) >> 20),
+           (unsigned long long)((after.virtual_copy_bytes - before.virtual_copy_bytes) >> 20),
            (unsigned long long)(after.host_imports - before.host_imports));
     T_CHECK(rs.evictions > 32 && rs.restores > 32);
     /* The bytes went through the Vulkan queue: at least every eviction,
@@ -307,9 +332,49 @@ static void test_overcommit(void)
     T_CHECK(after.copy_bytes - before.copy_bytes >= rs.bytes_evicted + rs.bytes_restored);
     T_CHECK(after.host_imports > before.host_imports);
     T_CHECK(fx_sound(&f));
+    struct vidmm_paging_process_info pp;
+    vidmm_status pst = vidmm_adapter_query_paging_process(f.a, &pp);
+    if (mode) {
+        /* GpuMmu: every content move was a TRANSFER_VIRTUAL (or
+         * FILL_VIRTUAL) through the paging process's sparse buffer. */
+        T_ST(pst, VIDMM_OK);
+        T_CHECK(after.virtual_copy_bytes - before.virtual_copy_bytes >= rs.bytes_evicted + rs.bytes_restored);
+        T_EQ_U64(after.paging_faults, 0);
+        T_EQ_U64(pp.faults, 0);
+        T_CHECK(pp.moves > 0 && pp.chunks >= pp.moves);
+        T_EQ(after.page_size, mode == FX_PAGE64 || after.sparse_block > 4096 ? 65536 : 4096);
+        /* 64 KB pages: the local sides went through the 64 KB windows. */
+        T_CHECK(after.page_size != 65536 || pp.chunks_64k > 0);
+        printf("%s: paging process: %llu moves in %llu chunks (%llu through 64 KB windows), %llu KiB filled; "
+               "%llu sparse binds in %llu vkQueueBindSparse\n", name, (unsigned long long)pp.moves,
+               (unsigned long long)pp.chunks, (unsigned long long)pp.chunks_64k,
+               (unsigned long long)(after.virtual_fill_bytes >> 10),
+               (unsigned long long)(after.sparse_binds - before.sparse_binds),
+               (unsigned long long)(after.bind_batches - before.bind_batches));
+    } else {
+        T_ST(pst, VIDMM_E_NOT_SUPPORTED);          /* physical mode: plain TRANSFER / FILL */
+        T_EQ_U64(after.virtual_copy_bytes, 0);
+    }
     for (uint32_t i = 0; i < made; i++)
         vidmm_allocation_destroy(f.a, h[i]);
     fx_close(&f);
+}
+
+static void test_overcommit(void)
+{
+    overcommit(0, "overcommit");
+}
+
+/* The same through TRANSFER_VIRTUAL on lavapipe 25. */
+static void test_overcommit_virtual(void)
+{
+    overcommit(FX_GPUMMU, "overcommit virtual");
+}
+
+/* And with 64 KB pages: 64 KB-page segments, 64 KiB binds. */
+static void test_overcommit_page64(void)
+{
+    overcommit(FX_PAGE64, "overcommit page64");
 }
 
 /* ------------------------------------------------------------------ */
@@ -414,10 +479,15 @@ static void test_physical(void)
 
 /* ------------------------------------------------------------------ */
 
-static void test_device_loss(void)
+static void device_loss(uint32_t mode)
 {
     struct fx f;
-    if (fx_open(&f, 32 * MIB, 16 * MIB) < 0) {
+    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, mode);
+    if (rc == 1) {
+        no_sparse("device loss with GpuMmu");
+        return;
+    }
+    if (rc < 0) {
         T_CHECK(!"vkgpu opens on the Vulkan device");
         return;
     }
@@ -451,8 +521,10 @@ static void test_device_loss(void)
     /* On a GPU the new VkDevice's arenas may land elsewhere: vkgpu then
      * refuses the reset and vidmm puts the devices in the error state
      * (docs/VKGPU.md).  A CPU device's arenas are vkgpu's own host memory
-     * and always come back in place. */
-    if (di.device_type != 4 /* VK_PHYSICAL_DEVICE_TYPE_CPU */ && di.device_recreations == 0) {
+     * and always come back in place, except with GpuMmu, where they are
+     * the driver's own allocations (lavapipe binds only those) and land
+     * wherever its allocator puts them (elsewhere under ASan). */
+    if ((di.device_type != 4 /* VK_PHYSICAL_DEVICE_TYPE_CPU */ || mode) && di.device_recreations == 0) {
         struct vidmm_device_info dv;
         T_ST(vidmm_device_query(f.a, f.dev, &dv), VIDMM_OK);
         T_CHECK(dv.lost);
@@ -498,6 +570,19 @@ static void test_device_loss(void)
     fx_close(&f);
 }
 
+static void test_device_loss(void)
+{
+    device_loss(0);
+}
+
+/* With GpuMmu (lavapipe 25): the sparse buffers and the order timeline
+ * go with the lost device and come back with the new one, or the reset
+ * is refused when the arenas moved. */
+static void test_device_loss_gpummu(void)
+{
+    device_loss(FX_GPUMMU);
+}
+
 /* ------------------------------------------------------------------ */
 
 static void no_fence(struct vidmm_adapter *a, uint64_t f)
@@ -534,6 +619,13 @@ static void test_api(void)
     T_ST(vkgpu_wait_idle(NULL), VIDMM_E_INVALID_ARG);
     T_ST(vkgpu_query_device(NULL, NULL), VIDMM_E_INVALID_ARG);
     T_ST(vkgpu_inject_device_loss(NULL), VIDMM_E_INVALID_ARG);
+    T_ST(vkgpu_hold_queue(NULL, 1), VIDMM_E_INVALID_ARG);
+    c.page64 = 1;                                             /* 64 KB pages are GpuMmu's */
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    c.page64 = 0;
+    c.gpummu = 2;
+    T_ST(vkgpu_create(&c, &g), VIDMM_E_INVALID_ARG);
+    c.gpummu = 0;
     vkgpu_destroy(NULL);
     char list[512];
     T_ST(vkgpu_list_devices(list, sizeof list), VIDMM_OK);
@@ -587,9 +679,19 @@ static void test_api(void)
     a.u.fill.destination_segment_address = d[0].base_address + d[0].size - 4;
     T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
     T_EQ(a.dma_size, sizeof buf);                              /* nothing written */
-    /* UPDATE_PAGE_TABLE without GpuMmu, and a patch outside the buffer. */
+    /* UPDATE_PAGE_TABLE and the virtual moves without GpuMmu, a hold
+     * that is neither 0 nor 1, and a patch outside the buffer. */
     a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
     T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    memset(&a.u, 0, sizeof a.u);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    a.u.transfer_virtual.transfer_size_in_bytes = 4096;
+    a.u.transfer_virtual.root_page_table_address.segment_offset = 4096;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.operation = VIDMM_PAGING_FILL_VIRTUAL;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    T_EQ(a.dma_size, sizeof buf);
+    T_ST(vkgpu_hold_queue(g, 2), VIDMM_E_INVALID_ARG);
     struct vidmm_allocation_list_entry e = { NULL, 0, 1, 0, 4096 };
     struct vidmm_patch_location pl = { 0, 0, 0, 0, 64, 0 };
     struct vidmm_patch_args pa;
@@ -606,6 +708,92 @@ static void test_api(void)
     T_CHECK(memcmp(before, buf, sizeof buf) == 0);
     T_ST(vkgpu_wait_idle(g), VIDMM_OK);
     vkgpu_destroy(g);
+}
+
+/* Malformed virtual paging requests on a GpuMmu device: refused at build
+ * (nothing written) or, as records vkgpu did not write, at submission. */
+static void test_api_virtual(void)
+{
+    struct vkgpu *g = NULL;
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.notify_fence = no_fence;
+    c.heap_cap = 16 * MIB;
+    c.gpummu = 1;
+    if (vkgpu_create(&c, &g) == VIDMM_E_NOT_SUPPORTED) {
+        no_sparse("api_virtual");
+        return;
+    }
+    T_CHECK(g != NULL);
+    if (!g)
+        return;
+    const struct vidmm_driver_ops *ops = vkgpu_driver_ops();
+    uint64_t *root = aligned_alloc(4096, 4096);
+    uint8_t buf[256];
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    a.operation = VIDMM_PAGING_FILL_VIRTUAL;
+    struct vidmm_paging_fill_virtual *f = &a.u.fill_virtual;
+    f->fill_size_in_bytes = 8192;
+    f->destination_virtual_address = 1 << 20;
+    f->root_page_table_address.segment_offset = (uint64_t)(uintptr_t)root;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_OK);          /* the control: 2 records */
+    T_EQ(a.dma_size, sizeof buf - 64);
+    uint8_t good[64];
+    memcpy(good, buf, sizeof good);
+    a.dma_buffer = buf;
+    a.dma_size = sizeof buf;
+    f->fill_size_in_bytes = 6;                                /* whole words only */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    f->fill_size_in_bytes = 4096;
+    f->destination_virtual_address = (256ull << 20) - 2048;   /* past the 256 MiB VA */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    f->destination_virtual_address = 0;
+    f->root_page_table_address.segment_id = 1;                /* tables are host memory */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    f->root_page_table_address.segment_id = 0;
+    f->root_page_table_address.segment_offset += 8;           /* not a table */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    memset(&a.u, 0, sizeof a.u);
+    a.u.transfer_virtual.transfer_size_in_bytes = 4096;
+    a.u.transfer_virtual.root_page_table_address.segment_offset = (uint64_t)(uintptr_t)root;
+    a.u.transfer_virtual.flags = 0x4;                         /* unknown flag */
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    a.u.transfer_virtual.flags = 0;
+    a.u.transfer_virtual.transfer_direction = 3;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    T_EQ(a.dma_size, sizeof buf);                             /* nothing written by any */
+    /* 64 KB entries on 4 KiB pages: not what vkgpu declared. */
+    struct vidmm_pte e;
+    memset(&e, 0, sizeof e);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    memset(&a.u, 0, sizeof a.u);
+    a.u.update_page_table.flags = VIDMM_UPDATE_PT_USE_64KB_PAGES;
+    a.u.update_page_table.page_table_address.segment_offset = (uint64_t)(uintptr_t)root;
+    a.u.update_page_table.page_table_entries = &e;
+    a.u.update_page_table.num_page_table_entries = 1;
+    T_ST(ops->build_paging_buffer(g, &a), VIDMM_E_INVALID_ARG);
+    /* A VFILL without its root record, and one whose root record is
+     * something else: refused whole at submission. */
+    struct vidmm_submit_command_args s;
+    memset(&s, 0, sizeof s);
+    s.dma_buffer = good;
+    s.dma_buffer_size = 32;
+    s.fence = 1;
+    T_ST(ops->submit_command(g, &s), VIDMM_E_INVALID_ARG);
+    uint32_t op = VK_REC_COPY_FOR_TEST;
+    memcpy(good + 32, &op, sizeof op);
+    s.dma_buffer_size = 64;
+    T_ST(ops->submit_command(g, &s), VIDMM_E_INVALID_ARG);
+    struct vkgpu_device_info di;
+    vkgpu_query_device(g, &di);
+    T_EQ_U64(di.submissions, 0);
+    T_ST(vkgpu_wait_idle(g), VIDMM_OK);
+    vkgpu_destroy(g);
+    free(root);
 }
 
 /* ------------------------------------------------------------------ */
@@ -710,15 +898,12 @@ static vidmm_status sp_run(struct fx *f, vidmm_handle ctx, uint64_t va, uint32_t
 /* GpuMmu through sparse binding: a GPU VA that stays the same while its
  * pages move between arenas and through system memory, read by GPU
  * commands each time. */
-static void test_sparse(void)
+static void sparse(uint32_t mode, const char *name)
 {
     struct fx f;
-    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, 1);
+    int rc = fx_open_mmu(&f, 32 * MIB, 16 * MIB, mode);
     if (rc == 1) {
-        const char *req = getenv("VKGPU_REQUIRE_SPARSE");
-        printf("sparse: the device has no sparse binding (lavapipe 22.3); %s\n",
-               req && *req == '1' ? "required: FAILED" : "not tested here");
-        T_CHECK(!(req && *req == '1'));
+        no_sparse(name);
         return;
     }
     if (rc < 0) {
@@ -774,9 +959,13 @@ static void test_sparse(void)
         T_CHECK(fx_sound(&f));
     }
     vkgpu_query_device(f.gpu, &after);
-    printf("sparse: one GPU VA read 4 times across %u moves and an eviction: %llu sparse binds\n", moves,
-           (unsigned long long)(after.sparse_binds - before.sparse_binds));
+    printf("%s: one GPU VA read 4 times across %u moves and an eviction: %llu sparse binds of %u KiB pages\n", name,
+           moves, (unsigned long long)(after.sparse_binds - before.sparse_binds), after.page_size >> 10);
     T_CHECK(after.sparse_binds > before.sparse_binds);
+    T_EQ(after.page_size, mode == FX_PAGE64 || after.sparse_block > 4096 ? 65536 : 4096);
+    struct vidmm_segment_info si;
+    T_ST(vidmm_segment_query(f.a, 1, &si), VIDMM_OK);
+    T_EQ(si.page_size, after.page_size);
     /* A command naming an unmapped VA is refused before anything runs. */
     struct vkgpu_cmd wild = { VKGPU_CMD_FILL, 0, 0, 200ull << 20, 4096 };
     T_ST(vidmm_allocation_lock(f.a, c, &p), VIDMM_OK);
@@ -791,6 +980,308 @@ static void test_sparse(void)
     fx_close(&f);
 }
 
+/* ------------------------------------------------------------------ */
+
+/* The ordering of binds with the queue, on the driver alone: a context's
+ * copy into a page, the re-bind of that page to another arena (a paging
+ * buffer's UPDATE_PAGE_TABLE) and a context's read of the page after it
+ * are all queued while the queue is held at a gate, so that only the
+ * device's semaphores can order them.  The copy must land in the old
+ * page, the read must see the new one.  Then TRANSFER_VIRTUAL through
+ * the same root (a memory page to host pages) and one over a hole
+ * (skipped, reported as a page fault before its fence). */
+
+static pthread_mutex_t od_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t od_paging, od_context, od_fault_va, od_faults, od_fault_ctx;
+
+static void od_fence(struct vidmm_adapter *a, uint64_t f)
+{
+    (void)a;
+    pthread_mutex_lock(&od_lock);
+    od_paging = f;
+    pthread_mutex_unlock(&od_lock);
+}
+
+static void od_context_fence(struct vidmm_adapter *a, uint64_t c, uint32_t node, uint64_t f)
+{
+    (void)a;
+    (void)c;
+    (void)node;
+    pthread_mutex_lock(&od_lock);
+    od_context = f;
+    pthread_mutex_unlock(&od_lock);
+}
+
+static void od_fault(struct vidmm_adapter *a, uint64_t c, uint64_t va, uint32_t flags)
+{
+    (void)a;
+    (void)flags;
+    pthread_mutex_lock(&od_lock);
+    od_faults++;
+    od_fault_va = va;
+    od_fault_ctx = c;
+    pthread_mutex_unlock(&od_lock);
+}
+
+static void od_seen(uint64_t *paging, uint64_t *context)
+{
+    pthread_mutex_lock(&od_lock);
+    *paging = od_paging;
+    *context = od_context;
+    pthread_mutex_unlock(&od_lock);
+}
+
+struct od {
+    struct vkgpu *g;
+    const struct vidmm_driver_ops *ops;
+    uint64_t fence;                /* the last paging fence submitted */
+    uint64_t unit;                 /* the page: 4 KiB or 64 KiB */
+    uint64_t *root, *leaf;         /* host tables */
+};
+
+/* One paging buffer of one built operation, submitted with the next fence. */
+static vidmm_status od_paging_op(struct od *o, struct vidmm_build_paging_buffer_args *a)
+{
+    uint8_t buf[8192];
+    a->dma_buffer = buf;
+    a->dma_size = sizeof buf;
+    vidmm_status st = o->ops->build_paging_buffer(o->g, a);
+    if (st < 0)
+        return st;
+    struct vidmm_submit_command_args sc;
+    memset(&sc, 0, sizeof sc);
+    sc.dma_buffer = buf;
+    sc.dma_buffer_size = (uint32_t)(sizeof buf - a->dma_size);
+    sc.flags = VIDMM_SUBMIT_PAGING;
+    sc.fence = o->fence + 1;
+    st = o->ops->submit_command(o->g, &sc);
+    if (st >= 0)
+        o->fence++;
+    return st;
+}
+
+/* Entries [first, first + n) of the leaf (or root, level 1) map
+ * consecutive 4 KiB frames of segment seg from byte off (seg 0: host
+ * address off), n = 0 entries invalid when seg is ~0u. */
+static vidmm_status od_map(struct od *o, uint32_t level, uint32_t first, uint32_t n, uint32_t seg, uint64_t off)
+{
+    struct vidmm_pte e[512];
+    memset(e, 0, sizeof e);
+    for (uint32_t i = 0; i < n && seg != ~0u; i++) {
+        e[i].flags = VIDMM_PTE_VALID | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+        e[i].page_address = (off >> 12) + i;
+    }
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    struct vidmm_paging_update_page_table *u = &a.u.update_page_table;
+    u->page_table_level = level;
+    u->page_table_address.segment_offset = (uint64_t)(uintptr_t)(level ? o->root : o->leaf);
+    u->page_table_entries = e;
+    u->start_index = first;
+    u->num_page_table_entries = n;
+    return od_paging_op(o, &a);
+}
+
+static vidmm_status od_context_submit(struct od *o, uint64_t va, uint64_t fence)
+{
+    struct vidmm_submit_context_args c;
+    memset(&c, 0, sizeof c);
+    c.context = 0x77;
+    c.dma_buffer_virtual_address = va;
+    c.dma_buffer_size = sizeof(struct vkgpu_cmd);
+    c.fence = fence;
+    return o->ops->submit_command_virtual(o->g, &c);
+}
+
+static void order(uint32_t page64, const char *name)
+{
+    struct od o;
+    memset(&o, 0, sizeof o);
+    struct vkgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.notify_fence = od_fence;
+    c.notify_context_fence = od_context_fence;
+    c.notify_page_fault = od_fault;
+    c.heap_cap = 32 * MIB;
+    c.arena_size = 16 * MIB;
+    c.gpummu = 1;
+    c.page64 = page64;
+    od_paging = od_context = od_faults = 0;
+    if (vkgpu_create(&c, &o.g) == VIDMM_E_NOT_SUPPORTED) {
+        no_sparse(name);
+        return;
+    }
+    T_CHECK(o.g != NULL);
+    if (!o.g)
+        return;
+    o.ops = vkgpu_driver_ops();
+    struct vkgpu_device_info di;
+    vkgpu_query_device(o.g, &di);
+    o.unit = di.page_size;                            /* 64 KiB with page64 or on a 64 KiB-block GPU */
+    T_CHECK(o.unit == (page64 || di.sparse_block > 4096 ? 65536u : 4096u));
+    struct vidmm_segment_descriptor d[4];
+    struct vidmm_query_segment_out qo;
+    memset(&qo, 0, sizeof qo);
+    qo.segment_descriptor = d;
+    qo.segment_descriptor_stride = sizeof d[0];
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &qo, sizeof qo };
+    qo.nb_segment = 3;
+    T_ST(o.ops->query_adapter_info(o.g, &q), VIDMM_OK);
+    uint8_t *m1 = d[0].cpu_translated_address, *m2 = d[1].cpu_translated_address;
+    o.root = aligned_alloc(4096, 4096);
+    o.leaf = aligned_alloc(4096, 4096);
+    uint8_t *host = aligned_alloc(65536, 2 * 65536);
+    if (!m1 || !m2 || !o.root || !o.leaf || !host) {
+        T_CHECK(!"CPU-visible arenas and host tables");
+        goto out;
+    }
+    memset(o.root, 0, 4096);
+    memset(o.leaf, 0, 4096);
+    memset(host, 0xCD, 2 * 65536);
+    const uint64_t U = o.unit, E4 = U / 4096;      /* 4 KiB entries per page */
+    struct vidmm_set_root_page_table_args sr;
+    memset(&sr, 0, sizeof sr);
+    sr.context = 0x77;
+    sr.address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    sr.num_entries = 128;
+    o.ops->set_root_page_table(o.g, &sr);
+    /* VA page k of leaf 0: 0 the commands, 1 the source S, 2 the
+     * destination D, 3 the read-back R (arena 1 pages 0-3); 4 host pages. */
+    struct vidmm_pte re;
+    memset(&re, 0, sizeof re);
+    re.flags = VIDMM_PTE_VALID;
+    re.page_address = (uint64_t)(uintptr_t)o.leaf >> 12;
+    struct vidmm_build_paging_buffer_args a;
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_UPDATE_PAGE_TABLE;
+    a.u.update_page_table.page_table_level = 1;
+    a.u.update_page_table.page_table_address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    a.u.update_page_table.page_table_entries = &re;
+    a.u.update_page_table.num_page_table_entries = 1;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    T_ST(od_map(&o, 0, 0, (uint32_t)(4 * E4), 1, 0), VIDMM_OK);
+    T_ST(od_map(&o, 0, (uint32_t)(4 * E4), (uint32_t)E4, 0, (uint64_t)(uintptr_t)host), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    uint64_t seed = t_seed() ^ 0x0D3Dull;
+    for (uint64_t i = 0; i < U; i++) {
+        m1[U + i] = byte_of(seed, i);                 /* S */
+        m2[i] = byte_of(seed + 1, i);                 /* E, arena 2 page 0 */
+    }
+    memset(m1 + 2 * U, 0, U);                         /* D */
+    memset(m1 + 3 * U, 0xEE, U);                      /* R */
+    struct vkgpu_cmd cmd[2] = { { VKGPU_CMD_COPY, 0, U, 2 * U, U }, { VKGPU_CMD_COPY, 0, 2 * U, 3 * U, U } };
+    memcpy(m1, cmd, sizeof cmd);
+
+    /* Held: the copy S -> D, D re-bound to E, the read D -> R. */
+    uint64_t fence0 = o.fence, pf, cf;
+    T_ST(vkgpu_hold_queue(o.g, 1), VIDMM_OK);
+    T_ST(od_context_submit(&o, 0, 1), VIDMM_OK);
+    T_ST(od_map(&o, 0, (uint32_t)(2 * E4), (uint32_t)E4, 2, 0), VIDMM_OK);
+    T_ST(od_context_submit(&o, sizeof cmd[0], 2), VIDMM_OK);
+    od_seen(&pf, &cf);
+    uint64_t untouched = 0;
+    for (uint64_t i = 0; i < U; i++)
+        untouched += m1[2 * U + i] == 0 && m1[3 * U + i] == 0xEE && m2[i] == byte_of(seed + 1, i);
+    T_EQ_U64(pf, fence0);                             /* all three in flight at once */
+    T_EQ_U64(cf, 0);
+    T_EQ_U64(untouched, U);
+    T_ST(vkgpu_hold_queue(o.g, 0), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    od_seen(&pf, &cf);
+    T_EQ_U64(pf, o.fence);
+    T_EQ_U64(cf, 2);
+    uint64_t d_bad = 0, e_bad = 0, r_bad = 0;
+    for (uint64_t i = 0; i < U; i++) {
+        d_bad += m1[2 * U + i] != byte_of(seed, i);  /* the copy went to the old page */
+        e_bad += m2[i] != byte_of(seed + 1, i);      /* and not to the new one */
+        r_bad += m1[3 * U + i] != byte_of(seed + 1, i); /* the read saw the new page */
+    }
+    T_EQ_U64(d_bad, 0);
+    T_EQ_U64(e_bad, 0);
+    T_EQ_U64(r_bad, 0);
+
+    /* TRANSFER_VIRTUAL from S to the host pages, then one from a hole. */
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_TRANSFER_VIRTUAL;
+    a.u.transfer_virtual.transfer_size_in_bytes = U;
+    a.u.transfer_virtual.source_virtual_address = U;
+    a.u.transfer_virtual.destination_virtual_address = 4 * U;
+    a.u.transfer_virtual.transfer_direction = VIDMM_TRANSFER_LOCAL_TO_SYSTEM;
+    a.u.transfer_virtual.root_page_table_address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    a.u.transfer_virtual.source_virtual_address = 6 * U;   /* never mapped */
+    a.u.transfer_virtual.destination_virtual_address = 3 * U;
+    a.u.transfer_virtual.transfer_direction = VIDMM_TRANSFER_LOCAL_TO_LOCAL;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    uint64_t h_bad = 0;
+    for (uint64_t i = 0; i < U; i++) {
+        h_bad += host[i] != byte_of(seed, i);
+        r_bad += m1[3 * U + i] != byte_of(seed + 1, i);  /* the skipped one wrote nothing */
+    }
+    T_EQ_U64(h_bad, 0);
+    T_EQ_U64(r_bad, 0);
+    pthread_mutex_lock(&od_lock);
+    T_EQ_U64(od_faults, 1);
+    T_EQ_U64(od_fault_va, 6 * U);
+    T_EQ_U64(od_fault_ctx, 0x77);
+    T_EQ_U64(od_paging, o.fence);                     /* its fence still came */
+    pthread_mutex_unlock(&od_lock);
+    /* FILL_VIRTUAL over R (an arena page) and the host pages: two pieces. */
+    memset(&a, 0, sizeof a);
+    a.operation = VIDMM_PAGING_FILL_VIRTUAL;
+    a.u.fill_virtual.fill_size_in_bytes = 2 * U;
+    a.u.fill_virtual.fill_pattern = 0xA1B2C3D4u;
+    a.u.fill_virtual.destination_virtual_address = 3 * U;
+    a.u.fill_virtual.root_page_table_address.segment_offset = (uint64_t)(uintptr_t)o.root;
+    T_ST(od_paging_op(&o, &a), VIDMM_OK);
+    T_ST(vkgpu_wait_idle(o.g), VIDMM_OK);
+    uint64_t f_bad = 0;
+    for (uint64_t i = 0; i < U; i += 4) {
+        uint32_t x, y;
+        memcpy(&x, m1 + 3 * U + i, 4);
+        memcpy(&y, host + i, 4);
+        f_bad += (x != 0xA1B2C3D4u) + (y != 0xA1B2C3D4u);
+    }
+    T_EQ_U64(f_bad, 0);
+    T_CHECK(host[U] == 0xCD);                         /* not a byte past it */
+    vkgpu_query_device(o.g, &di);
+    T_EQ_U64(di.paging_faults, 1);
+    T_EQ_U64(di.virtual_copy_bytes, U);
+    T_EQ_U64(di.virtual_fill_bytes, 2 * U);
+    printf("%s: copy, re-bind and read held in flight at once, kept in order; %llu sparse binds in %llu "
+           "vkQueueBindSparse\n", name, (unsigned long long)di.sparse_binds, (unsigned long long)di.bind_batches);
+    sr.address.segment_offset = 0;                    /* unbound: the buffer goes */
+    o.ops->set_root_page_table(o.g, &sr);
+out:
+    vkgpu_destroy(o.g);
+    free(o.root);
+    free(o.leaf);
+    free(host);
+}
+
+static void test_order(void)
+{
+    order(0, "order");
+}
+
+static void test_order_page64(void)
+{
+    order(1, "order page64");
+}
+
+static void test_sparse(void)
+{
+    sparse(FX_GPUMMU, "sparse");
+}
+
+/* 64 KB pages on lavapipe's 4 KiB blocks: each page 16 blocks bound as one. */
+static void test_sparse_page64(void)
+{
+    sparse(FX_PAGE64, "sparse page64");
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -801,11 +1292,18 @@ int main(int argc, char **argv)
     }
     printf("seed %" PRIu64 "\n", t_seed());
     t_run("vkgpu.api", test_api);
+    t_run("vkgpu.api_virtual", test_api_virtual);
     t_run("vkgpu.open", test_open);
     t_run("vkgpu.overlap", test_overlap);
     t_run("vkgpu.overcommit", test_overcommit);
+    t_run("vkgpu.overcommit_virtual", test_overcommit_virtual);
+    t_run("vkgpu.overcommit_page64", test_overcommit_page64);
     t_run("vkgpu.physical", test_physical);
     t_run("vkgpu.device_loss", test_device_loss);
+    t_run("vkgpu.device_loss_gpummu", test_device_loss_gpummu);
     t_run("vkgpu.sparse", test_sparse);
+    t_run("vkgpu.sparse_page64", test_sparse_page64);
+    t_run("vkgpu.order", test_order);
+    t_run("vkgpu.order_page64", test_order_page64);
     return t_summary();
 }

@@ -8,6 +8,7 @@
 #include "vidmm/vidmm.h"
 
 #include "drvcheck.h"
+#include "plugin.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -106,23 +107,14 @@ int cli_scenarios(void);
 int cli_gen(int argc, char **argv);
 int cli_fuzz_scenarios(int argc, char **argv);
 int cli_shrink(int argc, char **argv);
-/* plugin.c: a driver plug-in (vidmm_driver_entry) instead of softgpu.
- * "vkgpu" names the Vulkan driver's plug-in; any other value is a path. */
+/* plugin.c: a driver plug-in (vidmm_driver_entry) instead of softgpu,
+ * loaded by support/plugin.c as vidmmd loads it.  "vkgpu" names the
+ * Vulkan driver's plug-in; any other value is a path. */
 struct cli_plugin {
-    void *lib;
-    struct drvcheck_driver drv;
+    struct vidmm_plugin plugin;
     struct vidmm_adapter *adapter;
     char error[256];
 };
-const char *cli_plugin_path(const char *driver, char *buf, size_t n);
-/* dlopen + the entry symbol: 0, or 2 after saying why on stderr. */
-int cli_plugin_load(const char *verb, const char *driver, void **lib, drvcheck_ctor *ctor);
-/* Load the plug-in and construct its driver with options (driver-
- * defined, may be NULL); no adapter.  0, or 1/2 after saying why. */
-int cli_plugin_construct(const char *verb, const char *driver, const char *options, struct cli_plugin *p);
-/* Wait for it to go idle, destroy it, unload it (after the adapter on it
- * is closed).  Nothing when none is constructed. */
-void cli_plugin_destroy(struct cli_plugin *p);
 int cli_plugin_info(const char *driver);
 int cli_plugin_demo(const char *driver);
 /* drvcheck.c: the driver conformance kit on softgpu or a plug-in driver. */

@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static vidmm_status sg_wait(void *driver)
+static vidmm_status softgpu_wait(void *driver)
 {
     return softgpu_wait_idle(driver);
 }
 
-static void sg_destroy(void *driver)
+static void softgpu_driver_destroy(void *driver)
 {
     softgpu_destroy(driver);
 }
@@ -31,7 +31,7 @@ static void sg_destroy(void *driver)
 /* A CPU-visible allocation that may live in any of softgpu's memory
  * segments (so over-commitment must evict), described with softgpu's
  * explicit private data.  The segments come from the driver's own query. */
-static size_t sg_private_data(void *driver, uint64_t size, void *buf, size_t capacity)
+static size_t softgpu_private_data(void *driver, uint64_t size, void *buf, size_t capacity)
 {
     const struct vidmm_driver_ops *ops = softgpu_driver_ops();
     struct vidmm_query_segment_out qo;
@@ -95,9 +95,9 @@ static vidmm_status softgpu_ctor(const struct drvcheck_env *env, struct drvcheck
     out->agp_aperture_base = ci.agp_aperture_base;
     out->agp_aperture_size = ci.agp_aperture_size;
     out->signals_through_env = 0;           /* softgpu calls vidmm_cb_notify_fence itself */
-    out->wait_idle = sg_wait;
-    out->private_data = sg_private_data;
-    out->destroy = sg_destroy;
+    out->wait_idle = softgpu_wait;
+    out->private_data = softgpu_private_data;
+    out->destroy = softgpu_driver_destroy;
     return VIDMM_OK;
 }
 
@@ -150,10 +150,9 @@ int cli_drvcheck(int argc, char **argv)
         return rc;
     drvcheck_ctor ctor = softgpu_ctor;
     void *lib = NULL;
-    if (path) {                             /* a plug-in, or "vkgpu" (plugin.c) */
-        rc = cli_plugin_load("drvcheck", path, &lib, &ctor);
-        if (rc)
-            return rc;
+    if (path) {                             /* a plug-in, or "vkgpu" (support/plugin.c) */
+        if (vidmm_plugin_load("vidmm drvcheck", path, &lib, &ctor) != VIDMM_PLUGIN_OK)
+            return 2;
     }
     struct drvcheck_result r;
     unsigned failed = drvcheck_run(ctor, options, groups, verbose, stdout, &r);

@@ -1,15 +1,13 @@
 /*
  * plugin.c - the tool on a driver other than softgpu: `--driver NAME`
- * for info, demo, run and replay, and the driver name of `vidmm
- * drvcheck --driver`.
+ * for info and demo, and the driver name of `vidmm drvcheck --driver`.
  *
  * A driver is a plug-in (a shared object exporting vidmm_driver_entry,
  * examples/drvcheck/drvcheck.h), so the tool itself never links a GPU
- * API: `--driver vkgpu` loads vkgpu.so (the Vulkan driver, docs/VKGPU.md)
- * from $VIDMM_VKGPU_PLUGIN, else beside the tool, else the installed
- * plug-in directory; any other value is a path to a plug-in.  The
- * plug-in's constructor gets vidmm's own callbacks, and the adapter is
- * opened on what it returns.
+ * API.  support/plugin.c, the loader vidmmd --driver uses too, finds it
+ * (`--driver vkgpu`: vkgpu.so, the Vulkan driver, docs/VKGPU.md; any
+ * other value is a path to a plug-in) and starts its driver with
+ * vidmm's own callbacks; the adapter is opened on what it returns.
  *
  * The demonstration on a plug-in is driver-neutral (the allocations come
  * from the plug-in's private_data): three times its memory segments in
@@ -20,112 +18,31 @@
 #include "cli.h"
 #include "drvcheck.h"
 
-#include <dlfcn.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#ifndef VIDMM_PLUGIN_DIR
-#define VIDMM_PLUGIN_DIR "/usr/local/lib/vidmm"
-#endif
-
-/* The plug-in file a --driver value names, into buf. */
-const char *cli_plugin_path(const char *driver, char *buf, size_t n)
-{
-    if (strcmp(driver, "vkgpu") != 0)
-        return driver;
-    const char *env = getenv("VIDMM_VKGPU_PLUGIN");
-    if (env && *env)
-        return env;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = 0;
-            snprintf(buf, n, "%s/vkgpu.so", exe);
-            if (access(buf, R_OK) == 0)
-                return buf;
-        }
-    }
-    snprintf(buf, n, "%s/vkgpu.so", VIDMM_PLUGIN_DIR);
-    return buf;
-}
-
-int cli_plugin_load(const char *verb, const char *driver, void **lib, drvcheck_ctor *ctor)
-{
-    char buf[PATH_MAX];
-    const char *path = cli_plugin_path(driver, buf, sizeof buf);
-    *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!*lib) {
-        fprintf(stderr, "vidmm %s: --driver %s: cannot load it: %s%s\n", verb, driver, dlerror(),
-                strcmp(driver, "vkgpu") ? "" : " (vkgpu.so is built where Vulkan is installed: make vkgpu; "
-                                                "VIDMM_VKGPU_PLUGIN names another; docs/VKGPU.md)");
-        return 2;
-    }
-    void *sym = dlsym(*lib, DRVCHECK_ENTRY_SYMBOL);
-    if (!sym) {
-        fprintf(stderr, "vidmm %s: --driver %s: no %s in it (docs/WRITING_A_DRIVER.md)\n", verb, path,
-                DRVCHECK_ENTRY_SYMBOL);
-        dlclose(*lib);
-        return 2;
-    }
-    memcpy(ctor, &sym, sizeof *ctor);        /* POSIX: a data pointer from dlsym names the function */
-    return 0;
-}
-
-int cli_plugin_construct(const char *verb, const char *driver, const char *options, struct cli_plugin *p)
-{
-    memset(p, 0, sizeof *p);
-    drvcheck_ctor ctor;
-    int rc = cli_plugin_load(verb, driver, &p->lib, &ctor);
-    if (rc)
-        return rc;
-    struct drvcheck_env env = { vidmm_cb_notify_fence, vidmm_cb_notify_context_fence, vidmm_cb_notify_page_fault,
-                                options };
-    vidmm_status st = ctor(&env, &p->drv);
-    if (st < 0) {
-        fprintf(stderr, "vidmm %s: --driver %s: the driver did not start: %s%s%s%s\n", verb, driver,
-                vidmm_status_str(st), options ? " (options " : "", options ? options : "", options ? ")" : "");
-        dlclose(p->lib);
-        p->lib = NULL;
-        return 1;
-    }
-    return 0;
-}
-
-void cli_plugin_destroy(struct cli_plugin *p)
-{
-    if (!p->lib)
-        return;
-    if (p->drv.wait_idle)
-        p->drv.wait_idle(p->drv.driver);
-    p->drv.destroy(p->drv.driver);
-    dlclose(p->lib);
-    p->lib = NULL;
-}
 
 /* Opens the adapter on the plug-in's driver.  0, or 1 (said why). */
 static int plugin_open(const char *verb, const char *driver, struct cli_plugin *p)
 {
-    int rc = cli_plugin_construct(verb, driver, getenv("VIDMM_DRIVER_OPTIONS"), p);
-    if (rc)
-        return rc;
-    vidmm_status st;
+    memset(p, 0, sizeof *p);
+    char who[32];
+    snprintf(who, sizeof who, "vidmm %s", verb);
+    enum vidmm_plugin_result rc = vidmm_plugin_start(who, driver, &p->plugin);
+    if (rc != VIDMM_PLUGIN_OK)
+        return rc == VIDMM_PLUGIN_E_START ? 1 : 2;
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
     ci.abi_version = VIDMM_ABI_VERSION;
-    ci.ops = p->drv.ops;
-    ci.driver = p->drv.driver;
-    ci.agp_aperture_base = p->drv.agp_aperture_base;
-    ci.agp_aperture_size = p->drv.agp_aperture_size;
+    ci.ops = p->plugin.drv.ops;
+    ci.driver = p->plugin.drv.driver;
+    ci.agp_aperture_base = p->plugin.drv.agp_aperture_base;
+    ci.agp_aperture_size = p->plugin.drv.agp_aperture_size;
     ci.error_message = p->error;
     ci.error_message_size = sizeof p->error;
-    if ((st = vidmm_adapter_open(&ci, &p->adapter)) < 0) {
+    vidmm_status st = vidmm_adapter_open(&ci, &p->adapter);
+    if (st < 0) {
         fprintf(stderr, "vidmm %s: adapter open failed: %s: %s\n", verb, vidmm_status_str(st), p->error);
-        cli_plugin_destroy(p);
+        vidmm_plugin_stop(&p->plugin);
         return 1;
     }
     return 0;
@@ -134,7 +51,7 @@ static int plugin_open(const char *verb, const char *driver, struct cli_plugin *
 static void plugin_close(struct cli_plugin *p)
 {
     vidmm_adapter_close(p->adapter);
-    cli_plugin_destroy(p);
+    vidmm_plugin_stop(&p->plugin);
 }
 
 int cli_plugin_info(const char *driver)
@@ -145,7 +62,7 @@ int cli_plugin_info(const char *driver)
         return rc;
     struct vidmm_adapter_info ai;
     vidmm_adapter_query_info(p.adapter, &ai);
-    printf("adapter: driver '%s', WDDM %x.%x, caps:%s%s%s%s\n", p.drv.name, ai.wddm_version >> 12,
+    printf("adapter: driver '%s', WDDM %x.%x, caps:%s%s%s%s\n", p.plugin.drv.name, ai.wddm_version >> 12,
            (ai.wddm_version >> 8) & 0xF, (ai.memory_management_caps & VIDMM_CAPS_GPUMMU) ? " GpuMmu" : "",
            (ai.memory_management_caps & VIDMM_CAPS_IOMMU) ? " IoMmu" : "",
            (ai.physical_adapter_flags & VIDMM_ADAPTER_MOVE_PAGING_SUPPORTED) ? " MovePaging" : "",
@@ -222,7 +139,7 @@ int cli_plugin_demo(const char *driver)
     if (rc)
         return rc;
     struct vidmm_adapter *a = p.adapter;
-    printf("== adapter (driver '%s') ==\n", p.drv.name);
+    printf("== adapter (driver '%s') ==\n", p.plugin.drv.name);
     cli_print_segments(a, stdout);
     uint64_t local = 0;
     struct vidmm_adapter_info ai;
@@ -237,7 +154,8 @@ int cli_plugin_demo(const char *driver)
     vidmm_handle proc = 0, dev = 0, q = 0, *h = calloc(n, sizeof *h);
     uint32_t *seed = calloc(n, sizeof *seed);
     unsigned char pd[256];
-    size_t pds = p.drv.private_data ? p.drv.private_data(p.drv.driver, PD_SIZE, pd, sizeof pd) : 0;
+    const struct drvcheck_driver *drv = &p.plugin.drv;
+    size_t pds = drv->private_data ? drv->private_data(drv->driver, PD_SIZE, pd, sizeof pd) : 0;
     int failures = !h || !seed || !pds || vidmm_process_create(a, &proc) < 0 ||
                    vidmm_device_create(a, proc, &dev) < 0 ||
                    vidmm_paging_queue_create(a, dev, VIDMM_PAGING_QUEUE_NORMAL, &q) < 0;

@@ -316,7 +316,7 @@ struct collect {
     struct html_series *series;  /* --html: time series */
     uint64_t frames;             /* a built-in scenario's frames when progress is drawn, else 0 */
     int last_pct;                /* the progress bar's last percentage, -1 = none drawn */
-    struct cli_plugin plugin;    /* the plug-in driver the run is on (plugin.lib NULL: softgpu) */
+    struct vidmm_plugin plugin;  /* the plug-in driver the run is on (plugin.lib NULL: softgpu) */
 };
 
 /* After every call: the HTML report's series and a built-in scenario's
@@ -330,10 +330,17 @@ static void run_observe(struct tr *t, const struct tr_tick *k, void *ctx)
         cli_progress(t->frames ? t->frames - 1 : 0, c->frames, "frames", &c->last_pct);   /* done: before the one running */
 }
 
+/* The plug-in driver, if one was started (after tr_close). */
+static void plugin_stop(struct collect *c)
+{
+    if (c->plugin.lib)
+        vidmm_plugin_stop(&c->plugin);
+}
+
 /* After tr_close: the plug-in driver goes too. */
 static void collect_free(struct collect *c)
 {
-    cli_plugin_destroy(&c->plugin);
+    plugin_stop(c);
     tr_buf_free(&c->timeline);
     html_series_free(c->series);
     c->series = NULL;
@@ -416,8 +423,10 @@ static int start(struct tr *t, const struct tr_header *h, const struct run_optio
     struct tr_header hd = *h;
     if (hd.driver[0]) {
         /* The plug-in the header names, constructed with its options. */
-        if (cli_plugin_construct(o->cmd, hd.driver,
-                                 hd.driver_options[0] ? hd.driver_options : NULL, &c->plugin))
+        char who[32];
+        snprintf(who, sizeof who, "vidmm %s", o->cmd);
+        if (vidmm_plugin_start_options(who, hd.driver, hd.driver_options[0] ? hd.driver_options : NULL, &c->plugin) !=
+            VIDMM_PLUGIN_OK)
             return 1;
         hd.plugin = &c->plugin.drv;
         h = &hd;
@@ -426,20 +435,20 @@ static int start(struct tr *t, const struct tr_header *h, const struct run_optio
         *rec = fopen(o->record, "w");
         if (!*rec) {
             fprintf(stderr, "vidmm: cannot write '%s': %s\n", o->record, strerror(errno));
-            cli_plugin_destroy(&c->plugin);
+            plugin_stop(c);
             return 1;
         }
     }
     if (tr_open(t, h, *rec)) {
         if (*rec)
             fclose(*rec);
-        cli_plugin_destroy(&c->plugin);
+        plugin_stop(c);
         return 1;
     }
     if (tr_enable_rules(t, o->rules)) {
         fprintf(stderr, "vidmm: out of memory for the rules checker\n");
         tr_close(t);
-        cli_plugin_destroy(&c->plugin);
+        plugin_stop(c);
         if (*rec)
             fclose(*rec);
         return 1;

@@ -1,7 +1,7 @@
 /*
- * sg_fixture.c - see sg_fixture.h.
+ * softgpu_fixture.c - see softgpu_fixture.h.
  */
-#include "sg_fixture.h"
+#include "softgpu_fixture.h"
 
 #include "gpuva_common.h"
 #include "harness/test.h"
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sg_config(struct softgpu_config *cfg, const char *preset, uint64_t seg1, uint64_t seg2, int sync)
+void softgpu_fixture_config(struct softgpu_config *cfg, const char *preset, uint64_t seg1, uint64_t seg2, int sync)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->preset = preset;
@@ -19,13 +19,13 @@ void sg_config(struct softgpu_config *cfg, const char *preset, uint64_t seg1, ui
     cfg->synchronous = sync;
 }
 
-int sg_open(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
+int softgpu_open(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
             uint64_t system_memory_limit, struct softgpu **sg, struct vidmm_adapter **a)
 {
-    return sg_open_bounded(fa, cfg, ops, system_memory_limit, 0, sg, a);
+    return softgpu_open_bounded(fa, cfg, ops, system_memory_limit, 0, sg, a);
 }
 
-int sg_open_bounded(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
+int softgpu_open_bounded(struct fault_alloc *fa, const struct softgpu_config *cfg, const struct vidmm_driver_ops *ops,
                     uint64_t system_memory_limit, uint32_t max_processes, struct softgpu **sg,
                     struct vidmm_adapter **a)
 {
@@ -53,24 +53,24 @@ int sg_open_bounded(struct fault_alloc *fa, const struct softgpu_config *cfg, co
     return 0;
 }
 
-int sg_fx_open(struct sg_fx *f, uint64_t seg1, uint64_t seg2, int sync)
+int softgpu_fx_open(struct softgpu_fx *f, uint64_t seg1, uint64_t seg2, int sync)
 {
     memset(f, 0, sizeof(*f));
     struct softgpu_config cfg;
-    sg_config(&cfg, "dgpu", seg1, seg2, sync);
-    return sg_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a);
+    softgpu_fixture_config(&cfg, "dgpu", seg1, seg2, sync);
+    return softgpu_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a);
 }
 
-int sg_fx_open_preset(struct sg_fx *f, const char *preset)
+int softgpu_fx_open_preset(struct softgpu_fx *f, const char *preset)
 {
     int igpu = !strcmp(preset, "igpu");
     memset(f, 0, sizeof(*f));
     struct softgpu_config cfg;
-    sg_config(&cfg, preset, igpu ? 0 : 64ull << 20, igpu ? 0 : 128ull << 20, 0);
-    return sg_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a);
+    softgpu_fixture_config(&cfg, preset, igpu ? 0 : 64ull << 20, igpu ? 0 : 128ull << 20, 0);
+    return softgpu_open(&f->fa, &cfg, NULL, 0, &f->sg, &f->a);
 }
 
-int sg_checked(struct vidmm_adapter *a, struct softgpu *sg)
+int softgpu_checked(struct vidmm_adapter *a, struct softgpu *sg)
 {
     char rep[2048];
     int e = vidmm_adapter_check(a, rep, sizeof rep);
@@ -81,21 +81,21 @@ int sg_checked(struct vidmm_adapter *a, struct softgpu *sg)
     return e;
 }
 
-void sg_close(struct fault_alloc *fa, struct softgpu *sg, struct vidmm_adapter *a)
+void softgpu_close(struct fault_alloc *fa, struct softgpu *sg, struct vidmm_adapter *a)
 {
-    T_EQ(sg_checked(a, NULL), 0);
+    T_EQ(softgpu_checked(a, NULL), 0);
     vidmm_adapter_close(a);
     T_EQ(fa->live_blocks, 0);
     T_EQ(fa->live_bytes, 0);
     softgpu_destroy(sg);
 }
 
-void sg_fx_close(struct sg_fx *f)
+void softgpu_fx_close(struct softgpu_fx *f)
 {
-    sg_close(&f->fa, f->sg, f->a);
+    softgpu_close(&f->fa, f->sg, f->a);
 }
 
-void sg_new_proc(struct vidmm_adapter *a, struct sg_proc *p, uint32_t node, uint32_t mode)
+void softgpu_new_proc(struct vidmm_adapter *a, struct softgpu_proc *p, uint32_t node, uint32_t mode)
 {
     memset(p, 0, sizeof(*p));
     T_ST(vidmm_process_create(a, &p->proc), VIDMM_OK);
@@ -105,7 +105,7 @@ void sg_new_proc(struct vidmm_adapter *a, struct sg_proc *p, uint32_t node, uint
     T_ST(vidmm_context_create(a, p->dev, &cd, &p->ctx), VIDMM_OK);
 }
 
-void sg_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
+void softgpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
              uint32_t flags)
 {
     memset(d, 0, sizeof(*d));
@@ -116,17 +116,17 @@ void sg_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_
     d->info.flags = flags;
 }
 
-void sg_cpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size)
+void softgpu_cpu_desc(struct softgpu_alloc_desc *d, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size)
 {
-    sg_desc(d, kind, set, size, VIDMM_ALLOC_CPU_VISIBLE);
+    softgpu_desc(d, kind, set, size, VIDMM_ALLOC_CPU_VISIBLE);
     d->cpu_visible = 1;
 }
 
-vidmm_handle sg_new_alloc(struct vidmm_adapter *a, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
+vidmm_handle softgpu_new_alloc(struct vidmm_adapter *a, enum softgpu_alloc_kind kind, uint32_t set, uint64_t size,
                           uint64_t seed, int resident)
 {
     struct softgpu_alloc_desc d;
-    sg_cpu_desc(&d, kind, set, size);
+    softgpu_cpu_desc(&d, kind, set, size);
     vidmm_handle h = 0;
     T_ST(vidmm_allocation_create2(a, &d, sizeof(d), resident ? VIDMM_CREATE_RESIDENT : 0, &h), VIDMM_OK);
     if (h && seed)
@@ -134,7 +134,7 @@ vidmm_handle sg_new_alloc(struct vidmm_adapter *a, enum softgpu_alloc_kind kind,
     return h;
 }
 
-uint64_t sg_map(struct vidmm_adapter *a, vidmm_handle proc, vidmm_handle h, uint64_t size)
+uint64_t softgpu_map(struct vidmm_adapter *a, vidmm_handle proc, vidmm_handle h, uint64_t size)
 {
     uint64_t va = 0;
     T_ST(vidmm_gpuva_map(a, proc, 0, 0, 0, h, 0, size, 0, 0, &va), VIDMM_OK);
@@ -156,7 +156,7 @@ static vidmm_status make_resident_raw(struct vidmm_adapter *a, vidmm_handle dev,
     return st;
 }
 
-vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+vidmm_status softgpu_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
                                      const vidmm_handle *l, uint32_t n, uint64_t *fence)
 {
     uint64_t f = 0;
@@ -169,7 +169,7 @@ vidmm_status sg_make_resident_nowait(struct vidmm_adapter *a, vidmm_handle dev, 
     return st;
 }
 
-vidmm_status sg_try_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
+vidmm_status softgpu_try_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue,
                                   const vidmm_handle *l, uint32_t n)
 {
     uint64_t fence = 0;
@@ -179,15 +179,15 @@ vidmm_status sg_try_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vid
     return st;
 }
 
-void sg_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
+void softgpu_make_resident(struct vidmm_adapter *a, vidmm_handle dev, vidmm_handle queue, const vidmm_handle *l,
                       uint32_t n)
 {
     uint64_t fence = 0;
-    if (sg_make_resident_nowait(a, dev, queue, l, n, &fence) == VIDMM_PENDING)
+    if (softgpu_make_resident_nowait(a, dev, queue, l, n, &fence) == VIDMM_PENDING)
         T_ST(vidmm_paging_queue_wait(a, queue, fence, UINT64_MAX), VIDMM_OK);
 }
 
-struct vidmm_allocation_state sg_alloc_state(struct vidmm_adapter *a, vidmm_handle h)
+struct vidmm_allocation_state softgpu_alloc_state(struct vidmm_adapter *a, vidmm_handle h)
 {
     struct vidmm_allocation_state st;
     memset(&st, 0, sizeof(st));
@@ -195,7 +195,7 @@ struct vidmm_allocation_state sg_alloc_state(struct vidmm_adapter *a, vidmm_hand
     return st;
 }
 
-void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n)
+void softgpu_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const void *src, size_t n)
 {
     void *p = NULL;
     T_ST(vidmm_allocation_lock(a, h, &p), VIDMM_OK);
@@ -204,7 +204,7 @@ void sg_cpu_write(struct vidmm_adapter *a, vidmm_handle h, uint64_t off, const v
     T_ST(vidmm_allocation_unlock(a, h), VIDMM_OK);
 }
 
-uint64_t sg_cpu_read64(struct vidmm_adapter *a, vidmm_handle h, uint64_t off)
+uint64_t softgpu_cpu_read64(struct vidmm_adapter *a, vidmm_handle h, uint64_t off)
 {
     void *p = NULL;
     uint64_t v = 0;
@@ -225,7 +225,7 @@ static uint64_t *pattern_bytes(uint64_t size, uint64_t seed)
     return w;
 }
 
-uint64_t sg_pattern_sum(uint64_t size, uint64_t seed)
+uint64_t softgpu_pattern_sum(uint64_t size, uint64_t seed)
 {
     uint64_t *w = pattern_bytes(size, seed);
     uint64_t h = w ? softgpu_checksum(w, size) : 0;

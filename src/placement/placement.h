@@ -1,37 +1,12 @@
 /*
- * alloc.h - the allocation handle table and placement (internal, never installed).
+ * placement.h - where an allocation's bytes go: segment ranges, page
+ * sets, system pages, aperture mappings and the quarantine (internal,
+ * never installed).
  */
-#ifndef VIDMM_ALLOC_ALLOC_H
-#define VIDMM_ALLOC_ALLOC_H
+#ifndef VIDMM_PLACEMENT_PLACEMENT_H
+#define VIDMM_PLACEMENT_PLACEMENT_H
 
 #include "model/objects.h"
-
-vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h);
-
-void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h);
-
-struct vidmm_allocation *vidmm_handle_get(const struct vidmm_adapter *a, vidmm_handle h);
-
-/* The same, zombies included: for VA descriptors, which keep naming an
- * allocation destroyed while in use until it is released. */
-struct vidmm_allocation *vidmm_handle_get_any(const struct vidmm_adapter *a, vidmm_handle h);
-
-
-/* vidmm_handle_get as seen from a process's call: another process's
- * private allocation is not a handle there (D38). */
-struct vidmm_allocation *vidmm_handle_get_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process);
-
-/* The hold a handle names on a shared allocation (an opener's handle,
- * or the creator's while it holds), else NULL. */
-struct vidmm_share_holder *vidmm_share_holder_of(const struct vidmm_adapter *a, vidmm_handle h);
-
-/* The handle process names al by: its holder's handle when al is
- * shared (what VA queries report), else al's own. */
-vidmm_handle vidmm_share_handle_in(const struct vidmm_allocation *al, vidmm_handle process);
-
-void vidmm_handle_table_fini(struct vidmm_adapter *a);
-/* The table and the object pool agree (for vidmm_adapter_check). */
-int vidmm_handle_check(const struct vidmm_adapter *a, char *msg, size_t n);
 
 vidmm_status vidmm_place(struct vidmm_adapter *a, struct vidmm_allocation *al, uint32_t segment_id,
                          int top_down, struct vidmm_placement *pl);
@@ -92,17 +67,5 @@ vidmm_status vidmm_aperture_unmap_or_quarantine(struct vidmm_adapter *a, struct 
 
 int vidmm_needs_contiguous(const struct vidmm_adapter *a, const struct vidmm_allocation *al,
                            const struct vidmm_segment *s);
-
-/* The live allocations of the adapter (deferred destructions included),
- * in slot order - the one walk of the handle table outside handle.c:
- *
- *     uint32_t it = 0;
- *     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
- *
- * it - 1 is al's slot.  The body may destroy al. */
-static inline struct vidmm_allocation *vidmm_alloc_next(const struct vidmm_adapter *a, uint32_t *it)
-{
-    return (struct vidmm_allocation *)vidmm_objtab_next(&a->allocations, it);
-}
 
 #endif

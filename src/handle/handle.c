@@ -14,7 +14,7 @@
  * when the adapter closes.
  */
 #include "model/objects.h"
-#include "alloc/alloc.h"
+#include "handle/handle.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * order, then the rest of the supported set - memory segments by id, the
  * aperture and AGP segments last.  A segment that is full, or over its
  * commit limit, is skipped; there is no eviction at this level.
- * Content moves live in src/content/.
+ * Content moves live in src/paging_process/.
  *
  * Freeing is the last step of "prepare, point, then free"
  * (docs/ARCHITECTURE.md): vidmm_unplace frees only what no entry is
@@ -24,7 +24,7 @@
  * (vidmm_quarantine_release, from tdr/).
  */
 #include "model/objects.h"
-#include "alloc/alloc.h"
+#include "placement/placement.h"
 #include "fence/fence.h"
 #include "fence/hang.h"
 #include "paging/paging.h"

@@ -1,14 +1,14 @@
 /*
  * pp_state.h - the system paging process's own state (private to
- * src/content/: other modules reach it through content/content.h).
+ * src/paging_process/: other modules reach it through content/content.h).
  */
-#ifndef VIDMM_CONTENT_PP_STATE_H
-#define VIDMM_CONTENT_PP_STATE_H
+#ifndef VIDMM_PAGING_PROCESS_STATE_H
+#define VIDMM_PAGING_PROCESS_STATE_H
 
 #include "model/objects.h"
 
 /* The system paging process of a GpuMmu adapter whose driver takes the
- * virtual paging ops (content/paging_process.c).  Internal: it is not in
+ * virtual paging ops (paging_process/paging_process.c).  Internal: it is not in
  * the process table and has no handle a caller could name; only its page tables
  * are used (no VA-space bookkeeping: its layout is fixed). */
 /* The four scratch windows: source and destination, with 4 KB and with

@@ -59,8 +59,8 @@
  */
 #include "model/objects.h"
 #include "fence/fence.h"
-#include "content/content.h"
-#include "content/pp_state.h"
+#include "paging_process/paging_process.h"
+#include "paging_process/state.h"
 #include "mmu/mmu.h"
 #include "paging/paging.h"
 
@@ -116,7 +116,7 @@ static void pp_free(struct vidmm_adapter *a, struct vidmm_paging_process *pp)
     vidmm_hfree(a->ha, pp, sizeof(*pp), _Alignof(struct vidmm_paging_process));
 }
 
-vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n)
+vidmm_status vidmm_paging_process_init(struct vidmm_adapter *a, char *msg, size_t n)
 {
     a->pp = NULL;
     if (!a->has_gpummu || !(a->gpummu.caps.flags & VIDMM_GPUMMU_VIRTUAL_PAGING_OPS))
@@ -180,7 +180,7 @@ vidmm_status vidmm_pp_init(struct vidmm_adapter *a, char *msg, size_t n)
     return VIDMM_OK;
 }
 
-void vidmm_pp_fini(struct vidmm_adapter *a)
+void vidmm_paging_process_fini(struct vidmm_adapter *a)
 {
     if (!a->pp)
         return;
@@ -231,7 +231,7 @@ static enum pp_window pick_window(const struct vidmm_adapter *a, const struct vi
     const uint64_t m = VIDMM_PAGE_64K - 1;
     uint64_t n64 = (n + m) & ~m;
     *len = n;
-    /* n64 <= window: the window is whole 64 KB pages (vidmm_pp_check). */
+    /* n64 <= window: the window is whole 64 KB pages (vidmm_paging_process_check). */
     if (!pp->scratch_va64 || !vidmm_pt_can_use_64k(a, al, pl, 0, off, n64))
         return w4;
     uint64_t base = 0;
@@ -325,19 +325,19 @@ static vidmm_status move(struct vidmm_adapter *a, struct vidmm_allocation *al, c
     return st < 0 ? st : u;
 }
 
-vidmm_status vidmm_pp_copy(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *src,
+vidmm_status vidmm_paging_process_copy(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *src,
                            const struct vidmm_placement *dst)
 {
     return move(a, al, src, dst, 0);
 }
 
-vidmm_status vidmm_pp_fill(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *pl,
+vidmm_status vidmm_paging_process_fill(struct vidmm_adapter *a, struct vidmm_allocation *al, const struct vidmm_placement *pl,
                            uint32_t pattern)
 {
     return move(a, al, NULL, pl, pattern);
 }
 
-int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va)
+int vidmm_paging_process_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va)
 {
     struct vidmm_paging_process *pp = a->pp;
     if (!pp || t != pp->proc.self)
@@ -354,7 +354,7 @@ int vidmm_pp_fault_locked(struct vidmm_adapter *a, uint64_t t, uint64_t va)
     return 1;
 }
 
-vidmm_status vidmm_pp_rebuild(struct vidmm_adapter *a)
+vidmm_status vidmm_paging_process_rebuild(struct vidmm_adapter *a)
 {
     struct vidmm_paging_process *pp = a->pp;
     if (!pp)
@@ -366,7 +366,7 @@ vidmm_status vidmm_pp_rebuild(struct vidmm_adapter *a)
     return st < 0 ? st : r;
 }
 
-int vidmm_pp_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, size_t n)
+int vidmm_paging_process_check(const struct vidmm_adapter *a, uint64_t *bytes, char *msg, size_t n)
 {
     const struct vidmm_paging_process *pp = a->pp;
     if (!pp)

@@ -14,7 +14,7 @@
  */
 #include "model/objects.h"
 #include "fence/fence.h"
-#include "content/content.h"
+#include "paging_process/paging_process.h"
 #include "fence/hang.h"
 #include "paging/paging.h"
 
@@ -82,7 +82,7 @@ static vidmm_status copy_ops(struct vidmm_adapter *a, struct vidmm_allocation *a
     if (src->sys && dst->sys)
         return VIDMM_E_INVALID_ARG; /* same kind of memory: nothing to transfer */
     if (a->pp)
-        return vidmm_pp_copy(a, al, src, dst);
+        return vidmm_paging_process_copy(a, al, src, dst);
     uint32_t si = 0, di = 0;
     uint64_t spos = 0, dpos = 0; /* offset inside the current piece */
     uint64_t done = 0;
@@ -141,7 +141,7 @@ static vidmm_status fill_ops(struct vidmm_adapter *a, struct vidmm_allocation *a
         return VIDMM_OK;
     }
     if (a->pp)
-        return vidmm_pp_fill(a, al, pl, pattern);
+        return vidmm_paging_process_fill(a, al, pl, pattern);
     for (uint32_t i = 0; i < pl->pages.count; i++) {
         const struct vidmm_extent *e = &pl->pages.ext[i];
         struct vidmm_build_paging_buffer_args op;
