@@ -397,7 +397,8 @@ $(FUZZ_OBJ): CFLAGS_ALL += -Itests -Isoftgpu -Ifuzz -Itools/vidmm -Idaemon -Isup
 # The RMV harness links the tool's decoder (it needs nothing else of the tool).
 $(BUILD)/fuzz/rmv-replay $(BUILD)/fuzz/rmv-fuzzer: $(BUILD)/tools/vidmm/rmv/rmv_decode.o $(BUILD)/tools/vidmm/rmv/rmv_stream.o
 # The reader harnesses run the tool's trace layer (reader, replay, writer).
-TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/trace/,trace_read.o replay.o trace_write.o trace_write_calls.o trace_format.o trace_timeline.o)
+TRACE_LAYER_OBJ := $(addprefix $(BUILD)/tools/vidmm/trace/,trace_read.o replay.o trace_write.o trace_write_calls.o trace_format.o trace_timeline.o \
+                   trace_driver.o)
 $(BUILD)/fuzz/trace_reader-replay $(BUILD)/fuzz/trace_reader-fuzzer: $(TRACE_LAYER_OBJ)
 $(BUILD)/fuzz/scenario_reader-replay $(BUILD)/fuzz/scenario_reader-fuzzer: $(TRACE_LAYER_OBJ)
 # The protocol harness links vidmmd's decoder and request handlers.

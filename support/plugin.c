@@ -68,16 +68,23 @@ enum vidmm_plugin_result vidmm_plugin_load(const char *who, const char *driver, 
 
 enum vidmm_plugin_result vidmm_plugin_start(const char *who, const char *driver, struct vidmm_plugin *p)
 {
+    return vidmm_plugin_start_options(who, driver, getenv("VIDMM_DRIVER_OPTIONS"), p);
+}
+
+enum vidmm_plugin_result vidmm_plugin_start_options(const char *who, const char *driver, const char *options,
+                                                    struct vidmm_plugin *p)
+{
     memset(p, 0, sizeof *p);
     drvcheck_ctor ctor;
     enum vidmm_plugin_result rc = vidmm_plugin_load(who, driver, &p->lib, &ctor);
     if (rc != VIDMM_PLUGIN_OK)
         return rc;
     struct drvcheck_env env = { vidmm_cb_notify_fence, vidmm_cb_notify_context_fence, vidmm_cb_notify_page_fault,
-                                getenv("VIDMM_DRIVER_OPTIONS") };
+                                options };
     vidmm_status st = ctor(&env, &p->drv);
     if (st < 0) {
-        fprintf(stderr, "%s: --driver %s: the driver did not start: %s\n", who, driver, vidmm_status_str(st));
+        fprintf(stderr, "%s: --driver %s: the driver did not start: %s%s%s%s\n", who, driver, vidmm_status_str(st),
+                options ? " (options " : "", options ? options : "", options ? ")" : "");
         dlclose(p->lib);
         memset(p, 0, sizeof *p);
         return VIDMM_PLUGIN_E_START;

@@ -49,6 +49,10 @@ enum vidmm_plugin_result vidmm_plugin_load(const char *who, const char *driver, 
  * p filled, else the load's failure or VIDMM_PLUGIN_E_START after
  * saying why; p then holds nothing to stop. */
 enum vidmm_plugin_result vidmm_plugin_start(const char *who, const char *driver, struct vidmm_plugin *p);
+/* The same with the constructor's options given (driver-defined, may be
+ * NULL) instead of $VIDMM_DRIVER_OPTIONS: `vidmm run|replay --options`. */
+enum vidmm_plugin_result vidmm_plugin_start_options(const char *who, const char *driver, const char *options,
+                                                    struct vidmm_plugin *p);
 
 /* The driver idled (wait_idle, when it has one), destroyed, and the
  * plug-in closed.  The adapter on it must be closed first. */

@@ -730,6 +730,24 @@ int rc_check_aperture(struct vidmm_adapter *a, struct softgpu *sg, char *report,
     return r.errors;
 }
 
+const char *const rc_softgpu_only_rules[] = {
+    "gpu.resident_translates", "gpu.translates_to_placement", "gpu.evicted_faults", "gpu.zero_translates_zero",
+    "gpu.entry_reaches_owned", "gpu.unmapped_faults", "gpu.aperture_entry_owned", NULL,
+};
+
+void rc_softgpu_only_names(char *buf, size_t n)
+{
+    size_t used = 0;
+    if (n)
+        buf[0] = '\0';
+    for (size_t i = 0; rc_softgpu_only_rules[i] && used < n; i++) {
+        int k = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", rc_softgpu_only_rules[i]);
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
+}
+
 int rc_check_rules(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n)
 {
     int e = vidmm_adapter_check_rules(a, report, n);

@@ -100,6 +100,19 @@ int rc_check_unmapped(struct vidmm_adapter *a, struct softgpu *sg, const struct 
  * entry outlives its range.  A scan of every aperture page, so not part
  * of rc_check_rules (run after every call); the drvfail suite runs it. */
 int rc_check_aperture(struct vidmm_adapter *a, struct softgpu *sg, char *report, size_t n);
+/* ---- which rules run on which driver ----------------------------------- */
+
+/* The library's rules (vidmm_adapter_check_rules) and the failed-call
+ * rule read only public queries: they run on any driver.  The rules that
+ * read softgpu itself - its MMU walker (rc_check_gpu, rc_check_unmapped)
+ * and its GART (rc_check_aperture) - run only when the driver is softgpu
+ * (sg not NULL).  On any other driver a harness says they are "not
+ * applicable on driver NAME", with their names, and counts the checks
+ * that left them out: never a silent pass.  NULL-terminated. */
+extern const char *const rc_softgpu_only_rules[];
+/* Their names joined by ", " into buf (cut to n). */
+void rc_softgpu_only_names(char *buf, size_t n);
+
 /* vidmm_adapter_check_rules plus rc_check_gpu (sg may be NULL: library
  * rules only). */
 int rc_check_rules(struct vidmm_adapter *a, struct softgpu *sg, const struct rc_objects *o, char *report, size_t n);

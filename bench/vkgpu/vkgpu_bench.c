@@ -16,12 +16,18 @@
  *   resident  make-resident of a resident list on vkgpu and on softgpu
  *             (CPU work in vidmm: the two should agree).
  *
- * Sizes 2 MiB to 256 MiB (--max MiB raises it); each figure is the
+ * Sizes 2, 16, 128 and 1024 MiB (--sizes LIST, or --max M for 2 MiB
+ * doubling to M; a size whose four buffers exceed half the free host
+ * memory is left out, said); each figure is the
  * median of --reps runs (default 5), raw and vkgpu interleaved so a
  * noisy neighbour hits both.  Prints one table and, with --check R,
  * exits 1 when a vkgpu/raw ratio falls below R.
  *
- * Usage: vkgpu-bench [--max MIB] [--reps N] [--check RATIO]
+ *   move      (sparse binding) vidmm moving a mapped 1 MiB allocation to
+ *             the other arena against moving an unmapped one: the
+ *             re-binding of its pages at the same GPU VA, per page.
+ *
+ * Usage: vkgpu-bench [--sizes MIB,...] [--max MIB] [--reps N] [--check RATIO]
  */
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
@@ -32,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #define MIB (1ull << 20)
@@ -517,88 +524,201 @@ static double raw_rebind(struct raw *r, int reps, uint32_t stride)
     return median(tv, reps);
 }
 
-/* vidmm on vkgpu with GpuMmu: map a resident 1 MiB allocation at a GPU VA
- * (256 PTEs: UPDATE_PAGE_TABLE, one vkQueueBindSparse) and unmap it;
- * seconds per page.  -1 when the device has no sparse binding. */
-static double vidmm_rebind(int reps)
-{
+/* vidmm on vkgpu with GpuMmu (two 32 MiB arenas): a process with a
+ * virtual-mode context whose sparse buffer exists (one submission made
+ * it), and two resident allocations of SB_PAGES pages, x and y. */
+struct sb_setup {
     struct vkgpu *g;
+    struct vidmm_adapter *a;
+    vidmm_handle proc, dev, q, ctx, x, y, cb;
+};
+
+static void sb_close(struct sb_setup *s)
+{
+    if (s->a)
+        vidmm_adapter_close(s->a);
+    if (s->g)
+        vkgpu_destroy(s->g);
+}
+
+/* 0, or -1 (the device has no sparse binding, or a step failed). */
+static int sb_open(struct sb_setup *s)
+{
+    memset(s, 0, sizeof *s);
     struct vkgpu_config c;
     memset(&c, 0, sizeof c);
     c.notify_fence = vidmm_cb_notify_fence;
     c.notify_context_fence = vidmm_cb_notify_context_fence;
     c.heap_cap = 64 * MIB;
+    c.arena_size = 32 * MIB;
     c.gpummu = 1;
-    if (vkgpu_create(&c, &g) < 0)
+    if (vkgpu_create(&c, &s->g) < 0)
         return -1;
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
-    vkgpu_fill_adapter_create_info(g, &ci);
+    vkgpu_fill_adapter_create_info(s->g, &ci);
     struct vidmm_adapter *a = NULL;
-    vidmm_handle proc = 0, dev = 0, q = 0, ctx = 0, x = 0, cb = 0;
     struct vkgpu_alloc_desc d = { VKGPU_ALLOC_LOCAL, 1, SB_PAGES * 4096ull }, dc = { VKGPU_ALLOC_LOCAL, 1, 4096 };
     struct vidmm_context_desc cd = { 0, VIDMM_CONTEXT_VIRTUAL, 0, 0 };
-    int ok = vidmm_adapter_open(&ci, &a) == VIDMM_OK && vidmm_process_create(a, &proc) == VIDMM_OK &&
-             vidmm_device_create(a, proc, &dev) == VIDMM_OK &&
-             vidmm_paging_queue_create(a, dev, VIDMM_PAGING_QUEUE_NORMAL, &q) == VIDMM_OK &&
-             vidmm_context_create(a, dev, &cd, &ctx) == VIDMM_OK &&
-             vidmm_device_allocation_create(a, dev, &d, sizeof d, 0, &x) == VIDMM_OK &&
-             vidmm_device_allocation_create(a, dev, &dc, sizeof dc, 0, &cb) == VIDMM_OK;
-    vidmm_handle both[2] = { x, cb };
+    int ok = vidmm_adapter_open(&ci, &s->a) == VIDMM_OK && (a = s->a) != NULL &&
+             vidmm_process_create(a, &s->proc) == VIDMM_OK && vidmm_device_create(a, s->proc, &s->dev) == VIDMM_OK &&
+             vidmm_paging_queue_create(a, s->dev, VIDMM_PAGING_QUEUE_NORMAL, &s->q) == VIDMM_OK &&
+             vidmm_context_create(a, s->dev, &cd, &s->ctx) == VIDMM_OK &&
+             vidmm_device_allocation_create(a, s->dev, &d, sizeof d, 0, &s->x) == VIDMM_OK &&
+             vidmm_device_allocation_create(a, s->dev, &d, sizeof d, 0, &s->y) == VIDMM_OK &&
+             vidmm_device_allocation_create(a, s->dev, &dc, sizeof dc, 0, &s->cb) == VIDMM_OK;
+    vidmm_handle all[3] = { s->x, s->y, s->cb };
     struct vidmm_make_resident_args mr;
     memset(&mr, 0, sizeof mr);
-    mr.paging_queue = q;
-    mr.allocations = both;
-    mr.count = 2;
-    vidmm_status st = ok ? vidmm_make_resident(a, dev, &mr) : VIDMM_E_STATE;
+    mr.paging_queue = s->q;
+    mr.allocations = all;
+    mr.count = 3;
+    vidmm_status st = ok ? vidmm_make_resident(a, s->dev, &mr) : VIDMM_E_STATE;
     if (st == VIDMM_PENDING)
-        st = vidmm_paging_queue_wait(a, q, mr.paging_fence_value, UINT64_MAX);
-    uint64_t va_c = 0, va = 0, fence;
-    ok = st == VIDMM_OK && vidmm_gpuva_map(a, proc, 0, 0, 0, cb, 0, 4096, 0, 0, &va_c) == VIDMM_OK;
+        st = vidmm_paging_queue_wait(a, s->q, mr.paging_fence_value, UINT64_MAX);
+    uint64_t va_c = 0, fence;
+    ok = st == VIDMM_OK && vidmm_gpuva_map(a, s->proc, 0, 0, 0, s->cb, 0, 4096, 0, 0, &va_c) == VIDMM_OK;
     /* One submission makes the process's sparse buffer. */
     struct vkgpu_cmd fill = { VKGPU_CMD_FILL, 0, 0, va_c + 64, 64 };
     void *p;
-    ok = ok && vidmm_allocation_lock(a, cb, &p) == VIDMM_OK;
+    ok = ok && vidmm_allocation_lock(a, s->cb, &p) == VIDMM_OK;
     if (ok) {
         memcpy(p, &fill, sizeof fill);
-        vidmm_allocation_unlock(a, cb);
+        vidmm_allocation_unlock(a, s->cb);
     }
-    ok = ok && vidmm_submit_virtual(a, ctx, va_c, sizeof fill, &fence) == VIDMM_OK &&
-         vidmm_context_wait(a, ctx, fence, UINT64_MAX) == VIDMM_OK;
+    ok = ok && vidmm_submit_virtual(a, s->ctx, va_c, sizeof fill, &fence) == VIDMM_OK &&
+         vidmm_context_wait(a, s->ctx, fence, UINT64_MAX) == VIDMM_OK;
+    return ok ? 0 : -1;
+}
+
+/* vidmm on vkgpu with GpuMmu: map a resident 1 MiB allocation at a GPU VA
+ * (256 PTEs: UPDATE_PAGE_TABLE, one vkQueueBindSparse) and unmap it;
+ * seconds per page.  -1 when the device has no sparse binding. */
+static double vidmm_rebind(int reps)
+{
+    struct sb_setup s;
+    int ok = sb_open(&s) == 0;
     double tv[32];
+    uint64_t va = 0;
     for (int rep = 0; ok && rep < reps; rep++) {
         double t0 = now_s();
-        ok = vidmm_gpuva_map(a, proc, 0, 0, 0, x, 0, SB_PAGES * 4096ull, 0, 0, &va) == VIDMM_OK &&
-             vidmm_gpuva_unmap(a, proc, va, SB_PAGES * 4096ull) == VIDMM_OK &&
-             vidmm_gpuva_free(a, proc, va, SB_PAGES * 4096ull) >= VIDMM_E_STATE;
+        ok = vidmm_gpuva_map(s.a, s.proc, 0, 0, 0, s.x, 0, SB_PAGES * 4096ull, 0, 0, &va) == VIDMM_OK &&
+             vidmm_gpuva_unmap(s.a, s.proc, va, SB_PAGES * 4096ull) == VIDMM_OK &&
+             vidmm_gpuva_free(s.a, s.proc, va, SB_PAGES * 4096ull) >= VIDMM_E_STATE;
         tv[rep] = (now_s() - t0) / (2.0 * SB_PAGES);
     }
-    if (a)
-        vidmm_adapter_close(a);
-    vkgpu_destroy(g);
+    sb_close(&s);
     return ok ? median(tv, reps) : -1;
+}
+
+/* Moving a mapped allocation to the other arena: the copy, then its
+ * SB_PAGES pages bound again at the same GPU VA.  Timed against moving
+ * an unmapped allocation of the same size (the copy alone) in the same
+ * run, both to idle; the difference per page is what re-binding a moved
+ * page costs.  Seconds per page into *per_page, and the two moves'
+ * medians; -1 when the device has no sparse binding. */
+static int vidmm_move_rebind(int reps, double *per_page, double *mapped_s, double *plain_s)
+{
+    struct sb_setup s;
+    int ok = sb_open(&s) == 0;
+    uint64_t va = 0;
+    ok = ok && vidmm_gpuva_map(s.a, s.proc, 0, 0, 0, s.x, 0, SB_PAGES * 4096ull, 0, 0, &va) == VIDMM_OK;
+    /* Both start in segment 2, so every timed move goes somewhere. */
+    ok = ok && vidmm_allocation_move(s.a, s.x, 2) >= 0 && vidmm_allocation_move(s.a, s.y, 2) >= 0 &&
+         vkgpu_wait_idle(s.g) == VIDMM_OK;
+    double tm[32], tp[32];
+    struct vkgpu_device_info before, after;
+    ok = ok && vkgpu_query_device(s.g, &before) == VIDMM_OK;
+    /* A move is milliseconds of copying and paging-process binds around
+     * the sub-millisecond re-binding: three times the samples, and the
+     * order of the two moves alternated, so drift hits both alike. */
+    reps = 3 * reps > 31 ? 31 : 3 * reps;
+    for (int rep = 0; ok && rep < reps; rep++) {
+        uint32_t to = rep % 2 ? 2 : 1;
+        vidmm_handle first = rep % 4 < 2 ? s.x : s.y;
+        double t0 = now_s();
+        ok = vidmm_allocation_move(s.a, first, to) >= 0 && vkgpu_wait_idle(s.g) == VIDMM_OK;
+        double t1 = now_s();
+        ok = ok && vidmm_allocation_move(s.a, first == s.x ? s.y : s.x, to) >= 0 && vkgpu_wait_idle(s.g) == VIDMM_OK;
+        double t2 = now_s();
+        tm[rep] = first == s.x ? t1 - t0 : t2 - t1;
+        tp[rep] = first == s.x ? t2 - t1 : t1 - t0;
+    }
+    /* Each move of x must have bound its pages again (else this
+     * measured nothing). */
+    ok = ok && vkgpu_query_device(s.g, &after) == VIDMM_OK && after.sparse_binds >= before.sparse_binds + (uint64_t)reps;
+    sb_close(&s);
+    if (!ok)
+        return -1;
+    *mapped_s = median(tm, reps);
+    *plain_s = median(tp, reps);
+    *per_page = (*mapped_s - *plain_s) / SB_PAGES;
+    return 0;
+}
+
+/* --sizes "2,16,128,1024" (MiB) into sizes[]; --max M: 2 MiB doubling
+ * to M.  Sizes whose buffers (two for vkgpu, two raw) would take more
+ * than half the memory the host has free are left out, said. */
+static int parse_sizes(const char *list, uint64_t *sizes, int cap)
+{
+    int n = 0;
+    for (const char *p = list; *p && n < cap;) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || v < 2 || v > 65536 || (*end && *end != ','))
+            return -1;
+        sizes[n++] = v * MIB;
+        p = *end ? end + 1 : end;
+    }
+    return n;
 }
 
 int main(int argc, char **argv)
 {
-    uint64_t max = 256 * MIB;
+    uint64_t sizes[16];
+    int nsizes = parse_sizes("2,16,128,1024", sizes, 16);
     int reps = 5;
     double check = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max") && i + 1 < argc)
-            max = strtoull(argv[++i], NULL, 10) * MIB;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+        if (!strcmp(argv[i], "--max") && i + 1 < argc) {
+            uint64_t m = strtoull(argv[++i], NULL, 10) * MIB;
+            nsizes = 0;
+            for (uint64_t z = 2 * MIB; z <= m && nsizes < 16; z *= 2)
+                sizes[nsizes++] = z;
+        } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            if ((nsizes = parse_sizes(argv[++i], sizes, 16)) <= 0) {
+                fprintf(stderr, "vkgpu-bench: --sizes %s: want MiB values 2-65536, comma-separated\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--check") && i + 1 < argc)
             check = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: vkgpu-bench [--max MIB] [--reps N] [--check RATIO]\n");
+            fprintf(stderr, "usage: vkgpu-bench [--sizes MIB,MIB,...] [--max MIB] [--reps N] [--check RATIO]\n");
             return 2;
         }
     }
-    if (reps < 1 || reps > 31 || max < 2 * MIB) {
+    if (reps < 1 || reps > 31 || nsizes < 1) {
         fprintf(stderr, "vkgpu-bench: --reps 1-31, --max at least 2\n");
         return 2;
+    }
+    /* Lavapipe's device memory is host memory and its heap is not
+     * enforced: four buffers of the largest size must fit in half of
+     * what is free, the machine being shared. */
+    uint64_t avail = (uint64_t)sysconf(_SC_AVPHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE), max = 0;
+    for (int i = 0; i < nsizes; i++) {
+        if (avail && 4 * sizes[i] > avail / 2) {
+            printf("size %llu MiB left out: four buffers of it exceed half of the %llu MiB free\n",
+                   (unsigned long long)(sizes[i] / MIB), (unsigned long long)(avail / MIB));
+            sizes[i--] = sizes[--nsizes];
+            continue;
+        }
+        max = sizes[i] > max ? sizes[i] : max;
+    }
+    if (!nsizes) {
+        fprintf(stderr, "vkgpu-bench: no size fits in the memory free\n");
+        return 1;
     }
     struct drv d;
     struct raw r;
@@ -620,7 +740,8 @@ int main(int argc, char **argv)
     raw_run(&r, 0, max, NULL);
     raw_run(&r, 1, max, NULL);
     for (int op = 0; op < 2; op++)
-        for (uint64_t size = 2 * MIB; size <= max; size *= 2) {
+        for (int k = 0; k < nsizes; k++) {
+            uint64_t size = sizes[k];
             double tv[32], tr[32];
             for (int i = 0; i < reps; i++) {
                 tv[i] = op ? drv_fill(&d, size) : drv_copy(&d, size);
@@ -641,11 +762,18 @@ int main(int argc, char **argv)
         printf("evict+restore %llu MiB: vidmm on vkgpu %.1f ms, two raw copies %.1f ms, ratio %.2f\n",
                (unsigned long long)(er / MIB), t * 1e3, raw * 1e3, t > 0 ? raw / t : 0);
         double rv = r2.sparse ? raw_rebind(&r2, reps, 1) : -1, vv = r2.sparse ? vidmm_rebind(reps) : -1;
-        double rs = r2.sparse ? raw_rebind(&r2, reps, 3) : -1;
-        if (rv > 0 && vv > 0)
+        double rs = r2.sparse ? raw_rebind(&r2, reps, 3) : -1, mp = 0, mm = 0, mc = 0;
+        if (rv > 0 && vv > 0) {
             printf("re-binding %u contiguous pages (map + unmap): vidmm on vkgpu %.2f us/page, raw vkQueueBindSparse "
                    "%.2f us/page (%u scattered pages: %.2f us/page)\n", SB_PAGES, vv * 1e6, rv * 1e6, SB_PAGES, rs * 1e6);
-        else
+            if (vidmm_move_rebind(reps, &mp, &mm, &mc) == 0)
+                printf("moving a mapped %u-page allocation to the other arena: %.1f us, an unmapped one %.1f us: "
+                       "re-binding %.2f us/page at the same GPU VA%s, raw vkQueueBindSparse %.2f us/page "
+                       "(one record per block: %.2f us/page)\n", SB_PAGES, mm * 1e6, mc * 1e6, mp * 1e6,
+                       mp < 0 ? " (below the moves' noise)" : "", rv * 1e6, rs * 1e6);
+            else
+                printf("moving a mapped allocation: not measured (a step failed)\n");
+        } else
             printf("re-binding: not measured (no sparse binding on this device)\n");
         raw_close(&r2);
     }

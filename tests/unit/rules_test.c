@@ -148,6 +148,39 @@ static void fingerprint_and_failed_call(void)
     softgpu_fx_close(&f);
 }
 
+/* The rules that read softgpu itself are named (a harness on another
+ * driver says them "not applicable"), each one gpu.*, and without a
+ * softgpu they report nothing while the library's rules still run. */
+static void softgpu_only(void)
+{
+    size_t n = 0;
+    for (; rc_softgpu_only_rules[n]; n++)
+        T_CHECK(!strncmp(rc_softgpu_only_rules[n], "gpu.", 4));
+    T_EQ(n, 7);
+    char all[512], tiny[8];
+    rc_softgpu_only_names(all, sizeof all);
+    T_CHECK(strstr(all, "gpu.resident_translates, ") == all);
+    T_CHECK(strstr(all, "gpu.aperture_entry_owned") != NULL);
+    rc_softgpu_only_names(tiny, sizeof tiny);
+    T_EQ(strlen(tiny), sizeof tiny - 1);
+    struct softgpu_fx f;
+    if (softgpu_fx_open(&f, 8 * MIB, 16 * MIB, 1))
+        return;
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle h = softgpu_new_alloc(f.a, SOFTGPU_ALLOC_TEXTURE, 0, 2 * MIB, 7, 0);
+    softgpu_map(f.a, p.proc, h, 2 * MIB);
+    softgpu_make_resident(f.a, p.dev, p.queue, &h, 1);
+    struct rc_objects o = { &p.proc, NULL, NULL, NULL, &h, 1, 0, 0, 0, 1 };
+    char rep[512];
+    T_EQ(rc_check_gpu(f.a, NULL, &o, rep, sizeof rep), 0);
+    T_EQ(rep[0], '\0');
+    T_EQ(rc_check_unmapped(f.a, NULL, &o, 64, rep, sizeof rep), 0);
+    T_EQ(rc_check_aperture(f.a, NULL, rep, sizeof rep), 0);
+    T_EQ(rc_check_rules(f.a, NULL, &o, rep, sizeof rep), vidmm_adapter_check_rules(f.a, NULL, 0));
+    softgpu_fx_close(&f);
+}
+
 void suite_rules(void);
 void suite_rules(void)
 {
@@ -155,4 +188,5 @@ void suite_rules(void)
     t_run("rules.clean_and_gpu_view", clean_and_gpu_view);
     t_run("rules.budget_exemptions", budget_exemptions);
     t_run("rules.fingerprint_and_failed_call", fingerprint_and_failed_call);
+    t_run("rules.softgpu_only", softgpu_only);
 }

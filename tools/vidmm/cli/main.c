@@ -87,7 +87,12 @@ static const struct verb verbs[] = {
       "run a built-in scenario or a scenario file, print a report",
       "Run a built-in scenario (vidmm scenarios) or a scenario file (the trace\n"
       "format, results optional), then print the report.  Command-line options\n"
-      "override the scenario's or file's header.\n",
+      "override the scenario's or file's header.\n"
+      "  --driver NAME       a driver plug-in instead of softgpu: vkgpu (a Vulkan device,\n"
+      "                      sized like the scenario's memory) or FILE.so; calls the tool cannot\n"
+      "                      make there answer NOT_APPLICABLE, counted; exit status 3: the\n"
+      "                      scenario as a whole is not applicable there (docs/VKGPU.md)\n"
+      "  --options STR       the plug-in's options (vkgpu: gpummu=1, cap=SIZE, device=N|NAME)\n",
       H_ADAPTER | H_RUN | H_OUTPUT,
       "a call met an unexpected status, a read-back differed, a rule was violated,\n"
       "         the file is malformed (FILE:LINE), or an output could not be written",
@@ -99,6 +104,10 @@ static const struct verb verbs[] = {
       "cut short, changed or appended to is refused (its end record disagrees).\n"
       "An AMD Radeon Memory Visualizer file (.rmv) is imported instead.  The adapter\n"
       "comes from the trace: adapter options are refused.\n"
+      "  --driver NAME       replay on softgpu, vkgpu or a plug-in FILE.so instead of the trace's\n"
+      "                      driver; a trace of another driver is held exactly to its integrity\n"
+      "                      checks only, the other results are listed as the driver's outcomes\n"
+      "  --options STR       the plug-in's options instead of the trace's\n"
       "  --decode-only       (.rmv) read and check the whole file, print what it holds, replay nothing\n"
       "  --lenient           (.rmv) count the streams' anomalies instead of refusing the file\n"
       "  --local-scale N     (.rmv) divide the file's local heaps by N (1-64): the same trace on a smaller card\n"

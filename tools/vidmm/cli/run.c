@@ -9,6 +9,12 @@
  *   both: --rules (default) | --no-rules: the WDDM rules checker after
  *         every call; the first violation fails the run (a replay or a
  *         scenario file stops there)
+ *   both: --driver NAME [--options STR]: a driver plug-in instead of
+ *         softgpu (vkgpu, or FILE.so; docs/VKGPU.md); a replay takes the
+ *         trace's own "driver" line unless told.  Calls the tool cannot
+ *         make there answer NOT_APPLICABLE, said and counted; results
+ *         stated by a trace of another driver are compared for the
+ *         integrity checks only (docs/DECISIONS.md D80, D81)
  *   run:  --fail-driver OP:K[:once|sticky]: a failing driver
  *         (support/fault_driver.h) refuses OP at its K-th call (K 0:
  *         counts the calls only); the run's statuses are not judged, the
@@ -63,6 +69,9 @@ struct run_options {
     enum fault_op fail_op;
     uint64_t fail_at;
     enum fault_mode fail_mode;
+    const char *driver;          /* --driver NAME: a plug-in instead of softgpu (NULL: the trace's, else softgpu) */
+    const char *driver_options;  /* --options STR for it (NULL: the trace's, else $VIDMM_DRIVER_OPTIONS) */
+    const char *cmd;             /* "run" or "replay", for messages */
 };
 
 /* The library's policies, "lru, adaptive, belady or reuse", for messages. */
@@ -85,7 +94,7 @@ static void policy_names(char *buf, size_t n)
 enum {
     O_FORMAT = 256, O_JSON, O_RECORD, O_SNAPSHOT, O_TIMELINE, O_HTML, O_FDINFO, O_MEMMAP, O_RULES, O_NO_RULES,
     O_DECODE_ONLY, O_LENIENT, O_LOCAL_SCALE, O_PROGRESS, O_NO_PROGRESS, O_ADAPTER, O_SEGMENT, O_POLICY, O_SEED,
-    O_FRAMES, O_ASYNC, O_FAIL_DRIVER
+    O_FRAMES, O_ASYNC, O_FAIL_DRIVER, O_DRIVER, O_OPTIONS
 };
 static const struct option run_longs[] = {
     { "format", required_argument, NULL, O_FORMAT },     { "json", no_argument, NULL, O_JSON },
@@ -100,6 +109,7 @@ static const struct option run_longs[] = {
     { "policy", required_argument, NULL, O_POLICY },     { "seed", required_argument, NULL, O_SEED },
     { "frames", required_argument, NULL, O_FRAMES },     { "async", no_argument, NULL, O_ASYNC },
     { "fail-driver", required_argument, NULL, O_FAIL_DRIVER },
+    { "driver", required_argument, NULL, O_DRIVER },     { "options", required_argument, NULL, O_OPTIONS },
     { NULL, 0, NULL, 0 },
 };
 
@@ -159,6 +169,7 @@ static int outputs_ok(const char *cmd, const struct run_options *o)
 static int parse_options(const char *cmd, int argc, char **argv, struct run_options *o, int replay)
 {
     memset(o, 0, sizeof(*o));
+    o->cmd = cmd;
     o->progress = -1;
     o->rules = 1;
     o->fail_op = FAULT_OP_COUNT;
@@ -235,6 +246,13 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
             o->frames = (uint32_t)n;
             break;
         case O_ASYNC: o->async = 1; break;
+        case O_DRIVER: o->driver = v; break;
+        case O_OPTIONS:
+            if (strlen(v) >= sizeof(((struct tr_header *)0)->driver_options) || strchr(v, ' '))
+                return cli_usage_error(cmd, "--options %s: want KEY=VALUE[,KEY=VALUE]..., no blanks, under 256 "
+                                            "characters", v);
+            o->driver_options = v;
+            break;
         case O_FAIL_DRIVER: {
             char op[40], mode[16] = "once";
             unsigned long long k = 0;
@@ -256,6 +274,10 @@ static int parse_options(const char *cmd, int argc, char **argv, struct run_opti
                                    replay ? "trace" : "scenario or file", o->what);
         o->what = argv[i];
     }
+    if (o->driver && (strlen(o->driver) >= sizeof(((struct tr_header *)0)->driver) || strchr(o->driver, ' ')))
+        return cli_usage_error(cmd, "--driver %s: want vkgpu, softgpu or a plug-in file without blanks", o->driver);
+    if (o->driver_options && !o->driver && !replay)
+        return cli_usage_error(cmd, "--options %s: options of which driver? (--driver NAME)", o->driver_options);
     if (!o->what)
         return replay ? cli_usage_error(cmd, "which trace? (vidmm replay FILE)")
                       : cli_usage_error(cmd, "which scenario or file? (vidmm scenarios lists the built-in ones)");
@@ -294,6 +316,7 @@ struct collect {
     struct html_series *series;  /* --html: time series */
     uint64_t frames;             /* a built-in scenario's frames when progress is drawn, else 0 */
     int last_pct;                /* the progress bar's last percentage, -1 = none drawn */
+    struct vidmm_plugin plugin;  /* the plug-in driver the run is on (plugin.lib NULL: softgpu) */
 };
 
 /* After every call: the HTML report's series and a built-in scenario's
@@ -307,8 +330,17 @@ static void run_observe(struct tr *t, const struct tr_tick *k, void *ctx)
         cli_progress(t->frames ? t->frames - 1 : 0, c->frames, "frames", &c->last_pct);   /* done: before the one running */
 }
 
+/* The plug-in driver, if one was started (after tr_close). */
+static void plugin_stop(struct collect *c)
+{
+    if (c->plugin.lib)
+        vidmm_plugin_stop(&c->plugin);
+}
+
+/* After tr_close: the plug-in driver goes too. */
 static void collect_free(struct collect *c)
 {
+    plugin_stop(c);
     tr_buf_free(&c->timeline);
     html_series_free(c->series);
     c->series = NULL;
@@ -388,21 +420,35 @@ static int start(struct tr *t, const struct tr_header *h, const struct run_optio
     c->frames = progress_frames;
     c->last_pct = -1;
     *rec = NULL;
+    struct tr_header hd = *h;
+    if (hd.driver[0]) {
+        /* The plug-in the header names, constructed with its options. */
+        char who[32];
+        snprintf(who, sizeof who, "vidmm %s", o->cmd);
+        if (vidmm_plugin_start_options(who, hd.driver, hd.driver_options[0] ? hd.driver_options : NULL, &c->plugin) !=
+            VIDMM_PLUGIN_OK)
+            return 1;
+        hd.plugin = &c->plugin.drv;
+        h = &hd;
+    }
     if (o->record) {
         *rec = fopen(o->record, "w");
         if (!*rec) {
             fprintf(stderr, "vidmm: cannot write '%s': %s\n", o->record, strerror(errno));
+            plugin_stop(c);
             return 1;
         }
     }
     if (tr_open(t, h, *rec)) {
         if (*rec)
             fclose(*rec);
+        plugin_stop(c);
         return 1;
     }
     if (tr_enable_rules(t, o->rules)) {
         fprintf(stderr, "vidmm: out of memory for the rules checker\n");
         tr_close(t);
+        plugin_stop(c);
         if (*rec)
             fclose(*rec);
         return 1;
@@ -434,7 +480,8 @@ static int finish_record(struct tr *t, FILE *rec, const char *path)
     return bad;
 }
 
-/* On stderr, so a run's report stays the replay's. */
+/* On stderr, so a run's report stays the replay's.  On a plug-in driver
+ * also what was not checked and not made there, by name. */
 static void rules_summary(const struct tr *t)
 {
     if (t->rules)
@@ -442,6 +489,95 @@ static void rules_summary(const struct tr *t)
                         " violations%s\n",
                 t->rules_checks, t->rules_gpu_walks, t->rules_violations,
                 t->rules_violations ? " (the run stopped checking at the first)" : "");
+    if (t->rules && t->rules_not_applicable) {
+        char names[512];
+        rc_softgpu_only_names(names, sizeof names);
+        fprintf(stderr, "vidmm: rules not applicable on driver %s (they read softgpu's MMU and GART), left out of "
+                        "%" PRIu64 " checks: %s\n", tr_driver_name(t), t->rules_not_applicable, names);
+    }
+    uint64_t na = 0;
+    for (int v = 0; v < TV_COUNT; v++)
+        na += t->not_applicable[v];
+    if (na) {
+        fprintf(stderr, "vidmm: %" PRIu64 " calls not made on driver %s (NOT_APPLICABLE):", na, tr_driver_name(t));
+        for (int v = 0; v < TV_COUNT; v++)
+            if (t->not_applicable[v])
+                fprintf(stderr, " %s %" PRIu64, tr_verb_names[v], t->not_applicable[v]);
+        fputc('\n', stderr);
+    }
+}
+
+/* Bytes of the memory segments of the softgpu adapter h describes (its
+ * preset and segment sizes); 0 if it cannot be made. */
+static uint64_t softgpu_memory_bytes(const struct tr_header *h)
+{
+    struct softgpu_config c;
+    memset(&c, 0, sizeof c);
+    c.preset = h->preset;
+    memcpy(c.segment_size, h->segment_size, sizeof c.segment_size);
+    c.synchronous = 1;
+    struct softgpu *g;
+    if (softgpu_create(&c, &g) < 0)
+        return 0;
+    struct vidmm_query_segment_out qo;
+    struct vidmm_segment_descriptor d[SOFTGPU_MAX_SEGMENTS];
+    memset(&qo, 0, sizeof qo);
+    struct vidmm_query_adapter_info_args q = { VIDMM_QAI_QUERYSEGMENT, NULL, 0, &qo, sizeof qo };
+    const struct vidmm_driver_ops *ops = softgpu_driver_ops();
+    uint64_t bytes = 0;
+    if (ops->query_adapter_info(g, &q) >= 0 && qo.nb_segment <= SOFTGPU_MAX_SEGMENTS) {
+        qo.segment_descriptor = d;
+        qo.segment_descriptor_stride = sizeof d[0];
+        if (ops->query_adapter_info(g, &q) >= 0)
+            for (uint32_t i = 0; i < qo.nb_segment; i++)
+                if (!(d[i].flags & VIDMM_SEGMENT_APERTURE))
+                    bytes += d[i].size;
+    }
+    softgpu_destroy(g);
+    return bytes;
+}
+
+/* The driver a run or replay is on, into the header: --driver (softgpu:
+ * none), else the trace's "driver" line; its options: --options, else
+ * the trace's, else $VIDMM_DRIVER_OPTIONS.  vkgpu without cap= takes as
+ * much memory as the scenario's softgpu adapter has, so a scenario
+ * written to over-commit 4 MiB still does (docs/DECISIONS.md D81); the
+ * options used are recorded, so a replay builds the same adapter. */
+static void choose_driver(struct tr_header *h, const struct run_options *o)
+{
+    if (o->driver) {
+        snprintf(h->driver, sizeof h->driver, "%s", strcmp(o->driver, "softgpu") ? o->driver : "");
+        h->driver_options[0] = '\0';
+    }
+    if (!h->driver[0]) {
+        h->driver_options[0] = '\0';
+        return;
+    }
+    const char *env = getenv("VIDMM_DRIVER_OPTIONS");
+    if (o->driver_options)
+        snprintf(h->driver_options, sizeof h->driver_options, "%s", o->driver_options);
+    else if (!h->driver_options[0] && env && !strchr(env, ' '))
+        snprintf(h->driver_options, sizeof h->driver_options, "%s", env);
+    uint64_t mem = softgpu_memory_bytes(h);
+    if (!strcmp(h->driver, "vkgpu") && !strstr(h->driver_options, "cap=") && mem) {
+        size_t len = strlen(h->driver_options);
+        snprintf(h->driver_options + len, sizeof h->driver_options - len, "%scap=%" PRIu64 "K", len ? "," : "",
+                 (uint64_t)(((mem + 65535) & ~(uint64_t)65535) >> 10));
+    }
+}
+
+/* A replay's driver (choose_driver) and whether the trace was written for
+ * another one. */
+static int replay_driver(struct replay *r, struct tr_header *h, const struct run_options *o)
+{
+    char written_for[sizeof h->driver];
+    snprintf(written_for, sizeof written_for, "%s", h->driver);
+    choose_driver(h, o);
+    r->foreign_driver = strcmp(written_for, h->driver) != 0;
+    if (o->driver_options && !h->driver[0])
+        return cli_usage_error("replay", "--options %s: %s replays on softgpu, which takes no options (--driver NAME)",
+                               o->driver_options, o->what);
+    return 0;
 }
 
 /* Belady's policy evicts the allocation used furthest in the future; it
@@ -547,6 +683,19 @@ int cli_run(int argc, char **argv)
         return cli_usage_error("run", "--adapter igpu: scenario %s needs a GpuMmu adapter (dgpu, wddm1 or big)",
                                sc->name);
     }
+    char written_for[sizeof h.driver];
+    snprintf(written_for, sizeof written_for, "%s", h.driver);
+    choose_driver(&h, &o);
+    r.foreign_driver = strcmp(written_for, h.driver) != 0;
+    if (h.driver[0] && !strcmp(h.preset, "igpu")) {
+        /* An integrated GPU in IoMmu mode with no local memory is softgpu's
+         * igpu preset; a plug-in has its own segments and vkgpu declares
+         * no IoMmu: the scenario would test something else. */
+        fprintf(stderr, "vidmm run: %s not applicable on driver %s: it is written for softgpu's igpu preset (IoMmu, "
+                        "no local memory), which the driver's own adapter is not (exit status 3)\n", o.what, h.driver);
+        replay_close(&r);
+        return 3;
+    }
     belady_warning("run", &h);
     if (!sc)
         r.progress = cli_progress_wanted(o.progress);
@@ -575,6 +724,10 @@ int cli_run(int argc, char **argv)
         cli_progress_end(&c.last_pct);
     } else {
         errors = malformed = replay_run(&r, &t);
+        if (r.driver_outcomes)
+            fprintf(stderr, "vidmm run: %" PRIu64 " stated results differ as outcomes of driver %s (written for "
+                            "%s; listed above, not compared)\n", r.driver_outcomes, h.driver[0] ? h.driver : "softgpu",
+                    written_for[0] ? written_for : "softgpu");
         if (r.mismatches) {
             fprintf(stderr, "vidmm run: %" PRIu64 " of %" PRIu64 " stated results differ\n", r.mismatches,
                     r.checked);
@@ -597,8 +750,11 @@ int cli_run(int argc, char **argv)
     rules_summary(&t);
     tr_close(&t);
     collect_free(&c);
+    int na = r.not_applicable;
+    if (na)
+        fprintf(stderr, "vidmm run: %s not applicable on driver %s (above; exit status 3)\n", o.what, h.driver);
     replay_close(&r);
-    return errors || bad ? 1 : 0;
+    return errors || bad ? 1 : na ? 3 : 0;
 }
 
 /* `vidmm replay FILE.rmv`: import an AMD Radeon Memory Visualizer
@@ -696,6 +852,10 @@ static int replay_once(const struct run_options *o, const char *policy, int writ
     struct replay r;
     if (replay_open(&r, o->what, h, 1))
         return 1;
+    if (replay_driver(&r, h, o)) {
+        replay_close(&r);
+        return 1;
+    }
     if (policy)
         snprintf(h->policy, sizeof h->policy, "%s", policy);
     struct run_options quiet = *o;
@@ -776,6 +936,9 @@ int cli_replay(int argc, char **argv)
     int rc = parse_options("replay", argc, argv, &o, 1);
     if (rc)
         return rc;
+    if (rmv_is_rmv_file(o.what) && o.driver)
+        return cli_usage_error("replay", "--driver %s: an RMV file is replayed on softgpu (its heaps become a "
+                                         "softgpu adapter), not %s", o.driver, o.what);
     if (rmv_is_rmv_file(o.what))
         return replay_rmv(&o);
     if (o.decode_only)
@@ -788,6 +951,10 @@ int cli_replay(int argc, char **argv)
     struct replay r;
     if (replay_open(&r, o.what, &h, 1))
         return 1;
+    if ((rc = replay_driver(&r, &h, &o)) != 0) {
+        replay_close(&r);
+        return rc;
+    }
     belady_warning("replay", &h);
     r.progress = cli_progress_wanted(o.progress);
     struct tr t;
@@ -803,13 +970,18 @@ int cli_replay(int argc, char **argv)
     if (!failed)
         fprintf(stderr, "vidmm replay: %" PRIu64 " calls re-executed, %" PRIu64 " results compared, %" PRIu64
                         " differ%s\n",
-                r.executed, r.checked, r.mismatches, r.mismatches ? "" : " (exact replay)");
+                r.executed, r.checked, r.mismatches,
+                r.mismatches ? "" : r.foreign_driver ? " (the integrity results exact)" : " (exact replay)");
+    if (r.foreign_driver)
+        fprintf(stderr, "vidmm replay: on driver %s, a trace of another driver: %" PRIu64 " other results differ as "
+                        "its outcomes (listed above, not compared); %" PRIu64 " calls it recorded NOT_APPLICABLE skipped\n",
+                h.driver[0] ? h.driver : "softgpu", r.driver_outcomes, r.skipped_na);
     if (t.check_failures || t.adapter_check_failures)
         fprintf(stderr, "vidmm replay: integrity checks failed (%" PRIu64 " read-backs, %" PRIu64 " adapter checks)\n",
                 t.check_failures, t.adapter_check_failures);
     rules_summary(&t);
     int result = failed || bad || r.mismatches || t.check_failures || t.adapter_check_failures || t.rules_violations
-                     ? 1 : 0;
+                     ? 1 : r.not_applicable ? 3 : 0;
     tr_close(&t);
     collect_free(&c);
     replay_close(&r);

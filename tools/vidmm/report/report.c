@@ -103,7 +103,7 @@ static void gather(struct tr *t, struct summary *s)
             s->seg[as.segment_id].traced_bytes += as.size;
         }
     }
-    s->final_check = vidmm_adapter_check(t->adapter, NULL, 0) + softgpu_check(t->gpu);
+    s->final_check = vidmm_adapter_check(t->adapter, NULL, 0) + (t->gpu ? softgpu_check(t->gpu) : 0);
 }
 
 static void gather_free(struct summary *s)
@@ -133,9 +133,15 @@ static void write_text(struct tr *t, const struct summary *s, FILE *f)
 {
     char a[32], b[32], c[32], d[32], e[32], g[32];
     fprintf(f, "== vidmm: scenario %s ==\n", t->hdr.scenario);
-    fprintf(f, "adapter: softgpu '%s' (%s), %s paging, policy %s, seed %" PRIu64 ", system memory %s\n",
-            t->hdr.preset, va_model(t), sync_name(t), t->hdr.policy, t->hdr.seed,
-            sz(t->hdr.system_memory, a, sizeof a));
+    if (t->hdr.plugin)   /* a plug-in: its own segments, sized from the scenario's (docs/VKGPU.md) */
+        fprintf(f, "adapter: driver %s (options %s; scenario written for softgpu '%s') (%s), policy %s, seed %" PRIu64
+                   ", system memory %s\n",
+                t->hdr.driver, t->hdr.driver_options[0] ? t->hdr.driver_options : "-", t->hdr.preset, va_model(t),
+                t->hdr.policy, t->hdr.seed, sz(t->hdr.system_memory, a, sizeof a));
+    else
+        fprintf(f, "adapter: softgpu '%s' (%s), %s paging, policy %s, seed %" PRIu64 ", system memory %s\n",
+                t->hdr.preset, va_model(t), sync_name(t), t->hdr.policy, t->hdr.seed,
+                sz(t->hdr.system_memory, a, sizeof a));
     fprintf(f, "calls: %" PRIu64 " (%" PRIu64 " failed), %" PRIu64 " frames\n", t->calls, t->failed_calls, t->frames);
     int any = 0;
     for (int i = 0; i < 128; i++) {

@@ -314,6 +314,11 @@ static int do_wait(struct call *c)
         fence = x < r->last_fence_cap ? r->last_fence[x] : 0;
     else if (rd_kv_u64(&c->a, "fence", 0, 1, &fence))
         return 1;
+    /* Another driver numbers its paging fences otherwise: a recorded
+     * value may never come on this one.  Waiting for all the queue got
+     * is at least what the trace waited for (docs/DECISIONS.md D81). */
+    if (r->foreign_driver && !(fs && !strcmp(fs, "last")))
+        fence = x < r->last_fence_cap ? r->last_fence[x] : 0;
     tr_wait(c->t, x, fence);
     return 0;
 }
@@ -603,6 +608,14 @@ static int result_equal(char **tok, int from, int n, const char *got)
     return *got == '\0';
 }
 
+/* The calls whose stated results hold on any driver: bytes read back
+ * and the checkers' verdicts. */
+static int integrity_verb(enum tr_verb v)
+{
+    return v == TV_WRITE || v == TV_CHECK || v == TV_GPU_READ || v == TV_GPU_WRITE || v == TV_RESULT ||
+           v == TV_CHECK_ADAPTER;
+}
+
 static int exec_line(struct replay *r, struct tr *t, char *line)
 {
     char *tok[RD_MAX_TOKENS];
@@ -648,6 +661,12 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
     if (r->strict && eq == n)
         return rd_bad(r, "call line without a recorded result", verb);
 
+    if (r->foreign_driver && eq + 1 < n && !strcmp(tok[eq + 1], "NOT_APPLICABLE")) {
+        /* Not made where the trace was recorded, and what follows assumes
+         * it was not: not made here either (docs/DECISIONS.md D81). */
+        r->skipped_na++;
+        return 0;
+    }
     const struct verb_entry *e = &verb_table[v];
     c.v = (enum tr_verb)v;
     if (rd_want_pos(r, c.np, e->npos, e->usage) || e->fn(&c) || rd_unknown_keys(&c.a, verb))
@@ -658,8 +677,24 @@ static int exec_line(struct replay *r, struct tr *t, char *line)
 
     /* Compare what the call gave with what the line says it gave (any
      * length: a make-resident of 10,000 allocations has a long line). */
-    if (eq < n) {
-        const char *got = tr_last_result(t);
+    const char *got = tr_last_result(t);
+    int na = !strncmp(got, "NOT_APPLICABLE", 14);
+    if (na && r->foreign_driver && (c.v == TV_CREATE || c.v == TV_CREATE2)) {
+        /* What follows is built on an allocation the driver cannot make. */
+        fprintf(stderr, "%s:%" PRIu64 ": %s: the driver cannot make this allocation: the rest is not applicable\n",
+                r->path, r->lineno, verb);
+        r->not_applicable = 1;
+        return 0;
+    }
+    if (eq < n && r->foreign_driver && (na || !integrity_verb(c.v))) {
+        /* Another driver's outcome, not a fault (D80): listed, counted. */
+        if (!na && !result_equal(tok, eq + 1, n, got) && r->driver_outcomes++ < 20) {
+            fprintf(stderr, "%s:%" PRIu64 ": %s: stated '", r->path, r->lineno, verb);
+            for (int i = eq + 1; i < n; i++)
+                fprintf(stderr, "%s%s", i > eq + 1 ? " " : "", tok[i]);
+            fprintf(stderr, "', this driver gave '%s' (its outcome, not compared)\n", got);
+        }
+    } else if (eq < n) {
         r->checked++;
         if (!result_equal(tok, eq + 1, n, got)) {
             r->mismatches++;
@@ -702,6 +737,8 @@ int replay_run(struct replay *r, struct tr *t)
                 fputc('\n', stderr);
             return 1;
         }
+        if (r->not_applicable)
+            return 0;
         if (t->rules_violations) {
             /* The first violation ends the run: what follows would be
              * built on a state WDDM does not allow. */

@@ -43,6 +43,19 @@ struct replay {
     uint64_t *last_fence;        /* per recording-layer queue id: fence=last */
     uint32_t last_fence_cap;
 
+    /* The trace was written for another driver than the one it runs on
+     * (a softgpu scenario or trace on vkgpu): stated results are held
+     * exactly only for the integrity checks (write, check, gpu-read,
+     * gpu-write, result, check-adapter); the others are that driver's
+     * outcomes, listed and counted in driver_outcomes, and a call the
+     * tool does not make there (NOT_APPLICABLE) is not compared, and one
+     * recorded NOT_APPLICABLE is not made here (skipped_na).  A
+     * create the driver cannot express ends the run: not_applicable
+     * (docs/DECISIONS.md D80). */
+    int foreign_driver;
+    uint64_t driver_outcomes;
+    uint64_t skipped_na;         /* calls recorded NOT_APPLICABLE by the other driver: not made here */
+    int not_applicable;
     uint64_t executed;           /* call lines run */
     uint64_t checked;            /* lines whose result was compared */
     uint64_t mismatches;

@@ -28,6 +28,7 @@
 
 #include "fault_driver.h"
 #include "rules_check.h"
+#include "vidmm/drvcheck.h"
 #include "vidmm/softgpu.h"
 #include "vidmm/vidmm.h"
 
@@ -44,6 +45,12 @@ uint64_t tr_fnv1a(uint64_t h, const void *p, size_t n);
 /* A tool-level status for integrity checks whose bytes differ (vidmm
  * statuses are small negative numbers; this one is outside their range). */
 #define TR_MISMATCH ((vidmm_status)-100)
+/* A tool-level status for a call the tool does not make on this driver:
+ * what it needs is softgpu's own (its MMU walker, its command set, its
+ * segment sets) or a feature the driver declares absent.  Written
+ * "NOT_APPLICABLE"; the first of each verb is said on stderr with the
+ * reason, all are counted (docs/DECISIONS.md D80). */
+#define TR_NOT_APPLICABLE ((vidmm_status)-101)
 
 #define TR_STATUS_INDEX(st) ((int)(st) + 110 < 0 ? 0 : (int)(st) + 110 > 127 ? 127 : (int)(st) + 110)
 
@@ -61,9 +68,18 @@ struct tr_header {
     char policy[16];             /* eviction policy name */
     uint64_t seed;               /* the scenario's random seed (informative on replay) */
     char scenario[64];           /* what produced the trace */
+    /* The driver: "" (softgpu, built from the fields above) or a plug-in
+     * ("vkgpu", or a FILE.so), written "driver NAME" with its options
+     * "driver-options STR" (docs/VKGPU.md).  On a plug-in the preset and
+     * segment sizes only size it (run.c), and its own segments are used. */
+    char driver[256];
+    char driver_options[256];
     /* Not part of the trace: a failing driver (`vidmm run --fail-driver`)
      * that tr_open puts between vidmm and softgpu; NULL = none. */
     struct fault_driver *fault;
+    /* Not part of the trace: the constructed plug-in driver when driver
+     * names one (the caller makes it and destroys it after tr_close). */
+    const struct drvcheck_driver *plugin;
 };
 
 /* One traced object.  parent: the process of a device or VA range, the
@@ -137,7 +153,7 @@ struct tr_counter_state {
 
 struct tr {
     struct tr_header hdr;
-    struct softgpu *gpu;
+    struct softgpu *gpu;         /* NULL on a plug-in driver (hdr.plugin) */
     struct vidmm_adapter *adapter;
     int gpummu, iommu;           /* the adapter's GPU VA model */
 
@@ -172,7 +188,11 @@ struct tr {
     uint64_t patches_written;    /* patch locations vidmm wrote (the "patched" outputs) */
     uint64_t context_waits;      /* CPU waits on context fences */
     uint64_t commands_built;     /* commands in the tool's command buffers */
-    uint64_t gpu_results, gpu_result_failures;   /* GPU-computed values checked by the CPU */     /* calls per status, index TR_STATUS_INDEX(st) */
+    uint64_t gpu_results, gpu_result_failures;   /* GPU-computed values checked by the CPU */
+    /* Calls the tool did not make on this driver (TR_NOT_APPLICABLE), per
+     * verb; a verb's first is said on stderr with its reason. */
+    uint64_t not_applicable[TV_COUNT];
+    uint64_t va_refused;         /* GPU VA calls refused: the driver has no GPU VA (tr_driver_refused) */     /* calls per status, index TR_STATUS_INDEX(st) */
 
     /* Timeline (NULL buffer = not collecting). */
     struct tr_buf *timeline;
@@ -196,6 +216,10 @@ struct tr {
     int rules_pending;           /* the failed-call rule's violations, reported after the call */
     uint64_t rules_gpu_sig;      /* what the GPU's view depended on at the last MMU walk */
     uint64_t rules_gpu_walks;    /* checks that walked the MMU */
+    /* Checks that left out the rules reading softgpu's internals (the
+     * gpu.* family) since the driver is not softgpu, or the adapter has
+     * no GpuMmu: counted, never silent (rules_check.h). */
+    uint64_t rules_not_applicable;
     char rules_report[1024];     /* the first violations, one a line */
     char rules_line[512];        /* the call line they followed */
     struct rc_fp rules_fp[2];    /* before / after a make-resident */
@@ -222,6 +246,21 @@ int tr_rules_objects(struct tr *t, struct rc_objects *o);
 /* The rules now: library rules plus the GPU's view; report as
  * vidmm/rules.h.  Returns the violations. */
 int tr_check_rules_now(struct tr *t, char *report, size_t n);
+/* The driver's name as reports say it: "softgpu" or the plug-in's. */
+const char *tr_driver_name(const struct tr *t);
+/* The driver's private data for the tool's allocation description d
+ * (trace_driver.c): d itself on softgpu, a translation on vkgpu, the
+ * plug-in's own description of a CPU-visible allocation on any other.
+ * Returns the bytes written to buf, or 0 when the driver cannot express
+ * d, with the reason in *why. */
+size_t tr_driver_desc(const struct tr *t, const struct softgpu_alloc_desc *d, void *buf, size_t cap,
+                      const char **why);
+/* Says on stderr, once per verb, why the tool does not make this call on
+ * this driver, and counts it.  Returns TR_NOT_APPLICABLE. */
+vidmm_status tr_not_applicable(struct tr *t, const char *why);
+/* After a call on a plug-in driver: a GPU VA call vidmm refused since
+ * the driver declares no GPU virtual addressing is said once, by name. */
+void tr_driver_refused(struct tr *t, vidmm_status st);
 /* Close the adapter and softgpu; free everything. */
 void tr_close(struct tr *t);
 /* Start collecting timeline events into buf (before tr_start). */

@@ -57,6 +57,8 @@ const char *tr_status_name(vidmm_status st)
 {
     if (st == TR_MISMATCH)
         return "MISMATCH";
+    if (st == TR_NOT_APPLICABLE)
+        return "NOT_APPLICABLE";
     const char *s = vidmm_status_str(st);
     return strncmp(s, "VIDMM_", 6) ? s : s + 6;
 }
@@ -65,6 +67,10 @@ int tr_status_parse(const char *s, vidmm_status *st)
 {
     if (!strcmp(s, "MISMATCH")) {
         *st = TR_MISMATCH;
+        return 0;
+    }
+    if (!strcmp(s, "NOT_APPLICABLE")) {
+        *st = TR_NOT_APPLICABLE;
         return 0;
     }
     for (int v = -64; v <= 8; v++) {

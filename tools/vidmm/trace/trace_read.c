@@ -326,6 +326,15 @@ static int read_header(struct replay *r, struct tr_header *h)
             snprintf(h->scenario, sizeof h->scenario, "%s", tok[1]);
         } else if (!strcmp(tok[0], "adapter") && n == 2) {
             snprintf(h->preset, sizeof h->preset, "%s", tok[1]);
+        } else if (!strcmp(tok[0], "driver") && n == 2) {
+            /* A plug-in driver's name or file (docs/VKGPU.md). */
+            if (strlen(tok[1]) >= sizeof h->driver)
+                return rd_bad(r, "driver name too long", NULL);
+            snprintf(h->driver, sizeof h->driver, "%s", tok[1]);
+        } else if (!strcmp(tok[0], "driver-options") && n == 2) {
+            if (strlen(tok[1]) >= sizeof h->driver_options)
+                return rd_bad(r, "driver-options too long", NULL);
+            snprintf(h->driver_options, sizeof h->driver_options, "%s", tok[1]);
         } else if (!strcmp(tok[0], "segment") && n == 3) {
             if (tr_parse_u64(tok[1], &v) || v == 0 || v > SOFTGPU_MAX_SEGMENTS ||
                 tr_parse_u64(tok[2], &h->segment_size[v]))

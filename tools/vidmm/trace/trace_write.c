@@ -71,6 +71,11 @@ static void write_header(struct tr *t, const struct tr_header *h)
     rec_printf(t, "vidmm-trace %d\n", TR_FORMAT_VERSION);
     rec_printf(t, "scenario %s\n", h->scenario);
     rec_printf(t, "adapter %s\n", h->preset);
+    if (h->driver[0]) {
+        rec_printf(t, "driver %s\n", h->driver);
+        if (h->driver_options[0])
+            rec_printf(t, "driver-options %s\n", h->driver_options);
+    }
     for (uint32_t id = 1; id <= SOFTGPU_MAX_SEGMENTS; id++)
         if (h->segment_size[id])
             rec_printf(t, "segment %u %" PRIu64 "\n", id, h->segment_size[id]);
@@ -323,6 +328,10 @@ int tr_check_rules_now(struct tr *t, char *report, size_t n)
             snprintf(report, n, "rules: out of host memory");
         return 1;
     }
+    /* On a plug-in driver the GPU's view (softgpu's MMU) cannot be
+     * walked: counted, said in the run's summary (run.c). */
+    if (!t->gpu)
+        t->rules_not_applicable++;
     return rc_check_rules(t->adapter, t->gpummu ? t->gpu : NULL, &o, report, n);
 }
 
@@ -400,7 +409,7 @@ static void rules_after_call(struct tr *t)
         } else {
             n = tr_check_rules_now(t, t->rules_report, sizeof t->rules_report);
             t->rules_gpu_sig = sig;
-            t->rules_gpu_walks++;
+            t->rules_gpu_walks += t->gpu != NULL;   /* a plug-in's: counted as not applicable */
         }
     }
     if (n)
@@ -431,6 +440,7 @@ void trw_line_end(struct tr *t, vidmm_status st, const char *fmt, ...)
         t->pending++;
     if (st == VIDMM_E_OVER_BUDGET)
         t->over_budget++;
+    tr_driver_refused(t, st);
     if (t->rec) {
         if (t->line_oom) {
             /* A cut line would replay as another call: the record is lost. */
@@ -475,20 +485,30 @@ int tr_open(struct tr *t, const struct tr_header *h, FILE *rec)
         fprintf(stderr, "vidmm: unknown eviction policy '%s' (known: %s)\n", h->policy, tr_policy_names());
         return 1;
     }
-    struct softgpu_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.preset = t->hdr.preset;
-    memcpy(cfg.segment_size, h->segment_size, sizeof cfg.segment_size);
-    cfg.mmu_levels = h->mmu_levels;
-    cfg.synchronous = h->synchronous;
-    vidmm_status st = softgpu_create(&cfg, &t->gpu);
-    if (st < 0) {
-        fprintf(stderr, "vidmm: cannot create softgpu '%s': %s\n", h->preset, vidmm_status_str(st));
-        return 1;
-    }
     struct vidmm_adapter_create_info ci;
     memset(&ci, 0, sizeof ci);
-    softgpu_fill_adapter_create_info(t->gpu, &ci);
+    vidmm_status st;
+    if (h->plugin) {
+        /* A plug-in driver, constructed by the caller (run.c). */
+        ci.abi_version = VIDMM_ABI_VERSION;
+        ci.ops = h->plugin->ops;
+        ci.driver = h->plugin->driver;
+        ci.agp_aperture_base = h->plugin->agp_aperture_base;
+        ci.agp_aperture_size = h->plugin->agp_aperture_size;
+    } else {
+        struct softgpu_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.preset = t->hdr.preset;
+        memcpy(cfg.segment_size, h->segment_size, sizeof cfg.segment_size);
+        cfg.mmu_levels = h->mmu_levels;
+        cfg.synchronous = h->synchronous;
+        st = softgpu_create(&cfg, &t->gpu);
+        if (st < 0) {
+            fprintf(stderr, "vidmm: cannot create softgpu '%s': %s\n", h->preset, vidmm_status_str(st));
+            return 1;
+        }
+        softgpu_fill_adapter_create_info(t->gpu, &ci);
+    }
     ci.system_memory_limit = h->system_memory;
     if (h->fault)
         fault_driver_wrap(h->fault, &ci);
@@ -497,7 +517,8 @@ int tr_open(struct tr *t, const struct tr_header *h, FILE *rec)
     st = vidmm_adapter_open(&ci, &t->adapter);
     if (st < 0) {
         fprintf(stderr, "vidmm: adapter open failed: %s: %s\n", vidmm_status_str(st), t->error);
-        softgpu_destroy(t->gpu);
+        if (t->gpu)
+            softgpu_destroy(t->gpu);
         t->gpu = NULL;
         return 1;
     }

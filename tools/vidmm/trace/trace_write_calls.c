@@ -66,10 +66,15 @@ static vidmm_status create(struct tr *t, uint32_t dev, const struct softgpu_allo
         trw_line_add(t, " size=%" PRIu64 " align=%" PRIu64 " cpu=%u", d->size, d->alignment, d->cpu_visible);
     if (name && *name)
         trw_line_add(t, " name=%s", o->name);
-    vidmm_status st = dev       ? vidmm_device_allocation_create(t->adapter, tr_handle(t, TR_DEV, dev), d, sizeof(*d),
-                                                                 flags, &o->h)
-                      : create2 ? vidmm_allocation_create2(t->adapter, d, sizeof(*d), flags, &o->h)
-                                : vidmm_allocation_create(t->adapter, d, sizeof(*d), &o->h);
+    /* The driver's private data for it (trace_driver.c). */
+    unsigned char pd[256];
+    const char *why;
+    size_t pds = tr_driver_desc(t, d, pd, sizeof pd, &why);
+    vidmm_status st = !pds      ? tr_not_applicable(t, why)
+                      : dev     ? vidmm_device_allocation_create(t->adapter, tr_handle(t, TR_DEV, dev), pd, pds, flags,
+                                                                 &o->h)
+                      : create2 ? vidmm_allocation_create2(t->adapter, pd, pds, flags, &o->h)
+                                : vidmm_allocation_create(t->adapter, pd, pds, &o->h);
     if (st < 0)
         o->h = VIDMM_HANDLE_NULL;
     else {
@@ -511,6 +516,9 @@ static vidmm_status gpu_target(struct tr *t, uint32_t p, struct tr_addr va, stru
                                void **host)
 {
     *host = NULL;
+    if (!t->iommu && !t->gpu)
+        return tr_not_applicable(t, "the tool's GPU reads and writes go through softgpu's MMU walker (vkgpu's GPU "
+                                    "view is tested by its own sparse test, docs/VKGPU.md)");
     if (!t->iommu)
         return vidmm_process_root_page_table(t->adapter, tr_handle(t, TR_PROC, p), root);
     struct tr_obj *v = tr_get(t, TR_VA, va.v);
@@ -581,7 +589,7 @@ vidmm_status tr_check_adapter(struct tr *t)
     trw_line_begin(t, TV_CHECK_ADAPTER, 0, 0);
     /* The structure walkers and, whatever --rules says, the rules. */
     char rep[1024];
-    int bad = vidmm_adapter_check(t->adapter, NULL, 0) + softgpu_check(t->gpu);
+    int bad = vidmm_adapter_check(t->adapter, NULL, 0) + (t->gpu ? softgpu_check(t->gpu) : 0);
     int rules = tr_check_rules_now(t, rep, sizeof rep);
     if (rules)
         fprintf(stderr, "vidmm: check-adapter: %d rule violation%s:\n%s", rules, rules == 1 ? "" : "s", rep);
@@ -595,6 +603,28 @@ vidmm_status tr_check_adapter(struct tr *t)
 }
 
 /* ---- command submission ------------------------------------------------ */
+
+/* On a plug-in driver the tool submits nothing: its command buffers are
+ * softgpu's command set (trace_driver.c). */
+static vidmm_status submission_na(struct tr *t)
+{
+    return tr_not_applicable(t, "the tool's command buffers are softgpu's command set (vkgpu's own submission "
+                                "is tested by build/vkgpu-tests, docs/VKGPU.md)");
+}
+
+/* A call of the submission family not made: its line, answered
+ * TR_NOT_APPLICABLE. */
+static vidmm_status na_call(struct tr *t, enum tr_verb v, enum tr_kind k, uint32_t id, uint32_t tid,
+                            const uint64_t *fence)
+{
+    trw_line_begin(t, v, trw_process_of(t, k, id), tid);
+    trw_line_id(t, k, id);
+    if (fence)
+        trw_line_add(t, " fence=%" PRIu64, *fence);
+    vidmm_status st = submission_na(t);
+    trw_line_end(t, st, NULL);
+    return st;
+}
 
 vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t mode, uint32_t *id)
 {
@@ -617,7 +647,7 @@ vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t
     memset(&cd, 0, sizeof cd);
     cd.node = node;
     cd.mode = mode;
-    vidmm_status st = vidmm_context_create(t->adapter, tr_handle(t, TR_DEV, d), &cd, &o->h);
+    vidmm_status st = !t->gpu ? submission_na(t) : vidmm_context_create(t->adapter, tr_handle(t, TR_DEV, d), &cd, &o->h);
     if (st < 0)
         o->h = VIDMM_HANDLE_NULL;
     o->alive = st >= 0;
@@ -634,6 +664,8 @@ vidmm_status tr_context_create(struct tr *t, uint32_t d, uint32_t node, uint32_t
 
 vidmm_status tr_context_destroy(struct tr *t, uint32_t c)
 {
+    if (!t->gpu)
+        return na_call(t, TV_CONTEXT_DESTROY, TR_CTX, c, 2000 + c, NULL);
     return trw_destroy_leaf(t, TV_CONTEXT_DESTROY, TR_CTX, c, 2000 + c, vidmm_context_destroy);
 }
 
@@ -682,6 +714,8 @@ vidmm_status tr_cmdbuf(struct tr *t, const struct tr_cmd *cmds, uint32_t n, uint
     if (to)
         trw_line_add(t, " to=A%u offset=%" PRIu64, to, offset);
     vidmm_status st = badop || !n || cap > UINT32_MAX ? VIDMM_E_INVALID_ARG : VIDMM_OK;
+    if (st >= 0 && !t->gpu)
+        st = submission_na(t);
     void *data = st >= 0 ? calloc(1, (size_t)cap) : NULL;
     if (st >= 0 && !data)
         st = VIDMM_E_NO_HOST_MEMORY;
@@ -735,7 +769,7 @@ vidmm_status tr_submit_virtual(struct tr *t, uint32_t c, struct tr_addr va, uint
     trw_line_addr(t, "va", va);
     trw_line_add(t, " size=%u", size);
     uint64_t fv = 0;
-    vidmm_status st = vidmm_submit_virtual(t->adapter, tr_handle(t, TR_CTX, c), tr_addr_value(t, va), size, &fv);
+    vidmm_status st = !t->gpu ? submission_na(t) : vidmm_submit_virtual(t->adapter, tr_handle(t, TR_CTX, c), tr_addr_value(t, va), size, &fv);
     if (fence)
         *fence = fv;
     if (st >= 0) {
@@ -779,8 +813,8 @@ vidmm_status tr_submit_physical(struct tr *t, uint32_t c, uint32_t b, const uint
     struct tr_obj *bo = tr_get(t, TR_BUF, b);
     struct vidmm_submit_physical_args pa;
     memset(&pa, 0, sizeof pa);
-    vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
-    if (al && pl) {
+    vidmm_status st = !t->gpu ? submission_na(t) : VIDMM_E_NO_HOST_MEMORY;
+    if (al && pl && t->gpu) {
         for (uint32_t i = 0; i < nalloc; i++) {
             al[i].allocation = tr_handle(t, TR_ALLOC, allocs[i]);
             al[i].flags = alloc_flags[i];
@@ -818,6 +852,8 @@ vidmm_status tr_submit_physical(struct tr *t, uint32_t c, uint32_t b, const uint
 
 vidmm_status tr_context_wait(struct tr *t, uint32_t c, uint64_t fence)
 {
+    if (!t->gpu)
+        return na_call(t, TV_CONTEXT_WAIT, TR_CTX, c, 2000 + c, &fence);
     return wait_fence(t, TV_CONTEXT_WAIT, TR_CTX, c, 2000 + c, fence, vidmm_context_wait, &t->context_waits);
 }
 
@@ -826,7 +862,7 @@ vidmm_status tr_context_fence(struct tr *t, uint32_t c, uint64_t *submitted, uin
     trw_line_begin(t, TV_CONTEXT_FENCE, trw_process_of(t, TR_CTX, c), 2000 + c);
     trw_line_id(t, TR_CTX, c);
     uint64_t s = 0, d = 0;
-    vidmm_status st = vidmm_context_fence(t->adapter, tr_handle(t, TR_CTX, c), &s, &d);
+    vidmm_status st = !t->gpu ? submission_na(t) : vidmm_context_fence(t->adapter, tr_handle(t, TR_CTX, c), &s, &d);
     if (submitted)
         *submitted = s;
     if (completed)
@@ -846,7 +882,8 @@ vidmm_status tr_result(struct tr *t, uint32_t a, uint64_t offset, uint64_t expec
     struct tr_obj *o = tr_get(t, TR_ALLOC, a);
     void *p = NULL;
     uint64_t v = 0;
-    vidmm_status st = !o || offset > o->size || o->size - offset < 8 ? VIDMM_E_INVALID_ARG
+    vidmm_status st = !t->gpu                                      ? submission_na(t)
+                      : !o || offset > o->size || o->size - offset < 8 ? VIDMM_E_INVALID_ARG
                                                                      : vidmm_allocation_lock(t->adapter, o->h, &p);
     if (st >= 0) {
         memcpy(&v, (char *)p + offset, 8);
@@ -856,6 +893,10 @@ vidmm_status tr_result(struct tr *t, uint32_t a, uint64_t offset, uint64_t expec
     }
     if (value)
         *value = v;
+    if (st == TR_NOT_APPLICABLE) {
+        trw_line_end(t, st, NULL);
+        return st;
+    }
     t->gpu_results++;
     if (st == TR_MISMATCH)
         t->gpu_result_failures++;
