@@ -36,7 +36,7 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
                              struct seg_sum *sum, struct vidmm_report *r)
 {
     const struct vidmm_placement *pl = &al->pl;
-    if (al->backing.sys) {   /* the system copy kept while resident in memory */
+    if (vidmm_residency_has_backing(al)) {   /* the system copy kept while resident in memory */
         sum[0].committed += al->size;
         sum[0].allocations++;
     }
@@ -144,7 +144,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
         for (const struct vidmm_allocation *al = p->owned_first; al && owned <= p->owned_allocations;
              al = al->owned_next) {
             owned++;
-            if (al->pe.process != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
+            if (vidmm_residency_owner(al) != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
                 (al == p->owned_first && al->owned_prev))
                 vidmm_report_add(r, "process %u: list of owned allocations broken", vidmm_process_slot(p));
         }

@@ -157,10 +157,7 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
     al->size = probe.size;
     al->alignment = probe.alignment;
     al->resident = (flags & VIDMM_CREATE_RESIDENT) != 0;
-    al->pe.allocation = h;
-    al->pe.priority = info.priority ? info.priority : VIDMM_PRIORITY_NORMAL;
-    al->pe.next_use = VIDMM_NEXT_USE_NEVER;
-    al->pe.last_use = vidmm_residency_clock_locked(a);
+    vidmm_residency_init_allocation(a, al, h, info.priority ? info.priority : VIDMM_PRIORITY_NORMAL);
     /* Creation takes free space only: it never evicts (make-resident
      * does), so a full adapter refuses new allocations it cannot place
      * in any supported segment (docs/DECISIONS.md D20). */
@@ -242,8 +239,8 @@ int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocat
          * later submission references it); memory and mappings stay for
          * the work in flight. */
         al->zombie = 1;
-        while (al->refs)
-            vidmm_residency_unlink_ref(a, al->refs);
+        while (vidmm_residency_refs_of(al))
+            vidmm_residency_unlink_ref(a, vidmm_residency_refs_of(al));
         al->zombie_next = s->zombies;
         s->zombies = al;
         s->zombie_count++;
@@ -706,11 +703,11 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         *cpu = al->lock_ptr;
         return VIDMM_OK;
     }
-    al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
-    /* Discarded while offered: its system pages were zeroed and are the
-     * content from now on - a restore must copy what the CPU writes into
-     * them, not zero-fill again (the stress suite found this). */
-    al->content_lost = 0;
+    /* The CPU may write: a backing copy goes stale.  Discarded while
+     * offered: its system pages were zeroed and are the content from now
+     * on - a restore must copy what the CPU writes into them, not
+     * zero-fill again (the stress suite found this). */
+    vidmm_residency_cpu_written(al);
     vidmm_inflight_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
     if (al->busy)
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */

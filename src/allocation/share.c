@@ -457,9 +457,9 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
                          (unsigned long long)al->self);
             }
         }
-        if (al->pe.process) {
+        if (vidmm_residency_owner(al)) {
             const struct vidmm_share_holder *sh = s->holders;
-            while (sh && sh->process != al->pe.process)
+            while (sh && sh->process != vidmm_residency_owner(al))
                 sh = sh->next;
             if (!sh) {
                 e++;
@@ -468,7 +468,7 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
             }
         }
         /* Only holders' processes map it or list it on a device. */
-        for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
+        for (const struct vidmm_residency_ref *r = vidmm_residency_refs_of(al); r; r = r->al_next) {
             const struct vidmm_share_holder *sh = s->holders;
             while (sh && sh->process != r->dev->process->self)
                 sh = sh->next;

@@ -30,6 +30,8 @@
 #include "seg/range_alloc.h"
 #include "seg/ring.h"
 #include "va/va_space.h"
+#include "placement/placement_fields.h"
+#include "residency/residency_fields.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -70,32 +72,6 @@ struct vidmm_segment {
 
 /* ---- allocations ---------------------------------------------------- */
 
-/* Where an allocation's bytes are. */
-struct vidmm_placement {
-    uint32_t segment_id;            /* memory segment, the aperture/AGP (mapped system pages), or 0 */
-    struct vidmm_page_set pages;    /* memory segment: extents (1 when contiguous) */
-    void *sys;                      /* system pages (segment 0, aperture, AGP) */
-    struct vidmm_mdl mdl;
-    int ap_mapped;                  /* sys pages mapped into aperture/AGP segment ap_segment */
-    uint32_t ap_segment;
-    uint32_t ap_node;
-    uint64_t ap_offset;
-};
-
-/* Memory a refused driver step left reachable (docs/ARCHITECTURE.md
- * "Prepare, point, then free"): a placement, or only its aperture range,
- * that page-table or aperture entries may still name, held out of every
- * allocator until an adapter reset rewrote those entries
- * (src/placement/placement.c, vidmm_quarantine). */
-struct vidmm_quarantine {
-    struct vidmm_placement pl;
-    uint64_t size;                  /* the allocation's size when it was put here */
-    void *driver_allocation;        /* for the aperture unmap */
-    int owns_sys;                   /* 0: only pl's aperture range is held (the pages are an allocation's) */
-    struct vidmm_quarantine *next;
-};
-#define VIDMM_QUARANTINE_INLINE 8u
-
 struct vidmm_allocation {
     /* Hot in handle lookups and make-resident: the first cache line (the
      * object is 64-byte aligned, so make-resident of an already resident,
@@ -105,15 +81,7 @@ struct vidmm_allocation {
     uint16_t shared;                /* share != NULL (here: handle lookups read this line only) */
     uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
-    int in_memory_segment;                  /* handed to the eviction policy (resident in a memory segment) */
-    uint64_t request_epoch;             /* == residency epoch: part of the request being served */
-    struct vidmm_residency_ref *refs;     /* per-device references (residency lists) */
-    struct vidmm_residency_ref *scratch_ref; /* make-resident: this request's reference record */
-    uint32_t ref_total;
-    int offered;
-    uint64_t use_clock;             /* reference clock of the last use; pe.last_use follows it into the policy */
-    uint32_t owned;                 /* pe.process is set (kept here so the hot path need not read pe) */
-    struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
+    struct vidmm_alloc_residency res; /* residency/residency_fields.h; its hot members come first */
     struct vidmm_allocation_info info;  /* as described by the driver (private data pointers cleared) */
     uint64_t size;                  /* placed size: requested rounded to the largest page size allowed */
     uint64_t alignment;
@@ -137,16 +105,8 @@ struct vidmm_allocation {
      * a move or a destroy visits those, not every process. */
     struct vidmm_va_user *va_users;
     uint32_t va_processes;
-    /* Residency (residency/residency.c); the hot fields are at the top. */
-    struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
-    int backing_valid;              /* backing holds the current content (not written since) */
-    uint32_t offer_priority;
-    int content_lost;               /* discarded while offered: reads as zero */
-    int offer_discarded;            /* discarded since the last offer: reclaim says DISCARDED */
     uint64_t paging_fence;          /* paging fence of the last operation writing its content (tdr/tdr.c) */
     uint32_t reset_lost;            /* adapter resets that lost its content */
-    int gpu_dirty;                  /* on a virtual submission's list since its system copy was made */
-    uint64_t evictions, restores;
     /* Command submission (submit/submit.c): in-flight submissions that
      * reference it; destroyed while busy = a zombie awaiting their end. */
     uint32_t busy;
@@ -164,15 +124,6 @@ struct vidmm_allocation {
      * teardown walks its own allocations, not every allocation. */
     struct vidmm_allocation *private_prev, *private_next;
     struct vidmm_allocation *owned_prev, *owned_next;
-    /* Make-resident undo (residency/api.c): set while a call's undo
-     * epoch is open; undo_kind 1 = a victim it evicted from undo_seg,
-     * 2 = a list member it made resident (undo_lost: content was lost). */
-    uint64_t undo_epoch;
-    uint32_t undo_seg;
-    uint8_t undo_kind, undo_top, undo_lost, undo_fresh;
-    uint8_t undo_extents;           /* victim: its extents (at most 2) kept to go back exactly; 0: not kept */
-    enum vidmm_layout undo_layout;
-    uint64_t undo_off[2], undo_len[2];
     /* Observability (observe/): the caller's name (host memory of
      * name_size bytes, released with the object) and opaque pointer. */
     char *name;
@@ -206,38 +157,9 @@ struct vidmm_share {
     struct vidmm_share *prev, *next; /* the adapter's shares */
 };
 
-/* One device's references to one allocation (an entry of the device's
- * residency requirement list). */
-struct vidmm_residency_ref {
-    struct vidmm_allocation *al;
-    struct vidmm_device *dev;
-    uint32_t count;
-    uint32_t pending;               /* evict validation scratch */
-    struct vidmm_residency_ref *al_next;  /* the allocation's references */
-    struct vidmm_residency_ref *dev_prev, *dev_next; /* the device's list */
-};
 
 /* ---- GpuMmu page tables and processes ------------------------------- */
 
-/* One page table of a process (an implicit allocation with no handle). */
-struct vidmm_page_table {
-    uint32_t level;                 /* 0 = leaf */
-    uint32_t segment_id;            /* where it lives (0 = system memory) */
-    uint64_t offset;                /* segment offset, or for segment 0 the host address */
-    uint64_t size;
-    uint32_t ra_node;               /* in the segment's range allocator (segment != 0) */
-    uint32_t entries;               /* 2^index bits of its level (16x fewer in a 64 KB leaf) */
-    int is64k;                      /* leaf holding 64 KB entries */
-    uint64_t epoch;                 /* the prepare that created it (see vidmm_pt_rollback) */
-    void *host;                     /* segment 0: the host block */
-    struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
-    uint32_t live_children;
-    /* Why the table may stay (rule pte.tables_follow_mappings): a leaf
-     * that held a valid entry (a mapping, even of an evicted allocation,
-     * or the zero page) since it was made; or one a refused rollback left
-     * linked (vidmm_pt_rollback). */
-    uint8_t held_valid, stranded;
-};
 
 struct vidmm_device;
 struct vidmm_residency_mgr;
@@ -298,25 +220,7 @@ struct vidmm_process {
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
-    /* Residency accounting: resident bytes it owns per segment, demand
-     * (bytes on its lists) and budgets per segment group. */
-    uint64_t seg_usage[VIDMM_MAX_SEGMENTS + 1];
-    uint64_t demand[2];
-    uint64_t budget_override[2];
-    uint64_t reservation[2];
-    /* "Over budget" cached for one eviction round (res_over_epoch). */
-    uint64_t over_epoch[2];
-    int over_val[2];
-    uint64_t fair_held;   /* scratch of the fair-share check at a refusal (residency.c) */
-    /* For the rules checker (adapter/rules.c), per segment group:
-     * whether its last successful make-resident that left something
-     * resident in the group said CantTrimFurther (then its usage may
-     * exceed its budget), and its budget right after its last successful
-     * make-resident (a budget that dropped since - another process's
-     * demand, the OS - owes it a trim notification, not a refusal). */
-    int last_mr_cant_trim[2];
-    uint64_t budget_after_mr[2];
-    uint64_t usage_after_mr[2];
+    struct vidmm_process_residency res; /* residency/residency_fields.h */
 };
 
 /* ---- devices and contexts (device/device.c) ------------------------- */
@@ -346,41 +250,9 @@ struct vidmm_device {
     uint64_t faults;
     uint32_t reset_status;          /* VIDMM_RESET_* (guarded by the fence lock) */
     uint64_t resets;
-    /* Residency. */
-    struct vidmm_residency_ref *refs;     /* its residency requirement list */
-    uint64_t ref_count;
-    struct vidmm_paging_queue *queues;
-    vidmm_trim_callback trim_cb;
-    void *trim_ctx;
-    uint64_t trim_round[2];         /* notified in this walk (budget.c) */
-    /* Make-resident fast table (residency/res_state.h), by allocation
-     * slot: references taken without touching the objects.  Two levels:
-     * res_dir[slot >> VIDMM_RES_CHUNK_SHIFT] is a chunk of entries, made
-     * when the device first references a slot in it, so a device's table
-     * costs memory for the slots it uses, not for every slot below the
-     * highest (with thousands of processes each referencing a few
-     * allocations, a flat table per device would be O(devices x
-     * allocations)).  res_slot_cap = res_dir_len chunks' worth of slots. */
-    struct vidmm_residency_slot **res_dir;
-    uint32_t res_dir_len;
-    uint32_t res_slot_cap;
+    struct vidmm_device_residency res; /* residency/residency_fields.h */
 };
 
-/* A device's paging queue and its monitored fence (guarded by the fence lock). */
-struct vidmm_paging_queue {
-    struct vidmm_device *device;
-    vidmm_handle self;
-    int priority;
-    uint64_t submitted;             /* last value handed out */
-    uint64_t completed;             /* monitored fence value */
-    /* Values handed out whose paging work is still running: value i is
-     * done once the adapter's paging fence reaches pend_fence[i]. */
-#define VIDMM_QUEUE_PENDING 16u
-    uint64_t pend_value[VIDMM_QUEUE_PENDING];
-    uint64_t pend_fence[VIDMM_QUEUE_PENDING];
-    uint32_t pend_first, pend_count;
-    struct vidmm_paging_queue *next;
-};
 
 /* Is segment id a memory segment (not 0, the aperture or AGP)? */
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id);
@@ -502,12 +374,7 @@ struct vidmm_adapter {
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
-    /* Quarantined memory (placement/placement.c): records from the host
-     * allocator, or from the inline ones when it refuses. */
-    struct vidmm_quarantine *quarantine;
-    struct vidmm_quarantine quarantine_inline[VIDMM_QUARANTINE_INLINE];
-    uint32_t quarantine_inline_used;   /* bit i: quarantine_inline[i] is on the list */
-    uint64_t quarantined;           /* records put in quarantine since open (statistics) */
+    struct vidmm_quarantine_list quarantine; /* placement/placement_fields.h */
     /* The caller's debug callback (observe/; vidmm/observe.h), NULL = none. */
     vidmm_debug_callback debug_cb;
     void *debug_user;

@@ -11,6 +11,7 @@
 #include "observe/observe.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
+#include "residency/residency.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,15 +103,15 @@ vidmm_handle vidmm_observe_process_of(const struct vidmm_allocation *al)
 {
     if (al->private_process)
         return al->private_process;
-    if (al->owned)
-        return al->pe.process;
+    if (vidmm_residency_is_owned(al))
+        return vidmm_residency_owner(al);
     /* A shared allocation its creator let go, unowned: its first holder's. */
     return al->shared ? al->share->holders->process : 0;
 }
 
 uint32_t vidmm_observe_residency(const struct vidmm_allocation *al)
 {
-    if (al->offered)
+    if (vidmm_residency_is_offered(al))
         return VIDMM_RESIDENCY_OFFERED;
     return al->resident ? VIDMM_RESIDENCY_RESIDENT : VIDMM_RESIDENCY_EVICTED;
 }
@@ -325,7 +326,7 @@ static vidmm_status iterate(const struct vidmm_adapter *a, const struct vidmm_al
         out->residency = res;
         out->extent_count = extents;
         out->flags = al->info.flags;
-        out->priority = al->pe.priority;
+        out->priority = vidmm_residency_priority(al);
         out->busy = al->busy;
         out->user_data = al->user_data;
         if (al->name)

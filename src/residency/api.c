@@ -65,8 +65,8 @@ static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle de
     }
     q->device = d;
     q->priority = priority;
-    q->next = d->queues;
-    d->queues = q;
+    q->next = d->res.queues;
+    d->res.queues = q;
     *out = q->self;
     return VIDMM_OK;
 }
@@ -79,7 +79,7 @@ static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle q
     if (!q)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
                           (unsigned long long)(queue));
-    struct vidmm_paging_queue **pp = &q->device->queues;
+    struct vidmm_paging_queue **pp = &q->device->res.queues;
     while (*pp != q)
         pp = &(*pp)->next;
     *pp = q->next;
@@ -201,7 +201,7 @@ vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue
 
 static struct vidmm_residency_ref *ref_of(struct vidmm_allocation *al, const struct vidmm_device *d)
 {
-    for (struct vidmm_residency_ref *r = al->refs; r; r = r->al_next)
+    for (struct vidmm_residency_ref *r = al->res.refs; r; r = r->al_next)
         if (r->dev == d)
             return r;
     return NULL;
@@ -240,8 +240,8 @@ static void drop_demand(struct vidmm_adapter *a, struct vidmm_process *p, const 
 static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d, const vidmm_handle *list,
                      uint32_t n, int touched[2])
 {
-    const struct vidmm_residency_slot *const *dir = (const struct vidmm_residency_slot *const *)d->res_dir;
-    uint32_t len = d->res_dir_len;   /* chunks never made read as vidmm_residency_no_chunk: nothing ok */
+    const struct vidmm_residency_slot *const *dir = (const struct vidmm_residency_slot *const *)d->res.res_dir;
+    uint32_t len = d->res.res_dir_len;   /* chunks never made read as vidmm_residency_no_chunk: nothing ok */
     uint64_t hi = ((uint64_t)a->allocations.type << 16) | a->allocations.salt;
     unsigned groups = 0;
     if (!n || !len)
@@ -272,7 +272,7 @@ static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d
 static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const vidmm_handle *list, uint32_t n,
                         uint64_t now, uint64_t mark)
 {
-    struct vidmm_residency_slot *const *dir = d->res_dir;   /* fast_scan found every entry ok: in real chunks */
+    struct vidmm_residency_slot *const *dir = d->res.res_dir;   /* fast_scan found every entry ok: in real chunks */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = (uint32_t)list[i] & 0xFFFFFFu;
         struct vidmm_residency_slot *e = &dir[s >> VIDMM_RES_CHUNK_SHIFT][s & (VIDMM_RES_CHUNK - 1u)];
@@ -280,12 +280,12 @@ static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const v
         e->clock = now;
         if (e->group == VIDMM_SEGMENT_GROUP_LOCAL) {
             struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
-            if (al->request_epoch == mark)
+            if (al->res.request_epoch == mark)
                 continue;
-            al->request_epoch = mark;
-            al->use_clock = now;
-            al->pe.last_use = now;
-            a->res->policy->touch(a->res->policy_state, &al->pe);
+            al->res.request_epoch = mark;
+            al->res.use_clock = now;
+            al->res.pe.last_use = now;
+            a->res->policy->touch(a->res->policy_state, &al->res.pe);
         }
     }
 }
@@ -298,31 +298,31 @@ const struct vidmm_residency_slot vidmm_residency_no_chunk[VIDMM_RES_CHUNK];
 static vidmm_status fast_reserve(struct vidmm_adapter *a, struct vidmm_device *d, uint32_t s)
 {
     uint32_t c = s >> VIDMM_RES_CHUNK_SHIFT;
-    if (c >= d->res_dir_len) {
-        uint32_t len = d->res_dir_len ? d->res_dir_len : 4;
+    if (c >= d->res.res_dir_len) {
+        uint32_t len = d->res.res_dir_len ? d->res.res_dir_len : 4;
         while (len <= c)
             len *= 2;
         struct vidmm_residency_slot **dir = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS, (size_t)len * sizeof(*dir),
                                                     _Alignof(struct vidmm_residency_slot *));
         if (!dir)
             return VIDMM_E_NO_HOST_MEMORY;
-        if (d->res_dir)
-            memcpy(dir, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir));
-        for (uint32_t k = d->res_dir_len; k < len; k++)
+        if (d->res.res_dir)
+            memcpy(dir, d->res.res_dir, (size_t)d->res.res_dir_len * sizeof(*dir));
+        for (uint32_t k = d->res.res_dir_len; k < len; k++)
             dir[k] = (struct vidmm_residency_slot *)vidmm_residency_no_chunk;   /* read, never written */
-        if (d->res_dir)
-            vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*dir), _Alignof(struct vidmm_residency_slot *));
-        d->res_dir = dir;
-        d->res_dir_len = len;
-        d->res_slot_cap = len << VIDMM_RES_CHUNK_SHIFT;
+        if (d->res.res_dir)
+            vidmm_hfree(a->ha, d->res.res_dir, (size_t)d->res.res_dir_len * sizeof(*dir), _Alignof(struct vidmm_residency_slot *));
+        d->res.res_dir = dir;
+        d->res.res_dir_len = len;
+        d->res.res_slot_cap = len << VIDMM_RES_CHUNK_SHIFT;
     }
-    if (d->res_dir[c] == vidmm_residency_no_chunk) {
+    if (d->res.res_dir[c] == vidmm_residency_no_chunk) {
         struct vidmm_residency_slot *chunk = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_SLOTS,
                                                      VIDMM_RES_CHUNK * sizeof(struct vidmm_residency_slot),
                                                      _Alignof(struct vidmm_residency_slot));
         if (!chunk)
             return VIDMM_E_NO_HOST_MEMORY;
-        d->res_dir[c] = chunk;
+        d->res.res_dir[c] = chunk;
     }
     return VIDMM_OK;
 }
@@ -383,22 +383,22 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         if (i + 4 < args->count && (list[i + 4] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
             uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
             const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
-            if (o && o->refs)
-                __builtin_prefetch(o->refs);
+            if (o && o->res.refs)
+                __builtin_prefetch(o->res.refs);
         }
-        if (al->request_epoch == epoch)
+        if (al->res.request_epoch == epoch)
             continue;
-        al->request_epoch = epoch;
-        struct vidmm_residency_ref *r = al->refs;
+        al->res.request_epoch = epoch;
+        struct vidmm_residency_ref *r = al->res.refs;
         while (r && r->dev != d)
             r = r->al_next;
-        al->scratch_ref = r;
+        al->res.scratch_ref = r;
         missing_refs += r == NULL;
         uint32_t only_mem = 0;
         unsigned home = r && al->resident ? 0 : vidmm_residency_home(a, al, &only_mem);
         /* in_memory_segment (first cache line) says "resident in a memory
          * segment": the placement is not read on the hot path. */
-        touched[al->resident ? (al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL)
+        touched[al->resident ? (al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL)
                              : home] = 1;
         if (!r) {
             add_demand[home] += al->size;
@@ -411,8 +411,8 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
                 mem_need += al->size;
                 mem_segs |= only_mem;
             }
-        } else if (!al->owned) {
-            unowned[al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
+        } else if (!al->res.owned) {
+            unowned[al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
         }
     }
     /* Demand first: this request's own references count toward the
@@ -468,7 +468,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         struct vidmm_residency_ref *fresh = NULL;
         for (uint32_t i = 0; i < args->count && st >= 0; i++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
-            if (al->scratch_ref)
+            if (al->res.scratch_ref)
                 continue;
             /* Every record has its entry, at its allocation's own slot (list[i]
              * may be an opener's handle of a shared allocation). */
@@ -484,7 +484,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             r->dev = d;
             r->dev_next = fresh;
             fresh = r;
-            al->scratch_ref = r;   /* duplicates in the list find it */
+            al->res.scratch_ref = r;   /* duplicates in the list find it */
         }
         a->res->undo_epoch = epoch;
         struct vidmm_residency_stats stats_before = a->res->stats;
@@ -492,17 +492,17 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
             if (al->resident)
                 continue;
-            if (!al->owned) {   /* the first user owns it for accounting */
+            if (!al->res.owned) {   /* the first user owns it for accounting */
                 vidmm_residency_set_owner(a, al, p);
-                al->scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
+                al->res.scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
             }
-            int lost = al->content_lost;
+            int lost = al->res.content_lost;
             st = vidmm_residency_restore(a, al);
             if (st >= 0) {
                 restored++;
-                al->undo_epoch = epoch;
-                al->undo_kind = 2;
-                al->undo_lost = (uint8_t)lost;
+                al->res.undo.epoch = epoch;
+                al->res.undo.kind = 2;
+                al->res.undo.lost = (uint8_t)lost;
             }
         }
         if (st >= 0 && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
@@ -551,14 +551,14 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             fresh = r->dev_next;
             struct vidmm_allocation *al = r->al;
             r->pending = 0;
-            r->al_next = al->refs;
-            al->refs = r;
+            r->al_next = al->res.refs;
+            al->res.refs = r;
             r->dev_prev = NULL;
-            r->dev_next = d->refs;
-            if (d->refs)
-                d->refs->dev_prev = r;
-            d->refs = r;
-            d->ref_count++;
+            r->dev_next = d->res.refs;
+            if (d->res.refs)
+                d->res.refs->dev_prev = r;
+            d->res.refs = r;
+            d->res.ref_count++;
             vidmm_residency_demand_add(a, p, vidmm_residency_home_group(a, al), al->size);
         }
     }
@@ -569,20 +569,20 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         fast_commit(a, d, list, args->count, now, mark);
     for (uint32_t i = 0; i < args->count && !fast; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
-        al->scratch_ref->count++;
-        al->ref_total++;
-        al->offered = 0;
-        if (al->request_epoch == mark)
+        al->res.scratch_ref->count++;
+        al->res.ref_total++;
+        al->res.offered = 0;
+        if (al->res.request_epoch == mark)
             continue;   /* a duplicate in the list */
-        al->request_epoch = mark;
-        al->use_clock = now;
-        if (!al->owned)
+        al->res.request_epoch = mark;
+        al->res.use_clock = now;
+        if (!al->res.owned)
             vidmm_residency_set_owner(a, al, p);
         /* Only the policy reads the clock of its entries; one not in a
          * memory segment catches up when it enters one. */
-        if (al->in_memory_segment) {
-            al->pe.last_use = now;
-            a->res->policy->touch(a->res->policy_state, &al->pe);
+        if (al->res.in_memory_segment) {
+            al->res.pe.last_use = now;
+            a->res->policy->touch(a->res->policy_state, &al->res.pe);
         }
         /* Resident, owned, not offered, on the list: the next call may
          * take the fast path. */
@@ -598,7 +598,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             continue;   /* not reached: every record has its entry */
         e->ok = 1;
         e->gen = (uint16_t)(al->self >> 24);
-        e->group = (uint8_t)(al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
+        e->group = (uint8_t)(al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
         e->clock = now;
     }
     a->res->epoch++;   /* unpin */
@@ -622,9 +622,9 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
     for (unsigned g = 0; g < 2; g++) {
         if (!cant && !touched[g])
             continue;
-        p->last_mr_cant_trim[g] = cant;
-        p->budget_after_mr[g] = vidmm_residency_budget(a, p, g);
-        p->usage_after_mr[g] = vidmm_residency_usage(a, p, g);
+        p->res.last_mr_cant_trim[g] = cant;
+        p->res.budget_after_mr[g] = vidmm_residency_budget(a, p, g);
+        p->res.usage_after_mr[g] = vidmm_residency_usage(a, p, g);
     }
     /* This request's demand may have lowered every budget: whoever is
      * now over it is told, in each group. */
@@ -673,16 +673,16 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
         for (uint32_t j = 0; j < count && st >= 0; j++) {
             struct vidmm_allocation *al = vidmm_handle_get(a, allocs[j]);
             struct vidmm_residency_ref *r = ref_of(al, d);
-            if (al->request_epoch == mark)
+            if (al->res.request_epoch == mark)
                 continue;   /* a duplicate in the list */
-            al->request_epoch = mark;
-            if (r->count != r->pending || al->ref_total != r->pending || !al->resident ||
+            al->res.request_epoch = mark;
+            if (r->count != r->pending || al->res.ref_total != r->pending || !al->resident ||
                 (flags & VIDMM_EVICT_ONLY_IF_NECESSARY) || al->lock_count || al->displayed)
                 continue;
             /* NOT_WRITTEN_TO: the GPU did not write since make-resident,
              * so a backing copy stays current; otherwise it is stale. */
             if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
-                al->backing_valid = 0;
+                al->res.backing_valid = 0;
             st = vidmm_residency_evict(a, al, (flags & VIDMM_EVICT_NOT_WRITTEN_TO) != 0);
         }
         a->res->epoch++;
@@ -698,10 +698,10 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
         struct vidmm_residency_ref *r = ref_of(al, d);
         if (!(flags & VIDMM_EVICT_NOT_WRITTEN_TO))
-            al->backing_valid = 0;
+            al->res.backing_valid = 0;
         r->pending--;
         r->count--;
-        al->ref_total--;
+        al->res.ref_total--;
         if (r->count == 0)
             vidmm_residency_unlink_ref(a, r);   /* it leaves the device's list */
     }
@@ -724,7 +724,7 @@ static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handl
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
     vidmm_residency_leave(a, al);
-    al->pe.priority = priority;
+    al->res.pe.priority = priority;
     vidmm_residency_enter(a, al);
     return VIDMM_OK;
 }
@@ -737,9 +737,9 @@ static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handl
     if (!al)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
                           (unsigned long long)(h));
-    al->pe.next_use = clock;
-    if (al->in_memory_segment)
-        a->res->policy->touch(a->res->policy_state, &al->pe);
+    al->res.pe.next_use = clock;
+    if (al->res.in_memory_segment)
+        a->res->policy->touch(a->res->policy_state, &al->res.pe);
     return VIDMM_OK;
 }
 
@@ -758,12 +758,12 @@ static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_ha
                           (unsigned long long)(h));
     memset(out, 0, sizeof(*out));
     out->resident = (uint32_t)al->resident;
-    out->priority = al->pe.priority;
+    out->priority = al->res.pe.priority;
     out->references = vidmm_residency_references(a, al);
-    out->offered = (uint32_t)al->offered;
-    out->owner = al->pe.process;
-    out->evictions = al->evictions;
-    out->restores = al->restores;
+    out->offered = (uint32_t)al->res.offered;
+    out->owner = al->res.pe.process;
+    out->evictions = al->res.evictions;
+    out->restores = al->res.restores;
     return VIDMM_OK;
 }
 
@@ -789,7 +789,7 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
     uint64_t n = 0;
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;)
-        n += al->in_memory_segment;
+        n += al->res.in_memory_segment;
     if (n) {
         order = vidmm_halloc(a->ha, VIDMM_SITE_RES_POLICY_ORDER, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
         if (!order) {
@@ -800,13 +800,13 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
     uint64_t k = 0;
     for (uint32_t id = 1; id < a->segment_count; id++)
         for (struct vidmm_policy_entry *e = old->first(old_state, id); e && k < n; e = old->next(old_state, e))
-            order[k++] = (struct vidmm_allocation *)((char *)e - offsetof(struct vidmm_allocation, pe));
+            order[k++] = (struct vidmm_allocation *)((char *)e - offsetof(struct vidmm_allocation, res.pe));
     it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
         {
-            memset(al->pe.link, 0, sizeof(al->pe.link));
-            memset(al->pe.key, 0, sizeof(al->pe.key));
-            al->pe.flags = 0;
+            memset(al->res.pe.link, 0, sizeof(al->res.pe.link));
+            memset(al->res.pe.key, 0, sizeof(al->res.pe.key));
+            al->res.pe.flags = 0;
         }
     }
     old->destroy(old_state);
@@ -815,7 +815,7 @@ static vidmm_status adapter_set_eviction_policy(struct vidmm_adapter *a, const s
     /* In the old eviction order, so the new policy starts with the same
      * history (an insert counts as the latest use). */
     for (uint64_t j = 0; j < k; j++)
-        policy->insert(state, &order[j]->pe);
+        policy->insert(state, &order[j]->res.pe);
     vidmm_hfree(a->ha, order, (size_t)n * sizeof(*order), _Alignof(struct vidmm_allocation *));
     return VIDMM_OK;
 }
@@ -851,14 +851,14 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
         vidmm_residency_fold(a, al, 0);   /* offered: no fast path */
-        al->offered = 1;
-        al->offer_discarded = 0;
-        al->offer_priority = offer_priority;
+        al->res.offered = 1;
+        al->res.offer_discarded = 0;
+        al->res.offer_priority = offer_priority;
         /* Still on a residency list: the GPU may have written it since
          * its restore and no evict said otherwise, so a discard must not
          * fall back on the backing copy and report the content kept. */
-        if (al->ref_total)
-            al->backing_valid = 0;
+        if (al->res.ref_total)
+            al->res.backing_valid = 0;
     }
     return VIDMM_OK;
 }
@@ -882,11 +882,11 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
     vidmm_status st = VIDMM_OK;
     for (uint32_t i = 0; i < count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, allocs[i]);
-        results[i] = al->content_lost || al->offer_discarded ? VIDMM_RECLAIM_DISCARDED : VIDMM_RECLAIM_OK;
-        al->offered = 0;
-        al->offer_discarded = 0;
+        results[i] = al->res.content_lost || al->res.offer_discarded ? VIDMM_RECLAIM_DISCARDED : VIDMM_RECLAIM_OK;
+        al->res.offered = 0;
+        al->res.offer_discarded = 0;
         /* On a residency list: page it back in now. */
-        if (!al->resident && al->ref_total) {
+        if (!al->resident && al->res.ref_total) {
             vidmm_status r = vidmm_residency_restore(a, al);
             if (r < 0 && st >= 0)
                 st = r;
