@@ -126,6 +126,8 @@ while read -r member owner; do
 done >> "$t/private" <<'EOF_FIELDS'
 res residency
 quarantine placement
+cpu_map allocation
+sharing allocation
 EOF_FIELDS
 while read -r field owner; do
   for f in src/*/*.[ch]; do

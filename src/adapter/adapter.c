@@ -552,7 +552,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
         {
             vidmm_handle h = al->self;
             al->lock_count = 0;
-            if (al->host_ap_mapped)
+            if (vidmm_allocation_host_ap_mapped(al))
                 al->lock_count = 1; /* let unlock release the host aperture */
             if (al->lock_count)
                 (void)vidmm_allocation_unlock(a, h);

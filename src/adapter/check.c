@@ -113,10 +113,10 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
     sum[s->id].used += total;
     sum[s->id].committed += al->size;
     sum[s->id].allocations++;
-    if (al->host_ap_mapped) {
+    if (vidmm_allocation_host_ap_mapped(al)) {
         if (!al->lock_count)
             vidmm_report_add(r, "allocation %u: host aperture mapped while unlocked", idx);
-        sum[s->id].host_ap_used += al->host_ap_count * s->page_size;
+        sum[s->id].host_ap_used += vidmm_allocation_host_ap_pages(al) * s->page_size;
     }
 }
 

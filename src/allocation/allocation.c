@@ -284,9 +284,9 @@ void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocatio
     if (VIDMM_BUG_ON(a, n > al->lock_count))
         n = al->lock_count;
     al->lock_count -= n;
-    if (!al->lock_count && al->lock_ptr) {
+    if (!al->lock_count && al->cpu_map.lock_ptr) {
         host_ap_release(a, al);
-        al->lock_ptr = NULL;
+        al->cpu_map.lock_ptr = NULL;
     }
 }
 
@@ -587,7 +587,7 @@ static vidmm_status allocation_move_discard(struct vidmm_adapter *a, vidmm_handl
 
 static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!al->host_ap_mapped)
+    if (!al->cpu_map.host_ap_mapped)
         return;
     struct vidmm_segment *s = &a->seg[al->pl.segment_id];
     /* The page list was built at lock time so that unlock needs no host
@@ -595,13 +595,13 @@ static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al
     struct vidmm_unmap_cpu_host_aperture_args u;
     memset(&u, 0, sizeof(u));
     u.segment_id = s->id;
-    u.number_of_pages = al->host_ap_count;
-    u.cpu_host_aperture_pages = al->host_ap_list;
+    u.number_of_pages = al->cpu_map.host_ap_count;
+    u.cpu_host_aperture_pages = al->cpu_map.host_ap_list;
     (void)a->ops.unmap_cpu_host_aperture(a->driver, &u);
-    vidmm_hfree(a->ha, al->host_ap_list, al->host_ap_count * sizeof(uint32_t), 4);
-    al->host_ap_list = NULL;
-    vidmm_ra_free(&s->host_ap_ra, al->host_ap_node);
-    al->host_ap_mapped = 0;
+    vidmm_hfree(a->ha, al->cpu_map.host_ap_list, al->cpu_map.host_ap_count * sizeof(uint32_t), 4);
+    al->cpu_map.host_ap_list = NULL;
+    vidmm_ra_free(&s->host_ap_ra, al->cpu_map.host_ap_node);
+    al->cpu_map.host_ap_mapped = 0;
 }
 
 static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation *al, void **ptr)
@@ -647,11 +647,11 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
         return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's map_cpu_host_aperture failed with %s",
                           vidmm_status_str(st));
     }
-    al->host_ap_list = ap;
-    al->host_ap_mapped = 1;
-    al->host_ap_node = node;
-    al->host_ap_first = first;
-    al->host_ap_count = count;
+    al->cpu_map.host_ap_list = ap;
+    al->cpu_map.host_ap_mapped = 1;
+    al->cpu_map.host_ap_node = node;
+    al->cpu_map.host_ap_first = first;
+    al->cpu_map.host_ap_count = count;
     *ptr = s->host_ap_base + off;
     return VIDMM_OK;
 }
@@ -700,7 +700,7 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         al->lock_count++;
         if (sh)
             sh->locks++;
-        *cpu = al->lock_ptr;
+        *cpu = al->cpu_map.lock_ptr;
         return VIDMM_OK;
     }
     /* The CPU may write: a backing copy goes stale.  Discarded while
@@ -745,7 +745,7 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         }
     }
     al->lock_count = 1;
-    al->lock_ptr = p;
+    al->cpu_map.lock_ptr = p;
     if (sh)
         sh->locks++;
     *cpu = p;
@@ -770,7 +770,7 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
         sh->locks--;
     if (--al->lock_count == 0) {
         host_ap_release(a, al);
-        al->lock_ptr = NULL;
+        al->cpu_map.lock_ptr = NULL;
     }
     return VIDMM_OK;
 }
@@ -933,7 +933,7 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (al->lock_count) {   /* its CPU mappings die with the process */
             al->lock_count = 0;
             host_ap_release(a, al);
-            al->lock_ptr = NULL;
+            al->cpu_map.lock_ptr = NULL;
         }
         if (al->displayed)
             undisplay_all(a, al->self, al);

@@ -32,6 +32,7 @@
 #include "va/va_space.h"
 #include "placement/placement_fields.h"
 #include "residency/residency_fields.h"
+#include "allocation/allocation_fields.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -88,12 +89,7 @@ struct vidmm_allocation {
     enum vidmm_layout layout;       /* in memory segments */
     struct vidmm_placement pl;
     uint32_t lock_count;
-    void *lock_ptr;
-    int host_ap_mapped;
-    uint32_t host_ap_node;
-    uint64_t host_ap_first;         /* first host aperture page */
-    uint64_t host_ap_count;
-    uint32_t *host_ap_list;         /* aperture page indices, kept for the unmap at unlock */
+    struct vidmm_alloc_cpu_map cpu_map; /* allocation/allocation_fields.h */
     int displayed;
     int display_mapped;             /* system pages mapped into the aperture only for scan-out */
     uint32_t vidpn_source;
@@ -131,33 +127,6 @@ struct vidmm_allocation {
     void *user_data;
 };
 
-/* One process's hold on a shared allocation (vidmm/share.h): the
- * creator's (named by the allocation's own handle) or an opener's (named
- * by a handle of the share-holder table, type
- * VIDMM_HANDLE_TYPE_SHARED_ALLOCATION).  Holders keep the allocation
- * alive: it is destroyed when the last one lets go. */
-struct vidmm_share_holder {
-    struct vidmm_share *share;
-    vidmm_handle process;           /* the holding process */
-    vidmm_handle self;              /* its handle: the allocation's own for the creator */
-    uint32_t locks;                 /* CPU locks taken through this handle (in al->lock_count) */
-    uint32_t creator;               /* the creator's hold (handle = the allocation's) */
-    struct vidmm_share_holder *next; /* the share's holders */
-    struct vidmm_share_holder *proc_prev, *proc_next; /* the holding process's holds */
-};
-
-/* A shared allocation's sharing state: its token (the adapter's table
- * of tokens is the list of these) and its holders, one per process. */
-struct vidmm_share {
-    struct vidmm_allocation *al;
-    uint64_t token[2];              /* 128 random bits; never 0, 0 */
-    struct vidmm_share_holder *holders;
-    uint32_t holder_count;
-    uint32_t exported;              /* tokens handed out (vidmm_share_export calls) */
-    struct vidmm_share *prev, *next; /* the adapter's shares */
-};
-
-
 /* ---- GpuMmu page tables and processes ------------------------------- */
 
 
@@ -193,11 +162,7 @@ struct vidmm_process {
     struct vidmm_allocation *owned_first, *private_first;
     uint64_t owned_allocations;
     uint64_t private_allocations;
-    /* Its holds of shared allocations (allocation/share.c), through the
-     * holders' proc_* links and counted: its teardown lets go of these,
-     * not of every share. */
-    struct vidmm_share_holder *share_holds;
-    uint32_t share_hold_count;
+    struct vidmm_process_sharing sharing; /* allocation/allocation_fields.h */
     /* Spare vidmm_va_user links (through next) for allocations this
      * process will map first in the change being prepared. */
     struct vidmm_va_user *spare_users;
@@ -342,15 +307,10 @@ struct vidmm_adapter {
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
-    /* Shared allocations (allocation/share.c): the openers' handles
-     * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder)
-     * and every share (a list, and the token table an open looks up). */
+    /* The openers' handles of shared allocations
+     * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder). */
     struct vidmm_objtab share_holders;
-    struct vidmm_share *shares;
-    uint32_t share_count;
-    uint32_t share_index_cap;       /* slots of share_index: 0 or a power of two, at most half full */
-    struct vidmm_share **share_index; /* the token table: open addressing by token[0], linear probing */
-    uint64_t share_tokens;          /* tokens made: mixed into the next (entropy fallback) */
+    struct vidmm_share_table sharing; /* allocation/allocation_fields.h */
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */
     struct vidmm_residency_mgr *res;
