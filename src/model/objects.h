@@ -29,10 +29,12 @@
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 #include "seg/ring.h"
+#include "seg/segment.h"
 #include "va/va_space.h"
 #include "placement/placement_fields.h"
 #include "residency/residency_fields.h"
 #include "allocation/allocation_fields.h"
+#include "device/device_fields.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -48,28 +50,6 @@
 
 /* vidmm_fail: a failing check records why (the thread's last error). */
 #include "core/error.h"
-
-/* ---- segments ------------------------------------------------------- */
-
-struct vidmm_segment {
-    uint32_t id;
-    enum vidmm_segment_kind kind;
-    uint32_t flags;
-    uint32_t page_size;
-    uint64_t base_address;
-    uint64_t size;
-    uint64_t commit_limit;
-    uint64_t committed;
-    uint64_t allocations;
-    int has_ra;                     /* memory, aperture and AGP segments hand out address space */
-    struct vidmm_range_alloc ra;
-    void *cpu_base;                 /* CPU-visible memory segment */
-    /* CPU host aperture: a window of host_ap_pages segment pages. */
-    unsigned char *host_ap_base;
-    uint32_t host_ap_pages;
-    int has_host_ap_ra;
-    struct vidmm_range_alloc host_ap_ra; /* in units of segment pages (chunk = page_size) */
-};
 
 /* ---- allocations ---------------------------------------------------- */
 
@@ -188,65 +168,12 @@ struct vidmm_process {
     struct vidmm_process_residency res; /* residency/residency_fields.h */
 };
 
-/* ---- devices and contexts (device/device.c) ------------------------- */
-
-struct vidmm_context {
-    struct vidmm_device *device;
-    vidmm_handle self;
-    struct vidmm_context *prev, *next;  /* in the device's list */
-    uint32_t node, mode;
-    int root_bound;                 /* set_root_page_table told the driver */
-    /* Monitored fence (submit/submit.c): submitted under the submission
-     * lock, completed under the fence lock (the driver reports it). */
-    uint64_t fence_submitted;
-    uint64_t fence_completed;
-};
-
-struct vidmm_device {
-    struct vidmm_process *process;
-    vidmm_handle self;
-    struct vidmm_device *prev, *next;   /* in the process's list */
-    struct vidmm_context *contexts;
-    uint32_t context_count;
-    /* Error state (guarded by the fence lock: faults come from driver threads). */
-    int lost;
-    uint32_t fault_flags;
-    uint64_t fault_va;
-    uint64_t faults;
-    uint32_t reset_status;          /* VIDMM_RESET_* (guarded by the fence lock) */
-    uint64_t resets;
-    struct vidmm_device_residency res; /* residency/residency_fields.h */
-};
-
-
 /* Is segment id a memory segment (not 0, the aperture or AGP)? */
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id);
 
 /* ---- adapter -------------------------------------------------------- */
 
-/* Upcalls: the only way a lower layer reaches a higher one
- * (docs/ARCHITECTURE.md "Layers").  Installed by vidmm_adapter_open
- * before anything can call them; never NULL afterwards. */
-struct vidmm_upcalls {
-    /* Page tables need room in a memory segment: evict offered and
-     * unreferenced allocations (residency; never what a device lists). */
-    vidmm_status (*make_room)(struct vidmm_adapter *a, uint32_t segment_id, uint64_t size, uint64_t align);
-    /* A process's root page table moved: bind it again for the process
-     * and every context bound to it (devices). */
-    void (*root_moved)(struct vidmm_adapter *a, struct vidmm_process *p);
-    /* A hang was found (node, -1 = the paging engine): confirm it and
-     * leave its reset pending (tdr).  1 if a reset is pending. */
-    int (*recover)(struct vidmm_adapter *a, int node);
-    /* An entry boundary, or a recovery point: run the reset left pending
-     * (tdr).  0: none; 1: an engine reset ran; 2: an adapter reset ran. */
-    int (*run_pending)(struct vidmm_adapter *a);
-    /* A deferred-destroyed allocation went idle: release it now
-     * (allocation lifetime). */
-    void (*destroy_now)(struct vidmm_adapter *a, struct vidmm_allocation *al);
-    /* Debug builds, at every entry boundary: the structure and rules
-     * checkers (adapter).  Violations, with the first in msg. */
-    int (*debug_check)(const struct vidmm_adapter *a, char *msg, size_t n);
-};
+#include "model/upcalls.h"
 
 struct vidmm_adapter {
     /* The adapter lock (recursive; docs/THREADING.md): every public entry
