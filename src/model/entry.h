@@ -69,6 +69,9 @@ vidmm_status vidmm_entry_no_adapter(const char *entry);
 /* 1 after reporting a violated invariant (see above). */
 int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file, int line);
 #define VIDMM_BUG_ON(a, cond) ((cond) ? vidmm_bug((a), #cond, __FILE__, __LINE__) : 0)
+/* The same, with a message naming the broken invariant ("what must hold:
+ * what broke it"), the way DRM_MM_BUG_ON and tlsf_check say it. */
+#define VIDMM_BUG_ON_MSG(a, cond, msg) ((cond) ? vidmm_bug((a), (msg), __FILE__, __LINE__) : 0)
 
 /* A reset is pending for the calling thread (the adapter lock's holder),
  * on *node (-1: the paging engine; node may be NULL).  NULL-safe. */

@@ -327,7 +327,36 @@ static vidmm_status fast_reserve(struct vidmm_adapter *a, struct vidmm_device *d
     return VIDMM_OK;
 }
 
-static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
+/* One make-resident call, as its phases pass it along (make_resident
+ * below runs them in order). */
+struct mr_call {
+    struct vidmm_adapter *a;
+    struct vidmm_make_resident_args *args;
+    struct vidmm_device *d;
+    struct vidmm_process *p;
+    struct vidmm_paging_queue *q;
+    const vidmm_handle *list;
+    uint32_t n;
+    uint64_t epoch;                 /* this request's: members are pinned while it is current */
+    uint64_t work_before;           /* paging work queued before the call */
+    int fast;                       /* every member has an ok fast-table entry: references only */
+    uint64_t need[2];               /* bytes that must come in (or change owner), per group */
+    uint64_t add_demand[2];         /* demand of the new references, per group */
+    uint64_t unowned[2];            /* resident, not owned: the commit gives them to the caller */
+    uint64_t mem_need;              /* evicted members only memory segments take ... */
+    uint32_t mem_segs;              /* ... and those segments */
+    int touched[2];                 /* groups the list is (or will be) resident in */
+    uint32_t missing_refs, evicted;
+    uint64_t usage[2];              /* the caller's usage before anything came in */
+    struct vidmm_residency_ref *fresh; /* records the reserve phase made, through dev_next */
+    uint64_t restored;              /* members the restore phase brought in */
+    struct vidmm_residency_stats stats_before;
+};
+
+/* Validate: the arguments, the device and its paging queue.  Then the
+ * call is counted and gets its epoch (its pin). */
+static vidmm_status mr_validate(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args,
+                                struct mr_call *c)
 {
     if (!a || !args || (args->count && !args->allocations) ||
         (args->flags & ~(VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER | VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) ||
@@ -347,228 +376,281 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         return VIDMM_E_DEVICE_LOST;
     args->paging_fence_value = 0;
     args->bytes_to_trim = 0;
+    c->a = a;
+    c->args = args;
+    c->d = d;
+    c->p = d->process;
+    c->q = q;
+    c->list = args->allocations;
+    c->n = args->count;
     a->res->stats.make_resident_calls++;
-    uint64_t epoch = ++a->res->epoch;
-    uint64_t work_before = vidmm_paging_work_mark(a);
-    struct vidmm_process *p = d->process;
-    const vidmm_handle *list = args->allocations;
-    /* Pass 1: validate, pin, find each one's reference record, and count
-     * what must come in (each allocation once). */
-    uint64_t need[2] = { 0, 0 }, add_demand[2] = { 0, 0 };
-    uint64_t unowned[2] = { 0, 0 };   /* resident, not owned: the commit gives them to the caller */
-    uint64_t mem_need = 0;            /* evicted members only memory segments take ... */
-    uint32_t mem_segs = 0;            /* ... and those segments */
-    int touched[2] = { 0, 0 };   /* groups the list is (or will be) resident in */
-    uint32_t missing_refs = 0, evicted = 0;
-    /* Every member already on the list, resident: references only. */
-    int fast = fast_scan(a, d, list, args->count, touched);
-    for (uint32_t i = 0; i < args->count && !fast; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
+    c->epoch = ++a->res->epoch;
+    c->work_before = vidmm_paging_work_mark(a);
+    return VIDMM_OK;
+}
+
+/* Lists stream through objects that are rarely in cache: fetch the
+ * object 16 ahead and the reference record 4 ahead of member i, so the
+ * misses overlap instead of queueing. */
+static void mr_prefetch(const struct vidmm_adapter *a, const vidmm_handle *list, uint32_t n, uint32_t i)
+{
+    if (i + 16 < n && (list[i + 16] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
+        uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
+        const char *o = vidmm_objtab_at(&a->allocations, idx);
+        if (o) {
+            __builtin_prefetch(o);        /* lookup, pin, reference list */
+            __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
+        }
+    }
+    if (i + 4 < n && (list[i + 4] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
+        uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
+        const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
+        if (o && o->res.refs)
+            __builtin_prefetch(o->res.refs);
+    }
+}
+
+/* Scan: every member already on the list and resident takes the fast
+ * table's path (references only).  Otherwise each handle is checked,
+ * each member pinned once and its reference record found, and what must
+ * come in is counted, per segment group.  Changes nothing but the pins
+ * (undone by the caller's epoch bump on failure). */
+static vidmm_status mr_scan(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    c->fast = fast_scan(a, c->d, c->list, c->n, c->touched);
+    for (uint32_t i = 0; i < c->n && !c->fast; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get_for(a, c->list[i], c->p->self);
         if (!al) {
             a->res->epoch++;   /* unpin */
             return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                              (unsigned long long)(list[i]));
+                              (unsigned long long)(c->list[i]));
         }
-        /* Lists stream through objects that are rarely in cache: fetch
-         * the object 16 ahead and the reference record 4 ahead, so the
-         * misses overlap instead of queueing. */
-        if (i + 16 < args->count && (list[i + 16] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
-            uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
-            const char *o = vidmm_objtab_at(&a->allocations, idx);
-            if (o) {
-                __builtin_prefetch(o);        /* lookup, pin, reference list */
-                __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
-            }
-        }
-        if (i + 4 < args->count && (list[i + 4] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
-            uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
-            const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
-            if (o && o->res.refs)
-                __builtin_prefetch(o->res.refs);
-        }
-        if (al->res.request_epoch == epoch)
+        mr_prefetch(a, c->list, c->n, i);
+        if (al->res.request_epoch == c->epoch)
             continue;
-        al->res.request_epoch = epoch;
+        al->res.request_epoch = c->epoch;
         struct vidmm_residency_ref *r = al->res.refs;
-        while (r && r->dev != d)
+        while (r && r->dev != c->d)
             r = r->al_next;
         al->res.scratch_ref = r;
-        missing_refs += r == NULL;
+        c->missing_refs += r == NULL;
         uint32_t only_mem = 0;
         unsigned home = r && al->resident ? 0 : vidmm_residency_home(a, al, &only_mem);
         /* in_memory_segment (first cache line) says "resident in a memory
          * segment": the placement is not read on the hot path. */
-        touched[al->resident ? (al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL)
-                             : home] = 1;
+        unsigned now_in = al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+        c->touched[al->resident ? now_in : home] = 1;
         if (!r) {
-            add_demand[home] += al->size;
-            touched[home] = 1;   /* its demand lowers that group's budget */
+            c->add_demand[home] += al->size;
+            c->touched[home] = 1;   /* its demand lowers that group's budget */
         }
         if (!al->resident) {
-            evicted++;
-            need[home] += al->size;
+            c->evicted++;
+            c->need[home] += al->size;
             if (only_mem) {
-                mem_need += al->size;
-                mem_segs |= only_mem;
+                c->mem_need += al->size;
+                c->mem_segs |= only_mem;
             }
         } else if (!al->res.owned) {
-            unowned[al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL] += al->size;
+            c->unowned[now_in] += al->size;
         }
     }
-    /* Demand first: this request's own references count toward the
-     * pressure that sets every budget, so the caller is checked against
-     * the budget it will have once the call succeeded. */
-    for (unsigned g = 0; g < 2; g++) {
-        vidmm_residency_demand_add(a, p, g, add_demand[g]);
-        need[g] += unowned[g];
+    return VIDMM_OK;
+}
+
+/* A refusal for want of room: the fair-share rule is checked (D62), the
+ * pins dropped, and a MUST_SUCCEED caller's device is lost. */
+static vidmm_status mr_no_room(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    vidmm_residency_check_refusal(a, c->p, c->list, c->n);   /* the fair-share rule (D62) */
+    a->res->epoch++;
+    if (c->args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
+        pthread_mutex_lock(&a->fence_lock);
+        c->d->lost = 1;
+        pthread_mutex_unlock(&a->fence_lock);
     }
-    uint64_t usage[2] = { 0, 0 }, budget[2] = { 0, 0 };
+    return VIDMM_E_NO_SEGMENT_SPACE;
+}
+
+/* Budget: the request's own new references count toward the demand that
+ * sets every budget first, so the caller is checked against the budget
+ * it will have once the call succeeded; then, unless CantTrimFurther, a
+ * group the list lives in must stay within its budget, and the evicted
+ * members must be able to fit at all (optimistic: free bytes plus what
+ * may be evicted, fragmentation ignored) - a list that cannot is refused
+ * before any paging.  A refusal takes the demand back. */
+static vidmm_status mr_budget(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    struct vidmm_process *p = c->p;
+    uint64_t budget[2];
     for (unsigned g = 0; g < 2; g++) {
-        usage[g] = vidmm_residency_usage(a, p, g);
+        vidmm_residency_demand_add(a, p, g, c->add_demand[g]);
+        c->need[g] += c->unowned[g];
+    }
+    for (unsigned g = 0; g < 2; g++) {
+        c->usage[g] = vidmm_residency_usage(a, p, g);
         budget[g] = vidmm_residency_budget(a, p, g);
     }
-    if (!(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
-        for (unsigned g = 0; g < 2; g++) {
-            /* Also when nothing comes in: a caller already over its
-             * budget in a group its list lives in is told to trim. */
-            if (touched[g] && usage[g] + need[g] > budget[g]) {
-                /* The local group's excess when both are over (the
-                 * caller trims, retries, and learns the other next). */
-                args->bytes_to_trim = usage[g] + need[g] - budget[g];
-                drop_demand(a, p, add_demand);
-                a->res->stats.over_budget++;
-                a->res->epoch++;
-                return vidmm_fail(VIDMM_E_OVER_BUDGET,
-                                  "the list needs %llu bytes of the %s group over the process's budget: trim bytes_to_trim and retry",
-                                  (unsigned long long)args->bytes_to_trim, g ? "non-local" : "local");
-            }
+    for (unsigned g = 0; g < 2 && !(c->args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER); g++) {
+        /* Also when nothing comes in: a caller already over its budget
+         * in a group its list lives in is told to trim.  The local
+         * group's excess when both are over (the caller trims, retries,
+         * and learns the other next). */
+        if (c->touched[g] && c->usage[g] + c->need[g] > budget[g]) {
+            c->args->bytes_to_trim = c->usage[g] + c->need[g] - budget[g];
+            drop_demand(a, p, c->add_demand);
+            a->res->stats.over_budget++;
+            a->res->epoch++;
+            return vidmm_fail(VIDMM_E_OVER_BUDGET,
+                              "the list needs %llu bytes of the %s group over the process's budget: trim bytes_to_trim and retry",
+                              (unsigned long long)c->args->bytes_to_trim, g ? "non-local" : "local");
         }
     }
-    /* Decide up front whether the list can fit at all (optimistic: free
-     * bytes plus what may be evicted, fragmentation ignored): a list that
-     * cannot is refused before any paging. */
-    if (mem_need && !memory_may_fit(a, p, mem_need, mem_segs)) {
-        drop_demand(a, p, add_demand);
-        vidmm_residency_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
-        a->res->epoch++;
-        if (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED) {
-            pthread_mutex_lock(&a->fence_lock);
-            d->lost = 1;
-            pthread_mutex_unlock(&a->fence_lock);
-        }
+    if (c->mem_need && !memory_may_fit(a, p, c->mem_need, c->mem_segs)) {
+        drop_demand(a, p, c->add_demand);
+        (void)mr_no_room(c);
         return vidmm_fail(VIDMM_E_NO_SEGMENT_SPACE,
                           "%llu bytes of the list cannot fit in its segments even after evicting everything evictable",
-                          (unsigned long long)mem_need);
+                          (unsigned long long)c->mem_need);
     }
-    vidmm_status st = VIDMM_OK;
-    uint64_t restored = 0;
-    if (missing_refs || evicted) {
-        /* Pass 2 (only when needed): the missing reference records - the
-         * only host allocations - then the restores, which may evict. */
-        struct vidmm_residency_ref *fresh = NULL;
-        for (uint32_t i = 0; i < args->count && st >= 0; i++) {
-            struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
-            if (al->res.scratch_ref)
-                continue;
-            /* Every record has its entry, at its allocation's own slot (list[i]
-             * may be an opener's handle of a shared allocation). */
-            st = fast_reserve(a, d, (uint32_t)al->self & 0xFFFFFFu);
-            if (st < 0)
-                break;
-            struct vidmm_residency_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_residency_ref));
-            if (!r) {
-                st = VIDMM_E_NO_HOST_MEMORY;
-                break;
-            }
-            r->al = al;
-            r->dev = d;
-            r->dev_next = fresh;
-            fresh = r;
-            al->res.scratch_ref = r;   /* duplicates in the list find it */
-        }
-        a->res->undo_epoch = epoch;
-        struct vidmm_residency_stats stats_before = a->res->stats;
-        for (uint32_t i = 0; i < args->count && st >= 0; i++) {
-            struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
-            if (al->resident)
-                continue;
-            if (!al->res.owned) {   /* the first user owns it for accounting */
-                vidmm_residency_set_owner(a, al, p);
-                al->res.scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
-            }
-            int lost = al->res.content_lost;
-            st = vidmm_residency_restore(a, al);
-            if (st >= 0) {
-                restored++;
-                al->res.undo.epoch = epoch;
-                al->res.undo.kind = 2;
-                al->res.undo.lost = (uint8_t)lost;
-            }
-        }
-        if (st >= 0 && !(args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER)) {
-            /* Where the list landed decides the groups: one that fell
-             * back to the other group must fit that group's budget too. */
-            for (unsigned g = 0; g < 2 && st >= 0; g++) {
-                uint64_t u = vidmm_residency_usage(a, p, g) + unowned[g];
-                uint64_t b = vidmm_residency_budget(a, p, g);
-                if (u > b && u > usage[g]) {
-                    args->bytes_to_trim = u - b;
-                    a->res->stats.over_budget++;
-                    st = VIDMM_E_OVER_BUDGET;
-                }
-            }
-        }
-        if (st < 0) {
-            vidmm_residency_undo(a, epoch);   /* all or nothing: nothing another call can see changed */
-            /* The undone paging is not counted either; the refusal is. */
-            uint64_t over = a->res->stats.over_budget;
-            a->res->stats = stats_before;
-            a->res->stats.over_budget = over;
-            drop_demand(a, p, add_demand);
-            while (fresh) {
-                struct vidmm_residency_ref *r = fresh;
-                fresh = r->dev_next;
-                if (r->pending)   /* owned by this call: unowned again (D35) */
-                    vidmm_residency_set_owner(a, r->al, NULL);
-                vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_residency_ref));
-            }
-            if (st == VIDMM_E_NO_SEGMENT_SPACE)
-                vidmm_residency_check_refusal(a, p, list, args->count);   /* the fair-share rule (D62) */
-            a->res->epoch++;
-            if (st == VIDMM_E_NO_SEGMENT_SPACE && (args->flags & VIDMM_MAKE_RESIDENT_MUST_SUCCEED)) {
-                pthread_mutex_lock(&a->fence_lock);
-                d->lost = 1;
-                pthread_mutex_unlock(&a->fence_lock);
-            }
+    return VIDMM_OK;
+}
+
+/* Reserve: the missing reference records - the only host allocations of
+ * the call - and their fast-table entries.  The records are kept on
+ * c->fresh, unlinked, until the commit (each member finds its own through
+ * scratch_ref, duplicates in the list too). */
+static vidmm_status mr_reserve(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    for (uint32_t i = 0; i < c->n; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, c->list[i]);
+        if (al->res.scratch_ref)
+            continue;
+        /* Every record has its entry, at its allocation's own slot (list[i]
+         * may be an opener's handle of a shared allocation). */
+        vidmm_status st = fast_reserve(a, c->d, (uint32_t)al->self & 0xFFFFFFu);
+        if (st < 0)
             return st;
+        struct vidmm_residency_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_residency_ref));
+        if (!r)
+            return VIDMM_E_NO_HOST_MEMORY;
+        r->al = al;
+        r->dev = c->d;
+        r->dev_next = c->fresh;
+        c->fresh = r;
+        al->res.scratch_ref = r;   /* duplicates in the list find it */
+    }
+    return VIDMM_OK;
+}
+
+/* Restore: bring every evicted member in (which may evict others; each
+ * change is recorded under the call's undo epoch).  Then, unless
+ * CantTrimFurther, where the list landed decides the groups: one that
+ * fell back to the other group must fit that group's budget too. */
+static vidmm_status mr_restore(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    struct vidmm_process *p = c->p;
+    vidmm_status st = VIDMM_OK;
+    for (uint32_t i = 0; i < c->n && st >= 0; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, c->list[i]);
+        if (al->resident)
+            continue;
+        if (!al->res.owned) {   /* the first user owns it for accounting */
+            vidmm_residency_set_owner(a, al, p);
+            al->res.scratch_ref->pending = 1;   /* unowned = unreferenced: the record is fresh */
         }
-        a->res->undo_epoch = 0;
-        /* Link the new records into both lists (the demand is counted
-         * again as each is linked). */
-        drop_demand(a, p, add_demand);
-        while (fresh) {
-            struct vidmm_residency_ref *r = fresh;
-            fresh = r->dev_next;
-            struct vidmm_allocation *al = r->al;
-            r->pending = 0;
-            r->al_next = al->res.refs;
-            al->res.refs = r;
-            r->dev_prev = NULL;
-            r->dev_next = d->res.refs;
-            if (d->res.refs)
-                d->res.refs->dev_prev = r;
-            d->res.refs = r;
-            d->res.ref_count++;
-            vidmm_residency_demand_add(a, p, vidmm_residency_home_group(a, al), al->size);
+        int was_lost = al->res.content_lost;
+        st = vidmm_residency_restore(a, al);
+        if (st >= 0) {
+            c->restored++;
+            al->res.undo.epoch = c->epoch;
+            al->res.undo.kind = VIDMM_UNDO_RESTORED;
+            al->res.undo.lost = (uint8_t)was_lost;
         }
     }
-    /* Commit: take the references and tell the policy; nothing fails. */
+    for (unsigned g = 0; g < 2 && st >= 0 && !(c->args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER); g++) {
+        uint64_t u = vidmm_residency_usage(a, p, g) + c->unowned[g];
+        uint64_t b = vidmm_residency_budget(a, p, g);
+        if (u > b && u > c->usage[g]) {
+            c->args->bytes_to_trim = u - b;
+            a->res->stats.over_budget++;
+            st = VIDMM_E_OVER_BUDGET;
+        }
+    }
+    return st;
+}
+
+/* Roll back a failed reserve or restore: all or nothing, nothing another
+ * call can see changed.  What the call made resident is evicted again and
+ * its victims go back where they were (vidmm_residency_undo); the undone
+ * paging is not counted either, the refusal is; the demand is taken back,
+ * the new records freed and the members this call gave an owner unowned
+ * again (D35).  Returns st. */
+static vidmm_status mr_roll_back(struct mr_call *c, vidmm_status st)
+{
+    struct vidmm_adapter *a = c->a;
+    vidmm_residency_undo(a, c->epoch);
+    uint64_t over = a->res->stats.over_budget;
+    a->res->stats = c->stats_before;
+    a->res->stats.over_budget = over;
+    drop_demand(a, c->p, c->add_demand);
+    while (c->fresh) {
+        struct vidmm_residency_ref *r = c->fresh;
+        c->fresh = r->dev_next;
+        if (r->pending)   /* owned by this call: unowned again (D35) */
+            vidmm_residency_set_owner(a, r->al, NULL);
+        vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_residency_ref));
+    }
+    if (st == VIDMM_E_NO_SEGMENT_SPACE)
+        return mr_no_room(c);
+    a->res->epoch++;
+    return st;
+}
+
+/* Commit, first step: link the new records into the device's list and
+ * their allocation's (the demand is counted again as each is linked). */
+static void mr_link_records(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    struct vidmm_device *d = c->d;
+    drop_demand(a, c->p, c->add_demand);
+    while (c->fresh) {
+        struct vidmm_residency_ref *r = c->fresh;
+        c->fresh = r->dev_next;
+        struct vidmm_allocation *al = r->al;
+        VIDMM_BUG_ON_MSG(a, r->count != 0, "residency list: a new reference record already holds references");
+        r->pending = 0;
+        r->al_next = al->res.refs;
+        al->res.refs = r;
+        r->dev_prev = NULL;
+        r->dev_next = d->res.refs;
+        if (d->res.refs)
+            d->res.refs->dev_prev = r;
+        d->res.refs = r;
+        d->res.ref_count++;
+        vidmm_residency_demand_add(a, c->p, vidmm_residency_home_group(a, al), al->size);
+    }
+}
+
+/* Commit, second step (nothing fails): one reference per member, a use
+ * at the new clock, the policy touched, the members' fast-table entries
+ * made ok for the next call; then the pins dropped. */
+static void mr_commit(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    struct vidmm_device *d = c->d;
     uint64_t now = ++a->res->clock;
     uint64_t mark = ++a->res->epoch;   /* committed in this call: duplicates see it */
-    if (fast)
-        fast_commit(a, d, list, args->count, now, mark);
-    for (uint32_t i = 0; i < args->count && !fast; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get(a, list[i]);
+    if (c->fast)
+        fast_commit(a, d, c->list, c->n, now, mark);
+    for (uint32_t i = 0; i < c->n && !c->fast; i++) {
+        struct vidmm_allocation *al = vidmm_handle_get(a, c->list[i]);
+        VIDMM_BUG_ON_MSG(a, !al->resident, "make-resident commit: a member of the list is not resident");
         al->res.scratch_ref->count++;
         al->res.ref_total++;
         al->res.offered = 0;
@@ -577,7 +659,7 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         al->res.request_epoch = mark;
         al->res.use_clock = now;
         if (!al->res.owned)
-            vidmm_residency_set_owner(a, al, p);
+            vidmm_residency_set_owner(a, al, c->p);
         /* Only the policy reads the clock of its entries; one not in a
          * memory segment catches up when it enters one. */
         if (al->res.in_memory_segment) {
@@ -585,13 +667,13 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
             a->res->policy->touch(a->res->policy_state, &al->res.pe);
         }
         /* Resident, owned, not offered, on the list: the next call may
-         * take the fast path. */
-        /* A shared allocation only on its creator's devices, which name
-         * it by its own handle: the fast path checks the handle's slot
-         * and generation, not which process may use that handle, so an
-         * opener's device must not have an entry the creator's handle
-         * would pass (vidmm/share.h).  Openers take the full path. */
-        if (al->shared && al->private_process != p->self)
+         * take the fast path.  A shared allocation only on its creator's
+         * devices, which name it by its own handle: the fast path checks
+         * the handle's slot and generation, not which process may use
+         * that handle, so an opener's device must not have an entry the
+         * creator's handle would pass (vidmm/share.h).  Openers take the
+         * full path. */
+        if (al->shared && al->private_process != c->p->self)
             continue;
         struct vidmm_residency_slot *e = vidmm_residency_slot_of(d, al->self);
         if (!e)
@@ -602,35 +684,69 @@ static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, 
         e->clock = now;
     }
     a->res->epoch++;   /* unpin */
+}
+
+/* Record: submit the paging work the call queued and hand the caller the
+ * paging queue's fence value to wait for (VIDMM_PENDING); note, for the
+ * rules checker (src/adapter/rules.c), per group this call was checked
+ * against, whether it said CantTrimFurther and what usage and budget it
+ * left (CantTrimFurther covers both groups: its own demand may lower the
+ * budget of a group its list did not land in); and tell whoever this
+ * request's demand put over a budget. */
+static vidmm_status mr_record(struct mr_call *c)
+{
+    struct vidmm_adapter *a = c->a;
+    struct vidmm_process *p = c->p;
     vidmm_status ret = VIDMM_OK;
-    if (restored || vidmm_paging_work_mark(a) != work_before) {
-        /* Paging work was queued: the caller waits for this value of the
-         * queue's fence before using the allocations. */
+    if (c->restored || vidmm_paging_work_mark(a) != c->work_before) {
         uint64_t f = 0;
-        st = vidmm_paging_submit(a, &f);
+        vidmm_status st = vidmm_paging_submit(a, &f);
         if (st < 0)
             return st;
-        args->paging_fence_value = signal_on(a, q, f);
-        ret = args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
+        c->args->paging_fence_value = signal_on(a, c->q, f);
+        ret = c->args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
     }
-    /* For the rules checker (src/adapter/rules.c): per group this call
-     * was checked against, whether it said CantTrimFurther and what
-     * usage and budget it left.  CantTrimFurther covers both groups: its
-     * own demand may lower the budget of a group its list did not land
-     * in. */
-    int cant = (args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
+    int cant = (c->args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
     for (unsigned g = 0; g < 2; g++) {
-        if (!cant && !touched[g])
+        if (!cant && !c->touched[g])
             continue;
         p->res.last_mr_cant_trim[g] = cant;
         p->res.budget_after_mr[g] = vidmm_residency_budget(a, p, g);
         p->res.usage_after_mr[g] = vidmm_residency_usage(a, p, g);
     }
-    /* This request's demand may have lowered every budget: whoever is
-     * now over it is told, in each group. */
-    if (add_demand[0] || add_demand[1] || need[0] || need[1])
+    if (c->add_demand[0] || c->add_demand[1] || c->need[0] || c->need[1])
         vidmm_residency_notify_all(a);
     return ret;
+}
+
+/* make-resident (D3DKMTMakeResident), all or nothing: validate, scan,
+ * budget; when something is missing, reserve the records and restore the
+ * evicted members under an undo epoch, rolling every change back on a
+ * failure; then commit the references and record the outcome. */
+static vidmm_status make_resident(struct vidmm_adapter *a, vidmm_handle device, struct vidmm_make_resident_args *args)
+{
+    struct mr_call c;
+    memset(&c, 0, sizeof(c));
+    vidmm_status st = mr_validate(a, device, args, &c);
+    if (st >= 0)
+        st = mr_scan(&c);
+    if (st >= 0)
+        st = mr_budget(&c);
+    if (st < 0)
+        return st;
+    if (c.missing_refs || c.evicted) {
+        st = mr_reserve(&c);
+        a->res->undo_epoch = c.epoch;
+        c.stats_before = a->res->stats;
+        if (st >= 0)
+            st = mr_restore(&c);
+        if (st < 0)
+            return mr_roll_back(&c, st);
+        a->res->undo_epoch = 0;
+        mr_link_records(&c);
+    }
+    mr_commit(&c);
+    return mr_record(&c);
 }
 
 /* ---- evict ------------------------------------------------------------------ */

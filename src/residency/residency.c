@@ -345,7 +345,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         /* A victim of a make-resident that may still fail: remember
          * where it was so the failure can put it back. */
         al->res.undo.epoch = a->res->undo_epoch;
-        al->res.undo.kind = 1;
+        al->res.undo.kind = VIDMM_UNDO_VICTIM;
         al->res.undo.seg = from;
         al->res.undo.top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
         al->res.undo.fresh = !had_backing;   /* its system pages were made for this eviction */
@@ -919,7 +919,7 @@ void vidmm_residency_undo(struct vidmm_adapter *a, uint64_t epoch)
      * current (nothing ran on it), so this discards, no transfer. */
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->res.undo.epoch != epoch || al->res.undo.kind != 2 || !al->resident)
+        if (al->res.undo.epoch != epoch || al->res.undo.kind != VIDMM_UNDO_RESTORED || !al->resident)
             continue;
         if (evict_one(a, al, 1) < 0)
             continue;   /* the driver failed it: it stays resident, its content intact */
@@ -930,7 +930,7 @@ void vidmm_residency_undo(struct vidmm_adapter *a, uint64_t epoch)
     /* Then the victims, where they were, if that needs no eviction. */
     it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->res.undo.epoch != epoch || al->res.undo.kind != 1 || al->resident)
+        if (al->res.undo.epoch != epoch || al->res.undo.kind != VIDMM_UNDO_VICTIM || al->resident)
             continue;
         vidmm_residency_leave(a, al);
         if (restore_into(a, al, al->res.undo.seg, al->res.undo.top, UINT32_MAX, -1, al->res.undo.extents != 0) >= 0) {
