@@ -1,16 +1,29 @@
 /*
- * api.c - the public residency entries: paging queues and their fences,
- * make-resident and evict, priorities, offer/reclaim, the policy switch
- * and statistics.
+ * api.c - the public residency entries: make-resident and evict,
+ * priorities, offer/reclaim, the policy switch and statistics (paging
+ * queues are paging_queue.c's).
  *
- * make-resident is all-or-nothing in two phases.  Prepare: validate every
- * handle, check the budget, allocate the missing reference records (the
- * only host allocations), pin the listed allocations for this request
- * and restore the evicted ones (which may evict others).  Commit: take
- * the references and tell the policy they were used; nothing can fail.
- * A failure in prepare frees the new records: no reference changes.
- * Allocations restored before the failure stay resident, which is
- * harmless (they are on no new list and may be evicted again).
+ * make-resident is all or nothing, in named phases (make_resident runs
+ * them in order):
+ *   validate  the arguments, the device, its paging queue;
+ *   scan      pin every member for this request, find its reference
+ *             record, count what must come in (or take the fast table's
+ *             path when every member is on the list and resident);
+ *   budget    add the new references' demand, refuse a list over the
+ *             caller's budget or one that cannot fit at all;
+ *   reserve   the missing reference records (the only host allocations);
+ *   restore   the evicted members, which may evict others, each change
+ *             recorded under the call's undo epoch;
+ *   roll back on a failure of reserve or restore: what the call made
+ *             resident is evicted again (discarded: its system copy is
+ *             current; one the driver refuses to evict stays resident,
+ *             its content intact), its victims go back to the pages they
+ *             left when that needs no eviction, the demand and statistics
+ *             are taken back, the new records freed;
+ *   commit    link the new records, take the references, tell the
+ *             policy (nothing fails from here);
+ *   record    submit the paging, hand out the queue's fence value, note
+ *             the outcome for the rules checker, notify trims.
  */
 #include "model/objects.h"
 #include "fence/fence.h"
@@ -21,181 +34,8 @@
 #include "residency/residency.h"
 #include "residency/res_state.h"
 
-#include <errno.h>
 #include <string.h>
 #include <time.h>
-
-static struct vidmm_device *device_of(const struct vidmm_adapter *a, vidmm_handle h)
-{
-    return vidmm_objtab_get(&a->devices, h);
-}
-
-static int lost(struct vidmm_adapter *a, const struct vidmm_device *d)
-{
-    pthread_mutex_lock(&a->fence_lock);
-    int l = d->lost;
-    pthread_mutex_unlock(&a->fence_lock);
-    return l;
-}
-
-/* ---- paging queues ------------------------------------------------------ */
-
-static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority,
-                                       vidmm_handle *out)
-{
-    if (!a || !out)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
-    *out = VIDMM_HANDLE_NULL;
-    struct vidmm_device *d = device_of(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
-    if (priority < VIDMM_PAGING_QUEUE_BELOW_NORMAL || priority > VIDMM_PAGING_QUEUE_ABOVE_NORMAL)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, "priority %d: not a VIDMM_PAGING_QUEUE_* value (%d to %d)", priority,
-                          VIDMM_PAGING_QUEUE_BELOW_NORMAL, VIDMM_PAGING_QUEUE_ABOVE_NORMAL);
-    if (lost(a, d))
-        return VIDMM_E_DEVICE_LOST;
-    struct vidmm_paging_queue *q = vidmm_hzalloc(a->ha, VIDMM_SITE_QUEUE_OBJECT, sizeof(*q), _Alignof(struct vidmm_paging_queue));
-    if (!q)
-        return VIDMM_E_NO_HOST_MEMORY;
-    vidmm_status st = vidmm_objtab_add(&a->queues, a->ha, q, &q->self);
-    if (st < 0) {
-        vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_paging_queue));
-        return st;
-    }
-    q->device = d;
-    q->priority = priority;
-    q->next = d->res.queues;
-    d->res.queues = q;
-    *out = q->self;
-    return VIDMM_OK;
-}
-
-static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
-{
-    if (!a)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
-    struct vidmm_paging_queue **pp = &q->device->res.queues;
-    while (*pp != q)
-        pp = &(*pp)->next;
-    *pp = q->next;
-    vidmm_objtab_remove(&a->queues, q->self);
-    vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_paging_queue));
-    return VIDMM_OK;
-}
-
-/* Under the fence lock: move the fence past the values whose paging work
- * the adapter finished. */
-static void resolve(const struct vidmm_adapter *a, struct vidmm_paging_queue *q)
-{
-    while (q->pend_count && q->pend_fence[q->pend_first] <= vidmm_fence_paging_completed_locked(a)) {
-        q->completed = q->pend_value[q->pend_first];
-        q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
-        q->pend_count--;
-    }
-}
-
-/* A new value for paging work that finishes with adapter fence f. */
-static uint64_t signal_on(struct vidmm_adapter *a, struct vidmm_paging_queue *q, uint64_t f)
-{
-    pthread_mutex_lock(&a->fence_lock);
-    resolve(a, q);
-    uint64_t v = ++q->submitted;
-    if (f <= vidmm_fence_paging_completed_locked(a)) {
-        q->completed = v;   /* already done */
-        pthread_mutex_unlock(&a->fence_lock);
-        return 0;
-    }
-    while (q->pend_count == VIDMM_QUEUE_PENDING) {
-        /* Too many values in flight: wait for the oldest (hangs are
-         * found between slices). */
-        if (vidmm_fence_paging_reset_pending_locked(a)) {
-            /* The pending reset resets the paging engine (an adapter
-             * reset), which passes every paging fence before this entry
-             * returns: the oldest value is as good as done.  A node's
-             * reset alone passes none of them: wait. */
-            q->completed = q->pend_value[q->pend_first];
-            q->pend_first = (q->pend_first + 1) % VIDMM_QUEUE_PENDING;
-            q->pend_count--;
-            break;
-        }
-        (void)vidmm_fence_wait(a, NULL);
-        resolve(a, q);
-    }
-    uint32_t i = (q->pend_first + q->pend_count) % VIDMM_QUEUE_PENDING;
-    q->pend_value[i] = v;
-    q->pend_fence[i] = f;
-    q->pend_count++;
-    pthread_mutex_unlock(&a->fence_lock);
-    return v;
-}
-
-static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
-{
-    if (!a || !completed)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "completed is NULL");
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
-    pthread_mutex_lock(&a->fence_lock);
-    resolve(a, q);
-    *completed = q->completed;
-    pthread_mutex_unlock(&a->fence_lock);
-    return VIDMM_OK;
-}
-
-static vidmm_status paging_queue_wait_plain(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
-{
-    if (!a)
-        return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    /* The lookup under the adapter lock, the sleep without it (a CPU wait
-     * must not stop other threads; the fence moves under the fence lock). */
-    vidmm_adapter_lock(a);
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
-    vidmm_adapter_unlock(a);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout_ns != UINT64_MAX) {
-        uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns % 1000000000u;
-        until.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
-        until.tv_nsec = (long)(ns % 1000000000u);
-    }
-    vidmm_status st = VIDMM_OK;
-    pthread_mutex_lock(&a->fence_lock);
-    for (resolve(a, q); q->completed < value; resolve(a, q)) {
-        /* Hangs are reset between slices.  The queue must outlive the
-         * wait (destroying it meanwhile is the caller's error, THREADING.md). */
-        if (vidmm_reset_pending_locked(a)) {
-            st = VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
-            break;
-        }
-        int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);
-        if (rc == ETIMEDOUT && q->completed < value) {
-            st = VIDMM_E_TIMEOUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&a->fence_lock);
-    return st;
-}
-
-/* Outside VIDMM_ENTRY (see the body above): the thread's last error is
- * kept here. */
-vidmm_status vidmm_paging_queue_wait(struct vidmm_adapter *a, vidmm_handle queue, uint64_t value, uint64_t timeout_ns)
-{
-    vidmm_error_clear();
-    vidmm_status st = paging_queue_wait_plain(a, queue, value, timeout_ns);
-    vidmm_error_finish(__func__, st);
-    return st;
-}
 
 /* ---- make resident ---------------------------------------------------------- */
 
@@ -364,7 +204,7 @@ static vidmm_status mr_validate(struct vidmm_adapter *a, vidmm_handle device, st
         return vidmm_fail(VIDMM_E_INVALID_ARG, !args ? "args is NULL"
                           : (args->count && !args->allocations) ? "count > 0 with no allocation list"
                           : "flags: unknown bits, or MUST_SUCCEED without CANT_TRIM_FURTHER");
-    struct vidmm_device *d = device_of(a, device);
+    struct vidmm_device *d = vidmm_residency_device_of(a, device);
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, args->paging_queue);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
@@ -372,7 +212,7 @@ static vidmm_status mr_validate(struct vidmm_adapter *a, vidmm_handle device, st
     if (!q || q->device != d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a paging queue of device 0x%llx",
                           (unsigned long long)args->paging_queue, (unsigned long long)device);
-    if (lost(a, d))
+    if (vidmm_residency_device_lost(a, d))
         return VIDMM_E_DEVICE_LOST;
     args->paging_fence_value = 0;
     args->bytes_to_trim = 0;
@@ -585,12 +425,12 @@ static vidmm_status mr_restore(struct mr_call *c)
     return st;
 }
 
-/* Roll back a failed reserve or restore: all or nothing, nothing another
- * call can see changed.  What the call made resident is evicted again and
- * its victims go back where they were (vidmm_residency_undo); the undone
- * paging is not counted either, the refusal is; the demand is taken back,
- * the new records freed and the members this call gave an owner unowned
- * again (D35).  Returns st. */
+/* Roll back a failed reserve or restore.  vidmm_residency_undo evicts
+ * again what the call made resident and puts its victims back where
+ * they were when that needs no eviction (see there for what a driver
+ * refusal leaves); the undone paging is not counted, the refusal is; the
+ * demand is taken back, the new records freed and the members this call
+ * gave an owner unowned again (D35).  Returns st. */
 static vidmm_status mr_roll_back(struct mr_call *c, vidmm_status st)
 {
     struct vidmm_adapter *a = c->a;
@@ -703,7 +543,7 @@ static vidmm_status mr_record(struct mr_call *c)
         vidmm_status st = vidmm_paging_submit(a, &f);
         if (st < 0)
             return st;
-        c->args->paging_fence_value = signal_on(a, c->q, f);
+        c->args->paging_fence_value = vidmm_residency_queue_signal(a, c->q, f);
         ret = c->args->paging_fence_value ? VIDMM_PENDING : VIDMM_OK;
     }
     int cant = (c->args->flags & VIDMM_MAKE_RESIDENT_CANT_TRIM_FURTHER) != 0;
@@ -757,7 +597,7 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
     if (!a || (count && !allocs) || (flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO)))
         return vidmm_fail(VIDMM_E_INVALID_ARG, (count && !allocs) ? "count > 0 with no allocation list"
                                                                    : "flags 0x%x: unknown bits", flags);
-    struct vidmm_device *d = device_of(a, device);
+    struct vidmm_device *d = vidmm_residency_device_of(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
                           (unsigned long long)(device));
@@ -952,7 +792,7 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
     if (!a || (count && !allocs) || offer_priority < VIDMM_OFFER_LOW || offer_priority > VIDMM_OFFER_AUTO)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : (count && !allocs) ? "allocations is NULL with count %u"
                           : "offer_priority %u: not a VIDMM_OFFER_* value", count && !allocs ? count : offer_priority);
-    struct vidmm_device *d = device_of(a, device);
+    struct vidmm_device *d = vidmm_residency_device_of(a, device);
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
                           (unsigned long long)(device));
@@ -1060,21 +900,6 @@ vidmm_status vidmm_reclaim(struct vidmm_adapter *a, vidmm_handle queue, const vi
                            uint32_t count, uint32_t *results, uint64_t *fence)
 {
     VIDMM_ENTRY(a, vidmm_powered_down(a) ? VIDMM_E_STATE : reclaim(a, queue, allocs, count, results, fence));
-}
-
-vidmm_status vidmm_paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority, vidmm_handle *out)
-{
-    VIDMM_ENTRY(a, paging_queue_create(a, device, priority, out));
-}
-
-vidmm_status vidmm_paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle queue)
-{
-    VIDMM_ENTRY(a, paging_queue_destroy(a, queue));
-}
-
-vidmm_status vidmm_paging_queue_fence(struct vidmm_adapter *a, vidmm_handle queue, uint64_t *completed)
-{
-    VIDMM_ENTRY(a, paging_queue_fence(a, queue, completed));
 }
 
 uint64_t vidmm_residency_clock(const struct vidmm_adapter *a)

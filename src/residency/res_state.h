@@ -7,6 +7,7 @@
 
 #include "model/objects.h"
 #include "seg/evict_scan.h"
+#include "process/process.h"
 
 /* A device's paging queue and its monitored fence (guarded by the fence lock). */
 struct vidmm_paging_queue {
@@ -117,5 +118,47 @@ static inline void vidmm_residency_demand_sub(struct vidmm_adapter *a, struct vi
     p->res.demand[g] -= n;
     a->res->demand_total[g] -= n;
 }
+
+/* ---- helpers of the residency module's files ---------------------- */
+
+/* The allocation whose policy entry e is. */
+#define ENTRY_OF(e) ((struct vidmm_allocation *)((char *)(e) - offsetof(struct vidmm_allocation, res.pe)))
+
+/* The segment group of segment id. */
+static inline unsigned vidmm_residency_group_of(const struct vidmm_adapter *a, uint32_t id)
+{
+    return vidmm_seg_is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+}
+
+/* The process accounted for al's residency, or NULL. */
+static inline struct vidmm_process *vidmm_residency_owner_process(const struct vidmm_adapter *a,
+                                                                  const struct vidmm_allocation *al)
+{
+    return al->res.pe.process ? vidmm_process_get(a, al->res.pe.process) : NULL;
+}
+
+/* The live device named by h, or NULL. */
+static inline struct vidmm_device *vidmm_residency_device_of(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    return vidmm_objtab_get(&a->devices, h);
+}
+
+/* Is device d lost (read under the fence lock: faults come from driver threads)? */
+static inline int vidmm_residency_device_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
+{
+    pthread_mutex_lock(&a->fence_lock);
+    int l = d->lost;
+    pthread_mutex_unlock(&a->fence_lock);
+    return l;
+}
+
+/* A new value of queue q's fence for paging work that finishes with
+ * adapter paging fence f; 0 when that work is already done (the fence
+ * moved to the new value at once) (paging_queue.c). */
+uint64_t vidmm_residency_queue_signal(struct vidmm_adapter *a, struct vidmm_paging_queue *q, uint64_t f);
+
+/* The fair share of segment id for process p (fair_share.c, D62):
+ * size / holders, p counted among them. */
+uint64_t vidmm_residency_fair_share(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p);
 
 #endif

@@ -63,12 +63,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ENTRY_OF(e) ((struct vidmm_allocation *)((char *)(e) - offsetof(struct vidmm_allocation, res.pe)))
-
-static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
-{
-    return vidmm_seg_is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
-}
 
 /* ---- policy state ---------------------------------------------------- */
 
@@ -134,10 +128,6 @@ void vidmm_residency_request_end(struct vidmm_adapter *a)
     a->res->epoch++;
 }
 
-static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
-{
-    return al->res.pe.process ? vidmm_process_get(a, al->res.pe.process) : NULL;
-}
 
 static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
 {
@@ -154,7 +144,7 @@ static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
 void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
 {
     vidmm_residency_leave(a, al);
-    struct vidmm_process *was = owner_of(a, al);
+    struct vidmm_process *was = vidmm_residency_owner_process(a, al);
     if (was)
         owned_unlink(was, al);
     if (p) {
@@ -207,7 +197,7 @@ void vidmm_residency_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
         a->res->policy->remove(a->res->policy_state, &al->res.pe, VIDMM_POLICY_EVICTED);
         al->res.in_memory_segment = 0;
     }
-    struct vidmm_process *p = owner_of(a, al);
+    struct vidmm_process *p = vidmm_residency_owner_process(a, al);
     if (p && al->resident) {
         p->res.seg_usage[al->pl.segment_id] -= al->size;
         a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] -= al->size;
@@ -216,7 +206,7 @@ void vidmm_residency_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
 
 void vidmm_residency_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    struct vidmm_process *p = owner_of(a, al);
+    struct vidmm_process *p = vidmm_residency_owner_process(a, al);
     if (p && al->resident) {
         p->res.seg_usage[al->pl.segment_id] += al->size;
         a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] += al->size;
@@ -380,24 +370,6 @@ static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigne
     return p->res.over_val[g];
 }
 
-/* Process p's fair share of segment id (D62): the segment's bytes over
- * the processes holding bytes in it, p included.  The count is cached
- * for one eviction round (res_over_epoch), like the budgets. */
-static uint64_t fair_share(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
-{
-    struct vidmm_residency_mgr *r = a->res;
-    if (r->holders_epoch[id] != r->over_epoch) {
-        uint32_t n = 0;
-        const struct vidmm_process *q;
-        vidmm_for_each_process(a, q)
-            n += q->res.seg_usage[id] != 0;
-        r->holders[id] = n;
-        r->holders_epoch[id] = r->over_epoch;
-    }
-    uint64_t n = (uint64_t)r->holders[id] + (p->res.seg_usage[id] == 0);
-    return a->seg[id].size / (n ? n : 1);
-}
-
 /* Pass 3 (D62): may a request of rp that adds `want` bytes to v's
  * segment take v?  Only while rp stays within its fair share of that
  * segment, and only when every process listing v is another one over
@@ -409,7 +381,7 @@ static int fair_victim(struct vidmm_adapter *a, const struct vidmm_allocation *v
     uint32_t id = v->pl.segment_id;
     if (!rp || !vidmm_seg_is_memory(a, id))
         return 0;
-    uint64_t fair = fair_share(a, id, rp);
+    uint64_t fair = vidmm_residency_fair_share(a, id, rp);
     if (rp->res.seg_usage[id] + want > fair)
         return 0;
     for (const struct vidmm_residency_ref *r = v->res.refs; r; r = r->al_next) {
@@ -450,7 +422,7 @@ static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, 
         return 1;
     if (pass == 1)
         return 0;
-    unsigned g = group_of(a, v->pl.segment_id);
+    unsigned g = vidmm_residency_group_of(a, v->pl.segment_id);
     int over = 1;
     for (const struct vidmm_residency_ref *r = v->res.refs; r && over; r = r->al_next)
         over = over_budget(a, r->dev->process, g);
@@ -468,7 +440,7 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
                               uint32_t prio, int max_pass)
 {
     uint64_t freed = 0;
-    const struct vidmm_process *rp = req ? owner_of(a, req) : NULL;
+    const struct vidmm_process *rp = req ? vidmm_residency_owner_process(a, req) : NULL;
     for (int pass = 0; pass <= max_pass && freed < need; pass++) {
         /* Pass 3 takes one victim at a time: each changes who is over
          * its fair share. */
@@ -503,89 +475,6 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
         }
     }
     return freed ? VIDMM_OK : VIDMM_E_NO_SEGMENT_SPACE;
-}
-
-/* ---- the fair-share rule, checked at refusals (D62) -------------------- */
-
-/* Bytes of segment id that passes 0-1 free (offered, unlisted) plus, per
- * process q other than p over its share, what q holds there listed only
- * by such processes - at most q's excess over its share.  One walk of
- * the segment's allocations and two of the processes. */
-static uint64_t fair_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_process *p, uint64_t fair)
-{
-    uint64_t room = a->seg[id].size - a->seg[id].committed;
-    struct vidmm_process *q;
-    vidmm_for_each_process(a, q)
-        q->res.fair_held = 0;
-    for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e;
-         e = a->res->policy->next(a->res->policy_state, e)) {
-        const struct vidmm_allocation *v = ENTRY_OF(e);
-        if (v->lock_count || v->displayed || v->busy || v->res.request_epoch == a->res->epoch)
-            continue;
-        if (v->res.offered || !v->res.refs) {
-            room += v->size;
-            continue;
-        }
-        q = owner_of(a, v);
-        int others_over = q && q != p && q->res.seg_usage[id] > fair;
-        for (const struct vidmm_residency_ref *r = v->res.refs; r && others_over; r = r->al_next)
-            others_over = r->dev->process != p && r->dev->process->res.seg_usage[id] > fair;
-        if (others_over)
-            q->res.fair_held += v->size;
-    }
-    vidmm_for_each_process(a, q)
-        if (q->res.fair_held)
-            room += (q->res.fair_held < q->res.seg_usage[id] - fair ? q->res.fair_held : q->res.seg_usage[id] - fair);
-    return room;
-}
-
-void vidmm_residency_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
-                             uint32_t n)
-{
-    uint64_t need[VIDMM_MAX_SEGMENTS + 1] = { 0 };
-    uint32_t segs = UINT32_MAX;
-    for (uint32_t i = 0; i < n; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
-        if (!al || al->resident)
-            continue;
-        uint32_t mine = 0;
-        for (uint32_t id = 1; id < a->segment_count; id++) {
-            const struct vidmm_segment *s = &a->seg[id];
-            if (!(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(id)) || !vidmm_seg_is_memory(a, id) ||
-                vidmm_needs_contiguous(a, al, s))
-                continue;
-            mine |= VIDMM_SEGMENT_BIT(id);
-            need[id] += (al->size + s->page_size - 1) / s->page_size * s->page_size;   /* a duplicate counts twice: conservative */
-        }
-        segs &= mine;
-    }
-    for (uint32_t id = 1; id < a->segment_count && segs != UINT32_MAX; id++) {
-        if (!(segs & VIDMM_SEGMENT_BIT(id)) || !need[id])
-            continue;
-        uint32_t holders = 0;
-        const struct vidmm_process *q;
-        vidmm_for_each_process(a, q)
-            holders += q->res.seg_usage[id] != 0;
-        uint64_t fair = a->seg[id].size / (holders + (p->res.seg_usage[id] == 0));
-        if (p->res.seg_usage[id] + need[id] > fair)
-            continue;
-        uint64_t room = fair_room(a, id, p, fair);
-        if (room < need[id])
-            continue;
-        a->res->unfair_refusals++;
-        snprintf(a->res->unfair_refusal, sizeof a->res->unfair_refusal,
-                 "process %u refused %llu bytes of segment %u holding %llu of its fair share %llu, while %llu bytes "
-                 "are free or held by processes over their share", vidmm_process_slot(p),
-                 (unsigned long long)need[id], id, (unsigned long long)p->res.seg_usage[id], (unsigned long long)fair,
-                 (unsigned long long)room);
-        return;
-    }
-}
-
-uint64_t vidmm_residency_unfair_refusals(const struct vidmm_adapter *a, const char **last)
-{
-    *last = a->res->unfair_refusal;
-    return a->res->unfair_refusals;
 }
 
 /* ---- placement with eviction ------------------------------------------ */
@@ -633,7 +522,7 @@ unsigned vidmm_residency_home(const struct vidmm_adapter *a, const struct vidmm_
     }
     if (only_memory)
         *only_memory = mem;
-    return n ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    return n ? vidmm_residency_group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
 }
 
 /* The group an allocation is meant for: that of its first choice. */
@@ -658,7 +547,7 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     if (st < 0)
         return st;
     int found = 0;
-    const struct vidmm_process *rp = req ? owner_of(a, req) : NULL;
+    const struct vidmm_process *rp = req ? vidmm_residency_owner_process(a, req) : NULL;
     a->res->over_epoch++;
     for (int pass = 0; pass <= max_pass && !found; pass++)
         for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && !found;
@@ -977,7 +866,7 @@ void vidmm_residency_forget_allocation(struct vidmm_adapter *a, struct vidmm_all
     while (al->res.refs)
         vidmm_residency_unlink_ref(a, al->res.refs);
     vidmm_residency_leave(a, al);
-    struct vidmm_process *owner = owner_of(a, al);
+    struct vidmm_process *owner = vidmm_residency_owner_process(a, al);
     if (owner)
         owned_unlink(owner, al);
     a->res->policy->remove(a->res->policy_state, &al->res.pe, VIDMM_POLICY_DESTROYED);
@@ -1026,209 +915,4 @@ void vidmm_residency_process_lets_go(struct vidmm_adapter *a, struct vidmm_alloc
     }
     if (al->res.pe.process == p->self)
         vidmm_residency_set_owner(a, al, NULL);   /* off p's list of owned allocations too */
-}
-
-/* ---- the checker ----------------------------------------------------------- */
-
-/* Device d's fast table: every record's slot has its entry (chunk);
- * an ok entry names a live allocation with a record of d that is
- * resident, owned, not offered, in the entry's group, last used no later
- * than now; an entry that is not ok holds nothing. */
-static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device *d, uint32_t pi, char *msg, size_t n)
-{
-    int e = 0;
-    for (const struct vidmm_residency_ref *r = d->res.refs; r; r = r->dev_next)
-        if (!vidmm_residency_slot_of(d, r->al->self)) {
-            e++;
-            snprintf(msg, n, "process %u: a device's reference to slot %u has no entry in its fast table (%u slots)", pi,
-                     (unsigned)(r->al->self & 0xFFFFFFu), d->res.res_slot_cap);
-        }
-    if (d->res.res_slot_cap != d->res.res_dir_len << VIDMM_RES_CHUNK_SHIFT) {
-        e++;
-        snprintf(msg, n, "process %u: fast table of %u chunks says %u slots", pi, d->res.res_dir_len, d->res.res_slot_cap);
-    }
-    for (uint32_t s = 0; s < d->res.res_slot_cap; s++) {
-        const struct vidmm_residency_slot *t = vidmm_residency_slot_at(d, s);
-        if (!t) {   /* a chunk never made: no entry in it */
-            s |= VIDMM_RES_CHUNK - 1u;
-            continue;
-        }
-        if (!t->ok) {
-            if (t->extra) {
-                e++;
-                snprintf(msg, n, "process %u: fast table slot %u holds %u references but is not ok", pi, s, t->extra);
-            }
-            continue;
-        }
-        const struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
-        const struct vidmm_residency_ref *r = NULL;
-        if (al && al->live && !al->zombie && al->handle_gen == t->gen)
-            for (r = al->res.refs; r && r->dev != d; r = r->al_next)
-                ;
-        if (!r) {
-            e++;
-            snprintf(msg, n, "process %u: fast table slot %u (generation %u) names no allocation on the device's list",
-                     pi, s, t->gen);
-            continue;
-        }
-        unsigned g = al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
-        if (!al->resident || !al->res.owned || al->res.offered || t->group != g || t->clock > a->res->clock) {
-            e++;
-            snprintf(msg, n, "process %u: fast table slot %u: resident %d owned %u offered %d group %u (entry %u), "
-                     "clock %llu (now %llu)", pi, s, al->resident, al->res.owned, al->res.offered, g, t->group,
-                     (unsigned long long)t->clock, (unsigned long long)a->res->clock);
-        }
-    }
-    return e;
-}
-
-/* Each process's resident bytes per segment, and its counts of owned
- * and private allocations, against the allocations: USAGE_WINDOW table
- * slots per pass over the allocations, a bounded stack whatever the
- * number of processes, O(allocations x slots / 64). */
-#define USAGE_WINDOW 64u
-static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
-{
-    int e = 0;
-    uint64_t usage[USAGE_WINDOW][VIDMM_MAX_SEGMENTS + 1];
-    uint64_t owned[USAGE_WINDOW], priv[USAGE_WINDOW];
-    for (uint32_t base = 0; base < a->processes.used; base += USAGE_WINDOW) {
-        memset(usage, 0, sizeof(usage));
-        memset(owned, 0, sizeof(owned));
-        memset(priv, 0, sizeof(priv));
-        uint32_t it = 0;
-        for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-            const struct vidmm_process *cp = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
-            uint32_t cs = cp ? vidmm_process_slot(cp) : UINT32_MAX;
-            if (cs >= base && cs - base < USAGE_WINDOW)
-                priv[cs - base]++;
-            if (!al->res.pe.process)
-                continue;
-            const struct vidmm_process *p = owner_of(a, al);
-            uint32_t s = p ? vidmm_process_slot(p) : UINT32_MAX;
-            if (s >= base && s - base < USAGE_WINDOW) {
-                owned[s - base]++;
-                if (al->resident)
-                    usage[s - base][al->pl.segment_id] += al->size;
-            }
-        }
-        for (uint32_t s = base; s < base + USAGE_WINDOW && s < a->processes.used; s++) {
-            const struct vidmm_process *p = vidmm_process_at(a, s);
-            if (!p)
-                continue;
-            for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
-                if (p->res.seg_usage[id] != usage[s - base][id]) {
-                    e++;
-                    snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", s, id,
-                             (unsigned long long)p->res.seg_usage[id], (unsigned long long)usage[s - base][id]);
-                }
-            if (p->owned_allocations != owned[s - base] || p->private_allocations != priv[s - base]) {
-                e++;
-                snprintf(msg, n, "process %u: counts %llu owned and %llu private allocations, allocations say %llu and %llu",
-                         s, (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations,
-                         (unsigned long long)owned[s - base], (unsigned long long)priv[s - base]);
-            }
-        }
-    }
-    return e;
-}
-
-int vidmm_residency_check(const struct vidmm_adapter *a, char *msg, size_t n)
-{
-    int e = 0;
-    uint32_t it = 0;
-    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        uint32_t i = it - 1;
-        uint32_t total = 0;
-        for (const struct vidmm_residency_ref *r = al->res.refs; r; r = r->al_next) {
-            total += r->count;
-            if (r->al != al || !r->count) {
-                e++;
-                snprintf(msg, n, "allocation %u: bad residency reference", i);
-            }
-        }
-        if (total != al->res.ref_total) {
-            e++;
-            snprintf(msg, n, "allocation %u: %u references, counter says %u", i, total, al->res.ref_total);
-        }
-        int want = al->resident && vidmm_seg_is_memory(a, al->pl.segment_id);
-        if (want != al->res.in_memory_segment) {
-            e++;
-            snprintf(msg, n, "allocation %u: policy membership %d, expected %d", i, al->res.in_memory_segment, want);
-        }
-        if (!al->resident && (!al->pl.sys || (al->pl.ap_mapped && !al->displayed))) {
-            e++;
-            snprintf(msg, n, "allocation %u: evicted but not in plain system pages", i);
-        }
-        if (al->res.backing.sys && !vidmm_seg_is_memory(a, al->pl.segment_id)) {
-            e++;
-            snprintf(msg, n, "allocation %u: backing copy outside a memory segment", i);
-        }
-        if (al->res.owned != (al->res.pe.process != 0)) {
-            e++;
-            snprintf(msg, n, "allocation %u: owned flag disagrees with the policy entry's owner", i);
-        }
-        if (al->res.pe.priority == 0) {
-            e++;
-            snprintf(msg, n, "allocation %u: priority 0", i);
-        }
-        if (al->resident && al->res.pe.process) {
-            const struct vidmm_process *p = owner_of(a, al);
-            if (!p) {
-                e++;
-                snprintf(msg, n, "allocation %u: owned by a dead process", i);
-            }
-        }
-    }
-    e += check_usage(a, msg, n);
-    uint64_t demand[2] = { 0, 0 }, usage[2] = { 0, 0 };
-    uint32_t overrides = 0;
-    const struct vidmm_process *p;
-    vidmm_for_each_process(a, p) {
-        uint32_t i = vidmm_process_slot(p);
-        demand[0] += p->res.demand[0];
-        demand[1] += p->res.demand[1];
-        for (uint32_t id = 0; id < a->segment_count; id++)
-            usage[vidmm_seg_is_memory(a, id) ? 0 : 1] += p->res.seg_usage[id];
-        overrides += p->res.budget_override[0] || p->res.budget_override[1];
-        for (const struct vidmm_device *d = p->devices; d; d = d->next) {
-            uint64_t refs = 0;
-            for (const struct vidmm_residency_ref *r = d->res.refs; r; r = r->dev_next) {
-                refs++;
-                if (r->dev != d || (r->dev_next && r->dev_next->dev_prev != r)) {
-                    e++;
-                    snprintf(msg, n, "process %u: residency list broken", i);
-                    break;
-                }
-            }
-            e += check_slots(a, d, i, msg, n);
-            if (refs != d->res.ref_count) {
-                e++;
-                snprintf(msg, n, "process %u: device lists %llu allocations, counter %llu", i,
-                         (unsigned long long)refs, (unsigned long long)d->res.ref_count);
-            }
-        }
-    }
-    if (a->res->policy->check && a->res->policy->check(a->res->policy_state)) {
-        e++;
-        snprintf(msg, n, "eviction policy %s: state inconsistent", a->res->policy->name);
-    }
-    if (overrides != a->res->budget_overrides) {
-        e++;
-        snprintf(msg, n, "%u processes have a budget override, the adapter counts %u", overrides,
-                 a->res->budget_overrides);
-    }
-    for (unsigned g = 0; g < 2; g++)
-        if (usage[g] != a->res->usage_total[g]) {
-            e++;
-            snprintf(msg, n, "usage of group %u: processes hold %llu, the adapter's total says %llu", g,
-                     (unsigned long long)usage[g], (unsigned long long)a->res->usage_total[g]);
-        }
-    for (unsigned g = 0; g < 2; g++)
-        if (demand[g] != a->res->demand_total[g]) {
-            e++;
-            snprintf(msg, n, "demand of group %u: processes hold %llu, the adapter's total says %llu", g,
-                     (unsigned long long)demand[g], (unsigned long long)a->res->demand_total[g]);
-        }
-    return e;
 }
