@@ -2,7 +2,8 @@
 # layering_test.sh - tests/layering.sh's own test: it passes on a copy of
 # today's sources, and fails, naming the file, on copies with one
 # deliberate violation each - a file outside src/residency/ naming an
-# allocation's `res` member, one including residency's fields header or
+# allocation's `res` member, another module's members (quarantine,
+# entry), one including residency's fields header or
 # its private state header, a fields header including model/, and a
 # module including a module above it.  Prints "layering-fixtures: N
 # passed, M failed".
@@ -49,6 +50,10 @@ expect "a process's residency field named in observe" fail "FAIL src/observe/sta
 copy
 printf 'static int fixture(const struct vidmm_adapter *a) { return a->quarantine.first != 0; }\n' >>"$t/w/src/tdr/tdr.c"
 expect "the placement's quarantine named in tdr" fail "FAIL src/tdr/tdr.c names the member quarantine, owned by src/placement"
+
+copy
+printf 'static int fixture(const struct vidmm_adapter *a) { return (int)a->entry.lock_depth; }\n' >>"$t/w/src/fence/hang.c"
+expect "the entry mechanism's state named in fence" fail "FAIL src/fence/hang.c names the entry mechanism's state"
 
 copy
 printf '/* al->res.offered in a comment is not a use */\n' >>"$t/w/src/submit/submit.c"

@@ -513,7 +513,7 @@ fail:
         vidmm_hfree(ha, desc, nb * sizeof(*desc), _Alignof(struct vidmm_segment_descriptor));
     /* Not the entry boundary: the state is gone (a reset left pending
      * was run by the paging teardown), so the lock is just released. */
-    a->lock_depth = 0;
+    vidmm_entry_set_depth(a, 0);
     pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
@@ -575,7 +575,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     vidmm_fence_fini(a);
-    a->lock_depth--;   /* nothing can be pending: the ring is gone */
+    vidmm_entry_set_depth(a, vidmm_entry_depth(a) - 1);   /* nothing can be pending: the ring is gone */
     pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(a->ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));

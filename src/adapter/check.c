@@ -204,8 +204,10 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "adapter is NULL");
         return r.errors;
     }
-    if (a->bugs)
-        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)a->bugs, a->bug_msg);
+    const char *first_bug;
+    uint64_t bugs = vidmm_entry_bugs(a, &first_bug);
+    if (bugs)
+        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)bugs, first_bug);
     struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
     memset(sum, 0, sizeof(sum));
     {

@@ -198,7 +198,7 @@ int vidmm_adapter_check_rules(const struct vidmm_adapter *a, char *report, size_
         return r.errors;
     }
     vidmm_adapter_lock(a);
-    if (a->debug_cb) {
+    if (vidmm_debug_hooked(a)) {
         r.sink = vidmm_debug_report_sink;
         r.sink_ctx = (void *)(uintptr_t)a;   /* the sink reads only */
     }

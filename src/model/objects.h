@@ -1,13 +1,18 @@
 /*
  * objects.h - the object model every layer above the leaf allocators
- * shares: adapter, segment, allocation, process, device, context, paging
- * queue, and the adapter's upcall table (internal, never installed).
+ * shares: adapter, allocation, process (internal, never installed).
  *
  * Ownership: the adapter owns its segments (a fixed array, id = index),
  * its handle tables, and every module's state.  Everything is reached
- * from the adapter; there is no global state.  Functions live in the
- * owning module's own header (src/<module>/<module>.h); only the entry
- * mechanism (model/entry.h) and a few inline accessors are here.
+ * from the adapter; there is no global state.  The members a module keeps
+ * inside these objects are its own sub-structs, declared in its fields
+ * header (src/<module>/<module>_fields.h, types only, included here and
+ * nowhere else outside the module) and named by that module's files only
+ * - e.g. an allocation's `res` (residency/residency_fields.h); other
+ * modules call the owner's functions (tests/layering.sh enforces both).
+ * A module's own objects (devices and contexts, segments, page tables,
+ * reference records, paging queues) are declared in its headers.  Only
+ * the entry mechanism (model/entry.h) and a few inline accessors are here.
  */
 #ifndef VIDMM_MODEL_OBJECTS_H
 #define VIDMM_MODEL_OBJECTS_H
@@ -35,6 +40,9 @@
 #include "residency/residency_fields.h"
 #include "allocation/allocation_fields.h"
 #include "device/device_fields.h"
+#include "handle/handle_fields.h"
+#include "observe/observe_fields.h"
+#include "model/entry_state.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -107,17 +115,14 @@ struct vidmm_allocation {
     void *user_data;
 };
 
-/* ---- GpuMmu page tables and processes ------------------------------- */
-
+/* ---- processes ------------------------------------------------------ */
 
 struct vidmm_device;
 struct vidmm_residency_mgr;
-struct vidmm_residency_slot;
 struct vidmm_paging;
 struct vidmm_paging_process;
 struct vidmm_fence_state;
 struct vidmm_submit_state;
-struct vidmm_alloc_chunk;
 
 /* One process that maps an allocation: a link of the allocation's
  * va_users list.  The process keeps spares, obtained when a change is
@@ -182,23 +187,7 @@ struct vidmm_adapter {
      * (they take the fence lock only) nor by CPU fence waits while asleep.
      * Lock order: adapter lock -> the fence lock -> the driver's own locks. */
     pthread_mutex_t lock;
-    uint32_t lock_depth;            /* nesting of the adapter lock (its holder reads and writes it) */
-    pthread_t lock_owner;           /* valid while lock_depth > 0 */
-    /* A reset a hang left pending for the entry boundary (model/entry.c
-     * owns these three; reached through its vidmm_entry_reset_*).  Set
-     * and cleared by the adapter lock's holder under the fence lock, so
-     * that holder reads them freely and others under the fence lock. */
-    int reset_pending;
-    /* A reset a refused driver step scheduled could not finish (its own
-     * paging was refused): the next outermost entry runs one first
-     * (model/entry.c), so the next call does not fail for it. */
-    int reset_carried;
-    int pending_node;               /* -1: the paging engine */
-    pthread_t pending_owner;
-    /* Violated invariants found by VIDMM_BUG_ON in a release build
-     * (model/entry.h); vidmm_adapter_check reports them. */
-    uint64_t bugs;
-    char bug_msg[160];
+    struct vidmm_entry_state entry; /* model/entry_state.h: the entry mechanism's (model/entry.c) */
     struct vidmm_upcalls up;
     const struct vidmm_host_allocator *ha;
     struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
@@ -218,8 +207,7 @@ struct vidmm_adapter {
     /* Allocations: handles from the typed handle table (core/objtab.h);
      * objects from 64-object chunks (handle/handle.c). */
     struct vidmm_objtab allocations;
-    struct vidmm_allocation *alloc_free;   /* released objects, reused first */
-    struct vidmm_alloc_chunk *alloc_chunks;
+    struct vidmm_alloc_pool alloc_pool; /* handle/handle_fields.h */
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     uint32_t caller_abi;            /* the caller's VIDMM_ABI_VERSION: which output members it has */
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
@@ -262,9 +250,7 @@ struct vidmm_adapter {
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
     struct vidmm_quarantine_list quarantine; /* placement/placement_fields.h */
-    /* The caller's debug callback (observe/; vidmm/observe.h), NULL = none. */
-    vidmm_debug_callback debug_cb;
-    void *debug_user;
+    struct vidmm_debug_hook debug;  /* observe/observe_fields.h */
 };
 
 /* adapter.c: take / release the adapter lock (recursive: an entry may

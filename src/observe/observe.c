@@ -342,14 +342,14 @@ static vidmm_status iterate(const struct vidmm_adapter *a, const struct vidmm_al
 
 void vidmm_debug_emit(const struct vidmm_adapter *a, enum vidmm_debug_severity sev, const char *fmt, ...)
 {
-    if (!a->debug_cb)
+    if (!a->debug.cb)
         return;
     char line[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    a->debug_cb(a->debug_user, sev, line);
+    a->debug.cb(a->debug.user, sev, line);
 }
 
 void vidmm_debug_report_sink(void *ctx, const char *line)
@@ -359,14 +359,14 @@ void vidmm_debug_report_sink(void *ctx, const char *line)
 
 static vidmm_status set_debug_callback(struct vidmm_adapter *a, vidmm_debug_callback fn, void *user)
 {
-    a->debug_cb = fn;
-    a->debug_user = fn ? user : NULL;
+    a->debug.cb = fn;
+    a->debug.user = fn ? user : NULL;
     return VIDMM_OK;
 }
 
 void vidmm_observe_report_leaks(const struct vidmm_adapter *a)
 {
-    if (!a->debug_cb)
+    if (!a->debug.cb)
         return;
     uint32_t procs = 0, allocs = 0;
     uint64_t bytes = 0;

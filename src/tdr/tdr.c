@@ -204,7 +204,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
 static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty, int paging_hang)
 {
     vidmm_fence_stats(a)->adapter_resets++;
-    a->reset_carried = 0;   /* this is the reset it was carried for */
+    vidmm_entry_carry_reset(a, 0);   /* this is the reset it was carried for */
     /* What is half built goes to the engine so the reset drops it too. */
     (void)vidmm_paging_submit(a, NULL);
     if (!a->ops.reset_from_timeout || a->ops.reset_from_timeout(a->driver) < 0) {
