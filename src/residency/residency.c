@@ -199,6 +199,8 @@ void vidmm_residency_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
     }
     struct vidmm_process *p = vidmm_residency_owner_process(a, al);
     if (p && al->resident) {
+        VIDMM_BUG_ON_MSG(a, p->res.seg_usage[al->pl.segment_id] < al->size,
+                         "residency usage: a process's resident bytes in a segment would go below zero");
         p->res.seg_usage[al->pl.segment_id] -= al->size;
         a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] -= al->size;
     }
@@ -212,6 +214,8 @@ void vidmm_residency_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
         a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] += al->size;
     }
     if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
+        VIDMM_BUG_ON_MSG(a, al->res.in_memory_segment,
+                         "eviction policy: an allocation enters the policy while it is in it");
         if (al->res.use_clock > al->res.pe.last_use)
             al->res.pe.last_use = al->res.use_clock;   /* uses while outside the policy */
         al->res.pe.segment_id = al->pl.segment_id;
@@ -855,6 +859,9 @@ void vidmm_residency_unlink_ref(struct vidmm_adapter *a, struct vidmm_residency_
         d->res.refs = r->dev_next;
     if (r->dev_next)
         r->dev_next->dev_prev = r->dev_prev;
+    VIDMM_BUG_ON_MSG(a, al->res.ref_total < r->count,
+                     "residency references: an allocation's total is below the count of one of its records");
+    VIDMM_BUG_ON_MSG(a, d->res.ref_count == 0, "residency list: a record on a device's list its count says is empty");
     al->res.ref_total -= r->count;
     d->res.ref_count--;
     vidmm_residency_demand_sub(a, d->process, vidmm_residency_home_group(a, al), al->size);
