@@ -71,6 +71,12 @@ struct vidmm_allocation {
     uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
     struct vidmm_alloc_residency res; /* residency/residency_fields.h; its hot members come first */
+    /* Command submission (submit/submit.c): in-flight submissions that
+     * reference it; destroyed while busy = a zombie awaiting their end.
+     * Beside res's last member: a submission writes both. */
+    uint32_t busy;
+    int zombie;
+    struct vidmm_allocation *zombie_next;
     struct vidmm_allocation_info info;  /* as described by the driver (private data pointers cleared) */
     uint64_t size;                  /* placed size: requested rounded to the largest page size allowed */
     uint64_t alignment;
@@ -91,11 +97,6 @@ struct vidmm_allocation {
     uint32_t va_processes;
     uint64_t paging_fence;          /* paging fence of the last operation writing its content (tdr/tdr.c) */
     uint32_t reset_lost;            /* adapter resets that lost its content */
-    /* Command submission (submit/submit.c): in-flight submissions that
-     * reference it; destroyed while busy = a zombie awaiting their end. */
-    uint32_t busy;
-    int zombie;
-    struct vidmm_allocation *zombie_next;
     /* Isolation (D38): the process it was created for through a device,
      * whose calls alone may name it; 0 = adapter-wide (create/create2). */
     vidmm_handle private_process;

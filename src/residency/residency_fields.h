@@ -60,12 +60,14 @@ struct vidmm_alloc_residency {
     struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
     struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
     int backing_valid;              /* backing holds the current content (not written since) */
-    int gpu_dirty;                  /* on a virtual submission's list since its system copy was made */
     uint32_t offer_priority;
     int content_lost;               /* discarded while offered: reads as zero */
     int offer_discarded;            /* discarded since the last offer: reclaim says DISCARDED */
     uint64_t evictions, restores;
     struct vidmm_residency_undo undo;
+    /* Last: a virtual submission writes it beside the allocation's busy
+     * count, which model/objects.h places right after this struct. */
+    int gpu_dirty;                  /* on a virtual submission's list since its system copy was made */
 };
 
 /* A process's residency accounting: resident bytes it owns per segment,
