@@ -109,6 +109,7 @@ suite fuzz "$b/fuzz/api_stream-replay" -- sh tests/fuzz_replay.sh "$b"
 suite sweep "$b/vidmm" -- sh tests/sweep.sh "$b/vidmm" 20
 suite scenarios "$b/vidmm" -- sh tests/scenario_test.sh "$b/vidmm"
 suite layering "$b/libvidmm.a" nm join -- sh tests/layering.sh "$b"
+suite layering-fixtures "$b/libvidmm.a" nm join -- sh tests/layering_test.sh "$b"
 suite drvcheck "$b/vidmm" "$b/examples/minidrv/minidrv.so" -- sh tests/drvcheck_test.sh "$b"
 suite abi "$b/libvidmm.so" nm readelf -- sh tests/abi_check.sh "$b"
 suite docs python3 "$b/vidmm" -- python3 tests/docs_test.py "$b/vidmm"

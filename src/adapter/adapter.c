@@ -311,7 +311,7 @@ static void adapter_free_unbuilt(struct vidmm_adapter *a)
     const struct vidmm_host_allocator *ha = a->ha;
     /* Not the entry boundary: the state is gone (a reset left pending
      * was run by the paging teardown), so the lock is just released. */
-    a->lock_depth = 0;
+    vidmm_entry_set_depth(a, 0);
     pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));
@@ -625,7 +625,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
         {
             vidmm_handle h = al->self;
             al->lock_count = 0;
-            if (al->host_ap_mapped)
+            if (vidmm_allocation_host_ap_mapped(al))
                 al->lock_count = 1; /* let unlock release the host aperture */
             if (al->lock_count)
                 (void)vidmm_allocation_unlock(a, h);
@@ -648,7 +648,7 @@ void vidmm_adapter_close(struct vidmm_adapter *a)
     release_segments(a);
     vidmm_hfree(a->ha, a->dummy_page, VIDMM_PAGE_4K, VIDMM_PAGE_4K);
     vidmm_fence_fini(a);
-    a->lock_depth--;   /* nothing can be pending: the ring is gone */
+    vidmm_entry_set_depth(a, vidmm_entry_depth(a) - 1);   /* nothing can be pending: the ring is gone */
     pthread_mutex_unlock(&a->lock);
     pthread_mutex_destroy(&a->lock);
     vidmm_hfree(a->ha, a, sizeof(*a), _Alignof(struct vidmm_adapter));

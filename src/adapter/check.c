@@ -36,7 +36,7 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
                              struct seg_sum *sum, struct vidmm_report *r)
 {
     const struct vidmm_placement *pl = &al->pl;
-    if (al->backing.sys) {   /* the system copy kept while resident in memory */
+    if (vidmm_residency_has_backing(al)) {   /* the system copy kept while resident in memory */
         sum[0].committed += al->size;
         sum[0].allocations++;
     }
@@ -113,10 +113,10 @@ static void check_allocation(const struct vidmm_adapter *a, uint32_t idx, const 
     sum[s->id].used += total;
     sum[s->id].committed += al->size;
     sum[s->id].allocations++;
-    if (al->host_ap_mapped) {
+    if (vidmm_allocation_host_ap_mapped(al)) {
         if (!al->lock_count)
             vidmm_report_add(r, "allocation %u: host aperture mapped while unlocked", idx);
-        sum[s->id].host_ap_used += al->host_ap_count * s->page_size;
+        sum[s->id].host_ap_used += vidmm_allocation_host_ap_pages(al) * s->page_size;
     }
 }
 
@@ -144,7 +144,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
         for (const struct vidmm_allocation *al = p->owned_first; al && owned <= p->owned_allocations;
              al = al->owned_next) {
             owned++;
-            if (al->pe.process != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
+            if (vidmm_residency_owner(al) != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
                 (al == p->owned_first && al->owned_prev))
                 vidmm_report_add(r, "process %u: list of owned allocations broken", vidmm_process_slot(p));
         }
@@ -398,8 +398,10 @@ static int adapter_check(const struct vidmm_adapter *a, char *buf, size_t size)
         vidmm_report_add(&r, "adapter is NULL");
         return r.errors;
     }
-    if (a->bugs)
-        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)a->bugs, a->bug_msg);
+    const char *first_bug;
+    uint64_t bugs = vidmm_entry_bugs(a, &first_bug);
+    if (bugs)
+        vidmm_report_add(&r, "%llu internal invariants failed; first: %s", (unsigned long long)bugs, first_bug);
     struct seg_sum sum[VIDMM_MAX_SEGMENTS + 1];
     memset(sum, 0, sizeof(sum));
     check_paging_use(a, sum, &r);

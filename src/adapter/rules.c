@@ -66,9 +66,12 @@ static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct
          * since by other means (an explicit move) or a budget that
          * dropped since (another process's demand, the OS) owes it a
          * trim notification, not a refusal. */
-        if (!p->last_mr_cant_trim[g] && p->usage_after_mr[g] > p->budget_after_mr[g])
+        int cant;
+        uint64_t usage_after, budget_after;
+        vidmm_residency_last_request(p, g, &cant, &usage_after, &budget_after);
+        if (!cant && usage_after > budget_after)
             vidmm_report_add(r, "budget.usage_le_budget: process %u %s usage %s > budget %s after its make-resident", i,
-                group_name[g], sz(b1, sizeof b1, p->usage_after_mr[g]), sz(b2, sizeof b2, p->budget_after_mr[g]));
+                group_name[g], sz(b1, sizeof b1, usage_after), sz(b2, sizeof b2, budget_after));
     }
 }
 
@@ -140,15 +143,15 @@ static void allocation_rules(uint32_t idx, const struct vidmm_allocation *al,
         vidmm_report_add(r, "display.system_primary_mapped_iff_displayed: primary %u in system memory is %s the aperture "
                "while %s", idx, pl->ap_mapped ? "mapped into" : "not mapped into",
             al->displayed ? "displayed" : "not displayed");
-    if (al->share && al->owned) {
+    if (al->share && vidmm_residency_is_owned(al)) {
         /* D53: a shared allocation's bytes count in one process's usage,
          * its owner's, and the owner is one of its holders. */
         const struct vidmm_share_holder *sh = al->share->holders;
-        while (sh && sh->process != al->pe.process)
+        while (sh && sh->process != vidmm_residency_owner(al))
             sh = sh->next;
         if (!sh)
             vidmm_report_add(r, "share.usage_counts_to_a_holder: shared allocation %u counts in the usage of process "
-                   "0x%llx, which does not hold it", idx, (unsigned long long)al->pe.process);
+                   "0x%llx, which does not hold it", idx, (unsigned long long)vidmm_residency_owner(al));
     }
     if (al->busy && !al->resident)
         vidmm_report_add(r, "submit.busy_is_resident: allocation %u is referenced by %u in-flight submission%s and evicted", idx,
@@ -195,7 +198,7 @@ int vidmm_adapter_check_rules(const struct vidmm_adapter *a, char *report, size_
         return r.errors;
     }
     vidmm_adapter_lock(a);
-    if (a->debug_cb) {
+    if (vidmm_debug_hooked(a)) {
         r.sink = vidmm_debug_report_sink;
         r.sink_ctx = (void *)(uintptr_t)a;   /* the sink reads only */
     }

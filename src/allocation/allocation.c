@@ -159,10 +159,7 @@ static vidmm_status allocation_create2(struct vidmm_adapter *a, const void *priv
     al->size = probe.size;
     al->alignment = probe.alignment;
     al->resident = (flags & VIDMM_CREATE_RESIDENT) != 0;
-    al->pe.allocation = h;
-    al->pe.priority = info.priority ? info.priority : VIDMM_PRIORITY_NORMAL;
-    al->pe.next_use = VIDMM_NEXT_USE_NEVER;
-    al->pe.last_use = vidmm_residency_clock_locked(a);
+    vidmm_residency_init_allocation(a, al, h, info.priority ? info.priority : VIDMM_PRIORITY_NORMAL);
     /* Creation takes free space only: it never evicts (make-resident
      * does), so a full adapter refuses new allocations it cannot place
      * in any supported segment (docs/DECISIONS.md D20). */
@@ -246,8 +243,8 @@ int vidmm_allocation_defer_destroy(struct vidmm_adapter *a, struct vidmm_allocat
          * later submission references it); memory and mappings stay for
          * the work in flight. */
         al->zombie = 1;
-        while (al->refs)
-            vidmm_residency_unlink_ref(a, al->refs);
+        while (vidmm_residency_refs_of(al))
+            vidmm_residency_unlink_ref(a, vidmm_residency_refs_of(al));
         al->zombie_next = s->zombies;
         s->zombies = al;
         s->zombie_count++;
@@ -292,9 +289,9 @@ void vidmm_allocation_drop_locks(struct vidmm_adapter *a, struct vidmm_allocatio
                          (unsigned long long)al->self, al->lock_count))
         n = al->lock_count;
     al->lock_count -= n;
-    if (!al->lock_count && al->lock_ptr) {
+    if (!al->lock_count && al->cpu_map.lock_ptr) {
         host_ap_release(a, al);
-        al->lock_ptr = NULL;
+        al->cpu_map.lock_ptr = NULL;
     }
 }
 
@@ -414,7 +411,7 @@ static vidmm_status allocation_physical_ranges(const struct vidmm_adapter *a, vi
 
 static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (!al->host_ap_mapped)
+    if (!al->cpu_map.host_ap_mapped)
         return;
     struct vidmm_segment *s = &a->seg[al->pl.segment_id];
     /* The page list was built at lock time so that unlock needs no host
@@ -422,13 +419,13 @@ static void host_ap_release(struct vidmm_adapter *a, struct vidmm_allocation *al
     struct vidmm_unmap_cpu_host_aperture_args u;
     memset(&u, 0, sizeof(u));
     u.segment_id = s->id;
-    u.number_of_pages = al->host_ap_count;
-    u.cpu_host_aperture_pages = al->host_ap_list;
+    u.number_of_pages = al->cpu_map.host_ap_count;
+    u.cpu_host_aperture_pages = al->cpu_map.host_ap_list;
     (void)a->ops.unmap_cpu_host_aperture(a->driver, &u);
-    vidmm_hfree(a->ha, al->host_ap_list, al->host_ap_count * sizeof(uint32_t), 4);
-    al->host_ap_list = NULL;
-    vidmm_ra_free(&s->host_ap_ra, al->host_ap_node);
-    al->host_ap_mapped = 0;
+    vidmm_hfree(a->ha, al->cpu_map.host_ap_list, al->cpu_map.host_ap_count * sizeof(uint32_t), 4);
+    al->cpu_map.host_ap_list = NULL;
+    vidmm_ra_free(&s->host_ap_ra, al->cpu_map.host_ap_node);
+    al->cpu_map.host_ap_mapped = 0;
 }
 
 static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation *al, void **ptr)
@@ -474,11 +471,11 @@ static vidmm_status host_ap_map(struct vidmm_adapter *a, struct vidmm_allocation
         return vidmm_fail(VIDMM_E_DRIVER_FAILURE, "the driver's map_cpu_host_aperture failed with %s",
                           vidmm_status_str(st));
     }
-    al->host_ap_list = ap;
-    al->host_ap_mapped = 1;
-    al->host_ap_node = node;
-    al->host_ap_first = first;
-    al->host_ap_count = count;
+    al->cpu_map.host_ap_list = ap;
+    al->cpu_map.host_ap_mapped = 1;
+    al->cpu_map.host_ap_node = node;
+    al->cpu_map.host_ap_first = first;
+    al->cpu_map.host_ap_count = count;
     *ptr = s->host_ap_base + off;
     return VIDMM_OK;
 }
@@ -527,14 +524,14 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         al->lock_count++;
         if (sh)
             sh->locks++;
-        *cpu = al->lock_ptr;
+        *cpu = al->cpu_map.lock_ptr;
         return VIDMM_OK;
     }
-    al->backing_valid = 0;   /* the CPU may write: a backing copy goes stale */
-    /* Discarded while offered: its system pages were zeroed and are the
-     * content from now on - a restore must copy what the CPU writes into
-     * them, not zero-fill again (the stress suite found this). */
-    al->content_lost = 0;
+    /* The CPU may write: a backing copy goes stale.  Discarded while
+     * offered: its system pages were zeroed and are the content from now
+     * on - a restore must copy what the CPU writes into them, not
+     * zero-fill again (the stress suite found this). */
+    vidmm_residency_cpu_written(al);
     vidmm_inflight_wait_idle(a, al);   /* GPU work that uses it finishes first (D3DKMTLock waits) */
     if (al->busy)
         return VIDMM_E_TIMEOUT;      /* an engine hung: reset as the entry returns */
@@ -572,7 +569,7 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         }
     }
     al->lock_count = 1;
-    al->lock_ptr = p;
+    al->cpu_map.lock_ptr = p;
     if (sh)
         sh->locks++;
     *cpu = p;
@@ -597,7 +594,7 @@ static vidmm_status allocation_unlock(struct vidmm_adapter *a, vidmm_handle h)
         sh->locks--;
     if (--al->lock_count == 0) {
         host_ap_release(a, al);
-        al->lock_ptr = NULL;
+        al->cpu_map.lock_ptr = NULL;
     }
     return VIDMM_OK;
 }
@@ -756,7 +753,7 @@ void vidmm_allocation_destroy_private(struct vidmm_adapter *a, vidmm_handle proc
         if (al->lock_count) {   /* its CPU mappings die with the process */
             al->lock_count = 0;
             host_ap_release(a, al);
-            al->lock_ptr = NULL;
+            al->cpu_map.lock_ptr = NULL;
         }
         if (al->displayed)
             undisplay_all(a, al->self, al);

@@ -57,4 +57,16 @@ void vidmm_share_fini(struct vidmm_adapter *a);
  * vidmm_adapter_check).  Violations; the last one in msg. */
 int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n);
 
+/* A CPU lock maps it through the host aperture (memory segment without a
+ * CPU-visible window), and how many aperture pages. */
+static inline int vidmm_allocation_host_ap_mapped(const struct vidmm_allocation *al)
+{
+    return al->cpu_map.host_ap_mapped;
+}
+
+static inline uint64_t vidmm_allocation_host_ap_pages(const struct vidmm_allocation *al)
+{
+    return al->cpu_map.host_ap_count;
+}
+
 #endif

@@ -52,11 +52,11 @@ static int token_equal(const uint64_t t[2], const struct vidmm_share_token *k)
 
 static struct vidmm_share *share_find(const struct vidmm_adapter *a, const struct vidmm_share_token *k)
 {
-    if (!a->share_index_cap)
+    if (!a->sharing.share_index_cap)
         return NULL;
-    uint32_t mask = a->share_index_cap - 1;
+    uint32_t mask = a->sharing.share_index_cap - 1;
     for (uint32_t i = (uint32_t)k->value[0] & mask;; i = (i + 1) & mask) {
-        struct vidmm_share *s = a->share_index[i];
+        struct vidmm_share *s = a->sharing.share_index[i];
         if (!s || token_equal(s->token, k))
             return s;
     }
@@ -66,17 +66,17 @@ static struct vidmm_share *share_find(const struct vidmm_adapter *a, const struc
  * more than half full.  VIDMM_E_NO_HOST_MEMORY leaves it as it was. */
 static vidmm_status index_reserve(struct vidmm_adapter *a)
 {
-    if ((uint64_t)(a->share_count + 1) * 2 <= a->share_index_cap)
+    if ((uint64_t)(a->sharing.share_count + 1) * 2 <= a->sharing.share_index_cap)
         return VIDMM_OK;
-    uint32_t cap = a->share_index_cap ? a->share_index_cap * 2 : 16;
+    uint32_t cap = a->sharing.share_index_cap ? a->sharing.share_index_cap * 2 : 16;
     if (!cap)
         return VIDMM_E_NO_HOST_MEMORY;   /* 2^31 shares */
     struct vidmm_share **t = vidmm_hzalloc(a->ha, VIDMM_SITE_SHARE_INDEX, (size_t)cap * sizeof(*t),
                                            _Alignof(struct vidmm_share *));
     if (!t)
         return VIDMM_E_NO_HOST_MEMORY;
-    for (uint32_t i = 0; i < a->share_index_cap; i++) {
-        struct vidmm_share *s = a->share_index[i];
+    for (uint32_t i = 0; i < a->sharing.share_index_cap; i++) {
+        struct vidmm_share *s = a->sharing.share_index[i];
         if (!s)
             continue;
         uint32_t j = (uint32_t)s->token[0] & (cap - 1);
@@ -84,51 +84,51 @@ static vidmm_status index_reserve(struct vidmm_adapter *a)
             j = (j + 1) & (cap - 1);
         t[j] = s;
     }
-    if (a->share_index)
-        vidmm_hfree(a->ha, a->share_index, (size_t)a->share_index_cap * sizeof(*t), _Alignof(struct vidmm_share *));
-    a->share_index = t;
-    a->share_index_cap = cap;
+    if (a->sharing.share_index)
+        vidmm_hfree(a->ha, a->sharing.share_index, (size_t)a->sharing.share_index_cap * sizeof(*t), _Alignof(struct vidmm_share *));
+    a->sharing.share_index = t;
+    a->sharing.share_index_cap = cap;
     return VIDMM_OK;
 }
 
 static void index_insert(struct vidmm_adapter *a, struct vidmm_share *s)
 {
-    uint32_t mask = a->share_index_cap - 1;
+    uint32_t mask = a->sharing.share_index_cap - 1;
     uint32_t i = (uint32_t)s->token[0] & mask;
-    while (a->share_index[i])
+    while (a->sharing.share_index[i])
         i = (i + 1) & mask;
-    a->share_index[i] = s;
+    a->sharing.share_index[i] = s;
 }
 
 static void index_remove(struct vidmm_adapter *a, const struct vidmm_share *s)
 {
-    uint32_t mask = a->share_index_cap - 1;
+    uint32_t mask = a->sharing.share_index_cap - 1;
     uint32_t i = (uint32_t)s->token[0] & mask;
-    while (a->share_index[i] != s) {
-        if (VIDMM_BUG_ON_MSG(a, !a->share_index[i], "token table: the share being removed is not in its run"))
+    while (a->sharing.share_index[i] != s) {
+        if (VIDMM_BUG_ON_MSG(a, !a->sharing.share_index[i], "token table: the share being removed is not in its run"))
             return;
         i = (i + 1) & mask;
     }
     /* Backward shift: every later entry of the run that may move into
      * the hole does, so no lookup ever stops early at it. */
-    for (uint32_t j = (i + 1) & mask; a->share_index[j]; j = (j + 1) & mask) {
-        uint32_t home = (uint32_t)a->share_index[j]->token[0] & mask;
+    for (uint32_t j = (i + 1) & mask; a->sharing.share_index[j]; j = (j + 1) & mask) {
+        uint32_t home = (uint32_t)a->sharing.share_index[j]->token[0] & mask;
         /* j's entry may fill i when its home is not in (i, j] cyclically. */
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            a->share_index[i] = a->share_index[j];
+            a->sharing.share_index[i] = a->sharing.share_index[j];
             i = j;
         }
     }
-    a->share_index[i] = NULL;
+    a->sharing.share_index[i] = NULL;
 }
 
 void vidmm_share_fini(struct vidmm_adapter *a)
 {
-    if (a->share_index)
-        vidmm_hfree(a->ha, a->share_index, (size_t)a->share_index_cap * sizeof(*a->share_index),
+    if (a->sharing.share_index)
+        vidmm_hfree(a->ha, a->sharing.share_index, (size_t)a->sharing.share_index_cap * sizeof(*a->sharing.share_index),
                     _Alignof(struct vidmm_share *));
-    a->share_index = NULL;
-    a->share_index_cap = 0;
+    a->sharing.share_index = NULL;
+    a->sharing.share_index_cap = 0;
 }
 
 /* 128 bits from the system's entropy source (getentropy): never 0, 0,
@@ -146,9 +146,9 @@ static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uin
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             t[0] = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)s);
-            t[1] = mix64(t[0] ^ a->share_tokens ^ ((uint64_t)(uintptr_t)a << 1));
+            t[1] = mix64(t[0] ^ a->sharing.share_tokens ^ ((uint64_t)(uintptr_t)a << 1));
         }
-        a->share_tokens++;
+        a->sharing.share_tokens++;
         struct vidmm_share_token k = { { t[0], t[1] } };
         if ((t[0] | t[1]) && (random || !share_find(a, &k))) {
             out[0] = t[0];
@@ -162,11 +162,11 @@ static void make_token(struct vidmm_adapter *a, const struct vidmm_share *s, uin
 static void hold_link(struct vidmm_process *p, struct vidmm_share_holder *sh)
 {
     sh->proc_prev = NULL;
-    sh->proc_next = p->share_holds;
-    if (p->share_holds)
-        p->share_holds->proc_prev = sh;
-    p->share_holds = sh;
-    p->share_hold_count++;
+    sh->proc_next = p->sharing.share_holds;
+    if (p->sharing.share_holds)
+        p->sharing.share_holds->proc_prev = sh;
+    p->sharing.share_holds = sh;
+    p->sharing.share_hold_count++;
 }
 
 static void hold_unlink(struct vidmm_process *p, struct vidmm_share_holder *sh)
@@ -174,11 +174,11 @@ static void hold_unlink(struct vidmm_process *p, struct vidmm_share_holder *sh)
     if (sh->proc_prev)
         sh->proc_prev->proc_next = sh->proc_next;
     else
-        p->share_holds = sh->proc_next;
+        p->sharing.share_holds = sh->proc_next;
     if (sh->proc_next)
         sh->proc_next->proc_prev = sh->proc_prev;
     sh->proc_prev = sh->proc_next = NULL;
-    p->share_hold_count--;
+    p->sharing.share_hold_count--;
 }
 
 vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation *al, vidmm_handle process)
@@ -203,11 +203,11 @@ vidmm_status vidmm_share_attach(struct vidmm_adapter *a, struct vidmm_allocation
     sh->creator = 1;
     s->holders = sh;
     s->holder_count = 1;
-    s->next = a->shares;
-    if (a->shares)
-        a->shares->prev = s;
-    a->shares = s;
-    a->share_count++;
+    s->next = a->sharing.shares;
+    if (a->sharing.shares)
+        a->sharing.shares->prev = s;
+    a->sharing.shares = s;
+    a->sharing.share_count++;
     index_insert(a, s);
     hold_link(vidmm_process_get(a, process), sh);
     al->share = s;
@@ -248,10 +248,10 @@ static vidmm_status let_go(struct vidmm_adapter *a, struct vidmm_share_holder *s
         if (s->prev)
             s->prev->next = s->next;
         else
-            a->shares = s->next;
+            a->sharing.shares = s->next;
         if (s->next)
             s->next->prev = s->prev;
-        a->share_count--;
+        a->sharing.share_count--;
         index_remove(a, s);
         al->share = NULL;
         al->shared = 0;
@@ -295,8 +295,8 @@ void vidmm_share_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     /* Its own holds only (one per share it holds): let_go unlinks the
      * first each time. */
-    while (p->share_holds)
-        (void)let_go(a, p->share_holds, 1);
+    while (p->sharing.share_holds)
+        (void)let_go(a, p->sharing.share_holds, 1);
 }
 
 static vidmm_status share_export(struct vidmm_adapter *a, vidmm_handle process, vidmm_handle h,
@@ -450,9 +450,9 @@ static void check_share_users(const struct vidmm_share *s, const struct vidmm_al
     for (const struct vidmm_va_user *u = al->va_users; u; u = u->next)
         if (!holds(s, u->process->self))
             share_bad(t, "allocation 0x%llx: mapped by a process that does not hold it", (unsigned long long)al->self);
-    if (al->pe.process && !holds(s, al->pe.process))
+    if (vidmm_residency_owner(al) && !holds(s, vidmm_residency_owner(al)))
         share_bad(t, "allocation 0x%llx: owned by a process that does not hold it", (unsigned long long)al->self);
-    for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next)
+    for (const struct vidmm_residency_ref *r = vidmm_residency_refs_of(al); r; r = r->al_next)
         if (!holds(s, r->dev->process->self))
             share_bad(t, "allocation 0x%llx: on the residency list of a device of a process that does not hold it",
                       (unsigned long long)al->self);
@@ -463,7 +463,7 @@ static void check_share_users(const struct vidmm_share *s, const struct vidmm_al
 static uint32_t check_shares(const struct vidmm_adapter *a, uint32_t *openers, struct share_tally *t)
 {
     uint32_t shares = 0;
-    for (const struct vidmm_share *s = a->shares; s && shares <= a->share_count; s = s->next) {
+    for (const struct vidmm_share *s = a->sharing.shares; s && shares <= a->sharing.share_count; s = s->next) {
         shares++;
         const struct vidmm_allocation *al = s->al;
         if (!al || !al->live || al->zombie || al->share != s || !al->shared || vidmm_handle_get_any(a, al->self) != al) {
@@ -476,7 +476,7 @@ static uint32_t check_shares(const struct vidmm_adapter *a, uint32_t *openers, s
             share_bad(t, "share of allocation 0x%llx: zero token", (unsigned long long)al->self);
         /* Pairwise, so only on adapters of up to 1,024 shares: the
          * walker stays O(n) on large ones (docs/ARCHITECTURE.md "Cost"). */
-        for (const struct vidmm_share *o = s->next; o && a->share_count <= 1024; o = o->next)
+        for (const struct vidmm_share *o = s->next; o && a->sharing.share_count <= 1024; o = o->next)
             if (o->token[0] == s->token[0] && o->token[1] == s->token[1])
                 share_bad(t, "two shares have one token");
         check_holders(a, s, al, openers, t);
@@ -489,11 +489,11 @@ static uint32_t check_shares(const struct vidmm_adapter *a, uint32_t *openers, s
 static void check_token_table(const struct vidmm_adapter *a, struct share_tally *t)
 {
     uint32_t indexed = 0;
-    for (uint32_t i = 0; i < a->share_index_cap; i++)
-        indexed += a->share_index[i] != NULL;
-    if (indexed != a->share_count || (uint64_t)a->share_count * 2 > a->share_index_cap)
-        share_bad(t, "token table: %u entries in %u slots, %u shares", indexed, a->share_index_cap, a->share_count);
-    for (const struct vidmm_share *s = a->shares; s; s = s->next) {
+    for (uint32_t i = 0; i < a->sharing.share_index_cap; i++)
+        indexed += a->sharing.share_index[i] != NULL;
+    if (indexed != a->sharing.share_count || (uint64_t)a->sharing.share_count * 2 > a->sharing.share_index_cap)
+        share_bad(t, "token table: %u entries in %u slots, %u shares", indexed, a->sharing.share_index_cap, a->sharing.share_count);
+    for (const struct vidmm_share *s = a->sharing.shares; s; s = s->next) {
         struct vidmm_share_token k = { { s->token[0], s->token[1] } };
         if (share_find(a, &k) != s) {
             share_bad(t, "token table: the share of allocation 0x%llx is not found by its token",
@@ -508,23 +508,23 @@ static void check_token_table(const struct vidmm_adapter *a, struct share_tally 
 static void check_process_holds(const struct vidmm_adapter *a, struct share_tally *t)
 {
     uint64_t listed = 0, held = 0;   /* held: the holders the shares list (their counts are checked above) */
-    for (const struct vidmm_share *sp = a->shares; sp && held <= a->share_holders.live + a->share_count; sp = sp->next)
-        for (const struct vidmm_share_holder *sh = sp->holders; sh && held <= a->share_holders.live + a->share_count;
+    for (const struct vidmm_share *sp = a->sharing.shares; sp && held <= a->share_holders.live + a->sharing.share_count; sp = sp->next)
+        for (const struct vidmm_share_holder *sh = sp->holders; sh && held <= a->share_holders.live + a->sharing.share_count;
              sh = sh->next)
             held++;
     const struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
         uint32_t k = 0;
-        for (const struct vidmm_share_holder *sh = p->share_holds; sh && k <= p->share_hold_count;
+        for (const struct vidmm_share_holder *sh = p->sharing.share_holds; sh && k <= p->sharing.share_hold_count;
              sh = sh->proc_next) {
             k++;
             if (sh->process != p->self || (sh->proc_next && sh->proc_next->proc_prev != sh) ||
-                (sh == p->share_holds && sh->proc_prev))
+                (sh == p->sharing.share_holds && sh->proc_prev))
                 share_bad(t, "process 0x%llx: list of share holds broken", (unsigned long long)p->self);
         }
-        if (k != p->share_hold_count)
+        if (k != p->sharing.share_hold_count)
             share_bad(t, "process 0x%llx: %u share holds listed, count says %u", (unsigned long long)p->self, k,
-                      p->share_hold_count);
+                      p->sharing.share_hold_count);
         listed += k;
     }
     if (listed != held)
@@ -541,8 +541,8 @@ int vidmm_share_check(const struct vidmm_adapter *a, char *msg, size_t n)
     uint32_t shares = check_shares(a, &openers, &t);
     check_token_table(a, &t);
     check_process_holds(a, &t);
-    if (shares != a->share_count)
-        share_bad(&t, "%u shares listed, count says %u", shares, a->share_count);
+    if (shares != a->sharing.share_count)
+        share_bad(&t, "%u shares listed, count says %u", shares, a->sharing.share_count);
     if (openers != a->share_holders.live)
         share_bad(&t, "%u opener holds listed, the holder table has %u handles", openers, a->share_holders.live);
     if (vidmm_objtab_check(&a->share_holders))

@@ -116,7 +116,7 @@ int vidmm_hang_poll(struct vidmm_adapter *a)
      * is the entry boundary: nothing above it holds adapter state, so
      * the reset runs now.  Inside an entry the holder's waits return and
      * the entry runs it as it unwinds. */
-    if (hung && a->up.recover(a, node) && a->lock_depth == 1)
+    if (hung && a->up.recover(a, node) && vidmm_entry_depth(a) == 1)
         done = a->up.run_pending(a) != 0;
     vidmm_adapter_unlock(a);
     return done;
@@ -131,7 +131,7 @@ void vidmm_reset_schedule(struct vidmm_adapter *a)
     /* Refused while a reset runs (its own paging was refused): the fault
      * stays for the next wait or poll, and the next entry starts with it. */
     if (!pending && a->up.recover && !a->up.recover(a, -1))
-        a->reset_carried = 1;
+        vidmm_entry_carry_reset(a, 1);
 }
 
 int vidmm_reset_pending_locked(const struct vidmm_adapter *a)

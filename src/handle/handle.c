@@ -32,12 +32,12 @@ static vidmm_status more_objects(struct vidmm_adapter *a)
                                                 _Alignof(struct vidmm_alloc_chunk));
     if (!c)
         return VIDMM_E_NO_HOST_MEMORY;
-    c->next = a->alloc_chunks;
-    a->alloc_chunks = c;
+    c->next = a->alloc_pool.chunks;
+    a->alloc_pool.chunks = c;
     /* Handed out in address order. */
     for (uint32_t k = ALLOC_CHUNK; k-- > 0;) {
-        c->obj[k].pool_next = a->alloc_free;
-        a->alloc_free = &c->obj[k];
+        c->obj[k].pool_next = a->alloc_pool.free;
+        a->alloc_pool.free = &c->obj[k];
     }
     return VIDMM_OK;
 }
@@ -45,12 +45,12 @@ static vidmm_status more_objects(struct vidmm_adapter *a)
 vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation **out, vidmm_handle *h)
 {
     VIDMM_ASSERT_LOCKED(a);
-    if (!a->alloc_free) {
+    if (!a->alloc_pool.free) {
         vidmm_status st = more_objects(a);
         if (st < 0)
             return st;
     }
-    struct vidmm_allocation *al = a->alloc_free;
+    struct vidmm_allocation *al = a->alloc_pool.free;
     if (VIDMM_BUG_ON_MSG(a, al->live, "handle new: the pooled allocation object of handle 0x%llx is still live",
                          (unsigned long long)al->self))
         return VIDMM_E_INTERNAL;
@@ -58,7 +58,7 @@ vidmm_status vidmm_handle_new(struct vidmm_adapter *a, struct vidmm_allocation *
     vidmm_status st = vidmm_objtab_add(&a->allocations, a->ha, al, &handle);
     if (st < 0)
         return st == VIDMM_E_BUSY ? VIDMM_E_NO_HOST_MEMORY : st;   /* 16 M live allocations per adapter */
-    a->alloc_free = al->pool_next;
+    a->alloc_pool.free = al->pool_next;
     uint16_t gen = al->handle_gen;   /* written by the table's add */
     memset(al, 0, sizeof(*al));
     al->handle_gen = gen;
@@ -130,18 +130,18 @@ void vidmm_handle_release(struct vidmm_adapter *a, vidmm_handle h)
         vidmm_hfree(a->ha, al->name, al->name_size, 1);
     al->name = NULL;
     al->live = 0;
-    al->pool_next = a->alloc_free;
-    a->alloc_free = al;
+    al->pool_next = a->alloc_pool.free;
+    a->alloc_pool.free = al;
 }
 
 void vidmm_handle_table_fini(struct vidmm_adapter *a)
 {
-    while (a->alloc_chunks) {
-        struct vidmm_alloc_chunk *c = a->alloc_chunks;
-        a->alloc_chunks = c->next;
+    while (a->alloc_pool.chunks) {
+        struct vidmm_alloc_chunk *c = a->alloc_pool.chunks;
+        a->alloc_pool.chunks = c->next;
         vidmm_hfree(a->ha, c, sizeof(*c), _Alignof(struct vidmm_alloc_chunk));
     }
-    a->alloc_free = NULL;
+    a->alloc_pool.free = NULL;
     vidmm_objtab_fini(&a->allocations, a->ha);
 }
 
@@ -153,9 +153,9 @@ int vidmm_handle_check(const struct vidmm_adapter *a, char *msg, size_t n)
         snprintf(msg, n, "allocation handle table inconsistent");
     }
     uint64_t pooled = 0, objects = 0;
-    for (const struct vidmm_alloc_chunk *c = a->alloc_chunks; c; c = c->next)
+    for (const struct vidmm_alloc_chunk *c = a->alloc_pool.chunks; c; c = c->next)
         objects += ALLOC_CHUNK;
-    for (const struct vidmm_allocation *al = a->alloc_free; al && pooled <= objects; al = al->pool_next) {
+    for (const struct vidmm_allocation *al = a->alloc_pool.free; al && pooled <= objects; al = al->pool_next) {
         pooled++;
         if (al->live || al->busy || al->zombie) {
             e++;

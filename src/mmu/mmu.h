@@ -6,6 +6,26 @@
 
 #include "model/objects.h"
 
+/* One page table of a process (an implicit allocation with no handle). */
+struct vidmm_page_table {
+    uint32_t level;                 /* 0 = leaf */
+    uint32_t segment_id;            /* where it lives (0 = system memory) */
+    uint64_t offset;                /* segment offset, or for segment 0 the host address */
+    uint64_t size;
+    uint32_t ra_node;               /* in the segment's range allocator (segment != 0) */
+    uint32_t entries;               /* 2^index bits of its level (16x fewer in a 64 KB leaf) */
+    int is64k;                      /* leaf holding 64 KB entries */
+    uint64_t epoch;                 /* the prepare that created it (see vidmm_pt_rollback) */
+    void *host;                     /* segment 0: the host block */
+    struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
+    uint32_t live_children;
+    /* Why the table may stay (rule pte.tables_follow_mappings): a leaf
+     * that held a valid entry (a mapping, even of an evicted allocation,
+     * or the zero page) since it was made; or one a refused rollback left
+     * linked (vidmm_pt_rollback). */
+    uint8_t held_valid, stranded;
+};
+
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p);
 
 void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt);

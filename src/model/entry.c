@@ -18,8 +18,8 @@ void vidmm_adapter_lock(const struct vidmm_adapter *a)
 {
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* the lock is not part of the state */
     pthread_mutex_lock(&m->lock);
-    if (m->lock_depth++ == 0)
-        m->lock_owner = pthread_self();
+    if (m->entry.lock_depth++ == 0)
+        m->entry.lock_owner = pthread_self();
 }
 
 void vidmm_adapter_unlock(const struct vidmm_adapter *a)
@@ -27,17 +27,17 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a)
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;
     /* The outermost entry unwinds: nothing above it holds adapter state,
      * so an adapter reset found below it runs now. */
-    if (m->lock_depth == 1 && vidmm_entry_reset_flagged(m, NULL))
+    if (m->entry.lock_depth == 1 && vidmm_entry_reset_flagged(m, NULL))
         m->up.run_pending(m);
-    m->lock_depth--;
+    m->entry.lock_depth--;
     pthread_mutex_unlock(&m->lock);
 }
 
 int vidmm_adapter_trylock(struct vidmm_adapter *a)
 {
     int r = pthread_mutex_trylock(&a->lock);
-    if (r == 0 && a->lock_depth++ == 0)
-        a->lock_owner = pthread_self();
+    if (r == 0 && a->entry.lock_depth++ == 0)
+        a->entry.lock_owner = pthread_self();
     return r;
 }
 
@@ -45,52 +45,52 @@ int vidmm_entry_recover(const struct vidmm_adapter *a)
 {
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* recovery is not the caller's state */
     int node;
-    if (m->lock_depth != 1 || !vidmm_entry_reset_flagged(m, &node) || node < 0)
+    if (m->entry.lock_depth != 1 || !vidmm_entry_reset_flagged(m, &node) || node < 0)
         return 0;
     return m->up.run_pending(m) == 1;
 }
 
 int vidmm_entry_reset_flagged(const struct vidmm_adapter *a, int *node)
 {
-    if (!a || !a->reset_pending || !pthread_equal(a->pending_owner, pthread_self()))
+    if (!a || !a->entry.reset_pending || !pthread_equal(a->entry.pending_owner, pthread_self()))
         return 0;
     if (node)
-        *node = a->pending_node;
+        *node = a->entry.pending_node;
     return 1;
 }
 
 int vidmm_entry_reset_any(const struct vidmm_adapter *a)
 {
-    return a->reset_pending;
+    return a->entry.reset_pending;
 }
 
 void vidmm_entry_reset_set(struct vidmm_adapter *a, int node)
 {
-    a->reset_pending = 1;
-    a->pending_node = node;
-    a->pending_owner = pthread_self();
+    a->entry.reset_pending = 1;
+    a->entry.pending_node = node;
+    a->entry.pending_owner = pthread_self();
 }
 
 void vidmm_entry_reset_clear(struct vidmm_adapter *a)
 {
-    a->reset_pending = 0;
+    a->entry.reset_pending = 0;
 }
 
 int vidmm_adapter_held(const struct vidmm_adapter *a)
 {
-    return a->lock_depth > 0 && pthread_equal(a->lock_owner, pthread_self());
+    return a->entry.lock_depth > 0 && pthread_equal(a->entry.lock_owner, pthread_self());
 }
 
 void vidmm_entry_enter(const struct vidmm_adapter *a)
 {
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* recovery is not the caller's state */
     vidmm_adapter_lock(a);
-    if (a->lock_depth != 1)
+    if (a->entry.lock_depth != 1)
         return;
     vidmm_error_clear();
     /* Nothing is held yet: the carried reset runs before the operation. */
-    if (m->reset_carried && m->up.recover && m->up.run_pending) {
-        m->reset_carried = 0;
+    if (m->entry.reset_carried && m->up.recover && m->up.run_pending) {
+        m->entry.reset_carried = 0;
         if (m->up.recover(m, -1))
             (void)m->up.run_pending(m);
     }
@@ -106,7 +106,7 @@ vidmm_status vidmm_entry_no_adapter(const char *entry)
 
 vidmm_status vidmm_entry_leave_named(const struct vidmm_adapter *a, vidmm_status st, const char *entry)
 {
-    if (a->lock_depth == 1)
+    if (a->entry.lock_depth == 1)
         vidmm_error_finish(entry, st);
     return vidmm_entry_leave(a, st);
 }
@@ -115,7 +115,7 @@ vidmm_status vidmm_entry_leave(const struct vidmm_adapter *a, vidmm_status st)
 {
 #ifdef VIDMM_DEBUG
     /* The boundary of the outermost entry: the state must be whole. */
-    if (a->lock_depth == 1 && !vidmm_entry_reset_flagged(a, NULL) && a->up.debug_check) {
+    if (a->entry.lock_depth == 1 && !vidmm_entry_reset_flagged(a, NULL) && a->up.debug_check) {
         char msg[512];
         msg[0] = 0;
         if (a->up.debug_check(a, msg, sizeof(msg)) > 0)
@@ -135,8 +135,8 @@ int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file,
 #else
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* diagnostics, not logical state */
     if (m) {
-        if (!m->bugs++)
-            snprintf(m->bug_msg, sizeof(m->bug_msg), "%s:%d: %s", file, line, what);
+        if (!m->entry.bugs++)
+            snprintf(m->entry.bug_msg, sizeof(m->entry.bug_msg), "%s:%d: %s", file, line, what);
     }
     return 1;
 #endif
@@ -150,6 +150,27 @@ int vidmm_bug_msg(const struct vidmm_adapter *a, const char *cond, const char *f
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     struct vidmm_adapter *m = (struct vidmm_adapter *)a;   /* diagnostics, not logical state */
-    return vidmm_bug_note(m ? &m->bugs : NULL, m ? m->bug_msg : NULL, m ? sizeof(m->bug_msg) : 0, cond, file, line,
-                          "%s", what);
+    return vidmm_bug_note(m ? &m->entry.bugs : NULL, m ? m->entry.bug_msg : NULL, m ? sizeof(m->entry.bug_msg) : 0,
+                          cond, file, line, "%s", what);
+}
+
+uint32_t vidmm_entry_depth(const struct vidmm_adapter *a)
+{
+    return a->entry.lock_depth;
+}
+
+void vidmm_entry_set_depth(struct vidmm_adapter *a, uint32_t depth)
+{
+    a->entry.lock_depth = depth;
+}
+
+void vidmm_entry_carry_reset(struct vidmm_adapter *a, int on)
+{
+    a->entry.reset_carried = on;
+}
+
+uint64_t vidmm_entry_bugs(const struct vidmm_adapter *a, const char **first)
+{
+    *first = a->entry.bug_msg;
+    return a->entry.bugs;
 }

@@ -69,7 +69,6 @@ vidmm_status vidmm_entry_no_adapter(const char *entry);
 /* 1 after reporting a violated invariant (see above). */
 int vidmm_bug(const struct vidmm_adapter *a, const char *what, const char *file, int line);
 #define VIDMM_BUG_ON(a, cond) ((cond) ? vidmm_bug((a), #cond, __FILE__, __LINE__) : 0)
-
 /* The same with the invariant in words (printf format), the way
  * DRM_MM_BUG_ON's callers say what broke: the adapter's log keeps
  * "file:line: message (condition)" (core/error.h, VIDMM_BUG_ON_LOG). */
@@ -94,6 +93,20 @@ void vidmm_entry_reset_clear(struct vidmm_adapter *a);
 
 /* Does the calling thread hold the adapter lock? */
 int vidmm_adapter_held(const struct vidmm_adapter *a);
+
+/* The adapter lock's nesting (its holder reads it), and its reset by the
+ * adapter's open and close, which release the lock without an entry
+ * boundary. */
+uint32_t vidmm_entry_depth(const struct vidmm_adapter *a);
+void vidmm_entry_set_depth(struct vidmm_adapter *a, uint32_t depth);
+
+/* A reset a refused driver step scheduled could not finish: the next
+ * outermost entry runs one first (on = 1), or it ran (on = 0). */
+void vidmm_entry_carry_reset(struct vidmm_adapter *a, int on);
+
+/* Invariants VIDMM_BUG_ON found broken in a release build, the first
+ * described in *first. */
+uint64_t vidmm_entry_bugs(const struct vidmm_adapter *a, const char **first);
 
 #ifdef VIDMM_DEBUG
 #define VIDMM_ASSERT_LOCKED(a) ((void)VIDMM_BUG_ON((a), !vidmm_adapter_held(a)))

@@ -1,13 +1,18 @@
 /*
  * objects.h - the object model every layer above the leaf allocators
- * shares: adapter, segment, allocation, process, device, context, paging
- * queue, and the adapter's upcall table (internal, never installed).
+ * shares: adapter, allocation, process (internal, never installed).
  *
  * Ownership: the adapter owns its segments (a fixed array, id = index),
  * its handle tables, and every module's state.  Everything is reached
- * from the adapter; there is no global state.  Functions live in the
- * owning module's own header (src/<module>/<module>.h); only the entry
- * mechanism (model/entry.h) and a few inline accessors are here.
+ * from the adapter; there is no global state.  The members a module keeps
+ * inside these objects are its own sub-structs, declared in its fields
+ * header (src/<module>/<module>_fields.h, types only, included here and
+ * nowhere else outside the module) and named by that module's files only
+ * - e.g. an allocation's `res` (residency/residency_fields.h); other
+ * modules call the owner's functions (tests/layering.sh enforces both).
+ * A module's own objects (devices and contexts, segments, page tables,
+ * reference records, paging queues) are declared in its headers.  Only
+ * the entry mechanism (model/entry.h) and a few inline accessors are here.
  */
 #ifndef VIDMM_MODEL_OBJECTS_H
 #define VIDMM_MODEL_OBJECTS_H
@@ -29,7 +34,15 @@
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
 #include "seg/ring.h"
+#include "seg/segment.h"
 #include "va/va_space.h"
+#include "placement/placement_fields.h"
+#include "residency/residency_fields.h"
+#include "allocation/allocation_fields.h"
+#include "device/device_fields.h"
+#include "handle/handle_fields.h"
+#include "observe/observe_fields.h"
+#include "model/entry_state.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -46,55 +59,7 @@
 /* vidmm_fail: a failing check records why (the thread's last error). */
 #include "core/error.h"
 
-/* ---- segments ------------------------------------------------------- */
-
-struct vidmm_segment {
-    uint32_t id;
-    enum vidmm_segment_kind kind;
-    uint32_t flags;
-    uint32_t page_size;
-    uint64_t base_address;
-    uint64_t size;
-    uint64_t commit_limit;
-    uint64_t committed;
-    uint64_t allocations;
-    int has_ra;                     /* memory, aperture and AGP segments hand out address space */
-    struct vidmm_range_alloc ra;
-    void *cpu_base;                 /* CPU-visible memory segment */
-    /* CPU host aperture: a window of host_ap_pages segment pages. */
-    unsigned char *host_ap_base;
-    uint32_t host_ap_pages;
-    int has_host_ap_ra;
-    struct vidmm_range_alloc host_ap_ra; /* in units of segment pages (chunk = page_size) */
-};
-
 /* ---- allocations ---------------------------------------------------- */
-
-/* Where an allocation's bytes are. */
-struct vidmm_placement {
-    uint32_t segment_id;            /* memory segment, the aperture/AGP (mapped system pages), or 0 */
-    struct vidmm_page_set pages;    /* memory segment: extents (1 when contiguous) */
-    void *sys;                      /* system pages (segment 0, aperture, AGP) */
-    struct vidmm_mdl mdl;
-    int ap_mapped;                  /* sys pages mapped into aperture/AGP segment ap_segment */
-    uint32_t ap_segment;
-    uint32_t ap_node;
-    uint64_t ap_offset;
-};
-
-/* Memory a refused driver step left reachable (docs/ARCHITECTURE.md
- * "Prepare, point, then free"): a placement, or only its aperture range,
- * that page-table or aperture entries may still name, held out of every
- * allocator until an adapter reset rewrote those entries
- * (src/placement/placement.c, vidmm_quarantine). */
-struct vidmm_quarantine {
-    struct vidmm_placement pl;
-    uint64_t size;                  /* the allocation's size when it was put here */
-    void *driver_allocation;        /* for the aperture unmap */
-    int owns_sys;                   /* 0: only pl's aperture range is held (the pages are an allocation's) */
-    struct vidmm_quarantine *next;
-};
-#define VIDMM_QUARANTINE_INLINE 8u
 
 struct vidmm_allocation {
     /* Hot in handle lookups and make-resident: the first cache line (the
@@ -105,27 +70,20 @@ struct vidmm_allocation {
     uint16_t shared;                /* share != NULL (here: handle lookups read this line only) */
     uint32_t live;                  /* named by a handle (deferred destructions included) */
     int resident;                   /* has a GPU placement (else pl is its system backing) */
-    int in_memory_segment;                  /* handed to the eviction policy (resident in a memory segment) */
-    uint64_t request_epoch;             /* == residency epoch: part of the request being served */
-    struct vidmm_residency_ref *refs;     /* per-device references (residency lists) */
-    struct vidmm_residency_ref *scratch_ref; /* make-resident: this request's reference record */
-    uint32_t ref_total;
-    int offered;
-    uint64_t use_clock;             /* reference clock of the last use; pe.last_use follows it into the policy */
-    uint32_t owned;                 /* pe.process is set (kept here so the hot path need not read pe) */
-    struct vidmm_policy_entry pe;   /* priority, owner, clock; policy-private links */
+    struct vidmm_alloc_residency res; /* residency/residency_fields.h; its hot members come first */
+    /* Command submission (submit/submit.c): in-flight submissions that
+     * reference it; destroyed while busy = a zombie awaiting their end.
+     * Beside res's last member: a submission writes both. */
+    uint32_t busy;
+    int zombie;
+    struct vidmm_allocation *zombie_next;
     struct vidmm_allocation_info info;  /* as described by the driver (private data pointers cleared) */
     uint64_t size;                  /* placed size: requested rounded to the largest page size allowed */
     uint64_t alignment;
     enum vidmm_layout layout;       /* in memory segments */
     struct vidmm_placement pl;
     uint32_t lock_count;
-    void *lock_ptr;
-    int host_ap_mapped;
-    uint32_t host_ap_node;
-    uint64_t host_ap_first;         /* first host aperture page */
-    uint64_t host_ap_count;
-    uint32_t *host_ap_list;         /* aperture page indices, kept for the unmap at unlock */
+    struct vidmm_alloc_cpu_map cpu_map; /* allocation/allocation_fields.h */
     int displayed;
     int display_mapped;             /* system pages mapped into the aperture only for scan-out */
     uint32_t vidpn_source;
@@ -137,21 +95,8 @@ struct vidmm_allocation {
      * a move or a destroy visits those, not every process. */
     struct vidmm_va_user *va_users;
     uint32_t va_processes;
-    /* Residency (residency/residency.c); the hot fields are at the top. */
-    struct vidmm_placement backing; /* system copy kept while resident in memory (clean eviction) */
-    int backing_valid;              /* backing holds the current content (not written since) */
-    uint32_t offer_priority;
-    int content_lost;               /* discarded while offered: reads as zero */
-    int offer_discarded;            /* discarded since the last offer: reclaim says DISCARDED */
     uint64_t paging_fence;          /* paging fence of the last operation writing its content (tdr/tdr.c) */
     uint32_t reset_lost;            /* adapter resets that lost its content */
-    int gpu_dirty;                  /* on a virtual submission's list since its system copy was made */
-    uint64_t evictions, restores;
-    /* Command submission (submit/submit.c): in-flight submissions that
-     * reference it; destroyed while busy = a zombie awaiting their end. */
-    uint32_t busy;
-    int zombie;
-    struct vidmm_allocation *zombie_next;
     /* Isolation (D38): the process it was created for through a device,
      * whose calls alone may name it; 0 = adapter-wide (create/create2). */
     vidmm_handle private_process;
@@ -164,15 +109,6 @@ struct vidmm_allocation {
      * teardown walks its own allocations, not every allocation. */
     struct vidmm_allocation *private_prev, *private_next;
     struct vidmm_allocation *owned_prev, *owned_next;
-    /* Make-resident undo (residency/api.c): set while a call's undo
-     * epoch is open; undo_kind 1 = a victim it evicted from undo_seg,
-     * 2 = a list member it made resident (undo_lost: content was lost). */
-    uint64_t undo_epoch;
-    uint32_t undo_seg;
-    uint8_t undo_kind, undo_top, undo_lost, undo_fresh;
-    uint8_t undo_extents;           /* victim: its extents (at most 2) kept to go back exactly; 0: not kept */
-    enum vidmm_layout undo_layout;
-    uint64_t undo_off[2], undo_len[2];
     /* Observability (observe/): the caller's name (host memory of
      * name_size bytes, released with the object) and opaque pointer. */
     char *name;
@@ -180,73 +116,14 @@ struct vidmm_allocation {
     void *user_data;
 };
 
-/* One process's hold on a shared allocation (vidmm/share.h): the
- * creator's (named by the allocation's own handle) or an opener's (named
- * by a handle of the share-holder table, type
- * VIDMM_HANDLE_TYPE_SHARED_ALLOCATION).  Holders keep the allocation
- * alive: it is destroyed when the last one lets go. */
-struct vidmm_share_holder {
-    struct vidmm_share *share;
-    vidmm_handle process;           /* the holding process */
-    vidmm_handle self;              /* its handle: the allocation's own for the creator */
-    uint32_t locks;                 /* CPU locks taken through this handle (in al->lock_count) */
-    uint32_t creator;               /* the creator's hold (handle = the allocation's) */
-    struct vidmm_share_holder *next; /* the share's holders */
-    struct vidmm_share_holder *proc_prev, *proc_next; /* the holding process's holds */
-};
-
-/* A shared allocation's sharing state: its token (the adapter's table
- * of tokens is the list of these) and its holders, one per process. */
-struct vidmm_share {
-    struct vidmm_allocation *al;
-    uint64_t token[2];              /* 128 random bits; never 0, 0 */
-    struct vidmm_share_holder *holders;
-    uint32_t holder_count;
-    uint32_t exported;              /* tokens handed out (vidmm_share_export calls) */
-    struct vidmm_share *prev, *next; /* the adapter's shares */
-};
-
-/* One device's references to one allocation (an entry of the device's
- * residency requirement list). */
-struct vidmm_residency_ref {
-    struct vidmm_allocation *al;
-    struct vidmm_device *dev;
-    uint32_t count;
-    uint32_t pending;               /* evict validation scratch */
-    struct vidmm_residency_ref *al_next;  /* the allocation's references */
-    struct vidmm_residency_ref *dev_prev, *dev_next; /* the device's list */
-};
-
-/* ---- GpuMmu page tables and processes ------------------------------- */
-
-/* One page table of a process (an implicit allocation with no handle). */
-struct vidmm_page_table {
-    uint32_t level;                 /* 0 = leaf */
-    uint32_t segment_id;            /* where it lives (0 = system memory) */
-    uint64_t offset;                /* segment offset, or for segment 0 the host address */
-    uint64_t size;
-    uint32_t ra_node;               /* in the segment's range allocator (segment != 0) */
-    uint32_t entries;               /* 2^index bits of its level (16x fewer in a 64 KB leaf) */
-    int is64k;                      /* leaf holding 64 KB entries */
-    uint64_t epoch;                 /* the prepare that created it (see vidmm_pt_rollback) */
-    void *host;                     /* segment 0: the host block */
-    struct vidmm_page_table **child; /* non-leaf: one slot per entry, NULL = invalid entry */
-    uint32_t live_children;
-    /* Why the table may stay (rule pte.tables_follow_mappings): a leaf
-     * that held a valid entry (a mapping, even of an evicted allocation,
-     * or the zero page) since it was made; or one a refused rollback left
-     * linked (vidmm_pt_rollback). */
-    uint8_t held_valid, stranded;
-};
+/* ---- processes ------------------------------------------------------ */
 
 struct vidmm_device;
 struct vidmm_residency_mgr;
-struct vidmm_residency_slot;
 struct vidmm_paging;
 struct vidmm_paging_process;
 struct vidmm_fence_state;
 struct vidmm_submit_state;
-struct vidmm_alloc_chunk;
 
 /* One process that maps an allocation: a link of the allocation's
  * va_users list.  The process keeps spares, obtained when a change is
@@ -271,11 +148,7 @@ struct vidmm_process {
     struct vidmm_allocation *owned_first, *private_first;
     uint64_t owned_allocations;
     uint64_t private_allocations;
-    /* Its holds of shared allocations (allocation/share.c), through the
-     * holders' proc_* links and counted: its teardown lets go of these,
-     * not of every share. */
-    struct vidmm_share_holder *share_holds;
-    uint32_t share_hold_count;
+    struct vidmm_process_sharing sharing; /* allocation/allocation_fields.h */
     /* Spare vidmm_va_user links (through next) for allocations this
      * process will map first in the change being prepared. */
     struct vidmm_va_user *spare_users;
@@ -298,88 +171,7 @@ struct vidmm_process {
     uint32_t fault_flags;
     uint64_t fault_va;
     uint64_t faults;
-    /* Residency accounting: resident bytes it owns per segment, demand
-     * (bytes on its lists) and budgets per segment group. */
-    uint64_t seg_usage[VIDMM_MAX_SEGMENTS + 1];
-    uint64_t demand[2];
-    uint64_t budget_override[2];
-    uint64_t reservation[2];
-    /* "Over budget" cached for one eviction round (res_over_epoch). */
-    uint64_t over_epoch[2];
-    int over_val[2];
-    uint64_t fair_held;   /* scratch of the fair-share check at a refusal (residency.c) */
-    /* For the rules checker (adapter/rules.c), per segment group:
-     * whether its last successful make-resident that left something
-     * resident in the group said CantTrimFurther (then its usage may
-     * exceed its budget), and its budget right after its last successful
-     * make-resident (a budget that dropped since - another process's
-     * demand, the OS - owes it a trim notification, not a refusal). */
-    int last_mr_cant_trim[2];
-    uint64_t budget_after_mr[2];
-    uint64_t usage_after_mr[2];
-};
-
-/* ---- devices and contexts (device/device.c) ------------------------- */
-
-struct vidmm_context {
-    struct vidmm_device *device;
-    vidmm_handle self;
-    struct vidmm_context *prev, *next;  /* in the device's list */
-    uint32_t node, mode;
-    int root_bound;                 /* set_root_page_table told the driver */
-    /* Monitored fence (submit/submit.c): submitted under the submission
-     * lock, completed under the fence lock (the driver reports it). */
-    uint64_t fence_submitted;
-    uint64_t fence_completed;
-};
-
-struct vidmm_device {
-    struct vidmm_process *process;
-    vidmm_handle self;
-    struct vidmm_device *prev, *next;   /* in the process's list */
-    struct vidmm_context *contexts;
-    uint32_t context_count;
-    /* Error state (guarded by the fence lock: faults come from driver threads). */
-    int lost;
-    uint32_t fault_flags;
-    uint64_t fault_va;
-    uint64_t faults;
-    uint32_t reset_status;          /* VIDMM_RESET_* (guarded by the fence lock) */
-    uint64_t resets;
-    /* Residency. */
-    struct vidmm_residency_ref *refs;     /* its residency requirement list */
-    uint64_t ref_count;
-    struct vidmm_paging_queue *queues;
-    vidmm_trim_callback trim_cb;
-    void *trim_ctx;
-    uint64_t trim_round[2];         /* notified in this walk (budget.c) */
-    /* Make-resident fast table (residency/res_state.h), by allocation
-     * slot: references taken without touching the objects.  Two levels:
-     * res_dir[slot >> VIDMM_RES_CHUNK_SHIFT] is a chunk of entries, made
-     * when the device first references a slot in it, so a device's table
-     * costs memory for the slots it uses, not for every slot below the
-     * highest (with thousands of processes each referencing a few
-     * allocations, a flat table per device would be O(devices x
-     * allocations)).  res_slot_cap = res_dir_len chunks' worth of slots. */
-    struct vidmm_residency_slot **res_dir;
-    uint32_t res_dir_len;
-    uint32_t res_slot_cap;
-};
-
-/* A device's paging queue and its monitored fence (guarded by the fence lock). */
-struct vidmm_paging_queue {
-    struct vidmm_device *device;
-    vidmm_handle self;
-    int priority;
-    uint64_t submitted;             /* last value handed out */
-    uint64_t completed;             /* monitored fence value */
-    /* Values handed out whose paging work is still running: value i is
-     * done once the adapter's paging fence reaches pend_fence[i]. */
-#define VIDMM_QUEUE_PENDING 16u
-    uint64_t pend_value[VIDMM_QUEUE_PENDING];
-    uint64_t pend_fence[VIDMM_QUEUE_PENDING];
-    uint32_t pend_first, pend_count;
-    struct vidmm_paging_queue *next;
+    struct vidmm_process_residency res; /* residency/residency_fields.h */
 };
 
 /* Is segment id a memory segment (not 0, the aperture or AGP)? */
@@ -387,29 +179,7 @@ static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id
 
 /* ---- adapter -------------------------------------------------------- */
 
-/* Upcalls: the only way a lower layer reaches a higher one
- * (docs/ARCHITECTURE.md "Layers").  Installed by vidmm_adapter_open
- * before anything can call them; never NULL afterwards. */
-struct vidmm_upcalls {
-    /* Page tables need room in a memory segment: evict offered and
-     * unreferenced allocations (residency; never what a device lists). */
-    vidmm_status (*make_room)(struct vidmm_adapter *a, uint32_t segment_id, uint64_t size, uint64_t align);
-    /* A process's root page table moved: bind it again for the process
-     * and every context bound to it (devices). */
-    void (*root_moved)(struct vidmm_adapter *a, struct vidmm_process *p);
-    /* A hang was found (node, -1 = the paging engine): confirm it and
-     * leave its reset pending (tdr).  1 if a reset is pending. */
-    int (*recover)(struct vidmm_adapter *a, int node);
-    /* An entry boundary, or a recovery point: run the reset left pending
-     * (tdr).  0: none; 1: an engine reset ran; 2: an adapter reset ran. */
-    int (*run_pending)(struct vidmm_adapter *a);
-    /* A deferred-destroyed allocation went idle: release it now
-     * (allocation lifetime). */
-    void (*destroy_now)(struct vidmm_adapter *a, struct vidmm_allocation *al);
-    /* Debug builds, at every entry boundary: the structure and rules
-     * checkers (adapter).  Violations, with the first in msg. */
-    int (*debug_check)(const struct vidmm_adapter *a, char *msg, size_t n);
-};
+#include "model/upcalls.h"
 
 struct vidmm_adapter {
     /* The adapter lock (recursive; docs/THREADING.md): every public entry
@@ -418,23 +188,7 @@ struct vidmm_adapter {
      * (they take the fence lock only) nor by CPU fence waits while asleep.
      * Lock order: adapter lock -> the fence lock -> the driver's own locks. */
     pthread_mutex_t lock;
-    uint32_t lock_depth;            /* nesting of the adapter lock (its holder reads and writes it) */
-    pthread_t lock_owner;           /* valid while lock_depth > 0 */
-    /* A reset a hang left pending for the entry boundary (model/entry.c
-     * owns these three; reached through its vidmm_entry_reset_*).  Set
-     * and cleared by the adapter lock's holder under the fence lock, so
-     * that holder reads them freely and others under the fence lock. */
-    int reset_pending;
-    /* A reset a refused driver step scheduled could not finish (its own
-     * paging was refused): the next outermost entry runs one first
-     * (model/entry.c), so the next call does not fail for it. */
-    int reset_carried;
-    int pending_node;               /* -1: the paging engine */
-    pthread_t pending_owner;
-    /* Violated invariants found by VIDMM_BUG_ON in a release build
-     * (model/entry.h); vidmm_adapter_check reports them. */
-    uint64_t bugs;
-    char bug_msg[160];
+    struct vidmm_entry_state entry; /* model/entry_state.h: the entry mechanism's (model/entry.c) */
     struct vidmm_upcalls up;
     const struct vidmm_host_allocator *ha;
     struct vidmm_driver_ops ops;    /* copy, with defaults filled in */
@@ -454,8 +208,7 @@ struct vidmm_adapter {
     /* Allocations: handles from the typed handle table (core/objtab.h);
      * objects from 64-object chunks (handle/handle.c). */
     struct vidmm_objtab allocations;
-    struct vidmm_allocation *alloc_free;   /* released objects, reused first */
-    struct vidmm_alloc_chunk *alloc_chunks;
+    struct vidmm_alloc_pool alloc_pool; /* handle/handle_fields.h */
     uint32_t handle_salt;           /* 16 bits, tells this adapter's handles apart */
     uint32_t caller_abi;            /* the caller's VIDMM_ABI_VERSION: which output members it has */
     vidmm_handle displayed[VIDMM_MAX_VIDPN_SOURCES];
@@ -470,15 +223,10 @@ struct vidmm_adapter {
     struct vidmm_objtab devices;    /* VIDMM_HANDLE_TYPE_DEVICE */
     struct vidmm_objtab contexts;   /* VIDMM_HANDLE_TYPE_CONTEXT; add/remove/lookup under the fence lock */
     struct vidmm_objtab queues;     /* VIDMM_HANDLE_TYPE_PAGING_QUEUE */
-    /* Shared allocations (allocation/share.c): the openers' handles
-     * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder)
-     * and every share (a list, and the token table an open looks up). */
+    /* The openers' handles of shared allocations
+     * (VIDMM_HANDLE_TYPE_SHARED_ALLOCATION -> struct vidmm_share_holder). */
     struct vidmm_objtab share_holders;
-    struct vidmm_share *shares;
-    uint32_t share_count;
-    uint32_t share_index_cap;       /* slots of share_index: 0 or a power of two, at most half full */
-    struct vidmm_share **share_index; /* the token table: open addressing by token[0], linear probing */
-    uint64_t share_tokens;          /* tokens made: mixed into the next (entropy fallback) */
+    struct vidmm_share_table sharing; /* allocation/allocation_fields.h */
     /* Residency: eviction policy, clocks, budgets' totals, statistics
      * (opaque: src/residency/res_state.h). */
     struct vidmm_residency_mgr *res;
@@ -502,15 +250,8 @@ struct vidmm_adapter {
     uint32_t power_state;            /* VIDMM_POWER_* (power/power.c) */
     struct vidmm_power_stats power_stats;
     void *dummy_page;               /* what unmapped aperture pages point at */
-    /* Quarantined memory (placement/placement.c): records from the host
-     * allocator, or from the inline ones when it refuses. */
-    struct vidmm_quarantine *quarantine;
-    struct vidmm_quarantine quarantine_inline[VIDMM_QUARANTINE_INLINE];
-    uint32_t quarantine_inline_used;   /* bit i: quarantine_inline[i] is on the list */
-    uint64_t quarantined;           /* records put in quarantine since open (statistics) */
-    /* The caller's debug callback (observe/; vidmm/observe.h), NULL = none. */
-    vidmm_debug_callback debug_cb;
-    void *debug_user;
+    struct vidmm_quarantine_list quarantine; /* placement/placement_fields.h */
+    struct vidmm_debug_hook debug;  /* observe/observe_fields.h */
 };
 
 /* adapter.c: take / release the adapter lock (recursive: an entry may

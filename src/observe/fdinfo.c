@@ -23,6 +23,7 @@
 #include "handle/handle.h"
 #include "placement/placement.h"
 #include "process/process.h"
+#include "residency/residency.h"
 
 #include <string.h>
 
@@ -37,7 +38,7 @@ static int uses(const struct vidmm_allocation *al, vidmm_handle p, int *shared)
         mine |= owner == p;
         other |= owner != p;
     }
-    for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
+    for (const struct vidmm_residency_ref *r = vidmm_residency_refs_of(al); r; r = r->al_next) {
         vidmm_handle q = r->dev && r->dev->process ? r->dev->process->self : 0;
         mine |= q == p;
         other |= q && q != p;
@@ -81,7 +82,7 @@ static vidmm_status process_fdinfo(const struct vidmm_adapter *a, vidmm_handle p
             fig[seg][F_ACTIVE] += al->size;
         if (al->resident) {
             fig[seg][F_RESIDENT] += al->size;
-            if (al->offered)
+            if (vidmm_residency_is_offered(al))
                 fig[seg][F_PURGEABLE] += al->size;
         }
     }

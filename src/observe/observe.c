@@ -12,6 +12,7 @@
 #include "observe/observe.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
+#include "residency/residency.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -103,15 +104,15 @@ vidmm_handle vidmm_observe_process_of(const struct vidmm_allocation *al)
 {
     if (al->private_process)
         return al->private_process;
-    if (al->owned)
-        return al->pe.process;
+    if (vidmm_residency_is_owned(al))
+        return vidmm_residency_owner(al);
     /* A shared allocation its creator let go, unowned: its first holder's. */
     return al->shared ? al->share->holders->process : 0;
 }
 
 uint32_t vidmm_observe_residency(const struct vidmm_allocation *al)
 {
-    if (al->offered)
+    if (vidmm_residency_is_offered(al))
         return VIDMM_RESIDENCY_OFFERED;
     return al->resident ? VIDMM_RESIDENCY_RESIDENT : VIDMM_RESIDENCY_EVICTED;
 }
@@ -326,7 +327,7 @@ static vidmm_status iterate(const struct vidmm_adapter *a, const struct vidmm_al
         out->residency = res;
         out->extent_count = extents;
         out->flags = al->info.flags;
-        out->priority = al->pe.priority;
+        out->priority = vidmm_residency_priority(al);
         out->busy = al->busy;
         out->user_data = al->user_data;
         if (al->name)
@@ -342,14 +343,14 @@ static vidmm_status iterate(const struct vidmm_adapter *a, const struct vidmm_al
 
 void vidmm_debug_emit(const struct vidmm_adapter *a, enum vidmm_debug_severity sev, const char *fmt, ...)
 {
-    if (!a->debug_cb)
+    if (!a->debug.cb)
         return;
     char line[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    a->debug_cb(a->debug_user, sev, line);
+    a->debug.cb(a->debug.user, sev, line);
 }
 
 void vidmm_debug_report_sink(void *ctx, const char *line)
@@ -359,14 +360,14 @@ void vidmm_debug_report_sink(void *ctx, const char *line)
 
 static vidmm_status set_debug_callback(struct vidmm_adapter *a, vidmm_debug_callback fn, void *user)
 {
-    a->debug_cb = fn;
-    a->debug_user = fn ? user : NULL;
+    a->debug.cb = fn;
+    a->debug.user = fn ? user : NULL;
     return VIDMM_OK;
 }
 
 void vidmm_observe_report_leaks(const struct vidmm_adapter *a)
 {
-    if (!a->debug_cb)
+    if (!a->debug.cb)
         return;
     uint32_t procs = 0, allocs = 0;
     uint64_t bytes = 0;

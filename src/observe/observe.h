@@ -20,6 +20,12 @@ void vidmm_debug_emit(const struct vidmm_adapter *a, enum vidmm_debug_severity s
  * line an ERROR. */
 void vidmm_debug_report_sink(void *ctx, const char *line);
 
+/* Has the caller installed a debug callback? */
+static inline int vidmm_debug_hooked(const struct vidmm_adapter *a)
+{
+    return a->debug.cb != NULL;
+}
+
 /* The close's leak report: one WARNING per live process and allocation,
  * then a summary; nothing without a callback or without leaks. */
 void vidmm_observe_report_leaks(const struct vidmm_adapter *a);

@@ -25,6 +25,7 @@
 #include "observe/observe.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
+#include "residency/residency.h"
 #include "vidmm/version.h"
 
 #include <stdio.h>
@@ -183,7 +184,7 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
         }
         vidmm_text_add(t, ", \"usage_by_segment\": [");
         for (uint32_t id = 0; id < a->segment_count; id++)
-            vidmm_text_add(t, "%s%llu", id ? ", " : "", U(p->seg_usage[id]));
+            vidmm_text_add(t, "%s%llu", id ? ", " : "", U(vidmm_residency_segment_usage(p, id)));
         vidmm_text_add(t, "]}");
         first = 0;
     }
@@ -202,7 +203,7 @@ static void vidmm_section(struct vidmm_text *t, const struct vidmm_adapter *a, u
                        U(offset), extents);
         vidmm_text_add(t, "\"process\": %llu, \"residency\": \"%s\", \"priority\": %u, \"busy\": %u",
                        U(vidmm_observe_id(vidmm_observe_process_of(al))), res_name[vidmm_observe_residency(al) & 7],
-                       al->pe.priority, al->busy);
+                       vidmm_residency_priority(al), al->busy);
         if (al->user_data)
             vidmm_text_add(t, ", \"user_data\": \"%p\"", al->user_data);
         vidmm_text_add(t, "}");

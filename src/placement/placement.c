@@ -313,7 +313,7 @@ static void release(struct vidmm_adapter *a, uint64_t size, struct vidmm_placeme
     if (pl->sys) {
         /* A quarantined aperture range may still map these pages: they
          * join it (the range's record owns them from now), not the heap. */
-        struct vidmm_quarantine *q = owns_sys ? a->quarantine : NULL;
+        struct vidmm_quarantine *q = owns_sys ? a->quarantine.first : NULL;
         while (q && (&q->pl == pl || q->pl.sys != pl->sys || q->owns_sys))
             q = q->next;
         if (q)
@@ -369,17 +369,17 @@ static struct vidmm_quarantine *quarantine_record(struct vidmm_adapter *a)
     if (q)
         return q;
     for (uint32_t i = 0; i < VIDMM_QUARANTINE_INLINE; i++)
-        if (!(a->quarantine_inline_used & (1u << i))) {
-            a->quarantine_inline_used |= 1u << i;
-            return &a->quarantine_inline[i];
+        if (!(a->quarantine.inline_used & (1u << i))) {
+            a->quarantine.inline_used |= 1u << i;
+            return &a->quarantine.inline_rec[i];
         }
     return NULL;
 }
 
 static void quarantine_free_record(struct vidmm_adapter *a, struct vidmm_quarantine *q)
 {
-    if (q >= a->quarantine_inline && q < a->quarantine_inline + VIDMM_QUARANTINE_INLINE)
-        a->quarantine_inline_used &= ~(1u << (q - a->quarantine_inline));
+    if (q >= a->quarantine.inline_rec && q < a->quarantine.inline_rec + VIDMM_QUARANTINE_INLINE)
+        a->quarantine.inline_used &= ~(1u << (q - a->quarantine.inline_rec));
     else
         vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_quarantine));
 }
@@ -393,9 +393,9 @@ void vidmm_quarantine(struct vidmm_adapter *a, const struct vidmm_allocation *al
         q->size = al->size;
         q->driver_allocation = al->info.driver_allocation;
         q->owns_sys = owns_sys;
-        q->next = a->quarantine;
-        a->quarantine = q;
-        a->quarantined++;
+        q->next = a->quarantine.first;
+        a->quarantine.first = q;
+        a->quarantine.count++;
     } else {
         /* No record at all (host memory and the inline records spent):
          * the memory stays taken, unnamed, until close, and the
@@ -410,7 +410,7 @@ void vidmm_quarantine(struct vidmm_adapter *a, const struct vidmm_allocation *al
 vidmm_status vidmm_quarantine_release(struct vidmm_adapter *a)
 {
     vidmm_status last = VIDMM_OK;
-    for (struct vidmm_quarantine **pp = &a->quarantine; *pp;) {
+    for (struct vidmm_quarantine **pp = &a->quarantine.first; *pp;) {
         struct vidmm_quarantine *q = *pp;
         vidmm_status st = aperture_unmap_sized(a, q->driver_allocation, &q->pl);
         if (st >= 0 && q->pl.sys)
@@ -430,9 +430,9 @@ vidmm_status vidmm_quarantine_release(struct vidmm_adapter *a)
 void vidmm_quarantine_fini(struct vidmm_adapter *a)
 {
     (void)vidmm_quarantine_release(a);
-    while (a->quarantine) {   /* the driver still refuses: the adapter goes anyway */
-        struct vidmm_quarantine *q = a->quarantine;
-        a->quarantine = q->next;
+    while (a->quarantine.first) {   /* the driver still refuses: the adapter goes anyway */
+        struct vidmm_quarantine *q = a->quarantine.first;
+        a->quarantine.first = q->next;
         release(a, q->size, &q->pl, q->owns_sys);
         quarantine_free_record(a, q);
     }
@@ -441,7 +441,7 @@ void vidmm_quarantine_fini(struct vidmm_adapter *a)
 void vidmm_quarantine_account(const struct vidmm_adapter *a, uint64_t *used, uint64_t *committed,
                               uint64_t *allocations)
 {
-    for (const struct vidmm_quarantine *q = a->quarantine; q; q = q->next) {
+    for (const struct vidmm_quarantine *q = a->quarantine.first; q; q = q->next) {
         const struct vidmm_placement *pl = &q->pl;
         if (pl->ap_mapped) {
             used[pl->ap_segment] += vidmm_ra_node_size(&a->seg[pl->ap_segment].ra, pl->ap_node);

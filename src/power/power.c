@@ -62,8 +62,8 @@ static vidmm_status go_down(struct vidmm_adapter *a, uint32_t state)
         /* A system copy is current only if neither the CPU (a lock
          * clears backing_valid) nor the GPU (a submission listing it sets
          * gpu_dirty) may have written since it was made. */
-        int clean = al->backing.sys && al->backing_valid && !al->gpu_dirty;
-        int dropped = al->offered || clean;
+        int clean = vidmm_residency_backing_current(al);
+        int dropped = vidmm_residency_is_offered(al) || clean;
         uint64_t size = al->size;
         st = vidmm_residency_evict(a, al, clean);
         if (st < 0)

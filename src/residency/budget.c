@@ -49,20 +49,20 @@ uint64_t vidmm_residency_usage(const struct vidmm_adapter *a, const struct vidmm
     for (uint32_t id = 0; id < a->segment_count; id++) {
         int local = id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
         if (local == (group == VIDMM_SEGMENT_GROUP_LOCAL))
-            u += p->seg_usage[id];
+            u += p->res.seg_usage[id];
     }
     return u;
 }
 
 uint64_t vidmm_residency_budget(const struct vidmm_adapter *a, const struct vidmm_process *p, unsigned group)
 {
-    if (p->budget_override[group])
-        return p->budget_override[group];
+    if (p->res.budget_override[group])
+        return p->res.budget_override[group];
     uint64_t cap = capacity(a, group);
     if (a->res->demand_total[group] <= cap)
         return cap;
     uint64_t f = fair(a, group);
-    return f > p->reservation[group] ? f : p->reservation[group];
+    return f > p->res.reservation[group] ? f : p->res.reservation[group];
 }
 
 /* Notify process ph's devices, group by group, while it is over budget.
@@ -81,14 +81,14 @@ static void notify_process(struct vidmm_adapter *a, vidmm_handle ph, uint64_t ro
             if (u <= b)
                 break;
             struct vidmm_device *d = p->devices;
-            while (d && (!d->trim_cb || d->trim_round[g] == round))
+            while (d && (!d->res.trim_cb || d->res.trim_round[g] == round))
                 d = d->next;
             if (!d)
                 break;
-            d->trim_round[g] = round;
+            d->res.trim_round[g] = round;
             a->res->stats.trim_notifications++;
             uint32_t flags = VIDMM_TRIM_TO_BUDGET | (g == VIDMM_SEGMENT_GROUP_NON_LOCAL ? VIDMM_TRIM_NON_LOCAL : 0u);
-            d->trim_cb(d->trim_ctx, d->self, flags, u - b);
+            d->res.trim_cb(d->res.trim_ctx, d->self, flags, u - b);
         }
     }
 }
@@ -147,7 +147,7 @@ static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm
     memset(out, 0, sizeof(*out));
     out->budget = vidmm_residency_budget(a, p, group);
     out->current_usage = vidmm_residency_usage(a, p, group);
-    out->current_reservation = p->reservation[group];
+    out->current_reservation = p->res.reservation[group];
     uint64_t f = fair(a, group);
     out->available_for_reservation = f < out->budget ? f : out->budget;
     return VIDMM_OK;
@@ -168,7 +168,7 @@ static vidmm_status change_video_memory_reservation(struct vidmm_adapter *a, vid
     if (reservation > info.available_for_reservation)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "reservation %llu bytes: above the %llu available for reservation",
                           (unsigned long long)reservation, (unsigned long long)info.available_for_reservation);
-    p->reservation[group] = reservation;
+    p->res.reservation[group] = reservation;
     return VIDMM_OK;
 }
 
@@ -182,13 +182,13 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
     if (!p)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
                           (unsigned long long)(process));
-    int had = p->budget_override[0] || p->budget_override[1];
-    p->budget_override[group] = budget;
-    a->res->budget_overrides += (uint32_t)(p->budget_override[0] || p->budget_override[1]) - (uint32_t)had;
+    int had = p->res.budget_override[0] || p->res.budget_override[1];
+    p->res.budget_override[group] = budget;
+    a->res->budget_overrides += (uint32_t)(p->res.budget_override[0] || p->res.budget_override[1]) - (uint32_t)had;
     /* A budget is never below the reservation (docs/DECISIONS.md D44):
      * the OS taking the budget lower takes the reservation with it. */
-    if (budget && p->reservation[group] > budget)
-        p->reservation[group] = budget;
+    if (budget && p->res.reservation[group] > budget)
+        p->res.reservation[group] = budget;
     vidmm_residency_notify_trim(a, p);
     return VIDMM_OK;
 }
@@ -202,8 +202,8 @@ static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_ha
     if (!d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
                           (unsigned long long)(device));
-    d->trim_cb = callback;
-    d->trim_ctx = callback ? context : NULL;
+    d->res.trim_cb = callback;
+    d->res.trim_ctx = callback ? context : NULL;
     return VIDMM_OK;
 }
 
@@ -231,4 +231,12 @@ vidmm_status vidmm_register_trim_notification(struct vidmm_adapter *a, vidmm_han
                                               vidmm_trim_callback callback, void *context)
 {
     VIDMM_ENTRY(a, register_trim_notification(a, device, callback, context));
+}
+
+void vidmm_residency_last_request(const struct vidmm_process *p, unsigned g, int *cant_trim, uint64_t *usage,
+                                  uint64_t *budget)
+{
+    *cant_trim = p->res.last_mr_cant_trim[g];
+    *usage = p->res.usage_after_mr[g];
+    *budget = p->res.budget_after_mr[g];
 }

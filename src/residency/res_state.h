@@ -7,6 +7,23 @@
 
 #include "model/objects.h"
 #include "seg/evict_scan.h"
+#include "process/process.h"
+
+/* A device's paging queue and its monitored fence (guarded by the fence lock). */
+struct vidmm_paging_queue {
+    struct vidmm_device *device;
+    vidmm_handle self;
+    int priority;
+    uint64_t submitted;             /* last value handed out */
+    uint64_t completed;             /* monitored fence value */
+    /* Values handed out whose paging work is still running: value i is
+     * done once the adapter's paging fence reaches pend_fence[i]. */
+#define VIDMM_QUEUE_PENDING 16u
+    uint64_t pend_value[VIDMM_QUEUE_PENDING];
+    uint64_t pend_fence[VIDMM_QUEUE_PENDING];
+    uint32_t pend_first, pend_count;
+    struct vidmm_paging_queue *next;
+};
 
 struct vidmm_residency_mgr {
     const struct vidmm_eviction_policy *policy;
@@ -32,7 +49,7 @@ struct vidmm_residency_mgr {
     uint64_t trim_round;            /* trim notification walks so far (budget.c) */
 };
 
-/* A device's make-resident fast table (d->res_dir: chunks of
+/* A device's make-resident fast table (d->res.res_dir: chunks of
  * VIDMM_RES_CHUNK entries, one entry per allocation slot; every slot the
  * device holds a reference record for has its chunk).  An entry that is ok
  * says: the allocation in that slot, of generation gen, is on the
@@ -63,7 +80,7 @@ void vidmm_residency_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, 
 /* al's references, those on fast tables included. */
 uint32_t vidmm_residency_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al);
 
-/* Entries per chunk of a device's table (struct vidmm_device.res_dir):
+/* Entries per chunk of a device's table (struct vidmm_device.res.res_dir):
  * 256 x 16 bytes, one 4 KiB block. */
 #define VIDMM_RES_CHUNK_SHIFT 8u
 #define VIDMM_RES_CHUNK (1u << VIDMM_RES_CHUNK_SHIFT)
@@ -77,9 +94,9 @@ extern const struct vidmm_residency_slot vidmm_residency_no_chunk[VIDMM_RES_CHUN
 static inline struct vidmm_residency_slot *vidmm_residency_slot_at(const struct vidmm_device *d, uint32_t s)
 {
     uint32_t c = s >> VIDMM_RES_CHUNK_SHIFT;
-    if (c >= d->res_dir_len || d->res_dir[c] == vidmm_residency_no_chunk)
+    if (c >= d->res.res_dir_len || d->res.res_dir[c] == vidmm_residency_no_chunk)
         return NULL;
-    return &d->res_dir[c][s & (VIDMM_RES_CHUNK - 1u)];
+    return &d->res.res_dir[c][s & (VIDMM_RES_CHUNK - 1u)];
 }
 
 /* The entry of handle h's slot in d's table, or NULL. */
@@ -92,14 +109,56 @@ static inline struct vidmm_residency_slot *vidmm_residency_slot_of(const struct 
  * adapter's total with it, so a budget needs no walk of every process. */
 static inline void vidmm_residency_demand_add(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
 {
-    p->demand[g] += n;
+    p->res.demand[g] += n;
     a->res->demand_total[g] += n;
 }
 
 static inline void vidmm_residency_demand_sub(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g, uint64_t n)
 {
-    p->demand[g] -= n;
+    p->res.demand[g] -= n;
     a->res->demand_total[g] -= n;
 }
+
+/* ---- helpers of the residency module's files ---------------------- */
+
+/* The allocation whose policy entry e is. */
+#define ENTRY_OF(e) ((struct vidmm_allocation *)((char *)(e) - offsetof(struct vidmm_allocation, res.pe)))
+
+/* The segment group of segment id. */
+static inline unsigned vidmm_residency_group_of(const struct vidmm_adapter *a, uint32_t id)
+{
+    return vidmm_seg_is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+}
+
+/* The process accounted for al's residency, or NULL. */
+static inline struct vidmm_process *vidmm_residency_owner_process(const struct vidmm_adapter *a,
+                                                                  const struct vidmm_allocation *al)
+{
+    return al->res.pe.process ? vidmm_process_get(a, al->res.pe.process) : NULL;
+}
+
+/* The live device named by h, or NULL. */
+static inline struct vidmm_device *vidmm_residency_device_of(const struct vidmm_adapter *a, vidmm_handle h)
+{
+    return vidmm_objtab_get(&a->devices, h);
+}
+
+/* Is device d lost (read under the fence lock: faults come from driver threads)? */
+static inline int vidmm_residency_device_lost(struct vidmm_adapter *a, const struct vidmm_device *d)
+{
+    pthread_mutex_lock(&a->fence_lock);
+    int l = d->lost;
+    pthread_mutex_unlock(&a->fence_lock);
+    return l;
+}
+
+/* A new value of queue q's fence for paging work that finishes with
+ * adapter paging fence f; 0 when that work is already done (the fence
+ * moved to the new value at once) (paging_queue.c). */
+uint64_t vidmm_residency_queue_signal(struct vidmm_adapter *a, struct vidmm_paging_queue *q, uint64_t f);
+
+/* The fair share of segment id for process p (fair_share.c, D62):
+ * size / holders, p counted among them. */
+uint64_t vidmm_residency_fair_share(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p);
 
 #endif

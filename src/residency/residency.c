@@ -63,12 +63,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ENTRY_OF(e) ((struct vidmm_allocation *)((char *)(e) - offsetof(struct vidmm_allocation, pe)))
-
-static unsigned group_of(const struct vidmm_adapter *a, uint32_t id)
-{
-    return vidmm_seg_is_memory(a, id) ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
-}
 
 /* ---- policy state ---------------------------------------------------- */
 
@@ -98,6 +92,15 @@ void vidmm_residency_fini(struct vidmm_adapter *a)
     a->res = NULL;
 }
 
+void vidmm_residency_init_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al, vidmm_handle h,
+                                     uint32_t priority)
+{
+    al->res.pe.allocation = h;
+    al->res.pe.priority = priority;
+    al->res.pe.next_use = VIDMM_NEXT_USE_NEVER;
+    al->res.pe.last_use = vidmm_residency_clock_locked(a);
+}
+
 uint64_t vidmm_residency_clock_locked(const struct vidmm_adapter *a)
 {
     return a->res->clock;
@@ -109,9 +112,9 @@ void vidmm_residency_use(struct vidmm_adapter *a, struct vidmm_allocation *const
     uint64_t now = ++r->clock;
     for (uint32_t i = 0; i < n; i++) {
         struct vidmm_allocation *al = list[i];
-        al->pe.last_use = now;
-        if (al->in_memory_segment)
-            r->policy->touch(r->policy_state, &al->pe);
+        al->res.pe.last_use = now;
+        if (al->res.in_memory_segment)
+            r->policy->touch(r->policy_state, &al->res.pe);
     }
 }
 
@@ -125,10 +128,6 @@ void vidmm_residency_request_end(struct vidmm_adapter *a)
     a->res->epoch++;
 }
 
-static struct vidmm_process *owner_of(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
-{
-    return al->pe.process ? vidmm_process_get(a, al->pe.process) : NULL;
-}
 
 static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
 {
@@ -145,7 +144,7 @@ static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
 void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
 {
     vidmm_residency_leave(a, al);
-    struct vidmm_process *was = owner_of(a, al);
+    struct vidmm_process *was = vidmm_residency_owner_process(a, al);
     if (was)
         owned_unlink(was, al);
     if (p) {
@@ -156,8 +155,8 @@ void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation 
         p->owned_first = al;
         p->owned_allocations++;
     }
-    al->pe.process = p ? p->self : 0;
-    al->owned = p != NULL;
+    al->res.pe.process = p ? p->self : 0;
+    al->res.owned = p != NULL;
     vidmm_residency_enter(a, al);
 }
 
@@ -165,15 +164,15 @@ void vidmm_residency_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, 
 {
     (void)a;
     uint16_t gen = (uint16_t)(al->self >> 24);
-    for (struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
+    for (struct vidmm_residency_ref *r = al->res.refs; r; r = r->al_next) {
         struct vidmm_residency_slot *e = vidmm_residency_slot_of(r->dev, al->self);
         if (!e || !e->ok || e->gen != gen)
             continue;
         r->count += e->extra;
-        al->ref_total += e->extra;
+        al->res.ref_total += e->extra;
         e->extra = 0;
-        if (e->clock > al->use_clock)
-            al->use_clock = e->clock;
+        if (e->clock > al->res.use_clock)
+            al->res.use_clock = e->clock;
         e->ok = (uint8_t)(keep != 0);
     }
 }
@@ -181,9 +180,9 @@ void vidmm_residency_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, 
 uint32_t vidmm_residency_references(const struct vidmm_adapter *a, const struct vidmm_allocation *al)
 {
     (void)a;
-    uint32_t n = al->ref_total;
+    uint32_t n = al->res.ref_total;
     uint16_t gen = (uint16_t)(al->self >> 24);
-    for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
+    for (const struct vidmm_residency_ref *r = al->res.refs; r; r = r->al_next) {
         const struct vidmm_residency_slot *e = vidmm_residency_slot_of(r->dev, al->self);
         if (e && e->ok && e->gen == gen)
             n += e->extra;
@@ -194,39 +193,43 @@ uint32_t vidmm_residency_references(const struct vidmm_adapter *a, const struct 
 void vidmm_residency_leave(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
     vidmm_residency_fold(a, al, 0);   /* the fast entries stand for the state that changes now */
-    if (al->in_memory_segment) {
-        a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_EVICTED);
-        al->in_memory_segment = 0;
+    if (al->res.in_memory_segment) {
+        a->res->policy->remove(a->res->policy_state, &al->res.pe, VIDMM_POLICY_EVICTED);
+        al->res.in_memory_segment = 0;
     }
-    struct vidmm_process *p = owner_of(a, al);
+    struct vidmm_process *p = vidmm_residency_owner_process(a, al);
     if (p && al->resident) {
-        p->seg_usage[al->pl.segment_id] -= al->size;
+        VIDMM_BUG_ON_MSG(a, p->res.seg_usage[al->pl.segment_id] < al->size,
+                         "residency usage: a process's resident bytes in a segment would go below zero");
+        p->res.seg_usage[al->pl.segment_id] -= al->size;
         a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] -= al->size;
     }
 }
 
 void vidmm_residency_enter(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    struct vidmm_process *p = owner_of(a, al);
+    struct vidmm_process *p = vidmm_residency_owner_process(a, al);
     if (p && al->resident) {
-        p->seg_usage[al->pl.segment_id] += al->size;
+        p->res.seg_usage[al->pl.segment_id] += al->size;
         a->res->usage_total[vidmm_seg_is_memory(a, al->pl.segment_id) ? 0 : 1] += al->size;
     }
     if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
-        if (al->use_clock > al->pe.last_use)
-            al->pe.last_use = al->use_clock;   /* uses while outside the policy */
-        al->pe.segment_id = al->pl.segment_id;
-        al->pe.size = al->size;
-        a->res->policy->insert(a->res->policy_state, &al->pe);
-        al->in_memory_segment = 1;
+        VIDMM_BUG_ON_MSG(a, al->res.in_memory_segment,
+                         "eviction policy: an allocation enters the policy while it is in it");
+        if (al->res.use_clock > al->res.pe.last_use)
+            al->res.pe.last_use = al->res.use_clock;   /* uses while outside the policy */
+        al->res.pe.segment_id = al->pl.segment_id;
+        al->res.pe.size = al->size;
+        a->res->policy->insert(a->res->policy_state, &al->res.pe);
+        al->res.in_memory_segment = 1;
     }
 }
 
 void vidmm_residency_drop_backing(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    if (al->backing.sys)
-        vidmm_unplace(a, al, &al->backing);
-    al->backing_valid = 0;
+    if (al->res.backing.sys)
+        vidmm_unplace(a, al, &al->res.backing);
+    al->res.backing_valid = 0;
 }
 
 /* ---- eviction ---------------------------------------------------------- */
@@ -249,9 +252,9 @@ static void repoint(struct vidmm_adapter *a, struct vidmm_allocation *al)
 static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *al, int not_written)
 {
     vidmm_status st;
-    int discard = al->offered || (not_written && al->backing.sys && al->backing_valid);
+    int discard = al->res.offered || (not_written && al->res.backing.sys && al->res.backing_valid);
     uint32_t from = al->pl.segment_id;
-    int had_backing = al->backing.sys != NULL;
+    int had_backing = al->res.backing.sys != NULL;
     uint32_t extents = !al->pl.sys && al->pl.pages.count <= 2 ? al->pl.pages.count : 0;
     uint64_t ext_off[2] = { 0, 0 }, ext_len[2] = { 0, 0 };
     for (uint32_t i = 0; i < extents; i++) {
@@ -260,7 +263,7 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
     }
     enum vidmm_layout layout = al->layout;
     if (vidmm_seg_is_memory(a, al->pl.segment_id)) {
-        struct vidmm_placement bk = al->backing;
+        struct vidmm_placement bk = al->res.backing;
         int fresh = !bk.sys;
         if (fresh) {
             st = vidmm_place(a, al, 0, 0, &bk);
@@ -270,14 +273,14 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         vidmm_residency_leave(a, al);
         if (discard) {
             st = vidmm_discard_content(a, al, &al->pl);
-            if (st >= 0 && al->offered && (fresh || !al->backing_valid)) {
+            if (st >= 0 && al->res.offered && (fresh || !al->res.backing_valid)) {
                 /* The content is gone: it reads as zero.  Wait first: an
                  * earlier restore may still be reading the old copy. */
                 st = vidmm_paging_flush(a);
                 if (st >= 0)
                     memset(bk.sys, 0, (size_t)al->size);
-                al->content_lost = 1;
-                al->offer_discarded = 1;   /* reclaim reports it even if a submission restores it first */
+                al->res.content_lost = 1;
+                al->res.offer_discarded = 1;   /* reclaim reports it even if a submission restores it first */
             }
         } else {
             st = vidmm_copy_content(a, al, &al->pl, &bk);
@@ -301,8 +304,8 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
         }
         vidmm_unplace(a, al, &al->pl);
         al->pl = bk;
-        memset(&al->backing, 0, sizeof(al->backing));
-        al->backing_valid = 0;
+        memset(&al->res.backing, 0, sizeof(al->res.backing));
+        al->res.backing_valid = 0;
         a->res->stats.evictions++;
         if (discard) {
             a->res->stats.discards++;
@@ -331,20 +334,20 @@ static vidmm_status evict_one(struct vidmm_adapter *a, struct vidmm_allocation *
             al->pl.segment_id = 0;
         a->res->stats.evictions++;
     }
-    al->evictions++;
-    if (a->res->undo_epoch && al->undo_epoch != a->res->undo_epoch) {
+    al->res.evictions++;
+    if (a->res->undo_epoch && al->res.undo.epoch != a->res->undo_epoch) {
         /* A victim of a make-resident that may still fail: remember
          * where it was so the failure can put it back. */
-        al->undo_epoch = a->res->undo_epoch;
-        al->undo_kind = 1;
-        al->undo_seg = from;
-        al->undo_top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
-        al->undo_fresh = !had_backing;   /* its system pages were made for this eviction */
-        al->undo_extents = (uint8_t)extents;   /* to go back on the very same pages */
-        al->undo_layout = layout;
+        al->res.undo.epoch = a->res->undo_epoch;
+        al->res.undo.kind = VIDMM_UNDO_VICTIM;
+        al->res.undo.seg = from;
+        al->res.undo.top = (al->info.flags & VIDMM_ALLOC_FROM_END_OF_SEGMENT) != 0;
+        al->res.undo.fresh = !had_backing;   /* its system pages were made for this eviction */
+        al->res.undo.extents = (uint8_t)extents;   /* to go back on the very same pages */
+        al->res.undo.layout = layout;
         for (uint32_t i = 0; i < extents; i++) {
-            al->undo_off[i] = ext_off[i];
-            al->undo_len[i] = ext_len[i];
+            al->res.undo.off[i] = ext_off[i];
+            al->res.undo.len[i] = ext_len[i];
         }
     }
     vidmm_residency_enter(a, al);
@@ -364,29 +367,11 @@ vidmm_status vidmm_residency_evict(struct vidmm_adapter *a, struct vidmm_allocat
  * round (res_over_epoch): the budget walks every process. */
 static int over_budget(struct vidmm_adapter *a, struct vidmm_process *p, unsigned g)
 {
-    if (p->over_epoch[g] != a->res->over_epoch) {
-        p->over_epoch[g] = a->res->over_epoch;
-        p->over_val[g] = vidmm_residency_usage(a, p, g) > vidmm_residency_budget(a, p, g);
+    if (p->res.over_epoch[g] != a->res->over_epoch) {
+        p->res.over_epoch[g] = a->res->over_epoch;
+        p->res.over_val[g] = vidmm_residency_usage(a, p, g) > vidmm_residency_budget(a, p, g);
     }
-    return p->over_val[g];
-}
-
-/* Process p's fair share of segment id (D62): the segment's bytes over
- * the processes holding bytes in it, p included.  The count is cached
- * for one eviction round (res_over_epoch), like the budgets. */
-static uint64_t fair_share(struct vidmm_adapter *a, uint32_t id, const struct vidmm_process *p)
-{
-    struct vidmm_residency_mgr *r = a->res;
-    if (r->holders_epoch[id] != r->over_epoch) {
-        uint32_t n = 0;
-        const struct vidmm_process *q;
-        vidmm_for_each_process(a, q)
-            n += q->seg_usage[id] != 0;
-        r->holders[id] = n;
-        r->holders_epoch[id] = r->over_epoch;
-    }
-    uint64_t n = (uint64_t)r->holders[id] + (p->seg_usage[id] == 0);
-    return a->seg[id].size / (n ? n : 1);
+    return p->res.over_val[g];
 }
 
 /* Pass 3 (D62): may a request of rp that adds `want` bytes to v's
@@ -400,12 +385,12 @@ static int fair_victim(struct vidmm_adapter *a, const struct vidmm_allocation *v
     uint32_t id = v->pl.segment_id;
     if (!rp || !vidmm_seg_is_memory(a, id))
         return 0;
-    uint64_t fair = fair_share(a, id, rp);
-    if (rp->seg_usage[id] + want > fair)
+    uint64_t fair = vidmm_residency_fair_share(a, id, rp);
+    if (rp->res.seg_usage[id] + want > fair)
         return 0;
-    for (const struct vidmm_residency_ref *r = v->refs; r; r = r->al_next) {
+    for (const struct vidmm_residency_ref *r = v->res.refs; r; r = r->al_next) {
         const struct vidmm_process *q = r->dev->process;
-        if (q == rp || q->seg_usage[id] <= fair)
+        if (q == rp || q->res.seg_usage[id] <= fair)
             return 0;
     }
     return 1;
@@ -429,21 +414,21 @@ static int fair_victim(struct vidmm_adapter *a, const struct vidmm_allocation *v
 static int evictable(struct vidmm_adapter *a, const struct vidmm_allocation *v, const struct vidmm_allocation *req,
                      const struct vidmm_process *rp, uint64_t want, uint32_t prio, int pass, int count_busy)
 {
-    if (v == req || v->request_epoch == a->res->epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
+    if (v == req || v->res.request_epoch == a->res->epoch || v->lock_count || v->displayed || (v->busy && !count_busy))
         return 0;                  /* busy: submitted GPU work still uses it (its fence has not passed) */
-    if (v->pe.priority > prio || (v->pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
+    if (v->res.pe.priority > prio || (v->res.pe.priority >= VIDMM_PRIORITY_MAXIMUM && prio < VIDMM_PRIORITY_MAXIMUM))
         return 0;
-    if (v->offered)
+    if (v->res.offered)
         return 1;
     if (pass == 0)
         return 0;
-    if (v->ref_total == 0)
+    if (v->res.ref_total == 0)
         return 1;
     if (pass == 1)
         return 0;
-    unsigned g = group_of(a, v->pl.segment_id);
+    unsigned g = vidmm_residency_group_of(a, v->pl.segment_id);
     int over = 1;
-    for (const struct vidmm_residency_ref *r = v->refs; r && over; r = r->al_next)
+    for (const struct vidmm_residency_ref *r = v->res.refs; r && over; r = r->al_next)
         over = over_budget(a, r->dev->process, g);
     if (over)
         return 1;
@@ -459,7 +444,7 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
                               uint32_t prio, int max_pass)
 {
     uint64_t freed = 0;
-    const struct vidmm_process *rp = req ? owner_of(a, req) : NULL;
+    const struct vidmm_process *rp = req ? vidmm_residency_owner_process(a, req) : NULL;
     for (int pass = 0; pass <= max_pass && freed < need; pass++) {
         /* Pass 3 takes one victim at a time: each changes who is over
          * its fair share. */
@@ -494,89 +479,6 @@ static vidmm_status make_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
         }
     }
     return freed ? VIDMM_OK : VIDMM_E_NO_SEGMENT_SPACE;
-}
-
-/* ---- the fair-share rule, checked at refusals (D62) -------------------- */
-
-/* Bytes of segment id that passes 0-1 free (offered, unlisted) plus, per
- * process q other than p over its share, what q holds there listed only
- * by such processes - at most q's excess over its share.  One walk of
- * the segment's allocations and two of the processes. */
-static uint64_t fair_room(struct vidmm_adapter *a, uint32_t id, struct vidmm_process *p, uint64_t fair)
-{
-    uint64_t room = a->seg[id].size - a->seg[id].committed;
-    struct vidmm_process *q;
-    vidmm_for_each_process(a, q)
-        q->fair_held = 0;
-    for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e;
-         e = a->res->policy->next(a->res->policy_state, e)) {
-        const struct vidmm_allocation *v = ENTRY_OF(e);
-        if (v->lock_count || v->displayed || v->busy || v->request_epoch == a->res->epoch)
-            continue;
-        if (v->offered || !v->refs) {
-            room += v->size;
-            continue;
-        }
-        q = owner_of(a, v);
-        int others_over = q && q != p && q->seg_usage[id] > fair;
-        for (const struct vidmm_residency_ref *r = v->refs; r && others_over; r = r->al_next)
-            others_over = r->dev->process != p && r->dev->process->seg_usage[id] > fair;
-        if (others_over)
-            q->fair_held += v->size;
-    }
-    vidmm_for_each_process(a, q)
-        if (q->fair_held)
-            room += (q->fair_held < q->seg_usage[id] - fair ? q->fair_held : q->seg_usage[id] - fair);
-    return room;
-}
-
-void vidmm_residency_check_refusal(struct vidmm_adapter *a, struct vidmm_process *p, const vidmm_handle *list,
-                             uint32_t n)
-{
-    uint64_t need[VIDMM_MAX_SEGMENTS + 1] = { 0 };
-    uint32_t segs = UINT32_MAX;
-    for (uint32_t i = 0; i < n; i++) {
-        const struct vidmm_allocation *al = vidmm_handle_get_for(a, list[i], p->self);
-        if (!al || al->resident)
-            continue;
-        uint32_t mine = 0;
-        for (uint32_t id = 1; id < a->segment_count; id++) {
-            const struct vidmm_segment *s = &a->seg[id];
-            if (!(al->info.supported_write_segment_set & VIDMM_SEGMENT_BIT(id)) || !vidmm_seg_is_memory(a, id) ||
-                vidmm_needs_contiguous(a, al, s))
-                continue;
-            mine |= VIDMM_SEGMENT_BIT(id);
-            need[id] += (al->size + s->page_size - 1) / s->page_size * s->page_size;   /* a duplicate counts twice: conservative */
-        }
-        segs &= mine;
-    }
-    for (uint32_t id = 1; id < a->segment_count && segs != UINT32_MAX; id++) {
-        if (!(segs & VIDMM_SEGMENT_BIT(id)) || !need[id])
-            continue;
-        uint32_t holders = 0;
-        const struct vidmm_process *q;
-        vidmm_for_each_process(a, q)
-            holders += q->seg_usage[id] != 0;
-        uint64_t fair = a->seg[id].size / (holders + (p->seg_usage[id] == 0));
-        if (p->seg_usage[id] + need[id] > fair)
-            continue;
-        uint64_t room = fair_room(a, id, p, fair);
-        if (room < need[id])
-            continue;
-        a->res->unfair_refusals++;
-        snprintf(a->res->unfair_refusal, sizeof a->res->unfair_refusal,
-                 "process %u refused %llu bytes of segment %u holding %llu of its fair share %llu, while %llu bytes "
-                 "are free or held by processes over their share", vidmm_process_slot(p),
-                 (unsigned long long)need[id], id, (unsigned long long)p->seg_usage[id], (unsigned long long)fair,
-                 (unsigned long long)room);
-        return;
-    }
-}
-
-uint64_t vidmm_residency_unfair_refusals(const struct vidmm_adapter *a, const char **last)
-{
-    *last = a->res->unfair_refusal;
-    return a->res->unfair_refusals;
 }
 
 /* ---- placement with eviction ------------------------------------------ */
@@ -624,7 +526,7 @@ unsigned vidmm_residency_home(const struct vidmm_adapter *a, const struct vidmm_
     }
     if (only_memory)
         *only_memory = mem;
-    return n ? group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
+    return n ? vidmm_residency_group_of(a, order[0]) : VIDMM_SEGMENT_GROUP_NON_LOCAL;
 }
 
 /* The group an allocation is meant for: that of its first choice. */
@@ -649,7 +551,7 @@ static vidmm_status scan_room(struct vidmm_adapter *a, uint32_t id, struct vidmm
     if (st < 0)
         return st;
     int found = 0;
-    const struct vidmm_process *rp = req ? owner_of(a, req) : NULL;
+    const struct vidmm_process *rp = req ? vidmm_residency_owner_process(a, req) : NULL;
     a->res->over_epoch++;
     for (int pass = 0; pass <= max_pass && !found; pass++)
         for (struct vidmm_policy_entry *e = a->res->policy->first(a->res->policy_state, id); e && !found;
@@ -748,13 +650,13 @@ static void unrestore(struct vidmm_adapter *a, struct vidmm_allocation *al, int 
         vidmm_reset_schedule(a);
         return;
     }
-    al->content_lost = lost;
-    if (al->backing.sys) {
+    al->res.content_lost = lost;
+    if (al->res.backing.sys) {
         struct vidmm_placement gpu;
         vidmm_placement_take(&gpu, &al->pl);
-        vidmm_placement_take(&al->pl, &al->backing);
-        memset(&al->backing, 0, sizeof(al->backing));
-        al->backing_valid = 0;
+        vidmm_placement_take(&al->pl, &al->res.backing);
+        memset(&al->res.backing, 0, sizeof(al->res.backing));
+        al->res.backing_valid = 0;
         a->res->stats.bytes_restored -= al->size;   /* counted when the copy was made */
         vidmm_unplace(a, al, &gpu);
     } else if (mapped) {
@@ -777,15 +679,15 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
             return VIDMM_E_BUSY;   /* a locked evicted allocation stays in system memory */
         struct vidmm_placement dst;
         /* exact: back on the pages an undone eviction took it from. */
-        st = exact ? vidmm_place_at(a, al, id, al->undo_off, al->undo_len, al->undo_extents, &dst)
+        st = exact ? vidmm_place_at(a, al, id, al->res.undo.off, al->res.undo.len, al->res.undo.extents, &dst)
                    : place_evicting(a, al, id, top, prio, max_pass, &dst);
         if (st < 0)
             return st;
         if (exact)
-            al->layout = al->undo_layout;
+            al->layout = al->res.undo.layout;
         st = vidmm_process_prepare_move(a, al, &dst);
         if (st >= 0)
-            st = al->content_lost ? vidmm_fill_content(a, al, &dst, 0) : vidmm_copy_content(a, al, &al->pl, &dst);
+            st = al->res.content_lost ? vidmm_fill_content(a, al, &dst, 0) : vidmm_copy_content(a, al, &al->pl, &dst);
         if (st >= 0)
             st = vidmm_paging_submit(a, NULL);
         if (st < 0) {
@@ -793,9 +695,9 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
             return st;
         }
         /* The system pages stay as the backing copy. */
-        al->backing = al->pl;
-        al->backing_valid = !al->content_lost;
-        al->gpu_dirty = 0;
+        al->res.backing = al->pl;
+        al->res.backing_valid = !al->res.content_lost;
+        al->res.gpu_dirty = 0;
         al->pl = dst;
         if (al->pl.pages.count && al->pl.pages.ext == dst.pages.inline_ext)
             al->pl.pages.ext = al->pl.pages.inline_ext;
@@ -817,7 +719,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
             al->pl.segment_id = id;
             mapped = 1;
         }
-        if (al->content_lost) {
+        if (al->res.content_lost) {
             st = vidmm_paging_flush(a);   /* no GPU access to the old bytes in flight */
             if (st < 0) {
                 if (mapped) {   /* evicted again: plain system pages */
@@ -831,8 +733,8 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
     }
     /* Point: the entries are written, and submitted, before the
      * allocation counts as resident. */
-    int lost = al->content_lost;
-    al->content_lost = 0;
+    int lost = al->res.content_lost;
+    al->res.content_lost = 0;
     al->resident = 1;
     st = vidmm_process_remap_allocation(a, al);
     if (st >= 0)
@@ -841,7 +743,7 @@ static vidmm_status restore_into(struct vidmm_adapter *a, struct vidmm_allocatio
         unrestore(a, al, lost, mapped);
         return st;
     }
-    al->restores++;
+    al->res.restores++;
     a->res->stats.restores++;
     return VIDMM_OK;
 }
@@ -867,7 +769,7 @@ vidmm_status vidmm_residency_restore(struct vidmm_adapter *a, struct vidmm_alloc
          * what no device lists (passes 0-1) before anything listed is
          * evicted (pass 2) anywhere, and fair share (pass 3) last. */
         for (int relax = 0; relax < 2 && !again; relax++) {
-            uint32_t prio = relax ? UINT32_MAX : al->pe.priority;
+            uint32_t prio = relax ? UINT32_MAX : al->res.pe.priority;
             int stop = 0;
             for (int max_pass = 1; max_pass <= 3 && !stop; max_pass++) {
                 for (uint32_t i = 0; i < n; i++) {
@@ -910,24 +812,24 @@ void vidmm_residency_undo(struct vidmm_adapter *a, uint64_t epoch)
      * current (nothing ran on it), so this discards, no transfer. */
     uint32_t it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->undo_epoch != epoch || al->undo_kind != 2 || !al->resident)
+        if (al->res.undo.epoch != epoch || al->res.undo.kind != VIDMM_UNDO_RESTORED || !al->resident)
             continue;
         if (evict_one(a, al, 1) < 0)
             continue;   /* the driver failed it: it stays resident, its content intact */
-        al->content_lost = al->undo_lost;
-        al->evictions--;   /* not an eviction anyone asked for: the counts stay as they were */
-        al->restores--;
+        al->res.content_lost = al->res.undo.lost;
+        al->res.evictions--;   /* not an eviction anyone asked for: the counts stay as they were */
+        al->res.restores--;
     }
     /* Then the victims, where they were, if that needs no eviction. */
     it = 0;
     for (struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        if (al->undo_epoch != epoch || al->undo_kind != 1 || al->resident)
+        if (al->res.undo.epoch != epoch || al->res.undo.kind != VIDMM_UNDO_VICTIM || al->resident)
             continue;
         vidmm_residency_leave(a, al);
-        if (restore_into(a, al, al->undo_seg, al->undo_top, UINT32_MAX, -1, al->undo_extents != 0) >= 0) {
-            al->evictions--;
-            al->restores--;
-            if (al->undo_fresh)   /* it had no system copy before: none now */
+        if (restore_into(a, al, al->res.undo.seg, al->res.undo.top, UINT32_MAX, -1, al->res.undo.extents != 0) >= 0) {
+            al->res.evictions--;
+            al->res.restores--;
+            if (al->res.undo.fresh)   /* it had no system copy before: none now */
                 vidmm_residency_drop_backing(a, al);
         }
         vidmm_residency_enter(a, al);
@@ -943,54 +845,57 @@ void vidmm_residency_unlink_ref(struct vidmm_adapter *a, struct vidmm_residency_
     struct vidmm_residency_slot *e = vidmm_residency_slot_of(d, al->self);
     if (e && e->ok && e->gen == (uint16_t)(al->self >> 24)) {
         /* Its fast references go with the record. */
-        if (e->clock > al->use_clock)
-            al->use_clock = e->clock;
+        if (e->clock > al->res.use_clock)
+            al->res.use_clock = e->clock;
         memset(e, 0, sizeof(*e));
     }
-    struct vidmm_residency_ref **pp = &al->refs;
+    struct vidmm_residency_ref **pp = &al->res.refs;
     while (*pp != r)
         pp = &(*pp)->al_next;
     *pp = r->al_next;
     if (r->dev_prev)
         r->dev_prev->dev_next = r->dev_next;
     else
-        d->refs = r->dev_next;
+        d->res.refs = r->dev_next;
     if (r->dev_next)
         r->dev_next->dev_prev = r->dev_prev;
-    al->ref_total -= r->count;
-    d->ref_count--;
+    VIDMM_BUG_ON_MSG(a, al->res.ref_total < r->count,
+                     "residency references: an allocation's total is below the count of one of its records");
+    VIDMM_BUG_ON_MSG(a, d->res.ref_count == 0, "residency list: a record on a device's list its count says is empty");
+    al->res.ref_total -= r->count;
+    d->res.ref_count--;
     vidmm_residency_demand_sub(a, d->process, vidmm_residency_home_group(a, al), al->size);
     vidmm_hfree(a->ha, r, sizeof(*r), _Alignof(struct vidmm_residency_ref));
 }
 
 void vidmm_residency_forget_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    while (al->refs)
-        vidmm_residency_unlink_ref(a, al->refs);
+    while (al->res.refs)
+        vidmm_residency_unlink_ref(a, al->res.refs);
     vidmm_residency_leave(a, al);
-    struct vidmm_process *owner = owner_of(a, al);
+    struct vidmm_process *owner = vidmm_residency_owner_process(a, al);
     if (owner)
         owned_unlink(owner, al);
-    a->res->policy->remove(a->res->policy_state, &al->pe, VIDMM_POLICY_DESTROYED);
+    a->res->policy->remove(a->res->policy_state, &al->res.pe, VIDMM_POLICY_DESTROYED);
     vidmm_residency_drop_backing(a, al);
 }
 
 void vidmm_residency_device_gone(struct vidmm_adapter *a, struct vidmm_device *d)
 {
-    while (d->refs)
-        vidmm_residency_unlink_ref(a, d->refs);
-    for (uint32_t c = 0; c < d->res_dir_len; c++)
-        if (d->res_dir[c] != vidmm_residency_no_chunk)
-            vidmm_hfree(a->ha, d->res_dir[c], VIDMM_RES_CHUNK * sizeof(struct vidmm_residency_slot),
+    while (d->res.refs)
+        vidmm_residency_unlink_ref(a, d->res.refs);
+    for (uint32_t c = 0; c < d->res.res_dir_len; c++)
+        if (d->res.res_dir[c] != vidmm_residency_no_chunk)
+            vidmm_hfree(a->ha, d->res.res_dir[c], VIDMM_RES_CHUNK * sizeof(struct vidmm_residency_slot),
                         _Alignof(struct vidmm_residency_slot));
-    if (d->res_dir)
-        vidmm_hfree(a->ha, d->res_dir, (size_t)d->res_dir_len * sizeof(*d->res_dir), _Alignof(struct vidmm_residency_slot *));
-    d->res_dir = NULL;
-    d->res_dir_len = 0;
-    d->res_slot_cap = 0;
-    while (d->queues) {
-        struct vidmm_paging_queue *q = d->queues;
-        d->queues = q->next;
+    if (d->res.res_dir)
+        vidmm_hfree(a->ha, d->res.res_dir, (size_t)d->res.res_dir_len * sizeof(*d->res.res_dir), _Alignof(struct vidmm_residency_slot *));
+    d->res.res_dir = NULL;
+    d->res.res_dir_len = 0;
+    d->res.res_slot_cap = 0;
+    while (d->res.queues) {
+        struct vidmm_paging_queue *q = d->res.queues;
+        d->res.queues = q->next;
         vidmm_objtab_remove(&a->queues, q->self);
         vidmm_hfree(a->ha, q, sizeof(*q), _Alignof(struct vidmm_paging_queue));
     }
@@ -998,9 +903,9 @@ void vidmm_residency_device_gone(struct vidmm_adapter *a, struct vidmm_device *d
 
 void vidmm_residency_process_gone(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (p->budget_override[0] || p->budget_override[1])
+    if (p->res.budget_override[0] || p->res.budget_override[1])
         a->res->budget_overrides--;
-    p->budget_override[0] = p->budget_override[1] = 0;
+    p->res.budget_override[0] = p->res.budget_override[1] = 0;
     /* O(what it owns): its list. */
     while (p->owned_first)
         vidmm_residency_set_owner(a, p->owned_first, NULL);
@@ -1008,218 +913,13 @@ void vidmm_residency_process_gone(struct vidmm_adapter *a, struct vidmm_process 
 
 void vidmm_residency_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
 {
-    struct vidmm_residency_ref **pp = &al->refs;
+    struct vidmm_residency_ref **pp = &al->res.refs;
     while (*pp) {
         if ((*pp)->dev->process == p)
             vidmm_residency_unlink_ref(a, *pp);   /* unlinks *pp: the next one moves up */
         else
             pp = &(*pp)->al_next;
     }
-    if (al->pe.process == p->self)
+    if (al->res.pe.process == p->self)
         vidmm_residency_set_owner(a, al, NULL);   /* off p's list of owned allocations too */
-}
-
-/* ---- the checker ----------------------------------------------------------- */
-
-/* Device d's fast table: every record's slot has its entry (chunk);
- * an ok entry names a live allocation with a record of d that is
- * resident, owned, not offered, in the entry's group, last used no later
- * than now; an entry that is not ok holds nothing. */
-static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device *d, uint32_t pi, char *msg, size_t n)
-{
-    int e = 0;
-    for (const struct vidmm_residency_ref *r = d->refs; r; r = r->dev_next)
-        if (!vidmm_residency_slot_of(d, r->al->self)) {
-            e++;
-            snprintf(msg, n, "process %u: a device's reference to slot %u has no entry in its fast table (%u slots)", pi,
-                     (unsigned)(r->al->self & 0xFFFFFFu), d->res_slot_cap);
-        }
-    if (d->res_slot_cap != d->res_dir_len << VIDMM_RES_CHUNK_SHIFT) {
-        e++;
-        snprintf(msg, n, "process %u: fast table of %u chunks says %u slots", pi, d->res_dir_len, d->res_slot_cap);
-    }
-    for (uint32_t s = 0; s < d->res_slot_cap; s++) {
-        const struct vidmm_residency_slot *t = vidmm_residency_slot_at(d, s);
-        if (!t) {   /* a chunk never made: no entry in it */
-            s |= VIDMM_RES_CHUNK - 1u;
-            continue;
-        }
-        if (!t->ok) {
-            if (t->extra) {
-                e++;
-                snprintf(msg, n, "process %u: fast table slot %u holds %u references but is not ok", pi, s, t->extra);
-            }
-            continue;
-        }
-        const struct vidmm_allocation *al = vidmm_objtab_at(&a->allocations, s);
-        const struct vidmm_residency_ref *r = NULL;
-        if (al && al->live && !al->zombie && al->handle_gen == t->gen)
-            for (r = al->refs; r && r->dev != d; r = r->al_next)
-                ;
-        if (!r) {
-            e++;
-            snprintf(msg, n, "process %u: fast table slot %u (generation %u) names no allocation on the device's list",
-                     pi, s, t->gen);
-            continue;
-        }
-        unsigned g = al->in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL;
-        if (!al->resident || !al->owned || al->offered || t->group != g || t->clock > a->res->clock) {
-            e++;
-            snprintf(msg, n, "process %u: fast table slot %u: resident %d owned %u offered %d group %u (entry %u), "
-                     "clock %llu (now %llu)", pi, s, al->resident, al->owned, al->offered, g, t->group,
-                     (unsigned long long)t->clock, (unsigned long long)a->res->clock);
-        }
-    }
-    return e;
-}
-
-/* Each process's resident bytes per segment, and its counts of owned
- * and private allocations, against the allocations: USAGE_WINDOW table
- * slots per pass over the allocations, a bounded stack whatever the
- * number of processes, O(allocations x slots / 64). */
-#define USAGE_WINDOW 64u
-static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
-{
-    int e = 0;
-    uint64_t usage[USAGE_WINDOW][VIDMM_MAX_SEGMENTS + 1];
-    uint64_t owned[USAGE_WINDOW], priv[USAGE_WINDOW];
-    for (uint32_t base = 0; base < a->processes.used; base += USAGE_WINDOW) {
-        memset(usage, 0, sizeof(usage));
-        memset(owned, 0, sizeof(owned));
-        memset(priv, 0, sizeof(priv));
-        uint32_t it = 0;
-        for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-            const struct vidmm_process *cp = al->private_process ? vidmm_process_get(a, al->private_process) : NULL;
-            uint32_t cs = cp ? vidmm_process_slot(cp) : UINT32_MAX;
-            if (cs >= base && cs - base < USAGE_WINDOW)
-                priv[cs - base]++;
-            if (!al->pe.process)
-                continue;
-            const struct vidmm_process *p = owner_of(a, al);
-            uint32_t s = p ? vidmm_process_slot(p) : UINT32_MAX;
-            if (s >= base && s - base < USAGE_WINDOW) {
-                owned[s - base]++;
-                if (al->resident)
-                    usage[s - base][al->pl.segment_id] += al->size;
-            }
-        }
-        for (uint32_t s = base; s < base + USAGE_WINDOW && s < a->processes.used; s++) {
-            const struct vidmm_process *p = vidmm_process_at(a, s);
-            if (!p)
-                continue;
-            for (uint32_t id = 0; id <= VIDMM_MAX_SEGMENTS; id++)
-                if (p->seg_usage[id] != usage[s - base][id]) {
-                    e++;
-                    snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", s, id,
-                             (unsigned long long)p->seg_usage[id], (unsigned long long)usage[s - base][id]);
-                }
-            if (p->owned_allocations != owned[s - base] || p->private_allocations != priv[s - base]) {
-                e++;
-                snprintf(msg, n, "process %u: counts %llu owned and %llu private allocations, allocations say %llu and %llu",
-                         s, (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations,
-                         (unsigned long long)owned[s - base], (unsigned long long)priv[s - base]);
-            }
-        }
-    }
-    return e;
-}
-
-int vidmm_residency_check(const struct vidmm_adapter *a, char *msg, size_t n)
-{
-    int e = 0;
-    uint32_t it = 0;
-    for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        uint32_t i = it - 1;
-        uint32_t total = 0;
-        for (const struct vidmm_residency_ref *r = al->refs; r; r = r->al_next) {
-            total += r->count;
-            if (r->al != al || !r->count) {
-                e++;
-                snprintf(msg, n, "allocation %u: bad residency reference", i);
-            }
-        }
-        if (total != al->ref_total) {
-            e++;
-            snprintf(msg, n, "allocation %u: %u references, counter says %u", i, total, al->ref_total);
-        }
-        int want = al->resident && vidmm_seg_is_memory(a, al->pl.segment_id);
-        if (want != al->in_memory_segment) {
-            e++;
-            snprintf(msg, n, "allocation %u: policy membership %d, expected %d", i, al->in_memory_segment, want);
-        }
-        if (!al->resident && (!al->pl.sys || (al->pl.ap_mapped && !al->displayed))) {
-            e++;
-            snprintf(msg, n, "allocation %u: evicted but not in plain system pages", i);
-        }
-        if (al->backing.sys && !vidmm_seg_is_memory(a, al->pl.segment_id)) {
-            e++;
-            snprintf(msg, n, "allocation %u: backing copy outside a memory segment", i);
-        }
-        if (al->owned != (al->pe.process != 0)) {
-            e++;
-            snprintf(msg, n, "allocation %u: owned flag disagrees with the policy entry's owner", i);
-        }
-        if (al->pe.priority == 0) {
-            e++;
-            snprintf(msg, n, "allocation %u: priority 0", i);
-        }
-        if (al->resident && al->pe.process) {
-            const struct vidmm_process *p = owner_of(a, al);
-            if (!p) {
-                e++;
-                snprintf(msg, n, "allocation %u: owned by a dead process", i);
-            }
-        }
-    }
-    e += check_usage(a, msg, n);
-    uint64_t demand[2] = { 0, 0 }, usage[2] = { 0, 0 };
-    uint32_t overrides = 0;
-    const struct vidmm_process *p;
-    vidmm_for_each_process(a, p) {
-        uint32_t i = vidmm_process_slot(p);
-        demand[0] += p->demand[0];
-        demand[1] += p->demand[1];
-        for (uint32_t id = 0; id < a->segment_count; id++)
-            usage[vidmm_seg_is_memory(a, id) ? 0 : 1] += p->seg_usage[id];
-        overrides += p->budget_override[0] || p->budget_override[1];
-        for (const struct vidmm_device *d = p->devices; d; d = d->next) {
-            uint64_t refs = 0;
-            for (const struct vidmm_residency_ref *r = d->refs; r; r = r->dev_next) {
-                refs++;
-                if (r->dev != d || (r->dev_next && r->dev_next->dev_prev != r)) {
-                    e++;
-                    snprintf(msg, n, "process %u: residency list broken", i);
-                    break;
-                }
-            }
-            e += check_slots(a, d, i, msg, n);
-            if (refs != d->ref_count) {
-                e++;
-                snprintf(msg, n, "process %u: device lists %llu allocations, counter %llu", i,
-                         (unsigned long long)refs, (unsigned long long)d->ref_count);
-            }
-        }
-    }
-    if (a->res->policy->check && a->res->policy->check(a->res->policy_state)) {
-        e++;
-        snprintf(msg, n, "eviction policy %s: state inconsistent", a->res->policy->name);
-    }
-    if (overrides != a->res->budget_overrides) {
-        e++;
-        snprintf(msg, n, "%u processes have a budget override, the adapter counts %u", overrides,
-                 a->res->budget_overrides);
-    }
-    for (unsigned g = 0; g < 2; g++)
-        if (usage[g] != a->res->usage_total[g]) {
-            e++;
-            snprintf(msg, n, "usage of group %u: processes hold %llu, the adapter's total says %llu", g,
-                     (unsigned long long)usage[g], (unsigned long long)a->res->usage_total[g]);
-        }
-    for (unsigned g = 0; g < 2; g++)
-        if (demand[g] != a->res->demand_total[g]) {
-            e++;
-            snprintf(msg, n, "demand of group %u: processes hold %llu, the adapter's total says %llu", g,
-                     (unsigned long long)demand[g], (unsigned long long)a->res->demand_total[g]);
-        }
-    return e;
 }

@@ -6,6 +6,17 @@
 
 #include "model/objects.h"
 
+/* One device's references to one allocation (an entry of the device's
+ * residency requirement list). */
+struct vidmm_residency_ref {
+    struct vidmm_allocation *al;
+    struct vidmm_device *dev;
+    uint32_t count;
+    uint32_t pending;               /* evict validation scratch */
+    struct vidmm_residency_ref *al_next;  /* the allocation's references */
+    struct vidmm_residency_ref *dev_prev, *dev_next; /* the device's list */
+};
+
 vidmm_status vidmm_residency_init(struct vidmm_adapter *a);
 
 void vidmm_residency_fini(struct vidmm_adapter *a);
@@ -106,5 +117,115 @@ void vidmm_residency_use(struct vidmm_adapter *a, struct vidmm_allocation *const
  * them never evicts another until vidmm_residency_request_end.  The request's epoch. */
 uint64_t vidmm_residency_request_begin(struct vidmm_adapter *a);
 void vidmm_residency_request_end(struct vidmm_adapter *a);
+
+
+/* ---- an allocation's, a process's and a device's residency state, for
+ * the modules above (only src/residency/ names the `res` members). ---- */
+
+/* Prepare a new allocation's policy entry: handle h, its priority, used now. */
+void vidmm_residency_init_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al, vidmm_handle h,
+                                     uint32_t priority);
+
+/* The process accounted for its residency (0: none yet), and whether there is one. */
+static inline vidmm_handle vidmm_residency_owner(const struct vidmm_allocation *al)
+{
+    return al->res.pe.process;
+}
+
+static inline int vidmm_residency_is_owned(const struct vidmm_allocation *al)
+{
+    return al->res.owned != 0;
+}
+
+static inline uint32_t vidmm_residency_priority(const struct vidmm_allocation *al)
+{
+    return al->res.pe.priority;
+}
+
+/* Offered (vidmm_offer): its content may be dropped at any eviction. */
+static inline int vidmm_residency_is_offered(const struct vidmm_allocation *al)
+{
+    return al->res.offered;
+}
+
+/* Its reference records, one per device listing it (through al_next). */
+static inline struct vidmm_residency_ref *vidmm_residency_refs_of(const struct vidmm_allocation *al)
+{
+    return al->res.refs;
+}
+
+/* The system copy kept while it is resident in a memory segment
+ * (sys == NULL: none). */
+static inline struct vidmm_placement *vidmm_residency_backing(struct vidmm_allocation *al)
+{
+    return &al->res.backing;
+}
+
+static inline int vidmm_residency_has_backing(const struct vidmm_allocation *al)
+{
+    return al->res.backing.sys != NULL;
+}
+
+/* The system copy holds the current content: neither the CPU (a lock,
+ * vidmm_residency_cpu_written) nor the GPU (a submission listing it,
+ * vidmm_residency_gpu_listed) may have written since it was made. */
+static inline int vidmm_residency_backing_current(const struct vidmm_allocation *al)
+{
+    return al->res.backing.sys && al->res.backing_valid && !al->res.gpu_dirty;
+}
+
+/* The CPU may write it (a lock): the system copy goes stale, and content
+ * lost while offered is now what the CPU writes into the system pages. */
+static inline void vidmm_residency_cpu_written(struct vidmm_allocation *al)
+{
+    al->res.backing_valid = 0;
+    al->res.content_lost = 0;
+}
+
+/* A submission writes it: the system copy goes stale. */
+static inline void vidmm_residency_gpu_written(struct vidmm_allocation *al)
+{
+    al->res.backing_valid = 0;
+}
+
+/* A virtual submission lists it: the copy is no proof of the content
+ * after a reset or for standby. */
+static inline void vidmm_residency_gpu_listed(struct vidmm_allocation *al)
+{
+    al->res.gpu_dirty = 1;
+}
+
+/* Pin al for the request of epoch (vidmm_residency_request_begin): never
+ * evicted while it is served.  1 if it was not pinned yet (a list's
+ * first naming of it). */
+static inline int vidmm_residency_pin(struct vidmm_allocation *al, uint64_t epoch)
+{
+    if (al->res.request_epoch == epoch)
+        return 0;
+    al->res.request_epoch = epoch;
+    return 1;
+}
+
+/* What a process's last successful make-resident in group g left: said
+ * CantTrimFurther, usage and budget right after (the rules checker). */
+void vidmm_residency_last_request(const struct vidmm_process *p, unsigned g, int *cant_trim, uint64_t *usage,
+                                  uint64_t *budget);
+
+/* Resident bytes a process owns in segment id. */
+static inline uint64_t vidmm_residency_segment_usage(const struct vidmm_process *p, uint32_t id)
+{
+    return p->res.seg_usage[id];
+}
+
+/* A device's residency requirement list (through dev_next), and its length. */
+static inline struct vidmm_residency_ref *vidmm_residency_list_of(const struct vidmm_device *d)
+{
+    return d->res.refs;
+}
+
+static inline uint64_t vidmm_residency_list_length(const struct vidmm_device *d)
+{
+    return d->res.ref_count;
+}
 
 #endif

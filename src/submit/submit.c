@@ -196,15 +196,15 @@ static vidmm_status submit_virtual(struct vidmm_adapter *a, vidmm_handle context
     /* The device's residency list, as it is now: what the buffer may
      * touch (vidmm does not look inside it). */
     struct vidmm_device *d = c->device;
-    struct vidmm_submission *r = new_record(a, (uint32_t)d->ref_count);
+    struct vidmm_submission *r = new_record(a, (uint32_t)vidmm_residency_list_length(d));
     if (!r) {
         st = VIDMM_E_NO_HOST_MEMORY;
         goto out;
     }
     uint64_t epoch = vidmm_residency_request_begin(a);   /* pinned: restoring one never evicts another */
     uint32_t n = 0;
-    for (struct vidmm_residency_ref *ref = d->refs; ref; ref = ref->dev_next) {
-        ref->al->request_epoch = epoch;
+    for (struct vidmm_residency_ref *ref = vidmm_residency_list_of(d); ref; ref = ref->dev_next) {
+        (void)vidmm_residency_pin(ref->al, epoch);
         r->list[n++] = ref->al;
     }
     st = make_list_resident(a, r->list, n, 0);
@@ -214,7 +214,7 @@ static vidmm_status submit_virtual(struct vidmm_adapter *a, vidmm_handle context
      * which start an allocation clean: one this submission brought back
      * is written by it all the same. */
     for (uint32_t i = 0; st >= 0 && i < n; i++)
-        r->list[i]->gpu_dirty = 1;
+        vidmm_residency_gpu_listed(r->list[i]);
     if (st >= 0)
         st = submit_to_driver(a, c, gpu_va, NULL, size, fence);
     if (st < 0) {
@@ -308,8 +308,7 @@ static vidmm_status pin_physical(struct vidmm_adapter *a, const struct vidmm_sub
     uint32_t distinct = 0;
     for (uint32_t i = 0; i < args->allocation_count; i++) {
         struct vidmm_allocation *al = vidmm_handle_get(a, args->allocations[i].allocation);
-        if (al->request_epoch != epoch) {
-            al->request_epoch = epoch;
+        if (vidmm_residency_pin(al, epoch)) {
             r->list[distinct++] = al;
         }
     }
@@ -429,7 +428,7 @@ static vidmm_status submit_physical(struct vidmm_adapter *a, vidmm_handle contex
     /* A write makes the system copy stale: a later eviction copies. */
     for (uint32_t i = 0; i < n; i++)
         if (args->allocations[i].flags & VIDMM_SUBMIT_WRITE)
-            vidmm_handle_get(a, args->allocations[i].allocation)->backing_valid = 0;
+            vidmm_residency_gpu_written(vidmm_handle_get(a, args->allocations[i].allocation));
     r->fence = fence;
     commit_record(a, c, r);
     s->stats.physical_submissions++;
@@ -552,7 +551,7 @@ int vidmm_submit_check(const struct vidmm_adapter *a, char *msg, size_t n)
     }
     for (const struct vidmm_allocation *al = s->zombies; al; al = al->zombie_next) {
         zombies++;
-        if (!al->zombie || !al->live || al->refs) {
+        if (!al->zombie || !al->live || vidmm_residency_refs_of(al)) {
             e++;
             snprintf(msg, n, "deferred destruction list holds a live or listed allocation");
         }

@@ -174,8 +174,8 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
     vidmm_status st = VIDMM_OK;
     int lost = 0;
     if (al->resident && vidmm_seg_is_memory(a, al->pl.segment_id)) {
-        if (!aborted && al->backing.sys && al->backing_valid && !al->gpu_dirty) {
-            st = vidmm_copy_content(a, al, &al->backing, &al->pl);
+        if (!aborted && vidmm_residency_backing_current(al)) {
+            st = vidmm_copy_content(a, al, vidmm_residency_backing(al), &al->pl);
             vidmm_fence_stats(a)->allocations_restored++;
         } else {
             lost = 1;
@@ -184,14 +184,14 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
         lost = 1;
     }
     if (lost) {
-        if (al->backing.sys)
+        if (vidmm_residency_has_backing(al))
             vidmm_residency_drop_backing(a, al);
         st = vidmm_fill_content(a, al, &al->pl, 0);
         al->reset_lost++;
         vidmm_fence_stats(a)->allocations_lost++;
-        if (aborted && paging_hang && al->pe.process) {
+        if (aborted && paging_hang && vidmm_residency_owner(al)) {
             /* WDDM: the devices owning what the hung paging touched. */
-            struct vidmm_process *p = vidmm_process_get(a, al->pe.process);
+            struct vidmm_process *p = vidmm_process_get(a, vidmm_residency_owner(al));
             pthread_mutex_lock(&a->fence_lock);
             for (struct vidmm_device *d = p ? p->devices : NULL; d; d = d->next)
                 device_guilty(a, d);
@@ -204,7 +204,7 @@ static vidmm_status repair(struct vidmm_adapter *a, struct vidmm_allocation *al,
 static void adapter_reset(struct vidmm_adapter *a, struct vidmm_context *guilty, int paging_hang)
 {
     vidmm_fence_stats(a)->adapter_resets++;
-    a->reset_carried = 0;   /* this is the reset it was carried for */
+    vidmm_entry_carry_reset(a, 0);   /* this is the reset it was carried for */
     /* What is half built goes to the engine so the reset drops it too. */
     (void)vidmm_paging_submit(a, NULL);
     if (!a->ops.reset_from_timeout || a->ops.reset_from_timeout(a->driver) < 0) {

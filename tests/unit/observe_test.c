@@ -571,15 +571,15 @@ static void debug_callback(void)
     struct vidmm_process *pr = vidmm_process_at(f.a, (uint32_t)(p.proc & 0xFFFFFFu));
     T_CHECK(pr != NULL);
     if (pr) {
-        uint64_t u = pr->usage_after_mr[0], b = pr->budget_after_mr[0];
-        int ct = pr->last_mr_cant_trim[0];
-        pr->usage_after_mr[0] = 2 * MIB;
-        pr->budget_after_mr[0] = MIB;
-        pr->last_mr_cant_trim[0] = 0;
+        uint64_t u = pr->res.usage_after_mr[0], b = pr->res.budget_after_mr[0];
+        int ct = pr->res.last_mr_cant_trim[0];
+        pr->res.usage_after_mr[0] = 2 * MIB;
+        pr->res.budget_after_mr[0] = MIB;
+        pr->res.last_mr_cant_trim[0] = 0;
         T_EQ(vidmm_adapter_check_rules(f.a, NULL, 0), 1);
-        pr->usage_after_mr[0] = u;
-        pr->budget_after_mr[0] = b;
-        pr->last_mr_cant_trim[0] = ct;
+        pr->res.usage_after_mr[0] = u;
+        pr->res.budget_after_mr[0] = b;
+        pr->res.last_mr_cant_trim[0] = ct;
         T_EQ(m.n[VIDMM_DEBUG_ERROR], 1);
         T_CHECK(has(&m, "error: budget.usage_le_budget:", NULL));
     }

@@ -335,15 +335,15 @@ static void share_process_lists(void)
         return;
     struct iso_fx *f = &t.f;
     struct vidmm_process *pa = proc_of(f, t.A.proc), *pb = proc_of(f, t.B.proc);
-    struct vidmm_allocation *al = f->a->shares ? f->a->shares->al : NULL;
+    struct vidmm_allocation *al = f->a->sharing.shares ? f->a->sharing.shares->al : NULL;
     T_CHECK(pa && pb && al);
     if (!pa || !pb || !al)
         return;
     T_EQ(al->private_process, t.A.proc);
-    T_EQ(al->pe.process, t.A.proc);   /* A's make-resident brought it in */
+    T_EQ(al->res.pe.process, t.A.proc);   /* A's make-resident brought it in */
     T_CHECK(maps(al, pa) && maps(al, pb));
-    T_EQ(pa->share_hold_count, 1);
-    T_EQ(pb->share_hold_count, 1);
+    T_EQ(pa->sharing.share_hold_count, 1);
+    T_EQ(pb->sharing.share_hold_count, 1);
     uint64_t a_priv = pa->private_allocations, a_owned = pa->owned_allocations;
     uint64_t b_priv = pb->private_allocations, b_owned = pb->owned_allocations;
     /* The creator lets go. */
@@ -351,14 +351,14 @@ static void share_process_lists(void)
     T_EQ(al->private_process, 0);
     T_EQ(pa->private_allocations, a_priv - 1);
     T_EQ(pa->owned_allocations, a_owned - 1);
-    T_EQ(al->pe.process, 0);
+    T_EQ(al->res.pe.process, 0);
     T_CHECK(!maps(al, pa) && maps(al, pb));
-    T_EQ(pa->share_hold_count, 0);
+    T_EQ(pa->sharing.share_hold_count, 0);
     T_EQ(pb->private_allocations, b_priv);   /* the openers' now, on no private list */
     T_EQ(all_checked(f), 0);
     /* The opener's make-resident takes it: on B's owned list. */
     iso_mr(f, &t.B, &t.hb, 1, VIDMM_OK);
-    T_EQ(al->pe.process, t.B.proc);
+    T_EQ(al->res.pe.process, t.B.proc);
     T_EQ(pb->owned_allocations, b_owned + 1);
     T_EQ(all_checked(f), 0);
     /* A third process opens it; its teardown lets go of its hold only. */
@@ -366,19 +366,19 @@ static void share_process_lists(void)
     iso_new_proc(f, &C);
     vidmm_handle hc = 0;
     T_ST(vidmm_share_open(f->a, C.proc, &t.tok, &hc), VIDMM_OK);
-    T_EQ(proc_of(f, C.proc)->share_hold_count, 1);
+    T_EQ(proc_of(f, C.proc)->sharing.share_hold_count, 1);
     (void)iso_map(f, &C, hc, SSIZE);
     T_CHECK(maps(al, proc_of(f, C.proc)));
     T_ST(vidmm_process_destroy(f->a, C.proc), VIDMM_OK);
     T_EQ(al->share->holder_count, 1);
     T_CHECK(maps(al, pb));
-    T_EQ(al->pe.process, t.B.proc);
+    T_EQ(al->res.pe.process, t.B.proc);
     T_EQ(all_checked(f), 0);
     /* The last holder's process goes: the allocation with it. */
     uint64_t live = live_allocations(f);
     T_ST(vidmm_process_destroy(f->a, t.B.proc), VIDMM_OK);
     T_EQ(live_allocations(f), live - 2);   /* the shared one and B's aux allocation */
-    T_CHECK(f->a->shares == NULL);
+    T_CHECK(f->a->sharing.shares == NULL);
     T_EQ(all_checked(f), 0);
     iso_close(f);
 }
@@ -716,7 +716,7 @@ static void share_checker(void)
     char rep[2048];
     T_EQ(all_checked(f), 0);
     struct vidmm_allocation *al = NULL;
-    for (struct vidmm_share *s = f->a->shares; s; s = s->next)
+    for (struct vidmm_share *s = f->a->sharing.shares; s; s = s->next)
         al = s->al;
     T_CHECK(al != NULL);
     if (!al)
@@ -742,14 +742,14 @@ static void share_checker(void)
     T_CHECK(strstr(rep, "shared flag") != NULL);
     al->shared = 1;
     T_EQ(vidmm_adapter_check(f->a, rep, sizeof rep), 0);
-    vidmm_handle owner = al->pe.process;
-    T_CHECK(al->owned && owner == t.A.proc);
+    vidmm_handle owner = al->res.pe.process;
+    T_CHECK(al->res.owned && owner == t.A.proc);
     struct iso_proc C;
     iso_new_proc(f, &C);
-    al->pe.process = C.proc;
+    al->res.pe.process = C.proc;
     T_CHECK(vidmm_adapter_check_rules(f->a, rep, sizeof rep) > 0);
     T_CHECK(strstr(rep, "share.usage_counts_to_a_holder") != NULL);
-    al->pe.process = owner;
+    al->res.pe.process = owner;
     T_EQ(vidmm_adapter_check_rules(f->a, rep, sizeof rep), 0);
     T_EQ(all_checked(f), 0);
     iso_close(f);
