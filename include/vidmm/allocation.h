@@ -112,7 +112,9 @@ VIDMM_API vidmm_status vidmm_allocation_physical_ranges(const struct vidmm_adapt
  * aperture for invisible segments that have one; otherwise the allocation
  * is first moved to a CPU-reachable supported segment.  The pointer is
  * valid until the matching unlock; locks nest.  A locked allocation is
- * not moved (VIDMM_E_BUSY). */
+ * not moved (VIDMM_E_BUSY).  VIDMM_E_DEVICE_LOST once the adapter is
+ * removed (its driver refused an adapter reset, vidmm/tdr.h), even
+ * for an allocation already locked. */
 VIDMM_API vidmm_status vidmm_allocation_lock(struct vidmm_adapter *adapter, vidmm_handle h, void **cpu_address);
 VIDMM_API vidmm_status vidmm_allocation_unlock(struct vidmm_adapter *adapter, vidmm_handle h);
 

@@ -26,6 +26,10 @@
  *    device is lost; devices whose submitted work was dropped get reset
  *    status INNOCENT and go on; a paging hang puts the devices owning
  *    allocations whose paging was aborted in the error state (WDDM).
+ *  - a reset the driver refuses removes the adapter: every device lost,
+ *    no more resets, waits answer VIDMM_E_DEVICE_LOST, CPU locks are
+ *    refused; destroys, queries and the close still work
+ *    (docs/RESET_AND_POWER.md).
  */
 #ifndef VIDMM_TDR_H
 #define VIDMM_TDR_H

@@ -9,6 +9,7 @@
  * every public call is synchronous with the GPU.
  */
 #include "handle/lookup.h"
+#include "fence/fence.h"
 #include "fence/inflight.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -511,6 +512,11 @@ static vidmm_status allocation_lock(struct vidmm_adapter *a, vidmm_handle h, voi
         return st;
     if (a->power_state != VIDMM_POWER_D0)   /* powered down (power.h) */
         return vidmm_fail(VIDMM_E_STATE, "the adapter is powered down (power state %u)", a->power_state);
+    /* Before the lock count: a pointer taken before the removal named
+     * memory the driver may have let go with its device. */
+    if (vidmm_fence_is_adapter_removed(a))
+        return vidmm_fail(VIDMM_E_DEVICE_LOST, "the adapter is removed: its driver refused an adapter reset "
+                                               "(docs/RESET_AND_POWER.md)");
     if (!(al->info.flags & VIDMM_ALLOC_CPU_VISIBLE))
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED,
                           "allocation 0x%llx was not described with VIDMM_ALLOC_CPU_VISIBLE: the CPU cannot lock it",

@@ -184,6 +184,24 @@ void vidmm_fence_reset_view(struct vidmm_adapter *a, struct vidmm_reset_view *v)
     pthread_mutex_unlock(&a->fence_lock);
 }
 
+void vidmm_fence_remove_adapter_locked(struct vidmm_adapter *a)
+{
+    a->fence->adapter_removed = 1;
+}
+
+int vidmm_fence_adapter_removed_locked(const struct vidmm_adapter *a)
+{
+    return a->fence->adapter_removed;
+}
+
+int vidmm_fence_is_adapter_removed(struct vidmm_adapter *a)
+{
+    pthread_mutex_lock(&a->fence_lock);
+    int r = a->fence->adapter_removed;
+    pthread_mutex_unlock(&a->fence_lock);
+    return r;
+}
+
 int vidmm_fence_paging_stopped_locked(const struct vidmm_adapter *a)
 {
     return a->fence->paging_stopped && vidmm_entry_reset_flagged(a, NULL);
@@ -207,9 +225,10 @@ int vidmm_fence_paging_outstanding(struct vidmm_adapter *a, uint64_t fence)
     struct vidmm_fence_state *f = a->fence;
     pthread_mutex_lock(&a->fence_lock);
     /* Handed to the driver (below paging_next: the adapter lock guards
-     * it), not completed, and the engine not known to be stuck. */
+     * it), not completed, and the engine not known to be stuck nor the
+     * adapter removed (its driver could not reset it, D94). */
     int r = fence < f->paging_next && fence > f->paging_completed && !f->in_recovery &&
-            !vidmm_fence_paging_stopped_locked(a);
+            !vidmm_fence_paging_stopped_locked(a) && !f->adapter_removed;
     pthread_mutex_unlock(&a->fence_lock);
     return r;
 }

@@ -78,6 +78,13 @@ void vidmm_fence_reset_view(struct vidmm_adapter *a, struct vidmm_reset_view *v)
  * nothing queued on it runs before the reset, which drops it. */
 int vidmm_fence_paging_stopped_locked(const struct vidmm_adapter *a);
 
+/* The adapter is removed: its driver refused an adapter reset (tdr/).
+ * From then on the CPU gets no pointer into its segments (D94).  Set
+ * and read under the fence lock. */
+void vidmm_fence_remove_adapter_locked(struct vidmm_adapter *a);
+int vidmm_fence_adapter_removed_locked(const struct vidmm_adapter *a);
+int vidmm_fence_is_adapter_removed(struct vidmm_adapter *a);
+
 /* The calling thread's pending reset resets the paging engine (an
  * adapter reset): every paging fence passes before the entry returns,
  * and results of paging since the fault cannot be trusted. */

@@ -52,6 +52,9 @@ struct vidmm_fence_state {
     int pending_paging;
     int paging_stopped;
     uint64_t generation;            /* adapter resets so far (adapter lock) */
+    /* The driver refused an adapter reset: nothing of its memory can be
+     * trusted any more, not even the segments' CPU mappings (D94). */
+    int adapter_removed;
     struct vidmm_tdr_stats stats;   /* counted where the event is seen */
 };
 

@@ -68,8 +68,8 @@ static int find_hang_locked(struct vidmm_adapter *a, uint64_t now, int *node)
 {
     struct vidmm_fence_state *t = a->fence;
     int pending = vidmm_entry_reset_any(a);
-    if (t->in_recovery || (pending && t->paging_stopped))
-        return 0;   /* already being dealt with */
+    if (t->in_recovery || (pending && t->paging_stopped) || t->adapter_removed)
+        return 0;   /* already being dealt with, or beyond a reset (D94) */
     if (t->paging_fault && !(pending && t->pending_paging)) {
         *node = -1;   /* an unrecoverable paging fault: no timeout to wait */
         return 1;
@@ -195,6 +195,8 @@ vidmm_status vidmm_fence_wait_reached(struct vidmm_adapter *a, vidmm_fence_reach
     }
     int done = reached(a, arg);
     while (done == 0) {
+        if (a->fence->adapter_removed)
+            return VIDMM_E_DEVICE_LOST;   /* its driver refused a reset: nothing more completes (D94) */
         if (vidmm_reset_pending_locked(a))
             return VIDMM_E_TIMEOUT;   /* called back under the adapter lock: the reset runs as it unwinds */
         int rc = vidmm_fence_wait(a, timeout_ns == UINT64_MAX ? NULL : &until);

@@ -45,14 +45,19 @@
  * (docs/DECISIONS.md D61).  VIDMM_E_TIMEOUT whenever the pending reset
  * resets the paging engine (a hang, or a fault that makes its results
  * untrustworthy); the caller backs out and the reset runs as the entry
- * unwinds. */
+ * unwinds.  VIDMM_E_DEVICE_LOST on a removed adapter (its driver refused
+ * an adapter reset: nothing queued will complete, D94). */
 static vidmm_status wait_fence(struct vidmm_adapter *a, uint64_t fence)
 {
     pthread_mutex_lock(&a->fence_lock);
-    while (vidmm_fence_paging_completed_locked(a) < fence && !vidmm_fence_paging_stopped_locked(a))
+    while (vidmm_fence_paging_completed_locked(a) < fence && !vidmm_fence_paging_stopped_locked(a) &&
+           !vidmm_fence_adapter_removed_locked(a))
         (void)vidmm_fence_wait(a, NULL);   /* looks for hangs between slices */
     int fault = vidmm_fence_paging_fault_unhandled_locked(a);
+    int removed = vidmm_fence_paging_completed_locked(a) < fence && vidmm_fence_adapter_removed_locked(a);
     pthread_mutex_unlock(&a->fence_lock);
+    if (removed)
+        return VIDMM_E_DEVICE_LOST;   /* its driver refused a reset: the engine is gone (D94) */
     if (fault)
         (void)vidmm_hang_poll(a);   /* a paging buffer faulted: reset before its results are used */
     return vidmm_fence_paging_reset_pending(a) ? VIDMM_E_TIMEOUT : VIDMM_OK;

@@ -116,11 +116,12 @@ static vidmm_status engine_reset(struct vidmm_adapter *a, uint32_t node)
 
 /* ---- adapter reset ---------------------------------------------------------- */
 
-/* The driver cannot reset: every device is put in error (nothing of the
- * adapter can be trusted). */
+/* The driver cannot reset: the adapter is removed and every device is
+ * put in error (nothing of the adapter can be trusted, D94). */
 static void adapter_dead(struct vidmm_adapter *a)
 {
     pthread_mutex_lock(&a->fence_lock);
+    vidmm_fence_remove_adapter_locked(a);
     struct vidmm_process *p;
     vidmm_for_each_process(a, p)
         for (struct vidmm_device *d = p->devices; d; d = d->next)

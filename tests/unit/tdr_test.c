@@ -38,6 +38,7 @@ struct tx {
     struct vidmm_adapter *a;
     struct vidmm_driver_ops ops;
     int fail_power;          /* set_power_state wrapper answers DRIVER_FAILURE */
+    int fail_reset;          /* reset_from_timeout wrapper answers DRIVER_FAILURE */
     int responsive;          /* query_engine_status wrapper: 1 = "slow, not stuck" */
     /* query_engine_status and reset_engine wrappers: softgpu's copy
      * engine is held until vidmm, having confirmed a node hang
@@ -56,6 +57,13 @@ static vidmm_status failing_power(void *drv, uint32_t state)
     if (g_tx && g_tx->fail_power)
         return VIDMM_E_DRIVER_FAILURE;
     return softgpu_driver_ops()->set_power_state(drv, state);
+}
+
+static vidmm_status failing_reset(void *drv)
+{
+    if (g_tx && g_tx->fail_reset)
+        return VIDMM_E_DRIVER_FAILURE;
+    return softgpu_driver_ops()->reset_from_timeout(drv);
 }
 
 static vidmm_status wrapped_query_engine(void *drv, uint32_t node, uint32_t *responsive)
@@ -131,6 +139,7 @@ static int tx_open_q(struct tx *f, int sync, int engine_reset, uint32_t standby_
     if (engine_reset && query == 2)
         f->ops.reset_engine = wrapped_reset_engine;
     f->ops.set_power_state = failing_power;
+    f->ops.reset_from_timeout = failing_reset;
     if (softgpu_open(&f->fa, &cfg, &f->ops, 0, &f->sg, &f->a))
         return -1;
     T_ST(vidmm_adapter_set_tdr_timeout(f->a, TDR_NS), VIDMM_OK);
@@ -422,6 +431,45 @@ static void adapter_reset_case(int sync)
 
 static void adapter_reset_async(void) { adapter_reset_case(0); }
 static void adapter_reset_sync(void) { adapter_reset_case(1); }
+
+/* The driver refuses the adapter reset a paging hang asks for: the
+ * adapter is removed (D94).  Every device is lost, and the CPU gets no
+ * pointer into its segments any more - not even for an allocation it had
+ * locked before (a driver that could not reset may have let its memory
+ * go with the device); unlock and close still work. */
+static void reset_refused_removes_adapter(void)
+{
+    struct tx f;
+    if (tx_open(&f, 1, 0, 0, 0))
+        return;
+    struct softgpu_proc p;
+    softgpu_new_proc(f.a, &p, SOFTGPU_NODE_GRAPHICS, VIDMM_CONTEXT_VIRTUAL);
+    vidmm_handle x = new_alloc(&f, SET12, 1 * MIB, 31);
+    vidmm_handle y = new_alloc(&f, SET12, 1 * MIB, 33);
+    softgpu_make_resident(f.a, p.dev, p.queue, &x, 1);
+    void *before = NULL;
+    T_ST(vidmm_allocation_lock(f.a, x, &before), VIDMM_OK);
+    T_CHECK(before != NULL);
+    f.fail_reset = 1;
+    softgpu_inject_paging_hang(f.sg, 0);
+    struct vidmm_make_resident_args mr;
+    memset(&mr, 0, sizeof(mr));
+    mr.paging_queue = p.queue;
+    mr.allocations = &y;
+    mr.count = 1;
+    vidmm_status rst = vidmm_make_resident(f.a, p.dev, &mr);
+    T_CHECK(rst == VIDMM_PENDING || rst == VIDMM_OK);
+    /* The wait finds the hang; the reset is refused: it gives up. */
+    T_ST(vidmm_paging_queue_wait(f.a, p.queue, mr.paging_fence_value, UINT64_MAX), VIDMM_E_DEVICE_LOST);
+    T_EQ_U64(tdr_stats(&f).adapter_resets, 1);
+    T_EQ(dev_info(&f, p.dev).lost, 1);
+    void *after = NULL;
+    T_ST(vidmm_allocation_lock(f.a, x, &after), VIDMM_E_DEVICE_LOST);
+    T_CHECK(after == NULL);   /* a refusal changes nothing */
+    T_ST(vidmm_allocation_lock(f.a, y, &after), VIDMM_E_DEVICE_LOST);
+    T_ST(vidmm_allocation_unlock(f.a, x), VIDMM_OK);
+    tx_close(&f);
+}
 
 /* ---- paging hangs ---------------------------------------------------------- */
 
@@ -1178,4 +1226,5 @@ void suite_tdr(void)
     t_run("power.down_refuses_gpu_work", power_down_refuses_gpu_work);
     t_run("power.displayed_primary", power_displayed_primary);
     t_run("power.keeps_gpu_writes", power_keeps_gpu_writes);
+    t_run("tdr.reset_refused_removes_adapter", reset_refused_removes_adapter);
 }

@@ -529,6 +529,11 @@ static void device_loss(uint32_t mode)
         T_ST(vidmm_device_query(f.a, f.dev, &dv), VIDMM_OK);
         T_CHECK(dv.lost);
         printf("device loss: the new device's arenas moved; devices put in the error state\n");
+        /* The arenas the segments' CPU addresses named are gone: no
+         * CPU pointer into them is handed out any more. */
+        void *p = NULL;
+        T_ST(vidmm_allocation_lock(f.a, h[0], &p), VIDMM_E_DEVICE_LOST);
+        T_CHECK(p == NULL);
         fx_close(&f);
         return;
     }
