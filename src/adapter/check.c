@@ -11,6 +11,7 @@
 #include "core/report.h"
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "allocation/allocation.h"
 #include "paging_process/paging_process.h"

@@ -17,6 +17,7 @@
 #include "core/report.h"
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "mmu/mmu.h"
 #include "observe/observe.h"

@@ -263,31 +263,6 @@ void vidmm_adapter_unlock(const struct vidmm_adapter *a);
 
 #include "model/entry.h"
 
-#define VIDMM_HANDLE_TYPE_ALLOCATION 1u
-#define VIDMM_HANDLE_TYPE_PROCESS 2u
-#define VIDMM_HANDLE_TYPE_DEVICE 3u
-#define VIDMM_HANDLE_TYPE_CONTEXT 4u
-#define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
-#define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
-#define VIDMM_HANDLE_TYPE_SHARED_ALLOCATION 7u /* an opener's handle of a shared allocation (vidmm/share.h) */
-
-/* The process in handle-table slot `slot`, or NULL. */
-static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
-{
-    return (struct vidmm_process *)vidmm_objtab_at(&a->processes, slot);
-}
-
-/* A process's slot in the handle table (reports name processes by it). */
-static inline uint32_t vidmm_process_slot(const struct vidmm_process *p)
-{
-    return VIDMM_HANDLE_SLOT(p->self);
-}
-
-/* Every live process, first created first: O(live processes).  The body
- * must not free the process it is on (process teardown walks
- * `while (a->process_first)` instead). */
-#define vidmm_for_each_process(a, p) for ((p) = (a)->process_first; (p); (p) = (p)->live_next)
-
 /* 0 when taken (hang recovery from a wait that does not hold it). */
 int vidmm_adapter_trylock(struct vidmm_adapter *a);
 

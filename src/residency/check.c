@@ -7,6 +7,7 @@
  */
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "process/process.h"
 #include "residency/residency.h"
 #include "residency/res_state.h"

@@ -43,6 +43,7 @@
  */
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "paging_process/paging_process.h"
 #include "device/device.h"

@@ -24,6 +24,7 @@
 #include "iso_common.h"
 #include "softgpu_fixture.h"
 #include "model/objects.h"   /* share.checker corrupts the state the walkers check */
+#include "handle/lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
