@@ -130,6 +130,8 @@ cpu_map allocation
 sharing allocation
 alloc_pool handle
 debug observe
+va_map process
+va_spares process
 EOF_FIELDS
 while read -r field owner; do
   for f in src/*/*.[ch]; do

@@ -160,12 +160,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
             vidmm_report_add(r, "process %u: lists %llu owned and %llu private allocations, counts %llu and %llu",
                              vidmm_process_slot(p), (unsigned long long)owned, (unsigned long long)priv,
                              (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations);
-        uint32_t spares = 0;
-        for (const struct vidmm_va_user *u = p->spare_users; u && spares <= p->spare_user_count; u = u->next)
-            spares++;
-        if (spares != p->spare_user_count)
-            vidmm_report_add(r, "process %u: %u spare user links listed, %u counted", vidmm_process_slot(p), spares,
-                             p->spare_user_count);
+        vidmm_process_check_spares(p, r);
         prev = p;
     }
     if (n != a->processes.live || a->process_last != prev)
@@ -173,23 +168,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                          a->process_last == prev ? "right" : "wrong", a->processes.live);
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        counted += al->va_processes;
-        if (al->va_processes > a->processes.live)
-            vidmm_report_add(r, "allocation %u: mapped by %u processes, %u are alive", it - 1, al->va_processes,
-                             a->processes.live);
-        /* Its users: live processes that map it, each once, as many as
-         * counted. */
-        uint32_t users = 0;
-        for (const struct vidmm_va_user *u = al->va_users; u && users <= al->va_processes; u = u->next) {
-            users++;
-            const struct vidmm_process *up = u->process;
-            if ((u->next && u->next->prev != u) || (u == al->va_users && u->prev) ||
-                vidmm_objtab_get(&a->processes, up->self) != up || !vidmm_va_object_mapping_count(&up->vs, al->self))
-                vidmm_report_add(r, "allocation %u: user list broken, or names a process that does not map it", it - 1);
-        }
-        if (users != al->va_processes)
-            vidmm_report_add(r, "allocation %u: %u processes listed as mapping it, %u counted", it - 1, users,
-                             al->va_processes);
+        counted += vidmm_process_check_users(a, al, it - 1, r);
     }
     if (objects != counted)
         vidmm_report_add(r, "process VA spaces index %llu (process, allocation) pairs, allocations count %llu",

@@ -42,6 +42,7 @@
 #include "device/device_fields.h"
 #include "handle/handle_fields.h"
 #include "observe/observe_fields.h"
+#include "process/process_fields.h"
 #include "model/entry_state.h"
 
 #include <pthread.h>
@@ -90,11 +91,7 @@ struct vidmm_allocation {
     uint64_t moves;
     struct vidmm_allocation *pool_next; /* free-object list link while !live (handle/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
-    /* The processes whose VA space maps it, and how many (the VA spaces'
-     * object index tells each first and last mapping, process/process.c):
-     * a move or a destroy visits those, not every process. */
-    struct vidmm_va_user *va_users;
-    uint32_t va_processes;
+    struct vidmm_alloc_va_map va_map; /* process/process_fields.h: the processes mapping it */
     uint64_t paging_fence;          /* paging fence of the last operation writing its content (tdr/tdr.c) */
     uint32_t reset_lost;            /* adapter resets that lost its content */
     /* Isolation (D38): the process it was created for through a device,
@@ -125,14 +122,6 @@ struct vidmm_paging_process;
 struct vidmm_fence_state;
 struct vidmm_submit_state;
 
-/* One process that maps an allocation: a link of the allocation's
- * va_users list.  The process keeps spares, obtained when a change is
- * prepared, so the commit that maps a new allocation never allocates. */
-struct vidmm_va_user {
-    struct vidmm_process *process;
-    struct vidmm_va_user *prev, *next;
-};
-
 struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
@@ -149,10 +138,7 @@ struct vidmm_process {
     uint64_t owned_allocations;
     uint64_t private_allocations;
     struct vidmm_process_sharing sharing; /* allocation/allocation_fields.h */
-    /* Spare vidmm_va_user links (through next) for allocations this
-     * process will map first in the change being prepared. */
-    struct vidmm_va_user *spare_users;
-    uint32_t spare_user_count;
+    struct vidmm_process_va_spares va_spares; /* process/process_fields.h */
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;

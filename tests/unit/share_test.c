@@ -323,7 +323,7 @@ static struct vidmm_process *proc_of(struct iso_fx *f, vidmm_handle h)
 
 static int maps(const struct vidmm_allocation *al, const struct vidmm_process *p)
 {
-    for (const struct vidmm_va_user *u = al->va_users; u; u = u->next)
+    for (const struct vidmm_va_user *u = al->va_map.users; u; u = u->next)
         if (u->process == p)
             return 1;
     return 0;
