@@ -132,6 +132,7 @@ alloc_pool handle
 debug observe
 va_map process
 va_spares process
+mmu mmu
 EOF_FIELDS
 while read -r field owner; do
   for f in src/*/*.[ch]; do

@@ -231,7 +231,7 @@ static void check_processes(const struct vidmm_adapter *a, struct seg_sum *sum, 
         uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
         uint64_t tables = 0;
         memset(bytes, 0, sizeof(bytes));
-        vidmm_pt_account(p->root, bytes, &tables);
+        vidmm_pt_account(vidmm_pt_root(p), bytes, &tables);
         for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
             sum[id].used += bytes[id];
             sum[id].committed += bytes[id];

@@ -28,10 +28,10 @@ static void process_free(struct vidmm_adapter *a, struct vidmm_process *p)
     vidmm_residency_process_gone(a, p);
     (void)vidmm_paging_flush(a);
     vidmm_process_bind_root(a, p, p->self, 0);
-    vidmm_pt_destroy(a, p->root);
+    vidmm_pt_destroy(a, vidmm_pt_root(p));
     vidmm_va_space_fini(&p->vs);   /* p leaves the user lists of what it still maps */
     vidmm_process_free_users(a, p);
-    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_pt_process_fini(a, p);
     /* Under the fence lock: a fault report may be looking the slot up. */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_objtab_remove(&a->processes, p->self);

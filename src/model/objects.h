@@ -43,6 +43,7 @@
 #include "handle/handle_fields.h"
 #include "observe/observe_fields.h"
 #include "process/process_fields.h"
+#include "mmu/mmu_fields.h"
 #include "model/entry_state.h"
 
 #include <pthread.h>
@@ -142,15 +143,9 @@ struct vidmm_process {
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;
-    struct vidmm_page_table *root;  /* NULL in IoMmu mode */
+    struct vidmm_process_mmu mmu;   /* mmu/mmu_fields.h: page tables, PTE buffer, flush span */
     int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
     int no_va;                      /* neither model: no GPU VA (physical-mode contexts only) */
-    int paging_process;             /* the system paging process: tables in the paging-process segments */
-    struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
-    uint32_t pte_buf_len;
-    uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
-    uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
-    uint64_t root_grows;            /* times a resizable root grew */
     /* Device error state after a GPU page fault (guarded by the fence lock:
      * the report may come from a driver thread). */
     int faulted;

@@ -225,11 +225,9 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     p->adapter = a;
     p->iommu = iommu;
     p->no_va = no_va;
-    p->flush_lo = UINT64_MAX;
-    p->pte_buf_len = iommu || no_va ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count;
-    p->pte_buf = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_PTE_BUF, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
-    vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
-    if (!p->pte_buf)
+    vidmm_status st = vidmm_pt_process_init(a, p, iommu || no_va ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count,
+                                            VIDMM_SITE_PROCESS_PTE_BUF, 0);
+    if (st < 0)
         goto fail;
     /* IoMmu: the CPU's user address space (47 bits on x86-64). */
     st = vidmm_va_space_init(&p->vs, a->ha, iommu || no_va ? 47 : a->gpummu.caps.virtual_address_bit_count);
@@ -258,11 +256,11 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     *out = p->self;
     return VIDMM_OK;
 fail_root:
-    vidmm_pt_destroy(a, p->root);
+    vidmm_pt_destroy(a, vidmm_pt_root(p));
 fail_vs:
     vidmm_va_space_fini(&p->vs);
 fail_buf:
-    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_pt_process_fini(a, p);
 fail:
     vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
     return st;
@@ -294,11 +292,11 @@ static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h,
     out->ranges = p->vs.range_count;
     uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
     memset(bytes, 0, sizeof(bytes));
-    vidmm_pt_account(p->root, bytes, &out->page_tables);
+    vidmm_pt_account(vidmm_pt_root(p), bytes, &out->page_tables);
     for (uint32_t i = 0; i <= VIDMM_MAX_SEGMENTS; i++)
         out->page_table_bytes += bytes[i];
-    out->root_entries = p->root ? p->root->entries : 0;
-    out->root_grows = p->root_grows;
+    out->root_entries = vidmm_pt_root(p) ? vidmm_pt_root(p)->entries : 0;
+    out->root_grows = vidmm_pt_root_grows(p);
     return VIDMM_OK;
 }
 
@@ -641,8 +639,8 @@ static vidmm_status process_root_page_table(const struct vidmm_adapter *a, vidmm
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "process 0x%llx has no GPU page tables of its own",
                           (unsigned long long)h);
     memset(root, 0, sizeof(*root));
-    root->segment_id = p->root->segment_id;
-    root->segment_offset = p->root->offset;
+    root->segment_id = vidmm_pt_root(p)->segment_id;
+    root->segment_offset = vidmm_pt_root(p)->offset;
     return VIDMM_OK;
 }
 
@@ -703,7 +701,7 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
 
 vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (p->iommu || !p->root)
+    if (p->iommu || !vidmm_pt_root(p))
         return VIDMM_OK;
     for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, 0); r; r = vidmm_va_next(&p->vs, r)) {
         if (r->d.state != VIDMM_VA_RESERVED || r->d.mode != VIDMM_VA_ZERO)

@@ -141,7 +141,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
         st = r;
     struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
-        if (p->root) {
+        if (vidmm_pt_root(p)) {
             r = vidmm_pt_rebuild(a, p);
             /* Zero reservations have no allocation to remap them below. */
             if (r >= 0)
@@ -157,7 +157,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
             st = r;
     }
     vidmm_for_each_process(a, p) {
-        if (p->root) {
+        if (vidmm_pt_root(p)) {
             r = vidmm_pt_flush(a, p);
             if (r < 0 && st >= 0)
                 st = r;
