@@ -133,6 +133,7 @@ debug observe
 va_map process
 va_spares process
 mmu mmu
+fault process
 EOF_FIELDS
 while read -r field owner; do
   for f in src/*/*.[ch]; do

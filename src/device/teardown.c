@@ -72,12 +72,7 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
         pthread_mutex_unlock(&a->fence_lock);
         return; /* the context or process is gone: nothing to put in error */
     }
-    if (!p->faulted) {
-        p->faulted = 1;
-        p->fault_va = va;
-        p->fault_flags = flags;
-    }
-    p->faults++;
+    vidmm_process_note_fault_locked(p, va, flags);
     pthread_mutex_unlock(&a->fence_lock);
 }
 

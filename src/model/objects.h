@@ -146,12 +146,7 @@ struct vidmm_process {
     struct vidmm_process_mmu mmu;   /* mmu/mmu_fields.h: page tables, PTE buffer, flush span */
     int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
     int no_va;                      /* neither model: no GPU VA (physical-mode contexts only) */
-    /* Device error state after a GPU page fault (guarded by the fence lock:
-     * the report may come from a driver thread). */
-    int faulted;
-    uint32_t fault_flags;
-    uint64_t fault_va;
-    uint64_t faults;
+    struct vidmm_process_fault fault; /* process/process_fields.h: error state (fence lock) */
     struct vidmm_process_residency res; /* residency/residency_fields.h */
 };
 

@@ -269,7 +269,7 @@ fail:
 static int faulted(struct vidmm_adapter *a, const struct vidmm_process *p)
 {
     pthread_mutex_lock(&a->fence_lock);
-    int f = p->faulted;
+    int f = p->fault.faulted;
     pthread_mutex_unlock(&a->fence_lock);
     return f;
 }
@@ -284,10 +284,10 @@ static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h,
         return st;
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
-    out->faulted = p->faulted;
-    out->fault_flags = p->fault_flags;
-    out->fault_va = p->fault_va;
-    out->faults = p->faults;
+    out->faulted = p->fault.faulted;
+    out->fault_flags = p->fault.fault_flags;
+    out->fault_va = p->fault.fault_va;
+    out->faults = p->fault.faults;
     pthread_mutex_unlock((pthread_mutex_t *)&a->fence_lock);
     out->ranges = p->vs.range_count;
     uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
@@ -855,4 +855,16 @@ uint32_t vidmm_process_check_users(const struct vidmm_adapter *a, const struct v
         vidmm_report_add(r, "allocation %u: %u processes listed as mapping it, %u counted", slot, users,
                          al->va_map.processes);
     return al->va_map.processes;
+}
+
+/* The first fault puts p in error; every fault counts (fence lock held:
+ * the report comes from a driver thread). */
+void vidmm_process_note_fault_locked(struct vidmm_process *p, uint64_t va, uint32_t flags)
+{
+    if (!p->fault.faulted) {
+        p->fault.faulted = 1;
+        p->fault.fault_va = va;
+        p->fault.fault_flags = flags;
+    }
+    p->fault.faults++;
 }

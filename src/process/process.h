@@ -48,4 +48,8 @@ static inline const struct vidmm_va_user *vidmm_process_users_of(const struct vi
     return al->va_map.users;
 }
 
+/* A GPU page fault of p's: the first puts p in error (vidmm/process.h's
+ * info reports it), every one counts.  Under the fence lock. */
+void vidmm_process_note_fault_locked(struct vidmm_process *p, uint64_t va, uint32_t flags);
+
 #endif

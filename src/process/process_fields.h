@@ -1,8 +1,8 @@
 /*
  * process_fields.h - the process module's members of the shared objects
  * (process/process.c): which processes map an allocation (its `va_map`
- * member) and the spare links a process keeps for that list (its
- * `va_spares` member).  model/objects.h embeds them; only src/process/
+ * member), the spare links a process keeps for that list (its
+ * `va_spares` member) and a process's error state (its `fault` member).  model/objects.h embeds them; only src/process/
  * names the members (others call process/process.h).  Types only.
  */
 #ifndef VIDMM_PROCESS_PROCESS_FIELDS_H
@@ -33,6 +33,16 @@ struct vidmm_alloc_va_map {
 struct vidmm_process_va_spares {
     struct vidmm_va_user *users;
     uint32_t count;
+};
+
+/* Device error state after a GPU page fault (guarded by the fence lock:
+ * the report may come from a driver thread): the first fault, and how
+ * many there were. */
+struct vidmm_process_fault {
+    int faulted;
+    uint32_t fault_flags;
+    uint64_t fault_va;
+    uint64_t faults;
 };
 
 #endif
