@@ -134,6 +134,7 @@ va_map process
 va_spares process
 mmu mmu
 fault process
+owned residency
 EOF_FIELDS
 while read -r field owner; do
   for f in src/*/*.[ch]; do

@@ -141,14 +141,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                              vidmm_process_slot(p));
         if (!p->no_va)
             objects += p->vs.obj_count;
-        uint64_t owned = 0, priv = 0;
-        for (const struct vidmm_allocation *al = p->owned_first; al && owned <= p->owned_allocations;
-             al = al->owned_next) {
-            owned++;
-            if (vidmm_residency_owner(al) != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
-                (al == p->owned_first && al->owned_prev))
-                vidmm_report_add(r, "process %u: list of owned allocations broken", vidmm_process_slot(p));
-        }
+        uint64_t owned = vidmm_residency_check_owned(p, r), priv = 0;
         for (const struct vidmm_allocation *al = p->private_first; al && priv <= p->private_allocations;
              al = al->private_next) {
             priv++;
@@ -156,10 +149,10 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                 (al == p->private_first && al->private_prev))
                 vidmm_report_add(r, "process %u: list of private allocations broken", vidmm_process_slot(p));
         }
-        if (owned != p->owned_allocations || priv != p->private_allocations)
+        if (owned != vidmm_residency_owned_count(p) || priv != p->private_allocations)
             vidmm_report_add(r, "process %u: lists %llu owned and %llu private allocations, counts %llu and %llu",
                              vidmm_process_slot(p), (unsigned long long)owned, (unsigned long long)priv,
-                             (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations);
+                             (unsigned long long)vidmm_residency_owned_count(p), (unsigned long long)p->private_allocations);
         vidmm_process_check_spares(p, r);
         prev = p;
     }

@@ -102,11 +102,10 @@ struct vidmm_allocation {
      * allocation created with VIDMM_CREATE_SHARED; its holders, token. */
     struct vidmm_share *share;
     /* On its creator's list of private allocations (private_process set,
-     * until destroyed or the creator is gone), and on its residency
-     * owner's list of owned allocations (pe.process set): a process's
-     * teardown walks its own allocations, not every allocation. */
+     * until destroyed or the creator is gone): a process's teardown walks
+     * its own allocations, not every allocation. */
     struct vidmm_allocation *private_prev, *private_next;
-    struct vidmm_allocation *owned_prev, *owned_next;
+    struct vidmm_alloc_owned_link owned; /* residency/residency_fields.h: its owner's list */
     /* Observability (observe/): the caller's name (host memory of
      * name_size bytes, released with the object) and opaque pointer. */
     char *name;
@@ -130,13 +129,11 @@ struct vidmm_process {
      * and unlinked with the table slot, under the fence lock): walks over
      * every process cost O(live processes), whatever the table's size. */
     struct vidmm_process *live_prev, *live_next;
-    /* Allocations whose residency owner it is (pe.process), and private
-     * allocations it created (private_process; destroyed ones waiting for
-     * their GPU work included), listed through the allocations'
-     * owned_* and private_* links and counted: its teardown walks these,
-     * not every allocation. */
-    struct vidmm_allocation *owned_first, *private_first;
-    uint64_t owned_allocations;
+    /* Private allocations it created (private_process; destroyed ones
+     * waiting for their GPU work included), listed through their
+     * private_* links and counted; the allocations it owns for residency
+     * are listed in res (residency/residency_fields.h). */
+    struct vidmm_allocation *private_first;
     uint64_t private_allocations;
     struct vidmm_process_sharing sharing; /* allocation/allocation_fields.h */
     struct vidmm_process_va_spares va_spares; /* process/process_fields.h */
