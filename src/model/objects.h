@@ -2,17 +2,12 @@
  * objects.h - the object model every layer above the leaf allocators
  * shares: adapter, allocation, process (internal, never installed).
  *
- * Ownership: the adapter owns its segments (a fixed array, id = index),
- * its handle tables, and every module's state.  Everything is reached
- * from the adapter; there is no global state.  The members a module keeps
- * inside these objects are its own sub-structs, declared in its fields
- * header (src/<module>/<module>_fields.h, types only, included here and
- * nowhere else outside the module) and named by that module's files only
- * - e.g. an allocation's `res` (residency/residency_fields.h); other
- * modules call the owner's functions (tests/layering.sh enforces both).
- * A module's own objects (devices and contexts, segments, page tables,
- * reference records, paging queues) are declared in its headers.  Only
- * the entry mechanism (model/entry.h) and a few inline accessors are here.
+ * The adapter owns its segments, its handle tables and every module's
+ * state; there is no global state.  A module's members of these objects
+ * are sub-structs declared in its fields header (src/<module>/
+ * <module>_fields.h, e.g. an allocation's `res`) and named by its files
+ * only (tests/layering.sh); what stays here is read by layers on both
+ * sides of its writer (docs/DECISIONS.md D86 lists it).
  */
 #ifndef VIDMM_MODEL_OBJECTS_H
 #define VIDMM_MODEL_OBJECTS_H
@@ -30,6 +25,8 @@
 #include "vidmm/observe.h"
 #include "vidmm/share.h"
 
+#include "core/alloc_sites.h" /* vidmm_halloc, vidmm_hzalloc, vidmm_hfree, allocation sites */
+#include "core/error.h"       /* vidmm_fail: a failing check records why */
 #include "core/objtab.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
@@ -52,14 +49,6 @@
 
 #define VIDMM_PAGE_4K 4096u
 #define VIDMM_PAGE_64K 65536u
-
-/* ---- host memory ---------------------------------------------------- */
-
-/* vidmm_halloc, vidmm_hzalloc, vidmm_hfree and the allocation site ids. */
-#include "core/alloc_sites.h"
-
-/* vidmm_fail: a failing check records why (the thread's last error). */
-#include "core/error.h"
 
 /* ---- allocations ---------------------------------------------------- */
 
@@ -147,9 +136,6 @@ struct vidmm_process {
     struct vidmm_process_residency res; /* residency/residency_fields.h */
 };
 
-/* Is segment id a memory segment (not 0, the aperture or AGP)? */
-static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id);
-
 /* ---- adapter -------------------------------------------------------- */
 
 #include "model/upcalls.h"
@@ -227,17 +213,7 @@ struct vidmm_adapter {
     struct vidmm_debug_hook debug;  /* observe/observe_fields.h */
 };
 
-/* adapter.c: take / release the adapter lock (recursive: an entry may
- * call another entry, or a user callback run under it may call back in on
- * the same thread).  const: the lock is not part of the adapter's logical
- * state, and read-only entries take it too. */
-void vidmm_adapter_lock(const struct vidmm_adapter *a);
-void vidmm_adapter_unlock(const struct vidmm_adapter *a);
-
 #include "model/entry.h"
-
-/* 0 when taken (hang recovery from a wait that does not hold it). */
-int vidmm_adapter_trylock(struct vidmm_adapter *a);
 
 /* One DxgkDdiQueryAdapterInfo call. */
 static inline vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
@@ -260,6 +236,7 @@ static inline int vidmm_powered_down(const struct vidmm_adapter *a)
     return a->power_state != VIDMM_POWER_D0;
 }
 
+/* Is segment id a memory segment (not 0, the aperture or AGP)? */
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id)
 {
     return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;
