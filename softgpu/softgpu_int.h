@@ -364,7 +364,33 @@ static inline void softgpu_asan_check(uint8_t *dst, const uint8_t *src, uint64_t
 }
 #endif
 
-/* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB, the walker */
+#define SOFTGPU_ROOT_MAX_BITS 20u   /* a resizable root: up to 1 M entries (8 MiB) */
+
+/* Table geometry and placement, shared by the paging commands (mmu.c)
+ * and the walker (mmu_walk.c). */
+static inline uint64_t softgpu_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static inline uint64_t softgpu_tsize(const struct softgpu_mmu *m, uint32_t level, int leaf64)
+{
+    return leaf64 ? m->leaf64_size : m->table_size[level];
+}
+
+/* A memory segment holding a whole table of bytes at a 4 KiB-aligned
+ * offset. */
+static inline struct softgpu_segment *softgpu_table_seg(struct softgpu *sg, uint32_t id, uint64_t offset, uint64_t bytes)
+{
+    if (id < 1 || id > sg->nb_segment)
+        return NULL;
+    struct softgpu_segment *s = &sg->seg[id];
+    if (!s->is_memory || (offset & (SOFTGPU_PAGE_4K - 1)) || offset > s->size || bytes > s->size - offset)
+        return NULL;
+    return s;
+}
+
+/* mmu.c: GpuMmu geometry, UPDATE_PAGE_TABLE / FLUSH_TLB; mmu_walk.c: the walker */
 vidmm_status softgpu_mmu_init(struct softgpu *sg, uint32_t levels);
 vidmm_status softgpu_query_gpummu_caps(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args);
 vidmm_status softgpu_query_page_table_level(struct softgpu *sg, const struct vidmm_query_adapter_info_args *args);
@@ -401,7 +427,7 @@ uint32_t softgpu_validate_virtual(struct softgpu *sg, const uint8_t *p, uint32_t
  * of the same operation (at most left bytes); returns the bytes used. */
 uint32_t softgpu_exec_virtual(struct softgpu *sg, const uint8_t *p, uint32_t left, struct softgpu_fault *fault);
 
-/* mmu.c: one GPU VA as the command processor reaches it (lock held). */
+/* mmu_walk.c: one GPU VA as the command processor reaches it (lock held). */
 vidmm_status softgpu_mmu_access(struct softgpu *sg, const struct vidmm_physical_address *root, uint64_t va,
                            uint32_t access, uint8_t **host, uint64_t *run, uint32_t *fflags);
 

@@ -130,6 +130,11 @@ cpu_map allocation
 sharing allocation
 alloc_pool handle
 debug observe
+va_map process
+va_spares process
+mmu mmu
+fault process
+owned residency
 EOF_FIELDS
 while read -r field owner; do
   for f in src/*/*.[ch]; do

@@ -3,7 +3,7 @@
 # today's sources, and fails, naming the file, on copies with one
 # deliberate violation each - a file outside src/residency/ naming an
 # allocation's `res` member, another module's members (quarantine,
-# entry), one including residency's fields header or
+# mmu, owned, va_map, entry), one including residency's fields header or
 # its private state header, a fields header including model/, and a
 # module including a module above it.  Prints "layering-fixtures: N
 # passed, M failed".
@@ -50,6 +50,18 @@ expect "a process's residency field named in observe" fail "FAIL src/observe/sta
 copy
 printf 'static int fixture(const struct vidmm_adapter *a) { return a->quarantine.first != 0; }\n' >>"$t/w/src/tdr/tdr.c"
 expect "the placement's quarantine named in tdr" fail "FAIL src/tdr/tdr.c names the member quarantine, owned by src/placement"
+
+copy
+printf 'static int fixture(const struct vidmm_process *p) { return p->mmu.root != 0; }\n' >>"$t/w/src/process/process.c"
+expect "the MMU's page-table state named in process" fail "FAIL src/process/process.c names the member mmu, owned by src/mmu"
+
+copy
+printf 'static int fixture(const struct vidmm_allocation *al) { return al->owned.next != 0; }\n' >>"$t/w/src/adapter/check.c"
+expect "residency's owned-list links named in adapter" fail "FAIL src/adapter/check.c names the member owned, owned by src/residency"
+
+copy
+printf 'static int fixture(const struct vidmm_allocation *al) { return al->va_map.processes != 0; }\n' >>"$t/w/src/allocation/share.c"
+expect "process's mapping list named in allocation" fail "FAIL src/allocation/share.c names the member va_map, owned by src/process"
 
 copy
 printf 'static int fixture(const struct vidmm_adapter *a) { return (int)a->entry.lock_depth; }\n' >>"$t/w/src/fence/hang.c"

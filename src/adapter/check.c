@@ -11,6 +11,7 @@
 #include "core/report.h"
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "allocation/allocation.h"
 #include "paging_process/paging_process.h"
@@ -140,14 +141,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                              vidmm_process_slot(p));
         if (!p->no_va)
             objects += p->vs.obj_count;
-        uint64_t owned = 0, priv = 0;
-        for (const struct vidmm_allocation *al = p->owned_first; al && owned <= p->owned_allocations;
-             al = al->owned_next) {
-            owned++;
-            if (vidmm_residency_owner(al) != p->self || (al->owned_next && al->owned_next->owned_prev != al) ||
-                (al == p->owned_first && al->owned_prev))
-                vidmm_report_add(r, "process %u: list of owned allocations broken", vidmm_process_slot(p));
-        }
+        uint64_t owned = vidmm_residency_check_owned(p, r), priv = 0;
         for (const struct vidmm_allocation *al = p->private_first; al && priv <= p->private_allocations;
              al = al->private_next) {
             priv++;
@@ -155,16 +149,11 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                 (al == p->private_first && al->private_prev))
                 vidmm_report_add(r, "process %u: list of private allocations broken", vidmm_process_slot(p));
         }
-        if (owned != p->owned_allocations || priv != p->private_allocations)
+        if (owned != vidmm_residency_owned_count(p) || priv != p->private_allocations)
             vidmm_report_add(r, "process %u: lists %llu owned and %llu private allocations, counts %llu and %llu",
                              vidmm_process_slot(p), (unsigned long long)owned, (unsigned long long)priv,
-                             (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations);
-        uint32_t spares = 0;
-        for (const struct vidmm_va_user *u = p->spare_users; u && spares <= p->spare_user_count; u = u->next)
-            spares++;
-        if (spares != p->spare_user_count)
-            vidmm_report_add(r, "process %u: %u spare user links listed, %u counted", vidmm_process_slot(p), spares,
-                             p->spare_user_count);
+                             (unsigned long long)vidmm_residency_owned_count(p), (unsigned long long)p->private_allocations);
+        vidmm_process_check_spares(p, r);
         prev = p;
     }
     if (n != a->processes.live || a->process_last != prev)
@@ -172,23 +161,7 @@ static void check_process_list(const struct vidmm_adapter *a, struct vidmm_repor
                          a->process_last == prev ? "right" : "wrong", a->processes.live);
     uint32_t it = 0;
     for (const struct vidmm_allocation *al; (al = vidmm_alloc_next(a, &it)) != NULL;) {
-        counted += al->va_processes;
-        if (al->va_processes > a->processes.live)
-            vidmm_report_add(r, "allocation %u: mapped by %u processes, %u are alive", it - 1, al->va_processes,
-                             a->processes.live);
-        /* Its users: live processes that map it, each once, as many as
-         * counted. */
-        uint32_t users = 0;
-        for (const struct vidmm_va_user *u = al->va_users; u && users <= al->va_processes; u = u->next) {
-            users++;
-            const struct vidmm_process *up = u->process;
-            if ((u->next && u->next->prev != u) || (u == al->va_users && u->prev) ||
-                vidmm_objtab_get(&a->processes, up->self) != up || !vidmm_va_object_mapping_count(&up->vs, al->self))
-                vidmm_report_add(r, "allocation %u: user list broken, or names a process that does not map it", it - 1);
-        }
-        if (users != al->va_processes)
-            vidmm_report_add(r, "allocation %u: %u processes listed as mapping it, %u counted", it - 1, users,
-                             al->va_processes);
+        counted += vidmm_process_check_users(a, al, it - 1, r);
     }
     if (objects != counted)
         vidmm_report_add(r, "process VA spaces index %llu (process, allocation) pairs, allocations count %llu",
@@ -251,7 +224,7 @@ static void check_processes(const struct vidmm_adapter *a, struct seg_sum *sum, 
         uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
         uint64_t tables = 0;
         memset(bytes, 0, sizeof(bytes));
-        vidmm_pt_account(p->root, bytes, &tables);
+        vidmm_pt_account(vidmm_pt_root(p), bytes, &tables);
         for (uint32_t id = 1; id <= VIDMM_MAX_SEGMENTS; id++) {
             sum[id].used += bytes[id];
             sum[id].committed += bytes[id];

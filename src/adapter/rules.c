@@ -17,6 +17,7 @@
 #include "core/report.h"
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "mmu/mmu.h"
 #include "observe/observe.h"
@@ -82,7 +83,7 @@ static void budget_rules(const struct vidmm_adapter *a, uint32_t i, const struct
  * gpu.* rules. */
 static void pte_rules(const struct vidmm_adapter *a, uint32_t i, const struct vidmm_process *p, struct vidmm_report *r)
 {
-    if (!p->root || !a->has_gpummu)
+    if (!vidmm_pt_root(p) || !a->has_gpummu)
         return;
     const uint64_t span = a->gpummu.leaf_span[0];
     for (const struct vidmm_va_range *v = vidmm_va_first(&p->vs); v; v = vidmm_va_next(&p->vs, v)) {

@@ -447,7 +447,7 @@ static int holds(const struct vidmm_share *s, vidmm_handle process)
  * it for budgets, or list it on a device. */
 static void check_share_users(const struct vidmm_share *s, const struct vidmm_allocation *al, struct share_tally *t)
 {
-    for (const struct vidmm_va_user *u = al->va_users; u; u = u->next)
+    for (const struct vidmm_va_user *u = vidmm_process_users_of(al); u; u = u->next)
         if (!holds(s, u->process->self))
             share_bad(t, "allocation 0x%llx: mapped by a process that does not hold it", (unsigned long long)al->self);
     if (vidmm_residency_owner(al) && !holds(s, vidmm_residency_owner(al)))

@@ -37,6 +37,15 @@
     (((uint64_t)(type) << VIDMM_HANDLE_TYPE_SHIFT) | ((uint64_t)(salt) << VIDMM_HANDLE_SALT_SHIFT) |           \
      ((uint64_t)(gen) << VIDMM_HANDLE_GEN_SHIFT) | (uint64_t)(slot))
 
+/* The library's handle types (VIDMM_HANDLE_TYPE of a handle). */
+#define VIDMM_HANDLE_TYPE_ALLOCATION 1u
+#define VIDMM_HANDLE_TYPE_PROCESS 2u
+#define VIDMM_HANDLE_TYPE_DEVICE 3u
+#define VIDMM_HANDLE_TYPE_CONTEXT 4u
+#define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
+#define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
+#define VIDMM_HANDLE_TYPE_SHARED_ALLOCATION 7u /* an opener's handle of a shared allocation (vidmm/share.h) */
+
 struct vidmm_objtab {
     uint32_t type;               /* VIDMM_HANDLE_TYPE_* of every handle */
     uint32_t salt;               /* the adapter's salt */

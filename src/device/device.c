@@ -189,7 +189,7 @@ static vidmm_status context_create(struct vidmm_adapter *a, vidmm_handle device,
         d->contexts->prev = c;
     d->contexts = c;
     d->context_count++;
-    if (c->mode == VIDMM_CONTEXT_VIRTUAL && d->process->root) {
+    if (c->mode == VIDMM_CONTEXT_VIRTUAL && vidmm_pt_root(d->process)) {
         vidmm_process_bind_root(a, d->process, c->self, 1);
         c->root_bound = a->ops.set_root_page_table != NULL;
     }
@@ -293,7 +293,7 @@ int vidmm_device_check(const struct vidmm_adapter *a, char *msg, size_t n)
                 nc++;
                 if (c->device != d || vidmm_objtab_get(&a->contexts, c->self) != c ||
                     (c->next && c->next->prev != c) || (c == d->contexts && c->prev) ||
-                    c->root_bound != (c->mode == VIDMM_CONTEXT_VIRTUAL && p->root && a->ops.set_root_page_table)) {
+                    c->root_bound != (c->mode == VIDMM_CONTEXT_VIRTUAL && vidmm_pt_root(p) && a->ops.set_root_page_table)) {
                     e++;
                     snprintf(msg, n, "process %u: context list broken", i);
                 }

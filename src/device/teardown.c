@@ -28,10 +28,10 @@ static void process_free(struct vidmm_adapter *a, struct vidmm_process *p)
     vidmm_residency_process_gone(a, p);
     (void)vidmm_paging_flush(a);
     vidmm_process_bind_root(a, p, p->self, 0);
-    vidmm_pt_destroy(a, p->root);
+    vidmm_pt_destroy(a, vidmm_pt_root(p));
     vidmm_va_space_fini(&p->vs);   /* p leaves the user lists of what it still maps */
     vidmm_process_free_users(a, p);
-    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_pt_process_fini(a, p);
     /* Under the fence lock: a fault report may be looking the slot up. */
     pthread_mutex_lock(&a->fence_lock);
     vidmm_objtab_remove(&a->processes, p->self);
@@ -72,12 +72,7 @@ void vidmm_cb_notify_page_fault(struct vidmm_adapter *a, uint64_t context, uint6
         pthread_mutex_unlock(&a->fence_lock);
         return; /* the context or process is gone: nothing to put in error */
     }
-    if (!p->faulted) {
-        p->faulted = 1;
-        p->fault_va = va;
-        p->fault_flags = flags;
-    }
-    p->faults++;
+    vidmm_process_note_fault_locked(p, va, flags);
     pthread_mutex_unlock(&a->fence_lock);
 }
 

@@ -31,4 +31,24 @@ vidmm_status vidmm_allocation_lookup(const struct vidmm_adapter *a, vidmm_handle
 vidmm_status vidmm_allocation_lookup_for(const struct vidmm_adapter *a, vidmm_handle h, vidmm_handle process,
                                          struct vidmm_allocation **out);
 
+/* Process slots and the live-process list (the adapter's processes
+ * table and process_first/live_next).
+ *
+ * The process in handle-table slot `slot`, or NULL. */
+static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
+{
+    return (struct vidmm_process *)vidmm_objtab_at(&a->processes, slot);
+}
+
+/* A process's slot in the handle table (reports name processes by it). */
+static inline uint32_t vidmm_process_slot(const struct vidmm_process *p)
+{
+    return VIDMM_HANDLE_SLOT(p->self);
+}
+
+/* Every live process, first created first: O(live processes).  The body
+ * must not free the process it is on (process teardown walks
+ * `while (a->process_first)` instead). */
+#define vidmm_for_each_process(a, p) for ((p) = (a)->process_first; (p); (p) = (p)->live_next)
+
 #endif

@@ -103,4 +103,33 @@ void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, u
  * segment table exists).  VIDMM_E_BAD_DRIVER_DESC with msg on a fault. */
 vidmm_status vidmm_gpummu_init(struct vidmm_adapter *a, char *msg, size_t n);
 
+/* A process's MMU state (its `mmu` member, mmu/mmu_fields.h).
+ * init: an empty flush span and a PTE buffer of `entries` entries (host
+ * allocation at `site`); paging_process: the system paging process,
+ * whose tables go in the paging-process segments.  VIDMM_E_NO_HOST_MEMORY
+ * with nothing allocated.  fini frees the buffer (the tables go with
+ * vidmm_pt_destroy of the root). */
+vidmm_status vidmm_pt_process_init(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t entries,
+                                   enum vidmm_alloc_site site, int paging_process);
+void vidmm_pt_process_fini(struct vidmm_adapter *a, struct vidmm_process *p);
+
+/* p's root table: NULL in IoMmu and no-VA processes, and before
+ * vidmm_pt_create_root. */
+static inline struct vidmm_page_table *vidmm_pt_root(const struct vidmm_process *p)
+{
+    return p->mmu.root;
+}
+
+/* Times p's resizable root grew (process info). */
+static inline uint64_t vidmm_pt_root_grows(const struct vidmm_process *p)
+{
+    return p->mmu.root_grows;
+}
+
+/* Is p the system paging process (marked by vidmm_pt_process_init)? */
+static inline int vidmm_pt_is_paging_process(const struct vidmm_process *p)
+{
+    return p->mmu.paging_process;
+}
+
 #endif

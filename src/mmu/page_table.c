@@ -115,7 +115,7 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_
     if (!pt)
         return VIDMM_E_NO_HOST_MEMORY;
     pt->level = level;
-    pt->segment_id = p->paging_process ? d->paging_process_page_table_segment_id : d->page_table_segment_id;
+    pt->segment_id = p->mmu.paging_process ? d->paging_process_page_table_segment_id : d->page_table_segment_id;
     pt->size = size ? size : d->page_table_size_in_bytes;
     pt->entries = entries ? entries : 1u << d->page_table_index_bit_count;
     if (level == 0 && is64k) {
@@ -144,7 +144,7 @@ static vidmm_status table_new_sized(struct vidmm_adapter *a, const struct vidmm_
         st = vidmm_ra_alloc(&s->ra, pt->size, align, 0, &pt->offset, &pt->ra_node);
         /* Page tables displace data: offered and unreferenced allocations
          * are evicted to make room (never what a device lists). */
-        while (st == VIDMM_E_NO_SEGMENT_SPACE && !p->paging_process &&
+        while (st == VIDMM_E_NO_SEGMENT_SPACE && !p->mmu.paging_process &&
                a->up.make_room(a, pt->segment_id, pt->size, align) >= 0)
             st = vidmm_ra_alloc(&s->ra, pt->size, align, 0, &pt->offset, &pt->ra_node);
         if (st < 0)
@@ -188,7 +188,7 @@ static vidmm_status root_new(struct vidmm_adapter *a, const struct vidmm_process
     uint64_t size = a->ops.get_root_page_table_size(a->driver, &n);
     if (n > max)
         n = max;
-    uint32_t seg = p->paging_process ? g->level[g->level_count - 1].paging_process_page_table_segment_id
+    uint32_t seg = p->mmu.paging_process ? g->level[g->level_count - 1].paging_process_page_table_segment_id
                                      : g->level[g->level_count - 1].page_table_segment_id;
     /* The size must be whole pages of the root's segment (driver.h), or
      * the segment's accounting would be short (found by fuzz/driver_desc). */
@@ -223,8 +223,8 @@ void vidmm_pt_destroy(struct vidmm_adapter *a, struct vidmm_page_table *pt)
 vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process *p)
 {
     if (a->gpummu.root_resizable)
-        return root_new(a, p, 1, &p->root);   /* grows with the VA in use */
-    return table_new(a, p, a->gpummu.level_count - 1, 0, &p->root);
+        return root_new(a, p, 1, &p->mmu.root);   /* grows with the VA in use */
+    return table_new(a, p, a->gpummu.level_count - 1, 0, &p->mmu.root);
 }
 
 /* Grow a resizable root to hold index `need - 1`: a new root, the old
@@ -234,7 +234,7 @@ vidmm_status vidmm_pt_create_root(struct vidmm_adapter *a, struct vidmm_process 
  * a larger root is harmless. */
 static vidmm_status root_grow(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t need)
 {
-    struct vidmm_page_table *old = p->root, *n;
+    struct vidmm_page_table *old = p->mmu.root, *n;
     vidmm_status st = root_new(a, p, need, &n);
     if (st < 0)
         return st;
@@ -255,14 +255,14 @@ static vidmm_status root_grow(struct vidmm_adapter *a, struct vidmm_process *p, 
         n->child[i] = old->child[i];
     }
     n->live_children = old->live_children;
-    p->root = n;
+    p->mmu.root = n;
     a->up.root_moved(a, p);
     /* The old root: children moved, storage freed (later paging
      * operations only, which run after the ones above). */
     vidmm_hfree(a->ha, old->child, (size_t)old->entries * sizeof(*old->child), _Alignof(struct vidmm_page_table *));
     old->child = NULL;
     vidmm_pt_destroy(a, old);
-    p->root_grows++;
+    p->mmu.root_grows++;
     return VIDMM_OK;
 }
 
@@ -313,10 +313,10 @@ static vidmm_status demote_leaf(struct vidmm_adapter *a, struct vidmm_process *p
     n->stranded |= old->stranded;
     parent->child[idx] = n;
     vidmm_pt_destroy(a, old);
-    if (span < p->flush_lo)
-        p->flush_lo = span;
-    if (end > p->flush_hi)
-        p->flush_hi = end;
+    if (span < p->mmu.flush_lo)
+        p->mmu.flush_lo = span;
+    if (end > p->mmu.flush_hi)
+        p->mmu.flush_hi = end;
     return VIDMM_OK;
 }
 
@@ -328,19 +328,19 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
                                int create, int want64k)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
-    if (!size || !p->root)
+    if (!size || !p->mmu.root)
         return VIDMM_OK; /* IoMmu processes have no GPU page tables */
     uint64_t end = va + size;
     uint64_t leaf_span = g->leaf_span[0];
     uint32_t top = g->level_count - 1;
-    if (create && index_of(g, top, end - 1) >= p->root->entries) {
+    if (create && index_of(g, top, end - 1) >= p->mmu.root->entries) {
         vidmm_status st = root_grow(a, p, index_of(g, top, end - 1) + 1);
         if (st < 0)
             return st;
     }
     for (uint64_t cur = va & ~(leaf_span - 1), next; cur < end; cur = next) {
         next = cur + leaf_span;
-        struct vidmm_page_table *t = p->root;
+        struct vidmm_page_table *t = p->mmu.root;
         for (uint32_t l = top; l > 0 && t; l--) {
             uint32_t idx = index_of(g, l, cur);
             if (idx >= t->entries)   /* past a resizable root: no tables there, nor further up */
@@ -355,7 +355,7 @@ static vidmm_status walk_spans(struct vidmm_adapter *a, struct vidmm_process *p,
                 vidmm_status st = table_new(a, p, l - 1, l == 1 && want64k && vidmm_pt_leaf64_supported(a), &c);
                 if (st < 0)
                     return st;
-                c->epoch = p->epoch;
+                c->epoch = p->mmu.epoch;
                 st = link_child(a, t, idx, c, cur);
                 if (st < 0) {
                     vidmm_pt_destroy(a, c);
@@ -385,7 +385,7 @@ vidmm_status vidmm_pt_ensure(struct vidmm_adapter *a, struct vidmm_process *p, u
 
 void vidmm_pt_begin(struct vidmm_process *p)
 {
-    p->epoch++;
+    p->mmu.epoch++;
 }
 
 static vidmm_status rollback_table(struct vidmm_adapter *a, struct vidmm_process *p, struct vidmm_page_table *t)
@@ -396,7 +396,7 @@ static vidmm_status rollback_table(struct vidmm_adapter *a, struct vidmm_process
         struct vidmm_page_table *c = t->child[i];
         if (!c)
             continue;
-        if (c->epoch == p->epoch) {
+        if (c->epoch == p->mmu.epoch) {
             struct vidmm_pte invalid;
             memset(&invalid, 0, sizeof(invalid));
             vidmm_status st = emit_entries(a, t, i, 1, &invalid, 0, 0, NULL, 0);
@@ -427,11 +427,11 @@ static void strand_epoch(struct vidmm_page_table *t, uint64_t epoch, int mark)
 
 vidmm_status vidmm_pt_rollback(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (!p->root || !p->epoch)
+    if (!p->mmu.root || !p->mmu.epoch)
         return VIDMM_OK;
-    vidmm_status st = rollback_table(a, p, p->root);
+    vidmm_status st = rollback_table(a, p, p->mmu.root);
     if (st < 0)
-        strand_epoch(p->root, p->epoch, 0);
+        strand_epoch(p->mmu.root, p->mmu.epoch, 0);
     return st;
 }
 
@@ -454,7 +454,7 @@ int vidmm_pt_can_use_64k(const struct vidmm_adapter *a, const struct vidmm_alloc
 static struct vidmm_page_table *leaf_of(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va)
 {
     const struct vidmm_gpummu_info *g = &a->gpummu;
-    struct vidmm_page_table *t = p->root;
+    struct vidmm_page_table *t = p->mmu.root;
     for (uint32_t l = g->level_count - 1; l > 0 && t; l--) {
         uint32_t idx = index_of(g, l, va);
         t = idx < t->entries ? t->child[idx] : NULL;
@@ -466,7 +466,7 @@ static struct vidmm_page_table *leaf_of(const struct vidmm_adapter *a, const str
  * 0 = none, 4 = 4 KB entries, 64 = 64 KB entries.  Read-only. */
 int vidmm_pt_leaf_kind(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t va)
 {
-    if (!p->root)
+    if (!p->mmu.root)
         return 0;
     const struct vidmm_page_table *t = leaf_of(a, p, va);
     return !t ? 0 : t->is64k ? 64 : 4;
@@ -552,18 +552,18 @@ static vidmm_status write_leaf(struct vidmm_adapter *a, struct vidmm_process *p,
                 return VIDMM_E_STATE;
             uint64_t run = contiguous >> shift;
             for (uint64_t j = 0; j < run && k < n; j++, k++) {
-                p->pte_buf[k].flags = flags | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
-                p->pte_buf[k].page_address = frame_of(seg, addr) + (j << (shift - 12));
+                p->mmu.pte_buf[k].flags = flags | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+                p->mmu.pte_buf[k].page_address = frame_of(seg, addr) + (j << (shift - 12));
             }
         }
-        st = emit_entries(a, leaf, start, n, p->pte_buf, 0, cur, al->info.driver_allocation, off);
+        st = emit_entries(a, leaf, start, n, p->mmu.pte_buf, 0, cur, al->info.driver_allocation, off);
     }
     if (st < 0)
         return st;
-    if (cur < p->flush_lo)
-        p->flush_lo = cur;
-    if (stop > p->flush_hi)
-        p->flush_hi = stop;
+    if (cur < p->mmu.flush_lo)
+        p->mmu.flush_lo = cur;
+    if (stop > p->mmu.flush_hi)
+        p->mmu.flush_hi = stop;
     return VIDMM_OK;
 }
 
@@ -647,43 +647,43 @@ vidmm_status vidmm_pt_map_placement(struct vidmm_adapter *a, struct vidmm_proces
             }
             if (left < page || (addr & (page - 1)))
                 return VIDMM_E_STATE;
-            p->pte_buf[k].flags = VIDMM_PTE_VALID | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
-            p->pte_buf[k].page_address = frame_of(seg, addr);
+            p->mmu.pte_buf[k].flags = VIDMM_PTE_VALID | ((uint64_t)seg << VIDMM_PTE_SEGMENT_SHIFT);
+            p->mmu.pte_buf[k].page_address = frame_of(seg, addr);
             addr += page;
             left -= page;
         }
         leaf->held_valid = 1;
-        vidmm_status st = emit_entries(a, leaf, index_of(g, 0, cur) >> (shift - 12), n, p->pte_buf, 0, cur,
+        vidmm_status st = emit_entries(a, leaf, index_of(g, 0, cur) >> (shift - 12), n, p->mmu.pte_buf, 0, cur,
                                        driver_allocation, off + (cur - va));
         if (st < 0)
             return st;
         cur = stop;
     }
-    if (va < p->flush_lo)
-        p->flush_lo = va;
-    if (end > p->flush_hi)
-        p->flush_hi = end;
+    if (va < p->mmu.flush_lo)
+        p->mmu.flush_lo = va;
+    if (end > p->mmu.flush_hi)
+        p->mmu.flush_hi = end;
     return VIDMM_OK;
 }
 
 vidmm_status vidmm_pt_flush(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (p->flush_hi <= p->flush_lo)
+    if (p->mmu.flush_hi <= p->mmu.flush_lo)
         return VIDMM_OK;
     if (vidmm_powered_down(a)) {
         /* No TLB to flush while down; resume flushes every range (D59). */
-        p->flush_lo = UINT64_MAX;
-        p->flush_hi = 0;
+        p->mmu.flush_lo = UINT64_MAX;
+        p->mmu.flush_hi = 0;
         return VIDMM_OK;
     }
     struct vidmm_build_paging_buffer_args op;
     memset(&op, 0, sizeof(op));
     op.operation = VIDMM_PAGING_FLUSH_TLB;
-    op.u.flush_tlb.root_page_table_address = table_address(p->root);
-    op.u.flush_tlb.start_virtual_address = p->flush_lo;
-    op.u.flush_tlb.end_virtual_address = p->flush_hi;
-    p->flush_lo = UINT64_MAX;
-    p->flush_hi = 0;
+    op.u.flush_tlb.root_page_table_address = table_address(p->mmu.root);
+    op.u.flush_tlb.start_virtual_address = p->mmu.flush_lo;
+    op.u.flush_tlb.end_virtual_address = p->mmu.flush_hi;
+    p->mmu.flush_lo = UINT64_MAX;
+    p->mmu.flush_hi = 0;
     return vidmm_paging_emit(a, &op);
 }
 
@@ -707,7 +707,7 @@ static int check_table(const struct vidmm_adapter *a, const struct vidmm_process
     const struct vidmm_gpummu_info *g = &a->gpummu;
     const struct vidmm_page_table_level_desc *d = &g->level[level];
     int e = 0;
-    uint32_t seg = p->paging_process ? d->paging_process_page_table_segment_id : d->page_table_segment_id;
+    uint32_t seg = p->mmu.paging_process ? d->paging_process_page_table_segment_id : d->page_table_segment_id;
     uint32_t want = 1u << d->page_table_index_bit_count;
     if (t->is64k)
         want >>= 4;
@@ -752,9 +752,9 @@ static int check_table(const struct vidmm_adapter *a, const struct vidmm_process
 
 int vidmm_pt_check_tree(const struct vidmm_adapter *a, const struct vidmm_process *p, char *msg, size_t n)
 {
-    if (!p->root)
+    if (!p->mmu.root)
         return 0;
-    return check_table(a, p, p->root, a->gpummu.level_count - 1, 1, msg, n);
+    return check_table(a, p, p->mmu.root, a->gpummu.level_count - 1, 1, msg, n);
 }
 
 /* Tables below t (at level, covering VA from va) that nothing needs: a
@@ -786,9 +786,9 @@ static uint64_t unneeded(const struct vidmm_gpummu_info *g, const struct vidmm_p
 uint64_t vidmm_pt_unneeded(const struct vidmm_adapter *a, const struct vidmm_process *p, uint64_t *first_va)
 {
     *first_va = 0;
-    if (!p->root || p->paging_process || !p->root->child)
+    if (!p->mmu.root || p->mmu.paging_process || !p->mmu.root->child)
         return 0;
-    return unneeded(&a->gpummu, p->root, p->root->level, 0, first_va);
+    return unneeded(&a->gpummu, p->mmu.root, p->mmu.root->level, 0, first_va);
 }
 
 void vidmm_pt_account(const struct vidmm_page_table *pt, uint64_t *bytes, uint64_t *tables)
@@ -831,14 +831,14 @@ static vidmm_status rebuild_table(struct vidmm_adapter *a, struct vidmm_page_tab
 
 vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (!p->root)
+    if (!p->mmu.root)
         return VIDMM_OK;
-    vidmm_status st = rebuild_table(a, p->root, 0);
+    vidmm_status st = rebuild_table(a, p->mmu.root, 0);
     /* Leaf entries are written again by the caller from the allocations'
      * placements (vidmm_process_remap_allocation); the whole VA range is
      * flushed. */
-    p->flush_lo = 0;
-    p->flush_hi = (uint64_t)p->root->entries << level_shift(&a->gpummu, p->root->level);
+    p->mmu.flush_lo = 0;
+    p->mmu.flush_hi = (uint64_t)p->mmu.root->entries << level_shift(&a->gpummu, p->mmu.root->level);
     return st;
 }
 
@@ -847,15 +847,30 @@ vidmm_status vidmm_pt_rebuild(struct vidmm_adapter *a, struct vidmm_process *p)
 /* Bind (or unbind) p's root page table for a context or process token. */
 void vidmm_process_bind_root(struct vidmm_adapter *a, struct vidmm_process *p, uint64_t token, int bind)
 {
-    if (!a->ops.set_root_page_table || !p->root)
+    if (!a->ops.set_root_page_table || !p->mmu.root)
         return;
     struct vidmm_set_root_page_table_args r;
     memset(&r, 0, sizeof(r));
     r.context = token;
     if (bind) {
-        r.address.segment_id = p->root->segment_id;
-        r.address.segment_offset = p->root->offset;
-        r.num_entries = p->root->entries;
+        r.address.segment_id = p->mmu.root->segment_id;
+        r.address.segment_offset = p->mmu.root->offset;
+        r.num_entries = p->mmu.root->entries;
     }
     a->ops.set_root_page_table(a->driver, &r);
+}
+
+vidmm_status vidmm_pt_process_init(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t entries,
+                                   enum vidmm_alloc_site site, int paging_process)
+{
+    p->mmu.paging_process = paging_process;
+    p->mmu.flush_lo = UINT64_MAX;
+    p->mmu.pte_buf_len = entries;
+    p->mmu.pte_buf = vidmm_halloc(a->ha, site, (size_t)entries * sizeof(*p->mmu.pte_buf), _Alignof(struct vidmm_pte));
+    return p->mmu.pte_buf ? VIDMM_OK : VIDMM_E_NO_HOST_MEMORY;
+}
+
+void vidmm_pt_process_fini(struct vidmm_adapter *a, struct vidmm_process *p)
+{
+    vidmm_hfree(a->ha, p->mmu.pte_buf, (size_t)p->mmu.pte_buf_len * sizeof(*p->mmu.pte_buf), _Alignof(struct vidmm_pte));
 }

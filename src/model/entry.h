@@ -34,6 +34,15 @@
 
 struct vidmm_adapter;
 
+/* entry.c: take / release the adapter lock (recursive: an entry may call
+ * another entry, or a user callback run under it may call back in on the
+ * same thread).  const: the lock is not part of the adapter's logical
+ * state, and read-only entries take it too.  trylock: 0 when taken (hang
+ * recovery from a wait that does not hold it). */
+void vidmm_adapter_lock(const struct vidmm_adapter *a);
+void vidmm_adapter_unlock(const struct vidmm_adapter *a);
+int vidmm_adapter_trylock(struct vidmm_adapter *a);
+
 #define VIDMM_ENTRY(a, call)                                                                                 \
     do {                                                                                                     \
         if (!(a))                                                                                            \

@@ -2,17 +2,12 @@
  * objects.h - the object model every layer above the leaf allocators
  * shares: adapter, allocation, process (internal, never installed).
  *
- * Ownership: the adapter owns its segments (a fixed array, id = index),
- * its handle tables, and every module's state.  Everything is reached
- * from the adapter; there is no global state.  The members a module keeps
- * inside these objects are its own sub-structs, declared in its fields
- * header (src/<module>/<module>_fields.h, types only, included here and
- * nowhere else outside the module) and named by that module's files only
- * - e.g. an allocation's `res` (residency/residency_fields.h); other
- * modules call the owner's functions (tests/layering.sh enforces both).
- * A module's own objects (devices and contexts, segments, page tables,
- * reference records, paging queues) are declared in its headers.  Only
- * the entry mechanism (model/entry.h) and a few inline accessors are here.
+ * The adapter owns its segments, its handle tables and every module's
+ * state; there is no global state.  A module's members of these objects
+ * are sub-structs declared in its fields header (src/<module>/
+ * <module>_fields.h, e.g. an allocation's `res`) and named by its files
+ * only (tests/layering.sh); what stays here is read by layers on both
+ * sides of its writer (docs/DECISIONS.md D86 lists it).
  */
 #ifndef VIDMM_MODEL_OBJECTS_H
 #define VIDMM_MODEL_OBJECTS_H
@@ -30,6 +25,8 @@
 #include "vidmm/observe.h"
 #include "vidmm/share.h"
 
+#include "core/alloc_sites.h" /* vidmm_halloc, vidmm_hzalloc, vidmm_hfree, allocation sites */
+#include "core/error.h"       /* vidmm_fail: a failing check records why */
 #include "core/objtab.h"
 #include "seg/page_pool.h"
 #include "seg/range_alloc.h"
@@ -42,6 +39,8 @@
 #include "device/device_fields.h"
 #include "handle/handle_fields.h"
 #include "observe/observe_fields.h"
+#include "process/process_fields.h"
+#include "mmu/mmu_fields.h"
 #include "model/entry_state.h"
 
 #include <pthread.h>
@@ -50,14 +49,6 @@
 
 #define VIDMM_PAGE_4K 4096u
 #define VIDMM_PAGE_64K 65536u
-
-/* ---- host memory ---------------------------------------------------- */
-
-/* vidmm_halloc, vidmm_hzalloc, vidmm_hfree and the allocation site ids. */
-#include "core/alloc_sites.h"
-
-/* vidmm_fail: a failing check records why (the thread's last error). */
-#include "core/error.h"
 
 /* ---- allocations ---------------------------------------------------- */
 
@@ -90,11 +81,7 @@ struct vidmm_allocation {
     uint64_t moves;
     struct vidmm_allocation *pool_next; /* free-object list link while !live (handle/handle.c) */
     vidmm_handle self;              /* its own handle: the object id in VA spaces */
-    /* The processes whose VA space maps it, and how many (the VA spaces'
-     * object index tells each first and last mapping, process/process.c):
-     * a move or a destroy visits those, not every process. */
-    struct vidmm_va_user *va_users;
-    uint32_t va_processes;
+    struct vidmm_alloc_va_map va_map; /* process/process_fields.h: the processes mapping it */
     uint64_t paging_fence;          /* paging fence of the last operation writing its content (tdr/tdr.c) */
     uint32_t reset_lost;            /* adapter resets that lost its content */
     /* Isolation (D38): the process it was created for through a device,
@@ -104,11 +91,10 @@ struct vidmm_allocation {
      * allocation created with VIDMM_CREATE_SHARED; its holders, token. */
     struct vidmm_share *share;
     /* On its creator's list of private allocations (private_process set,
-     * until destroyed or the creator is gone), and on its residency
-     * owner's list of owned allocations (pe.process set): a process's
-     * teardown walks its own allocations, not every allocation. */
+     * until destroyed or the creator is gone): a process's teardown walks
+     * its own allocations, not every allocation. */
     struct vidmm_allocation *private_prev, *private_next;
-    struct vidmm_allocation *owned_prev, *owned_next;
+    struct vidmm_alloc_owned_link owned; /* residency/residency_fields.h: its owner's list */
     /* Observability (observe/): the caller's name (host memory of
      * name_size bytes, released with the object) and opaque pointer. */
     char *name;
@@ -125,14 +111,6 @@ struct vidmm_paging_process;
 struct vidmm_fence_state;
 struct vidmm_submit_state;
 
-/* One process that maps an allocation: a link of the allocation's
- * va_users list.  The process keeps spares, obtained when a change is
- * prepared, so the commit that maps a new allocation never allocates. */
-struct vidmm_va_user {
-    struct vidmm_process *process;
-    struct vidmm_va_user *prev, *next;
-};
-
 struct vidmm_process {
     struct vidmm_adapter *adapter;
     vidmm_handle self;
@@ -140,42 +118,23 @@ struct vidmm_process {
      * and unlinked with the table slot, under the fence lock): walks over
      * every process cost O(live processes), whatever the table's size. */
     struct vidmm_process *live_prev, *live_next;
-    /* Allocations whose residency owner it is (pe.process), and private
-     * allocations it created (private_process; destroyed ones waiting for
-     * their GPU work included), listed through the allocations'
-     * owned_* and private_* links and counted: its teardown walks these,
-     * not every allocation. */
-    struct vidmm_allocation *owned_first, *private_first;
-    uint64_t owned_allocations;
+    /* Private allocations it created (private_process; destroyed ones
+     * waiting for their GPU work included), listed through their
+     * private_* links and counted; the allocations it owns for residency
+     * are listed in res (residency/residency_fields.h). */
+    struct vidmm_allocation *private_first;
     uint64_t private_allocations;
     struct vidmm_process_sharing sharing; /* allocation/allocation_fields.h */
-    /* Spare vidmm_va_user links (through next) for allocations this
-     * process will map first in the change being prepared. */
-    struct vidmm_va_user *spare_users;
-    uint32_t spare_user_count;
+    struct vidmm_process_va_spares va_spares; /* process/process_fields.h */
     struct vidmm_device *devices;   /* list through vidmm_device.next */
     uint32_t device_count;
     struct vidmm_va_space vs;
-    struct vidmm_page_table *root;  /* NULL in IoMmu mode */
+    struct vidmm_process_mmu mmu;   /* mmu/mmu_fields.h: page tables, PTE buffer, flush span */
     int iommu;                      /* IoMmu: GPU VA = the CPU's address of the system pages */
     int no_va;                      /* neither model: no GPU VA (physical-mode contexts only) */
-    int paging_process;             /* the system paging process: tables in the paging-process segments */
-    struct vidmm_pte *pte_buf;      /* one leaf table's worth of entries: writes never allocate */
-    uint32_t pte_buf_len;
-    uint64_t epoch;                 /* bumped by every prepare; tables remember theirs */
-    uint64_t flush_lo, flush_hi;    /* VA span whose PTEs changed since the last FLUSH_TLB */
-    uint64_t root_grows;            /* times a resizable root grew */
-    /* Device error state after a GPU page fault (guarded by the fence lock:
-     * the report may come from a driver thread). */
-    int faulted;
-    uint32_t fault_flags;
-    uint64_t fault_va;
-    uint64_t faults;
+    struct vidmm_process_fault fault; /* process/process_fields.h: error state (fence lock) */
     struct vidmm_process_residency res; /* residency/residency_fields.h */
 };
-
-/* Is segment id a memory segment (not 0, the aperture or AGP)? */
-static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id);
 
 /* ---- adapter -------------------------------------------------------- */
 
@@ -254,42 +213,7 @@ struct vidmm_adapter {
     struct vidmm_debug_hook debug;  /* observe/observe_fields.h */
 };
 
-/* adapter.c: take / release the adapter lock (recursive: an entry may
- * call another entry, or a user callback run under it may call back in on
- * the same thread).  const: the lock is not part of the adapter's logical
- * state, and read-only entries take it too. */
-void vidmm_adapter_lock(const struct vidmm_adapter *a);
-void vidmm_adapter_unlock(const struct vidmm_adapter *a);
-
 #include "model/entry.h"
-
-#define VIDMM_HANDLE_TYPE_ALLOCATION 1u
-#define VIDMM_HANDLE_TYPE_PROCESS 2u
-#define VIDMM_HANDLE_TYPE_DEVICE 3u
-#define VIDMM_HANDLE_TYPE_CONTEXT 4u
-#define VIDMM_HANDLE_TYPE_PAGING_QUEUE 5u
-#define VIDMM_HANDLE_TYPE_PAGING_PROCESS 6u   /* only as the fault token of the system paging process */
-#define VIDMM_HANDLE_TYPE_SHARED_ALLOCATION 7u /* an opener's handle of a shared allocation (vidmm/share.h) */
-
-/* The process in handle-table slot `slot`, or NULL. */
-static inline struct vidmm_process *vidmm_process_at(const struct vidmm_adapter *a, uint32_t slot)
-{
-    return (struct vidmm_process *)vidmm_objtab_at(&a->processes, slot);
-}
-
-/* A process's slot in the handle table (reports name processes by it). */
-static inline uint32_t vidmm_process_slot(const struct vidmm_process *p)
-{
-    return VIDMM_HANDLE_SLOT(p->self);
-}
-
-/* Every live process, first created first: O(live processes).  The body
- * must not free the process it is on (process teardown walks
- * `while (a->process_first)` instead). */
-#define vidmm_for_each_process(a, p) for ((p) = (a)->process_first; (p); (p) = (p)->live_next)
-
-/* 0 when taken (hang recovery from a wait that does not hold it). */
-int vidmm_adapter_trylock(struct vidmm_adapter *a);
 
 /* One DxgkDdiQueryAdapterInfo call. */
 static inline vidmm_status vidmm_driver_query(struct vidmm_adapter *a, enum vidmm_query_type type, const void *in, size_t in_size,
@@ -312,6 +236,7 @@ static inline int vidmm_powered_down(const struct vidmm_adapter *a)
     return a->power_state != VIDMM_POWER_D0;
 }
 
+/* Is segment id a memory segment (not 0, the aperture or AGP)? */
 static inline int vidmm_seg_is_memory(const struct vidmm_adapter *a, uint32_t id)
 {
     return id && a->seg[id].kind == VIDMM_SEGMENT_KIND_MEMORY;

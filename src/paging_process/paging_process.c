@@ -99,20 +99,20 @@ static struct vidmm_physical_address root_address(const struct vidmm_process *p)
 {
     struct vidmm_physical_address r;
     memset(&r, 0, sizeof(r));
-    r.segment_id = p->root->segment_id;
-    r.segment_offset = p->root->offset;
+    r.segment_id = vidmm_pt_root(p)->segment_id;
+    r.segment_offset = vidmm_pt_root(p)->offset;
     return r;
 }
 
 static void pp_free(struct vidmm_adapter *a, struct vidmm_paging_process *pp)
 {
     struct vidmm_process *p = &pp->proc;
-    if (p->root) {
+    if (vidmm_pt_root(p)) {
         (void)vidmm_paging_flush(a);   /* the engine may still walk these tables */
         vidmm_process_bind_root(a, p, p->self, 0);
-        vidmm_pt_destroy(a, p->root);
+        vidmm_pt_destroy(a, vidmm_pt_root(p));
     }
-    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_pt_process_fini(a, p);
     vidmm_hfree(a->ha, pp, sizeof(*pp), _Alignof(struct vidmm_paging_process));
 }
 
@@ -138,8 +138,6 @@ vidmm_status vidmm_paging_process_init(struct vidmm_adapter *a, char *msg, size_
         return VIDMM_E_NO_HOST_MEMORY;
     struct vidmm_process *p = &pp->proc;
     p->adapter = a;
-    p->paging_process = 1;
-    p->flush_lo = UINT64_MAX;
     p->self = VIDMM_HANDLE_MAKE(VIDMM_HANDLE_TYPE_PAGING_PROCESS, a->handle_salt, 0, 0);
     pp->scratch_va = base;
     pp->window = area / 2;
@@ -149,9 +147,7 @@ vidmm_status vidmm_paging_process_init(struct vidmm_adapter *a, char *msg, size_
     uint64_t base64 = (base + area + base - 1) / base * base;
     if (has_64k_segment(a) && vidmm_pt_leaf64_supported(a) && base64 <= g->va_size && area <= g->va_size - base64)
         pp->scratch_va64 = base64;
-    p->pte_buf_len = 1u << g->level[0].page_table_index_bit_count;
-    p->pte_buf = vidmm_halloc(a->ha, VIDMM_SITE_PP_PTE_BUF, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
-    vidmm_status st = p->pte_buf ? VIDMM_OK : VIDMM_E_NO_HOST_MEMORY;
+    vidmm_status st = vidmm_pt_process_init(a, p, 1u << g->level[0].page_table_index_bit_count, VIDMM_SITE_PP_PTE_BUF, 1);
     if (st >= 0)
         st = vidmm_pt_create_root(a, p);
     /* Every table of the scratch areas now: moves never allocate. */
@@ -374,8 +370,8 @@ int vidmm_paging_process_check(const struct vidmm_adapter *a, uint64_t *bytes, c
     const struct vidmm_process *p = &pp->proc;
     int e = 0;
     uint64_t tables = 0;
-    vidmm_pt_account(p->root, bytes, &tables);
-    if (!p->root || !p->paging_process || p->adapter != a) {
+    vidmm_pt_account(vidmm_pt_root(p), bytes, &tables);
+    if (!vidmm_pt_root(p) || !vidmm_pt_is_paging_process(p) || p->adapter != a) {
         snprintf(msg, n, "paging process: no root or not marked as the paging process");
         return 1;
     }
@@ -434,11 +430,11 @@ static vidmm_status adapter_query_paging_process(const struct vidmm_adapter *a, 
     int gen3 = a->caller_abi >= 3;
     memset(out, 0, gen3 ? sizeof(*out) : offsetof(struct vidmm_paging_process_info, scratch_va_64k));
     out->root = root_address(&pp->proc);
-    out->root_entries = pp->proc.root->entries;
+    out->root_entries = vidmm_pt_root(&pp->proc)->entries;
     uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
     uint64_t tables = 0;
     memset(bytes, 0, sizeof(bytes));
-    vidmm_pt_account(pp->proc.root, bytes, &tables);
+    vidmm_pt_account(vidmm_pt_root(&pp->proc), bytes, &tables);
     out->page_tables = (uint32_t)tables;
     for (uint32_t i = 0; i <= VIDMM_MAX_SEGMENTS; i++)
         out->page_table_bytes += bytes[i];

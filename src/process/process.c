@@ -40,7 +40,7 @@
  * (core/objtab.h), grown on demand up to the adapter's bound
  * (vidmm_adapter_create_info.max_processes).  The live processes are
  * also on a list (vidmm_for_each_process), and each allocation lists the
- * processes that map it (va_users, kept by the VA spaces' object index,
+ * processes that map it (va_map.users, kept by the VA spaces' object index,
  * with links reserved in prepare): a move or a destroy of an allocation
  * visits those processes only, whatever the number of processes.
  */
@@ -53,6 +53,7 @@
 #include "mmu/mmu.h"
 #include "paging/paging.h"
 #include "process/process.h"
+#include "core/report.h"
 
 #include <string.h>
 
@@ -110,39 +111,39 @@ static void on_object(void *ctx, uint64_t object, int delta)
     if (!al)
         return;
     if (delta > 0) {
-        struct vidmm_va_user *u = p->spare_users;
+        struct vidmm_va_user *u = p->va_spares.users;
         if (u) {
-            p->spare_users = u->next;
-            p->spare_user_count--;
+            p->va_spares.users = u->next;
+            p->va_spares.count--;
         } else {
             /* Not reserved (a bug): the checker reports the missing link. */
             u = vidmm_halloc(p->adapter->ha, VIDMM_SITE_PROCESS_VA_USER, sizeof(*u), _Alignof(struct vidmm_va_user));
         }
-        al->va_processes++;
+        al->va_map.processes++;
         if (!u)
             return;
         u->process = p;
         u->prev = NULL;
-        u->next = al->va_users;
-        if (al->va_users)
-            al->va_users->prev = u;
-        al->va_users = u;
+        u->next = al->va_map.users;
+        if (al->va_map.users)
+            al->va_map.users->prev = u;
+        al->va_map.users = u;
         return;
     }
-    al->va_processes--;
-    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+    al->va_map.processes--;
+    for (struct vidmm_va_user *u = al->va_map.users; u; u = u->next) {
         if (u->process != p)
             continue;
         if (u->prev)
             u->prev->next = u->next;
         else
-            al->va_users = u->next;
+            al->va_map.users = u->next;
         if (u->next)
             u->next->prev = u->prev;
         u->prev = NULL;
-        u->next = p->spare_users;
-        p->spare_users = u;
-        p->spare_user_count++;
+        u->next = p->va_spares.users;
+        p->va_spares.users = u;
+        p->va_spares.count++;
         return;
     }
 }
@@ -153,14 +154,14 @@ static void on_object(void *ctx, uint64_t object, int delta)
 static vidmm_status reserve_users(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t n, uint32_t *added)
 {
     *added = 0;
-    while (p->spare_user_count < n) {
+    while (p->va_spares.count < n) {
         struct vidmm_va_user *u = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_VA_USER, sizeof(*u),
                                                _Alignof(struct vidmm_va_user));
         if (!u)
             return VIDMM_E_NO_HOST_MEMORY;
-        u->next = p->spare_users;
-        p->spare_users = u;
-        p->spare_user_count++;
+        u->next = p->va_spares.users;
+        p->va_spares.users = u;
+        p->va_spares.count++;
         ++*added;
     }
     return VIDMM_OK;
@@ -168,10 +169,10 @@ static vidmm_status reserve_users(struct vidmm_adapter *a, struct vidmm_process 
 
 static void unreserve_users(struct vidmm_adapter *a, struct vidmm_process *p, uint32_t n)
 {
-    while (n-- && p->spare_users) {
-        struct vidmm_va_user *u = p->spare_users;
-        p->spare_users = u->next;
-        p->spare_user_count--;
+    while (n-- && p->va_spares.users) {
+        struct vidmm_va_user *u = p->va_spares.users;
+        p->va_spares.users = u->next;
+        p->va_spares.count--;
         vidmm_hfree(a->ha, u, sizeof(*u), _Alignof(struct vidmm_va_user));
     }
 }
@@ -224,11 +225,9 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     p->adapter = a;
     p->iommu = iommu;
     p->no_va = no_va;
-    p->flush_lo = UINT64_MAX;
-    p->pte_buf_len = iommu || no_va ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count;
-    p->pte_buf = vidmm_halloc(a->ha, VIDMM_SITE_PROCESS_PTE_BUF, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
-    vidmm_status st = VIDMM_E_NO_HOST_MEMORY;
-    if (!p->pte_buf)
+    vidmm_status st = vidmm_pt_process_init(a, p, iommu || no_va ? 1 : 1u << a->gpummu.level[0].page_table_index_bit_count,
+                                            VIDMM_SITE_PROCESS_PTE_BUF, 0);
+    if (st < 0)
         goto fail;
     /* IoMmu: the CPU's user address space (47 bits on x86-64). */
     st = vidmm_va_space_init(&p->vs, a->ha, iommu || no_va ? 47 : a->gpummu.caps.virtual_address_bit_count);
@@ -257,11 +256,11 @@ static vidmm_status process_create(struct vidmm_adapter *a, vidmm_handle *out)
     *out = p->self;
     return VIDMM_OK;
 fail_root:
-    vidmm_pt_destroy(a, p->root);
+    vidmm_pt_destroy(a, vidmm_pt_root(p));
 fail_vs:
     vidmm_va_space_fini(&p->vs);
 fail_buf:
-    vidmm_hfree(a->ha, p->pte_buf, (size_t)p->pte_buf_len * sizeof(*p->pte_buf), _Alignof(struct vidmm_pte));
+    vidmm_pt_process_fini(a, p);
 fail:
     vidmm_hfree(a->ha, p, sizeof(*p), _Alignof(struct vidmm_process));
     return st;
@@ -270,7 +269,7 @@ fail:
 static int faulted(struct vidmm_adapter *a, const struct vidmm_process *p)
 {
     pthread_mutex_lock(&a->fence_lock);
-    int f = p->faulted;
+    int f = p->fault.faulted;
     pthread_mutex_unlock(&a->fence_lock);
     return f;
 }
@@ -285,19 +284,19 @@ static vidmm_status process_query(const struct vidmm_adapter *a, vidmm_handle h,
         return st;
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock((pthread_mutex_t *)&a->fence_lock);
-    out->faulted = p->faulted;
-    out->fault_flags = p->fault_flags;
-    out->fault_va = p->fault_va;
-    out->faults = p->faults;
+    out->faulted = p->fault.faulted;
+    out->fault_flags = p->fault.fault_flags;
+    out->fault_va = p->fault.fault_va;
+    out->faults = p->fault.faults;
     pthread_mutex_unlock((pthread_mutex_t *)&a->fence_lock);
     out->ranges = p->vs.range_count;
     uint64_t bytes[VIDMM_MAX_SEGMENTS + 1];
     memset(bytes, 0, sizeof(bytes));
-    vidmm_pt_account(p->root, bytes, &out->page_tables);
+    vidmm_pt_account(vidmm_pt_root(p), bytes, &out->page_tables);
     for (uint32_t i = 0; i <= VIDMM_MAX_SEGMENTS; i++)
         out->page_table_bytes += bytes[i];
-    out->root_entries = p->root ? p->root->entries : 0;
-    out->root_grows = p->root_grows;
+    out->root_entries = vidmm_pt_root(p) ? vidmm_pt_root(p)->entries : 0;
+    out->root_grows = vidmm_pt_root_grows(p);
     return VIDMM_OK;
 }
 
@@ -640,8 +639,8 @@ static vidmm_status process_root_page_table(const struct vidmm_adapter *a, vidmm
         return vidmm_fail(VIDMM_E_NOT_SUPPORTED, "process 0x%llx has no GPU page tables of its own",
                           (unsigned long long)h);
     memset(root, 0, sizeof(*root));
-    root->segment_id = p->root->segment_id;
-    root->segment_offset = p->root->offset;
+    root->segment_id = vidmm_pt_root(p)->segment_id;
+    root->segment_offset = vidmm_pt_root(p)->offset;
     return VIDMM_OK;
 }
 
@@ -692,7 +691,7 @@ static vidmm_status remap_in(struct vidmm_adapter *a, struct vidmm_process *p, c
  * an allocation no process maps, O(its mappings) in each that does. */
 vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidmm_allocation *al)
 {
-    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+    for (struct vidmm_va_user *u = al->va_map.users; u; u = u->next) {
         vidmm_status st = remap_in(a, u->process, al);
         if (st < 0)
             return st;
@@ -702,7 +701,7 @@ vidmm_status vidmm_process_remap_allocation(struct vidmm_adapter *a, struct vidm
 
 vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_process *p)
 {
-    if (p->iommu || !p->root)
+    if (p->iommu || !vidmm_pt_root(p))
         return VIDMM_OK;
     for (const struct vidmm_va_range *r = vidmm_va_first_from(&p->vs, 0); r; r = vidmm_va_next(&p->vs, r)) {
         if (r->d.state != VIDMM_VA_RESERVED || r->d.mode != VIDMM_VA_ZERO)
@@ -717,7 +716,7 @@ vidmm_status vidmm_process_rewrite_zero(struct vidmm_adapter *a, struct vidmm_pr
 vidmm_status vidmm_process_prepare_move(struct vidmm_adapter *a, struct vidmm_allocation *al,
                                         const struct vidmm_placement *dst)
 {
-    for (struct vidmm_va_user *u = al->va_users; u; u = u->next) {
+    for (struct vidmm_va_user *u = al->va_map.users; u; u = u->next) {
         struct vidmm_process *p = u->process;
         if (p->iommu) {
             if (!dst->sys)
@@ -753,7 +752,7 @@ void vidmm_process_forget_allocation(struct vidmm_adapter *a, struct vidmm_alloc
 {
     /* Each unmap takes p off al's users (on_object): the next is read
      * first. */
-    for (struct vidmm_va_user *u = al->va_users, *next; u; u = next) {
+    for (struct vidmm_va_user *u = al->va_map.users, *next; u; u = next) {
         next = u->next;
         struct vidmm_process *p = u->process;
         /* Needs no memory (the VA space unmaps in place), so it is
@@ -820,4 +819,52 @@ vidmm_status vidmm_process_root_page_table(const struct vidmm_adapter *a, vidmm_
                                            struct vidmm_physical_address *root)
 {
     VIDMM_ENTRY(a, process_root_page_table(a, h, root));
+}
+
+/* The adapter checker's part (adapter/check.c): p's spare user links are
+ * counted right. */
+void vidmm_process_check_spares(const struct vidmm_process *p, struct vidmm_report *r)
+{
+    uint32_t spares = 0;
+    for (const struct vidmm_va_user *u = p->va_spares.users; u && spares <= p->va_spares.count; u = u->next)
+        spares++;
+    if (spares != p->va_spares.count)
+        vidmm_report_add(r, "process %u: %u spare user links listed, %u counted", vidmm_process_slot(p), spares,
+                         p->va_spares.count);
+}
+
+/* al's list of mapping processes names live processes that map it, each
+ * once, as many as it counts (slot: al's table slot, for the report).
+ * Returns the count, which the adapter checker sums against the VA
+ * spaces' object indexes. */
+uint32_t vidmm_process_check_users(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t slot,
+                                   struct vidmm_report *r)
+{
+    if (al->va_map.processes > a->processes.live)
+        vidmm_report_add(r, "allocation %u: mapped by %u processes, %u are alive", slot, al->va_map.processes,
+                         a->processes.live);
+    uint32_t users = 0;
+    for (const struct vidmm_va_user *u = al->va_map.users; u && users <= al->va_map.processes; u = u->next) {
+        users++;
+        const struct vidmm_process *up = u->process;
+        if ((u->next && u->next->prev != u) || (u == al->va_map.users && u->prev) ||
+            vidmm_objtab_get(&a->processes, up->self) != up || !vidmm_va_object_mapping_count(&up->vs, al->self))
+            vidmm_report_add(r, "allocation %u: user list broken, or names a process that does not map it", slot);
+    }
+    if (users != al->va_map.processes)
+        vidmm_report_add(r, "allocation %u: %u processes listed as mapping it, %u counted", slot, users,
+                         al->va_map.processes);
+    return al->va_map.processes;
+}
+
+/* The first fault puts p in error; every fault counts (fence lock held:
+ * the report comes from a driver thread). */
+void vidmm_process_note_fault_locked(struct vidmm_process *p, uint64_t va, uint32_t flags)
+{
+    if (!p->fault.faulted) {
+        p->fault.faulted = 1;
+        p->fault.fault_va = va;
+        p->fault.fault_flags = flags;
+    }
+    p->fault.faults++;
 }

@@ -35,4 +35,21 @@ void vidmm_process_free_users(struct vidmm_adapter *a, struct vidmm_process *p);
 /* The live process of a handle, or NULL. */
 struct vidmm_process *vidmm_process_get(const struct vidmm_adapter *a, vidmm_handle h);
 
+/* The adapter checker's parts (adapter/check.c): p's spare links, and
+ * al's list of mapping processes (returns its count). */
+struct vidmm_report;
+void vidmm_process_check_spares(const struct vidmm_process *p, struct vidmm_report *r);
+uint32_t vidmm_process_check_users(const struct vidmm_adapter *a, const struct vidmm_allocation *al, uint32_t slot,
+                                   struct vidmm_report *r);
+
+/* The processes mapping al, first to last (read-only). */
+static inline const struct vidmm_va_user *vidmm_process_users_of(const struct vidmm_allocation *al)
+{
+    return al->va_map.users;
+}
+
+/* A GPU page fault of p's: the first puts p in error (vidmm/process.h's
+ * info reports it), every one counts.  Under the fence lock. */
+void vidmm_process_note_fault_locked(struct vidmm_process *p, uint64_t va, uint32_t flags);
+
 #endif

@@ -7,9 +7,11 @@
  */
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "process/process.h"
 #include "residency/residency.h"
 #include "residency/res_state.h"
+#include "core/report.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -108,10 +110,10 @@ static int check_usage(const struct vidmm_adapter *a, char *msg, size_t n)
                     snprintf(msg, n, "process %u: usage of segment %u is %llu, allocations say %llu", s, id,
                              (unsigned long long)p->res.seg_usage[id], (unsigned long long)usage[s - base][id]);
                 }
-            if (p->owned_allocations != owned[s - base] || p->private_allocations != priv[s - base]) {
+            if (p->res.owned_allocations != owned[s - base] || p->private_allocations != priv[s - base]) {
                 e++;
                 snprintf(msg, n, "process %u: counts %llu owned and %llu private allocations, allocations say %llu and %llu",
-                         s, (unsigned long long)p->owned_allocations, (unsigned long long)p->private_allocations,
+                         s, (unsigned long long)p->res.owned_allocations, (unsigned long long)p->private_allocations,
                          (unsigned long long)owned[s - base], (unsigned long long)priv[s - base]);
             }
         }
@@ -217,4 +219,17 @@ int vidmm_residency_check(const struct vidmm_adapter *a, char *msg, size_t n)
                      (unsigned long long)demand[g], (unsigned long long)a->res->demand_total[g]);
         }
     return e;
+}
+
+uint64_t vidmm_residency_check_owned(const struct vidmm_process *p, struct vidmm_report *r)
+{
+    uint64_t owned = 0;
+    for (const struct vidmm_allocation *al = p->res.owned_first; al && owned <= p->res.owned_allocations;
+         al = al->owned.next) {
+        owned++;
+        if (vidmm_residency_owner(al) != p->self || (al->owned.next && al->owned.next->owned.prev != al) ||
+            (al == p->res.owned_first && al->owned.prev))
+            vidmm_report_add(r, "process %u: list of owned allocations broken", vidmm_process_slot(p));
+    }
+    return owned;
 }

@@ -9,6 +9,7 @@
  */
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "process/process.h"
 #include "residency/residency.h"

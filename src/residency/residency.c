@@ -131,14 +131,14 @@ void vidmm_residency_request_end(struct vidmm_adapter *a)
 
 static void owned_unlink(struct vidmm_process *p, struct vidmm_allocation *al)
 {
-    if (al->owned_prev)
-        al->owned_prev->owned_next = al->owned_next;
+    if (al->owned.prev)
+        al->owned.prev->owned.next = al->owned.next;
     else
-        p->owned_first = al->owned_next;
-    if (al->owned_next)
-        al->owned_next->owned_prev = al->owned_prev;
-    al->owned_prev = al->owned_next = NULL;
-    p->owned_allocations--;
+        p->res.owned_first = al->owned.next;
+    if (al->owned.next)
+        al->owned.next->owned.prev = al->owned.prev;
+    al->owned.prev = al->owned.next = NULL;
+    p->res.owned_allocations--;
 }
 
 void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)
@@ -148,12 +148,12 @@ void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation 
     if (was)
         owned_unlink(was, al);
     if (p) {
-        al->owned_prev = NULL;
-        al->owned_next = p->owned_first;
-        if (p->owned_first)
-            p->owned_first->owned_prev = al;
-        p->owned_first = al;
-        p->owned_allocations++;
+        al->owned.prev = NULL;
+        al->owned.next = p->res.owned_first;
+        if (p->res.owned_first)
+            p->res.owned_first->owned.prev = al;
+        p->res.owned_first = al;
+        p->res.owned_allocations++;
     }
     al->res.pe.process = p ? p->self : 0;
     al->res.owned = p != NULL;
@@ -907,8 +907,8 @@ void vidmm_residency_process_gone(struct vidmm_adapter *a, struct vidmm_process 
         a->res->budget_overrides--;
     p->res.budget_override[0] = p->res.budget_override[1] = 0;
     /* O(what it owns): its list. */
-    while (p->owned_first)
-        vidmm_residency_set_owner(a, p->owned_first, NULL);
+    while (p->res.owned_first)
+        vidmm_residency_set_owner(a, p->res.owned_first, NULL);
 }
 
 void vidmm_residency_process_lets_go(struct vidmm_adapter *a, struct vidmm_allocation *al, struct vidmm_process *p)

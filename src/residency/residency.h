@@ -228,4 +228,16 @@ static inline uint64_t vidmm_residency_list_length(const struct vidmm_device *d)
     return d->res.ref_count;
 }
 
+/* The adapter checker's part (adapter/check.c): p's list of owned
+ * allocations is linked both ways and names allocations p owns (reported
+ * on r); returns how many it lists, up to one past the count. */
+struct vidmm_report;
+uint64_t vidmm_residency_check_owned(const struct vidmm_process *p, struct vidmm_report *r);
+
+/* How many allocations p owns for residency (its count). */
+static inline uint64_t vidmm_residency_owned_count(const struct vidmm_process *p)
+{
+    return p->res.owned_allocations;
+}
+
 #endif

@@ -91,6 +91,18 @@ struct vidmm_process_residency {
     int last_mr_cant_trim[2];
     uint64_t budget_after_mr[2];
     uint64_t usage_after_mr[2];
+    /* The allocations whose residency owner it is (pe.process), through
+     * their `owned` links, and how many: its teardown walks these, not
+     * every allocation. */
+    struct vidmm_allocation *owned_first;
+    uint64_t owned_allocations;
+};
+
+/* An allocation's links on its residency owner's list of owned
+ * allocations (the allocation's `owned` member; NULL links without an
+ * owner). */
+struct vidmm_alloc_owned_link {
+    struct vidmm_allocation *prev, *next;
 };
 
 /* A device's residency requirement list, paging queues, trim callback

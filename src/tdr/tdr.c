@@ -43,6 +43,7 @@
  */
 #include "model/objects.h"
 #include "handle/handle.h"
+#include "handle/lookup.h"
 #include "placement/placement.h"
 #include "paging_process/paging_process.h"
 #include "device/device.h"
@@ -141,7 +142,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
         st = r;
     struct vidmm_process *p;
     vidmm_for_each_process(a, p) {
-        if (p->root) {
+        if (vidmm_pt_root(p)) {
             r = vidmm_pt_rebuild(a, p);
             /* Zero reservations have no allocation to remap them below. */
             if (r >= 0)
@@ -157,7 +158,7 @@ vidmm_status vidmm_tdr_rebuild_page_tables(struct vidmm_adapter *a)
             st = r;
     }
     vidmm_for_each_process(a, p) {
-        if (p->root) {
+        if (vidmm_pt_root(p)) {
             r = vidmm_pt_flush(a, p);
             if (r < 0 && st >= 0)
                 st = r;

@@ -8,6 +8,7 @@
 #include "harness/test.h"
 #include "unit/softgpu_fixture.h"
 #include "model/objects.h"
+#include "handle/lookup.h"
 
 #include <ctype.h>
 #include <stdlib.h>

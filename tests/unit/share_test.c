@@ -24,6 +24,7 @@
 #include "iso_common.h"
 #include "softgpu_fixture.h"
 #include "model/objects.h"   /* share.checker corrupts the state the walkers check */
+#include "handle/lookup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +323,7 @@ static struct vidmm_process *proc_of(struct iso_fx *f, vidmm_handle h)
 
 static int maps(const struct vidmm_allocation *al, const struct vidmm_process *p)
 {
-    for (const struct vidmm_va_user *u = al->va_users; u; u = u->next)
+    for (const struct vidmm_va_user *u = al->va_map.users; u; u = u->next)
         if (u->process == p)
             return 1;
     return 0;
@@ -344,13 +345,13 @@ static void share_process_lists(void)
     T_CHECK(maps(al, pa) && maps(al, pb));
     T_EQ(pa->sharing.share_hold_count, 1);
     T_EQ(pb->sharing.share_hold_count, 1);
-    uint64_t a_priv = pa->private_allocations, a_owned = pa->owned_allocations;
-    uint64_t b_priv = pb->private_allocations, b_owned = pb->owned_allocations;
+    uint64_t a_priv = pa->private_allocations, a_owned = pa->res.owned_allocations;
+    uint64_t b_priv = pb->private_allocations, b_owned = pb->res.owned_allocations;
     /* The creator lets go. */
     T_ST(vidmm_allocation_destroy(f->a, t.ha), VIDMM_OK);
     T_EQ(al->private_process, 0);
     T_EQ(pa->private_allocations, a_priv - 1);
-    T_EQ(pa->owned_allocations, a_owned - 1);
+    T_EQ(pa->res.owned_allocations, a_owned - 1);
     T_EQ(al->res.pe.process, 0);
     T_CHECK(!maps(al, pa) && maps(al, pb));
     T_EQ(pa->sharing.share_hold_count, 0);
@@ -359,7 +360,7 @@ static void share_process_lists(void)
     /* The opener's make-resident takes it: on B's owned list. */
     iso_mr(f, &t.B, &t.hb, 1, VIDMM_OK);
     T_EQ(al->res.pe.process, t.B.proc);
-    T_EQ(pb->owned_allocations, b_owned + 1);
+    T_EQ(pb->res.owned_allocations, b_owned + 1);
     T_EQ(all_checked(f), 0);
     /* A third process opens it; its teardown lets go of its hold only. */
     struct iso_proc C;
