@@ -26,6 +26,7 @@
  *             the outcome for the rules checker, notify trims.
  */
 #include "model/objects.h"
+#include "handle/lookup.h"
 #include "fence/fence.h"
 #include "handle/handle.h"
 #include "placement/placement.h"
@@ -89,15 +90,15 @@ static int fast_scan(const struct vidmm_adapter *a, const struct vidmm_device *d
     for (uint32_t i = 0; i < n; i++) {
         vidmm_handle h = list[i];
         if (i + 8 < n) {
-            uint32_t p = (uint32_t)list[i + 8] & 0xFFFFFFu;
+            uint32_t p = VIDMM_HANDLE_SLOT(list[i + 8]);
             if ((p >> VIDMM_RES_CHUNK_SHIFT) < len)
                 __builtin_prefetch(&dir[p >> VIDMM_RES_CHUNK_SHIFT][p & (VIDMM_RES_CHUNK - 1u)]);
         }
-        uint32_t s = (uint32_t)h & 0xFFFFFFu, c = s >> VIDMM_RES_CHUNK_SHIFT;
-        if ((h >> 40) != hi || c >= len)
+        uint32_t s = VIDMM_HANDLE_SLOT(h), c = s >> VIDMM_RES_CHUNK_SHIFT;
+        if ((h >> VIDMM_HANDLE_SALT_SHIFT) != hi || c >= len)
             return 0;
         const struct vidmm_residency_slot *e = &dir[c][s & (VIDMM_RES_CHUNK - 1u)];
-        if (!e->ok || e->gen != (uint16_t)(h >> 24) || e->extra == UINT32_MAX)
+        if (!e->ok || e->gen != (uint16_t)VIDMM_HANDLE_GEN(h) || e->extra == UINT32_MAX)
             return 0;
         groups |= 1u << e->group;
     }
@@ -114,7 +115,7 @@ static void fast_commit(struct vidmm_adapter *a, struct vidmm_device *d, const v
 {
     struct vidmm_residency_slot *const *dir = d->res.res_dir;   /* fast_scan found every entry ok: in real chunks */
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t s = (uint32_t)list[i] & 0xFFFFFFu;
+        uint32_t s = VIDMM_HANDLE_SLOT(list[i]);
         struct vidmm_residency_slot *e = &dir[s >> VIDMM_RES_CHUNK_SHIFT][s & (VIDMM_RES_CHUNK - 1u)];
         e->extra++;
         e->clock = now;
@@ -204,11 +205,11 @@ static vidmm_status mr_validate(struct vidmm_adapter *a, vidmm_handle device, st
         return vidmm_fail(VIDMM_E_INVALID_ARG, !args ? "args is NULL"
                           : (args->count && !args->allocations) ? "count > 0 with no allocation list"
                           : "flags: unknown bits, or MUST_SUCCEED without CANT_TRIM_FURTHER");
-    struct vidmm_device *d = vidmm_residency_device_of(a, device);
+    struct vidmm_device *d;
+    vidmm_status st = vidmm_device_lookup(a, device, &d);
+    if (st < 0)
+        return st;
     struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, args->paging_queue);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)device);
     if (!q || q->device != d)
         return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a paging queue of device 0x%llx",
                           (unsigned long long)args->paging_queue, (unsigned long long)device);
@@ -234,16 +235,16 @@ static vidmm_status mr_validate(struct vidmm_adapter *a, vidmm_handle device, st
  * misses overlap instead of queueing. */
 static void mr_prefetch(const struct vidmm_adapter *a, const vidmm_handle *list, uint32_t n, uint32_t i)
 {
-    if (i + 16 < n && (list[i + 16] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
-        uint32_t idx = (uint32_t)list[i + 16] & 0xFFFFFFu;
+    if (i + 16 < n && VIDMM_HANDLE_TYPE(list[i + 16]) == VIDMM_HANDLE_TYPE_ALLOCATION) {
+        uint32_t idx = VIDMM_HANDLE_SLOT(list[i + 16]);
         const char *o = vidmm_objtab_at(&a->allocations, idx);
         if (o) {
             __builtin_prefetch(o);        /* lookup, pin, reference list */
             __builtin_prefetch(o + 64);   /* the policy entry (last use, owner) */
         }
     }
-    if (i + 4 < n && (list[i + 4] >> 56) == VIDMM_HANDLE_TYPE_ALLOCATION) {
-        uint32_t idx = (uint32_t)list[i + 4] & 0xFFFFFFu;
+    if (i + 4 < n && VIDMM_HANDLE_TYPE(list[i + 4]) == VIDMM_HANDLE_TYPE_ALLOCATION) {
+        uint32_t idx = VIDMM_HANDLE_SLOT(list[i + 4]);
         const struct vidmm_allocation *o = vidmm_objtab_at(&a->allocations, idx);
         if (o && o->res.refs)
             __builtin_prefetch(o->res.refs);
@@ -260,11 +261,11 @@ static vidmm_status mr_scan(struct mr_call *c)
     struct vidmm_adapter *a = c->a;
     c->fast = fast_scan(a, c->d, c->list, c->n, c->touched);
     for (uint32_t i = 0; i < c->n && !c->fast; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get_for(a, c->list[i], c->p->self);
-        if (!al) {
+        struct vidmm_allocation *al;
+        vidmm_status st = vidmm_allocation_lookup_for(a, c->list[i], c->p->self, &al);
+        if (st < 0) {
             a->res->epoch++;   /* unpin */
-            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                              (unsigned long long)(c->list[i]));
+            return st;
         }
         mr_prefetch(a, c->list, c->n, i);
         if (al->res.request_epoch == c->epoch)
@@ -372,7 +373,7 @@ static vidmm_status mr_reserve(struct mr_call *c)
             continue;
         /* Every record has its entry, at its allocation's own slot (list[i]
          * may be an opener's handle of a shared allocation). */
-        vidmm_status st = fast_reserve(a, c->d, (uint32_t)al->self & 0xFFFFFFu);
+        vidmm_status st = fast_reserve(a, c->d, VIDMM_HANDLE_SLOT(al->self));
         if (st < 0)
             return st;
         struct vidmm_residency_ref *r = vidmm_hzalloc(a->ha, VIDMM_SITE_RES_REFERENCE, sizeof(*r), _Alignof(struct vidmm_residency_ref));
@@ -519,7 +520,7 @@ static void mr_commit(struct mr_call *c)
         if (!e)
             continue;   /* not reached: every record has its entry */
         e->ok = 1;
-        e->gen = (uint16_t)(al->self >> 24);
+        e->gen = (uint16_t)VIDMM_HANDLE_GEN(al->self);
         e->group = (uint8_t)(al->res.in_memory_segment ? VIDMM_SEGMENT_GROUP_LOCAL : VIDMM_SEGMENT_GROUP_NON_LOCAL);
         e->clock = now;
     }
@@ -597,10 +598,10 @@ static vidmm_status evict(struct vidmm_adapter *a, vidmm_handle device, const vi
     if (!a || (count && !allocs) || (flags & ~(VIDMM_EVICT_ONLY_IF_NECESSARY | VIDMM_EVICT_NOT_WRITTEN_TO)))
         return vidmm_fail(VIDMM_E_INVALID_ARG, (count && !allocs) ? "count > 0 with no allocation list"
                                                                    : "flags 0x%x: unknown bits", flags);
-    struct vidmm_device *d = vidmm_residency_device_of(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status lookup_st = vidmm_device_lookup(a, device, &d);
+    if (lookup_st < 0)
+        return lookup_st;
     /* Validate: each must be on the list, as often as it is named. */
     vidmm_status st = VIDMM_OK;
     uint32_t i;
@@ -675,10 +676,10 @@ static vidmm_status allocation_set_priority(struct vidmm_adapter *a, vidmm_handl
 {
     if (!a || priority == 0)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "priority 0: priorities start at 1");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status lookup_st = vidmm_allocation_lookup(a, h, &al);
+    if (lookup_st < 0)
+        return lookup_st;
     vidmm_residency_leave(a, al);
     al->res.pe.priority = priority;
     vidmm_residency_enter(a, al);
@@ -689,10 +690,10 @@ static vidmm_status allocation_set_next_use(struct vidmm_adapter *a, vidmm_handl
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status lookup_st = vidmm_allocation_lookup(a, h, &al);
+    if (lookup_st < 0)
+        return lookup_st;
     al->res.pe.next_use = clock;
     if (al->res.in_memory_segment)
         a->res->policy->touch(a->res->policy_state, &al->res.pe);
@@ -708,10 +709,10 @@ static vidmm_status allocation_residency(const struct vidmm_adapter *a, vidmm_ha
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
-    const struct vidmm_allocation *al = vidmm_handle_get(a, h);
-    if (!al)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not a live allocation of this adapter",
-                          (unsigned long long)(h));
+    struct vidmm_allocation *al;
+    vidmm_status lookup_st = vidmm_allocation_lookup(a, h, &al);
+    if (lookup_st < 0)
+        return lookup_st;
     memset(out, 0, sizeof(*out));
     out->resident = (uint32_t)al->resident;
     out->priority = al->res.pe.priority;
@@ -792,15 +793,15 @@ static vidmm_status offer(struct vidmm_adapter *a, vidmm_handle device, const vi
     if (!a || (count && !allocs) || offer_priority < VIDMM_OFFER_LOW || offer_priority > VIDMM_OFFER_AUTO)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : (count && !allocs) ? "allocations is NULL with count %u"
                           : "offer_priority %u: not a VIDMM_OFFER_* value", count && !allocs ? count : offer_priority);
-    struct vidmm_device *d = vidmm_residency_device_of(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status lookup_st = vidmm_device_lookup(a, device, &d);
+    if (lookup_st < 0)
+        return lookup_st;
     for (uint32_t i = 0; i < count; i++) {
-        struct vidmm_allocation *al = vidmm_handle_get_for(a, allocs[i], d->process->self);
-        if (!al)
-            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                              (unsigned long long)(allocs[i]));
+        struct vidmm_allocation *al;
+        vidmm_status al_st = vidmm_allocation_lookup_for(a, allocs[i], d->process->self, &al);
+        if (al_st < 0)
+            return al_st;
         if (al->lock_count || al->displayed)
             return VIDMM_E_BUSY;
     }
@@ -825,14 +826,16 @@ static vidmm_status reclaim(struct vidmm_adapter *a, vidmm_handle queue, const v
     if (!a || (count && (!allocs || !results)))
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !allocs ? "allocations is NULL with count %u"
                                                                       : "results is NULL with count %u", count);
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
-    for (uint32_t i = 0; i < count; i++)
-        if (!vidmm_handle_get_for(a, allocs[i], q->device->process->self))
-            return vidmm_fail(VIDMM_E_INVALID_HANDLE, "allocation handle 0x%llx: not an allocation this process may name",
-                              (unsigned long long)(allocs[i]));
+    struct vidmm_paging_queue *q;
+    vidmm_status lookup_st = vidmm_paging_queue_lookup(a, queue, &q);
+    if (lookup_st < 0)
+        return lookup_st;
+    for (uint32_t i = 0; i < count; i++) {
+        struct vidmm_allocation *al;
+        vidmm_status al_st = vidmm_allocation_lookup_for(a, allocs[i], q->device->process->self, &al);
+        if (al_st < 0)
+            return al_st;
+    }
     if (fence)
         *fence = 0;
     vidmm_status st = VIDMM_OK;

@@ -20,6 +20,7 @@
  * only the caller, since one process's demand lowers every budget.
  */
 #include "model/objects.h"
+#include "handle/lookup.h"
 #include "process/process.h"
 #include "residency/residency.h"
 #include "residency/res_state.h"
@@ -140,10 +141,10 @@ static vidmm_status query_video_memory_info(const struct vidmm_adapter *a, vidmm
     if (!a || !out || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : !out ? "out is NULL"
                           : "segment group %u: LOCAL (0) or NON_LOCAL (1)", (unsigned)group);
-    const struct vidmm_process *p = vidmm_process_get(a, process);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(process));
+    struct vidmm_process *p;
+    vidmm_status lookup_st = vidmm_process_lookup(a, process, &p);
+    if (lookup_st < 0)
+        return lookup_st;
     memset(out, 0, sizeof(*out));
     out->budget = vidmm_residency_budget(a, p, group);
     out->current_usage = vidmm_residency_usage(a, p, group);
@@ -159,10 +160,10 @@ static vidmm_status change_video_memory_reservation(struct vidmm_adapter *a, vid
     if (!a || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "segment group %u: LOCAL (0) or NON_LOCAL (1)",
                           (unsigned)group);
-    struct vidmm_process *p = vidmm_process_get(a, process);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(process));
+    struct vidmm_process *p;
+    vidmm_status lookup_st = vidmm_process_lookup(a, process, &p);
+    if (lookup_st < 0)
+        return lookup_st;
     struct vidmm_video_memory_info info;
     (void)vidmm_query_video_memory_info(a, process, group, &info);
     if (reservation > info.available_for_reservation)
@@ -178,10 +179,10 @@ static vidmm_status process_set_budget(struct vidmm_adapter *a, vidmm_handle pro
     if (!a || (unsigned)group > VIDMM_SEGMENT_GROUP_NON_LOCAL)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "segment group %u: LOCAL (0) or NON_LOCAL (1)",
                           (unsigned)group);
-    struct vidmm_process *p = vidmm_process_get(a, process);
-    if (!p)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "process handle 0x%llx: not a live process of this adapter",
-                          (unsigned long long)(process));
+    struct vidmm_process *p;
+    vidmm_status lookup_st = vidmm_process_lookup(a, process, &p);
+    if (lookup_st < 0)
+        return lookup_st;
     int had = p->res.budget_override[0] || p->res.budget_override[1];
     p->res.budget_override[group] = budget;
     a->res->budget_overrides += (uint32_t)(p->res.budget_override[0] || p->res.budget_override[1]) - (uint32_t)had;
@@ -198,10 +199,10 @@ static vidmm_status register_trim_notification(struct vidmm_adapter *a, vidmm_ha
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_device *d = vidmm_objtab_get(&a->devices, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status lookup_st = vidmm_device_lookup(a, device, &d);
+    if (lookup_st < 0)
+        return lookup_st;
     d->res.trim_cb = callback;
     d->res.trim_ctx = callback ? context : NULL;
     return VIDMM_OK;

@@ -29,7 +29,7 @@ static int check_slots(const struct vidmm_adapter *a, const struct vidmm_device 
         if (!vidmm_residency_slot_of(d, r->al->self)) {
             e++;
             snprintf(msg, n, "process %u: a device's reference to slot %u has no entry in its fast table (%u slots)", pi,
-                     (unsigned)(r->al->self & 0xFFFFFFu), d->res.res_slot_cap);
+                     (unsigned)VIDMM_HANDLE_SLOT(r->al->self), d->res.res_slot_cap);
         }
     if (d->res.res_slot_cap != d->res.res_dir_len << VIDMM_RES_CHUNK_SHIFT) {
         e++;

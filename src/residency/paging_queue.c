@@ -7,6 +7,7 @@
  * adapter lock.
  */
 #include "model/objects.h"
+#include "handle/lookup.h"
 #include "fence/fence.h"
 #include "fence/hang.h"
 #include "residency/residency.h"
@@ -17,16 +18,24 @@
 
 /* ---- paging queues ------------------------------------------------------ */
 
+vidmm_status vidmm_paging_queue_lookup(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_paging_queue **out)
+{
+    *out = vidmm_objtab_get(&a->queues, h);
+    return *out ? VIDMM_OK
+                : vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
+                             (unsigned long long)h);
+}
+
 static vidmm_status paging_queue_create(struct vidmm_adapter *a, vidmm_handle device, int priority,
                                        vidmm_handle *out)
 {
     if (!a || !out)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "out is NULL");
     *out = VIDMM_HANDLE_NULL;
-    struct vidmm_device *d = vidmm_residency_device_of(a, device);
-    if (!d)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "device handle 0x%llx: not a live device of this adapter",
-                          (unsigned long long)(device));
+    struct vidmm_device *d;
+    vidmm_status lookup_st = vidmm_device_lookup(a, device, &d);
+    if (lookup_st < 0)
+        return lookup_st;
     if (priority < VIDMM_PAGING_QUEUE_BELOW_NORMAL || priority > VIDMM_PAGING_QUEUE_ABOVE_NORMAL)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "priority %d: not a VIDMM_PAGING_QUEUE_* value (%d to %d)", priority,
                           VIDMM_PAGING_QUEUE_BELOW_NORMAL, VIDMM_PAGING_QUEUE_ABOVE_NORMAL);
@@ -52,10 +61,10 @@ static vidmm_status paging_queue_destroy(struct vidmm_adapter *a, vidmm_handle q
 {
     if (!a)
         return vidmm_fail(VIDMM_E_INVALID_ARG, "adapter is NULL");
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
+    struct vidmm_paging_queue *q;
+    vidmm_status lookup_st = vidmm_paging_queue_lookup(a, queue, &q);
+    if (lookup_st < 0)
+        return lookup_st;
     struct vidmm_paging_queue **pp = &q->device->res.queues;
     while (*pp != q)
         pp = &(*pp)->next;
@@ -115,10 +124,10 @@ static vidmm_status paging_queue_fence(struct vidmm_adapter *a, vidmm_handle que
 {
     if (!a || !completed)
         return vidmm_fail(VIDMM_E_INVALID_ARG, !a ? "adapter is NULL" : "completed is NULL");
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
+    struct vidmm_paging_queue *q;
+    vidmm_status lookup_st = vidmm_paging_queue_lookup(a, queue, &q);
+    if (lookup_st < 0)
+        return lookup_st;
     pthread_mutex_lock(&a->fence_lock);
     resolve(a, q);
     *completed = q->completed;
@@ -145,11 +154,11 @@ static vidmm_status paging_queue_wait_plain(struct vidmm_adapter *a, vidmm_handl
     /* The lookup under the adapter lock, the sleep without it (a CPU wait
      * must not stop other threads; the fence moves under the fence lock). */
     vidmm_adapter_lock(a);
-    struct vidmm_paging_queue *q = vidmm_objtab_get(&a->queues, queue);
+    struct vidmm_paging_queue *q;
+    vidmm_status lookup_st = vidmm_paging_queue_lookup(a, queue, &q);
     vidmm_adapter_unlock(a);
-    if (!q)
-        return vidmm_fail(VIDMM_E_INVALID_HANDLE, "paging queue handle 0x%llx: not a live paging queue of this adapter",
-                          (unsigned long long)(queue));
+    if (lookup_st < 0)
+        return lookup_st;
     pthread_mutex_lock(&a->fence_lock);
     /* The queue must outlive the wait (destroying it meanwhile is the caller's error, THREADING.md). */
     vidmm_status st = vidmm_fence_wait_reached(a, queue_reached, &(struct queue_wait){ q, value }, timeout_ns);

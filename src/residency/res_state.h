@@ -102,7 +102,7 @@ static inline struct vidmm_residency_slot *vidmm_residency_slot_at(const struct 
 /* The entry of handle h's slot in d's table, or NULL. */
 static inline struct vidmm_residency_slot *vidmm_residency_slot_of(const struct vidmm_device *d, vidmm_handle h)
 {
-    return vidmm_residency_slot_at(d, (uint32_t)h & 0xFFFFFFu);
+    return vidmm_residency_slot_at(d, VIDMM_HANDLE_SLOT(h));
 }
 
 /* A process's demand (bytes on its devices' lists) changes: keep the

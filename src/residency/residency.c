@@ -163,7 +163,7 @@ void vidmm_residency_set_owner(struct vidmm_adapter *a, struct vidmm_allocation 
 void vidmm_residency_fold(struct vidmm_adapter *a, struct vidmm_allocation *al, int keep)
 {
     (void)a;
-    uint16_t gen = (uint16_t)(al->self >> 24);
+    uint16_t gen = (uint16_t)VIDMM_HANDLE_GEN(al->self);
     for (struct vidmm_residency_ref *r = al->res.refs; r; r = r->al_next) {
         struct vidmm_residency_slot *e = vidmm_residency_slot_of(r->dev, al->self);
         if (!e || !e->ok || e->gen != gen)
@@ -181,7 +181,7 @@ uint32_t vidmm_residency_references(const struct vidmm_adapter *a, const struct 
 {
     (void)a;
     uint32_t n = al->res.ref_total;
-    uint16_t gen = (uint16_t)(al->self >> 24);
+    uint16_t gen = (uint16_t)VIDMM_HANDLE_GEN(al->self);
     for (const struct vidmm_residency_ref *r = al->res.refs; r; r = r->al_next) {
         const struct vidmm_residency_slot *e = vidmm_residency_slot_of(r->dev, al->self);
         if (e && e->ok && e->gen == gen)
@@ -843,7 +843,7 @@ void vidmm_residency_unlink_ref(struct vidmm_adapter *a, struct vidmm_residency_
     struct vidmm_allocation *al = r->al;
     struct vidmm_device *d = r->dev;
     struct vidmm_residency_slot *e = vidmm_residency_slot_of(d, al->self);
-    if (e && e->ok && e->gen == (uint16_t)(al->self >> 24)) {
+    if (e && e->ok && e->gen == (uint16_t)VIDMM_HANDLE_GEN(al->self)) {
         /* Its fast references go with the record. */
         if (e->clock > al->res.use_clock)
             al->res.use_clock = e->clock;

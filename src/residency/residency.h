@@ -240,4 +240,9 @@ static inline uint64_t vidmm_residency_owned_count(const struct vidmm_process *p
     return p->res.owned_allocations;
 }
 
+/* The live paging queue named by h, or VIDMM_E_INVALID_HANDLE with the
+ * reason recorded (the paging queues' lookup, as handle/lookup.h's are
+ * the other kinds'). */
+vidmm_status vidmm_paging_queue_lookup(const struct vidmm_adapter *a, vidmm_handle h, struct vidmm_paging_queue **out);
+
 #endif
