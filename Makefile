@@ -107,6 +107,10 @@ $(STATIC): $(LIB_OBJ)
 # Hidden by default: only what the public headers mark VIDMM_API is
 # exported, under the version script's node.
 $(LIB_OBJ): CFLAGS_ALL += -Isrc -fvisibility=hidden -DVIDMM_BUILDING_LIBRARY
+# `make shared`: the shared library alone (CI builds it with SAN=1 for the
+# daemon's plug-in loader test, which loads it as a library without an entry).
+.PHONY: shared
+shared: $(SHARED)
 $(SHARED): $(LIB_OBJ) src/libvidmm.map
 	$(CC) -shared -Wl,-soname,libvidmm.so.$(MAJOR) -Wl,--version-script=src/libvidmm.map $(LDFLAGS_ALL) -o $@ $(LIB_OBJ) $(LIBS)
 	ln -sf libvidmm.so.$(VERSION) $(BUILD)/libvidmm.so
